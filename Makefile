@@ -1,0 +1,54 @@
+# The two commands of the README, plus the developer targets. Everything installs what it needs
+# first (scripts/install-deps.sh, idempotent), then builds with CMake + Ninja.
+JOBS ?= $(shell nproc)
+CTEST_LABELS_EXCLUDE = slow|gpu
+
+.PHONY: all deps build test check-asan format format-check bench tidy fuzz up clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+build/build.ninja:
+	cmake --preset default
+
+build: deps build/build.ninja
+	cmake --build build -j $(JOBS)
+
+test: build
+	cd build && ctest -LE '$(CTEST_LABELS_EXCLUDE)' -j $(JOBS) --output-on-failure
+
+build-asan/build.ninja:
+	cmake --preset asan
+
+check-asan: deps build-asan/build.ninja
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && ctest -LE '$(CTEST_LABELS_EXCLUDE)' -j $(JOBS) --output-on-failure
+
+format:
+	git ls-files -z '*.cc' '*.h' 'include/*.h.in' | xargs -0 clang-format -i
+
+format-check:
+	git ls-files -z '*.cc' '*.h' 'include/*.h.in' | xargs -0 clang-format --dry-run -Werror
+
+bench: build
+	bash bench/run.sh build
+
+tidy: build
+	git ls-files -z 'libbai/*.cc' 'cli/*.cc' | xargs -0 clang-tidy -p build --quiet
+
+build-fuzz/build.ninja:
+	cmake --preset fuzz
+
+fuzz: deps build-fuzz/build.ninja
+	cmake --build build-fuzz -j $(JOBS)
+	cd build-fuzz && ctest -L fuzz --output-on-failure
+
+up:
+	@echo "make up arrives with the reference server (manager + agent); until then there is" >&2
+	@echo "nothing to run. Use 'make test', or 'build/bin/bai-test-server' to try 'bai api'." >&2
+	@exit 2
+
+clean:
+	rm -rf build build-asan build-fuzz

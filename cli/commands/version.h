@@ -1,0 +1,11 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "cli/context.h"
+
+namespace bai::cli {
+
+/// `bai version`: the tool, library and API versions. Never touches the network.
+int RunVersion(Context& ctx);
+
+}  // namespace bai::cli

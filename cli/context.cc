@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cli/context.h"
+
+#include "cli/exit_codes.h"
+#include "libbai/internal/json_codec.h"
+
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+
+namespace bai::cli {
+
+ConfigSources Context::Sources() const {
+  ConfigSources s;
+  if (!globals_.profile.empty()) s.profile = globals_.profile;
+  if (!globals_.endpoint.empty()) s.flags["endpoint"] = globals_.endpoint;
+  return s;
+}
+
+StatusOr<ResolvedConfig> Context::Config() {
+  if (config_) return *config_;
+  auto config = ResolveConfig(Sources());
+  if (!config.ok()) return config;
+  for (auto const& w : config->warnings) err_ << "warning: " << w << "\n";
+  if (globals_.debug) {
+    err_ << "[debug] profile " << config->profile << " from " << config->config_dir << "\n";
+    for (auto const& [key, v] : config->values) {
+      err_ << "[debug]   " << key << " = "
+           << (IsSecretConfigKey(key) ? MaskSecret(v.value) : v.value) << "  (" << v.source
+           << ")\n";
+    }
+  }
+  config_ = *config;
+  return config;
+}
+
+StatusOr<Client> Context::MakeClient() {
+  auto config = Config();
+  if (!config.ok()) return std::move(config).status();
+  auto options = config->ToOptions();
+  if (!options.ok()) return std::move(options).status();
+  options->warning_log = [this](std::string_view w) { err_ << "warning: " << w << "\n"; };
+  if (globals_.debug) {
+    options->debug_log = [this](std::string_view line) { err_ << "[debug] " << line << "\n"; };
+  }
+  return Client::Create(*std::move(options));
+}
+
+int ReportError(Context& ctx, Status const& status) {
+  int code = ExitCodeFor(status);
+  auto const& info = status.error_info();
+  if (ctx.json()) {
+    nlohmann::json error = {{"code", std::string(StatusCodeName(status.code()))},
+                            {"message", status.message()}};
+    if (info.http_status != 0) error["http_status"] = info.http_status;
+    if (!info.type.empty()) error["type"] = info.type;
+    if (!info.title.empty()) error["title"] = info.title;
+    if (!info.detail.empty()) error["msg"] = info.detail;
+    if (!info.data_json.empty()) {
+      if (auto data = internal::ParseJson(info.data_json)) error["data"] = *data;
+    }
+    if (!info.request_id.empty()) error["request_id"] = info.request_id;
+    ctx.err() << nlohmann::json{{"error", error}, {"exit_code", code}}.dump() << "\n";
+    return code;
+  }
+  ctx.err() << "error: " << status.message() << "\n";
+  if (info.http_status != 0 && ctx.globals().debug) {
+    ctx.err() << "  HTTP " << info.http_status << " " << info.type << "\n";
+  }
+  if (status.code() == StatusCode::kUnauthenticated) {
+    ctx.err() << "hint: check the keypair with `bai config list`, or set BACKEND_ACCESS_KEY and "
+                 "BACKEND_SECRET_KEY\n";
+  } else if (code == kExitUnreachable) {
+    ctx.err() << "hint: is the manager running? check the endpoint with `bai config list`\n";
+  }
+  return code;
+}
+
+}  // namespace bai::cli

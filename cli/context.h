@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "bai/client.h"
+#include "bai/config.h"
+#include "bai/status.h"
+
+#include <iosfwd>
+#include <optional>
+#include <string>
+
+namespace bai::cli {
+
+/// Flags accepted by every command, in any position.
+struct GlobalOptions {
+  std::string output;    ///< "json" or "table"; empty = table
+  bool debug = false;    ///< log requests and responses to stderr (secrets redacted)
+  std::string profile;   ///< --profile
+  std::string endpoint;  ///< --endpoint (overrides the profile and BACKEND_ENDPOINT)
+};
+
+/// What a command runs with: the streams, the global flags, and configuration and a client
+/// built on first use (so `bai version` and `--help` never read files or touch the network).
+class Context {
+ public:
+  Context(std::ostream& out, std::ostream& err, std::istream& in, bool stdout_tty, bool stdin_tty)
+      : out_(out), err_(err), in_(in), stdout_tty_(stdout_tty), stdin_tty_(stdin_tty) {}
+
+  GlobalOptions& globals() { return globals_; }
+  bool json() const { return globals_.output == "json"; }
+  std::ostream& out() { return out_; }
+  std::ostream& err() { return err_; }
+  std::istream& in() { return in_; }
+  bool stdout_tty() const { return stdout_tty_; }
+  bool stdin_tty() const { return stdin_tty_; }
+
+  /// ConfigSources from the global flags.
+  ConfigSources Sources() const;
+  StatusOr<ResolvedConfig> Config();
+  StatusOr<Client> MakeClient();
+
+ private:
+  std::ostream& out_;
+  std::ostream& err_;
+  std::istream& in_;
+  bool stdout_tty_;
+  bool stdin_tty_;
+  GlobalOptions globals_;
+  std::optional<ResolvedConfig> config_;
+};
+
+/// Prints `status` as "error: …" (and the problem details with -o json) on stderr and returns
+/// the exit code of a general command (DECISIONS.md "CLI").
+int ReportError(Context& ctx, Status const& status);
+
+}  // namespace bai::cli

@@ -1,0 +1,22 @@
+# SPDX-License-Identifier: Apache-2.0
+# Every third-party package is found here, and only here; the rest of the tree links the stable
+# imported names below. All of them come from Debian packages (scripts/install-deps.sh).
+find_package(PkgConfig REQUIRED)
+find_package(Threads REQUIRED)
+find_package(CURL 7.88 REQUIRED)
+find_package(OpenSSL 3 REQUIRED COMPONENTS Crypto)
+pkg_check_modules(sodium REQUIRED IMPORTED_TARGET libsodium)
+find_package(nlohmann_json 3.11 REQUIRED)
+find_package(tomlplusplus 3.3 REQUIRED)
+
+if(BAI_BUILD_CLI)
+  find_package(CLI11 2.1 REQUIRED)
+endif()
+
+if(BAI_BUILD_TESTS)
+  find_package(GTest 1.12 REQUIRED)
+endif()
+
+if(BAI_BUILD_BENCH)
+  find_package(benchmark 1.7 REQUIRED)
+endif()

@@ -1,0 +1,15 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+/// Umbrella header: the whole public SDK.
+#include "bai/client.h"
+#include "bai/config.h"
+#include "bai/export.h"
+#include "bai/options.h"
+#include "bai/protocol/api_version.h"
+#include "bai/protocol/errors.h"
+#include "bai/protocol/resource.h"
+#include "bai/protocol/session_status.h"
+#include "bai/protocol/signing.h"
+#include "bai/status.h"
+#include "bai/version.h"

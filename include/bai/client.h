@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "bai/export.h"
+#include "bai/options.h"
+#include "bai/status.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace bai {
+
+namespace internal {
+class ClientImpl;
+}  // namespace internal
+
+/// One HTTP request to the manager, before signing.
+struct ApiRequest {
+  ApiRequest() = default;
+  ApiRequest(std::string m, std::string p) : method(std::move(m)), path(std::move(p)) {}
+
+  std::string method = "GET";
+  /// Path and query relative to the endpoint ("/session/abc/logs?kernel_id=…"). Characters that
+  /// are not allowed in a URL are percent-encoded; existing %XX escapes are kept.
+  std::string path = "/";
+  std::string body;
+  std::string content_type = "application/json";             ///< used only when body is not empty
+  std::vector<std::pair<std::string, std::string>> headers;  ///< extra headers
+  /// Overrides the method's idempotency (GET, HEAD, PUT, DELETE, OPTIONS are idempotent).
+  std::optional<bool> idempotent;
+  bool sign = true;  ///< false = anonymous even when the client has credentials
+};
+
+/// One HTTP response.
+struct ApiResponse {
+  int status = 0;
+  std::vector<std::pair<std::string, std::string>> headers;  ///< names lowercased
+  std::string body;
+
+  /// The first header called `name` (case-insensitive).
+  BAI_EXPORT std::optional<std::string> Header(std::string_view name) const;
+};
+
+/// What `GET /` says about the server.
+struct ServerInfo {
+  std::string version;         ///< the server's API version ("v8.20240915")
+  std::string manager;         ///< the manager's own version text ("24.09.0", "bai-manager 0.1.0")
+  bool is_backend_ai = false;  ///< false when the answer did not look like Backend.AI's
+};
+
+/// A connection to a Backend.AI manager: keep-alive connection pool, request signing, API
+/// version negotiation, retries of idempotent requests and endpoint failover. Copies share one
+/// pool. Thread-safe.
+///
+/// @par Example
+/// @code
+/// bai::Options options;
+/// options.endpoints = {"http://127.0.0.1:8081"};
+/// options.access_key = "AKIA…";
+/// options.secret_key = "…";
+/// auto client = bai::Client::Create(options);
+/// if (!client) return 1;
+/// auto response = client->Send({"GET", "/auth?echo=hi"});
+/// @endcode
+class BAI_EXPORT Client {
+ public:
+  /// Validates the options (endpoint URLs, credentials, version); touches no network.
+  static StatusOr<Client> Create(Options options);
+
+  /// Sends `request` (signed when the client has credentials). Fails only when no HTTP response
+  /// arrived; any status code is returned as is. Use CheckResponse() to turn a non-2xx answer
+  /// into a Status.
+  StatusOr<ApiResponse> Send(ApiRequest const& request) const;
+
+  /// `GET /`, fetched once and cached.
+  StatusOr<ServerInfo> GetServerInfo() const;
+
+  /// The API version sent with requests: the pinned one, or min(server, SDK) after `GET /`
+  /// (the SDK's own version when the server does not answer like Backend.AI).
+  std::string ApiVersion() const;
+
+  Options const& options() const;
+
+ private:
+  explicit Client(std::shared_ptr<internal::ClientImpl> impl);
+  std::shared_ptr<internal::ClientImpl> impl_;
+};
+
+/// Ok for a 2xx response; otherwise a Status with the problem+json details of the body (type,
+/// title, msg, data), the HTTP status and a StatusCode from the shared error table.
+BAI_EXPORT Status CheckResponse(ApiResponse const& response);
+
+/// The libbai version string ("0.1.0").
+BAI_EXPORT std::string_view LibraryVersion();
+
+}  // namespace bai

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "bai/export.h"
+
+#include <string>
+#include <string_view>
+
+namespace bai::protocol {
+
+/// Session statuses (PROTOCOL.md §6). Our server emits the 24.09 set; the HEAD-only ones are
+/// parsed so that the SDK understands newer managers.
+enum class SessionStatus {
+  kUnknown,  ///< a string this SDK does not know; the text is kept in SessionStatusValue
+  kPending,
+  kScheduled,
+  kPulling,
+  kPreparing,
+  kRunning,
+  kRestarting,
+  kRunningDegraded,
+  kTerminating,
+  kTerminated,
+  kError,
+  kCancelled,
+  // Newer managers (HEAD) only; never emitted by bai-manager.
+  kDeprioritizing,
+  kReserved,
+  kPrepared,
+  kCreating,
+  kPreempted,
+  kRescheduling,
+};
+
+/// Kernel (container) statuses.
+enum class KernelStatus {
+  kUnknown,
+  kPending,
+  kScheduled,
+  kPreparing,
+  kBuilding,
+  kPulling,
+  kRunning,
+  kRestarting,
+  kResizing,
+  kSuspended,
+  kTerminating,
+  kTerminated,
+  kError,
+  kCancelled,
+};
+
+/// A status as received: the enum plus the exact wire text, so unknown values survive a
+/// round trip instead of failing a whole response.
+template <typename Enum>
+struct StatusValue {
+  Enum status = Enum::kUnknown;
+  std::string text;
+};
+using SessionStatusValue = StatusValue<SessionStatus>;
+using KernelStatusValue = StatusValue<KernelStatus>;
+
+BAI_EXPORT SessionStatusValue ParseSessionStatus(std::string_view text);
+BAI_EXPORT KernelStatusValue ParseKernelStatus(std::string_view text);
+/// Wire name ("RUNNING_DEGRADED"); "UNKNOWN" for kUnknown.
+BAI_EXPORT std::string_view ToString(SessionStatus status);
+BAI_EXPORT std::string_view ToString(KernelStatus status);
+
+/// True for statuses a session never leaves (TERMINATED, CANCELLED).
+BAI_EXPORT bool IsTerminal(SessionStatus status);
+/// True when the 24.09 lifecycle allows `from` → `to`.
+BAI_EXPORT bool CanTransition(SessionStatus from, SessionStatus to);
+/// True for the statuses our server may emit (the 24.09 set).
+BAI_EXPORT bool IsEmittedStatus(SessionStatus status);
+/// The session status a kernel status stands for (BUILDING→PREPARING, RESIZING→RUNNING,
+/// SUSPENDED→ERROR, others one to one).
+BAI_EXPORT SessionStatus ToSessionStatus(KernelStatus status);
+
+}  // namespace bai::protocol

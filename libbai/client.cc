@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "bai/client.h"
+
+#include "bai/protocol/api_version.h"
+#include "bai/protocol/errors.h"
+#include "bai/version.h"
+
+#include "libbai/internal/curl_transport.h"
+#include "libbai/internal/decorators.h"
+#include "libbai/internal/json_codec.h"
+#include "libbai/internal/url.h"
+
+#include <strings.h>
+
+#include <atomic>
+#include <mutex>
+#include <random>
+#include <thread>
+
+namespace bai {
+namespace internal {
+
+class ClientImpl {
+ public:
+  ClientImpl(Options options, std::vector<Endpoint> endpoints)
+      : options_(std::move(options)), endpoints_(std::move(endpoints)) {}
+
+  Options const& options() const { return options_; }
+
+  StatusOr<ApiResponse> Send(ApiRequest const& request) {
+    HttpRequest http;
+    http.method = request.method;
+    for (char& c : http.method) {
+      if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+    }
+    http.headers = request.headers;
+    if (!request.body.empty()) {
+      http.headers.emplace_back("Content-Type", request.content_type);
+      http.body = request.body;
+    } else {
+      http.headers.emplace_back("Content-Type", "text/plain");  // as the Python SDK does
+    }
+    http.sign = request.sign && !options_.access_key.empty();
+    http.api_version = ApiVersion();
+    http.headers.emplace_back("X-BackendAI-Version", http.api_version);
+    std::string target = EncodeTarget(request.path);
+    bool idempotent = request.idempotent.value_or(IsIdempotentMethod(http.method));
+    return SendWithRetries(http, target, idempotent);
+  }
+
+  StatusOr<ServerInfo> GetServerInfo() {
+    std::lock_guard<std::mutex> lock(info_mu_);
+    if (server_info_) return *server_info_;
+    HttpRequest http;
+    http.method = "GET";
+    http.sign = false;
+    http.api_version = protocol::kCurrentApiVersion.ToString();
+    auto response = SendWithRetries(http, "/", /*idempotent=*/true);
+    if (!response.ok()) return std::move(response).status();
+    if (response->status != 200) {
+      auto status = CheckResponse(*response);
+      if (!status.ok()) return status;
+    }
+    server_info_ = ParseServerInfo(response->body);
+    return *server_info_;
+  }
+
+  std::string ApiVersion() {
+    if (options_.api_version) return *options_.api_version;
+    std::call_once(negotiate_once_, [this] { negotiated_ = Negotiate(); });
+    return negotiated_;
+  }
+
+ private:
+  static bool IsIdempotentMethod(std::string const& m) {
+    return m == "GET" || m == "HEAD" || m == "PUT" || m == "DELETE" || m == "OPTIONS";
+  }
+
+  void Warn(std::string const& text) const {
+    if (options_.warning_log) options_.warning_log(text);
+  }
+
+  std::string Negotiate() {
+    auto client_version = protocol::kCurrentApiVersion;
+    auto info = GetServerInfo();
+    if (!info.ok()) return client_version.ToString();  // the real request will report the error
+    if (!info->is_backend_ai) {
+      Warn("the server at " + CurrentEndpoint().url +
+           " did not answer GET / like a Backend.AI manager; assuming API " +
+           client_version.ToString());
+      return client_version.ToString();
+    }
+    auto server_version = *protocol::ApiVersion::Parse(info->version);
+    if (server_version < protocol::kOldestRecommendedApiVersion) {
+      Warn("the server speaks API " + info->version + ", older than " +
+           protocol::kOldestRecommendedApiVersion.ToString() + "; some commands may fail");
+    }
+    return protocol::NegotiateApiVersion(server_version, client_version).ToString();
+  }
+
+  HttpTransport& Transport() {
+    std::call_once(transport_once_, [this] {
+      CurlTransportOptions o;
+      o.connect_timeout = options_.connect_timeout;
+      o.read_timeout = options_.read_timeout;
+      o.verify_tls = options_.verify_tls;
+      o.ca_bundle = options_.ca_bundle;
+      o.user_agent = options_.user_agent.empty() ? std::string("bai/") + BAI_VERSION_STRING
+                                                 : options_.user_agent;
+      std::unique_ptr<HttpTransport> t = MakeCurlTransport(std::move(o));
+      if (options_.debug_log) t = MakeLoggingTransport(std::move(t), options_.debug_log);
+      transport_ = MakeSigningTransport(std::move(t), options_.access_key, options_.secret_key);
+    });
+    return *transport_;
+  }
+
+  Endpoint const& CurrentEndpoint() const {
+    return endpoints_[current_endpoint_.load() % endpoints_.size()];
+  }
+
+  static bool Retryable(ApiResponse const& r) {
+    return r.status == 502 || r.status == 503 || r.status == 504 ||
+           (r.status == 429 && r.Header("retry-after"));
+  }
+
+  std::chrono::milliseconds Backoff(int attempt, std::optional<std::string> const& retry_after) {
+    auto const& b = options_.backoff;
+    double ceiling = static_cast<double>(b.initial_delay.count());
+    for (int i = 1; i < attempt; ++i) ceiling *= b.multiplier;
+    ceiling = std::min(ceiling, static_cast<double>(b.max_delay.count()));
+    thread_local std::mt19937_64 rng{std::random_device{}()};
+    auto delay = std::chrono::milliseconds(static_cast<std::int64_t>(
+        std::uniform_real_distribution<double>(0, std::max(1.0, ceiling))(rng)));
+    if (retry_after) {
+      char* end = nullptr;
+      double seconds = std::strtod(retry_after->c_str(), &end);
+      if (end != retry_after->c_str() && seconds > 0) {
+        delay =
+            std::max(delay, std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000)));
+      }
+    }
+    return std::min(delay, b.max_delay);
+  }
+
+  StatusOr<ApiResponse> SendWithRetries(HttpRequest http, std::string const& target,
+                                        bool idempotent) {
+    auto const start = std::chrono::steady_clock::now();
+    int attempt = 0;
+    std::size_t failovers = 0;
+    while (true) {
+      std::size_t index = current_endpoint_.load();
+      Endpoint const& endpoint = endpoints_[index % endpoints_.size()];
+      http.origin = endpoint.origin;
+      http.host = endpoint.host;
+      http.target = endpoint.base_path + target;
+      ++attempt;
+      auto response = Transport().Send(http);
+      // A refused connection means nothing was sent: any request may move to the next endpoint.
+      if (!response.ok() && IsConnectFailure(response.status()) &&
+          failovers + 1 < endpoints_.size()) {
+        ++failovers;
+        current_endpoint_.compare_exchange_strong(index, index + 1);
+        Warn(response.status().message() + "; trying " + CurrentEndpoint().url);
+        --attempt;
+        continue;
+      }
+      bool transient = response.ok() ? Retryable(*response)
+                                     : response.status().code() == StatusCode::kUnavailable;
+      auto elapsed = std::chrono::steady_clock::now() - start;
+      if (!transient || !idempotent || attempt >= options_.retry.max_attempts ||
+          elapsed >= options_.retry.max_elapsed) {
+        return response;
+      }
+      auto delay = Backoff(attempt, response.ok() ? response->Header("retry-after") : std::nullopt);
+      if (elapsed + delay >= options_.retry.max_elapsed) return response;
+      std::this_thread::sleep_for(delay);
+    }
+  }
+
+  Options options_;
+  std::vector<Endpoint> endpoints_;
+  std::atomic<std::size_t> current_endpoint_{0};
+  std::once_flag transport_once_;
+  std::unique_ptr<HttpTransport> transport_;
+  std::once_flag negotiate_once_;
+  std::string negotiated_;
+  std::mutex info_mu_;
+  std::optional<ServerInfo> server_info_;
+};
+
+}  // namespace internal
+
+std::optional<std::string> ApiResponse::Header(std::string_view name) const {
+  for (auto const& [k, v] : headers) {
+    if (k.size() == name.size() && strncasecmp(k.data(), name.data(), name.size()) == 0) return v;
+  }
+  return std::nullopt;
+}
+
+StatusOr<Client> Client::Create(Options options) {
+  if (options.endpoints.empty()) {
+    return Status(StatusCode::kInvalidArgument, "no endpoint configured (set BACKEND_ENDPOINT)");
+  }
+  std::vector<internal::Endpoint> endpoints;
+  for (auto const& url : options.endpoints) {
+    auto e = internal::ParseEndpoint(url);
+    if (!e.ok()) return std::move(e).status();
+    endpoints.push_back(std::move(*e));
+  }
+  if (!options.access_key.empty() && options.secret_key.empty()) {
+    return Status(StatusCode::kInvalidArgument,
+                  "an access key is set but no secret key (run `bai config set secret_key` or "
+                  "set BACKEND_SECRET_KEY)");
+  }
+  if (options.api_version && !protocol::ApiVersion::Parse(*options.api_version)) {
+    return Status(StatusCode::kInvalidArgument,
+                  "invalid API version \"" + *options.api_version + "\" (expected vX.YYYYMMDD)");
+  }
+  if (options.retry.max_attempts < 1) options.retry.max_attempts = 1;
+  return Client(std::make_shared<internal::ClientImpl>(std::move(options), std::move(endpoints)));
+}
+
+Client::Client(std::shared_ptr<internal::ClientImpl> impl) : impl_(std::move(impl)) {}
+
+StatusOr<ApiResponse> Client::Send(ApiRequest const& request) const { return impl_->Send(request); }
+StatusOr<ServerInfo> Client::GetServerInfo() const { return impl_->GetServerInfo(); }
+std::string Client::ApiVersion() const { return impl_->ApiVersion(); }
+Options const& Client::options() const { return impl_->options(); }
+
+Status CheckResponse(ApiResponse const& response) {
+  if (response.status >= 200 && response.status < 300) return {};
+  ErrorInfo info;
+  info.http_status = response.status;
+  if (auto id = response.Header("x-backendai-requestid")) info.request_id = *id;
+  if (auto ra = response.Header("retry-after")) {
+    char* end = nullptr;
+    double v = std::strtod(ra->c_str(), &end);
+    if (end != ra->c_str()) info.retry_after_seconds = v;
+  }
+  StatusCode code = protocol::StatusCodeFromHttpStatus(response.status);
+  std::string message;
+  if (internal::ParseProblem(response.body, info)) {
+    if (auto known = protocol::FindProblemType(info.type)) {
+      code = protocol::GetProblemTypeInfo(*known).code;
+    }
+    message = info.title;
+    if (!info.detail.empty() && info.detail != info.title) {
+      message += message.empty() ? info.detail : " (" + info.detail + ")";
+    }
+  }
+  if (message.empty()) {
+    message = "HTTP " + std::to_string(response.status);
+    std::string_view body = response.body;
+    if (!body.empty()) message += ": " + std::string(body.substr(0, 200));
+  }
+  return Status(code, std::move(message), std::move(info));
+}
+
+std::string_view LibraryVersion() { return BAI_VERSION_STRING; }
+
+}  // namespace bai

@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "libbai/internal/curl_transport.h"
+
+#include <curl/curl.h>
+#include <strings.h>
+
+#include <array>
+#include <mutex>
+#include <vector>
+
+namespace bai::internal {
+namespace {
+
+// The first error code a request can get before anything was sent.
+constexpr std::string_view kConnectFailureTag = "connect-failure";
+
+void GlobalInit() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+std::size_t OnBody(char* data, std::size_t size, std::size_t n, void* user) {
+  static_cast<std::string*>(user)->append(data, size * n);
+  return size * n;
+}
+
+std::size_t OnHeader(char* data, std::size_t size, std::size_t n, void* user) {
+  auto* headers = static_cast<std::vector<std::pair<std::string, std::string>>*>(user);
+  std::string_view line(data, size * n);
+  // A new status line (after 100-continue or a redirect we do not follow) starts a new set.
+  if (line.substr(0, 5) == "HTTP/") {
+    headers->clear();
+    return size * n;
+  }
+  auto colon = line.find(':');
+  if (colon == std::string_view::npos) return size * n;
+  std::string name(line.substr(0, colon));
+  for (char& c : name) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  std::string_view value = line.substr(colon + 1);
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+  while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) {
+    value.remove_suffix(1);
+  }
+  headers->emplace_back(std::move(name), std::string(value));
+  return size * n;
+}
+
+Status FromCurl(CURLcode code, char const* error_buffer, std::string const& url) {
+  std::string detail = error_buffer[0] != '\0' ? error_buffer : curl_easy_strerror(code);
+  ErrorInfo info;
+  switch (code) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_COULDNT_CONNECT:
+      info.type = std::string(kConnectFailureTag);
+      return Status(StatusCode::kUnavailable, "cannot connect to " + url + ": " + detail, info);
+    case CURLE_OPERATION_TIMEDOUT:
+      return Status(StatusCode::kDeadlineExceeded, "request to " + url + " timed out: " + detail);
+    case CURLE_URL_MALFORMAT:
+    case CURLE_UNSUPPORTED_PROTOCOL:
+      return Status(StatusCode::kInvalidArgument, "bad URL " + url + ": " + detail);
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CACERT_BADFILE:
+      return Status(StatusCode::kUnavailable,
+                    "TLS error talking to " + url + ": " + detail +
+                        " (check the CA bundle, or skip_tls_verify for a test server)");
+    default:
+      return Status(StatusCode::kUnavailable, "request to " + url + " failed: " + detail);
+  }
+}
+
+class CurlTransport : public HttpTransport {
+ public:
+  explicit CurlTransport(CurlTransportOptions options) : options_(std::move(options)) {
+    GlobalInit();
+    share_ = curl_share_init();
+    curl_share_setopt(share_, CURLSHOPT_LOCKFUNC, &Lock);
+    curl_share_setopt(share_, CURLSHOPT_UNLOCKFUNC, &Unlock);
+    curl_share_setopt(share_, CURLSHOPT_USERDATA, this);
+    curl_share_setopt(share_, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
+    curl_share_setopt(share_, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+    curl_share_setopt(share_, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+  }
+
+  ~CurlTransport() override {
+    for (CURL* h : pool_) curl_easy_cleanup(h);
+    curl_share_cleanup(share_);
+  }
+
+  CurlTransport(CurlTransport const&) = delete;
+  CurlTransport& operator=(CurlTransport const&) = delete;
+
+  StatusOr<ApiResponse> Send(HttpRequest const& request) override {
+    CURL* h = Acquire();
+    std::string url = request.origin + request.target;
+    ApiResponse response;
+    char error_buffer[CURL_ERROR_SIZE] = {0};
+    curl_slist* headers = nullptr;
+    headers = curl_slist_append(headers, ("Host: " + request.host).c_str());
+    headers = curl_slist_append(headers, "Expect:");  // no 100-continue round trip
+    headers = curl_slist_append(headers, "Accept:");
+    bool has_content_type = false;
+    for (auto const& [name, value] : request.headers) {
+      if (name.size() == 12 && strncasecmp(name.c_str(), "content-type", 12) == 0) {
+        has_content_type = true;
+      }
+      // "Name;" is curl's way to send a header with an empty value.
+      headers =
+          curl_slist_append(headers, (value.empty() ? name + ";" : name + ": " + value).c_str());
+    }
+    if (!has_content_type) headers = curl_slist_append(headers, "Content-Type:");
+
+    curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error_buffer);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &OnBody);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &response.body);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, &OnHeader);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, &response.headers);
+    if (request.method == "GET") {
+      curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+    } else if (request.method == "HEAD") {
+      curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+    } else {
+      curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+    }
+    if (!request.body.empty() || (request.method != "GET" && request.method != "HEAD")) {
+      curl_easy_setopt(h, CURLOPT_POSTFIELDS, request.body.data());
+      curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
+                       static_cast<curl_off_t>(request.body.size()));
+    }
+    CURLcode code = curl_easy_perform(h);
+    long status = 0;
+    if (code == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    curl_slist_free_all(headers);
+    Release(h);
+    if (code != CURLE_OK) return FromCurl(code, error_buffer, request.origin);
+    response.status = static_cast<int>(status);
+    return response;
+  }
+
+ private:
+  static void Lock(CURL*, curl_lock_data data, curl_lock_access, void* user) {
+    static_cast<CurlTransport*>(user)->locks_[static_cast<std::size_t>(data)].lock();
+  }
+  static void Unlock(CURL*, curl_lock_data data, void* user) {
+    static_cast<CurlTransport*>(user)->locks_[static_cast<std::size_t>(data)].unlock();
+  }
+
+  CURL* Acquire() {
+    CURL* h = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(pool_mu_);
+      if (!pool_.empty()) {
+        h = pool_.back();
+        pool_.pop_back();
+      }
+    }
+    if (h == nullptr) h = curl_easy_init();
+    curl_easy_reset(h);
+    curl_easy_setopt(h, CURLOPT_SHARE, share_);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+                     static_cast<long>(options_.connect_timeout.count()));
+    if (options_.read_timeout.count() > 0) {
+      // "Silent for read_timeout": fewer than 1 byte/s over that many seconds.
+      curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+      curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME,
+                       std::max(1L, static_cast<long>(options_.read_timeout.count() / 1000)));
+    }
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, options_.verify_tls ? 1L : 0L);
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, options_.verify_tls ? 2L : 0L);
+    if (!options_.ca_bundle.empty())
+      curl_easy_setopt(h, CURLOPT_CAINFO, options_.ca_bundle.c_str());
+    curl_easy_setopt(h, CURLOPT_USERAGENT, options_.user_agent.c_str());
+    return h;
+  }
+
+  void Release(CURL* h) {
+    std::lock_guard<std::mutex> lock(pool_mu_);
+    pool_.push_back(h);
+  }
+
+  CurlTransportOptions options_;
+  CURLSH* share_ = nullptr;
+  std::array<std::mutex, CURL_LOCK_DATA_LAST> locks_;
+  std::mutex pool_mu_;
+  std::vector<CURL*> pool_;
+};
+
+}  // namespace
+
+bool IsConnectFailure(Status const& status) {
+  return status.code() == StatusCode::kUnavailable &&
+         status.error_info().type == kConnectFailureTag;
+}
+
+std::unique_ptr<HttpTransport> MakeCurlTransport(CurlTransportOptions options) {
+  return std::make_unique<CurlTransport>(std::move(options));
+}
+
+}  // namespace bai::internal

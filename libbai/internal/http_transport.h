@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "bai/client.h"
+#include "bai/status.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace bai::internal {
+
+/// A request as it goes on the wire. `target` and `host` are exactly what is sent, so the
+/// signing decorator signs the same bytes.
+struct HttpRequest {
+  std::string method;
+  std::string origin;  ///< "http://127.0.0.1:8081": scheme and authority
+  std::string target;  ///< request-target: base path + path + "?" + query, percent-encoded
+  std::string host;    ///< Host header value (the authority as written in the endpoint)
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  std::string api_version;
+  bool sign = true;
+};
+
+/// Moves bytes. Implementations: CurlTransport; decorators: SigningTransport, LoggingTransport.
+class HttpTransport {
+ public:
+  virtual ~HttpTransport() = default;
+  /// Fails only when no HTTP response arrived (connection, TLS, timeout).
+  virtual StatusOr<ApiResponse> Send(HttpRequest const& request) = 0;
+};
+
+/// True when a transport error means the request never reached the server (so even a
+/// non-idempotent request may go to the next endpoint).
+bool IsConnectFailure(Status const& status);
+
+}  // namespace bai::internal

@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "libbai/internal/json_codec.h"
+
+#include "bai/protocol/api_version.h"
+
+namespace bai::internal {
+
+using nlohmann::json;
+
+std::optional<json> ParseJson(std::string_view text) {
+  json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return std::nullopt;
+  return j;
+}
+
+bool ParseProblem(std::string_view body, ErrorInfo& info) {
+  auto j = ParseJson(body);
+  if (!j || !j->is_object()) return false;
+  auto type = j->find("type");
+  if (type == j->end() || !type->is_string()) return false;
+  info.type = type->get<std::string>();
+  if (auto t = j->find("title"); t != j->end() && t->is_string())
+    info.title = t->get<std::string>();
+  if (auto m = j->find("msg"); m != j->end() && !m->is_null()) {
+    info.detail = m->is_string() ? m->get<std::string>() : m->dump();
+  } else if (auto d = j->find("detail"); d != j->end() && d->is_string()) {
+    info.detail = d->get<std::string>();
+  }
+  if (auto d = j->find("data"); d != j->end() && !d->is_null()) info.data_json = d->dump();
+  return true;
+}
+
+std::string ProblemJson(ErrorInfo const& info) {
+  json j = {{"type", info.type}, {"title", info.title}};
+  if (!info.detail.empty()) j["msg"] = info.detail;
+  if (!info.data_json.empty()) {
+    if (auto data = ParseJson(info.data_json)) j["data"] = *data;
+  }
+  return j.dump();
+}
+
+ServerInfo ParseServerInfo(std::string_view body) {
+  ServerInfo out;
+  auto j = ParseJson(body);
+  if (!j || !j->is_object()) return out;
+  if (auto v = j->find("version"); v != j->end() && v->is_string()) {
+    out.version = v->get<std::string>();
+  }
+  if (auto m = j->find("manager"); m != j->end() && m->is_string()) {
+    out.manager = m->get<std::string>();
+  }
+  out.is_backend_ai = protocol::ApiVersion::Parse(out.version).has_value();
+  return out;
+}
+
+json SlotsToJson(protocol::ResourceSlots const& slots) {
+  json j = json::object();
+  for (auto const& [name, amount] : slots) j[name] = amount.ToString();
+  return j;
+}
+
+StatusOr<protocol::ResourceSlots> SlotsFromJson(
+    json const& j,
+    std::function<std::optional<protocol::SlotType>(std::string const&)> const& slot_type) {
+  if (!j.is_object()) {
+    return Status(StatusCode::kInvalidArgument, "resource slots must be a JSON object");
+  }
+  protocol::ResourceSlots out;
+  for (auto const& [name, value] : j.items()) {
+    auto type = slot_type ? slot_type(name) : protocol::KnownSlotType(name);
+    std::string text;
+    if (value.is_string()) {
+      text = value.get<std::string>();
+    } else if (value.is_number()) {
+      text = value.dump();
+    } else {
+      return Status(StatusCode::kInvalidArgument,
+                    "slot \"" + name + "\": amount must be a string or a number");
+    }
+    auto amount = protocol::ParseSlotAmount(type.value_or(protocol::SlotType::kCount), text);
+    if (!amount.ok()) {
+      return Status(StatusCode::kInvalidArgument,
+                    "slot \"" + name + "\": " + amount.status().message());
+    }
+    out[name] = *amount;
+  }
+  return out;
+}
+
+}  // namespace bai::internal

@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "bai/client.h"
+#include "bai/protocol/resource.h"
+#include "bai/status.h"
+
+#include <nlohmann/json.hpp>
+
+#include <string_view>
+
+namespace bai::internal {
+
+/// Parses JSON without throwing; nullopt for malformed text.
+std::optional<nlohmann::json> ParseJson(std::string_view text);
+
+/// Fills type/title/detail/data_json from a problem+json body; false when the body is not one.
+bool ParseProblem(std::string_view body, ErrorInfo& info);
+
+/// Serialises a problem document (server side and tests): {"type","title","msg"?,"data"?}.
+std::string ProblemJson(ErrorInfo const& info);
+
+/// `GET /` answer; is_backend_ai is false when `version` is missing or not vX.YYYYMMDD.
+ServerInfo ParseServerInfo(std::string_view body);
+
+/// {"cpu": "2", "mem": "4294967296"}: amounts as strings, as on the wire.
+nlohmann::json SlotsToJson(protocol::ResourceSlots const& slots);
+
+/// Accepts strings and numbers; `slot_type` gives each slot's type (KnownSlotType when null).
+/// Errors name the slot.
+StatusOr<protocol::ResourceSlots> SlotsFromJson(
+    nlohmann::json const& json,
+    std::function<std::optional<protocol::SlotType>(std::string const&)> const& slot_type = {});
+
+}  // namespace bai::internal

@@ -1,0 +1,445 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "bai/protocol/signing.h"
+
+#include "bai/protocol/errors.h"
+
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <sodium.h>
+
+#include <ctime>
+
+namespace bai::protocol {
+namespace {
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+EVP_MD const* Md(HashAlgorithm hash) {
+  return hash == HashAlgorithm::kSha512 ? EVP_sha512() : EVP_sha256();
+}
+
+std::string Hmac(HashAlgorithm hash, std::string_view key, std::string_view msg) {
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  HMAC(Md(hash), key.data(), static_cast<int>(key.size()),
+       reinterpret_cast<unsigned char const*>(msg.data()), msg.size(), out, &len);
+  return std::string(reinterpret_cast<char const*>(out), len);
+}
+
+std::string Hex(std::string_view bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out.push_back(kDigits[c >> 4]);
+    out.push_back(kDigits[c & 15]);
+  }
+  return out;
+}
+
+// Hex digest of the empty body: since v4.20181215 the body is never hashed.
+std::string_view EmptyBodyHash(HashAlgorithm hash) {
+  if (hash == HashAlgorithm::kSha512) {
+    return "cf83e1357eefb8bdf1542850d66d8007d620e4050b5715dc83f4a921d36ce9ce47d0d13c5d85f2b0ff8318d"
+           "2"
+           "877eec2f63b931bd47417a81a538327af927da3e";
+  }
+  return "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+}
+
+// --- date parsing -------------------------------------------------------------------------
+
+class Cursor {
+ public:
+  explicit Cursor(std::string_view s) : s_(s) {}
+  bool done() const { return i_ >= s_.size(); }
+  char peek() const { return done() ? '\0' : s_[i_]; }
+  bool Eat(char c) {
+    if (peek() != c) return false;
+    ++i_;
+    return true;
+  }
+  // Exactly n digits.
+  bool Digits(int n, int& out) {
+    out = 0;
+    for (int k = 0; k < n; ++k) {
+      char c = peek();
+      if (c < '0' || c > '9') return false;
+      out = out * 10 + (c - '0');
+      ++i_;
+    }
+    return true;
+  }
+  // One or two digits.
+  bool Digits12(int& out) {
+    if (!Digits(1, out)) return false;
+    int second = 0;
+    char c = peek();
+    if (c >= '0' && c <= '9') {
+      Digits(1, second);
+      out = out * 10 + second;
+    }
+    return true;
+  }
+  std::string_view Word() {
+    std::size_t start = i_;
+    while (!done() && ((peek() >= 'A' && peek() <= 'Z') || (peek() >= 'a' && peek() <= 'z'))) ++i_;
+    return s_.substr(start, i_ - start);
+  }
+  void SkipSpaces() {
+    while (peek() == ' ') ++i_;
+  }
+
+ private:
+  std::string_view s_;
+  std::size_t i_ = 0;
+};
+
+std::int64_t DaysFromCivil(int y, int m, int d) {
+  y -= m <= 2 ? 1 : 0;
+  int const era = (y >= 0 ? y : y - 399) / 400;
+  int const yoe = y - era * 400;
+  int const doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  int const doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return static_cast<std::int64_t>(era) * 146097 + doe - 719468;
+}
+
+bool ValidCivil(int y, int mo, int d, int h, int mi, int s) {
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (y < 1 || mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || s > 59) return false;
+  bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  int days = kDays[mo - 1] + (mo == 2 && leap ? 1 : 0);
+  return d <= days;
+}
+
+std::optional<HttpDate> MakeDate(int y, int mo, int d, int h, int mi, int s, int offset) {
+  if (!ValidCivil(y, mo, d, h, mi, s)) return std::nullopt;
+  if (offset <= -24 * 3600 || offset >= 24 * 3600) return std::nullopt;
+  HttpDate out;
+  out.unix_seconds = DaysFromCivil(y, mo, d) * 86400 + h * 3600 + mi * 60 + s - offset;
+  out.utc_offset_seconds = offset;
+  out.local_yyyymmdd = y * 10000 + mo * 100 + d;
+  return out;
+}
+
+// "+09:00", "-0530", "+09", "Z"; sets offset seconds. Empty input is UTC.
+bool ParseNumericOffset(Cursor& c, int& offset) {
+  offset = 0;
+  if (c.done()) return true;
+  if (c.Eat('Z') || c.Eat('z')) return c.done();
+  int sign = 0;
+  if (c.Eat('+')) {
+    sign = 1;
+  } else if (c.Eat('-')) {
+    sign = -1;
+  } else {
+    return false;
+  }
+  int hh = 0, mm = 0;
+  if (!c.Digits(2, hh)) return false;
+  if (c.Eat(':')) {
+    if (!c.Digits(2, mm)) return false;
+  } else if (!c.done()) {
+    if (!c.Digits(2, mm)) return false;
+  }
+  if (hh > 23 || mm > 59) return false;
+  offset = sign * (hh * 3600 + mm * 60);
+  return c.done();
+}
+
+bool ParseZoneName(std::string_view zone, int& offset) {
+  struct Zone {
+    std::string_view name;
+    int hours;
+  };
+  static constexpr Zone kZones[] = {{"GMT", 0},  {"UTC", 0},  {"UT", 0},   {"Z", 0},
+                                    {"EST", -5}, {"EDT", -4}, {"CST", -6}, {"CDT", -5},
+                                    {"MST", -7}, {"MDT", -6}, {"PST", -8}, {"PDT", -7}};
+  for (auto const& z : kZones) {
+    if (z.name == zone) {
+      offset = z.hours * 3600;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::optional<HttpDate> ParseIso(std::string_view text) {
+  Cursor c(text);
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0, s = 0;
+  if (!c.Digits(4, y)) return std::nullopt;
+  bool extended = c.Eat('-');
+  if (!c.Digits(2, mo) || (extended && !c.Eat('-')) || !c.Digits(2, d)) return std::nullopt;
+  if (!c.Eat('T') && !c.Eat('t') && !c.Eat(' ')) return std::nullopt;
+  if (!c.Digits(2, h)) return std::nullopt;
+  bool colon = c.Eat(':');
+  if (!c.Digits(2, mi)) return std::nullopt;
+  if (colon ? c.Eat(':') : (c.peek() >= '0' && c.peek() <= '9')) {
+    if (!c.Digits(2, s)) return std::nullopt;
+    if (c.Eat('.') || c.Eat(',')) {
+      int digit = 0;
+      int n = 0;
+      while (c.Digits(1, digit)) ++n;
+      if (n == 0 || n > 9) return std::nullopt;
+    }
+  }
+  int offset = 0;
+  c.SkipSpaces();
+  Cursor zone_cursor = c;
+  std::string_view word = zone_cursor.Word();
+  if (!word.empty() && word != "Z" && word != "z") {
+    if (!ParseZoneName(word, offset) || !zone_cursor.done()) return std::nullopt;
+  } else if (!ParseNumericOffset(c, offset)) {
+    return std::nullopt;
+  }
+  return MakeDate(y, mo, d, h, mi, s, offset);
+}
+
+std::optional<HttpDate> ParseRfc1123(std::string_view text) {
+  static constexpr std::string_view kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                                 "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  Cursor c(text);
+  std::string_view weekday = c.Word();
+  if (!weekday.empty()) {
+    if (!c.Eat(',')) return std::nullopt;
+    c.SkipSpaces();
+  }
+  int d = 0, mo = 0, y = 0, h = 0, mi = 0, s = 0;
+  if (!c.Digits12(d)) return std::nullopt;
+  if (!c.Eat(' ') && !c.Eat('-')) return std::nullopt;
+  std::string_view month = c.Word();
+  for (int i = 0; i < 12; ++i) {
+    if (kMonths[i] == month) mo = i + 1;
+  }
+  if (mo == 0 || (!c.Eat(' ') && !c.Eat('-'))) return std::nullopt;
+  if (!c.Digits(4, y) || !c.Eat(' ')) return std::nullopt;
+  if (!c.Digits(2, h) || !c.Eat(':') || !c.Digits(2, mi)) return std::nullopt;
+  if (c.Eat(':') && !c.Digits(2, s)) return std::nullopt;
+  int offset = 0;
+  c.SkipSpaces();
+  if (c.peek() == '+' || c.peek() == '-') {
+    if (!ParseNumericOffset(c, offset)) return std::nullopt;
+  } else {
+    std::string_view zone = c.Word();
+    if (!c.done()) return std::nullopt;
+    if (!zone.empty() && !ParseZoneName(zone, offset)) return std::nullopt;
+  }
+  return MakeDate(y, mo, d, h, mi, s, offset);
+}
+
+Status AuthParamsError(std::string detail) {
+  return MakeProblemStatus(ProblemType::kInvalidAuthParams, std::move(detail));
+}
+
+bool IsLowerHex(std::string_view s) {
+  for (char c : s) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string_view SignMethodName(HashAlgorithm hash) {
+  return hash == HashAlgorithm::kSha512 ? "HMAC-SHA512" : "HMAC-SHA256";
+}
+
+std::string SignedContentType(std::optional<std::string_view> header) {
+  if (!header) return "application/octet-stream";
+  std::string_view type = Trim(header->substr(0, header->find(';')));
+  if (type.empty()) return "text/plain";
+  return Lower(type);
+}
+
+std::string StringToSign(SigningInput const& input) {
+  std::string out;
+  out.reserve(256 + input.request_target.size());
+  out += input.method;
+  out += '\n';
+  out += input.request_target;
+  out += '\n';
+  out += input.date;
+  out += "\nhost:";
+  out += input.host;
+  out += "\ncontent-type:";
+  if (input.content_type) {
+    out += SignedContentType(std::string_view(*input.content_type));
+  } else {
+    out += SignedContentType(std::nullopt);
+  }
+  out += '\n';
+  out += input.version_label;
+  out += ':';
+  out += input.api_version;
+  out += '\n';
+  out += EmptyBodyHash(input.hash);
+  return out;
+}
+
+std::string DeriveSigningKey(std::string_view secret_key, std::string_view key_date,
+                             std::string_view host, HashAlgorithm hash) {
+  return Hmac(hash, Hmac(hash, secret_key, key_date), host);
+}
+
+StatusOr<std::string> Sign(SigningInput const& input, std::string_view secret_key) {
+  auto date = ParseHttpDate(input.date);
+  if (!date) {
+    return AuthParamsError("Date/time sync error (cannot parse the date \"" + input.date + "\")");
+  }
+  std::string key_date = std::to_string(date->local_yyyymmdd);
+  key_date.insert(0, 8 - std::min<std::size_t>(8, key_date.size()), '0');
+  std::string key = DeriveSigningKey(secret_key, key_date, input.host, input.hash);
+  return Hex(Hmac(input.hash, key, StringToSign(input)));
+}
+
+std::string AuthorizationHeaderValue(std::string_view access_key, std::string_view signature,
+                                     HashAlgorithm hash) {
+  std::string out = "BackendAI signMethod=";
+  out += SignMethodName(hash);
+  out += ", credential=";
+  out += access_key;
+  out += ':';
+  out += signature;
+  return out;
+}
+
+std::optional<HttpDate> ParseHttpDate(std::string_view text) {
+  text = Trim(text);
+  if (text.size() < 8 || text.size() > 64) return std::nullopt;
+  if (text[0] >= '0' && text[0] <= '9' && text.size() > 4 && text[2] != ' ' && text[1] != ' ') {
+    if (auto iso = ParseIso(text)) return iso;
+  }
+  return ParseRfc1123(text);
+}
+
+std::string FormatRequestDate(std::chrono::system_clock::time_point t) {
+  std::time_t secs = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[40];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S+00:00", &tm);
+  return buf;
+}
+
+StatusOr<ParsedAuthorization> ParseAuthorization(std::string_view header) {
+  if (header.size() > 1024) return AuthParamsError("Authorization header is too long");
+  auto space = header.find(' ');
+  if (space == std::string_view::npos) return AuthParamsError("malformed Authorization header");
+  std::string_view scheme = header.substr(0, space);
+  if (scheme != "BackendAI" && scheme != "Sorna") {
+    return AuthParamsError("unsupported authorization scheme (expected BackendAI)");
+  }
+  std::optional<std::string_view> sign_method;
+  std::optional<std::string_view> credential;
+  std::string_view rest = header.substr(space + 1);
+  while (true) {
+    auto comma = rest.find(',');
+    std::string_view item = Trim(rest.substr(0, comma));
+    auto eq = item.find('=');
+    if (eq == std::string_view::npos) {
+      return AuthParamsError("malformed Authorization header (a parameter lacks '=')");
+    }
+    std::string_view key = Trim(item.substr(0, eq));
+    std::string_view value = Trim(item.substr(eq + 1));
+    if (key == "signMethod" && !sign_method) sign_method = value;
+    if (key == "credential" && !credential) credential = value;
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  if (!sign_method || !credential) {
+    return AuthParamsError("Authorization header needs signMethod and credential");
+  }
+  ParsedAuthorization out;
+  auto dash = sign_method->find('-');
+  if (dash == std::string_view::npos ||
+      sign_method->find('-', dash + 1) != std::string_view::npos ||
+      Lower(sign_method->substr(0, dash)) != "hmac") {
+    return AuthParamsError("unsupported signMethod (use HMAC-SHA256 or HMAC-SHA512)");
+  }
+  std::string hash = Lower(sign_method->substr(dash + 1));
+  if (hash == "sha256") {
+    out.hash = HashAlgorithm::kSha256;
+  } else if (hash == "sha512") {
+    out.hash = HashAlgorithm::kSha512;
+  } else {
+    return AuthParamsError("unsupported signMethod (use HMAC-SHA256 or HMAC-SHA512)");
+  }
+  auto colon = credential->find(':');
+  if (colon == std::string_view::npos || colon == 0) {
+    return AuthParamsError("malformed credential (expected ACCESS_KEY:SIGNATURE)");
+  }
+  out.access_key = std::string(credential->substr(0, colon));
+  out.signature = std::string(credential->substr(colon + 1));
+  std::size_t want = out.hash == HashAlgorithm::kSha512 ? 128 : 64;
+  if (out.signature.size() != want || !IsLowerHex(out.signature)) {
+    return AuthParamsError("malformed signature (expected " + std::to_string(want) +
+                           " lowercase hex digits)");
+  }
+  return out;
+}
+
+StatusOr<PendingVerification> PrepareVerification(ReceivedRequest const& request,
+                                                  std::chrono::system_clock::time_point now) {
+  auto raw_date = request.date
+                      ? request.date
+                      : (request.backendai_date ? request.backendai_date : request.sorna_date);
+  if (!raw_date) return AuthParamsError("Date/time sync error (no Date header)");
+  auto date = ParseHttpDate(*raw_date);
+  if (!date) return AuthParamsError("Date/time sync error (cannot parse the Date header)");
+  auto now_secs = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
+  auto skew = date->unix_seconds - now_secs;
+  if (skew > kMaxClockSkew.count() || skew < -kMaxClockSkew.count()) {
+    return AuthParamsError("Date/time sync error (the request date is " +
+                           std::to_string(skew < 0 ? -skew : skew) + " s from the server clock)");
+  }
+  if (!request.authorization) {
+    return MakeProblemStatus(ProblemType::kAuthFailed, "Unauthorized access");
+  }
+  auto auth = ParseAuthorization(*request.authorization);
+  if (!auth.ok()) return std::move(auth).status();
+
+  PendingVerification out;
+  out.auth = std::move(*auth);
+  auto& in = out.input;
+  if (request.backendai_version) {
+    in.api_version = std::string(*request.backendai_version);
+  } else if (request.sorna_version) {
+    in.api_version = std::string(*request.sorna_version);
+    in.version_label = "x-sorna-version";
+  } else {
+    return AuthParamsError("missing X-BackendAI-Version header");
+  }
+  if (!request.host) return AuthParamsError("missing Host header");
+  in.method = std::string(request.method);
+  in.request_target = std::string(request.raw_target);
+  in.date = std::string(*raw_date);
+  in.host = std::string(*request.host);
+  if (request.content_type) in.content_type = std::string(*request.content_type);
+  in.hash = out.auth.hash;
+  return out;
+}
+
+Status VerifySignature(PendingVerification const& pending, std::string_view secret_key) {
+  auto expected = Sign(pending.input, secret_key);
+  if (!expected.ok()) return expected.status();
+  auto const& got = pending.auth.signature;
+  if (got.size() != expected->size() ||
+      sodium_memcmp(got.data(), expected->data(), got.size()) != 0) {
+    return MakeProblemStatus(ProblemType::kAuthFailed, "Signature mismatch");
+  }
+  return {};
+}
+
+}  // namespace bai::protocol

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs every Debian package the build, the tests and the benchmarks need. Idempotent and
+# non-interactive: when everything is present it installs nothing and needs no root.
+#
+# The list lives here only. Boost comes as libboost1.81-dev (never the default 1.74 metapackages,
+# which would conflict), once the reference server needs it.
+set -euo pipefail
+
+packages=(
+  # toolchain
+  build-essential cmake ninja-build pkg-config git
+  clang clang-format libclang-rt-14-dev
+  # libbai and the CLI
+  libcurl4-openssl-dev libssl-dev libsodium-dev nlohmann-json3-dev
+  libcli11-dev libtomlplusplus-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev hyperfine python3
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+if [[ $(id -u) -ne 0 ]]; then
+  if command -v sudo >/dev/null 2>&1; then
+    SUDO=sudo
+  else
+    echo "install-deps: missing packages and not root; run as root: apt-get install ${missing[*]}" >&2
+    exit 1
+  fi
+else
+  SUDO=
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: Apache-2.0
+// The real `bai` binary, run as a process against the verifying test server.
+#include "tests/testing_util/subprocess.h"
+#include "tests/testing_util/test_http_server.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sys/stat.h>
+
+#include <fstream>
+
+namespace bai {
+namespace {
+
+using ::testing::HasSubstr;
+using testing_util::BinPath;
+using testing_util::ProcessResult;
+using testing_util::TempDir;
+using testing_util::TestHttpServer;
+using testing_util::VerifyingHandler;
+
+class CliTest : public ::testing::Test {
+ protected:
+  ProcessResult Bai(std::vector<std::string> args, std::map<std::string, std::string> env = {},
+                    std::string const& input = {}) {
+    args.insert(args.begin(), BinPath("bai"));
+    // Isolated from the user's own configuration and environment.
+    std::map<std::string, std::string> full = {{"BAI_CONFIG_DIR", config_.path()},
+                                               {"BACKEND_ENDPOINT", ""},
+                                               {"BACKEND_ACCESS_KEY", ""},
+                                               {"BACKEND_SECRET_KEY", ""},
+                                               {"BAI_PROFILE", ""}};
+    for (auto const& [k, v] : env) full[k] = v;
+    return testing_util::RunProcess(args, full, input);
+  }
+  std::map<std::string, std::string> Keys(std::string const& endpoint) {
+    return {{"BACKEND_ENDPOINT", endpoint},
+            {"BACKEND_ACCESS_KEY", testing_util::kTestAccessKey},
+            {"BACKEND_SECRET_KEY", testing_util::kTestSecretKey}};
+  }
+  TempDir config_;
+};
+
+TEST_F(CliTest, VersionAndJsonOutput) {
+  auto r = Bai({"version"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.out, HasSubstr("bai 0.1.0"));
+  r = Bai({"version", "-o", "json"});
+  ASSERT_EQ(r.exit_code, 0);
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["api_version"], "v8.20240915");
+  // -o works in any position.
+  r = Bai({"-o", "json", "version"});
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_EQ(nlohmann::json::parse(r.out)["bai"], "0.1.0");
+}
+
+TEST_F(CliTest, ApiGetWithQueryAndPostWithBodyAreAccepted) {
+  TestHttpServer server(VerifyingHandler());
+  auto r = Bai({"api", "GET", "/session/s1/logs?owner_access_key=AKIAX"}, Keys(server.url()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["target"], "/session/s1/logs?owner_access_key=AKIAX");
+  r = Bai({"api", "POST", "/session", "-d", R"({"name":"x","image":"python"})", "-o", "json"},
+          Keys(server.url()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["body"], R"({"name":"x","image":"python"})");
+  // Body from stdin.
+  r = Bai({"api", "POST", "/session", "-d", "@-"}, Keys(server.url()), R"({"a":1})");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["body"], R"({"a":1})");
+}
+
+TEST_F(CliTest, WrongSecretExitsWithAuthCodeAndProblemOnStderr) {
+  TestHttpServer server(VerifyingHandler());
+  auto env = Keys(server.url());
+  env["BACKEND_SECRET_KEY"] = "wrong";
+  auto r = Bai({"api", "GET", "/auth?echo=x"}, env);
+  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_TRUE(r.out.empty());
+  EXPECT_THAT(r.err, HasSubstr("Signature mismatch"));
+  EXPECT_THAT(r.err, HasSubstr("auth-failed"));
+  r = Bai({"api", "GET", "/auth?echo=x", "-o", "json"}, env);
+  EXPECT_EQ(r.exit_code, 4);
+  auto j = nlohmann::json::parse(r.err);
+  EXPECT_EQ(j["exit_code"], 4);
+  EXPECT_EQ(j["error"]["http_status"], 401);
+  EXPECT_EQ(j["error"]["type"], "https://api.backend.ai/probs/auth-failed");
+}
+
+TEST_F(CliTest, ExitCodesFollowTheProblemType) {
+  TestHttpServer server(VerifyingHandler());
+  EXPECT_EQ(Bai({"api", "GET", "/status/404"}, Keys(server.url())).exit_code, 5);
+  EXPECT_EQ(Bai({"api", "GET", "/status/400"}, Keys(server.url())).exit_code, 1);
+  EXPECT_EQ(Bai({"api", "DELETE", "/status/204"}, Keys(server.url())).exit_code, 0);
+  auto unreachable = Bai({"api", "GET", "/x"}, {{"BACKEND_ENDPOINT", "http://127.0.0.1:9"}});
+  EXPECT_EQ(unreachable.exit_code, 7);
+  EXPECT_THAT(unreachable.err, HasSubstr("cannot connect"));
+}
+
+TEST_F(CliTest, UsageErrorsExitTwo) {
+  EXPECT_EQ(Bai({"no-such-command"}).exit_code, 2);
+  EXPECT_EQ(Bai({"api", "GET"}).exit_code, 2);
+  EXPECT_EQ(Bai({"api", "GET", "no-slash"}).exit_code, 2);
+  EXPECT_EQ(Bai({"api", "POST", "/x", "-d", "{not json"}).exit_code, 2);
+  EXPECT_EQ(Bai({"api", "GET", "/x", "-H", "bad header"}).exit_code, 2);
+  EXPECT_EQ(Bai({"version", "-o", "yaml"}).exit_code, 2);
+  EXPECT_EQ(Bai({"completion", "tcsh"}).exit_code, 2);
+}
+
+TEST_F(CliTest, DebugRedactsSecretsAndSignature) {
+  TestHttpServer server(VerifyingHandler());
+  auto r = Bai({"--debug", "api", "GET", "/x"}, Keys(server.url()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("> GET"));
+  EXPECT_THAT(r.err, HasSubstr("<redacted>"));
+  EXPECT_EQ(r.err.find(testing_util::kTestSecretKey), std::string::npos);
+}
+
+TEST_F(CliTest, ConfigSetGetListWithSecretsFromStdinOnly) {
+  TestHttpServer server(VerifyingHandler());
+  ASSERT_EQ(Bai({"config", "set", "endpoint", server.url()}).exit_code, 0);
+  ASSERT_EQ(Bai({"config", "set", "access_key", testing_util::kTestAccessKey}).exit_code, 0);
+  auto on_argv = Bai({"config", "set", "secret_key", "visible-in-ps"});
+  EXPECT_EQ(on_argv.exit_code, 2);
+  EXPECT_THAT(on_argv.err, HasSubstr("never taken from the command line"));
+  ASSERT_EQ(
+      Bai({"config", "set", "secret_key"}, {}, std::string(testing_util::kTestSecretKey) + "\n")
+          .exit_code,
+      0);
+  struct stat st {};
+  ASSERT_EQ(::stat((config_.path() + "/credentials.toml").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+
+  auto get = Bai({"config", "get", "endpoint"});
+  EXPECT_EQ(get.out, server.url() + "\n");
+  auto secret = Bai({"config", "get", "secret_key"});
+  EXPECT_EQ(secret.out.find("EXAMPLEKEY"), std::string::npos);
+  EXPECT_EQ(Bai({"config", "get", "no_such"}).exit_code, 2);
+
+  auto list = Bai({"config", "list", "-o", "json"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  auto j = nlohmann::json::parse(list.out);
+  EXPECT_EQ(j["settings"]["endpoint"]["source"], "profile default");
+  EXPECT_EQ(j["server"]["api_version"], "v8.20240915");
+  EXPECT_EQ(j["server"]["negotiated_api_version"], "v8.20240915");
+  EXPECT_EQ(list.out.find("EXAMPLEKEY"), std::string::npos);
+
+  // The stored profile signs requests that the server accepts.
+  auto api = Bai({"api", "GET", "/auth?echo=hi"});
+  EXPECT_EQ(api.exit_code, 0) << api.err;
+
+  // The environment beats the profile.
+  auto env = Bai({"config", "get", "endpoint", "-o", "json"}, {{"BACKEND_ENDPOINT", "http://e:1"}});
+  EXPECT_EQ(nlohmann::json::parse(env.out)["source"], "env BACKEND_ENDPOINT");
+}
+
+TEST_F(CliTest, HelpTopicsAndCompletion) {
+  auto codes = Bai({"help", "exit-codes"});
+  EXPECT_EQ(codes.exit_code, 0);
+  EXPECT_THAT(codes.out, HasSubstr("7    server unreachable"));
+  EXPECT_THAT(codes.out, HasSubstr("125"));
+  auto help = Bai({"--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_THAT(help.out, HasSubstr("api"));
+  for (char const* shell : {"bash", "zsh", "fish"}) {
+    auto c = Bai({"completion", shell});
+    EXPECT_EQ(c.exit_code, 0) << shell;
+    EXPECT_THAT(c.out, HasSubstr("config")) << shell;
+  }
+  // The bash script is valid bash and completes subcommands.
+  std::string script = config_.path() + "/bai.bash";
+  std::ofstream(script) << Bai({"completion", "bash"}).out;
+  auto words = testing_util::RunProcess(
+      {"/bin/bash", "-c",
+       "source " + script +
+           "; COMP_WORDS=(bai config s); COMP_CWORD=2; _bai; echo ${COMPREPLY[@]}"});
+  EXPECT_EQ(words.exit_code, 0) << words.err;
+  EXPECT_EQ(words.out, "set\n");
+}
+
+}  // namespace
+}  // namespace bai

@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "tests/testing_util/subprocess.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+
+extern char** environ;
+
+namespace bai::testing_util {
+
+ProcessResult RunProcess(std::vector<std::string> const& argv,
+                         std::map<std::string, std::string> const& env, std::string const& input) {
+  std::map<std::string, std::string> merged;
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    auto eq = kv.find('=');
+    if (eq != std::string::npos) merged[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  for (auto const& [k, v] : env) {
+    if (v.empty()) {
+      merged.erase(k);
+    } else {
+      merged[k] = v;
+    }
+  }
+  std::vector<std::string> env_strings;
+  for (auto const& [k, v] : merged) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = argv;
+  std::vector<char*> argp;
+  for (auto& s : args) argp.push_back(s.data());
+  argp.push_back(nullptr);
+
+  int in_pipe[2], out_pipe[2], err_pipe[2];
+  if (::pipe2(in_pipe, O_CLOEXEC) || ::pipe2(out_pipe, O_CLOEXEC) || ::pipe2(err_pipe, O_CLOEXEC)) {
+    throw std::runtime_error("pipe failed");
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, in_pipe[0], 0);
+  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
+  pid_t pid = 0;
+  int rc = ::posix_spawn(&pid, argp[0], &actions, nullptr, argp.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(in_pipe[0]);
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  ProcessResult result;
+  if (rc != 0) {
+    ::close(in_pipe[1]);
+    ::close(out_pipe[0]);
+    ::close(err_pipe[0]);
+    result.err = std::string("spawn failed: ") + std::strerror(rc);
+    return result;
+  }
+  std::size_t written = 0;
+  if (input.empty()) ::close(in_pipe[1]);
+  bool in_open = !input.empty();
+  bool out_open = true, err_open = true;
+  char buf[8192];
+  while (out_open || err_open) {
+    pollfd fds[3];
+    int n = 0;
+    int out_i = -1, err_i = -1, in_i = -1;
+    if (out_open) fds[out_i = n++] = {out_pipe[0], POLLIN, 0};
+    if (err_open) fds[err_i = n++] = {err_pipe[0], POLLIN, 0};
+    if (in_open) fds[in_i = n++] = {in_pipe[1], POLLOUT, 0};
+    ::poll(fds, static_cast<nfds_t>(n), -1);
+    if (in_i >= 0 && fds[in_i].revents) {
+      auto w = ::write(in_pipe[1], input.data() + written, input.size() - written);
+      if (w > 0) written += static_cast<std::size_t>(w);
+      if (w <= 0 || written == input.size()) {
+        ::close(in_pipe[1]);
+        in_open = false;
+      }
+    }
+    for (auto [idx, fd, open, sink] : {std::tuple{out_i, out_pipe[0], &out_open, &result.out},
+                                       std::tuple{err_i, err_pipe[0], &err_open, &result.err}}) {
+      if (idx >= 0 && fds[idx].revents) {
+        auto r = ::read(fd, buf, sizeof buf);
+        if (r <= 0) {
+          *open = false;
+        } else {
+          sink->append(buf, static_cast<std::size_t>(r));
+        }
+      }
+    }
+  }
+  if (in_open) ::close(in_pipe[1]);
+  ::close(out_pipe[0]);
+  ::close(err_pipe[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
+std::string BinPath(std::string const& name) {
+  char const* dir = std::getenv("BAI_BIN");
+  return std::string(dir ? dir : BAI_BIN_DIR) + "/" + name;
+}
+
+std::string DataPath(std::string const& name) {
+  char const* dir = std::getenv("BAI_TEST_DATA");
+  return std::string(dir ? dir : BAI_TEST_DATA_DIR) + "/" + name;
+}
+
+TempDir::TempDir() {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "bai-test-XXXXXX").string();
+  if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+  path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+}  // namespace bai::testing_util
