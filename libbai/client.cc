@@ -8,9 +8,8 @@
 #include "libbai/internal/curl_transport.h"
 #include "libbai/internal/decorators.h"
 #include "libbai/internal/json_codec.h"
+#include "libbai/internal/text.h"
 #include "libbai/internal/url.h"
-
-#include <strings.h>
 
 #include <atomic>
 #include <mutex>
@@ -29,10 +28,7 @@ class ClientImpl {
 
   StatusOr<ApiResponse> Send(ApiRequest const& request) {
     HttpRequest http;
-    http.method = request.method;
-    for (char& c : http.method) {
-      if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
-    }
+    http.method = AsciiUpper(request.method);
     http.headers = request.headers;
     if (!request.body.empty()) {
       http.headers.emplace_back("Content-Type", request.content_type);
@@ -191,10 +187,7 @@ class ClientImpl {
 }  // namespace internal
 
 std::optional<std::string> ApiResponse::Header(std::string_view name) const {
-  for (auto const& [k, v] : headers) {
-    if (k.size() == name.size() && strncasecmp(k.data(), name.data(), name.size()) == 0) return v;
-  }
-  return std::nullopt;
+  return internal::FindHeader(headers, name);
 }
 
 StatusOr<Client> Client::Create(Options options) {

@@ -3,6 +3,7 @@
 
 #include "bai/protocol/api_version.h"
 
+#include "libbai/internal/text.h"
 #include "libbai/internal/url.h"
 
 #include <fcntl.h>
@@ -47,8 +48,7 @@ KeySpec const* FindKey(std::string const& key) {
 }
 
 std::optional<bool> ParseBool(std::string const& v) {
-  std::string s;
-  for (char c : v) s.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  std::string s = internal::AsciiLower(v);
   if (s == "y" || s == "yes" || s == "t" || s == "true" || s == "1" || s == "on") return true;
   if (s == "n" || s == "no" || s == "f" || s == "false" || s == "0" || s == "off" || s.empty()) {
     return false;

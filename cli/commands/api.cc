@@ -3,6 +3,7 @@
 
 #include "cli/exit_codes.h"
 #include "libbai/internal/json_codec.h"
+#include "libbai/internal/text.h"
 
 #include <fstream>
 #include <iostream>
@@ -39,10 +40,7 @@ bool IsToken(std::string const& s) {
 
 int RunApi(ApiOptions const& options, Context& ctx) {
   ApiRequest request;
-  request.method = options.method;
-  for (char& c : request.method) {
-    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
-  }
+  request.method = internal::AsciiUpper(options.method);
   if (!IsToken(request.method)) {
     ctx.err() << "error: invalid method \"" << options.method << "\"\n";
     return kExitUsage;
@@ -63,9 +61,7 @@ int RunApi(ApiOptions const& options, Context& ctx) {
     }
     std::string value = h.substr(colon + 1);
     value.erase(0, value.find_first_not_of(" \t"));
-    std::string lower = name;
-    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (lower == "content-type") {
+    if (internal::EqualsIgnoreCase(name, "content-type")) {
       has_content_type = true;
       request.content_type = value;
     } else {

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "libbai/internal/curl_transport.h"
 
+#include "libbai/internal/text.h"
+
 #include <curl/curl.h>
-#include <strings.h>
 
 #include <array>
 #include <mutex>
@@ -34,10 +35,7 @@ std::size_t OnHeader(char* data, std::size_t size, std::size_t n, void* user) {
   }
   auto colon = line.find(':');
   if (colon == std::string_view::npos) return size * n;
-  std::string name(line.substr(0, colon));
-  for (char& c : name) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
+  std::string name = AsciiLower(line.substr(0, colon));
   std::string_view value = line.substr(colon + 1);
   while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
   while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) {
@@ -105,7 +103,7 @@ class CurlTransport : public HttpTransport {
     headers = curl_slist_append(headers, "Accept:");
     bool has_content_type = false;
     for (auto const& [name, value] : request.headers) {
-      if (name.size() == 12 && strncasecmp(name.c_str(), "content-type", 12) == 0) {
+      if (EqualsIgnoreCase(name, "content-type")) {
         has_content_type = true;
       }
       // "Name;" is curl's way to send a header with an empty value.

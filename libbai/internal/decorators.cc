@@ -3,17 +3,11 @@
 
 #include "bai/protocol/signing.h"
 
-#include <strings.h>
+#include "libbai/internal/json_codec.h"
+#include "libbai/internal/text.h"
 
 namespace bai::internal {
 namespace {
-
-std::optional<std::string> FindHeader(HttpRequest const& request, std::string_view name) {
-  for (auto const& [k, v] : request.headers) {
-    if (k.size() == name.size() && strncasecmp(k.data(), name.data(), name.size()) == 0) return v;
-  }
-  return std::nullopt;
-}
 
 class SigningTransport : public HttpTransport {
  public:
@@ -33,7 +27,7 @@ class SigningTransport : public HttpTransport {
     input.request_target = request.target;
     input.date = protocol::FormatRequestDate(clock_());
     input.host = request.host;
-    input.content_type = FindHeader(request, "content-type");
+    input.content_type = FindHeader(request.headers, "content-type");
     input.api_version = request.api_version;
     auto signature = protocol::Sign(input, secret_key_);
     if (!signature.ok()) return std::move(signature).status();
@@ -50,7 +44,35 @@ class SigningTransport : public HttpTransport {
   std::function<std::chrono::system_clock::time_point()> clock_;
 };
 
-std::string Cut(std::string_view body) {
+bool IsSecretKey(std::string const& key) {
+  return key == "secret_key" || key == "secretKey" || key == "password" || key == "new_password" ||
+         key == "new_password2" || key == "old_password" || key == "current_password" ||
+         key == "ssh_private_key" || key == "privkey";
+}
+
+void RedactJson(nlohmann::json& j) {
+  if (j.is_object()) {
+    for (auto& [key, value] : j.items()) {
+      if (IsSecretKey(key) && value.is_string()) {
+        value = "<redacted>";
+      } else {
+        RedactJson(value);
+      }
+    }
+  } else if (j.is_array()) {
+    for (auto& v : j) RedactJson(v);
+  }
+}
+
+std::string Cut(std::string_view raw) {
+  // Bodies may carry secrets too (/auth/authorize answers with a secret key).
+  std::string redacted;
+  std::string_view body = raw;
+  if (auto j = ParseJson(raw)) {
+    RedactJson(*j);
+    redacted = j->dump();
+    body = redacted;
+  }
   constexpr std::size_t kMax = 4096;
   if (body.size() <= kMax) return std::string(body);
   return std::string(body.substr(0, kMax)) + "… (" + std::to_string(body.size()) + " bytes)";
@@ -65,7 +87,7 @@ class LoggingTransport : public HttpTransport {
     sink_("> " + request.method + " " + request.origin + request.target);
     sink_("> Host: " + request.host);
     for (auto const& [k, v] : request.headers) {
-      bool auth = strcasecmp(k.c_str(), "authorization") == 0;
+      bool auth = EqualsIgnoreCase(k, "authorization");
       sink_("> " + k + ": " + (auth ? RedactAuthorization(v) : v));
     }
     if (!request.body.empty()) sink_("> " + Cut(request.body));

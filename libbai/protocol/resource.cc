@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "bai/protocol/resource.h"
 
+#include "libbai/internal/text.h"
+
 #include <cmath>
 
 namespace bai::protocol {
@@ -20,17 +22,6 @@ bool InRange(Int128 units) { return units < kMaxUnits && units > -kMaxUnits; }
 
 Status Invalid(std::string what, std::string_view text) {
   return Status(StatusCode::kInvalidArgument, what + ": \"" + std::string(text) + "\"");
-}
-
-bool IEquals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    char x = a[i], y = b[i];
-    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
-    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
-    if (x != y) return false;
-  }
-  return true;
 }
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
@@ -59,7 +50,7 @@ StatusOr<Decimal> Decimal::Parse(std::string_view text) {
     negative = rest.front() == '-';
     rest.remove_prefix(1);
   }
-  if (IEquals(rest, "infinity") || IEquals(rest, "inf")) {
+  if (internal::EqualsIgnoreCase(rest, "infinity") || internal::EqualsIgnoreCase(rest, "inf")) {
     if (negative) return Invalid("negative infinity is not an amount", text);
     return Unlimited();
   }
@@ -165,9 +156,7 @@ StatusOr<Decimal> ParseBinarySize(std::string_view text) {
   }
   if (!number.empty()) {
     constexpr std::string_view kSuffixes = "kmgtpe";
-    char c = number.back();
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    auto pos = kSuffixes.find(c);
+    auto pos = kSuffixes.find(internal::AsciiLower(number.substr(number.size() - 1))[0]);
     if (pos != std::string_view::npos) {
       power = static_cast<int>(pos) + 1;
       number.remove_suffix(1);

@@ -3,6 +3,8 @@
 
 #include "bai/protocol/errors.h"
 
+#include "libbai/internal/text.h"
+
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <sodium.h>
@@ -12,19 +14,8 @@
 namespace bai::protocol {
 namespace {
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
-}
+using internal::AsciiLower;
+using internal::TrimSpaces;
 
 EVP_MD const* Md(HashAlgorithm hash) {
   return hash == HashAlgorithm::kSha512 ? EVP_sha512() : EVP_sha256();
@@ -258,9 +249,9 @@ std::string_view SignMethodName(HashAlgorithm hash) {
 
 std::string SignedContentType(std::optional<std::string_view> header) {
   if (!header) return "application/octet-stream";
-  std::string_view type = Trim(header->substr(0, header->find(';')));
+  std::string_view type = TrimSpaces(header->substr(0, header->find(';')));
   if (type.empty()) return "text/plain";
-  return Lower(type);
+  return AsciiLower(type);
 }
 
 std::string StringToSign(SigningInput const& input) {
@@ -316,7 +307,7 @@ std::string AuthorizationHeaderValue(std::string_view access_key, std::string_vi
 }
 
 std::optional<HttpDate> ParseHttpDate(std::string_view text) {
-  text = Trim(text);
+  text = TrimSpaces(text);
   if (text.size() < 8 || text.size() > 64) return std::nullopt;
   if (text[0] >= '0' && text[0] <= '9' && text.size() > 4 && text[2] != ' ' && text[1] != ' ') {
     if (auto iso = ParseIso(text)) return iso;
@@ -346,13 +337,13 @@ StatusOr<ParsedAuthorization> ParseAuthorization(std::string_view header) {
   std::string_view rest = header.substr(space + 1);
   while (true) {
     auto comma = rest.find(',');
-    std::string_view item = Trim(rest.substr(0, comma));
+    std::string_view item = TrimSpaces(rest.substr(0, comma));
     auto eq = item.find('=');
     if (eq == std::string_view::npos) {
       return AuthParamsError("malformed Authorization header (a parameter lacks '=')");
     }
-    std::string_view key = Trim(item.substr(0, eq));
-    std::string_view value = Trim(item.substr(eq + 1));
+    std::string_view key = TrimSpaces(item.substr(0, eq));
+    std::string_view value = TrimSpaces(item.substr(eq + 1));
     if (key == "signMethod" && !sign_method) sign_method = value;
     if (key == "credential" && !credential) credential = value;
     if (comma == std::string_view::npos) break;
@@ -365,10 +356,10 @@ StatusOr<ParsedAuthorization> ParseAuthorization(std::string_view header) {
   auto dash = sign_method->find('-');
   if (dash == std::string_view::npos ||
       sign_method->find('-', dash + 1) != std::string_view::npos ||
-      Lower(sign_method->substr(0, dash)) != "hmac") {
+      AsciiLower(sign_method->substr(0, dash)) != "hmac") {
     return AuthParamsError("unsupported signMethod (use HMAC-SHA256 or HMAC-SHA512)");
   }
-  std::string hash = Lower(sign_method->substr(dash + 1));
+  std::string hash = AsciiLower(sign_method->substr(dash + 1));
   if (hash == "sha256") {
     out.hash = HashAlgorithm::kSha256;
   } else if (hash == "sha512") {

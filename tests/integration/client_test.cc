@@ -228,6 +228,29 @@ TEST(ClientTest, DebugLogRedactsTheSignature) {
   EXPECT_TRUE(saw_auth);
 }
 
+TEST(ClientTest, DebugLogRedactsSecretsInBodies) {
+  TestHttpServer server([](TestRequest const& req) {
+    TestResponse r;
+    r.body = req.target == "/" ? R"({"version":"v8.20240915","manager":"t"})"
+                               : R"({"data":{"access_key":"AKIAX","secret_key":"TOPSECRET1"}})";
+    return r;
+  });
+  auto options = OptionsFor({server.url()});
+  std::vector<std::string> lines;
+  options.debug_log = [&](std::string_view l) { lines.emplace_back(l); };
+  auto client = Client::Create(options);
+  ApiRequest login{"POST", "/auth/authorize"};
+  login.body = R"({"type":"keypair","username":"u","password":"hunter2hunter2"})";
+  auto r = client->Send(login);
+  ASSERT_TRUE(r.ok());
+  EXPECT_THAT(r->body, ::testing::HasSubstr("TOPSECRET1"));  // the caller still gets it
+  std::string all;
+  for (auto const& l : lines) all += l + "\n";
+  EXPECT_EQ(all.find("TOPSECRET1"), std::string::npos) << all;
+  EXPECT_EQ(all.find("hunter2hunter2"), std::string::npos) << all;
+  EXPECT_THAT(all, ::testing::HasSubstr("AKIAX"));
+}
+
 TEST(ClientTest, CreateValidatesOptions) {
   Options o;
   o.endpoints = {};

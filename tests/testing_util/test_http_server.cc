@@ -6,6 +6,7 @@
 #include "bai/protocol/signing.h"
 
 #include "libbai/internal/json_codec.h"
+#include "libbai/internal/text.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -133,8 +134,7 @@ void TestHttpServer::Serve(int fd) {
       std::string line = head.substr(pos, eol - pos);
       auto colon = line.find(':');
       if (colon != std::string::npos) {
-        std::string name = line.substr(0, colon);
-        for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        std::string name = internal::AsciiLower(line.substr(0, colon));
         std::string value = line.substr(colon + 1);
         value.erase(0, value.find_first_not_of(' '));
         request.headers.emplace(name, value);
