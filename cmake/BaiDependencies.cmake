@@ -9,8 +9,15 @@ pkg_check_modules(sodium REQUIRED IMPORTED_TARGET libsodium)
 find_package(nlohmann_json 3.11 REQUIRED)
 find_package(tomlplusplus 3.3 REQUIRED)
 
-if(BAI_BUILD_CLI)
+if(BAI_BUILD_CLI OR BAI_BUILD_SERVER)
   find_package(CLI11 2.1 REQUIRED)
+endif()
+
+if(BAI_BUILD_SERVER)
+  # Debian's 1.81 headers, never the default 1.74 (DECISIONS.md); Beast and Asio are header-only.
+  find_package(Boost 1.81.0 EXACT REQUIRED CONFIG)
+  find_package(SQLite3 3.40 REQUIRED)
+  pkg_check_modules(uuid REQUIRED IMPORTED_TARGET uuid)
 endif()
 
 if(BAI_BUILD_TESTS)

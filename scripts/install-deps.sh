@@ -3,7 +3,7 @@
 # non-interactive: when everything is present it installs nothing and needs no root.
 #
 # The list lives here only. Boost comes as libboost1.81-dev (never the default 1.74 metapackages,
-# which would conflict), once the reference server needs it.
+# which would conflict).
 set -euo pipefail
 
 packages=(
@@ -13,8 +13,10 @@ packages=(
   # libbai and the CLI
   libcurl4-openssl-dev libssl-dev libsodium-dev nlohmann-json3-dev
   libcli11-dev libtomlplusplus-dev
+  # reference server
+  libboost1.81-dev libsqlite3-dev uuid-dev
   # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev hyperfine python3
+  libgtest-dev libgmock-dev libbenchmark-dev hyperfine wrk python3
 )
 
 missing=()

@@ -383,6 +383,11 @@ StatusOr<ParsedAuthorization> ParseAuthorization(std::string_view header) {
 
 StatusOr<PendingVerification> PrepareVerification(ReceivedRequest const& request,
                                                   std::chrono::system_clock::time_point now) {
+  // Without any Authorization the request is simply unauthenticated (as HEAD answers); the date
+  // rules apply to signed requests.
+  if (!request.authorization) {
+    return MakeProblemStatus(ProblemType::kAuthFailed, "Unauthorized access");
+  }
   auto raw_date = request.date
                       ? request.date
                       : (request.backendai_date ? request.backendai_date : request.sorna_date);
@@ -394,9 +399,6 @@ StatusOr<PendingVerification> PrepareVerification(ReceivedRequest const& request
   if (skew > kMaxClockSkew.count() || skew < -kMaxClockSkew.count()) {
     return AuthParamsError("Date/time sync error (the request date is " +
                            std::to_string(skew < 0 ? -skew : skew) + " s from the server clock)");
-  }
-  if (!request.authorization) {
-    return MakeProblemStatus(ProblemType::kAuthFailed, "Unauthorized access");
   }
   auto auth = ParseAuthorization(*request.authorization);
   if (!auth.ok()) return std::move(auth).status();

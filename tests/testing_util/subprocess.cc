@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -125,6 +126,84 @@ TempDir::TempDir() {
 TempDir::~TempDir() {
   std::error_code ec;
   std::filesystem::remove_all(path_, ec);
+}
+
+}  // namespace bai::testing_util
+
+namespace bai::testing_util {
+
+BackgroundProcess::BackgroundProcess(std::vector<std::string> const& argv,
+                                     std::map<std::string, std::string> const& env) {
+  int out_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
+  for (auto const& [k, v] : env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = argv;
+  std::vector<char*> argp;
+  for (auto& s : args) argp.push_back(s.data());
+  argp.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
+  pid_t pid = 0;
+  int rc = ::posix_spawn(&pid, argp[0], &actions, nullptr, argp.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(out_pipe[1]);
+  if (rc != 0) {
+    ::close(out_pipe[0]);
+    throw std::runtime_error(std::string("spawn failed: ") + std::strerror(rc));
+  }
+  pid_ = pid;
+  out_fd_ = out_pipe[0];
+}
+
+BackgroundProcess::~BackgroundProcess() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  if (out_fd_ >= 0) ::close(out_fd_);
+}
+
+std::string BackgroundProcess::WaitForLine(std::string const& needle, int timeout_ms) {
+  char buf[4096];
+  int waited = 0;
+  while (waited < timeout_ms) {
+    auto nl = pending_.find('\n');
+    while (nl != std::string::npos) {
+      std::string line = pending_.substr(0, nl);
+      pending_.erase(0, nl + 1);
+      if (line.find(needle) != std::string::npos) return line;
+      nl = pending_.find('\n');
+    }
+    pollfd p{out_fd_, POLLIN, 0};
+    if (::poll(&p, 1, 100) > 0) {
+      auto n = ::read(out_fd_, buf, sizeof buf);
+      if (n <= 0) return "";
+      pending_.append(buf, static_cast<std::size_t>(n));
+    } else {
+      waited += 100;
+    }
+  }
+  return "";
+}
+
+int BackgroundProcess::Stop(int signal, int timeout_ms) {
+  if (pid_ <= 0) return -1;
+  ::kill(pid_, signal);
+  for (int waited = 0; waited < timeout_ms; waited += 10) {
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    ::usleep(10000);
+  }
+  return -1;
 }
 
 }  // namespace bai::testing_util

@@ -38,3 +38,29 @@ class TempDir {
 };
 
 }  // namespace bai::testing_util
+
+namespace bai::testing_util {
+
+/// A child process that keeps running while the test talks to it; killed (SIGKILL) and reaped
+/// on destruction if still alive.
+class BackgroundProcess {
+ public:
+  BackgroundProcess(std::vector<std::string> const& argv,
+                    std::map<std::string, std::string> const& env = {});
+  ~BackgroundProcess();
+  BackgroundProcess(BackgroundProcess const&) = delete;
+  BackgroundProcess& operator=(BackgroundProcess const&) = delete;
+
+  /// Reads stdout until a line contains `needle` (or `timeout_ms` passes); returns that line or "".
+  std::string WaitForLine(std::string const& needle, int timeout_ms = 10000);
+  /// Sends `signal` and waits for the exit; returns the exit code (128+N for a signal death) or
+  /// -1 after `timeout_ms`.
+  int Stop(int signal, int timeout_ms = 10000);
+
+ private:
+  int pid_ = -1;
+  int out_fd_ = -1;
+  std::string pending_;
+};
+
+}  // namespace bai::testing_util

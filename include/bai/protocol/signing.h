@@ -94,7 +94,8 @@ struct ReceivedRequest {
 /// Maximum distance between the request's date and the server clock.
 inline constexpr std::chrono::seconds kMaxClockSkew{15 * 60};
 
-/// The first half of verification: everything that needs no secret. Checks the date (present,
+/// The first half of verification: everything that needs no secret. A request without
+/// Authorization is 401 auth-failed "Unauthorized access"; otherwise checks the date (present,
 /// parseable, within kMaxClockSkew of `now`), parses Authorization and requires a version
 /// header. The caller then looks up the secret of `auth.access_key` and calls VerifySignature.
 struct PendingVerification {

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "bai/status.h"
+
+namespace bai::server {
+
+/// One SQL value. Booleans are stored as integers 0/1 (portable between SQLite and PostgreSQL
+/// when columns are declared INTEGER).
+using SqlValue = std::variant<std::nullptr_t, std::int64_t, double, std::string>;
+
+/// One result row; columns in SELECT order.
+class SqlRow {
+ public:
+  explicit SqlRow(std::vector<SqlValue> values) : values_(std::move(values)) {}
+  std::size_t size() const { return values_.size(); }
+  bool IsNull(std::size_t i) const { return std::holds_alternative<std::nullptr_t>(values_[i]); }
+  std::string Text(std::size_t i) const;  ///< "" for NULL; numbers as text
+  std::int64_t Int(std::size_t i) const;  ///< 0 for NULL
+  bool Bool(std::size_t i) const { return Int(i) != 0; }
+  std::optional<std::string> OptText(std::size_t i) const;
+
+ private:
+  std::vector<SqlValue> values_;
+};
+
+/// Statements on one connection. SQL uses `?` placeholders and only syntax that SQLite and
+/// PostgreSQL share (ON CONFLICT, standard types); the PostgreSQL backend rewrites `?` to `$n`.
+class SqlExecutor {
+ public:
+  virtual ~SqlExecutor() = default;
+  /// Runs a statement; returns the number of rows changed.
+  virtual StatusOr<std::int64_t> Exec(std::string const& sql, std::vector<SqlValue> params = {}) = 0;
+  virtual StatusOr<std::vector<SqlRow>> Query(std::string const& sql,
+                                              std::vector<SqlValue> params = {}) = 0;
+};
+
+/// A database: a pool of connections. Statements outside a transaction run on any connection;
+/// Transaction() runs `body` on one connection inside BEGIN … COMMIT (ROLLBACK when `body`
+/// returns an error). Thread-safe.
+class Database : public SqlExecutor {
+ public:
+  virtual Status Transaction(std::function<Status(SqlExecutor&)> const& body) = 0;
+  /// "sqlite" or "postgresql".
+  virtual std::string Backend() const = 0;
+};
+
+/// SQLite with WAL, foreign keys, a busy timeout and cached prepared statements; one connection
+/// per concurrent user (up to `max_connections`). `path` ":memory:" is refused (state must
+/// survive restarts and be shared by connections).
+StatusOr<std::unique_ptr<Database>> OpenSqlite(std::string const& path, int max_connections = 8);
+
+/// One schema step: applied once, in order, inside a transaction, recorded in schema_migrations.
+struct Migration {
+  int version;
+  std::string description;
+  std::vector<std::string> statements;
+};
+
+/// Applies the migrations that are not yet recorded. Refuses a database newer than `migrations`.
+Status Migrate(Database& db, std::vector<Migration> const& migrations);
+
+}  // namespace bai::server

@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <sqlite3.h>
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+
+#include "server-reference/common/database.h"
+
+namespace bai::server {
+
+std::string SqlRow::Text(std::size_t i) const {
+  auto const& v = values_[i];
+  if (auto s = std::get_if<std::string>(&v)) return *s;
+  if (auto n = std::get_if<std::int64_t>(&v)) return std::to_string(*n);
+  if (auto d = std::get_if<double>(&v)) return std::to_string(*d);
+  return "";
+}
+
+std::int64_t SqlRow::Int(std::size_t i) const {
+  auto const& v = values_[i];
+  if (auto n = std::get_if<std::int64_t>(&v)) return *n;
+  if (auto d = std::get_if<double>(&v)) return static_cast<std::int64_t>(*d);
+  if (auto s = std::get_if<std::string>(&v)) return std::strtoll(s->c_str(), nullptr, 10);
+  return 0;
+}
+
+std::optional<std::string> SqlRow::OptText(std::size_t i) const {
+  if (IsNull(i)) return std::nullopt;
+  return Text(i);
+}
+
+namespace {
+
+Status SqliteError(sqlite3* db, std::string const& what) {
+  int code = sqlite3_extended_errcode(db);
+  std::string message = what + ": " + sqlite3_errmsg(db);
+  if ((code & 0xff) == SQLITE_CONSTRAINT) return Status(StatusCode::kAlreadyExists, message);
+  if ((code & 0xff) == SQLITE_FULL) return Status(StatusCode::kResourceExhausted, message);
+  if ((code & 0xff) == SQLITE_BUSY || (code & 0xff) == SQLITE_LOCKED) {
+    return Status(StatusCode::kUnavailable, message);
+  }
+  return Status(StatusCode::kInternal, message);
+}
+
+class Connection : public SqlExecutor {
+ public:
+  explicit Connection(sqlite3* db) : db_(db) {}
+  ~Connection() override {
+    for (auto& [sql, stmt] : cache_) sqlite3_finalize(stmt);
+    sqlite3_close_v2(db_);
+  }
+  Connection(Connection const&) = delete;
+  Connection& operator=(Connection const&) = delete;
+
+  StatusOr<std::int64_t> Exec(std::string const& sql, std::vector<SqlValue> params) override {
+    auto stmt = Prepare(sql, params);
+    if (!stmt.ok()) return std::move(stmt).status();
+    int rc;
+    while ((rc = sqlite3_step(*stmt)) == SQLITE_ROW) {
+    }
+    Status status = rc == SQLITE_DONE ? Status() : SqliteError(db_, "statement failed");
+    sqlite3_reset(*stmt);
+    if (!status.ok()) return status;
+    return static_cast<std::int64_t>(sqlite3_changes(db_));
+  }
+
+  StatusOr<std::vector<SqlRow>> Query(std::string const& sql, std::vector<SqlValue> params) override {
+    auto stmt = Prepare(sql, params);
+    if (!stmt.ok()) return std::move(stmt).status();
+    std::vector<SqlRow> rows;
+    int rc;
+    int columns = sqlite3_column_count(*stmt);
+    while ((rc = sqlite3_step(*stmt)) == SQLITE_ROW) {
+      std::vector<SqlValue> values;
+      values.reserve(static_cast<std::size_t>(columns));
+      for (int c = 0; c < columns; ++c) {
+        switch (sqlite3_column_type(*stmt, c)) {
+          case SQLITE_INTEGER: values.emplace_back(static_cast<std::int64_t>(sqlite3_column_int64(*stmt, c))); break;
+          case SQLITE_FLOAT: values.emplace_back(sqlite3_column_double(*stmt, c)); break;
+          case SQLITE_NULL: values.emplace_back(nullptr); break;
+          default: {
+            auto const* text = reinterpret_cast<char const*>(sqlite3_column_text(*stmt, c));
+            values.emplace_back(std::string(text ? text : "", static_cast<std::size_t>(sqlite3_column_bytes(*stmt, c))));
+          }
+        }
+      }
+      rows.emplace_back(std::move(values));
+    }
+    Status status = rc == SQLITE_DONE ? Status() : SqliteError(db_, "query failed");
+    sqlite3_reset(*stmt);
+    if (!status.ok()) return status;
+    return rows;
+  }
+
+ private:
+  StatusOr<sqlite3_stmt*> Prepare(std::string const& sql, std::vector<SqlValue> const& params) {
+    sqlite3_stmt* stmt = nullptr;
+    auto it = cache_.find(sql);
+    if (it != cache_.end()) {
+      stmt = it->second;
+      sqlite3_clear_bindings(stmt);
+    } else {
+      if (sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT,
+                             &stmt, nullptr) != SQLITE_OK) {
+        return SqliteError(db_, "cannot prepare \"" + sql.substr(0, 80) + "\"");
+      }
+      cache_.emplace(sql, stmt);
+    }
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      int idx = static_cast<int>(i + 1);
+      auto const& p = params[i];
+      if (std::holds_alternative<std::nullptr_t>(p)) {
+        sqlite3_bind_null(stmt, idx);
+      } else if (auto n = std::get_if<std::int64_t>(&p)) {
+        sqlite3_bind_int64(stmt, idx, *n);
+      } else if (auto d = std::get_if<double>(&p)) {
+        sqlite3_bind_double(stmt, idx, *d);
+      } else {
+        auto const& s = std::get<std::string>(p);
+        sqlite3_bind_text64(stmt, idx, s.data(), s.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+      }
+    }
+    return stmt;
+  }
+
+  sqlite3* db_;
+  std::map<std::string, sqlite3_stmt*> cache_;
+};
+
+class SqliteDatabase : public Database {
+ public:
+  SqliteDatabase(std::string path, int max_connections)
+      : path_(std::move(path)), max_connections_(max_connections) {}
+
+  StatusOr<std::unique_ptr<Connection>> Open() {
+    sqlite3* db = nullptr;
+    int rc = sqlite3_open_v2(path_.c_str(), &db,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+    if (rc != SQLITE_OK) {
+      std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
+      sqlite3_close_v2(db);
+      return Status(StatusCode::kUnavailable, "cannot open database " + path_ + ": " + msg);
+    }
+    sqlite3_busy_timeout(db, 10000);
+    auto conn = std::make_unique<Connection>(db);
+    for (char const* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA foreign_keys=ON",
+                               "PRAGMA synchronous=NORMAL"}) {
+      auto r = conn->Query(pragma, {});
+      if (!r.ok()) return std::move(r).status();
+    }
+    return conn;
+  }
+
+  StatusOr<std::int64_t> Exec(std::string const& sql, std::vector<SqlValue> params) override {
+    auto lease = Acquire();
+    if (!lease.ok()) return std::move(lease).status();
+    auto r = (*lease)->Exec(sql, std::move(params));
+    Release(std::move(*lease));
+    return r;
+  }
+
+  StatusOr<std::vector<SqlRow>> Query(std::string const& sql, std::vector<SqlValue> params) override {
+    auto lease = Acquire();
+    if (!lease.ok()) return std::move(lease).status();
+    auto r = (*lease)->Query(sql, std::move(params));
+    Release(std::move(*lease));
+    return r;
+  }
+
+  Status Transaction(std::function<Status(SqlExecutor&)> const& body) override {
+    auto lease = Acquire();
+    if (!lease.ok()) return std::move(lease).status();
+    auto& conn = **lease;
+    // IMMEDIATE takes the write lock up front, so two writers never deadlock on an upgrade.
+    auto begun = conn.Exec("BEGIN IMMEDIATE", {});
+    Status status = begun.ok() ? body(conn) : begun.status();
+    if (begun.ok()) {
+      auto end = conn.Exec(status.ok() ? "COMMIT" : "ROLLBACK", {});
+      if (status.ok() && !end.ok()) {
+        status = end.status();
+        (void)conn.Exec("ROLLBACK", {});
+      }
+    }
+    Release(std::move(*lease));
+    return status;
+  }
+
+  std::string Backend() const override { return "sqlite"; }
+
+ private:
+  StatusOr<std::unique_ptr<Connection>> Acquire() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return !idle_.empty() || open_ < max_connections_; });
+    if (!idle_.empty()) {
+      auto c = std::move(idle_.back());
+      idle_.pop_back();
+      return c;
+    }
+    ++open_;
+    lock.unlock();
+    auto c = Open();
+    if (!c.ok()) {
+      std::lock_guard<std::mutex> relock(mu_);
+      --open_;
+      cv_.notify_one();
+    }
+    return c;
+  }
+
+  void Release(std::unique_ptr<Connection> c) {
+    std::lock_guard<std::mutex> lock(mu_);
+    idle_.push_back(std::move(c));
+    cv_.notify_one();
+  }
+
+  std::string path_;
+  int max_connections_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<Connection>> idle_;
+  int open_ = 0;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Database>> OpenSqlite(std::string const& path, int max_connections) {
+  if (path.empty() || path == ":memory:") {
+    return Status(StatusCode::kInvalidArgument, "the database needs a file path");
+  }
+  auto db = std::make_unique<SqliteDatabase>(path, std::max(1, max_connections));
+  // Open one connection now so that a bad path fails at start-up, not at the first request.
+  auto probe = db->Query("SELECT 1", {});
+  if (!probe.ok()) return std::move(probe).status();
+  return std::unique_ptr<Database>(std::move(db));
+}
+
+Status Migrate(Database& db, std::vector<Migration> const& migrations) {
+  auto created = db.Exec(
+      "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
+      "description TEXT NOT NULL, applied_at TEXT NOT NULL)");
+  if (!created.ok()) return created.status();
+  auto rows = db.Query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations");
+  if (!rows.ok()) return rows.status();
+  std::int64_t current = (*rows)[0].Int(0);
+  int newest = migrations.empty() ? 0 : migrations.back().version;
+  if (current > newest) {
+    return Status(StatusCode::kFailedPrecondition,
+                  "the database has schema version " + std::to_string(current) +
+                      ", newer than this manager knows (" + std::to_string(newest) +
+                      "); run a newer bai-manager");
+  }
+  for (auto const& m : migrations) {
+    if (m.version <= current) continue;
+    auto status = db.Transaction([&](SqlExecutor& tx) -> Status {
+      for (auto const& sql : m.statements) {
+        auto r = tx.Exec(sql);
+        if (!r.ok()) {
+          return Status(r.status().code(), "migration " + std::to_string(m.version) + " (" +
+                                                m.description + "): " + r.status().message());
+        }
+      }
+      auto r = tx.Exec(
+          "INSERT INTO schema_migrations (version, description, applied_at) VALUES (?, ?, "
+          "CURRENT_TIMESTAMP)",
+          {static_cast<std::int64_t>(m.version), m.description});
+      return r.ok() ? Status() : r.status();
+    });
+    if (!status.ok()) return status;
+  }
+  return {};
+}
+
+}  // namespace bai::server

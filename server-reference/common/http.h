@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace bai::server {
+
+/// A request as handlers see it: plain strings, no Beast types.
+struct HttpRequest {
+  std::string method;  ///< as received ("GET")
+  std::string target;  ///< raw request-target ("/session/x?y=1"), byte-exact for signatures
+  std::string path;    ///< target before '?', still percent-encoded
+  std::string query;   ///< target after '?' ("" when none)
+  std::vector<std::pair<std::string, std::string>> headers;  ///< names lowercased
+  std::string body;
+  std::string peer_address;  ///< remote IP
+
+  /// The first header called `name` (lowercase).
+  std::optional<std::string_view> Header(std::string_view name) const;
+};
+
+/// A complete response.
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+
+  static HttpResponse Json(int status, std::string body);
+  static HttpResponse NoContent();
+};
+
+/// One request in flight. A handler answers it exactly once, now or later, from any thread:
+/// with Respond(), or by opening an event stream (Server-Sent Events) and writing to it.
+class Exchange {
+ public:
+  virtual ~Exchange() = default;
+  virtual HttpRequest const& request() const = 0;
+
+  /// Sends a complete response. Later calls are ignored.
+  virtual void Respond(HttpResponse response) = 0;
+
+  /// Starts a chunked `text/event-stream` response (plus `headers`).
+  virtual void StartEventStream(std::vector<std::pair<std::string, std::string>> headers) = 0;
+  /// Queues one chunk of an event stream; false once the client has gone.
+  virtual bool WriteEvent(std::string chunk) = 0;
+  /// Ends an event stream cleanly.
+  virtual void EndEventStream() = 0;
+  /// Runs `callback` once when the connection closes (client gone or server stopping).
+  virtual void OnClose(std::function<void()> callback) = 0;
+};
+
+using Handler = std::function<void(std::shared_ptr<Exchange>)>;
+
+/// Splits a query string into decoded key/value pairs ("a=1&b=x%20y"); repeated keys keep all
+/// values in order.
+std::vector<std::pair<std::string, std::string>> ParseQuery(std::string_view query);
+
+/// Percent-decodes `text` ('+' stays '+'); nullopt for a malformed escape.
+std::optional<std::string> PercentDecode(std::string_view text);
+
+}  // namespace bai::server

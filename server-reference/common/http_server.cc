@@ -1,0 +1,409 @@
+// SPDX-License-Identifier: Apache-2.0
+// The only translation unit of the HTTP server that includes Boost.Beast/Asio.
+#include "server-reference/common/http_server.h"
+
+#include <atomic>
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <deque>
+#include <future>
+#include <list>
+#include <mutex>
+#include <thread>
+
+#include "bai/protocol/errors.h"
+#include "libbai/internal/json_codec.h"
+#include "libbai/internal/text.h"
+
+namespace bai::server {
+namespace {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+char const* Reason(int status) {
+  switch (status) {
+    case 200: return "OK";
+    case 201: return "Created";
+    case 204: return "No Content";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 409: return "Conflict";
+    case 412: return "Precondition Failed";
+    case 413: return "Payload Too Large";
+    case 429: return "Too Many Requests";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 503: return "Service Unavailable";
+    default: return "Status";
+  }
+}
+
+std::string ProblemBody(protocol::ProblemType type, std::string detail) {
+  return internal::ProblemJson(protocol::MakeProblemStatus(type, std::move(detail)).error_info());
+}
+
+}  // namespace
+
+class Connection;
+
+struct HttpServer::Impl {
+  HttpServerOptions options;
+  Handler handler;
+  net::io_context ioc;
+  tcp::acceptor acceptor{ioc};
+  std::vector<std::thread> threads;
+  std::mutex mu;
+  std::list<std::weak_ptr<Connection>> connections;
+  std::atomic<bool> stopped{false};
+  std::uint16_t port = 0;
+
+  void Accept();
+};
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(tcp::socket socket, HttpServer::Impl& server)
+      : stream_(std::move(socket)), server_(server) {}
+
+  void Start() {
+    boost::system::error_code ec;
+    auto ep = stream_.socket().remote_endpoint(ec);
+    if (!ec) peer_ = ep.address().to_string();
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->DoRead(); });
+  }
+
+  template <typename F>
+  void Post(F&& f) {
+    net::post(stream_.get_executor(), std::forward<F>(f));
+  }
+
+  bool closed() const { return closed_.load(); }
+
+  void WriteResponse(HttpResponse const& r, bool head) {
+    std::string out;
+    out.reserve(256 + r.body.size());
+    out += "HTTP/1.1 ";
+    out += std::to_string(r.status);
+    out += ' ';
+    out += Reason(r.status);
+    out += "\r\nServer: BackendAI\r\n";
+    if (!r.content_type.empty()) out += "Content-Type: " + r.content_type + "\r\n";
+    for (auto const& [k, v] : r.headers) out += k + ": " + v + "\r\n";
+    if (r.status != 204) out += "Content-Length: " + std::to_string(r.body.size()) + "\r\n";
+    if (!keep_alive_) out += "Connection: close\r\n";
+    out += "\r\n";
+    if (!head && r.status != 204) out += r.body;
+    after_write_ = keep_alive_ ? AfterWrite::kRead : AfterWrite::kClose;
+    Queue(std::move(out));
+  }
+
+  void StartStream(std::vector<std::pair<std::string, std::string>> const& headers) {
+    std::string out =
+        "HTTP/1.1 200 OK\r\nServer: BackendAI\r\nContent-Type: text/event-stream\r\n"
+        "Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n";
+    for (auto const& [k, v] : headers) out += k + ": " + v + "\r\n";
+    out += "\r\n";
+    streaming_ = true;
+    after_write_ = AfterWrite::kNothing;
+    Queue(std::move(out));
+    WatchForHangUp();
+  }
+
+  void QueueChunk(std::string const& data) {
+    if (!streaming_ || data.empty()) return;
+    char size[20];
+    std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+    Queue(size + data + "\r\n");
+  }
+
+  void EndStream() {
+    if (!streaming_) return;
+    streaming_ = false;
+    after_write_ = AfterWrite::kClose;
+    Queue("0\r\n\r\n");
+  }
+
+  void AddCloseCallback(std::function<void()> cb) {
+    if (closed_) {
+      cb();
+      return;
+    }
+    close_callbacks_.push_back(std::move(cb));
+  }
+
+  void Close() {
+    if (closed_.exchange(true)) return;
+    boost::system::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+    stream_.socket().close(ec);
+    auto callbacks = std::move(close_callbacks_);
+    for (auto& cb : callbacks) cb();
+  }
+
+ private:
+  enum class AfterWrite { kRead, kClose, kNothing };
+
+  void DoRead() {
+    if (closed_) return;
+    parser_.emplace();
+    parser_->body_limit(server_.options.max_body_bytes);
+    parser_->header_limit(static_cast<std::uint32_t>(server_.options.max_header_bytes));
+    stream_.expires_after(first_request_ ? server_.options.read_timeout
+                                         : server_.options.idle_timeout);
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                       self->OnRead(ec);
+                     });
+  }
+
+  void Reject(int status, protocol::ProblemType type, std::string detail) {
+    keep_alive_ = false;
+    auto r = HttpResponse::Json(status, ProblemBody(type, std::move(detail)));
+    r.content_type = "application/problem+json";
+    WriteResponse(r, false);
+  }
+
+  void OnRead(beast::error_code ec) {
+    first_request_ = false;
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
+        ec == net::error::operation_aborted || closed_) {
+      return Close();
+    }
+    if (ec == http::error::body_limit) {
+      return Reject(413, protocol::ProblemType::kRequestTooLarge,
+                    "The request body is larger than " +
+                        std::to_string(server_.options.max_body_bytes) + " bytes.");
+    }
+    if (ec == http::error::header_limit) {
+      return Reject(431, protocol::ProblemType::kGenericBadRequest, "Request headers too large.");
+    }
+    if (ec) {
+      // A malformed request gets a 400 before the connection closes; a dropped one just closes.
+      bool parse_error = ec.category() == http::make_error_code(http::error::bad_method).category() &&
+                         ec != http::error::partial_message;
+      if (!parse_error) return Close();
+      return Reject(400, protocol::ProblemType::kGenericBadRequest,
+                    "Malformed HTTP request: " + ec.message());
+    }
+    stream_.expires_never();
+    auto msg = parser_->release();
+    keep_alive_ = msg.keep_alive();
+    HttpRequest req;
+    req.method = std::string(msg.method_string());
+    req.target = std::string(msg.target());
+    auto q = req.target.find('?');
+    req.path = req.target.substr(0, q);
+    if (q != std::string::npos) req.query = req.target.substr(q + 1);
+    req.headers.reserve(16);
+    for (auto const& field : msg) {
+      req.headers.emplace_back(internal::AsciiLower(field.name_string()),
+                               std::string(field.value()));
+    }
+    req.body = std::move(msg.body());
+    req.peer_address = peer_;
+    head_ = req.method == "HEAD";
+    Dispatch(std::move(req));
+  }
+
+  void Dispatch(HttpRequest req);
+
+  void Queue(std::string data) {
+    if (closed_) return;
+    queue_.push_back(std::move(data));
+    if (!writing_) DoWrite();
+  }
+
+  void DoWrite() {
+    writing_ = true;
+    net::async_write(stream_, net::buffer(queue_.front()),
+                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                       self->OnWrite(ec);
+                     });
+  }
+
+  void OnWrite(beast::error_code ec) {
+    if (ec) return Close();
+    queue_.pop_front();
+    if (!queue_.empty()) return DoWrite();
+    writing_ = false;
+    if (after_write_ == AfterWrite::kRead) {
+      after_write_ = AfterWrite::kNothing;
+      DoRead();
+    } else if (after_write_ == AfterWrite::kClose) {
+      Close();
+    }
+  }
+
+  // While streaming, the only way to notice a vanished client is a read that fails.
+  void WatchForHangUp() {
+    stream_.socket().async_read_some(
+        net::buffer(hangup_buffer_), [self = shared_from_this()](beast::error_code ec, std::size_t) {
+          if (ec) return self->Close();
+          self->WatchForHangUp();
+        });
+  }
+
+  beast::tcp_stream stream_;
+  HttpServer::Impl& server_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::deque<std::string> queue_;
+  bool writing_ = false;
+  bool keep_alive_ = true;
+  bool streaming_ = false;
+  bool head_ = false;
+  bool first_request_ = true;
+  AfterWrite after_write_ = AfterWrite::kNothing;
+  std::atomic<bool> closed_{false};
+  std::vector<std::function<void()>> close_callbacks_;
+  std::string peer_;
+  char hangup_buffer_[512];
+
+  friend class ExchangeImpl;
+  friend struct HttpServer::Impl;
+};
+
+class ExchangeImpl : public Exchange {
+ public:
+  ExchangeImpl(std::shared_ptr<Connection> conn, HttpRequest request, bool head)
+      : conn_(std::move(conn)), request_(std::move(request)), head_(head) {}
+
+  HttpRequest const& request() const override { return request_; }
+
+  void Respond(HttpResponse response) override {
+    if (answered_.exchange(true)) return;
+    conn_->Post([conn = conn_, r = std::move(response), head = head_] {
+      conn->WriteResponse(r, head);
+    });
+  }
+
+  void StartEventStream(std::vector<std::pair<std::string, std::string>> headers) override {
+    if (answered_.exchange(true)) return;
+    conn_->Post([conn = conn_, h = std::move(headers)] { conn->StartStream(h); });
+  }
+
+  bool WriteEvent(std::string chunk) override {
+    if (conn_->closed()) return false;
+    conn_->Post([conn = conn_, c = std::move(chunk)] { conn->QueueChunk(c); });
+    return true;
+  }
+
+  void EndEventStream() override {
+    conn_->Post([conn = conn_] { conn->EndStream(); });
+  }
+
+  void OnClose(std::function<void()> callback) override {
+    conn_->Post([conn = conn_, cb = std::move(callback)]() mutable {
+      conn->AddCloseCallback(std::move(cb));
+    });
+  }
+
+ private:
+  std::shared_ptr<Connection> conn_;
+  HttpRequest request_;
+  bool head_;
+  std::atomic<bool> answered_{false};
+};
+
+void Connection::Dispatch(HttpRequest req) {
+  auto exchange = std::make_shared<ExchangeImpl>(shared_from_this(), std::move(req), head_);
+  try {
+    server_.handler(exchange);
+  } catch (std::exception const& e) {
+    // A handler bug must not take the server down; the client gets a 500.
+    auto r = HttpResponse::Json(500, ProblemBody(protocol::ProblemType::kInternalServerError,
+                                                 std::string("unhandled error: ") + e.what()));
+    r.content_type = "application/problem+json";
+    exchange->Respond(std::move(r));
+  }
+}
+
+void HttpServer::Impl::Accept() {
+  acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
+    if (stopped) return;
+    if (!ec) {
+      socket.set_option(tcp::no_delay(true), ec);
+      auto conn = std::make_shared<Connection>(std::move(socket), *this);
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        connections.remove_if([](auto const& w) { return w.expired(); });
+        connections.push_back(conn);
+      }
+      conn->Start();
+    }
+    Accept();
+  });
+}
+
+StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions options,
+                                                        Handler handler) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = std::move(options);
+  impl->handler = std::move(handler);
+  boost::system::error_code ec;
+  auto address = net::ip::make_address(impl->options.address, ec);
+  if (ec) {
+    return Status(StatusCode::kInvalidArgument,
+                  "invalid listen address \"" + impl->options.address + "\"");
+  }
+  tcp::endpoint endpoint(address, impl->options.port);
+  impl->acceptor.open(endpoint.protocol(), ec);
+  if (!ec) impl->acceptor.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) impl->acceptor.bind(endpoint, ec);
+  if (!ec) impl->acceptor.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return Status(StatusCode::kUnavailable, "cannot listen on " + impl->options.address + ":" +
+                                                std::to_string(impl->options.port) + ": " +
+                                                ec.message());
+  }
+  impl->port = impl->acceptor.local_endpoint().port();
+  impl->Accept();
+  int threads = std::max(1, impl->options.threads);
+  for (int i = 0; i < threads; ++i) {
+    impl->threads.emplace_back([io = &impl->ioc] { io->run(); });
+  }
+  return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
+}
+
+HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+HttpServer::~HttpServer() { Stop(); }
+
+std::uint16_t HttpServer::port() const { return impl_->port; }
+
+void HttpServer::Stop() {
+  if (impl_->stopped.exchange(true)) return;
+  net::post(impl_->ioc, [this] {
+    boost::system::error_code ec;
+    impl_->acceptor.close(ec);
+  });
+  // Close every connection on its own strand and wait for those closes (their close callbacks
+  // end event streams and long polls), then stop whatever still waits on timers.
+  std::vector<std::future<void>> closed;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    for (auto& w : impl_->connections) {
+      auto c = w.lock();
+      if (!c) continue;
+      auto done = std::make_shared<std::promise<void>>();
+      closed.push_back(done->get_future());
+      c->Post([c, done] {
+        c->Close();
+        done->set_value();
+      });
+    }
+  }
+  for (auto& f : closed) f.wait_for(std::chrono::seconds(2));
+  impl_->ioc.stop();
+  for (auto& t : impl_->threads) t.join();
+  impl_->threads.clear();
+}
+
+}  // namespace bai::server

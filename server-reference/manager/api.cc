@@ -1,0 +1,298 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server-reference/manager/api.h"
+
+#include <nlohmann/json.hpp>
+
+#include "bai/protocol/api_version.h"
+#include "bai/protocol/errors.h"
+#include "bai/protocol/resource.h"
+#include "libbai/internal/json_codec.h"
+#include "server-reference/common/problem.h"
+#include "server-reference/manager/bootstrap.h"
+#include "server-reference/manager/params.h"
+
+namespace bai::manager {
+
+using nlohmann::json;
+using protocol::MakeProblemStatus;
+using protocol::ProblemType;
+using server::HttpResponse;
+using server::ProblemResponse;
+
+namespace {
+
+HttpResponse JsonResponse(json const& body, int status = 200) {
+  return HttpResponse::Json(status, body.dump());
+}
+
+// Runs `body`, turning a Status error into its problem response.
+template <typename F>
+HttpResponse Guard(F&& body) {
+  StatusOr<HttpResponse> r = body();
+  if (!r.ok()) return ProblemResponse(r.status());
+  return *std::move(r);
+}
+
+json SlotsJson(std::string const& text) {
+  auto j = internal::ParseJson(text);
+  if (!j || !j->is_object()) return json::object();
+  // Slot maps carry strings on the wire.
+  json out = json::object();
+  for (auto& [k, v] : j->items()) out[k] = v.is_string() ? v : json(v.dump());
+  return out;
+}
+
+}  // namespace
+
+ManagerApi::ManagerApi(Store& store, ApiOptions options)
+    : store_(store), options_(std::move(options)) {
+  if (!options_.clock) options_.clock = [] { return std::chrono::system_clock::now(); };
+  AddRoutes();
+}
+
+void ManagerApi::Handle(std::shared_ptr<server::Exchange> const& exchange) {
+  auto const& req = exchange->request();
+  if (auto version = req.Header("x-backendai-version")) {
+    if (!protocol::IsAcceptedApiVersion(*version)) {
+      auto r = ProblemResponse(
+          MakeProblemStatus(ProblemType::kGenericBadRequest, "Unsupported API version."));
+      exchange->Respond(std::move(r));
+      return;
+    }
+  }
+  router_.Dispatch(exchange);
+}
+
+void ManagerApi::Add(std::string method, std::string const& pattern, AuthLevel level,
+                     SyncHandler handler) {
+  router_.Add(std::move(method), pattern,
+              [this, level, handler = std::move(handler)](
+                  std::shared_ptr<server::Exchange> exchange, server::PathParams const& params) {
+                auto const& req = exchange->request();
+                std::optional<Identity> identity;
+                RateLimiter::Result limit{true, 1000, 1000};
+                HttpResponse response;
+                if (level != AuthLevel::kAnonymous) {
+                  auto now = options_.clock();
+                  auto who = Authenticate(req, store_, level, now);
+                  if (!who.ok()) {
+                    response = ProblemResponse(who.status());
+                  } else {
+                    identity = *std::move(who);
+                    limit = limiter_.Hit(identity->access_key, identity->rate_limit, now);
+                    if (!limit.allowed) {
+                      response = ProblemResponse(MakeProblemStatus(
+                          ProblemType::kRateLimitExceeded,
+                          "Over " + std::to_string(limit.limit) + " requests in 900 seconds."));
+                    }
+                  }
+                }
+                bool proceed = level == AuthLevel::kAnonymous || (identity && limit.allowed);
+                if (proceed) {
+                  RequestContext ctx{req, params, identity ? &*identity : nullptr, store_};
+                  response = handler(ctx);
+                }
+                response.headers.emplace_back("X-RateLimit-Limit", std::to_string(limit.limit));
+                response.headers.emplace_back("X-RateLimit-Remaining",
+                                              std::to_string(limit.remaining));
+                response.headers.emplace_back("X-RateLimit-Window", "900");
+                exchange->Respond(std::move(response));
+              });
+}
+
+void ManagerApi::AddRoutes() {
+  using L = AuthLevel;
+
+  Add("GET", "/", L::kAnonymous, [this](RequestContext&) {
+    return JsonResponse({{"version", protocol::kCurrentApiVersion.ToString()},
+                         {"manager", options_.manager_version}});
+  });
+
+  // Liveness and database reachability, for process supervisors and load balancers.
+  Add("GET", "/health", L::kAnonymous, [](RequestContext& ctx) {
+    auto probe = ctx.store.db().Query("SELECT 1");
+    if (!probe.ok()) {
+      return JsonResponse({{"status", "unhealthy"}, {"database", probe.status().message()}}, 503);
+    }
+    return JsonResponse({{"status", "ok"}, {"database", ctx.store.db().Backend()}});
+  });
+
+  auto auth_test = [](RequestContext& ctx) {
+    return Guard([&]() -> StatusOr<HttpResponse> {
+      auto p = Params::From(ctx.request);
+      if (!p.ok()) return std::move(p).status();
+      auto echo = p->String({"echo"}, true);
+      if (auto s = p->Check(); !s.ok()) return s;
+      return JsonResponse({{"authorized", "yes"}, {"echo", *echo}});
+    });
+  };
+  for (char const* path : {"/auth", "/auth/test"}) {
+    Add("GET", path, L::kUser, auth_test);
+    Add("POST", path, L::kUser, auth_test);
+  }
+
+  Add("POST", "/auth/authorize", L::kAnonymous, [](RequestContext& ctx) {
+    return Guard([&]() -> StatusOr<HttpResponse> {
+      auto p = Params::From(ctx.request);
+      if (!p.ok()) return std::move(p).status();
+      auto type = p->String({"type"}, true);
+      auto domain = p->String({"domain"}, true);
+      auto username = p->String({"username"}, true);
+      auto password = p->String({"password"}, true);
+      if (auto s = p->Check(); !s.ok()) return s;
+      if (*type != "keypair") {
+        return MakeProblemStatus(ProblemType::kInvalidApiParams, "Unsupported authorization type");
+      }
+      auto login = ctx.store.FindLogin(*domain, *username);
+      if (!login.ok()) return std::move(login).status();
+      // The same answer for an unknown user and a wrong password.
+      if (!*login || !VerifyPassword((*login)->password_hash, *password)) {
+        return MakeProblemStatus(ProblemType::kAuthFailed, "User credential mismatch.");
+      }
+      if ((*login)->status != "active") {
+        return MakeProblemStatus(ProblemType::kAuthFailed, "The user account is " + (*login)->status + ".");
+      }
+      auto keypair = ctx.store.ActiveKeypairOf((*login)->user_id);
+      if (!keypair.ok()) return std::move(keypair).status();
+      if (!*keypair) return MakeProblemStatus(ProblemType::kAuthFailed, "No API keypairs found.");
+      return JsonResponse({{"data",
+                            {{"access_key", (*keypair)->first},
+                             {"secret_key", (*keypair)->second},
+                             {"role", (*login)->role},
+                             {"status", (*login)->status}}}});
+    });
+  });
+
+  Add("GET", "/auth/role", L::kUser, [](RequestContext& ctx) {
+    return Guard([&]() -> StatusOr<HttpResponse> {
+      auto p = Params::From(ctx.request);
+      if (!p.ok()) return std::move(p).status();
+      auto group = p->String({"group"});
+      if (auto s = p->Check(); !s.ok()) return s;
+      auto const& who = *ctx.identity;
+      json out = {{"global_role", who.IsSuperadmin() ? "superadmin" : "user"},
+                  {"domain_role", who.IsSuperadmin() || who.role == "admin" ? "admin" : "user"},
+                  {"group_role", nullptr}};
+      if (group) {
+        auto id = ctx.store.FindGroup(who.domain, *group);
+        if (!id.ok()) return std::move(id).status();
+        if (!*id) return MakeProblemStatus(ProblemType::kObjectNotFound, "No such user group (or project).");
+        auto member = ctx.store.IsMember(**id, who.user_id);
+        if (!member.ok()) return std::move(member).status();
+        if (*member) out["group_role"] = "user";
+      }
+      return JsonResponse(out);
+    });
+  });
+
+  Add("GET", "/config/resource-slots", L::kAnonymous, [](RequestContext&) {
+    // Agents add their slots when they register (a later migration); cpu and mem always exist.
+    return JsonResponse({{"cpu", "count"}, {"mem", "bytes"}});
+  });
+
+  Add("GET", "/resource/presets", L::kUser, [](RequestContext& ctx) {
+    return Guard([&]() -> StatusOr<HttpResponse> {
+      auto presets = ctx.store.ListPresets();
+      if (!presets.ok()) return std::move(presets).status();
+      json list = json::array();
+      for (auto const& p : *presets) {
+        list.push_back({{"name", p.name},
+                        {"resource_slots", SlotsJson(p.resource_slots)},
+                        {"shared_memory", p.shared_memory ? json(*p.shared_memory) : json(nullptr)}});
+      }
+      return JsonResponse({{"presets", list}});
+    });
+  });
+
+  Add("GET", "/scaling-groups", L::kUser, [](RequestContext& ctx) {
+    return Guard([&]() -> StatusOr<HttpResponse> {
+      auto p = Params::From(ctx.request);
+      if (!p.ok()) return std::move(p).status();
+      auto group = p->String({"group", "group_id", "group_name"});
+      if (auto s = p->Check(); !s.ok()) return s;
+      if (group) {
+        auto id = ctx.store.FindGroup(ctx.identity->domain, *group);
+        if (!id.ok()) return std::move(id).status();
+        if (!*id) return MakeProblemStatus(ProblemType::kObjectNotFound, "No such user group (or project).");
+      }
+      auto names = ctx.store.AllowedScalingGroups(*ctx.identity, group.value_or(""));
+      if (!names.ok()) return std::move(names).status();
+      json list = json::array();
+      for (auto const& n : *names) list.push_back({{"name", n}});
+      return JsonResponse({{"scaling_groups", list}});
+    });
+  });
+
+  Add("GET", "/manager/status", L::kUser, [this](RequestContext& ctx) {
+    return Guard([&]() -> StatusOr<HttpResponse> {
+      auto status = ctx.store.GetSetting("status");
+      if (!status.ok()) return std::move(status).status();
+      std::string s = status->value_or("running");
+      json node = {{"id", "bai-manager"},          {"num_proc", 1},
+                   {"service_addr", nullptr},      {"heartbeat_timeout", 15.0},
+                   {"ssl_enabled", false},         {"active_sessions", 0},
+                   {"status", s},                  {"version", options_.manager_version},
+                   {"api_version", protocol::kCurrentApiVersion.ToString()}};
+      return JsonResponse({{"nodes", json::array({node})}, {"status", s}, {"active_sessions", 0}});
+    });
+  });
+
+  Add("PUT", "/manager/status", L::kSuperadmin, [](RequestContext& ctx) {
+    return Guard([&]() -> StatusOr<HttpResponse> {
+      auto p = Params::From(ctx.request);
+      if (!p.ok()) return std::move(p).status();
+      auto status = p->String({"status"}, true);
+      if (status && *status != "running" && *status != "frozen") {
+        p->Fail("status", "must be \"running\" or \"frozen\"");
+      }
+      if (auto s = p->Check(); !s.ok()) return s;
+      if (auto s = ctx.store.SetSetting("status", *status); !s.ok()) return s;
+      return HttpResponse::NoContent();
+    });
+  });
+
+  Add("GET", "/manager/announcement", L::kUser, [](RequestContext& ctx) {
+    return Guard([&]() -> StatusOr<HttpResponse> {
+      auto text = ctx.store.GetSetting("announcement");
+      if (!text.ok()) return std::move(text).status();
+      return JsonResponse({{"enabled", text->has_value() && !(*text)->empty()},
+                           {"message", text->value_or("")}});
+    });
+  });
+
+  Add("POST", "/manager/announcement", L::kSuperadmin, [](RequestContext& ctx) {
+    return Guard([&]() -> StatusOr<HttpResponse> {
+      auto p = Params::From(ctx.request);
+      if (!p.ok()) return std::move(p).status();
+      auto enabled = p->Bool({"enabled"});
+      auto message = p->String({"message"});
+      if (!enabled) p->Fail("enabled", "required");
+      if (auto s = p->Check(); !s.ok()) return s;
+      auto s = ctx.store.SetSetting("announcement", *enabled ? message.value_or("") : "");
+      if (!s.ok()) return s;
+      return HttpResponse::NoContent();
+    });
+  });
+
+  Add("GET", "/user-config/bootstrap-script", L::kUser, [](RequestContext& ctx) {
+    return Guard([&]() -> StatusOr<HttpResponse> {
+      auto script = ctx.store.GetBootstrapScript(ctx.identity->access_key);
+      if (!script.ok()) return std::move(script).status();
+      return JsonResponse(json(*script));
+    });
+  });
+
+  Add("POST", "/user-config/bootstrap-script", L::kUser, [](RequestContext& ctx) {
+    return Guard([&]() -> StatusOr<HttpResponse> {
+      auto p = Params::From(ctx.request);
+      if (!p.ok()) return std::move(p).status();
+      auto script = p->String({"script"}, true);
+      if (script && script->size() > 64 * 1024) p->Fail("script", "longer than 64 KiB");
+      if (auto s = p->Check(); !s.ok()) return s;
+      if (auto s = ctx.store.SetBootstrapScript(ctx.identity->access_key, *script); !s.ok()) return s;
+      return HttpResponse::NoContent();
+    });
+  });
+}
+
+}  // namespace bai::manager

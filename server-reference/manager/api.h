@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "server-reference/common/http.h"
+#include "server-reference/common/router.h"
+#include "server-reference/manager/auth.h"
+#include "server-reference/manager/store.h"
+
+namespace bai::manager {
+
+/// What a handler gets: the request, its path parameters, who sent it (null for anonymous
+/// handlers) and the store.
+struct RequestContext {
+  server::HttpRequest const& request;
+  server::PathParams const& params;
+  Identity const* identity;
+  Store& store;
+};
+
+using SyncHandler = std::function<server::HttpResponse(RequestContext&)>;
+
+struct ApiOptions {
+  std::string manager_version;  ///< "bai-manager 0.1.0"
+  /// Clock for signature windows and rate limits (tests move it).
+  std::function<std::chrono::system_clock::time_point()> clock;
+};
+
+/// The manager's REST surface: routes with their auth level, the API-version check, signature
+/// verification, rate limiting with X-RateLimit-* headers on every response, and the handlers.
+class ManagerApi {
+ public:
+  ManagerApi(Store& store, ApiOptions options);
+
+  /// The server's entry point.
+  void Handle(std::shared_ptr<server::Exchange> const& exchange);
+
+ private:
+  void Add(std::string method, std::string const& pattern, AuthLevel level, SyncHandler handler);
+  void AddRoutes();
+
+  Store& store_;
+  ApiOptions options_;
+  RateLimiter limiter_;
+  server::Router router_;
+};
+
+}  // namespace bai::manager

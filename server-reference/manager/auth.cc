@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server-reference/manager/auth.h"
+
+#include <arpa/inet.h>
+
+#include <cstring>
+
+#include "bai/protocol/errors.h"
+#include "bai/protocol/signing.h"
+#include "libbai/internal/json_codec.h"
+
+namespace bai::manager {
+
+using protocol::MakeProblemStatus;
+using protocol::ProblemType;
+
+RateLimiter::Result RateLimiter::Hit(std::string const& key, std::int64_t limit,
+                                     std::chrono::system_clock::time_point now) {
+  auto t = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
+  std::int64_t start = t - t % kWindowSeconds;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& w = windows_[key];
+  if (w.start != start) {
+    w.previous = w.start == start - kWindowSeconds ? w.current : 0;
+    w.current = 0;
+    w.start = start;
+  }
+  double overlap = 1.0 - static_cast<double>(t - start) / static_cast<double>(kWindowSeconds);
+  auto used = static_cast<std::int64_t>(static_cast<double>(w.previous) * overlap) + w.current;
+  if (used >= limit) return {false, limit, 0};
+  ++w.current;
+  return {true, limit, std::max<std::int64_t>(0, limit - used - 1)};
+}
+
+namespace {
+
+bool ParseAddress(std::string const& text, unsigned char out[16], int& family) {
+  if (inet_pton(AF_INET, text.c_str(), out) == 1) {
+    family = AF_INET;
+    return true;
+  }
+  if (inet_pton(AF_INET6, text.c_str(), out) == 1) {
+    family = AF_INET6;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool ClientIpAllowed(std::string const& ip, std::string const& allowed_json) {
+  auto list = internal::ParseJson(allowed_json);
+  if (!list || list->is_null() || (list->is_array() && list->empty())) return true;
+  if (!list->is_array()) return false;
+  unsigned char addr[16] = {0};
+  int family = 0;
+  std::string bare = ip.rfind("::ffff:", 0) == 0 && ip.find('.') != std::string::npos ? ip.substr(7) : ip;
+  if (!ParseAddress(bare, addr, family)) return false;
+  for (auto const& entry : *list) {
+    if (!entry.is_string()) continue;
+    std::string cidr = entry.get<std::string>();
+    auto slash = cidr.find('/');
+    unsigned char net[16] = {0};
+    int net_family = 0;
+    if (!ParseAddress(cidr.substr(0, slash), net, net_family) || net_family != family) continue;
+    int bits = family == AF_INET ? 32 : 128;
+    if (slash != std::string::npos) bits = std::atoi(cidr.c_str() + slash + 1);
+    bool match = true;
+    for (int i = 0; i < bits && match; ++i) {
+      int byte = i / 8;
+      int mask = 0x80 >> (i % 8);
+      match = (addr[byte] & mask) == (net[byte] & mask);
+    }
+    if (match) return true;
+  }
+  return false;
+}
+
+StatusOr<Identity> Authenticate(server::HttpRequest const& request, Store& store, AuthLevel level,
+                                std::chrono::system_clock::time_point now) {
+  protocol::ReceivedRequest received;
+  received.method = request.method;
+  received.raw_target = request.target;
+  received.date = request.Header("date");
+  received.backendai_date = request.Header("x-backendai-date");
+  received.sorna_date = request.Header("x-sorna-date");
+  received.host = request.Header("host");
+  received.content_type = request.Header("content-type");
+  received.backendai_version = request.Header("x-backendai-version");
+  received.sorna_version = request.Header("x-sorna-version");
+  received.authorization = request.Header("authorization");
+  auto pending = protocol::PrepareVerification(received, now);
+  if (!pending.ok()) return std::move(pending).status();
+  auto keypair = store.FindKeypair(pending->auth.access_key);
+  if (!keypair.ok()) return std::move(keypair).status();
+  if (!*keypair || !(*keypair)->keypair_active) {
+    return MakeProblemStatus(ProblemType::kAuthFailed, "Access key not found");
+  }
+  auto const& record = **keypair;
+  if (auto verified = protocol::VerifySignature(*pending, record.secret_key); !verified.ok()) {
+    return verified;
+  }
+  if (record.user_status != "active") {
+    return MakeProblemStatus(ProblemType::kAuthFailed, "The user account is " + record.user_status);
+  }
+  if (record.allowed_client_ip && !ClientIpAllowed(request.peer_address, *record.allowed_client_ip)) {
+    return MakeProblemStatus(ProblemType::kAuthFailed,
+                             "'" + request.peer_address + "' is not allowed IP address");
+  }
+  Identity const& who = record.identity;
+  bool allowed = level == AuthLevel::kAnonymous || level == AuthLevel::kUser ||
+                 (level == AuthLevel::kAdmin && (who.is_admin || who.IsSuperadmin())) ||
+                 (level == AuthLevel::kSuperadmin && who.IsSuperadmin());
+  if (!allowed) return MakeProblemStatus(ProblemType::kAuthFailed, "Unauthorized access");
+  return who;
+}
+
+}  // namespace bai::manager

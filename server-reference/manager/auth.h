@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "bai/status.h"
+#include "server-reference/common/http.h"
+#include "server-reference/manager/store.h"
+
+namespace bai::manager {
+
+/// Requests per access key over a rolling 900 s window (PROTOCOL.md §4.3), estimated with a
+/// sliding window counter (the previous fixed window weighted by its remaining overlap plus the
+/// current one): O(1) memory per key.
+///
+/// The counters live in this process: with several managers each enforces the limit on its own
+/// share of the traffic (docs/adr/0006).
+class RateLimiter {
+ public:
+  static constexpr std::int64_t kWindowSeconds = 900;
+
+  struct Result {
+    bool allowed;
+    std::int64_t limit;
+    std::int64_t remaining;
+  };
+  /// Counts one request for `key` at `now` (a request over the limit is not counted).
+  Result Hit(std::string const& key, std::int64_t limit, std::chrono::system_clock::time_point now);
+
+ private:
+  struct Window {
+    std::int64_t start = 0;
+    std::int64_t current = 0;
+    std::int64_t previous = 0;
+  };
+  std::mutex mu_;
+  std::map<std::string, Window> windows_;
+};
+
+enum class AuthLevel { kAnonymous, kUser, kAdmin, kSuperadmin };
+
+/// Verifies a request per PROTOCOL.md §2.2 against the keypairs in `store`: date window,
+/// Authorization header, signature, active keypair and user, allowed client IPs, then the
+/// privilege `level` needs. Errors are the problem statuses of §2.2 (400 invalid-auth-params,
+/// 401 auth-failed).
+StatusOr<Identity> Authenticate(server::HttpRequest const& request, Store& store, AuthLevel level,
+                                std::chrono::system_clock::time_point now);
+
+/// True when `ip` lies in one of the CIDRs (or equals one of the addresses) of `allowed_json`,
+/// a JSON list; an empty or null list allows everything.
+bool ClientIpAllowed(std::string const& ip, std::string const& allowed_json);
+
+}  // namespace bai::manager

@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server-reference/manager/config.h"
+
+#include <toml++/toml.h>
+
+namespace bai::manager {
+
+Status SetListen(std::string const& text, ManagerConfig& config) {
+  auto colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    return Status(StatusCode::kInvalidArgument, "listen must be HOST:PORT, got \"" + text + "\"");
+  }
+  std::string host = text.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  char* end = nullptr;
+  long port = std::strtol(text.c_str() + colon + 1, &end, 10);
+  if (*end != '\0' || port < 0 || port > 65535 || colon + 1 == text.size()) {
+    return Status(StatusCode::kInvalidArgument, "invalid port in \"" + text + "\"");
+  }
+  config.listen_address = host;
+  config.listen_port = static_cast<std::uint16_t>(port);
+  return {};
+}
+
+Status LoadManagerConfig(std::string const& path, ManagerConfig& config) {
+  toml::table doc;
+  try {
+    doc = toml::parse_file(path);
+  } catch (toml::parse_error const& e) {
+    return Status(StatusCode::kInvalidArgument,
+                  path + ":" + std::to_string(e.source().begin.line) + ": " + std::string(e.description()));
+  }
+  auto bad = [&](std::string const& key, char const* want) {
+    return Status(StatusCode::kInvalidArgument, path + ": " + key + " must be " + want);
+  };
+  for (auto const& [section, node] : doc) {
+    auto const* table = node.as_table();
+    std::string name(section.str());
+    if (!table || (name != "server" && name != "storage")) {
+      return Status(StatusCode::kInvalidArgument, path + ": unknown section [" + name + "]");
+    }
+    for (auto const& [k, v] : *table) {
+      std::string key = name + "." + std::string(k.str());
+      if (key == "server.listen") {
+        auto s = v.value<std::string>();
+        if (!s) return bad(key, "a \"host:port\" string");
+        if (auto st = SetListen(*s, config); !st.ok()) return st;
+      } else if (key == "server.threads") {
+        auto n = v.value<std::int64_t>();
+        if (!n || *n < 1 || *n > 256) return bad(key, "an integer from 1 to 256");
+        config.threads = static_cast<int>(*n);
+      } else if (key == "server.max_body_bytes") {
+        auto n = v.value<std::int64_t>();
+        if (!n || *n < 1024) return bad(key, "an integer of at least 1024");
+        config.max_body_bytes = static_cast<std::size_t>(*n);
+      } else if (key == "storage.data_dir") {
+        auto s = v.value<std::string>();
+        if (!s || s->empty()) return bad(key, "a path");
+        config.data_dir = *s;
+      } else if (key == "storage.database") {
+        auto s = v.value<std::string>();
+        if (!s) return bad(key, "a path");
+        config.database = *s;
+      } else {
+        return Status(StatusCode::kInvalidArgument, path + ": unknown setting " + key);
+      }
+    }
+  }
+  return {};
+}
+
+}  // namespace bai::manager

@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "bai/status.h"
+
+namespace bai::manager {
+
+/// bai-manager's settings: a TOML file, then command-line flags on top.
+///
+/// ```toml
+/// [server]
+/// listen = "127.0.0.1:8081"   # host:port; port 0 = any free port
+/// threads = 2
+/// max_body_bytes = 1048576
+/// [storage]
+/// data_dir = "/var/lib/bai-manager"
+/// database = ""               # default: <data_dir>/manager.db (SQLite)
+/// ```
+struct ManagerConfig {
+  std::string listen_address = "127.0.0.1";
+  std::uint16_t listen_port = 8081;
+  int threads = 2;
+  std::size_t max_body_bytes = 1 << 20;
+  std::string data_dir = "./bai-manager-data";
+  std::string database;
+
+  std::string DatabasePath() const { return database.empty() ? data_dir + "/manager.db" : database; }
+};
+
+/// Reads `path` into `config` (keys not in the file keep their values). Unknown keys are errors
+/// naming the key, so a typo does not pass silently.
+Status LoadManagerConfig(std::string const& path, ManagerConfig& config);
+
+/// Parses "host:port" into the config.
+Status SetListen(std::string const& text, ManagerConfig& config);
+
+}  // namespace bai::manager

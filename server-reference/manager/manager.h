@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "bai/status.h"
+#include "server-reference/common/database.h"
+#include "server-reference/common/http_server.h"
+#include "server-reference/manager/api.h"
+#include "server-reference/manager/bootstrap.h"
+#include "server-reference/manager/config.h"
+#include "server-reference/manager/store.h"
+
+namespace bai::manager {
+
+/// Opens (creating if needed) the data directory and database, applies migrations, bootstraps.
+struct OpenedState {
+  std::unique_ptr<server::Database> db;
+  std::unique_ptr<Store> store;
+  BootstrapResult bootstrap;
+};
+StatusOr<OpenedState> OpenState(ManagerConfig const& config);
+
+/// A running bai-manager: state, API and HTTP server. Tests start it in-process on port 0.
+class Manager {
+ public:
+  static StatusOr<std::unique_ptr<Manager>> Start(ManagerConfig const& config);
+  ~Manager();
+
+  std::uint16_t port() const { return http_->port(); }
+  Store& store() { return *state_.store; }
+  BootstrapResult const& bootstrap() const { return state_.bootstrap; }
+  void Stop();
+
+ private:
+  Manager() = default;
+  OpenedState state_;
+  std::unique_ptr<ManagerApi> api_;
+  std::unique_ptr<server::HttpServer> http_;
+};
+
+/// "bai-manager 0.1.0".
+std::string ManagerVersion();
+
+}  // namespace bai::manager

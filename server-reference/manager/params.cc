@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server-reference/manager/params.h"
+
+#include "bai/protocol/errors.h"
+#include "libbai/internal/json_codec.h"
+#include "libbai/internal/text.h"
+
+namespace bai::manager {
+
+using nlohmann::json;
+
+int JsonDepth(std::string_view text) {
+  int depth = 0;
+  int max_depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      max_depth = std::max(max_depth, ++depth);
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+  return max_depth;
+}
+
+namespace {
+
+constexpr int kMaxDepth = 32;
+
+Status Malformed(std::string const& why) {
+  return protocol::MakeProblemStatus(protocol::ProblemType::kInvalidApiParams,
+                                     "Malformed body: " + why);
+}
+
+StatusOr<json> ParseBody(std::string const& body) {
+  if (JsonDepth(body) > kMaxDepth) {
+    return Malformed("JSON nested deeper than " + std::to_string(kMaxDepth) + " levels");
+  }
+  auto parsed = internal::ParseJson(body);
+  if (!parsed) return Malformed("not valid JSON");
+  if (!parsed->is_object()) return Malformed("expected a JSON object");
+  return *parsed;
+}
+
+}  // namespace
+
+StatusOr<Params> Params::From(server::HttpRequest const& request, ParamSource source) {
+  json values = json::object();
+  bool body_present = !request.body.empty() && request.body.find_first_not_of(" \t\r\n") != std::string::npos;
+  bool use_query = source == ParamSource::kBoth || request.method == "GET" ||
+                   request.method == "HEAD" || !body_present;
+  bool use_body = body_present && (source == ParamSource::kBoth ||
+                                   (request.method != "GET" && request.method != "HEAD"));
+  if (use_query) {
+    for (auto& [k, v] : server::ParseQuery(request.query)) {
+      if (!values.contains(k)) values[k] = v;
+    }
+  }
+  if (use_body) {
+    auto body = ParseBody(request.body);
+    if (!body.ok()) return std::move(body).status();
+    for (auto& [k, v] : body->items()) values[k] = v;
+  }
+  return Params(std::move(values));
+}
+
+json const* Params::Find(std::initializer_list<char const*> names, char const** found) {
+  for (char const* n : names) {
+    auto it = values_.find(n);
+    if (it != values_.end()) {
+      *found = n;
+      return &*it;
+    }
+  }
+  return nullptr;
+}
+
+json const* Params::Raw(std::initializer_list<char const*> names) {
+  char const* found = nullptr;
+  return Find(names, &found);
+}
+
+std::optional<std::string> Params::String(std::initializer_list<char const*> names, bool required) {
+  char const* found = nullptr;
+  auto const* v = Find(names, &found);
+  if (!v || v->is_null()) {
+    if (required) Fail(*names.begin(), "required");
+    return std::nullopt;
+  }
+  if (!v->is_string()) {
+    Fail(found, "must be a string");
+    return std::nullopt;
+  }
+  return v->get<std::string>();
+}
+
+std::optional<bool> Params::Bool(std::initializer_list<char const*> names) {
+  char const* found = nullptr;
+  auto const* v = Find(names, &found);
+  if (!v || v->is_null()) return std::nullopt;
+  if (v->is_boolean()) return v->get<bool>();
+  if (v->is_string()) {
+    auto s = internal::AsciiLower(v->get<std::string>());
+    if (s == "true" || s == "yes" || s == "1" || s == "t" || s == "y") return true;
+    if (s == "false" || s == "no" || s == "0" || s == "f" || s == "n") return false;
+  }
+  if (v->is_number_integer()) return v->get<std::int64_t>() != 0;
+  Fail(found, "must be a boolean");
+  return std::nullopt;
+}
+
+std::optional<std::int64_t> Params::Int(std::initializer_list<char const*> names, std::int64_t min,
+                                        std::int64_t max) {
+  char const* found = nullptr;
+  auto const* v = Find(names, &found);
+  if (!v || v->is_null()) return std::nullopt;
+  std::optional<std::int64_t> value;
+  if (v->is_number_integer()) {
+    value = v->get<std::int64_t>();
+  } else if (v->is_string()) {
+    auto const& s = v->get_ref<std::string const&>();
+    char* end = nullptr;
+    errno = 0;
+    long long n = std::strtoll(s.c_str(), &end, 10);
+    if (!s.empty() && end == s.c_str() + s.size() && errno == 0) value = n;
+  }
+  if (!value) {
+    Fail(found, "must be an integer");
+    return std::nullopt;
+  }
+  if (*value < min || *value > max) {
+    Fail(found, "must be between " + std::to_string(min) + " and " + std::to_string(max));
+    return std::nullopt;
+  }
+  return value;
+}
+
+Status Params::Check() const {
+  if (errors_.empty()) return {};
+  json data = json::object();
+  for (auto const& [k, v] : errors_) data[k] = v;
+  return protocol::MakeProblemStatus(protocol::ProblemType::kInvalidApiParams,
+                                     "Input validation error", data.dump());
+}
+
+}  // namespace bai::manager

@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server-reference/manager/schema.h"
+
+namespace bai::manager {
+
+std::vector<server::Migration> const& Migrations() {
+  static auto const* const kMigrations = new std::vector<server::Migration>{
+      {1,
+       "principals, policies, resource groups, presets, manager state",
+       {
+           "CREATE TABLE domains (name TEXT PRIMARY KEY, description TEXT NOT NULL DEFAULT '', "
+           "is_active INTEGER NOT NULL DEFAULT 1, total_resource_slots TEXT NOT NULL DEFAULT '{}', "
+           "created_at TEXT NOT NULL)",
+           "CREATE TABLE keypair_resource_policies (name TEXT PRIMARY KEY, "
+           "total_resource_slots TEXT NOT NULL DEFAULT '{}', "
+           "default_for_unspecified TEXT NOT NULL DEFAULT 'UNLIMITED', "
+           "max_concurrent_sessions INTEGER NOT NULL DEFAULT 0, "
+           "max_containers_per_session INTEGER NOT NULL DEFAULT 1, "
+           "max_session_lifetime INTEGER NOT NULL DEFAULT 0, "
+           "idle_timeout INTEGER NOT NULL DEFAULT 0, max_pending_session_count INTEGER, "
+           "created_at TEXT NOT NULL)",
+           "CREATE TABLE groups (id TEXT PRIMARY KEY, name TEXT NOT NULL, "
+           "domain_name TEXT NOT NULL REFERENCES domains(name), "
+           "description TEXT NOT NULL DEFAULT '', is_active INTEGER NOT NULL DEFAULT 1, "
+           "total_resource_slots TEXT NOT NULL DEFAULT '{}', created_at TEXT NOT NULL, "
+           "UNIQUE (domain_name, name))",
+           "CREATE TABLE users (uuid TEXT PRIMARY KEY, username TEXT NOT NULL UNIQUE, "
+           "email TEXT NOT NULL UNIQUE, password_hash TEXT NOT NULL, "
+           "full_name TEXT NOT NULL DEFAULT '', role TEXT NOT NULL DEFAULT 'user', "
+           "status TEXT NOT NULL DEFAULT 'active', "
+           "domain_name TEXT NOT NULL REFERENCES domains(name), allowed_client_ip TEXT, "
+           "created_at TEXT NOT NULL)",
+           "CREATE TABLE association_groups_users ("
+           "group_id TEXT NOT NULL REFERENCES groups(id) ON DELETE CASCADE, "
+           "user_id TEXT NOT NULL REFERENCES users(uuid) ON DELETE CASCADE, "
+           "PRIMARY KEY (group_id, user_id))",
+           "CREATE TABLE keypairs (access_key TEXT PRIMARY KEY, secret_key TEXT NOT NULL, "
+           "user_id TEXT NOT NULL REFERENCES users(uuid) ON DELETE CASCADE, "
+           "is_active INTEGER NOT NULL DEFAULT 1, is_admin INTEGER NOT NULL DEFAULT 0, "
+           "resource_policy TEXT NOT NULL REFERENCES keypair_resource_policies(name), "
+           "rate_limit INTEGER NOT NULL DEFAULT 1000, bootstrap_script TEXT NOT NULL DEFAULT '', "
+           "created_at TEXT NOT NULL)",
+           "CREATE INDEX keypairs_user ON keypairs (user_id)",
+           "CREATE TABLE scaling_groups (name TEXT PRIMARY KEY, "
+           "description TEXT NOT NULL DEFAULT '', is_active INTEGER NOT NULL DEFAULT 1, "
+           "is_public INTEGER NOT NULL DEFAULT 1, scheduler TEXT NOT NULL DEFAULT 'fifo', "
+           "scheduler_opts TEXT NOT NULL DEFAULT '{}', created_at TEXT NOT NULL)",
+           "CREATE TABLE sgroups_for_domains ("
+           "scaling_group TEXT NOT NULL REFERENCES scaling_groups(name) ON DELETE CASCADE, "
+           "domain TEXT NOT NULL REFERENCES domains(name) ON DELETE CASCADE, "
+           "PRIMARY KEY (scaling_group, domain))",
+           "CREATE TABLE sgroups_for_groups ("
+           "scaling_group TEXT NOT NULL REFERENCES scaling_groups(name) ON DELETE CASCADE, "
+           "group_id TEXT NOT NULL REFERENCES groups(id) ON DELETE CASCADE, "
+           "PRIMARY KEY (scaling_group, group_id))",
+           "CREATE TABLE sgroups_for_keypairs ("
+           "scaling_group TEXT NOT NULL REFERENCES scaling_groups(name) ON DELETE CASCADE, "
+           "access_key TEXT NOT NULL REFERENCES keypairs(access_key) ON DELETE CASCADE, "
+           "PRIMARY KEY (scaling_group, access_key))",
+           "CREATE TABLE resource_presets (name TEXT PRIMARY KEY, resource_slots TEXT NOT NULL, "
+           "shared_memory TEXT)",
+           "CREATE TABLE manager_settings (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+       }},
+  };
+  return *kMigrations;
+}
+
+}  // namespace bai::manager

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server-reference/manager/store.h"
+
+#include <chrono>
+#include <ctime>
+
+namespace bai::manager {
+
+using server::SqlValue;
+
+std::string NowIso() {
+  auto now = std::chrono::system_clock::now();
+  auto secs = std::chrono::system_clock::to_time_t(now);
+  auto micros = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() %
+                1000000;
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[64];
+  std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  std::snprintf(buf + n, sizeof buf - n, ".%06lld+00:00", static_cast<long long>(micros));
+  return buf;
+}
+
+StatusOr<std::optional<KeypairRecord>> Store::FindKeypair(std::string const& access_key) {
+  auto rows = db_.Query(
+      "SELECT k.access_key, k.secret_key, k.is_active, k.is_admin, k.rate_limit, u.uuid, "
+      "u.email, u.role, u.status, u.domain_name, u.allowed_client_ip "
+      "FROM keypairs k JOIN users u ON k.user_id = u.uuid WHERE k.access_key = ?",
+      {access_key});
+  if (!rows.ok()) return std::move(rows).status();
+  if (rows->empty()) return std::optional<KeypairRecord>();
+  auto const& r = (*rows)[0];
+  KeypairRecord k;
+  k.identity.access_key = r.Text(0);
+  k.secret_key = r.Text(1);
+  k.keypair_active = r.Bool(2);
+  k.identity.is_admin = r.Bool(3);
+  k.identity.rate_limit = r.Int(4);
+  k.identity.user_id = r.Text(5);
+  k.identity.email = r.Text(6);
+  k.identity.role = r.Text(7);
+  k.user_status = r.Text(8);
+  k.identity.domain = r.Text(9);
+  k.allowed_client_ip = r.OptText(10);
+  return std::optional<KeypairRecord>(std::move(k));
+}
+
+StatusOr<std::optional<LoginRecord>> Store::FindLogin(std::string const& domain,
+                                                      std::string const& username) {
+  auto rows = db_.Query(
+      "SELECT uuid, password_hash, role, status FROM users "
+      "WHERE domain_name = ? AND (username = ? OR email = ?)",
+      {domain, username, username});
+  if (!rows.ok()) return std::move(rows).status();
+  if (rows->empty()) return std::optional<LoginRecord>();
+  auto const& r = (*rows)[0];
+  return std::optional<LoginRecord>(LoginRecord{r.Text(0), r.Text(1), r.Text(2), r.Text(3)});
+}
+
+StatusOr<std::optional<std::pair<std::string, std::string>>> Store::ActiveKeypairOf(
+    std::string const& user_id) {
+  auto rows = db_.Query(
+      "SELECT access_key, secret_key FROM keypairs WHERE user_id = ? AND is_active = 1 "
+      "ORDER BY is_admin DESC, created_at ASC LIMIT 1",
+      {user_id});
+  if (!rows.ok()) return std::move(rows).status();
+  if (rows->empty()) return std::optional<std::pair<std::string, std::string>>();
+  return std::optional<std::pair<std::string, std::string>>(
+      std::make_pair((*rows)[0].Text(0), (*rows)[0].Text(1)));
+}
+
+StatusOr<std::vector<PresetRecord>> Store::ListPresets() {
+  auto rows = db_.Query("SELECT name, resource_slots, shared_memory FROM resource_presets ORDER BY name");
+  if (!rows.ok()) return std::move(rows).status();
+  std::vector<PresetRecord> out;
+  for (auto const& r : *rows) out.push_back({r.Text(0), r.Text(1), r.OptText(2)});
+  return out;
+}
+
+StatusOr<std::optional<std::string>> Store::FindGroup(std::string const& domain,
+                                                      std::string const& name_or_id) {
+  auto rows = db_.Query(
+      "SELECT id FROM groups WHERE domain_name = ? AND (id = ? OR name = ?) AND is_active = 1",
+      {domain, name_or_id, name_or_id});
+  if (!rows.ok()) return std::move(rows).status();
+  if (rows->empty()) return std::optional<std::string>();
+  return std::optional<std::string>((*rows)[0].Text(0));
+}
+
+StatusOr<bool> Store::IsMember(std::string const& group_id, std::string const& user_id) {
+  auto rows = db_.Query(
+      "SELECT 1 FROM association_groups_users WHERE group_id = ? AND user_id = ?",
+      {group_id, user_id});
+  if (!rows.ok()) return std::move(rows).status();
+  return !rows->empty();
+}
+
+StatusOr<std::vector<std::string>> Store::AllowedScalingGroups(Identity const& who,
+                                                               std::string const& group) {
+  std::string sql =
+      "SELECT name FROM scaling_groups WHERE is_active = 1 AND name IN ("
+      " SELECT scaling_group FROM sgroups_for_domains WHERE domain = ?"
+      " UNION SELECT scaling_group FROM sgroups_for_keypairs WHERE access_key = ?"
+      " UNION SELECT sg.scaling_group FROM sgroups_for_groups sg"
+      "  JOIN association_groups_users a ON a.group_id = sg.group_id"
+      "  JOIN groups g ON g.id = sg.group_id"
+      "  WHERE a.user_id = ? AND (? = '' OR g.id = ? OR g.name = ?)"
+      ") ORDER BY name";
+  auto rows = db_.Query(sql, {who.domain, who.access_key, who.user_id, group, group, group});
+  if (!rows.ok()) return std::move(rows).status();
+  std::vector<std::string> out;
+  for (auto const& r : *rows) out.push_back(r.Text(0));
+  return out;
+}
+
+StatusOr<std::optional<std::string>> Store::GetSetting(std::string const& key) {
+  auto rows = db_.Query("SELECT value FROM manager_settings WHERE key = ?", {key});
+  if (!rows.ok()) return std::move(rows).status();
+  if (rows->empty()) return std::optional<std::string>();
+  return std::optional<std::string>((*rows)[0].Text(0));
+}
+
+Status Store::SetSetting(std::string const& key, std::string const& value) {
+  auto r = db_.Exec(
+      "INSERT INTO manager_settings (key, value) VALUES (?, ?) "
+      "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+      {key, value});
+  return r.ok() ? Status() : r.status();
+}
+
+StatusOr<std::string> Store::GetBootstrapScript(std::string const& access_key) {
+  auto rows = db_.Query("SELECT bootstrap_script FROM keypairs WHERE access_key = ?", {access_key});
+  if (!rows.ok()) return std::move(rows).status();
+  return rows->empty() ? std::string() : (*rows)[0].Text(0);
+}
+
+Status Store::SetBootstrapScript(std::string const& access_key, std::string const& script) {
+  auto r = db_.Exec("UPDATE keypairs SET bootstrap_script = ? WHERE access_key = ?",
+                    {script, access_key});
+  return r.ok() ? Status() : r.status();
+}
+
+}  // namespace bai::manager

@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bai/status.h"
+#include "server-reference/common/database.h"
+
+namespace bai::manager {
+
+/// Who a verified request comes from.
+struct Identity {
+  std::string access_key;
+  std::string user_id;
+  std::string email;
+  std::string role;  ///< superadmin, admin, user, monitor
+  std::string domain;
+  bool is_admin = false;  ///< the keypair's flag (admin_required handlers)
+  std::int64_t rate_limit = 1000;
+
+  bool IsSuperadmin() const { return role == "superadmin"; }
+};
+
+/// What authentication needs to know about an access key.
+struct KeypairRecord {
+  Identity identity;
+  std::string secret_key;
+  bool keypair_active = false;
+  std::string user_status;
+  std::optional<std::string> allowed_client_ip;  ///< JSON list of CIDRs
+};
+
+struct LoginRecord {
+  std::string user_id;
+  std::string password_hash;
+  std::string role;
+  std::string status;
+};
+
+struct PresetRecord {
+  std::string name;
+  std::string resource_slots;  ///< JSON object text
+  std::optional<std::string> shared_memory;
+};
+
+/// Typed queries over the manager's database. Every method is one statement or one
+/// transaction; nothing is cached, so several managers can share one database.
+class Store {
+ public:
+  explicit Store(server::Database& db) : db_(db) {}
+  server::Database& db() { return db_; }
+
+  StatusOr<std::optional<KeypairRecord>> FindKeypair(std::string const& access_key);
+  /// By username or email within a domain.
+  StatusOr<std::optional<LoginRecord>> FindLogin(std::string const& domain,
+                                                 std::string const& username);
+  /// The user's active keypair, admin keypairs first.
+  StatusOr<std::optional<std::pair<std::string, std::string>>> ActiveKeypairOf(
+      std::string const& user_id);
+  StatusOr<std::vector<PresetRecord>> ListPresets();
+  /// Names of the active resource groups the requester may use (domain ∪ project ∪ keypair),
+  /// sorted; `group` (project name or id) narrows the project part, "" = every project of the
+  /// user.
+  StatusOr<std::vector<std::string>> AllowedScalingGroups(Identity const& who,
+                                                          std::string const& group);
+  /// The project (by id or name within the domain) if it exists: id.
+  StatusOr<std::optional<std::string>> FindGroup(std::string const& domain,
+                                                 std::string const& name_or_id);
+  StatusOr<bool> IsMember(std::string const& group_id, std::string const& user_id);
+
+  StatusOr<std::optional<std::string>> GetSetting(std::string const& key);
+  Status SetSetting(std::string const& key, std::string const& value);
+  StatusOr<std::string> GetBootstrapScript(std::string const& access_key);
+  Status SetBootstrapScript(std::string const& access_key, std::string const& script);
+
+ private:
+  server::Database& db_;
+};
+
+/// Current time as ISO 8601 UTC with microseconds, the format of every time column.
+std::string NowIso();
+
+}  // namespace bai::manager

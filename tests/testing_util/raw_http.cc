@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "tests/testing_util/raw_http.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "libbai/internal/text.h"
+
+namespace bai::testing_util {
+
+RawResponse RawHttp(int port, std::string const& request) {
+  RawResponse out;
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  timeval tv{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return out;
+  }
+  std::size_t sent = 0;
+  while (sent < request.size()) {
+    auto n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) break;  // the server may answer (413) before reading everything
+    sent += static_cast<std::size_t>(n);
+  }
+  std::string data;
+  char buf[65536];
+  std::size_t header_end = std::string::npos;
+  std::size_t length = std::string::npos;
+  while (true) {
+    auto n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    data.append(buf, static_cast<std::size_t>(n));
+    if (header_end == std::string::npos) {
+      header_end = data.find("\r\n\r\n");
+      if (header_end != std::string::npos) {
+        auto lower = internal::AsciiLower(data.substr(0, header_end));
+        auto cl = lower.find("\r\ncontent-length:");
+        if (cl != std::string::npos) length = std::stoul(lower.substr(cl + 17));
+      }
+    }
+    if (header_end != std::string::npos && length != std::string::npos &&
+        data.size() >= header_end + 4 + length) {
+      break;
+    }
+  }
+  ::close(fd);
+  if (data.rfind("HTTP/1.1 ", 0) != 0 || header_end == std::string::npos) return out;
+  out.status = std::stoi(data.substr(9, 3));
+  std::size_t pos = data.find("\r\n") + 2;
+  while (pos < header_end) {
+    auto eol = data.find("\r\n", pos);
+    auto line = data.substr(pos, eol - pos);
+    auto colon = line.find(':');
+    if (colon != std::string::npos) {
+      auto value = line.substr(colon + 1);
+      value.erase(0, value.find_first_not_of(' '));
+      out.headers[internal::AsciiLower(line.substr(0, colon))] = value;
+    }
+    pos = eol + 2;
+  }
+  out.body = data.substr(header_end + 4);
+  return out;
+}
+
+}  // namespace bai::testing_util

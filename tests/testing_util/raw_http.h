@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <map>
+#include <string>
+
+namespace bai::testing_util {
+
+struct RawResponse {
+  int status = 0;                              ///< 0 when no response could be read
+  std::map<std::string, std::string> headers;  ///< names lowercased
+  std::string body;
+};
+
+/// Sends `request` (bytes exactly as given) to 127.0.0.1:`port` on a new connection and reads
+/// one response (Content-Length or until close). For requests no well-behaved client would send.
+RawResponse RawHttp(int port, std::string const& request);
+
+}  // namespace bai::testing_util
