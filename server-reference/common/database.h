@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "bai/status.h"
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -8,8 +10,6 @@
 #include <string>
 #include <variant>
 #include <vector>
-
-#include "bai/status.h"
 
 namespace bai::server {
 
@@ -38,7 +38,8 @@ class SqlExecutor {
  public:
   virtual ~SqlExecutor() = default;
   /// Runs a statement; returns the number of rows changed.
-  virtual StatusOr<std::int64_t> Exec(std::string const& sql, std::vector<SqlValue> params = {}) = 0;
+  virtual StatusOr<std::int64_t> Exec(std::string const& sql,
+                                      std::vector<SqlValue> params = {}) = 0;
   virtual StatusOr<std::vector<SqlRow>> Query(std::string const& sql,
                                               std::vector<SqlValue> params = {}) = 0;
 };

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "server-reference/common/database.h"
+
 #include <sqlite3.h>
 
 #include <condition_variable>
 #include <map>
 #include <mutex>
-
-#include "server-reference/common/database.h"
 
 namespace bai::server {
 
@@ -65,7 +65,8 @@ class Connection : public SqlExecutor {
     return static_cast<std::int64_t>(sqlite3_changes(db_));
   }
 
-  StatusOr<std::vector<SqlRow>> Query(std::string const& sql, std::vector<SqlValue> params) override {
+  StatusOr<std::vector<SqlRow>> Query(std::string const& sql,
+                                      std::vector<SqlValue> params) override {
     auto stmt = Prepare(sql, params);
     if (!stmt.ok()) return std::move(stmt).status();
     std::vector<SqlRow> rows;
@@ -76,12 +77,19 @@ class Connection : public SqlExecutor {
       values.reserve(static_cast<std::size_t>(columns));
       for (int c = 0; c < columns; ++c) {
         switch (sqlite3_column_type(*stmt, c)) {
-          case SQLITE_INTEGER: values.emplace_back(static_cast<std::int64_t>(sqlite3_column_int64(*stmt, c))); break;
-          case SQLITE_FLOAT: values.emplace_back(sqlite3_column_double(*stmt, c)); break;
-          case SQLITE_NULL: values.emplace_back(nullptr); break;
+          case SQLITE_INTEGER:
+            values.emplace_back(static_cast<std::int64_t>(sqlite3_column_int64(*stmt, c)));
+            break;
+          case SQLITE_FLOAT:
+            values.emplace_back(sqlite3_column_double(*stmt, c));
+            break;
+          case SQLITE_NULL:
+            values.emplace_back(nullptr);
+            break;
           default: {
             auto const* text = reinterpret_cast<char const*>(sqlite3_column_text(*stmt, c));
-            values.emplace_back(std::string(text ? text : "", static_cast<std::size_t>(sqlite3_column_bytes(*stmt, c))));
+            values.emplace_back(std::string(
+                text ? text : "", static_cast<std::size_t>(sqlite3_column_bytes(*stmt, c))));
           }
         }
       }
@@ -101,8 +109,8 @@ class Connection : public SqlExecutor {
       stmt = it->second;
       sqlite3_clear_bindings(stmt);
     } else {
-      if (sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT,
-                             &stmt, nullptr) != SQLITE_OK) {
+      if (sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()),
+                             SQLITE_PREPARE_PERSISTENT, &stmt, nullptr) != SQLITE_OK) {
         return SqliteError(db_, "cannot prepare \"" + sql.substr(0, 80) + "\"");
       }
       cache_.emplace(sql, stmt);
@@ -135,8 +143,9 @@ class SqliteDatabase : public Database {
 
   StatusOr<std::unique_ptr<Connection>> Open() {
     sqlite3* db = nullptr;
-    int rc = sqlite3_open_v2(path_.c_str(), &db,
-                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+    int rc =
+        sqlite3_open_v2(path_.c_str(), &db,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
     if (rc != SQLITE_OK) {
       std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
       sqlite3_close_v2(db);
@@ -144,8 +153,8 @@ class SqliteDatabase : public Database {
     }
     sqlite3_busy_timeout(db, 10000);
     auto conn = std::make_unique<Connection>(db);
-    for (char const* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA foreign_keys=ON",
-                               "PRAGMA synchronous=NORMAL"}) {
+    for (char const* pragma :
+         {"PRAGMA journal_mode=WAL", "PRAGMA foreign_keys=ON", "PRAGMA synchronous=NORMAL"}) {
       auto r = conn->Query(pragma, {});
       if (!r.ok()) return std::move(r).status();
     }
@@ -160,7 +169,8 @@ class SqliteDatabase : public Database {
     return r;
   }
 
-  StatusOr<std::vector<SqlRow>> Query(std::string const& sql, std::vector<SqlValue> params) override {
+  StatusOr<std::vector<SqlRow>> Query(std::string const& sql,
+                                      std::vector<SqlValue> params) override {
     auto lease = Acquire();
     if (!lease.ok()) return std::move(lease).status();
     auto r = (*lease)->Query(sql, std::move(params));
@@ -257,7 +267,7 @@ Status Migrate(Database& db, std::vector<Migration> const& migrations) {
         auto r = tx.Exec(sql);
         if (!r.ok()) {
           return Status(r.status().code(), "migration " + std::to_string(m.version) + " (" +
-                                                m.description + "): " + r.status().message());
+                                               m.description + "): " + r.status().message());
         }
       }
       auto r = tx.Exec(

@@ -56,7 +56,8 @@ std::vector<std::pair<std::string, std::string>> ParseQuery(std::string_view que
     if (item.empty()) continue;
     auto eq = item.find('=');
     std::string_view key = item.substr(0, eq);
-    std::string_view value = eq == std::string_view::npos ? std::string_view() : item.substr(eq + 1);
+    std::string_view value =
+        eq == std::string_view::npos ? std::string_view() : item.substr(eq + 1);
     // Form encoding: '+' is a space in query strings.
     std::string k(key), v(value);
     for (char& c : k) c = c == '+' ? ' ' : c;

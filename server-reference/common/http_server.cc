@@ -2,19 +2,21 @@
 // The only translation unit of the HTTP server that includes Boost.Beast/Asio.
 #include "server-reference/common/http_server.h"
 
-#include <atomic>
+#include "bai/protocol/errors.h"
+
+#include "libbai/internal/json_codec.h"
+#include "libbai/internal/text.h"
+
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+
+#include <atomic>
 #include <deque>
 #include <future>
 #include <list>
 #include <mutex>
 #include <thread>
-
-#include "bai/protocol/errors.h"
-#include "libbai/internal/json_codec.h"
-#include "libbai/internal/text.h"
 
 namespace bai::server {
 namespace {
@@ -26,22 +28,38 @@ using tcp = net::ip::tcp;
 
 char const* Reason(int status) {
   switch (status) {
-    case 200: return "OK";
-    case 201: return "Created";
-    case 204: return "No Content";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 409: return "Conflict";
-    case 412: return "Precondition Failed";
-    case 413: return "Payload Too Large";
-    case 429: return "Too Many Requests";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 503: return "Service Unavailable";
-    default: return "Status";
+    case 200:
+      return "OK";
+    case 201:
+      return "Created";
+    case 204:
+      return "No Content";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 409:
+      return "Conflict";
+    case 412:
+      return "Precondition Failed";
+    case 413:
+      return "Payload Too Large";
+    case 429:
+      return "Too Many Requests";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 503:
+      return "Service Unavailable";
+    default:
+      return "Status";
   }
 }
 
@@ -157,10 +175,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     parser_->header_limit(static_cast<std::uint32_t>(server_.options.max_header_bytes));
     stream_.expires_after(first_request_ ? server_.options.read_timeout
                                          : server_.options.idle_timeout);
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                       self->OnRead(ec);
-                     });
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->OnRead(ec); });
   }
 
   void Reject(int status, protocol::ProblemType type, std::string detail) {
@@ -186,8 +203,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
     if (ec) {
       // A malformed request gets a 400 before the connection closes; a dropped one just closes.
-      bool parse_error = ec.category() == http::make_error_code(http::error::bad_method).category() &&
-                         ec != http::error::partial_message;
+      bool parse_error =
+          ec.category() == http::make_error_code(http::error::bad_method).category() &&
+          ec != http::error::partial_message;
       if (!parse_error) return Close();
       return Reject(400, protocol::ProblemType::kGenericBadRequest,
                     "Malformed HTTP request: " + ec.message());
@@ -222,10 +240,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void DoWrite() {
     writing_ = true;
-    net::async_write(stream_, net::buffer(queue_.front()),
-                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                       self->OnWrite(ec);
-                     });
+    net::async_write(
+        stream_, net::buffer(queue_.front()),
+        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->OnWrite(ec); });
   }
 
   void OnWrite(beast::error_code ec) {
@@ -244,7 +261,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // While streaming, the only way to notice a vanished client is a read that fails.
   void WatchForHangUp() {
     stream_.socket().async_read_some(
-        net::buffer(hangup_buffer_), [self = shared_from_this()](beast::error_code ec, std::size_t) {
+        net::buffer(hangup_buffer_),
+        [self = shared_from_this()](beast::error_code ec, std::size_t) {
           if (ec) return self->Close();
           self->WatchForHangUp();
         });
@@ -279,9 +297,8 @@ class ExchangeImpl : public Exchange {
 
   void Respond(HttpResponse response) override {
     if (answered_.exchange(true)) return;
-    conn_->Post([conn = conn_, r = std::move(response), head = head_] {
-      conn->WriteResponse(r, head);
-    });
+    conn_->Post(
+        [conn = conn_, r = std::move(response), head = head_] { conn->WriteResponse(r, head); });
   }
 
   void StartEventStream(std::vector<std::pair<std::string, std::string>> headers) override {

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "bai/status.h"
+
+#include "server-reference/common/http.h"
+
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
-
-#include "bai/status.h"
-#include "server-reference/common/http.h"
 
 namespace bai::server {
 
@@ -15,10 +16,10 @@ struct HttpServerOptions {
   std::string address = "127.0.0.1";
   std::uint16_t port = 8081;  ///< 0 = any free port (see HttpServer::port())
   int threads = 2;
-  std::size_t max_body_bytes = 1 << 20;       ///< larger bodies get 413
-  std::size_t max_header_bytes = 16 * 1024;   ///< larger headers get 431
-  std::chrono::seconds read_timeout{30};      ///< for one request's headers and body
-  std::chrono::seconds idle_timeout{75};      ///< keep-alive connection without a request
+  std::size_t max_body_bytes = 1 << 20;      ///< larger bodies get 413
+  std::size_t max_header_bytes = 16 * 1024;  ///< larger headers get 431
+  std::chrono::seconds read_timeout{30};     ///< for one request's headers and body
+  std::chrono::seconds idle_timeout{75};     ///< keep-alive connection without a request
 };
 
 /// An HTTP/1.1 server on Boost.Beast: keep-alive, one strand per connection, limits and timeouts

@@ -2,6 +2,7 @@
 #include "server-reference/common/problem.h"
 
 #include "bai/protocol/errors.h"
+
 #include "libbai/internal/json_codec.h"
 
 namespace bai::server {
@@ -12,16 +13,26 @@ namespace {
 
 ProblemType TypeFor(StatusCode code) {
   switch (code) {
-    case StatusCode::kInvalidArgument: return ProblemType::kInvalidApiParams;
-    case StatusCode::kNotFound: return ProblemType::kObjectNotFound;
-    case StatusCode::kAlreadyExists: return ProblemType::kGenericBadRequest;
-    case StatusCode::kUnauthenticated: return ProblemType::kAuthFailed;
-    case StatusCode::kPermissionDenied: return ProblemType::kInsufficientPrivilege;
-    case StatusCode::kResourceExhausted: return ProblemType::kQuotaExceeded;
-    case StatusCode::kFailedPrecondition: return ProblemType::kGenericBadRequest;
-    case StatusCode::kUnimplemented: return ProblemType::kNotImplemented;
-    case StatusCode::kUnavailable: return ProblemType::kServiceUnavailable;
-    default: return ProblemType::kInternalServerError;
+    case StatusCode::kInvalidArgument:
+      return ProblemType::kInvalidApiParams;
+    case StatusCode::kNotFound:
+      return ProblemType::kObjectNotFound;
+    case StatusCode::kAlreadyExists:
+      return ProblemType::kGenericBadRequest;
+    case StatusCode::kUnauthenticated:
+      return ProblemType::kAuthFailed;
+    case StatusCode::kPermissionDenied:
+      return ProblemType::kInsufficientPrivilege;
+    case StatusCode::kResourceExhausted:
+      return ProblemType::kQuotaExceeded;
+    case StatusCode::kFailedPrecondition:
+      return ProblemType::kGenericBadRequest;
+    case StatusCode::kUnimplemented:
+      return ProblemType::kNotImplemented;
+    case StatusCode::kUnavailable:
+      return ProblemType::kServiceUnavailable;
+    default:
+      return ProblemType::kInternalServerError;
   }
 }
 
@@ -30,8 +41,8 @@ ProblemType TypeFor(StatusCode code) {
 HttpResponse ProblemResponse(Status const& status) {
   ErrorInfo info = status.error_info();
   if (info.type.empty() || info.http_status == 0) {
-    auto typed = protocol::MakeProblemStatus(TypeFor(status.code()), status.message(),
-                                             info.data_json);
+    auto typed =
+        protocol::MakeProblemStatus(TypeFor(status.code()), status.message(), info.data_json);
     info = typed.error_info();
   }
   HttpResponse r;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "bai/status.h"
+
 #include "server-reference/common/http.h"
 
 namespace bai::server {

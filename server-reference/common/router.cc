@@ -2,6 +2,7 @@
 #include "server-reference/common/router.h"
 
 #include "bai/protocol/errors.h"
+
 #include "server-reference/common/problem.h"
 
 namespace bai::server {

@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/manager/api.h"
 
-#include <nlohmann/json.hpp>
-
 #include "bai/protocol/api_version.h"
 #include "bai/protocol/errors.h"
 #include "bai/protocol/resource.h"
+
 #include "libbai/internal/json_codec.h"
 #include "server-reference/common/problem.h"
 #include "server-reference/manager/bootstrap.h"
 #include "server-reference/manager/params.h"
+
+#include <nlohmann/json.hpp>
 
 namespace bai::manager {
 
@@ -150,7 +151,8 @@ void ManagerApi::AddRoutes() {
         return MakeProblemStatus(ProblemType::kAuthFailed, "User credential mismatch.");
       }
       if ((*login)->status != "active") {
-        return MakeProblemStatus(ProblemType::kAuthFailed, "The user account is " + (*login)->status + ".");
+        return MakeProblemStatus(ProblemType::kAuthFailed,
+                                 "The user account is " + (*login)->status + ".");
       }
       auto keypair = ctx.store.ActiveKeypairOf((*login)->user_id);
       if (!keypair.ok()) return std::move(keypair).status();
@@ -176,7 +178,9 @@ void ManagerApi::AddRoutes() {
       if (group) {
         auto id = ctx.store.FindGroup(who.domain, *group);
         if (!id.ok()) return std::move(id).status();
-        if (!*id) return MakeProblemStatus(ProblemType::kObjectNotFound, "No such user group (or project).");
+        if (!*id)
+          return MakeProblemStatus(ProblemType::kObjectNotFound,
+                                   "No such user group (or project).");
         auto member = ctx.store.IsMember(**id, who.user_id);
         if (!member.ok()) return std::move(member).status();
         if (*member) out["group_role"] = "user";
@@ -196,9 +200,10 @@ void ManagerApi::AddRoutes() {
       if (!presets.ok()) return std::move(presets).status();
       json list = json::array();
       for (auto const& p : *presets) {
-        list.push_back({{"name", p.name},
-                        {"resource_slots", SlotsJson(p.resource_slots)},
-                        {"shared_memory", p.shared_memory ? json(*p.shared_memory) : json(nullptr)}});
+        list.push_back(
+            {{"name", p.name},
+             {"resource_slots", SlotsJson(p.resource_slots)},
+             {"shared_memory", p.shared_memory ? json(*p.shared_memory) : json(nullptr)}});
       }
       return JsonResponse({{"presets", list}});
     });
@@ -213,7 +218,9 @@ void ManagerApi::AddRoutes() {
       if (group) {
         auto id = ctx.store.FindGroup(ctx.identity->domain, *group);
         if (!id.ok()) return std::move(id).status();
-        if (!*id) return MakeProblemStatus(ProblemType::kObjectNotFound, "No such user group (or project).");
+        if (!*id)
+          return MakeProblemStatus(ProblemType::kObjectNotFound,
+                                   "No such user group (or project).");
       }
       auto names = ctx.store.AllowedScalingGroups(*ctx.identity, group.value_or(""));
       if (!names.ok()) return std::move(names).status();
@@ -228,10 +235,14 @@ void ManagerApi::AddRoutes() {
       auto status = ctx.store.GetSetting("status");
       if (!status.ok()) return std::move(status).status();
       std::string s = status->value_or("running");
-      json node = {{"id", "bai-manager"},          {"num_proc", 1},
-                   {"service_addr", nullptr},      {"heartbeat_timeout", 15.0},
-                   {"ssl_enabled", false},         {"active_sessions", 0},
-                   {"status", s},                  {"version", options_.manager_version},
+      json node = {{"id", "bai-manager"},
+                   {"num_proc", 1},
+                   {"service_addr", nullptr},
+                   {"heartbeat_timeout", 15.0},
+                   {"ssl_enabled", false},
+                   {"active_sessions", 0},
+                   {"status", s},
+                   {"version", options_.manager_version},
                    {"api_version", protocol::kCurrentApiVersion.ToString()}};
       return JsonResponse({{"nodes", json::array({node})}, {"status", s}, {"active_sessions", 0}});
     });
@@ -255,8 +266,8 @@ void ManagerApi::AddRoutes() {
     return Guard([&]() -> StatusOr<HttpResponse> {
       auto text = ctx.store.GetSetting("announcement");
       if (!text.ok()) return std::move(text).status();
-      return JsonResponse({{"enabled", text->has_value() && !(*text)->empty()},
-                           {"message", text->value_or("")}});
+      return JsonResponse(
+          {{"enabled", text->has_value() && !(*text)->empty()}, {"message", text->value_or("")}});
     });
   });
 
@@ -289,7 +300,8 @@ void ManagerApi::AddRoutes() {
       auto script = p->String({"script"}, true);
       if (script && script->size() > 64 * 1024) p->Fail("script", "longer than 64 KiB");
       if (auto s = p->Check(); !s.ok()) return s;
-      if (auto s = ctx.store.SetBootstrapScript(ctx.identity->access_key, *script); !s.ok()) return s;
+      if (auto s = ctx.store.SetBootstrapScript(ctx.identity->access_key, *script); !s.ok())
+        return s;
       return HttpResponse::NoContent();
     });
   });

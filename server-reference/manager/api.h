@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include <chrono>
-#include <functional>
-#include <memory>
-#include <string>
-
 #include "server-reference/common/http.h"
 #include "server-reference/common/router.h"
 #include "server-reference/manager/auth.h"
 #include "server-reference/manager/store.h"
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
 
 namespace bai::manager {
 

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/manager/auth.h"
 
+#include "bai/protocol/errors.h"
+#include "bai/protocol/signing.h"
+
+#include "libbai/internal/json_codec.h"
+
 #include <arpa/inet.h>
 
 #include <cstring>
-
-#include "bai/protocol/errors.h"
-#include "bai/protocol/signing.h"
-#include "libbai/internal/json_codec.h"
 
 namespace bai::manager {
 
@@ -54,7 +55,8 @@ bool ClientIpAllowed(std::string const& ip, std::string const& allowed_json) {
   if (!list->is_array()) return false;
   unsigned char addr[16] = {0};
   int family = 0;
-  std::string bare = ip.rfind("::ffff:", 0) == 0 && ip.find('.') != std::string::npos ? ip.substr(7) : ip;
+  std::string bare =
+      ip.rfind("::ffff:", 0) == 0 && ip.find('.') != std::string::npos ? ip.substr(7) : ip;
   if (!ParseAddress(bare, addr, family)) return false;
   for (auto const& entry : *list) {
     if (!entry.is_string()) continue;
@@ -103,7 +105,8 @@ StatusOr<Identity> Authenticate(server::HttpRequest const& request, Store& store
   if (record.user_status != "active") {
     return MakeProblemStatus(ProblemType::kAuthFailed, "The user account is " + record.user_status);
   }
-  if (record.allowed_client_ip && !ClientIpAllowed(request.peer_address, *record.allowed_client_ip)) {
+  if (record.allowed_client_ip &&
+      !ClientIpAllowed(request.peer_address, *record.allowed_client_ip)) {
     return MakeProblemStatus(ProblemType::kAuthFailed,
                              "'" + request.peer_address + "' is not allowed IP address");
   }

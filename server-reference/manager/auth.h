@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "bai/status.h"
+
+#include "server-reference/common/http.h"
+#include "server-reference/manager/store.h"
+
 #include <chrono>
 #include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
-
-#include "bai/status.h"
-#include "server-reference/common/http.h"
-#include "server-reference/manager/store.h"
 
 namespace bai::manager {
 

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/manager/bootstrap.h"
 
+#include "libbai/internal/json_codec.h"
+
 #include <fcntl.h>
+#include <nlohmann/json.hpp>
 #include <sodium.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,10 +13,7 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <set>
-
-#include "libbai/internal/json_codec.h"
 
 namespace bai::manager {
 
@@ -41,7 +41,8 @@ std::string RandomBase64(std::size_t bytes) {
 Status WriteSecretFile(std::string const& path, std::string const& text) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) {
-    return Status(StatusCode::kPermissionDenied, "cannot write " + path + ": " + std::strerror(errno));
+    return Status(StatusCode::kPermissionDenied,
+                  "cannot write " + path + ": " + std::strerror(errno));
   }
   ::fchmod(fd, 0600);
   bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
@@ -170,30 +171,44 @@ struct TableSpec {
 // Load order respects foreign keys. Column names come only from these lists, never from input.
 std::vector<TableSpec> const& FixtureTables() {
   static auto const* const kTables = new std::vector<TableSpec>{
-      {"domains", {"name", "description", "is_active", "total_resource_slots"},
-       {"total_resource_slots"}, {"name"}},
+      {"domains",
+       {"name", "description", "is_active", "total_resource_slots"},
+       {"total_resource_slots"},
+       {"name"}},
       {"keypair_resource_policies",
        {"name", "total_resource_slots", "default_for_unspecified", "max_concurrent_sessions",
         "max_containers_per_session", "max_session_lifetime", "idle_timeout",
         "max_pending_session_count"},
-       {"total_resource_slots"}, {"name"}},
-      {"groups", {"id", "name", "domain_name", "description", "is_active", "total_resource_slots"},
-       {"total_resource_slots"}, {"id", "name", "domain_name"}},
-      {"users", {"uuid", "username", "email", "password", "full_name", "role", "status",
-                 "domain_name", "allowed_client_ip"},
-       {"allowed_client_ip"}, {"uuid", "email", "password", "domain_name"}},
+       {"total_resource_slots"},
+       {"name"}},
+      {"groups",
+       {"id", "name", "domain_name", "description", "is_active", "total_resource_slots"},
+       {"total_resource_slots"},
+       {"id", "name", "domain_name"}},
+      {"users",
+       {"uuid", "username", "email", "password", "full_name", "role", "status", "domain_name",
+        "allowed_client_ip"},
+       {"allowed_client_ip"},
+       {"uuid", "email", "password", "domain_name"}},
       {"association_groups_users", {"group_id", "user_id"}, {}, {"group_id", "user_id"}},
-      {"keypairs", {"access_key", "secret_key", "user_id", "user", "is_active", "is_admin",
-                    "resource_policy", "rate_limit"},
-       {}, {"access_key", "secret_key", "resource_policy"}},
-      {"scaling_groups", {"name", "description", "is_active", "is_public", "scheduler",
-                          "scheduler_opts"},
-       {"scheduler_opts"}, {"name"}},
+      {"keypairs",
+       {"access_key", "secret_key", "user_id", "user", "is_active", "is_admin", "resource_policy",
+        "rate_limit"},
+       {},
+       {"access_key", "secret_key", "resource_policy"}},
+      {"scaling_groups",
+       {"name", "description", "is_active", "is_public", "scheduler", "scheduler_opts"},
+       {"scheduler_opts"},
+       {"name"}},
       {"sgroups_for_domains", {"scaling_group", "domain"}, {}, {"scaling_group", "domain"}},
       {"sgroups_for_groups", {"scaling_group", "group_id"}, {}, {"scaling_group", "group_id"}},
-      {"sgroups_for_keypairs", {"scaling_group", "access_key"}, {},
+      {"sgroups_for_keypairs",
+       {"scaling_group", "access_key"},
+       {},
        {"scaling_group", "access_key"}},
-      {"resource_presets", {"name", "resource_slots", "shared_memory"}, {"resource_slots"},
+      {"resource_presets",
+       {"name", "resource_slots", "shared_memory"},
+       {"resource_slots"},
        {"name", "resource_slots"}},
   };
   return *kTables;
@@ -235,7 +250,8 @@ StatusOr<std::string> LoadFixture(Store& store, std::string const& json_text) {
       int index = 0;
       for (auto const& row : (*doc)[table.name]) {
         std::string where = std::string(table.name) + "[" + std::to_string(index++) + "]";
-        if (!row.is_object()) return Status(StatusCode::kInvalidArgument, where + " is not an object");
+        if (!row.is_object())
+          return Status(StatusCode::kInvalidArgument, where + " is not an object");
         for (auto const& req : table.required) {
           bool has = row.contains(req) || (req == "password" && row.contains("password_hash"));
           if (!has) return Status(StatusCode::kInvalidArgument, where + " lacks \"" + req + "\"");
@@ -244,13 +260,13 @@ StatusOr<std::string> LoadFixture(Store& store, std::string const& json_text) {
         std::vector<SqlValue> values;
         for (auto const& [col, v] : row.items()) {
           if (!table.columns.count(col)) {
-            return Status(StatusCode::kInvalidArgument,
-                          where + ": unknown column \"" + col + "\"");
+            return Status(StatusCode::kInvalidArgument, where + ": unknown column \"" + col + "\"");
           }
           std::string column = col;
           SqlValue value;
           if (column == "password") {
-            if (!v.is_string()) return Status(StatusCode::kInvalidArgument, where + ": password must be a string");
+            if (!v.is_string())
+              return Status(StatusCode::kInvalidArgument, where + ": password must be a string");
             auto hash = HashPassword(v.get<std::string>());
             if (!hash.ok()) return hash.status();
             column = "password_hash";
@@ -258,7 +274,9 @@ StatusOr<std::string> LoadFixture(Store& store, std::string const& json_text) {
           } else {
             if (column == "user") column = "user_id";
             auto converted = ToSqlValue(v, table.json_columns.count(col) > 0);
-            if (!converted.ok()) return Status(StatusCode::kInvalidArgument, where + "." + col + ": " + converted.status().message());
+            if (!converted.ok())
+              return Status(StatusCode::kInvalidArgument,
+                            where + "." + col + ": " + converted.status().message());
             value = *converted;
           }
           columns.push_back(column);

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include <string>
-
 #include "bai/status.h"
+
 #include "server-reference/manager/store.h"
+
+#include <string>
 
 namespace bai::manager {
 

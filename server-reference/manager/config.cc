@@ -11,7 +11,8 @@ Status SetListen(std::string const& text, ManagerConfig& config) {
     return Status(StatusCode::kInvalidArgument, "listen must be HOST:PORT, got \"" + text + "\"");
   }
   std::string host = text.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
   char* end = nullptr;
   long port = std::strtol(text.c_str() + colon + 1, &end, 10);
   if (*end != '\0' || port < 0 || port > 65535 || colon + 1 == text.size()) {
@@ -27,8 +28,8 @@ Status LoadManagerConfig(std::string const& path, ManagerConfig& config) {
   try {
     doc = toml::parse_file(path);
   } catch (toml::parse_error const& e) {
-    return Status(StatusCode::kInvalidArgument,
-                  path + ":" + std::to_string(e.source().begin.line) + ": " + std::string(e.description()));
+    return Status(StatusCode::kInvalidArgument, path + ":" + std::to_string(e.source().begin.line) +
+                                                    ": " + std::string(e.description()));
   }
   auto bad = [&](std::string const& key, char const* want) {
     return Status(StatusCode::kInvalidArgument, path + ": " + key + " must be " + want);

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "bai/status.h"
+
 #include <cstdint>
 #include <string>
-
-#include "bai/status.h"
 
 namespace bai::manager {
 
@@ -27,7 +27,9 @@ struct ManagerConfig {
   std::string data_dir = "./bai-manager-data";
   std::string database;
 
-  std::string DatabasePath() const { return database.empty() ? data_dir + "/manager.db" : database; }
+  std::string DatabasePath() const {
+    return database.empty() ? data_dir + "/manager.db" : database;
+  }
 };
 
 /// Reads `path` into `config` (keys not in the file keep their values). Unknown keys are errors

@@ -2,14 +2,14 @@
 // bai-manager: the reference Backend.AI manager.
 //   bai-manager [--config FILE] [--listen HOST:PORT] [--data-dir DIR] [--threads N]
 //   bai-manager fixture load FILE.json [--config FILE] [--data-dir DIR]
-#include <signal.h>
+#include "server-reference/manager/manager.h"
 
 #include <CLI/CLI.hpp>
+#include <signal.h>
+
 #include <fstream>
 #include <iostream>
 #include <sstream>
-
-#include "server-reference/manager/manager.h"
 
 namespace {
 
@@ -28,10 +28,13 @@ int main(int argc, char** argv) {
   app.add_option("--listen", listen, "HOST:PORT to listen on (default 127.0.0.1:8081)");
   app.add_option("--data-dir", data_dir, "Directory for the database and credentials");
   app.add_option("--threads", threads, "I/O threads")->check(CLI::Range(1, 256));
-  app.add_flag_function("--version", [](std::int64_t) {
-    std::cout << bai::manager::ManagerVersion() << "\n";
-    std::exit(0);
-  }, "Print the version");
+  app.add_flag_function(
+      "--version",
+      [](std::int64_t) {
+        std::cout << bai::manager::ManagerVersion() << "\n";
+        std::exit(0);
+      },
+      "Print the version");
   auto* fixture = app.add_subcommand("fixture", "Database fixtures");
   auto* load = fixture->add_subcommand("load", "Load domains, projects, users, keypairs, policies");
   load->add_option("FILE", fixture_file, "Fixture JSON file")->required()->check(CLI::ExistingFile);

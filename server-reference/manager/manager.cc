@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/manager/manager.h"
 
+#include "bai/version.h"
+
+#include "server-reference/manager/schema.h"
+
 #include <sys/stat.h>
 
 #include <cerrno>
 #include <cstring>
-
-#include "bai/version.h"
-#include "server-reference/manager/schema.h"
 
 namespace bai::manager {
 

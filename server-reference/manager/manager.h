@@ -1,16 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include <cstdint>
-#include <memory>
-
 #include "bai/status.h"
+
 #include "server-reference/common/database.h"
 #include "server-reference/common/http_server.h"
 #include "server-reference/manager/api.h"
 #include "server-reference/manager/bootstrap.h"
 #include "server-reference/manager/config.h"
 #include "server-reference/manager/store.h"
+
+#include <cstdint>
+#include <memory>
 
 namespace bai::manager {
 

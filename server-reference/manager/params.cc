@@ -2,6 +2,7 @@
 #include "server-reference/manager/params.h"
 
 #include "bai/protocol/errors.h"
+
 #include "libbai/internal/json_codec.h"
 #include "libbai/internal/text.h"
 
@@ -55,7 +56,8 @@ StatusOr<json> ParseBody(std::string const& body) {
 
 StatusOr<Params> Params::From(server::HttpRequest const& request, ParamSource source) {
   json values = json::object();
-  bool body_present = !request.body.empty() && request.body.find_first_not_of(" \t\r\n") != std::string::npos;
+  bool body_present =
+      !request.body.empty() && request.body.find_first_not_of(" \t\r\n") != std::string::npos;
   bool use_query = source == ParamSource::kBoth || request.method == "GET" ||
                    request.method == "HEAD" || !body_present;
   bool use_body = body_present && (source == ParamSource::kBoth ||

@@ -1,15 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "bai/status.h"
+
+#include "server-reference/common/http.h"
+
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <initializer_list>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include "bai/status.h"
-#include "server-reference/common/http.h"
 
 namespace bai::manager {
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include <vector>
-
 #include "server-reference/common/database.h"
+
+#include <vector>
 
 namespace bai::manager {
 

@@ -11,8 +11,9 @@ using server::SqlValue;
 std::string NowIso() {
   auto now = std::chrono::system_clock::now();
   auto secs = std::chrono::system_clock::to_time_t(now);
-  auto micros = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() %
-                1000000;
+  auto micros =
+      std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() %
+      1000000;
   std::tm tm{};
   gmtime_r(&secs, &tm);
   char buf[64];
@@ -70,7 +71,8 @@ StatusOr<std::optional<std::pair<std::string, std::string>>> Store::ActiveKeypai
 }
 
 StatusOr<std::vector<PresetRecord>> Store::ListPresets() {
-  auto rows = db_.Query("SELECT name, resource_slots, shared_memory FROM resource_presets ORDER BY name");
+  auto rows =
+      db_.Query("SELECT name, resource_slots, shared_memory FROM resource_presets ORDER BY name");
   if (!rows.ok()) return std::move(rows).status();
   std::vector<PresetRecord> out;
   for (auto const& r : *rows) out.push_back({r.Text(0), r.Text(1), r.OptText(2)});
@@ -88,9 +90,8 @@ StatusOr<std::optional<std::string>> Store::FindGroup(std::string const& domain,
 }
 
 StatusOr<bool> Store::IsMember(std::string const& group_id, std::string const& user_id) {
-  auto rows = db_.Query(
-      "SELECT 1 FROM association_groups_users WHERE group_id = ? AND user_id = ?",
-      {group_id, user_id});
+  auto rows = db_.Query("SELECT 1 FROM association_groups_users WHERE group_id = ? AND user_id = ?",
+                        {group_id, user_id});
   if (!rows.ok()) return std::move(rows).status();
   return !rows->empty();
 }

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "bai/status.h"
+
+#include "server-reference/common/database.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include "bai/status.h"
-#include "server-reference/common/database.h"
 
 namespace bai::manager {
 

@@ -1,26 +1,27 @@
 // SPDX-License-Identifier: Apache-2.0
 // bai-manager in-process on port 0 with a fresh data directory, driven by libbai's client, by
 // raw sockets for what no client would send, and as a process for start-up and SIGTERM.
-#include <sys/stat.h>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
-#include <fstream>
-#include <nlohmann/json.hpp>
+#include "server-reference/manager/manager.h"
 
 #include "bai/client.h"
 #include "bai/protocol/errors.h"
 #include "bai/protocol/signing.h"
-#include "server-reference/manager/manager.h"
+
 #include "tests/testing_util/raw_http.h"
 #include "tests/testing_util/subprocess.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sys/stat.h>
+
+#include <fstream>
 
 namespace bai::manager {
 namespace {
 
-using ::testing::HasSubstr;
 using nlohmann::json;
+using ::testing::HasSubstr;
 using testing_util::RawHttp;
 using testing_util::TempDir;
 
@@ -41,7 +42,9 @@ std::string TypeOf(std::string const& body) {
   return j.is_object() && j.contains("type") ? j["type"].get<std::string>() : "";
 }
 
-std::string Probs(char const* suffix) { return std::string("https://api.backend.ai/probs/") + suffix; }
+std::string Probs(char const* suffix) {
+  return std::string("https://api.backend.ai/probs/") + suffix;
+}
 
 class ManagerTest : public ::testing::Test {
  protected:
@@ -96,8 +99,9 @@ class ManagerTest : public ::testing::Test {
     }
     std::string req = r.method + " " + r.target + " HTTP/1.1\r\nHost: " + host +
                       "\r\nDate: " + r.date + "\r\nX-BackendAI-Version: " + r.version +
-                      "\r\nContent-Type: " + r.content_type + "\r\nAuthorization: " +
-                      r.authorization + "\r\nContent-Length: " + std::to_string(r.body.size()) +
+                      "\r\nContent-Type: " + r.content_type +
+                      "\r\nAuthorization: " + r.authorization +
+                      "\r\nContent-Length: " + std::to_string(r.body.size()) +
                       "\r\nConnection: close\r\n" + r.extra_headers + "\r\n" + r.body;
     return RawHttp(manager_->port(), req);
   }
@@ -292,8 +296,11 @@ TEST_F(ManagerTest, FixtureErrorsLeaveNothingBehind) {
 TEST_F(ManagerTest, PasswordLoginReturnsTheKeypair) {
   auto anon = MakeClient("", "");
   ApiRequest login{"POST", "/auth/authorize"};
-  login.body = json({{"type", "keypair"}, {"domain", "default"}, {"username", "admin"},
-                     {"password", password_}}).dump();
+  login.body = json({{"type", "keypair"},
+                     {"domain", "default"},
+                     {"username", "admin"},
+                     {"password", password_}})
+                   .dump();
   auto ok = anon.Send(login);
   ASSERT_TRUE(ok.ok());
   ASSERT_EQ(ok->status, 200) << ok->body;
@@ -301,8 +308,11 @@ TEST_F(ManagerTest, PasswordLoginReturnsTheKeypair) {
   EXPECT_EQ(data["access_key"], access_key_);
   EXPECT_EQ(data["secret_key"], secret_key_);
   EXPECT_EQ(data["role"], "superadmin");
-  login.body = json({{"type", "keypair"}, {"domain", "default"}, {"username", "admin"},
-                     {"password", "wrong"}}).dump();
+  login.body = json({{"type", "keypair"},
+                     {"domain", "default"},
+                     {"username", "admin"},
+                     {"password", "wrong"}})
+                   .dump();
   auto bad = anon.Send(login);
   EXPECT_EQ(bad->status, 401);
   EXPECT_THAT(bad->body, HasSubstr("User credential mismatch."));
@@ -409,20 +419,19 @@ TEST_F(ManagerTest, ResourceGroupsPresetsRolesAndSettings) {
 
 TEST(ManagerProcessTest, StartsServesAndStopsOnSigterm) {
   TempDir dir;
-  testing_util::BackgroundProcess proc(
-      {testing_util::BinPath("bai-manager"), "--data-dir", dir.path() + "/d", "--listen",
-       "127.0.0.1:0"});
+  testing_util::BackgroundProcess proc({testing_util::BinPath("bai-manager"), "--data-dir",
+                                        dir.path() + "/d", "--listen", "127.0.0.1:0"});
   auto line = proc.WaitForLine("listening on");
   ASSERT_FALSE(line.empty());
   int port = std::stoi(line.substr(line.rfind(':') + 1));
   auto creds = ReadEnvFile(dir.path() + "/d/admin-credentials.env");
   // The real `bai` against the real manager.
-  auto r = testing_util::RunProcess(
-      {testing_util::BinPath("bai"), "api", "GET", "/auth?echo=from-cli"},
-      {{"BACKEND_ENDPOINT", "http://127.0.0.1:" + std::to_string(port)},
-       {"BACKEND_ACCESS_KEY", creds["BACKEND_ACCESS_KEY"]},
-       {"BACKEND_SECRET_KEY", creds["BACKEND_SECRET_KEY"]},
-       {"BAI_CONFIG_DIR", dir.path() + "/cfg"}});
+  auto r =
+      testing_util::RunProcess({testing_util::BinPath("bai"), "api", "GET", "/auth?echo=from-cli"},
+                               {{"BACKEND_ENDPOINT", "http://127.0.0.1:" + std::to_string(port)},
+                                {"BACKEND_ACCESS_KEY", creds["BACKEND_ACCESS_KEY"]},
+                                {"BACKEND_SECRET_KEY", creds["BACKEND_SECRET_KEY"]},
+                                {"BAI_CONFIG_DIR", dir.path() + "/cfg"}});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("from-cli"));
   EXPECT_EQ(proc.Stop(SIGTERM), 0);

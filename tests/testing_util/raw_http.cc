@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tests/testing_util/raw_http.h"
 
+#include "libbai/internal/text.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
-
-#include "libbai/internal/text.h"
 
 namespace bai::testing_util {
 

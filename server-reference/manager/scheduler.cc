@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server-reference/manager/scheduler.h"
+
+#include <algorithm>
+
+namespace bai::manager::scheduler {
+namespace {
+
+Decimal Get(ResourceSlots const& slots, std::string const& name) {
+  auto it = slots.find(name);
+  return it == slots.end() ? Decimal() : it->second;
+}
+
+// True when every requested amount fits in capacity - occupied.
+bool Fits(ResourceSlots const& requested, ResourceSlots const& capacity,
+          ResourceSlots const& occupied) {
+  for (auto const& [slot, amount] : requested) {
+    if (amount.is_zero()) continue;
+    auto free = Get(capacity, slot).Sub(Get(occupied, slot));
+    if (!free || *free < amount) return false;
+  }
+  return true;
+}
+
+void AddInto(ResourceSlots& total, ResourceSlots const& more) {
+  for (auto const& [slot, amount] : more) {
+    auto sum = Get(total, slot).Add(amount);
+    total[slot] = sum ? *sum : Decimal::Unlimited();
+  }
+}
+
+ResourceSlots FreeOf(Agent const& a) {
+  ResourceSlots free;
+  for (auto const& [slot, cap] : a.capacity) {
+    auto f = cap.Sub(Get(a.occupied, slot));
+    free[slot] = f ? *f : Decimal();
+  }
+  return free;
+}
+
+// The agent with the most free room for the session's slots: named in the waiting message.
+Agent const* LargestFree(std::vector<Agent> const& agents, Session const& s) {
+  Agent const* best = nullptr;
+  double best_score = -1;
+  for (auto const& a : agents) {
+    if (!a.schedulable || a.architecture != s.architecture) continue;
+    double score = 0;
+    for (auto const& [slot, amount] : s.requested) {
+      if (amount.is_zero()) continue;
+      auto free = Get(FreeOf(a), slot);
+      double ratio = free.ToDouble() / std::max(amount.ToDouble(), 1e-9);
+      score += std::min(ratio, 1.0);
+    }
+    if (score > best_score) {
+      best_score = score;
+      best = &a;
+    }
+  }
+  return best;
+}
+
+std::optional<std::string> KeypairBlock(Session const& s, Keypair const& k) {
+  if (k.max_concurrent_sessions > 0 && k.active_sessions >= k.max_concurrent_sessions) {
+    return "waiting: the keypair already runs " + std::to_string(k.active_sessions) +
+           " sessions (limit " + std::to_string(k.max_concurrent_sessions) + ")";
+  }
+  for (auto const& [slot, amount] : s.requested) {
+    if (amount.is_zero()) continue;
+    auto limit_it = k.total_resource_slots.find(slot);
+    Decimal limit = limit_it != k.total_resource_slots.end()
+                        ? limit_it->second
+                        : (k.unspecified_unlimited ? Decimal::Unlimited() : Decimal());
+    auto after = Get(k.occupied, slot).Add(amount);
+    if (!after || *after > limit) {
+      ResourceSlots one{{slot, limit}};
+      ResourceSlots used{{slot, Get(k.occupied, slot)}};
+      return "waiting: keypair limit " + DescribeSlots(one) + " (using " + DescribeSlots(used) +
+             ", needs " + DescribeSlots({{slot, amount}}) + " more)";
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string DescribeSlots(ResourceSlots const& slots) {
+  std::string out;
+  for (auto const& [slot, amount] : slots) {
+    std::string text = amount.ToString();
+    if (protocol::KnownSlotType(slot) == protocol::SlotType::kBytes && !amount.is_unlimited() &&
+        !amount.is_zero()) {
+      static constexpr char kUnits[] = "kmgtpe";
+      protocol::Int128 units = amount.units() / Decimal::kUnitsPerOne;
+      int power = 0;
+      while (power < 6 && units % 1024 == 0 && units != 0) {
+        units /= 1024;
+        ++power;
+      }
+      if (power > 0 && amount.units() % Decimal::kUnitsPerOne == 0) {
+        text = Decimal::FromUnits(units * Decimal::kUnitsPerOne)->ToString() + kUnits[power - 1];
+      }
+    }
+    out += (out.empty() ? "" : " ") + slot + "=" + text;
+  }
+  return out.empty() ? "nothing" : out;
+}
+
+std::vector<Decision> Schedule(Input const& input) {
+  std::vector<Agent> agents = input.agents;
+  std::map<std::string, Keypair> keypairs = input.keypairs;
+  std::vector<Session const*> order;
+  for (auto const& s : input.pending) order.push_back(&s);
+  std::stable_sort(order.begin(), order.end(), [](Session const* a, Session const* b) {
+    return a->enqueue_seq < b->enqueue_seq;
+  });
+
+  // The group's total capacity decides whether a waiting session could ever fit.
+  std::map<std::string, ResourceSlots> total_by_arch;
+  for (auto const& a : agents) {
+    if (a.schedulable) AddInto(total_by_arch[a.architecture], a.capacity);
+  }
+
+  std::vector<Decision> decisions;
+  bool head_holds = false;  // a starving head blocks everything behind it
+  for (Session const* s : order) {
+    Decision d;
+    d.session_id = s->id;
+    if (!s->ready) {
+      d.status_info = s->not_ready_reason;
+      decisions.push_back(std::move(d));
+      continue;
+    }
+    if (head_holds) {
+      d.status_info = "waiting: an older session that waited too long goes first";
+      decisions.push_back(std::move(d));
+      continue;
+    }
+    auto kp = keypairs.find(s->access_key);
+    if (kp != keypairs.end()) {
+      if (auto block = KeypairBlock(*s, kp->second)) {
+        d.status_info = *block;
+        decisions.push_back(std::move(d));
+        continue;
+      }
+    }
+    Agent* chosen = nullptr;
+    for (auto& a : agents) {
+      if (a.schedulable && a.architecture == s->architecture &&
+          Fits(s->requested, a.capacity, a.occupied)) {
+        chosen = &a;
+        break;
+      }
+    }
+    if (chosen) {
+      AddInto(chosen->occupied, s->requested);
+      if (kp != keypairs.end()) {
+        kp->second.active_sessions += 1;
+        AddInto(kp->second.occupied, s->requested);
+      }
+      d.agent_id = chosen->id;
+      decisions.push_back(std::move(d));
+      continue;
+    }
+    auto total = total_by_arch.find(s->architecture);
+    bool could_ever_fit = total != total_by_arch.end() &&
+                          Fits(s->requested, total->second, ResourceSlots{});
+    if (agents.empty() || total == total_by_arch.end()) {
+      d.status_info = "waiting: no schedulable " + s->architecture + " agent in the resource group";
+    } else if (!could_ever_fit) {
+      d.status_info = "waiting: needs " + DescribeSlots(s->requested) +
+                      ", more than all agents of the resource group have together (" +
+                      DescribeSlots(total->second) + ")";
+    } else {
+      Agent const* best = LargestFree(agents, *s);
+      ResourceSlots free;
+      if (best) {
+        for (auto const& [slot, amount] : s->requested) free[slot] = Get(FreeOf(*best), slot);
+      }
+      d.status_info = "waiting: needs " + DescribeSlots(s->requested) + "; largest free agent has " +
+                      DescribeSlots(free);
+      if (input.now - s->enqueued_at >= input.max_head_wait) head_holds = true;
+    }
+    decisions.push_back(std::move(d));
+  }
+  return decisions;
+}
+
+}  // namespace bai::manager::scheduler

@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bai/protocol/resource.h"
+
+namespace bai::manager::scheduler {
+
+using protocol::Decimal;
+using protocol::ResourceSlots;
+
+/// One agent of the resource group as the scheduler sees it.
+struct Agent {
+  std::string id;
+  std::string architecture = "x86_64";
+  ResourceSlots capacity;
+  ResourceSlots occupied;  ///< by sessions already placed (SCHEDULED … TERMINATING)
+  bool schedulable = true;
+};
+
+/// A keypair's resource policy and what it uses now.
+struct Keypair {
+  int max_concurrent_sessions = 0;  ///< 0 = unlimited
+  ResourceSlots total_resource_slots;
+  bool unspecified_unlimited = true;  ///< default_for_unspecified: slots absent from the limit
+  int active_sessions = 0;            ///< sessions holding resources now
+  ResourceSlots occupied;
+};
+
+struct Session {
+  std::string id;
+  std::string access_key;
+  std::string architecture = "x86_64";
+  ResourceSlots requested;
+  std::int64_t enqueue_seq = 0;  ///< FIFO order
+  std::chrono::system_clock::time_point enqueued_at;
+  bool ready = true;  ///< false while starts_at or dependencies hold it back
+  std::string not_ready_reason;
+};
+
+struct Input {
+  std::vector<Session> pending;
+  std::vector<Agent> agents;
+  std::map<std::string, Keypair> keypairs;  ///< by access key; absent = no limits
+  std::chrono::system_clock::time_point now;
+  /// Once the oldest session that fits the group has waited this long, nothing behind it starts
+  /// until it does (the head guarantee of DECISIONS.md "Scheduler").
+  std::chrono::seconds max_head_wait{600};
+};
+
+/// What happens to one pending session in this pass.
+struct Decision {
+  std::string session_id;
+  std::optional<std::string> agent_id;  ///< set: reserve its slots there and mark SCHEDULED
+  std::string status_info;              ///< why it waits, in words ("" when scheduled)
+};
+
+/// One scheduling pass for one resource group: FIFO order with backfill and a head guarantee,
+/// first-fit over agents (in the given order), exact decimal accounting that never
+/// over-allocates an agent, keypair concurrency and total-slot limits. Pure: no I/O, no clock.
+std::vector<Decision> Schedule(Input const& input);
+
+/// "cpu=4 mem=8g cuda.shares=0.5": slot maps in words (sizes in binary units when exact).
+std::string DescribeSlots(ResourceSlots const& slots);
+
+}  // namespace bai::manager::scheduler

@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server-reference/manager/scheduler.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace bai::manager::scheduler {
+namespace {
+
+using ::testing::HasSubstr;
+using std::chrono::minutes;
+
+ResourceSlots Slots(std::string const& text) {
+  ResourceSlots s;
+  EXPECT_TRUE(protocol::ParseSlotAssignment(text, s).ok()) << text;
+  return s;
+}
+
+Agent MakeAgent(std::string id, std::string const& capacity) {
+  Agent a;
+  a.id = std::move(id);
+  a.capacity = Slots(capacity);
+  return a;
+}
+
+Session MakeSession(std::string id, std::string const& requested, std::int64_t seq,
+                    std::string ak = "AK1") {
+  Session s;
+  s.id = std::move(id);
+  s.requested = Slots(requested);
+  s.enqueue_seq = seq;
+  s.access_key = std::move(ak);
+  return s;
+}
+
+std::map<std::string, Decision> ByID(std::vector<Decision> const& ds) {
+  std::map<std::string, Decision> out;
+  for (auto const& d : ds) out[d.session_id] = d;
+  return out;
+}
+
+TEST(SchedulerTest, FifoFirstFitWithExactAccounting) {
+  Input in;
+  in.agents = {MakeAgent("a1", "cpu=1,mem=1g"), MakeAgent("a2", "cpu=4,mem=8g")};
+  // Ten sessions of cpu=0.1 fill a1 exactly (no floating-point drift), the eleventh goes to a2.
+  for (int i = 0; i < 11; ++i) {
+    in.pending.push_back(MakeSession("s" + std::to_string(i), "cpu=0.1,mem=64m", i));
+  }
+  auto d = ByID(Schedule(in));
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(d["s" + std::to_string(i)].agent_id, "a1") << i;
+  EXPECT_EQ(d["s10"].agent_id, "a2");
+}
+
+TEST(SchedulerTest, NeverOverAllocates) {
+  Input in;
+  in.agents = {MakeAgent("a1", "cpu=2,mem=4g")};
+  in.agents[0].occupied = Slots("cpu=1.5,mem=1g");
+  in.pending = {MakeSession("big", "cpu=0.500001,mem=1g", 1), MakeSession("ok", "cpu=0.5,mem=3g", 2),
+                MakeSession("late", "cpu=0.000001", 3)};
+  auto d = ByID(Schedule(in));
+  EXPECT_FALSE(d["big"].agent_id);
+  EXPECT_THAT(d["big"].status_info, HasSubstr("waiting: needs cpu=0.500001 mem=1g"));
+  EXPECT_THAT(d["big"].status_info, HasSubstr("largest free agent has cpu=0.5 mem=3g"));
+  EXPECT_EQ(d["ok"].agent_id, "a1");  // backfill: a later session that fits may start
+  EXPECT_FALSE(d["late"].agent_id) << "cpu is exhausted after 'ok'";
+}
+
+TEST(SchedulerTest, UnknownSlotsAndArchitecturesDoNotFit) {
+  Input in;
+  in.agents = {MakeAgent("a1", "cpu=8,mem=8g")};
+  Session gpu = MakeSession("gpu", "cpu=1,cuda.device=1", 1);
+  Session arm = MakeSession("arm", "cpu=1", 2);
+  arm.architecture = "aarch64";
+  in.pending = {gpu, arm};
+  auto d = ByID(Schedule(in));
+  EXPECT_FALSE(d["gpu"].agent_id);
+  EXPECT_THAT(d["gpu"].status_info, HasSubstr("more than all agents of the resource group have"));
+  EXPECT_FALSE(d["arm"].agent_id);
+  EXPECT_THAT(d["arm"].status_info, HasSubstr("no schedulable aarch64 agent"));
+}
+
+TEST(SchedulerTest, KeypairConcurrencyAndTotalSlots) {
+  Input in;
+  in.agents = {MakeAgent("a1", "cpu=64,mem=64g")};
+  Keypair limited;
+  limited.max_concurrent_sessions = 2;
+  limited.active_sessions = 1;
+  limited.total_resource_slots = Slots("cpu=4");
+  limited.occupied = Slots("cpu=1");
+  in.keypairs["AK1"] = limited;
+  in.pending = {MakeSession("s1", "cpu=2", 1), MakeSession("s2", "cpu=1", 2),
+                MakeSession("other", "cpu=8", 3, "AK2")};
+  auto d = ByID(Schedule(in));
+  EXPECT_EQ(d["s1"].agent_id, "a1");
+  EXPECT_FALSE(d["s2"].agent_id);
+  EXPECT_THAT(d["s2"].status_info, HasSubstr("already runs 2 sessions (limit 2)"));
+  EXPECT_EQ(d["other"].agent_id, "a1") << "limits are per keypair";
+
+  Input slots = in;
+  slots.keypairs["AK1"].max_concurrent_sessions = 0;
+  slots.pending = {MakeSession("s3", "cpu=3.5", 1)};
+  auto d2 = ByID(Schedule(slots));
+  EXPECT_FALSE(d2["s3"].agent_id);
+  EXPECT_THAT(d2["s3"].status_info, HasSubstr("keypair limit cpu=4 (using cpu=1, needs cpu=3.5"));
+
+  Input strict = in;
+  strict.keypairs["AK1"] = Keypair{};
+  strict.keypairs["AK1"].unspecified_unlimited = false;
+  strict.keypairs["AK1"].total_resource_slots = Slots("cpu=8");
+  strict.pending = {MakeSession("mem-hungry", "cpu=1,mem=1g", 1)};
+  EXPECT_FALSE(Schedule(strict)[0].agent_id) << "mem is limited to 0 when unspecified is LIMITED";
+}
+
+TEST(SchedulerTest, HeadGuaranteeStopsBackfillAfterMaxWait) {
+  Input in;
+  in.now = std::chrono::system_clock::time_point(minutes(100));
+  in.agents = {MakeAgent("a1", "cpu=4")};
+  in.agents[0].occupied = Slots("cpu=3");
+  Session head = MakeSession("head", "cpu=2", 1);
+  head.enqueued_at = in.now - minutes(5);
+  in.pending = {head, MakeSession("small", "cpu=1", 2)};
+  EXPECT_EQ(ByID(Schedule(in))["small"].agent_id, "a1") << "backfill before max_head_wait";
+  in.pending[0].enqueued_at = in.now - minutes(11);
+  auto d = ByID(Schedule(in));
+  EXPECT_FALSE(d["small"].agent_id);
+  EXPECT_THAT(d["small"].status_info, HasSubstr("older session"));
+}
+
+TEST(SchedulerTest, NotReadySessionsWaitWithTheirReason) {
+  Input in;
+  in.agents = {MakeAgent("a1", "cpu=4")};
+  Session later = MakeSession("later", "cpu=1", 1);
+  later.ready = false;
+  later.not_ready_reason = "waiting: starts at 2026-12-01T00:00:00Z";
+  in.pending = {later, MakeSession("now", "cpu=1", 2)};
+  auto d = ByID(Schedule(in));
+  EXPECT_FALSE(d["later"].agent_id);
+  EXPECT_EQ(d["later"].status_info, "waiting: starts at 2026-12-01T00:00:00Z");
+  EXPECT_EQ(d["now"].agent_id, "a1");
+}
+
+TEST(SchedulerTest, DescribesSlotsInBinaryUnits) {
+  EXPECT_EQ(DescribeSlots(Slots("cpu=4,mem=8g")), "cpu=4 mem=8g");
+  EXPECT_EQ(DescribeSlots(Slots("mem=1536m")), "mem=1536m");
+  EXPECT_EQ(DescribeSlots(Slots("mem=1000")), "mem=1000");
+  EXPECT_EQ(DescribeSlots({}), "nothing");
+}
+
+}  // namespace
+}  // namespace bai::manager::scheduler
