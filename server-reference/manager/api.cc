@@ -66,13 +66,22 @@ void ManagerApi::Handle(std::shared_ptr<server::Exchange> const& exchange) {
 
 void ManagerApi::Add(std::string method, std::string const& pattern, AuthLevel level,
                      SyncHandler handler) {
+  AddAsync(std::move(method), pattern, level,
+           [handler = std::move(handler)](RequestContext& ctx,
+                                          std::shared_ptr<server::Exchange> const&) {
+             return std::optional<HttpResponse>(handler(ctx));
+           });
+}
+
+void ManagerApi::AddAsync(std::string method, std::string const& pattern, AuthLevel level,
+                          AsyncHandler handler) {
   router_.Add(std::move(method), pattern,
               [this, level, handler = std::move(handler)](
                   std::shared_ptr<server::Exchange> exchange, server::PathParams const& params) {
                 auto const& req = exchange->request();
                 std::optional<Identity> identity;
                 RateLimiter::Result limit{true, 1000, 1000};
-                HttpResponse response;
+                std::optional<HttpResponse> response;
                 if (level != AuthLevel::kAnonymous) {
                   auto now = options_.clock();
                   auto who = Authenticate(req, store_, level, now);
@@ -88,16 +97,16 @@ void ManagerApi::Add(std::string method, std::string const& pattern, AuthLevel l
                     }
                   }
                 }
-                bool proceed = level == AuthLevel::kAnonymous || (identity && limit.allowed);
-                if (proceed) {
-                  RequestContext ctx{req, params, identity ? &*identity : nullptr, store_};
-                  response = handler(ctx);
+                RequestContext ctx{req, params, identity ? &*identity : nullptr, store_, {}};
+                ctx.response_headers = {{"X-RateLimit-Limit", std::to_string(limit.limit)},
+                                        {"X-RateLimit-Remaining", std::to_string(limit.remaining)},
+                                        {"X-RateLimit-Window", "900"}};
+                if (!response) {
+                  response = handler(ctx, exchange);
+                  if (!response) return;  // the handler answers later
                 }
-                response.headers.emplace_back("X-RateLimit-Limit", std::to_string(limit.limit));
-                response.headers.emplace_back("X-RateLimit-Remaining",
-                                              std::to_string(limit.remaining));
-                response.headers.emplace_back("X-RateLimit-Window", "900");
-                exchange->Respond(std::move(response));
+                for (auto& h : ctx.response_headers) response->headers.push_back(h);
+                exchange->Respond(*std::move(response));
               });
 }
 

@@ -9,7 +9,10 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace bai::manager {
 
@@ -20,9 +23,18 @@ struct RequestContext {
   server::PathParams const& params;
   Identity const* identity;
   Store& store;
+  /// X-RateLimit-* headers: added to what sync handlers return; async handlers add them to
+  /// their late response themselves.
+  std::vector<std::pair<std::string, std::string>> response_headers;
 };
 
 using SyncHandler = std::function<server::HttpResponse(RequestContext&)>;
+/// Returns a response now, or nullopt after arranging to answer `exchange` later.
+using AsyncHandler = std::function<std::optional<server::HttpResponse>(
+    RequestContext&, std::shared_ptr<server::Exchange> const&)>;
+
+class EventHub;
+class SessionStore;
 
 struct ApiOptions {
   std::string manager_version;  ///< "bai-manager 0.1.0"
@@ -39,8 +51,15 @@ class ManagerApi {
   /// The server's entry point.
   void Handle(std::shared_ptr<server::Exchange> const& exchange);
 
- private:
   void Add(std::string method, std::string const& pattern, AuthLevel level, SyncHandler handler);
+  void AddAsync(std::string method, std::string const& pattern, AuthLevel level,
+                AsyncHandler handler);
+
+  /// Session and event routes (session_api.cc).
+  void AddSessionRoutes(SessionStore& sessions, EventHub& hub,
+                        std::function<void(std::string const&)> schedule);
+
+ private:
   void AddRoutes();
 
   Store& store_;

@@ -3,11 +3,13 @@
 
 #include "bai/version.h"
 
+#include "server-reference/manager/scheduling.h"
 #include "server-reference/manager/schema.h"
 
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 namespace bai::manager {
@@ -36,9 +38,23 @@ StatusOr<std::unique_ptr<Manager>> Manager::Start(ManagerConfig const& config) {
   auto state = OpenState(config);
   if (!state.ok()) return std::move(state).status();
   m->state_ = std::move(*state);
+  m->sessions_ = std::make_unique<SessionStore>(*m->state_.db);
+  m->hub_ = std::make_unique<EventHub>(*m->sessions_);
   ApiOptions api_options;
   api_options.manager_version = ManagerVersion();
   m->api_ = std::make_unique<ManagerApi>(*m->state_.store, std::move(api_options));
+  auto* raw = m.get();
+  m->api_->AddSessionRoutes(*m->sessions_, *m->hub_,
+                            [raw](std::string const& group) { raw->Schedule(group); });
+  // The safety pass: catches what no event triggered (starts_at, finished dependencies, other
+  // managers' changes).
+  m->hub_->Every(std::chrono::seconds(5), [raw] {
+    auto groups = raw->state_.db->Query(
+        "SELECT DISTINCT scaling_group FROM sessions WHERE status = 'PENDING'");
+    if (!groups.ok()) return;
+    for (auto const& g : *groups) raw->Schedule(g.Text(0));
+  });
+  m->hub_->Start();
   server::HttpServerOptions http;
   http.address = config.listen_address;
   http.port = config.listen_port;
@@ -56,6 +72,17 @@ Manager::~Manager() { Stop(); }
 
 void Manager::Stop() {
   if (http_) http_->Stop();
+  if (hub_) hub_->Stop();
+}
+
+void Manager::Schedule(std::string const& scaling_group) {
+  auto placed = RunSchedulingPass(*state_.db, scaling_group, std::chrono::system_clock::now());
+  if (!placed.ok()) {
+    std::fprintf(stderr, "bai-manager: scheduling %s failed: %s\n", scaling_group.c_str(),
+                 placed.status().message().c_str());
+  } else if (*placed > 0 && hub_) {
+    hub_->Wake();
+  }
 }
 
 }  // namespace bai::manager

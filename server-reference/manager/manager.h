@@ -8,6 +8,8 @@
 #include "server-reference/manager/api.h"
 #include "server-reference/manager/bootstrap.h"
 #include "server-reference/manager/config.h"
+#include "server-reference/manager/events.h"
+#include "server-reference/manager/sessions.h"
 #include "server-reference/manager/store.h"
 
 #include <cstdint>
@@ -31,12 +33,18 @@ class Manager {
 
   std::uint16_t port() const { return http_->port(); }
   Store& store() { return *state_.store; }
+  SessionStore& sessions() { return *sessions_; }
+  /// Runs a scheduling pass for `scaling_group` now (also runs every 5 s and after each
+  /// creation).
+  void Schedule(std::string const& scaling_group);
   BootstrapResult const& bootstrap() const { return state_.bootstrap; }
   void Stop();
 
  private:
   Manager() = default;
   OpenedState state_;
+  std::unique_ptr<SessionStore> sessions_;
+  std::unique_ptr<EventHub> hub_;
   std::unique_ptr<ManagerApi> api_;
   std::unique_ptr<server::HttpServer> http_;
 };

@@ -162,8 +162,8 @@ std::vector<Decision> Schedule(Input const& input) {
       continue;
     }
     auto total = total_by_arch.find(s->architecture);
-    bool could_ever_fit = total != total_by_arch.end() &&
-                          Fits(s->requested, total->second, ResourceSlots{});
+    bool could_ever_fit =
+        total != total_by_arch.end() && Fits(s->requested, total->second, ResourceSlots{});
     if (agents.empty() || total == total_by_arch.end()) {
       d.status_info = "waiting: no schedulable " + s->architecture + " agent in the resource group";
     } else if (!could_ever_fit) {
@@ -176,8 +176,8 @@ std::vector<Decision> Schedule(Input const& input) {
       if (best) {
         for (auto const& [slot, amount] : s->requested) free[slot] = Get(FreeOf(*best), slot);
       }
-      d.status_info = "waiting: needs " + DescribeSlots(s->requested) + "; largest free agent has " +
-                      DescribeSlots(free);
+      d.status_info = "waiting: needs " + DescribeSlots(s->requested) +
+                      "; largest free agent has " + DescribeSlots(free);
       if (input.now - s->enqueued_at >= input.max_head_wait) head_holds = true;
     }
     decisions.push_back(std::move(d));

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "bai/protocol/resource.h"
+
 #include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include "bai/protocol/resource.h"
 
 namespace bai::manager::scheduler {
 

@@ -61,6 +61,49 @@ std::vector<server::Migration> const& Migrations() {
            "shared_memory TEXT)",
            "CREATE TABLE manager_settings (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
        }},
+      {2,
+       "agents, sessions, kernels, event log",
+       {
+           "CREATE TABLE agents (id TEXT PRIMARY KEY, "
+           "scaling_group TEXT NOT NULL REFERENCES scaling_groups(name), "
+           "status TEXT NOT NULL, architecture TEXT NOT NULL DEFAULT 'x86_64', "
+           "available_slots TEXT NOT NULL DEFAULT '{}', slot_types TEXT NOT NULL DEFAULT '{}', "
+           "images TEXT NOT NULL DEFAULT '[]', version TEXT NOT NULL DEFAULT '', "
+           "schedulable INTEGER NOT NULL DEFAULT 1, first_contact TEXT NOT NULL, "
+           "last_heartbeat TEXT NOT NULL, lost_at TEXT)",
+           "CREATE TABLE sessions (id TEXT PRIMARY KEY, seq INTEGER NOT NULL UNIQUE, "
+           "name TEXT NOT NULL, access_key TEXT NOT NULL REFERENCES keypairs(access_key), "
+           "user_id TEXT NOT NULL, domain_name TEXT NOT NULL, group_id TEXT NOT NULL, "
+           "scaling_group TEXT NOT NULL, type TEXT NOT NULL, image TEXT NOT NULL, "
+           "architecture TEXT NOT NULL, cluster_size INTEGER NOT NULL DEFAULT 1, "
+           "status TEXT NOT NULL, status_info TEXT NOT NULL DEFAULT '', "
+           "status_data TEXT NOT NULL DEFAULT '{}', status_history TEXT NOT NULL DEFAULT '{}', "
+           "requested_slots TEXT NOT NULL DEFAULT '{}', agent_id TEXT, "
+           "environ TEXT NOT NULL DEFAULT '{}', mounts TEXT NOT NULL DEFAULT '[]', "
+           "mount_map TEXT NOT NULL DEFAULT '{}', resource_opts TEXT NOT NULL DEFAULT '{}', "
+           "startup_command TEXT, bootstrap_script TEXT, tag TEXT, "
+           "priority INTEGER NOT NULL DEFAULT 10, starts_at TEXT, batch_timeout INTEGER, "
+           "dependencies TEXT NOT NULL DEFAULT '[]', callback_url TEXT, "
+           "result TEXT NOT NULL DEFAULT 'undefined', exit_code INTEGER, "
+           "num_queries INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL, "
+           "terminated_at TEXT)",
+           "CREATE INDEX sessions_queue ON sessions (scaling_group, status, seq)",
+           "CREATE INDEX sessions_owner ON sessions (access_key, name)",
+           "CREATE TABLE kernels (id TEXT PRIMARY KEY, "
+           "session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE, "
+           "agent_id TEXT, cluster_role TEXT NOT NULL DEFAULT 'main', "
+           "cluster_idx INTEGER NOT NULL DEFAULT 1, status TEXT NOT NULL, "
+           "status_info TEXT NOT NULL DEFAULT '', container_id TEXT, exit_code INTEGER, "
+           "logs TEXT NOT NULL DEFAULT '', created_at TEXT NOT NULL, terminated_at TEXT)",
+           "CREATE INDEX kernels_session ON kernels (session_id)",
+           // Every lifecycle event, in order: SSE streams and waiting requests of every manager
+           // tail this table. (INTEGER PRIMARY KEY numbers rows in SQLite; the PostgreSQL
+           // migration declares it as an identity column.)
+           "CREATE TABLE events (seq INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+           "session_id TEXT NOT NULL, session_name TEXT NOT NULL, kernel_id TEXT, "
+           "access_key TEXT NOT NULL, domain_name TEXT NOT NULL, group_id TEXT NOT NULL, "
+           "reason TEXT, exit_code INTEGER, created_at TEXT NOT NULL)",
+       }},
   };
   return *kMigrations;
 }

@@ -5,9 +5,12 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
+
+#include <chrono>
 
 namespace bai::testing_util {
 
@@ -68,6 +71,35 @@ RawResponse RawHttp(int port, std::string const& request) {
   }
   out.body = data.substr(header_end + 4);
   return out;
+}
+
+std::string RawHttpStream(int port, std::string const& request, int read_ms) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  std::string data;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return data;
+  }
+  (void)::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(read_ms);
+  char buf[8192];
+  while (true) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    deadline - std::chrono::steady_clock::now())
+                    .count();
+    if (left <= 0) break;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left)) <= 0) break;
+    auto n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    data.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return data;
 }
 
 }  // namespace bai::testing_util

@@ -16,4 +16,8 @@ struct RawResponse {
 /// one response (Content-Length or until close). For requests no well-behaved client would send.
 RawResponse RawHttp(int port, std::string const& request);
 
+/// Sends `request` and returns every byte that arrives within `read_ms` (for streams that do
+/// not end, such as Server-Sent Events).
+std::string RawHttpStream(int port, std::string const& request, int read_ms);
+
 }  // namespace bai::testing_util

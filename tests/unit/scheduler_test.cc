@@ -7,8 +7,8 @@
 namespace bai::manager::scheduler {
 namespace {
 
-using ::testing::HasSubstr;
 using std::chrono::minutes;
+using ::testing::HasSubstr;
 
 ResourceSlots Slots(std::string const& text) {
   ResourceSlots s;
@@ -55,8 +55,8 @@ TEST(SchedulerTest, NeverOverAllocates) {
   Input in;
   in.agents = {MakeAgent("a1", "cpu=2,mem=4g")};
   in.agents[0].occupied = Slots("cpu=1.5,mem=1g");
-  in.pending = {MakeSession("big", "cpu=0.500001,mem=1g", 1), MakeSession("ok", "cpu=0.5,mem=3g", 2),
-                MakeSession("late", "cpu=0.000001", 3)};
+  in.pending = {MakeSession("big", "cpu=0.500001,mem=1g", 1),
+                MakeSession("ok", "cpu=0.5,mem=3g", 2), MakeSession("late", "cpu=0.000001", 3)};
   auto d = ByID(Schedule(in));
   EXPECT_FALSE(d["big"].agent_id);
   EXPECT_THAT(d["big"].status_info, HasSubstr("waiting: needs cpu=0.500001 mem=1g"));

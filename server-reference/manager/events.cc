@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server-reference/manager/events.h"
+
+#include <nlohmann/json.hpp>
+
+namespace bai::manager {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr auto kPoll = std::chrono::milliseconds(100);
+constexpr auto kPingEvery = std::chrono::seconds(15);
+
+bool Started(std::string const& status) {
+  return status != "PENDING" && status != "SCHEDULED" && status != "PREPARING" &&
+         status != "PULLING";
+}
+
+}  // namespace
+
+EventHub::EventHub(SessionStore& sessions) : sessions_(sessions) {}
+
+EventHub::~EventHub() { Stop(); }
+
+void EventHub::Start() {
+  auto last = sessions_.LastEventSeq();
+  last_seq_ = last.ok() ? *last : 0;
+  next_ping_ = std::chrono::steady_clock::now() + kPingEvery;
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void EventHub::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) return;
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& s : streams_) s.exchange->EndEventStream();
+  streams_.clear();
+  waiters_.clear();
+}
+
+void EventHub::Wake() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    woken_ = true;
+  }
+  cv_.notify_all();
+}
+
+void EventHub::Subscribe(std::shared_ptr<server::Exchange> exchange,
+                         std::function<bool(EventRecord const&)> filter) {
+  std::lock_guard<std::mutex> lock(mu_);
+  streams_.push_back({std::move(exchange), std::move(filter)});
+}
+
+void EventHub::WaitForStart(std::string session_id,
+                            std::optional<std::chrono::steady_clock::time_point> deadline,
+                            std::shared_ptr<server::Exchange> exchange,
+                            std::function<void(std::string const&)> done) {
+  auto gone = std::make_shared<bool>(false);
+  exchange->OnClose([this, gone] {
+    std::lock_guard<std::mutex> lock(mu_);
+    *gone = true;
+  });
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    waiters_.push_back({std::move(session_id), deadline, std::move(exchange), std::move(done), gone});
+  }
+  Wake();
+}
+
+void EventHub::Every(std::chrono::milliseconds interval, std::function<void()> job) {
+  std::lock_guard<std::mutex> lock(mu_);
+  jobs_.push_back({interval, std::move(job), std::chrono::steady_clock::now() + interval});
+}
+
+std::string EventHub::EventData(EventRecord const& e) {
+  json data = {{"reason", e.reason ? json(*e.reason) : json(nullptr)},
+               {"sessionName", e.session_name},
+               {"ownerAccessKey", e.access_key},
+               {"sessionId", e.session_id},
+               {"exitCode", e.exit_code ? json(*e.exit_code) : json(nullptr)}};
+  if (e.kernel_id) {
+    data["kernelId"] = *e.kernel_id;
+    data["clusterRole"] = "main";
+  }
+  return data.dump();
+}
+
+void EventHub::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    cv_.wait_for(lock, kPoll, [this] { return stop_ || woken_; });
+    if (stop_) break;
+    woken_ = false;
+    lock.unlock();
+    Tick();
+    lock.lock();
+  }
+}
+
+void EventHub::Tick() {
+  auto now = std::chrono::steady_clock::now();
+  std::vector<std::function<void()>> due;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& j : jobs_) {
+      if (now >= j.next) {
+        j.next = now + j.interval;
+        due.push_back(j.run);
+      }
+    }
+  }
+  for (auto& run : due) run();
+
+  auto events = sessions_.EventsAfter(last_seq_, 1000);
+  if (!events.ok()) return;
+  std::vector<Waiter> ready;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto const& e : *events) {
+      last_seq_ = e.seq;
+      std::string chunk = "event: " + e.name + "\r\ndata: " + EventData(e) + "\r\n\r\n";
+      for (auto it = streams_.begin(); it != streams_.end();) {
+        if (it->filter(e) && !it->exchange->WriteEvent(chunk)) {
+          it = streams_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+    if (now >= next_ping_) {
+      next_ping_ = now + kPingEvery;
+      for (auto it = streams_.begin(); it != streams_.end();) {
+        it = it->exchange->WriteEvent(": ping\r\n\r\n") ? std::next(it) : streams_.erase(it);
+      }
+    }
+    for (auto it = waiters_.begin(); it != waiters_.end();) {
+      if (*it->gone) {
+        it = waiters_.erase(it);
+        continue;
+      }
+      ready.push_back(*it);
+      ++it;
+    }
+  }
+  // Status checks outside the lock: a database read per waiting request per tick is cheap, and
+  // also catches changes made by other managers.
+  std::vector<std::pair<Waiter, std::string>> answered;
+  for (auto& w : ready) {
+    auto s = sessions_.Get(w.session_id);
+    if (!s.ok()) continue;
+    std::string status = *s ? (*s)->status : "CANCELLED";
+    if (Started(status)) {
+      answered.emplace_back(w, status);
+    } else if (w.deadline && now >= *w.deadline) {
+      answered.emplace_back(w, "TIMEOUT");
+    }
+  }
+  if (answered.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto const& [w, status] : answered) {
+      waiters_.remove_if([&](Waiter const& x) { return x.gone == w.gone; });
+    }
+  }
+  for (auto& [w, status] : answered) w.done(status);
+}
+
+}  // namespace bai::manager

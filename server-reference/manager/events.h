@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "server-reference/common/http.h"
+#include "server-reference/manager/sessions.h"
+
+namespace bai::manager {
+
+/// The manager's background loop. It tails the `events` table (so events written by any manager
+/// reach every stream), feeds Server-Sent Event streams with their filter, answers requests that
+/// wait for a session to start, pings streams every 15 s, and runs periodic jobs (the scheduler's
+/// safety pass). Wake() makes it look at once after a local change.
+class EventHub {
+ public:
+  explicit EventHub(SessionStore& sessions);
+  ~EventHub();
+  EventHub(EventHub const&) = delete;
+  EventHub& operator=(EventHub const&) = delete;
+
+  void Start();
+  void Stop();
+  void Wake();
+
+  /// Streams every later event that `filter` accepts as `event: NAME` / `data: JSON`.
+  void Subscribe(std::shared_ptr<server::Exchange> exchange,
+                 std::function<bool(EventRecord const&)> filter);
+
+  /// Calls `done` once with the session's status when it has left the start-up statuses
+  /// (PENDING … PREPARING), or with "TIMEOUT" at `deadline`. Dropped if the client leaves.
+  void WaitForStart(std::string session_id,
+                    std::optional<std::chrono::steady_clock::time_point> deadline,
+                    std::shared_ptr<server::Exchange> exchange,
+                    std::function<void(std::string const& status)> done);
+
+  /// Runs `job` every `interval` on the hub's thread.
+  void Every(std::chrono::milliseconds interval, std::function<void()> job);
+
+  /// The event's `data` object (PROTOCOL.md §5.6).
+  static std::string EventData(EventRecord const& e);
+
+ private:
+  struct Stream {
+    std::shared_ptr<server::Exchange> exchange;
+    std::function<bool(EventRecord const&)> filter;
+  };
+  struct Waiter {
+    std::string session_id;
+    std::optional<std::chrono::steady_clock::time_point> deadline;
+    std::shared_ptr<server::Exchange> exchange;
+    std::function<void(std::string const&)> done;
+    std::shared_ptr<bool> gone;
+  };
+  struct Job {
+    std::chrono::milliseconds interval;
+    std::function<void()> run;
+    std::chrono::steady_clock::time_point next;
+  };
+
+  void Loop();
+  void Tick();
+
+  SessionStore& sessions_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  bool woken_ = false;
+  std::thread thread_;
+  std::int64_t last_seq_ = 0;
+  std::list<Stream> streams_;
+  std::list<Waiter> waiters_;
+  std::vector<Job> jobs_;
+  std::chrono::steady_clock::time_point next_ping_;
+};
+
+}  // namespace bai::manager

@@ -1,0 +1,368 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server-reference/manager/sessions.h"
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "bai/protocol/errors.h"
+#include "bai/protocol/signing.h"
+#include "libbai/internal/json_codec.h"
+#include "server-reference/manager/bootstrap.h"
+
+namespace bai::manager {
+
+using nlohmann::json;
+using protocol::MakeProblemStatus;
+using protocol::ProblemType;
+using server::SqlExecutor;
+using server::SqlRow;
+using server::SqlValue;
+
+namespace {
+
+constexpr char kColumns[] =
+    "id, seq, name, access_key, user_id, domain_name, group_id, scaling_group, type, image, "
+    "architecture, cluster_size, status, status_info, status_history, requested_slots, agent_id, "
+    "environ, mounts, mount_map, resource_opts, startup_command, bootstrap_script, tag, priority, "
+    "starts_at, batch_timeout, dependencies, callback_url, result, exit_code, created_at, "
+    "terminated_at";
+
+constexpr char kActive[] = "status NOT IN ('TERMINATED', 'CANCELLED')";
+
+SqlValue Opt(std::optional<std::string> const& v) {
+  return v ? SqlValue(*v) : SqlValue(nullptr);
+}
+SqlValue Opt(std::optional<std::int64_t> const& v) {
+  return v ? SqlValue(*v) : SqlValue(nullptr);
+}
+
+SessionRecord FromRow(SqlRow const& r) {
+  SessionRecord s;
+  std::size_t i = 0;
+  s.id = r.Text(i++);
+  s.seq = r.Int(i++);
+  s.name = r.Text(i++);
+  s.access_key = r.Text(i++);
+  s.user_id = r.Text(i++);
+  s.domain_name = r.Text(i++);
+  s.group_id = r.Text(i++);
+  s.scaling_group = r.Text(i++);
+  s.type = r.Text(i++);
+  s.image = r.Text(i++);
+  s.architecture = r.Text(i++);
+  s.cluster_size = static_cast<int>(r.Int(i++));
+  s.status = r.Text(i++);
+  s.status_info = r.Text(i++);
+  s.status_history = r.Text(i++);
+  if (auto j = internal::ParseJson(r.Text(i++))) {
+    if (auto slots = internal::SlotsFromJson(*j); slots.ok()) s.requested = *slots;
+  }
+  s.agent_id = r.OptText(i++);
+  s.environ = r.Text(i++);
+  s.mounts = r.Text(i++);
+  s.mount_map = r.Text(i++);
+  s.resource_opts = r.Text(i++);
+  s.startup_command = r.OptText(i++);
+  s.bootstrap_script = r.OptText(i++);
+  s.tag = r.OptText(i++);
+  s.priority = static_cast<int>(r.Int(i++));
+  s.starts_at = r.OptText(i++);
+  if (!r.IsNull(i)) s.batch_timeout = r.Int(i);
+  ++i;
+  s.dependencies = r.Text(i++);
+  s.callback_url = r.OptText(i++);
+  s.result = r.Text(i++);
+  if (!r.IsNull(i)) s.exit_code = r.Int(i);
+  ++i;
+  s.created_at = r.Text(i++);
+  s.terminated_at = r.OptText(i++);
+  return s;
+}
+
+Status InsertEvent(SqlExecutor& tx, SessionRecord const& s, std::string const& name,
+                   std::optional<std::string> const& reason, std::optional<std::int64_t> exit_code,
+                   std::string const& now) {
+  auto r = tx.Exec(
+      "INSERT INTO events (name, session_id, session_name, access_key, domain_name, group_id, "
+      "reason, exit_code, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      {name, s.id, s.name, s.access_key, s.domain_name, s.group_id, Opt(reason), Opt(exit_code),
+       now});
+  return r.ok() ? Status() : r.status();
+}
+
+bool LooksLikeUuid(std::string const& s) {
+  if (s.size() != 36) return false;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+    char c = s[i];
+    if (dash ? c != '-' : !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+std::string EscapeLike(std::string const& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '%' || c == '_' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace
+
+Status SessionStore::Create(SessionRecord& s) {
+  std::string now = NowIso();
+  s.created_at = now;
+  s.status = "PENDING";
+  s.status_history = json{{"PENDING", now}}.dump();
+  return db_.Transaction([&](SqlExecutor& tx) -> Status {
+    auto seq = tx.Query("SELECT COALESCE(MAX(seq), 0) + 1 FROM sessions");
+    if (!seq.ok()) return seq.status();
+    s.seq = (*seq)[0].Int(0);
+    auto r = tx.Exec(
+        std::string("INSERT INTO sessions (") + kColumns +
+            ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+            "?, ?, ?, ?, ?, ?, ?, ?)",
+        {s.id, s.seq, s.name, s.access_key, s.user_id, s.domain_name, s.group_id, s.scaling_group,
+         s.type, s.image, s.architecture, static_cast<std::int64_t>(s.cluster_size), s.status,
+         s.status_info, s.status_history, internal::SlotsToJson(s.requested).dump(),
+         Opt(s.agent_id), s.environ, s.mounts, s.mount_map, s.resource_opts,
+         Opt(s.startup_command), Opt(s.bootstrap_script), Opt(s.tag),
+         static_cast<std::int64_t>(s.priority), Opt(s.starts_at), Opt(s.batch_timeout),
+         s.dependencies, Opt(s.callback_url), s.result, Opt(s.exit_code), s.created_at,
+         Opt(s.terminated_at)});
+    if (!r.ok()) return r.status();
+    auto k = tx.Exec(
+        "INSERT INTO kernels (id, session_id, cluster_role, cluster_idx, status, created_at) "
+        "VALUES (?, ?, 'main', 1, 'PENDING', ?)",
+        {GenerateUuid(), s.id, now});
+    if (!k.ok()) return k.status();
+    return InsertEvent(tx, s, "session_enqueued", std::nullopt, std::nullopt, now);
+  });
+}
+
+StatusOr<std::optional<SessionRecord>> SessionStore::Get(std::string const& id) {
+  auto rows = db_.Query(std::string("SELECT ") + kColumns + " FROM sessions WHERE id = ?", {id});
+  if (!rows.ok()) return std::move(rows).status();
+  if (rows->empty()) return std::optional<SessionRecord>();
+  return std::optional<SessionRecord>(FromRow((*rows)[0]));
+}
+
+StatusOr<std::vector<SessionRecord>> SessionStore::ActiveByName(std::string const& owner,
+                                                                std::string const& name) {
+  auto rows = db_.Query(std::string("SELECT ") + kColumns +
+                            " FROM sessions WHERE access_key = ? AND name = ? AND " + kActive,
+                        {owner, name});
+  if (!rows.ok()) return std::move(rows).status();
+  std::vector<SessionRecord> out;
+  for (auto const& r : *rows) out.push_back(FromRow(r));
+  return out;
+}
+
+StatusOr<SessionRecord> SessionStore::Resolve(std::string const& ref, std::string const& owner,
+                                              bool allow_dead) {
+  std::string alive = allow_dead ? "" : std::string(" AND ") + kActive;
+  std::string select = std::string("SELECT ") + kColumns + " FROM sessions WHERE access_key = ?";
+  auto pick = [](StatusOr<std::vector<SqlRow>> rows) -> StatusOr<std::vector<SessionRecord>> {
+    if (!rows.ok()) return std::move(rows).status();
+    std::vector<SessionRecord> out;
+    for (auto const& r : *rows) out.push_back(FromRow(r));
+    return out;
+  };
+  std::vector<SessionRecord> found;
+  if (LooksLikeUuid(ref)) {
+    auto rows = pick(db_.Query(select + " AND id = ?" + alive, {owner, ref}));
+    if (!rows.ok()) return std::move(rows).status();
+    found = *rows;
+  }
+  if (found.empty()) {
+    // Newest first, so that with allow_dead the latest session of a reused name wins.
+    auto rows = pick(db_.Query(select + " AND name = ?" + alive + " ORDER BY seq DESC", {owner, ref}));
+    if (!rows.ok()) return std::move(rows).status();
+    found = *rows;
+    if (found.size() > 1 && allow_dead) found.resize(1);
+  }
+  if (found.empty() && !ref.empty()) {
+    auto rows = pick(db_.Query(select + " AND (id LIKE ? ESCAPE '\\' OR name LIKE ? ESCAPE '\\')" +
+                                   " AND " + kActive + " ORDER BY seq",
+                               {owner, EscapeLike(ref) + "%", EscapeLike(ref) + "%"}));
+    if (!rows.ok()) return std::move(rows).status();
+    found = *rows;
+  }
+  if (found.empty()) return MakeProblemStatus(ProblemType::kObjectNotFound, "No such session.");
+  if (found.size() > 1) {
+    json matches = json::array();
+    for (auto const& s : found) {
+      matches.push_back({{"id", s.id}, {"name", s.name}, {"status", s.status},
+                         {"created_at", s.created_at}});
+    }
+    return MakeProblemStatus(ProblemType::kTooManySessionsMatched,
+                             "\"" + ref + "\" matches " + std::to_string(found.size()) +
+                                 " sessions; use more of the id or name",
+                             json{{"matches", matches}}.dump());
+  }
+  return found[0];
+}
+
+StatusOr<bool> TransitionIn(SqlExecutor& tx, std::string const& id, protocol::SessionStatus from,
+                            protocol::SessionStatus to, TransitionDetails const& details) {
+  if (!protocol::CanTransition(from, to)) {
+    return Status(StatusCode::kInternal, "illegal session transition " +
+                                             std::string(protocol::ToString(from)) + " → " +
+                                             std::string(protocol::ToString(to)));
+  }
+  auto rows = tx.Query(std::string("SELECT ") + kColumns + " FROM sessions WHERE id = ?", {id});
+  if (!rows.ok()) return std::move(rows).status();
+  if (rows->empty()) return false;
+  auto s = FromRow((*rows)[0]);
+  if (s.status != protocol::ToString(from)) return false;
+  std::string now = NowIso();
+  auto history = internal::ParseJson(s.status_history).value_or(json::object());
+  if (!history.is_object()) history = json::object();
+  history[std::string(protocol::ToString(to))] = now;
+  bool terminal = protocol::IsTerminal(to);
+  std::string to_text(protocol::ToString(to));
+  auto r = tx.Exec(
+      "UPDATE sessions SET status = ?, status_info = ?, status_history = ?, "
+      "agent_id = COALESCE(?, agent_id), result = COALESCE(?, result), "
+      "exit_code = COALESCE(?, exit_code), terminated_at = COALESCE(?, terminated_at) "
+      "WHERE id = ? AND status = ?",
+      {to_text, details.status_info, history.dump(), Opt(details.agent_id), Opt(details.result),
+       Opt(details.exit_code), terminal ? SqlValue(now) : SqlValue(nullptr), id,
+       std::string(protocol::ToString(from))});
+  if (!r.ok()) return std::move(r).status();
+  if (*r == 0) return false;
+  auto k = tx.Exec(
+      "UPDATE kernels SET status = ?, status_info = ?, agent_id = COALESCE(?, agent_id), "
+      "terminated_at = COALESCE(?, terminated_at) WHERE session_id = ?",
+      {to_text, details.status_info, Opt(details.agent_id),
+       terminal ? SqlValue(now) : SqlValue(nullptr), id});
+  if (!k.ok()) return std::move(k).status();
+  if (!details.event.empty()) {
+    auto e = InsertEvent(tx, s, details.event, details.reason, details.exit_code, now);
+    if (!e.ok()) return e;
+  }
+  return true;
+}
+
+StatusOr<bool> SessionStore::Transition(std::string const& id, protocol::SessionStatus from,
+                                        protocol::SessionStatus to,
+                                        TransitionDetails const& details) {
+  bool changed = false;
+  auto status = db_.Transaction([&](SqlExecutor& tx) -> Status {
+    auto r = TransitionIn(tx, id, from, to, details);
+    if (!r.ok()) return r.status();
+    changed = *r;
+    return Status();
+  });
+  if (!status.ok()) return status;
+  return changed;
+}
+
+Status SessionStore::SetStatusInfo(std::string const& id, std::string const& status_info) {
+  auto r = db_.Exec("UPDATE sessions SET status_info = ? WHERE id = ? AND status_info <> ?",
+                    {status_info, id, status_info});
+  return r.ok() ? Status() : r.status();
+}
+
+Status SessionStore::Rename(std::string const& id, std::string const& name) {
+  auto r = db_.Exec("UPDATE sessions SET name = ? WHERE id = ?", {name, id});
+  return r.ok() ? Status() : r.status();
+}
+
+StatusOr<std::string> SessionStore::MainKernelLogs(std::string const& session_id) {
+  auto rows = db_.Query(
+      "SELECT logs FROM kernels WHERE session_id = ? AND cluster_role = 'main'", {session_id});
+  if (!rows.ok()) return std::move(rows).status();
+  return rows->empty() ? std::string() : (*rows)[0].Text(0);
+}
+
+StatusOr<std::vector<EventRecord>> SessionStore::EventsAfter(std::int64_t seq, int limit) {
+  auto rows = db_.Query(
+      "SELECT seq, name, session_id, session_name, kernel_id, access_key, domain_name, group_id, "
+      "reason, exit_code FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
+      {seq, static_cast<std::int64_t>(limit)});
+  if (!rows.ok()) return std::move(rows).status();
+  std::vector<EventRecord> out;
+  for (auto const& r : *rows) {
+    EventRecord e;
+    e.seq = r.Int(0);
+    e.name = r.Text(1);
+    e.session_id = r.Text(2);
+    e.session_name = r.Text(3);
+    e.kernel_id = r.OptText(4);
+    e.access_key = r.Text(5);
+    e.domain_name = r.Text(6);
+    e.group_id = r.Text(7);
+    e.reason = r.OptText(8);
+    if (!r.IsNull(9)) e.exit_code = r.Int(9);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+StatusOr<std::int64_t> SessionStore::LastEventSeq() {
+  auto rows = db_.Query("SELECT COALESCE(MAX(seq), 0) FROM events");
+  if (!rows.ok()) return std::move(rows).status();
+  return (*rows)[0].Int(0);
+}
+
+std::string SessionInfoJson(SessionRecord const& s) {
+  auto parse = [](std::string const& text, json fallback) {
+    auto j = internal::ParseJson(text);
+    return j ? *j : fallback;
+  };
+  auto age_ms = [&]() -> std::int64_t {
+    auto start = protocol::ParseHttpDate(s.created_at);
+    if (!start) return 0;
+    std::int64_t end_secs =
+        s.terminated_at && protocol::ParseHttpDate(*s.terminated_at)
+            ? protocol::ParseHttpDate(*s.terminated_at)->unix_seconds
+            : std::chrono::duration_cast<std::chrono::seconds>(
+                  std::chrono::system_clock::now().time_since_epoch())
+                  .count();
+    return std::max<std::int64_t>(0, end_secs - start->unix_seconds) * 1000;
+  };
+  json slots = internal::SlotsToJson(s.requested);
+  json info = {
+      {"sessionId", s.id},
+      {"sessionName", s.name},
+      {"domainName", s.domain_name},
+      {"groupId", s.group_id},
+      {"userId", s.user_id},
+      {"lang", s.image},
+      {"image", s.image},
+      {"architecture", s.architecture},
+      {"registry", ""},
+      {"tag", s.tag ? json(*s.tag) : json(nullptr)},
+      {"type", s.type},
+      {"scalingGroup", s.scaling_group},
+      {"agentId", s.agent_id ? json(*s.agent_id) : json(nullptr)},
+      {"containerId", nullptr},
+      // JSON objects, not Python str() renderings (a deliberate improvement over 24.09).
+      {"occupiedSlots", s.agent_id ? slots : json::object()},
+      {"occupyingSlots", s.agent_id ? slots : json::object()},
+      {"requestedSlots", slots},
+      {"occupiedShares", json::object()},
+      {"environ", parse(s.environ, json::object())},
+      {"resourceOpts", parse(s.resource_opts, json::object())},
+      {"status", s.status},
+      {"statusInfo", s.status_info},
+      {"statusData", json::object()},
+      {"statusHistory", parse(s.status_history, json::object())},
+      {"result", s.result},
+      {"exitCode", s.exit_code ? json(*s.exit_code) : json(nullptr)},
+      {"age", age_ms()},
+      {"creationTime", s.created_at},
+      {"terminationTime", s.terminated_at ? json(*s.terminated_at) : json(nullptr)},
+      {"numQueriesExecuted", 0},
+      {"lastStat", json::object()},
+      {"idleChecks", json::object()},
+      {"startupCommand", s.startup_command ? json(*s.startup_command) : json(nullptr)},
+      {"priority", s.priority},
+  };
+  return info.dump();
+}
+
+}  // namespace bai::manager

@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bai/protocol/resource.h"
+#include "bai/protocol/session_status.h"
+#include "bai/status.h"
+#include "server-reference/common/database.h"
+#include "server-reference/manager/store.h"
+
+namespace bai::manager {
+
+/// A session row.
+struct SessionRecord {
+  std::string id;
+  std::int64_t seq = 0;
+  std::string name;
+  std::string access_key;
+  std::string user_id;
+  std::string domain_name;
+  std::string group_id;
+  std::string scaling_group;
+  std::string type = "interactive";
+  std::string image;
+  std::string architecture = "x86_64";
+  int cluster_size = 1;
+  std::string status = "PENDING";
+  std::string status_info;
+  std::string status_history = "{}";  ///< JSON {STATUS: time}
+  protocol::ResourceSlots requested;
+  std::optional<std::string> agent_id;
+  std::string environ = "{}";
+  std::string mounts = "[]";
+  std::string mount_map = "{}";
+  std::string resource_opts = "{}";
+  std::optional<std::string> startup_command;
+  std::optional<std::string> bootstrap_script;
+  std::optional<std::string> tag;
+  int priority = 10;
+  std::optional<std::string> starts_at;
+  std::optional<std::int64_t> batch_timeout;
+  std::string dependencies = "[]";
+  std::optional<std::string> callback_url;
+  std::string result = "undefined";
+  std::optional<std::int64_t> exit_code;
+  std::string created_at;
+  std::optional<std::string> terminated_at;
+};
+
+/// One row of the event log.
+struct EventRecord {
+  std::int64_t seq = 0;
+  std::string name;
+  std::string session_id;
+  std::string session_name;
+  std::optional<std::string> kernel_id;
+  std::string access_key;
+  std::string domain_name;
+  std::string group_id;
+  std::optional<std::string> reason;
+  std::optional<std::int64_t> exit_code;
+};
+
+/// What else changes with a status.
+struct TransitionDetails {
+  std::string status_info;
+  std::string event;  ///< event name to log ("" = none)
+  std::optional<std::string> reason;
+  std::optional<std::int64_t> exit_code;
+  std::optional<std::string> agent_id;  ///< set when the session is placed
+  std::optional<std::string> result;    ///< "success" / "failure" for batch sessions
+};
+
+/// The body of SessionStore::Transition, for callers that already hold a transaction.
+StatusOr<bool> TransitionIn(server::SqlExecutor& tx, std::string const& id,
+                            protocol::SessionStatus from, protocol::SessionStatus to,
+                            TransitionDetails const& details);
+
+/// Session queries and lifecycle writes. Status changes check the 24.09 transition table,
+/// append to status_history and write the matching event in the same transaction; a change
+/// whose `from` no longer holds (another manager got there first) does nothing.
+class SessionStore {
+ public:
+  explicit SessionStore(server::Database& db) : db_(db) {}
+
+  /// Inserts a PENDING session with its main kernel and a `session_enqueued` event.
+  Status Create(SessionRecord& session);
+
+  StatusOr<std::optional<SessionRecord>> Get(std::string const& id);
+  /// Resolves a path's session reference for `owner`: exact UUID, then exact name among active
+  /// sessions, then a unique prefix of either (DECISIONS.md "Protocol"); several matches →
+  /// 404 too-many-sessions-matched with data.matches, none → 404 object-not-found.
+  /// `allow_dead` also matches terminated sessions (logs, status history).
+  StatusOr<SessionRecord> Resolve(std::string const& ref, std::string const& owner,
+                                  bool allow_dead);
+  /// Active sessions called `name` for `owner`.
+  StatusOr<std::vector<SessionRecord>> ActiveByName(std::string const& owner,
+                                                    std::string const& name);
+
+  /// Moves `id` from `from` to `to`. Returns false when the session was not in `from`.
+  StatusOr<bool> Transition(std::string const& id, protocol::SessionStatus from,
+                            protocol::SessionStatus to, TransitionDetails const& details);
+  Status SetStatusInfo(std::string const& id, std::string const& status_info);
+  Status Rename(std::string const& id, std::string const& name);
+  StatusOr<std::string> MainKernelLogs(std::string const& session_id);
+
+  StatusOr<std::vector<EventRecord>> EventsAfter(std::int64_t seq, int limit);
+  StatusOr<std::int64_t> LastEventSeq();
+
+ private:
+  server::Database& db_;
+};
+
+/// The info object of `GET /session/{id}` (PROTOCOL.md §5.4); slot maps and environ are JSON
+/// objects rather than 24.09's Python str() renderings.
+std::string SessionInfoJson(SessionRecord const& s);
+
+}  // namespace bai::manager

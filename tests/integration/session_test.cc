@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: Apache-2.0
+// Session REST, scheduling and events against an in-process bai-manager. Agents arrive with the
+// agent issue; here an agent row is registered directly in the database where a placement is
+// needed.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "bai/client.h"
+#include "bai/protocol/signing.h"
+#include "server-reference/manager/manager.h"
+#include "tests/testing_util/raw_http.h"
+#include "tests/testing_util/subprocess.h"
+
+namespace bai::manager {
+namespace {
+
+using ::testing::HasSubstr;
+using nlohmann::json;
+using testing_util::TempDir;
+
+class SessionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    config_.data_dir = dir_.path() + "/data";
+    config_.listen_port = 0;
+    StartManager();
+  }
+
+  void StartManager() {
+    auto m = Manager::Start(config_);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    manager_ = std::move(*m);
+    std::ifstream in(manager_->bootstrap().credentials_file);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("BACKEND_ACCESS_KEY=", 0) == 0) access_key_ = line.substr(19);
+      if (line.rfind("BACKEND_SECRET_KEY=", 0) == 0) secret_key_ = line.substr(19);
+    }
+    Options o;
+    o.endpoints = {"http://127.0.0.1:" + std::to_string(manager_->port())};
+    o.access_key = access_key_;
+    o.secret_key = secret_key_;
+    o.retry.max_attempts = 1;
+    client_ = std::make_unique<Client>(*Client::Create(o));
+  }
+
+  ApiResponse Call(std::string method, std::string path, json body = nullptr) {
+    ApiRequest r{std::move(method), std::move(path)};
+    if (!body.is_null()) r.body = body.dump();
+    auto response = client_->Send(r);
+    EXPECT_TRUE(response.ok()) << response.status().message();
+    return response.ok() ? *response : ApiResponse{};
+  }
+
+  json Create(json body) {
+    body["enqueueOnly"] = body.value("enqueueOnly", true);
+    auto r = Call("POST", "/session", body);
+    EXPECT_EQ(r.status, 201) << r.body;
+    return json::parse(r.body, nullptr, false);
+  }
+
+  void AddAgent(std::string const& id, std::string const& slots) {
+    auto r = manager_->store().db().Exec(
+        "INSERT INTO agents (id, scaling_group, status, available_slots, first_contact, "
+        "last_heartbeat) VALUES (?, 'default', 'ALIVE', ?, ?, ?)",
+        {id, slots, NowIso(), NowIso()});
+    ASSERT_TRUE(r.ok()) << r.status().message();
+  }
+
+  std::string Signed(std::string const& target) {
+    std::string host = "127.0.0.1:" + std::to_string(manager_->port());
+    protocol::SigningInput in;
+    in.method = "GET";
+    in.request_target = target;
+    in.date = protocol::FormatRequestDate(std::chrono::system_clock::now());
+    in.host = host;
+    in.api_version = "v8.20240915";
+    auto auth = protocol::AuthorizationHeaderValue(access_key_, *protocol::Sign(in, secret_key_),
+                                                   protocol::HashAlgorithm::kSha256);
+    return "GET " + target + " HTTP/1.1\r\nHost: " + host + "\r\nDate: " + in.date +
+           "\r\nX-BackendAI-Version: v8.20240915\r\nAuthorization: " + auth + "\r\n\r\n";
+  }
+
+  TempDir dir_;
+  ManagerConfig config_;
+  std::unique_ptr<Manager> manager_;
+  std::unique_ptr<Client> client_;
+  std::string access_key_, secret_key_;
+};
+
+TEST_F(SessionTest, EnqueueGetMatchAndHistory) {
+  auto created = Create({{"name", "train-job"}, {"image", "python"},
+                         {"config", {{"resources", {{"cpu", 2}, {"mem", "2g"}}}}}});
+  EXPECT_EQ(created["status"], "PENDING");
+  EXPECT_EQ(created["created"], true);
+  std::string id = created["sessionId"];
+
+  for (std::string ref : {id, std::string("train-job"), std::string("train"), id.substr(0, 6)}) {
+    auto info = Call("GET", "/session/" + ref);
+    ASSERT_EQ(info.status, 200) << ref << ": " << info.body;
+    auto j = json::parse(info.body);
+    EXPECT_EQ(j["sessionId"], id);
+    EXPECT_EQ(j["status"], "PENDING");
+    EXPECT_EQ(j["requestedSlots"], json({{"cpu", "2"}, {"mem", "2147483648"}}));
+    EXPECT_THAT(j["statusInfo"].get<std::string>(), HasSubstr("no schedulable x86_64 agent"));
+  }
+  auto history = json::parse(Call("GET", "/session/train-job/status-history").body);
+  EXPECT_TRUE(history["result"].contains("PENDING"));
+  auto match = json::parse(Call("GET", "/session/_/match?id=train-job").body);
+  ASSERT_EQ(match["matches"].size(), 1u);
+  EXPECT_EQ(match["matches"][0]["id"], id);
+}
+
+TEST_F(SessionTest, AmbiguousPrefixesAndUnknownSessions) {
+  Create({{"name", "exp-alpha"}, {"image", "python"}});
+  Create({{"name", "exp-beta"}, {"image", "python"}});
+  auto r = Call("GET", "/session/exp");
+  EXPECT_EQ(r.status, 404);
+  auto j = json::parse(r.body);
+  EXPECT_EQ(j["type"], "https://api.backend.ai/probs/too-many-sessions-matched");
+  EXPECT_EQ(j["data"]["matches"].size(), 2u);
+  EXPECT_EQ(Call("GET", "/session/nothing-like-it").status, 404);
+  EXPECT_EQ(Call("GET", "/session/exp%").status, 404) << "LIKE wildcards are literal";
+}
+
+TEST_F(SessionTest, ReuseRulesByName) {
+  auto first = Create({{"name", "notebook"}, {"image", "python"}});
+  auto again = Call("POST", "/session", {{"name", "notebook"}, {"image", "python"}, {"enqueueOnly", true}});
+  ASSERT_EQ(again.status, 201);
+  auto j = json::parse(again.body);
+  EXPECT_EQ(j["created"], false);
+  EXPECT_EQ(j["sessionId"], first["sessionId"]);
+  EXPECT_TRUE(j.contains("service_ports"));
+  auto refuse = Call("POST", "/session", {{"name", "notebook"}, {"image", "python"},
+                                          {"reuseIfExists", false}, {"enqueueOnly", true}});
+  EXPECT_EQ(refuse.status, 400);
+  EXPECT_EQ(json::parse(refuse.body)["data"]["existingSessionId"], first["sessionId"]);
+  auto other_image = Call("POST", "/session", {{"name", "notebook"}, {"image", "shell"}, {"enqueueOnly", true}});
+  EXPECT_EQ(other_image.status, 400);
+}
+
+TEST_F(SessionTest, ValidationErrorsNameTheField) {
+  struct Case {
+    json body;
+    char const* field;
+  };
+  std::vector<Case> cases = {
+      {{{"name", "ab"}, {"image", "python"}}, "name"},
+      {{{"name", "bad name!"}, {"image", "python"}}, "name"},
+      {{{"name", std::string(65, 'x')}, {"image", "python"}}, "name"},
+      {{{"name", "from-template"}, {"image", "python"}}, "name"},
+      {{{"name", "no-image"}}, "image"},
+      {{{"name", "batchy"}, {"image", "python"}, {"type", "batch"}}, "startupCommand"},
+      {{{"name", "typed"}, {"image", "python"}, {"type", "weird"}}, "type"},
+      {{{"name", "later"}, {"image", "python"}, {"starts_at", "1h"}}, "starts_at"},
+      {{{"name", "slots"}, {"image", "python"}, {"config", {{"resources", {{"gpu", 1}}}}}},
+       "config.resources.gpu"},
+      {{{"name", "amount"}, {"image", "python"}, {"config", {{"resources", {{"mem", "lots"}}}}}},
+       "config.resources"},
+      {{{"name", "prio"}, {"image", "python"}, {"priority", 101}}, "priority"},
+      {{{"name", "envs"}, {"image", "python"}, {"config", {{"environ", {{"A", 1}}}}}}, "config.environ"},
+      {{{"name", "wait"}, {"image", "python"}, {"maxWaitSeconds", -1}}, "maxWaitSeconds"},
+      {{{"name", "timeout"}, {"image", "python"}, {"type", "batch"}, {"startupCommand", "true"},
+        {"batch_timeout", "soon"}}, "batch_timeout"},
+  };
+  for (auto const& c : cases) {
+    auto r = Call("POST", "/session", c.body);
+    EXPECT_EQ(r.status, 400) << c.body.dump() << " → " << r.body;
+    auto j = json::parse(r.body, nullptr, false);
+    EXPECT_EQ(j.value("type", ""), "https://api.backend.ai/probs/invalid-api-params") << r.body;
+    EXPECT_TRUE(j.contains("data") && j["data"].contains(c.field)) << c.field << ": " << r.body;
+  }
+  auto sg = Call("POST", "/session", {{"name", "where"}, {"image", "python"},
+                                      {"config", {{"scaling_group", "nope"}}}});
+  EXPECT_EQ(sg.status, 404);
+  EXPECT_THAT(sg.body, HasSubstr("No such scaling group."));
+  auto grp = Call("POST", "/session", {{"name", "which"}, {"image", "python"}, {"group", "nope"}});
+  EXPECT_EQ(grp.status, 404);
+  auto multi = Call("POST", "/session", {{"name", "multi"}, {"image", "python"}, {"cluster_size", 2}});
+  EXPECT_EQ(multi.status, 400);
+}
+
+TEST_F(SessionTest, MaxWaitSecondsAnswersTimeoutAndTheSessionStays) {
+  auto start = std::chrono::steady_clock::now();
+  auto r = Call("POST", "/session", {{"name", "waiter"}, {"image", "python"}, {"maxWaitSeconds", 1}});
+  auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(json::parse(r.body)["status"], "TIMEOUT");
+  EXPECT_GE(took, std::chrono::milliseconds(900));
+  EXPECT_TRUE(r.Header("x-ratelimit-limit"));
+  EXPECT_EQ(json::parse(Call("GET", "/session/waiter").body)["status"], "PENDING");
+}
+
+TEST_F(SessionTest, SchedulerPlacesOnAnAgentWithExactAccounting) {
+  AddAgent("agent-1", R"({"cpu": "1", "mem": "4294967296"})");
+  std::vector<std::string> ids;
+  for (int i = 0; i < 11; ++i) {
+    auto c = Create({{"name", "tiny-" + std::to_string(i)}, {"image", "python"},
+                     {"config", {{"resources", {{"cpu", "0.1"}, {"mem", "256m"}}}}}});
+    ids.push_back(c["sessionId"]);
+  }
+  manager_->Schedule("default");
+  int scheduled = 0;
+  for (int i = 0; i < 11; ++i) {
+    auto j = json::parse(Call("GET", "/session/" + ids[i]).body);
+    if (j["status"] == "SCHEDULED") {
+      ++scheduled;
+      EXPECT_EQ(j["agentId"], "agent-1");
+    } else {
+      EXPECT_EQ(j["status"], "PENDING");
+      EXPECT_THAT(j["statusInfo"].get<std::string>(), HasSubstr("largest free agent has cpu=0"));
+    }
+  }
+  EXPECT_EQ(scheduled, 10) << "ten of cpu=0.1 fill cpu=1 exactly, the eleventh waits";
+  // Destroying a placed session frees its slot for the waiting one.
+  ASSERT_EQ(Call("DELETE", "/session/" + ids[0]).status, 200);
+  EXPECT_EQ((*manager_->sessions().Get(ids[0]))->status, "CANCELLED");
+  manager_->Schedule("default");
+  EXPECT_EQ(json::parse(Call("GET", "/session/" + ids[10]).body)["status"], "SCHEDULED");
+}
+
+TEST_F(SessionTest, DestroyPendingCancelsIt) {
+  auto c = Create({{"name", "doomed"}, {"image", "python"}});
+  auto r = Call("DELETE", "/session/doomed");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(Call("GET", "/session/doomed").status, 404) << "dead sessions no longer match";
+  auto history = json::parse(Call("GET", "/session/doomed/status-history").body)["result"];
+  EXPECT_TRUE(history.contains("CANCELLED"));
+  EXPECT_EQ(Call("DELETE", "/session/doomed").status, 404);
+  // The name is free again.
+  Create({{"name", "doomed"}, {"image", "python"}});
+}
+
+TEST_F(SessionTest, EventStreamDeliversLifecycleEvents) {
+  std::string stream;
+  std::thread reader([&] {
+    stream = testing_util::RawHttpStream(manager_->port(), Signed("/events/session"), 1500);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  Create({{"name", "watched"}, {"image", "python"}});
+  Call("DELETE", "/session/watched");
+  reader.join();
+  EXPECT_THAT(stream, HasSubstr("Content-Type: text/event-stream"));
+  EXPECT_THAT(stream, HasSubstr("event: session_enqueued\r\ndata: "));
+  EXPECT_THAT(stream, HasSubstr("event: session_cancelled\r\ndata: "));
+  EXPECT_THAT(stream, HasSubstr("\"sessionName\":\"watched\""));
+  EXPECT_THAT(stream, HasSubstr("\"reason\":\"user-requested\""));
+
+  // A filter on another name sees nothing.
+  std::string filtered;
+  std::thread other([&] {
+    filtered = testing_util::RawHttpStream(manager_->port(),
+                                           Signed("/events/session?sessionName=someone-else"), 1000);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  Create({{"name", "unwatched"}, {"image", "python"}});
+  other.join();
+  EXPECT_THAT(filtered, HasSubstr("200 OK"));
+  EXPECT_THAT(filtered, ::testing::Not(HasSubstr("event: session_enqueued")));
+}
+
+TEST_F(SessionTest, RestartKeepsQueueAndHistory) {
+  AddAgent("agent-1", R"({"cpu": "2", "mem": "4294967296"})");
+  auto placed = Create({{"name", "placed"}, {"image", "python"}, {"config", {{"resources", {{"cpu", 2}}}}}});
+  manager_->Schedule("default");
+  auto queued = Create({{"name", "queued"}, {"image", "python"}, {"config", {{"resources", {{"cpu", 1}}}}}});
+  manager_->Stop();
+  manager_.reset();
+  StartManager();
+  auto p = json::parse(Call("GET", "/session/placed").body);
+  EXPECT_EQ(p["status"], "SCHEDULED");
+  EXPECT_EQ(p["agentId"], "agent-1");
+  manager_->Schedule("default");
+  auto q = json::parse(Call("GET", "/session/queued").body);
+  EXPECT_EQ(q["status"], "PENDING") << "the slots held before the restart are still held";
+  EXPECT_THAT(q["statusInfo"].get<std::string>(), HasSubstr("largest free agent has cpu=0"));
+}
+
+TEST_F(SessionTest, DependenciesAreAfterOk) {
+  AddAgent("agent-1", R"({"cpu": "8", "mem": "8589934592"})");
+  auto first = Create({{"name", "step-one"}, {"image", "python"}, {"type", "batch"},
+                       {"startupCommand", "true"}});
+  auto second = Create({{"name", "step-two"}, {"image", "python"}, {"type", "batch"},
+                        {"startupCommand", "true"}, {"dependencies", {"step-one"}}});
+  manager_->Schedule("default");
+  auto j = json::parse(Call("GET", "/session/step-two").body);
+  EXPECT_EQ(j["status"], "PENDING");
+  EXPECT_THAT(j["statusInfo"].get<std::string>(), HasSubstr("dependency"));
+  // step-one is cancelled → step-two is cancelled too.
+  ASSERT_EQ(Call("DELETE", "/session/step-one").status, 200);
+  EXPECT_EQ((*manager_->sessions().Get(first["sessionId"]))->status, "CANCELLED");
+  manager_->Schedule("default");
+  auto dependent = *manager_->sessions().Get(second["sessionId"]);
+  EXPECT_EQ(dependent->status, "CANCELLED");
+  EXPECT_EQ(dependent->status_info, "dependency-failed");
+}
+
+}  // namespace
+}  // namespace bai::manager
