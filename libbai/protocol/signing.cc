@@ -284,15 +284,24 @@ std::string DeriveSigningKey(std::string_view secret_key, std::string_view key_d
   return Hmac(hash, Hmac(hash, secret_key, key_date), host);
 }
 
-StatusOr<std::string> Sign(SigningInput const& input, std::string_view secret_key) {
+StatusOr<std::string> KeyDateOf(SigningInput const& input) {
   auto date = ParseHttpDate(input.date);
   if (!date) {
     return AuthParamsError("Date/time sync error (cannot parse the date \"" + input.date + "\")");
   }
   std::string key_date = std::to_string(date->local_yyyymmdd);
   key_date.insert(0, 8 - std::min<std::size_t>(8, key_date.size()), '0');
-  std::string key = DeriveSigningKey(secret_key, key_date, input.host, input.hash);
-  return Hex(Hmac(input.hash, key, StringToSign(input)));
+  return key_date;
+}
+
+std::string SignWithKey(SigningInput const& input, std::string_view derived_key) {
+  return Hex(Hmac(input.hash, derived_key, StringToSign(input)));
+}
+
+StatusOr<std::string> Sign(SigningInput const& input, std::string_view secret_key) {
+  auto key_date = KeyDateOf(input);
+  if (!key_date.ok()) return key_date;
+  return SignWithKey(input, DeriveSigningKey(secret_key, *key_date, input.host, input.hash));
 }
 
 std::string AuthorizationHeaderValue(std::string_view access_key, std::string_view signature,
@@ -424,15 +433,21 @@ StatusOr<PendingVerification> PrepareVerification(ReceivedRequest const& request
   return out;
 }
 
-Status VerifySignature(PendingVerification const& pending, std::string_view secret_key) {
-  auto expected = Sign(pending.input, secret_key);
-  if (!expected.ok()) return expected.status();
+Status VerifySignatureWithKey(PendingVerification const& pending, std::string_view derived_key) {
+  std::string expected = SignWithKey(pending.input, derived_key);
   auto const& got = pending.auth.signature;
-  if (got.size() != expected->size() ||
-      sodium_memcmp(got.data(), expected->data(), got.size()) != 0) {
+  if (got.size() != expected.size() ||
+      sodium_memcmp(got.data(), expected.data(), got.size()) != 0) {
     return MakeProblemStatus(ProblemType::kAuthFailed, "Signature mismatch");
   }
   return {};
+}
+
+Status VerifySignature(PendingVerification const& pending, std::string_view secret_key) {
+  auto key_date = KeyDateOf(pending.input);
+  if (!key_date.ok()) return key_date.status();
+  return VerifySignatureWithKey(
+      pending, DeriveSigningKey(secret_key, *key_date, pending.input.host, pending.input.hash));
 }
 
 }  // namespace bai::protocol

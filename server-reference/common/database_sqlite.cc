@@ -3,6 +3,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -201,7 +202,9 @@ class SqliteDatabase : public Database {
  private:
   StatusOr<std::unique_ptr<Connection>> Acquire() {
     std::unique_lock<std::mutex> lock(mu_);
+    ++waiting_;
     cv_.wait(lock, [this] { return !idle_.empty() || open_ < max_connections_; });
+    --waiting_;
     if (!idle_.empty()) {
       auto c = std::move(idle_.back());
       idle_.pop_back();
@@ -221,7 +224,7 @@ class SqliteDatabase : public Database {
   void Release(std::unique_ptr<Connection> c) {
     std::lock_guard<std::mutex> lock(mu_);
     idle_.push_back(std::move(c));
-    cv_.notify_one();
+    if (waiting_ > 0) cv_.notify_one();  // no futex wake-up when nobody waits
   }
 
   std::string path_;
@@ -230,11 +233,18 @@ class SqliteDatabase : public Database {
   std::condition_variable cv_;
   std::vector<std::unique_ptr<Connection>> idle_;
   int open_ = 0;
+  int waiting_ = 0;
 };
 
 }  // namespace
 
 StatusOr<std::unique_ptr<Database>> OpenSqlite(std::string const& path, int max_connections) {
+  // Memory statistics take a process-wide mutex on every SQLite allocation; we never read them.
+  static bool const kConfigured = [] {
+    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+    return true;
+  }();
+  (void)kConfigured;
   if (path.empty() || path == ":memory:") {
     return Status(StatusCode::kInvalidArgument, "the database needs a file path");
   }

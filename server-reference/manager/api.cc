@@ -84,7 +84,7 @@ void ManagerApi::AddAsync(std::string method, std::string const& pattern, AuthLe
                 std::optional<HttpResponse> response;
                 if (level != AuthLevel::kAnonymous) {
                   auto now = options_.clock();
-                  auto who = Authenticate(req, store_, level, now);
+                  auto who = Authenticate(req, store_, keypairs_, level, now);
                   if (!who.ok()) {
                     response = ProblemResponse(who.status());
                   } else {

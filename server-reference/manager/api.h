@@ -65,6 +65,7 @@ class ManagerApi {
   Store& store_;
   ApiOptions options_;
   RateLimiter limiter_;
+  KeypairCache keypairs_;
   server::Router router_;
 };
 

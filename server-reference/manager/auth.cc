@@ -78,7 +78,48 @@ bool ClientIpAllowed(std::string const& ip, std::string const& allowed_json) {
   return false;
 }
 
-StatusOr<Identity> Authenticate(server::HttpRequest const& request, Store& store, AuthLevel level,
+StatusOr<std::optional<KeypairRecord>> KeypairCache::Find(Store& store,
+                                                          std::string const& access_key) {
+  auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(access_key);
+    if (it != entries_.end() && it->second.expires > now) return it->second.record;
+  }
+  auto found = store.FindKeypair(access_key);
+  if (!found.ok()) return found;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (entries_.size() > 10000) entries_.clear();  // bounded under a flood of random keys
+  auto& e = entries_[access_key];
+  bool same_secret = e.record && *found && e.record->secret_key == (*found)->secret_key;
+  if (!same_secret) e.derived.clear();
+  e.record = *found;
+  e.expires = now + ttl_;
+  return found;
+}
+
+std::string KeypairCache::DerivedKey(KeypairRecord const& record, std::string const& key_date,
+                                     std::string const& host, int hash) {
+  std::string slot = std::to_string(hash) + "|" + key_date + "|" + host;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(record.identity.access_key);
+    if (it != entries_.end() && it->second.record &&
+        it->second.record->secret_key == record.secret_key) {
+      auto d = it->second.derived.find(slot);
+      if (d != it->second.derived.end()) return d->second;
+    }
+  }
+  std::string key = protocol::DeriveSigningKey(record.secret_key, key_date, host,
+                                               static_cast<protocol::HashAlgorithm>(hash));
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(record.identity.access_key);
+  if (it != entries_.end() && it->second.derived.size() < 64) it->second.derived[slot] = key;
+  return key;
+}
+
+StatusOr<Identity> Authenticate(server::HttpRequest const& request, Store& store,
+                                KeypairCache& cache, AuthLevel level,
                                 std::chrono::system_clock::time_point now) {
   protocol::ReceivedRequest received;
   received.method = request.method;
@@ -93,13 +134,17 @@ StatusOr<Identity> Authenticate(server::HttpRequest const& request, Store& store
   received.authorization = request.Header("authorization");
   auto pending = protocol::PrepareVerification(received, now);
   if (!pending.ok()) return std::move(pending).status();
-  auto keypair = store.FindKeypair(pending->auth.access_key);
+  auto keypair = cache.Find(store, pending->auth.access_key);
   if (!keypair.ok()) return std::move(keypair).status();
   if (!*keypair || !(*keypair)->keypair_active) {
     return MakeProblemStatus(ProblemType::kAuthFailed, "Access key not found");
   }
   auto const& record = **keypair;
-  if (auto verified = protocol::VerifySignature(*pending, record.secret_key); !verified.ok()) {
+  auto key_date = protocol::KeyDateOf(pending->input);
+  if (!key_date.ok()) return std::move(key_date).status();
+  std::string derived = cache.DerivedKey(record, *key_date, pending->input.host,
+                                         static_cast<int>(pending->input.hash));
+  if (auto verified = protocol::VerifySignatureWithKey(*pending, derived); !verified.ok()) {
     return verified;
   }
   if (record.user_status != "active") {

@@ -44,11 +44,36 @@ class RateLimiter {
 
 enum class AuthLevel { kAnonymous, kUser, kAdmin, kSuperadmin };
 
+/// Keypair records and derived signing keys for a short time (default 2 s), so a busy client
+/// costs one HMAC and no keypair query per request. Changes in the database (a deactivated or
+/// deleted keypair) take effect within the TTL; nothing else depends on this memory.
+class KeypairCache {
+ public:
+  explicit KeypairCache(std::chrono::milliseconds ttl = std::chrono::milliseconds(2000))
+      : ttl_(ttl) {}
+
+  StatusOr<std::optional<KeypairRecord>> Find(Store& store, std::string const& access_key);
+  /// DeriveSigningKey(secret, key_date, host), remembered with the keypair.
+  std::string DerivedKey(KeypairRecord const& record, std::string const& key_date,
+                         std::string const& host, int hash);
+
+ private:
+  struct Entry {
+    std::optional<KeypairRecord> record;
+    std::chrono::steady_clock::time_point expires;
+    std::map<std::string, std::string> derived;  ///< "hash|date|host" → key
+  };
+  std::chrono::milliseconds ttl_;
+  std::mutex mu_;
+  std::map<std::string, Entry> entries_;
+};
+
 /// Verifies a request per PROTOCOL.md §2.2 against the keypairs in `store`: date window,
 /// Authorization header, signature, active keypair and user, allowed client IPs, then the
 /// privilege `level` needs. Errors are the problem statuses of §2.2 (400 invalid-auth-params,
 /// 401 auth-failed).
-StatusOr<Identity> Authenticate(server::HttpRequest const& request, Store& store, AuthLevel level,
+StatusOr<Identity> Authenticate(server::HttpRequest const& request, Store& store,
+                                KeypairCache& cache, AuthLevel level,
                                 std::chrono::system_clock::time_point now);
 
 /// True when `ip` lies in one of the CIDRs (or equals one of the addresses) of `allowed_json`,

@@ -69,7 +69,8 @@ void EventHub::WaitForStart(std::string session_id,
   });
   {
     std::lock_guard<std::mutex> lock(mu_);
-    waiters_.push_back({std::move(session_id), deadline, std::move(exchange), std::move(done), gone});
+    waiters_.push_back(
+        {std::move(session_id), deadline, std::move(exchange), std::move(done), gone});
   }
   Wake();
 }

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "server-reference/common/http.h"
+#include "server-reference/manager/sessions.h"
+
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -10,9 +13,6 @@
 #include <optional>
 #include <string>
 #include <thread>
-
-#include "server-reference/common/http.h"
-#include "server-reference/manager/sessions.h"
 
 namespace bai::manager {
 

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/manager/scheduling.h"
 
-#include <map>
-#include <nlohmann/json.hpp>
-#include <set>
-
 #include "bai/protocol/signing.h"
+
 #include "libbai/internal/json_codec.h"
 #include "server-reference/manager/scheduler.h"
 #include "server-reference/manager/sessions.h"
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <set>
 
 namespace bai::manager {
 
@@ -75,7 +77,8 @@ StatusOr<int> RunSchedulingPass(server::Database& db, std::string const& scaling
         // after-ok: every dependency must have succeeded; one that failed cancels this one.
         for (auto const& dep : *deps) {
           if (!dep.is_string()) continue;
-          auto d = tx.Query("SELECT status, result FROM sessions WHERE id = ?", {dep.get<std::string>()});
+          auto d = tx.Query("SELECT status, result FROM sessions WHERE id = ?",
+                            {dep.get<std::string>()});
           if (!d.ok()) return d.status();
           std::string st = d->empty() ? "CANCELLED" : (*d)[0].Text(0);
           std::string result = d->empty() ? "failure" : (*d)[0].Text(1);
@@ -109,9 +112,10 @@ StatusOr<int> RunSchedulingPass(server::Database& db, std::string const& scaling
       agent_index[a.id] = in.agents.size();
       in.agents.push_back(std::move(a));
     }
-    auto holding = tx.Query(std::string("SELECT agent_id, access_key, requested_slots FROM sessions "
-                                        "WHERE status IN ") +
-                            kHoldingStatuses);
+    auto holding =
+        tx.Query(std::string("SELECT agent_id, access_key, requested_slots FROM sessions "
+                             "WHERE status IN ") +
+                 kHoldingStatuses);
     if (!holding.ok()) return holding.status();
     std::map<std::string, scheduler::Keypair> usage;
     for (auto const& r : *holding) {

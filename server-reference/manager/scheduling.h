@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "bai/status.h"
+
+#include "server-reference/common/database.h"
+
 #include <chrono>
 #include <string>
-
-#include "bai/status.h"
-#include "server-reference/common/database.h"
 
 namespace bai::manager {
 

@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Session routes (PROTOCOL.md §5) and the session event stream (§5.6).
-#include <nlohmann/json.hpp>
-
 #include "bai/protocol/errors.h"
 #include "bai/protocol/resource.h"
 #include "bai/protocol/signing.h"
+
 #include "libbai/internal/json_codec.h"
 #include "server-reference/common/problem.h"
 #include "server-reference/manager/api.h"
@@ -12,6 +11,8 @@
 #include "server-reference/manager/events.h"
 #include "server-reference/manager/params.h"
 #include "server-reference/manager/sessions.h"
+
+#include <nlohmann/json.hpp>
 
 namespace bai::manager {
 
@@ -55,12 +56,23 @@ std::optional<std::int64_t> ParseDuration(std::string const& text) {
   std::int64_t unit = 1;
   std::string number = text;
   switch (text.back()) {
-    case 's': unit = 1; break;
-    case 'm': unit = 60; break;
-    case 'h': unit = 3600; break;
-    case 'd': unit = 86400; break;
-    case 'w': unit = 604800; break;
-    default: unit = 0;
+    case 's':
+      unit = 1;
+      break;
+    case 'm':
+      unit = 60;
+      break;
+    case 'h':
+      unit = 3600;
+      break;
+    case 'd':
+      unit = 86400;
+      break;
+    case 'w':
+      unit = 604800;
+      break;
+    default:
+      unit = 0;
   }
   if (unit != 0) {
     number.pop_back();
@@ -84,8 +96,8 @@ std::string IsoFromUnix(std::int64_t secs) {
 }
 
 json CreatedBody(SessionRecord const& s, std::string const& status, bool created) {
-  json body = {{"sessionId", s.id}, {"sessionName", s.name}, {"status", status},
-               {"created", created}};
+  json body = {
+      {"sessionId", s.id}, {"sessionName", s.name}, {"status", status}, {"created", created}};
   // 24.09 answers a reused session with the snake_case key; tolerant clients read both.
   body[created ? "servicePorts" : "service_ports"] = json::array();
   return body;
@@ -108,12 +120,14 @@ Status ParseCreate(RequestContext& ctx, CreateInput& in) {
 
   auto name = p->String({"name", "session_name", "clientSessionToken"});
   if (name && !ValidSessionName(*name)) {
-    p->Fail("name", "4–64 characters of letters, digits, '_', '.', '-', starting and ending "
-                    "with a letter, digit or '_' (not \"from-template\")");
+    p->Fail("name",
+            "4–64 characters of letters, digits, '_', '.', '-', starting and ending "
+            "with a letter, digit or '_' (not \"from-template\")");
   }
   s.name = name.value_or("s-" + s.id.substr(0, 8));
   auto image = p->String({"image", "lang"}, true);
-  if (image && (image->empty() || image->size() > 512)) p->Fail("image", "must be 1–512 characters");
+  if (image && (image->empty() || image->size() > 512))
+    p->Fail("image", "must be 1–512 characters");
   s.image = image.value_or("");
   s.architecture = p->String({"architecture", "arch"}).value_or("x86_64");
   s.type = p->String({"type", "sessionType"}).value_or("interactive");
@@ -152,9 +166,9 @@ Status ParseCreate(RequestContext& ctx, CreateInput& in) {
     }
   }
   if (auto const* bt = p->Raw({"batch_timeout", "batchTimeout"}); bt && !bt->is_null()) {
-    auto secs = bt->is_number_integer() ? std::optional<std::int64_t>(bt->get<std::int64_t>())
-                                        : (bt->is_string() ? ParseDuration(bt->get<std::string>())
-                                                           : std::nullopt);
+    auto secs = bt->is_number_integer()
+                    ? std::optional<std::int64_t>(bt->get<std::int64_t>())
+                    : (bt->is_string() ? ParseDuration(bt->get<std::string>()) : std::nullopt);
     if (!secs || *secs <= 0) {
       p->Fail("batch_timeout", "expected seconds or a duration such as 1h");
     } else {
@@ -277,7 +291,8 @@ Status ParseCreate(RequestContext& ctx, CreateInput& in) {
   }
   auto group_id = ctx.store.FindGroup(s.domain_name, group);
   if (!group_id.ok()) return group_id.status();
-  if (!*group_id) return MakeProblemStatus(ProblemType::kObjectNotFound, "No such user group (or project).");
+  if (!*group_id)
+    return MakeProblemStatus(ProblemType::kObjectNotFound, "No such user group (or project).");
   auto member = ctx.store.IsMember(**group_id, s.user_id);
   if (!member.ok()) return member.status();
   if (!*member && !who.IsSuperadmin()) {
@@ -296,7 +311,8 @@ Status ParseCreate(RequestContext& ctx, CreateInput& in) {
     }
     s.scaling_group = *scaling_group;
   } else {
-    if (allowed->empty()) return MakeProblemStatus(ProblemType::kObjectNotFound, "No such scaling group.");
+    if (allowed->empty())
+      return MakeProblemStatus(ProblemType::kObjectNotFound, "No such scaling group.");
     s.scaling_group = allowed->front();
   }
   json deps = json::array();
@@ -327,9 +343,10 @@ void ManagerApi::AddSessionRoutes(SessionStore& sessions, EventHub& hub,
                                   std::function<void(std::string const&)> schedule) {
   using L = AuthLevel;
 
-  auto create = [&sessions, &hub, schedule](RequestContext& ctx,
-                                            std::shared_ptr<server::Exchange> const& exchange)
-      -> std::optional<HttpResponse> {
+  auto create =
+      [&sessions, &hub, schedule](
+          RequestContext& ctx,
+          std::shared_ptr<server::Exchange> const& exchange) -> std::optional<HttpResponse> {
     CreateInput in;
     if (auto st = ParseCreate(ctx, in); !st.ok()) return ProblemResponse(st);
     auto& s = in.session;
@@ -338,11 +355,11 @@ void ManagerApi::AddSessionRoutes(SessionStore& sessions, EventHub& hub,
     if (!existing->empty()) {
       auto const& old = existing->front();
       if (!in.reuse || old.image != s.image) {
-        return ProblemResponse(MakeProblemStatus(
-            ProblemType::kSessionAlreadyExists,
-            in.reuse ? "An active session with this name runs another image."
-                     : "An active session with this name exists.",
-            json{{"existingSessionId", old.id}}.dump()));
+        return ProblemResponse(
+            MakeProblemStatus(ProblemType::kSessionAlreadyExists,
+                              in.reuse ? "An active session with this name runs another image."
+                                       : "An active session with this name exists.",
+                              json{{"existingSessionId", old.id}}.dump()));
       }
       return JsonResponse(CreatedBody(old, old.status, false), 201);
     }
@@ -467,13 +484,15 @@ void ManagerApi::AddSessionRoutes(SessionStore& sessions, EventHub& hub,
       auto s = sessions.Resolve(ctx.params.at("id"), ctx.identity->access_key, true);
       if (!s.ok()) return std::move(s).status();
       if (s->status != "RUNNING") {
-        return MakeProblemStatus(ProblemType::kInvalidApiParams,
-                                 "Only RUNNING sessions can be renamed (this one is " + s->status + ").");
+        return MakeProblemStatus(
+            ProblemType::kInvalidApiParams,
+            "Only RUNNING sessions can be renamed (this one is " + s->status + ").");
       }
       auto clash = sessions.ActiveByName(s->access_key, *name);
       if (!clash.ok()) return std::move(clash).status();
       if (!clash->empty()) {
-        return MakeProblemStatus(ProblemType::kSessionAlreadyExists, "An active session has that name.",
+        return MakeProblemStatus(ProblemType::kSessionAlreadyExists,
+                                 "An active session has that name.",
                                  json{{"existingSessionId", clash->front().id}}.dump());
       }
       if (auto st = sessions.Rename(s->id, *name); !st.ok()) return st;
@@ -481,54 +500,55 @@ void ManagerApi::AddSessionRoutes(SessionStore& sessions, EventHub& hub,
     });
   });
 
-  AddAsync("GET", "/events/session", L::kUser,
-           [this, &hub](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange)
-               -> std::optional<HttpResponse> {
-             auto p = Params::From(ctx.request);
-             if (!p.ok()) return ProblemResponse(p.status());
-             std::string name = p->String({"sessionName", "name", "session_name"}).value_or("*");
-             auto owner = p->String({"ownerAccessKey", "owner_access_key"});
-             auto session_id = p->String({"sessionId", "session_id"});
-             std::string group = p->String({"groupName", "group", "group_name"}).value_or("*");
-             std::string scope = p->String({"scope"}).value_or("*");
-             if (scope != "*" && scope != "session" && scope != "kernel") {
-               p->Fail("scope", "must be session, kernel or *");
-             }
-             if (auto st = p->Check(); !st.ok()) return ProblemResponse(st);
-             Identity who = *ctx.identity;
-             if (owner && *owner != who.access_key && !who.is_admin && !who.IsSuperadmin()) {
-               return ProblemResponse(MakeProblemStatus(
-                   ProblemType::kGenericForbidden, "Only admins may watch another keypair's sessions."));
-             }
-             std::optional<std::string> group_id;
-             if (group != "*") {
-               auto g = store_.FindGroup(who.domain, group);
-               if (!g.ok()) return ProblemResponse(g.status());
-               if (!*g) {
-                 return ProblemResponse(MakeProblemStatus(ProblemType::kObjectNotFound,
-                                                          "No such user group (or project)."));
-               }
-               group_id = **g;
-             }
-             // Without an explicit owner or session, users see their own sessions and admins
-             // what their role covers.
-             std::optional<std::string> key = owner;
-             if (!key && !session_id && !who.is_admin && !who.IsSuperadmin()) key = who.access_key;
-             auto filter = [=](EventRecord const& e) {
-               if (!Visible(e, who)) return false;
-               bool kernel_event = e.name.rfind("kernel_", 0) == 0;
-               if (scope == "session" && kernel_event) return false;
-               if (scope == "kernel" && !kernel_event) return false;
-               if (session_id) return e.session_id == *session_id;
-               if (key && e.access_key != *key) return false;
-               if (name != "*" && e.session_name != name) return false;
-               if (group_id && e.group_id != *group_id) return false;
-               return true;
-             };
-             exchange->StartEventStream(ctx.response_headers);
-             hub.Subscribe(exchange, filter);
-             return std::nullopt;
-           });
+  AddAsync(
+      "GET", "/events/session", L::kUser,
+      [this, &hub](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange)
+          -> std::optional<HttpResponse> {
+        auto p = Params::From(ctx.request);
+        if (!p.ok()) return ProblemResponse(p.status());
+        std::string name = p->String({"sessionName", "name", "session_name"}).value_or("*");
+        auto owner = p->String({"ownerAccessKey", "owner_access_key"});
+        auto session_id = p->String({"sessionId", "session_id"});
+        std::string group = p->String({"groupName", "group", "group_name"}).value_or("*");
+        std::string scope = p->String({"scope"}).value_or("*");
+        if (scope != "*" && scope != "session" && scope != "kernel") {
+          p->Fail("scope", "must be session, kernel or *");
+        }
+        if (auto st = p->Check(); !st.ok()) return ProblemResponse(st);
+        Identity who = *ctx.identity;
+        if (owner && *owner != who.access_key && !who.is_admin && !who.IsSuperadmin()) {
+          return ProblemResponse(MakeProblemStatus(
+              ProblemType::kGenericForbidden, "Only admins may watch another keypair's sessions."));
+        }
+        std::optional<std::string> group_id;
+        if (group != "*") {
+          auto g = store_.FindGroup(who.domain, group);
+          if (!g.ok()) return ProblemResponse(g.status());
+          if (!*g) {
+            return ProblemResponse(MakeProblemStatus(ProblemType::kObjectNotFound,
+                                                     "No such user group (or project)."));
+          }
+          group_id = **g;
+        }
+        // Without an explicit owner or session, users see their own sessions and admins
+        // what their role covers.
+        std::optional<std::string> key = owner;
+        if (!key && !session_id && !who.is_admin && !who.IsSuperadmin()) key = who.access_key;
+        auto filter = [=](EventRecord const& e) {
+          if (!Visible(e, who)) return false;
+          bool kernel_event = e.name.rfind("kernel_", 0) == 0;
+          if (scope == "session" && kernel_event) return false;
+          if (scope == "kernel" && !kernel_event) return false;
+          if (session_id) return e.session_id == *session_id;
+          if (key && e.access_key != *key) return false;
+          if (name != "*" && e.session_name != name) return false;
+          if (group_id && e.group_id != *group_id) return false;
+          return true;
+        };
+        exchange->StartEventStream(ctx.response_headers);
+        hub.Subscribe(exchange, filter);
+        return std::nullopt;
+      });
 }
 
 }  // namespace bai::manager

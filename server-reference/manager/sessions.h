@@ -1,16 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "bai/protocol/resource.h"
+#include "bai/protocol/session_status.h"
+#include "bai/status.h"
+
+#include "server-reference/common/database.h"
+#include "server-reference/manager/store.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include "bai/protocol/resource.h"
-#include "bai/protocol/session_status.h"
-#include "bai/status.h"
-#include "server-reference/common/database.h"
-#include "server-reference/manager/store.h"
 
 namespace bai::manager {
 

@@ -2,23 +2,24 @@
 // Session REST, scheduling and events against an in-process bai-manager. Agents arrive with the
 // agent issue; here an agent row is registered directly in the database where a placement is
 // needed.
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
-#include <fstream>
-#include <nlohmann/json.hpp>
-
 #include "bai/client.h"
 #include "bai/protocol/signing.h"
+
 #include "server-reference/manager/manager.h"
 #include "tests/testing_util/raw_http.h"
 #include "tests/testing_util/subprocess.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
 namespace bai::manager {
 namespace {
 
-using ::testing::HasSubstr;
 using nlohmann::json;
+using ::testing::HasSubstr;
 using testing_util::TempDir;
 
 class SessionTest : public ::testing::Test {
@@ -92,7 +93,8 @@ class SessionTest : public ::testing::Test {
 };
 
 TEST_F(SessionTest, EnqueueGetMatchAndHistory) {
-  auto created = Create({{"name", "train-job"}, {"image", "python"},
+  auto created = Create({{"name", "train-job"},
+                         {"image", "python"},
                          {"config", {{"resources", {{"cpu", 2}, {"mem", "2g"}}}}}});
   EXPECT_EQ(created["status"], "PENDING");
   EXPECT_EQ(created["created"], true);
@@ -128,17 +130,20 @@ TEST_F(SessionTest, AmbiguousPrefixesAndUnknownSessions) {
 
 TEST_F(SessionTest, ReuseRulesByName) {
   auto first = Create({{"name", "notebook"}, {"image", "python"}});
-  auto again = Call("POST", "/session", {{"name", "notebook"}, {"image", "python"}, {"enqueueOnly", true}});
+  auto again =
+      Call("POST", "/session", {{"name", "notebook"}, {"image", "python"}, {"enqueueOnly", true}});
   ASSERT_EQ(again.status, 201);
   auto j = json::parse(again.body);
   EXPECT_EQ(j["created"], false);
   EXPECT_EQ(j["sessionId"], first["sessionId"]);
   EXPECT_TRUE(j.contains("service_ports"));
-  auto refuse = Call("POST", "/session", {{"name", "notebook"}, {"image", "python"},
-                                          {"reuseIfExists", false}, {"enqueueOnly", true}});
+  auto refuse = Call(
+      "POST", "/session",
+      {{"name", "notebook"}, {"image", "python"}, {"reuseIfExists", false}, {"enqueueOnly", true}});
   EXPECT_EQ(refuse.status, 400);
   EXPECT_EQ(json::parse(refuse.body)["data"]["existingSessionId"], first["sessionId"]);
-  auto other_image = Call("POST", "/session", {{"name", "notebook"}, {"image", "shell"}, {"enqueueOnly", true}});
+  auto other_image =
+      Call("POST", "/session", {{"name", "notebook"}, {"image", "shell"}, {"enqueueOnly", true}});
   EXPECT_EQ(other_image.status, 400);
 }
 
@@ -161,10 +166,15 @@ TEST_F(SessionTest, ValidationErrorsNameTheField) {
       {{{"name", "amount"}, {"image", "python"}, {"config", {{"resources", {{"mem", "lots"}}}}}},
        "config.resources"},
       {{{"name", "prio"}, {"image", "python"}, {"priority", 101}}, "priority"},
-      {{{"name", "envs"}, {"image", "python"}, {"config", {{"environ", {{"A", 1}}}}}}, "config.environ"},
+      {{{"name", "envs"}, {"image", "python"}, {"config", {{"environ", {{"A", 1}}}}}},
+       "config.environ"},
       {{{"name", "wait"}, {"image", "python"}, {"maxWaitSeconds", -1}}, "maxWaitSeconds"},
-      {{{"name", "timeout"}, {"image", "python"}, {"type", "batch"}, {"startupCommand", "true"},
-        {"batch_timeout", "soon"}}, "batch_timeout"},
+      {{{"name", "timeout"},
+        {"image", "python"},
+        {"type", "batch"},
+        {"startupCommand", "true"},
+        {"batch_timeout", "soon"}},
+       "batch_timeout"},
   };
   for (auto const& c : cases) {
     auto r = Call("POST", "/session", c.body);
@@ -173,19 +183,21 @@ TEST_F(SessionTest, ValidationErrorsNameTheField) {
     EXPECT_EQ(j.value("type", ""), "https://api.backend.ai/probs/invalid-api-params") << r.body;
     EXPECT_TRUE(j.contains("data") && j["data"].contains(c.field)) << c.field << ": " << r.body;
   }
-  auto sg = Call("POST", "/session", {{"name", "where"}, {"image", "python"},
-                                      {"config", {{"scaling_group", "nope"}}}});
+  auto sg = Call("POST", "/session",
+                 {{"name", "where"}, {"image", "python"}, {"config", {{"scaling_group", "nope"}}}});
   EXPECT_EQ(sg.status, 404);
   EXPECT_THAT(sg.body, HasSubstr("No such scaling group."));
   auto grp = Call("POST", "/session", {{"name", "which"}, {"image", "python"}, {"group", "nope"}});
   EXPECT_EQ(grp.status, 404);
-  auto multi = Call("POST", "/session", {{"name", "multi"}, {"image", "python"}, {"cluster_size", 2}});
+  auto multi =
+      Call("POST", "/session", {{"name", "multi"}, {"image", "python"}, {"cluster_size", 2}});
   EXPECT_EQ(multi.status, 400);
 }
 
 TEST_F(SessionTest, MaxWaitSecondsAnswersTimeoutAndTheSessionStays) {
   auto start = std::chrono::steady_clock::now();
-  auto r = Call("POST", "/session", {{"name", "waiter"}, {"image", "python"}, {"maxWaitSeconds", 1}});
+  auto r =
+      Call("POST", "/session", {{"name", "waiter"}, {"image", "python"}, {"maxWaitSeconds", 1}});
   auto took = std::chrono::steady_clock::now() - start;
   ASSERT_EQ(r.status, 201) << r.body;
   EXPECT_EQ(json::parse(r.body)["status"], "TIMEOUT");
@@ -198,7 +210,8 @@ TEST_F(SessionTest, SchedulerPlacesOnAnAgentWithExactAccounting) {
   AddAgent("agent-1", R"({"cpu": "1", "mem": "4294967296"})");
   std::vector<std::string> ids;
   for (int i = 0; i < 11; ++i) {
-    auto c = Create({{"name", "tiny-" + std::to_string(i)}, {"image", "python"},
+    auto c = Create({{"name", "tiny-" + std::to_string(i)},
+                     {"image", "python"},
                      {"config", {{"resources", {{"cpu", "0.1"}, {"mem", "256m"}}}}}});
     ids.push_back(c["sessionId"]);
   }
@@ -252,8 +265,8 @@ TEST_F(SessionTest, EventStreamDeliversLifecycleEvents) {
   // A filter on another name sees nothing.
   std::string filtered;
   std::thread other([&] {
-    filtered = testing_util::RawHttpStream(manager_->port(),
-                                           Signed("/events/session?sessionName=someone-else"), 1000);
+    filtered = testing_util::RawHttpStream(
+        manager_->port(), Signed("/events/session?sessionName=someone-else"), 1000);
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   Create({{"name", "unwatched"}, {"image", "python"}});
@@ -264,9 +277,11 @@ TEST_F(SessionTest, EventStreamDeliversLifecycleEvents) {
 
 TEST_F(SessionTest, RestartKeepsQueueAndHistory) {
   AddAgent("agent-1", R"({"cpu": "2", "mem": "4294967296"})");
-  auto placed = Create({{"name", "placed"}, {"image", "python"}, {"config", {{"resources", {{"cpu", 2}}}}}});
+  auto placed =
+      Create({{"name", "placed"}, {"image", "python"}, {"config", {{"resources", {{"cpu", 2}}}}}});
   manager_->Schedule("default");
-  auto queued = Create({{"name", "queued"}, {"image", "python"}, {"config", {{"resources", {{"cpu", 1}}}}}});
+  auto queued =
+      Create({{"name", "queued"}, {"image", "python"}, {"config", {{"resources", {{"cpu", 1}}}}}});
   manager_->Stop();
   manager_.reset();
   StartManager();
@@ -281,10 +296,13 @@ TEST_F(SessionTest, RestartKeepsQueueAndHistory) {
 
 TEST_F(SessionTest, DependenciesAreAfterOk) {
   AddAgent("agent-1", R"({"cpu": "8", "mem": "8589934592"})");
-  auto first = Create({{"name", "step-one"}, {"image", "python"}, {"type", "batch"},
-                       {"startupCommand", "true"}});
-  auto second = Create({{"name", "step-two"}, {"image", "python"}, {"type", "batch"},
-                        {"startupCommand", "true"}, {"dependencies", {"step-one"}}});
+  auto first = Create(
+      {{"name", "step-one"}, {"image", "python"}, {"type", "batch"}, {"startupCommand", "true"}});
+  auto second = Create({{"name", "step-two"},
+                        {"image", "python"},
+                        {"type", "batch"},
+                        {"startupCommand", "true"},
+                        {"dependencies", {"step-one"}}});
   manager_->Schedule("default");
   auto j = json::parse(Call("GET", "/session/step-two").body);
   EXPECT_EQ(j["status"], "PENDING");

@@ -165,6 +165,23 @@ TEST_P(VectorTest, VerifierRejectsWrongSecretAndEveryAlteredLine) {
 INSTANTIATE_TEST_SUITE_P(Vectors, VectorTest,
                          ::testing::Values("signing_vectors.json", "extra_signing_vectors.json"));
 
+TEST(SigningTest, VerifyingWithADerivedKeyMatchesVerifyingWithTheSecret) {
+  for (auto const& v : LoadVectors("signing_vectors.json")) {
+    auto r = ReceivedOf(v);
+    auto pending = PrepareVerification(r.View(), TimeOf(r.date));
+    ASSERT_TRUE(pending.ok());
+    auto key_date = KeyDateOf(pending->input);
+    ASSERT_TRUE(key_date.ok());
+    std::string secret = v["secret_key"];
+    auto key = DeriveSigningKey(secret, *key_date, pending->input.host, pending->input.hash);
+    EXPECT_TRUE(VerifySignatureWithKey(*pending, key).ok());
+    EXPECT_EQ(SignWithKey(pending->input, key), v["signature"].get<std::string>());
+    auto wrong =
+        DeriveSigningKey(secret + "x", *key_date, pending->input.host, pending->input.hash);
+    EXPECT_EQ(VerifySignatureWithKey(*pending, wrong).code(), StatusCode::kUnauthenticated);
+  }
+}
+
 TEST(SigningTest, WrongSecretIsSignatureMismatch) {
   auto v = LoadVectors("signing_vectors.json")[0];
   auto r = ReceivedOf(v);

@@ -48,6 +48,13 @@ BAI_EXPORT std::string DeriveSigningKey(std::string_view secret_key, std::string
 /// input.date in the offset that the date itself carries; an unparseable date is an error.
 BAI_EXPORT StatusOr<std::string> Sign(SigningInput const& input, std::string_view secret_key);
 
+/// The key date (YYYYMMDD) of input.date in the date's own offset.
+BAI_EXPORT StatusOr<std::string> KeyDateOf(SigningInput const& input);
+
+/// The signature of `input` under a key from DeriveSigningKey() (servers cache derived keys:
+/// they change only with the day and the host).
+BAI_EXPORT std::string SignWithKey(SigningInput const& input, std::string_view derived_key);
+
 /// "BackendAI signMethod=HMAC-SHA256, credential=AK:SIG".
 BAI_EXPORT std::string AuthorizationHeaderValue(std::string_view access_key,
                                                 std::string_view signature, HashAlgorithm hash);
@@ -108,5 +115,10 @@ BAI_EXPORT StatusOr<PendingVerification> PrepareVerification(
 /// Recomputes the signature with `secret_key` and compares it in constant time; a mismatch is a
 /// 401 auth-failed "Signature mismatch" problem.
 BAI_EXPORT Status VerifySignature(PendingVerification const& pending, std::string_view secret_key);
+
+/// VerifySignature with an already derived key (DeriveSigningKey of the secret, KeyDateOf the
+/// request and its host).
+BAI_EXPORT Status VerifySignatureWithKey(PendingVerification const& pending,
+                                         std::string_view derived_key);
 
 }  // namespace bai::protocol
