@@ -2,10 +2,10 @@
 // Prints the headers of a signed request, for load generators that replay one request
 // (a signature stays valid for 15 minutes).
 // Usage: bai_sign_request METHOD TARGET HOST ACCESS_KEY SECRET_KEY
-#include <iostream>
-
 #include "bai/protocol/api_version.h"
 #include "bai/protocol/signing.h"
+
+#include <iostream>
 
 int main(int argc, char** argv) {
   if (argc != 6) {
@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
   }
   std::cout << "Date: " << in.date << "\n"
             << "X-BackendAI-Version: " << in.api_version << "\n"
-            << "Authorization: "
-            << bai::protocol::AuthorizationHeaderValue(argv[4], *sig, in.hash) << "\n";
+            << "Authorization: " << bai::protocol::AuthorizationHeaderValue(argv[4], *sig, in.hash)
+            << "\n";
   return 0;
 }

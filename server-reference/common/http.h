@@ -37,6 +37,23 @@ struct HttpResponse {
   static HttpResponse NoContent();
 };
 
+/// An accepted WebSocket. Send() and Close() may be called from any thread; messages are text
+/// frames.
+class WebSocket {
+ public:
+  virtual ~WebSocket() = default;
+  /// Queues a text message; false once the socket is closed.
+  virtual bool Send(std::string text) = 0;
+  virtual void Close() = 0;
+};
+
+/// Callbacks of an accepted WebSocket, run on its strand.
+struct WebSocketHandlers {
+  std::function<void(std::shared_ptr<WebSocket> const&)> on_open;
+  std::function<void(std::shared_ptr<WebSocket> const&, std::string const&)> on_message;
+  std::function<void()> on_close;  ///< once, however the socket ended
+};
+
 /// One request in flight. A handler answers it exactly once, now or later, from any thread:
 /// with Respond(), or by opening an event stream (Server-Sent Events) and writing to it.
 class Exchange {
@@ -55,6 +72,11 @@ class Exchange {
   virtual void EndEventStream() = 0;
   /// Runs `callback` once when the connection closes (client gone or server stopping).
   virtual void OnClose(std::function<void()> callback) = 0;
+
+  /// True when the request asks for a WebSocket upgrade.
+  virtual bool IsWebSocketUpgrade() const = 0;
+  /// Completes the upgrade; the exchange is answered (no Respond() after this).
+  virtual void AcceptWebSocket(WebSocketHandlers handlers) = 0;
 };
 
 using Handler = std::function<void(std::shared_ptr<Exchange>)>;

@@ -10,6 +10,7 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
 
 #include <atomic>
 #include <deque>
@@ -70,6 +71,7 @@ std::string ProblemBody(protocol::ProblemType type, std::string detail) {
 }  // namespace
 
 class Connection;
+class WsSession;
 
 struct HttpServer::Impl {
   HttpServerOptions options;
@@ -79,10 +81,99 @@ struct HttpServer::Impl {
   std::vector<std::thread> threads;
   std::mutex mu;
   std::list<std::weak_ptr<Connection>> connections;
+  std::list<std::weak_ptr<WsSession>> websockets;
   std::atomic<bool> stopped{false};
   std::uint16_t port = 0;
 
   void Accept();
+};
+
+namespace websocket = beast::websocket;
+
+// An upgraded connection: a read loop feeding on_message and a write queue.
+class WsSession : public WebSocket, public std::enable_shared_from_this<WsSession> {
+ public:
+  WsSession(beast::tcp_stream stream, WebSocketHandlers handlers)
+      : ws_(std::move(stream)), handlers_(std::move(handlers)) {}
+
+  void Start(http::request<http::string_body> request) {
+    ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
+    ws_.read_message_max(16 << 20);
+    ws_.async_accept(request, [self = shared_from_this()](beast::error_code ec) {
+      if (ec) return self->Finish();
+      if (self->handlers_.on_open) self->handlers_.on_open(self);
+      self->DoRead();
+    });
+  }
+
+  bool Send(std::string text) override {
+    if (closed_) return false;
+    net::post(ws_.get_executor(), [self = shared_from_this(), t = std::move(text)]() mutable {
+      if (self->closed_) return;
+      self->queue_.push_back(std::move(t));
+      if (!self->writing_) self->DoWrite();
+    });
+    return true;
+  }
+
+  void Close() override {
+    net::post(ws_.get_executor(), [self = shared_from_this()] {
+      if (self->closed_ || self->closing_) return;
+      self->closing_ = true;
+      self->ws_.async_close(websocket::close_code::normal,
+                            [self](beast::error_code) { self->Finish(); });
+    });
+  }
+
+  // Immediate, for server stop: no close handshake. `done` runs once the socket is closed.
+  void Abort(std::function<void()> done) {
+    net::post(ws_.get_executor(), [self = shared_from_this(), done = std::move(done)] {
+      boost::system::error_code ec;
+      beast::get_lowest_layer(self->ws_).socket().close(ec);
+      self->Finish();
+      done();
+    });
+  }
+
+ private:
+  void DoRead() {
+    ws_.async_read(buffer_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      if (ec) return self->Finish();
+      std::string text = beast::buffers_to_string(self->buffer_.data());
+      self->buffer_.consume(self->buffer_.size());
+      if (self->handlers_.on_message) self->handlers_.on_message(self, text);
+      self->DoRead();
+    });
+  }
+
+  void DoWrite() {
+    writing_ = true;
+    ws_.text(true);
+    ws_.async_write(net::buffer(queue_.front()),
+                    [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                      if (ec) return self->Finish();
+                      self->queue_.pop_front();
+                      if (self->queue_.empty()) {
+                        self->writing_ = false;
+                      } else {
+                        self->DoWrite();
+                      }
+                    });
+  }
+
+  void Finish() {
+    if (closed_.exchange(true)) return;
+    if (handlers_.on_close) handlers_.on_close();
+    handlers_ = {};  // drop captured references, breaking cycles
+  }
+
+  websocket::stream<beast::tcp_stream> ws_;
+  WebSocketHandlers handlers_;
+  beast::flat_buffer buffer_;
+  std::deque<std::string> queue_;
+  bool writing_ = false;
+  bool closing_ = false;
+  std::atomic<bool> closed_{false};
 };
 
 class Connection : public std::enable_shared_from_this<Connection> {
@@ -156,7 +247,27 @@ class Connection : public std::enable_shared_from_this<Connection> {
     close_callbacks_.push_back(std::move(cb));
   }
 
+  bool is_upgrade() const { return upgrade_request_.has_value(); }
+
+  void Upgrade(WebSocketHandlers handlers) {
+    if (closed_ || !upgrade_request_) return;
+    upgraded_ = true;
+    auto ws = std::make_shared<WsSession>(std::move(stream_), std::move(handlers));
+    {
+      std::lock_guard<std::mutex> lock(server_.mu);
+      server_.websockets.remove_if([](auto const& w) { return w.expired(); });
+      server_.websockets.push_back(ws);
+    }
+    ws->Start(std::move(*upgrade_request_));
+    upgrade_request_.reset();
+    // This connection object is done; the socket belongs to the WebSocket now.
+    closed_ = true;
+    auto callbacks = std::move(close_callbacks_);
+    for (auto& cb : callbacks) cb();
+  }
+
   void Close() {
+    if (upgraded_) return;
     if (closed_.exchange(true)) return;
     boost::system::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
@@ -213,6 +324,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     stream_.expires_never();
     auto msg = parser_->release();
     keep_alive_ = msg.keep_alive();
+    if (websocket::is_upgrade(msg)) upgrade_request_ = msg;
     HttpRequest req;
     req.method = std::string(msg.method_string());
     req.target = std::string(msg.target());
@@ -283,6 +395,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::vector<std::function<void()>> close_callbacks_;
   std::string peer_;
   char hangup_buffer_[512];
+  std::optional<http::request<http::string_body>> upgrade_request_;
+  bool upgraded_ = false;
 
   friend class ExchangeImpl;
   friend struct HttpServer::Impl;
@@ -320,6 +434,13 @@ class ExchangeImpl : public Exchange {
     conn_->Post([conn = conn_, cb = std::move(callback)]() mutable {
       conn->AddCloseCallback(std::move(cb));
     });
+  }
+
+  bool IsWebSocketUpgrade() const override { return conn_->is_upgrade(); }
+
+  void AcceptWebSocket(WebSocketHandlers handlers) override {
+    if (answered_.exchange(true)) return;
+    conn_->Post([conn = conn_, h = std::move(handlers)]() mutable { conn->Upgrade(std::move(h)); });
   }
 
  private:
@@ -415,6 +536,16 @@ void HttpServer::Stop() {
         c->Close();
         done->set_value();
       });
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    for (auto& w : impl_->websockets) {
+      auto ws = w.lock();
+      if (!ws) continue;
+      auto done = std::make_shared<std::promise<void>>();
+      closed.push_back(done->get_future());
+      ws->Abort([done] { done->set_value(); });
     }
   }
   for (auto& f : closed) f.wait_for(std::chrono::seconds(2));

@@ -6,7 +6,9 @@
 #include "bai/protocol/resource.h"
 
 #include "libbai/internal/json_codec.h"
+#include "server-reference/common/agent_protocol.h"
 #include "server-reference/common/problem.h"
+#include "server-reference/manager/agents.h"
 #include "server-reference/manager/bootstrap.h"
 #include "server-reference/manager/params.h"
 
@@ -108,6 +110,28 @@ void ManagerApi::AddAsync(std::string method, std::string const& pattern, AuthLe
                 for (auto& h : ctx.response_headers) response->headers.push_back(h);
                 exchange->Respond(*std::move(response));
               });
+}
+
+void ManagerApi::AddAgentRoutes(AgentRegistry& agents, std::string cluster_secret) {
+  AddAsync("GET", server::agent_protocol::kPath, AuthLevel::kAnonymous,
+           [this, &agents, secret = std::move(cluster_secret)](
+               RequestContext& ctx,
+               std::shared_ptr<server::Exchange> const& exchange) -> std::optional<HttpResponse> {
+             auto header = ctx.request.Header("x-bai-agent-auth");
+             if (!header) {
+               return ProblemResponse(
+                   MakeProblemStatus(ProblemType::kAuthFailed, "Agent credentials required."));
+             }
+             auto id =
+                 server::agent_protocol::VerifyAuth(std::string(*header), secret, options_.clock());
+             if (!id.ok()) return ProblemResponse(id.status());
+             if (!exchange->IsWebSocketUpgrade()) {
+               return ProblemResponse(MakeProblemStatus(ProblemType::kGenericBadRequest,
+                                                        "Expected a WebSocket upgrade."));
+             }
+             exchange->AcceptWebSocket(agents.Handlers(*id));
+             return std::nullopt;
+           });
 }
 
 void ManagerApi::AddRoutes() {

@@ -55,6 +55,9 @@ class ManagerApi {
   void AddAsync(std::string method, std::string const& pattern, AuthLevel level,
                 AsyncHandler handler);
 
+  /// The agents' WebSocket (docs/agent-protocol.md), authenticated with the cluster secret.
+  void AddAgentRoutes(class AgentRegistry& agents, std::string cluster_secret);
+
   /// Session and event routes (session_api.cc).
   void AddSessionRoutes(SessionStore& sessions, EventHub& hub,
                         std::function<void(std::string const&)> schedule);

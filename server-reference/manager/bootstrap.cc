@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <set>
 
@@ -157,6 +158,19 @@ StatusOr<BootstrapResult> Bootstrap(Store& store, std::string const& data_dir) {
   if (auto s = WriteSecretFile(result.credentials_file, text); !s.ok()) return s;
   result.created = true;
   return result;
+}
+
+StatusOr<std::string> LoadOrCreateSecret(std::string const& path) {
+  std::ifstream in(path);
+  if (in) {
+    std::string secret;
+    std::getline(in, secret);
+    if (secret.size() >= 32) return secret;
+    return Status(StatusCode::kFailedPrecondition, path + " is too short to be a cluster secret");
+  }
+  std::string secret = RandomBase64(32);
+  if (auto s = WriteSecretFile(path, secret + "\n"); !s.ok()) return s;
+  return secret;
 }
 
 namespace {

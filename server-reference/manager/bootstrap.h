@@ -28,6 +28,9 @@ struct BootstrapResult {
 /// written to `<data_dir>/admin-credentials.env` (mode 0600). Idempotent.
 StatusOr<BootstrapResult> Bootstrap(Store& store, std::string const& data_dir);
 
+/// The secret in `path` (created with 32 random bytes, mode 0600, when missing).
+StatusOr<std::string> LoadOrCreateSecret(std::string const& path);
+
 /// Loads a fixture file: a JSON object whose keys are table names (domains, groups, users,
 /// association_groups_users, keypair_resource_policies, keypairs, scaling_groups,
 /// sgroups_for_domains, sgroups_for_groups, sgroups_for_keypairs, resource_presets) and whose

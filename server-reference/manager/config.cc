@@ -37,7 +37,7 @@ Status LoadManagerConfig(std::string const& path, ManagerConfig& config) {
   for (auto const& [section, node] : doc) {
     auto const* table = node.as_table();
     std::string name(section.str());
-    if (!table || (name != "server" && name != "storage")) {
+    if (!table || (name != "server" && name != "storage" && name != "agents")) {
       return Status(StatusCode::kInvalidArgument, path + ": unknown section [" + name + "]");
     }
     for (auto const& [k, v] : *table) {
@@ -62,6 +62,11 @@ Status LoadManagerConfig(std::string const& path, ManagerConfig& config) {
         auto s = v.value<std::string>();
         if (!s) return bad(key, "a path");
         config.database = *s;
+      } else if (key == "agents.heartbeat_timeout" || key == "agents.lost_grace") {
+        auto n = v.value<std::int64_t>();
+        if (!n || *n < 1 || *n > 86400 * 7) return bad(key, "seconds from 1 to 604800");
+        (key == "agents.heartbeat_timeout" ? config.agent_heartbeat_timeout
+                                           : config.agent_lost_grace) = static_cast<int>(*n);
       } else {
         return Status(StatusCode::kInvalidArgument, path + ": unknown setting " + key);
       }

@@ -18,6 +18,9 @@ namespace bai::manager {
 /// [storage]
 /// data_dir = "/var/lib/bai-manager"
 /// database = ""               # default: <data_dir>/manager.db (SQLite)
+/// [agents]
+/// heartbeat_timeout = 15      # seconds of silence before an agent is LOST
+/// lost_grace = 300            # seconds a LOST agent's sessions wait before they end as ERROR
 /// ```
 struct ManagerConfig {
   std::string listen_address = "127.0.0.1";
@@ -26,10 +29,14 @@ struct ManagerConfig {
   std::size_t max_body_bytes = 1 << 20;
   std::string data_dir = "./bai-manager-data";
   std::string database;
+  int agent_heartbeat_timeout = 15;
+  int agent_lost_grace = 300;
 
   std::string DatabasePath() const {
     return database.empty() ? data_dir + "/manager.db" : database;
   }
+  /// Shared with agents; created on first start (mode 0600).
+  std::string ClusterSecretPath() const { return data_dir + "/cluster-secret"; }
 };
 
 /// Reads `path` into `config` (keys not in the file keep their values). Unknown keys are errors

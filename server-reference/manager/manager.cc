@@ -30,6 +30,9 @@ StatusOr<OpenedState> OpenState(ManagerConfig const& config) {
   auto boot = Bootstrap(*state.store, config.data_dir);
   if (!boot.ok()) return std::move(boot).status();
   state.bootstrap = *boot;
+  auto secret = LoadOrCreateSecret(config.ClusterSecretPath());
+  if (!secret.ok()) return std::move(secret).status();
+  state.cluster_secret = *secret;
   return state;
 }
 
@@ -54,6 +57,14 @@ StatusOr<std::unique_ptr<Manager>> Manager::Start(ManagerConfig const& config) {
     if (!groups.ok()) return;
     for (auto const& g : *groups) raw->Schedule(g.Text(0));
   });
+  AgentOptions agent_options;
+  agent_options.heartbeat_timeout = std::chrono::seconds(config.agent_heartbeat_timeout);
+  agent_options.lost_grace = std::chrono::seconds(config.agent_lost_grace);
+  m->agents_ = std::make_unique<AgentRegistry>(
+      *m->state_.db, *m->sessions_, agent_options,
+      [raw](std::string const& group) { raw->Schedule(group); }, [raw] { raw->hub_->Wake(); });
+  m->api_->AddAgentRoutes(*m->agents_, m->state_.cluster_secret);
+  m->hub_->Every(std::chrono::seconds(1), [raw] { raw->agents_->Tick(); });
   m->hub_->Start();
   server::HttpServerOptions http;
   http.address = config.listen_address;
@@ -80,8 +91,9 @@ void Manager::Schedule(std::string const& scaling_group) {
   if (!placed.ok()) {
     std::fprintf(stderr, "bai-manager: scheduling %s failed: %s\n", scaling_group.c_str(),
                  placed.status().message().c_str());
-  } else if (*placed > 0 && hub_) {
-    hub_->Wake();
+  } else {
+    if (agents_) agents_->Dispatch();  // placed sessions, and destroyed ones, go out at once
+    if (*placed > 0 && hub_) hub_->Wake();
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include "server-reference/common/database.h"
 #include "server-reference/common/http_server.h"
+#include "server-reference/manager/agents.h"
 #include "server-reference/manager/api.h"
 #include "server-reference/manager/bootstrap.h"
 #include "server-reference/manager/config.h"
@@ -22,6 +23,7 @@ struct OpenedState {
   std::unique_ptr<server::Database> db;
   std::unique_ptr<Store> store;
   BootstrapResult bootstrap;
+  std::string cluster_secret;
 };
 StatusOr<OpenedState> OpenState(ManagerConfig const& config);
 
@@ -34,6 +36,8 @@ class Manager {
   std::uint16_t port() const { return http_->port(); }
   Store& store() { return *state_.store; }
   SessionStore& sessions() { return *sessions_; }
+  AgentRegistry& agents() { return *agents_; }
+  std::string const& cluster_secret() const { return state_.cluster_secret; }
   /// Runs a scheduling pass for `scaling_group` now (also runs every 5 s and after each
   /// creation).
   void Schedule(std::string const& scaling_group);
@@ -45,6 +49,7 @@ class Manager {
   OpenedState state_;
   std::unique_ptr<SessionStore> sessions_;
   std::unique_ptr<EventHub> hub_;
+  std::unique_ptr<AgentRegistry> agents_;
   std::unique_ptr<ManagerApi> api_;
   std::unique_ptr<server::HttpServer> http_;
 };

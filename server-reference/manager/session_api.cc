@@ -414,7 +414,7 @@ void ManagerApi::AddSessionRoutes(SessionStore& sessions, EventHub& hub,
     });
   });
 
-  Add("DELETE", "/session/{id}", L::kUser, [&sessions, &hub](RequestContext& ctx) {
+  Add("DELETE", "/session/{id}", L::kUser, [&sessions, &hub, schedule](RequestContext& ctx) {
     return Guard([&]() -> StatusOr<HttpResponse> {
       auto p = Params::From(ctx.request);
       if (!p.ok()) return std::move(p).status();
@@ -450,6 +450,7 @@ void ManagerApi::AddSessionRoutes(SessionStore& sessions, EventHub& hub,
                                  "A " + s->status + " session cannot be destroyed now; try again.");
       }
       if (!moved.ok()) return std::move(moved).status();
+      schedule(s->scaling_group);  // frees slots for the queue and tells the agent now
       hub.Wake();
       return JsonResponse({{"stats", json::object()}});
     });

@@ -53,6 +53,7 @@ RawResponse RawHttp(int port, std::string const& request) {
         data.size() >= header_end + 4 + length) {
       break;
     }
+    if (header_end != std::string::npos && data.rfind("HTTP/1.1 101", 0) == 0) break;  // upgraded
   }
   ::close(fd);
   if (data.rfind("HTTP/1.1 ", 0) != 0 || header_end == std::string::npos) return out;

@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: Apache-2.0
+// The agent's WebSocket client: the only agent file that includes Boost.Beast/Asio.
+#include "server-reference/agent/agent.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/websocket.hpp>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "bai/protocol/resource.h"
+#include "bai/version.h"
+#include "libbai/internal/json_codec.h"
+#include "server-reference/common/agent_protocol.h"
+
+namespace bai::agent {
+
+namespace beast = boost::beast;
+namespace websocket = beast::websocket;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+using nlohmann::json;
+
+std::string DiscoverSlots(std::int64_t reserve_bytes) {
+  long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+  long pages = ::sysconf(_SC_PHYS_PAGES);
+  long page = ::sysconf(_SC_PAGE_SIZE);
+  std::int64_t mem = static_cast<std::int64_t>(pages) * page - reserve_bytes;
+  return json{{"cpu", std::to_string(std::max(1L, cores))},
+              {"mem", std::to_string(std::max<std::int64_t>(0, mem))}}
+      .dump();
+}
+
+struct Agent::Impl {
+  AgentOptions options;
+  std::unique_ptr<KernelBackend> backend;
+  std::string host;
+  std::string port;
+
+  net::io_context ioc;
+  std::unique_ptr<websocket::stream<beast::tcp_stream>> ws;
+  beast::flat_buffer buffer;
+  std::deque<std::string> queue;
+  bool writing = false;
+  net::steady_timer heartbeat{ioc};
+  net::steady_timer retry{ioc};
+  std::chrono::milliseconds backoff{0};
+  std::chrono::milliseconds heartbeat_interval{5000};
+  std::thread thread;
+  std::atomic<bool> stopping{false};
+
+  mutable std::mutex mu;
+  mutable std::condition_variable cv;
+  bool registered = false;
+
+  void SetRegistered(bool value) {
+    std::lock_guard<std::mutex> lock(mu);
+    registered = value;
+    cv.notify_all();
+  }
+
+  void Connect() {
+    if (stopping) return;
+    ws = std::make_unique<websocket::stream<beast::tcp_stream>>(ioc);
+    auto resolver = std::make_shared<tcp::resolver>(ioc);
+    resolver->async_resolve(host, port, [this, resolver](beast::error_code ec,
+                                                         tcp::resolver::results_type results) {
+      if (ec) return Retry("resolve: " + ec.message());
+      beast::get_lowest_layer(*ws).expires_after(std::chrono::seconds(10));
+      beast::get_lowest_layer(*ws).async_connect(
+          results, [this](beast::error_code ec2, tcp::endpoint ep) {
+            if (ec2) return Retry("connect: " + ec2.message());
+            beast::get_lowest_layer(*ws).expires_never();
+            ws->set_option(websocket::stream_base::timeout::suggested(beast::role_type::client));
+            std::string auth = server::agent_protocol::MakeAuth(
+                options.agent_id, options.cluster_secret, std::chrono::system_clock::now());
+            ws->set_option(websocket::stream_base::decorator(
+                [auth](websocket::request_type& req) {
+                  req.set(server::agent_protocol::kAuthHeader, auth);
+                  req.set(beast::http::field::user_agent, std::string("bai-agent/") + BAI_VERSION_STRING);
+                }));
+            ws->async_handshake(host + ":" + std::to_string(ep.port()), server::agent_protocol::kPath,
+                                [this](beast::error_code ec3) {
+                                  if (ec3) return Retry("handshake: " + ec3.message());
+                                  backoff = std::chrono::milliseconds(0);
+                                  Register();
+                                  Read();
+                                });
+          });
+    });
+  }
+
+  void Retry(std::string const& why) {
+    SetRegistered(false);
+    heartbeat.cancel();
+    queue.clear();
+    writing = false;
+    if (stopping) return;
+    backoff = std::min(options.reconnect_max,
+                       backoff.count() == 0 ? options.reconnect_min : backoff * 2);
+    (void)why;
+    retry.expires_after(backoff);
+    retry.async_wait([this](beast::error_code ec) {
+      if (!ec) Connect();
+    });
+  }
+
+  void Register() {
+    json kernels = json::array();
+    for (auto const& k : backend->Snapshot()) {
+      json item = {{"session_id", k.session_id}, {"status", k.status}, {"reason", k.reason},
+                   {"logs", k.logs}};
+      if (k.exit_code) item["exit_code"] = *k.exit_code;
+      kernels.push_back(item);
+    }
+    json images = json::array();
+    for (auto const& name : options.images) images.push_back({{"name", name}, {"aliases", json::array()}});
+    auto slots = internal::ParseJson(options.slots_json).value_or(json::object());
+    json slot_types = json::object();
+    for (auto const& [name, v] : slots.items()) {
+      auto type = protocol::KnownSlotType(name).value_or(protocol::SlotType::kCount);
+      slot_types[name] = std::string(protocol::ToString(type));
+    }
+    Write(json{{"type", "register"},
+               {"version", server::agent_protocol::kVersion},
+               {"agent_version", BAI_VERSION_STRING},
+               {"scaling_group", options.scaling_group},
+               {"architecture", options.architecture},
+               {"slots", slots},
+               {"slot_types", slot_types},
+               {"images", images},
+               {"kernels", kernels}}
+              .dump());
+  }
+
+  void Read() {
+    ws->async_read(buffer, [this](beast::error_code ec, std::size_t) {
+      if (ec) return Retry("read: " + ec.message());
+      std::string text = beast::buffers_to_string(buffer.data());
+      buffer.consume(buffer.size());
+      Handle(text);
+      Read();
+    });
+  }
+
+  void Handle(std::string const& text) {
+    auto msg = internal::ParseJson(text);
+    if (!msg || !msg->is_object()) return;
+    std::string type = msg->value("type", "");
+    if (type == "registered") {
+      heartbeat_interval = std::chrono::milliseconds(msg->value("heartbeat_interval_ms", 5000));
+      // Finished kernels listed in the registration are now known to the manager.
+      for (auto const& k : backend->Snapshot()) {
+        if (k.status == "TERMINATED" || k.status == "ERROR") backend->Acknowledge(k.session_id);
+      }
+      SetRegistered(true);
+      Heartbeat();
+    } else if (type == "create_kernel") {
+      KernelSpec spec;
+      spec.session_id = msg->value("session_id", "");
+      spec.session_name = msg->value("session_name", "");
+      spec.session_type = msg->value("session_type", "interactive");
+      spec.image = msg->value("image", "");
+      spec.resources_json = msg->value("resources", json::object()).dump();
+      spec.environ_json = msg->value("environ", json::object()).dump();
+      if (auto c = msg->find("startup_command"); c != msg->end() && c->is_string()) {
+        spec.startup_command = c->get<std::string>();
+      }
+      if (auto t = msg->find("batch_timeout"); t != msg->end() && t->is_number_integer()) {
+        spec.batch_timeout = t->get<std::int64_t>();
+      }
+      backend->Create(spec);
+    } else if (type == "destroy_kernel") {
+      backend->Destroy(msg->value("session_id", ""), msg->value("reason", ""));
+    }
+  }
+
+  void Heartbeat() {
+    Write(json{{"type", "heartbeat"},
+               {"slots", internal::ParseJson(options.slots_json).value_or(json::object())}}
+              .dump());
+    heartbeat.expires_after(heartbeat_interval);
+    heartbeat.async_wait([this](beast::error_code ec) {
+      if (!ec) Heartbeat();
+    });
+  }
+
+  // Runs on the io thread.
+  void Write(std::string text) {
+    if (!ws || !ws->is_open()) return;
+    queue.push_back(std::move(text));
+    if (!writing) DoWrite();
+  }
+
+  void DoWrite() {
+    writing = true;
+    ws->text(true);
+    ws->async_write(net::buffer(queue.front()), [this](beast::error_code ec, std::size_t) {
+      if (ec) {
+        writing = false;
+        return;  // the read side notices and reconnects
+      }
+      queue.pop_front();
+      if (queue.empty()) {
+        writing = false;
+      } else {
+        DoWrite();
+      }
+    });
+  }
+
+  void Report(KernelReport const& r) {
+    json m = {{"type", "kernel_status"}, {"session_id", r.session_id}, {"status", r.status},
+              {"reason", r.reason}, {"logs", r.logs}};
+    if (r.exit_code) m["exit_code"] = *r.exit_code;
+    net::post(ioc, [this, text = m.dump(), session = r.session_id, status = r.status] {
+      bool connected;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        connected = registered;
+      }
+      if (!connected) return;  // reported with the next registration instead
+      Write(text);
+      if (status == "TERMINATED" || status == "ERROR") backend->Acknowledge(session);
+    });
+  }
+};
+
+Agent::Agent(AgentOptions options, std::unique_ptr<KernelBackend> backend)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->options = std::move(options);
+  impl_->backend = std::move(backend);
+  std::string url = impl_->options.manager_url;
+  if (url.rfind("http://", 0) == 0) url = url.substr(7);
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  auto colon = url.rfind(':');
+  impl_->host = colon == std::string::npos ? url : url.substr(0, colon);
+  impl_->port = colon == std::string::npos ? "80" : url.substr(colon + 1);
+  impl_->backend->SetReporter([impl = impl_.get()](KernelReport const& r) { impl->Report(r); });
+}
+
+Agent::~Agent() { Stop(); }
+
+void Agent::Start() {
+  net::post(impl_->ioc, [impl = impl_.get()] { impl->Connect(); });
+  impl_->thread = std::thread([impl = impl_.get()] {
+    auto guard = net::make_work_guard(impl->ioc);
+    impl->ioc.run();
+  });
+}
+
+void Agent::Stop() {
+  if (impl_->stopping.exchange(true)) return;
+  impl_->backend->SetReporter({});
+  net::post(impl_->ioc, [impl = impl_.get()] {
+    impl->heartbeat.cancel();
+    impl->retry.cancel();
+    if (impl->ws) {
+      beast::error_code ec;
+      beast::get_lowest_layer(*impl->ws).socket().close(ec);
+    }
+    impl->ioc.stop();
+  });
+  if (impl_->thread.joinable()) impl_->thread.join();
+  impl_->SetRegistered(false);
+}
+
+bool Agent::Registered() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->registered;
+}
+
+bool Agent::WaitRegistered(std::chrono::milliseconds timeout) const {
+  std::unique_lock<std::mutex> lock(impl_->mu);
+  return impl_->cv.wait_for(lock, timeout, [this] { return impl_->registered; });
+}
+
+}  // namespace bai::agent

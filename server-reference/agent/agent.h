@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bai/status.h"
+#include "server-reference/agent/backend.h"
+
+namespace bai::agent {
+
+struct AgentOptions {
+  std::string manager_url = "http://127.0.0.1:8081";  ///< http:// only for now
+  std::string agent_id;
+  std::string cluster_secret;
+  std::string scaling_group = "default";
+  std::string architecture = "x86_64";
+  std::string slots_json;  ///< {"cpu": "4", "mem": "8589934592"}
+  std::vector<std::string> images{"python", "shell"};
+  std::chrono::milliseconds reconnect_min{200};
+  std::chrono::milliseconds reconnect_max{5000};
+};
+
+/// The agent's connection to the manager (docs/agent-protocol.md): dials in, registers with
+/// its capacity, images and kernels, heartbeats, runs create/destroy commands on the backend and
+/// reports kernel states. Reconnects with backoff when the manager goes away; kernels keep
+/// running meanwhile, and their states are reported on the next registration.
+class Agent {
+ public:
+  Agent(AgentOptions options, std::unique_ptr<KernelBackend> backend);
+  ~Agent();
+  Agent(Agent const&) = delete;
+  Agent& operator=(Agent const&) = delete;
+
+  void Start();
+  /// Disconnects and stops; kernels stay with the backend object.
+  void Stop();
+  /// True while registered with a manager.
+  bool Registered() const;
+  /// Waits until registered (or `timeout`).
+  bool WaitRegistered(std::chrono::milliseconds timeout) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// CPU cores and memory of this machine as a slot map (memory minus `reserve_bytes`).
+std::string DiscoverSlots(std::int64_t reserve_bytes);
+
+}  // namespace bai::agent

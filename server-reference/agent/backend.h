@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace bai::agent {
+
+/// What the manager asks for (the create_kernel message).
+struct KernelSpec {
+  std::string session_id;
+  std::string session_name;
+  std::string session_type;  ///< interactive, batch, inference
+  std::string image;
+  std::string resources_json;
+  std::string environ_json;
+  std::optional<std::string> startup_command;
+  std::optional<std::int64_t> batch_timeout;
+};
+
+/// A kernel's state as reported to the manager.
+struct KernelReport {
+  std::string session_id;
+  std::string status;  ///< PREPARING, RUNNING, TERMINATED, ERROR
+  std::optional<std::int64_t> exit_code;
+  std::string reason;
+  std::string logs;
+};
+
+/// Runs kernels. Implementations: DummyBackend (simulated), the runc backend (agent issue).
+/// `report` may be called from any thread.
+class KernelBackend {
+ public:
+  using Report = std::function<void(KernelReport const&)>;
+  virtual ~KernelBackend() = default;
+  virtual void SetReporter(Report report) = 0;
+  virtual void Create(KernelSpec const& spec) = 0;
+  virtual void Destroy(std::string const& session_id, std::string const& reason) = 0;
+  /// Every kernel the backend knows, live or finished-but-unreported, with its latest state.
+  virtual std::vector<KernelReport> Snapshot() = 0;
+  /// Forget finished kernels that have been reported.
+  virtual void Acknowledge(std::string const& session_id) = 0;
+};
+
+}  // namespace bai::agent

@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server-reference/agent/dummy_backend.h"
+
+#include <regex>
+
+namespace bai::agent {
+namespace {
+
+int ExitCodeOf(std::optional<std::string> const& command, int fallback) {
+  if (!command) return fallback;
+  static std::regex const kExit(R"(exit\s+(\d{1,3})\s*$)");
+  std::smatch m;
+  if (std::regex_search(*command, m, kExit)) return std::stoi(m[1]) & 255;
+  return fallback;
+}
+
+}  // namespace
+
+DummyBackend::DummyBackend(DummyOptions options) : options_(options) {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+DummyBackend::~DummyBackend() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void DummyBackend::SetReporter(Report report) {
+  std::lock_guard<std::mutex> lock(mu_);
+  report_ = std::move(report);
+}
+
+void DummyBackend::Emit(KernelReport const& r) {
+  Report report;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    report = report_;
+  }
+  if (report) report(r);
+}
+
+void DummyBackend::Create(KernelSpec const& spec) {
+  KernelReport preparing{spec.session_id, "PREPARING", std::nullopt, "", ""};
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (kernels_.count(spec.session_id)) return;  // a repeated create is a no-op
+    kernels_[spec.session_id] =
+        Kernel{spec, preparing, std::chrono::steady_clock::now() + options_.prepare_delay};
+  }
+  Emit(preparing);
+  cv_.notify_all();
+}
+
+void DummyBackend::Destroy(std::string const& session_id, std::string const& reason) {
+  KernelReport done;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = kernels_.find(session_id);
+    if (it == kernels_.end() || it->second.state.status == "TERMINATED") return;
+    it->second.state.status = "TERMINATED";
+    it->second.state.reason = reason.empty() ? "user-requested" : reason;
+    it->second.state.exit_code = 137;  // as if SIGKILLed after SIGTERM
+    done = it->second.state;
+  }
+  Emit(done);
+}
+
+std::vector<KernelReport> DummyBackend::Snapshot() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<KernelReport> out;
+  for (auto const& [id, k] : kernels_) out.push_back(k.state);
+  return out;
+}
+
+void DummyBackend::Acknowledge(std::string const& session_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = kernels_.find(session_id);
+  if (it != kernels_.end() && (it->second.state.status == "TERMINATED" ||
+                               it->second.state.status == "ERROR")) {
+    kernels_.erase(it);
+  }
+}
+
+void DummyBackend::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    auto now = std::chrono::steady_clock::now();
+    auto wake = now + std::chrono::seconds(1);
+    std::vector<KernelReport> reports;
+    for (auto& [id, k] : kernels_) {
+      if (k.state.status == "TERMINATED" || k.state.status == "ERROR") continue;
+      if (now < k.next) {
+        wake = std::min(wake, k.next);
+        continue;
+      }
+      if (k.state.status == "PREPARING") {
+        k.state.status = "RUNNING";
+        k.next = now + options_.run_time;
+        reports.push_back(k.state);
+        if (k.spec.session_type == "batch") wake = std::min(wake, k.next);
+      } else if (k.state.status == "RUNNING" && k.spec.session_type == "batch") {
+        k.state.status = "TERMINATED";
+        k.state.exit_code = ExitCodeOf(k.spec.startup_command, options_.default_exit_code);
+        k.state.reason = "task-finished";
+        k.state.logs = "dummy kernel ran: " + k.spec.startup_command.value_or("") + "\n";
+        reports.push_back(k.state);
+      }
+    }
+    lock.unlock();
+    for (auto const& r : reports) Emit(r);
+    lock.lock();
+    if (!reports.empty()) continue;
+    cv_.wait_until(lock, wake);
+  }
+}
+
+}  // namespace bai::agent

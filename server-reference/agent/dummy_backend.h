@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "server-reference/agent/backend.h"
+
+namespace bai::agent {
+
+struct DummyOptions {
+  std::chrono::milliseconds prepare_delay{100};  ///< SCHEDULED → PREPARING → RUNNING
+  std::chrono::milliseconds run_time{200};       ///< how long a batch job runs
+  int default_exit_code = 0;
+};
+
+/// Simulated kernels, for scale tests and for testing the manager without containers. A batch
+/// job runs for `run_time` and exits with the N of a trailing `exit N` in its startup command
+/// (else `default_exit_code`); its logs are the command it would have run. Interactive kernels
+/// run until destroyed. Many dummy agents can share one machine.
+class DummyBackend : public KernelBackend {
+ public:
+  explicit DummyBackend(DummyOptions options);
+  ~DummyBackend() override;
+
+  void SetReporter(Report report) override;
+  void Create(KernelSpec const& spec) override;
+  void Destroy(std::string const& session_id, std::string const& reason) override;
+  std::vector<KernelReport> Snapshot() override;
+  void Acknowledge(std::string const& session_id) override;
+
+ private:
+  struct Kernel {
+    KernelSpec spec;
+    KernelReport state;
+    std::chrono::steady_clock::time_point next;  ///< when its next step happens
+  };
+  void Loop();
+  void Emit(KernelReport const& report);
+
+  DummyOptions options_;
+  Report report_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::map<std::string, Kernel> kernels_;
+  std::thread thread_;
+};
+
+}  // namespace bai::agent

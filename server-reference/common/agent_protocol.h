@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "bai/status.h"
+
+namespace bai::server::agent_protocol {
+
+/// The manager ⇄ agent protocol (docs/agent-protocol.md): JSON text frames over one WebSocket
+/// that the agent opens to the manager.
+inline constexpr int kVersion = 1;
+inline constexpr char kPath[] = "/agent/ws";
+inline constexpr char kAuthHeader[] = "X-BAI-Agent-Auth";
+/// How far the agent's timestamp may be from the manager's clock.
+inline constexpr std::chrono::seconds kMaxSkew{300};
+
+/// "AGENT_ID:UNIX_SECONDS:HEX(HMAC-SHA256(cluster_secret, "bai-agent\n" AGENT_ID "\n" SECONDS))".
+std::string MakeAuth(std::string const& agent_id, std::string const& cluster_secret,
+                     std::chrono::system_clock::time_point now);
+
+/// The agent id if `header` is a valid, fresh proof of the cluster secret; 401 auth-failed
+/// problems otherwise.
+StatusOr<std::string> VerifyAuth(std::string const& header, std::string const& cluster_secret,
+                                 std::chrono::system_clock::time_point now);
+
+/// Agent ids: 1–64 characters of letters, digits, '.', '_', '-'.
+bool ValidAgentId(std::string const& id);
+
+}  // namespace bai::server::agent_protocol

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "server-reference/common/database.h"
+#include "server-reference/common/http.h"
+#include "server-reference/manager/sessions.h"
+
+namespace bai::manager {
+
+struct AgentOptions {
+  std::chrono::seconds heartbeat_interval{5};
+  std::chrono::seconds heartbeat_timeout{15};  ///< silence before an agent is LOST
+  std::chrono::seconds lost_grace{300};        ///< LOST this long → its sessions end as ERROR
+};
+
+/// The manager's side of docs/agent-protocol.md: agents connected to this manager, their
+/// registration and heartbeats, kernel status reports, and the dispatch of SCHEDULED and
+/// TERMINATING sessions to them. State lives in the database; the only memory is which agent is
+/// connected here and which commands went out on that connection.
+class AgentRegistry {
+ public:
+  AgentRegistry(server::Database& db, SessionStore& sessions, AgentOptions options,
+                std::function<void(std::string const&)> schedule,
+                std::function<void()> wake);
+
+  /// WebSocket callbacks for an authenticated agent connection.
+  server::WebSocketHandlers Handlers(std::string const& agent_id);
+
+  /// Lost-agent detection, grace expiry and dispatch; call about once a second.
+  void Tick();
+
+  /// Sends pending create/destroy commands to the agents connected here.
+  void Dispatch();
+
+  /// Agents connected to this manager now.
+  std::set<std::string> Connected();
+
+ private:
+  struct Link {
+    std::shared_ptr<server::WebSocket> socket;
+    bool registered = false;
+    std::set<std::string> created;    ///< sessions sent create_kernel on this link
+    std::set<std::string> destroyed;  ///< sessions sent destroy_kernel on this link
+  };
+
+  void OnMessage(std::string const& agent_id, std::shared_ptr<server::WebSocket> const& socket,
+                 std::string const& text);
+  /// A kernel's report (also the finished kernels a re-registering agent lists).
+  void ApplyKernelStatus(std::string const& agent_id,
+                         std::shared_ptr<server::WebSocket> const& socket, std::string const& json);
+  void Send(std::string const& agent_id, std::string const& text);
+
+  server::Database& db_;
+  SessionStore& sessions_;
+  AgentOptions options_;
+  std::function<void(std::string const&)> schedule_;
+  std::function<void()> wake_;
+  std::mutex mu_;
+  std::map<std::string, Link> links_;
+};
+
+}  // namespace bai::manager

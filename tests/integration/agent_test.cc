@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: Apache-2.0
+// Manager and dummy agent speaking the real control protocol over WebSocket on loopback: the
+// whole session lifecycle, batch results, agent loss, grace expiry and reconnection.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "bai/client.h"
+#include "libbai/internal/json_codec.h"
+#include "server-reference/agent/agent.h"
+#include "server-reference/agent/dummy_backend.h"
+#include "server-reference/common/agent_protocol.h"
+#include "server-reference/manager/manager.h"
+#include "tests/testing_util/raw_http.h"
+#include "tests/testing_util/subprocess.h"
+
+namespace bai::manager {
+namespace {
+
+using ::testing::HasSubstr;
+using nlohmann::json;
+using testing_util::TempDir;
+
+class AgentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    config_.data_dir = dir_.path() + "/data";
+    config_.listen_port = 0;
+    config_.agent_heartbeat_timeout = 1;
+    config_.agent_lost_grace = 2;
+    StartManager();
+  }
+
+  void StartManager() {
+    auto m = Manager::Start(config_);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    manager_ = std::move(*m);
+    config_.listen_port = manager_->port();  // a restart comes back on the same port
+    std::ifstream in(manager_->bootstrap().credentials_file);
+    std::string line;
+    Options o;
+    while (std::getline(in, line)) {
+      if (line.rfind("BACKEND_ACCESS_KEY=", 0) == 0) o.access_key = line.substr(19);
+      if (line.rfind("BACKEND_SECRET_KEY=", 0) == 0) o.secret_key = line.substr(19);
+    }
+    o.endpoints = {Url()};
+    o.retry.max_attempts = 1;
+    client_ = std::make_unique<Client>(*Client::Create(o));
+  }
+
+  std::string Url() const { return "http://127.0.0.1:" + std::to_string(manager_->port()); }
+
+  std::unique_ptr<agent::Agent> StartAgent(std::string const& id, std::string const& slots) {
+    agent::AgentOptions o;
+    o.manager_url = Url();
+    o.agent_id = id;
+    o.cluster_secret = manager_->cluster_secret();
+    protocol::ResourceSlots parsed;
+    EXPECT_TRUE(protocol::ParseSlotAssignment(slots, parsed).ok());
+    o.slots_json = internal::SlotsToJson(parsed).dump();
+    agent::DummyOptions d;
+    d.prepare_delay = std::chrono::milliseconds(50);
+    d.run_time = std::chrono::milliseconds(100);
+    auto a = std::make_unique<agent::Agent>(o, std::make_unique<agent::DummyBackend>(d));
+    a->Start();
+    EXPECT_TRUE(a->WaitRegistered(std::chrono::seconds(5)));
+    return a;
+  }
+
+  ApiResponse Call(std::string method, std::string path, json body = nullptr) {
+    ApiRequest r{std::move(method), std::move(path)};
+    if (!body.is_null()) r.body = body.dump();
+    auto response = client_->Send(r);
+    EXPECT_TRUE(response.ok()) << response.status().message();
+    return response.ok() ? *response : ApiResponse{};
+  }
+
+  json Info(std::string const& ref) { return json::parse(Call("GET", "/session/" + ref).body); }
+
+  // The stored row (also for sessions that ended).
+  SessionRecord Row(std::string const& id) {
+    auto s = manager_->sessions().Get(id);
+    EXPECT_TRUE(s.ok() && *s);
+    return s.ok() && *s ? **s : SessionRecord{};
+  }
+
+  // Polls until `done` holds (or 10 s).
+  template <typename F>
+  bool Eventually(F done) {
+    for (int i = 0; i < 200; ++i) {
+      if (done()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+
+  TempDir dir_;
+  ManagerConfig config_;
+  std::unique_ptr<Manager> manager_;
+  std::unique_ptr<Client> client_;
+};
+
+TEST_F(AgentTest, InteractiveSessionGoesThroughEveryStartStatus) {
+  auto agent = StartAgent("agent-1", "cpu=4,mem=8g");
+  auto r = Call("POST", "/session", {{"name", "notebook"}, {"image", "python"}});
+  ASSERT_EQ(r.status, 201) << r.body;
+  auto created = json::parse(r.body);
+  EXPECT_EQ(created["status"], "RUNNING");
+  auto info = Info("notebook");
+  EXPECT_EQ(info["agentId"], "agent-1");
+  EXPECT_EQ(info["occupiedSlots"]["cpu"], "1");
+  for (char const* s : {"PENDING", "SCHEDULED", "PREPARING", "RUNNING"}) {
+    EXPECT_TRUE(info["statusHistory"].contains(s)) << s;
+  }
+  ASSERT_EQ(Call("DELETE", "/session/notebook").status, 200);
+  std::string id = created["sessionId"];
+  ASSERT_TRUE(Eventually([&] { return Row(id).status == "TERMINATED"; }));
+  auto row = Row(id);
+  EXPECT_EQ(row.status_info, "user-requested");
+  auto history = json::parse(row.status_history);
+  EXPECT_TRUE(history.contains("TERMINATING"));
+  EXPECT_TRUE(history.contains("TERMINATED"));
+}
+
+TEST_F(AgentTest, BatchJobsEndWithTheirExitCode) {
+  auto agent = StartAgent("agent-1", "cpu=4,mem=8g");
+  auto ok = json::parse(Call("POST", "/session", {{"name", "job-ok"}, {"image", "python"},
+                                                  {"type", "batch"}, {"startupCommand", "python3 x.py"},
+                                                  {"enqueueOnly", true}}).body);
+  auto bad = json::parse(Call("POST", "/session", {{"name", "job-bad"}, {"image", "python"},
+                                                   {"type", "batch"}, {"startupCommand", "false; exit 3"},
+                                                   {"enqueueOnly", true}}).body);
+  ASSERT_TRUE(Eventually([&] {
+    return Row(ok["sessionId"]).status == "TERMINATED" && Row(bad["sessionId"]).status == "TERMINATED";
+  }));
+  auto good = Row(ok["sessionId"]);
+  EXPECT_EQ(good.result, "success");
+  EXPECT_EQ(good.exit_code, 0);
+  auto failed = Row(bad["sessionId"]);
+  EXPECT_EQ(failed.result, "failure");
+  EXPECT_EQ(failed.exit_code, 3);
+  auto logs = json::parse(Call("GET", "/session/job-bad/logs").body);
+  EXPECT_THAT(logs["result"]["logs"].get<std::string>(), HasSubstr("exit 3"));
+  auto events = manager_->sessions().EventsAfter(0, 1000);
+  ASSERT_TRUE(events.ok());
+  std::vector<std::string> names;
+  for (auto const& e : *events) {
+    if (e.session_id == bad["sessionId"]) names.push_back(e.name + (e.exit_code ? ":" + std::to_string(*e.exit_code) : ""));
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"session_enqueued", "session_scheduled", "session_started",
+                                             "session_failure:3", "session_terminated:3"}));
+}
+
+TEST_F(AgentTest, TwentySmallSessionsRunTogetherOnOneAgent) {
+  auto agent = StartAgent("agent-1", "cpu=2,mem=8g");
+  for (int i = 0; i < 20; ++i) {
+    auto r = Call("POST", "/session", {{"name", "small-" + std::to_string(i)}, {"image", "python"},
+                                       {"enqueueOnly", true},
+                                       {"config", {{"resources", {{"cpu", "0.1"}, {"mem", "128m"}}}}}});
+    ASSERT_EQ(r.status, 201);
+  }
+  ASSERT_TRUE(Eventually([&] {
+    auto rows = manager_->store().db().Query("SELECT COUNT(*) FROM sessions WHERE status = 'RUNNING'");
+    return rows.ok() && (*rows)[0].Int(0) == 20;
+  }));
+  // The agent is exactly full: one more cpu=0.1 waits.
+  auto extra = json::parse(Call("POST", "/session", {{"name", "one-more"}, {"image", "python"},
+                                                     {"enqueueOnly", true},
+                                                     {"config", {{"resources", {{"cpu", "0.1"}}}}}}).body);
+  manager_->Schedule("default");
+  EXPECT_EQ(Info("one-more")["status"], "PENDING");
+}
+
+TEST_F(AgentTest, ManagerRestartKeepsKernelsAndTheAgentReconnects) {
+  auto agent = StartAgent("agent-1", "cpu=4,mem=8g");
+  auto created = json::parse(Call("POST", "/session", {{"name", "survivor"}, {"image", "python"}}).body);
+  ASSERT_EQ(created["status"], "RUNNING");
+  manager_->Stop();
+  manager_.reset();
+  EXPECT_TRUE(Eventually([&] { return !agent->Registered(); }));
+  StartManager();
+  ASSERT_TRUE(agent->WaitRegistered(std::chrono::seconds(10)));
+  auto info = Info("survivor");
+  EXPECT_EQ(info["status"], "RUNNING") << "re-adopted, not lost";
+  // Still under control: destroy reaches the kernel.
+  ASSERT_EQ(Call("DELETE", "/session/survivor").status, 200);
+  EXPECT_TRUE(Eventually([&] { return Row(created["sessionId"]).status == "TERMINATED"; }));
+}
+
+TEST_F(AgentTest, LostAgentSessionsWaitThenEndAsErrorAndFreeSlots) {
+  auto agent = StartAgent("agent-1", "cpu=1,mem=8g");
+  auto created = json::parse(Call("POST", "/session", {{"name", "orphan"}, {"image", "python"}}).body);
+  ASSERT_EQ(created["status"], "RUNNING");
+  std::string id = created["sessionId"];
+  agent->Stop();  // silence: no heartbeat, no goodbye
+  ASSERT_TRUE(Eventually([&] { return Row(id).status_info == "agent-lost"; }));
+  EXPECT_EQ(Row(id).status, "RUNNING") << "kept through the grace period";
+  auto status = manager_->store().db().Query("SELECT status FROM agents WHERE id = 'agent-1'");
+  EXPECT_EQ((*status)[0].Text(0), "LOST");
+  ASSERT_TRUE(Eventually([&] { return Row(id).status == "ERROR"; }));
+  EXPECT_EQ(Row(id).status_info, "agent-lost");
+  // A new agent gets the freed capacity.
+  auto other = StartAgent("agent-2", "cpu=1,mem=8g");
+  auto next = json::parse(Call("POST", "/session", {{"name", "next-one"}, {"image", "python"}}).body);
+  EXPECT_EQ(next["status"], "RUNNING");
+  EXPECT_EQ(Info("next-one")["agentId"], "agent-2");
+}
+
+TEST_F(AgentTest, AgentsNeedTheClusterSecret) {
+  std::string host = "127.0.0.1:" + std::to_string(manager_->port());
+  auto upgrade = [&](std::string const& auth) {
+    return testing_util::RawHttp(
+        manager_->port(),
+        "GET /agent/ws HTTP/1.1\r\nHost: " + host +
+            "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n" + auth + "\r\n");
+  };
+  EXPECT_EQ(upgrade("").status, 401);
+  auto wrong = server::agent_protocol::MakeAuth("agent-x", std::string(43, 'w'),
+                                                std::chrono::system_clock::now());
+  auto r = upgrade("X-BAI-Agent-Auth: " + wrong + "\r\n");
+  EXPECT_EQ(r.status, 401);
+  EXPECT_THAT(r.body, HasSubstr("wrong cluster secret"));
+  auto stale = server::agent_protocol::MakeAuth(
+      "agent-x", manager_->cluster_secret(), std::chrono::system_clock::now() - std::chrono::hours(1));
+  EXPECT_EQ(upgrade("X-BAI-Agent-Auth: " + stale + "\r\n").status, 401);
+  auto good = server::agent_protocol::MakeAuth("agent-x", manager_->cluster_secret(),
+                                               std::chrono::system_clock::now());
+  EXPECT_EQ(upgrade("X-BAI-Agent-Auth: " + good + "\r\n").status, 101);
+}
+
+TEST(AgentProcessTest, DummyAgentBinaryRegistersAndStopsOnSigterm) {
+  TempDir dir;
+  ManagerConfig config;
+  config.data_dir = dir.path() + "/data";
+  config.listen_port = 0;
+  auto manager = Manager::Start(config);
+  ASSERT_TRUE(manager.ok());
+  std::string url = "http://127.0.0.1:" + std::to_string((*manager)->port());
+  testing_util::BackgroundProcess agent(
+      {testing_util::BinPath("bai-agent"), "--manager", url, "--id", "proc-agent",
+       "--cluster-secret-file", config.ClusterSecretPath(), "--slots", "cpu=2,mem=2g"});
+  ASSERT_FALSE(agent.WaitForLine("connecting").empty());
+  for (int i = 0; i < 100 && (*manager)->agents().Connected().empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ((*manager)->agents().Connected().count("proc-agent"), 1u);
+  EXPECT_EQ(agent.Stop(SIGTERM), 0);
+}
+
+}  // namespace
+}  // namespace bai::manager
