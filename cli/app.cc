@@ -6,6 +6,7 @@
 #include "cli/commands/api.h"
 #include "cli/commands/completion.h"
 #include "cli/commands/config.h"
+#include "cli/commands/session.h"
 #include "cli/commands/version.h"
 #include "cli/context.h"
 #include "cli/exit_codes.h"
@@ -101,9 +102,48 @@ int Main(int argc, char** argv, std::ostream& out, std::ostream& err, std::istre
   api->add_option("METHOD", api_options.method, "HTTP method (GET, POST, …)")->required();
   api->add_option("PATH", api_options.path, "Path and query, e.g. /auth?echo=hi")->required();
   api->add_option("-d,--data", api_options.data, "Request body: JSON, @FILE, or @- for stdin");
-  api->add_option("-H,--header", api_options.headers, "Extra header 'Name: value' (repeatable)");
+  api->add_option("-H,--header", api_options.headers, "Extra header 'Name: value' (repeatable)")
+      ->allow_extra_args(false);
   api->add_flag("--anonymous", api_options.anonymous, "Send the request unsigned");
   api->callback([&] { action = [&] { return RunApi(api_options, ctx); }; });
+
+  RunOptions run_options;
+  auto* run = app.add_subcommand(
+      "run", "Run a batch job and exit with its exit code: bai run IMAGE -- CMD ARG…");
+  run->add_option("IMAGE", run_options.image, "Image name or alias")->required();
+  run->add_option("COMMAND", run_options.command, "The job's command, after --");
+  run->add_option("--name", run_options.name, "Session name (default: run-XXXXXXXX)");
+  // One value per flag, so `-r cpu=2 IMAGE` does not swallow the image.
+  run->add_option("-r,--resource", run_options.resources, "Resource: SLOT=AMOUNT (repeatable)")
+      ->allow_extra_args(false);
+  run->add_option("-e,--env", run_options.env, "Environment variable KEY=VALUE (repeatable)")
+      ->allow_extra_args(false);
+  run->add_option("--group", run_options.group, "Project (default: the configured group)");
+  run->add_option("--scaling-group", run_options.scaling_group, "Resource group");
+  run->add_option("--timeout", run_options.batch_timeout, "Stop the job after SECONDS")
+      ->check(CLI::PositiveNumber);
+  run->add_flag("--detach", run_options.detach, "Queue the job, print its session id, return");
+  run->callback([&] { action = [&] { return RunRun(run_options, ctx); }; });
+
+  std::string logs_session;
+  auto* logs = app.add_subcommand("logs", "Print a session's output");
+  logs->add_option("SESSION", logs_session, "Session id, name or unique prefix")->required();
+  logs->callback([&] { action = [&] { return RunLogs(logs_session, ctx); }; });
+
+  std::vector<std::string> rm_sessions;
+  bool rm_forced = false;
+  auto* rm = app.add_subcommand("rm", "Destroy sessions");
+  rm->add_option("SESSION", rm_sessions, "Session ids, names or unique prefixes")->required();
+  rm->add_flag("--force", rm_forced, "Destroy even if the kernel does not answer");
+  rm->callback([&] { action = [&] { return RunRm(rm_sessions, rm_forced, ctx); }; });
+
+  std::string info_session;
+  auto* session = app.add_subcommand("session", "Compute sessions");
+  session->require_subcommand(1);
+  auto* session_info = session->add_subcommand("info", "Show a session");
+  session_info->add_option("SESSION", info_session, "Session id, name or unique prefix")
+      ->required();
+  session_info->callback([&] { action = [&] { return RunSessionInfo(info_session, ctx); }; });
 
   std::string shell;
   auto* completion = app.add_subcommand("completion", "Print a shell completion script");

@@ -27,21 +27,15 @@ class ClientImpl {
   Options const& options() const { return options_; }
 
   StatusOr<ApiResponse> Send(ApiRequest const& request) {
-    HttpRequest http;
-    http.method = AsciiUpper(request.method);
-    http.headers = request.headers;
-    if (!request.body.empty()) {
-      http.headers.emplace_back("Content-Type", request.content_type);
-      http.body = request.body;
-    } else {
-      http.headers.emplace_back("Content-Type", "text/plain");  // as the Python SDK does
-    }
-    http.sign = request.sign && !options_.access_key.empty();
-    http.api_version = ApiVersion();
-    http.headers.emplace_back("X-BackendAI-Version", http.api_version);
-    std::string target = EncodeTarget(request.path);
+    auto http = Prepare(request);
     bool idempotent = request.idempotent.value_or(IsIdempotentMethod(http.method));
-    return SendWithRetries(http, target, idempotent);
+    return SendWithRetries(http, EncodeTarget(request.path), idempotent);
+  }
+
+  StatusOr<ApiResponse> SendStreaming(ApiRequest const& request,
+                                      std::function<bool(std::string_view)> on_data) {
+    auto http = Prepare(request);
+    return SendWithRetries(http, EncodeTarget(request.path), /*idempotent=*/false, on_data);
   }
 
   StatusOr<ServerInfo> GetServerInfo() {
@@ -68,6 +62,22 @@ class ClientImpl {
   }
 
  private:
+  HttpRequest Prepare(ApiRequest const& request) {
+    HttpRequest http;
+    http.method = AsciiUpper(request.method);
+    http.headers = request.headers;
+    if (!request.body.empty()) {
+      http.headers.emplace_back("Content-Type", request.content_type);
+      http.body = request.body;
+    } else {
+      http.headers.emplace_back("Content-Type", "text/plain");  // as the Python SDK does
+    }
+    http.sign = request.sign && !options_.access_key.empty();
+    http.api_version = ApiVersion();
+    http.headers.emplace_back("X-BackendAI-Version", http.api_version);
+    return http;
+  }
+
   static bool IsIdempotentMethod(std::string const& m) {
     return m == "GET" || m == "HEAD" || m == "PUT" || m == "DELETE" || m == "OPTIONS";
   }
@@ -139,7 +149,8 @@ class ClientImpl {
   }
 
   StatusOr<ApiResponse> SendWithRetries(HttpRequest http, std::string const& target,
-                                        bool idempotent) {
+                                        bool idempotent,
+                                        std::function<bool(std::string_view)> const& on_data = {}) {
     auto const start = std::chrono::steady_clock::now();
     int attempt = 0;
     std::size_t failovers = 0;
@@ -150,7 +161,7 @@ class ClientImpl {
       http.host = endpoint.host;
       http.target = endpoint.base_path + target;
       ++attempt;
-      auto response = Transport().Send(http);
+      auto response = on_data ? Transport().SendStreaming(http, on_data) : Transport().Send(http);
       // A refused connection means nothing was sent: any request may move to the next endpoint.
       if (!response.ok() && IsConnectFailure(response.status()) &&
           failovers + 1 < endpoints_.size()) {
@@ -216,6 +227,10 @@ StatusOr<Client> Client::Create(Options options) {
 Client::Client(std::shared_ptr<internal::ClientImpl> impl) : impl_(std::move(impl)) {}
 
 StatusOr<ApiResponse> Client::Send(ApiRequest const& request) const { return impl_->Send(request); }
+StatusOr<ApiResponse> Client::SendStreaming(ApiRequest const& request,
+                                            std::function<bool(std::string_view)> on_data) const {
+  return impl_->SendStreaming(request, std::move(on_data));
+}
 StatusOr<ServerInfo> Client::GetServerInfo() const { return impl_->GetServerInfo(); }
 std::string Client::ApiVersion() const { return impl_->ApiVersion(); }
 Options const& Client::options() const { return impl_->options(); }

@@ -11,5 +11,6 @@
 #include "bai/protocol/resource.h"
 #include "bai/protocol/session_status.h"
 #include "bai/protocol/signing.h"
+#include "bai/session_client.h"
 #include "bai/status.h"
 #include "bai/version.h"

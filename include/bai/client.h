@@ -5,6 +5,7 @@
 #include "bai/options.h"
 #include "bai/status.h"
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -75,6 +76,13 @@ class BAI_EXPORT Client {
   /// arrived; any status code is returned as is. Use CheckResponse() to turn a non-2xx answer
   /// into a Status.
   StatusOr<ApiResponse> Send(ApiRequest const& request) const;
+
+  /// Sends `request` and hands a 2xx body to `on_data` chunk by chunk as it arrives (event
+  /// streams); returning false ends the stream. An empty chunk comes first, as soon as the 2xx
+  /// headers arrived (the stream is open). Other answers are buffered in the returned response. Not
+  /// retried; a refused connection still moves to the next endpoint.
+  StatusOr<ApiResponse> SendStreaming(ApiRequest const& request,
+                                      std::function<bool(std::string_view)> on_data) const;
 
   /// `GET /`, fetched once and cached.
   StatusOr<ServerInfo> GetServerInfo() const;

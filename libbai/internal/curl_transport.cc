@@ -20,14 +20,51 @@ void GlobalInit() {
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 }
 
+struct BodySink {
+  CURL* handle = nullptr;
+  std::string* buffer = nullptr;
+  std::function<bool(std::string_view)> const* stream = nullptr;
+  bool stopped = false;  // the consumer ended the stream
+};
+
 std::size_t OnBody(char* data, std::size_t size, std::size_t n, void* user) {
-  static_cast<std::string*>(user)->append(data, size * n);
+  auto* sink = static_cast<BodySink*>(user);
+  if (sink->stream && *sink->stream) {
+    long status = 0;
+    curl_easy_getinfo(sink->handle, CURLINFO_RESPONSE_CODE, &status);
+    if (status >= 200 && status < 300) {
+      if (!(*sink->stream)(std::string_view(data, size * n))) {
+        sink->stopped = true;
+        return 0;  // aborts the transfer
+      }
+      return size * n;
+    }
+  }
+  sink->buffer->append(data, size * n);
   return size * n;
 }
 
+struct HeaderSink {
+  std::vector<std::pair<std::string, std::string>>* headers;
+  BodySink* body;
+};
+
 std::size_t OnHeader(char* data, std::size_t size, std::size_t n, void* user) {
-  auto* headers = static_cast<std::vector<std::pair<std::string, std::string>>*>(user);
+  auto* header_sink = static_cast<HeaderSink*>(user);
+  auto* headers = header_sink->headers;
   std::string_view line(data, size * n);
+  if (line == "\r\n" || line == "\n") {
+    // End of a header block: a 2xx stream is open now (an empty chunk says so).
+    auto* body = header_sink->body;
+    long status = 0;
+    curl_easy_getinfo(body->handle, CURLINFO_RESPONSE_CODE, &status);
+    if (status >= 200 && status < 300 && body->stream && *body->stream &&
+        !(*body->stream)(std::string_view())) {
+      body->stopped = true;
+      return 0;
+    }
+    return size * n;
+  }
   // A new status line (after 100-continue or a redirect we do not follow) starts a new set.
   if (line.substr(0, 5) == "HTTP/") {
     headers->clear();
@@ -93,6 +130,11 @@ class CurlTransport : public HttpTransport {
   CurlTransport& operator=(CurlTransport const&) = delete;
 
   StatusOr<ApiResponse> Send(HttpRequest const& request) override {
+    return SendStreaming(request, {});
+  }
+
+  StatusOr<ApiResponse> SendStreaming(HttpRequest const& request,
+                                      std::function<bool(std::string_view)> on_data) override {
     CURL* h = Acquire();
     std::string url = request.origin + request.target;
     ApiResponse response;
@@ -116,10 +158,12 @@ class CurlTransport : public HttpTransport {
     curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error_buffer);
+    BodySink sink{h, &response.body, &on_data, false};
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &OnBody);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &response.body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
+    HeaderSink header_sink{&response.headers, &sink};
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, &OnHeader);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, &response.headers);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, &header_sink);
     if (request.method == "GET") {
       curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
     } else if (request.method == "HEAD") {
@@ -133,6 +177,7 @@ class CurlTransport : public HttpTransport {
                        static_cast<curl_off_t>(request.body.size()));
     }
     CURLcode code = curl_easy_perform(h);
+    if (code == CURLE_WRITE_ERROR && sink.stopped) code = CURLE_OK;
     long status = 0;
     if (code == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
     curl_slist_free_all(headers);

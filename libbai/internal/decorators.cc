@@ -20,7 +20,12 @@ class SigningTransport : public HttpTransport {
         clock_(clock ? std::move(clock) : [] { return std::chrono::system_clock::now(); }) {}
 
   StatusOr<ApiResponse> Send(HttpRequest const& request) override {
-    if (!request.sign || access_key_.empty()) return inner_->Send(request);
+    return SendStreaming(request, {});
+  }
+
+  StatusOr<ApiResponse> SendStreaming(HttpRequest const& request,
+                                      std::function<bool(std::string_view)> on_data) override {
+    if (!request.sign || access_key_.empty()) return inner_->SendStreaming(request, on_data);
     HttpRequest signed_request = request;
     protocol::SigningInput input;
     input.method = request.method;
@@ -34,7 +39,7 @@ class SigningTransport : public HttpTransport {
     signed_request.headers.emplace_back("Date", input.date);
     signed_request.headers.emplace_back(
         "Authorization", protocol::AuthorizationHeaderValue(access_key_, *signature, input.hash));
-    return inner_->Send(signed_request);
+    return inner_->SendStreaming(signed_request, on_data);
   }
 
  private:
@@ -84,6 +89,11 @@ class LoggingTransport : public HttpTransport {
       : inner_(std::move(inner)), sink_(std::move(sink)) {}
 
   StatusOr<ApiResponse> Send(HttpRequest const& request) override {
+    return SendStreaming(request, {});
+  }
+
+  StatusOr<ApiResponse> SendStreaming(HttpRequest const& request,
+                                      std::function<bool(std::string_view)> on_data) override {
     sink_("> " + request.method + " " + request.origin + request.target);
     sink_("> Host: " + request.host);
     for (auto const& [k, v] : request.headers) {
@@ -91,7 +101,14 @@ class LoggingTransport : public HttpTransport {
       sink_("> " + k + ": " + (auth ? RedactAuthorization(v) : v));
     }
     if (!request.body.empty()) sink_("> " + Cut(request.body));
-    auto response = inner_->Send(request);
+    std::function<bool(std::string_view)> logged;
+    if (on_data) {
+      logged = [this, &on_data](std::string_view chunk) {
+        sink_("< (stream) " + Cut(chunk));
+        return on_data(chunk);
+      };
+    }
+    auto response = inner_->SendStreaming(request, logged);
     if (!response.ok()) {
       sink_("! " + response.status().message());
       return response;

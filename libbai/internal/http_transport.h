@@ -4,7 +4,9 @@
 #include "bai/client.h"
 #include "bai/status.h"
 
+#include <functional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -29,6 +31,12 @@ class HttpTransport {
   virtual ~HttpTransport() = default;
   /// Fails only when no HTTP response arrived (connection, TLS, timeout).
   virtual StatusOr<ApiResponse> Send(HttpRequest const& request) = 0;
+
+  /// Like Send, but a 2xx body goes to `on_data` as it arrives instead of into the response;
+  /// returning false from `on_data` ends the transfer (not an error). An empty chunk comes
+  /// first, when the 2xx headers have arrived. Other statuses are buffered as usual.
+  virtual StatusOr<ApiResponse> SendStreaming(HttpRequest const& request,
+                                              std::function<bool(std::string_view)> on_data) = 0;
 };
 
 /// True when a transport error means the request never reached the server (so even a

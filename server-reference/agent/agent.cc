@@ -2,22 +2,23 @@
 // The agent's WebSocket client: the only agent file that includes Boost.Beast/Asio.
 #include "server-reference/agent/agent.h"
 
-#include <unistd.h>
+#include "bai/protocol/resource.h"
+#include "bai/version.h"
 
-#include <atomic>
+#include "libbai/internal/json_codec.h"
+#include "server-reference/common/agent_protocol.h"
+
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
-#include <nlohmann/json.hpp>
 #include <thread>
-
-#include "bai/protocol/resource.h"
-#include "bai/version.h"
-#include "libbai/internal/json_codec.h"
-#include "server-reference/common/agent_protocol.h"
 
 namespace bai::agent {
 
@@ -69,31 +70,31 @@ struct Agent::Impl {
     if (stopping) return;
     ws = std::make_unique<websocket::stream<beast::tcp_stream>>(ioc);
     auto resolver = std::make_shared<tcp::resolver>(ioc);
-    resolver->async_resolve(host, port, [this, resolver](beast::error_code ec,
-                                                         tcp::resolver::results_type results) {
-      if (ec) return Retry("resolve: " + ec.message());
-      beast::get_lowest_layer(*ws).expires_after(std::chrono::seconds(10));
-      beast::get_lowest_layer(*ws).async_connect(
-          results, [this](beast::error_code ec2, tcp::endpoint ep) {
+    resolver->async_resolve(
+        host, port, [this, resolver](beast::error_code ec, tcp::resolver::results_type results) {
+          if (ec) return Retry("resolve: " + ec.message());
+          beast::get_lowest_layer(*ws).expires_after(std::chrono::seconds(10));
+          beast::get_lowest_layer(*ws).async_connect(results, [this](beast::error_code ec2,
+                                                                     tcp::endpoint ep) {
             if (ec2) return Retry("connect: " + ec2.message());
             beast::get_lowest_layer(*ws).expires_never();
             ws->set_option(websocket::stream_base::timeout::suggested(beast::role_type::client));
             std::string auth = server::agent_protocol::MakeAuth(
                 options.agent_id, options.cluster_secret, std::chrono::system_clock::now());
-            ws->set_option(websocket::stream_base::decorator(
-                [auth](websocket::request_type& req) {
-                  req.set(server::agent_protocol::kAuthHeader, auth);
-                  req.set(beast::http::field::user_agent, std::string("bai-agent/") + BAI_VERSION_STRING);
-                }));
-            ws->async_handshake(host + ":" + std::to_string(ep.port()), server::agent_protocol::kPath,
-                                [this](beast::error_code ec3) {
+            ws->set_option(websocket::stream_base::decorator([auth](websocket::request_type& req) {
+              req.set(server::agent_protocol::kAuthHeader, auth);
+              req.set(beast::http::field::user_agent,
+                      std::string("bai-agent/") + BAI_VERSION_STRING);
+            }));
+            ws->async_handshake(host + ":" + std::to_string(ep.port()),
+                                server::agent_protocol::kPath, [this](beast::error_code ec3) {
                                   if (ec3) return Retry("handshake: " + ec3.message());
                                   backoff = std::chrono::milliseconds(0);
                                   Register();
                                   Read();
                                 });
           });
-    });
+        });
   }
 
   void Retry(std::string const& why) {
@@ -102,8 +103,8 @@ struct Agent::Impl {
     queue.clear();
     writing = false;
     if (stopping) return;
-    backoff = std::min(options.reconnect_max,
-                       backoff.count() == 0 ? options.reconnect_min : backoff * 2);
+    backoff =
+        std::min(options.reconnect_max, backoff.count() == 0 ? options.reconnect_min : backoff * 2);
     (void)why;
     retry.expires_after(backoff);
     retry.async_wait([this](beast::error_code ec) {
@@ -114,13 +115,16 @@ struct Agent::Impl {
   void Register() {
     json kernels = json::array();
     for (auto const& k : backend->Snapshot()) {
-      json item = {{"session_id", k.session_id}, {"status", k.status}, {"reason", k.reason},
+      json item = {{"session_id", k.session_id},
+                   {"status", k.status},
+                   {"reason", k.reason},
                    {"logs", k.logs}};
       if (k.exit_code) item["exit_code"] = *k.exit_code;
       kernels.push_back(item);
     }
     json images = json::array();
-    for (auto const& name : options.images) images.push_back({{"name", name}, {"aliases", json::array()}});
+    for (auto const& name : options.images)
+      images.push_back({{"name", name}, {"aliases", json::array()}});
     auto slots = internal::ParseJson(options.slots_json).value_or(json::object());
     json slot_types = json::object();
     for (auto const& [name, v] : slots.items()) {
@@ -216,8 +220,11 @@ struct Agent::Impl {
   }
 
   void Report(KernelReport const& r) {
-    json m = {{"type", "kernel_status"}, {"session_id", r.session_id}, {"status", r.status},
-              {"reason", r.reason}, {"logs", r.logs}};
+    json m = {{"type", "kernel_status"},
+              {"session_id", r.session_id},
+              {"status", r.status},
+              {"reason", r.reason},
+              {"logs", r.logs}};
     if (r.exit_code) m["exit_code"] = *r.exit_code;
     net::post(ioc, [this, text = m.dump(), session = r.session_id, status = r.status] {
       bool connected;

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "bai/status.h"
+
+#include "server-reference/agent/backend.h"
+
 #include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include "bai/status.h"
-#include "server-reference/agent/backend.h"
 
 namespace bai::agent {
 

@@ -8,7 +8,7 @@ namespace {
 
 int ExitCodeOf(std::optional<std::string> const& command, int fallback) {
   if (!command) return fallback;
-  static std::regex const kExit(R"(exit\s+(\d{1,3})\s*$)");
+  static std::regex const kExit(R"(exit\s+(\d{1,3})['"]?\s*$)");
   std::smatch m;
   if (std::regex_search(*command, m, kExit)) return std::stoi(m[1]) & 255;
   return fallback;
@@ -79,8 +79,8 @@ std::vector<KernelReport> DummyBackend::Snapshot() {
 void DummyBackend::Acknowledge(std::string const& session_id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = kernels_.find(session_id);
-  if (it != kernels_.end() && (it->second.state.status == "TERMINATED" ||
-                               it->second.state.status == "ERROR")) {
+  if (it != kernels_.end() &&
+      (it->second.state.status == "TERMINATED" || it->second.state.status == "ERROR")) {
     kernels_.erase(it);
   }
 }

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "server-reference/agent/backend.h"
+
 #include <chrono>
 #include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
-
-#include "server-reference/agent/backend.h"
 
 namespace bai::agent {
 

@@ -2,18 +2,19 @@
 // bai-agent: runs kernels for a bai-manager.
 //   bai-agent --manager http://127.0.0.1:8081 --id agent-1 --cluster-secret-file FILE
 //             [--backend dummy] [--slots cpu=4,mem=8g] [--scaling-group default]
-#include <signal.h>
-
-#include <CLI/CLI.hpp>
-#include <fstream>
-#include <iostream>
-#include <nlohmann/json.hpp>
-
 #include "bai/protocol/resource.h"
+
 #include "libbai/internal/json_codec.h"
 #include "server-reference/agent/agent.h"
 #include "server-reference/agent/dummy_backend.h"
 #include "server-reference/common/agent_protocol.h"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <signal.h>
+
+#include <fstream>
+#include <iostream>
 
 int main(int argc, char** argv) {
   CLI::App app{"bai-agent: runs kernels for a bai-manager", "bai-agent"};

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/common/agent_protocol.h"
 
+#include "bai/protocol/errors.h"
+
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <sodium.h>
-
-#include "bai/protocol/errors.h"
 
 namespace bai::server::agent_protocol {
 namespace {

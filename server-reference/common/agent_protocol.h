@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "bai/status.h"
+
 #include <chrono>
 #include <cstdint>
 #include <string>
-
-#include "bai/status.h"
 
 namespace bai::server::agent_protocol {
 

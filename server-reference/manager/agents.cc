@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/manager/agents.h"
 
+#include "bai/protocol/signing.h"
+
 #include "libbai/internal/json_codec.h"
 #include "server-reference/common/agent_protocol.h"
 #include "server-reference/manager/scheduling.h"
@@ -411,6 +413,28 @@ void AgentRegistry::Tick() {
         }
       }
       if (!held->empty()) schedule_(row.Text(1));
+    }
+  }
+  // Batch jobs past their batch_timeout are stopped.
+  auto batches = db_.Query(
+      "SELECT id, status_history, batch_timeout FROM sessions WHERE status = 'RUNNING' AND "
+      "type = 'batch' AND batch_timeout IS NOT NULL");
+  if (batches.ok()) {
+    auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+                   .count();
+    for (auto const& row : *batches) {
+      auto history = internal::ParseJson(row.Text(1));
+      if (!history || !history->contains("RUNNING") || !(*history)["RUNNING"].is_string()) continue;
+      auto started = protocol::ParseHttpDate((*history)["RUNNING"].get<std::string>());
+      if (!started || now - started->unix_seconds < row.Int(2)) continue;
+      TransitionDetails d;
+      d.status_info = "batch-timeout";
+      d.event = "session_failure";
+      d.reason = "batch-timeout";
+      d.result = "failure";
+      (void)sessions_.Transition(row.Text(0), SessionStatus::kRunning, SessionStatus::kTerminating,
+                                 d);
     }
   }
   Dispatch();

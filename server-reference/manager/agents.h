@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "server-reference/common/database.h"
+#include "server-reference/common/http.h"
+#include "server-reference/manager/sessions.h"
+
 #include <chrono>
 #include <functional>
 #include <map>
@@ -8,10 +12,6 @@
 #include <mutex>
 #include <set>
 #include <string>
-
-#include "server-reference/common/database.h"
-#include "server-reference/common/http.h"
-#include "server-reference/manager/sessions.h"
 
 namespace bai::manager {
 
@@ -28,8 +28,7 @@ struct AgentOptions {
 class AgentRegistry {
  public:
   AgentRegistry(server::Database& db, SessionStore& sessions, AgentOptions options,
-                std::function<void(std::string const&)> schedule,
-                std::function<void()> wake);
+                std::function<void(std::string const&)> schedule, std::function<void()> wake);
 
   /// WebSocket callbacks for an authenticated agent connection.
   server::WebSocketHandlers Handlers(std::string const& agent_id);

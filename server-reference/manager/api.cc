@@ -222,9 +222,12 @@ void ManagerApi::AddRoutes() {
     });
   });
 
-  Add("GET", "/config/resource-slots", L::kAnonymous, [](RequestContext&) {
-    // Agents add their slots when they register (a later migration); cpu and mem always exist.
-    return JsonResponse({{"cpu", "count"}, {"mem", "bytes"}});
+  Add("GET", "/config/resource-slots", L::kAnonymous, [](RequestContext& ctx) {
+    return Guard([&]() -> StatusOr<HttpResponse> {
+      auto types = ctx.store.ClusterSlotTypes();
+      if (!types.ok()) return std::move(types).status();
+      return JsonResponse(json(*types));
+    });
   });
 
   Add("GET", "/resource/presets", L::kUser, [](RequestContext& ctx) {
@@ -267,17 +270,20 @@ void ManagerApi::AddRoutes() {
     return Guard([&]() -> StatusOr<HttpResponse> {
       auto status = ctx.store.GetSetting("status");
       if (!status.ok()) return std::move(status).status();
+      auto active = ctx.store.ActiveSessionCount();
+      if (!active.ok()) return std::move(active).status();
       std::string s = status->value_or("running");
       json node = {{"id", "bai-manager"},
                    {"num_proc", 1},
                    {"service_addr", nullptr},
                    {"heartbeat_timeout", 15.0},
                    {"ssl_enabled", false},
-                   {"active_sessions", 0},
+                   {"active_sessions", *active},
                    {"status", s},
                    {"version", options_.manager_version},
                    {"api_version", protocol::kCurrentApiVersion.ToString()}};
-      return JsonResponse({{"nodes", json::array({node})}, {"status", s}, {"active_sessions", 0}});
+      return JsonResponse(
+          {{"nodes", json::array({node})}, {"status", s}, {"active_sessions", *active}});
     });
   });
 

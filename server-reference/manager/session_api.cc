@@ -246,12 +246,18 @@ Status ParseCreate(RequestContext& ctx, CreateInput& in) {
     if (!res->is_object()) {
       p->Fail("config.resources", "must be an object of slot amounts");
     } else {
+      auto cluster = ctx.store.ClusterSlotTypes();
+      if (!cluster.ok()) return cluster.status();
       for (auto const& [slot, amount] : res->items()) {
-        if (!protocol::KnownSlotType(slot)) {
+        if (!cluster->count(slot) && !protocol::KnownSlotType(slot)) {
           p->Fail("config.resources." + slot, "Unknown slot type");
         }
       }
-      auto slots = internal::SlotsFromJson(*res);
+      auto slots = internal::SlotsFromJson(*res, [&](std::string const& slot_name) {
+        auto it = cluster->find(slot_name);
+        return it != cluster->end() ? protocol::ParseSlotType(it->second)
+                                    : protocol::KnownSlotType(slot_name);
+      });
       if (!slots.ok()) {
         p->Fail("config.resources", slots.status().message());
       } else {
@@ -433,6 +439,9 @@ void ManagerApi::AddSessionRoutes(SessionStore& sessions, EventHub& hub,
       auto s = sessions.Resolve(ctx.params.at("id"), key, false);
       if (!s.ok()) return std::move(s).status();
       auto from = protocol::ParseSessionStatus(s->status).status;
+      if (protocol::IsTerminal(from)) {
+        return MakeProblemStatus(ProblemType::kObjectNotFound, "No such session.");
+      }
       TransitionDetails d;
       d.status_info = "user-requested";
       d.reason = "user-requested";
@@ -498,6 +507,35 @@ void ManagerApi::AddSessionRoutes(SessionStore& sessions, EventHub& hub,
       }
       if (auto st = sessions.Rename(s->id, *name); !st.ok()) return st;
       return HttpResponse::NoContent();
+    });
+  });
+
+  // Both need a kernel runner to act on; until the agent has one they are acknowledged for
+  // running sessions (as Backend.AI does for kernels without support) and refused otherwise.
+  for (auto const& [method, path] :
+       {std::pair<char const*, char const*>{"POST", "/session/{id}/interrupt"},
+        std::pair<char const*, char const*>{"PATCH", "/session/{id}"}}) {
+    Add(method, path, L::kUser, [&sessions](RequestContext& ctx) {
+      return Guard([&]() -> StatusOr<HttpResponse> {
+        auto s = sessions.Resolve(ctx.params.at("id"), ctx.identity->access_key, false);
+        if (!s.ok()) return std::move(s).status();
+        if (s->status != "RUNNING") {
+          return MakeProblemStatus(ProblemType::kInvalidApiParams,
+                                   "The session is " + s->status + ", not RUNNING.");
+        }
+        return HttpResponse::NoContent();
+      });
+    });
+  }
+
+  Add("GET", "/events/background-task", L::kUser, [](RequestContext& ctx) {
+    return Guard([&]() -> StatusOr<HttpResponse> {
+      auto p = Params::From(ctx.request);
+      if (!p.ok()) return std::move(p).status();
+      (void)p->String({"taskId", "task_id"}, true);
+      if (auto st = p->Check(); !st.ok()) return st;
+      // No operation of this manager runs as a background task yet, so no id can match.
+      return MakeProblemStatus(ProblemType::kObjectNotFound, "No such background task.");
     });
   });
 

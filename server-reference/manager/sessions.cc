@@ -195,7 +195,9 @@ StatusOr<SessionRecord> SessionStore::Resolve(std::string const& ref, std::strin
   };
   std::vector<SessionRecord> found;
   if (LooksLikeUuid(ref)) {
-    auto rows = pick(db_.Query(select + " AND id = ?" + alive, {owner, ref}));
+    // An exact id is unambiguous, so it also finds a session that has ended (our extension:
+    // clients can read a finished job's result and exit code).
+    auto rows = pick(db_.Query(select + " AND id = ?", {owner, ref}));
     if (!rows.ok()) return std::move(rows).status();
     found = *rows;
   }

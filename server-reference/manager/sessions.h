@@ -92,10 +92,10 @@ class SessionStore {
   Status Create(SessionRecord& session);
 
   StatusOr<std::optional<SessionRecord>> Get(std::string const& id);
-  /// Resolves a path's session reference for `owner`: exact UUID, then exact name among active
-  /// sessions, then a unique prefix of either (DECISIONS.md "Protocol"); several matches →
-  /// 404 too-many-sessions-matched with data.matches, none → 404 object-not-found.
-  /// `allow_dead` also matches terminated sessions (logs, status history).
+  /// Resolves a path's session reference for `owner`: exact UUID (ended sessions too), then
+  /// exact name among active sessions, then a unique prefix of either (DECISIONS.md "Protocol");
+  /// several matches → 404 too-many-sessions-matched with data.matches, none → 404
+  /// object-not-found. `allow_dead` also matches terminated sessions (logs, status history).
   StatusOr<SessionRecord> Resolve(std::string const& ref, std::string const& owner,
                                   bool allow_dead);
   /// Active sessions called `name` for `owner`.

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/manager/store.h"
 
+#include "bai/protocol/resource.h"
+
+#include "libbai/internal/json_codec.h"
+
 #include <chrono>
 #include <ctime>
 
@@ -112,6 +116,29 @@ StatusOr<std::vector<std::string>> Store::AllowedScalingGroups(Identity const& w
   std::vector<std::string> out;
   for (auto const& r : *rows) out.push_back(r.Text(0));
   return out;
+}
+
+StatusOr<std::map<std::string, std::string>> Store::ClusterSlotTypes() {
+  std::map<std::string, std::string> out = {{"cpu", "count"}, {"mem", "bytes"}};
+  auto rows = db_.Query("SELECT slot_types FROM agents WHERE status IN ('ALIVE', 'LOST')");
+  if (!rows.ok()) return std::move(rows).status();
+  for (auto const& r : *rows) {
+    auto j = internal::ParseJson(r.Text(0));
+    if (!j || !j->is_object()) continue;
+    for (auto const& [name, type] : j->items()) {
+      if (type.is_string() && protocol::ParseSlotType(type.get<std::string>())) {
+        out.emplace(name, type.get<std::string>());
+      }
+    }
+  }
+  return out;
+}
+
+StatusOr<std::int64_t> Store::ActiveSessionCount() {
+  auto rows =
+      db_.Query("SELECT COUNT(*) FROM sessions WHERE status NOT IN ('TERMINATED', 'CANCELLED')");
+  if (!rows.ok()) return std::move(rows).status();
+  return (*rows)[0].Int(0);
 }
 
 StatusOr<std::optional<std::string>> Store::GetSetting(std::string const& key) {

@@ -6,6 +6,7 @@
 #include "server-reference/common/database.h"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -71,6 +72,11 @@ class Store {
   StatusOr<std::optional<std::string>> FindGroup(std::string const& domain,
                                                  std::string const& name_or_id);
   StatusOr<bool> IsMember(std::string const& group_id, std::string const& user_id);
+
+  /// Slot name → type for the whole cluster: cpu and mem, plus what registered agents report.
+  StatusOr<std::map<std::string, std::string>> ClusterSlotTypes();
+  /// Sessions that are not TERMINATED or CANCELLED.
+  StatusOr<std::int64_t> ActiveSessionCount();
 
   StatusOr<std::optional<std::string>> GetSetting(std::string const& key);
   Status SetSetting(std::string const& key, std::string const& value);

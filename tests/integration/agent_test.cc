@@ -1,27 +1,29 @@
 // SPDX-License-Identifier: Apache-2.0
 // Manager and dummy agent speaking the real control protocol over WebSocket on loopback: the
 // whole session lifecycle, batch results, agent loss, grace expiry and reconnection.
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
-#include <fstream>
-#include <nlohmann/json.hpp>
-#include <thread>
+#include "server-reference/agent/agent.h"
 
 #include "bai/client.h"
+
 #include "libbai/internal/json_codec.h"
-#include "server-reference/agent/agent.h"
 #include "server-reference/agent/dummy_backend.h"
 #include "server-reference/common/agent_protocol.h"
 #include "server-reference/manager/manager.h"
 #include "tests/testing_util/raw_http.h"
 #include "tests/testing_util/subprocess.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <thread>
+
 namespace bai::manager {
 namespace {
 
-using ::testing::HasSubstr;
 using nlohmann::json;
+using ::testing::HasSubstr;
 using testing_util::TempDir;
 
 class AgentTest : public ::testing::Test {
@@ -127,14 +129,23 @@ TEST_F(AgentTest, InteractiveSessionGoesThroughEveryStartStatus) {
 
 TEST_F(AgentTest, BatchJobsEndWithTheirExitCode) {
   auto agent = StartAgent("agent-1", "cpu=4,mem=8g");
-  auto ok = json::parse(Call("POST", "/session", {{"name", "job-ok"}, {"image", "python"},
-                                                  {"type", "batch"}, {"startupCommand", "python3 x.py"},
-                                                  {"enqueueOnly", true}}).body);
-  auto bad = json::parse(Call("POST", "/session", {{"name", "job-bad"}, {"image", "python"},
-                                                   {"type", "batch"}, {"startupCommand", "false; exit 3"},
-                                                   {"enqueueOnly", true}}).body);
+  auto ok = json::parse(Call("POST", "/session",
+                             {{"name", "job-ok"},
+                              {"image", "python"},
+                              {"type", "batch"},
+                              {"startupCommand", "python3 x.py"},
+                              {"enqueueOnly", true}})
+                            .body);
+  auto bad = json::parse(Call("POST", "/session",
+                              {{"name", "job-bad"},
+                               {"image", "python"},
+                               {"type", "batch"},
+                               {"startupCommand", "false; exit 3"},
+                               {"enqueueOnly", true}})
+                             .body);
   ASSERT_TRUE(Eventually([&] {
-    return Row(ok["sessionId"]).status == "TERMINATED" && Row(bad["sessionId"]).status == "TERMINATED";
+    return Row(ok["sessionId"]).status == "TERMINATED" &&
+           Row(bad["sessionId"]).status == "TERMINATED";
   }));
   auto good = Row(ok["sessionId"]);
   EXPECT_EQ(good.result, "success");
@@ -148,35 +159,44 @@ TEST_F(AgentTest, BatchJobsEndWithTheirExitCode) {
   ASSERT_TRUE(events.ok());
   std::vector<std::string> names;
   for (auto const& e : *events) {
-    if (e.session_id == bad["sessionId"]) names.push_back(e.name + (e.exit_code ? ":" + std::to_string(*e.exit_code) : ""));
+    if (e.session_id == bad["sessionId"])
+      names.push_back(e.name + (e.exit_code ? ":" + std::to_string(*e.exit_code) : ""));
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"session_enqueued", "session_scheduled", "session_started",
-                                             "session_failure:3", "session_terminated:3"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"session_enqueued", "session_scheduled", "session_started",
+                                      "session_failure:3", "session_terminated:3"}));
 }
 
 TEST_F(AgentTest, TwentySmallSessionsRunTogetherOnOneAgent) {
   auto agent = StartAgent("agent-1", "cpu=2,mem=8g");
   for (int i = 0; i < 20; ++i) {
-    auto r = Call("POST", "/session", {{"name", "small-" + std::to_string(i)}, {"image", "python"},
-                                       {"enqueueOnly", true},
-                                       {"config", {{"resources", {{"cpu", "0.1"}, {"mem", "128m"}}}}}});
+    auto r = Call("POST", "/session",
+                  {{"name", "small-" + std::to_string(i)},
+                   {"image", "python"},
+                   {"enqueueOnly", true},
+                   {"config", {{"resources", {{"cpu", "0.1"}, {"mem", "128m"}}}}}});
     ASSERT_EQ(r.status, 201);
   }
   ASSERT_TRUE(Eventually([&] {
-    auto rows = manager_->store().db().Query("SELECT COUNT(*) FROM sessions WHERE status = 'RUNNING'");
+    auto rows =
+        manager_->store().db().Query("SELECT COUNT(*) FROM sessions WHERE status = 'RUNNING'");
     return rows.ok() && (*rows)[0].Int(0) == 20;
   }));
   // The agent is exactly full: one more cpu=0.1 waits.
-  auto extra = json::parse(Call("POST", "/session", {{"name", "one-more"}, {"image", "python"},
-                                                     {"enqueueOnly", true},
-                                                     {"config", {{"resources", {{"cpu", "0.1"}}}}}}).body);
+  auto extra = json::parse(Call("POST", "/session",
+                                {{"name", "one-more"},
+                                 {"image", "python"},
+                                 {"enqueueOnly", true},
+                                 {"config", {{"resources", {{"cpu", "0.1"}}}}}})
+                               .body);
   manager_->Schedule("default");
   EXPECT_EQ(Info("one-more")["status"], "PENDING");
 }
 
 TEST_F(AgentTest, ManagerRestartKeepsKernelsAndTheAgentReconnects) {
   auto agent = StartAgent("agent-1", "cpu=4,mem=8g");
-  auto created = json::parse(Call("POST", "/session", {{"name", "survivor"}, {"image", "python"}}).body);
+  auto created =
+      json::parse(Call("POST", "/session", {{"name", "survivor"}, {"image", "python"}}).body);
   ASSERT_EQ(created["status"], "RUNNING");
   manager_->Stop();
   manager_.reset();
@@ -192,7 +212,8 @@ TEST_F(AgentTest, ManagerRestartKeepsKernelsAndTheAgentReconnects) {
 
 TEST_F(AgentTest, LostAgentSessionsWaitThenEndAsErrorAndFreeSlots) {
   auto agent = StartAgent("agent-1", "cpu=1,mem=8g");
-  auto created = json::parse(Call("POST", "/session", {{"name", "orphan"}, {"image", "python"}}).body);
+  auto created =
+      json::parse(Call("POST", "/session", {{"name", "orphan"}, {"image", "python"}}).body);
   ASSERT_EQ(created["status"], "RUNNING");
   std::string id = created["sessionId"];
   agent->Stop();  // silence: no heartbeat, no goodbye
@@ -204,7 +225,8 @@ TEST_F(AgentTest, LostAgentSessionsWaitThenEndAsErrorAndFreeSlots) {
   EXPECT_EQ(Row(id).status_info, "agent-lost");
   // A new agent gets the freed capacity.
   auto other = StartAgent("agent-2", "cpu=1,mem=8g");
-  auto next = json::parse(Call("POST", "/session", {{"name", "next-one"}, {"image", "python"}}).body);
+  auto next =
+      json::parse(Call("POST", "/session", {{"name", "next-one"}, {"image", "python"}}).body);
   EXPECT_EQ(next["status"], "RUNNING");
   EXPECT_EQ(Info("next-one")["agentId"], "agent-2");
 }
@@ -216,7 +238,8 @@ TEST_F(AgentTest, AgentsNeedTheClusterSecret) {
         manager_->port(),
         "GET /agent/ws HTTP/1.1\r\nHost: " + host +
             "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
-            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n" + auth + "\r\n");
+            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n" +
+            auth + "\r\n");
   };
   EXPECT_EQ(upgrade("").status, 401);
   auto wrong = server::agent_protocol::MakeAuth("agent-x", std::string(43, 'w'),
@@ -224,8 +247,9 @@ TEST_F(AgentTest, AgentsNeedTheClusterSecret) {
   auto r = upgrade("X-BAI-Agent-Auth: " + wrong + "\r\n");
   EXPECT_EQ(r.status, 401);
   EXPECT_THAT(r.body, HasSubstr("wrong cluster secret"));
-  auto stale = server::agent_protocol::MakeAuth(
-      "agent-x", manager_->cluster_secret(), std::chrono::system_clock::now() - std::chrono::hours(1));
+  auto stale =
+      server::agent_protocol::MakeAuth("agent-x", manager_->cluster_secret(),
+                                       std::chrono::system_clock::now() - std::chrono::hours(1));
   EXPECT_EQ(upgrade("X-BAI-Agent-Auth: " + stale + "\r\n").status, 401);
   auto good = server::agent_protocol::MakeAuth("agent-x", manager_->cluster_secret(),
                                                std::chrono::system_clock::now());
@@ -240,9 +264,9 @@ TEST(AgentProcessTest, DummyAgentBinaryRegistersAndStopsOnSigterm) {
   auto manager = Manager::Start(config);
   ASSERT_TRUE(manager.ok());
   std::string url = "http://127.0.0.1:" + std::to_string((*manager)->port());
-  testing_util::BackgroundProcess agent(
-      {testing_util::BinPath("bai-agent"), "--manager", url, "--id", "proc-agent",
-       "--cluster-secret-file", config.ClusterSecretPath(), "--slots", "cpu=2,mem=2g"});
+  testing_util::BackgroundProcess agent({testing_util::BinPath("bai-agent"), "--manager", url,
+                                         "--id", "proc-agent", "--cluster-secret-file",
+                                         config.ClusterSecretPath(), "--slots", "cpu=2,mem=2g"});
   ASSERT_FALSE(agent.WaitForLine("connecting").empty());
   for (int i = 0; i < 100 && (*manager)->agents().Connected().empty(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));

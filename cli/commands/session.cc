@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cli/commands/session.h"
+
+#include <signal.h>
+#include <sodium.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <iostream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "bai/session_client.h"
+#include "cli/exit_codes.h"
+
+namespace bai::cli {
+
+using nlohmann::json;
+
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+void OnInterrupt(int) { g_interrupted = true; }
+
+std::string RandomSuffix() {
+  unsigned char raw[4];
+  randombytes_buf(raw, sizeof raw);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : raw) {
+    out.push_back(kHex[c >> 4]);
+    out.push_back(kHex[c & 15]);
+  }
+  return out;
+}
+
+// A job command failed around the job: report and return 125.
+int JobError(Context& ctx, Status const& status) {
+  if (ctx.json()) {
+    ctx.out() << json{{"exit_code", kJobBaiError},
+                      {"error", {{"code", std::string(StatusCodeName(status.code()))},
+                                 {"message", status.message()},
+                                 {"type", status.error_info().type}}}}
+                     .dump()
+              << "\n";
+  } else {
+    ctx.err() << "error: " << status.message() << "\n";
+  }
+  return kJobBaiError;
+}
+
+// How the job ended, as far as the events (or a final look) tell.
+struct Outcome {
+  bool done = false;
+  std::optional<std::int64_t> exit_code;
+  std::string status;  ///< TERMINATED, CANCELLED, ERROR
+  std::string reason;
+};
+
+}  // namespace
+
+int RunRun(RunOptions const& options, Context& ctx) {
+  if (options.command.empty()) {
+    ctx.err() << "error: nothing to run: give the command after --, e.g. bai run python -- "
+                 "python3 train.py\n";
+    return kExitUsage;
+  }
+  SessionCreateRequest req;
+  req.image = options.image;
+  req.type = "batch";
+  req.startup_command = ShellJoin(options.command);
+  req.name = options.name.empty() ? "run-" + RandomSuffix() : options.name;
+  req.enqueue_only = true;
+  req.reuse_if_exists = false;
+  req.group = options.group;
+  if (!options.scaling_group.empty()) req.scaling_group = options.scaling_group;
+  if (options.batch_timeout > 0) req.batch_timeout_seconds = options.batch_timeout;
+  for (auto const& r : options.resources) {
+    if (auto s = protocol::ParseSlotAssignment(r, req.resources); !s.ok()) {
+      ctx.err() << "error: -r " << r << ": " << s.message() << "\n";
+      return kExitUsage;
+    }
+  }
+  for (auto const& e : options.env) {
+    auto eq = e.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      ctx.err() << "error: -e " << e << ": expected KEY=VALUE\n";
+      return kExitUsage;
+    }
+    req.environ[e.substr(0, eq)] = e.substr(eq + 1);
+  }
+  auto client = ctx.MakeClient();
+  if (!client.ok()) return JobError(ctx, client.status());
+  SessionClient sessions(*client);
+
+  // Subscribe first, then create: no event can be missed. The watcher owns its state, so it may
+  // outlive this function while blocked in a read.
+  struct WatchState {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool open = false;
+    bool stream_over = false;
+    bool started = false;
+    Outcome outcome;
+    std::string session_id;
+  };
+  auto state = std::make_shared<WatchState>();
+  std::thread([state, sessions, name = req.name] {
+    SessionEventFilter filter;
+    filter.session_name = name;
+    (void)sessions.WatchEvents(
+        filter,
+        [state](SessionEvent const& e) {
+          std::lock_guard<std::mutex> lock(state->mu);
+          auto& o = state->outcome;
+          if (!state->session_id.empty() && e.session_id != state->session_id) return true;
+          if (e.name == "session_success" || e.name == "session_failure") {
+            if (e.exit_code) o.exit_code = e.exit_code;
+            o.reason = e.reason.value_or("");
+          } else if (e.name == "session_terminated" || e.name == "session_cancelled") {
+            if (e.exit_code && !o.exit_code) o.exit_code = e.exit_code;
+            o.status = e.name == "session_cancelled" ? "CANCELLED" : "TERMINATED";
+            if (o.reason.empty()) o.reason = e.reason.value_or("");
+            o.done = true;
+          } else if (e.name == "session_started") {
+            state->started = true;
+          }
+          state->cv.notify_all();
+          return !o.done;
+        },
+        [state] {
+          std::lock_guard<std::mutex> lock(state->mu);
+          state->open = true;
+          state->cv.notify_all();
+        });
+    std::lock_guard<std::mutex> lock(state->mu);
+    state->stream_over = true;
+    state->cv.notify_all();
+  }).detach();
+  {
+    std::unique_lock<std::mutex> lock(state->mu);
+    state->cv.wait_for(lock, std::chrono::seconds(10),
+                       [&] { return state->open || state->stream_over; });
+  }
+
+  struct sigaction sa {};
+  sa.sa_handler = OnInterrupt;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+
+  auto created = sessions.Create(req);
+  if (!created.ok()) return JobError(ctx, created.status());
+  {
+    std::lock_guard<std::mutex> lock(state->mu);
+    state->session_id = created->id;
+  }
+  if (options.detach) {
+    if (ctx.json()) {
+      ctx.out() << json{{"session_id", created->id}, {"session_name", created->name},
+                        {"status", created->status}, {"exit_code", 0}}
+                       .dump()
+                << "\n";
+    } else {
+      ctx.out() << created->id << "\n";
+    }
+    return 0;
+  }
+  if (ctx.stdout_tty()) ctx.err() << "session " << created->name << " queued\n";
+
+  // Wait for the end: events, or a look every few seconds when the stream is gone.
+  bool announced = false;
+  Outcome final;
+  while (true) {
+    std::unique_lock<std::mutex> lock(state->mu);
+    state->cv.wait_for(lock, std::chrono::seconds(state->stream_over ? 1 : 3),
+                       [&] { return state->outcome.done || g_interrupted.load() ||
+                                    (state->started && !announced); });
+    if (state->started && !announced && ctx.stdout_tty()) ctx.err() << "running…\n";
+    announced = announced || state->started;
+    if (g_interrupted) {
+      lock.unlock();
+      (void)sessions.Destroy(created->id);
+      ctx.err() << "interrupted; session " << created->name << " destroyed\n";
+      return kExitInterrupted;
+    }
+    if (state->outcome.done) {
+      final = state->outcome;
+      break;
+    }
+    lock.unlock();
+    auto info = sessions.Info(created->id);
+    if (!info.ok()) continue;
+    auto st = info->status.status;
+    if (protocol::IsTerminal(st) || st == protocol::SessionStatus::kError) {
+      final.done = true;
+      final.status = info->status.text;
+      final.exit_code = info->exit_code;
+      final.reason = info->status_info;
+      break;
+    }
+  }
+
+  auto logs = sessions.Logs(created->id);
+  int code = final.exit_code ? static_cast<int>(*final.exit_code & 255) : kJobNoExitCode;
+  if (ctx.json()) {
+    json out = {{"session_id", created->id},
+                {"session_name", created->name},
+                {"status", final.status},
+                {"status_info", final.reason},
+                {"exit_code", code},
+                {"logs", logs.ok() ? *logs : ""}};
+    ctx.out() << out.dump() << "\n";
+  } else {
+    if (logs.ok()) ctx.out() << *logs;
+    if (!final.exit_code) {
+      ctx.err() << "session " << created->name << " ended without an exit code ("
+                << (final.reason.empty() ? final.status : final.reason) << ")\n";
+    }
+  }
+  return code;
+}
+
+int RunLogs(std::string const& session, Context& ctx) {
+  auto client = ctx.MakeClient();
+  if (!client.ok()) return ReportError(ctx, client.status());
+  auto logs = SessionClient(*client).Logs(session);
+  if (!logs.ok()) return ReportError(ctx, logs.status());
+  if (ctx.json()) {
+    ctx.out() << json{{"session", session}, {"logs", *logs}}.dump() << "\n";
+  } else {
+    ctx.out() << *logs;
+  }
+  return 0;
+}
+
+int RunRm(std::vector<std::string> const& sessions, bool forced, Context& ctx) {
+  auto client = ctx.MakeClient();
+  if (!client.ok()) return ReportError(ctx, client.status());
+  SessionClient api(*client);
+  int code = 0;
+  json results = json::array();
+  for (auto const& s : sessions) {
+    auto status = api.Destroy(s, forced);
+    if (!status.ok()) {
+      if (ctx.json()) {
+        results.push_back({{"session", s}, {"ok", false}, {"error", status.message()}});
+        if (code == 0) code = ExitCodeFor(status);
+      } else {
+        int c = ReportError(ctx, status);
+        if (code == 0) code = c;
+      }
+      continue;
+    }
+    results.push_back({{"session", s}, {"ok", true}});
+    if (!ctx.json() && ctx.stdout_tty()) ctx.out() << "destroyed " << s << "\n";
+  }
+  if (ctx.json()) ctx.out() << results.dump() << "\n";
+  return code;
+}
+
+int RunSessionInfo(std::string const& session, Context& ctx) {
+  auto client = ctx.MakeClient();
+  if (!client.ok()) return ReportError(ctx, client.status());
+  auto info = SessionClient(*client).Info(session);
+  if (!info.ok()) return ReportError(ctx, info.status());
+  if (ctx.json()) {
+    ctx.out() << info->raw_json << "\n";
+    return 0;
+  }
+  auto row = [&](char const* k, std::string const& v) {
+    ctx.out() << k << std::string(14 - std::string(k).size(), ' ') << (v.empty() ? "-" : v) << "\n";
+  };
+  row("id", info->id);
+  row("name", info->name);
+  row("status", info->status.text);
+  row("status info", info->status_info);
+  row("type", info->type);
+  row("image", info->image);
+  std::string slots;
+  for (auto const& [k, v] : info->requested) slots += (slots.empty() ? "" : " ") + k + "=" + v.ToString();
+  row("resources", slots);
+  row("agent", info->agent_id.value_or(""));
+  row("result", info->result);
+  row("exit code", info->exit_code ? std::to_string(*info->exit_code) : "");
+  row("created", info->created_at);
+  row("terminated", info->terminated_at.value_or(""));
+  return 0;
+}
+
+}  // namespace bai::cli

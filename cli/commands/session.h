@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cli/context.h"
+
+namespace bai::cli {
+
+struct RunOptions {
+  std::string image;
+  std::vector<std::string> command;    ///< after `--`: joined with POSIX quoting
+  std::string name;                    ///< empty: run-XXXXXXXX
+  std::vector<std::string> resources;  ///< -r cpu=2 -r mem=4g (or cpu=2,mem=4g)
+  std::vector<std::string> env;        ///< -e KEY=VALUE
+  std::string group;
+  std::string scaling_group;
+  long long batch_timeout = 0;  ///< seconds; 0 = none
+  bool detach = false;          ///< print the session and return once it is queued
+};
+
+/// `bai run IMAGE -- CMD…`: a batch session; follows its events, prints its logs and exits with
+/// the job's exit code (DECISIONS.md "CLI": 125 bai failed, 126 no exit code, 130 interrupted,
+/// which also destroys the session).
+int RunRun(RunOptions const& options, Context& ctx);
+/// `bai logs SESSION`.
+int RunLogs(std::string const& session, Context& ctx);
+/// `bai rm SESSION…`.
+int RunRm(std::vector<std::string> const& sessions, bool forced, Context& ctx);
+/// `bai session info SESSION`.
+int RunSessionInfo(std::string const& session, Context& ctx);
+
+}  // namespace bai::cli

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bai/client.h"
+#include "bai/export.h"
+#include "bai/protocol/resource.h"
+#include "bai/protocol/session_status.h"
+#include "bai/status.h"
+
+namespace bai {
+
+/// What to create (PROTOCOL.md §5.2). Unset optional fields are left out of the request.
+struct SessionCreateRequest {
+  std::string name;  ///< empty: the server picks one
+  std::string image;
+  std::string type = "interactive";  ///< interactive, batch, inference
+  std::optional<std::string> startup_command;  ///< required for batch
+  protocol::ResourceSlots resources;
+  std::map<std::string, std::string> environ;
+  std::vector<std::string> mounts;
+  std::string group;  ///< empty: Options::group
+  std::string domain;  ///< empty: Options::domain
+  std::optional<std::string> scaling_group;
+  bool enqueue_only = false;
+  std::int64_t max_wait_seconds = 0;  ///< 0: wait until it starts
+  bool reuse_if_exists = true;
+  std::optional<std::string> tag;
+  std::optional<std::string> bootstrap_script;
+  std::optional<std::int64_t> batch_timeout_seconds;
+  std::optional<std::string> starts_at;
+  std::vector<std::string> dependencies;
+  std::optional<int> priority;
+  std::optional<std::string> owner_access_key;
+};
+
+struct SessionCreateResult {
+  std::string id;
+  std::string name;
+  std::string status;  ///< PENDING, RUNNING, TIMEOUT, …
+  bool created = true;  ///< false: an existing session was reused
+};
+
+/// `GET /session/{id}`, the fields scripts use, plus the raw JSON.
+struct SessionInfo {
+  std::string id;
+  std::string name;
+  protocol::SessionStatusValue status;
+  std::string status_info;
+  std::string type;
+  std::string image;
+  std::string result;  ///< undefined, success, failure
+  std::optional<std::int64_t> exit_code;
+  std::optional<std::string> agent_id;
+  protocol::ResourceSlots requested;
+  std::string created_at;
+  std::optional<std::string> terminated_at;
+  std::string raw_json;
+};
+
+/// One Server-Sent Event of `/events/session`.
+struct SessionEvent {
+  std::string name;  ///< session_started, session_success, …
+  std::string session_id;
+  std::string session_name;
+  std::optional<std::string> reason;
+  std::optional<std::int64_t> exit_code;
+  std::string raw_json;
+};
+
+struct SessionEventFilter {
+  std::optional<std::string> session_id;
+  std::optional<std::string> session_name;
+  std::optional<std::string> owner_access_key;
+  std::optional<std::string> group;
+};
+
+/// Compute sessions: create, inspect, destroy, logs, events. A thin typed layer over Client.
+///
+/// @par Example
+/// @code
+/// bai::SessionClient sessions(*client);
+/// bai::SessionCreateRequest req;
+/// req.image = "python";
+/// req.type = "batch";
+/// req.startup_command = "python3 train.py";
+/// auto created = sessions.Create(req);
+/// @endcode
+class BAI_EXPORT SessionClient {
+ public:
+  explicit SessionClient(Client client) : client_(std::move(client)) {}
+
+  StatusOr<SessionCreateResult> Create(SessionCreateRequest const& request) const;
+  /// By id, name or unique prefix.
+  StatusOr<SessionInfo> Info(std::string const& session) const;
+  Status Destroy(std::string const& session, bool forced = false) const;
+  StatusOr<std::string> Logs(std::string const& session) const;
+  /// Status → time of entering it.
+  StatusOr<std::map<std::string, std::string>> StatusHistory(std::string const& session) const;
+
+  /// Streams events until `on_event` returns false (ok), the stream ends, or `on_open` … the
+  /// stream is open once `on_open` runs (subscribe, then create, to miss nothing).
+  Status WatchEvents(SessionEventFilter const& filter,
+                     std::function<bool(SessionEvent const&)> const& on_event,
+                     std::function<void()> const& on_open = {}) const;
+
+  Client const& client() const { return client_; }
+
+ private:
+  Client client_;
+};
+
+/// Joins argv into one POSIX shell command line that reproduces exactly these arguments
+/// ('…' quoting where needed).
+BAI_EXPORT std::string ShellJoin(std::vector<std::string> const& argv);
+
+}  // namespace bai

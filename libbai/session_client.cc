@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "bai/session_client.h"
+
+#include <nlohmann/json.hpp>
+
+#include "libbai/internal/json_codec.h"
+#include "libbai/internal/sse.h"
+#include "libbai/internal/url.h"
+
+namespace bai {
+
+using nlohmann::json;
+
+namespace {
+
+// Path segment for a session reference: percent-encode everything but unreserved characters.
+std::string Segment(std::string const& text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+        c == '.' || c == '_' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
+}
+
+StatusOr<json> Call(Client const& client, ApiRequest const& request) {
+  auto response = client.Send(request);
+  if (!response.ok()) return std::move(response).status();
+  if (auto s = CheckResponse(*response); !s.ok()) return s;
+  if (response->body.empty()) return json(nullptr);
+  auto j = internal::ParseJson(response->body);
+  if (!j) {
+    return Status(StatusCode::kInternal, "malformed response from the server: " +
+                                             response->body.substr(0, 200));
+  }
+  return *j;
+}
+
+std::optional<std::string> OptString(json const& j, char const* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_string()) return std::nullopt;
+  return it->get<std::string>();
+}
+
+std::optional<std::int64_t> OptInt(json const& j, char const* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number_integer()) return std::nullopt;
+  return it->get<std::int64_t>();
+}
+
+}  // namespace
+
+std::string ShellJoin(std::vector<std::string> const& argv) {
+  std::string out;
+  for (auto const& arg : argv) {
+    if (!out.empty()) out.push_back(' ');
+    bool plain = !arg.empty();
+    for (char c : arg) {
+      bool safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  std::string_view("-_./=:,+@%").find(c) != std::string_view::npos;
+      plain = plain && safe;
+    }
+    if (plain) {
+      out += arg;
+      continue;
+    }
+    out.push_back('\'');
+    for (char c : arg) {
+      if (c == '\'') {
+        out += "'\\''";
+      } else {
+        out.push_back(c);
+      }
+    }
+    out.push_back('\'');
+  }
+  return out;
+}
+
+StatusOr<SessionCreateResult> SessionClient::Create(SessionCreateRequest const& r) const {
+  auto const& options = client_.options();
+  json body = {{"image", r.image},
+               {"type", r.type},
+               {"group", r.group.empty() ? options.group : r.group},
+               {"domain", r.domain.empty() ? options.domain : r.domain},
+               {"enqueueOnly", r.enqueue_only},
+               {"maxWaitSeconds", r.max_wait_seconds},
+               {"reuseIfExists", r.reuse_if_exists},
+               {"cluster_size", 1},
+               {"cluster_mode", "single-node"}};
+  if (!r.name.empty()) body["name"] = r.name;
+  if (r.startup_command) body["startupCommand"] = *r.startup_command;
+  if (r.tag) body["tag"] = *r.tag;
+  if (r.bootstrap_script) body["bootstrap_script"] = *r.bootstrap_script;
+  if (r.starts_at) body["starts_at"] = *r.starts_at;
+  if (!r.dependencies.empty()) body["dependencies"] = r.dependencies;
+  if (r.owner_access_key) body["owner_access_key"] = *r.owner_access_key;
+  // Keys newer than 24.09, or only 24.09: sent only when the server can take them
+  // (DECISIONS.md "Protocol").
+  auto info = client_.GetServerInfo();
+  bool ours = info.ok() && info->manager.rfind("bai-manager", 0) == 0;
+  if (r.priority) body["priority"] = *r.priority;
+  if (r.batch_timeout_seconds) {
+    if (ours) {
+      body["batch_timeout"] = *r.batch_timeout_seconds;
+    } else if (options.warning_log) {
+      options.warning_log("the server may not support batch_timeout; not sent");
+    }
+  }
+  json config = {{"resources", internal::SlotsToJson(r.resources)},
+                 {"environ", r.environ},
+                 {"mounts", r.mounts}};
+  if (r.scaling_group) config["scaling_group"] = *r.scaling_group;
+  body["config"] = config;
+  ApiRequest request{"POST", "/session"};
+  request.body = body.dump();
+  auto j = Call(client_, request);
+  if (!j.ok()) return std::move(j).status();
+  SessionCreateResult out;
+  out.id = OptString(*j, "sessionId").value_or("");
+  out.name = OptString(*j, "sessionName").value_or(r.name);
+  out.status = OptString(*j, "status").value_or("");
+  out.created = j->value("created", true);
+  return out;
+}
+
+StatusOr<SessionInfo> SessionClient::Info(std::string const& session) const {
+  auto j = Call(client_, {"GET", "/session/" + Segment(session)});
+  if (!j.ok()) return std::move(j).status();
+  SessionInfo out;
+  out.raw_json = j->dump();
+  out.id = OptString(*j, "sessionId").value_or(session);
+  out.name = OptString(*j, "sessionName").value_or("");
+  out.status = protocol::ParseSessionStatus(OptString(*j, "status").value_or(""));
+  out.status_info = OptString(*j, "statusInfo").value_or("");
+  out.type = OptString(*j, "type").value_or("");
+  out.image = OptString(*j, "image").value_or("");
+  out.result = OptString(*j, "result").value_or("undefined");
+  out.exit_code = OptInt(*j, "exitCode");
+  out.agent_id = OptString(*j, "agentId");
+  if (auto it = j->find("requestedSlots"); it != j->end() && it->is_object()) {
+    if (auto slots = internal::SlotsFromJson(*it); slots.ok()) out.requested = *slots;
+  }
+  out.created_at = OptString(*j, "creationTime").value_or("");
+  out.terminated_at = OptString(*j, "terminationTime");
+  return out;
+}
+
+Status SessionClient::Destroy(std::string const& session, bool forced) const {
+  auto j = Call(client_, {"DELETE", "/session/" + Segment(session) +
+                                        (forced ? "?forced=true" : "")});
+  return j.ok() ? Status() : j.status();
+}
+
+StatusOr<std::string> SessionClient::Logs(std::string const& session) const {
+  auto j = Call(client_, {"GET", "/session/" + Segment(session) + "/logs"});
+  if (!j.ok()) return std::move(j).status();
+  auto logs = j->find("result");
+  if (logs == j->end() || !logs->is_object() || !logs->contains("logs")) return std::string();
+  auto const& text = (*logs)["logs"];
+  return text.is_string() ? text.get<std::string>() : text.dump();
+}
+
+StatusOr<std::map<std::string, std::string>> SessionClient::StatusHistory(
+    std::string const& session) const {
+  auto j = Call(client_, {"GET", "/session/" + Segment(session) + "/status-history"});
+  if (!j.ok()) return std::move(j).status();
+  json const& result = j->contains("result") ? (*j)["result"] : *j;
+  std::map<std::string, std::string> out;
+  if (result.is_object()) {
+    for (auto const& [k, v] : result.items()) out[k] = v.is_string() ? v.get<std::string>() : v.dump();
+  }
+  return out;
+}
+
+Status SessionClient::WatchEvents(SessionEventFilter const& filter,
+                                  std::function<bool(SessionEvent const&)> const& on_event,
+                                  std::function<void()> const& on_open) const {
+  std::string query;
+  auto add = [&query](char const* key, std::optional<std::string> const& value) {
+    if (!value) return;
+    query += (query.empty() ? "?" : "&") + std::string(key) + "=" + Segment(*value);
+  };
+  add("sessionId", filter.session_id);
+  add("sessionName", filter.session_name);
+  add("ownerAccessKey", filter.owner_access_key);
+  add("groupName", filter.group);
+  bool stopped = false;
+  internal::SseParser parser([&](std::string const& name, std::string const& data) {
+    SessionEvent e;
+    e.name = name;
+    e.raw_json = data;
+    if (auto j = internal::ParseJson(data); j && j->is_object()) {
+      e.session_id = OptString(*j, "sessionId").value_or("");
+      e.session_name = OptString(*j, "sessionName").value_or("");
+      e.reason = OptString(*j, "reason");
+      e.exit_code = OptInt(*j, "exitCode");
+    }
+    if (!on_event(e)) stopped = true;
+    return !stopped;
+  });
+  ApiRequest request{"GET", "/events/session" + query};
+  request.headers.emplace_back("Accept", "text/event-stream");
+  auto response = client_.SendStreaming(request, [&](std::string_view chunk) {
+    if (chunk.empty()) {
+      if (on_open) on_open();
+      return true;
+    }
+    return parser.Feed(chunk);
+  });
+  if (!response.ok()) return response.status();
+  if (auto s = CheckResponse(*response); !s.ok()) return s;
+  if (stopped) return {};
+  return Status(StatusCode::kUnavailable, "the event stream ended");
+}
+
+}  // namespace bai

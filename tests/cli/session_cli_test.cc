@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: Apache-2.0
+// `bai run`, `logs`, `rm` and `session info` as processes, against an in-process manager with a
+// dummy agent. (The dummy agent does not execute commands: its "output" is the command line it
+// received, which proves the argv quoting; its exit code is the N of a trailing `exit N`.)
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "bai/protocol/resource.h"
+#include "libbai/internal/json_codec.h"
+#include "server-reference/agent/agent.h"
+#include "server-reference/agent/dummy_backend.h"
+#include "server-reference/manager/manager.h"
+#include "tests/testing_util/subprocess.h"
+
+namespace bai {
+namespace {
+
+using ::testing::HasSubstr;
+using nlohmann::json;
+using testing_util::TempDir;
+
+class SessionCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    manager::ManagerConfig config;
+    config.data_dir = dir_.path() + "/data";
+    config.listen_port = 0;
+    auto m = manager::Manager::Start(config);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    manager_ = std::move(*m);
+    agent::AgentOptions o;
+    o.manager_url = "http://127.0.0.1:" + std::to_string(manager_->port());
+    o.agent_id = "cli-agent";
+    o.cluster_secret = manager_->cluster_secret();
+    o.slots_json = R"({"cpu": "4", "mem": "8589934592"})";
+    agent::DummyOptions d;
+    d.prepare_delay = std::chrono::milliseconds(50);
+    d.run_time = std::chrono::milliseconds(100);
+    agent_ = std::make_unique<agent::Agent>(o, std::make_unique<agent::DummyBackend>(d));
+    agent_->Start();
+    ASSERT_TRUE(agent_->WaitRegistered(std::chrono::seconds(5)));
+    std::ifstream in(manager_->bootstrap().credentials_file);
+    std::string line;
+    env_["BACKEND_ENDPOINT"] = o.manager_url;
+    env_["BAI_CONFIG_DIR"] = dir_.path() + "/cfg";
+    while (std::getline(in, line)) {
+      auto eq = line.find('=');
+      if (line.rfind("BACKEND_", 0) == 0) env_[line.substr(0, eq)] = line.substr(eq + 1);
+    }
+  }
+
+  testing_util::ProcessResult Bai(std::vector<std::string> args) {
+    args.insert(args.begin(), testing_util::BinPath("bai"));
+    return testing_util::RunProcess(args, env_);
+  }
+
+  TempDir dir_;
+  std::unique_ptr<manager::Manager> manager_;
+  std::unique_ptr<agent::Agent> agent_;
+  std::map<std::string, std::string> env_;
+};
+
+TEST_F(SessionCliTest, RunExitsWithTheJobsCodeAndPrintsItsLogs) {
+  auto ok = Bai({"run", "python", "--", "python3", "-c", "print(6*7)"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  // The job received exactly the typed arguments, quoted for /bin/sh.
+  EXPECT_THAT(ok.out, HasSubstr("python3 -c 'print(6*7)'"));
+  auto three = Bai({"run", "python", "--", "sh", "-c", "exit 3"});
+  EXPECT_EQ(three.exit_code, 3) << three.err;
+  auto json_out = Bai({"run", "-o", "json", "--name", "json-job", "python", "--", "sh", "-c", "exit 7"});
+  EXPECT_EQ(json_out.exit_code, 7);
+  auto j = json::parse(json_out.out);
+  EXPECT_EQ(j["exit_code"], 7);
+  EXPECT_EQ(j["session_name"], "json-job");
+  EXPECT_EQ(j["status"], "TERMINATED");
+}
+
+TEST_F(SessionCliTest, RunFailuresAroundTheJobExit125) {
+  auto bad_group = Bai({"run", "--group", "nope", "python", "--", "true"});
+  EXPECT_EQ(bad_group.exit_code, 125);
+  EXPECT_THAT(bad_group.err, HasSubstr("No such user group"));
+  EXPECT_EQ(Bai({"run", "python"}).exit_code, 2) << "no command is a usage error";
+  EXPECT_EQ(Bai({"run", "-r", "cpu=lots", "python", "--", "true"}).exit_code, 2);
+  auto unreachable = testing_util::RunProcess(
+      {testing_util::BinPath("bai"), "run", "python", "--", "true"},
+      {{"BACKEND_ENDPOINT", "http://127.0.0.1:9"}, {"BAI_CONFIG_DIR", dir_.path() + "/cfg"}});
+  EXPECT_EQ(unreachable.exit_code, 125);
+}
+
+TEST_F(SessionCliTest, InfoLogsAndRm) {
+  auto detached = Bai({"run", "--detach", "--name", "kept-job", "python", "--", "sleep", "1"});
+  ASSERT_EQ(detached.exit_code, 0) << detached.err;
+  std::string id = detached.out.substr(0, detached.out.find('\n'));
+  EXPECT_EQ(id.size(), 36u);
+  // By exact id the finished job stays visible, with its result.
+  for (int i = 0; i < 100; ++i) {
+    auto info = Bai({"session", "info", id, "-o", "json"});
+    if (info.exit_code == 0 && json::parse(info.out)["status"] == "TERMINATED") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  auto info = Bai({"session", "info", id, "-o", "json"});
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  auto j = json::parse(info.out);
+  EXPECT_EQ(j["status"], "TERMINATED");
+  EXPECT_EQ(j["exitCode"], 0);
+  EXPECT_EQ(j["result"], "success");
+  auto logs = Bai({"logs", "kept-job"});
+  EXPECT_EQ(logs.exit_code, 0) << logs.err;
+  EXPECT_THAT(logs.out, HasSubstr("sleep 1"));
+
+  auto pending = Bai({"run", "--detach", "--name", "to-remove", "-r", "cpu=64", "python", "--", "true"});
+  ASSERT_EQ(pending.exit_code, 0);
+  auto table = Bai({"session", "info", "to-remove"});
+  EXPECT_THAT(table.out, HasSubstr("PENDING"));
+  EXPECT_THAT(table.out, HasSubstr("needs cpu=64"));
+  EXPECT_EQ(Bai({"rm", "to-remove"}).exit_code, 0);
+  EXPECT_EQ(Bai({"rm", "to-remove"}).exit_code, 5) << "gone now";
+  EXPECT_EQ(Bai({"session", "info", "no-such-session"}).exit_code, 5);
+}
+
+}  // namespace
+}  // namespace bai
