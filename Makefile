@@ -34,6 +34,7 @@ format-check:
 
 bench: build
 	bash bench/run.sh build
+	bash bench/manager_bench.sh build 5
 
 tidy: build
 	git ls-files -z 'libbai/*.cc' 'cli/*.cc' | xargs -0 clang-tidy -p build --quiet
