@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "bai/session_client.h"
 
-#include <nlohmann/json.hpp>
-
 #include "libbai/internal/json_codec.h"
 #include "libbai/internal/sse.h"
 #include "libbai/internal/url.h"
+
+#include <nlohmann/json.hpp>
 
 namespace bai {
 
@@ -37,8 +37,8 @@ StatusOr<json> Call(Client const& client, ApiRequest const& request) {
   if (response->body.empty()) return json(nullptr);
   auto j = internal::ParseJson(response->body);
   if (!j) {
-    return Status(StatusCode::kInternal, "malformed response from the server: " +
-                                             response->body.substr(0, 200));
+    return Status(StatusCode::kInternal,
+                  "malformed response from the server: " + response->body.substr(0, 200));
   }
   return *j;
 }
@@ -154,8 +154,8 @@ StatusOr<SessionInfo> SessionClient::Info(std::string const& session) const {
 }
 
 Status SessionClient::Destroy(std::string const& session, bool forced) const {
-  auto j = Call(client_, {"DELETE", "/session/" + Segment(session) +
-                                        (forced ? "?forced=true" : "")});
+  auto j =
+      Call(client_, {"DELETE", "/session/" + Segment(session) + (forced ? "?forced=true" : "")});
   return j.ok() ? Status() : j.status();
 }
 
@@ -175,7 +175,8 @@ StatusOr<std::map<std::string, std::string>> SessionClient::StatusHistory(
   json const& result = j->contains("result") ? (*j)["result"] : *j;
   std::map<std::string, std::string> out;
   if (result.is_object()) {
-    for (auto const& [k, v] : result.items()) out[k] = v.is_string() ? v.get<std::string>() : v.dump();
+    for (auto const& [k, v] : result.items())
+      out[k] = v.is_string() ? v.get<std::string>() : v.dump();
   }
   return out;
 }

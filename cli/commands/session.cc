@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cli/commands/session.h"
 
+#include "bai/session_client.h"
+
+#include "cli/exit_codes.h"
+
+#include <nlohmann/json.hpp>
 #include <signal.h>
 #include <sodium.h>
 #include <unistd.h>
@@ -9,11 +14,7 @@
 #include <condition_variable>
 #include <iostream>
 #include <mutex>
-#include <nlohmann/json.hpp>
 #include <thread>
-
-#include "bai/session_client.h"
-#include "cli/exit_codes.h"
 
 namespace bai::cli {
 
@@ -41,9 +42,10 @@ std::string RandomSuffix() {
 int JobError(Context& ctx, Status const& status) {
   if (ctx.json()) {
     ctx.out() << json{{"exit_code", kJobBaiError},
-                      {"error", {{"code", std::string(StatusCodeName(status.code()))},
-                                 {"message", status.message()},
-                                 {"type", status.error_info().type}}}}
+                      {"error",
+                       {{"code", std::string(StatusCodeName(status.code()))},
+                        {"message", status.message()},
+                        {"type", status.error_info().type}}}}
                      .dump()
               << "\n";
   } else {
@@ -159,8 +161,10 @@ int RunRun(RunOptions const& options, Context& ctx) {
   }
   if (options.detach) {
     if (ctx.json()) {
-      ctx.out() << json{{"session_id", created->id}, {"session_name", created->name},
-                        {"status", created->status}, {"exit_code", 0}}
+      ctx.out() << json{{"session_id", created->id},
+                        {"session_name", created->name},
+                        {"status", created->status},
+                        {"exit_code", 0}}
                        .dump()
                 << "\n";
     } else {
@@ -175,9 +179,9 @@ int RunRun(RunOptions const& options, Context& ctx) {
   Outcome final;
   while (true) {
     std::unique_lock<std::mutex> lock(state->mu);
-    state->cv.wait_for(lock, std::chrono::seconds(state->stream_over ? 1 : 3),
-                       [&] { return state->outcome.done || g_interrupted.load() ||
-                                    (state->started && !announced); });
+    state->cv.wait_for(lock, std::chrono::seconds(state->stream_over ? 1 : 3), [&] {
+      return state->outcome.done || g_interrupted.load() || (state->started && !announced);
+    });
     if (state->started && !announced && ctx.stdout_tty()) ctx.err() << "running…\n";
     announced = announced || state->started;
     if (g_interrupted) {
@@ -206,12 +210,9 @@ int RunRun(RunOptions const& options, Context& ctx) {
   auto logs = sessions.Logs(created->id);
   int code = final.exit_code ? static_cast<int>(*final.exit_code & 255) : kJobNoExitCode;
   if (ctx.json()) {
-    json out = {{"session_id", created->id},
-                {"session_name", created->name},
-                {"status", final.status},
-                {"status_info", final.reason},
-                {"exit_code", code},
-                {"logs", logs.ok() ? *logs : ""}};
+    json out = {{"session_id", created->id}, {"session_name", created->name},
+                {"status", final.status},    {"status_info", final.reason},
+                {"exit_code", code},         {"logs", logs.ok() ? *logs : ""}};
     ctx.out() << out.dump() << "\n";
   } else {
     if (logs.ok()) ctx.out() << *logs;
@@ -280,7 +281,8 @@ int RunSessionInfo(std::string const& session, Context& ctx) {
   row("type", info->type);
   row("image", info->image);
   std::string slots;
-  for (auto const& [k, v] : info->requested) slots += (slots.empty() ? "" : " ") + k + "=" + v.ToString();
+  for (auto const& [k, v] : info->requested)
+    slots += (slots.empty() ? "" : " ") + k + "=" + v.ToString();
   row("resources", slots);
   row("agent", info->agent_id.value_or(""));
   row("result", info->result);

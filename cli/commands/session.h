@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "cli/context.h"
+
 #include <string>
 #include <vector>
-
-#include "cli/context.h"
 
 namespace bai::cli {
 

@@ -1,6 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "bai/client.h"
+#include "bai/export.h"
+#include "bai/protocol/resource.h"
+#include "bai/protocol/session_status.h"
+#include "bai/status.h"
+
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -9,24 +15,18 @@
 #include <string>
 #include <vector>
 
-#include "bai/client.h"
-#include "bai/export.h"
-#include "bai/protocol/resource.h"
-#include "bai/protocol/session_status.h"
-#include "bai/status.h"
-
 namespace bai {
 
 /// What to create (PROTOCOL.md §5.2). Unset optional fields are left out of the request.
 struct SessionCreateRequest {
   std::string name;  ///< empty: the server picks one
   std::string image;
-  std::string type = "interactive";  ///< interactive, batch, inference
+  std::string type = "interactive";            ///< interactive, batch, inference
   std::optional<std::string> startup_command;  ///< required for batch
   protocol::ResourceSlots resources;
   std::map<std::string, std::string> environ;
   std::vector<std::string> mounts;
-  std::string group;  ///< empty: Options::group
+  std::string group;   ///< empty: Options::group
   std::string domain;  ///< empty: Options::domain
   std::optional<std::string> scaling_group;
   bool enqueue_only = false;
@@ -44,7 +44,7 @@ struct SessionCreateRequest {
 struct SessionCreateResult {
   std::string id;
   std::string name;
-  std::string status;  ///< PENDING, RUNNING, TIMEOUT, …
+  std::string status;   ///< PENDING, RUNNING, TIMEOUT, …
   bool created = true;  ///< false: an existing session was reused
 };
 

@@ -29,7 +29,8 @@ bool SseParser::Feed(std::string_view chunk) {
     if (line.front() == ':') continue;
     auto colon = line.find(':');
     std::string_view field = line.substr(0, colon);
-    std::string_view value = colon == std::string_view::npos ? std::string_view() : line.substr(colon + 1);
+    std::string_view value =
+        colon == std::string_view::npos ? std::string_view() : line.substr(colon + 1);
     if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
     if (field == "event") {
       event_ = std::string(value);

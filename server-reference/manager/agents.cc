@@ -22,16 +22,7 @@ using server::SqlValue;
 namespace {
 
 std::string IsoAgo(std::chrono::seconds ago) {
-  auto t = std::chrono::system_clock::now() - ago;
-  auto secs = std::chrono::system_clock::to_time_t(t);
-  auto micros =
-      std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count() % 1000000;
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[64];
-  std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  std::snprintf(buf + n, sizeof buf - n, ".%06lld+00:00", static_cast<long long>(micros));
-  return buf;  // same fixed-width UTC format as NowIso(): comparable as text
+  return IsoTime(std::chrono::system_clock::now() - ago);
 }
 
 constexpr std::size_t kMaxLogBytes = 1 << 20;

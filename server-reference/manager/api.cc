@@ -10,6 +10,7 @@
 #include "server-reference/common/problem.h"
 #include "server-reference/manager/agents.h"
 #include "server-reference/manager/bootstrap.h"
+#include "server-reference/manager/handler_util.h"
 #include "server-reference/manager/params.h"
 
 #include <nlohmann/json.hpp>
@@ -23,18 +24,6 @@ using server::HttpResponse;
 using server::ProblemResponse;
 
 namespace {
-
-HttpResponse JsonResponse(json const& body, int status = 200) {
-  return HttpResponse::Json(status, body.dump());
-}
-
-// Runs `body`, turning a Status error into its problem response.
-template <typename F>
-HttpResponse Guard(F&& body) {
-  StatusOr<HttpResponse> r = body();
-  if (!r.ok()) return ProblemResponse(r.status());
-  return *std::move(r);
-}
 
 json SlotsJson(std::string const& text) {
   auto j = internal::ParseJson(text);

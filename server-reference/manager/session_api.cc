@@ -9,6 +9,7 @@
 #include "server-reference/manager/api.h"
 #include "server-reference/manager/bootstrap.h"
 #include "server-reference/manager/events.h"
+#include "server-reference/manager/handler_util.h"
 #include "server-reference/manager/params.h"
 #include "server-reference/manager/sessions.h"
 
@@ -24,17 +25,6 @@ using server::HttpResponse;
 using server::ProblemResponse;
 
 namespace {
-
-HttpResponse JsonResponse(json const& body, int status = 200) {
-  return HttpResponse::Json(status, body.dump());
-}
-
-template <typename F>
-HttpResponse Guard(F&& body) {
-  StatusOr<HttpResponse> r = body();
-  if (!r.ok()) return ProblemResponse(r.status());
-  return *std::move(r);
-}
 
 bool IsWordChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
@@ -87,12 +77,7 @@ std::optional<std::int64_t> ParseDuration(std::string const& text) {
 }
 
 std::string IsoFromUnix(std::int64_t secs) {
-  std::time_t t = static_cast<std::time_t>(secs);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[40];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S+00:00", &tm);
-  return buf;
+  return IsoTime(std::chrono::system_clock::time_point(std::chrono::seconds(secs)));
 }
 
 json CreatedBody(SessionRecord const& s, std::string const& status, bool created) {

@@ -12,12 +12,11 @@ namespace bai::manager {
 
 using server::SqlValue;
 
-std::string NowIso() {
-  auto now = std::chrono::system_clock::now();
-  auto secs = std::chrono::system_clock::to_time_t(now);
+std::string IsoTime(std::chrono::system_clock::time_point t) {
+  auto secs = std::chrono::system_clock::to_time_t(t);
   auto micros =
-      std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() %
-      1000000;
+      std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count() % 1000000;
+  if (micros < 0) micros += 1000000;
   std::tm tm{};
   gmtime_r(&secs, &tm);
   char buf[64];
@@ -25,6 +24,8 @@ std::string NowIso() {
   std::snprintf(buf + n, sizeof buf - n, ".%06lld+00:00", static_cast<long long>(micros));
   return buf;
 }
+
+std::string NowIso() { return IsoTime(std::chrono::system_clock::now()); }
 
 StatusOr<std::optional<KeypairRecord>> Store::FindKeypair(std::string const& access_key) {
   auto rows = db_.Query(

@@ -5,6 +5,7 @@
 
 #include "server-reference/common/database.h"
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -87,7 +88,10 @@ class Store {
   server::Database& db_;
 };
 
-/// Current time as ISO 8601 UTC with microseconds, the format of every time column.
+/// `t` as ISO 8601 UTC with microseconds, the format of every time column. The width is fixed,
+/// so these strings compare in time order.
+std::string IsoTime(std::chrono::system_clock::time_point t);
+/// IsoTime of now.
 std::string NowIso();
 
 }  // namespace bai::manager

@@ -2,24 +2,25 @@
 // `bai run`, `logs`, `rm` and `session info` as processes, against an in-process manager with a
 // dummy agent. (The dummy agent does not execute commands: its "output" is the command line it
 // received, which proves the argv quoting; its exit code is the N of a trailing `exit N`.)
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
-#include <fstream>
-#include <nlohmann/json.hpp>
-
 #include "bai/protocol/resource.h"
+
 #include "libbai/internal/json_codec.h"
 #include "server-reference/agent/agent.h"
 #include "server-reference/agent/dummy_backend.h"
 #include "server-reference/manager/manager.h"
 #include "tests/testing_util/subprocess.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
 namespace bai {
 namespace {
 
-using ::testing::HasSubstr;
 using nlohmann::json;
+using ::testing::HasSubstr;
 using testing_util::TempDir;
 
 class SessionCliTest : public ::testing::Test {
@@ -42,14 +43,11 @@ class SessionCliTest : public ::testing::Test {
     agent_ = std::make_unique<agent::Agent>(o, std::make_unique<agent::DummyBackend>(d));
     agent_->Start();
     ASSERT_TRUE(agent_->WaitRegistered(std::chrono::seconds(5)));
-    std::ifstream in(manager_->bootstrap().credentials_file);
-    std::string line;
+    for (auto const& [k, v] : testing_util::ReadEnvFile(manager_->bootstrap().credentials_file)) {
+      if (k.rfind("BACKEND_", 0) == 0) env_[k] = v;
+    }
     env_["BACKEND_ENDPOINT"] = o.manager_url;
     env_["BAI_CONFIG_DIR"] = dir_.path() + "/cfg";
-    while (std::getline(in, line)) {
-      auto eq = line.find('=');
-      if (line.rfind("BACKEND_", 0) == 0) env_[line.substr(0, eq)] = line.substr(eq + 1);
-    }
   }
 
   testing_util::ProcessResult Bai(std::vector<std::string> args) {
@@ -70,7 +68,8 @@ TEST_F(SessionCliTest, RunExitsWithTheJobsCodeAndPrintsItsLogs) {
   EXPECT_THAT(ok.out, HasSubstr("python3 -c 'print(6*7)'"));
   auto three = Bai({"run", "python", "--", "sh", "-c", "exit 3"});
   EXPECT_EQ(three.exit_code, 3) << three.err;
-  auto json_out = Bai({"run", "-o", "json", "--name", "json-job", "python", "--", "sh", "-c", "exit 7"});
+  auto json_out =
+      Bai({"run", "-o", "json", "--name", "json-job", "python", "--", "sh", "-c", "exit 7"});
   EXPECT_EQ(json_out.exit_code, 7);
   auto j = json::parse(json_out.out);
   EXPECT_EQ(j["exit_code"], 7);
@@ -111,7 +110,8 @@ TEST_F(SessionCliTest, InfoLogsAndRm) {
   EXPECT_EQ(logs.exit_code, 0) << logs.err;
   EXPECT_THAT(logs.out, HasSubstr("sleep 1"));
 
-  auto pending = Bai({"run", "--detach", "--name", "to-remove", "-r", "cpu=64", "python", "--", "true"});
+  auto pending =
+      Bai({"run", "--detach", "--name", "to-remove", "-r", "cpu=64", "python", "--", "true"});
   ASSERT_EQ(pending.exit_code, 0);
   auto table = Bai({"session", "info", "to-remove"});
   EXPECT_THAT(table.out, HasSubstr("PENDING"));

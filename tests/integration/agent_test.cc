@@ -41,13 +41,10 @@ class AgentTest : public ::testing::Test {
     ASSERT_TRUE(m.ok()) << m.status().message();
     manager_ = std::move(*m);
     config_.listen_port = manager_->port();  // a restart comes back on the same port
-    std::ifstream in(manager_->bootstrap().credentials_file);
-    std::string line;
+    auto creds = testing_util::ReadEnvFile(manager_->bootstrap().credentials_file);
     Options o;
-    while (std::getline(in, line)) {
-      if (line.rfind("BACKEND_ACCESS_KEY=", 0) == 0) o.access_key = line.substr(19);
-      if (line.rfind("BACKEND_SECRET_KEY=", 0) == 0) o.secret_key = line.substr(19);
-    }
+    o.access_key = creds["BACKEND_ACCESS_KEY"];
+    o.secret_key = creds["BACKEND_SECRET_KEY"];
     o.endpoints = {Url()};
     o.retry.max_attempts = 1;
     client_ = std::make_unique<Client>(*Client::Create(o));

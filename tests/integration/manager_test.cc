@@ -23,19 +23,8 @@ namespace {
 using nlohmann::json;
 using ::testing::HasSubstr;
 using testing_util::RawHttp;
+using testing_util::ReadEnvFile;
 using testing_util::TempDir;
-
-std::map<std::string, std::string> ReadEnvFile(std::string const& path) {
-  std::map<std::string, std::string> out;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    auto eq = line.find('=');
-    if (line.empty() || line[0] == '#' || eq == std::string::npos) continue;
-    out[line.substr(0, eq)] = line.substr(eq + 1);
-  }
-  return out;
-}
 
 std::string TypeOf(std::string const& body) {
   auto j = json::parse(body, nullptr, false);

@@ -34,12 +34,9 @@ class SessionTest : public ::testing::Test {
     auto m = Manager::Start(config_);
     ASSERT_TRUE(m.ok()) << m.status().message();
     manager_ = std::move(*m);
-    std::ifstream in(manager_->bootstrap().credentials_file);
-    std::string line;
-    while (std::getline(in, line)) {
-      if (line.rfind("BACKEND_ACCESS_KEY=", 0) == 0) access_key_ = line.substr(19);
-      if (line.rfind("BACKEND_SECRET_KEY=", 0) == 0) secret_key_ = line.substr(19);
-    }
+    auto creds = testing_util::ReadEnvFile(manager_->bootstrap().credentials_file);
+    access_key_ = creds["BACKEND_ACCESS_KEY"];
+    secret_key_ = creds["BACKEND_SECRET_KEY"];
     Options o;
     o.endpoints = {"http://127.0.0.1:" + std::to_string(manager_->port())};
     o.access_key = access_key_;

@@ -11,14 +11,17 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 
 extern char** environ;
 
 namespace bai::testing_util {
 
-ProcessResult RunProcess(std::vector<std::string> const& argv,
-                         std::map<std::string, std::string> const& env, std::string const& input) {
+namespace {
+
+// This process's environment with `env` applied: values set, empty values removed.
+std::vector<std::string> MergedEnvironment(std::map<std::string, std::string> const& env) {
   std::map<std::string, std::string> merged;
   for (char** e = environ; *e; ++e) {
     std::string kv = *e;
@@ -32,8 +35,16 @@ ProcessResult RunProcess(std::vector<std::string> const& argv,
       merged[k] = v;
     }
   }
-  std::vector<std::string> env_strings;
-  for (auto const& [k, v] : merged) env_strings.push_back(k + "=" + v);
+  std::vector<std::string> out;
+  for (auto const& [k, v] : merged) out.push_back(k + "=" + v);
+  return out;
+}
+
+}  // namespace
+
+ProcessResult RunProcess(std::vector<std::string> const& argv,
+                         std::map<std::string, std::string> const& env, std::string const& input) {
+  std::vector<std::string> env_strings = MergedEnvironment(env);
   std::vector<char*> envp;
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
@@ -107,6 +118,18 @@ ProcessResult RunProcess(std::vector<std::string> const& argv,
   return result;
 }
 
+std::map<std::string, std::string> ReadEnvFile(std::string const& path) {
+  std::map<std::string, std::string> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto eq = line.find('=');
+    if (line.empty() || line[0] == '#' || eq == std::string::npos) continue;
+    out[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  return out;
+}
+
 std::string BinPath(std::string const& name) {
   char const* dir = std::getenv("BAI_BIN");
   return std::string(dir ? dir : BAI_BIN_DIR) + "/" + name;
@@ -136,9 +159,7 @@ BackgroundProcess::BackgroundProcess(std::vector<std::string> const& argv,
                                      std::map<std::string, std::string> const& env) {
   int out_pipe[2];
   if (::pipe2(out_pipe, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
-  for (auto const& [k, v] : env) env_strings.push_back(k + "=" + v);
+  std::vector<std::string> env_strings = MergedEnvironment(env);
   std::vector<char*> envp;
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);

@@ -19,6 +19,9 @@ ProcessResult RunProcess(std::vector<std::string> const& argv,
                          std::map<std::string, std::string> const& env = {},
                          std::string const& input = {});
 
+/// KEY=VALUE lines of a file such as bai-manager's admin-credentials.env ('#' lines skipped).
+std::map<std::string, std::string> ReadEnvFile(std::string const& path);
+
 /// Path of a built executable: $BAI_BIN/<name>.
 std::string BinPath(std::string const& name);
 /// Path of a test data file: $BAI_TEST_DATA/<name>.

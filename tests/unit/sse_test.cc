@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "libbai/internal/sse.h"
 
+#include "bai/session_client.h"
+
 #include <gtest/gtest.h>
 
 #include <vector>
-
-#include "bai/session_client.h"
 
 namespace bai::internal {
 namespace {
@@ -27,7 +27,8 @@ TEST(SseTest, ParsesEventsAcrossChunkBoundaries) {
       ": ping\r\n\r\nevent: session_started\r\ndata: {\"a\":1}\r\n\r\n"
       "data: line one\ndata: line two\n\nevent: done\r\ndata:\r\n\r\n";
   Events whole = ParseAll({stream});
-  Events expected = {{"session_started", "{\"a\":1}"}, {"message", "line one\nline two"}, {"done", ""}};
+  Events expected = {
+      {"session_started", "{\"a\":1}"}, {"message", "line one\nline two"}, {"done", ""}};
   EXPECT_EQ(whole, expected);
   // Byte by byte gives the same.
   std::vector<std::string> bytes;
