@@ -349,7 +349,7 @@ void AgentRegistry::Dispatch() {
           {"session_type", r.type},
           {"image", r.image},
           {"architecture", r.architecture},
-          {"resources", internal::SlotsToJson(r.requested)},
+          {"resources", internal::ParseJson(r.requested_json).value_or(json::object())},
           {"environ", internal::ParseJson(r.environ).value_or(json::object())},
           {"mounts", internal::ParseJson(r.mounts).value_or(json::array())},
           {"startup_command", r.startup_command ? json(*r.startup_command) : json(nullptr)},

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include "bai/status.h"
+
 #include "server-reference/common/http.h"
 #include "server-reference/common/problem.h"
+
+#include <nlohmann/json.hpp>
 
 namespace bai::manager {
 

@@ -52,9 +52,8 @@ SessionRecord FromRow(SqlRow const& r) {
   s.status = r.Text(i++);
   s.status_info = r.Text(i++);
   s.status_history = r.Text(i++);
-  if (auto j = internal::ParseJson(r.Text(i++))) {
-    if (auto slots = internal::SlotsFromJson(*j); slots.ok()) s.requested = *slots;
-  }
+  // Kept as text: reads only pass it on, so parsing it on every GET would be wasted work.
+  s.requested_json = r.Text(i++);
   s.agent_id = r.OptText(i++);
   s.environ = r.Text(i++);
   s.mounts = r.Text(i++);
@@ -114,6 +113,7 @@ Status SessionStore::Create(SessionRecord& s) {
   s.created_at = now;
   s.status = "PENDING";
   s.status_history = json{{"PENDING", now}}.dump();
+  s.requested_json = internal::SlotsToJson(s.requested).dump();
   return db_.Transaction([&](SqlExecutor& tx) -> Status {
     auto seq = tx.Query("SELECT COALESCE(MAX(seq), 0) + 1 FROM sessions");
     if (!seq.ok()) return seq.status();
@@ -137,7 +137,7 @@ Status SessionStore::Create(SessionRecord& s) {
          s.status,
          s.status_info,
          s.status_history,
-         internal::SlotsToJson(s.requested).dump(),
+         s.requested_json,
          Opt(s.agent_id),
          s.environ,
          s.mounts,
@@ -421,7 +421,7 @@ std::int64_t AgeMs(SessionRecord const& s) {
 std::string SessionInfoJson(SessionRecord const& s) {
   // Written directly, not through a JSON tree: clients poll this while they wait, and the
   // stored JSON columns are already serialised.
-  std::string slots = internal::SlotsToJson(s.requested).dump();
+  std::string const& slots = s.requested_json;
   std::string out;
   out.reserve(1536);
   ObjectWriter w(out);

@@ -32,7 +32,8 @@ struct SessionRecord {
   std::string status = "PENDING";
   std::string status_info;
   std::string status_history = "{}";  ///< JSON {STATUS: time}
-  protocol::ResourceSlots requested;
+  protocol::ResourceSlots requested;  ///< set when creating; rows read back fill requested_json
+  std::string requested_json = "{}";  ///< the stored slot map, as written
   std::optional<std::string> agent_id;
   std::string environ = "{}";
   std::string mounts = "[]";
