@@ -46,6 +46,7 @@ struct Agent::Impl {
 
   net::io_context ioc;
   std::unique_ptr<websocket::stream<beast::tcp_stream>> ws;
+  std::vector<std::unique_ptr<websocket::stream<beast::tcp_stream>>> old_sockets;
   beast::flat_buffer buffer;
   std::deque<std::string> queue;
   bool writing = false;
@@ -55,6 +56,9 @@ struct Agent::Impl {
   std::chrono::milliseconds heartbeat_interval{5000};
   std::thread thread;
   std::atomic<bool> stopping{false};
+  // Each connection attempt gets a number; handlers of an older attempt do nothing, so a dying
+  // socket can neither retry twice nor touch the new connection's queue.
+  int generation = 0;
 
   mutable std::mutex mu;
   mutable std::condition_variable cv;
@@ -68,33 +72,47 @@ struct Agent::Impl {
 
   void Connect() {
     if (stopping) return;
+    int gen = ++generation;
+    if (ws) {
+      beast::error_code ignored;
+      beast::get_lowest_layer(*ws).socket().close(ignored);
+      old_sockets.push_back(std::move(ws));  // pending handlers may still refer to it
+      if (old_sockets.size() > 4) old_sockets.erase(old_sockets.begin());
+    }
     ws = std::make_unique<websocket::stream<beast::tcp_stream>>(ioc);
     auto resolver = std::make_shared<tcp::resolver>(ioc);
     resolver->async_resolve(
-        host, port, [this, resolver](beast::error_code ec, tcp::resolver::results_type results) {
+        host, port,
+        [this, resolver, gen](beast::error_code ec, tcp::resolver::results_type results) {
+          if (gen != generation) return;
           if (ec) return Retry("resolve: " + ec.message());
           beast::get_lowest_layer(*ws).expires_after(std::chrono::seconds(10));
-          beast::get_lowest_layer(*ws).async_connect(results, [this](beast::error_code ec2,
-                                                                     tcp::endpoint ep) {
-            if (ec2) return Retry("connect: " + ec2.message());
-            beast::get_lowest_layer(*ws).expires_never();
-            ws->set_option(websocket::stream_base::timeout::suggested(beast::role_type::client));
-            std::string auth = server::agent_protocol::MakeAuth(
-                options.agent_id, options.cluster_secret, std::chrono::system_clock::now());
-            ws->set_option(websocket::stream_base::decorator([auth](websocket::request_type& req) {
-              req.set(server::agent_protocol::kAuthHeader, auth);
-              req.set(beast::http::field::user_agent,
-                      std::string("bai-agent/") + BAI_VERSION_STRING);
-            }));
-            ws->async_handshake(host + ":" + std::to_string(ep.port()),
-                                server::agent_protocol::kPath, [this](beast::error_code ec3) {
-                                  if (ec3) return Retry("handshake: " + ec3.message());
-                                  backoff = std::chrono::milliseconds(0);
-                                  Register();
-                                  Read();
-                                });
-          });
+          beast::get_lowest_layer(*ws).async_connect(
+              results, [this, gen](beast::error_code ec2, tcp::endpoint ep) {
+                if (gen != generation) return;
+                if (ec2) return Retry("connect: " + ec2.message());
+                OnConnected(gen, ep.port());
+              });
         });
+  }
+
+  void OnConnected(int gen, unsigned short port_number) {
+    beast::get_lowest_layer(*ws).expires_never();
+    ws->set_option(websocket::stream_base::timeout::suggested(beast::role_type::client));
+    std::string auth = server::agent_protocol::MakeAuth(options.agent_id, options.cluster_secret,
+                                                        std::chrono::system_clock::now());
+    ws->set_option(websocket::stream_base::decorator([auth](websocket::request_type& req) {
+      req.set(server::agent_protocol::kAuthHeader, auth);
+      req.set(beast::http::field::user_agent, std::string("bai-agent/") + BAI_VERSION_STRING);
+    }));
+    ws->async_handshake(host + ":" + std::to_string(port_number), server::agent_protocol::kPath,
+                        [this, gen](beast::error_code ec) {
+                          if (gen != generation) return;
+                          if (ec) return Retry("handshake: " + ec.message());
+                          backoff = std::chrono::milliseconds(0);
+                          Register();
+                          Read();
+                        });
   }
 
   void Retry(std::string const& why) {
@@ -144,7 +162,8 @@ struct Agent::Impl {
   }
 
   void Read() {
-    ws->async_read(buffer, [this](beast::error_code ec, std::size_t) {
+    ws->async_read(buffer, [this, gen = generation](beast::error_code ec, std::size_t) {
+      if (gen != generation) return;
       if (ec) return Retry("read: " + ec.message());
       std::string text = beast::buffers_to_string(buffer.data());
       buffer.consume(buffer.size());
@@ -205,18 +224,20 @@ struct Agent::Impl {
   void DoWrite() {
     writing = true;
     ws->text(true);
-    ws->async_write(net::buffer(queue.front()), [this](beast::error_code ec, std::size_t) {
-      if (ec) {
-        writing = false;
-        return;  // the read side notices and reconnects
-      }
-      queue.pop_front();
-      if (queue.empty()) {
-        writing = false;
-      } else {
-        DoWrite();
-      }
-    });
+    ws->async_write(net::buffer(queue.front()),
+                    [this, gen = generation](beast::error_code ec, std::size_t) {
+                      if (gen != generation) return;
+                      if (ec) {
+                        writing = false;
+                        return;  // the read side notices and reconnects
+                      }
+                      if (!queue.empty()) queue.pop_front();
+                      if (queue.empty()) {
+                        writing = false;
+                      } else {
+                        DoWrite();
+                      }
+                    });
   }
 
   void Report(KernelReport const& r) {

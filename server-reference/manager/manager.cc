@@ -79,7 +79,15 @@ StatusOr<std::unique_ptr<Manager>> Manager::Start(ManagerConfig const& config) {
   return m;
 }
 
-Manager::~Manager() { Stop(); }
+Manager::~Manager() {
+  Stop();
+  // Sockets held by streams and agent links belong to the server's io_context: release them
+  // while it still exists (its threads have stopped), then the server itself.
+  hub_.reset();
+  agents_.reset();
+  api_.reset();
+  http_.reset();
+}
 
 void Manager::Stop() {
   if (http_) http_->Stop();
