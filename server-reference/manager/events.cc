@@ -54,6 +54,11 @@ void EventHub::Wake() {
 
 void EventHub::Subscribe(std::shared_ptr<server::Exchange> exchange,
                          std::function<bool(EventRecord const&)> filter) {
+  // A client that hangs up leaves at once, not at the next write.
+  exchange->OnClose([this, raw = exchange.get()] {
+    std::lock_guard<std::mutex> lock(mu_);
+    streams_.remove_if([raw](Stream const& s) { return s.exchange.get() == raw; });
+  });
   std::lock_guard<std::mutex> lock(mu_);
   streams_.push_back({std::move(exchange), std::move(filter)});
 }
@@ -73,6 +78,11 @@ void EventHub::WaitForStart(std::string session_id,
         {std::move(session_id), deadline, std::move(exchange), std::move(done), gone});
   }
   Wake();
+}
+
+std::size_t EventHub::StreamCount() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return streams_.size();
 }
 
 void EventHub::Every(std::chrono::milliseconds interval, std::function<void()> job) {

@@ -42,6 +42,9 @@ class EventHub {
                     std::shared_ptr<server::Exchange> exchange,
                     std::function<void(std::string const& status)> done);
 
+  /// Open event streams (for tests and /manager/status).
+  std::size_t StreamCount();
+
   /// Runs `job` every `interval` on the hub's thread.
   void Every(std::chrono::milliseconds interval, std::function<void()> job);
 

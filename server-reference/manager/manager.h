@@ -37,6 +37,7 @@ class Manager {
   Store& store() { return *state_.store; }
   SessionStore& sessions() { return *sessions_; }
   AgentRegistry& agents() { return *agents_; }
+  EventHub& events() { return *hub_; }
   std::string const& cluster_secret() const { return state_.cluster_secret; }
   /// Runs a scheduling pass for `scaling_group` now (also runs every 5 s and after each
   /// creation).

@@ -82,6 +82,14 @@ class SessionTest : public ::testing::Test {
            "\r\nX-BackendAI-Version: v8.20240915\r\nAuthorization: " + auth + "\r\n\r\n";
   }
 
+  // Waits until exactly `n` event streams are subscribed.
+  void WaitForStreams(std::size_t n) {
+    for (int i = 0; i < 500 && manager_->events().StreamCount() != n; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_EQ(manager_->events().StreamCount(), n);
+  }
+
   TempDir dir_;
   ManagerConfig config_;
   std::unique_ptr<Manager> manager_;
@@ -247,9 +255,9 @@ TEST_F(SessionTest, DestroyPendingCancelsIt) {
 TEST_F(SessionTest, EventStreamDeliversLifecycleEvents) {
   std::string stream;
   std::thread reader([&] {
-    stream = testing_util::RawHttpStream(manager_->port(), Signed("/events/session"), 1500);
+    stream = testing_util::RawHttpStream(manager_->port(), Signed("/events/session"), 3000);
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  WaitForStreams(1);
   Create({{"name", "watched"}, {"image", "python"}});
   Call("DELETE", "/session/watched");
   reader.join();
@@ -261,11 +269,12 @@ TEST_F(SessionTest, EventStreamDeliversLifecycleEvents) {
 
   // A filter on another name sees nothing.
   std::string filtered;
+  WaitForStreams(0);  // the first stream has left
   std::thread other([&] {
     filtered = testing_util::RawHttpStream(
-        manager_->port(), Signed("/events/session?sessionName=someone-else"), 1000);
+        manager_->port(), Signed("/events/session?sessionName=someone-else"), 1500);
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  WaitForStreams(1);
   Create({{"name", "unwatched"}, {"image", "python"}});
   other.join();
   EXPECT_THAT(filtered, HasSubstr("200 OK"));
