@@ -201,6 +201,14 @@ struct Agent::Impl {
       backend->Create(spec);
     } else if (type == "destroy_kernel") {
       backend->Destroy(msg->value("session_id", ""), msg->value("reason", ""));
+    } else if (type == "execute") {
+      // Backends answer an execute step promptly (long runs report "continued"), so this
+      // stays on the I/O thread.
+      std::string result = backend->Execute(msg->value("session_id", ""), text);
+      Write(json{{"type", "response"},
+                 {"request_id", msg->value("request_id", "")},
+                 {"result", internal::ParseJson(result).value_or(json::object())}}
+                .dump());
     }
   }
 

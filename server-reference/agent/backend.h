@@ -43,6 +43,12 @@ class KernelBackend {
   virtual std::vector<KernelReport> Snapshot() = 0;
   /// Forget finished kernels that have been reported.
   virtual void Acknowledge(std::string const& session_id) = 0;
+
+  /// Runs one execute step (PROTOCOL.md §5.5) in the session's kernel; `request_json` has
+  /// mode, run_id, code and options. Returns the result object ({runId, status, exitCode,
+  /// console, options, files}) as JSON text; an unknown session gives status "finished" with
+  /// exitCode 130, as Backend.AI answers for a vanished kernel.
+  virtual std::string Execute(std::string const& session_id, std::string const& request_json) = 0;
 };
 
 }  // namespace bai::agent

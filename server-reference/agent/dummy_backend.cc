@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/agent/dummy_backend.h"
 
+#include "libbai/internal/json_codec.h"
+
+#include <nlohmann/json.hpp>
+
 #include <regex>
 
 namespace bai::agent {
@@ -83,6 +87,31 @@ void DummyBackend::Acknowledge(std::string const& session_id) {
       (it->second.state.status == "TERMINATED" || it->second.state.status == "ERROR")) {
     kernels_.erase(it);
   }
+}
+
+std::string DummyBackend::Execute(std::string const& session_id, std::string const& request_json) {
+  auto req = internal::ParseJson(request_json).value_or(nlohmann::json::object());
+  std::string run_id = req.value("run_id", "");
+  bool alive;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = kernels_.find(session_id);
+    alive = it != kernels_.end() && it->second.state.status == "RUNNING";
+  }
+  nlohmann::json result = {{"runId", run_id},
+                           {"status", "finished"},
+                           {"options", nlohmann::json::object()},
+                           {"files", nlohmann::json::array()},
+                           {"console", nlohmann::json::array()}};
+  if (!alive) {
+    result["exitCode"] = 130;
+    return result.dump();
+  }
+  std::string code = req.value("code", "");
+  std::optional<std::string> command = code;
+  result["exitCode"] = ExitCodeOf(command, 0);
+  if (!code.empty()) result["console"].push_back({"stdout", code + "\n"});
+  return result.dump();
 }
 
 void DummyBackend::Loop() {

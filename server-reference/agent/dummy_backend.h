@@ -32,6 +32,9 @@ class DummyBackend : public KernelBackend {
   void Destroy(std::string const& session_id, std::string const& reason) override;
   std::vector<KernelReport> Snapshot() override;
   void Acknowledge(std::string const& session_id) override;
+  /// Simulated: a query echoes its code on stdout and finishes with exit code 0 (or N for a
+  /// trailing `exit N`); input mode finishes with the input echoed.
+  std::string Execute(std::string const& session_id, std::string const& request_json) override;
 
  private:
   struct Kernel {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/manager/agents.h"
 
+#include "bai/protocol/errors.h"
 #include "bai/protocol/signing.h"
 
 #include "libbai/internal/json_codec.h"
@@ -212,6 +213,18 @@ void AgentRegistry::OnMessage(std::string const& agent_id,
     wake_();
     return;
   }
+  if (type == "response") {
+    std::function<void(StatusOr<std::string>)> done;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = pending_.find(msg->value("request_id", ""));
+      if (it == pending_.end()) return;  // too late: already timed out
+      done = std::move(it->second.done);
+      pending_.erase(it);
+    }
+    done(msg->value("result", json::object()).dump());
+    return;
+  }
   socket->Send(json{{"type", "error"}, {"msg", "unknown message type " + type}}.dump());
 }
 
@@ -290,6 +303,61 @@ void AgentRegistry::ApplyKernelStatus(std::string const& agent_id,
       (void)sessions_.Transition(session_id, current, SessionStatus::kError, d);
     }
     schedule_((*s)->scaling_group);
+  }
+}
+
+void AgentRegistry::Request(std::string const& agent_id, std::string const& message_json,
+                            std::chrono::milliseconds timeout,
+                            std::function<void(StatusOr<std::string>)> done) {
+  auto msg = internal::ParseJson(message_json);
+  std::shared_ptr<server::WebSocket> socket;
+  std::string id;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = links_.find(agent_id);
+    if (it != links_.end() && it->second.registered) socket = it->second.socket;
+    if (socket && msg) {
+      id = "r" + std::to_string(++next_request_);
+      pending_[id] = {std::chrono::steady_clock::now() + timeout, std::move(done)};
+    }
+  }
+  if (!socket || !msg) {
+    done(protocol::MakeProblemStatus(protocol::ProblemType::kInstanceNotAvailable,
+                                     "The session's agent is not connected to this manager."));
+    return;
+  }
+  (*msg)["request_id"] = id;
+  if (!socket->Send(msg->dump())) {
+    std::function<void(StatusOr<std::string>)> cb;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = pending_.find(id);
+      if (it == pending_.end()) return;
+      cb = std::move(it->second.done);
+      pending_.erase(it);
+    }
+    cb(protocol::MakeProblemStatus(protocol::ProblemType::kInstanceNotAvailable,
+                                   "The session's agent went away."));
+  }
+}
+
+void AgentRegistry::ExpireRequests() {
+  auto now = std::chrono::steady_clock::now();
+  std::vector<std::function<void(StatusOr<std::string>)>> expired;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      if (it->second.deadline <= now) {
+        expired.push_back(std::move(it->second.done));
+        it = pending_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& done : expired) {
+    done(protocol::MakeProblemStatus(protocol::ProblemType::kKernelExecutionFailed,
+                                     "The kernel did not answer in time."));
   }
 }
 

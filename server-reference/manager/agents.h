@@ -39,6 +39,14 @@ class AgentRegistry {
   /// Sends pending create/destroy commands to the agents connected here.
   void Dispatch();
 
+  /// Sends `message` (a JSON object; a request_id is added) to `agent_id` and calls `done` once
+  /// with the agent's `result`, or an error: 503 when the agent is not connected here, 500
+  /// kernel-execution-failed after `timeout`. Runs `done` on an I/O or the hub's thread.
+  void Request(std::string const& agent_id, std::string const& message_json,
+               std::chrono::milliseconds timeout, std::function<void(StatusOr<std::string>)> done);
+  /// Fails requests whose time is up; call often (the hub does, every 100 ms).
+  void ExpireRequests();
+
   /// Agents connected to this manager now.
   std::set<std::string> Connected();
 
@@ -62,8 +70,15 @@ class AgentRegistry {
   AgentOptions options_;
   std::function<void(std::string const&)> schedule_;
   std::function<void()> wake_;
+  struct Pending {
+    std::chrono::steady_clock::time_point deadline;
+    std::function<void(StatusOr<std::string>)> done;
+  };
+
   std::mutex mu_;
   std::map<std::string, Link> links_;
+  std::map<std::string, Pending> pending_;  ///< request_id → waiting caller
+  std::uint64_t next_request_ = 0;
 };
 
 }  // namespace bai::manager

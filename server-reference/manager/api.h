@@ -58,6 +58,9 @@ class ManagerApi {
   /// The agents' WebSocket (docs/agent-protocol.md), authenticated with the cluster secret.
   void AddAgentRoutes(class AgentRegistry& agents, std::string cluster_secret);
 
+  /// Code execution (`POST /session/{id}`), relayed to the session's agent (session_api.cc).
+  void AddExecuteRoutes(SessionStore& sessions, class AgentRegistry& agents);
+
   /// Session and event routes (session_api.cc).
   void AddSessionRoutes(SessionStore& sessions, EventHub& hub,
                         std::function<void(std::string const&)> schedule);

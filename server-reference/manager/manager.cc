@@ -64,6 +64,8 @@ StatusOr<std::unique_ptr<Manager>> Manager::Start(ManagerConfig const& config) {
       *m->state_.db, *m->sessions_, agent_options,
       [raw](std::string const& group) { raw->Schedule(group); }, [raw] { raw->hub_->Wake(); });
   m->api_->AddAgentRoutes(*m->agents_, m->state_.cluster_secret);
+  m->api_->AddExecuteRoutes(*m->sessions_, *m->agents_);
+  m->hub_->Every(std::chrono::milliseconds(100), [raw] { raw->agents_->ExpireRequests(); });
   m->hub_->Every(std::chrono::seconds(1), [raw] { raw->agents_->Tick(); });
   m->hub_->Start();
   server::HttpServerOptions http;

@@ -6,6 +6,7 @@
 
 #include "libbai/internal/json_codec.h"
 #include "server-reference/common/problem.h"
+#include "server-reference/manager/agents.h"
 #include "server-reference/manager/api.h"
 #include "server-reference/manager/bootstrap.h"
 #include "server-reference/manager/events.h"
@@ -14,6 +15,8 @@
 #include "server-reference/manager/sessions.h"
 
 #include <nlohmann/json.hpp>
+
+#include <algorithm>
 
 namespace bai::manager {
 
@@ -329,6 +332,60 @@ bool Visible(EventRecord const& e, Identity const& who) {
 }
 
 }  // namespace
+
+void ManagerApi::AddExecuteRoutes(SessionStore& sessions, AgentRegistry& agents) {
+  AddAsync(
+      "POST", "/session/{id}", AuthLevel::kUser,
+      [&sessions, &agents](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange)
+          -> std::optional<HttpResponse> {
+        // The execute body is read as JSON whatever the method rules say (PROTOCOL.md §4.1).
+        auto p = Params::From(ctx.request, ParamSource::kBoth);
+        if (!p.ok()) return ProblemResponse(p.status());
+        auto mode = p->String({"mode"}, true);
+        if (mode && *mode != "query" && *mode != "batch" && *mode != "continue" &&
+            *mode != "input" && *mode != "complete") {
+          p->Fail("mode", "must be query, batch, continue, input or complete");
+        }
+        auto run_id = p->String({"runId", "run_id"});
+        std::string code = p->String({"code"}).value_or("");
+        json options = json::object();
+        if (auto const* o = p->Raw({"options"}); o && o->is_object()) options = *o;
+        if (mode && (*mode == "continue" || *mode == "input") && !run_id) {
+          p->Fail("runId", "required for continue and input");
+        }
+        if (auto st = p->Check(); !st.ok()) return ProblemResponse(st);
+        auto s = sessions.Resolve(ctx.params.at("id"), ctx.identity->access_key, false);
+        if (!s.ok()) return ProblemResponse(s.status());
+        if (s->status != "RUNNING" || !s->agent_id) {
+          return ProblemResponse(MakeProblemStatus(
+              ProblemType::kInvalidApiParams, "The session is " + s->status + ", not RUNNING."));
+        }
+        if (!run_id) {
+          // 32 hex characters, as 24.09 generates.
+          std::string uuid = GenerateUuid();
+          uuid.erase(std::remove(uuid.begin(), uuid.end(), '-'), uuid.end());
+          run_id = uuid;
+        }
+        (void)ctx.store.db().Exec("UPDATE sessions SET num_queries = num_queries + 1 WHERE id = ?",
+                                  {s->id});
+        json message = {{"type", "execute"}, {"session_id", s->id}, {"mode", *mode},
+                        {"run_id", *run_id}, {"code", code},        {"options", options}};
+        auto headers = ctx.response_headers;
+        agents.Request(*s->agent_id, message.dump(), std::chrono::seconds(30),
+                       [exchange, headers](StatusOr<std::string> result) {
+                         HttpResponse r;
+                         if (!result.ok()) {
+                           r = ProblemResponse(result.status());
+                         } else {
+                           auto j = internal::ParseJson(*result).value_or(json::object());
+                           r = JsonResponse({{"result", j}});
+                         }
+                         for (auto const& h : headers) r.headers.push_back(h);
+                         exchange->Respond(std::move(r));
+                       });
+        return std::nullopt;
+      });
+}
 
 void ManagerApi::AddSessionRoutes(SessionStore& sessions, EventHub& hub,
                                   std::function<void(std::string const&)> schedule) {

@@ -228,6 +228,41 @@ TEST_F(AgentTest, LostAgentSessionsWaitThenEndAsErrorAndFreeSlots) {
   EXPECT_EQ(Info("next-one")["agentId"], "agent-2");
 }
 
+TEST_F(AgentTest, ExecuteIsRelayedToTheKernel) {
+  auto agent = StartAgent("agent-1", "cpu=4,mem=8g");
+  ASSERT_EQ(
+      json::parse(Call("POST", "/session", {{"name", "repl"}, {"image", "python"}}).body)["status"],
+      "RUNNING");
+  auto r =
+      Call("POST", "/session/repl", {{"mode", "query"}, {"runId", nullptr}, {"code", "print(42)"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto result = json::parse(r.body)["result"];
+  EXPECT_EQ(result["status"], "finished");
+  EXPECT_EQ(result["exitCode"], 0);
+  EXPECT_THAT(result["runId"].get<std::string>(), ::testing::MatchesRegex("[0-9a-f]{32}"));
+  // The dummy kernel echoes the code (it simulates; it does not run Python).
+  EXPECT_EQ(result["console"], json::parse(R"([["stdout", "print(42)\n"]])"));
+  auto failing =
+      json::parse(Call("POST", "/session/repl", {{"mode", "query"}, {"code", "exit 4"}}).body);
+  EXPECT_EQ(failing["result"]["exitCode"], 4);
+  auto no_run = Call("POST", "/session/repl", {{"mode", "continue"}, {"code", ""}});
+  EXPECT_EQ(no_run.status, 400);
+  EXPECT_EQ(Call("POST", "/session/repl", {{"mode", "dance"}}).status, 400);
+  // A queued session cannot execute yet.
+  Call("POST", "/session",
+       {{"name", "queued"},
+        {"image", "python"},
+        {"enqueueOnly", true},
+        {"config", {{"resources", {{"cpu", 64}}}}}});
+  EXPECT_EQ(Call("POST", "/session/queued", {{"mode", "query"}, {"code", "1"}}).status, 400);
+  // Without its agent the manager says so instead of hanging.
+  agent->Stop();
+  ASSERT_TRUE(Eventually([&] { return manager_->agents().Connected().empty(); }));
+  auto gone = Call("POST", "/session/repl", {{"mode", "query"}, {"code", "1"}});
+  EXPECT_EQ(gone.status, 503) << gone.body;
+  EXPECT_EQ(json::parse(gone.body)["type"], "https://api.backend.ai/probs/instance-not-available");
+}
+
 TEST_F(AgentTest, AgentsNeedTheClusterSecret) {
   std::string host = "127.0.0.1:" + std::to_string(manager_->port());
   auto upgrade = [&](std::string const& auth) {
