@@ -18,6 +18,18 @@
 
 namespace bai {
 namespace internal {
+namespace {
+
+// Retry-After in seconds (the delta-seconds form); nullopt when absent or not a number.
+std::optional<double> RetryAfterSeconds(std::optional<std::string> const& header) {
+  if (!header) return std::nullopt;
+  char* end = nullptr;
+  double seconds = std::strtod(header->c_str(), &end);
+  if (end == header->c_str()) return std::nullopt;
+  return seconds;
+}
+
+}  // namespace
 
 class ClientImpl {
  public:
@@ -137,13 +149,9 @@ class ClientImpl {
     thread_local std::mt19937_64 rng{std::random_device{}()};
     auto delay = std::chrono::milliseconds(static_cast<std::int64_t>(
         std::uniform_real_distribution<double>(0, std::max(1.0, ceiling))(rng)));
-    if (retry_after) {
-      char* end = nullptr;
-      double seconds = std::strtod(retry_after->c_str(), &end);
-      if (end != retry_after->c_str() && seconds > 0) {
-        delay =
-            std::max(delay, std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000)));
-      }
+    if (auto seconds = RetryAfterSeconds(retry_after); seconds && *seconds > 0) {
+      delay =
+          std::max(delay, std::chrono::milliseconds(static_cast<std::int64_t>(*seconds * 1000)));
     }
     return std::min(delay, b.max_delay);
   }
@@ -240,11 +248,7 @@ Status CheckResponse(ApiResponse const& response) {
   ErrorInfo info;
   info.http_status = response.status;
   if (auto id = response.Header("x-backendai-requestid")) info.request_id = *id;
-  if (auto ra = response.Header("retry-after")) {
-    char* end = nullptr;
-    double v = std::strtod(ra->c_str(), &end);
-    if (end != ra->c_str()) info.retry_after_seconds = v;
-  }
+  info.retry_after_seconds = internal::RetryAfterSeconds(response.Header("retry-after"));
   StatusCode code = protocol::StatusCodeFromHttpStatus(response.status);
   std::string message;
   if (internal::ParseProblem(response.body, info)) {

@@ -4,8 +4,8 @@
 
 #include "bai/protocol/errors.h"
 
-#include "libbai/internal/json_codec.h"
 #include "libbai/internal/text.h"
+#include "server-reference/common/problem.h"
 
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
@@ -62,10 +62,6 @@ char const* Reason(int status) {
     default:
       return "Status";
   }
-}
-
-std::string ProblemBody(protocol::ProblemType type, std::string detail) {
-  return internal::ProblemJson(protocol::MakeProblemStatus(type, std::move(detail)).error_info());
 }
 
 }  // namespace
@@ -293,8 +289,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void Reject(int status, protocol::ProblemType type, std::string detail) {
     keep_alive_ = false;
-    auto r = HttpResponse::Json(status, ProblemBody(type, std::move(detail)));
-    r.content_type = "application/problem+json";
+    auto r = ProblemResponse(protocol::MakeProblemStatus(type, std::move(detail)));
+    r.status = status;  // 431 has no problem type of its own
     WriteResponse(r, false);
   }
 
@@ -456,10 +452,8 @@ void Connection::Dispatch(HttpRequest req) {
     server_.handler(exchange);
   } catch (std::exception const& e) {
     // A handler bug must not take the server down; the client gets a 500.
-    auto r = HttpResponse::Json(500, ProblemBody(protocol::ProblemType::kInternalServerError,
-                                                 std::string("unhandled error: ") + e.what()));
-    r.content_type = "application/problem+json";
-    exchange->Respond(std::move(r));
+    exchange->Respond(ProblemResponse(protocol::MakeProblemStatus(
+        protocol::ProblemType::kInternalServerError, std::string("unhandled error: ") + e.what())));
   }
 }
 

@@ -40,18 +40,27 @@ std::vector<std::string> MergedEnvironment(std::map<std::string, std::string> co
   return out;
 }
 
+// Strings as the NULL-terminated char* array that exec and posix_spawn take.
+class CStrings {
+ public:
+  explicit CStrings(std::vector<std::string> strings) : strings_(std::move(strings)) {
+    for (auto& s : strings_) pointers_.push_back(s.data());
+    pointers_.push_back(nullptr);
+  }
+  char* const* data() { return pointers_.data(); }
+  char* operator[](std::size_t i) { return pointers_[i]; }
+
+ private:
+  std::vector<std::string> strings_;
+  std::vector<char*> pointers_;
+};
+
 }  // namespace
 
 ProcessResult RunProcess(std::vector<std::string> const& argv,
                          std::map<std::string, std::string> const& env, std::string const& input) {
-  std::vector<std::string> env_strings = MergedEnvironment(env);
-  std::vector<char*> envp;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> args = argv;
-  std::vector<char*> argp;
-  for (auto& s : args) argp.push_back(s.data());
-  argp.push_back(nullptr);
+  CStrings envp(MergedEnvironment(env));
+  CStrings argp(argv);
 
   int in_pipe[2], out_pipe[2], err_pipe[2];
   if (::pipe2(in_pipe, O_CLOEXEC) || ::pipe2(out_pipe, O_CLOEXEC) || ::pipe2(err_pipe, O_CLOEXEC)) {
@@ -159,14 +168,8 @@ BackgroundProcess::BackgroundProcess(std::vector<std::string> const& argv,
                                      std::map<std::string, std::string> const& env) {
   int out_pipe[2];
   if (::pipe2(out_pipe, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
-  std::vector<std::string> env_strings = MergedEnvironment(env);
-  std::vector<char*> envp;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> args = argv;
-  std::vector<char*> argp;
-  for (auto& s : args) argp.push_back(s.data());
-  argp.push_back(nullptr);
+  CStrings envp(MergedEnvironment(env));
+  CStrings argp(argv);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
