@@ -156,21 +156,6 @@ TEST_F(CliTest, ConfigSetGetListWithSecretsFromStdinOnly) {
   EXPECT_EQ(nlohmann::json::parse(env.out)["source"], "env BACKEND_ENDPOINT");
 }
 
-// examples/raw_request.cc, built against libbai.so, talks to the verifying server.
-TEST_F(CliTest, ExampleRawRequestRuns) {
-#ifdef BAI_NO_EXAMPLES
-  GTEST_SKIP() << "configured with BAI_BUILD_EXAMPLES=OFF";
-#endif
-  TestHttpServer server(VerifyingHandler());
-  auto env = Keys(server.url());
-  env["BAI_CONFIG_DIR"] = config_.path();
-  auto r = testing_util::RunProcess({BinPath("example_raw_request"), "/auth?echo=hello"}, env);
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(nlohmann::json::parse(r.out)["target"], "/auth?echo=hello");
-  env["BACKEND_SECRET_KEY"] = "wrong";
-  EXPECT_EQ(testing_util::RunProcess({BinPath("example_raw_request")}, env).exit_code, 1);
-}
-
 TEST_F(CliTest, HelpTopicsAndCompletion) {
   auto codes = Bai({"help", "exit-codes"});
   EXPECT_EQ(codes.exit_code, 0);
