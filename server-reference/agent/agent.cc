@@ -64,6 +64,10 @@ struct Agent::Impl {
   mutable std::condition_variable cv;
   bool registered = false;
 
+  std::mutex exec_mu;  // execute steps in flight on their own threads
+  std::condition_variable exec_cv;
+  int executing = 0;
+
   void SetRegistered(bool value) {
     std::lock_guard<std::mutex> lock(mu);
     registered = value;
@@ -192,6 +196,7 @@ struct Agent::Impl {
       spec.image = msg->value("image", "");
       spec.resources_json = msg->value("resources", json::object()).dump();
       spec.environ_json = msg->value("environ", json::object()).dump();
+      spec.mounts_json = msg->value("mounts", json::array()).dump();
       if (auto c = msg->find("startup_command"); c != msg->end() && c->is_string()) {
         spec.startup_command = c->get<std::string>();
       }
@@ -202,14 +207,27 @@ struct Agent::Impl {
     } else if (type == "destroy_kernel") {
       backend->Destroy(msg->value("session_id", ""), msg->value("reason", ""));
     } else if (type == "execute") {
-      // Backends answer an execute step promptly (long runs report "continued"), so this
-      // stays on the I/O thread.
-      std::string result = backend->Execute(msg->value("session_id", ""), text);
-      Write(json{{"type", "response"},
-                 {"request_id", msg->value("request_id", "")},
-                 {"result", internal::ParseJson(result).value_or(json::object())}}
-                .dump());
+      // An execute step may wait for output up to the backend's flush timeout: it runs on its
+      // own thread and the answer is written from the I/O thread.
+      StartExecute(msg->value("session_id", ""), msg->value("request_id", ""), text);
     }
+  }
+
+  void StartExecute(std::string session_id, std::string request_id, std::string text) {
+    std::lock_guard<std::mutex> lock(exec_mu);
+    ++executing;
+    std::thread([this, session_id = std::move(session_id), request_id = std::move(request_id),
+                 text = std::move(text)] {
+      std::string result = backend->Execute(session_id, text);
+      std::string reply = json{{"type", "response"},
+                               {"request_id", request_id},
+                               {"result", internal::ParseJson(result).value_or(json::object())}}
+                              .dump();
+      std::lock_guard<std::mutex> done(exec_mu);
+      if (!stopping) net::post(ioc, [this, reply = std::move(reply)] { Write(reply); });
+      --executing;
+      exec_cv.notify_all();
+    }).detach();
   }
 
   void Heartbeat() {
@@ -305,6 +323,9 @@ void Agent::Stop() {
   });
   if (impl_->thread.joinable()) impl_->thread.join();
   impl_->SetRegistered(false);
+  // Execute steps still running hold the backend; they end within its flush timeout.
+  std::unique_lock<std::mutex> lock(impl_->exec_mu);
+  impl_->exec_cv.wait(lock, [this] { return impl_->executing == 0; });
 }
 
 bool Agent::Registered() const {

@@ -17,6 +17,7 @@ struct KernelSpec {
   std::string image;
   std::string resources_json;
   std::string environ_json;
+  std::string mounts_json = "[]";  ///< vfolder mounts: [{name, host_path, kernel_path, permission}]
   std::optional<std::string> startup_command;
   std::optional<std::int64_t> batch_timeout;
 };

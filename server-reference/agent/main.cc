@@ -1,32 +1,100 @@
 // SPDX-License-Identifier: Apache-2.0
 // bai-agent: runs kernels for a bai-manager.
 //   bai-agent --manager http://127.0.0.1:8081 --id agent-1 --cluster-secret-file FILE
-//             [--backend dummy] [--slots cpu=4,mem=8g] [--scaling-group default]
+//             [--backend runc|dummy] [--state-dir DIR] [--slots cpu=4,mem=8g]
+//   bai-agent image import SOURCE --name NAME [--tag TAG] [--state-dir DIR]
+//   bai-agent image list [--state-dir DIR]
+//   bai-agent hook loopback-up          (run by runc as an OCI createRuntime hook)
 #include "bai/protocol/resource.h"
 
 #include "libbai/internal/json_codec.h"
 #include "server-reference/agent/agent.h"
 #include "server-reference/agent/dummy_backend.h"
+#include "server-reference/agent/images.h"
+#include "server-reference/agent/runc_backend.h"
 #include "server-reference/common/agent_protocol.h"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #include <signal.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
+
+namespace {
+
+std::string SelfDir() {
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string(".") : exe.parent_path().string();
+}
+
+int ImageCommand(int argc, char** argv) {
+  CLI::App app{"bai-agent image: the agent's local image store", "bai-agent image"};
+  std::string state_dir = "/var/lib/bai-agent";
+  app.add_option("--state-dir", state_dir, "The agent's state directory (images/ inside)");
+  app.require_subcommand(1);
+  std::string source, name, tag;
+  auto* import = app.add_subcommand("import", "Import an OCI image layout or a rootfs tarball");
+  import->add_option("source", source, "OCI layout directory or .tar/.tar.gz")->required();
+  import->add_option("--name", name, "Image name")->required();
+  import->add_option("--tag", tag, "Tag in the layout (default: its first image)");
+  auto* list = app.add_subcommand("list", "List images and aliases");
+  CLI11_PARSE(app, argc, argv);
+  bai::agent::ImageStore store(state_dir + "/images");
+  if (*import) {
+    if (auto s = store.Import(source, name, tag); !s.ok()) {
+      std::cerr << "bai-agent: image import: " << s.message() << "\n";
+      return s.code() == bai::StatusCode::kInvalidArgument ? 2 : 1;
+    }
+    std::cout << "imported " << name << "\n";
+  } else if (*list) {
+    for (auto const& n : store.Names()) std::cout << n << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 3 && std::string(argv[1]) == "hook") {
+    std::string state(std::istreambuf_iterator<char>(std::cin), {});
+    auto s = bai::agent::RunHook(argv[2], state);
+    if (!s.ok()) {
+      std::cerr << "bai-agent hook " << argv[2] << ": " << s.message() << "\n";
+      return 1;
+    }
+    return 0;
+  }
+  if (argc >= 2 && std::string(argv[1]) == "image") return ImageCommand(argc - 1, argv + 1);
+
   CLI::App app{"bai-agent: runs kernels for a bai-manager", "bai-agent"};
   bai::agent::AgentOptions options;
-  std::string secret_file, slots, backend = "dummy";
+  std::string secret_file, slots, backend = "runc";
+  std::string state_dir = "/var/lib/bai-agent";
+  bai::agent::RuncOptions runc;
+  runc.runner_path = SelfDir() + "/bai-kernel-runner";
+  runc.hook_path = SelfDir() + "/bai-agent";
   int prepare_ms = 100, run_ms = 200, exit_code = 0;
   app.add_option("--manager", options.manager_url, "Manager URL (http://HOST:PORT)");
   app.add_option("--id", options.agent_id, "Agent id (unique in the cluster)")->required();
   app.add_option("--cluster-secret-file", secret_file, "The manager's cluster-secret file")
       ->required()
       ->check(CLI::ExistingFile);
-  app.add_option("--backend", backend, "Kernel backend")->check(CLI::IsMember({"dummy"}));
+  app.add_option("--backend", backend, "Kernel backend (runc needs root)")
+      ->check(CLI::IsMember({"runc", "dummy"}));
+  app.add_option("--state-dir", state_dir,
+                 "runc: kernels, images and runc state (one directory per agent instance)");
+  app.add_option("--runner", runc.runner_path, "runc: the bai-kernel-runner binary");
+  app.add_option("--runc", runc.runc, "runc: the runc binary");
+  app.add_option("--uid", runc.uid, "runc: uid of the kernel's work user");
+  app.add_option("--gid", runc.gid, "runc: gid of the kernel's work user");
+  app.add_option("--home-size", runc.home_size, "runc: size of /home/work (tmpfs)");
+  app.add_option("--tmp-size", runc.tmp_size, "runc: size of /tmp (tmpfs)");
+  std::string reserve = "1g";
+  app.add_option("--mem-reserve", reserve, "Memory kept for the host when slots are discovered");
   app.add_option("--slots", slots, "Capacity, e.g. cpu=4,mem=8g (default: this machine)");
   app.add_option("--scaling-group", options.scaling_group, "Resource group to join");
   app.add_option("--images", options.images, "Images this agent offers")->delimiter(',');
@@ -45,8 +113,14 @@ int main(int argc, char** argv) {
     std::cerr << "bai-agent: " << secret_file << " does not hold a cluster secret\n";
     return 1;
   }
+  auto reserve_bytes = bai::protocol::ParseBinarySize(reserve);
+  if (!reserve_bytes.ok()) {
+    std::cerr << "bai-agent: --mem-reserve: " << reserve_bytes.status().message() << "\n";
+    return 2;
+  }
   if (slots.empty()) {
-    options.slots_json = bai::agent::DiscoverSlots(1LL << 30);
+    options.slots_json = bai::agent::DiscoverSlots(
+        static_cast<std::int64_t>(reserve_bytes->units() / bai::protocol::Decimal::kUnitsPerOne));
   } else {
     bai::protocol::ResourceSlots parsed;
     if (auto s = bai::protocol::ParseSlotAssignment(slots, parsed); !s.ok()) {
@@ -66,7 +140,28 @@ int main(int argc, char** argv) {
   dummy.prepare_delay = std::chrono::milliseconds(prepare_ms);
   dummy.run_time = std::chrono::milliseconds(run_ms);
   dummy.default_exit_code = exit_code;
-  bai::agent::Agent agent(options, std::make_unique<bai::agent::DummyBackend>(dummy));
+  std::unique_ptr<bai::agent::KernelBackend> kernels;
+  std::unique_ptr<bai::agent::ImageStore> images;
+  if (backend == "runc") {
+    images = std::make_unique<bai::agent::ImageStore>(state_dir + "/images");
+    if (auto s = images->EnsureBuiltins(); !s.ok()) {
+      std::cerr << "bai-agent: images: " << s.message() << "\n";
+      return 1;
+    }
+    runc.agent_id = options.agent_id;
+    runc.state_dir = state_dir + "/" + options.agent_id;
+    runc.images = images.get();
+    auto r = std::make_unique<bai::agent::RuncBackend>(runc);
+    if (auto s = r->Init(); !s.ok()) {
+      std::cerr << "bai-agent: " << s.message() << "\n";
+      return 1;
+    }
+    options.images = images->Names();
+    kernels = std::move(r);
+  } else {
+    kernels = std::make_unique<bai::agent::DummyBackend>(dummy);
+  }
+  bai::agent::Agent agent(options, std::move(kernels));
   agent.Start();
   std::cout << "bai-agent " << options.agent_id << " connecting to " << options.manager_url
             << std::endl;

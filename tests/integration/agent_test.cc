@@ -296,9 +296,9 @@ TEST(AgentProcessTest, DummyAgentBinaryRegistersAndStopsOnSigterm) {
   auto manager = Manager::Start(config);
   ASSERT_TRUE(manager.ok());
   std::string url = "http://127.0.0.1:" + std::to_string((*manager)->port());
-  testing_util::BackgroundProcess agent({testing_util::BinPath("bai-agent"), "--manager", url,
-                                         "--id", "proc-agent", "--cluster-secret-file",
-                                         config.ClusterSecretPath(), "--slots", "cpu=2,mem=2g"});
+  testing_util::BackgroundProcess agent(
+      {testing_util::BinPath("bai-agent"), "--manager", url, "--id", "proc-agent", "--backend",
+       "dummy", "--cluster-secret-file", config.ClusterSecretPath(), "--slots", "cpu=2,mem=2g"});
   ASSERT_FALSE(agent.WaitForLine("connecting").empty());
   for (int i = 0; i < 100 && (*manager)->agents().Connected().empty(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));

@@ -1,0 +1,352 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server-reference/agent/images.h"
+
+#include "libbai/internal/json_codec.h"
+#include "server-reference/common/process.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+namespace bai::agent {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr int kBuiltinVersion = 1;
+
+/// Host /etc entries a built-in image gets a copy of: what programs need to run, nothing secret
+/// (no shadow, no ssh keys, no agent files).
+constexpr char const* kCopiedEtc[] = {
+    "alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "python3",  "python3.11",
+    "python3.12",   "localtime",   "mime.types", "protocols",    "services", "debian_version",
+    "os-release",   "bash.bashrc", "profile",    "inputrc",      "magic",    "mailcap"};
+
+bool ValidImageName(std::string const& name) {
+  static std::regex const kName("[a-z0-9][a-z0-9._-]{0,63}");
+  return std::regex_match(name, kName);
+}
+
+Status WriteFile(fs::path const& path, std::string const& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) return Status(StatusCode::kInternal, "cannot write " + path.string());
+  return Status();
+}
+
+StatusOr<std::string> ReadFile(fs::path const& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status(StatusCode::kNotFound, "cannot read " + path.string());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+StatusOr<json> ReadJson(fs::path const& path) {
+  auto text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  auto j = internal::ParseJson(*text);
+  if (!j || !j->is_object()) {
+    return Status(StatusCode::kInvalidArgument, path.string() + " is not a JSON object");
+  }
+  return *j;
+}
+
+fs::path BlobPath(fs::path const& layout, std::string const& digest) {
+  auto colon = digest.find(':');
+  if (colon == std::string::npos || digest.find('/') != std::string::npos ||
+      digest.find("..") != std::string::npos) {
+    return {};
+  }
+  return layout / "blobs" / digest.substr(0, colon) / digest.substr(colon + 1);
+}
+
+server::ProcessOptions LongRunning() {
+  server::ProcessOptions o;
+  o.timeout = std::chrono::minutes(30);
+  return o;
+}
+
+/// Applies one layer: whiteouts first (OCI image spec, "Whiteouts"), then the files.
+Status ApplyLayer(fs::path const& blob, fs::path const& rootfs) {
+  auto list = server::RunProcess({"tar", "-tf", blob.string()}, server::StdoutOnly());
+  if (list.exit_code != 0)
+    return Status(StatusCode::kInvalidArgument, "not a tar archive: " + blob.string());
+  std::istringstream entries(list.output);
+  std::string entry;
+  std::error_code ec;
+  while (std::getline(entries, entry)) {
+    fs::path p = fs::path(entry).lexically_normal();
+    if (p.is_absolute() || entry.find("..") != std::string::npos) continue;
+    std::string base = p.filename().string();
+    if (base == ".wh..wh..opq") {
+      fs::path dir = rootfs / p.parent_path();
+      if (fs::is_directory(dir, ec)) {
+        for (auto const& child : fs::directory_iterator(dir, ec)) fs::remove_all(child.path(), ec);
+      }
+    } else if (base.rfind(".wh.", 0) == 0) {
+      fs::remove_all(rootfs / p.parent_path() / base.substr(4), ec);
+    }
+  }
+  auto x = server::RunProcess(
+      {"tar", "-xf", blob.string(), "-C", rootfs.string(), "--exclude=.wh.*", "--no-overwrite-dir"},
+      LongRunning());
+  if (x.exit_code != 0) {
+    return Status(StatusCode::kInternal, "extracting " + blob.string() + ": " + x.output);
+  }
+  return Status();
+}
+
+}  // namespace
+
+std::string Image::RuntimeType() const {
+  auto it = labels.find("ai.backend.runtime-type");
+  return it == labels.end() || it->second.empty() ? "shell" : it->second;
+}
+
+std::string Image::RuntimePath() const {
+  auto it = labels.find("ai.backend.runtime-path");
+  if (it != labels.end() && !it->second.empty()) return it->second;
+  return RuntimeType() == "python" ? "/usr/bin/python3" : "/bin/sh";
+}
+
+std::string SynthesisedEtcFile(std::string const& name, int uid, int gid) {
+  if (name == "passwd") {
+    return "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+           "work:x:" +
+           std::to_string(uid) + ":" + std::to_string(gid) +
+           ":work:/home/work:/bin/sh\n"
+           "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
+  }
+  if (name == "group") {
+    return "root:x:0:\nwork:x:" + std::to_string(gid) + ":\nnogroup:x:65534:\n";
+  }
+  if (name == "hosts") return "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n";
+  if (name == "nsswitch.conf") return "passwd: files\ngroup: files\nhosts: files dns\n";
+  if (name == "resolv.conf") return "# network mode 'private': loopback only\n";
+  return "";
+}
+
+ImageStore::ImageStore(std::string root) : root_(std::move(root)) {}
+
+Status ImageStore::EnsureBuiltins() {
+  std::error_code ec;
+  fs::create_directories(root_, ec);
+  if (ec) return Status(StatusCode::kInternal, "cannot create " + root_ + ": " + ec.message());
+  struct Builtin {
+    char const* name;
+    char const* runtime;
+    char const* path;
+  };
+  for (Builtin b :
+       {Builtin{"python", "python", "/usr/bin/python3"}, Builtin{"shell", "shell", "/bin/sh"}}) {
+    fs::path dir = fs::path(root_) / b.name;
+    auto existing = ReadJson(dir / "manifest.json");
+    // Never rebuilt in place: a running kernel may have this rootfs mounted.
+    if (existing.ok() && existing->value("builtin_version", 0) == kBuiltinVersion) continue;
+    if (!fs::exists(b.path)) continue;  // e.g. no python3 on this host: no python image
+    fs::path tmp = fs::path(root_) / (std::string(".") + b.name + ".new");
+    fs::remove_all(tmp, ec);
+    fs::path rootfs = tmp / "rootfs";
+    for (char const* d : {"usr", "etc", "etc/ssl/certs", "proc", "dev", "sys", "tmp", "run",
+                          "var/tmp", "home/work", "opt/bai/bin", "opt/bai/run", "root", "mnt"}) {
+      fs::create_directories(rootfs / d, ec);
+    }
+    json host_mounts = json::array({"/usr"});
+    for (char const* top : {"bin", "lib", "lib32", "lib64", "libx32", "sbin"}) {
+      fs::path host = fs::path("/") / top;
+      if (fs::is_symlink(host, ec)) {
+        fs::create_symlink(fs::read_symlink(host, ec), rootfs / top, ec);
+      } else if (fs::is_directory(host, ec)) {
+        fs::create_directories(rootfs / top, ec);
+        host_mounts.push_back(host.string());
+      }
+    }
+    for (char const* f : {"passwd", "group", "hosts", "nsswitch.conf", "resolv.conf"}) {
+      if (auto s = WriteFile(rootfs / "etc" / f, SynthesisedEtcFile(f, 1000, 1000)); !s.ok())
+        return s;
+    }
+    for (char const* e : kCopiedEtc) {
+      fs::path src = fs::path("/etc") / e;
+      if (!fs::exists(fs::symlink_status(src, ec))) continue;
+      fs::copy(src, rootfs / "etc" / e,
+               fs::copy_options::recursive | fs::copy_options::copy_symlinks, ec);
+    }
+    fs::copy_file("/etc/ssl/certs/ca-certificates.crt",
+                  rootfs / "etc/ssl/certs/ca-certificates.crt", ec);
+    json manifest = {{"name", b.name},
+                     {"aliases", json::array({std::string(b.name) + ":latest"})},
+                     {"builtin_version", kBuiltinVersion},
+                     {"host_mounts", host_mounts},
+                     {"env", json::array({"LANG=C.UTF-8"})},
+                     {"labels",
+                      {{"ai.backend.runtime-type", b.runtime},
+                       {"ai.backend.runtime-path", b.path},
+                       {"ai.backend.service-ports", ""},
+                       {"ai.backend.resource.min.cpu", "0.1"},
+                       {"ai.backend.resource.min.mem", "64m"}}}};
+    if (auto s = WriteFile(tmp / "manifest.json", manifest.dump(2) + "\n"); !s.ok()) return s;
+    fs::remove_all(dir, ec);
+    fs::rename(tmp, dir, ec);
+    if (ec)
+      return Status(StatusCode::kInternal,
+                    "cannot install image " + dir.string() + ": " + ec.message());
+  }
+  return Status();
+}
+
+StatusOr<Image> ImageStore::Find(std::string const& reference) const {
+  auto load = [&](std::string const& name) -> StatusOr<Image> {
+    fs::path dir = fs::path(root_) / name;
+    auto m = ReadJson(dir / "manifest.json");
+    if (!m.ok()) return m.status();
+    Image img;
+    img.name = m->value("name", name);
+    img.rootfs = (dir / "rootfs").string();
+    for (auto const& a : m->value("aliases", json::array())) {
+      if (a.is_string()) img.aliases.push_back(a.get<std::string>());
+    }
+    json labels = m->value("labels", json::object());
+    for (auto const& [k, v] : labels.items()) {
+      if (v.is_string()) img.labels[k] = v.get<std::string>();
+    }
+    for (auto const& p : m->value("host_mounts", json::array())) {
+      if (p.is_string()) img.host_mounts.push_back(p.get<std::string>());
+    }
+    for (auto const& e : m->value("env", json::array())) {
+      if (e.is_string()) img.env.push_back(e.get<std::string>());
+    }
+    return img;
+  };
+  std::vector<Image> all;
+  std::error_code ec;
+  for (auto const& entry : fs::directory_iterator(root_, ec)) {
+    if (!ValidImageName(entry.path().filename().string())) continue;
+    if (auto img = load(entry.path().filename().string()); img.ok()) all.push_back(*std::move(img));
+  }
+  auto match = [&](std::string const& ref) -> Image const* {
+    for (auto const& img : all) {
+      if (img.name == ref ||
+          std::find(img.aliases.begin(), img.aliases.end(), ref) != img.aliases.end()) {
+        return &img;
+      }
+    }
+    return nullptr;
+  };
+  // As given, then a registry reference's last component, then that without its tag.
+  auto slash = reference.rfind('/');
+  std::string last = slash == std::string::npos ? reference : reference.substr(slash + 1);
+  std::string bare = last.substr(0, last.find(':'));
+  for (auto const& ref : {reference, last, bare}) {
+    if (auto const* img = match(ref)) return *img;
+  }
+  return Status(StatusCode::kNotFound, "unknown image " + reference);
+}
+
+std::vector<std::string> ImageStore::Names() const {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (auto const& entry : fs::directory_iterator(root_, ec)) {
+    std::string name = entry.path().filename().string();
+    if (!ValidImageName(name)) continue;
+    auto m = ReadJson(entry.path() / "manifest.json");
+    if (!m.ok()) continue;
+    out.push_back(name);
+    for (auto const& a : m->value("aliases", json::array())) {
+      if (a.is_string()) out.push_back(a.get<std::string>());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Status ImageStore::Import(std::string const& source, std::string const& name,
+                          std::string const& tag) {
+  if (!ValidImageName(name)) {
+    return Status(
+        StatusCode::kInvalidArgument,
+        "image name must be 1-64 of a-z, 0-9, '.', '_', '-', starting with a letter or digit");
+  }
+  std::error_code ec;
+  fs::path dir = fs::path(root_) / name;
+  if (fs::exists(dir, ec))
+    return Status(StatusCode::kAlreadyExists, "image " + name + " exists already");
+  fs::path tmp = fs::path(root_) / ("." + name + ".import");
+  fs::remove_all(tmp, ec);
+  fs::create_directories(tmp / "rootfs", ec);
+  if (ec)
+    return Status(StatusCode::kInternal, "cannot create " + tmp.string() + ": " + ec.message());
+  json manifest = {{"name", name},
+                   {"aliases", json::array()},
+                   {"labels", json::object()},
+                   {"env", json::array()},
+                   {"source", source}};
+  fs::path src(source);
+  Status s;
+  if (fs::is_directory(src / "blobs", ec) && fs::exists(src / "index.json", ec)) {
+    s = [&]() -> Status {
+      auto index = ReadJson(src / "index.json");
+      if (!index.ok()) return index.status();
+      json chosen;
+      for (auto const& m : index->value("manifests", json::array())) {
+        std::string ref =
+            m.value("annotations", json::object()).value("org.opencontainers.image.ref.name", "");
+        if (tag.empty() || ref == tag) {
+          chosen = m;
+          break;
+        }
+      }
+      if (chosen.is_null()) {
+        return Status(StatusCode::kNotFound,
+                      tag.empty() ? "the layout has no image" : "no image tagged " + tag);
+      }
+      auto man = ReadJson(BlobPath(src, chosen.value("digest", "")));
+      if (!man.ok()) return man.status();
+      if (man->value("mediaType", "") == "application/vnd.oci.image.index.v1+json") {
+        return Status(StatusCode::kInvalidArgument,
+                      "multi-platform indexes are not supported; pick one platform");
+      }
+      auto config =
+          ReadJson(BlobPath(src, man->value("config", json::object()).value("digest", "")));
+      if (!config.ok()) return config.status();
+      json cfg = config->value("config", json::object());
+      json labels = cfg.value("Labels", json::object());
+      if (!labels.is_object()) labels = json::object();
+      for (auto const& [k, v] : labels.items()) {
+        if (v.is_string()) manifest["labels"][k] = v;
+      }
+      manifest["env"] = cfg.value("Env", json::array());
+      for (auto const& layer : man->value("layers", json::array())) {
+        fs::path blob = BlobPath(src, layer.value("digest", ""));
+        if (blob.empty() || !fs::exists(blob, ec))
+          return Status(StatusCode::kNotFound, "missing layer blob " + blob.string());
+        if (auto a = ApplyLayer(blob, tmp / "rootfs"); !a.ok()) return a;
+      }
+      if (!tag.empty()) manifest["aliases"].push_back(name + ":" + tag);
+      return Status();
+    }();
+  } else if (fs::is_regular_file(src, ec)) {
+    s = ApplyLayer(src, tmp / "rootfs");
+  } else {
+    s = Status(StatusCode::kNotFound, source + " is neither an OCI image layout nor a tarball");
+  }
+  if (s.ok()) s = WriteFile(tmp / "manifest.json", manifest.dump(2) + "\n");
+  if (s.ok()) {
+    for (char const* d : {"proc", "dev", "sys", "tmp", "home/work", "opt/bai/bin", "opt/bai/run"}) {
+      fs::create_directories(tmp / "rootfs" / d, ec);
+    }
+    fs::rename(tmp, dir, ec);
+    if (ec)
+      s = Status(StatusCode::kInternal, "cannot install " + dir.string() + ": " + ec.message());
+  }
+  if (!s.ok()) fs::remove_all(tmp, ec);
+  return s;
+}
+
+}  // namespace bai::agent

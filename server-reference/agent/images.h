@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "bai/status.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace bai::agent {
+
+/// One image in the agent's local store: `<store>/<name>/manifest.json` and
+/// `<store>/<name>/rootfs`.
+struct Image {
+  std::string name;
+  std::vector<std::string> aliases;
+  std::string rootfs;                         ///< absolute path of the root filesystem
+  std::map<std::string, std::string> labels;  ///< ai.backend.* labels
+  std::vector<std::string> host_mounts;       ///< host directories mounted read-only (built-ins)
+  std::vector<std::string> env;               ///< KEY=VALUE from the image config
+
+  /// `ai.backend.runtime-type` (python | shell; default shell).
+  std::string RuntimeType() const;
+  /// `ai.backend.runtime-path` (default /usr/bin/python3 or /bin/sh).
+  std::string RuntimePath() const;
+};
+
+/// The agent's image store. Built-in images `python` and `shell` are made from the host's
+/// read-only /usr with a synthesised minimal /etc (docs: server-reference/README.md, "Images").
+class ImageStore {
+ public:
+  explicit ImageStore(std::string root);
+
+  /// Creates (or refreshes) the built-in images; needs write access to the store.
+  Status EnsureBuiltins();
+  /// By name, alias, or a registry reference whose last component matches
+  /// (`cr.backend.ai/stable/python:3.11` → `python`).
+  StatusOr<Image> Find(std::string const& reference) const;
+  /// Names and aliases, for the agent's registration.
+  std::vector<std::string> Names() const;
+  /// Imports an OCI image layout directory (`index.json`, first or `tag`-named manifest) or a
+  /// rootfs tarball (.tar, .tar.gz) under `name`. Labels come from the OCI config.
+  Status Import(std::string const& source, std::string const& name, std::string const& tag = "");
+
+  std::string const& root() const { return root_; }
+
+ private:
+  std::string root_;
+};
+
+/// The text of a synthesised /etc file for a built-in image (passwd, group, hosts, nsswitch.conf,
+/// resolv.conf); exposed for tests.
+std::string SynthesisedEtcFile(std::string const& name, int uid, int gid);
+
+}  // namespace bai::agent

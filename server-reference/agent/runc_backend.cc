@@ -1,0 +1,826 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server-reference/agent/runc_backend.h"
+
+#include "bai/protocol/resource.h"
+
+#include "libbai/internal/json_codec.h"
+#include "server-reference/common/process.h"
+
+#include <fcntl.h>
+#include <net/if.h>
+#include <nlohmann/json.hpp>
+#include <sched.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+namespace bai::agent {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr std::size_t kMaxLog = 1u << 20;  // the tail of a kernel's output kept for /logs
+constexpr char kBatchRunId[] = "batch-job";
+
+std::string ReadText(fs::path const& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool WriteText(fs::path const& p, std::string const& text) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  return static_cast<bool>(out);
+}
+
+/// Syscalls a kernel never needs; everything else is allowed. With every capability dropped most
+/// of these fail anyway: the profile is the second wall, as in other container runtimes.
+constexpr char const* kDeniedSyscalls[] = {"acct",
+                                           "add_key",
+                                           "bpf",
+                                           "clock_adjtime",
+                                           "clock_settime",
+                                           "create_module",
+                                           "delete_module",
+                                           "finit_module",
+                                           "get_kernel_syms",
+                                           "init_module",
+                                           "ioperm",
+                                           "iopl",
+                                           "kcmp",
+                                           "kexec_file_load",
+                                           "kexec_load",
+                                           "keyctl",
+                                           "lookup_dcookie",
+                                           "mount",
+                                           "move_mount",
+                                           "name_to_handle_at",
+                                           "nfsservctl",
+                                           "open_by_handle_at",
+                                           "open_tree",
+                                           "perf_event_open",
+                                           "pivot_root",
+                                           "query_module",
+                                           "quotactl",
+                                           "reboot",
+                                           "request_key",
+                                           "setns",
+                                           "settimeofday",
+                                           "stime",
+                                           "swapoff",
+                                           "swapon",
+                                           "syslog",
+                                           "umount",
+                                           "umount2",
+                                           "unshare",
+                                           "uselib",
+                                           "userfaultfd",
+                                           "ustat",
+                                           "vhangup",
+                                           "fsopen",
+                                           "fsconfig",
+                                           "fsmount",
+                                           "fspick"};
+
+json SeccompProfile() {
+  json names = json::array();
+  for (char const* s : kDeniedSyscalls) names.push_back(s);
+  return {{"defaultAction", "SCMP_ACT_ALLOW"},
+          {"architectures", {"SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"}},
+          {"syscalls", {{{"names", names}, {"action", "SCMP_ACT_ERRNO"}, {"errnoRet", 1}}}}};
+}
+
+std::string EnvKey(std::string const& kv) { return kv.substr(0, kv.find('=')); }
+
+}  // namespace
+
+CgroupLimits LimitsFromResources(std::string const& resources_json, std::int64_t pids) {
+  CgroupLimits l;
+  l.pids = pids;
+  auto j = internal::ParseJson(resources_json).value_or(json::object());
+  auto number = [&](char const* key) -> std::optional<protocol::Decimal> {
+    auto it = j.find(key);
+    if (it == j.end()) return std::nullopt;
+    std::string text = it->is_string() ? it->get<std::string>() : it->dump();
+    auto d = protocol::Decimal::Parse(text);
+    if (!d.ok() || d->is_unlimited()) return std::nullopt;
+    return *d;
+  };
+  if (auto cpu = number("cpu")) {
+    auto units = cpu->units() * l.cpu_period_us / protocol::Decimal::kUnitsPerOne;
+    l.cpu_quota_us = std::max<std::int64_t>(1000, static_cast<std::int64_t>(units));
+  }
+  if (auto mem = number("mem")) {
+    l.memory_bytes =
+        static_cast<std::int64_t>(mem->Floor().units() / protocol::Decimal::kUnitsPerOne);
+  }
+  return l;
+}
+
+std::vector<std::pair<std::string, std::string>> CgroupFiles(int version, std::string const& path,
+                                                             CgroupLimits const& l) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (version == 2) {
+    out.emplace_back(path + "/cpu.max",
+                     (l.cpu_quota_us < 0 ? std::string("max") : std::to_string(l.cpu_quota_us)) +
+                         " " + std::to_string(l.cpu_period_us));
+    out.emplace_back(path + "/memory.max",
+                     l.memory_bytes < 0 ? std::string("max") : std::to_string(l.memory_bytes));
+    out.emplace_back(path + "/pids.max", std::to_string(l.pids));
+    return out;
+  }
+  out.emplace_back("cpu" + path + "/cpu.cfs_period_us", std::to_string(l.cpu_period_us));
+  out.emplace_back("cpu" + path + "/cpu.cfs_quota_us", std::to_string(l.cpu_quota_us));
+  if (l.memory_bytes >= 0) {
+    out.emplace_back("memory" + path + "/memory.limit_in_bytes", std::to_string(l.memory_bytes));
+  }
+  out.emplace_back("pids" + path + "/pids.max", std::to_string(l.pids));
+  return out;
+}
+
+std::string OomCounterFile(int version, std::string const& path) {
+  return version == 2 ? path + "/memory.events" : "memory" + path + "/memory.oom_control";
+}
+
+int HostCgroupVersion() {
+  std::error_code ec;
+  return fs::exists("/sys/fs/cgroup/cgroup.controllers", ec) ? 2 : 1;
+}
+
+std::string OciConfig(KernelSpec const& spec, Image const& image, RuncOptions const& o,
+                      BundleLayout const& layout) {
+  CgroupLimits limits = LimitsFromResources(spec.resources_json, o.pids_limit);
+  std::string uid = std::to_string(o.uid), gid = std::to_string(o.gid);
+
+  // Environment: the image's, then defaults, then the user's; BACKENDAI_* cannot be overridden.
+  std::vector<std::string> env = image.env;
+  auto set = [&env](std::string const& kv) {
+    std::string key = EnvKey(kv);
+    env.erase(
+        std::remove_if(env.begin(), env.end(), [&](auto const& e) { return EnvKey(e) == key; }),
+        env.end());
+    env.push_back(kv);
+  };
+  set("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+  set("HOME=/home/work");
+  set("USER=work");
+  set("LOGNAME=work");
+  set("SHELL=/bin/sh");
+  set("TERM=xterm");
+  auto user_env = internal::ParseJson(spec.environ_json).value_or(json::object());
+  if (user_env.is_object()) {
+    for (auto const& [k, v] : user_env.items()) {
+      if (k.empty() || k.find('=') != std::string::npos || k.rfind("BACKENDAI_", 0) == 0) continue;
+      set(k + "=" + (v.is_string() ? v.get<std::string>() : v.dump()));
+    }
+  }
+  std::string hostname = "main1";
+  set("BACKENDAI_SESSION_ID=" + spec.session_id);
+  set("BACKENDAI_KERNEL_ID=" + spec.session_id);
+  set("BACKENDAI_SESSION_NAME=" + spec.session_name);
+  set("BACKENDAI_SESSION_TYPE=" + spec.session_type);
+  set("BACKENDAI_KERNEL_IMAGE=" + spec.image);
+  set("BACKENDAI_CLUSTER_ROLE=main");
+  set("BACKENDAI_CLUSTER_IDX=1");
+  set("BACKENDAI_CLUSTER_HOST=" + hostname);
+  set("BACKENDAI_CLUSTER_SIZE=1");
+  set("BACKENDAI_CLUSTER_MODE=single-node");
+  set("BACKENDAI_AGENT_ID=" + o.agent_id);
+  if (limits.memory_bytes >= 0) set("BACKENDAI_MEM_LIMIT=" + std::to_string(limits.memory_bytes));
+  if (limits.cpu_quota_us >= 0) {
+    set("BACKENDAI_CPU_LIMIT=" + std::to_string(static_cast<double>(limits.cpu_quota_us) /
+                                                static_cast<double>(limits.cpu_period_us)));
+  }
+
+  json mounts = json::array();
+  auto add = [&mounts](std::string dest, std::string type, std::string source, json options) {
+    mounts.push_back({{"destination", std::move(dest)},
+                      {"type", std::move(type)},
+                      {"source", std::move(source)},
+                      {"options", std::move(options)}});
+  };
+  add("/proc", "proc", "proc", json::array({"nosuid", "noexec", "nodev"}));
+  add("/dev", "tmpfs", "tmpfs", {"nosuid", "strictatime", "mode=755", "size=65536k"});
+  add("/dev/pts", "devpts", "devpts",
+      {"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5"});
+  add("/dev/shm", "tmpfs", "shm", {"nosuid", "noexec", "nodev", "mode=1777", "size=65536k"});
+  add("/dev/mqueue", "mqueue", "mqueue", {"nosuid", "noexec", "nodev"});
+  add("/sys", "sysfs", "sysfs", {"nosuid", "noexec", "nodev", "ro"});
+  for (auto const& host : image.host_mounts)
+    add(host, "bind", host, {"rbind", "ro", "nosuid", "nodev"});
+  add("/home/work", "tmpfs", "tmpfs",
+      {"nosuid", "nodev", "mode=755", "uid=" + uid, "gid=" + gid, "size=" + o.home_size});
+  add("/tmp", "tmpfs", "tmpfs", {"nosuid", "nodev", "mode=1777", "size=" + o.tmp_size});
+  add("/opt/bai/bin", "bind", layout.runner_dir, {"bind", "ro", "nosuid", "nodev"});
+  add("/opt/bai/run", "bind", layout.kernel_dir + "/run",
+      {"bind", "rw", "nosuid", "nodev", "noexec"});
+  // Virtual folders: [{"name", "host_path", "kernel_path", "permission": ro|rw|wd}]; the vfolder
+  // issue fills them. The default kernel path is /home/work/NAME; a relative one goes under
+  // /home/work.
+  auto vfolders = internal::ParseJson(spec.mounts_json).value_or(json::array());
+  if (vfolders.is_array()) {
+    for (auto const& m : vfolders) {
+      if (!m.is_object() || !m.contains("host_path")) continue;
+      std::string kernel_path = m.value("kernel_path", "");
+      if (kernel_path.empty()) kernel_path = m.value("name", "");
+      if (kernel_path.empty() || kernel_path.find("..") != std::string::npos) continue;
+      if (kernel_path[0] != '/') kernel_path = "/home/work/" + kernel_path;
+      std::string perm = m.value("permission", "ro") == "ro" ? "ro" : "rw";
+      add(kernel_path, "bind", m.value("host_path", ""), {"rbind", perm, "nosuid", "nodev"});
+    }
+  }
+
+  json resources_spec = {{"devices", json::array({{{"allow", false}, {"access", "rwm"}}})},
+                         {"pids", {{"limit", limits.pids}}}};
+  if (limits.memory_bytes >= 0) resources_spec["memory"] = {{"limit", limits.memory_bytes}};
+  if (limits.cpu_quota_us >= 0) {
+    resources_spec["cpu"] = {{"quota", limits.cpu_quota_us}, {"period", limits.cpu_period_us}};
+  }
+  json empty = json::array();
+  // As many open files as the host allows the agent, at most 65536.
+  rlimit host_nofile{};
+  getrlimit(RLIMIT_NOFILE, &host_nofile);
+  auto nofile = static_cast<std::uint64_t>(std::min<rlim_t>(host_nofile.rlim_max, 65536));
+  json config = {{"ociVersion", "1.0.2"},
+                 {"process",
+                  {{"terminal", false},
+                   {"user", {{"uid", o.uid}, {"gid", o.gid}, {"additionalGids", {o.gid}}}},
+                   {"args",
+                    {"/opt/bai/bin/bai-kernel-runner", "--socket", "/opt/bai/run/runner.sock",
+                     "--runtime", image.RuntimeType() == "python" ? "python" : "shell", "--python",
+                     image.RuntimePath(), "--workdir", "/home/work"}},
+                   {"env", env},
+                   {"cwd", "/home/work"},
+                   {"capabilities",
+                    {{"bounding", empty},
+                     {"effective", empty},
+                     {"permitted", empty},
+                     {"inheritable", empty},
+                     {"ambient", empty}}},
+                   {"rlimits", {{{"type", "RLIMIT_NOFILE"}, {"hard", nofile}, {"soft", nofile}}}},
+                   {"noNewPrivileges", true}}},
+                 {"root", {{"path", image.rootfs}, {"readonly", true}}},
+                 {"hostname", hostname},
+                 {"mounts", mounts},
+                 {"linux",
+                  {{"namespaces",
+                    {{{"type", "pid"}},
+                     {{"type", "network"}},
+                     {{"type", "ipc"}},
+                     {{"type", "uts"}},
+                     {{"type", "mount"}}}},
+                   {"resources", resources_spec},
+                   {"cgroupsPath", layout.cgroups_path},
+                   {"seccomp", SeccompProfile()},
+                   {"maskedPaths",
+                    {"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys",
+                     "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
+                     "/proc/sched_debug", "/sys/firmware", "/proc/scsi"}},
+                   {"readonlyPaths",
+                    {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}}}}};
+  if (!o.hook_path.empty()) {
+    // Raises loopback in the new network namespace (network mode "private").
+    config["hooks"] = {{"createRuntime",
+                        {{{"path", o.hook_path}, {"args", {"bai-agent", "hook", "loopback-up"}}}}}};
+  }
+  return config.dump(2);
+}
+
+Status RunHook(std::string const& name, std::string const& state_json) {
+  if (name != "loopback-up") return Status(StatusCode::kInvalidArgument, "unknown hook " + name);
+  auto state = internal::ParseJson(state_json);
+  if (!state || !state->contains("pid") || !(*state)["pid"].is_number_integer()) {
+    return Status(StatusCode::kInvalidArgument, "no container pid in the hook's state");
+  }
+  std::string ns = "/proc/" + std::to_string((*state)["pid"].get<long long>()) + "/ns/net";
+  int fd = open(ns.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) {
+    if (fd >= 0) close(fd);
+    return Status(StatusCode::kInternal, "cannot enter " + ns + ": " + std::strerror(errno));
+  }
+  close(fd);
+  int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ifreq ifr{};
+  std::strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
+  bool ok = s >= 0 && ioctl(s, SIOCGIFFLAGS, &ifr) == 0;
+  if (ok) {
+    ifr.ifr_flags = static_cast<short>(ifr.ifr_flags | IFF_UP);
+    ok = ioctl(s, SIOCSIFFLAGS, &ifr) == 0;
+  }
+  int err = errno;
+  if (s >= 0) close(s);
+  if (!ok)
+    return Status(StatusCode::kInternal, std::string("cannot raise lo: ") + std::strerror(err));
+  return Status();
+}
+
+// ---------------------------------------------------------------------------------------------
+
+struct RuncBackend::Kernel {
+  KernelSpec spec;
+  KernelReport state;
+  std::string container_id;
+  std::string dir;
+  std::string cgroups_path;
+  int sock = -1;
+  bool tearing_down = false;
+  std::string log;  // tail of all output
+
+  struct RunState {
+    json console = json::array();
+    std::string status = "running";  // running | waiting-input | finished
+    int exit_code = 0;
+  };
+  std::map<std::string, RunState> runs;
+  std::mutex write_mu;  // one writer at a time on `sock`
+};
+
+RuncBackend::RuncBackend(RuncOptions options) : options_(std::move(options)) {}
+
+RuncBackend::~RuncBackend() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    // Kernels keep running (a restarted agent re-adopts them); only our readers stop.
+    for (auto& [id, k] : kernels_) {
+      if (k->sock >= 0) shutdown(k->sock, SHUT_RDWR);
+    }
+  }
+  std::vector<std::thread> threads;
+  {
+    std::lock_guard<std::mutex> lock(threads_mu_);
+    threads.swap(threads_);
+  }
+  for (auto& t : threads) t.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [id, k] : kernels_) {
+    if (k->sock >= 0) close(k->sock);
+    k->sock = -1;
+  }
+}
+
+void RuncBackend::Spawn(std::function<void()> fn) {
+  std::lock_guard<std::mutex> lock(threads_mu_);
+  threads_.emplace_back(std::move(fn));
+}
+
+std::vector<std::string> RuncBackend::Runc(std::vector<std::string> args) const {
+  std::vector<std::string> argv = {options_.runc, "--root", options_.state_dir + "/runc"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+Status RuncBackend::Init() {
+  if (!options_.images) return Status(StatusCode::kInvalidArgument, "no image store");
+  if (geteuid() != 0) {
+    return Status(
+        StatusCode::kPermissionDenied,
+        "the runc backend needs root (containers, cgroups); use --backend dummy otherwise");
+  }
+  auto version = server::RunProcess({options_.runc, "--version"});
+  if (version.exit_code != 0) {
+    return Status(StatusCode::kFailedPrecondition,
+                  "cannot run " + options_.runc + " (install Debian's runc): " + version.output);
+  }
+  cgroup_version_ = HostCgroupVersion();
+  std::error_code ec;
+  fs::create_directories(fs::path(options_.state_dir) / "kernels", ec);
+  fs::create_directories(fs::path(options_.state_dir) / "runc", ec);
+  runner_dir_ = options_.state_dir + "/bin";
+  fs::create_directories(runner_dir_, ec);
+  if (ec)
+    return Status(StatusCode::kInternal,
+                  "cannot create " + options_.state_dir + ": " + ec.message());
+  // The runner is copied, so a rebuild does not change the file under running kernels.
+  fs::path runner = fs::path(runner_dir_) / "bai-kernel-runner";
+  fs::path staged = fs::path(runner_dir_) / ".bai-kernel-runner.new";
+  fs::copy_file(options_.runner_path, staged, fs::copy_options::overwrite_existing, ec);
+  if (ec)
+    return Status(StatusCode::kNotFound,
+                  "kernel runner " + options_.runner_path + ": " + ec.message());
+  fs::permissions(staged,
+                  fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                      fs::perms::others_read | fs::perms::others_exec,
+                  ec);
+  fs::rename(staged, runner, ec);
+
+  // Re-adopt or clean up what an earlier run of this agent left.
+  std::vector<std::shared_ptr<Kernel>> adopt;
+  for (auto const& entry : fs::directory_iterator(fs::path(options_.state_dir) / "kernels", ec)) {
+    auto saved = internal::ParseJson(ReadText(entry.path() / "kernel.json"));
+    auto k = std::make_shared<Kernel>();
+    k->dir = entry.path().string();
+    k->container_id = entry.path().filename().string();
+    if (saved && saved->is_object()) {
+      k->spec.session_id = saved->value("session_id", "");
+      k->spec.session_name = saved->value("session_name", "");
+      k->spec.session_type = saved->value("session_type", "interactive");
+      k->spec.image = saved->value("image", "");
+      k->cgroups_path = saved->value("cgroups_path", "");
+    }
+    auto state = server::RunProcess(Runc({"state", k->container_id}), server::StdoutOnly());
+    auto sj = internal::ParseJson(state.output);
+    bool running = state.exit_code == 0 && sj && sj->value("status", "") == "running";
+    k->state = {k->spec.session_id, "RUNNING", std::nullopt, "", ""};
+    if (running && !k->spec.session_id.empty() && ConnectRunner(*k, std::chrono::seconds(2))) {
+      adopt.push_back(k);
+      continue;
+    }
+    server::RunProcess(Runc({"delete", "--force", k->container_id}));
+    fs::remove_all(entry.path(), ec);
+    if (!k->spec.session_id.empty()) {
+      k->state = {k->spec.session_id, "TERMINATED", std::nullopt, "agent-restarted", ""};
+      std::lock_guard<std::mutex> lock(mu_);
+      kernels_[k->spec.session_id] = k;
+    }
+  }
+  // Containers under our runc root without a kernel directory are leftovers.
+  auto list = server::RunProcess(Runc({"list", "-q"}), server::StdoutOnly());
+  std::istringstream ids(list.output);
+  for (std::string id; std::getline(ids, id);) {
+    if (!id.empty() && !fs::exists(fs::path(options_.state_dir) / "kernels" / id, ec)) {
+      server::RunProcess(Runc({"delete", "--force", id}));
+    }
+  }
+  for (auto& k : adopt) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      kernels_[k->spec.session_id] = k;
+    }
+    Spawn([this, k] { ReadLoop(k); });
+  }
+  return Status();
+}
+
+void RuncBackend::SetReporter(Report report) {
+  std::lock_guard<std::mutex> lock(mu_);
+  report_ = std::move(report);
+}
+
+void RuncBackend::Emit(KernelReport const& r) {
+  Report report;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    report = report_;
+  }
+  if (report) report(r);
+}
+
+std::string RuncBackend::ContainerId(std::string const& session_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = kernels_.find(session_id);
+  return it == kernels_.end() ? "" : it->second->container_id;
+}
+
+std::string RuncBackend::CgroupsPath(std::string const& session_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = kernels_.find(session_id);
+  return it == kernels_.end() ? "" : it->second->cgroups_path;
+}
+
+void RuncBackend::Create(KernelSpec const& spec) {
+  auto k = std::make_shared<Kernel>();
+  k->spec = spec;
+  k->state = {spec.session_id, "PREPARING", std::nullopt, "", ""};
+  // runc ids allow [A-Za-z0-9_+.-]; the agent id keeps runs of different agents apart.
+  k->container_id = options_.agent_id + "." + spec.session_id;
+  k->dir = options_.state_dir + "/kernels/" + k->container_id;
+  k->cgroups_path = "/bai/" + options_.agent_id + "/" + spec.session_id;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ || kernels_.count(spec.session_id)) return;  // a repeated create is a no-op
+    kernels_[spec.session_id] = k;
+  }
+  Emit(k->state);
+  Spawn([this, k] { Start(k); });
+}
+
+void RuncBackend::Start(std::shared_ptr<Kernel> k) {
+  auto fail = [&](std::string const& why) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      k->log += "bai-agent: " + why + "\n";
+    }
+    Teardown(k, "kernel-creation-failed: " + why, std::nullopt, true);
+  };
+  auto image = options_.images->Find(k->spec.image);
+  if (!image.ok()) return fail(image.status().message());
+  std::error_code ec;
+  fs::create_directories(fs::path(k->dir) / "run", ec);
+  if (ec) return fail("cannot create " + k->dir + ": " + ec.message());
+  if (chown((k->dir + "/run").c_str(), static_cast<uid_t>(options_.uid),
+            static_cast<gid_t>(options_.gid)) != 0) {
+    return fail("cannot chown the kernel's run directory");
+  }
+  json saved = {{"session_id", k->spec.session_id},
+                {"session_name", k->spec.session_name},
+                {"session_type", k->spec.session_type},
+                {"image", k->spec.image},
+                {"cgroups_path", k->cgroups_path}};
+  BundleLayout layout{k->dir, runner_dir_, k->cgroups_path};
+  if (!WriteText(fs::path(k->dir) / "kernel.json", saved.dump()) ||
+      !WriteText(fs::path(k->dir) / "config.json", OciConfig(k->spec, *image, options_, layout))) {
+    return fail("cannot write the bundle in " + k->dir);
+  }
+  server::ProcessOptions run_options;
+  run_options.capture = false;
+  run_options.log_path = k->dir + "/runc.log";
+  run_options.timeout = options_.start_timeout;
+  auto run = server::RunProcess(Runc({"run", "--detach", "--bundle", k->dir, "--pid-file",
+                                      k->dir + "/init.pid", k->container_id}),
+                                run_options);
+  if (run.exit_code != 0) {
+    std::string log = ReadText(k->dir + "/runc.log");
+    if (log.size() > 2000) log = log.substr(log.size() - 2000);
+    return fail("runc run failed (" + std::to_string(run.exit_code) + "): " + log);
+  }
+  if (!ConnectRunner(*k, options_.start_timeout)) return fail("the kernel runner did not answer");
+  KernelReport running;
+  bool batch = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (k->tearing_down) return;
+    k->state.status = "RUNNING";
+    running = k->state;
+    batch = k->spec.session_type == "batch" && k->spec.startup_command;
+    if (batch) k->runs[kBatchRunId] = {};
+  }
+  Emit(running);
+  if (batch) {
+    std::string line =
+        json{{"op", "batch"}, {"run_id", kBatchRunId}, {"exec", *k->spec.startup_command}}.dump() +
+        "\n";
+    std::lock_guard<std::mutex> lock(k->write_mu);
+    (void)!::send(k->sock, line.data(), line.size(), MSG_NOSIGNAL);
+  }
+  ReadLoop(k);
+}
+
+bool RuncBackend::ConnectRunner(Kernel& k, std::chrono::milliseconds timeout) {
+  std::string path = k.dir + "/run/runner.sock";
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(addr.sun_path)) return false;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+      // The runner greets first; anything else is not our runner.
+      std::string hello;
+      char c;
+      timeval tv{5, 0};
+      setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+      while (read(fd, &c, 1) == 1 && c != '\n' && hello.size() < 4096) hello.push_back(c);
+      timeval none{0, 0};
+      setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);
+      auto j = internal::ParseJson(hello);
+      if (j && j->value("type", "") == "hello") {
+        std::lock_guard<std::mutex> lock(mu_);
+        k.sock = fd;
+        return true;
+      }
+    }
+    if (fd >= 0) close(fd);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return false;
+}
+
+void RuncBackend::ReadLoop(std::shared_ptr<Kernel> k) {
+  int fd;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    fd = k->sock;
+  }
+  std::string buf;
+  char chunk[65536];
+  for (;;) {
+    ssize_t n = read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    buf.append(chunk, static_cast<std::size_t>(n));
+    std::size_t pos;
+    while ((pos = buf.find('\n')) != std::string::npos) {
+      auto msg = internal::ParseJson(std::string_view(buf).substr(0, pos));
+      buf.erase(0, pos + 1);
+      if (!msg || !msg->is_object()) continue;
+      std::string type = msg->value("type", "");
+      std::string run_id = msg->value("run_id", "");
+      std::optional<std::int64_t> batch_exit;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto run = k->runs.find(run_id);
+        if (type == "stdout" || type == "stderr") {
+          std::string data = msg->value("data", "");
+          k->log += data;
+          if (k->log.size() > kMaxLog) k->log.erase(0, k->log.size() - kMaxLog);
+          if (run != k->runs.end()) {
+            auto& console = run->second.console;
+            // Consecutive chunks of one stream are merged (PROTOCOL.md §5.5).
+            if (!console.empty() && console.back()[0] == type) {
+              console.back()[1] = console.back()[1].get<std::string>() + data;
+            } else {
+              console.push_back({type, data});
+            }
+          }
+        } else if (type == "finished" && run != k->runs.end()) {
+          run->second.status = "finished";
+          run->second.exit_code = msg->value("exitCode", 0);
+          if (run_id == kBatchRunId) batch_exit = run->second.exit_code;
+        } else if (type == "waiting-input" && run != k->runs.end()) {
+          run->second.status = "waiting-input";
+        }
+      }
+      cv_.notify_all();
+      if (batch_exit) {
+        std::string oom =
+            ReadText(fs::path("/sys/fs/cgroup") / OomCounterFile(cgroup_version_, k->cgroups_path));
+        std::smatch m;
+        static std::regex const kOom(R"(oom_kill (\d+))");
+        bool oom_killed = std::regex_search(oom, m, kOom) && std::stoll(m[1]) > 0;
+        std::string reason = oom_killed         ? "oom-killed"
+                             : *batch_exit == 0 ? "task-finished"
+                                                : "task-failed";
+        Teardown(k, reason, batch_exit, true);
+        return;
+      }
+    }
+  }
+  // The runner went away: the container ended by itself (or the agent is stopping).
+  bool stopping;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping = stopping_ || k->tearing_down;
+  }
+  cv_.notify_all();
+  if (stopping) return;
+  std::string oom =
+      ReadText(fs::path("/sys/fs/cgroup") / OomCounterFile(cgroup_version_, k->cgroups_path));
+  bool oom_killed =
+      oom.find("oom_kill ") != std::string::npos && oom.find("oom_kill 0") == std::string::npos;
+  Teardown(k, oom_killed ? "oom-killed" : "self-terminated", std::nullopt, true);
+}
+
+void RuncBackend::Teardown(std::shared_ptr<Kernel> k, std::string reason,
+                           std::optional<std::int64_t> exit_code, bool report) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (k->tearing_down) return;
+    k->tearing_down = true;
+  }
+  cv_.notify_all();
+  std::error_code ec;
+  if (fs::exists(fs::path(k->dir) / "init.pid", ec)) {
+    // SIGTERM, a grace period, then SIGKILL (DECISIONS.md "Containers").
+    server::RunProcess(Runc({"kill", k->container_id, "TERM"}));
+    pid_t pid = static_cast<pid_t>(std::atoll(ReadText(fs::path(k->dir) / "init.pid").c_str()));
+    auto deadline = std::chrono::steady_clock::now() + options_.grace;
+    while (pid > 0 && kill(pid, 0) == 0 && std::chrono::steady_clock::now() < deadline) {
+      std::string stat = ReadText("/proc/" + std::to_string(pid) + "/stat");
+      auto close_paren = stat.rfind(')');
+      if (close_paren != std::string::npos && close_paren + 2 < stat.size() &&
+          stat[close_paren + 2] == 'Z')
+        break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  server::RunProcess(Runc({"delete", "--force", k->container_id}));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (k->sock >= 0) {
+      shutdown(k->sock, SHUT_RDWR);
+    }
+  }
+  fs::remove_all(k->dir, ec);
+  KernelReport done;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    k->state.status = "TERMINATED";
+    k->state.reason = reason;
+    k->state.exit_code = exit_code;
+    k->state.logs = k->log;
+    done = k->state;
+  }
+  if (report) Emit(done);
+}
+
+void RuncBackend::Destroy(std::string const& session_id, std::string const& reason) {
+  std::shared_ptr<Kernel> k;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = kernels_.find(session_id);
+    if (it == kernels_.end() || it->second->tearing_down) return;
+    k = it->second;
+  }
+  Spawn([this, k, reason] {
+    Teardown(k, reason.empty() ? "user-requested" : reason, std::nullopt, true);
+  });
+}
+
+std::vector<KernelReport> RuncBackend::Snapshot() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<KernelReport> out;
+  for (auto const& [id, k] : kernels_) {
+    KernelReport r = k->state;
+    r.logs = k->log;
+    out.push_back(r);
+  }
+  return out;
+}
+
+void RuncBackend::Acknowledge(std::string const& session_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = kernels_.find(session_id);
+  if (it != kernels_.end() &&
+      (it->second->state.status == "TERMINATED" || it->second->state.status == "ERROR")) {
+    kernels_.erase(it);
+  }
+}
+
+std::string RuncBackend::Execute(std::string const& session_id, std::string const& request_json) {
+  auto req = internal::ParseJson(request_json).value_or(json::object());
+  std::string run_id = req.value("run_id", "");
+  std::string mode = req.value("mode", "query");
+  json result = {{"runId", run_id},
+                 {"status", "finished"},
+                 {"options", json::object()},
+                 {"files", json::array()},
+                 {"console", json::array()}};
+  std::shared_ptr<Kernel> k;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = kernels_.find(session_id);
+    if (it != kernels_.end() && it->second->state.status == "RUNNING" &&
+        !it->second->tearing_down) {
+      k = it->second;
+    }
+  }
+  if (!k) {
+    result["exitCode"] = 130;
+    return result.dump();
+  }
+  json op;
+  if (mode == "query") {
+    op = {{"op", "query"}, {"run_id", run_id}, {"code", req.value("code", "")}};
+  } else if (mode == "batch") {
+    json opts = req.value("options", json::object());
+    op = {{"op", "batch"}, {"run_id", run_id}};
+    for (char const* step : {"clean", "build", "exec"}) {
+      if (opts.contains(step) && opts[step].is_string()) op[step] = opts[step];
+    }
+    if (!op.contains("exec") && req.contains("code")) op["exec"] = req.value("code", "");
+  } else if (mode == "input") {
+    op = {{"op", "input"}, {"run_id", run_id}, {"text", req.value("code", "")}};
+  } else if (mode == "interrupt") {
+    op = {{"op", "interrupt"}};
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  if (mode == "query" || mode == "batch") k->runs[run_id] = {};
+  if (mode == "input") {
+    auto it = k->runs.find(run_id);
+    if (it != k->runs.end()) it->second.status = "running";
+  }
+  if (!op.is_null()) {
+    std::string line = op.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+    std::lock_guard<std::mutex> wlock(k->write_mu);
+    (void)!::send(k->sock, line.data(), line.size(), MSG_NOSIGNAL);
+  }
+  auto it = k->runs.find(run_id);
+  if (it == k->runs.end()) {
+    result["exitCode"] = mode == "interrupt" ? 0 : 130;
+    return result.dump();
+  }
+  cv_.wait_for(lock, options_.flush_timeout,
+               [&] { return it->second.status != "running" || k->tearing_down; });
+  result["console"] = std::move(it->second.console);
+  it->second.console = json::array();
+  if (it->second.status == "finished") {
+    result["exitCode"] = it->second.exit_code;
+    k->runs.erase(it);
+  } else if (it->second.status == "waiting-input") {
+    result["status"] = "waiting-input";
+  } else if (k->tearing_down) {
+    result["exitCode"] = 130;
+    k->runs.erase(it);
+  } else {
+    result["status"] = "continued";
+  }
+  return result.dump();
+}
+
+}  // namespace bai::agent

@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "server-reference/agent/backend.h"
+#include "server-reference/agent/images.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace bai::agent {
+
+struct RuncOptions {
+  std::string agent_id;
+  std::string state_dir;    ///< kernels/, runc/ and bin/ live here; unique per agent instance
+  std::string runner_path;  ///< host path of bai-kernel-runner (copied into state_dir/bin)
+  std::string hook_path;    ///< host path of bai-agent, run as the OCI hook that raises loopback
+  std::string runc = "runc";
+  int uid = 1000;
+  int gid = 1000;
+  std::string home_size = "1g";   ///< tmpfs size of /home/work
+  std::string tmp_size = "256m";  ///< tmpfs size of /tmp
+  std::int64_t pids_limit = 4096;
+  std::chrono::milliseconds grace{3000};           ///< SIGTERM → SIGKILL
+  std::chrono::milliseconds start_timeout{20000};  ///< runner handshake
+  std::chrono::milliseconds flush_timeout{2000};   ///< one execute step waits at most this long
+  ImageStore* images = nullptr;
+};
+
+/// Limits derived from a kernel's allocated slots.
+struct CgroupLimits {
+  std::int64_t cpu_quota_us = -1;  ///< -1: unlimited
+  std::int64_t cpu_period_us = 100000;
+  std::int64_t memory_bytes = -1;
+  std::int64_t pids = 4096;
+};
+
+/// From the create_kernel `resources` object ({"cpu": "0.5", "mem": "268435456"}).
+CgroupLimits LimitsFromResources(std::string const& resources_json, std::int64_t pids);
+
+/// The cgroup files (relative to the cgroup root) and values that `limits` mean for a kernel
+/// at `cgroups_path`, for cgroup v1 (one hierarchy per controller) or v2 (unified). runc writes
+/// them from the OCI spec; the agent reads them back in tests and reads the OOM counters.
+std::vector<std::pair<std::string, std::string>> CgroupFiles(int version,
+                                                             std::string const& cgroups_path,
+                                                             CgroupLimits const& limits);
+/// The file holding the kernel's OOM-kill counter, and the key in it ("oom_kill").
+std::string OomCounterFile(int version, std::string const& cgroups_path);
+/// 1 or 2 for this host (v2 when /sys/fs/cgroup/cgroup.controllers exists).
+int HostCgroupVersion();
+
+/// The OCI runtime configuration (config.json) of one kernel: namespaces, limits, mounts, user,
+/// no capabilities, no_new_privs, the default seccomp profile.
+struct BundleLayout {
+  std::string kernel_dir;  ///< per-kernel directory on the host
+  std::string runner_dir;  ///< host directory with bai-kernel-runner (mounted at /opt/bai/bin)
+  std::string cgroups_path;
+};
+std::string OciConfig(KernelSpec const& spec, Image const& image, RuncOptions const& options,
+                      BundleLayout const& layout);
+
+/// Runs an OCI hook of ours with the container state (JSON on stdin): `loopback-up` raises `lo`
+/// in the container's new network namespace (network mode "private": loopback only).
+Status RunHook(std::string const& name, std::string const& state_json);
+
+/// Kernels as runc containers, with the kernel runner as their first process (DECISIONS.md
+/// "Containers", "Kernel runner"). Kernel state lives under `state_dir`, so a restarted agent
+/// re-adopts running kernels and removes dead ones.
+class RuncBackend : public KernelBackend {
+ public:
+  explicit RuncBackend(RuncOptions options);
+  ~RuncBackend() override;
+
+  /// Checks runc and the runner, re-adopts or cleans up the kernels of an earlier run.
+  Status Init();
+
+  void SetReporter(Report report) override;
+  void Create(KernelSpec const& spec) override;
+  void Destroy(std::string const& session_id, std::string const& reason) override;
+  std::vector<KernelReport> Snapshot() override;
+  void Acknowledge(std::string const& session_id) override;
+  std::string Execute(std::string const& session_id, std::string const& request_json) override;
+
+  /// The runc container id and cgroup path of a kernel (for tests and `bai-agent` tooling).
+  std::string ContainerId(std::string const& session_id) const;
+  std::string CgroupsPath(std::string const& session_id) const;
+
+ private:
+  struct Kernel;
+  void Start(std::shared_ptr<Kernel> k);
+  void ReadLoop(std::shared_ptr<Kernel> k);
+  void Teardown(std::shared_ptr<Kernel> k, std::string reason,
+                std::optional<std::int64_t> exit_code, bool report);
+  bool ConnectRunner(Kernel& k, std::chrono::milliseconds timeout);
+  std::vector<std::string> Runc(std::vector<std::string> args) const;
+  void Emit(KernelReport const& r);
+  void Spawn(std::function<void()> fn);
+
+  RuncOptions options_;
+  std::string runner_dir_;
+  int cgroup_version_ = 1;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  Report report_;
+  std::map<std::string, std::shared_ptr<Kernel>> kernels_;
+  std::mutex threads_mu_;
+  std::vector<std::thread> threads_;
+  bool stopping_ = false;
+};
+
+}  // namespace bai::agent

@@ -1,0 +1,555 @@
+// SPDX-License-Identifier: Apache-2.0
+// bai-kernel-runner: the helper inside every container (docs/agent-protocol.md, "Agent ⇄ kernel
+// runner"). It is the container's first process: it listens on a Unix socket in the per-kernel
+// directory, runs query snippets in one persistent interpreter and batch commands under
+// /bin/sh -c, streams their output as NDJSON, reaps orphans, and ends its children on SIGTERM.
+// Linked statically so that any image can run it.
+#include "server-reference/kernel-runner/drivers.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <nlohmann/json.hpp>
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace {
+
+using nlohmann::json;
+
+constexpr std::size_t kMaxBacklog = 8u << 20;  // output kept while no agent is connected
+
+struct Options {
+  std::string socket_path = "/opt/bai/run/runner.sock";
+  std::string runtime = "shell";  // python | shell
+  std::string python = "/usr/bin/python3";
+  std::string shell = "/bin/sh";
+  std::string workdir = "/home/work";
+};
+
+void CloseFd(int& fd) {
+  if (fd >= 0) close(fd);
+  fd = -1;
+}
+
+/// Length of the longest prefix of `s` that does not end inside a UTF-8 sequence.
+std::size_t Utf8SafePrefix(std::string const& s) {
+  std::size_t n = s.size();
+  for (std::size_t back = 1; back <= 3 && back <= n; ++back) {
+    auto c = static_cast<unsigned char>(s[n - back]);
+    if ((c & 0xC0) == 0x80) continue;  // continuation byte: look further back
+    std::size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    return need > back ? n - back : n;
+  }
+  return n;
+}
+
+struct Child {
+  pid_t pid = -1;
+  int in = -1;   // python: snippet frames (fd 3); shell: its stdin
+  int out = -1;  // stdout
+  int err = -1;  // stderr
+  int ctl = -1;  // driver reports (fd 4)
+  std::string out_pending, err_pending, ctl_pending;
+  bool Alive() const { return pid > 0; }
+};
+
+struct Run {
+  std::string run_id;
+  std::string mode;                // query | batch
+  std::vector<std::string> steps;  // batch: the commands still to run
+  std::string code;
+};
+
+class Runner {
+ public:
+  explicit Runner(Options options) : o_(std::move(options)) {}
+
+  int Main() {
+    sigset_t mask;
+    sigemptyset(&mask);
+    for (int s : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) sigaddset(&mask, s);
+    sigprocmask(SIG_BLOCK, &mask, &old_mask_);
+    signal(SIGPIPE, SIG_IGN);
+    sigfd_ = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (sigfd_ < 0) return Fail("signalfd");
+    if (!Listen()) return 1;
+    while (!stopping_ || interp_.Alive() || batch_.Alive()) {
+      std::vector<pollfd> fds;
+      fds.push_back({sigfd_, POLLIN, 0});
+      if (!stopping_) fds.push_back({listen_fd_, POLLIN, 0});
+      if (client_ >= 0) fds.push_back({client_, POLLIN, 0});
+      for (Child* c : {&interp_, &batch_}) {
+        for (int fd : {c->out, c->err, c->ctl}) {
+          if (fd >= 0) fds.push_back({fd, POLLIN, 0});
+        }
+      }
+      int timeout = stopping_ ? 100 : -1;
+      int n = poll(fds.data(), fds.size(), timeout);
+      if (n < 0 && errno != EINTR) return Fail("poll");
+      if (stopping_ && n == 0 && ++stop_ticks_ > 20) break;  // 2 s after SIGTERM
+      for (auto const& p : fds) {
+        if (!p.revents) continue;
+        if (p.fd == sigfd_) {
+          OnSignal();
+        } else if (p.fd == listen_fd_) {
+          Accept();
+        } else if (p.fd == client_) {
+          ReadClient();
+        } else {
+          OnChildFd(p.fd);
+        }
+      }
+      StartNext();
+    }
+    unlink(o_.socket_path.c_str());
+    return 0;
+  }
+
+ private:
+  static int Fail(char const* what) {
+    std::fprintf(stderr, "bai-kernel-runner: %s: %s\n", what, std::strerror(errno));
+    return 1;
+  }
+
+  bool Listen() {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (o_.socket_path.size() >= sizeof(addr.sun_path)) {
+      std::fprintf(stderr, "bai-kernel-runner: socket path too long\n");
+      return false;
+    }
+    std::memcpy(addr.sun_path, o_.socket_path.c_str(), o_.socket_path.size() + 1);
+    unlink(o_.socket_path.c_str());
+    listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    std::string tmp = o_.socket_path + ".tmp";
+    // Bind under a temporary name and rename, so the agent never connects to a socket that is
+    // not listening yet.
+    sockaddr_un tmp_addr = addr;
+    if (tmp.size() >= sizeof(tmp_addr.sun_path)) tmp = o_.socket_path;
+    std::memcpy(tmp_addr.sun_path, tmp.c_str(), tmp.size() + 1);
+    unlink(tmp.c_str());
+    if (listen_fd_ < 0 ||
+        bind(listen_fd_, reinterpret_cast<sockaddr*>(&tmp_addr), sizeof(tmp_addr)) != 0 ||
+        listen(listen_fd_, 4) != 0) {
+      Fail("listen");
+      return false;
+    }
+    chmod(tmp.c_str(), 0600);
+    if (tmp != o_.socket_path && rename(tmp.c_str(), o_.socket_path.c_str()) != 0) {
+      Fail("rename socket");
+      return false;
+    }
+    return true;
+  }
+
+  void Accept() {
+    int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) return;
+    CloseFd(client_);  // a newer agent connection replaces the old one (agent restart)
+    client_ = fd;
+    in_buf_.clear();
+    SendNow(json{{"type", "hello"},
+                 {"version", 1},
+                 {"runtime", o_.runtime},
+                 {"pid", static_cast<int>(getpid())}});
+    while (client_ >= 0 && !backlog_.empty()) {
+      std::string line = std::move(backlog_.front());
+      backlog_.pop_front();
+      backlog_bytes_ -= line.size();
+      WriteLine(line);
+    }
+  }
+
+  void SendNow(json const& j) { WriteLine(j.dump(-1, ' ', false, json::error_handler_t::replace)); }
+
+  void Send(json const& j) {
+    std::string line = j.dump(-1, ' ', false, json::error_handler_t::replace);
+    if (client_ >= 0) {
+      WriteLine(line);
+      if (client_ >= 0) return;
+    }
+    backlog_bytes_ += line.size();
+    backlog_.push_back(std::move(line));
+    while (backlog_bytes_ > kMaxBacklog && backlog_.size() > 1) {
+      backlog_bytes_ -= backlog_.front().size();
+      backlog_.pop_front();
+    }
+  }
+
+  void WriteLine(std::string line) {
+    line.push_back('\n');
+    std::size_t off = 0;
+    while (off < line.size() && client_ >= 0) {
+      ssize_t w = ::send(client_, line.data() + off, line.size() - off, MSG_NOSIGNAL);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        CloseFd(client_);
+        return;
+      }
+      off += static_cast<std::size_t>(w);
+    }
+  }
+
+  void ReadClient() {
+    char buf[65536];
+    ssize_t n = read(client_, buf, sizeof buf);
+    if (n <= 0) {
+      if (n < 0 && errno == EINTR) return;
+      CloseFd(client_);
+      return;
+    }
+    in_buf_.append(buf, static_cast<std::size_t>(n));
+    std::size_t pos;
+    while ((pos = in_buf_.find('\n')) != std::string::npos) {
+      std::string line = in_buf_.substr(0, pos);
+      in_buf_.erase(0, pos + 1);
+      auto msg = json::parse(line, nullptr, false);
+      if (!msg.is_object()) {
+        Send({{"type", "error"}, {"msg", "not a JSON object"}});
+        continue;
+      }
+      OnMessage(msg);
+    }
+    if (in_buf_.size() > (64u << 20)) CloseFd(client_);  // a line this long is not ours
+  }
+
+  static std::string Str(json const& m, char const* key) {
+    auto it = m.find(key);
+    return it != m.end() && it->is_string() ? it->get<std::string>() : std::string();
+  }
+
+  void OnMessage(json const& m) {
+    std::string op = Str(m, "op");
+    if (op == "query" || op == "batch") {
+      Run r;
+      r.run_id = Str(m, "run_id");
+      r.mode = op;
+      r.code = Str(m, "code");
+      for (char const* step : {"clean", "build", "exec"}) {
+        std::string s = Str(m, step);
+        if (!s.empty()) r.steps.push_back(s);
+      }
+      queue_.push_back(std::move(r));
+    } else if (op == "input") {
+      if (current_ && waiting_input_ && interp_.in >= 0) {
+        waiting_input_ = false;
+        std::string text = Str(m, "text");
+        std::string frame = std::to_string(text.size()) + "\n" + text;
+        WriteAll(interp_.in, frame);
+      }
+    } else if (op == "interrupt") {
+      if (current_ && current_->mode == "batch" && batch_.Alive()) kill(-batch_.pid, SIGINT);
+      if (current_ && current_->mode == "query" && interp_.Alive()) kill(-interp_.pid, SIGINT);
+    } else if (op == "status") {
+      Send({{"type", "status"},
+            {"busy", current_.has_value()},
+            {"queued", queue_.size()},
+            {"run_id", current_ ? current_->run_id : ""}});
+    } else {
+      Send({{"type", "error"}, {"msg", "unknown op " + op}});
+    }
+  }
+
+  static void WriteAll(int fd, std::string const& data) {
+    std::size_t off = 0;
+    while (off < data.size()) {
+      ssize_t w = write(fd, data.data() + off, data.size() - off);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) return;
+      off += static_cast<std::size_t>(w);
+    }
+  }
+
+  /// Starts `argv` with stdout/stderr on pipes, fd 0 from `in_read` (or /dev/null), fd 3 from
+  /// `fd3` and fd 4 to `fd4` when given; in its own process group.
+  Child Spawn(std::vector<std::string> const& argv, bool with_control, bool stdin_is_code) {
+    Child c;
+    int out[2], err[2], code[2] = {-1, -1}, ctl[2] = {-1, -1};
+    if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) return c;
+    if (with_control && (pipe2(code, O_CLOEXEC) || pipe2(ctl, O_CLOEXEC))) return c;
+    pid_t pid = fork();
+    if (pid == 0) {
+      sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
+      signal(SIGPIPE, SIG_DFL);
+      setpgid(0, 0);
+      if (chdir(o_.workdir.c_str()) != 0 && chdir("/") != 0) _exit(127);
+      int devnull = open("/dev/null", O_RDONLY);
+      dup2(stdin_is_code ? code[0] : devnull, 0);
+      dup2(out[1], 1);
+      dup2(err[1], 2);
+      if (with_control) {
+        dup2(code[0], 3);
+        dup2(ctl[1], 4);
+      }
+      std::vector<char*> args;
+      for (auto const& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      execv(args[0], args.data());
+      std::fprintf(stderr, "bai-kernel-runner: cannot run %s: %s\n", args[0], std::strerror(errno));
+      _exit(127);
+    }
+    close(out[1]);
+    close(err[1]);
+    if (with_control) {
+      close(code[0]);
+      close(ctl[1]);
+    }
+    if (pid < 0) {
+      close(out[0]);
+      close(err[0]);
+      if (with_control) {
+        close(code[1]);
+        close(ctl[0]);
+      }
+      return c;
+    }
+    c.pid = pid;
+    c.out = out[0];
+    c.err = err[0];
+    c.in = with_control ? code[1] : -1;
+    c.ctl = with_control ? ctl[0] : -1;
+    for (int fd : {c.out, c.err, c.ctl}) {
+      if (fd >= 0) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    }
+    return c;
+  }
+
+  void StartNext() {
+    if (current_ || queue_.empty() || stopping_) return;
+    current_ = std::move(queue_.front());
+    queue_.pop_front();
+    waiting_input_ = false;
+    if (current_->mode == "batch") {
+      NextBatchStep();
+      return;
+    }
+    if (!interp_.Alive()) {
+      if (o_.runtime == "python") {
+        interp_ = Spawn({o_.python, "-u", "-c", bai::runner::kPythonDriver}, true, false);
+      } else {
+        interp_ = Spawn({o_.shell}, true, true);
+      }
+      if (!interp_.Alive()) {
+        Finish(127, "cannot start the " + o_.runtime + " interpreter\n");
+        return;
+      }
+    }
+    if (o_.runtime == "python") {
+      WriteAll(interp_.in, std::to_string(current_->code.size()) + "\n" + current_->code);
+    } else {
+      // The snippet is sourced from a file, so that it runs in the persistent shell (variables
+      // and the working directory stay) while its stdin is not our command stream.
+      std::string path = "/tmp/.bai-snippet-" + std::to_string(getpid());
+      int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+      if (fd < 0) {
+        Finish(127, "cannot write " + path + ": " + std::strerror(errno) + "\n");
+        return;
+      }
+      WriteAll(fd, current_->code + "\n");
+      close(fd);
+      WriteAll(interp_.in, ". " + path + " </dev/null; echo \"done $?\" >&4\n");
+    }
+  }
+
+  void NextBatchStep() {
+    if (current_->steps.empty()) {
+      Finish(0, "");
+      return;
+    }
+    std::string cmd = current_->steps.front();
+    current_->steps.erase(current_->steps.begin());
+    batch_ = Spawn({o_.shell, "-c", cmd}, false, false);
+    if (!batch_.Alive()) Finish(127, "cannot start " + o_.shell + "\n");
+  }
+
+  void Finish(int exit_code, std::string const& stderr_text) {
+    if (!current_) return;
+    if (!stderr_text.empty()) {
+      Send({{"type", "stderr"}, {"run_id", current_->run_id}, {"data", stderr_text}});
+    }
+    Send({{"type", "finished"}, {"run_id", current_->run_id}, {"exitCode", exit_code}});
+    current_.reset();
+    waiting_input_ = false;
+  }
+
+  /// Reads what is there on one of a child's descriptors; `final` drains to EAGAIN/EOF.
+  void Pump(Child& c, int& fd, std::string& pending, char const* type) {
+    char buf[65536];
+    for (;;) {
+      ssize_t n = read(fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+          if (!pending.empty()) EmitOutput(type, pending, true);
+          CloseFd(fd);
+        }
+        return;
+      }
+      pending.append(buf, static_cast<std::size_t>(n));
+      if (std::strcmp(type, "ctl") == 0) {
+        HandleControl(c);
+      } else {
+        EmitOutput(type, pending, false);
+      }
+    }
+  }
+
+  void EmitOutput(char const* type, std::string& pending, bool all) {
+    if (std::strcmp(type, "ctl") == 0) return;
+    std::size_t n = all ? pending.size() : Utf8SafePrefix(pending);
+    if (n == 0) return;
+    Send({{"type", type},
+          {"run_id", current_ ? current_->run_id : std::string()},
+          {"data", pending.substr(0, n)}});
+    pending.erase(0, n);
+  }
+
+  void DrainOutput(Child& c) {
+    if (c.out >= 0) Pump(c, c.out, c.out_pending, "stdout");
+    if (c.err >= 0) Pump(c, c.err, c.err_pending, "stderr");
+    if (!c.out_pending.empty()) EmitOutput("stdout", c.out_pending, true);
+    if (!c.err_pending.empty()) EmitOutput("stderr", c.err_pending, true);
+  }
+
+  void HandleControl(Child& c) {
+    std::size_t pos;
+    while ((pos = c.ctl_pending.find('\n')) != std::string::npos) {
+      std::string line = c.ctl_pending.substr(0, pos);
+      c.ctl_pending.erase(0, pos + 1);
+      if (!current_ || current_->mode != "query") continue;
+      if (line.rfind("done ", 0) == 0) {
+        DrainOutput(c);
+        int code = std::atoi(line.c_str() + 5);
+        Finish(code, "");
+      } else if (line.rfind("input ", 0) == 0) {
+        DrainOutput(c);
+        auto prompt = json::parse(line.substr(6), nullptr, false);
+        waiting_input_ = true;
+        Send({{"type", "waiting-input"},
+              {"run_id", current_->run_id},
+              {"options",
+               {{"prompt", prompt.is_string() ? prompt : json("")}, {"is_password", false}}}});
+      }
+    }
+  }
+
+  void OnChildFd(int fd) {
+    for (Child* c : {&interp_, &batch_}) {
+      if (fd == c->out)
+        Pump(*c, c->out, c->out_pending, "stdout");
+      else if (fd == c->err)
+        Pump(*c, c->err, c->err_pending, "stderr");
+      else if (fd == c->ctl)
+        Pump(*c, c->ctl, c->ctl_pending, "ctl");
+    }
+  }
+
+  static int ExitCodeOf(int status) {
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+    return 1;
+  }
+
+  void Ended(Child& c, int status) {
+    DrainOutput(c);
+    if (c.ctl >= 0) Pump(c, c.ctl, c.ctl_pending, "ctl");
+    for (int* fd : {&c.in, &c.out, &c.err, &c.ctl}) CloseFd(*fd);
+    c = Child{};
+    return (void)status;
+  }
+
+  void OnSignal() {
+    signalfd_siginfo si;
+    while (read(sigfd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
+      if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT || si.ssi_signo == SIGHUP) {
+        stopping_ = true;
+        for (Child* c : {&interp_, &batch_}) {
+          if (c->Alive()) kill(-c->pid, SIGTERM);
+        }
+      }
+    }
+    // Reap everything: our own children and, as PID 1, every orphan of the container.
+    int status;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+      if (pid == batch_.pid) {
+        Ended(batch_, status);
+        if (current_ && current_->mode == "batch") {
+          int code = ExitCodeOf(status);
+          if (code != 0 || current_->steps.empty()) {
+            Finish(code, "");
+          } else {
+            NextBatchStep();
+          }
+        }
+      } else if (pid == interp_.pid) {
+        Ended(interp_, status);
+        // A query still waiting for "done" ends with the interpreter's own exit code.
+        if (current_ && current_->mode == "query") Finish(ExitCodeOf(status), "");
+      }
+    }
+  }
+
+  Options o_;
+  sigset_t old_mask_{};
+  int sigfd_ = -1, listen_fd_ = -1, client_ = -1;
+  std::string in_buf_;
+  std::deque<std::string> backlog_;
+  std::size_t backlog_bytes_ = 0;
+  std::deque<Run> queue_;
+  std::optional<Run> current_;
+  bool waiting_input_ = false;
+  bool stopping_ = false;
+  int stop_ticks_ = 0;
+  Child interp_, batch_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "bai-kernel-runner: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--socket")
+      o.socket_path = value();
+    else if (a == "--runtime")
+      o.runtime = value();
+    else if (a == "--python")
+      o.python = value();
+    else if (a == "--shell")
+      o.shell = value();
+    else if (a == "--workdir")
+      o.workdir = value();
+    else {
+      std::fprintf(stderr,
+                   "usage: bai-kernel-runner [--socket PATH] [--runtime python|shell] "
+                   "[--python PATH] [--shell PATH] [--workdir DIR]\n");
+      return 2;
+    }
+  }
+  if (o.runtime != "python" && o.runtime != "shell") {
+    std::fprintf(stderr, "bai-kernel-runner: --runtime must be python or shell\n");
+    return 2;
+  }
+  return Runner(o).Main();
+}
