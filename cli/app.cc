@@ -112,6 +112,8 @@ int Main(int argc, char** argv, std::ostream& out, std::ostream& err, std::istre
       "run", "Run a batch job and exit with its exit code: bai run IMAGE -- CMD ARG…");
   run->add_option("IMAGE", run_options.image, "Image name or alias")->required();
   run->add_option("COMMAND", run_options.command, "The job's command, after --");
+  run->add_option("-c,--code", run_options.code,
+                  "Run CODE in the image's interpreter instead (query mode; '-' reads stdin)");
   run->add_option("--name", run_options.name, "Session name (default: run-XXXXXXXX)");
   // One value per flag, so `-r cpu=2 IMAGE` does not swallow the image.
   run->add_option("-r,--resource", run_options.resources, "Resource: SLOT=AMOUNT (repeatable)")

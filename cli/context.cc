@@ -46,6 +46,16 @@ StatusOr<Client> Context::MakeClient() {
   return Client::Create(*std::move(options));
 }
 
+std::string FieldErrors(ErrorInfo const& info) {
+  auto data = internal::ParseJson(info.data_json);
+  if (!data || !data->is_object()) return "";
+  std::string out;
+  for (auto const& [field, why] : data->items()) {
+    out += "  " + field + ": " + (why.is_string() ? why.get<std::string>() : why.dump()) + "\n";
+  }
+  return out;
+}
+
 int ReportError(Context& ctx, Status const& status) {
   int code = ExitCodeFor(status);
   auto const& info = status.error_info();
@@ -63,7 +73,7 @@ int ReportError(Context& ctx, Status const& status) {
     ctx.err() << nlohmann::json{{"error", error}, {"exit_code", code}}.dump() << "\n";
     return code;
   }
-  ctx.err() << "error: " << status.message() << "\n";
+  ctx.err() << "error: " << status.message() << "\n" << FieldErrors(info);
   if (info.http_status != 0 && ctx.globals().debug) {
     ctx.err() << "  HTTP " << info.http_status << " " << info.type << "\n";
   }

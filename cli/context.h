@@ -49,6 +49,8 @@ class Context {
   std::optional<ResolvedConfig> config_;
 };
 
+/// The problem's per-field `data` as "  field: why" lines ("" when it has none).
+std::string FieldErrors(ErrorInfo const& info);
 /// Prints `status` as "error: …" (and the problem details with -o json) on stderr and returns
 /// the exit code of a general command (DECISIONS.md "CLI").
 int ReportError(Context& ctx, Status const& status);

@@ -84,6 +84,42 @@ std::string ShellJoin(std::vector<std::string> const& argv) {
   return out;
 }
 
+StatusOr<ExecuteResult> SessionClient::Execute(std::string const& session,
+                                               ExecuteStep const& step) const {
+  json body = {{"mode", step.mode}, {"code", step.code}};
+  if (!step.run_id.empty()) body["runId"] = step.run_id;
+  if (!step.options.empty()) body["options"] = step.options;
+  ApiRequest req;
+  req.method = "POST";
+  req.path = "/session/" + Segment(session);
+  req.body = body.dump();
+  auto j = Call(client_, req);
+  if (!j.ok()) return std::move(j).status();
+  json r = j->is_object() ? j->value("result", json::object()) : json::object();
+  if (!r.is_object()) r = json::object();
+  ExecuteResult out;
+  out.run_id = OptString(r, "runId").value_or(step.run_id);
+  out.status = OptString(r, "status").value_or("");
+  out.exit_code = OptInt(r, "exitCode");
+  if (auto c = r.find("console"); c != r.end() && c->is_array()) {
+    for (auto const& item : *c) {
+      if (item.is_array() && item.size() == 2 && item[0].is_string() && item[1].is_string()) {
+        out.console.emplace_back(item[0].get<std::string>(), item[1].get<std::string>());
+      }
+    }
+  }
+  // API v1 servers answer with stdout/stderr fields instead of a console list.
+  for (char const* stream : {"stdout", "stderr"}) {
+    if (auto t = OptString(r, stream); t && !t->empty()) out.console.emplace_back(stream, *t);
+  }
+  out.raw_json = r.dump();
+  if (out.status.empty()) {
+    return Status(StatusCode::kInternal,
+                  "malformed execute result: " + out.raw_json.substr(0, 200));
+  }
+  return out;
+}
+
 StatusOr<SessionCreateResult> SessionClient::Create(SessionCreateRequest const& r) const {
   auto const& options = client_.options();
   json body = {{"image", r.image},

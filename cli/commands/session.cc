@@ -13,6 +13,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <iostream>
+#include <iterator>
 #include <mutex>
 #include <thread>
 
@@ -49,7 +50,7 @@ int JobError(Context& ctx, Status const& status) {
                      .dump()
               << "\n";
   } else {
-    ctx.err() << "error: " << status.message() << "\n";
+    ctx.err() << "error: " << status.message() << "\n" << FieldErrors(status.error_info());
   }
   return kJobBaiError;
 }
@@ -62,24 +63,11 @@ struct Outcome {
   std::string reason;
 };
 
-}  // namespace
-
-int RunRun(RunOptions const& options, Context& ctx) {
-  if (options.command.empty()) {
-    ctx.err() << "error: nothing to run: give the command after --, e.g. bai run python -- "
-                 "python3 train.py\n";
-    return kExitUsage;
-  }
-  SessionCreateRequest req;
+// -r and -e into the request; a usage error is reported and returns kExitUsage.
+int ApplyCommonOptions(RunOptions const& options, SessionCreateRequest& req, Context& ctx) {
   req.image = options.image;
-  req.type = "batch";
-  req.startup_command = ShellJoin(options.command);
-  req.name = options.name.empty() ? "run-" + RandomSuffix() : options.name;
-  req.enqueue_only = true;
-  req.reuse_if_exists = false;
   req.group = options.group;
   if (!options.scaling_group.empty()) req.scaling_group = options.scaling_group;
-  if (options.batch_timeout > 0) req.batch_timeout_seconds = options.batch_timeout;
   for (auto const& r : options.resources) {
     if (auto s = protocol::ParseSlotAssignment(r, req.resources); !s.ok()) {
       ctx.err() << "error: -r " << r << ": " << s.message() << "\n";
@@ -94,6 +82,131 @@ int RunRun(RunOptions const& options, Context& ctx) {
     }
     req.environ[e.substr(0, eq)] = e.substr(eq + 1);
   }
+  return 0;
+}
+
+int RunQuery(RunOptions const& options, Context& ctx) {
+  SessionCreateRequest req;
+  if (int usage = ApplyCommonOptions(options, req, ctx)) return usage;
+  req.type = "interactive";
+  bool anonymous = options.name.empty();
+  req.name = anonymous ? "run-" + RandomSuffix() : options.name;
+  req.reuse_if_exists = true;
+  std::string code = *options.code;
+  if (code == "-") code.assign(std::istreambuf_iterator<char>(std::cin), {});
+
+  auto client = ctx.MakeClient();
+  if (!client.ok()) return JobError(ctx, client.status());
+  SessionClient sessions(*client);
+  struct sigaction sa {};
+  sa.sa_handler = OnInterrupt;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+
+  auto created = sessions.Create(req);
+  if (!created.ok()) return JobError(ctx, created.status());
+  auto cleanup = [&] {
+    if (anonymous) (void)sessions.Destroy(created->id);
+  };
+  // Created sessions answer once RUNNING; a queued one (busy cluster) is waited for.
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::seconds(options.batch_timeout > 0 ? options.batch_timeout : 3600);
+  std::string status = created->status;
+  while (status != "RUNNING") {
+    if (g_interrupted || std::chrono::steady_clock::now() > deadline) {
+      cleanup();
+      return g_interrupted ? static_cast<int>(kExitInterrupted) : static_cast<int>(kJobTimedOut);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    auto info = sessions.Info(created->id);
+    if (!info.ok()) return JobError(ctx, info.status());
+    status = info->status.text;
+    auto st = info->status.status;
+    if (protocol::IsTerminal(st) || st == protocol::SessionStatus::kError) {
+      ctx.err() << "session " << created->name << " ended before it ran ("
+                << (info->status_info.empty() ? status : info->status_info) << ")\n";
+      return kJobNoExitCode;
+    }
+  }
+
+  ExecuteStep step;
+  step.mode = "query";
+  step.code = code;
+  json console = json::array();
+  std::optional<std::int64_t> exit_code;
+  while (true) {
+    auto r = sessions.Execute(created->id, step);
+    if (!r.ok()) {
+      cleanup();
+      return JobError(ctx, r.status());
+    }
+    for (auto const& [stream, text] : r->console) {
+      if (ctx.json()) {
+        console.push_back({stream, text});
+      } else if (stream == "stderr") {
+        ctx.err() << text << std::flush;
+      } else if (stream == "stdout") {
+        ctx.out() << text << std::flush;
+      }
+    }
+    step.run_id = r->run_id;
+    step.code.clear();
+    if (r->status == "finished") {
+      exit_code = r->exit_code;
+      break;
+    }
+    if (g_interrupted) {
+      cleanup();
+      ctx.err() << "interrupted\n";
+      return kExitInterrupted;
+    }
+    if (r->status == "waiting-input") {
+      std::string line;
+      if (!std::getline(std::cin, line)) line.clear();
+      step.mode = "input";
+      step.code = line;
+    } else if (r->status == "continued") {
+      step.mode = "continue";
+    } else {
+      // exec-timeout and other endings without an exit code
+      break;
+    }
+  }
+  cleanup();
+  int rc = exit_code ? static_cast<int>(*exit_code & 255) : kJobNoExitCode;
+  if (ctx.json()) {
+    ctx.out() << json{{"session_id", created->id},
+                      {"session_name", created->name},
+                      {"reused", !created->created},
+                      {"exit_code", rc},
+                      {"console", console}}
+                     .dump()
+              << "\n";
+  }
+  return rc;
+}
+
+}  // namespace
+
+int RunRun(RunOptions const& options, Context& ctx) {
+  if (options.code && !options.command.empty()) {
+    ctx.err() << "error: give either -c CODE or a command after --, not both\n";
+    return kExitUsage;
+  }
+  if (options.code) return RunQuery(options, ctx);
+  if (options.command.empty()) {
+    ctx.err() << "error: nothing to run: give the command after --, e.g. bai run python -- "
+                 "python3 train.py\n";
+    return kExitUsage;
+  }
+  SessionCreateRequest req;
+  if (int usage = ApplyCommonOptions(options, req, ctx)) return usage;
+  req.type = "batch";
+  req.startup_command = ShellJoin(options.command);
+  req.name = options.name.empty() ? "run-" + RandomSuffix() : options.name;
+  req.enqueue_only = true;
+  req.reuse_if_exists = false;
+  if (options.batch_timeout > 0) req.batch_timeout_seconds = options.batch_timeout;
   auto client = ctx.MakeClient();
   if (!client.ok()) return JobError(ctx, client.status());
   SessionClient sessions(*client);

@@ -3,6 +3,7 @@
 
 #include "cli/context.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@ namespace bai::cli {
 struct RunOptions {
   std::string image;
   std::vector<std::string> command;    ///< after `--`: joined with POSIX quoting
+  std::optional<std::string> code;     ///< -c CODE: query mode in an interactive session
   std::string name;                    ///< empty: run-XXXXXXXX
   std::vector<std::string> resources;  ///< -r cpu=2 -r mem=4g (or cpu=2,mem=4g)
   std::vector<std::string> env;        ///< -e KEY=VALUE
@@ -23,6 +25,9 @@ struct RunOptions {
 /// `bai run IMAGE -- CMD…`: a batch session; follows its events, prints its logs and exits with
 /// the job's exit code (DECISIONS.md "CLI": 125 bai failed, 126 no exit code, 130 interrupted,
 /// which also destroys the session).
+/// With `-c CODE`: query mode in an interactive session (created, or reused by --name, which
+/// keeps the interpreter's state between calls; an unnamed one is destroyed afterwards); output
+/// streams as it comes, `input()` reads a line from stdin, and the exit code is the snippet's.
 int RunRun(RunOptions const& options, Context& ctx);
 /// `bai logs SESSION`.
 int RunLogs(std::string const& session, Context& ctx);

@@ -75,6 +75,25 @@ struct SessionEvent {
   std::string raw_json;
 };
 
+/// One execute step (PROTOCOL.md §5.5): `query` (code), `batch` (options.exec), `continue`
+/// (collect more output of `run_id`), `input` (code is the line typed), `complete`.
+struct ExecuteStep {
+  std::string mode = "query";
+  std::string run_id;  ///< empty on the first step: the server assigns one
+  std::string code;
+  std::map<std::string, std::string> options;  ///< e.g. {"exec": "make test"} for batch
+};
+
+/// What one step returned. Keep calling with mode `continue` (or `input` for `waiting-input`)
+/// and the same run id until `status` is `finished`.
+struct ExecuteResult {
+  std::string run_id;
+  std::string status;  ///< continued, waiting-input, finished, …
+  std::optional<std::int64_t> exit_code;
+  std::vector<std::pair<std::string, std::string>> console;  ///< [stream, text], in order
+  std::string raw_json;
+};
+
 struct SessionEventFilter {
   std::optional<std::string> session_id;
   std::optional<std::string> session_name;
@@ -104,6 +123,9 @@ class BAI_EXPORT SessionClient {
   StatusOr<std::string> Logs(std::string const& session) const;
   /// Status → time of entering it.
   StatusOr<std::map<std::string, std::string>> StatusHistory(std::string const& session) const;
+
+  /// One execute step in a RUNNING session.
+  StatusOr<ExecuteResult> Execute(std::string const& session, ExecuteStep const& step) const;
 
   /// Streams events until `on_event` returns false (ok), the stream ends, or `on_open` … the
   /// stream is open once `on_open` runs (subscribe, then create, to miss nothing).

@@ -18,7 +18,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr int kBuiltinVersion = 1;
+constexpr int kBuiltinVersion = 2;
 
 /// Host /etc entries a built-in image gets a copy of: what programs need to run, nothing secret
 /// (no shadow, no ssh keys, no agent files).
@@ -158,6 +158,9 @@ Status ImageStore::EnsureBuiltins() {
                           "var/tmp", "home/work", "opt/bai/bin", "opt/bai/run", "root", "mnt"}) {
       fs::create_directories(rootfs / d, ec);
     }
+    // runc gives a tmpfs the mode of the directory it covers.
+    fs::permissions(rootfs / "tmp", fs::perms::all | fs::perms::sticky_bit, ec);
+    fs::permissions(rootfs / "var/tmp", fs::perms::all | fs::perms::sticky_bit, ec);
     json host_mounts = json::array({"/usr"});
     for (char const* top : {"bin", "lib", "lib32", "lib64", "libx32", "sbin"}) {
       fs::path host = fs::path("/") / top;
@@ -341,6 +344,7 @@ Status ImageStore::Import(std::string const& source, std::string const& name,
     for (char const* d : {"proc", "dev", "sys", "tmp", "home/work", "opt/bai/bin", "opt/bai/run"}) {
       fs::create_directories(tmp / "rootfs" / d, ec);
     }
+    fs::permissions(tmp / "rootfs/tmp", fs::perms::all | fs::perms::sticky_bit, ec);
     fs::rename(tmp, dir, ec);
     if (ec)
       s = Status(StatusCode::kInternal, "cannot install " + dir.string() + ": " + ec.message());
