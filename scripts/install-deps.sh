@@ -15,8 +15,10 @@ packages=(
   libcli11-dev libtomlplusplus-dev
   # reference server
   libboost1.81-dev libsqlite3-dev uuid-dev
+  # the agent's runc backend and the built-in python image
+  runc tar python3
   # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev hyperfine wrk python3
+  libgtest-dev libgmock-dev libbenchmark-dev hyperfine wrk umoci
 )
 
 missing=()

@@ -124,9 +124,12 @@ CgroupLimits LimitsFromResources(std::string const& resources_json, std::int64_t
     auto units = cpu->units() * l.cpu_period_us / protocol::Decimal::kUnitsPerOne;
     l.cpu_quota_us = std::max<std::int64_t>(1000, static_cast<std::int64_t>(units));
   }
-  if (auto mem = number("mem")) {
-    l.memory_bytes =
-        static_cast<std::int64_t>(mem->Floor().units() / protocol::Decimal::kUnitsPerOne);
+  // Bytes on the wire; a size with a unit ("64m") is accepted too.
+  if (auto it = j.find("mem"); it != j.end()) {
+    auto mem = protocol::ParseBinarySize(it->is_string() ? it->get<std::string>() : it->dump());
+    if (mem.ok() && !mem->is_unlimited()) {
+      l.memory_bytes = static_cast<std::int64_t>(mem->units() / protocol::Decimal::kUnitsPerOne);
+    }
   }
   return l;
 }
@@ -424,8 +427,9 @@ Status RuncBackend::Init() {
     auto saved = internal::ParseJson(ReadText(entry.path() / "kernel.json"));
     auto k = std::make_shared<Kernel>();
     k->dir = entry.path().string();
-    k->container_id = entry.path().filename().string();
+    k->container_id = options_.agent_id + "." + entry.path().filename().string();
     if (saved && saved->is_object()) {
+      k->container_id = saved->value("container_id", k->container_id);
       k->spec.session_id = saved->value("session_id", "");
       k->spec.session_name = saved->value("session_name", "");
       k->spec.session_type = saved->value("session_type", "interactive");
@@ -451,8 +455,10 @@ Status RuncBackend::Init() {
   // Containers under our runc root without a kernel directory are leftovers.
   auto list = server::RunProcess(Runc({"list", "-q"}), server::StdoutOnly());
   std::istringstream ids(list.output);
+  std::string prefix = options_.agent_id + ".";
   for (std::string id; std::getline(ids, id);) {
-    if (!id.empty() && !fs::exists(fs::path(options_.state_dir) / "kernels" / id, ec)) {
+    std::string session = id.rfind(prefix, 0) == 0 ? id.substr(prefix.size()) : id;
+    if (!id.empty() && !fs::exists(fs::path(options_.state_dir) / "kernels" / session, ec)) {
       server::RunProcess(Runc({"delete", "--force", id}));
     }
   }
@@ -498,7 +504,7 @@ void RuncBackend::Create(KernelSpec const& spec) {
   k->state = {spec.session_id, "PREPARING", std::nullopt, "", ""};
   // runc ids allow [A-Za-z0-9_+.-]; the agent id keeps runs of different agents apart.
   k->container_id = options_.agent_id + "." + spec.session_id;
-  k->dir = options_.state_dir + "/kernels/" + k->container_id;
+  k->dir = options_.state_dir + "/kernels/" + spec.session_id;
   k->cgroups_path = "/bai/" + options_.agent_id + "/" + spec.session_id;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -526,11 +532,9 @@ void RuncBackend::Start(std::shared_ptr<Kernel> k) {
             static_cast<gid_t>(options_.gid)) != 0) {
     return fail("cannot chown the kernel's run directory");
   }
-  json saved = {{"session_id", k->spec.session_id},
-                {"session_name", k->spec.session_name},
-                {"session_type", k->spec.session_type},
-                {"image", k->spec.image},
-                {"cgroups_path", k->cgroups_path}};
+  json saved = {{"session_id", k->spec.session_id},     {"session_name", k->spec.session_name},
+                {"session_type", k->spec.session_type}, {"image", k->spec.image},
+                {"cgroups_path", k->cgroups_path},      {"container_id", k->container_id}};
   BundleLayout layout{k->dir, runner_dir_, k->cgroups_path};
   if (!WriteText(fs::path(k->dir) / "kernel.json", saved.dump()) ||
       !WriteText(fs::path(k->dir) / "config.json", OciConfig(k->spec, *image, options_, layout))) {
@@ -571,12 +575,19 @@ void RuncBackend::Start(std::shared_ptr<Kernel> k) {
 }
 
 bool RuncBackend::ConnectRunner(Kernel& k, std::chrono::milliseconds timeout) {
-  std::string path = k.dir + "/run/runner.sock";
+  // The state directory may be deep; a socket path must fit in 108 bytes, so the directory is
+  // reached through its descriptor.
+  int dir_fd = open((k.dir + "/run").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) return false;
+  std::string path = "/proc/self/fd/" + std::to_string(dir_fd) + "/runner.sock";
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
-  if (path.size() >= sizeof(addr.sun_path)) return false;
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   auto deadline = std::chrono::steady_clock::now() + timeout;
+  struct CloseDir {
+    int fd;
+    ~CloseDir() { close(fd); }
+  } close_dir{dir_fd};
   while (std::chrono::steady_clock::now() < deadline) {
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd >= 0 && connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {

@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: Apache-2.0
+// The runc backend's pure parts: the OCI config, cgroup mapping (v1 and v2), images.
+#include "server-reference/agent/images.h"
+#include "server-reference/agent/runc_backend.h"
+#include "tests/testing_util/subprocess.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+namespace bai::agent {
+namespace {
+
+using nlohmann::json;
+using ::testing::Contains;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+json MountAt(json const& config, std::string const& dest) {
+  for (auto const& m : config["mounts"]) {
+    if (m["destination"] == dest) return m;
+  }
+  return json();
+}
+
+class OciConfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    spec_.session_id = "0b2c0d6e-1111-2222-3333-444455556666";
+    spec_.session_name = "train";
+    spec_.session_type = "batch";
+    spec_.image = "python";
+    spec_.resources_json = R"({"cpu": "0.5", "mem": "268435456"})";
+    spec_.environ_json = R"({"FOO": "bar", "BACKENDAI_SESSION_ID": "spoofed", "HOME": "/x"})";
+    spec_.mounts_json =
+        R"([{"name": "data", "host_path": "/srv/vf/data", "permission": "ro"},
+            {"name": "out", "host_path": "/srv/vf/out", "kernel_path": "results", "permission": "rw"},
+            {"name": "evil", "host_path": "/etc", "kernel_path": "../../etc"}])";
+    image_.name = "python";
+    image_.rootfs = "/var/lib/bai/images/python/rootfs";
+    image_.host_mounts = {"/usr"};
+    image_.labels = {{"ai.backend.runtime-type", "python"}};
+    options_.agent_id = "a1";
+    options_.tmp_size = "128m";
+    options_.home_size = "2g";
+    layout_ = {"/state/kernels/k", "/state/bin", "/bai/a1/k"};
+  }
+  json Config() { return json::parse(OciConfig(spec_, image_, options_, layout_)); }
+
+  KernelSpec spec_;
+  Image image_;
+  RuncOptions options_;
+  BundleLayout layout_;
+};
+
+TEST_F(OciConfigTest, IsolationAsDecided) {
+  json c = Config();
+  std::vector<std::string> ns;
+  for (auto const& n : c["linux"]["namespaces"]) ns.push_back(n["type"]);
+  EXPECT_THAT(ns, ::testing::UnorderedElementsAre("pid", "network", "ipc", "uts", "mount"));
+  EXPECT_EQ(c["process"]["user"]["uid"], 1000);
+  EXPECT_EQ(c["process"]["user"]["gid"], 1000);
+  EXPECT_EQ(c["process"]["noNewPrivileges"], true);
+  for (char const* set : {"bounding", "effective", "permitted", "inheritable", "ambient"}) {
+    EXPECT_TRUE(c["process"]["capabilities"][set].empty()) << set;
+  }
+  EXPECT_EQ(c["root"]["readonly"], true);
+  EXPECT_EQ(c["root"]["path"], image_.rootfs);
+  EXPECT_EQ(c["linux"]["seccomp"]["defaultAction"], "SCMP_ACT_ALLOW");
+  auto denied = c["linux"]["seccomp"]["syscalls"][0]["names"];
+  for (char const* s : {"mount", "unshare", "setns", "bpf", "kexec_load", "reboot", "ptrace"}) {
+    if (std::string(s) == "ptrace") continue;  // allowed: debuggers inside the kernel work
+    EXPECT_THAT(denied, Contains(s));
+  }
+  EXPECT_EQ(c["linux"]["cgroupsPath"], "/bai/a1/k");
+  EXPECT_EQ(c["hostname"], "main1");
+  // The runner is the first process, from the read-only runner directory.
+  EXPECT_EQ(c["process"]["args"][0], "/opt/bai/bin/bai-kernel-runner");
+  EXPECT_EQ(MountAt(c, "/opt/bai/bin")["options"], json({"bind", "ro", "nosuid", "nodev"}));
+  EXPECT_EQ(MountAt(c, "/opt/bai/run")["source"], "/state/kernels/k/run");
+}
+
+TEST_F(OciConfigTest, LimitsFromSlots) {
+  json r = Config()["linux"]["resources"];
+  EXPECT_EQ(r["cpu"]["quota"], 50000);
+  EXPECT_EQ(r["cpu"]["period"], 100000);
+  EXPECT_EQ(r["memory"]["limit"], 268435456);
+  EXPECT_EQ(r["pids"]["limit"], 4096);
+  EXPECT_EQ(r["devices"][0]["allow"], false);
+}
+
+TEST_F(OciConfigTest, ScratchIsSizeLimitedTmpfsOwnedByWork) {
+  json c = Config();
+  json home = MountAt(c, "/home/work");
+  EXPECT_EQ(home["type"], "tmpfs");
+  EXPECT_THAT(home["options"], Contains("size=2g"));
+  EXPECT_THAT(home["options"], Contains("uid=1000"));
+  EXPECT_THAT(MountAt(c, "/tmp")["options"], Contains("size=128m"));
+  EXPECT_THAT(MountAt(c, "/usr")["options"], Contains("ro"));
+}
+
+TEST_F(OciConfigTest, VfolderMountsKeepTheirPermissionAndStayUnderHome) {
+  json c = Config();
+  EXPECT_THAT(MountAt(c, "/home/work/data")["options"], Contains("ro"));
+  EXPECT_EQ(MountAt(c, "/home/work/data")["source"], "/srv/vf/data");
+  EXPECT_THAT(MountAt(c, "/home/work/results")["options"], Contains("rw"));
+  // A kernel path that climbs out is dropped, not mounted.
+  for (auto const& m : c["mounts"]) EXPECT_NE(m["source"], "/etc");
+}
+
+TEST_F(OciConfigTest, EnvironmentHasSessionVariablesThatUsersCannotSpoof) {
+  std::vector<std::string> env = Config()["process"]["env"];
+  EXPECT_THAT(env, Contains("FOO=bar"));
+  EXPECT_THAT(env, Contains("BACKENDAI_SESSION_ID=" + spec_.session_id));
+  EXPECT_THAT(env, Not(Contains("BACKENDAI_SESSION_ID=spoofed")));
+  EXPECT_THAT(env, Contains("BACKENDAI_SESSION_NAME=train"));
+  EXPECT_THAT(env, Contains("BACKENDAI_CLUSTER_ROLE=main"));
+  EXPECT_THAT(env, Contains("BACKENDAI_MEM_LIMIT=268435456"));
+  // A user value replaces a default rather than duplicating the key.
+  EXPECT_THAT(env, Contains("HOME=/x"));
+  EXPECT_EQ(std::count_if(env.begin(), env.end(),
+                          [](std::string const& e) { return e.rfind("HOME=", 0) == 0; }),
+            1);
+}
+
+TEST(CgroupMapping, VersionOneAndTwo) {
+  CgroupLimits l = LimitsFromResources(R"({"cpu": "1.5", "mem": "64m"})", 128);
+  EXPECT_EQ(l.memory_bytes, 67108864);
+  EXPECT_EQ(LimitsFromResources(R"({"mem": "bogus"})", 1).memory_bytes, -1);
+  l = LimitsFromResources(R"({"cpu": "1.5", "mem": 67108864})", 128);
+  EXPECT_EQ(l.cpu_quota_us, 150000);
+  EXPECT_EQ(l.memory_bytes, 67108864);
+  using Files = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(CgroupFiles(1, "/bai/a/k", l),
+            (Files{{"cpu/bai/a/k/cpu.cfs_period_us", "100000"},
+                   {"cpu/bai/a/k/cpu.cfs_quota_us", "150000"},
+                   {"memory/bai/a/k/memory.limit_in_bytes", "67108864"},
+                   {"pids/bai/a/k/pids.max", "128"}}));
+  EXPECT_EQ(CgroupFiles(2, "/bai/a/k", l), (Files{{"/bai/a/k/cpu.max", "150000 100000"},
+                                                  {"/bai/a/k/memory.max", "67108864"},
+                                                  {"/bai/a/k/pids.max", "128"}}));
+  CgroupLimits none = LimitsFromResources("{}", 4096);
+  EXPECT_EQ(CgroupFiles(2, "/x", none)[0].second, "max 100000");
+  EXPECT_EQ(CgroupFiles(2, "/x", none)[1].second, "max");
+  EXPECT_EQ(OomCounterFile(1, "/bai/a/k"), "memory/bai/a/k/memory.oom_control");
+  EXPECT_EQ(OomCounterFile(2, "/bai/a/k"), "/bai/a/k/memory.events");
+  // The smallest quota runc accepts.
+  EXPECT_EQ(LimitsFromResources(R"({"cpu": "0.001"})", 1).cpu_quota_us, 1000);
+}
+
+TEST(ImageStoreTest, BuiltinsHaveASynthesisedEtcWithoutSecrets) {
+  testing_util::TempDir dir;
+  ImageStore store(dir.path() + "/images");
+  ASSERT_TRUE(store.EnsureBuiltins().ok());
+  auto py = store.Find("python");
+  ASSERT_TRUE(py.ok()) << py.status().message();
+  EXPECT_EQ(py->RuntimeType(), "python");
+  EXPECT_EQ(py->RuntimePath(), "/usr/bin/python3");
+  EXPECT_THAT(py->host_mounts, Contains("/usr"));
+  namespace fs = std::filesystem;
+  fs::path etc = fs::path(py->rootfs) / "etc";
+  EXPECT_TRUE(fs::exists(etc / "passwd"));
+  EXPECT_TRUE(fs::exists(etc / "ssl/certs/ca-certificates.crt"));
+  EXPECT_TRUE(fs::exists(etc / "ld.so.cache"));
+  for (char const* secret : {"shadow", "gshadow", "ssh", "sudoers"}) {
+    EXPECT_FALSE(fs::exists(etc / secret)) << secret;
+  }
+  EXPECT_FALSE(fs::exists(fs::path(py->rootfs) / "root/.bashrc"));
+  EXPECT_THAT(SynthesisedEtcFile("passwd", 1000, 1000), HasSubstr("work:x:1000:1000:"));
+  EXPECT_EQ((fs::status(fs::path(py->rootfs) / "tmp").permissions() & fs::perms::sticky_bit),
+            fs::perms::sticky_bit);
+  // Names, aliases and registry references resolve; unknown ones do not.
+  EXPECT_TRUE(store.Find("python:latest").ok());
+  EXPECT_EQ(store.Find("cr.backend.ai/stable/python:3.11-ubuntu22.04")->name, "python");
+  EXPECT_EQ(store.Find("shell")->RuntimeType(), "shell");
+  EXPECT_EQ(store.Find("tensorflow").status().code(), StatusCode::kNotFound);
+  EXPECT_THAT(store.Names(), Contains("python"));
+}
+
+TEST(ImageStoreTest, ImportsARootfsTarballAndRejectsBadNames) {
+  testing_util::TempDir dir;
+  namespace fs = std::filesystem;
+  fs::create_directories(dir.path() + "/src/bin");
+  std::ofstream(dir.path() + "/src/bin/hello") << "#!/bin/sh\necho hi\n";
+  auto tar = testing_util::RunProcess(
+      {"/usr/bin/tar", "-czf", dir.path() + "/rootfs.tar.gz", "-C", dir.path() + "/src", "."});
+  ASSERT_EQ(tar.exit_code, 0) << tar.err;
+  ImageStore store(dir.path() + "/images");
+  ASSERT_TRUE(store.Import(dir.path() + "/rootfs.tar.gz", "tiny").ok());
+  auto img = store.Find("tiny");
+  ASSERT_TRUE(img.ok());
+  EXPECT_TRUE(fs::exists(fs::path(img->rootfs) / "bin/hello"));
+  EXPECT_EQ(store.Import(dir.path() + "/rootfs.tar.gz", "tiny").code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(store.Import(dir.path() + "/rootfs.tar.gz", "../evil").code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(store.Import(dir.path() + "/missing", "gone").code(), StatusCode::kNotFound);
+  // A failed import leaves nothing behind.
+  std::ofstream(dir.path() + "/notatar") << "garbage";
+  EXPECT_FALSE(store.Import(dir.path() + "/notatar", "broken").ok());
+  EXPECT_FALSE(store.Find("broken").ok());
+}
+
+TEST(ImageStoreTest, ImportsAnOciLayoutMadeByUmociWithLabelsAndWhiteouts) {
+  if (testing_util::RunProcess({"/usr/bin/umoci", "--version"}).exit_code != 0) {
+    GTEST_FAIL() << "umoci is not installed (scripts/install-deps.sh installs it)";
+  }
+  testing_util::TempDir dir;
+  std::string layout = dir.path() + "/layout";
+  auto run = [](std::vector<std::string> argv) {
+    argv[0] = "/usr/bin/" + argv[0];
+    auto r = testing_util::RunProcess(argv);
+    EXPECT_EQ(r.exit_code, 0) << argv[1] << ": " << r.err;
+    return r.exit_code == 0;
+  };
+  ASSERT_TRUE(run({"umoci", "init", "--layout", layout}));
+  ASSERT_TRUE(run({"umoci", "new", "--image", layout + ":v1"}));
+  ASSERT_TRUE(run({"umoci", "unpack", "--rootless", "--image", layout + ":v1", dir.path() + "/b"}));
+  namespace fs = std::filesystem;
+  fs::create_directories(dir.path() + "/b/rootfs/app");
+  std::ofstream(dir.path() + "/b/rootfs/app/keep") << "keep";
+  std::ofstream(dir.path() + "/b/rootfs/app/gone") << "gone";
+  ASSERT_TRUE(run({"umoci", "repack", "--image", layout + ":v1", dir.path() + "/b"}));
+  // A second layer deletes a file: a whiteout.
+  fs::remove(dir.path() + "/b/rootfs/app/gone");
+  ASSERT_TRUE(run({"umoci", "repack", "--image", layout + ":v1", dir.path() + "/b"}));
+  ASSERT_TRUE(run({"umoci", "config", "--image", layout + ":v1", "--config.label",
+                   "ai.backend.runtime-type=python", "--config.label",
+                   "ai.backend.service-ports=jupyter:http:8888", "--config.env", "APP=1"}));
+  ImageStore store(dir.path() + "/images");
+  auto s = store.Import(layout, "app", "v1");
+  ASSERT_TRUE(s.ok()) << s.message();
+  auto img = store.Find("app:v1");
+  ASSERT_TRUE(img.ok());
+  EXPECT_EQ(img->RuntimeType(), "python");
+  EXPECT_EQ(img->labels.at("ai.backend.service-ports"), "jupyter:http:8888");
+  EXPECT_THAT(img->env, Contains("APP=1"));
+  EXPECT_TRUE(fs::exists(fs::path(img->rootfs) / "app/keep"));
+  EXPECT_FALSE(fs::exists(fs::path(img->rootfs) / "app/gone"));
+  EXPECT_EQ(store.Import(layout, "other", "no-such-tag").code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace bai::agent
