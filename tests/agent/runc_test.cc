@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: Apache-2.0
+// Real containers: an in-process manager, a `bai-agent --backend runc` process and the `bai` CLI.
+// Label `root`: these need root, runc and cgroups (CI runs them as root). Every agent here has
+// its own id and state directory, so its containers and cgroups are its own and are removed at
+// the end of each test.
+#include "libbai/internal/json_codec.h"
+#include "server-reference/agent/runc_backend.h"
+#include "server-reference/manager/manager.h"
+#include "tests/testing_util/subprocess.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace bai {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+std::string ReadFile(std::string const& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class RuncTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (label 'root'; CI runs it as root)";
+    manager::ManagerConfig config;
+    config.data_dir = dir_.path() + "/data";
+    config.listen_port = 0;
+    auto m = manager::Manager::Start(config);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    manager_ = std::move(*m);
+    secret_file_ = config.ClusterSecretPath();
+    url_ = "http://127.0.0.1:" + std::to_string(manager_->port());
+    agent_id_ = "rt" + std::to_string(getpid()) + "-" +
+                ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    agent_id_ = agent_id_.substr(0, 40);
+    state_dir_ = dir_.path() + "/agent";
+    StartAgent();
+    for (auto const& [k, v] : testing_util::ReadEnvFile(manager_->bootstrap().credentials_file)) {
+      if (k.rfind("BACKEND_", 0) == 0) env_[k] = v;
+    }
+    env_["BACKEND_ENDPOINT"] = url_;
+    env_["BAI_CONFIG_DIR"] = dir_.path() + "/cfg";
+  }
+
+  void TearDown() override {
+    if (!manager_) return;
+    // Whatever a failed test left: our containers, then our cgroups.
+    agent_.reset();
+    auto list = testing_util::RunProcess({"/usr/sbin/runc", "--root", RuncRoot(), "list", "-q"});
+    std::istringstream ids(list.out);
+    for (std::string id; std::getline(ids, id);) {
+      if (!id.empty()) {
+        testing_util::RunProcess({"/usr/sbin/runc", "--root", RuncRoot(), "delete", "--force", id});
+      }
+    }
+    for (char const* c : {"cpu", "cpuacct", "cpuset", "memory", "devices", "freezer", "blkio",
+                          "pids", "systemd", ""}) {
+      fs::path p = fs::path("/sys/fs/cgroup") / c / "bai" / agent_id_;
+      std::error_code ec;
+      if (fs::is_directory(p, ec)) {
+        for (auto const& e : fs::directory_iterator(p, ec)) {
+          if (e.is_directory()) fs::remove(e.path(), ec);
+        }
+        fs::remove(p, ec);
+      }
+    }
+  }
+
+  std::string RuncRoot() const { return state_dir_ + "/" + agent_id_ + "/runc"; }
+  std::string KernelDir(std::string const& session_id) const {
+    return state_dir_ + "/" + agent_id_ + "/kernels/" + session_id;
+  }
+
+  void StartAgent() {
+    agent_ = std::make_unique<testing_util::BackgroundProcess>(
+        std::vector<std::string>{testing_util::BinPath("bai-agent"), "--manager", url_, "--id",
+                                 agent_id_, "--cluster-secret-file", secret_file_, "--backend",
+                                 "runc", "--state-dir", state_dir_, "--slots", "cpu=4,mem=8g"});
+    ASSERT_FALSE(agent_->WaitForLine("connecting").empty());
+    for (int i = 0; i < 200 && !manager_->agents().Connected().count(agent_id_); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+    ASSERT_EQ(manager_->agents().Connected().count(agent_id_), 1u);
+  }
+
+  testing_util::ProcessResult Bai(std::vector<std::string> args, std::string const& input = {}) {
+    args.insert(args.begin(), testing_util::BinPath("bai"));
+    return testing_util::RunProcess(args, env_, input);
+  }
+
+  json Info(std::string const& session) {
+    auto r = Bai({"-o", "json", "session", "info", session});
+    return internal::ParseJson(r.out).value_or(json());
+  }
+
+  /// An interactive session, RUNNING when this returns; its id.
+  std::string Interactive(std::string const& name, std::string const& resources) {
+    auto r = Bai({"api", "POST", "/session", "-d",
+                  json{{"name", name},
+                       {"image", "python"},
+                       {"type", "interactive"},
+                       {"config", {{"resources", json::parse(resources)}}}}
+                      .dump()});
+    auto j = internal::ParseJson(r.out).value_or(json());
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    return j.value("sessionId", "");
+  }
+
+  testing_util::TempDir dir_;
+  std::unique_ptr<manager::Manager> manager_;
+  std::unique_ptr<testing_util::BackgroundProcess> agent_;
+  std::string secret_file_, url_, agent_id_, state_dir_;
+  std::map<std::string, std::string> env_;
+};
+
+TEST_F(RuncTest, BatchJobPrintsItsOutputAndExitsWithItsCode) {
+  auto ok = Bai({"run", "python", "--", "python3", "-c", "print(6*7)"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(ok.out, "42\n");
+  auto three = Bai({"run", "shell", "--", "sh", "-c", "echo failing; exit 3"});
+  EXPECT_EQ(three.exit_code, 3) << three.err;
+  EXPECT_EQ(three.out, "failing\n");
+  // Arguments arrive exactly as typed.
+  auto argv = Bai({"run", "python", "--", "python3", "-c", "import sys; print(sys.argv[1:])", "a b",
+                   "$HOME", "it's"});
+  EXPECT_EQ(argv.out, "['a b', '$HOME', \"it's\"]\n");
+}
+
+TEST_F(RuncTest, QueryModeKeepsStateInANamedSession) {
+  auto a = Bai({"run", "python", "--name", "repl", "-c", "x = 6 * 7"});
+  EXPECT_EQ(a.exit_code, 0) << a.err;
+  auto b = Bai({"run", "python", "--name", "repl", "-c", "print(x)"});
+  EXPECT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(b.out, "42\n");
+  auto err = Bai({"run", "python", "--name", "repl", "-c", "raise ValueError('bad')"});
+  EXPECT_EQ(err.exit_code, 1);
+  EXPECT_THAT(err.err, HasSubstr("ValueError: bad"));
+  auto input = Bai({"run", "python", "--name", "repl", "-c", "print(input() * 2)"}, "ab\n");
+  EXPECT_EQ(input.out, "abab\n");
+  EXPECT_EQ(Bai({"rm", "repl"}).exit_code, 0);
+}
+
+TEST_F(RuncTest, MemoryLimitKillsAndReportsOom) {
+  auto r = Bai({"-o", "json", "run", "-r", "mem=64m", "python", "--", "python3", "-c",
+                "b = bytearray(200 * 1024 * 1024); print('survived')"});
+  auto j = internal::ParseJson(r.out).value_or(json());
+  EXPECT_EQ(r.exit_code, 137) << r.out << r.err;
+  EXPECT_EQ(j.value("status_info", ""), "oom-killed") << r.out;
+  EXPECT_THAT(j.value("logs", ""), Not(HasSubstr("survived")));
+}
+
+TEST_F(RuncTest, SessionsCannotSeeEachOthersProcessesOrFiles) {
+  std::string a = Interactive("iso-a", R"({"cpu": "0.5", "mem": "256m"})");
+  std::string b = Interactive("iso-b", R"({"cpu": "0.5", "mem": "256m"})");
+  ASSERT_FALSE(a.empty());
+  ASSERT_FALSE(b.empty());
+  auto wa = Bai({"run", "python", "--name", "iso-a", "-c",
+                 "open('/home/work/secret-a', 'w').write('x'); open('/tmp/tmp-a', 'w').write('x');"
+                 "import subprocess; p = subprocess.Popen(['sleep', '30'])"});
+  EXPECT_EQ(wa.exit_code, 0) << wa.err;
+  auto look = Bai({"run", "python", "--name", "iso-b", "-c",
+                   "import os\n"
+                   "print(sorted(os.listdir('/home/work')), sorted(os.listdir('/tmp')))\n"
+                   "cmds = [open(f'/proc/{p}/cmdline').read() for p in os.listdir('/proc') "
+                   "if p.isdigit()]\n"
+                   "print(any('sleep' in c for c in cmds))"});
+  EXPECT_EQ(look.exit_code, 0) << look.err;
+  EXPECT_THAT(look.out, Not(HasSubstr("secret-a")));
+  EXPECT_THAT(look.out, Not(HasSubstr("tmp-a")));
+  EXPECT_THAT(look.out, HasSubstr("False"));
+  // And the host is not visible either: no host processes, no agent state, no secrets.
+  auto host = Bai({"run", "shell", "--name", "iso-b2", "-c",
+                   "ls /proc | grep -c '^[0-9]'; ls /etc/shadow /root 2>&1; id -u; "
+                   "cat /proc/self/status | grep CapEff"});
+  EXPECT_THAT(host.out, HasSubstr("No such file"));
+  EXPECT_THAT(host.out, HasSubstr("1000"));
+  EXPECT_THAT(host.out, HasSubstr("CapEff:\t0000000000000000"));
+  Bai({"rm", "iso-a", "iso-b", "iso-b2"});
+}
+
+TEST_F(RuncTest, DestroyRemovesBundleCgroupAndMounts) {
+  std::string id = Interactive("gone", R"({"cpu": "0.25", "mem": "128m"})");
+  ASSERT_FALSE(id.empty());
+  std::string cgroup = "/sys/fs/cgroup/memory/bai/" + agent_id_ + "/" + id;
+  bool v1 = agent::HostCgroupVersion() == 1;
+  EXPECT_TRUE(fs::exists(KernelDir(id) + "/config.json"));
+  if (v1) {
+    EXPECT_TRUE(fs::exists(cgroup));
+    // The limits reached the kernel's cgroup.
+    agent::CgroupLimits l = agent::LimitsFromResources(R"({"cpu": "0.25", "mem": "128m"})", 4096);
+    for (auto const& [file, value] : agent::CgroupFiles(1, "/bai/" + agent_id_ + "/" + id, l)) {
+      std::string text = ReadFile("/sys/fs/cgroup/" + file);
+      EXPECT_EQ(text.substr(0, text.find('\n')), value) << file;
+    }
+  }
+  auto list = testing_util::RunProcess({"/usr/sbin/runc", "--root", RuncRoot(), "list", "-q"});
+  EXPECT_THAT(list.out, HasSubstr(id));
+  EXPECT_EQ(Bai({"rm", "gone"}).exit_code, 0);
+  for (int i = 0; i < 200 && fs::exists(KernelDir(id)); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_FALSE(fs::exists(KernelDir(id)));
+  EXPECT_FALSE(fs::exists(cgroup));
+  EXPECT_THAT(ReadFile("/proc/self/mountinfo"), Not(HasSubstr(id)));
+  list = testing_util::RunProcess({"/usr/sbin/runc", "--root", RuncRoot(), "list", "-q"});
+  EXPECT_THAT(list.out, Not(HasSubstr(id)));
+}
+
+TEST_F(RuncTest, TwentySmallSessionsRunTogether) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 20; ++i) {
+    ids.push_back(Interactive("many-" + std::to_string(i), R"({"cpu": "0.1", "mem": "64m"})"));
+  }
+  int running = 0;
+  for (auto const& id : ids) running += Info(id).value("status", "") == "RUNNING";
+  EXPECT_EQ(running, 20);
+  auto list = testing_util::RunProcess({"/usr/sbin/runc", "--root", RuncRoot(), "list"});
+  EXPECT_EQ(std::count(list.out.begin(), list.out.end(), '\n'), 21) << list.out;  // + header
+  for (int i = 0; i < 20; ++i) Bai({"rm", "many-" + std::to_string(i)});
+}
+
+TEST_F(RuncTest, RestartedAgentReadoptsItsKernels) {
+  auto a = Bai({"run", "python", "--name", "keep", "-c", "kept = 'still here'"});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(agent_->Stop(SIGKILL), 128 + SIGKILL);
+  agent_.reset();
+  StartAgent();
+  auto b = Bai({"run", "python", "--name", "keep", "-c", "print(kept)"});
+  EXPECT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(b.out, "still here\n");
+  Bai({"rm", "keep"});
+}
+
+}  // namespace
+}  // namespace bai
