@@ -47,9 +47,7 @@ fuzz: deps build-fuzz/build.ninja
 	cd build-fuzz && ctest -L fuzz --output-on-failure
 
 up:
-	@echo "make up arrives with the reference server (manager + agent); until then there is" >&2
-	@echo "nothing to run. Use 'make test', or 'build/bin/bai-test-server' to try 'bai api'." >&2
-	@exit 2
+	@bash scripts/up.sh
 
 clean:
 	rm -rf build build-asan build-fuzz

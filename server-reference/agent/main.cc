@@ -22,6 +22,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <thread>
 
 namespace {
 
@@ -93,6 +94,10 @@ int main(int argc, char** argv) {
   app.add_option("--gid", runc.gid, "runc: gid of the kernel's work user");
   app.add_option("--home-size", runc.home_size, "runc: size of /home/work (tmpfs)");
   app.add_option("--tmp-size", runc.tmp_size, "runc: size of /tmp (tmpfs)");
+  bool stop_kernels = false;
+  app.add_flag("--stop-kernels-on-exit", stop_kernels,
+               "On SIGTERM/SIGINT end every kernel (default: they keep running and a restarted "
+               "agent re-adopts them)");
   std::string reserve = "1g";
   app.add_option("--mem-reserve", reserve, "Memory kept for the host when slots are discovered");
   app.add_option("--slots", slots, "Capacity, e.g. cpu=4,mem=8g (default: this machine)");
@@ -161,12 +166,31 @@ int main(int argc, char** argv) {
   } else {
     kernels = std::make_unique<bai::agent::DummyBackend>(dummy);
   }
+  bai::agent::KernelBackend* backend_ptr = kernels.get();
   bai::agent::Agent agent(options, std::move(kernels));
   agent.Start();
   std::cout << "bai-agent " << options.agent_id << " connecting to " << options.manager_url
             << std::endl;
   int sig = 0;
   sigwait(&signals, &sig);
+  if (stop_kernels) {
+    // Ends every kernel (reported to the manager while still connected), then disconnects.
+    for (auto const& k : backend_ptr->Snapshot()) {
+      if (k.status != "TERMINATED" && k.status != "ERROR")
+        backend_ptr->Destroy(k.session_id, "agent-shutdown");
+    }
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    auto live = [&] {
+      for (auto const& k : backend_ptr->Snapshot()) {
+        if (k.status != "TERMINATED" && k.status != "ERROR") return true;
+      }
+      return false;
+    };
+    while (live() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the last reports go out
+  }
   agent.Stop();
   return 0;
 }
