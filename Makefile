@@ -35,6 +35,8 @@ format-check:
 bench: build
 	bash bench/run.sh build
 	bash bench/manager_bench.sh build 5
+	@if [ "$$(id -u)" = 0 ]; then build/bench/bai_kernel_start -n 20; \
+	else echo "kernel start bench skipped: needs root (runc)"; fi
 
 tidy: build
 	git ls-files -z 'libbai/*.cc' 'cli/*.cc' | xargs -0 clang-tidy -p build --quiet

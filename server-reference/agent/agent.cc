@@ -102,6 +102,9 @@ struct Agent::Impl {
 
   void OnConnected(int gen, unsigned short port_number) {
     beast::get_lowest_layer(*ws).expires_never();
+    // Small messages back to back (PREPARING, then RUNNING) must not wait for delayed ACKs.
+    beast::error_code nodelay_ec;
+    beast::get_lowest_layer(*ws).socket().set_option(net::ip::tcp::no_delay(true), nodelay_ec);
     ws->set_option(websocket::stream_base::timeout::suggested(beast::role_type::client));
     std::string auth = server::agent_protocol::MakeAuth(options.agent_id, options.cluster_secret,
                                                         std::chrono::system_clock::now());
