@@ -28,14 +28,15 @@ namespace net = boost::asio;
 using tcp = net::ip::tcp;
 using nlohmann::json;
 
-std::string DiscoverSlots(std::int64_t reserve_bytes) {
+std::string DiscoverSlots(std::int64_t reserve_bytes, int cuda_devices) {
   long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
   long pages = ::sysconf(_SC_PHYS_PAGES);
   long page = ::sysconf(_SC_PAGE_SIZE);
   std::int64_t mem = static_cast<std::int64_t>(pages) * page - reserve_bytes;
-  return json{{"cpu", std::to_string(std::max(1L, cores))},
-              {"mem", std::to_string(std::max<std::int64_t>(0, mem))}}
-      .dump();
+  json slots = {{"cpu", std::to_string(std::max(1L, cores))},
+                {"mem", std::to_string(std::max<std::int64_t>(0, mem))}};
+  if (cuda_devices > 0) slots["cuda.device"] = std::to_string(cuda_devices);
+  return slots.dump();
 }
 
 struct Agent::Impl {
@@ -164,6 +165,7 @@ struct Agent::Impl {
                {"slots", slots},
                {"slot_types", slot_types},
                {"images", images},
+               {"devices", internal::ParseJson(options.devices_json).value_or(json::array())},
                {"kernels", kernels}}
               .dump());
   }

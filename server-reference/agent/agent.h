@@ -20,6 +20,7 @@ struct AgentOptions {
   std::string architecture = "x86_64";
   std::string slots_json;  ///< {"cpu": "4", "mem": "8589934592"}
   std::vector<std::string> images{"python", "shell"};
+  std::string devices_json = "[]";  ///< accelerators found: [{kind, index, uuid, name, memory}]
   std::chrono::milliseconds reconnect_min{200};
   std::chrono::milliseconds reconnect_max{5000};
 };
@@ -48,7 +49,8 @@ class Agent {
   std::unique_ptr<Impl> impl_;
 };
 
-/// CPU cores and memory of this machine as a slot map (memory minus `reserve_bytes`).
-std::string DiscoverSlots(std::int64_t reserve_bytes);
+/// CPU cores and memory of this machine as a slot map (memory minus `reserve_bytes`), plus
+/// `cuda.device` when `cuda_devices` > 0.
+std::string DiscoverSlots(std::int64_t reserve_bytes, int cuda_devices = 0);
 
 }  // namespace bai::agent

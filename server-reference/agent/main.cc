@@ -11,6 +11,7 @@
 #include "server-reference/agent/agent.h"
 #include "server-reference/agent/dummy_backend.h"
 #include "server-reference/agent/images.h"
+#include "server-reference/agent/nvml.h"
 #include "server-reference/agent/runc_backend.h"
 #include "server-reference/common/agent_protocol.h"
 
@@ -94,6 +95,8 @@ int main(int argc, char** argv) {
   app.add_option("--gid", runc.gid, "runc: gid of the kernel's work user");
   app.add_option("--home-size", runc.home_size, "runc: size of /home/work (tmpfs)");
   app.add_option("--tmp-size", runc.tmp_size, "runc: size of /tmp (tmpfs)");
+  std::string nvml_library = "libnvidia-ml.so.1";
+  app.add_option("--nvml-library", nvml_library, "NVML library to discover NVIDIA GPUs with");
   bool stop_kernels = false;
   app.add_flag("--stop-kernels-on-exit", stop_kernels,
                "On SIGTERM/SIGINT end every kernel (default: they keep running and a restarted "
@@ -123,9 +126,26 @@ int main(int argc, char** argv) {
     std::cerr << "bai-agent: --mem-reserve: " << reserve_bytes.status().message() << "\n";
     return 2;
   }
+  int gpu_count = 0;
+  if (auto gpus = bai::agent::DiscoverNvidiaGpus(nvml_library); gpus.ok()) {
+    nlohmann::json devices = nlohmann::json::array();
+    for (auto const& g : *gpus) {
+      devices.push_back({{"kind", "cuda"},
+                         {"index", g.index},
+                         {"uuid", g.uuid},
+                         {"name", g.name},
+                         {"memory", g.memory_bytes}});
+    }
+    options.devices_json = devices.dump();
+    gpu_count = static_cast<int>(gpus->size());
+    std::cout << "bai-agent: " << gpu_count << " NVIDIA GPU(s) found through NVML" << std::endl;
+  } else if (gpus.status().code() != bai::StatusCode::kNotFound) {
+    std::cerr << "bai-agent: NVML: " << gpus.status().message() << " (no GPUs offered)\n";
+  }
   if (slots.empty()) {
     options.slots_json = bai::agent::DiscoverSlots(
-        static_cast<std::int64_t>(reserve_bytes->units() / bai::protocol::Decimal::kUnitsPerOne));
+        static_cast<std::int64_t>(reserve_bytes->units() / bai::protocol::Decimal::kUnitsPerOne),
+        gpu_count);
   } else {
     bai::protocol::ResourceSlots parsed;
     if (auto s = bai::protocol::ParseSlotAssignment(slots, parsed); !s.ok()) {
