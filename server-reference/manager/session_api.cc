@@ -411,6 +411,7 @@ void ManagerApi::AddSessionRoutes(SessionStore& sessions, EventHub& hub,
       }
       return JsonResponse(CreatedBody(old, old.status, false), 201);
     }
+    if (auto st = CheckImageKnown(ctx.store.db(), s.image); !st.ok()) return ProblemResponse(st);
     if (auto st = sessions.Create(s); !st.ok()) return ProblemResponse(st);
     schedule(s.scaling_group);
     hub.Wake();

@@ -102,6 +102,25 @@ class AgentTest : public ::testing::Test {
   std::unique_ptr<Client> client_;
 };
 
+TEST_F(AgentTest, UnknownImagesAre404OnceAgentsReportTheirImages) {
+  // No agent yet: nothing is known, the session queues.
+  auto early =
+      Call("POST", "/session", {{"name", "early"}, {"image", "tensorflow"}, {"enqueueOnly", true}});
+  EXPECT_EQ(early.status, 201) << early.body;
+  auto agent = StartAgent("agent-1", "cpu=4,mem=8g");  // offers python and shell
+  auto r =
+      Call("POST", "/session", {{"name", "tf-nb"}, {"image", "tensorflow"}, {"enqueueOnly", true}});
+  EXPECT_EQ(r.status, 404) << r.body;
+  EXPECT_EQ(json::parse(r.body)["type"], "https://api.backend.ai/probs/object-not-found");
+  EXPECT_THAT(std::string(json::parse(r.body)["msg"]), ::testing::HasSubstr("tensorflow"));
+  // A registry reference resolves by its last component, as on the agent.
+  auto ref = Call("POST", "/session",
+                  {{"name", "byref"},
+                   {"image", "cr.backend.ai/stable/python:3.11-ubuntu22.04"},
+                   {"enqueueOnly", true}});
+  EXPECT_EQ(ref.status, 201) << ref.body;
+}
+
 TEST_F(AgentTest, InteractiveSessionGoesThroughEveryStartStatus) {
   auto agent = StartAgent("agent-1", "cpu=4,mem=8g");
   auto r = Call("POST", "/session", {{"name", "notebook"}, {"image", "python"}});
