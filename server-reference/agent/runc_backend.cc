@@ -633,6 +633,7 @@ void RuncBackend::ReadLoop(std::shared_ptr<Kernel> k) {
       std::string type = msg->value("type", "");
       std::string run_id = msg->value("run_id", "");
       std::optional<std::int64_t> batch_exit;
+      std::optional<KernelReport> logs_update;
       {
         std::lock_guard<std::mutex> lock(mu_);
         auto run = k->runs.find(run_id);
@@ -652,12 +653,19 @@ void RuncBackend::ReadLoop(std::shared_ptr<Kernel> k) {
         } else if (type == "finished" && run != k->runs.end()) {
           run->second.status = "finished";
           run->second.exit_code = msg->value("exitCode", 0);
-          if (run_id == kBatchRunId) batch_exit = run->second.exit_code;
+          if (run_id == kBatchRunId) {
+            batch_exit = run->second.exit_code;
+          } else {
+            // The output so far, for GET /session/{id}/logs while the kernel runs.
+            logs_update = k->state;
+            logs_update->logs = k->log;
+          }
         } else if (type == "waiting-input" && run != k->runs.end()) {
           run->second.status = "waiting-input";
         }
       }
       cv_.notify_all();
+      if (logs_update) Emit(*logs_update);
       if (batch_exit) {
         std::string oom =
             ReadText(fs::path("/sys/fs/cgroup") / OomCounterFile(cgroup_version_, k->cgroups_path));

@@ -385,6 +385,33 @@ void ManagerApi::AddExecuteRoutes(SessionStore& sessions, AgentRegistry& agents)
                        });
         return std::nullopt;
       });
+  AddInterruptRoute(sessions, agents);
+}
+
+void ManagerApi::AddInterruptRoute(SessionStore& sessions, AgentRegistry& agents) {
+  // Interrupt: SIGINT to the running snippet, through the agent and the kernel runner.
+  AddAsync(
+      "POST", "/session/{id}/interrupt", AuthLevel::kUser,
+      [&sessions, &agents](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange)
+          -> std::optional<HttpResponse> {
+        auto s = sessions.Resolve(ctx.params.at("id"), ctx.identity->access_key, false);
+        if (!s.ok()) return ProblemResponse(s.status());
+        if (s->status != "RUNNING" || !s->agent_id) {
+          return ProblemResponse(MakeProblemStatus(
+              ProblemType::kInvalidApiParams, "The session is " + s->status + ", not RUNNING."));
+        }
+        json message = {{"type", "execute"}, {"session_id", s->id}, {"mode", "interrupt"},
+                        {"run_id", ""},      {"code", ""},          {"options", json::object()}};
+        auto headers = ctx.response_headers;
+        agents.Request(*s->agent_id, message.dump(), std::chrono::seconds(10),
+                       [exchange, headers](StatusOr<std::string> result) {
+                         HttpResponse r = result.ok() ? HttpResponse::NoContent()
+                                                      : ProblemResponse(result.status());
+                         for (auto const& h : headers) r.headers.push_back(h);
+                         exchange->Respond(std::move(r));
+                       });
+        return std::nullopt;
+      });
 }
 
 void ManagerApi::AddSessionRoutes(SessionStore& sessions, EventHub& hub,
@@ -556,8 +583,7 @@ void ManagerApi::AddSessionRoutes(SessionStore& sessions, EventHub& hub,
   // Both need a kernel runner to act on; until the agent has one they are acknowledged for
   // running sessions (as Backend.AI does for kernels without support) and refused otherwise.
   for (auto const& [method, path] :
-       {std::pair<char const*, char const*>{"POST", "/session/{id}/interrupt"},
-        std::pair<char const*, char const*>{"PATCH", "/session/{id}"}}) {
+       {std::pair<char const*, char const*>{"PATCH", "/session/{id}"}}) {
     Add(method, path, L::kUser, [&sessions](RequestContext& ctx) {
       return Guard([&]() -> StatusOr<HttpResponse> {
         auto s = sessions.Resolve(ctx.params.at("id"), ctx.identity->access_key, false);

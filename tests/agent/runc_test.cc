@@ -157,6 +157,26 @@ TEST_F(RuncTest, QueryModeKeepsStateInANamedSession) {
   EXPECT_EQ(Bai({"rm", "repl"}).exit_code, 0);
 }
 
+TEST_F(RuncTest, InterruptStopsARunningSnippetAndLogsFollowTheSession) {
+  auto a = Bai({"run", "python", "--name", "intr", "-c", "print('first output')"});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  testing_util::ProcessResult waited;
+  std::thread runner([&] {
+    waited = Bai({"run", "python", "--name", "intr", "-c", "import time\ntime.sleep(60)"});
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  auto r = Bai({"api", "POST", "/session/intr/interrupt"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  runner.join();
+  EXPECT_EQ(waited.exit_code, 1) << waited.err;
+  EXPECT_THAT(waited.err, HasSubstr("KeyboardInterrupt"));
+  // The interpreter survives the interrupt.
+  EXPECT_EQ(Bai({"run", "python", "--name", "intr", "-c", "print(2 + 2)"}).out, "4\n");
+  auto logs = Bai({"logs", "intr"});
+  EXPECT_THAT(logs.out, HasSubstr("first output"));
+  Bai({"rm", "intr"});
+}
+
 TEST_F(RuncTest, MemoryLimitKillsAndReportsOom) {
   auto r = Bai({"-o", "json", "run", "-r", "mem=64m", "python", "--", "python3", "-c",
                 "b = bytearray(200 * 1024 * 1024); print('survived')"});
