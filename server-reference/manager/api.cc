@@ -12,6 +12,7 @@
 #include "server-reference/manager/bootstrap.h"
 #include "server-reference/manager/handler_util.h"
 #include "server-reference/manager/params.h"
+#include "server-reference/manager/scheduling.h"
 
 #include <nlohmann/json.hpp>
 
@@ -231,6 +232,41 @@ void ManagerApi::AddRoutes() {
              {"shared_memory", p.shared_memory ? json(*p.shared_memory) : json(nullptr)}});
       }
       return JsonResponse({{"presets", list}});
+    });
+  });
+
+  Add("POST", "/resource/check-presets", L::kUser, [](RequestContext& ctx) {
+    return Guard([&]() -> StatusOr<HttpResponse> {
+      auto p = Params::From(ctx.request);
+      if (!p.ok()) return std::move(p).status();
+      auto sg = p->String({"scaling_group", "scalingGroup"});
+      std::string group = p->String({"group", "group_name", "groupName"}).value_or("default");
+      if (auto s = p->Check(); !s.ok()) return s;
+      auto gid = ctx.store.FindGroup(ctx.identity->domain, group);
+      if (!gid.ok()) return std::move(gid).status();
+      if (!*gid) {
+        return MakeProblemStatus(ProblemType::kInvalidApiParams,
+                                 "Unknown user group (or project): " + group);
+      }
+      auto allowed = ctx.store.AllowedScalingGroups(*ctx.identity, group);
+      if (!allowed.ok()) return std::move(allowed).status();
+      std::vector<std::string> groups = *allowed;
+      if (sg) {
+        if (std::find(groups.begin(), groups.end(), *sg) == groups.end()) {
+          return MakeProblemStatus(ProblemType::kInvalidApiParams,
+                                   "Unknown or not allowed resource group: " + *sg);
+        }
+        groups = {*sg};
+      }
+      auto presets = ctx.store.ListPresets();
+      if (!presets.ok()) return std::move(presets).status();
+      std::vector<std::array<std::string, 3>> list;
+      for (auto const& preset : *presets) {
+        list.push_back({preset.name, preset.resource_slots, preset.shared_memory.value_or("")});
+      }
+      auto result = CheckPresets(ctx.store.db(), ctx.identity->access_key, groups, list);
+      if (!result.ok()) return std::move(result).status();
+      return JsonResponse(json::parse(*result));
     });
   });
 

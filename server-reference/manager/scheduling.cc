@@ -181,4 +181,127 @@ StatusOr<int> RunSchedulingPass(server::Database& db, std::string const& scaling
   return placed;
 }
 
+StatusOr<std::string> CheckPresets(server::Database& db, std::string const& access_key,
+                                   std::vector<std::string> const& scaling_groups,
+                                   std::vector<std::array<std::string, 3>> const& presets) {
+  using protocol::Decimal;
+  using Slots = protocol::ResourceSlots;
+  auto add = [](Slots& into, Slots const& more) {
+    for (auto const& [k, v] : more) {
+      auto sum = into[k].Add(v);
+      into[k] = sum ? *sum : Decimal::Unlimited();
+    }
+  };
+  auto to_json = [](Slots const& slots) {
+    json j = json::object();
+    for (auto const& [k, v] : slots) j[k] = v.ToString();
+    return j;
+  };
+  json out;
+  auto status = db.Transaction([&](SqlExecutor& tx) -> Status {
+    // Every slot the cluster knows, so that each map names all of them.
+    std::set<std::string> names = {"cpu", "mem"};
+    auto agents =
+        tx.Query("SELECT id, scaling_group, available_slots FROM agents WHERE status = 'ALIVE'");
+    if (!agents.ok()) return agents.status();
+    for (auto const& r : *agents) {
+      for (auto const& [k, v] : SlotsOf(r.Text(2))) names.insert(k);
+    }
+    auto policy = tx.Query(
+        "SELECT p.total_resource_slots, p.default_for_unspecified FROM keypairs k "
+        "JOIN keypair_resource_policies p ON k.resource_policy = p.name WHERE k.access_key = ?",
+        {access_key});
+    if (!policy.ok()) return policy.status();
+    Slots declared = policy->empty() ? Slots{} : SlotsOf((*policy)[0].Text(0));
+    bool unspecified_unlimited = policy->empty() || (*policy)[0].Text(1) != "LIMITED";
+    for (auto const& [k, v] : declared) names.insert(k);
+    Slots limits, using_kp;
+    for (auto const& n : names) {
+      auto it = declared.find(n);
+      limits[n] = it != declared.end()    ? it->second
+                  : unspecified_unlimited ? Decimal::Unlimited()
+                                          : Decimal();
+      using_kp[n] = Decimal();
+    }
+    auto holding =
+        tx.Query(std::string("SELECT agent_id, access_key, requested_slots FROM sessions "
+                             "WHERE status IN ") +
+                 kHoldingStatuses);
+    if (!holding.ok()) return holding.status();
+    std::map<std::string, Slots> agent_occupied;
+    for (auto const& r : *holding) {
+      Slots slots = SlotsOf(r.Text(2));
+      add(agent_occupied[r.Text(0)], slots);
+      if (r.Text(1) == access_key) add(using_kp, slots);
+    }
+    Slots remaining_kp;
+    for (auto const& n : names) {
+      auto left = limits[n].Sub(using_kp[n]);
+      remaining_kp[n] = left ? *left : Decimal::Unlimited();
+    }
+    // Free capacity per agent of the asked groups, and per group.
+    json groups = json::object();
+    Slots group_total_remaining;
+    std::vector<Slots> agent_free;
+    for (auto const& n : names) group_total_remaining[n] = Decimal();
+    for (auto const& sg : scaling_groups) {
+      Slots sg_using, sg_remaining;
+      for (auto const& n : names) sg_using[n] = sg_remaining[n] = Decimal();
+      for (auto const& r : *agents) {
+        if (r.Text(1) != sg) continue;
+        Slots capacity = SlotsOf(r.Text(2));
+        Slots const& occupied = agent_occupied[r.Text(0)];
+        Slots free;
+        for (auto const& n : names) {
+          Decimal cap = capacity.count(n) ? capacity[n] : Decimal();
+          Decimal occ = occupied.count(n) ? occupied.at(n) : Decimal();
+          auto left = cap.Sub(occ);
+          free[n] = left && !left->is_negative() ? *left : Decimal();
+          auto u = sg_using[n].Add(occ);
+          sg_using[n] = u ? *u : Decimal::Unlimited();
+        }
+        add(sg_remaining, free);
+        agent_free.push_back(free);
+      }
+      add(group_total_remaining, sg_remaining);
+      groups[sg] = {{"using", to_json(sg_using)}, {"remaining", to_json(sg_remaining)}};
+    }
+    json nan = json::object();
+    for (auto const& n : names) nan[n] = "NaN";
+    json preset_list = json::array();
+    for (auto const& p : presets) {
+      Slots want = SlotsOf(p[1]);
+      bool within_keypair = true;
+      for (auto const& [k, v] : want) {
+        if (remaining_kp.count(k) && v > remaining_kp[k]) within_keypair = false;
+      }
+      bool on_an_agent = false;
+      for (auto const& free : agent_free) {
+        bool fits = true;
+        for (auto const& [k, v] : want) {
+          Decimal have = free.count(k) ? free.at(k) : Decimal();
+          if (v > have) fits = false;
+        }
+        on_an_agent = on_an_agent || fits;
+      }
+      preset_list.push_back({{"name", p[0]},
+                             {"resource_slots", to_json(want)},
+                             {"shared_memory", p[2].empty() ? json(nullptr) : json(p[2])},
+                             {"allocatable", within_keypair && on_an_agent}});
+    }
+    out = {{"keypair_limits", to_json(limits)},
+           {"keypair_using", to_json(using_kp)},
+           {"keypair_remaining", to_json(remaining_kp)},
+           {"group_limits", nan},
+           {"group_using", nan},
+           {"group_remaining", nan},
+           {"scaling_group_remaining", to_json(group_total_remaining)},
+           {"scaling_groups", groups},
+           {"presets", preset_list}};
+    return Status();
+  });
+  if (!status.ok()) return status;
+  return out.dump();
+}
+
 }  // namespace bai::manager

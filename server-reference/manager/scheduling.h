@@ -5,8 +5,10 @@
 
 #include "server-reference/common/database.h"
 
+#include <array>
 #include <chrono>
 #include <string>
+#include <vector>
 
 namespace bai::manager {
 
@@ -21,5 +23,14 @@ extern char const kHoldingStatuses[];
 StatusOr<int> RunSchedulingPass(server::Database& db, std::string const& scaling_group,
                                 std::chrono::system_clock::time_point now,
                                 std::chrono::seconds max_head_wait = std::chrono::seconds(600));
+
+/// `POST /resource/check-presets` (PROTOCOL.md §9): the keypair's limits, usage and remainder,
+/// the remainder of each of `scaling_groups` (ALIVE agents' capacity minus what sessions hold),
+/// and for each preset whether it would fit now (within the keypair's remainder and on one
+/// agent). `presets` is [{name, resource_slots (JSON text), shared_memory}]. Project values are
+/// "NaN" (project resource visibility is off, as Backend.AI's default). Slot maps have strings.
+StatusOr<std::string> CheckPresets(server::Database& db, std::string const& access_key,
+                                   std::vector<std::string> const& scaling_groups,
+                                   std::vector<std::array<std::string, 3>> const& presets);
 
 }  // namespace bai::manager

@@ -121,6 +121,37 @@ TEST_F(AgentTest, UnknownImagesAre404OnceAgentsReportTheirImages) {
   EXPECT_EQ(ref.status, 201) << ref.body;
 }
 
+TEST_F(AgentTest, CheckPresetsReportsLimitsUsageAndWhatFits) {
+  auto agent = StartAgent("agent-1", "cpu=4,mem=8g");
+  ASSERT_TRUE(manager_->store()
+                  .db()
+                  .Exec("INSERT INTO resource_presets (name, resource_slots) VALUES "
+                        "('small', '{\"cpu\": \"1\", \"mem\": \"1073741824\"}'), "
+                        "('huge', '{\"cpu\": \"16\", \"mem\": \"1073741824\"}')")
+                  .ok());
+  auto r = Call(
+      "POST", "/session",
+      {{"name", "holder"}, {"image", "python"}, {"config", {{"resources", {{"cpu", "1.5"}}}}}});
+  ASSERT_EQ(r.status, 201) << r.body;
+  auto c = Call("POST", "/resource/check-presets", {{"group", "default"}});
+  ASSERT_EQ(c.status, 200) << c.body;
+  auto j = json::parse(c.body);
+  EXPECT_EQ(j["keypair_limits"]["cpu"], "Infinity");
+  EXPECT_EQ(j["keypair_using"]["cpu"], "1.5");
+  EXPECT_EQ(j["keypair_remaining"]["cpu"], "Infinity");
+  EXPECT_EQ(j["scaling_groups"]["default"]["using"]["cpu"], "1.5");
+  EXPECT_EQ(j["scaling_groups"]["default"]["remaining"]["cpu"], "2.5");
+  EXPECT_EQ(j["scaling_group_remaining"]["cpu"], "2.5");
+  EXPECT_EQ(j["group_limits"]["cpu"], "NaN");
+  std::map<std::string, bool> fits;
+  for (auto const& p : j["presets"]) fits[p["name"]] = p["allocatable"];
+  EXPECT_TRUE(fits["small"]);
+  EXPECT_FALSE(fits["huge"]);
+  // Unknown project or resource group: 400.
+  EXPECT_EQ(Call("POST", "/resource/check-presets", {{"group", "nope"}}).status, 400);
+  EXPECT_EQ(Call("POST", "/resource/check-presets", {{"scaling_group", "nope"}}).status, 400);
+}
+
 TEST_F(AgentTest, InteractiveSessionGoesThroughEveryStartStatus) {
   auto agent = StartAgent("agent-1", "cpu=4,mem=8g");
   auto r = Call("POST", "/session", {{"name", "notebook"}, {"image", "python"}});
