@@ -268,5 +268,30 @@ TEST_F(RuncTest, RestartedAgentReadoptsItsKernels) {
   Bai({"rm", "keep"});
 }
 
+TEST_F(RuncTest, RestartedAgentCleansUpKernelsThatDiedMeanwhile) {
+  std::string id = Interactive("dies", R"({"cpu": "0.25", "mem": "128m"})");
+  ASSERT_FALSE(id.empty());
+  EXPECT_EQ(agent_->Stop(SIGKILL), 128 + SIGKILL);
+  agent_.reset();
+  std::string container = agent_id_ + "." + id;
+  auto kill =
+      testing_util::RunProcess({"/usr/sbin/runc", "--root", RuncRoot(), "kill", container, "KILL"});
+  ASSERT_EQ(kill.exit_code, 0) << kill.err;
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  StartAgent();
+  json info;
+  for (int i = 0; i < 100; ++i) {
+    info = Info(id);
+    if (info.value("status", "") == "TERMINATED") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(info.value("status", ""), "TERMINATED") << info.dump();
+  EXPECT_EQ(info.value("statusInfo", ""), "agent-restarted") << info.dump();
+  EXPECT_FALSE(fs::exists(KernelDir(id)));
+  auto list = testing_util::RunProcess({"/usr/sbin/runc", "--root", RuncRoot(), "list", "-q"});
+  EXPECT_THAT(list.out, Not(HasSubstr(id)));
+  EXPECT_FALSE(fs::exists("/sys/fs/cgroup/memory/bai/" + agent_id_ + "/" + id));
+}
+
 }  // namespace
 }  // namespace bai
