@@ -215,6 +215,8 @@ struct Agent::Impl {
       // An execute step may wait for output up to the backend's flush timeout: it runs on its
       // own thread and the answer is written from the I/O thread.
       StartExecute(msg->value("session_id", ""), msg->value("request_id", ""), text);
+    } else if (type == "restart_kernel") {
+      StartRestart(msg->value("session_id", ""), msg->value("request_id", ""));
     }
   }
 
@@ -228,6 +230,22 @@ struct Agent::Impl {
                                {"request_id", request_id},
                                {"result", internal::ParseJson(result).value_or(json::object())}}
                               .dump();
+      std::lock_guard<std::mutex> done(exec_mu);
+      if (!stopping) net::post(ioc, [this, reply = std::move(reply)] { Write(reply); });
+      --executing;
+      exec_cv.notify_all();
+    }).detach();
+  }
+
+  void StartRestart(std::string session_id, std::string request_id) {
+    std::lock_guard<std::mutex> lock(exec_mu);
+    ++executing;
+    std::thread([this, session_id = std::move(session_id), request_id = std::move(request_id)] {
+      Status s = backend->Restart(session_id);
+      json result = {{"ok", s.ok()}};
+      if (!s.ok()) result["msg"] = s.message();
+      std::string reply =
+          json{{"type", "response"}, {"request_id", request_id}, {"result", result}}.dump();
       std::lock_guard<std::mutex> done(exec_mu);
       if (!stopping) net::post(ioc, [this, reply = std::move(reply)] { Write(reply); });
       --executing;

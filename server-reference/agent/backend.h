@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "bai/status.h"
+
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -50,6 +52,11 @@ class KernelBackend {
   /// console, options, files}) as JSON text; an unknown session gives status "finished" with
   /// exitCode 130, as Backend.AI answers for a vanished kernel.
   virtual std::string Execute(std::string const& session_id, std::string const& request_json) = 0;
+
+  /// Restarts a running kernel in place (PATCH /session/{id}): the old one is stopped without a
+  /// report, a fresh one with the same spec is started; returns once it runs again. Interpreter
+  /// state and scratch files are lost, as in Backend.AI.
+  virtual Status Restart(std::string const& session_id) = 0;
 };
 
 }  // namespace bai::agent

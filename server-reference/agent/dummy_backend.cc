@@ -114,6 +114,15 @@ std::string DummyBackend::Execute(std::string const& session_id, std::string con
   return result.dump();
 }
 
+Status DummyBackend::Restart(std::string const& session_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = kernels_.find(session_id);
+  if (it == kernels_.end() || it->second.state.status != "RUNNING") {
+    return Status(StatusCode::kNotFound, "no running kernel " + session_id);
+  }
+  return Status();
+}
+
 void DummyBackend::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {

@@ -35,6 +35,8 @@ class DummyBackend : public KernelBackend {
   /// Simulated: a query echoes its code on stdout and finishes with exit code 0 (or N for a
   /// trailing `exit N`); input mode finishes with the input echoed.
   std::string Execute(std::string const& session_id, std::string const& request_json) override;
+  /// Simulated: a running kernel restarts at once.
+  Status Restart(std::string const& session_id) override;
 
  private:
   struct Kernel {

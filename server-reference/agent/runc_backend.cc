@@ -560,6 +560,7 @@ void RuncBackend::Start(std::shared_ptr<Kernel> k) {
     if (k->tearing_down) return;
     k->state.status = "RUNNING";
     running = k->state;
+    cv_.notify_all();
     batch = k->spec.session_type == "batch" && k->spec.startup_command;
     if (batch) k->runs[kBatchRunId] = {};
   }
@@ -676,14 +677,22 @@ void RuncBackend::ReadLoop(std::shared_ptr<Kernel> k) {
                              : *batch_exit == 0 ? "task-finished"
                                                 : "task-failed";
         Teardown(k, reason, batch_exit, true);
+        std::lock_guard<std::mutex> lock(mu_);
+        std::lock_guard<std::mutex> wlock(k->write_mu);
+        if (k->sock >= 0) close(k->sock);
+        k->sock = -1;
         return;
       }
     }
   }
-  // The runner went away: the container ended by itself (or the agent is stopping).
+  // The runner went away: the container ended by itself (or the agent is stopping). The reader
+  // owns the socket: it closes it, under both locks, so no writer uses a stale descriptor.
   bool stopping;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> wlock(k->write_mu);
+    if (k->sock >= 0) close(k->sock);
+    k->sock = -1;
     stopping = stopping_ || k->tearing_down;
   }
   cv_.notify_all();
@@ -749,6 +758,41 @@ void RuncBackend::Destroy(std::string const& session_id, std::string const& reas
   Spawn([this, k, reason] {
     Teardown(k, reason.empty() ? "user-requested" : reason, std::nullopt, true);
   });
+}
+
+Status RuncBackend::Restart(std::string const& session_id) {
+  std::shared_ptr<Kernel> old;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = kernels_.find(session_id);
+    if (it == kernels_.end() || it->second->state.status != "RUNNING" || it->second->tearing_down) {
+      return Status(StatusCode::kNotFound, "no running kernel " + session_id);
+    }
+    old = it->second;
+  }
+  Teardown(old, "restarting", std::nullopt, /*report=*/false);
+  auto fresh = std::make_shared<Kernel>();
+  fresh->spec = old->spec;
+  fresh->state = {session_id, "PREPARING", std::nullopt, "", ""};
+  fresh->container_id = old->container_id;
+  fresh->dir = old->dir;
+  fresh->cgroups_path = old->cgroups_path;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    fresh->log = old->log;
+    if (stopping_) return Status(StatusCode::kCancelled, "the agent is stopping");
+    kernels_[session_id] = fresh;
+  }
+  Spawn([this, fresh] { Start(fresh); });
+  std::unique_lock<std::mutex> lock(mu_);
+  bool settled = cv_.wait_for(lock, options_.start_timeout + std::chrono::seconds(5),
+                              [&] { return fresh->state.status != "PREPARING"; });
+  if (!settled || fresh->state.status != "RUNNING") {
+    return Status(StatusCode::kInternal,
+                  "the kernel did not come back: " +
+                      (fresh->state.reason.empty() ? fresh->state.status : fresh->state.reason));
+  }
+  return Status();
 }
 
 std::vector<KernelReport> RuncBackend::Snapshot() {
@@ -817,7 +861,7 @@ std::string RuncBackend::Execute(std::string const& session_id, std::string cons
   if (!op.is_null()) {
     std::string line = op.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
     std::lock_guard<std::mutex> wlock(k->write_mu);
-    (void)!::send(k->sock, line.data(), line.size(), MSG_NOSIGNAL);
+    if (k->sock >= 0) (void)!::send(k->sock, line.data(), line.size(), MSG_NOSIGNAL);
   }
   auto it = k->runs.find(run_id);
   if (it == k->runs.end()) {

@@ -89,6 +89,7 @@ class RuncBackend : public KernelBackend {
   std::vector<KernelReport> Snapshot() override;
   void Acknowledge(std::string const& session_id) override;
   std::string Execute(std::string const& session_id, std::string const& request_json) override;
+  Status Restart(std::string const& session_id) override;
 
   /// The runc container id and cgroup path of a kernel (for tests and `bai-agent` tooling).
   std::string ContainerId(std::string const& session_id) const;

@@ -389,6 +389,53 @@ void ManagerApi::AddExecuteRoutes(SessionStore& sessions, AgentRegistry& agents)
 }
 
 void ManagerApi::AddInterruptRoute(SessionStore& sessions, AgentRegistry& agents) {
+  // Restart: RUNNING → RESTARTING while the agent replaces the kernel with a fresh one of the
+  // same spec, then RUNNING again; 204 once it runs (Backend.AI answers after the restart too).
+  AddAsync(
+      "PATCH", "/session/{id}", AuthLevel::kUser,
+      [&sessions, &agents](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange)
+          -> std::optional<HttpResponse> {
+        auto s = sessions.Resolve(ctx.params.at("id"), ctx.identity->access_key, false);
+        if (!s.ok()) return ProblemResponse(s.status());
+        if (s->status != "RUNNING" || !s->agent_id) {
+          return ProblemResponse(MakeProblemStatus(
+              ProblemType::kInvalidApiParams, "The session is " + s->status + ", not RUNNING."));
+        }
+        auto moved = sessions.Transition(s->id, SessionStatus::kRunning, SessionStatus::kRestarting,
+                                         TransitionDetails{});
+        if (!moved.ok()) return ProblemResponse(moved.status());
+        if (!*moved) {
+          return ProblemResponse(MakeProblemStatus(ProblemType::kInvalidApiParams,
+                                                   "The session changed status meanwhile."));
+        }
+        json message = {{"type", "restart_kernel"}, {"session_id", s->id}};
+        auto headers = ctx.response_headers;
+        std::string id = s->id;
+        agents.Request(
+            *s->agent_id, message.dump(), std::chrono::seconds(60),
+            [&sessions, exchange, headers, id](StatusOr<std::string> result) {
+              auto reply = result.ok() ? internal::ParseJson(*result) : std::nullopt;
+              bool ok = reply && reply->value("ok", false);
+              // Back to RUNNING either way: a kernel that did not come back is reported
+              // TERMINATED by its agent, which ends the session.
+              (void)sessions.Transition(id, SessionStatus::kRestarting, SessionStatus::kRunning,
+                                        TransitionDetails{});
+              HttpResponse r;
+              if (ok) {
+                r = HttpResponse::NoContent();
+              } else {
+                std::string why = !result.ok() ? result.status().message()
+                                  : reply      ? reply->value("msg", std::string("failed"))
+                                               : std::string("malformed agent reply");
+                r = ProblemResponse(MakeProblemStatus(ProblemType::kKernelRestartFailed,
+                                                      "Restarting the kernel failed: " + why));
+              }
+              for (auto const& h : headers) r.headers.push_back(h);
+              exchange->Respond(std::move(r));
+            });
+        return std::nullopt;
+      });
+
   // Interrupt: SIGINT to the running snippet, through the agent and the kernel runner.
   AddAsync(
       "POST", "/session/{id}/interrupt", AuthLevel::kUser,
@@ -579,23 +626,6 @@ void ManagerApi::AddSessionRoutes(SessionStore& sessions, EventHub& hub,
       return HttpResponse::NoContent();
     });
   });
-
-  // Both need a kernel runner to act on; until the agent has one they are acknowledged for
-  // running sessions (as Backend.AI does for kernels without support) and refused otherwise.
-  for (auto const& [method, path] :
-       {std::pair<char const*, char const*>{"PATCH", "/session/{id}"}}) {
-    Add(method, path, L::kUser, [&sessions](RequestContext& ctx) {
-      return Guard([&]() -> StatusOr<HttpResponse> {
-        auto s = sessions.Resolve(ctx.params.at("id"), ctx.identity->access_key, false);
-        if (!s.ok()) return std::move(s).status();
-        if (s->status != "RUNNING") {
-          return MakeProblemStatus(ProblemType::kInvalidApiParams,
-                                   "The session is " + s->status + ", not RUNNING.");
-        }
-        return HttpResponse::NoContent();
-      });
-    });
-  }
 
   Add("GET", "/events/background-task", L::kUser, [](RequestContext& ctx) {
     return Guard([&]() -> StatusOr<HttpResponse> {

@@ -177,6 +177,23 @@ TEST_F(RuncTest, InterruptStopsARunningSnippetAndLogsFollowTheSession) {
   Bai({"rm", "intr"});
 }
 
+TEST_F(RuncTest, RestartGivesAFreshKernelInTheSameSession) {
+  ASSERT_EQ(Bai({"run", "python", "--name", "restart-me", "-c", "x = 1"}).exit_code, 0);
+  std::string id = Info("restart-me").value("sessionId", "");
+  auto r = Bai({"api", "PATCH", "/session/restart-me"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto info = Info("restart-me");
+  EXPECT_EQ(info.value("status", ""), "RUNNING");
+  EXPECT_EQ(info.value("sessionId", ""), id);
+  EXPECT_TRUE(info["statusHistory"].contains("RESTARTING")) << info.dump();
+  // A fresh interpreter: x is gone, the kernel works.
+  auto gone = Bai({"run", "python", "--name", "restart-me", "-c", "x"});
+  EXPECT_EQ(gone.exit_code, 1);
+  EXPECT_THAT(gone.err, HasSubstr("NameError"));
+  EXPECT_EQ(Bai({"run", "python", "--name", "restart-me", "-c", "print('back')"}).out, "back\n");
+  Bai({"rm", "restart-me"});
+}
+
 TEST_F(RuncTest, MemoryLimitKillsAndReportsOom) {
   auto r = Bai({"-o", "json", "run", "-r", "mem=64m", "python", "--", "python3", "-c",
                 "b = bytearray(200 * 1024 * 1024); print('survived')"});

@@ -121,6 +121,26 @@ TEST_F(AgentTest, UnknownImagesAre404OnceAgentsReportTheirImages) {
   EXPECT_EQ(ref.status, 201) << ref.body;
 }
 
+TEST_F(AgentTest, RestartGoesThroughRestartingAndInterruptReachesTheAgent) {
+  auto agent = StartAgent("agent-1", "cpu=4,mem=8g");
+  ASSERT_EQ(Call("POST", "/session", {{"name", "rs-nb"}, {"image", "python"}}).status, 201);
+  EXPECT_EQ(Call("PATCH", "/session/rs-nb").status, 204);
+  auto info = Info("rs-nb");
+  EXPECT_EQ(info["status"], "RUNNING");
+  EXPECT_TRUE(info["statusHistory"].contains("RESTARTING"));
+  EXPECT_EQ(Call("POST", "/session/rs-nb/interrupt").status, 204);
+  // Not running: refused.
+  ASSERT_EQ(Call("POST", "/session",
+                 {{"name", "rs-q"},
+                  {"image", "python"},
+                  {"enqueueOnly", true},
+                  {"config", {{"resources", {{"cpu", "64"}}}}}})
+                .status,
+            201);
+  EXPECT_EQ(Call("PATCH", "/session/rs-q").status, 400);
+  EXPECT_EQ(Call("POST", "/session/rs-q/interrupt").status, 400);
+}
+
 TEST_F(AgentTest, CheckPresetsReportsLimitsUsageAndWhatFits) {
   auto agent = StartAgent("agent-1", "cpu=4,mem=8g");
   ASSERT_TRUE(manager_->store()
