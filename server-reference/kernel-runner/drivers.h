@@ -15,7 +15,7 @@ namespace bai::runner {
 /// printed like an interactive prompt would; an exception prints its traceback on stderr and
 /// gives exit code 1 (DECISIONS.md); SystemExit gives its code and keeps the interpreter.
 inline constexpr char const kPythonDriver[] = R"PY(
-import ast, builtins, json, os, sys, traceback
+import ast, builtins, json, os, signal, sys, traceback
 _rin = os.fdopen(3, "rb", 0)
 _wout = os.fdopen(4, "wb", 0)
 def _read():
@@ -42,9 +42,12 @@ builtins.input = _input
 sys.stdin = open(os.devnull)
 _g = {"__name__": "__main__", "__builtins__": builtins}
 while True:
+    # An interrupt between snippets must not end the interpreter.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _code = _read()
     _rc = 0
     try:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         _tree = ast.parse(_code, "<query>", "exec")
         _last = None
         if _tree.body and isinstance(_tree.body[-1], ast.Expr):

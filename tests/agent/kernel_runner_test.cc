@@ -193,6 +193,14 @@ TEST_F(KernelRunnerTest, InterruptStopsTheRunningSnippet) {
   EXPECT_THAT(r.err, HasSubstr("KeyboardInterrupt"));
 }
 
+TEST_F(KernelRunnerTest, InterruptBetweenSnippetsKeepsTheInterpreter) {
+  Start("python");
+  client_->Run({{"op", "query"}, {"run_id", "a"}, {"code", "kept = 7"}});
+  client_->Send({{"op", "interrupt"}});  // nothing runs: ignored by the runner
+  auto b = client_->Run({{"op", "query"}, {"run_id", "b"}, {"code", "kept"}});
+  EXPECT_EQ(b.out, "7\n");
+}
+
 TEST_F(KernelRunnerTest, OutputWaitsForAReconnectingAgent) {
   Start("python");
   client_->Send({{"op", "batch"}, {"run_id", "late"}, {"exec", "sleep 0.3; echo done-late"}});

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
@@ -161,12 +162,19 @@ TEST_F(RuncTest, InterruptStopsARunningSnippetAndLogsFollowTheSession) {
   auto a = Bai({"run", "python", "--name", "intr", "-c", "print('first output')"});
   ASSERT_EQ(a.exit_code, 0) << a.err;
   testing_util::ProcessResult waited;
+  std::atomic<bool> done{false};
   std::thread runner([&] {
     waited = Bai({"run", "python", "--name", "intr", "-c", "import time\ntime.sleep(60)"});
+    done = true;
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  auto r = Bai({"api", "POST", "/session/intr/interrupt"});
-  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  // Interrupt until the snippet ends (an interrupt before it started reaches an idle kernel and
+  // does nothing), so a slow machine does not turn this into a 60 s sleep.
+  for (int i = 0; i < 40 && !done; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    if (done) break;
+    auto r = Bai({"api", "POST", "/session/intr/interrupt"});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  }
   runner.join();
   EXPECT_EQ(waited.exit_code, 1) << waited.err;
   EXPECT_THAT(waited.err, HasSubstr("KeyboardInterrupt"));
