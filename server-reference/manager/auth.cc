@@ -22,15 +22,81 @@ RateLimiter::Result RateLimiter::Hit(std::string const& key, std::int64_t limit,
   std::lock_guard<std::mutex> lock(mu_);
   auto& w = windows_[key];
   if (w.start != start) {
-    w.previous = w.start == start - kWindowSeconds ? w.current : 0;
+    w.previous = w.start == start - kWindowSeconds ? w.current + w.unflushed : 0;
     w.current = 0;
+    w.unflushed = 0;
     w.start = start;
   }
   double overlap = 1.0 - static_cast<double>(t - start) / static_cast<double>(kWindowSeconds);
-  auto used = static_cast<std::int64_t>(static_cast<double>(w.previous) * overlap) + w.current;
+  auto used = static_cast<std::int64_t>(static_cast<double>(w.previous) * overlap) + w.current +
+              w.unflushed;
   if (used >= limit) return {false, limit, 0};
-  ++w.current;
+  ++w.unflushed;
   return {true, limit, std::max<std::int64_t>(0, limit - used - 1)};
+}
+
+Status RateLimiter::Flush(server::Database& db, std::chrono::system_clock::time_point now) {
+  auto t = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
+  std::int64_t start = t - t % kWindowSeconds;
+  std::map<std::string, std::pair<std::int64_t, std::int64_t>> taken;  // key → (window, count)
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = windows_.begin(); it != windows_.end();) {
+      auto& w = it->second;
+      if (w.start < start - kWindowSeconds) {
+        it = windows_.erase(it);  // idle for a whole window: nothing left to remember
+        continue;
+      }
+      if (w.unflushed > 0) taken[it->first] = {w.start, w.unflushed};
+      w.current += w.unflushed;
+      w.unflushed = 0;
+      ++it;
+    }
+  }
+  std::map<std::string, std::pair<std::int64_t, std::int64_t>> totals;  // key → (current, prev)
+  auto s = db.Transaction([&](server::SqlExecutor& tx) -> Status {
+    for (auto const& [key, wc] : taken) {
+      auto r = tx.Exec(
+          "INSERT INTO rate_limit_windows (access_key, window_start, count) VALUES (?, ?, ?) "
+          "ON CONFLICT (access_key, window_start) DO UPDATE SET "
+          "count = rate_limit_windows.count + excluded.count",
+          {key, wc.first, wc.second});
+      if (!r.ok()) return r.status();
+    }
+    auto rows = tx.Query(
+        "SELECT access_key, window_start, count FROM rate_limit_windows WHERE window_start >= ?",
+        {start - kWindowSeconds});
+    if (!rows.ok()) return rows.status();
+    for (auto const& row : *rows) {
+      auto& tot = totals[row.Text(0)];
+      (row.Int(1) == start ? tot.first : tot.second) = row.Int(2);
+    }
+    return tx
+        .Exec("DELETE FROM rate_limit_windows WHERE window_start < ?", {start - kWindowSeconds})
+        .status();
+  });
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!s.ok()) {
+    // Not lost: counted again at the next flush.
+    for (auto const& [key, wc] : taken) {
+      auto it = windows_.find(key);
+      if (it != windows_.end() && it->second.start == wc.first) {
+        it->second.current -= wc.second;
+        it->second.unflushed += wc.second;
+      }
+    }
+    return s;
+  }
+  for (auto const& [key, tot] : totals) {
+    auto& w = windows_[key];
+    if (w.start != start) {
+      w.start = start;
+      w.unflushed = 0;
+    }
+    w.current = tot.first;
+    w.previous = tot.second;
+  }
+  return Status();
 }
 
 namespace {

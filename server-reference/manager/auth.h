@@ -32,11 +32,17 @@ class RateLimiter {
   /// Counts one request for `key` at `now` (a request over the limit is not counted).
   Result Hit(std::string const& key, std::int64_t limit, std::chrono::system_clock::time_point now);
 
+  /// Adds this process's new counts to the shared `rate_limit_windows` table and reads back the
+  /// totals of every manager, so several managers on one database enforce one limit (off by up
+  /// to one flush interval of traffic). Also drops windows older than the sliding window needs.
+  Status Flush(server::Database& db, std::chrono::system_clock::time_point now);
+
  private:
   struct Window {
     std::int64_t start = 0;
-    std::int64_t current = 0;
-    std::int64_t previous = 0;
+    std::int64_t current = 0;    ///< this window's total as last read from the table
+    std::int64_t previous = 0;   ///< the previous window's total
+    std::int64_t unflushed = 0;  ///< counted here since the last flush
   };
   std::mutex mu_;
   std::map<std::string, Window> windows_;

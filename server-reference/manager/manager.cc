@@ -67,6 +67,10 @@ StatusOr<std::unique_ptr<Manager>> Manager::Start(ManagerConfig const& config) {
   m->api_->AddExecuteRoutes(*m->sessions_, *m->agents_);
   m->hub_->Every(std::chrono::milliseconds(100), [raw] { raw->agents_->ExpireRequests(); });
   m->hub_->Every(std::chrono::seconds(1), [raw] { raw->agents_->Tick(); });
+  // Rate-limit counts are shared through the database (ADR 6), so managers on one database
+  // enforce one limit per keypair.
+  m->hub_->Every(std::chrono::milliseconds(200),
+                 [raw] { (void)raw->api_->FlushRateLimits(std::chrono::system_clock::now()); });
   m->hub_->Start();
   server::HttpServerOptions http;
   http.address = config.listen_address;

@@ -104,6 +104,13 @@ std::vector<server::Migration> const& Migrations() {
            "access_key TEXT NOT NULL, domain_name TEXT NOT NULL, group_id TEXT NOT NULL, "
            "reason TEXT, exit_code INTEGER, created_at TEXT NOT NULL)",
        }},
+      {3,
+       "rate-limit windows shared by every manager",
+       {
+           "CREATE TABLE rate_limit_windows (access_key TEXT NOT NULL, "
+           "window_start INTEGER NOT NULL, count INTEGER NOT NULL, "
+           "PRIMARY KEY (access_key, window_start))",
+       }},
   };
   return *kMigrations;
 }

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <thread>
 
 namespace bai::manager {
 namespace {
@@ -268,6 +269,40 @@ TEST_F(ManagerTest, PrivilegesAndInactiveKeypairs) {
   auto again = LoadFixture(manager_->store(), fixture);
   ASSERT_TRUE(again.ok());
   EXPECT_THAT(*again, HasSubstr("0 rows inserted, 6 already present"));
+}
+
+TEST_F(ManagerTest, TwoManagersOnOneDatabaseEnforceOneRateLimit) {
+  ASSERT_TRUE(LoadFixture(manager_->store(), R"({
+    "users": [{"uuid": "00000000-0000-4000-8000-000000000007", "username": "carol",
+               "email": "carol@example.com", "password": "carol-password", "role": "user",
+               "domain_name": "default"}],
+    "keypairs": [{"access_key": "AKIACAROL00000000000", "secret_key": "carol-secret-0000000000000000000000000000",
+                  "user_id": "00000000-0000-4000-8000-000000000007", "resource_policy": "default",
+                  "rate_limit": 6}]})")
+                  .ok());
+  ManagerConfig second = config_;
+  second.listen_port = 0;
+  auto other = Manager::Start(second);
+  ASSERT_TRUE(other.ok()) << other.status().message();
+  auto at = [](std::uint16_t port) {
+    Options o;
+    o.endpoints = {"http://127.0.0.1:" + std::to_string(port)};
+    o.access_key = "AKIACAROL00000000000";
+    o.secret_key = "carol-secret-0000000000000000000000000000";
+    o.retry.max_attempts = 1;
+    return *Client::Create(o);
+  };
+  auto a = at(manager_->port());
+  auto b = at((*other)->port());
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(a.Send({"GET", "/auth?echo=1"})->status, 200);
+  // After a flush (every 200 ms) the second manager knows about the first one's four.
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  EXPECT_EQ(b.Send({"GET", "/auth?echo=1"})->status, 200);
+  EXPECT_EQ(b.Send({"GET", "/auth?echo=1"})->status, 200);
+  auto limited = b.Send({"GET", "/auth?echo=1"});
+  EXPECT_EQ(limited->status, 429) << "the limit is per keypair across managers";
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  EXPECT_EQ(a.Send({"GET", "/auth?echo=1"})->status, 429);
 }
 
 TEST_F(ManagerTest, FixtureErrorsLeaveNothingBehind) {
