@@ -521,7 +521,28 @@ void RuncBackend::Start(std::shared_ptr<Kernel> k) {
       std::lock_guard<std::mutex> lock(mu_);
       k->log += "bai-agent: " + why + "\n";
     }
-    Teardown(k, "kernel-creation-failed: " + why, std::nullopt, true);
+    // A kernel that never ran ends in ERROR (the session too), with the reason in words.
+    Teardown(k, "kernel-creation-failed: " + why, std::nullopt, false);
+    KernelReport failed;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (k->state.reason.rfind("kernel-creation-failed", 0) != 0) return;  // destroyed meanwhile
+      k->state.status = "ERROR";
+      failed = k->state;
+    }
+    Emit(failed);
+  };
+  // Destroyed while `runc run` was still creating it: the container appeared after Teardown
+  // looked, so it is removed here.
+  auto destroyed_meanwhile = [&] {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!k->tearing_down) return false;
+    }
+    server::RunProcess(Runc({"delete", "--force", k->container_id}));
+    std::error_code ignored;
+    fs::remove_all(k->dir, ignored);
+    return true;
   };
   auto image = options_.images->Find(k->spec.image);
   if (!image.ok()) return fail(image.status().message());
@@ -552,7 +573,11 @@ void RuncBackend::Start(std::shared_ptr<Kernel> k) {
     if (log.size() > 2000) log = log.substr(log.size() - 2000);
     return fail("runc run failed (" + std::to_string(run.exit_code) + "): " + log);
   }
-  if (!ConnectRunner(*k, options_.start_timeout)) return fail("the kernel runner did not answer");
+  if (destroyed_meanwhile()) return;
+  if (!ConnectRunner(*k, options_.start_timeout)) {
+    if (destroyed_meanwhile()) return;
+    return fail("the kernel runner did not answer");
+  }
   KernelReport running;
   bool batch = false;
   {

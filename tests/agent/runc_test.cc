@@ -202,6 +202,18 @@ TEST_F(RuncTest, RestartGivesAFreshKernelInTheSameSession) {
   Bai({"rm", "restart-me"});
 }
 
+TEST_F(RuncTest, AKernelThatCannotStartEndsInErrorWithTheReason) {
+  // 4 KiB is below what any process needs: runc refuses the memory limit.
+  auto r = Bai({"-o", "json", "run", "-r", "mem=4k", "shell", "--", "true"});
+  EXPECT_EQ(r.exit_code, 126) << r.out << r.err;
+  auto j = internal::ParseJson(r.out).value_or(json());
+  EXPECT_EQ(j.value("status", ""), "ERROR") << r.out;
+  EXPECT_THAT(j.value("status_info", ""), HasSubstr("kernel-creation-failed"));
+  EXPECT_THAT(j.value("status_info", ""), HasSubstr("memory limit"));
+  auto list = testing_util::RunProcess({"/usr/sbin/runc", "--root", RuncRoot(), "list", "-q"});
+  EXPECT_EQ(list.out, "");
+}
+
 TEST_F(RuncTest, MemoryLimitKillsAndReportsOom) {
   auto r = Bai({"-o", "json", "run", "-r", "mem=64m", "python", "--", "python3", "-c",
                 "b = bytearray(200 * 1024 * 1024); print('survived')"});
