@@ -38,12 +38,29 @@ ResourceSlots FreeOf(Agent const& a) {
   return free;
 }
 
+}  // namespace
+
+bool OffersImage(std::vector<std::string> const& offered, std::string const& reference) {
+  if (offered.empty() || reference.empty()) return true;
+  auto slash = reference.rfind('/');
+  std::string last = slash == std::string::npos ? reference : reference.substr(slash + 1);
+  std::string bare = last.substr(0, last.find(':'));
+  for (auto const& name : offered) {
+    if (name == reference || name == last || name == bare) return true;
+  }
+  return false;
+}
+
+namespace {
+
 // The agent with the most free room for the session's slots: named in the waiting message.
 Agent const* LargestFree(std::vector<Agent> const& agents, Session const& s) {
   Agent const* best = nullptr;
   double best_score = -1;
   for (auto const& a : agents) {
-    if (!a.schedulable || a.architecture != s.architecture) continue;
+    if (!a.schedulable || a.architecture != s.architecture || !OffersImage(a.images, s.image)) {
+      continue;
+    }
     double score = 0;
     for (auto const& [slot, amount] : s.requested) {
       if (amount.is_zero()) continue;
@@ -145,7 +162,7 @@ std::vector<Decision> Schedule(Input const& input) {
     }
     Agent* chosen = nullptr;
     for (auto& a : agents) {
-      if (a.schedulable && a.architecture == s->architecture &&
+      if (a.schedulable && a.architecture == s->architecture && OffersImage(a.images, s->image) &&
           Fits(s->requested, a.capacity, a.occupied)) {
         chosen = &a;
         break;
@@ -164,8 +181,13 @@ std::vector<Decision> Schedule(Input const& input) {
     auto total = total_by_arch.find(s->architecture);
     bool could_ever_fit =
         total != total_by_arch.end() && Fits(s->requested, total->second, ResourceSlots{});
+    bool offered = std::any_of(agents.begin(), agents.end(), [&](Agent const& a) {
+      return a.schedulable && a.architecture == s->architecture && OffersImage(a.images, s->image);
+    });
     if (agents.empty() || total == total_by_arch.end()) {
       d.status_info = "waiting: no schedulable " + s->architecture + " agent in the resource group";
+    } else if (!offered) {
+      d.status_info = "waiting: no agent in the resource group offers image " + s->image;
     } else if (!could_ever_fit) {
       d.status_info = "waiting: needs " + DescribeSlots(s->requested) +
                       ", more than all agents of the resource group have together (" +

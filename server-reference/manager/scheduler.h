@@ -22,6 +22,7 @@ struct Agent {
   ResourceSlots capacity;
   ResourceSlots occupied;  ///< by sessions already placed (SCHEDULED … TERMINATING)
   bool schedulable = true;
+  std::vector<std::string> images;  ///< names and aliases it offers; empty = not reported
 };
 
 /// A keypair's resource policy and what it uses now.
@@ -37,12 +38,18 @@ struct Session {
   std::string id;
   std::string access_key;
   std::string architecture = "x86_64";
+  std::string image;
   ResourceSlots requested;
   std::int64_t enqueue_seq = 0;  ///< FIFO order
   std::chrono::system_clock::time_point enqueued_at;
   bool ready = true;  ///< false while starts_at or dependencies hold it back
   std::string not_ready_reason;
 };
+
+/// Whether an agent offering `offered` (names and aliases) can run `reference`: by name or alias,
+/// or a registry reference by its last component, then that without its tag, as the agent
+/// resolves it. An agent that reported no images is not ruled out.
+bool OffersImage(std::vector<std::string> const& offered, std::string const& reference);
 
 struct Input {
   std::vector<Session> pending;

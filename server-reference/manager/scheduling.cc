@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/manager/scheduling.h"
 
+#include "bai/protocol/errors.h"
 #include "bai/protocol/signing.h"
 
 #include "libbai/internal/json_codec.h"
@@ -32,6 +33,22 @@ protocol::ResourceSlots SlotsOf(std::string const& text) {
   return slots.ok() ? *slots : protocol::ResourceSlots{};
 }
 
+// The names and aliases in an agent's reported image list ([{name, aliases}] or [name]).
+std::vector<std::string> ImageNames(std::string const& text) {
+  std::vector<std::string> out;
+  auto images = internal::ParseJson(text);
+  if (!images || !images->is_array()) return out;
+  for (auto const& img : *images) {
+    if (img.is_string()) out.push_back(img.get<std::string>());
+    if (!img.is_object()) continue;
+    if (auto n = img.value("name", std::string()); !n.empty()) out.push_back(n);
+    for (auto const& a : img.value("aliases", json::array())) {
+      if (a.is_string()) out.push_back(a.get<std::string>());
+    }
+  }
+  return out;
+}
+
 std::chrono::system_clock::time_point TimeOf(std::string const& iso) {
   auto d = protocol::ParseHttpDate(iso);
   return std::chrono::system_clock::time_point(std::chrono::seconds(d ? d->unix_seconds : 0));
@@ -46,8 +63,8 @@ StatusOr<int> RunSchedulingPass(server::Database& db, std::string const& scaling
   auto status = db.Transaction([&](SqlExecutor& tx) -> Status {
     auto pending = tx.Query(
         "SELECT id, access_key, architecture, requested_slots, seq, created_at, starts_at, "
-        "dependencies, status_info FROM sessions WHERE scaling_group = ? AND status = 'PENDING' "
-        "ORDER BY seq",
+        "dependencies, status_info, image FROM sessions WHERE scaling_group = ? AND "
+        "status = 'PENDING' ORDER BY seq",
         {scaling_group});
     if (!pending.ok()) return pending.status();
     if (pending->empty()) return Status();
@@ -64,6 +81,7 @@ StatusOr<int> RunSchedulingPass(server::Database& db, std::string const& scaling
       s.access_key = r.Text(1);
       s.architecture = r.Text(2);
       s.requested = SlotsOf(r.Text(3));
+      s.image = r.Text(9);
       s.enqueue_seq = r.Int(4);
       s.enqueued_at = TimeOf(r.Text(5));
       old_info[s.id] = r.Text(8);
@@ -98,7 +116,7 @@ StatusOr<int> RunSchedulingPass(server::Database& db, std::string const& scaling
     }
 
     auto agents = tx.Query(
-        "SELECT id, architecture, available_slots, schedulable FROM agents "
+        "SELECT id, architecture, available_slots, schedulable, images FROM agents "
         "WHERE scaling_group = ? AND status = 'ALIVE' ORDER BY id",
         {scaling_group});
     if (!agents.ok()) return agents.status();
@@ -109,6 +127,7 @@ StatusOr<int> RunSchedulingPass(server::Database& db, std::string const& scaling
       a.architecture = r.Text(1);
       a.capacity = SlotsOf(r.Text(2));
       a.schedulable = r.Bool(3);
+      a.images = ImageNames(r.Text(4));
       agent_index[a.id] = in.agents.size();
       in.agents.push_back(std::move(a));
     }
@@ -302,6 +321,21 @@ StatusOr<std::string> CheckPresets(server::Database& db, std::string const& acce
   });
   if (!status.ok()) return status;
   return out.dump();
+}
+
+Status CheckImageKnown(server::Database& db, std::string const& reference) {
+  auto rows = db.Query("SELECT images FROM agents");
+  if (!rows.ok()) return rows.status();
+  bool any = false;
+  for (auto const& row : *rows) {
+    auto names = ImageNames(row.Text(0));
+    if (names.empty()) continue;
+    any = true;
+    if (scheduler::OffersImage(names, reference)) return Status();
+  }
+  if (!any) return Status();
+  return protocol::MakeProblemStatus(protocol::ProblemType::kObjectNotFound,
+                                     "No such environment image: " + reference);
 }
 
 }  // namespace bai::manager

@@ -24,6 +24,10 @@ StatusOr<int> RunSchedulingPass(server::Database& db, std::string const& scaling
                                 std::chrono::system_clock::time_point now,
                                 std::chrono::seconds max_head_wait = std::chrono::seconds(600));
 
+/// 404 `object-not-found` ("No such environment image") when agents have registered images and
+/// none offers `reference` (scheduler::OffersImage). With no images known yet, any is accepted.
+Status CheckImageKnown(server::Database& db, std::string const& reference);
+
 /// `POST /resource/check-presets` (PROTOCOL.md §9): the keypair's limits, usage and remainder,
 /// the remainder of each of `scaling_groups` (ALIVE agents' capacity minus what sessions hold),
 /// and for each preset whether it would fit now (within the keypair's remainder and on one

@@ -12,6 +12,7 @@
 #include "server-reference/manager/events.h"
 #include "server-reference/manager/handler_util.h"
 #include "server-reference/manager/params.h"
+#include "server-reference/manager/scheduling.h"
 #include "server-reference/manager/sessions.h"
 
 #include <nlohmann/json.hpp>

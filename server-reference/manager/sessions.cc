@@ -468,35 +468,4 @@ std::string SessionInfoJson(SessionRecord const& s) {
   return out;
 }
 
-Status CheckImageKnown(server::Database& db, std::string const& reference) {
-  auto rows = db.Query("SELECT images FROM agents");
-  if (!rows.ok()) return rows.status();
-  auto slash = reference.rfind('/');
-  std::string last = slash == std::string::npos ? reference : reference.substr(slash + 1);
-  std::string bare = last.substr(0, last.find(':'));
-  bool any = false;
-  for (auto const& row : *rows) {
-    auto images = internal::ParseJson(row.Text(0));
-    if (!images || !images->is_array()) continue;
-    for (auto const& img : *images) {
-      std::vector<std::string> names;
-      if (img.is_string()) names.push_back(img.get<std::string>());
-      if (img.is_object()) {
-        names.push_back(img.value("name", ""));
-        for (auto const& a : img.value("aliases", nlohmann::json::array())) {
-          if (a.is_string()) names.push_back(a.get<std::string>());
-        }
-      }
-      for (auto const& n : names) {
-        if (n.empty()) continue;
-        any = true;
-        if (n == reference || n == last || n == bare) return Status();
-      }
-    }
-  }
-  if (!any) return Status();
-  return protocol::MakeProblemStatus(protocol::ProblemType::kObjectNotFound,
-                                     "No such environment image: " + reference);
-}
-
 }  // namespace bai::manager

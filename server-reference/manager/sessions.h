@@ -85,11 +85,6 @@ StatusOr<bool> TransitionIn(server::SqlExecutor& tx, std::string const& id,
 /// Session queries and lifecycle writes. Status changes check the 24.09 transition table,
 /// append to status_history and write the matching event in the same transaction; a change
 /// whose `from` no longer holds (another manager got there first) does nothing.
-/// 404 `object-not-found` ("No such environment image") when agents have registered and none
-/// offers `reference` by name, alias, last path component or that without its tag (the agent's
-/// own resolution). With no agent registered yet nothing is known, and any image is accepted.
-Status CheckImageKnown(server::Database& db, std::string const& reference);
-
 class SessionStore {
  public:
   explicit SessionStore(server::Database& db) : db_(db) {}

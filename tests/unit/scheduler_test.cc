@@ -79,6 +79,31 @@ TEST(SchedulerTest, UnknownSlotsAndArchitecturesDoNotFit) {
   EXPECT_THAT(d["arm"].status_info, HasSubstr("no schedulable aarch64 agent"));
 }
 
+TEST(SchedulerTest, SessionsGoOnlyToAgentsOfferingTheirImage) {
+  Input in;
+  Agent plain = MakeAgent("a1", "cpu=8,mem=8g");
+  plain.images = {"python", "python:latest", "shell"};
+  Agent custom = MakeAgent("a2", "cpu=8,mem=8g");
+  custom.images = {"myimage", "myimage:v1"};
+  in.agents = {plain, custom};
+  Session mine = MakeSession("mine", "cpu=1", 1);
+  mine.image = "registry.example.com/team/myimage:v1";
+  Session py = MakeSession("py", "cpu=1", 2);
+  py.image = "cr.backend.ai/stable/python:3.11";
+  Session none = MakeSession("none", "cpu=1", 3);
+  none.image = "tensorflow";
+  in.pending = {mine, py, none};
+  auto d = ByID(Schedule(in));
+  EXPECT_EQ(d["mine"].agent_id, "a2");
+  EXPECT_EQ(d["py"].agent_id, "a1");
+  EXPECT_FALSE(d["none"].agent_id);
+  EXPECT_THAT(d["none"].status_info,
+              HasSubstr("no agent in the resource group offers image tensorflow"));
+  // Agents that reported no images are not ruled out.
+  EXPECT_TRUE(OffersImage({}, "anything"));
+  EXPECT_FALSE(OffersImage({"python"}, "pythonic"));
+}
+
 TEST(SchedulerTest, KeypairConcurrencyAndTotalSlots) {
   Input in;
   in.agents = {MakeAgent("a1", "cpu=64,mem=64g")};
