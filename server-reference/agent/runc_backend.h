@@ -4,6 +4,7 @@
 #include "server-reference/agent/backend.h"
 #include "server-reference/agent/images.h"
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -113,8 +114,14 @@ class RuncBackend : public KernelBackend {
   std::condition_variable cv_;
   Report report_;
   std::map<std::string, std::shared_ptr<Kernel>> kernels_;
+  // Start, teardown and reader threads; finished ones are joined on the next Spawn, so a
+  // long-running agent does not accumulate them.
+  struct Worker {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
   std::mutex threads_mu_;
-  std::vector<std::thread> threads_;
+  std::vector<Worker> threads_;
   bool stopping_ = false;
 };
 
