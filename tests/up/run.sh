@@ -6,7 +6,16 @@
 set -euo pipefail
 repo=$1
 work=$(mktemp -d)
-trap 'kill -INT ${pid:-0} 2>/dev/null || true; rm -rf "$work"' EXIT
+cleanup() {
+  # Whatever happened, the all-in-one this test started goes away with it (TERM to its group:
+  # up.sh ends the kernels and both servers), then its state.
+  if [[ -n ${pid:-} ]] && kill -0 "$pid" 2>/dev/null; then
+    kill -TERM -- "-$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
 if [[ $(id -u) -ne 0 ]]; then
   echo "[  SKIPPED ] make up needs root"
   exit 0
