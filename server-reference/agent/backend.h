@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,13 +34,17 @@ struct KernelReport {
   std::string logs;
 };
 
-/// Runs kernels. Implementations: DummyBackend (simulated), the runc backend (agent issue).
-/// `report` may be called from any thread.
+/// Runs kernels. Implementations: DummyBackend (simulated), RuncBackend (containers).
+/// Backends call Emit() from any thread; it reaches the reporter set by the agent.
 class KernelBackend {
  public:
   using Report = std::function<void(KernelReport const&)>;
   virtual ~KernelBackend() = default;
-  virtual void SetReporter(Report report) = 0;
+  /// Where kernel state changes go (the agent's control channel); empty = nowhere.
+  void SetReporter(Report report) {
+    std::lock_guard<std::mutex> lock(report_mu_);
+    report_ = std::move(report);
+  }
   virtual void Create(KernelSpec const& spec) = 0;
   virtual void Destroy(std::string const& session_id, std::string const& reason) = 0;
   /// Every kernel the backend knows, live or finished-but-unreported, with its latest state.
@@ -57,6 +62,21 @@ class KernelBackend {
   /// report, a fresh one with the same spec is started; returns once it runs again. Interpreter
   /// state and scratch files are lost, as in Backend.AI.
   virtual Status Restart(std::string const& session_id) = 0;
+
+ protected:
+  /// Sends `r` to the reporter; the reporter runs outside the lock.
+  void Emit(KernelReport const& r) {
+    Report report;
+    {
+      std::lock_guard<std::mutex> lock(report_mu_);
+      report = report_;
+    }
+    if (report) report(r);
+  }
+
+ private:
+  std::mutex report_mu_;
+  Report report_;
 };
 
 }  // namespace bai::agent

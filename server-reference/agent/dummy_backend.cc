@@ -33,20 +33,6 @@ DummyBackend::~DummyBackend() {
   thread_.join();
 }
 
-void DummyBackend::SetReporter(Report report) {
-  std::lock_guard<std::mutex> lock(mu_);
-  report_ = std::move(report);
-}
-
-void DummyBackend::Emit(KernelReport const& r) {
-  Report report;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    report = report_;
-  }
-  if (report) report(r);
-}
-
 void DummyBackend::Create(KernelSpec const& spec) {
   KernelReport preparing{spec.session_id, "PREPARING", std::nullopt, "", ""};
   {

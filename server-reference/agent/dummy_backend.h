@@ -27,7 +27,6 @@ class DummyBackend : public KernelBackend {
   explicit DummyBackend(DummyOptions options);
   ~DummyBackend() override;
 
-  void SetReporter(Report report) override;
   void Create(KernelSpec const& spec) override;
   void Destroy(std::string const& session_id, std::string const& reason) override;
   std::vector<KernelReport> Snapshot() override;
@@ -45,10 +44,8 @@ class DummyBackend : public KernelBackend {
     std::chrono::steady_clock::time_point next;  ///< when its next step happens
   };
   void Loop();
-  void Emit(KernelReport const& report);
 
   DummyOptions options_;
-  Report report_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;

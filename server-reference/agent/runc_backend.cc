@@ -489,20 +489,6 @@ Status RuncBackend::Init() {
   return Status();
 }
 
-void RuncBackend::SetReporter(Report report) {
-  std::lock_guard<std::mutex> lock(mu_);
-  report_ = std::move(report);
-}
-
-void RuncBackend::Emit(KernelReport const& r) {
-  Report report;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    report = report_;
-  }
-  if (report) report(r);
-}
-
 std::string RuncBackend::ContainerId(std::string const& session_id) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = kernels_.find(session_id);

@@ -84,7 +84,6 @@ class RuncBackend : public KernelBackend {
   /// Checks runc and the runner, re-adopts or cleans up the kernels of an earlier run.
   Status Init();
 
-  void SetReporter(Report report) override;
   void Create(KernelSpec const& spec) override;
   void Destroy(std::string const& session_id, std::string const& reason) override;
   std::vector<KernelReport> Snapshot() override;
@@ -104,7 +103,6 @@ class RuncBackend : public KernelBackend {
                 std::optional<std::int64_t> exit_code, bool report);
   bool ConnectRunner(Kernel& k, std::chrono::milliseconds timeout);
   std::vector<std::string> Runc(std::vector<std::string> args) const;
-  void Emit(KernelReport const& r);
   void Spawn(std::function<void()> fn);
 
   RuncOptions options_;
@@ -112,7 +110,6 @@ class RuncBackend : public KernelBackend {
   int cgroup_version_ = 1;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  Report report_;
   std::map<std::string, std::shared_ptr<Kernel>> kernels_;
   // Start, teardown and reader threads; finished ones are joined on the next Spawn, so a
   // long-running agent does not accumulate them.

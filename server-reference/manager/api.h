@@ -60,7 +60,8 @@ class ManagerApi {
 
   /// Code execution (`POST /session/{id}`), relayed to the session's agent (session_api.cc).
   void AddExecuteRoutes(SessionStore& sessions, class AgentRegistry& agents);
-  void AddInterruptRoute(SessionStore& sessions, class AgentRegistry& agents);
+  /// PATCH /session/{id} (restart) and /session/{id}/interrupt, relayed to the agent.
+  void AddKernelControlRoutes(SessionStore& sessions, class AgentRegistry& agents);
 
   /// Session and event routes (session_api.cc).
   void AddSessionRoutes(SessionStore& sessions, EventHub& hub,

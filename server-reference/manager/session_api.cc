@@ -332,134 +332,138 @@ bool Visible(EventRecord const& e, Identity const& who) {
   return e.access_key == who.access_key;
 }
 
+// A session that can take kernel commands: RUNNING on an agent (else 400 invalid-api-params).
+StatusOr<SessionRecord> ResolveRunning(SessionStore& sessions, RequestContext& ctx) {
+  auto s = sessions.Resolve(ctx.params.at("id"), ctx.identity->access_key, false);
+  if (!s.ok()) return s.status();
+  if (s->status != "RUNNING" || !s->agent_id) {
+    return MakeProblemStatus(ProblemType::kInvalidApiParams,
+                             "The session is " + s->status + ", not RUNNING.");
+  }
+  return s;
+}
+
+// Answers a request whose handler returned before the agent did, with its X-RateLimit-* headers.
+void RespondLate(server::Exchange& exchange,
+                 std::vector<std::pair<std::string, std::string>> const& headers, HttpResponse r) {
+  for (auto const& h : headers) r.headers.push_back(h);
+  exchange.Respond(std::move(r));
+}
+
 }  // namespace
 
 void ManagerApi::AddExecuteRoutes(SessionStore& sessions, AgentRegistry& agents) {
-  AddAsync(
-      "POST", "/session/{id}", AuthLevel::kUser,
-      [&sessions, &agents](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange)
-          -> std::optional<HttpResponse> {
-        // The execute body is read as JSON whatever the method rules say (PROTOCOL.md §4.1).
-        auto p = Params::From(ctx.request, ParamSource::kBoth);
-        if (!p.ok()) return ProblemResponse(p.status());
-        auto mode = p->String({"mode"}, true);
-        if (mode && *mode != "query" && *mode != "batch" && *mode != "continue" &&
-            *mode != "input" && *mode != "complete") {
-          p->Fail("mode", "must be query, batch, continue, input or complete");
-        }
-        auto run_id = p->String({"runId", "run_id"});
-        std::string code = p->String({"code"}).value_or("");
-        json options = json::object();
-        if (auto const* o = p->Raw({"options"}); o && o->is_object()) options = *o;
-        if (mode && (*mode == "continue" || *mode == "input") && !run_id) {
-          p->Fail("runId", "required for continue and input");
-        }
-        if (auto st = p->Check(); !st.ok()) return ProblemResponse(st);
-        auto s = sessions.Resolve(ctx.params.at("id"), ctx.identity->access_key, false);
-        if (!s.ok()) return ProblemResponse(s.status());
-        if (s->status != "RUNNING" || !s->agent_id) {
-          return ProblemResponse(MakeProblemStatus(
-              ProblemType::kInvalidApiParams, "The session is " + s->status + ", not RUNNING."));
-        }
-        if (!run_id) {
-          // 32 hex characters, as 24.09 generates.
-          std::string uuid = GenerateUuid();
-          uuid.erase(std::remove(uuid.begin(), uuid.end(), '-'), uuid.end());
-          run_id = uuid;
-        }
-        (void)ctx.store.db().Exec("UPDATE sessions SET num_queries = num_queries + 1 WHERE id = ?",
-                                  {s->id});
-        json message = {{"type", "execute"}, {"session_id", s->id}, {"mode", *mode},
-                        {"run_id", *run_id}, {"code", code},        {"options", options}};
-        auto headers = ctx.response_headers;
-        agents.Request(*s->agent_id, message.dump(), std::chrono::seconds(30),
-                       [exchange, headers](StatusOr<std::string> result) {
-                         HttpResponse r;
-                         if (!result.ok()) {
-                           r = ProblemResponse(result.status());
-                         } else {
-                           auto j = internal::ParseJson(*result).value_or(json::object());
-                           r = JsonResponse({{"result", j}});
-                         }
-                         for (auto const& h : headers) r.headers.push_back(h);
-                         exchange->Respond(std::move(r));
-                       });
-        return std::nullopt;
-      });
-  AddInterruptRoute(sessions, agents);
+  AddAsync("POST", "/session/{id}", AuthLevel::kUser,
+           [&sessions, &agents](
+               RequestContext& ctx,
+               std::shared_ptr<server::Exchange> const& exchange) -> std::optional<HttpResponse> {
+             // The execute body is read as JSON whatever the method rules say (PROTOCOL.md §4.1).
+             auto p = Params::From(ctx.request, ParamSource::kBoth);
+             if (!p.ok()) return ProblemResponse(p.status());
+             auto mode = p->String({"mode"}, true);
+             if (mode && *mode != "query" && *mode != "batch" && *mode != "continue" &&
+                 *mode != "input" && *mode != "complete") {
+               p->Fail("mode", "must be query, batch, continue, input or complete");
+             }
+             auto run_id = p->String({"runId", "run_id"});
+             std::string code = p->String({"code"}).value_or("");
+             json options = json::object();
+             if (auto const* o = p->Raw({"options"}); o && o->is_object()) options = *o;
+             if (mode && (*mode == "continue" || *mode == "input") && !run_id) {
+               p->Fail("runId", "required for continue and input");
+             }
+             if (auto st = p->Check(); !st.ok()) return ProblemResponse(st);
+             auto s = ResolveRunning(sessions, ctx);
+             if (!s.ok()) return ProblemResponse(s.status());
+             if (!run_id) {
+               // 32 hex characters, as 24.09 generates.
+               std::string uuid = GenerateUuid();
+               uuid.erase(std::remove(uuid.begin(), uuid.end(), '-'), uuid.end());
+               run_id = uuid;
+             }
+             (void)ctx.store.db().Exec(
+                 "UPDATE sessions SET num_queries = num_queries + 1 WHERE id = ?", {s->id});
+             json message = {{"type", "execute"}, {"session_id", s->id}, {"mode", *mode},
+                             {"run_id", *run_id}, {"code", code},        {"options", options}};
+             auto headers = ctx.response_headers;
+             agents.Request(*s->agent_id, message.dump(), std::chrono::seconds(30),
+                            [exchange, headers](StatusOr<std::string> result) {
+                              HttpResponse r;
+                              if (!result.ok()) {
+                                r = ProblemResponse(result.status());
+                              } else {
+                                auto j = internal::ParseJson(*result).value_or(json::object());
+                                r = JsonResponse({{"result", j}});
+                              }
+                              RespondLate(*exchange, headers, std::move(r));
+                            });
+             return std::nullopt;
+           });
+  AddKernelControlRoutes(sessions, agents);
 }
 
-void ManagerApi::AddInterruptRoute(SessionStore& sessions, AgentRegistry& agents) {
+void ManagerApi::AddKernelControlRoutes(SessionStore& sessions, AgentRegistry& agents) {
   // Restart: RUNNING → RESTARTING while the agent replaces the kernel with a fresh one of the
   // same spec, then RUNNING again; 204 once it runs (Backend.AI answers after the restart too).
-  AddAsync(
-      "PATCH", "/session/{id}", AuthLevel::kUser,
-      [&sessions, &agents](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange)
-          -> std::optional<HttpResponse> {
-        auto s = sessions.Resolve(ctx.params.at("id"), ctx.identity->access_key, false);
-        if (!s.ok()) return ProblemResponse(s.status());
-        if (s->status != "RUNNING" || !s->agent_id) {
-          return ProblemResponse(MakeProblemStatus(
-              ProblemType::kInvalidApiParams, "The session is " + s->status + ", not RUNNING."));
-        }
-        auto moved = sessions.Transition(s->id, SessionStatus::kRunning, SessionStatus::kRestarting,
-                                         TransitionDetails{});
-        if (!moved.ok()) return ProblemResponse(moved.status());
-        if (!*moved) {
-          return ProblemResponse(MakeProblemStatus(ProblemType::kInvalidApiParams,
-                                                   "The session changed status meanwhile."));
-        }
-        json message = {{"type", "restart_kernel"}, {"session_id", s->id}};
-        auto headers = ctx.response_headers;
-        std::string id = s->id;
-        agents.Request(
-            *s->agent_id, message.dump(), std::chrono::seconds(60),
-            [&sessions, exchange, headers, id](StatusOr<std::string> result) {
-              auto reply = result.ok() ? internal::ParseJson(*result) : std::nullopt;
-              bool ok = reply && reply->value("ok", false);
-              // Back to RUNNING either way: a kernel that did not come back is reported
-              // TERMINATED by its agent, which ends the session.
-              (void)sessions.Transition(id, SessionStatus::kRestarting, SessionStatus::kRunning,
-                                        TransitionDetails{});
-              HttpResponse r;
-              if (ok) {
-                r = HttpResponse::NoContent();
-              } else {
-                std::string why = !result.ok() ? result.status().message()
-                                  : reply      ? reply->value("msg", std::string("failed"))
-                                               : std::string("malformed agent reply");
-                r = ProblemResponse(MakeProblemStatus(ProblemType::kKernelRestartFailed,
-                                                      "Restarting the kernel failed: " + why));
-              }
-              for (auto const& h : headers) r.headers.push_back(h);
-              exchange->Respond(std::move(r));
-            });
-        return std::nullopt;
-      });
+  AddAsync("PATCH", "/session/{id}", AuthLevel::kUser,
+           [&sessions, &agents](
+               RequestContext& ctx,
+               std::shared_ptr<server::Exchange> const& exchange) -> std::optional<HttpResponse> {
+             auto s = ResolveRunning(sessions, ctx);
+             if (!s.ok()) return ProblemResponse(s.status());
+             auto moved = sessions.Transition(s->id, SessionStatus::kRunning,
+                                              SessionStatus::kRestarting, TransitionDetails{});
+             if (!moved.ok()) return ProblemResponse(moved.status());
+             if (!*moved) {
+               return ProblemResponse(MakeProblemStatus(ProblemType::kInvalidApiParams,
+                                                        "The session changed status meanwhile."));
+             }
+             json message = {{"type", "restart_kernel"}, {"session_id", s->id}};
+             auto headers = ctx.response_headers;
+             std::string id = s->id;
+             agents.Request(
+                 *s->agent_id, message.dump(), std::chrono::seconds(60),
+                 [&sessions, exchange, headers, id](StatusOr<std::string> result) {
+                   auto reply = result.ok() ? internal::ParseJson(*result) : std::nullopt;
+                   bool ok = reply && reply->value("ok", false);
+                   // Back to RUNNING either way: a kernel that did not come back is reported
+                   // TERMINATED by its agent, which ends the session.
+                   (void)sessions.Transition(id, SessionStatus::kRestarting,
+                                             SessionStatus::kRunning, TransitionDetails{});
+                   HttpResponse r;
+                   if (ok) {
+                     r = HttpResponse::NoContent();
+                   } else {
+                     std::string why = !result.ok() ? result.status().message()
+                                       : reply      ? reply->value("msg", std::string("failed"))
+                                                    : std::string("malformed agent reply");
+                     r = ProblemResponse(MakeProblemStatus(ProblemType::kKernelRestartFailed,
+                                                           "Restarting the kernel failed: " + why));
+                   }
+                   RespondLate(*exchange, headers, std::move(r));
+                 });
+             return std::nullopt;
+           });
 
   // Interrupt: SIGINT to the running snippet, through the agent and the kernel runner.
-  AddAsync(
-      "POST", "/session/{id}/interrupt", AuthLevel::kUser,
-      [&sessions, &agents](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange)
-          -> std::optional<HttpResponse> {
-        auto s = sessions.Resolve(ctx.params.at("id"), ctx.identity->access_key, false);
-        if (!s.ok()) return ProblemResponse(s.status());
-        if (s->status != "RUNNING" || !s->agent_id) {
-          return ProblemResponse(MakeProblemStatus(
-              ProblemType::kInvalidApiParams, "The session is " + s->status + ", not RUNNING."));
-        }
-        json message = {{"type", "execute"}, {"session_id", s->id}, {"mode", "interrupt"},
-                        {"run_id", ""},      {"code", ""},          {"options", json::object()}};
-        auto headers = ctx.response_headers;
-        agents.Request(*s->agent_id, message.dump(), std::chrono::seconds(10),
-                       [exchange, headers](StatusOr<std::string> result) {
-                         HttpResponse r = result.ok() ? HttpResponse::NoContent()
-                                                      : ProblemResponse(result.status());
-                         for (auto const& h : headers) r.headers.push_back(h);
-                         exchange->Respond(std::move(r));
-                       });
-        return std::nullopt;
-      });
+  AddAsync("POST", "/session/{id}/interrupt", AuthLevel::kUser,
+           [&sessions, &agents](
+               RequestContext& ctx,
+               std::shared_ptr<server::Exchange> const& exchange) -> std::optional<HttpResponse> {
+             auto s = ResolveRunning(sessions, ctx);
+             if (!s.ok()) return ProblemResponse(s.status());
+             json message = {{"type", "execute"},   {"session_id", s->id},
+                             {"mode", "interrupt"}, {"run_id", ""},
+                             {"code", ""},          {"options", json::object()}};
+             auto headers = ctx.response_headers;
+             agents.Request(*s->agent_id, message.dump(), std::chrono::seconds(10),
+                            [exchange, headers](StatusOr<std::string> result) {
+                              HttpResponse r = result.ok() ? HttpResponse::NoContent()
+                                                           : ProblemResponse(result.status());
+                              RespondLate(*exchange, headers, std::move(r));
+                            });
+             return std::nullopt;
+           });
 }
 
 void ManagerApi::AddSessionRoutes(SessionStore& sessions, EventHub& hub,
