@@ -641,6 +641,14 @@ bool RuncBackend::ConnectRunner(Kernel& k, std::chrono::milliseconds timeout) {
   return false;
 }
 
+bool RuncBackend::OomKilled(Kernel const& k) const {
+  // Not a path join: the v2 file name is absolute within the cgroup root.
+  std::string text = ReadText("/sys/fs/cgroup/" + OomCounterFile(cgroup_version_, k.cgroups_path));
+  static std::regex const kOom(R"((^|\n)oom_kill (\d+))");
+  std::smatch m;
+  return std::regex_search(text, m, kOom) && std::stoll(m[2]) > 0;
+}
+
 void RuncBackend::ReadLoop(std::shared_ptr<Kernel> k) {
   int fd;
   {
@@ -696,11 +704,7 @@ void RuncBackend::ReadLoop(std::shared_ptr<Kernel> k) {
       cv_.notify_all();
       if (logs_update) Emit(*logs_update);
       if (batch_exit) {
-        std::string oom =
-            ReadText(fs::path("/sys/fs/cgroup") / OomCounterFile(cgroup_version_, k->cgroups_path));
-        std::smatch m;
-        static std::regex const kOom(R"(oom_kill (\d+))");
-        bool oom_killed = std::regex_search(oom, m, kOom) && std::stoll(m[1]) > 0;
+        bool oom_killed = OomKilled(*k);
         std::string reason = oom_killed         ? "oom-killed"
                              : *batch_exit == 0 ? "task-finished"
                                                 : "task-failed";
@@ -725,11 +729,7 @@ void RuncBackend::ReadLoop(std::shared_ptr<Kernel> k) {
   }
   cv_.notify_all();
   if (stopping) return;
-  std::string oom =
-      ReadText(fs::path("/sys/fs/cgroup") / OomCounterFile(cgroup_version_, k->cgroups_path));
-  bool oom_killed =
-      oom.find("oom_kill ") != std::string::npos && oom.find("oom_kill 0") == std::string::npos;
-  Teardown(k, oom_killed ? "oom-killed" : "self-terminated", std::nullopt, true);
+  Teardown(k, OomKilled(*k) ? "oom-killed" : "self-terminated", std::nullopt, true);
 }
 
 void RuncBackend::Teardown(std::shared_ptr<Kernel> k, std::string reason,

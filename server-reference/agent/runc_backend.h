@@ -102,6 +102,8 @@ class RuncBackend : public KernelBackend {
   void Teardown(std::shared_ptr<Kernel> k, std::string reason,
                 std::optional<std::int64_t> exit_code, bool report);
   bool ConnectRunner(Kernel& k, std::chrono::milliseconds timeout);
+  /// Whether the kernel's cgroup counted an OOM kill (read before the cgroup is deleted).
+  bool OomKilled(Kernel const& k) const;
   std::vector<std::string> Runc(std::vector<std::string> args) const;
   void Spawn(std::function<void()> fn);
 
