@@ -212,40 +212,29 @@ struct Agent::Impl {
     } else if (type == "destroy_kernel") {
       backend->Destroy(msg->value("session_id", ""), msg->value("reason", ""));
     } else if (type == "execute") {
-      // An execute step may wait for output up to the backend's flush timeout: it runs on its
-      // own thread and the answer is written from the I/O thread.
-      StartExecute(msg->value("session_id", ""), msg->value("request_id", ""), text);
+      AnswerLater(
+          msg->value("request_id", ""), [this, session = msg->value("session_id", ""), text] {
+            return internal::ParseJson(backend->Execute(session, text)).value_or(json::object());
+          });
     } else if (type == "restart_kernel") {
-      StartRestart(msg->value("session_id", ""), msg->value("request_id", ""));
+      AnswerLater(msg->value("request_id", ""), [this, session = msg->value("session_id", "")] {
+        Status s = backend->Restart(session);
+        json result = {{"ok", s.ok()}};
+        if (!s.ok()) result["msg"] = s.message();
+        return result;
+      });
     }
   }
 
-  void StartExecute(std::string session_id, std::string request_id, std::string text) {
+  // Answers a manager request from its own thread (an execute step may wait for output up to
+  // the backend's flush timeout; a restart for a whole container start); the reply is written
+  // from the I/O thread. Stop() waits for these threads.
+  void AnswerLater(std::string request_id, std::function<json()> work) {
     std::lock_guard<std::mutex> lock(exec_mu);
     ++executing;
-    std::thread([this, session_id = std::move(session_id), request_id = std::move(request_id),
-                 text = std::move(text)] {
-      std::string result = backend->Execute(session_id, text);
-      std::string reply = json{{"type", "response"},
-                               {"request_id", request_id},
-                               {"result", internal::ParseJson(result).value_or(json::object())}}
-                              .dump();
-      std::lock_guard<std::mutex> done(exec_mu);
-      if (!stopping) net::post(ioc, [this, reply = std::move(reply)] { Write(reply); });
-      --executing;
-      exec_cv.notify_all();
-    }).detach();
-  }
-
-  void StartRestart(std::string session_id, std::string request_id) {
-    std::lock_guard<std::mutex> lock(exec_mu);
-    ++executing;
-    std::thread([this, session_id = std::move(session_id), request_id = std::move(request_id)] {
-      Status s = backend->Restart(session_id);
-      json result = {{"ok", s.ok()}};
-      if (!s.ok()) result["msg"] = s.message();
+    std::thread([this, request_id = std::move(request_id), work = std::move(work)] {
       std::string reply =
-          json{{"type", "response"}, {"request_id", request_id}, {"result", result}}.dump();
+          json{{"type", "response"}, {"request_id", request_id}, {"result", work()}}.dump();
       std::lock_guard<std::mutex> done(exec_mu);
       if (!stopping) net::post(ioc, [this, reply = std::move(reply)] { Write(reply); });
       --executing;
