@@ -27,6 +27,10 @@ class SqlRow {
   std::int64_t Int(std::size_t i) const;  ///< 0 for NULL
   bool Bool(std::size_t i) const { return Int(i) != 0; }
   std::optional<std::string> OptText(std::size_t i) const;
+  /// Text(i) and OptText(i) that move a text value out instead of copying it; for readers that
+  /// turn each row into a record once.
+  std::string TakeText(std::size_t i);
+  std::optional<std::string> TakeOptText(std::size_t i);
 
  private:
   std::vector<SqlValue> values_;

@@ -31,6 +31,16 @@ std::optional<std::string> SqlRow::OptText(std::size_t i) const {
   return Text(i);
 }
 
+std::string SqlRow::TakeText(std::size_t i) {
+  if (auto s = std::get_if<std::string>(&values_[i])) return std::move(*s);
+  return Text(i);
+}
+
+std::optional<std::string> SqlRow::TakeOptText(std::size_t i) {
+  if (IsNull(i)) return std::nullopt;
+  return TakeText(i);
+}
+
 namespace {
 
 Status SqliteError(sqlite3* db, std::string const& what) {

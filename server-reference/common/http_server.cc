@@ -12,6 +12,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
 
+#include <array>
 #include <atomic>
 #include <deque>
 #include <future>
@@ -191,9 +192,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   bool closed() const { return closed_.load(); }
 
-  void WriteResponse(HttpResponse const& r, bool head) {
+  void WriteResponse(HttpResponse r, bool head) {
     std::string out;
-    out.reserve(256 + r.body.size());
+    out.reserve(256);
     out += "HTTP/1.1 ";
     out += std::to_string(r.status);
     out += ' ';
@@ -204,9 +205,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (r.status != 204) out += "Content-Length: " + std::to_string(r.body.size()) + "\r\n";
     if (!keep_alive_) out += "Connection: close\r\n";
     out += "\r\n";
-    if (!head && r.status != 204) out += r.body;
     after_write_ = keep_alive_ ? AfterWrite::kRead : AfterWrite::kClose;
-    Queue(std::move(out));
+    // The body goes out as a second buffer of the same write, not copied behind the head.
+    Queue(std::move(out), head || r.status == 204 ? std::string() : std::move(r.body));
   }
 
   void StartStream(std::vector<std::pair<std::string, std::string>> const& headers) {
@@ -291,7 +292,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     keep_alive_ = false;
     auto r = ProblemResponse(protocol::MakeProblemStatus(type, std::move(detail)));
     r.status = status;  // 431 has no problem type of its own
-    WriteResponse(r, false);
+    WriteResponse(std::move(r), false);
   }
 
   void OnRead(beast::error_code ec) {
@@ -340,16 +341,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void Dispatch(HttpRequest req);
 
-  void Queue(std::string data) {
+  void Queue(std::string data, std::string more = {}) {
     if (closed_) return;
-    queue_.push_back(std::move(data));
+    queue_.push_back({std::move(data), std::move(more)});
     if (!writing_) DoWrite();
   }
 
   void DoWrite() {
     writing_ = true;
     net::async_write(
-        stream_, net::buffer(queue_.front()),
+        stream_,
+        std::array<net::const_buffer, 2>{net::buffer(queue_.front().first),
+                                         net::buffer(queue_.front().second)},
         [self = shared_from_this()](beast::error_code ec, std::size_t) { self->OnWrite(ec); });
   }
 
@@ -380,7 +383,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   HttpServer::Impl& server_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
-  std::deque<std::string> queue_;
+  std::deque<std::pair<std::string, std::string>> queue_;  ///< writes: head, then body
   bool writing_ = false;
   bool keep_alive_ = true;
   bool streaming_ = false;
@@ -407,8 +410,9 @@ class ExchangeImpl : public Exchange {
 
   void Respond(HttpResponse response) override {
     if (answered_.exchange(true)) return;
-    conn_->Post(
-        [conn = conn_, r = std::move(response), head = head_] { conn->WriteResponse(r, head); });
+    conn_->Post([conn = conn_, r = std::move(response), head = head_]() mutable {
+      conn->WriteResponse(std::move(r), head);
+    });
   }
 
   void StartEventStream(std::vector<std::pair<std::string, std::string>> headers) override {

@@ -71,7 +71,7 @@ void ManagerApi::AddAsync(std::string method, std::string const& pattern, AuthLe
               [this, level, handler = std::move(handler)](
                   std::shared_ptr<server::Exchange> exchange, server::PathParams const& params) {
                 auto const& req = exchange->request();
-                std::optional<Identity> identity;
+                std::shared_ptr<KeypairRecord const> keypair;
                 RateLimiter::Result limit{true, 1000, 1000};
                 std::optional<HttpResponse> response;
                 if (level != AuthLevel::kAnonymous) {
@@ -80,8 +80,9 @@ void ManagerApi::AddAsync(std::string method, std::string const& pattern, AuthLe
                   if (!who.ok()) {
                     response = ProblemResponse(who.status());
                   } else {
-                    identity = *std::move(who);
-                    limit = limiter_.Hit(identity->access_key, identity->rate_limit, now);
+                    keypair = *std::move(who);
+                    limit = limiter_.Hit(keypair->identity.access_key, keypair->identity.rate_limit,
+                                         now);
                     if (!limit.allowed) {
                       response = ProblemResponse(MakeProblemStatus(
                           ProblemType::kRateLimitExceeded,
@@ -89,7 +90,7 @@ void ManagerApi::AddAsync(std::string method, std::string const& pattern, AuthLe
                     }
                   }
                 }
-                RequestContext ctx{req, params, identity ? &*identity : nullptr, store_, {}};
+                RequestContext ctx{req, params, keypair ? &keypair->identity : nullptr, store_, {}};
                 ctx.response_headers = {{"X-RateLimit-Limit", std::to_string(limit.limit)},
                                         {"X-RateLimit-Remaining", std::to_string(limit.remaining)},
                                         {"X-RateLimit-Window", "900"}};

@@ -144,8 +144,8 @@ bool ClientIpAllowed(std::string const& ip, std::string const& allowed_json) {
   return false;
 }
 
-StatusOr<std::optional<KeypairRecord>> KeypairCache::Find(Store& store,
-                                                          std::string const& access_key) {
+StatusOr<std::shared_ptr<KeypairRecord const>> KeypairCache::Find(Store& store,
+                                                                  std::string const& access_key) {
   auto now = std::chrono::steady_clock::now();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -153,15 +153,17 @@ StatusOr<std::optional<KeypairRecord>> KeypairCache::Find(Store& store,
     if (it != entries_.end() && it->second.expires > now) return it->second.record;
   }
   auto found = store.FindKeypair(access_key);
-  if (!found.ok()) return found;
+  if (!found.ok()) return std::move(found).status();
+  std::shared_ptr<KeypairRecord const> record;
+  if (*found) record = std::make_shared<KeypairRecord const>(**std::move(found));
   std::lock_guard<std::mutex> lock(mu_);
   if (entries_.size() > 10000) entries_.clear();  // bounded under a flood of random keys
   auto& e = entries_[access_key];
-  bool same_secret = e.record && *found && e.record->secret_key == (*found)->secret_key;
+  bool same_secret = e.record && record && e.record->secret_key == record->secret_key;
   if (!same_secret) e.derived.clear();
-  e.record = *found;
+  e.record = record;
   e.expires = now + ttl_;
-  return found;
+  return record;
 }
 
 std::string KeypairCache::DerivedKey(KeypairRecord const& record, std::string const& key_date,
@@ -184,9 +186,9 @@ std::string KeypairCache::DerivedKey(KeypairRecord const& record, std::string co
   return key;
 }
 
-StatusOr<Identity> Authenticate(server::HttpRequest const& request, Store& store,
-                                KeypairCache& cache, AuthLevel level,
-                                std::chrono::system_clock::time_point now) {
+StatusOr<std::shared_ptr<KeypairRecord const>> Authenticate(
+    server::HttpRequest const& request, Store& store, KeypairCache& cache, AuthLevel level,
+    std::chrono::system_clock::time_point now) {
   protocol::ReceivedRequest received;
   received.method = request.method;
   received.raw_target = request.target;
@@ -226,7 +228,7 @@ StatusOr<Identity> Authenticate(server::HttpRequest const& request, Store& store
                  (level == AuthLevel::kAdmin && (who.is_admin || who.IsSuperadmin())) ||
                  (level == AuthLevel::kSuperadmin && who.IsSuperadmin());
   if (!allowed) return MakeProblemStatus(ProblemType::kAuthFailed, "Unauthorized access");
-  return who;
+  return *std::move(keypair);
 }
 
 }  // namespace bai::manager

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -58,14 +59,16 @@ class KeypairCache {
   explicit KeypairCache(std::chrono::milliseconds ttl = std::chrono::milliseconds(2000))
       : ttl_(ttl) {}
 
-  StatusOr<std::optional<KeypairRecord>> Find(Store& store, std::string const& access_key);
+  /// The keypair of `access_key`, or null when there is none. Shared and never changed: a
+  /// reload replaces the pointer, so callers may keep it for the request.
+  StatusOr<std::shared_ptr<KeypairRecord const>> Find(Store& store, std::string const& access_key);
   /// DeriveSigningKey(secret, key_date, host), remembered with the keypair.
   std::string DerivedKey(KeypairRecord const& record, std::string const& key_date,
                          std::string const& host, int hash);
 
  private:
   struct Entry {
-    std::optional<KeypairRecord> record;
+    std::shared_ptr<KeypairRecord const> record;
     std::chrono::steady_clock::time_point expires;
     std::map<std::string, std::string> derived;  ///< "hash|date|host" → key
   };
@@ -78,9 +81,10 @@ class KeypairCache {
 /// Authorization header, signature, active keypair and user, allowed client IPs, then the
 /// privilege `level` needs. Errors are the problem statuses of §2.2 (400 invalid-auth-params,
 /// 401 auth-failed).
-StatusOr<Identity> Authenticate(server::HttpRequest const& request, Store& store,
-                                KeypairCache& cache, AuthLevel level,
-                                std::chrono::system_clock::time_point now);
+/// The result is the caller's keypair; its `identity` is who the request acts as.
+StatusOr<std::shared_ptr<KeypairRecord const>> Authenticate(
+    server::HttpRequest const& request, Store& store, KeypairCache& cache, AuthLevel level,
+    std::chrono::system_clock::time_point now);
 
 /// True when `ip` lies in one of the CIDRs (or equals one of the addresses) of `allowed_json`,
 /// a JSON list; an empty or null list allows everything.

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <chrono>
 
 namespace bai::manager {
@@ -34,45 +35,46 @@ constexpr char kActive[] = "status NOT IN ('TERMINATED', 'CANCELLED')";
 SqlValue Opt(std::optional<std::string> const& v) { return v ? SqlValue(*v) : SqlValue(nullptr); }
 SqlValue Opt(std::optional<std::int64_t> const& v) { return v ? SqlValue(*v) : SqlValue(nullptr); }
 
-SessionRecord FromRow(SqlRow const& r) {
+// Moves the row's text out: each row becomes one record.
+SessionRecord FromRow(SqlRow&& r) {
   SessionRecord s;
   std::size_t i = 0;
-  s.id = r.Text(i++);
+  s.id = r.TakeText(i++);
   s.seq = r.Int(i++);
-  s.name = r.Text(i++);
-  s.access_key = r.Text(i++);
-  s.user_id = r.Text(i++);
-  s.domain_name = r.Text(i++);
-  s.group_id = r.Text(i++);
-  s.scaling_group = r.Text(i++);
-  s.type = r.Text(i++);
-  s.image = r.Text(i++);
-  s.architecture = r.Text(i++);
+  s.name = r.TakeText(i++);
+  s.access_key = r.TakeText(i++);
+  s.user_id = r.TakeText(i++);
+  s.domain_name = r.TakeText(i++);
+  s.group_id = r.TakeText(i++);
+  s.scaling_group = r.TakeText(i++);
+  s.type = r.TakeText(i++);
+  s.image = r.TakeText(i++);
+  s.architecture = r.TakeText(i++);
   s.cluster_size = static_cast<int>(r.Int(i++));
-  s.status = r.Text(i++);
-  s.status_info = r.Text(i++);
-  s.status_history = r.Text(i++);
+  s.status = r.TakeText(i++);
+  s.status_info = r.TakeText(i++);
+  s.status_history = r.TakeText(i++);
   // Kept as text: reads only pass it on, so parsing it on every GET would be wasted work.
-  s.requested_json = r.Text(i++);
-  s.agent_id = r.OptText(i++);
-  s.environ = r.Text(i++);
-  s.mounts = r.Text(i++);
-  s.mount_map = r.Text(i++);
-  s.resource_opts = r.Text(i++);
-  s.startup_command = r.OptText(i++);
-  s.bootstrap_script = r.OptText(i++);
-  s.tag = r.OptText(i++);
+  s.requested_json = r.TakeText(i++);
+  s.agent_id = r.TakeOptText(i++);
+  s.environ = r.TakeText(i++);
+  s.mounts = r.TakeText(i++);
+  s.mount_map = r.TakeText(i++);
+  s.resource_opts = r.TakeText(i++);
+  s.startup_command = r.TakeOptText(i++);
+  s.bootstrap_script = r.TakeOptText(i++);
+  s.tag = r.TakeOptText(i++);
   s.priority = static_cast<int>(r.Int(i++));
-  s.starts_at = r.OptText(i++);
+  s.starts_at = r.TakeOptText(i++);
   if (!r.IsNull(i)) s.batch_timeout = r.Int(i);
   ++i;
-  s.dependencies = r.Text(i++);
-  s.callback_url = r.OptText(i++);
-  s.result = r.Text(i++);
+  s.dependencies = r.TakeText(i++);
+  s.callback_url = r.TakeOptText(i++);
+  s.result = r.TakeText(i++);
   if (!r.IsNull(i)) s.exit_code = r.Int(i);
   ++i;
-  s.created_at = r.Text(i++);
-  s.terminated_at = r.OptText(i++);
+  s.created_at = r.TakeText(i++);
+  s.terminated_at = r.TakeOptText(i++);
   return s;
 }
 
@@ -169,7 +171,7 @@ StatusOr<std::optional<SessionRecord>> SessionStore::Get(std::string const& id) 
   auto rows = db_.Query(std::string("SELECT ") + kColumns + " FROM sessions WHERE id = ?", {id});
   if (!rows.ok()) return std::move(rows).status();
   if (rows->empty()) return std::optional<SessionRecord>();
-  return std::optional<SessionRecord>(FromRow((*rows)[0]));
+  return std::optional<SessionRecord>(FromRow(std::move((*rows)[0])));
 }
 
 StatusOr<std::vector<SessionRecord>> SessionStore::ActiveByName(std::string const& owner,
@@ -179,42 +181,49 @@ StatusOr<std::vector<SessionRecord>> SessionStore::ActiveByName(std::string cons
                         {owner, name});
   if (!rows.ok()) return std::move(rows).status();
   std::vector<SessionRecord> out;
-  for (auto const& r : *rows) out.push_back(FromRow(r));
+  for (auto& r : *rows) out.push_back(FromRow(std::move(r)));
   return out;
 }
 
 StatusOr<SessionRecord> SessionStore::Resolve(std::string const& ref, std::string const& owner,
                                               bool allow_dead) {
-  std::string alive = allow_dead ? "" : std::string(" AND ") + kActive;
-  std::string select = std::string("SELECT ") + kColumns + " FROM sessions WHERE access_key = ?";
+  // Built once: this runs on every session request.
+  static std::string const select =
+      std::string("SELECT ") + kColumns + " FROM sessions WHERE access_key = ?";
+  static std::string const by_id = select + " AND id = ?";
+  static std::string const by_name_any = select + " AND name = ? ORDER BY seq DESC";
+  static std::string const by_name_alive =
+      select + " AND name = ? AND " + kActive + " ORDER BY seq DESC";
+  static std::string const by_prefix = select +
+                                       " AND (id LIKE ? ESCAPE '\\' OR name LIKE ? ESCAPE '\\')" +
+                                       " AND " + kActive + " ORDER BY seq";
   auto pick = [](StatusOr<std::vector<SqlRow>> rows) -> StatusOr<std::vector<SessionRecord>> {
     if (!rows.ok()) return std::move(rows).status();
     std::vector<SessionRecord> out;
-    for (auto const& r : *rows) out.push_back(FromRow(r));
+    out.reserve(rows->size());
+    for (auto& r : *rows) out.push_back(FromRow(std::move(r)));
     return out;
   };
   std::vector<SessionRecord> found;
   if (LooksLikeUuid(ref)) {
     // An exact id is unambiguous, so it also finds a session that has ended (our extension:
     // clients can read a finished job's result and exit code).
-    auto rows = pick(db_.Query(select + " AND id = ?", {owner, ref}));
+    auto rows = pick(db_.Query(by_id, {owner, ref}));
     if (!rows.ok()) return std::move(rows).status();
-    found = *rows;
+    found = *std::move(rows);
   }
   if (found.empty()) {
     // Newest first, so that with allow_dead the latest session of a reused name wins.
-    auto rows =
-        pick(db_.Query(select + " AND name = ?" + alive + " ORDER BY seq DESC", {owner, ref}));
+    auto rows = pick(db_.Query(allow_dead ? by_name_any : by_name_alive, {owner, ref}));
     if (!rows.ok()) return std::move(rows).status();
-    found = *rows;
+    found = *std::move(rows);
     if (found.size() > 1 && allow_dead) found.resize(1);
   }
   if (found.empty() && !ref.empty()) {
-    auto rows = pick(db_.Query(select + " AND (id LIKE ? ESCAPE '\\' OR name LIKE ? ESCAPE '\\')" +
-                                   " AND " + kActive + " ORDER BY seq",
-                               {owner, EscapeLike(ref) + "%", EscapeLike(ref) + "%"}));
+    auto pattern = EscapeLike(ref) + "%";
+    auto rows = pick(db_.Query(by_prefix, {owner, pattern, pattern}));
     if (!rows.ok()) return std::move(rows).status();
-    found = *rows;
+    found = *std::move(rows);
   }
   if (found.empty()) return MakeProblemStatus(ProblemType::kObjectNotFound, "No such session.");
   if (found.size() > 1) {
@@ -228,7 +237,7 @@ StatusOr<SessionRecord> SessionStore::Resolve(std::string const& ref, std::strin
                                  " sessions; use more of the id or name",
                              json{{"matches", matches}}.dump());
   }
-  return found[0];
+  return std::move(found[0]);
 }
 
 StatusOr<bool> TransitionIn(SqlExecutor& tx, std::string const& id, protocol::SessionStatus from,
@@ -241,7 +250,7 @@ StatusOr<bool> TransitionIn(SqlExecutor& tx, std::string const& id, protocol::Se
   auto rows = tx.Query(std::string("SELECT ") + kColumns + " FROM sessions WHERE id = ?", {id});
   if (!rows.ok()) return std::move(rows).status();
   if (rows->empty()) return false;
-  auto s = FromRow((*rows)[0]);
+  auto s = FromRow(std::move((*rows)[0]));
   if (s.status != protocol::ToString(from)) return false;
   std::string now = NowIso();
   auto history = internal::ParseJson(s.status_history).value_or(json::object());
@@ -336,12 +345,25 @@ StatusOr<std::int64_t> SessionStore::LastEventSeq() {
 
 namespace {
 
+// Which bytes JSON strings must escape: control characters, '"' and '\\'.
+constexpr std::array<bool, 256> kNeedsEscape = [] {
+  std::array<bool, 256> t{};
+  for (int c = 0; c < 0x20; ++c) t[c] = true;
+  t['"'] = true;
+  t['\\'] = true;
+  return t;
+}();
+
 void AppendString(std::string& out, std::string_view text) {
   static constexpr char kHex[] = "0123456789abcdef";
   out.push_back('"');
-  for (char c : text) {
-    auto u = static_cast<unsigned char>(c);
-    switch (c) {
+  std::size_t run = 0;  // start of the pending stretch that needs no escaping
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    auto u = static_cast<unsigned char>(text[i]);
+    if (!kNeedsEscape[u]) continue;
+    out.append(text.data() + run, i - run);
+    run = i + 1;
+    switch (u) {
       case '"':
         out += "\\\"";
         break;
@@ -357,16 +379,13 @@ void AppendString(std::string& out, std::string_view text) {
       case '\t':
         out += "\\t";
         break;
-      default:
-        if (u < 0x20) {
-          out += "\\u00";
-          out.push_back(kHex[u >> 4]);
-          out.push_back(kHex[u & 15]);
-        } else {
-          out.push_back(c);
-        }
+      default: {
+        char esc[6] = {'\\', 'u', '0', '0', kHex[u >> 4], kHex[u & 15]};
+        out.append(esc, sizeof esc);
+      }
     }
   }
+  out.append(text.data() + run, text.size() - run);
   out.push_back('"');
 }
 
