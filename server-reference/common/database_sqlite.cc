@@ -4,6 +4,8 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -63,6 +65,8 @@ class Connection : public SqlExecutor {
   }
   Connection(Connection const&) = delete;
   Connection& operator=(Connection const&) = delete;
+
+  sqlite3* handle() const { return db_; }
 
   StatusOr<std::int64_t> Exec(std::string const& sql, std::vector<SqlValue> params) override {
     auto stmt = Prepare(sql, params);
@@ -147,6 +151,79 @@ class Connection : public SqlExecutor {
   std::map<std::string, sqlite3_stmt*> cache_;
 };
 
+// The read-lock anchor. In WAL mode every read transaction takes a shared lock on one of the
+// WAL index's read marks, and SQLite asks the kernel for it (fcntl, then fcntl again to drop it)
+// unless another connection of this process already holds the same lock. On a signed session
+// read those two system calls were the largest single cost. The anchor's connection therefore
+// keeps a read transaction open at the newest commit, so the pool's readers find their read
+// mark already held in this process and lock it without a system call.
+//
+// It moves to the newest commit right after every commit of this process (the WAL hook) and,
+// for other processes' commits, on the first read after it is 100 ms old. A held read mark
+// would stop checkpoints and the rewinding of the WAL, so a commit that finds 1000 frames in
+// the WAL ends the anchor's transaction, checkpoints as SQLite would by itself, and only then
+// begins it again. None of this changes what a reader sees: each read transaction still takes
+// its own snapshot, and other processes lock, read and write as before.
+class ReadLockAnchor {
+ public:
+  static constexpr int kCheckpointFrames = 1000;  // SQLite's own auto-checkpoint default
+  static constexpr auto kMaxAge = std::chrono::milliseconds(100);
+
+  explicit ReadLockAnchor(std::unique_ptr<Connection> conn) : conn_(std::move(conn)) { Renew(); }
+  ~ReadLockAnchor() {
+    std::lock_guard<std::mutex> lock(mu_);
+    End();
+  }
+  ReadLockAnchor(ReadLockAnchor const&) = delete;
+  ReadLockAnchor& operator=(ReadLockAnchor const&) = delete;
+
+  /// Moves the held read transaction to the newest commit.
+  void Renew() {
+    std::lock_guard<std::mutex> lock(mu_);
+    End();
+    Begin();
+  }
+
+  /// Renew(), when the last renewal is older than kMaxAge and no other thread is at it.
+  void RenewIfOld() {
+    if (Now() - renewed_.load(std::memory_order_relaxed) < kMaxAge.count()) return;
+    std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+    if (!lock) return;
+    End();
+    Begin();
+  }
+
+  /// Runs `fn` with no read transaction held, then holds one again.
+  template <typename F>
+  void Without(F&& fn) {
+    std::lock_guard<std::mutex> lock(mu_);
+    End();
+    fn();
+    Begin();
+  }
+
+ private:
+  static std::int64_t Now() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+  void End() {
+    if (held_) (void)conn_->Exec("COMMIT", {});
+    held_ = false;
+  }
+  void Begin() {
+    held_ = conn_->Exec("BEGIN", {}).ok();
+    if (held_ && !conn_->Query("SELECT 1 FROM sqlite_schema LIMIT 1", {}).ok()) End();
+    renewed_.store(Now(), std::memory_order_relaxed);
+  }
+
+  std::mutex mu_;
+  std::unique_ptr<Connection> conn_;  ///< used under mu_ only
+  bool held_ = false;
+  std::atomic<std::int64_t> renewed_{0};  ///< steady clock, ms
+};
+
 class SqliteDatabase : public Database {
  public:
   SqliteDatabase(std::string path, int max_connections)
@@ -169,8 +246,21 @@ class SqliteDatabase : public Database {
       auto r = conn->Query(pragma, {});
       if (!r.ok()) return std::move(r).status();
     }
+    // Replaces SQLite's checkpoint-on-commit hook with one that knows the anchor.
+    sqlite3_wal_hook(db, &SqliteDatabase::OnWalCommit, this);
     return conn;
   }
+
+  /// Opens the read-lock anchor on a connection of its own. Without one (it could not open),
+  /// reads simply lock for themselves.
+  void StartAnchor() {
+    auto conn = Open();
+    if (!conn.ok()) return;
+    sqlite3_wal_hook((*conn)->handle(), nullptr, nullptr);  // it never writes
+    anchor_ = std::make_unique<ReadLockAnchor>(std::move(*conn));
+  }
+
+  ~SqliteDatabase() override { anchor_.reset(); }  // before the pool's connections close
 
   StatusOr<std::int64_t> Exec(std::string const& sql, std::vector<SqlValue> params) override {
     auto lease = Acquire();
@@ -182,6 +272,7 @@ class SqliteDatabase : public Database {
 
   StatusOr<std::vector<SqlRow>> Query(std::string const& sql,
                                       std::vector<SqlValue> params) override {
+    if (anchor_) anchor_->RenewIfOld();
     auto lease = Acquire();
     if (!lease.ok()) return std::move(lease).status();
     auto r = (*lease)->Query(sql, std::move(params));
@@ -237,8 +328,25 @@ class SqliteDatabase : public Database {
     if (waiting_ > 0) cv_.notify_one();  // no futex wake-up when nobody waits
   }
 
+  // After each commit that wrote WAL frames, on the committing thread.
+  static int OnWalCommit(void* self, sqlite3* db, char const* name, int frames) {
+    auto* me = static_cast<SqliteDatabase*>(self);
+    if (frames >= ReadLockAnchor::kCheckpointFrames) {
+      auto checkpoint = [&] { sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr); };
+      if (me->anchor_) {
+        me->anchor_->Without(checkpoint);
+      } else {
+        checkpoint();
+      }
+    } else if (me->anchor_) {
+      me->anchor_->Renew();
+    }
+    return SQLITE_OK;
+  }
+
   std::string path_;
   int max_connections_;
+  std::unique_ptr<ReadLockAnchor> anchor_;  ///< set once, before the pool is shared
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<std::unique_ptr<Connection>> idle_;
@@ -262,6 +370,7 @@ StatusOr<std::unique_ptr<Database>> OpenSqlite(std::string const& path, int max_
   // Open one connection now so that a bad path fails at start-up, not at the first request.
   auto probe = db->Query("SELECT 1", {});
   if (!probe.ok()) return std::move(probe).status();
+  db->StartAnchor();
   return std::unique_ptr<Database>(std::move(db));
 }
 

@@ -413,11 +413,12 @@ class ObjectWriter {
   void Close() { out_.push_back('}'); }
 
  private:
+  // Keys are our own literals, which never need escaping.
   void Key(std::string_view key) {
-    if (!first_) out_.push_back(',');
+    out_ += first_ ? "\"" : ",\"";
     first_ = false;
-    AppendString(out_, key);
-    out_.push_back(':');
+    out_ += key;
+    out_ += "\":";
   }
   std::string& out_;
   bool first_ = true;
