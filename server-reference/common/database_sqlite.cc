@@ -332,7 +332,9 @@ class SqliteDatabase : public Database {
   static int OnWalCommit(void* self, sqlite3* db, char const* name, int frames) {
     auto* me = static_cast<SqliteDatabase*>(self);
     if (frames >= ReadLockAnchor::kCheckpointFrames) {
-      auto checkpoint = [&] { sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr); };
+      auto checkpoint = [&] {
+        sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+      };
       if (me->anchor_) {
         me->anchor_->Without(checkpoint);
       } else {

@@ -3,6 +3,7 @@
 // that reads skip two fcntl calls. It must change nothing a reader sees, must not stop other
 // processes, and must keep the WAL from growing while it pins frames.
 #include "server-reference/common/database.h"
+
 #include "tests/testing_util/subprocess.h"
 
 #include <gtest/gtest.h>
