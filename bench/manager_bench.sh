@@ -2,10 +2,13 @@
 # Manager throughput: signed `GET /session/{id}` (signature verification, keypair lookup, rate
 # limit, session query) against unsigned `GET /` (the server's floor), both with wrk at 64
 # keep-alive connections in the same run. Target: signed ≥ 0.7× unsigned, p99 < 20 ms.
-# Usage: bench/manager_bench.sh BUILD_DIR [SECONDS]
+# The machines are shared and noisy, so the two run in turns (ROUNDS pairs of SECONDS each) and
+# the verdict uses the median of the per-round ratios and of the p99s.
+# Usage: bench/manager_bench.sh BUILD_DIR [SECONDS] [ROUNDS]
 set -euo pipefail
 build=${1:-build}
-secs=${2:-10}
+secs=${2:-4}
+rounds=${3:-5}
 work=$(mktemp -d)
 port=$((20000 + RANDOM % 20000))
 cleanup() { [[ -n "${pid:-}" ]] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
@@ -33,13 +36,18 @@ id=$("$build/bin/bai" api POST /session -o json \
 mapfile -t headers < <("$build/bench/bai_sign_request" GET "/session/$id" "127.0.0.1:$port" \
                         AKIABENCH00000000000 bench-secret-0000000000000000000000000000)
 wrk_args=(-t2 -c64 -d"${secs}s" --latency)
-wrk "${wrk_args[@]}" "http://127.0.0.1:$port/" >"$work/unsigned.txt"
-[[ -n "${BAI_BENCH_PERF:-}" ]] && (perf record -g -p "$pid" -o "$BAI_BENCH_PERF" -- sleep 4 >/dev/null 2>&1 &)
-wrk "${wrk_args[@]}" -H "${headers[0]}" -H "${headers[1]}" -H "${headers[2]}" \
-    "http://127.0.0.1:$port/session/$id" >"$work/signed.txt"
+for round in $(seq "$rounds"); do
+  wrk "${wrk_args[@]}" "http://127.0.0.1:$port/" >"$work/unsigned.$round.txt"
+  if [[ -n "${BAI_BENCH_PERF:-}" && $round == 1 ]]; then
+    (perf record -g -p "$pid" -o "$BAI_BENCH_PERF" -- sleep 3 >/dev/null 2>&1 &)
+  fi
+  wrk "${wrk_args[@]}" -H "${headers[0]}" -H "${headers[1]}" -H "${headers[2]}" \
+      "http://127.0.0.1:$port/session/$id" >"$work/signed.$round.txt"
+done
 
-/usr/bin/python3 - "$work/unsigned.txt" "$work/signed.txt" <<'PY'
-import re, sys
+/usr/bin/python3 - "$work" "$rounds" <<'PY'
+import re, statistics, sys
+work, rounds = sys.argv[1], int(sys.argv[2])
 def parse(path):
     text = open(path).read()
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
@@ -49,13 +57,19 @@ def parse(path):
         return v / 1000 if unit == "us" else v * 1000 if unit == "s" else v
     non2xx = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", text)
     return rps, ms(50), ms(99), int(non2xx.group(1)) if non2xx else 0
-u = parse(sys.argv[1]); s = parse(sys.argv[2])
-print("bai-manager, wrk -t2 -c64 (same run)")
-print(f"  {'request':<26}{'req/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'non-2xx':>9}")
-print(f"  {'GET / (unsigned)':<26}{u[0]:>10.0f}{u[1]:>9.2f}{u[2]:>9.2f}{u[3]:>9}")
-print(f"  {'GET /session/{id} signed':<26}{s[0]:>10.0f}{s[1]:>9.2f}{s[2]:>9.2f}{s[3]:>9}")
-ratio = s[0] / u[0]
-print(f"  signed/unsigned throughput: {ratio:.2f}x (target >= 0.70x); signed p99 {s[2]:.2f} ms (target < 20 ms)")
-ok = ratio >= 0.7 and s[2] < 20 and s[3] == 0
+print(f"bai-manager, wrk -t2 -c64, {rounds} rounds of unsigned then signed")
+print(f"  {'round':<7}{'GET / req/s':>13}{'p99 ms':>8}{'signed req/s':>14}{'p50 ms':>8}{'p99 ms':>8}{'ratio':>8}")
+ratios, p99s, errors = [], [], 0
+for r in range(1, rounds + 1):
+    u = parse(f"{work}/unsigned.{r}.txt")
+    s = parse(f"{work}/signed.{r}.txt")
+    ratios.append(s[0] / u[0])
+    p99s.append(s[2])
+    errors += u[3] + s[3]
+    print(f"  {r:<7}{u[0]:>13.0f}{u[2]:>8.2f}{s[0]:>14.0f}{s[1]:>8.2f}{s[2]:>8.2f}{ratios[-1]:>7.2f}x")
+ratio, p99 = statistics.median(ratios), statistics.median(p99s)
+print(f"  median signed/unsigned throughput: {ratio:.2f}x (target >= 0.70x); "
+      f"median signed p99 {p99:.2f} ms (target < 20 ms); non-2xx responses: {errors}")
+ok = ratio >= 0.7 and p99 < 20 and errors == 0
 print("  targets", "met" if ok else "MISSED")
 PY
