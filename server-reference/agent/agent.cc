@@ -216,6 +216,9 @@ struct Agent::Impl {
           msg->value("request_id", ""), [this, session = msg->value("session_id", ""), text] {
             return internal::ParseJson(backend->Execute(session, text)).value_or(json::object());
           });
+    } else if (type == "commit_kernel") {
+      Commit(msg->value("request_id", ""), msg->value("session_id", ""), msg->value("task_id", ""),
+             msg->value("filename", ""));
     } else if (type == "restart_kernel") {
       AnswerLater(msg->value("request_id", ""), [this, session = msg->value("session_id", "")] {
         Status s = backend->Restart(session);
@@ -237,6 +240,45 @@ struct Agent::Impl {
           json{{"type", "response"}, {"request_id", request_id}, {"result", work()}}.dump();
       std::lock_guard<std::mutex> done(exec_mu);
       if (!stopping) net::post(ioc, [this, reply = std::move(reply)] { Write(reply); });
+      --executing;
+      exec_cv.notify_all();
+    }).detach();
+  }
+
+  // A commit answers at once (where the file goes, or why not) and then runs as a background
+  // task: `bgtask` messages report it ongoing and then done or failed.
+  void Commit(std::string request_id, std::string session, std::string task, std::string filename) {
+    auto path = backend->CommitTarget(session, filename);
+    json result = {{"ok", path.ok()}};
+    if (path.ok()) {
+      result["path"] = *path;
+    } else {
+      result["msg"] = path.status().message();
+    }
+    Write(json{{"type", "response"}, {"request_id", request_id}, {"result", result}}.dump());
+    if (!path.ok()) return;
+    auto report = [this, task](std::string const& status, std::string const& message, int current) {
+      std::string text = json{
+          {"type", "bgtask"},
+          {"task_id", task},
+          {"status", status},
+          {"message", message},
+          {"current_progress", current},
+          {"total_progress",
+           1}}.dump();
+      net::post(ioc, [this, text = std::move(text)] { Write(text); });
+    };
+    std::lock_guard<std::mutex> lock(exec_mu);
+    ++executing;
+    std::thread([this, session, target = *path, report] {
+      report("ongoing", "archiving the kernel's files", 0);
+      Status s = backend->Commit(session, target);
+      if (s.ok()) {
+        report("done", "committed to " + target, 1);
+      } else {
+        report("failed", s.message(), 0);
+      }
+      std::lock_guard<std::mutex> done(exec_mu);
       --executing;
       exec_cv.notify_all();
     }).detach();

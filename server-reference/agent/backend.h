@@ -34,6 +34,11 @@ struct KernelReport {
   std::string logs;
 };
 
+/// `<commit_dir>/<session_id>/<filename>` for a commit, its directories made (0700); an error
+/// for a name that is not bare, or when the file exists (a commit never overwrites).
+StatusOr<std::string> CommitFile(std::string const& commit_dir, std::string const& session_id,
+                                 std::string const& filename);
+
 /// Runs kernels. Implementations: DummyBackend (simulated), RuncBackend (containers).
 /// Backends call Emit() from any thread; it reaches the reporter set by the agent.
 class KernelBackend {
@@ -62,6 +67,15 @@ class KernelBackend {
   /// report, a fresh one with the same spec is started; returns once it runs again. Interpreter
   /// state and scratch files are lost, as in Backend.AI.
   virtual Status Restart(std::string const& session_id) = 0;
+
+  /// The file a commit of the session's running kernel called `filename` (a bare name) will
+  /// be written to on this agent; an error when the kernel is not running or the file exists.
+  virtual StatusOr<std::string> CommitTarget(std::string const& session_id,
+                                             std::string const& filename) = 0;
+  /// Archives what the kernel changed into the tar file `path` (from CommitTarget): images are
+  /// read-only, so that is its writable directories /home/work and /tmp, without the vfolders
+  /// mounted there (they persist on their own). Takes as long as the archive does.
+  virtual Status Commit(std::string const& session_id, std::string const& path) = 0;
 
  protected:
   /// Sends `r` to the reporter; the reporter runs outside the lock.

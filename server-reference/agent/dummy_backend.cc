@@ -5,7 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fstream>
 #include <regex>
+#include <thread>
 
 namespace bai::agent {
 namespace {
@@ -106,6 +108,35 @@ Status DummyBackend::Restart(std::string const& session_id) {
   if (it == kernels_.end() || it->second.state.status != "RUNNING") {
     return Status(StatusCode::kNotFound, "no running kernel " + session_id);
   }
+  return Status();
+}
+
+StatusOr<std::string> DummyBackend::CommitTarget(std::string const& session_id,
+                                                 std::string const& filename) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = kernels_.find(session_id);
+    if (it == kernels_.end() || it->second.state.status != "RUNNING") {
+      return Status(StatusCode::kNotFound, "no running kernel " + session_id);
+    }
+  }
+  return CommitFile(options_.commit_dir, session_id, filename);
+}
+
+Status DummyBackend::Commit(std::string const& session_id, std::string const& path) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (kernels_.count(session_id) == 0) {
+      return Status(StatusCode::kNotFound, "no kernel " + session_id);
+    }
+  }
+  std::this_thread::sleep_for(options_.prepare_delay);  // as if archiving took a moment
+  // An empty tar archive: two zero blocks (a simulated kernel changed nothing).
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  std::string zeros(1024, '\0');
+  out.write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
+  out.close();
+  if (!out) return Status(StatusCode::kInternal, "cannot write " + path);
   return Status();
 }
 

@@ -16,6 +16,7 @@ struct DummyOptions {
   std::chrono::milliseconds prepare_delay{100};  ///< SCHEDULED → PREPARING → RUNNING
   std::chrono::milliseconds run_time{200};       ///< how long a batch job runs
   int default_exit_code = 0;
+  std::string commit_dir;  ///< where commits go (a directory per session); empty: none allowed
 };
 
 /// Simulated kernels, for scale tests and for testing the manager without containers. A batch
@@ -36,6 +37,10 @@ class DummyBackend : public KernelBackend {
   std::string Execute(std::string const& session_id, std::string const& request_json) override;
   /// Simulated: a running kernel restarts at once.
   Status Restart(std::string const& session_id) override;
+  StatusOr<std::string> CommitTarget(std::string const& session_id,
+                                     std::string const& filename) override;
+  /// Simulated: writes an empty tar archive.
+  Status Commit(std::string const& session_id, std::string const& path) override;
 
  private:
   struct Kernel {

@@ -165,6 +165,7 @@ int main(int argc, char** argv) {
   dummy.prepare_delay = std::chrono::milliseconds(prepare_ms);
   dummy.run_time = std::chrono::milliseconds(run_ms);
   dummy.default_exit_code = exit_code;
+  dummy.commit_dir = state_dir + "/" + options.agent_id + "/commits";
   std::unique_ptr<bai::agent::KernelBackend> kernels;
   std::unique_ptr<bai::agent::ImageStore> images;
   if (backend == "runc") {

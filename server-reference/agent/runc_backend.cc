@@ -164,6 +164,21 @@ int HostCgroupVersion() {
   return fs::exists("/sys/fs/cgroup/cgroup.controllers", ec) ? 2 : 1;
 }
 
+std::vector<VfolderMount> VfolderMounts(std::string const& mounts_json) {
+  std::vector<VfolderMount> out;
+  auto vfolders = internal::ParseJson(mounts_json).value_or(json::array());
+  if (!vfolders.is_array()) return out;
+  for (auto const& m : vfolders) {
+    if (!m.is_object() || !m.contains("host_path")) continue;
+    std::string kernel_path = m.value("kernel_path", "");
+    if (kernel_path.empty()) kernel_path = m.value("name", "");
+    if (kernel_path.empty() || kernel_path.find("..") != std::string::npos) continue;
+    if (kernel_path[0] != '/') kernel_path = "/home/work/" + kernel_path;
+    out.push_back({kernel_path, m.value("host_path", ""), m.value("permission", "ro") == "ro"});
+  }
+  return out;
+}
+
 std::string OciConfig(KernelSpec const& spec, Image const& image, RuncOptions const& o,
                       BundleLayout const& layout) {
   CgroupLimits limits = LimitsFromResources(spec.resources_json, o.pids_limit);
@@ -234,17 +249,9 @@ std::string OciConfig(KernelSpec const& spec, Image const& image, RuncOptions co
   // Virtual folders: [{"name", "host_path", "kernel_path", "permission": ro|rw|wd}]; the vfolder
   // issue fills them. The default kernel path is /home/work/NAME; a relative one goes under
   // /home/work.
-  auto vfolders = internal::ParseJson(spec.mounts_json).value_or(json::array());
-  if (vfolders.is_array()) {
-    for (auto const& m : vfolders) {
-      if (!m.is_object() || !m.contains("host_path")) continue;
-      std::string kernel_path = m.value("kernel_path", "");
-      if (kernel_path.empty()) kernel_path = m.value("name", "");
-      if (kernel_path.empty() || kernel_path.find("..") != std::string::npos) continue;
-      if (kernel_path[0] != '/') kernel_path = "/home/work/" + kernel_path;
-      std::string perm = m.value("permission", "ro") == "ro" ? "ro" : "rw";
-      add(kernel_path, "bind", m.value("host_path", ""), {"rbind", perm, "nosuid", "nodev"});
-    }
+  for (auto const& v : VfolderMounts(spec.mounts_json)) {
+    add(v.kernel_path, "bind", v.host_path,
+        {"rbind", v.read_only ? "ro" : "rw", "nosuid", "nodev"});
   }
 
   json resources_spec = {{"devices", json::array({{{"allow", false}, {"access", "rwm"}}})},
@@ -819,6 +826,58 @@ Status RuncBackend::Restart(std::string const& session_id) {
     return Status(StatusCode::kInternal,
                   "the kernel did not come back: " +
                       (fresh->state.reason.empty() ? fresh->state.status : fresh->state.reason));
+  }
+  return Status();
+}
+
+StatusOr<std::string> RuncBackend::CommitTarget(std::string const& session_id,
+                                                std::string const& filename) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = kernels_.find(session_id);
+    if (it == kernels_.end() || it->second->state.status != "RUNNING" || it->second->tearing_down) {
+      return Status(StatusCode::kNotFound, "no running kernel " + session_id);
+    }
+  }
+  return CommitFile(options_.state_dir + "/commits", session_id, filename);
+}
+
+Status RuncBackend::Commit(std::string const& session_id, std::string const& path) {
+  std::shared_ptr<Kernel> k;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = kernels_.find(session_id);
+    if (it == kernels_.end()) return Status(StatusCode::kNotFound, "no kernel " + session_id);
+    k = it->second;
+  }
+  auto state = server::RunProcess(Runc({"state", k->container_id}), server::StdoutOnly());
+  auto parsed = state.exit_code == 0 ? internal::ParseJson(state.output) : std::nullopt;
+  if (!parsed || !parsed->contains("pid") || !(*parsed)["pid"].is_number_integer() ||
+      (*parsed)["pid"].get<long long>() <= 0) {
+    return Status(StatusCode::kFailedPrecondition, "the kernel's container is not running");
+  }
+  // The container's own view of its files: /proc/PID/root crosses into its mount namespace, so
+  // its tmpfs /home/work and /tmp are what tar reads. Symbolic links are stored, not followed.
+  std::string root = "/proc/" + std::to_string((*parsed)["pid"].get<long long>()) + "/root";
+  std::string partial = path + ".partial";
+  std::vector<std::string> argv = {"tar",         "--create", "--file",          partial,
+                                   "--directory", root,       "--numeric-owner", "--sparse"};
+  for (auto const& v : VfolderMounts(k->spec.mounts_json)) {
+    argv.push_back("--exclude=" + v.kernel_path.substr(1));  // member names have no leading '/'
+  }
+  argv.insert(argv.end(), {"home/work", "tmp"});
+  server::ProcessOptions o;
+  o.timeout = std::chrono::minutes(30);
+  auto tar = server::RunProcess(argv, o);
+  // Exit 1 is GNU tar's "some files changed while being read": the archive is still whole.
+  if (tar.exit_code != 0 && tar.exit_code != 1) {
+    ::unlink(partial.c_str());
+    return Status(StatusCode::kInternal, "tar failed (" + std::to_string(tar.exit_code) +
+                                             "): " + tar.output.substr(0, 500));
+  }
+  if (::rename(partial.c_str(), path.c_str()) != 0) {
+    ::unlink(partial.c_str());
+    return Status(StatusCode::kInternal, "cannot rename " + partial + ": " + std::strerror(errno));
   }
   return Status();
 }

@@ -37,6 +37,16 @@ struct RuncOptions {
   ImageStore* images = nullptr;
 };
 
+/// A virtual folder of create_kernel's `mounts` ([{"name", "host_path", "kernel_path",
+/// "permission": ro|rw|wd}]): the default kernel path is /home/work/NAME, a relative one goes
+/// under /home/work; entries with ".." or without a host path are skipped.
+struct VfolderMount {
+  std::string kernel_path;
+  std::string host_path;
+  bool read_only = true;
+};
+std::vector<VfolderMount> VfolderMounts(std::string const& mounts_json);
+
 /// Limits derived from a kernel's allocated slots.
 struct CgroupLimits {
   std::int64_t cpu_quota_us = -1;  ///< -1: unlimited
@@ -90,6 +100,9 @@ class RuncBackend : public KernelBackend {
   void Acknowledge(std::string const& session_id) override;
   std::string Execute(std::string const& session_id, std::string const& request_json) override;
   Status Restart(std::string const& session_id) override;
+  StatusOr<std::string> CommitTarget(std::string const& session_id,
+                                     std::string const& filename) override;
+  Status Commit(std::string const& session_id, std::string const& path) override;
 
   /// The runc container id and cgroup path of a kernel (for tests and `bai-agent` tooling).
   std::string ContainerId(std::string const& session_id) const;

@@ -30,11 +30,13 @@ constexpr std::size_t kMaxLogBytes = 1 << 20;
 
 }  // namespace
 
-AgentRegistry::AgentRegistry(server::Database& db, SessionStore& sessions, AgentOptions options,
+AgentRegistry::AgentRegistry(server::Database& db, SessionStore& sessions,
+                             BackgroundTaskStore& tasks, AgentOptions options,
                              std::function<void(std::string const&)> schedule,
                              std::function<void()> wake)
     : db_(db),
       sessions_(sessions),
+      tasks_(tasks),
       options_(options),
       schedule_(std::move(schedule)),
       wake_(std::move(wake)) {}
@@ -213,6 +215,11 @@ void AgentRegistry::OnMessage(std::string const& agent_id,
     wake_();
     return;
   }
+  if (type == "bgtask") {
+    ApplyTaskReport(agent_id, text);
+    wake_();
+    return;
+  }
   if (type == "response") {
     std::function<void(StatusOr<std::string>)> done;
     {
@@ -226,6 +233,25 @@ void AgentRegistry::OnMessage(std::string const& agent_id,
     return;
   }
   socket->Send(json{{"type", "error"}, {"msg", "unknown message type " + type}}.dump());
+}
+
+void AgentRegistry::ApplyTaskReport(std::string const& agent_id, std::string const& text) {
+  auto msg = internal::ParseJson(text);
+  if (!msg || !msg->is_object()) return;
+  auto task = tasks_.Get(msg->value("task_id", ""));
+  if (!task.ok() || !*task || (*task)->Finished()) return;
+  // Only the agent running the task's session may advance it.
+  auto session = sessions_.Get((*task)->subject);
+  if (!session.ok() || !*session || (*session)->agent_id != agent_id) return;
+  std::string status = msg->value("status", "ongoing");
+  std::string message = msg->value("message", "");
+  if (status == "ongoing") {
+    auto current = msg->value("current_progress", (*task)->current_progress);
+    auto total = msg->value("total_progress", (*task)->total_progress);
+    (void)tasks_.Update((*task)->id, current, total, message);
+  } else if (status == "done" || status == "failed" || status == "cancelled") {
+    (void)tasks_.Finish((*task)->id, status, message);
+  }
 }
 
 void AgentRegistry::ApplyKernelStatus(std::string const& agent_id,

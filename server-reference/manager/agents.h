@@ -3,6 +3,7 @@
 
 #include "server-reference/common/database.h"
 #include "server-reference/common/http.h"
+#include "server-reference/manager/bgtasks.h"
 #include "server-reference/manager/sessions.h"
 
 #include <chrono>
@@ -27,8 +28,9 @@ struct AgentOptions {
 /// connected here and which commands went out on that connection.
 class AgentRegistry {
  public:
-  AgentRegistry(server::Database& db, SessionStore& sessions, AgentOptions options,
-                std::function<void(std::string const&)> schedule, std::function<void()> wake);
+  AgentRegistry(server::Database& db, SessionStore& sessions, BackgroundTaskStore& tasks,
+                AgentOptions options, std::function<void(std::string const&)> schedule,
+                std::function<void()> wake);
 
   /// WebSocket callbacks for an authenticated agent connection.
   server::WebSocketHandlers Handlers(std::string const& agent_id);
@@ -63,10 +65,13 @@ class AgentRegistry {
   /// A kernel's report (also the finished kernels a re-registering agent lists).
   void ApplyKernelStatus(std::string const& agent_id,
                          std::shared_ptr<server::WebSocket> const& socket, std::string const& json);
+  /// Progress or the end of a background task the agent works on (a commit of its kernel).
+  void ApplyTaskReport(std::string const& agent_id, std::string const& json);
   void Send(std::string const& agent_id, std::string const& text);
 
   server::Database& db_;
   SessionStore& sessions_;
+  BackgroundTaskStore& tasks_;
   AgentOptions options_;
   std::function<void(std::string const&)> schedule_;
   std::function<void()> wake_;

@@ -63,6 +63,11 @@ class ManagerApi {
   /// PATCH /session/{id} (restart) and /session/{id}/interrupt, relayed to the agent.
   void AddKernelControlRoutes(SessionStore& sessions, class AgentRegistry& agents);
 
+  /// Background tasks: GET /events/background-task, and the session commit that runs as one
+  /// (task_api.cc).
+  void AddBackgroundTaskRoutes(SessionStore& sessions, class AgentRegistry& agents,
+                               class BackgroundTaskStore& tasks, EventHub& hub);
+
   /// Session and event routes (session_api.cc).
   void AddSessionRoutes(SessionStore& sessions, EventHub& hub,
                         std::function<void(std::string const&)> schedule);

@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
+
 namespace bai::manager {
 
 using nlohmann::json;
@@ -19,7 +21,8 @@ bool Started(std::string const& status) {
 
 }  // namespace
 
-EventHub::EventHub(SessionStore& sessions) : sessions_(sessions) {}
+EventHub::EventHub(SessionStore& sessions, BackgroundTaskStore& tasks)
+    : sessions_(sessions), tasks_(tasks) {}
 
 EventHub::~EventHub() { Stop(); }
 
@@ -41,6 +44,8 @@ void EventHub::Stop() {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& s : streams_) s.exchange->EndEventStream();
   streams_.clear();
+  for (auto& t : task_streams_) t.exchange->EndEventStream();
+  task_streams_.clear();
   waiters_.clear();
 }
 
@@ -61,6 +66,32 @@ void EventHub::Subscribe(std::shared_ptr<server::Exchange> exchange,
   });
   std::lock_guard<std::mutex> lock(mu_);
   streams_.push_back({std::move(exchange), std::move(filter)});
+}
+
+std::string EventHub::TaskEvent(BackgroundTask const& task) {
+  if (!task.Finished()) {
+    // Clients reconnect after 5 s if the stream drops mid-task (as Backend.AI sends it).
+    return "event: bgtask_updated\r\ndata: " + task.EventData() + "\r\nretry: 5\r\n\r\n";
+  }
+  return "event: bgtask_" + task.status + "\r\ndata: " + task.EventData() +
+         "\r\n\r\nevent: server_close\r\ndata: {}\r\n\r\n";
+}
+
+void EventHub::FollowTask(std::shared_ptr<server::Exchange> exchange, BackgroundTask const& task) {
+  exchange->WriteEvent(TaskEvent(task));
+  if (task.Finished()) {
+    exchange->EndEventStream();
+    return;
+  }
+  exchange->OnClose([this, raw = exchange.get()] {
+    std::lock_guard<std::mutex> lock(mu_);
+    task_streams_.remove_if([raw](TaskStream const& s) { return s.exchange.get() == raw; });
+  });
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    task_streams_.push_back({std::move(exchange), task.id, task.version});
+  }
+  Wake();
 }
 
 void EventHub::WaitForStart(std::string session_id,
@@ -129,6 +160,8 @@ void EventHub::Tick() {
   }
   for (auto& run : due) run();
 
+  TickTasks();
+
   auto events = sessions_.EventsAfter(last_seq_, 1000);
   if (!events.ok()) return;
   std::vector<Waiter> ready;
@@ -149,6 +182,9 @@ void EventHub::Tick() {
       next_ping_ = now + kPingEvery;
       for (auto it = streams_.begin(); it != streams_.end();) {
         it = it->exchange->WriteEvent(": ping\r\n\r\n") ? std::next(it) : streams_.erase(it);
+      }
+      for (auto it = task_streams_.begin(); it != task_streams_.end();) {
+        it = it->exchange->WriteEvent(": ping\r\n\r\n") ? std::next(it) : task_streams_.erase(it);
       }
     }
     for (auto it = waiters_.begin(); it != waiters_.end();) {
@@ -181,6 +217,50 @@ void EventHub::Tick() {
     }
   }
   for (auto& [w, status] : answered) w.done(status);
+}
+
+// One read per followed task per tick (every 100 ms, or at once on Wake()), and none without
+// followers; the database is the source, so tasks advanced by other managers arrive too.
+void EventHub::TickTasks() {
+  std::vector<std::pair<std::string, std::int64_t>> followed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto const& t : task_streams_) followed.emplace_back(t.task_id, t.version);
+  }
+  if (followed.empty()) return;
+  std::map<std::string, std::optional<BackgroundTask>> now;
+  for (auto const& [id, version] : followed) {
+    if (now.count(id) != 0) continue;
+    auto t = tasks_.Get(id);
+    if (t.ok()) now[id] = *std::move(t);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = task_streams_.begin(); it != task_streams_.end();) {
+    auto found = now.find(it->task_id);
+    if (found == now.end()) {  // the read failed: try again next tick
+      ++it;
+      continue;
+    }
+    if (!found->second) {  // expired or deleted meanwhile: nothing more will come
+      it->exchange->WriteEvent("event: server_close\r\ndata: {}\r\n\r\n");
+      it->exchange->EndEventStream();
+      it = task_streams_.erase(it);
+      continue;
+    }
+    auto const& task = *found->second;
+    if (task.version == it->version) {
+      ++it;
+      continue;
+    }
+    it->version = task.version;
+    bool alive = it->exchange->WriteEvent(TaskEvent(task));
+    if (task.Finished() || !alive) {
+      it->exchange->EndEventStream();
+      it = task_streams_.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 }  // namespace bai::manager

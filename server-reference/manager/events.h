@@ -2,6 +2,7 @@
 #pragma once
 
 #include "server-reference/common/http.h"
+#include "server-reference/manager/bgtasks.h"
 #include "server-reference/manager/sessions.h"
 
 #include <chrono>
@@ -22,7 +23,7 @@ namespace bai::manager {
 /// safety pass). Wake() makes it look at once after a local change.
 class EventHub {
  public:
-  explicit EventHub(SessionStore& sessions);
+  EventHub(SessionStore& sessions, BackgroundTaskStore& tasks);
   ~EventHub();
   EventHub(EventHub const&) = delete;
   EventHub& operator=(EventHub const&) = delete;
@@ -34,6 +35,14 @@ class EventHub {
   /// Streams every later event that `filter` accepts as `event: NAME` / `data: JSON`.
   void Subscribe(std::shared_ptr<server::Exchange> exchange,
                  std::function<bool(EventRecord const&)> filter);
+
+  /// Follows background task `task` on an event stream already started: `bgtask_updated` with
+  /// every change, then `bgtask_<status>` and `server_close` when it ends (PROTOCOL.md §5.6).
+  /// A task that has already finished gets those two at once.
+  void FollowTask(std::shared_ptr<server::Exchange> exchange, BackgroundTask const& task);
+
+  /// The SSE text of one background-task event.
+  static std::string TaskEvent(BackgroundTask const& task);
 
   /// Calls `done` once with the session's status when it has left the start-up statuses
   /// (PENDING … PREPARING), or with "TIMEOUT" at `deadline`. Dropped if the client leaves.
@@ -63,6 +72,11 @@ class EventHub {
     std::function<void(std::string const&)> done;
     std::shared_ptr<bool> gone;
   };
+  struct TaskStream {
+    std::shared_ptr<server::Exchange> exchange;
+    std::string task_id;
+    std::int64_t version;  ///< the last one sent
+  };
   struct Job {
     std::chrono::milliseconds interval;
     std::function<void()> run;
@@ -71,8 +85,10 @@ class EventHub {
 
   void Loop();
   void Tick();
+  void TickTasks();
 
   SessionStore& sessions_;
+  BackgroundTaskStore& tasks_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
@@ -81,6 +97,7 @@ class EventHub {
   std::int64_t last_seq_ = 0;
   std::list<Stream> streams_;
   std::list<Waiter> waiters_;
+  std::list<TaskStream> task_streams_;
   std::vector<Job> jobs_;
   std::chrono::steady_clock::time_point next_ping_;
 };

@@ -42,7 +42,8 @@ StatusOr<std::unique_ptr<Manager>> Manager::Start(ManagerConfig const& config) {
   if (!state.ok()) return std::move(state).status();
   m->state_ = std::move(*state);
   m->sessions_ = std::make_unique<SessionStore>(*m->state_.db);
-  m->hub_ = std::make_unique<EventHub>(*m->sessions_);
+  m->tasks_ = std::make_unique<BackgroundTaskStore>(*m->state_.db);
+  m->hub_ = std::make_unique<EventHub>(*m->sessions_, *m->tasks_);
   ApiOptions api_options;
   api_options.manager_version = ManagerVersion();
   m->api_ = std::make_unique<ManagerApi>(*m->state_.store, std::move(api_options));
@@ -61,12 +62,15 @@ StatusOr<std::unique_ptr<Manager>> Manager::Start(ManagerConfig const& config) {
   agent_options.heartbeat_timeout = std::chrono::seconds(config.agent_heartbeat_timeout);
   agent_options.lost_grace = std::chrono::seconds(config.agent_lost_grace);
   m->agents_ = std::make_unique<AgentRegistry>(
-      *m->state_.db, *m->sessions_, agent_options,
+      *m->state_.db, *m->sessions_, *m->tasks_, agent_options,
       [raw](std::string const& group) { raw->Schedule(group); }, [raw] { raw->hub_->Wake(); });
   m->api_->AddAgentRoutes(*m->agents_, m->state_.cluster_secret);
   m->api_->AddExecuteRoutes(*m->sessions_, *m->agents_);
+  m->api_->AddBackgroundTaskRoutes(*m->sessions_, *m->agents_, *m->tasks_, *m->hub_);
   m->hub_->Every(std::chrono::milliseconds(100), [raw] { raw->agents_->ExpireRequests(); });
   m->hub_->Every(std::chrono::seconds(1), [raw] { raw->agents_->Tick(); });
+  m->hub_->Every(std::chrono::minutes(10),
+                 [raw] { (void)raw->tasks_->Expire(std::chrono::system_clock::now()); });
   // Rate-limit counts are shared through the database (ADR 6), so managers on one database
   // enforce one limit per keypair.
   m->hub_->Every(std::chrono::milliseconds(200),

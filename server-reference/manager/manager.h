@@ -38,6 +38,7 @@ class Manager {
   SessionStore& sessions() { return *sessions_; }
   AgentRegistry& agents() { return *agents_; }
   EventHub& events() { return *hub_; }
+  BackgroundTaskStore& tasks() { return *tasks_; }
   std::string const& cluster_secret() const { return state_.cluster_secret; }
   /// Runs a scheduling pass for `scaling_group` now (also runs every 5 s and after each
   /// creation).
@@ -49,6 +50,7 @@ class Manager {
   Manager() = default;
   OpenedState state_;
   std::unique_ptr<SessionStore> sessions_;
+  std::unique_ptr<BackgroundTaskStore> tasks_;
   std::unique_ptr<EventHub> hub_;
   std::unique_ptr<AgentRegistry> agents_;
   std::unique_ptr<ManagerApi> api_;

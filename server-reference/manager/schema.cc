@@ -111,6 +111,19 @@ std::vector<server::Migration> const& Migrations() {
            "window_start INTEGER NOT NULL, count INTEGER NOT NULL, "
            "PRIMARY KEY (access_key, window_start))",
        }},
+      {4,
+       "background tasks (PROTOCOL.md /events/background-task)",
+       {
+           // `version` grows with every change, so streams on any manager see each update once.
+           "CREATE TABLE background_tasks (id TEXT PRIMARY KEY, kind TEXT NOT NULL, "
+           "access_key TEXT NOT NULL, subject TEXT NOT NULL DEFAULT '', "
+           "status TEXT NOT NULL DEFAULT 'ongoing', message TEXT NOT NULL DEFAULT '', "
+           "current_progress INTEGER NOT NULL DEFAULT 0, total_progress INTEGER NOT NULL DEFAULT "
+           "0, "
+           "version INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL, updated_at TEXT NOT "
+           "NULL)",
+           "CREATE INDEX background_tasks_subject ON background_tasks (kind, subject, status)",
+       }},
   };
   return *kMigrations;
 }

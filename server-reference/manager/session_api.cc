@@ -332,24 +332,6 @@ bool Visible(EventRecord const& e, Identity const& who) {
   return e.access_key == who.access_key;
 }
 
-// A session that can take kernel commands: RUNNING on an agent (else 400 invalid-api-params).
-StatusOr<SessionRecord> ResolveRunning(SessionStore& sessions, RequestContext& ctx) {
-  auto s = sessions.Resolve(ctx.params.at("id"), ctx.identity->access_key, false);
-  if (!s.ok()) return s.status();
-  if (s->status != "RUNNING" || !s->agent_id) {
-    return MakeProblemStatus(ProblemType::kInvalidApiParams,
-                             "The session is " + s->status + ", not RUNNING.");
-  }
-  return s;
-}
-
-// Answers a request whose handler returned before the agent did, with its X-RateLimit-* headers.
-void RespondLate(server::Exchange& exchange,
-                 std::vector<std::pair<std::string, std::string>> const& headers, HttpResponse r) {
-  for (auto const& h : headers) r.headers.push_back(h);
-  exchange.Respond(std::move(r));
-}
-
 }  // namespace
 
 void ManagerApi::AddExecuteRoutes(SessionStore& sessions, AgentRegistry& agents) {
@@ -629,17 +611,6 @@ void ManagerApi::AddSessionRoutes(SessionStore& sessions, EventHub& hub,
       }
       if (auto st = sessions.Rename(s->id, *name); !st.ok()) return st;
       return HttpResponse::NoContent();
-    });
-  });
-
-  Add("GET", "/events/background-task", L::kUser, [](RequestContext& ctx) {
-    return Guard([&]() -> StatusOr<HttpResponse> {
-      auto p = Params::From(ctx.request);
-      if (!p.ok()) return std::move(p).status();
-      (void)p->String({"taskId", "task_id"}, true);
-      if (auto st = p->Check(); !st.ok()) return st;
-      // No operation of this manager runs as a background task yet, so no id can match.
-      return MakeProblemStatus(ProblemType::kObjectNotFound, "No such background task.");
     });
   });
 

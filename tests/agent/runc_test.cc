@@ -158,6 +158,35 @@ TEST_F(RuncTest, QueryModeKeepsStateInANamedSession) {
   EXPECT_EQ(Bai({"rm", "repl"}).exit_code, 0);
 }
 
+TEST_F(RuncTest, CommitArchivesTheKernelsWritableFiles) {
+  auto a = Bai({"run", "python", "--name", "snap", "-c",
+                "open('/home/work/notes.txt', 'w').write('kept'); "
+                "open('/tmp/scratch.bin', 'wb').write(b'x' * 5000)"});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  auto r = Bai(
+      {"-o", "json", "api", "POST", "/session/snap/commit", "-d", R"({"filename": "snap.tar"})"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto started = internal::ParseJson(r.out).value_or(json());
+  std::string path = started.value("path", "");
+  ASSERT_FALSE(path.empty()) << r.out;
+  bool ready = false;
+  for (int i = 0; i < 200 && !ready; ++i) {
+    auto st = Bai({"-o", "json", "api", "GET", "/session/snap/commit"});
+    ready = internal::ParseJson(st.out).value_or(json()).value("status", "") == "ready";
+    if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(ready);
+  ASSERT_TRUE(fs::exists(path)) << path;
+  EXPECT_FALSE(fs::exists(path + ".partial"));
+  auto list = testing_util::RunProcess({"/usr/bin/tar", "-tvf", path});
+  EXPECT_THAT(list.out, HasSubstr("home/work/notes.txt"));
+  EXPECT_THAT(list.out, HasSubstr("tmp/scratch.bin"));
+  EXPECT_THAT(list.out, HasSubstr("1000/1000")) << "owned by the kernel's user, numerically";
+  auto content = testing_util::RunProcess({"/usr/bin/tar", "-xOf", path, "home/work/notes.txt"});
+  EXPECT_EQ(content.out, "kept");
+  EXPECT_EQ(Bai({"rm", "snap"}).exit_code, 0);
+}
+
 TEST_F(RuncTest, InterruptStopsARunningSnippetAndLogsFollowTheSession) {
   auto a = Bai({"run", "python", "--name", "intr", "-c", "print('first output')"});
   ASSERT_EQ(a.exit_code, 0) << a.err;

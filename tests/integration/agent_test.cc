@@ -63,6 +63,7 @@ class AgentTest : public ::testing::Test {
     agent::DummyOptions d;
     d.prepare_delay = std::chrono::milliseconds(50);
     d.run_time = std::chrono::milliseconds(100);
+    d.commit_dir = dir_.path() + "/commits-" + id;
     auto a = std::make_unique<agent::Agent>(o, std::make_unique<agent::DummyBackend>(d));
     a->Start();
     EXPECT_TRUE(a->WaitRegistered(std::chrono::seconds(5)));
@@ -119,6 +120,68 @@ TEST_F(AgentTest, UnknownImagesAre404OnceAgentsReportTheirImages) {
                    {"image", "cr.backend.ai/stable/python:3.11-ubuntu22.04"},
                    {"enqueueOnly", true}});
   EXPECT_EQ(ref.status, 201) << ref.body;
+}
+
+TEST_F(AgentTest, CommitRunsAsABackgroundTaskFollowedToItsEnd) {
+  auto agent = StartAgent("agent-1", "cpu=4,mem=8g");
+  ASSERT_EQ(Call("POST", "/session", {{"name", "cm-nb"}, {"image", "python"}}).status, 201);
+  auto before = json::parse(Call("GET", "/session/cm-nb/commit").body);
+  EXPECT_EQ(before["status"], "ready");
+
+  auto r = Call("POST", "/session/cm-nb/commit", {{"filename", "snap-1.tar"}});
+  ASSERT_EQ(r.status, 201) << r.body;
+  auto started = json::parse(r.body);
+  std::string task = started["bgtask_id"];
+  EXPECT_EQ(started["kernel"], before["kernel"]);
+  std::string path = started["path"];
+  EXPECT_EQ(path, dir_.path() + "/commits-agent-1/" +
+                      Info("cm-nb")["sessionId"].get<std::string>() + "/snap-1.tar");
+
+  // Followed live: it ends with bgtask_done and server_close, and the stream closes.
+  std::string stream;
+  auto follow = client_->SendStreaming({"GET", "/events/background-task?taskId=" + task},
+                                       [&](std::string_view d) {
+                                         stream += d;
+                                         return true;
+                                       });
+  ASSERT_TRUE(follow.ok()) << follow.status().message();
+  EXPECT_THAT(stream, HasSubstr("event: bgtask_done\r\ndata: "));
+  EXPECT_THAT(stream, HasSubstr("\"status\":\"done\""));
+  EXPECT_THAT(stream, HasSubstr("\"task_id\":\"" + task + "\""));
+  EXPECT_THAT(stream, HasSubstr("\"current_progress\":1"));
+  EXPECT_THAT(stream, HasSubstr("event: server_close\r\ndata: {}"));
+  std::ifstream tar(path, std::ios::binary | std::ios::ate);
+  ASSERT_TRUE(tar.good()) << path;
+  EXPECT_EQ(tar.tellg(), 1024) << "an empty tar archive from the dummy backend";
+  EXPECT_EQ(json::parse(Call("GET", "/session/cm-nb/commit").body)["status"], "ready");
+
+  // Followed after it finished: the final event at once, then server_close.
+  std::string again;
+  ASSERT_TRUE(client_
+                  ->SendStreaming({"GET", "/events/background-task?task_id=" + task},
+                                  [&](std::string_view d) {
+                                    again += d;
+                                    return true;
+                                  })
+                  .ok());
+  EXPECT_THAT(again, HasSubstr("event: bgtask_done"));
+  EXPECT_THAT(again, HasSubstr("event: server_close"));
+
+  // The same file name again: refused by the agent (a commit never overwrites), task failed.
+  auto dup = Call("POST", "/session/cm-nb/commit", {{"filename", "snap-1.tar"}});
+  EXPECT_EQ(dup.status, 500) << dup.body;
+  EXPECT_THAT(dup.body, HasSubstr("exists"));
+  // Bad names, unknown and missing task ids.
+  EXPECT_EQ(Call("POST", "/session/cm-nb/commit", {{"filename", "../escape.tar"}}).status, 400);
+  EXPECT_EQ(Call("POST", "/session/cm-nb/commit", {{"filename", ".hidden"}}).status, 400);
+  EXPECT_EQ(
+      Call("GET", "/events/background-task?taskId=00000000-0000-4000-8000-000000000000").status,
+      404);
+  EXPECT_EQ(Call("GET", "/events/background-task").status, 400);
+  // A default name: the session's name and a UTC time stamp.
+  auto named = Call("POST", "/session/cm-nb/commit");
+  ASSERT_EQ(named.status, 201) << named.body;
+  EXPECT_THAT(json::parse(named.body)["path"].get<std::string>(), HasSubstr("/cm-nb-20"));
 }
 
 TEST_F(AgentTest, RestartGoesThroughRestartingAndInterruptReachesTheAgent) {

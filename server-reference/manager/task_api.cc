@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: Apache-2.0
+// Background tasks (PROTOCOL.md §5.6): the event stream that follows one, and the operation that
+// runs as one in this manager, committing a session's kernel to a tar archive on its agent.
+#include "bai/protocol/errors.h"
+
+#include "libbai/internal/json_codec.h"
+#include "server-reference/common/problem.h"
+#include "server-reference/manager/agents.h"
+#include "server-reference/manager/api.h"
+#include "server-reference/manager/bgtasks.h"
+#include "server-reference/manager/events.h"
+#include "server-reference/manager/handler_util.h"
+#include "server-reference/manager/params.h"
+#include "server-reference/manager/sessions.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cctype>
+#include <chrono>
+#include <ctime>
+
+namespace bai::manager {
+
+using nlohmann::json;
+using protocol::MakeProblemStatus;
+using protocol::ProblemType;
+using server::HttpResponse;
+using server::ProblemResponse;
+
+namespace {
+
+// A file name on the agent, no path: letters, digits, '.', '_', '-', not starting with '.'.
+bool ValidCommitFilename(std::string const& name) {
+  if (name.empty() || name.size() > 128 || name[0] == '.') return false;
+  for (unsigned char c : name) {
+    if (!std::isalnum(c) && c != '.' && c != '_' && c != '-') return false;
+  }
+  return true;
+}
+
+std::string DefaultCommitFilename(std::string const& session_name) {
+  char stamp[32];
+  std::time_t t = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&t, &utc);
+  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &utc);
+  return session_name + "-" + stamp + ".tar";
+}
+
+StatusOr<std::string> MainKernelId(server::Database& db, std::string const& session_id) {
+  auto rows = db.Query("SELECT id FROM kernels WHERE session_id = ? AND cluster_role = 'main'",
+                       {session_id});
+  if (!rows.ok()) return std::move(rows).status();
+  if (rows->empty()) return MakeProblemStatus(ProblemType::kObjectNotFound, "No main kernel.");
+  return (*rows)[0].Text(0);
+}
+
+}  // namespace
+
+void ManagerApi::AddBackgroundTaskRoutes(SessionStore& sessions, AgentRegistry& agents,
+                                         BackgroundTaskStore& tasks, EventHub& hub) {
+  // Unknown, expired or someone else's task: 404 before the stream opens (DECISIONS.md; 24.09
+  // opened and closed an empty stream).
+  AddAsync("GET", "/events/background-task", AuthLevel::kUser,
+           [&tasks, &hub](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange)
+               -> std::optional<HttpResponse> {
+             auto p = Params::From(ctx.request);
+             if (!p.ok()) return ProblemResponse(p.status());
+             auto id = p->String({"taskId", "task_id"}, true);
+             if (auto st = p->Check(); !st.ok()) return ProblemResponse(st);
+             auto task = tasks.Get(*id);
+             if (!task.ok()) return ProblemResponse(task.status());
+             if (!*task || ((*task)->access_key != ctx.identity->access_key &&
+                            !ctx.identity->IsSuperadmin())) {
+               return ProblemResponse(
+                   MakeProblemStatus(ProblemType::kObjectNotFound, "No such background task."));
+             }
+             exchange->StartEventStream(ctx.response_headers);
+             hub.FollowTask(exchange, **task);
+             return std::nullopt;
+           });
+
+  // Commit: the agent archives what the kernel changed (its writable directories) into a tar
+  // file on the agent; 201 at once with the task to follow, as Backend.AI answers.
+  AddAsync("POST", "/session/{id}/commit", AuthLevel::kUser,
+           [&sessions, &agents, &tasks](
+               RequestContext& ctx,
+               std::shared_ptr<server::Exchange> const& exchange) -> std::optional<HttpResponse> {
+             auto p = Params::From(ctx.request);
+             if (!p.ok()) return ProblemResponse(p.status());
+             auto filename = p->String({"filename", "fname"});
+             (void)p->String({"login_session_token"});
+             if (filename && !ValidCommitFilename(*filename)) {
+               p->Fail("filename",
+                       "letters, digits, '.', '_' and '-' only, at most 128, no leading '.'");
+             }
+             if (auto st = p->Check(); !st.ok()) return ProblemResponse(st);
+             auto s = ResolveRunning(sessions, ctx);
+             if (!s.ok()) return ProblemResponse(s.status());
+             auto kernel = MainKernelId(ctx.store.db(), s->id);
+             if (!kernel.ok()) return ProblemResponse(kernel.status());
+             auto running = tasks.Ongoing("commit", s->id);
+             if (!running.ok()) return ProblemResponse(running.status());
+             if (*running) {
+               return ProblemResponse(MakeProblemStatus(
+                   ProblemType::kInvalidApiParams,
+                   "A commit of this session is already running (task " + (*running)->id + ")."));
+             }
+             auto task = tasks.Create("commit", ctx.identity->access_key, s->id, 0);
+             if (!task.ok()) return ProblemResponse(task.status());
+             json message = {{"type", "commit_kernel"},
+                             {"session_id", s->id},
+                             {"task_id", task->id},
+                             {"filename", filename.value_or(DefaultCommitFilename(s->name))}};
+             auto headers = ctx.response_headers;
+             agents.Request(
+                 *s->agent_id, message.dump(), std::chrono::seconds(30),
+                 [&tasks, exchange, headers, task_id = task->id,
+                  kernel_id = *kernel](StatusOr<std::string> result) {
+                   auto reply = result.ok() ? internal::ParseJson(*result) : std::nullopt;
+                   if (reply && reply->value("ok", false)) {
+                     RespondLate(*exchange, headers,
+                                 JsonResponse({{"bgtask_id", task_id},
+                                               {"kernel", kernel_id},
+                                               {"path", reply->value("path", std::string())}},
+                                              201));
+                     return;
+                   }
+                   std::string why = !result.ok() ? result.status().message()
+                                     : reply      ? reply->value("msg", std::string("refused"))
+                                                  : std::string("malformed agent reply");
+                   (void)tasks.Finish(task_id, "failed", why);
+                   RespondLate(
+                       *exchange, headers,
+                       ProblemResponse(MakeProblemStatus(ProblemType::kInternalServerError,
+                                                         "The agent cannot commit: " + why)));
+                 });
+             return std::nullopt;
+           });
+
+  // Whether a commit of the session is running (PROTOCOL.md: "ongoing" or "ready").
+  Add("GET", "/session/{id}/commit", AuthLevel::kUser, [&sessions, &tasks](RequestContext& ctx) {
+    return Guard([&]() -> StatusOr<HttpResponse> {
+      auto s = sessions.Resolve(ctx.params.at("id"), ctx.identity->access_key, false);
+      if (!s.ok()) return std::move(s).status();
+      auto kernel = MainKernelId(ctx.store.db(), s->id);
+      if (!kernel.ok()) return std::move(kernel).status();
+      auto running = tasks.Ongoing("commit", s->id);
+      if (!running.ok()) return std::move(running).status();
+      return JsonResponse({{"status", *running ? "ongoing" : "ready"}, {"kernel", *kernel}});
+    });
+  });
+}
+
+}  // namespace bai::manager
