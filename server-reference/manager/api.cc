@@ -189,6 +189,39 @@ void ManagerApi::AddRoutes() {
     });
   });
 
+  // Off unless configured (Backend.AI leaves it to a hook plugin; an open manager should not let
+  // anyone in by default).
+  Add("POST", "/auth/signup", L::kAnonymous, [this](RequestContext& ctx) {
+    return Guard([&]() -> StatusOr<HttpResponse> {
+      if (!options_.allow_signup) {
+        return MakeProblemStatus(ProblemType::kGenericForbidden,
+                                 "Signup is disabled on this manager (auth.allow_signup).");
+      }
+      auto p = Params::From(ctx.request);
+      if (!p.ok()) return std::move(p).status();
+      auto domain = p->String({"domain"}, true);
+      auto email = p->String({"email"}, true);
+      auto password = p->String({"password"}, true);
+      auto username = p->String({"username"});
+      auto full_name = p->String({"full_name"}).value_or("");
+      (void)p->String({"description"});
+      if (email && (email->size() > 64 || email->find('@') == std::string::npos ||
+                    email->find_first_of(" \t\r\n") != std::string::npos)) {
+        p->Fail("email", "not an email address");
+      }
+      if (password && password->size() < 8) p->Fail("password", "at least 8 characters");
+      if (username && (username->empty() || username->size() > 64)) {
+        p->Fail("username", "1 to 64 characters");
+      }
+      if (auto s = p->Check(); !s.ok()) return s;
+      auto hash = HashPassword(*password);
+      if (!hash.ok()) return std::move(hash).status();
+      auto keys = ctx.store.SignUp(*domain, *email, username.value_or(*email), *hash, full_name);
+      if (!keys.ok()) return std::move(keys).status();
+      return JsonResponse({{"access_key", keys->first}, {"secret_key", keys->second}}, 201);
+    });
+  });
+
   Add("GET", "/auth/role", L::kUser, [](RequestContext& ctx) {
     return Guard([&]() -> StatusOr<HttpResponse> {
       auto p = Params::From(ctx.request);

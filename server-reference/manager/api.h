@@ -40,6 +40,7 @@ struct ApiOptions {
   std::string manager_version;  ///< "bai-manager 0.1.0"
   /// Clock for signature windows and rate limits (tests move it).
   std::function<std::chrono::system_clock::time_point()> clock;
+  bool allow_signup = false;  ///< POST /auth/signup creates users; off: 403
 };
 
 /// The manager's REST surface: routes with their auth level, the API-version check, signature

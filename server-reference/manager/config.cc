@@ -37,7 +37,7 @@ Status LoadManagerConfig(std::string const& path, ManagerConfig& config) {
   for (auto const& [section, node] : doc) {
     auto const* table = node.as_table();
     std::string name(section.str());
-    if (!table || (name != "server" && name != "storage" && name != "agents")) {
+    if (!table || (name != "server" && name != "storage" && name != "agents" && name != "auth")) {
       return Status(StatusCode::kInvalidArgument, path + ": unknown section [" + name + "]");
     }
     for (auto const& [k, v] : *table) {
@@ -67,6 +67,10 @@ Status LoadManagerConfig(std::string const& path, ManagerConfig& config) {
         if (!n || *n < 1 || *n > 86400 * 7) return bad(key, "seconds from 1 to 604800");
         (key == "agents.heartbeat_timeout" ? config.agent_heartbeat_timeout
                                            : config.agent_lost_grace) = static_cast<int>(*n);
+      } else if (key == "auth.allow_signup") {
+        auto b = v.value<bool>();
+        if (!b) return bad(key, "true or false");
+        config.allow_signup = *b;
       } else {
         return Status(StatusCode::kInvalidArgument, path + ": unknown setting " + key);
       }

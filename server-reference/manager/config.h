@@ -21,6 +21,8 @@ namespace bai::manager {
 /// [agents]
 /// heartbeat_timeout = 15      # seconds of silence before an agent is LOST
 /// lost_grace = 300            # seconds a LOST agent's sessions wait before they end as ERROR
+/// [auth]
+/// allow_signup = false        # POST /auth/signup creates users (off: 403)
 /// ```
 struct ManagerConfig {
   std::string listen_address = "127.0.0.1";
@@ -31,6 +33,7 @@ struct ManagerConfig {
   std::string database;
   int agent_heartbeat_timeout = 15;
   int agent_lost_grace = 300;
+  bool allow_signup = false;
 
   std::string DatabasePath() const {
     return database.empty() ? data_dir + "/manager.db" : database;

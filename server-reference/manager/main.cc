@@ -24,10 +24,12 @@ int main(int argc, char** argv) {
   CLI::App app{"bai-manager: the reference Backend.AI manager", "bai-manager"};
   std::string config_file, listen, data_dir, fixture_file;
   int threads = 0;
+  bool allow_signup = false;
   app.add_option("--config", config_file, "TOML configuration file")->check(CLI::ExistingFile);
   app.add_option("--listen", listen, "HOST:PORT to listen on (default 127.0.0.1:8081)");
   app.add_option("--data-dir", data_dir, "Directory for the database and credentials");
   app.add_option("--threads", threads, "I/O threads")->check(CLI::Range(1, 256));
+  app.add_flag("--allow-signup", allow_signup, "Let anyone create a user with POST /auth/signup");
   app.add_flag_function(
       "--version",
       [](std::int64_t) {
@@ -51,6 +53,7 @@ int main(int argc, char** argv) {
   }
   if (!data_dir.empty()) config.data_dir = data_dir;
   if (threads > 0) config.threads = threads;
+  if (allow_signup) config.allow_signup = true;
 
   if (load->parsed()) {
     auto state = bai::manager::OpenState(config);

@@ -46,6 +46,7 @@ StatusOr<std::unique_ptr<Manager>> Manager::Start(ManagerConfig const& config) {
   m->hub_ = std::make_unique<EventHub>(*m->sessions_, *m->tasks_);
   ApiOptions api_options;
   api_options.manager_version = ManagerVersion();
+  api_options.allow_signup = config.allow_signup;
   m->api_ = std::make_unique<ManagerApi>(*m->state_.store, std::move(api_options));
   auto* raw = m.get();
   m->api_->AddSessionRoutes(*m->sessions_, *m->hub_,

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/manager/store.h"
 
+#include "bai/protocol/errors.h"
 #include "bai/protocol/resource.h"
 
 #include "libbai/internal/json_codec.h"
+#include "server-reference/manager/bootstrap.h"
 
 #include <chrono>
 #include <ctime>
@@ -26,6 +28,52 @@ std::string IsoTime(std::chrono::system_clock::time_point t) {
 }
 
 std::string NowIso() { return IsoTime(std::chrono::system_clock::now()); }
+
+StatusOr<std::pair<std::string, std::string>> Store::SignUp(std::string const& domain,
+                                                            std::string const& email,
+                                                            std::string const& username,
+                                                            std::string const& password_hash,
+                                                            std::string const& full_name) {
+  auto keys = GenerateKeypair();
+  std::string user_id = GenerateUuid();
+  std::string now = NowIso();
+  Status refusal;  // a client error found inside the transaction
+  auto s = db_.Transaction([&](server::SqlExecutor& tx) -> Status {
+    auto d = tx.Query("SELECT 1 FROM domains WHERE name = ? AND is_active = 1", {domain});
+    if (!d.ok()) return d.status();
+    if (d->empty()) {
+      refusal = protocol::MakeProblemStatus(protocol::ProblemType::kInvalidApiParams,
+                                            "No such domain: " + domain);
+      return refusal;
+    }
+    auto taken =
+        tx.Query("SELECT email FROM users WHERE email = ? OR username = ?", {email, username});
+    if (!taken.ok()) return taken.status();
+    if (!taken->empty()) {
+      refusal = protocol::MakeProblemStatus(
+          protocol::ProblemType::kInvalidApiParams,
+          (*taken)[0].Text(0) == email ? "Email already exists" : "Username already exists");
+      return refusal;
+    }
+    for (auto const& [sql, params] : std::vector<std::pair<std::string, std::vector<SqlValue>>>{
+             {"INSERT INTO users (uuid, username, email, password_hash, full_name, role, status, "
+              "domain_name, created_at) VALUES (?, ?, ?, ?, ?, 'user', 'active', ?, ?)",
+              {user_id, username, email, password_hash, full_name, domain, now}},
+             {"INSERT INTO association_groups_users (group_id, user_id) "
+              "SELECT id, ? FROM groups WHERE domain_name = ? AND name = 'default'",
+              {user_id, domain}},
+             {"INSERT INTO keypairs (access_key, secret_key, user_id, is_active, is_admin, "
+              "resource_policy, rate_limit, created_at) VALUES (?, ?, ?, 1, 0, 'default', 1000, ?)",
+              {keys.first, keys.second, user_id, now}},
+         }) {
+      if (auto r = tx.Exec(sql, params); !r.ok()) return r.status();
+    }
+    return Status();
+  });
+  if (!refusal.ok()) return refusal;
+  if (!s.ok()) return s;
+  return keys;
+}
 
 StatusOr<std::optional<KeypairRecord>> Store::FindKeypair(std::string const& access_key) {
   auto rows = db_.Query(

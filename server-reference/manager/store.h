@@ -63,6 +63,16 @@ class Store {
   /// The user's active keypair, admin keypairs first.
   StatusOr<std::optional<std::pair<std::string, std::string>>> ActiveKeypairOf(
       std::string const& user_id);
+  /// A new active user of role `user` in an active `domain`, a member of the domain's
+  /// `default` project when there is one, with a fresh keypair (policy `default`, 1000 requests
+  /// per 15 minutes); returns (access key, secret key). 400 invalid-api-params for an unknown
+  /// domain or a taken email or user name.
+  StatusOr<std::pair<std::string, std::string>> SignUp(std::string const& domain,
+                                                       std::string const& email,
+                                                       std::string const& username,
+                                                       std::string const& password_hash,
+                                                       std::string const& full_name);
+
   StatusOr<std::vector<PresetRecord>> ListPresets();
   /// Names of the active resource groups the requester may use (domain ∪ project ∪ keypair),
   /// sorted; `group` (project name or id) narrows the project part, "" = every project of the

@@ -317,6 +317,60 @@ TEST_F(ManagerTest, FixtureErrorsLeaveNothingBehind) {
   EXPECT_EQ((*rows)[0].Int(0), 1) << "d1 must have been rolled back";
 }
 
+TEST_F(ManagerTest, SignupIsOffUnlessConfiguredAndThenCreatesAWorkingUser) {
+  auto anon = MakeClient("", "");
+  ApiRequest signup{"POST", "/auth/signup"};
+  signup.body = json({{"domain", "default"},
+                      {"email", "new@example.com"},
+                      {"password", "long-enough-1"},
+                      {"full_name", "New User"}})
+                    .dump();
+  auto off = anon.Send(signup);
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(off->status, 403) << off->body;
+  EXPECT_EQ(json::parse(off->body)["type"], Probs("generic-forbidden"));
+
+  manager_.reset();
+  config_.allow_signup = true;
+  auto m = Manager::Start(config_);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  manager_ = std::move(*m);
+  anon = MakeClient("", "");
+  auto made = anon.Send(signup);
+  ASSERT_EQ(made->status, 201) << made->body;
+  auto keys = json::parse(made->body);
+  std::string access = keys["access_key"], secret = keys["secret_key"];
+  EXPECT_EQ(access.size(), 20u);
+  EXPECT_EQ(secret.size(), 40u);
+  // The keypair works, as a plain user, and the password logs in to the same keypair.
+  auto test = MakeClient(access, secret).Send({"GET", "/auth/role"});
+  ASSERT_EQ(test->status, 200) << test->body;
+  EXPECT_EQ(json::parse(test->body)["global_role"], "user");
+  ApiRequest login{"POST", "/auth/authorize"};
+  login.body = json({{"type", "keypair"},
+                     {"domain", "default"},
+                     {"username", "new@example.com"},
+                     {"password", "long-enough-1"}})
+                   .dump();
+  auto logged = anon.Send(login);
+  ASSERT_EQ(logged->status, 200) << logged->body;
+  EXPECT_EQ(json::parse(logged->body)["data"]["access_key"], access);
+  EXPECT_EQ(json::parse(logged->body)["data"]["role"], "user");
+
+  auto again = anon.Send(signup);
+  EXPECT_EQ(again->status, 400);
+  EXPECT_THAT(again->body, HasSubstr("Email already exists"));
+  signup.body =
+      json({{"domain", "nowhere"}, {"email", "b@example.com"}, {"password", "12345678"}}).dump();
+  EXPECT_EQ(anon.Send(signup)->status, 400);
+  signup.body =
+      json({{"domain", "default"}, {"email", "not-an-email"}, {"password", "short"}}).dump();
+  auto bad = anon.Send(signup);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_THAT(bad->body, HasSubstr("email"));
+  EXPECT_THAT(bad->body, HasSubstr("password"));
+}
+
 TEST_F(ManagerTest, PasswordLoginReturnsTheKeypair) {
   auto anon = MakeClient("", "");
   ApiRequest login{"POST", "/auth/authorize"};
