@@ -18,6 +18,13 @@ if(BAI_BUILD_SERVER)
   find_package(Boost 1.81.0 EXACT REQUIRED CONFIG)
   find_package(SQLite3 3.40 REQUIRED)
   pkg_check_modules(uuid REQUIRED IMPORTED_TARGET uuid)
+  # bai-manager's allocator (ADR 6): not under sanitizers, which bring their own.
+  if(NOT BAI_SANITIZERS)
+    pkg_check_modules(jemalloc IMPORTED_TARGET jemalloc)
+    if(NOT jemalloc_FOUND)
+      message(STATUS "jemalloc not found (Debian: libjemalloc-dev): bai-manager uses glibc malloc")
+    endif()
+  endif()
 endif()
 
 if(BAI_BUILD_TESTS)
