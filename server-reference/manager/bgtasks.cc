@@ -108,6 +108,13 @@ StatusOr<bool> BackgroundTaskStore::Finish(std::string const& id, std::string co
 }
 
 Status BackgroundTaskStore::Expire(std::chrono::system_clock::time_point now) {
+  // A task whose worker vanished (an agent that died mid-commit) would stay ongoing forever.
+  auto stalled = db_.Exec(
+      "UPDATE background_tasks SET status = 'failed', version = version + 1, updated_at = ?, "
+      "message = 'no progress report for an hour: the worker is gone' "
+      "WHERE status = 'ongoing' AND updated_at < ?",
+      {IsoTime(now), IsoTime(now - kStallTimeout)});
+  if (!stalled.ok()) return stalled.status();
   return db_
       .Exec("DELETE FROM background_tasks WHERE status <> 'ongoing' AND updated_at < ?",
             {IsoTime(now - kRetention)})

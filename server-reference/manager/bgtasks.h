@@ -36,6 +36,8 @@ class BackgroundTaskStore {
  public:
   /// Finished tasks are forgotten after this long (PROTOCOL.md: expired after 24 h).
   static constexpr std::chrono::hours kRetention{24};
+  /// An ongoing task without a report for this long has failed (its worker is gone).
+  static constexpr std::chrono::hours kStallTimeout{1};
 
   explicit BackgroundTaskStore(server::Database& db) : db_(db) {}
 
@@ -52,7 +54,7 @@ class BackgroundTaskStore {
   /// already finished (a finished task never changes again).
   StatusOr<bool> Finish(std::string const& id, std::string const& status,
                         std::string const& message);
-  /// Deletes tasks that finished more than kRetention ago.
+  /// Fails tasks stalled for kStallTimeout; deletes tasks that finished kRetention ago.
   Status Expire(std::chrono::system_clock::time_point now);
 
  private:
