@@ -146,6 +146,16 @@ int Main(int argc, char** argv, std::ostream& out, std::ostream& err, std::istre
   session_info->add_option("SESSION", info_session, "Session id, name or unique prefix")
       ->required();
   session_info->callback([&] { action = [&] { return RunSessionInfo(info_session, ctx); }; });
+  CommitOptions commit_options;
+  auto* session_commit = session->add_subcommand(
+      "commit", "Archive a running session's files (/home/work, /tmp) into a tar on its agent");
+  session_commit->add_option("SESSION", commit_options.session, "Session id, name or unique prefix")
+      ->required();
+  session_commit->add_option("--filename", commit_options.filename,
+                             "Archive file name (default: SESSION-TIME.tar)");
+  session_commit->add_flag("--wait", commit_options.wait,
+                           "Wait until it is written; exit 1 if it failed");
+  session_commit->callback([&] { action = [&] { return RunSessionCommit(commit_options, ctx); }; });
 
   std::string shell;
   auto* completion = app.add_subcommand("completion", "Print a shell completion script");

@@ -258,4 +258,68 @@ Status SessionClient::WatchEvents(SessionEventFilter const& filter,
   return Status(StatusCode::kUnavailable, "the event stream ended");
 }
 
+StatusOr<CommitResult> SessionClient::Commit(std::string const& session,
+                                             std::string const& filename) const {
+  ApiRequest req;
+  req.method = "POST";
+  req.path = "/session/" + Segment(session) + "/commit";
+  json body = json::object();
+  if (!filename.empty()) body["filename"] = filename;
+  req.body = body.dump();
+  auto j = Call(client_, req);
+  if (!j.ok()) return std::move(j).status();
+  CommitResult out;
+  if (j->is_object()) {
+    out.task_id = OptString(*j, "bgtask_id").value_or("");
+    out.kernel_id = OptString(*j, "kernel").value_or("");
+    out.path = OptString(*j, "path").value_or("");
+  }
+  if (out.task_id.empty()) {
+    return Status(StatusCode::kInternal, "malformed commit answer: " + j->dump().substr(0, 200));
+  }
+  return out;
+}
+
+StatusOr<TaskProgress> SessionClient::FollowTask(
+    std::string const& task_id, std::function<void(TaskProgress const&)> const& on_update) const {
+  std::optional<TaskProgress> last;
+  internal::SseParser parser([&](std::string const& name, std::string const& data) {
+    TaskProgress p;
+    p.event = name;
+    p.task_id = task_id;
+    if (auto j = internal::ParseJson(data); j && j->is_object()) {
+      p.message = OptString(*j, "message").value_or("");
+      // 24.09 sends the numbers of a finished task as strings.
+      auto number = [&](char const* key) -> std::int64_t {
+        if (auto n = OptInt(*j, key)) return *n;
+        if (auto t = OptString(*j, key)) return std::strtoll(t->c_str(), nullptr, 10);
+        return 0;
+      };
+      p.current_progress = number("current_progress");
+      p.total_progress = number("total_progress");
+    }
+    if (name == "server_close") {
+      if (!last || !last->Finished()) {
+        p.event = "server_close";
+        last = p;
+      }
+      return false;
+    }
+    if (on_update) on_update(p);
+    last = p;
+    return true;
+  });
+  ApiRequest request{"GET", "/events/background-task?taskId=" + Segment(task_id)};
+  request.headers.emplace_back("Accept", "text/event-stream");
+  auto response = client_.SendStreaming(
+      request, [&](std::string_view chunk) { return chunk.empty() || parser.Feed(chunk); });
+  if (!response.ok()) return response.status();
+  if (auto s = CheckResponse(*response); !s.ok()) return s;
+  if (!last) return Status(StatusCode::kNotFound, "no such background task: " + task_id);
+  if (!last->Finished()) {
+    return Status(StatusCode::kUnavailable, "the task's event stream ended before the task");
+  }
+  return *last;
+}
+
 }  // namespace bai

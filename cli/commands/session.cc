@@ -405,4 +405,44 @@ int RunSessionInfo(std::string const& session, Context& ctx) {
   return 0;
 }
 
+int RunSessionCommit(CommitOptions const& options, Context& ctx) {
+  auto client = ctx.MakeClient();
+  if (!client.ok()) return ReportError(ctx, client.status());
+  SessionClient sessions(*client);
+  auto started = sessions.Commit(options.session, options.filename);
+  if (!started.ok()) return ReportError(ctx, started.status());
+  if (!options.wait) {
+    if (ctx.json()) {
+      ctx.out() << json{{"task_id", started->task_id},
+                        {"kernel", started->kernel_id},
+                        {"path", started->path}}
+                       .dump()
+                << "\n";
+    } else {
+      ctx.out() << "task  " << started->task_id << "\npath  " << started->path << "\n";
+    }
+    return 0;
+  }
+  auto last = sessions.FollowTask(started->task_id, [&](TaskProgress const& p) {
+    if (!p.Finished() && !p.message.empty()) ctx.err() << p.message << "\n";
+  });
+  if (!last.ok()) return ReportError(ctx, last.status());
+  if (ctx.json()) {
+    ctx.out() << json{{"task_id", started->task_id},
+                      {"kernel", started->kernel_id},
+                      {"path", started->path},
+                      {"status", last->event},
+                      {"message", last->message}}
+                     .dump()
+              << "\n";
+  } else if (last->Succeeded()) {
+    ctx.out() << started->path << "\n";
+  }
+  if (last->Succeeded()) return 0;
+  ctx.err() << "error: the commit "
+            << (last->event == "bgtask_cancelled" ? "was cancelled" : "failed")
+            << (last->message.empty() ? "" : ": " + last->message) << "\n";
+  return kExitError;
+}
+
 }  // namespace bai::cli

@@ -36,4 +36,12 @@ int RunRm(std::vector<std::string> const& sessions, bool forced, Context& ctx);
 /// `bai session info SESSION`.
 int RunSessionInfo(std::string const& session, Context& ctx);
 
+struct CommitOptions {
+  std::string session;
+  std::string filename;  ///< empty: the server names it
+  bool wait = false;     ///< follow the task; exit 0 when done, 1 when it failed
+};
+/// `bai session commit`: the kernel's writable files into a tar archive on its agent.
+int RunSessionCommit(CommitOptions const& options, Context& ctx);
+
 }  // namespace bai::cli

@@ -75,6 +75,26 @@ struct SessionEvent {
   std::string raw_json;
 };
 
+/// `POST /session/{id}/commit`: the background task to follow and where the archive goes.
+struct CommitResult {
+  std::string task_id;
+  std::string kernel_id;
+  std::string path;  ///< on the session's agent
+};
+
+/// One event of `/events/background-task` (PROTOCOL.md §5.6).
+struct TaskProgress {
+  /// bgtask_updated, bgtask_done, bgtask_failed, bgtask_cancelled; "server_close" when the
+  /// stream ended with no final event (24.09 sends only that for a failed task).
+  std::string event;
+  std::string task_id;
+  std::string message;
+  std::int64_t current_progress = 0;
+  std::int64_t total_progress = 0;
+  bool Finished() const { return event != "bgtask_updated"; }
+  bool Succeeded() const { return event == "bgtask_done"; }
+};
+
 /// One execute step (PROTOCOL.md §5.5): `query` (code), `batch` (options.exec), `continue`
 /// (collect more output of `run_id`), `input` (code is the line typed), `complete`.
 struct ExecuteStep {
@@ -132,6 +152,16 @@ class BAI_EXPORT SessionClient {
   Status WatchEvents(SessionEventFilter const& filter,
                      std::function<bool(SessionEvent const&)> const& on_event,
                      std::function<void()> const& on_open = {}) const;
+
+  /// Commits the kernel of a RUNNING session to a tar file on its agent (`filename` empty: the
+  /// server names it after the session and the time). Returns at once; follow the task.
+  StatusOr<CommitResult> Commit(std::string const& session, std::string const& filename = {}) const;
+
+  /// Follows a background task to its end: `on_update` sees every event; returns the last one.
+  /// An unknown task is kNotFound.
+  StatusOr<TaskProgress> FollowTask(
+      std::string const& task_id,
+      std::function<void(TaskProgress const&)> const& on_update = {}) const;
 
   Client const& client() const { return client_; }
 

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <fstream>
 
 namespace bai {
@@ -40,6 +41,7 @@ class SessionCliTest : public ::testing::Test {
     agent::DummyOptions d;
     d.prepare_delay = std::chrono::milliseconds(50);
     d.run_time = std::chrono::milliseconds(100);
+    d.commit_dir = dir_.path() + "/commits";
     agent_ = std::make_unique<agent::Agent>(o, std::make_unique<agent::DummyBackend>(d));
     agent_->Start();
     ASSERT_TRUE(agent_->WaitRegistered(std::chrono::seconds(5)));
@@ -87,6 +89,35 @@ TEST_F(SessionCliTest, RunFailuresAroundTheJobExit125) {
       {testing_util::BinPath("bai"), "run", "python", "--", "true"},
       {{"BACKEND_ENDPOINT", "http://127.0.0.1:9"}, {"BAI_CONFIG_DIR", dir_.path() + "/cfg"}});
   EXPECT_EQ(unreachable.exit_code, 125);
+}
+
+TEST_F(SessionCliTest, CommitWaitsForTheArchiveAndReportsFailures) {
+  auto created = Bai({"api", "POST", "/session", "-d", R"({"name": "cm-cli", "image": "python"})"});
+  ASSERT_EQ(created.exit_code, 0) << created.err;
+  auto waited = Bai({"session", "commit", "cm-cli", "--filename", "one.tar", "--wait"});
+  ASSERT_EQ(waited.exit_code, 0) << waited.err;
+  std::string path = waited.out.substr(0, waited.out.find('\n'));
+  EXPECT_THAT(path, ::testing::EndsWith("/one.tar"));
+  EXPECT_TRUE(std::filesystem::exists(path)) << path;
+  // Without --wait: the task to follow, as JSON for scripts.
+  auto started = Bai({"-o", "json", "session", "commit", "cm-cli", "--filename", "two.tar"});
+  ASSERT_EQ(started.exit_code, 0) << started.err;
+  auto j = json::parse(started.out);
+  EXPECT_EQ(j["task_id"].get<std::string>().size(), 36u);
+  EXPECT_THAT(j["path"].get<std::string>(), ::testing::EndsWith("/two.tar"));
+  // One commit of a session at a time: wait until this one is written.
+  bool ready = false;
+  for (int i = 0; i < 100 && !ready; ++i) {
+    auto st = Bai({"api", "GET", "/session/cm-cli/commit"});
+    ready = st.exit_code == 0 && json::parse(st.out)["status"] == "ready";
+    if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(ready);
+  // The same name again fails (a commit never overwrites); an unknown session is not found.
+  auto again = Bai({"session", "commit", "cm-cli", "--filename", "one.tar", "--wait"});
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_THAT(again.err, HasSubstr("exists"));
+  EXPECT_EQ(Bai({"session", "commit", "no-such-session", "--wait"}).exit_code, 5);
 }
 
 TEST_F(SessionCliTest, InfoLogsAndRm) {
