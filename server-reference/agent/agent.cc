@@ -254,6 +254,11 @@ struct Agent::Impl {
       result["path"] = *path;
     } else {
       result["msg"] = path.status().message();
+      // The caller's mistake (a taken or unusable name, no running kernel) or ours.
+      auto code = path.status().code();
+      result["client_error"] = code == StatusCode::kAlreadyExists ||
+                               code == StatusCode::kInvalidArgument ||
+                               code == StatusCode::kNotFound;
     }
     Write(json{{"type", "response"}, {"request_id", request_id}, {"result", result}}.dump());
     if (!path.ok()) return;

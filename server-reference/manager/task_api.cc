@@ -82,61 +82,68 @@ void ManagerApi::AddBackgroundTaskRoutes(SessionStore& sessions, AgentRegistry& 
 
   // Commit: the agent archives what the kernel changed (its writable directories) into a tar
   // file on the agent; 201 at once with the task to follow, as Backend.AI answers.
-  AddAsync("POST", "/session/{id}/commit", AuthLevel::kUser,
-           [&sessions, &agents, &tasks](
-               RequestContext& ctx,
-               std::shared_ptr<server::Exchange> const& exchange) -> std::optional<HttpResponse> {
-             auto p = Params::From(ctx.request);
-             if (!p.ok()) return ProblemResponse(p.status());
-             auto filename = p->String({"filename", "fname"});
-             (void)p->String({"login_session_token"});
-             if (filename && !ValidCommitFilename(*filename)) {
-               p->Fail("filename",
-                       "letters, digits, '.', '_' and '-' only, at most 128, no leading '.'");
-             }
-             if (auto st = p->Check(); !st.ok()) return ProblemResponse(st);
-             auto s = ResolveRunning(sessions, ctx);
-             if (!s.ok()) return ProblemResponse(s.status());
-             auto kernel = MainKernelId(ctx.store.db(), s->id);
-             if (!kernel.ok()) return ProblemResponse(kernel.status());
-             auto running = tasks.Ongoing("commit", s->id);
-             if (!running.ok()) return ProblemResponse(running.status());
-             if (*running) {
-               return ProblemResponse(MakeProblemStatus(
-                   ProblemType::kInvalidApiParams,
-                   "A commit of this session is already running (task " + (*running)->id + ")."));
-             }
-             auto task = tasks.Create("commit", ctx.identity->access_key, s->id, 0);
-             if (!task.ok()) return ProblemResponse(task.status());
-             json message = {{"type", "commit_kernel"},
-                             {"session_id", s->id},
-                             {"task_id", task->id},
-                             {"filename", filename.value_or(DefaultCommitFilename(s->name))}};
-             auto headers = ctx.response_headers;
-             agents.Request(
-                 *s->agent_id, message.dump(), std::chrono::seconds(30),
-                 [&tasks, exchange, headers, task_id = task->id,
-                  kernel_id = *kernel](StatusOr<std::string> result) {
-                   auto reply = result.ok() ? internal::ParseJson(*result) : std::nullopt;
-                   if (reply && reply->value("ok", false)) {
-                     RespondLate(*exchange, headers,
-                                 JsonResponse({{"bgtask_id", task_id},
-                                               {"kernel", kernel_id},
-                                               {"path", reply->value("path", std::string())}},
-                                              201));
-                     return;
-                   }
-                   std::string why = !result.ok() ? result.status().message()
-                                     : reply      ? reply->value("msg", std::string("refused"))
-                                                  : std::string("malformed agent reply");
-                   (void)tasks.Finish(task_id, "failed", why);
-                   RespondLate(
-                       *exchange, headers,
-                       ProblemResponse(MakeProblemStatus(ProblemType::kInternalServerError,
-                                                         "The agent cannot commit: " + why)));
-                 });
-             return std::nullopt;
-           });
+  AddAsync(
+      "POST", "/session/{id}/commit", AuthLevel::kUser,
+      [&sessions, &agents, &tasks](
+          RequestContext& ctx,
+          std::shared_ptr<server::Exchange> const& exchange) -> std::optional<HttpResponse> {
+        auto p = Params::From(ctx.request);
+        if (!p.ok()) return ProblemResponse(p.status());
+        auto filename = p->String({"filename", "fname"});
+        (void)p->String({"login_session_token"});
+        if (filename && !ValidCommitFilename(*filename)) {
+          p->Fail("filename",
+                  "letters, digits, '.', '_' and '-' only, at most 128, no leading '.'");
+        }
+        if (auto st = p->Check(); !st.ok()) return ProblemResponse(st);
+        auto s = ResolveRunning(sessions, ctx);
+        if (!s.ok()) return ProblemResponse(s.status());
+        auto kernel = MainKernelId(ctx.store.db(), s->id);
+        if (!kernel.ok()) return ProblemResponse(kernel.status());
+        auto running = tasks.Ongoing("commit", s->id);
+        if (!running.ok()) return ProblemResponse(running.status());
+        if (*running) {
+          return ProblemResponse(MakeProblemStatus(
+              ProblemType::kInvalidApiParams,
+              "A commit of this session is already running (task " + (*running)->id + ")."));
+        }
+        auto task = tasks.Create("commit", ctx.identity->access_key, s->id, 0);
+        if (!task.ok()) return ProblemResponse(task.status());
+        json message = {{"type", "commit_kernel"},
+                        {"session_id", s->id},
+                        {"task_id", task->id},
+                        {"filename", filename.value_or(DefaultCommitFilename(s->name))}};
+        auto headers = ctx.response_headers;
+        agents.Request(
+            *s->agent_id, message.dump(), std::chrono::seconds(30),
+            [&tasks, exchange, headers, task_id = task->id,
+             kernel_id = *kernel](StatusOr<std::string> result) {
+              auto reply = result.ok() ? internal::ParseJson(*result) : std::nullopt;
+              if (reply && reply->value("ok", false)) {
+                RespondLate(*exchange, headers,
+                            JsonResponse({{"bgtask_id", task_id},
+                                          {"kernel", kernel_id},
+                                          {"path", reply->value("path", std::string())}},
+                                         201));
+                return;
+              }
+              std::string why = !result.ok() ? result.status().message()
+                                : reply      ? reply->value("msg", std::string("refused"))
+                                             : std::string("malformed agent reply");
+              (void)tasks.Finish(task_id, "failed", why);
+              HttpResponse r;
+              if (!result.ok()) {
+                r = ProblemResponse(result.status());  // 503 when the agent is elsewhere
+              } else {
+                bool theirs = reply && reply->value("client_error", false);
+                r = ProblemResponse(MakeProblemStatus(
+                    theirs ? ProblemType::kInvalidApiParams : ProblemType::kInternalServerError,
+                    "The agent cannot commit: " + why));
+              }
+              RespondLate(*exchange, headers, std::move(r));
+            });
+        return std::nullopt;
+      });
 
   // Whether a commit of the session is running (PROTOCOL.md: "ongoing" or "ready").
   Add("GET", "/session/{id}/commit", AuthLevel::kUser, [&sessions, &tasks](RequestContext& ctx) {

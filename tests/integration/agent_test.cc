@@ -169,7 +169,7 @@ TEST_F(AgentTest, CommitRunsAsABackgroundTaskFollowedToItsEnd) {
 
   // The same file name again: refused by the agent (a commit never overwrites), task failed.
   auto dup = Call("POST", "/session/cm-nb/commit", {{"filename", "snap-1.tar"}});
-  EXPECT_EQ(dup.status, 500) << dup.body;
+  EXPECT_EQ(dup.status, 400) << dup.body;
   EXPECT_THAT(dup.body, HasSubstr("exists"));
   // Bad names, unknown and missing task ids.
   EXPECT_EQ(Call("POST", "/session/cm-nb/commit", {{"filename", "../escape.tar"}}).status, 400);
