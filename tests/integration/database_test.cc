@@ -53,8 +53,9 @@ TEST(SqliteDatabaseTest, ReadsSeeAnotherProcessesCommitsAtOnce) {
 }
 
 // Thousands of commits while a reader never pauses: the anchor must step aside for checkpoints,
-// or SQLite can never rewind the WAL. Rewound, the WAL stays near 1000 frames (4 MiB), as it
-// does without the anchor; an anchor held through checkpoints lets it grow to about 72 MiB.
+// or SQLite can never rewind the WAL. Rewound, the WAL stays near 1000 frames (4 MiB) on an
+// idle machine, as without the anchor; an anchor held through checkpoints lets it grow to
+// about 72 MiB.
 TEST(SqliteDatabaseTest, WalStaysBoundedUnderWritesAndReads) {
   TempDir dir;
   std::string path = dir.path() + "/db.sqlite";
@@ -85,7 +86,10 @@ TEST(SqliteDatabaseTest, WalStaysBoundedUnderWritesAndReads) {
   EXPECT_GT(reads.load(), 0);
   EXPECT_EQ(Count(**db), kCommits);
   auto wal = std::filesystem::file_size(path + "-wal");
-  EXPECT_LT(wal, 8u << 20) << "WAL grew to " << wal << " bytes";
+  // About 4 MiB on an idle machine, up to 16 MiB with four copies of this test on two cores
+  // (checkpoints then overlap more readers). A WAL that never rewinds holds every frame, about
+  // 72 MiB: the bound is half of that.
+  EXPECT_LT(wal, 36u << 20) << "WAL grew to " << wal << " bytes";
 }
 
 }  // namespace
