@@ -55,6 +55,24 @@ std::optional<std::int64_t> OptInt(json const& j, char const* key) {
   return it->get<std::int64_t>();
 }
 
+// Opens a Server-Sent Event stream at `path` and feeds it to `on_event` until that returns false
+// or the stream ends; `on_open` runs once the stream is open. A non-2xx answer is its error.
+Status StreamEvents(Client const& client, std::string path, internal::SseParser::Handler on_event,
+                    std::function<void()> const& on_open = {}) {
+  internal::SseParser parser(std::move(on_event));
+  ApiRequest request{"GET", std::move(path)};
+  request.headers.emplace_back("Accept", "text/event-stream");
+  auto response = client.SendStreaming(request, [&](std::string_view chunk) {
+    if (chunk.empty()) {
+      if (on_open) on_open();
+      return true;
+    }
+    return parser.Feed(chunk);
+  });
+  if (!response.ok()) return response.status();
+  return CheckResponse(*response);
+}
+
 }  // namespace
 
 std::string ShellJoin(std::vector<std::string> const& argv) {
@@ -230,30 +248,23 @@ Status SessionClient::WatchEvents(SessionEventFilter const& filter,
   add("ownerAccessKey", filter.owner_access_key);
   add("groupName", filter.group);
   bool stopped = false;
-  internal::SseParser parser([&](std::string const& name, std::string const& data) {
-    SessionEvent e;
-    e.name = name;
-    e.raw_json = data;
-    if (auto j = internal::ParseJson(data); j && j->is_object()) {
-      e.session_id = OptString(*j, "sessionId").value_or("");
-      e.session_name = OptString(*j, "sessionName").value_or("");
-      e.reason = OptString(*j, "reason");
-      e.exit_code = OptInt(*j, "exitCode");
-    }
-    if (!on_event(e)) stopped = true;
-    return !stopped;
-  });
-  ApiRequest request{"GET", "/events/session" + query};
-  request.headers.emplace_back("Accept", "text/event-stream");
-  auto response = client_.SendStreaming(request, [&](std::string_view chunk) {
-    if (chunk.empty()) {
-      if (on_open) on_open();
-      return true;
-    }
-    return parser.Feed(chunk);
-  });
-  if (!response.ok()) return response.status();
-  if (auto s = CheckResponse(*response); !s.ok()) return s;
+  auto s = StreamEvents(
+      client_, "/events/session" + query,
+      [&](std::string const& name, std::string const& data) {
+        SessionEvent e;
+        e.name = name;
+        e.raw_json = data;
+        if (auto j = internal::ParseJson(data); j && j->is_object()) {
+          e.session_id = OptString(*j, "sessionId").value_or("");
+          e.session_name = OptString(*j, "sessionName").value_or("");
+          e.reason = OptString(*j, "reason");
+          e.exit_code = OptInt(*j, "exitCode");
+        }
+        if (!on_event(e)) stopped = true;
+        return !stopped;
+      },
+      on_open);
+  if (!s.ok()) return s;
   if (stopped) return {};
   return Status(StatusCode::kUnavailable, "the event stream ended");
 }
@@ -283,38 +294,35 @@ StatusOr<CommitResult> SessionClient::Commit(std::string const& session,
 StatusOr<TaskProgress> SessionClient::FollowTask(
     std::string const& task_id, std::function<void(TaskProgress const&)> const& on_update) const {
   std::optional<TaskProgress> last;
-  internal::SseParser parser([&](std::string const& name, std::string const& data) {
-    TaskProgress p;
-    p.event = name;
-    p.task_id = task_id;
-    if (auto j = internal::ParseJson(data); j && j->is_object()) {
-      p.message = OptString(*j, "message").value_or("");
-      // 24.09 sends the numbers of a finished task as strings.
-      auto number = [&](char const* key) -> std::int64_t {
-        if (auto n = OptInt(*j, key)) return *n;
-        if (auto t = OptString(*j, key)) return std::strtoll(t->c_str(), nullptr, 10);
-        return 0;
-      };
-      p.current_progress = number("current_progress");
-      p.total_progress = number("total_progress");
-    }
-    if (name == "server_close") {
-      if (!last || !last->Finished()) {
-        p.event = "server_close";
-        last = p;
-      }
-      return false;
-    }
-    if (on_update) on_update(p);
-    last = p;
-    return true;
-  });
-  ApiRequest request{"GET", "/events/background-task?taskId=" + Segment(task_id)};
-  request.headers.emplace_back("Accept", "text/event-stream");
-  auto response = client_.SendStreaming(
-      request, [&](std::string_view chunk) { return chunk.empty() || parser.Feed(chunk); });
-  if (!response.ok()) return response.status();
-  if (auto s = CheckResponse(*response); !s.ok()) return s;
+  auto s = StreamEvents(client_, "/events/background-task?taskId=" + Segment(task_id),
+                        [&](std::string const& name, std::string const& data) {
+                          TaskProgress p;
+                          p.event = name;
+                          p.task_id = task_id;
+                          if (auto j = internal::ParseJson(data); j && j->is_object()) {
+                            p.message = OptString(*j, "message").value_or("");
+                            // 24.09 sends the numbers of a finished task as strings.
+                            auto number = [&](char const* key) -> std::int64_t {
+                              if (auto n = OptInt(*j, key)) return *n;
+                              if (auto t = OptString(*j, key)) {
+                                return std::strtoll(t->c_str(), nullptr, 10);
+                              }
+                              return 0;
+                            };
+                            p.current_progress = number("current_progress");
+                            p.total_progress = number("total_progress");
+                          }
+                          // server_close ends the stream; it is the result only when no final
+                          // bgtask_* event came before it.
+                          if (name == "server_close") {
+                            if (!last || !last->Finished()) last = p;
+                            return false;
+                          }
+                          if (on_update) on_update(p);
+                          last = p;
+                          return true;
+                        });
+  if (!s.ok()) return s;
   if (!last) return Status(StatusCode::kNotFound, "no such background task: " + task_id);
   if (!last->Finished()) {
     return Status(StatusCode::kUnavailable, "the task's event stream ended before the task");
