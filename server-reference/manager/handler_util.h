@@ -11,6 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
+#include <string>
+
 namespace bai::manager {
 
 /// A JSON response.
@@ -44,6 +47,16 @@ inline void RespondLate(server::Exchange& exchange,
                         server::HttpResponse r) {
   for (auto const& h : headers) r.headers.push_back(h);
   exchange.Respond(std::move(r));
+}
+
+/// Why an agent request did not succeed, in words: the transport's error, the agent's `msg`
+/// (`fallback` when it gave none), or a malformed reply.
+inline std::string AgentFailure(StatusOr<std::string> const& result,
+                                std::optional<nlohmann::json> const& reply,
+                                std::string const& fallback) {
+  if (!result.ok()) return result.status().message();
+  if (!reply) return "malformed agent reply";
+  return reply->value("msg", fallback);
 }
 
 }  // namespace bai::manager

@@ -416,9 +416,7 @@ void ManagerApi::AddKernelControlRoutes(SessionStore& sessions, AgentRegistry& a
                    if (ok) {
                      r = HttpResponse::NoContent();
                    } else {
-                     std::string why = !result.ok() ? result.status().message()
-                                       : reply      ? reply->value("msg", std::string("failed"))
-                                                    : std::string("malformed agent reply");
+                     std::string why = AgentFailure(result, reply, "failed");
                      r = ProblemResponse(MakeProblemStatus(ProblemType::kKernelRestartFailed,
                                                            "Restarting the kernel failed: " + why));
                    }

@@ -127,9 +127,7 @@ void ManagerApi::AddBackgroundTaskRoutes(SessionStore& sessions, AgentRegistry& 
                                          201));
                 return;
               }
-              std::string why = !result.ok() ? result.status().message()
-                                : reply      ? reply->value("msg", std::string("refused"))
-                                             : std::string("malformed agent reply");
+              std::string why = AgentFailure(result, reply, "refused");
               (void)tasks.Finish(task_id, "failed", why);
               HttpResponse r;
               if (!result.ok()) {
