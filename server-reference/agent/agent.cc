@@ -233,16 +233,26 @@ struct Agent::Impl {
   // the backend's flush timeout; a restart for a whole container start); the reply is written
   // from the I/O thread. Stop() waits for these threads.
   void AnswerLater(std::string request_id, std::function<json()> work) {
+    RunDetached([this, request_id = std::move(request_id), work = std::move(work)] {
+      PostWrite(json{{"type", "response"}, {"request_id", request_id}, {"result", work()}}.dump());
+    });
+  }
+
+  // Runs `work` on a thread of its own; Stop() waits for every such thread.
+  void RunDetached(std::function<void()> work) {
     std::lock_guard<std::mutex> lock(exec_mu);
     ++executing;
-    std::thread([this, request_id = std::move(request_id), work = std::move(work)] {
-      std::string reply =
-          json{{"type", "response"}, {"request_id", request_id}, {"result", work()}}.dump();
+    std::thread([this, work = std::move(work)] {
+      work();
       std::lock_guard<std::mutex> done(exec_mu);
-      if (!stopping) net::post(ioc, [this, reply = std::move(reply)] { Write(reply); });
       --executing;
       exec_cv.notify_all();
     }).detach();
+  }
+
+  // Writes `text` from the I/O thread (from any thread; dropped once the agent stops).
+  void PostWrite(std::string text) {
+    if (!stopping) net::post(ioc, [this, text = std::move(text)] { Write(text); });
   }
 
   // A commit answers at once (where the file goes, or why not) and then runs as a background
@@ -271,11 +281,9 @@ struct Agent::Impl {
           {"current_progress", current},
           {"total_progress",
            1}}.dump();
-      net::post(ioc, [this, text = std::move(text)] { Write(text); });
+      PostWrite(std::move(text));
     };
-    std::lock_guard<std::mutex> lock(exec_mu);
-    ++executing;
-    std::thread([this, session, target = *path, report] {
+    RunDetached([this, session, target = *path, report] {
       report("ongoing", "archiving the kernel's files", 0);
       Status s = backend->Commit(session, target);
       if (s.ok()) {
@@ -283,10 +291,7 @@ struct Agent::Impl {
       } else {
         report("failed", s.message(), 0);
       }
-      std::lock_guard<std::mutex> done(exec_mu);
-      --executing;
-      exec_cv.notify_all();
-    }).detach();
+    });
   }
 
   void Heartbeat() {
