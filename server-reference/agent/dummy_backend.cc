@@ -102,7 +102,7 @@ std::string DummyBackend::Execute(std::string const& session_id, std::string con
   return result.dump();
 }
 
-Status DummyBackend::Restart(std::string const& session_id) {
+Status DummyBackend::CheckRunning(std::string const& session_id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = kernels_.find(session_id);
   if (it == kernels_.end() || it->second.state.status != "RUNNING") {
@@ -111,15 +111,11 @@ Status DummyBackend::Restart(std::string const& session_id) {
   return Status();
 }
 
+Status DummyBackend::Restart(std::string const& session_id) { return CheckRunning(session_id); }
+
 StatusOr<std::string> DummyBackend::CommitTarget(std::string const& session_id,
                                                  std::string const& filename) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = kernels_.find(session_id);
-    if (it == kernels_.end() || it->second.state.status != "RUNNING") {
-      return Status(StatusCode::kNotFound, "no running kernel " + session_id);
-    }
-  }
+  if (auto s = CheckRunning(session_id); !s.ok()) return s;
   return CommitFile(options_.commit_dir, session_id, filename);
 }
 

@@ -49,6 +49,8 @@ class DummyBackend : public KernelBackend {
     std::chrono::steady_clock::time_point next;  ///< when its next step happens
   };
   void Loop();
+  /// NotFound unless the session's kernel is RUNNING.
+  Status CheckRunning(std::string const& session_id);
 
   DummyOptions options_;
   std::mutex mu_;

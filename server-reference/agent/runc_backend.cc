@@ -310,13 +310,24 @@ std::string OciConfig(KernelSpec const& spec, Image const& image, RuncOptions co
   return config.dump(2);
 }
 
-Status RunHook(std::string const& name, std::string const& state_json) {
-  if (name != "loopback-up") return Status(StatusCode::kInvalidArgument, "unknown hook " + name);
+namespace {
+
+// The container's pid in an OCI state document (`runc state`, or a hook's stdin).
+std::optional<long long> StatePid(std::string const& state_json) {
   auto state = internal::ParseJson(state_json);
   if (!state || !state->contains("pid") || !(*state)["pid"].is_number_integer()) {
-    return Status(StatusCode::kInvalidArgument, "no container pid in the hook's state");
+    return std::nullopt;
   }
-  std::string ns = "/proc/" + std::to_string((*state)["pid"].get<long long>()) + "/ns/net";
+  return (*state)["pid"].get<long long>();
+}
+
+}  // namespace
+
+Status RunHook(std::string const& name, std::string const& state_json) {
+  if (name != "loopback-up") return Status(StatusCode::kInvalidArgument, "unknown hook " + name);
+  auto pid = StatePid(state_json);
+  if (!pid) return Status(StatusCode::kInvalidArgument, "no container pid in the hook's state");
+  std::string ns = "/proc/" + std::to_string(*pid) + "/ns/net";
   int fd = open(ns.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) {
     if (fd >= 0) close(fd);
@@ -795,16 +806,20 @@ void RuncBackend::Destroy(std::string const& session_id, std::string const& reas
   });
 }
 
-Status RuncBackend::Restart(std::string const& session_id) {
-  std::shared_ptr<Kernel> old;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = kernels_.find(session_id);
-    if (it == kernels_.end() || it->second->state.status != "RUNNING" || it->second->tearing_down) {
-      return Status(StatusCode::kNotFound, "no running kernel " + session_id);
-    }
-    old = it->second;
+StatusOr<std::shared_ptr<RuncBackend::Kernel>> RuncBackend::Running(
+    std::string const& session_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = kernels_.find(session_id);
+  if (it == kernels_.end() || it->second->state.status != "RUNNING" || it->second->tearing_down) {
+    return Status(StatusCode::kNotFound, "no running kernel " + session_id);
   }
+  return it->second;
+}
+
+Status RuncBackend::Restart(std::string const& session_id) {
+  auto running = Running(session_id);
+  if (!running.ok()) return running.status();
+  std::shared_ptr<Kernel> old = *running;
   Teardown(old, "restarting", std::nullopt, /*report=*/false);
   auto fresh = std::make_shared<Kernel>();
   fresh->spec = old->spec;
@@ -832,13 +847,7 @@ Status RuncBackend::Restart(std::string const& session_id) {
 
 StatusOr<std::string> RuncBackend::CommitTarget(std::string const& session_id,
                                                 std::string const& filename) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = kernels_.find(session_id);
-    if (it == kernels_.end() || it->second->state.status != "RUNNING" || it->second->tearing_down) {
-      return Status(StatusCode::kNotFound, "no running kernel " + session_id);
-    }
-  }
+  if (auto running = Running(session_id); !running.ok()) return running.status();
   return CommitFile(options_.state_dir + "/commits", session_id, filename);
 }
 
@@ -851,14 +860,13 @@ Status RuncBackend::Commit(std::string const& session_id, std::string const& pat
     k = it->second;
   }
   auto state = server::RunProcess(Runc({"state", k->container_id}), server::StdoutOnly());
-  auto parsed = state.exit_code == 0 ? internal::ParseJson(state.output) : std::nullopt;
-  if (!parsed || !parsed->contains("pid") || !(*parsed)["pid"].is_number_integer() ||
-      (*parsed)["pid"].get<long long>() <= 0) {
+  auto pid = state.exit_code == 0 ? StatePid(state.output) : std::nullopt;
+  if (!pid || *pid <= 0) {
     return Status(StatusCode::kFailedPrecondition, "the kernel's container is not running");
   }
   // The container's own view of its files: /proc/PID/root crosses into its mount namespace, so
   // its tmpfs /home/work and /tmp are what tar reads. Symbolic links are stored, not followed.
-  std::string root = "/proc/" + std::to_string((*parsed)["pid"].get<long long>()) + "/root";
+  std::string root = "/proc/" + std::to_string(*pid) + "/root";
   std::string partial = path + ".partial";
   std::vector<std::string> argv = {"tar",         "--create", "--file",          partial,
                                    "--directory", root,       "--numeric-owner", "--sparse"};

@@ -110,6 +110,8 @@ class RuncBackend : public KernelBackend {
 
  private:
   struct Kernel;
+  /// The session's kernel when it is RUNNING and not being torn down; else NotFound.
+  StatusOr<std::shared_ptr<Kernel>> Running(std::string const& session_id) const;
   void Start(std::shared_ptr<Kernel> k);
   void ReadLoop(std::shared_ptr<Kernel> k);
   void Teardown(std::shared_ptr<Kernel> k, std::string reason,
