@@ -27,6 +27,14 @@ std::atomic<bool> g_interrupted{false};
 
 void OnInterrupt(int) { g_interrupted = true; }
 
+// Ctrl-C and SIGTERM set g_interrupted: the command cleans up (exit 130) instead of dying.
+void CatchInterrupts() {
+  struct sigaction sa {};
+  sa.sa_handler = OnInterrupt;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
 std::string RandomSuffix() {
   unsigned char raw[4];
   randombytes_buf(raw, sizeof raw);
@@ -98,10 +106,7 @@ int RunQuery(RunOptions const& options, Context& ctx) {
   auto client = ctx.MakeClient();
   if (!client.ok()) return JobError(ctx, client.status());
   SessionClient sessions(*client);
-  struct sigaction sa {};
-  sa.sa_handler = OnInterrupt;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+  CatchInterrupts();
 
   auto created = sessions.Create(req);
   if (!created.ok()) return JobError(ctx, created.status());
@@ -261,10 +266,7 @@ int RunRun(RunOptions const& options, Context& ctx) {
                        [&] { return state->open || state->stream_over; });
   }
 
-  struct sigaction sa {};
-  sa.sa_handler = OnInterrupt;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+  CatchInterrupts();
 
   auto created = sessions.Create(req);
   if (!created.ok()) return JobError(ctx, created.status());
