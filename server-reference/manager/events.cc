@@ -180,12 +180,14 @@ void EventHub::Tick() {
     }
     if (now >= next_ping_) {
       next_ping_ = now + kPingEvery;
-      for (auto it = streams_.begin(); it != streams_.end();) {
-        it = it->exchange->WriteEvent(": ping\r\n\r\n") ? std::next(it) : streams_.erase(it);
-      }
-      for (auto it = task_streams_.begin(); it != task_streams_.end();) {
-        it = it->exchange->WriteEvent(": ping\r\n\r\n") ? std::next(it) : task_streams_.erase(it);
-      }
+      // Both kinds of stream; a stream whose client has gone is dropped.
+      auto ping = [](auto& streams) {
+        for (auto it = streams.begin(); it != streams.end();) {
+          it = it->exchange->WriteEvent(": ping\r\n\r\n") ? std::next(it) : streams.erase(it);
+        }
+      };
+      ping(streams_);
+      ping(task_streams_);
     }
     for (auto it = waiters_.begin(); it != waiters_.end();) {
       if (*it->gone) {

@@ -313,6 +313,14 @@ StatusOr<std::string> SessionStore::MainKernelLogs(std::string const& session_id
   return rows->empty() ? std::string() : (*rows)[0].Text(0);
 }
 
+StatusOr<std::string> SessionStore::MainKernelId(std::string const& session_id) {
+  auto rows = db_.Query("SELECT id FROM kernels WHERE session_id = ? AND cluster_role = 'main'",
+                        {session_id});
+  if (!rows.ok()) return std::move(rows).status();
+  if (rows->empty()) return MakeProblemStatus(ProblemType::kObjectNotFound, "No main kernel.");
+  return (*rows)[0].Text(0);
+}
+
 StatusOr<std::vector<EventRecord>> SessionStore::EventsAfter(std::int64_t seq, int limit) {
   auto rows = db_.Query(
       "SELECT seq, name, session_id, session_name, kernel_id, access_key, domain_name, group_id, "

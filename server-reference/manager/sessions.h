@@ -109,6 +109,8 @@ class SessionStore {
   Status SetStatusInfo(std::string const& id, std::string const& status_info);
   Status Rename(std::string const& id, std::string const& name);
   StatusOr<std::string> MainKernelLogs(std::string const& session_id);
+  /// The id of the session's main kernel; 404 object-not-found when it has none.
+  StatusOr<std::string> MainKernelId(std::string const& session_id);
 
   StatusOr<std::vector<EventRecord>> EventsAfter(std::int64_t seq, int limit);
   StatusOr<std::int64_t> LastEventSeq();

@@ -47,14 +47,6 @@ std::string DefaultCommitFilename(std::string const& session_name) {
   return session_name + "-" + stamp + ".tar";
 }
 
-StatusOr<std::string> MainKernelId(server::Database& db, std::string const& session_id) {
-  auto rows = db.Query("SELECT id FROM kernels WHERE session_id = ? AND cluster_role = 'main'",
-                       {session_id});
-  if (!rows.ok()) return std::move(rows).status();
-  if (rows->empty()) return MakeProblemStatus(ProblemType::kObjectNotFound, "No main kernel.");
-  return (*rows)[0].Text(0);
-}
-
 }  // namespace
 
 void ManagerApi::AddBackgroundTaskRoutes(SessionStore& sessions, AgentRegistry& agents,
@@ -98,7 +90,7 @@ void ManagerApi::AddBackgroundTaskRoutes(SessionStore& sessions, AgentRegistry& 
         if (auto st = p->Check(); !st.ok()) return ProblemResponse(st);
         auto s = ResolveRunning(sessions, ctx);
         if (!s.ok()) return ProblemResponse(s.status());
-        auto kernel = MainKernelId(ctx.store.db(), s->id);
+        auto kernel = sessions.MainKernelId(s->id);
         if (!kernel.ok()) return ProblemResponse(kernel.status());
         auto running = tasks.Ongoing("commit", s->id);
         if (!running.ok()) return ProblemResponse(running.status());
@@ -148,7 +140,7 @@ void ManagerApi::AddBackgroundTaskRoutes(SessionStore& sessions, AgentRegistry& 
     return Guard([&]() -> StatusOr<HttpResponse> {
       auto s = sessions.Resolve(ctx.params.at("id"), ctx.identity->access_key, false);
       if (!s.ok()) return std::move(s).status();
-      auto kernel = MainKernelId(ctx.store.db(), s->id);
+      auto kernel = sessions.MainKernelId(s->id);
       if (!kernel.ok()) return std::move(kernel).status();
       auto running = tasks.Ongoing("commit", s->id);
       if (!running.ok()) return std::move(running).status();
