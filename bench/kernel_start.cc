@@ -202,7 +202,7 @@ int main(int argc, char** argv) {
   ao.manager_url = "http://127.0.0.1:" + std::to_string(dummy_cluster.manager->port());
   ao.agent_id = "kstart-dummy";
   ao.cluster_secret = dummy_cluster.manager->cluster_secret();
-  ao.slots_json = R"({"cpu": "2", "mem": "4294967296"})";
+  (void)bai::protocol::ParseSlotAssignment("cpu=2,mem=4g", ao.slots);
   bai::agent::DummyOptions dopts;
   dopts.prepare_delay = std::chrono::milliseconds(0);
   bai::agent::Agent dummy(ao, std::make_unique<bai::agent::DummyBackend>(dopts));
@@ -216,7 +216,7 @@ int main(int argc, char** argv) {
   bai::agent::KernelSpec spec;
   spec.session_id = "bare";
   spec.image = "python";
-  spec.resources_json = R"({"cpu": "0.5", "mem": "268435456"})";
+  (void)bai::protocol::ParseSlotAssignment("cpu=0.5,mem=256m", spec.resources);
   bai::agent::RuncOptions ro;
   ro.agent_id = agent_id;
   ro.hook_path = bin + "/bai-agent";

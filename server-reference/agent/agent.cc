@@ -5,13 +5,12 @@
 #include "bai/protocol/resource.h"
 #include "bai/version.h"
 
-#include "libbai/internal/json_codec.h"
+#include "server-reference/common/agent_messages.h"
 #include "server-reference/common/agent_protocol.h"
 
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
-#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include <atomic>
@@ -26,17 +25,18 @@ namespace beast = boost::beast;
 namespace websocket = beast::websocket;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
-using nlohmann::json;
+namespace ap = server::agent_protocol;
 
-std::string DiscoverSlots(std::int64_t reserve_bytes, int cuda_devices) {
+protocol::ResourceSlots DiscoverSlots(std::int64_t reserve_bytes, int cuda_devices) {
   long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
   long pages = ::sysconf(_SC_PHYS_PAGES);
   long page = ::sysconf(_SC_PAGE_SIZE);
   std::int64_t mem = static_cast<std::int64_t>(pages) * page - reserve_bytes;
-  json slots = {{"cpu", std::to_string(std::max(1L, cores))},
-                {"mem", std::to_string(std::max<std::int64_t>(0, mem))}};
-  if (cuda_devices > 0) slots["cuda.device"] = std::to_string(cuda_devices);
-  return slots.dump();
+  protocol::ResourceSlots slots = {
+      {"cpu", protocol::Decimal::FromInteger(std::max(1L, cores))},
+      {"mem", protocol::Decimal::FromInteger(std::max<std::int64_t>(0, mem))}};
+  if (cuda_devices > 0) slots["cuda.device"] = protocol::Decimal::FromInteger(cuda_devices);
+  return slots;
 }
 
 struct Agent::Impl {
@@ -118,8 +118,7 @@ struct Agent::Impl {
                           if (gen != generation) return;
                           if (ec) return Retry("handshake: " + ec.message());
                           backoff = std::chrono::milliseconds(0);
-                          Register();
-                          Read();
+                          Read();  // the manager's challenge comes first
                         });
   }
 
@@ -138,36 +137,22 @@ struct Agent::Impl {
     });
   }
 
-  void Register() {
-    json kernels = json::array();
-    for (auto const& k : backend->Snapshot()) {
-      json item = {{"session_id", k.session_id},
-                   {"status", k.status},
-                   {"reason", k.reason},
-                   {"logs", k.logs}};
-      if (k.exit_code) item["exit_code"] = *k.exit_code;
-      kernels.push_back(item);
+  // Answers the connection's challenge with everything the manager needs to know.
+  void Register(std::string const& nonce) {
+    ap::Register m;
+    m.version = server::agent_protocol::kVersion;
+    m.proof = ap::RegisterProof(options.agent_id, options.cluster_secret, nonce);
+    m.agent_version = BAI_VERSION_STRING;
+    m.scaling_group = options.scaling_group;
+    m.architecture = options.architecture;
+    m.slots = options.slots;
+    for (auto const& [name, amount] : options.slots) {
+      m.slot_types[name] = protocol::KnownSlotType(name).value_or(protocol::SlotType::kCount);
     }
-    json images = json::array();
-    for (auto const& name : options.images)
-      images.push_back({{"name", name}, {"aliases", json::array()}});
-    auto slots = internal::ParseJson(options.slots_json).value_or(json::object());
-    json slot_types = json::object();
-    for (auto const& [name, v] : slots.items()) {
-      auto type = protocol::KnownSlotType(name).value_or(protocol::SlotType::kCount);
-      slot_types[name] = std::string(protocol::ToString(type));
-    }
-    Write(json{{"type", "register"},
-               {"version", server::agent_protocol::kVersion},
-               {"agent_version", BAI_VERSION_STRING},
-               {"scaling_group", options.scaling_group},
-               {"architecture", options.architecture},
-               {"slots", slots},
-               {"slot_types", slot_types},
-               {"images", images},
-               {"devices", internal::ParseJson(options.devices_json).value_or(json::array())},
-               {"kernels", kernels}}
-              .dump());
+    for (auto const& name : options.images) m.images.push_back({name, {}});
+    m.devices = options.devices;
+    m.kernels = backend->Snapshot();
+    Write(ap::Encode(ap::ToManager(std::move(m))));
   }
 
   void Read() {
@@ -182,59 +167,55 @@ struct Agent::Impl {
   }
 
   void Handle(std::string const& text) {
-    auto msg = internal::ParseJson(text);
-    if (!msg || !msg->is_object()) return;
-    std::string type = msg->value("type", "");
-    if (type == "registered") {
-      heartbeat_interval = std::chrono::milliseconds(msg->value("heartbeat_interval_ms", 5000));
-      // Finished kernels listed in the registration are now known to the manager.
-      for (auto const& k : backend->Snapshot()) {
-        if (k.status == "TERMINATED" || k.status == "ERROR") backend->Acknowledge(k.session_id);
-      }
-      SetRegistered(true);
-      Heartbeat();
-    } else if (type == "create_kernel") {
-      KernelSpec spec;
-      spec.session_id = msg->value("session_id", "");
-      spec.session_name = msg->value("session_name", "");
-      spec.session_type = msg->value("session_type", "interactive");
-      spec.image = msg->value("image", "");
-      spec.resources_json = msg->value("resources", json::object()).dump();
-      spec.environ_json = msg->value("environ", json::object()).dump();
-      spec.mounts_json = msg->value("mounts", json::array()).dump();
-      if (auto c = msg->find("startup_command"); c != msg->end() && c->is_string()) {
-        spec.startup_command = c->get<std::string>();
-      }
-      if (auto t = msg->find("batch_timeout"); t != msg->end() && t->is_number_integer()) {
-        spec.batch_timeout = t->get<std::int64_t>();
-      }
-      backend->Create(spec);
-    } else if (type == "destroy_kernel") {
-      backend->Destroy(msg->value("session_id", ""), msg->value("reason", ""));
-    } else if (type == "execute") {
-      AnswerLater(
-          msg->value("request_id", ""), [this, session = msg->value("session_id", ""), text] {
-            return internal::ParseJson(backend->Execute(session, text)).value_or(json::object());
-          });
-    } else if (type == "commit_kernel") {
-      Commit(msg->value("request_id", ""), msg->value("session_id", ""), msg->value("task_id", ""),
-             msg->value("filename", ""));
-    } else if (type == "restart_kernel") {
-      AnswerLater(msg->value("request_id", ""), [this, session = msg->value("session_id", "")] {
-        Status s = backend->Restart(session);
-        json result = {{"ok", s.ok()}};
-        if (!s.ok()) result["msg"] = s.message();
-        return result;
-      });
+    auto message = ap::DecodeToAgent(text);
+    if (!message.ok()) {
+      std::fprintf(stderr, "bai-agent: refused a manager message: %s\n",
+                   message.status().message().c_str());
+      Write(ap::Encode(ap::ToManager(ap::ErrorReport{message.status().message()})));
+      return;
     }
+    std::visit([this](auto const& m) { On(m); }, *message);
+  }
+
+  void On(ap::Challenge const& m) { Register(m.nonce); }
+
+  void On(ap::Registered const& m) {
+    heartbeat_interval = std::chrono::milliseconds(m.heartbeat_interval_ms);
+    // Finished kernels listed in the registration are now known to the manager.
+    for (auto const& k : backend->Snapshot()) {
+      if (k.status == "TERMINATED" || k.status == "ERROR") backend->Acknowledge(k.session_id);
+    }
+    SetRegistered(true);
+    Heartbeat();
+  }
+
+  void On(ap::CreateKernel const& m) { backend->Create(m); }
+
+  void On(ap::DestroyKernel const& m) { backend->Destroy(m.session_id, m.reason); }
+
+  void On(ap::Execute const& m) {
+    AnswerLater(m.request_id, [this, m] { return backend->Execute(m); });
+  }
+
+  void On(ap::CommitKernel const& m) { Commit(m); }
+
+  void On(ap::RestartKernel const& m) {
+    AnswerLater(m.request_id, [this, session = m.session_id] {
+      Status s = backend->Restart(session);
+      return ap::EncodeReply(ap::RestartReply{s.ok(), s.message()});
+    });
+  }
+
+  void On(ap::ErrorReport const& m) {
+    std::fprintf(stderr, "bai-agent: the manager could not use a message: %s\n", m.msg.c_str());
   }
 
   // Answers a manager request from its own thread (an execute step may wait for output up to
   // the backend's flush timeout; a restart for a whole container start); the reply is written
   // from the I/O thread. Stop() waits for these threads.
-  void AnswerLater(std::string request_id, std::function<json()> work) {
+  void AnswerLater(std::string request_id, std::function<std::string()> work) {
     RunDetached([this, request_id = std::move(request_id), work = std::move(work)] {
-      PostWrite(json{{"type", "response"}, {"request_id", request_id}, {"result", work()}}.dump());
+      PostWrite(ap::Encode(ap::ToManager(ap::Response{request_id, work()})));
     });
   }
 
@@ -257,33 +238,26 @@ struct Agent::Impl {
 
   // A commit answers at once (where the file goes, or why not) and then runs as a background
   // task: `bgtask` messages report it ongoing and then done or failed.
-  void Commit(std::string request_id, std::string session, std::string task, std::string filename) {
-    auto path = backend->CommitTarget(session, filename);
-    json result = {{"ok", path.ok()}};
+  void Commit(ap::CommitKernel const& m) {
+    auto path = backend->CommitTarget(m.session_id, m.filename);
+    ap::CommitReply reply;
+    reply.ok = path.ok();
     if (path.ok()) {
-      result["path"] = *path;
+      reply.path = *path;
     } else {
-      result["msg"] = path.status().message();
+      reply.msg = path.status().message();
       // The caller's mistake (a taken or unusable name, no running kernel) or ours.
       auto code = path.status().code();
-      result["client_error"] = code == StatusCode::kAlreadyExists ||
-                               code == StatusCode::kInvalidArgument ||
-                               code == StatusCode::kNotFound;
+      reply.client_error = code == StatusCode::kAlreadyExists ||
+                           code == StatusCode::kInvalidArgument || code == StatusCode::kNotFound;
     }
-    Write(json{{"type", "response"}, {"request_id", request_id}, {"result", result}}.dump());
+    Write(ap::Encode(ap::ToManager(ap::Response{m.request_id, ap::EncodeReply(reply)})));
     if (!path.ok()) return;
-    auto report = [this, task](std::string const& status, std::string const& message, int current) {
-      std::string text = json{
-          {"type", "bgtask"},
-          {"task_id", task},
-          {"status", status},
-          {"message", message},
-          {"current_progress", current},
-          {"total_progress",
-           1}}.dump();
-      PostWrite(std::move(text));
+    auto report = [this, task = m.task_id](std::string status, std::string message, int current) {
+      PostWrite(ap::Encode(
+          ap::ToManager(ap::TaskReport{task, std::move(status), std::move(message), current, 1})));
     };
-    RunDetached([this, session, target = *path, report] {
+    RunDetached([this, session = m.session_id, target = *path, report] {
       report("ongoing", "archiving the kernel's files", 0);
       Status s = backend->Commit(session, target);
       if (s.ok()) {
@@ -295,9 +269,7 @@ struct Agent::Impl {
   }
 
   void Heartbeat() {
-    Write(json{{"type", "heartbeat"},
-               {"slots", internal::ParseJson(options.slots_json).value_or(json::object())}}
-              .dump());
+    Write(ap::Encode(ap::ToManager(ap::Heartbeat{options.slots})));
     heartbeat.expires_after(heartbeat_interval);
     heartbeat.async_wait([this](beast::error_code ec) {
       if (!ec) Heartbeat();
@@ -331,13 +303,8 @@ struct Agent::Impl {
   }
 
   void Report(KernelReport const& r) {
-    json m = {{"type", "kernel_status"},
-              {"session_id", r.session_id},
-              {"status", r.status},
-              {"reason", r.reason},
-              {"logs", r.logs}};
-    if (r.exit_code) m["exit_code"] = *r.exit_code;
-    net::post(ioc, [this, text = m.dump(), session = r.session_id, status = r.status] {
+    net::post(ioc, [this, text = ap::Encode(ap::ToManager(r)), session = r.session_id,
+                    status = r.status] {
       bool connected;
       {
         std::lock_guard<std::mutex> lock(mu);

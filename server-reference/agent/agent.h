@@ -4,6 +4,7 @@
 #include "bai/status.h"
 
 #include "server-reference/agent/backend.h"
+#include "server-reference/common/agent_messages.h"
 
 #include <chrono>
 #include <memory>
@@ -18,9 +19,9 @@ struct AgentOptions {
   std::string cluster_secret;
   std::string scaling_group = "default";
   std::string architecture = "x86_64";
-  std::string slots_json;  ///< {"cpu": "4", "mem": "8589934592"}
+  protocol::ResourceSlots slots;  ///< what the agent offers (cpu, mem, cuda.device…)
   std::vector<std::string> images{"python", "shell"};
-  std::string devices_json = "[]";  ///< accelerators found: [{kind, index, uuid, name, memory}]
+  std::vector<server::agent_protocol::DeviceInfo> devices;  ///< accelerators found
   std::chrono::milliseconds reconnect_min{200};
   std::chrono::milliseconds reconnect_max{5000};
 };
@@ -51,6 +52,6 @@ class Agent {
 
 /// CPU cores and memory of this machine as a slot map (memory minus `reserve_bytes`), plus
 /// `cuda.device` when `cuda_devices` > 0.
-std::string DiscoverSlots(std::int64_t reserve_bytes, int cuda_devices = 0);
+protocol::ResourceSlots DiscoverSlots(std::int64_t reserve_bytes, int cuda_devices = 0);
 
 }  // namespace bai::agent

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 namespace bai::agent {
 
@@ -15,10 +16,14 @@ StatusOr<std::string> CommitFile(std::string const& commit_dir, std::string cons
   if (!bare) return Status(StatusCode::kInvalidArgument, "a commit file name is a bare name");
   if (commit_dir.empty()) return Status(StatusCode::kFailedPrecondition, "commits are off");
   std::string dir = commit_dir + "/" + session_id;
-  for (std::string const& d : {commit_dir, dir}) {
-    if (::mkdir(d.c_str(), 0700) != 0 && errno != EEXIST) {
-      return Status(StatusCode::kInternal, "cannot create " + d + ": " + std::strerror(errno));
-    }
+  // The parents (the state directory's per-agent folder) may not exist yet on a fresh agent.
+  std::error_code ec;
+  if (std::filesystem::create_directories(commit_dir, ec)) {
+    std::filesystem::permissions(commit_dir, std::filesystem::perms::owner_all, ec);
+  }
+  if (ec) return Status(StatusCode::kInternal, "cannot create " + commit_dir + ": " + ec.message());
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return Status(StatusCode::kInternal, "cannot create " + dir + ": " + std::strerror(errno));
   }
   std::string path = dir + "/" + filename;
   struct stat st {};

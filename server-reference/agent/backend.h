@@ -3,6 +3,8 @@
 
 #include "bai/status.h"
 
+#include "server-reference/common/agent_messages.h"
+
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -12,27 +14,11 @@
 
 namespace bai::agent {
 
-/// What the manager asks for (the create_kernel message).
-struct KernelSpec {
-  std::string session_id;
-  std::string session_name;
-  std::string session_type;  ///< interactive, batch, inference
-  std::string image;
-  std::string resources_json;
-  std::string environ_json;
-  std::string mounts_json = "[]";  ///< vfolder mounts: [{name, host_path, kernel_path, permission}]
-  std::optional<std::string> startup_command;
-  std::optional<std::int64_t> batch_timeout;
-};
+/// What the manager asks for: the create_kernel message.
+using KernelSpec = server::agent_protocol::CreateKernel;
 
-/// A kernel's state as reported to the manager.
-struct KernelReport {
-  std::string session_id;
-  std::string status;  ///< PREPARING, RUNNING, TERMINATED, ERROR
-  std::optional<std::int64_t> exit_code;
-  std::string reason;
-  std::string logs;
-};
+/// A kernel's state as reported to the manager: the kernel_status message.
+using KernelReport = server::agent_protocol::KernelStatus;
 
 /// `<commit_dir>/<session_id>/<filename>` for a commit, its directories made (0700); an error
 /// for a name that is not bare, or when the file exists (a commit never overwrites).
@@ -57,11 +43,11 @@ class KernelBackend {
   /// Forget finished kernels that have been reported.
   virtual void Acknowledge(std::string const& session_id) = 0;
 
-  /// Runs one execute step (PROTOCOL.md §5.5) in the session's kernel; `request_json` has
-  /// mode, run_id, code and options. Returns the result object ({runId, status, exitCode,
-  /// console, options, files}) as JSON text; an unknown session gives status "finished" with
-  /// exitCode 130, as Backend.AI answers for a vanished kernel.
-  virtual std::string Execute(std::string const& session_id, std::string const& request_json) = 0;
+  /// Runs one execute step (PROTOCOL.md §5.5) in the request's session's kernel. Returns the
+  /// result object ({runId, status, exitCode, console, options, files}) as JSON text; an
+  /// unknown session gives status "finished" with exitCode 130, as Backend.AI answers for a
+  /// vanished kernel.
+  virtual std::string Execute(server::agent_protocol::Execute const& request) = 0;
 
   /// Restarts a running kernel in place (PATCH /session/{id}): the old one is stopped without a
   /// report, a fresh one with the same spec is started; returns once it runs again. Interpreter

@@ -77,13 +77,12 @@ void DummyBackend::Acknowledge(std::string const& session_id) {
   }
 }
 
-std::string DummyBackend::Execute(std::string const& session_id, std::string const& request_json) {
-  auto req = internal::ParseJson(request_json).value_or(nlohmann::json::object());
-  std::string run_id = req.value("run_id", "");
+std::string DummyBackend::Execute(server::agent_protocol::Execute const& req) {
+  std::string const& run_id = req.run_id;
   bool alive;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = kernels_.find(session_id);
+    auto it = kernels_.find(req.session_id);
     alive = it != kernels_.end() && it->second.state.status == "RUNNING";
   }
   nlohmann::json result = {{"runId", run_id},
@@ -95,7 +94,7 @@ std::string DummyBackend::Execute(std::string const& session_id, std::string con
     result["exitCode"] = 130;
     return result.dump();
   }
-  std::string code = req.value("code", "");
+  std::string const& code = req.code;
   std::optional<std::string> command = code;
   result["exitCode"] = ExitCodeOf(command, 0);
   if (!code.empty()) result["console"].push_back({"stdout", code + "\n"});

@@ -34,7 +34,7 @@ class DummyBackend : public KernelBackend {
   void Acknowledge(std::string const& session_id) override;
   /// Simulated: a query echoes its code on stdout and finishes with exit code 0 (or N for a
   /// trailing `exit N`); input mode finishes with the input echoed.
-  std::string Execute(std::string const& session_id, std::string const& request_json) override;
+  std::string Execute(server::agent_protocol::Execute const& request) override;
   /// Simulated: a running kernel restarts at once.
   Status Restart(std::string const& session_id) override;
   StatusOr<std::string> CommitTarget(std::string const& session_id,

@@ -7,7 +7,6 @@
 //   bai-agent hook loopback-up          (run by runc as an OCI createRuntime hook)
 #include "bai/protocol/resource.h"
 
-#include "libbai/internal/json_codec.h"
 #include "server-reference/agent/agent.h"
 #include "server-reference/agent/dummy_backend.h"
 #include "server-reference/agent/images.h"
@@ -16,7 +15,6 @@
 #include "server-reference/common/agent_protocol.h"
 
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 #include <signal.h>
 
 #include <filesystem>
@@ -128,31 +126,23 @@ int main(int argc, char** argv) {
   }
   int gpu_count = 0;
   if (auto gpus = bai::agent::DiscoverNvidiaGpus(nvml_library); gpus.ok()) {
-    nlohmann::json devices = nlohmann::json::array();
     for (auto const& g : *gpus) {
-      devices.push_back({{"kind", "cuda"},
-                         {"index", g.index},
-                         {"uuid", g.uuid},
-                         {"name", g.name},
-                         {"memory", g.memory_bytes}});
+      options.devices.push_back({"cuda", g.index, g.uuid, g.name, g.memory_bytes});
     }
-    options.devices_json = devices.dump();
     gpu_count = static_cast<int>(gpus->size());
     std::cout << "bai-agent: " << gpu_count << " NVIDIA GPU(s) found through NVML" << std::endl;
   } else if (gpus.status().code() != bai::StatusCode::kNotFound) {
     std::cerr << "bai-agent: NVML: " << gpus.status().message() << " (no GPUs offered)\n";
   }
   if (slots.empty()) {
-    options.slots_json = bai::agent::DiscoverSlots(
+    options.slots = bai::agent::DiscoverSlots(
         static_cast<std::int64_t>(reserve_bytes->units() / bai::protocol::Decimal::kUnitsPerOne),
         gpu_count);
   } else {
-    bai::protocol::ResourceSlots parsed;
-    if (auto s = bai::protocol::ParseSlotAssignment(slots, parsed); !s.ok()) {
+    if (auto s = bai::protocol::ParseSlotAssignment(slots, options.slots); !s.ok()) {
       std::cerr << "bai-agent: --slots: " << s.message() << "\n";
       return 2;
     }
-    options.slots_json = bai::internal::SlotsToJson(parsed).dump();
   }
 
   sigset_t signals;

@@ -4,7 +4,9 @@
 #include "bai/protocol/resource.h"
 
 #include "libbai/internal/json_codec.h"
+#include "server-reference/common/json_fields.h"
 #include "server-reference/common/process.h"
+#include "server-reference/common/runner_messages.h"
 
 #include <fcntl.h>
 #include <net/if.h>
@@ -26,6 +28,7 @@
 
 namespace bai::agent {
 namespace fs = std::filesystem;
+namespace rp = server::runner_protocol;
 using nlohmann::json;
 
 namespace {
@@ -108,28 +111,20 @@ std::string EnvKey(std::string const& kv) { return kv.substr(0, kv.find('=')); }
 
 }  // namespace
 
-CgroupLimits LimitsFromResources(std::string const& resources_json, std::int64_t pids) {
+CgroupLimits LimitsFromResources(protocol::ResourceSlots const& resources, std::int64_t pids) {
   CgroupLimits l;
   l.pids = pids;
-  auto j = internal::ParseJson(resources_json).value_or(json::object());
-  auto number = [&](char const* key) -> std::optional<protocol::Decimal> {
-    auto it = j.find(key);
-    if (it == j.end()) return std::nullopt;
-    std::string text = it->is_string() ? it->get<std::string>() : it->dump();
-    auto d = protocol::Decimal::Parse(text);
-    if (!d.ok() || d->is_unlimited()) return std::nullopt;
-    return *d;
+  auto finite = [&](char const* key) -> std::optional<protocol::Decimal> {
+    auto it = resources.find(key);
+    if (it == resources.end() || it->second.is_unlimited()) return std::nullopt;
+    return it->second;
   };
-  if (auto cpu = number("cpu")) {
+  if (auto cpu = finite("cpu")) {
     auto units = cpu->units() * l.cpu_period_us / protocol::Decimal::kUnitsPerOne;
     l.cpu_quota_us = std::max<std::int64_t>(1000, static_cast<std::int64_t>(units));
   }
-  // Bytes on the wire; a size with a unit ("64m") is accepted too.
-  if (auto it = j.find("mem"); it != j.end()) {
-    auto mem = protocol::ParseBinarySize(it->is_string() ? it->get<std::string>() : it->dump());
-    if (mem.ok() && !mem->is_unlimited()) {
-      l.memory_bytes = static_cast<std::int64_t>(mem->units() / protocol::Decimal::kUnitsPerOne);
-    }
+  if (auto mem = finite("mem")) {
+    l.memory_bytes = static_cast<std::int64_t>(mem->units() / protocol::Decimal::kUnitsPerOne);
   }
   return l;
 }
@@ -164,24 +159,21 @@ int HostCgroupVersion() {
   return fs::exists("/sys/fs/cgroup/cgroup.controllers", ec) ? 2 : 1;
 }
 
-std::vector<VfolderMount> VfolderMounts(std::string const& mounts_json) {
+std::vector<VfolderMount> VfolderMounts(std::vector<server::agent_protocol::Mount> const& mounts) {
   std::vector<VfolderMount> out;
-  auto vfolders = internal::ParseJson(mounts_json).value_or(json::array());
-  if (!vfolders.is_array()) return out;
-  for (auto const& m : vfolders) {
-    if (!m.is_object() || !m.contains("host_path")) continue;
-    std::string kernel_path = m.value("kernel_path", "");
-    if (kernel_path.empty()) kernel_path = m.value("name", "");
+  for (auto const& m : mounts) {
+    if (m.host_path.empty()) continue;
+    std::string kernel_path = m.kernel_path.empty() ? m.name : m.kernel_path;
     if (kernel_path.empty() || kernel_path.find("..") != std::string::npos) continue;
     if (kernel_path[0] != '/') kernel_path = "/home/work/" + kernel_path;
-    out.push_back({kernel_path, m.value("host_path", ""), m.value("permission", "ro") == "ro"});
+    out.push_back({kernel_path, m.host_path, m.permission == "ro"});
   }
   return out;
 }
 
 std::string OciConfig(KernelSpec const& spec, Image const& image, RuncOptions const& o,
                       BundleLayout const& layout) {
-  CgroupLimits limits = LimitsFromResources(spec.resources_json, o.pids_limit);
+  CgroupLimits limits = LimitsFromResources(spec.resources, o.pids_limit);
   std::string uid = std::to_string(o.uid), gid = std::to_string(o.gid);
 
   // Environment: the image's, then defaults, then the user's; BACKENDAI_* cannot be overridden.
@@ -199,12 +191,9 @@ std::string OciConfig(KernelSpec const& spec, Image const& image, RuncOptions co
   set("LOGNAME=work");
   set("SHELL=/bin/sh");
   set("TERM=xterm");
-  auto user_env = internal::ParseJson(spec.environ_json).value_or(json::object());
-  if (user_env.is_object()) {
-    for (auto const& [k, v] : user_env.items()) {
-      if (k.empty() || k.find('=') != std::string::npos || k.rfind("BACKENDAI_", 0) == 0) continue;
-      set(k + "=" + (v.is_string() ? v.get<std::string>() : v.dump()));
-    }
+  for (auto const& [k, v] : spec.environ) {
+    if (k.empty() || k.find('=') != std::string::npos || k.rfind("BACKENDAI_", 0) == 0) continue;
+    set(k + "=" + v);
   }
   std::string hostname = "main1";
   set("BACKENDAI_SESSION_ID=" + spec.session_id);
@@ -246,10 +235,8 @@ std::string OciConfig(KernelSpec const& spec, Image const& image, RuncOptions co
   add("/opt/bai/bin", "bind", layout.runner_dir, {"bind", "ro", "nosuid", "nodev"});
   add("/opt/bai/run", "bind", layout.kernel_dir + "/run",
       {"bind", "rw", "nosuid", "nodev", "noexec"});
-  // Virtual folders: [{"name", "host_path", "kernel_path", "permission": ro|rw|wd}]; the vfolder
-  // issue fills them. The default kernel path is /home/work/NAME; a relative one goes under
-  // /home/work.
-  for (auto const& v : VfolderMounts(spec.mounts_json)) {
+  // Virtual folders (the vfolder issue fills them).
+  for (auto const& v : VfolderMounts(spec.mounts)) {
     add(v.kernel_path, "bind", v.host_path,
         {"rbind", v.read_only ? "ro" : "rw", "nosuid", "nodev"});
   }
@@ -464,13 +451,16 @@ Status RuncBackend::Init() {
     k->dir = entry.path().string();
     k->container_id = options_.agent_id + "." + entry.path().filename().string();
     if (saved && saved->is_object()) {
-      k->container_id = saved->value("container_id", k->container_id);
-      k->spec.session_id = saved->value("session_id", "");
-      k->spec.session_name = saved->value("session_name", "");
-      k->spec.session_type = saved->value("session_type", "interactive");
-      k->spec.image = saved->value("image", "");
-      k->cgroups_path = saved->value("cgroups_path", "");
+      server::FieldReader f(*saved);
+      k->container_id = f.String("container_id", k->container_id);
+      k->spec.session_id = f.String("session_id");
+      k->spec.session_name = f.String("session_name");
+      k->spec.session_type = f.String("session_type", "interactive");
+      k->spec.image = f.String("image");
+      k->cgroups_path = f.String("cgroups_path");
     }
+    // A batch job's end still has to be heard: the runner keeps its `finished` for us.
+    if (k->spec.session_type == "batch") k->runs[kBatchRunId] = {};
     auto state = server::RunProcess(Runc({"state", k->container_id}), server::StdoutOnly());
     auto sj = internal::ParseJson(state.output);
     bool running = state.exit_code == 0 && sj && sj->value("status", "") == "running";
@@ -611,14 +601,14 @@ void RuncBackend::Start(std::shared_ptr<Kernel> k) {
     if (batch) k->runs[kBatchRunId] = {};
   }
   Emit(running);
-  if (batch) {
-    std::string line =
-        json{{"op", "batch"}, {"run_id", kBatchRunId}, {"exec", *k->spec.startup_command}}.dump() +
-        "\n";
-    std::lock_guard<std::mutex> lock(k->write_mu);
-    (void)!::send(k->sock, line.data(), line.size(), MSG_NOSIGNAL);
-  }
+  if (batch) SendToRunner(*k, rp::Batch{kBatchRunId, "", "", *k->spec.startup_command});
   ReadLoop(k);
+}
+
+void RuncBackend::SendToRunner(Kernel& k, rp::ToRunner const& message) {
+  std::string line = rp::Encode(message) + "\n";
+  std::lock_guard<std::mutex> lock(k.write_mu);
+  if (k.sock >= 0) (void)!::send(k.sock, line.data(), line.size(), MSG_NOSIGNAL);
 }
 
 bool RuncBackend::ConnectRunner(Kernel& k, std::chrono::milliseconds timeout) {
@@ -646,8 +636,8 @@ bool RuncBackend::ConnectRunner(Kernel& k, std::chrono::milliseconds timeout) {
       while (read(fd, &c, 1) == 1 && c != '\n' && hello.size() < 4096) hello.push_back(c);
       timeval none{0, 0};
       setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);
-      auto j = internal::ParseJson(hello);
-      if (j && j->value("type", "") == "hello") {
+      auto greeting = rp::DecodeToAgent(hello);
+      if (greeting.ok() && std::holds_alternative<rp::Hello>(*greeting)) {
         std::lock_guard<std::mutex> lock(mu_);
         k.sock = fd;
         return true;
@@ -682,41 +672,46 @@ void RuncBackend::ReadLoop(std::shared_ptr<Kernel> k) {
     buf.append(chunk, static_cast<std::size_t>(n));
     std::size_t pos;
     while ((pos = buf.find('\n')) != std::string::npos) {
-      auto msg = internal::ParseJson(std::string_view(buf).substr(0, pos));
+      auto msg = rp::DecodeToAgent(std::string_view(buf).substr(0, pos));
       buf.erase(0, pos + 1);
-      if (!msg || !msg->is_object()) continue;
-      std::string type = msg->value("type", "");
-      std::string run_id = msg->value("run_id", "");
+      if (!msg.ok()) {
+        std::fprintf(stderr, "bai-agent: kernel %s: refused a runner message: %s\n",
+                     k->spec.session_id.c_str(), msg.status().message().c_str());
+        continue;
+      }
       std::optional<std::int64_t> batch_exit;
       std::optional<KernelReport> logs_update;
       {
         std::lock_guard<std::mutex> lock(mu_);
-        auto run = k->runs.find(run_id);
-        if (type == "stdout" || type == "stderr") {
-          std::string data = msg->value("data", "");
-          k->log += data;
+        if (auto const* out = std::get_if<rp::Output>(&*msg)) {
+          k->log += out->data;
           if (k->log.size() > kMaxLog) k->log.erase(0, k->log.size() - kMaxLog);
+          auto run = k->runs.find(out->run_id);
           if (run != k->runs.end()) {
             auto& console = run->second.console;
             // Consecutive chunks of one stream are merged (PROTOCOL.md §5.5).
-            if (!console.empty() && console.back()[0] == type) {
-              console.back()[1] = console.back()[1].get<std::string>() + data;
+            if (!console.empty() && console.back()[0] == out->stream) {
+              console.back()[1] = console.back()[1].get<std::string>() + out->data;
             } else {
-              console.push_back({type, data});
+              console.push_back({out->stream, out->data});
             }
           }
-        } else if (type == "finished" && run != k->runs.end()) {
-          run->second.status = "finished";
-          run->second.exit_code = msg->value("exitCode", 0);
-          if (run_id == kBatchRunId) {
-            batch_exit = run->second.exit_code;
-          } else {
-            // The output so far, for GET /session/{id}/logs while the kernel runs.
-            logs_update = k->state;
-            logs_update->logs = k->log;
+        } else if (auto const* fin = std::get_if<rp::Finished>(&*msg)) {
+          auto run = k->runs.find(fin->run_id);
+          if (run != k->runs.end()) {
+            run->second.status = "finished";
+            run->second.exit_code = static_cast<int>(fin->exit_code);
+            if (fin->run_id == kBatchRunId) {
+              batch_exit = run->second.exit_code;
+            } else {
+              // The output so far, for GET /session/{id}/logs while the kernel runs.
+              logs_update = k->state;
+              logs_update->logs = k->log;
+            }
           }
-        } else if (type == "waiting-input" && run != k->runs.end()) {
-          run->second.status = "waiting-input";
+        } else if (auto const* waiting = std::get_if<rp::WaitingInput>(&*msg)) {
+          auto run = k->runs.find(waiting->run_id);
+          if (run != k->runs.end()) run->second.status = "waiting-input";
         }
       }
       cv_.notify_all();
@@ -870,7 +865,7 @@ Status RuncBackend::Commit(std::string const& session_id, std::string const& pat
   std::string partial = path + ".partial";
   std::vector<std::string> argv = {"tar",         "--create", "--file",          partial,
                                    "--directory", root,       "--numeric-owner", "--sparse"};
-  for (auto const& v : VfolderMounts(k->spec.mounts_json)) {
+  for (auto const& v : VfolderMounts(k->spec.mounts)) {
     argv.push_back("--exclude=" + v.kernel_path.substr(1));  // member names have no leading '/'
   }
   argv.insert(argv.end(), {"home/work", "tmp"});
@@ -910,10 +905,9 @@ void RuncBackend::Acknowledge(std::string const& session_id) {
   }
 }
 
-std::string RuncBackend::Execute(std::string const& session_id, std::string const& request_json) {
-  auto req = internal::ParseJson(request_json).value_or(json::object());
-  std::string run_id = req.value("run_id", "");
-  std::string mode = req.value("mode", "query");
+std::string RuncBackend::Execute(server::agent_protocol::Execute const& req) {
+  std::string const& run_id = req.run_id;
+  std::string const& mode = req.mode;
   json result = {{"runId", run_id},
                  {"status", "finished"},
                  {"options", json::object()},
@@ -922,7 +916,7 @@ std::string RuncBackend::Execute(std::string const& session_id, std::string cons
   std::shared_ptr<Kernel> k;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = kernels_.find(session_id);
+    auto it = kernels_.find(req.session_id);
     if (it != kernels_.end() && it->second->state.status == "RUNNING" &&
         !it->second->tearing_down) {
       k = it->second;
@@ -932,20 +926,21 @@ std::string RuncBackend::Execute(std::string const& session_id, std::string cons
     result["exitCode"] = 130;
     return result.dump();
   }
-  json op;
+  std::optional<rp::ToRunner> op;
   if (mode == "query") {
-    op = {{"op", "query"}, {"run_id", run_id}, {"code", req.value("code", "")}};
+    op = rp::Query{run_id, req.code};
   } else if (mode == "batch") {
-    json opts = req.value("options", json::object());
-    op = {{"op", "batch"}, {"run_id", run_id}};
-    for (char const* step : {"clean", "build", "exec"}) {
-      if (opts.contains(step) && opts[step].is_string()) op[step] = opts[step];
-    }
-    if (!op.contains("exec") && req.contains("code")) op["exec"] = req.value("code", "");
+    auto step = [&req](char const* name) {
+      auto it = req.options.find(name);
+      return it == req.options.end() ? std::string() : it->second;
+    };
+    rp::Batch batch{run_id, step("clean"), step("build"), step("exec")};
+    if (!req.options.count("exec")) batch.exec = req.code;
+    op = std::move(batch);
   } else if (mode == "input") {
-    op = {{"op", "input"}, {"run_id", run_id}, {"text", req.value("code", "")}};
+    op = rp::Input{run_id, req.code};
   } else if (mode == "interrupt") {
-    op = {{"op", "interrupt"}};
+    op = rp::Interrupt{};
   }
   std::unique_lock<std::mutex> lock(mu_);
   if (mode == "query" || mode == "batch") k->runs[run_id] = {};
@@ -953,11 +948,7 @@ std::string RuncBackend::Execute(std::string const& session_id, std::string cons
     auto it = k->runs.find(run_id);
     if (it != k->runs.end()) it->second.status = "running";
   }
-  if (!op.is_null()) {
-    std::string line = op.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
-    std::lock_guard<std::mutex> wlock(k->write_mu);
-    if (k->sock >= 0) (void)!::send(k->sock, line.data(), line.size(), MSG_NOSIGNAL);
-  }
+  if (op) SendToRunner(*k, *op);
   auto it = k->runs.find(run_id);
   if (it == k->runs.end()) {
     result["exitCode"] = mode == "interrupt" ? 0 : 130;

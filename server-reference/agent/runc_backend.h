@@ -3,6 +3,7 @@
 
 #include "server-reference/agent/backend.h"
 #include "server-reference/agent/images.h"
+#include "server-reference/common/runner_messages.h"
 
 #include <atomic>
 #include <chrono>
@@ -37,15 +38,15 @@ struct RuncOptions {
   ImageStore* images = nullptr;
 };
 
-/// A virtual folder of create_kernel's `mounts` ([{"name", "host_path", "kernel_path",
-/// "permission": ro|rw|wd}]): the default kernel path is /home/work/NAME, a relative one goes
-/// under /home/work; entries with ".." or without a host path are skipped.
+/// A virtual folder of create_kernel's `mounts` where the kernel sees it: the default kernel
+/// path is /home/work/NAME, a relative one goes under /home/work; entries with ".." or without
+/// a host path are skipped.
 struct VfolderMount {
   std::string kernel_path;
   std::string host_path;
   bool read_only = true;
 };
-std::vector<VfolderMount> VfolderMounts(std::string const& mounts_json);
+std::vector<VfolderMount> VfolderMounts(std::vector<server::agent_protocol::Mount> const& mounts);
 
 /// Limits derived from a kernel's allocated slots.
 struct CgroupLimits {
@@ -55,8 +56,8 @@ struct CgroupLimits {
   std::int64_t pids = 4096;
 };
 
-/// From the create_kernel `resources` object ({"cpu": "0.5", "mem": "268435456"}).
-CgroupLimits LimitsFromResources(std::string const& resources_json, std::int64_t pids);
+/// From the create_kernel `resources` (cpu, mem in bytes).
+CgroupLimits LimitsFromResources(protocol::ResourceSlots const& resources, std::int64_t pids);
 
 /// The cgroup files (relative to the cgroup root) and values that `limits` mean for a kernel
 /// at `cgroups_path`, for cgroup v1 (one hierarchy per controller) or v2 (unified). runc writes
@@ -98,7 +99,7 @@ class RuncBackend : public KernelBackend {
   void Destroy(std::string const& session_id, std::string const& reason) override;
   std::vector<KernelReport> Snapshot() override;
   void Acknowledge(std::string const& session_id) override;
-  std::string Execute(std::string const& session_id, std::string const& request_json) override;
+  std::string Execute(server::agent_protocol::Execute const& request) override;
   Status Restart(std::string const& session_id) override;
   StatusOr<std::string> CommitTarget(std::string const& session_id,
                                      std::string const& filename) override;
@@ -117,6 +118,8 @@ class RuncBackend : public KernelBackend {
   void Teardown(std::shared_ptr<Kernel> k, std::string reason,
                 std::optional<std::int64_t> exit_code, bool report);
   bool ConnectRunner(Kernel& k, std::chrono::milliseconds timeout);
+  /// Writes one message to the kernel's runner (dropped when it is not connected).
+  static void SendToRunner(Kernel& k, server::runner_protocol::ToRunner const& message);
   /// Whether the kernel's cgroup counted an OOM kill (read before the cgroup is deleted).
   bool OomKilled(Kernel const& k) const;
   std::vector<std::string> Runc(std::vector<std::string> args) const;

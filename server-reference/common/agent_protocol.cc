@@ -10,19 +10,30 @@
 namespace bai::server::agent_protocol {
 namespace {
 
-std::string Mac(std::string const& secret, std::string const& id, std::string const& ts) {
-  std::string msg = "bai-agent\n" + id + "\n" + ts;
+std::string Hex(unsigned char const* bytes, std::size_t n) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (std::size_t i = 0; i < n; ++i) {
+    hex.push_back(kHex[bytes[i] >> 4]);
+    hex.push_back(kHex[bytes[i] & 15]);
+  }
+  return hex;
+}
+
+std::string HexMac(std::string const& secret, std::string const& msg) {
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
        reinterpret_cast<unsigned char const*>(msg.data()), msg.size(), out, &len);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
-  for (unsigned int i = 0; i < len; ++i) {
-    hex.push_back(kHex[out[i] >> 4]);
-    hex.push_back(kHex[out[i] & 15]);
-  }
-  return hex;
+  return Hex(out, len);
+}
+
+std::string Mac(std::string const& secret, std::string const& id, std::string const& ts) {
+  return HexMac(secret, "bai-agent\n" + id + "\n" + ts);
+}
+
+bool SameText(std::string const& a, std::string const& b) {
+  return a.size() == b.size() && sodium_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
 Status Denied(std::string why) {
@@ -64,12 +75,24 @@ StatusOr<std::string> VerifyAuth(std::string const& header, std::string const& c
   if (secs > now_secs + kMaxSkew.count() || secs < now_secs - kMaxSkew.count()) {
     return Denied("agent clock is too far from the manager's");
   }
-  std::string expected = Mac(cluster_secret, id, ts);
-  if (mac.size() != expected.size() ||
-      sodium_memcmp(mac.data(), expected.data(), mac.size()) != 0) {
-    return Denied("wrong cluster secret");
-  }
+  if (!SameText(mac, Mac(cluster_secret, id, ts))) return Denied("wrong cluster secret");
   return id;
+}
+
+std::string MakeNonce() {
+  unsigned char bytes[16];
+  randombytes_buf(bytes, sizeof bytes);
+  return Hex(bytes, sizeof bytes);
+}
+
+std::string RegisterProof(std::string const& agent_id, std::string const& cluster_secret,
+                          std::string const& nonce) {
+  return HexMac(cluster_secret, "bai-agent-register\n" + agent_id + "\n" + nonce);
+}
+
+bool VerifyRegisterProof(std::string const& proof, std::string const& agent_id,
+                         std::string const& cluster_secret, std::string const& nonce) {
+  return !nonce.empty() && SameText(proof, RegisterProof(agent_id, cluster_secret, nonce));
 }
 
 }  // namespace bai::server::agent_protocol

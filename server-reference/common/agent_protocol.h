@@ -11,7 +11,7 @@ namespace bai::server::agent_protocol {
 
 /// The manager ⇄ agent protocol (docs/agent-protocol.md): JSON text frames over one WebSocket
 /// that the agent opens to the manager.
-inline constexpr int kVersion = 1;
+inline constexpr int kVersion = 2;
 inline constexpr char kPath[] = "/agent/ws";
 inline constexpr char kAuthHeader[] = "X-BAI-Agent-Auth";
 /// How far the agent's timestamp may be from the manager's clock.
@@ -25,6 +25,17 @@ std::string MakeAuth(std::string const& agent_id, std::string const& cluster_sec
 /// problems otherwise.
 StatusOr<std::string> VerifyAuth(std::string const& header, std::string const& cluster_secret,
                                  std::chrono::system_clock::time_point now);
+
+/// A fresh random challenge for one connection (32 hex characters).
+std::string MakeNonce();
+
+/// HEX(HMAC-SHA256(cluster_secret, "bai-agent-register\n" AGENT_ID "\n" NONCE)): what the
+/// agent's `register` carries to answer its connection's challenge.
+std::string RegisterProof(std::string const& agent_id, std::string const& cluster_secret,
+                          std::string const& nonce);
+/// Constant-time check of a RegisterProof.
+bool VerifyRegisterProof(std::string const& proof, std::string const& agent_id,
+                         std::string const& cluster_secret, std::string const& nonce);
 
 /// Agent ids: 1–64 characters of letters, digits, '.', '_', '-'.
 bool ValidAgentId(std::string const& id);

@@ -14,6 +14,7 @@
 
 #include <array>
 #include <atomic>
+#include <cstdio>
 #include <deque>
 #include <future>
 #include <list>
@@ -138,7 +139,14 @@ class WsSession : public WebSocket, public std::enable_shared_from_this<WsSessio
       if (ec) return self->Finish();
       std::string text = beast::buffers_to_string(self->buffer_.data());
       self->buffer_.consume(self->buffer_.size());
-      if (self->handlers_.on_message) self->handlers_.on_message(self, text);
+      try {
+        if (self->handlers_.on_message) self->handlers_.on_message(self, text);
+      } catch (std::exception const& e) {
+        // A handler that throws loses its connection, never the process.
+        std::fprintf(stderr, "websocket message handler failed: %s\n", e.what());
+        self->Close();
+        return;
+      }
       self->DoRead();
     });
   }

@@ -4,6 +4,7 @@
 // directory, runs query snippets in one persistent interpreter and batch commands under
 // /bin/sh -c, streams their output as NDJSON, reaps orphans, and ends its children on SIGTERM.
 // Linked statically so that any image can run it.
+#include "server-reference/common/runner_messages.h"
 #include "server-reference/kernel-runner/drivers.h"
 
 #include <errno.h>
@@ -28,6 +29,7 @@
 namespace {
 
 using nlohmann::json;
+namespace rp = bai::server::runner_protocol;
 
 constexpr std::size_t kMaxBacklog = 8u << 20;  // output kept while no agent is connected
 
@@ -161,10 +163,7 @@ class Runner {
     CloseFd(client_);  // a newer agent connection replaces the old one (agent restart)
     client_ = fd;
     in_buf_.clear();
-    SendNow(json{{"type", "hello"},
-                 {"version", 1},
-                 {"runtime", o_.runtime},
-                 {"pid", static_cast<int>(getpid())}});
+    WriteLine(rp::Encode(rp::Hello{rp::kVersion, o_.runtime, getpid()}));
     while (client_ >= 0 && !backlog_.empty()) {
       std::string line = std::move(backlog_.front());
       backlog_.pop_front();
@@ -173,10 +172,8 @@ class Runner {
     }
   }
 
-  void SendNow(json const& j) { WriteLine(j.dump(-1, ' ', false, json::error_handler_t::replace)); }
-
-  void Send(json const& j) {
-    std::string line = j.dump(-1, ' ', false, json::error_handler_t::replace);
+  void Send(rp::ToAgent const& message) {
+    std::string line = rp::Encode(message);
     if (client_ >= 0) {
       WriteLine(line);
       if (client_ >= 0) return;
@@ -216,51 +213,50 @@ class Runner {
     while ((pos = in_buf_.find('\n')) != std::string::npos) {
       std::string line = in_buf_.substr(0, pos);
       in_buf_.erase(0, pos + 1);
-      auto msg = json::parse(line, nullptr, false);
-      if (!msg.is_object()) {
-        Send({{"type", "error"}, {"msg", "not a JSON object"}});
+      auto msg = rp::DecodeToRunner(line);
+      if (!msg.ok()) {
+        Send(rp::Error{msg.status().message()});
         continue;
       }
-      OnMessage(msg);
+      std::visit([this](auto const& m) { On(m); }, *msg);
     }
     if (in_buf_.size() > (64u << 20)) CloseFd(client_);  // a line this long is not ours
   }
 
-  static std::string Str(json const& m, char const* key) {
-    auto it = m.find(key);
-    return it != m.end() && it->is_string() ? it->get<std::string>() : std::string();
+  void On(rp::Query const& m) {
+    Run r;
+    r.run_id = m.run_id;
+    r.mode = "query";
+    r.code = m.code;
+    queue_.push_back(std::move(r));
   }
 
-  void OnMessage(json const& m) {
-    std::string op = Str(m, "op");
-    if (op == "query" || op == "batch") {
-      Run r;
-      r.run_id = Str(m, "run_id");
-      r.mode = op;
-      r.code = Str(m, "code");
-      for (char const* step : {"clean", "build", "exec"}) {
-        std::string s = Str(m, step);
-        if (!s.empty()) r.steps.push_back(s);
-      }
-      queue_.push_back(std::move(r));
-    } else if (op == "input") {
-      if (current_ && waiting_input_ && interp_.in >= 0) {
-        waiting_input_ = false;
-        std::string text = Str(m, "text");
-        std::string frame = std::to_string(text.size()) + "\n" + text;
-        WriteAll(interp_.in, frame);
-      }
-    } else if (op == "interrupt") {
-      if (current_ && current_->mode == "batch" && batch_.Alive()) kill(-batch_.pid, SIGINT);
-      if (current_ && current_->mode == "query" && interp_.Alive()) kill(-interp_.pid, SIGINT);
-    } else if (op == "status") {
-      Send({{"type", "status"},
-            {"busy", current_.has_value()},
-            {"queued", queue_.size()},
-            {"run_id", current_ ? current_->run_id : ""}});
-    } else {
-      Send({{"type", "error"}, {"msg", "unknown op " + op}});
+  void On(rp::Batch const& m) {
+    Run r;
+    r.run_id = m.run_id;
+    r.mode = "batch";
+    for (std::string const* step : {&m.clean, &m.build, &m.exec}) {
+      if (!step->empty()) r.steps.push_back(*step);
     }
+    queue_.push_back(std::move(r));
+  }
+
+  void On(rp::Input const& m) {
+    if (current_ && waiting_input_ && interp_.in >= 0) {
+      waiting_input_ = false;
+      std::string frame = std::to_string(m.text.size()) + "\n" + m.text;
+      WriteAll(interp_.in, frame);
+    }
+  }
+
+  void On(rp::Interrupt const&) {
+    if (current_ && current_->mode == "batch" && batch_.Alive()) kill(-batch_.pid, SIGINT);
+    if (current_ && current_->mode == "query" && interp_.Alive()) kill(-interp_.pid, SIGINT);
+  }
+
+  void On(rp::StatusRequest const&) {
+    Send(rp::RunnerStatus{current_.has_value(), static_cast<std::int64_t>(queue_.size()),
+                          current_ ? current_->run_id : ""});
   }
 
   static void WriteAll(int fd, std::string const& data) {
@@ -378,9 +374,9 @@ class Runner {
   void Finish(int exit_code, std::string const& stderr_text) {
     if (!current_) return;
     if (!stderr_text.empty()) {
-      Send({{"type", "stderr"}, {"run_id", current_->run_id}, {"data", stderr_text}});
+      Send(rp::Output{"stderr", current_->run_id, stderr_text});
     }
-    Send({{"type", "finished"}, {"run_id", current_->run_id}, {"exitCode", exit_code}});
+    Send(rp::Finished{current_->run_id, exit_code});
     current_.reset();
     waiting_input_ = false;
   }
@@ -411,9 +407,7 @@ class Runner {
     if (std::strcmp(type, "ctl") == 0) return;
     std::size_t n = all ? pending.size() : Utf8SafePrefix(pending);
     if (n == 0) return;
-    Send({{"type", type},
-          {"run_id", current_ ? current_->run_id : std::string()},
-          {"data", pending.substr(0, n)}});
+    Send(rp::Output{type, current_ ? current_->run_id : std::string(), pending.substr(0, n)});
     pending.erase(0, n);
   }
 
@@ -438,10 +432,8 @@ class Runner {
         DrainOutput(c);
         auto prompt = json::parse(line.substr(6), nullptr, false);
         waiting_input_ = true;
-        Send({{"type", "waiting-input"},
-              {"run_id", current_->run_id},
-              {"options",
-               {{"prompt", prompt.is_string() ? prompt : json("")}, {"is_password", false}}}});
+        Send(rp::WaitingInput{current_->run_id, prompt.is_string() ? prompt.get<std::string>() : "",
+                              false});
       }
     }
   }

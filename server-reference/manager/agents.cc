@@ -6,6 +6,7 @@
 
 #include "libbai/internal/json_codec.h"
 #include "server-reference/common/agent_protocol.h"
+#include "server-reference/common/json_fields.h"
 #include "server-reference/manager/scheduling.h"
 #include "server-reference/manager/store.h"
 
@@ -19,6 +20,7 @@ using nlohmann::json;
 using protocol::ParseSessionStatus;
 using protocol::SessionStatus;
 using server::SqlValue;
+namespace ap = server::agent_protocol;
 
 namespace {
 
@@ -28,261 +30,282 @@ std::string IsoAgo(std::chrono::seconds ago) {
 
 constexpr std::size_t kMaxLogBytes = 1 << 20;
 
+// What the agent needs to start the session's kernel. The stored JSON columns were validated
+// when the session was created.
+ap::CreateKernel CreateMessage(SessionRecord const& r) {
+  ap::CreateKernel m;
+  m.session_id = r.id;
+  m.session_name = r.name;
+  m.session_type = r.type;
+  m.image = r.image;
+  m.architecture = r.architecture;
+  auto resources = internal::ParseJson(r.requested_json).value_or(json::object());
+  if (auto slots = internal::SlotsFromJson(resources); slots.ok()) m.resources = *std::move(slots);
+  auto environ = internal::ParseJson(r.environ).value_or(json::object());
+  for (auto const& [k, v] : environ.items()) {
+    if (v.is_string()) m.environ[k] = v.get<std::string>();
+  }
+  auto mounts = internal::ParseJson(r.mounts).value_or(json::array());
+  for (auto const& v : mounts) {
+    if (!v.is_object()) continue;  // bare vfolder names: nothing to bind until storage exists
+    server::FieldReader f(v);
+    ap::Mount mount{f.String("name"), f.Required("host_path"), f.String("kernel_path"),
+                    f.String("permission", "ro")};
+    if (f.ok()) m.mounts.push_back(std::move(mount));
+  }
+  m.startup_command = r.startup_command;
+  m.bootstrap_script = r.bootstrap_script;
+  m.batch_timeout = r.batch_timeout;
+  m.access_key = r.access_key;
+  return m;
+}
+
 }  // namespace
 
 AgentRegistry::AgentRegistry(server::Database& db, SessionStore& sessions,
                              BackgroundTaskStore& tasks, AgentOptions options,
                              std::function<void(std::string const&)> schedule,
-                             std::function<void()> wake)
+                             std::function<void()> wake, std::string cluster_secret)
     : db_(db),
       sessions_(sessions),
       tasks_(tasks),
       options_(options),
       schedule_(std::move(schedule)),
-      wake_(std::move(wake)) {}
+      wake_(std::move(wake)),
+      cluster_secret_(std::move(cluster_secret)) {}
 
 std::set<std::string> AgentRegistry::Connected() {
   std::lock_guard<std::mutex> lock(mu_);
   std::set<std::string> out;
-  for (auto const& [id, link] : links_) {
-    if (link.registered) out.insert(id);
-  }
+  for (auto const& [id, link] : links_) out.insert(id);
   return out;
 }
 
 server::WebSocketHandlers AgentRegistry::Handlers(std::string const& agent_id) {
   server::WebSocketHandlers h;
-  auto socket_holder = std::make_shared<std::weak_ptr<server::WebSocket>>();
-  h.on_open = [this, agent_id, socket_holder](std::shared_ptr<server::WebSocket> const& ws) {
-    *socket_holder = ws;
-    std::shared_ptr<server::WebSocket> previous;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto& link = links_[agent_id];
-      previous = link.socket;  // a reconnect replaces a half-dead old link
-      link = Link{};
-      link.socket = ws;
-    }
-    if (previous && previous != ws) previous->Close();
+  auto conn = std::make_shared<Connection>();
+  conn->agent_id = agent_id;
+  conn->nonce = ap::MakeNonce();
+  h.on_open = [conn](std::shared_ptr<server::WebSocket> const& ws) {
+    conn->socket = ws;
+    ws->Send(ap::Encode(ap::ToAgent(ap::Challenge{conn->nonce})));
   };
-  h.on_message = [this, agent_id](std::shared_ptr<server::WebSocket> const& ws,
-                                  std::string const& text) { OnMessage(agent_id, ws, text); };
-  h.on_close = [this, agent_id, socket_holder] {
+  h.on_message = [this, conn](std::shared_ptr<server::WebSocket> const&, std::string const& text) {
+    OnMessage(*conn, text);
+  };
+  h.on_close = [this, conn] {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = links_.find(agent_id);
-    if (it != links_.end() && it->second.socket == socket_holder->lock()) links_.erase(it);
+    auto it = links_.find(conn->agent_id);
+    if (it != links_.end() && it->second.socket == conn->socket) links_.erase(it);
   };
   return h;
 }
 
-void AgentRegistry::Send(std::string const& agent_id, std::string const& text) {
+void AgentRegistry::Send(std::string const& agent_id, ap::ToAgent const& message) {
   std::shared_ptr<server::WebSocket> ws;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = links_.find(agent_id);
     if (it != links_.end()) ws = it->second.socket;
   }
-  if (ws) ws->Send(text);
+  if (ws) ws->Send(ap::Encode(message));
 }
 
-void AgentRegistry::OnMessage(std::string const& agent_id,
-                              std::shared_ptr<server::WebSocket> const& socket,
-                              std::string const& text) {
-  auto msg = internal::ParseJson(text);
-  if (!msg || !msg->is_object() || !msg->contains("type") || !(*msg)["type"].is_string()) {
-    socket->Send(json{{"type", "error"}, {"msg", "expected a JSON object with a type"}}.dump());
-    return;
-  }
-  std::string type = (*msg)["type"];
-  std::string now = NowIso();
-  if (type == "register") {
-    if (msg->value("version", 0) != server::agent_protocol::kVersion) {
-      socket->Send(json{{"type", "error"}, {"msg", "unsupported agent protocol version"}}.dump());
-      socket->Close();
-      return;
-    }
-    std::string group = msg->value("scaling_group", "default");
-    auto exists = db_.Query("SELECT 1 FROM scaling_groups WHERE name = ?", {group});
-    if (!exists.ok() || exists->empty()) group = "default";
-    auto slots = msg->value("slots", json::object());
-    auto r = db_.Exec(
-        "INSERT INTO agents (id, scaling_group, status, architecture, available_slots, "
-        "slot_types, images, version, first_contact, last_heartbeat) "
-        "VALUES (?, ?, 'ALIVE', ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
-        "scaling_group = excluded.scaling_group, status = 'ALIVE', "
-        "architecture = excluded.architecture, available_slots = excluded.available_slots, "
-        "slot_types = excluded.slot_types, images = excluded.images, version = excluded.version, "
-        "last_heartbeat = excluded.last_heartbeat, lost_at = NULL",
-        {agent_id, group, msg->value("architecture", "x86_64"), slots.dump(),
-         msg->value("slot_types", json::object()).dump(),
-         msg->value("images", json::array()).dump(), msg->value("agent_version", ""), now, now});
-    if (!r.ok()) {
-      std::fprintf(stderr, "bai-manager: registering agent %s failed: %s\n", agent_id.c_str(),
-                   r.status().message().c_str());
-      socket->Close();
-      return;
-    }
-    // Reconcile: keep the kernels the manager still wants, kill the rest (DECISIONS.md).
-    std::set<std::string> live;
-    std::vector<std::string> kill;
-    for (auto const& k : msg->value("kernels", json::array())) {
-      std::string session_id = k.value("session_id", "");
-      std::string reported = k.value("status", "RUNNING");
-      if (reported == "TERMINATED" || reported == "ERROR") {
-        // Finished while the agent was away: record how, before reconciling.
-        ApplyKernelStatus(agent_id, socket, k.dump());
-        continue;
-      }
-      auto s = sessions_.Get(session_id);
-      bool wanted = s.ok() && *s && (*s)->agent_id == agent_id &&
-                    !protocol::IsTerminal(ParseSessionStatus((*s)->status).status) &&
-                    (*s)->status != "ERROR";
-      if (wanted) {
-        live.insert(session_id);
-        if ((*s)->status_info == "agent-lost") (void)sessions_.SetStatusInfo(session_id, "");
-      } else {
-        kill.push_back(session_id);
-      }
-    }
-    auto held = db_.Query(std::string("SELECT id, status FROM sessions WHERE agent_id = ? AND "
-                                      "status IN ") +
-                              kHoldingStatuses,
-                          {agent_id});
-    std::set<std::string> created;
-    if (held.ok()) {
-      for (auto const& row : *held) {
-        std::string id = row.Text(0);
-        auto status = ParseSessionStatus(row.Text(1)).status;
-        if (live.count(id)) {
-          created.insert(id);
-          continue;
-        }
-        TransitionDetails d;
-        if (status == SessionStatus::kTerminating) {
-          d.status_info = "terminated-while-agent-away";
-          d.event = "session_terminated";
-          (void)sessions_.Transition(id, status, SessionStatus::kTerminated, d);
-        } else if (status != SessionStatus::kScheduled) {
-          // Its kernel did not survive the agent's absence.
-          d.status_info = "kernel-lost";
-          d.event = "session_failure";
-          d.reason = "kernel-lost";
-          (void)sessions_.Transition(id, status, SessionStatus::kError, d);
-        }
-      }
-    }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto& link = links_[agent_id];
-      link.registered = true;
-      link.created = created;
-    }
-    socket->Send(json{
-        {"type", "registered"},
-        {"heartbeat_interval_ms", options_.heartbeat_interval.count() * 1000},
-        {"scaling_group",
-         group}}.dump());
-    for (auto const& id : kill) {
-      socket->Send(
-          json{{"type", "destroy_kernel"}, {"session_id", id}, {"reason", "not-wanted"}}.dump());
-    }
-    schedule_(group);
-    Dispatch();
-    wake_();
-    return;
-  }
+bool AgentRegistry::IsLink(Connection const& c) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = links_.find(c.agent_id);
+  return it != links_.end() && it->second.socket == c.socket;
+}
 
+void AgentRegistry::Refuse(Connection const& c, std::string const& why) {
+  std::fprintf(stderr, "bai-manager: agent %s: refused a message: %s\n", c.agent_id.c_str(),
+               why.c_str());
+  c.socket->Send(ap::Encode(ap::ToAgent(ap::ErrorReport{why})));
+}
+
+void AgentRegistry::OnMessage(Connection const& c, std::string const& text) {
+  auto message = ap::DecodeToManager(text);
+  if (!message.ok()) {
+    Refuse(c, message.status().message());
+    // An agent whose registration cannot be read has nothing to do on this connection; a
+    // registered one keeps it.
+    if (!IsLink(c)) c.socket->Close();
+    return;
+  }
+  if (!std::holds_alternative<ap::Register>(*message) && !IsLink(c)) {
+    Refuse(c, "register first");
+    return;
+  }
+  std::visit([this, &c](auto const& m) { Handle(c, m); }, *message);
+}
+
+void AgentRegistry::Handle(Connection const& c, ap::Register const& m) {
+  if (m.version != ap::kVersion) {
+    Refuse(c, "unsupported agent protocol version");
+    c.socket->Close();
+    return;
+  }
+  if (!ap::VerifyRegisterProof(m.proof, c.agent_id, cluster_secret_, c.nonce)) {
+    Refuse(c, "the registration does not answer this connection's challenge");
+    c.socket->Close();
+    return;
+  }
+  std::string group = m.scaling_group;
+  auto exists = db_.Query("SELECT 1 FROM scaling_groups WHERE name = ?", {group});
+  if (!exists.ok() || exists->empty()) group = "default";
+  json slot_types = json::object();
+  for (auto const& [name, type] : m.slot_types) slot_types[name] = std::string(ToString(type));
+  json images = json::array();
+  for (auto const& i : m.images) images.push_back({{"name", i.name}, {"aliases", i.aliases}});
+  std::string now = NowIso();
+  auto r = db_.Exec(
+      "INSERT INTO agents (id, scaling_group, status, architecture, available_slots, "
+      "slot_types, images, version, first_contact, last_heartbeat) "
+      "VALUES (?, ?, 'ALIVE', ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
+      "scaling_group = excluded.scaling_group, status = 'ALIVE', "
+      "architecture = excluded.architecture, available_slots = excluded.available_slots, "
+      "slot_types = excluded.slot_types, images = excluded.images, version = excluded.version, "
+      "last_heartbeat = excluded.last_heartbeat, lost_at = NULL",
+      {c.agent_id, group, m.architecture, internal::SlotsToJson(m.slots).dump(), slot_types.dump(),
+       images.dump(), m.agent_version, now, now});
+  if (!r.ok()) {
+    std::fprintf(stderr, "bai-manager: registering agent %s failed: %s\n", c.agent_id.c_str(),
+                 r.status().message().c_str());
+    c.socket->Close();
+    return;
+  }
+  Adopt(c, m, group);
+}
+
+void AgentRegistry::Adopt(Connection const& c, ap::Register const& m, std::string const& group) {
+  std::shared_ptr<server::WebSocket> previous;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = links_.find(agent_id);
-    if (it == links_.end() || !it->second.registered) {
-      socket->Send(json{{"type", "error"}, {"msg", "register first"}}.dump());
-      return;
+    auto& link = links_[c.agent_id];
+    previous = link.socket;  // a reconnect replaces a half-dead old link
+    link = Link{};
+    link.socket = c.socket;
+  }
+  if (previous && previous != c.socket) previous->Close();
+  // Reconcile: keep the kernels the manager still wants, kill the rest (DECISIONS.md).
+  std::set<std::string> live;
+  std::vector<std::string> kill;
+  for (auto const& k : m.kernels) {
+    if (k.status == "TERMINATED" || k.status == "ERROR") {
+      // Finished while the agent was away: record how, before reconciling.
+      Handle(c, k);
+      continue;
+    }
+    auto s = sessions_.Get(k.session_id);
+    bool wanted = s.ok() && *s && (*s)->agent_id == c.agent_id &&
+                  !protocol::IsTerminal(ParseSessionStatus((*s)->status).status) &&
+                  (*s)->status != "ERROR";
+    if (wanted) {
+      live.insert(k.session_id);
+      if ((*s)->status_info == "agent-lost") (void)sessions_.SetStatusInfo(k.session_id, "");
+    } else {
+      kill.push_back(k.session_id);
     }
   }
-  if (type == "heartbeat") {
-    std::vector<SqlValue> params = {now, agent_id};
-    std::string sql = "UPDATE agents SET last_heartbeat = ?, status = 'ALIVE', lost_at = NULL";
-    if (msg->contains("slots")) {
-      sql += ", available_slots = ?";
-      params.insert(params.begin() + 1, (*msg)["slots"].dump());
+  auto held = db_.Query(std::string("SELECT id, status FROM sessions WHERE agent_id = ? AND "
+                                    "status IN ") +
+                            kHoldingStatuses,
+                        {c.agent_id});
+  std::set<std::string> created;
+  if (held.ok()) {
+    for (auto const& row : *held) {
+      std::string id = row.Text(0);
+      auto status = ParseSessionStatus(row.Text(1)).status;
+      if (live.count(id)) {
+        created.insert(id);
+        continue;
+      }
+      TransitionDetails d;
+      if (status == SessionStatus::kTerminating) {
+        d.status_info = "terminated-while-agent-away";
+        d.event = "session_terminated";
+        (void)sessions_.Transition(id, status, SessionStatus::kTerminated, d);
+      } else if (status != SessionStatus::kScheduled) {
+        // Its kernel did not survive the agent's absence.
+        d.status_info = "kernel-lost";
+        d.event = "session_failure";
+        d.reason = "kernel-lost";
+        (void)sessions_.Transition(id, status, SessionStatus::kError, d);
+      }
     }
-    (void)db_.Exec(sql + " WHERE id = ?", params);
-    return;
   }
-  if (type == "kernel_status") {
-    ApplyKernelStatus(agent_id, socket, text);
-    wake_();
-    return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    links_[c.agent_id].created = created;
   }
-  if (type == "bgtask") {
-    ApplyTaskReport(agent_id, text);
-    wake_();
-    return;
-  }
-  if (type == "response") {
-    std::function<void(StatusOr<std::string>)> done;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = pending_.find(msg->value("request_id", ""));
-      if (it == pending_.end()) return;  // too late: already timed out
-      done = std::move(it->second.done);
-      pending_.erase(it);
-    }
-    done(msg->value("result", json::object()).dump());
-    return;
-  }
-  socket->Send(json{{"type", "error"}, {"msg", "unknown message type " + type}}.dump());
+  Send(c.agent_id, ap::Registered{options_.heartbeat_interval.count() * 1000, group});
+  for (auto const& id : kill) Send(c.agent_id, ap::DestroyKernel{id, "not-wanted"});
+  schedule_(group);
+  Dispatch();
+  wake_();
 }
 
-void AgentRegistry::ApplyTaskReport(std::string const& agent_id, std::string const& text) {
-  auto msg = internal::ParseJson(text);
-  if (!msg || !msg->is_object()) return;
-  auto task = tasks_.Get(msg->value("task_id", ""));
+void AgentRegistry::Handle(Connection const& c, ap::Heartbeat const& m) {
+  // A heartbeat without slots keeps the registered ones.
+  std::string slots = m.slots ? internal::SlotsToJson(*m.slots).dump() : std::string();
+  (void)db_.Exec(
+      "UPDATE agents SET last_heartbeat = ?, status = 'ALIVE', lost_at = NULL, "
+      "available_slots = CASE WHEN ? = '' THEN available_slots ELSE ? END WHERE id = ?",
+      {NowIso(), slots, slots, c.agent_id});
+}
+
+void AgentRegistry::Handle(Connection const& c, ap::Response const& m) {
+  std::function<void(StatusOr<std::string>)> done;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pending_.find(m.request_id);
+    if (it == pending_.end()) return;  // too late: already timed out
+    (void)c;
+    done = std::move(it->second.done);
+    pending_.erase(it);
+  }
+  done(m.result_json);
+}
+
+void AgentRegistry::Handle(Connection const& c, ap::ErrorReport const& m) {
+  std::fprintf(stderr, "bai-manager: agent %s could not use a message: %s\n", c.agent_id.c_str(),
+               m.msg.c_str());
+}
+
+void AgentRegistry::Handle(Connection const& c, ap::TaskReport const& m) {
+  auto task = tasks_.Get(m.task_id);
   if (!task.ok() || !*task || (*task)->Finished()) return;
   // Only the agent running the task's session may advance it.
   auto session = sessions_.Get((*task)->subject);
-  if (!session.ok() || !*session || (*session)->agent_id != agent_id) return;
-  std::string status = msg->value("status", "ongoing");
-  std::string message = msg->value("message", "");
-  if (status == "ongoing") {
-    auto current = msg->value("current_progress", (*task)->current_progress);
-    auto total = msg->value("total_progress", (*task)->total_progress);
-    (void)tasks_.Update((*task)->id, current, total, message);
-  } else if (status == "done" || status == "failed" || status == "cancelled") {
-    (void)tasks_.Finish((*task)->id, status, message);
+  if (!session.ok() || !*session || (*session)->agent_id != c.agent_id) return;
+  if (m.status == "ongoing") {
+    (void)tasks_.Update((*task)->id, m.current_progress.value_or((*task)->current_progress),
+                        m.total_progress.value_or((*task)->total_progress), m.message);
+  } else {
+    (void)tasks_.Finish((*task)->id, m.status, m.message);
   }
+  wake_();
 }
 
-void AgentRegistry::ApplyKernelStatus(std::string const& agent_id,
-                                      std::shared_ptr<server::WebSocket> const& socket,
-                                      std::string const& text) {
-  auto parsed = internal::ParseJson(text);
-  if (!parsed || !parsed->is_object()) return;
-  auto const* msg = &*parsed;
-  std::string session_id = msg->value("session_id", "");
-  std::string status = msg->value("status", "");
+void AgentRegistry::Handle(Connection const& c, ap::KernelStatus const& m) {
+  std::string const& session_id = m.session_id;
+  std::string const& status = m.status;
   auto s = sessions_.Get(session_id);
-  if (!s.ok() || !*s || (*s)->agent_id != agent_id) return;
+  if (!s.ok() || !*s || (*s)->agent_id != c.agent_id) return;
   auto current = ParseSessionStatus((*s)->status).status;
   if ((protocol::IsTerminal(current) || current == SessionStatus::kError) &&
       (status == "PREPARING" || status == "RUNNING")) {
     // Cancelled or failed while the agent was starting it: the manager does not want it.
-    socket->Send(
-        json{{"type", "destroy_kernel"}, {"session_id", session_id}, {"reason", "not-wanted"}}
-            .dump());
+    Send(c.agent_id, ap::DestroyKernel{session_id, "not-wanted"});
   }
-  if (auto logs = msg->find("logs"); logs != msg->end() && logs->is_string()) {
-    std::string log_text = logs->get<std::string>();
+  if (m.logs) {
+    std::string log_text = *m.logs;
     if (log_text.size() > kMaxLogBytes) log_text = log_text.substr(log_text.size() - kMaxLogBytes);
     (void)db_.Exec("UPDATE kernels SET logs = ? WHERE session_id = ? AND cluster_role = 'main'",
                    {log_text, session_id});
   }
-  std::optional<std::int64_t> exit_code;
-  if (auto e = msg->find("exit_code"); e != msg->end() && e->is_number_integer()) {
-    exit_code = e->get<std::int64_t>();
-  }
-  std::string reason = msg->value("reason", "");
+  std::optional<std::int64_t> exit_code = m.exit_code;
+  std::string const& reason = m.reason;
   TransitionDetails d;
   if (status == "PREPARING" && current == SessionStatus::kScheduled) {
     (void)sessions_.Transition(session_id, current, SessionStatus::kPreparing, d);
@@ -330,30 +353,29 @@ void AgentRegistry::ApplyKernelStatus(std::string const& agent_id,
     }
     schedule_((*s)->scaling_group);
   }
+  wake_();
 }
 
-void AgentRegistry::Request(std::string const& agent_id, std::string const& message_json,
+void AgentRegistry::Request(std::string const& agent_id, ap::AgentRequest request,
                             std::chrono::milliseconds timeout,
                             std::function<void(StatusOr<std::string>)> done) {
-  auto msg = internal::ParseJson(message_json);
   std::shared_ptr<server::WebSocket> socket;
   std::string id;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = links_.find(agent_id);
-    if (it != links_.end() && it->second.registered) socket = it->second.socket;
-    if (socket && msg) {
+    if (it != links_.end()) socket = it->second.socket;
+    if (socket) {
       id = "r" + std::to_string(++next_request_);
       pending_[id] = {std::chrono::steady_clock::now() + timeout, std::move(done)};
     }
   }
-  if (!socket || !msg) {
+  if (!socket) {
     done(protocol::MakeProblemStatus(protocol::ProblemType::kInstanceNotAvailable,
                                      "The session's agent is not connected to this manager."));
     return;
   }
-  (*msg)["request_id"] = id;
-  if (!socket->Send(msg->dump())) {
+  if (!socket->Send(ap::Encode(ap::WithRequestId(std::move(request), id)))) {
     std::function<void(StatusOr<std::string>)> cb;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -407,9 +429,7 @@ void AgentRegistry::Dispatch() {
           std::lock_guard<std::mutex> lock(mu_);
           links_[agent_id].created.erase(id);
         }
-        Send(agent_id,
-             json{{"type", "destroy_kernel"}, {"session_id", id}, {"reason", (*s)->status_info}}
-                 .dump());
+        Send(agent_id, ap::DestroyKernel{id, (*s)->status_info});
       }
     }
     auto rows = db_.Query(
@@ -428,31 +448,23 @@ void AgentRegistry::Dispatch() {
         sent.insert(id);
       }
       if (!create) {
-        Send(agent_id,
-             json{{"type", "destroy_kernel"}, {"session_id", id}, {"reason", "user-requested"}}
-                 .dump());
+        Send(agent_id, ap::DestroyKernel{id, "user-requested"});
         continue;
       }
       auto s = sessions_.Get(id);
       if (!s.ok() || !*s) continue;
-      auto const& r = **s;
-      json create_msg = {
-          {"type", "create_kernel"},
-          {"session_id", r.id},
-          {"session_name", r.name},
-          {"session_type", r.type},
-          {"image", r.image},
-          {"architecture", r.architecture},
-          {"resources", internal::ParseJson(r.requested_json).value_or(json::object())},
-          {"environ", internal::ParseJson(r.environ).value_or(json::object())},
-          {"mounts", internal::ParseJson(r.mounts).value_or(json::array())},
-          {"startup_command", r.startup_command ? json(*r.startup_command) : json(nullptr)},
-          {"bootstrap_script", r.bootstrap_script ? json(*r.bootstrap_script) : json(nullptr)},
-          {"batch_timeout", r.batch_timeout ? json(*r.batch_timeout) : json(nullptr)},
-          {"access_key", r.access_key}};
-      Send(agent_id, create_msg.dump());
+      Send(agent_id, CreateMessage(**s));
     }
   }
+}
+
+void AgentRegistry::ForgetLostAgents() {
+  // Long LOST and holding nothing: the row only clutters agent lists and capacity sums.
+  (void)db_.Exec(std::string("DELETE FROM agents WHERE status = 'LOST' AND lost_at < ? AND NOT "
+                             "EXISTS (SELECT 1 FROM sessions WHERE sessions.agent_id = agents.id "
+                             "AND sessions.status IN ") +
+                     kHoldingStatuses + ")",
+                 {IsoAgo(options_.lost_grace + options_.lost_forget)});
 }
 
 void AgentRegistry::Tick() {
@@ -500,6 +512,7 @@ void AgentRegistry::Tick() {
       if (!held->empty()) schedule_(row.Text(1));
     }
   }
+  ForgetLostAgents();
   // Batch jobs past their batch_timeout are stopped.
   auto batches = db_.Query(
       "SELECT id, status_history, batch_timeout FROM sessions WHERE status = 'RUNNING' AND "

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "server-reference/common/agent_messages.h"
 #include "server-reference/common/database.h"
 #include "server-reference/common/http.h"
 #include "server-reference/manager/bgtasks.h"
@@ -20,6 +21,8 @@ struct AgentOptions {
   std::chrono::seconds heartbeat_interval{5};
   std::chrono::seconds heartbeat_timeout{15};  ///< silence before an agent is LOST
   std::chrono::seconds lost_grace{300};        ///< LOST this long → its sessions end as ERROR
+  /// LOST this long past the grace, holding no session → the agent's row is removed.
+  std::chrono::seconds lost_forget{3600};
 };
 
 /// The manager's side of docs/agent-protocol.md: agents connected to this manager, their
@@ -30,9 +33,11 @@ class AgentRegistry {
  public:
   AgentRegistry(server::Database& db, SessionStore& sessions, BackgroundTaskStore& tasks,
                 AgentOptions options, std::function<void(std::string const&)> schedule,
-                std::function<void()> wake);
+                std::function<void()> wake, std::string cluster_secret);
 
-  /// WebSocket callbacks for an authenticated agent connection.
+  /// WebSocket callbacks for an agent connection whose handshake proved the cluster secret.
+  /// The connection becomes the agent's only once its `register` answers this connection's
+  /// challenge, so a replayed handshake can neither register nor displace the live agent.
   server::WebSocketHandlers Handlers(std::string const& agent_id);
 
   /// Lost-agent detection, grace expiry and dispatch; call about once a second.
@@ -41,10 +46,10 @@ class AgentRegistry {
   /// Sends pending create/destroy commands to the agents connected here.
   void Dispatch();
 
-  /// Sends `message` (a JSON object; a request_id is added) to `agent_id` and calls `done` once
-  /// with the agent's `result`, or an error: 503 when the agent is not connected here, 500
+  /// Sends `request` (its request id set here) to `agent_id` and calls `done` once with the
+  /// agent's `result` (JSON text), or an error: 503 when the agent is not connected here, 500
   /// kernel-execution-failed after `timeout`. Runs `done` on an I/O or the hub's thread.
-  void Request(std::string const& agent_id, std::string const& message_json,
+  void Request(std::string const& agent_id, server::agent_protocol::AgentRequest request,
                std::chrono::milliseconds timeout, std::function<void(StatusOr<std::string>)> done);
   /// Fails requests whose time is up; call often (the hub does, every 100 ms).
   void ExpireRequests();
@@ -55,19 +60,33 @@ class AgentRegistry {
  private:
   struct Link {
     std::shared_ptr<server::WebSocket> socket;
-    bool registered = false;
     std::set<std::string> created;    ///< sessions sent create_kernel on this link
     std::set<std::string> destroyed;  ///< sessions sent destroy_kernel on this link
   };
+  /// One connection of an agent, from its open to its close.
+  struct Connection {
+    std::string agent_id;
+    std::shared_ptr<server::WebSocket> socket;
+    std::string nonce;  ///< the challenge its register must answer
+  };
 
-  void OnMessage(std::string const& agent_id, std::shared_ptr<server::WebSocket> const& socket,
-                 std::string const& text);
+  void OnMessage(Connection const& c, std::string const& text);
+  void Handle(Connection const& c, server::agent_protocol::Register const& m);
+  void Handle(Connection const& c, server::agent_protocol::Heartbeat const& m);
   /// A kernel's report (also the finished kernels a re-registering agent lists).
-  void ApplyKernelStatus(std::string const& agent_id,
-                         std::shared_ptr<server::WebSocket> const& socket, std::string const& json);
+  void Handle(Connection const& c, server::agent_protocol::KernelStatus const& m);
+  void Handle(Connection const& c, server::agent_protocol::Response const& m);
   /// Progress or the end of a background task the agent works on (a commit of its kernel).
-  void ApplyTaskReport(std::string const& agent_id, std::string const& json);
-  void Send(std::string const& agent_id, std::string const& text);
+  void Handle(Connection const& c, server::agent_protocol::TaskReport const& m);
+  void Handle(Connection const& c, server::agent_protocol::ErrorReport const& m);
+  /// Logs why a message was refused and tells the agent.
+  void Refuse(Connection const& c, std::string const& why);
+  /// Makes `c` the agent's link (closing an older one) and reconciles its kernels.
+  void Adopt(Connection const& c, server::agent_protocol::Register const& m,
+             std::string const& group);
+  bool IsLink(Connection const& c);
+  void Send(std::string const& agent_id, server::agent_protocol::ToAgent const& message);
+  void ForgetLostAgents();
 
   server::Database& db_;
   SessionStore& sessions_;
@@ -75,13 +94,14 @@ class AgentRegistry {
   AgentOptions options_;
   std::function<void(std::string const&)> schedule_;
   std::function<void()> wake_;
+  std::string cluster_secret_;
   struct Pending {
     std::chrono::steady_clock::time_point deadline;
     std::function<void(StatusOr<std::string>)> done;
   };
 
   std::mutex mu_;
-  std::map<std::string, Link> links_;
+  std::map<std::string, Link> links_;       ///< registered agents connected here
   std::map<std::string, Pending> pending_;  ///< request_id → waiting caller
   std::uint64_t next_request_ = 0;
 };

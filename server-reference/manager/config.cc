@@ -62,11 +62,14 @@ Status LoadManagerConfig(std::string const& path, ManagerConfig& config) {
         auto s = v.value<std::string>();
         if (!s) return bad(key, "a path");
         config.database = *s;
-      } else if (key == "agents.heartbeat_timeout" || key == "agents.lost_grace") {
+      } else if (key == "agents.heartbeat_timeout" || key == "agents.lost_grace" ||
+                 key == "agents.lost_forget") {
         auto n = v.value<std::int64_t>();
         if (!n || *n < 1 || *n > 86400 * 7) return bad(key, "seconds from 1 to 604800");
-        (key == "agents.heartbeat_timeout" ? config.agent_heartbeat_timeout
-                                           : config.agent_lost_grace) = static_cast<int>(*n);
+        int& field = key == "agents.heartbeat_timeout" ? config.agent_heartbeat_timeout
+                     : key == "agents.lost_grace"      ? config.agent_lost_grace
+                                                       : config.agent_lost_forget;
+        field = static_cast<int>(*n);
       } else if (key == "auth.allow_signup") {
         auto b = v.value<bool>();
         if (!b) return bad(key, "true or false");

@@ -33,6 +33,7 @@ struct ManagerConfig {
   std::string database;
   int agent_heartbeat_timeout = 15;
   int agent_lost_grace = 300;
+  int agent_lost_forget = 3600;  ///< LOST agents holding nothing are removed this long after grace
   bool allow_signup = false;
 
   std::string DatabasePath() const {

@@ -51,12 +51,12 @@ inline void RespondLate(server::Exchange& exchange,
 
 /// Why an agent request did not succeed, in words: the transport's error, the agent's `msg`
 /// (`fallback` when it gave none), or a malformed reply.
-inline std::string AgentFailure(StatusOr<std::string> const& result,
-                                std::optional<nlohmann::json> const& reply,
-                                std::string const& fallback) {
+template <class Reply>
+std::string AgentFailure(StatusOr<std::string> const& result, StatusOr<Reply> const& reply,
+                         std::string const& fallback) {
   if (!result.ok()) return result.status().message();
-  if (!reply) return "malformed agent reply";
-  return reply->value("msg", fallback);
+  if (!reply.ok()) return "malformed agent reply: " + reply.status().message();
+  return reply->msg.empty() ? fallback : reply->msg;
 }
 
 }  // namespace bai::manager

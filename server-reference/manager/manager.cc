@@ -62,9 +62,11 @@ StatusOr<std::unique_ptr<Manager>> Manager::Start(ManagerConfig const& config) {
   AgentOptions agent_options;
   agent_options.heartbeat_timeout = std::chrono::seconds(config.agent_heartbeat_timeout);
   agent_options.lost_grace = std::chrono::seconds(config.agent_lost_grace);
+  agent_options.lost_forget = std::chrono::seconds(config.agent_lost_forget);
   m->agents_ = std::make_unique<AgentRegistry>(
       *m->state_.db, *m->sessions_, *m->tasks_, agent_options,
-      [raw](std::string const& group) { raw->Schedule(group); }, [raw] { raw->hub_->Wake(); });
+      [raw](std::string const& group) { raw->Schedule(group); }, [raw] { raw->hub_->Wake(); },
+      m->state_.cluster_secret);
   m->api_->AddAgentRoutes(*m->agents_, m->state_.cluster_secret);
   m->api_->AddExecuteRoutes(*m->sessions_, *m->agents_);
   m->api_->AddBackgroundTaskRoutes(*m->sessions_, *m->agents_, *m->tasks_, *m->hub_);

@@ -349,8 +349,12 @@ void ManagerApi::AddExecuteRoutes(SessionStore& sessions, AgentRegistry& agents)
              }
              auto run_id = p->String({"runId", "run_id"});
              std::string code = p->String({"code"}).value_or("");
-             json options = json::object();
-             if (auto const* o = p->Raw({"options"}); o && o->is_object()) options = *o;
+             std::map<std::string, std::string> options;  // batch steps: clean, build, exec
+             if (auto const* o = p->Raw({"options"}); o && o->is_object()) {
+               for (auto const& [k, v] : o->items()) {
+                 if (v.is_string()) options[k] = v.get<std::string>();
+               }
+             }
              if (mode && (*mode == "continue" || *mode == "input") && !run_id) {
                p->Fail("runId", "required for continue and input");
              }
@@ -365,10 +369,14 @@ void ManagerApi::AddExecuteRoutes(SessionStore& sessions, AgentRegistry& agents)
              }
              (void)ctx.store.db().Exec(
                  "UPDATE sessions SET num_queries = num_queries + 1 WHERE id = ?", {s->id});
-             json message = {{"type", "execute"}, {"session_id", s->id}, {"mode", *mode},
-                             {"run_id", *run_id}, {"code", code},        {"options", options}};
+             server::agent_protocol::Execute message;
+             message.session_id = s->id;
+             message.mode = *mode;
+             message.run_id = *run_id;
+             message.code = code;
+             message.options = std::move(options);
              auto headers = ctx.response_headers;
-             agents.Request(*s->agent_id, message.dump(), std::chrono::seconds(30),
+             agents.Request(*s->agent_id, std::move(message), std::chrono::seconds(30),
                             [exchange, headers](StatusOr<std::string> result) {
                               HttpResponse r;
                               if (!result.ok()) {
@@ -387,43 +395,44 @@ void ManagerApi::AddExecuteRoutes(SessionStore& sessions, AgentRegistry& agents)
 void ManagerApi::AddKernelControlRoutes(SessionStore& sessions, AgentRegistry& agents) {
   // Restart: RUNNING → RESTARTING while the agent replaces the kernel with a fresh one of the
   // same spec, then RUNNING again; 204 once it runs (Backend.AI answers after the restart too).
-  AddAsync("PATCH", "/session/{id}", AuthLevel::kUser,
-           [&sessions, &agents](
-               RequestContext& ctx,
-               std::shared_ptr<server::Exchange> const& exchange) -> std::optional<HttpResponse> {
-             auto s = ResolveRunning(sessions, ctx);
-             if (!s.ok()) return ProblemResponse(s.status());
-             auto moved = sessions.Transition(s->id, SessionStatus::kRunning,
-                                              SessionStatus::kRestarting, TransitionDetails{});
-             if (!moved.ok()) return ProblemResponse(moved.status());
-             if (!*moved) {
-               return ProblemResponse(MakeProblemStatus(ProblemType::kInvalidApiParams,
-                                                        "The session changed status meanwhile."));
-             }
-             json message = {{"type", "restart_kernel"}, {"session_id", s->id}};
-             auto headers = ctx.response_headers;
-             std::string id = s->id;
-             agents.Request(
-                 *s->agent_id, message.dump(), std::chrono::seconds(60),
-                 [&sessions, exchange, headers, id](StatusOr<std::string> result) {
-                   auto reply = result.ok() ? internal::ParseJson(*result) : std::nullopt;
-                   bool ok = reply && reply->value("ok", false);
-                   // Back to RUNNING either way: a kernel that did not come back is reported
-                   // TERMINATED by its agent, which ends the session.
-                   (void)sessions.Transition(id, SessionStatus::kRestarting,
-                                             SessionStatus::kRunning, TransitionDetails{});
-                   HttpResponse r;
-                   if (ok) {
-                     r = HttpResponse::NoContent();
-                   } else {
-                     std::string why = AgentFailure(result, reply, "failed");
-                     r = ProblemResponse(MakeProblemStatus(ProblemType::kKernelRestartFailed,
-                                                           "Restarting the kernel failed: " + why));
-                   }
-                   RespondLate(*exchange, headers, std::move(r));
-                 });
-             return std::nullopt;
-           });
+  AddAsync(
+      "PATCH", "/session/{id}", AuthLevel::kUser,
+      [&sessions, &agents](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange)
+          -> std::optional<HttpResponse> {
+        auto s = ResolveRunning(sessions, ctx);
+        if (!s.ok()) return ProblemResponse(s.status());
+        auto moved = sessions.Transition(s->id, SessionStatus::kRunning, SessionStatus::kRestarting,
+                                         TransitionDetails{});
+        if (!moved.ok()) return ProblemResponse(moved.status());
+        if (!*moved) {
+          return ProblemResponse(MakeProblemStatus(ProblemType::kInvalidApiParams,
+                                                   "The session changed status meanwhile."));
+        }
+        auto headers = ctx.response_headers;
+        std::string id = s->id;
+        agents.Request(
+            *s->agent_id, server::agent_protocol::RestartKernel{"", id}, std::chrono::seconds(60),
+            [&sessions, exchange, headers, id](StatusOr<std::string> result) {
+              auto reply = result.ok()
+                               ? server::agent_protocol::DecodeRestartReply(*result)
+                               : StatusOr<server::agent_protocol::RestartReply>(result.status());
+              bool ok = reply.ok() && reply->ok;
+              // Back to RUNNING either way: a kernel that did not come back is reported
+              // TERMINATED by its agent, which ends the session.
+              (void)sessions.Transition(id, SessionStatus::kRestarting, SessionStatus::kRunning,
+                                        TransitionDetails{});
+              HttpResponse r;
+              if (ok) {
+                r = HttpResponse::NoContent();
+              } else {
+                std::string why = AgentFailure(result, reply, "failed");
+                r = ProblemResponse(MakeProblemStatus(ProblemType::kKernelRestartFailed,
+                                                      "Restarting the kernel failed: " + why));
+              }
+              RespondLate(*exchange, headers, std::move(r));
+            });
+        return std::nullopt;
+      });
 
   // Interrupt: SIGINT to the running snippet, through the agent and the kernel runner.
   AddAsync("POST", "/session/{id}/interrupt", AuthLevel::kUser,
@@ -432,11 +441,11 @@ void ManagerApi::AddKernelControlRoutes(SessionStore& sessions, AgentRegistry& a
                std::shared_ptr<server::Exchange> const& exchange) -> std::optional<HttpResponse> {
              auto s = ResolveRunning(sessions, ctx);
              if (!s.ok()) return ProblemResponse(s.status());
-             json message = {{"type", "execute"},   {"session_id", s->id},
-                             {"mode", "interrupt"}, {"run_id", ""},
-                             {"code", ""},          {"options", json::object()}};
+             server::agent_protocol::Execute message;
+             message.session_id = s->id;
+             message.mode = "interrupt";
              auto headers = ctx.response_headers;
-             agents.Request(*s->agent_id, message.dump(), std::chrono::seconds(10),
+             agents.Request(*s->agent_id, std::move(message), std::chrono::seconds(10),
                             [exchange, headers](StatusOr<std::string> result) {
                               HttpResponse r = result.ok() ? HttpResponse::NoContent()
                                                            : ProblemResponse(result.status());

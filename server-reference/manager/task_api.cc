@@ -101,22 +101,22 @@ void ManagerApi::AddBackgroundTaskRoutes(SessionStore& sessions, AgentRegistry& 
         }
         auto task = tasks.Create("commit", ctx.identity->access_key, s->id, 0);
         if (!task.ok()) return ProblemResponse(task.status());
-        json message = {{"type", "commit_kernel"},
-                        {"session_id", s->id},
-                        {"task_id", task->id},
-                        {"filename", filename.value_or(DefaultCommitFilename(s->name))}};
+        server::agent_protocol::CommitKernel message{
+            "", s->id, task->id, filename.value_or(DefaultCommitFilename(s->name))};
         auto headers = ctx.response_headers;
         agents.Request(
-            *s->agent_id, message.dump(), std::chrono::seconds(30),
+            *s->agent_id, std::move(message), std::chrono::seconds(30),
             [&tasks, exchange, headers, task_id = task->id,
              kernel_id = *kernel](StatusOr<std::string> result) {
-              auto reply = result.ok() ? internal::ParseJson(*result) : std::nullopt;
-              if (reply && reply->value("ok", false)) {
-                RespondLate(*exchange, headers,
-                            JsonResponse({{"bgtask_id", task_id},
-                                          {"kernel", kernel_id},
-                                          {"path", reply->value("path", std::string())}},
-                                         201));
+              auto reply = result.ok()
+                               ? server::agent_protocol::DecodeCommitReply(*result)
+                               : StatusOr<server::agent_protocol::CommitReply>(result.status());
+              if (reply.ok() && reply->ok) {
+                RespondLate(
+                    *exchange, headers,
+                    JsonResponse(
+                        {{"bgtask_id", task_id}, {"kernel", kernel_id}, {"path", reply->path}},
+                        201));
                 return;
               }
               std::string why = AgentFailure(result, reply, "refused");
@@ -125,7 +125,7 @@ void ManagerApi::AddBackgroundTaskRoutes(SessionStore& sessions, AgentRegistry& 
               if (!result.ok()) {
                 r = ProblemResponse(result.status());  // 503 when the agent is elsewhere
               } else {
-                bool theirs = reply && reply->value("client_error", false);
+                bool theirs = reply.ok() && reply->client_error;
                 r = ProblemResponse(MakeProblemStatus(
                     theirs ? ProblemType::kInvalidApiParams : ProblemType::kInternalServerError,
                     "The agent cannot commit: " + why));

@@ -34,9 +34,9 @@ TEST(NvmlTest, NoLibraryMeansNoGpus) {
 }
 
 TEST(NvmlTest, SlotsIncludeCudaDevices) {
-  auto slots = nlohmann::json::parse(DiscoverSlots(0, 2));
-  EXPECT_EQ(slots["cuda.device"], "2");
-  EXPECT_FALSE(nlohmann::json::parse(DiscoverSlots(0, 0)).contains("cuda.device"));
+  auto slots = DiscoverSlots(0, 2);
+  EXPECT_EQ(slots["cuda.device"].ToString(), "2");
+  EXPECT_FALSE(DiscoverSlots(0, 0).count("cuda.device"));
 }
 
 TEST(NvmlTest, AgentOffersTheGpusToTheManager) {

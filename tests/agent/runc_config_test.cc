@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The runc backend's pure parts: the OCI config, cgroup mapping (v1 and v2), images.
+#include "libbai/internal/json_codec.h"
 #include "server-reference/agent/images.h"
 #include "server-reference/agent/runc_backend.h"
 #include "tests/testing_util/subprocess.h"
@@ -26,6 +27,13 @@ json MountAt(json const& config, std::string const& dest) {
   return json();
 }
 
+// A create_kernel `resources` map as the codec reads it.
+protocol::ResourceSlots Slots(char const* text) {
+  auto slots = internal::SlotsFromJson(json::parse(text));
+  EXPECT_TRUE(slots.ok()) << text;
+  return slots.ok() ? *slots : protocol::ResourceSlots{};
+}
+
 class OciConfigTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -33,12 +41,11 @@ class OciConfigTest : public ::testing::Test {
     spec_.session_name = "train";
     spec_.session_type = "batch";
     spec_.image = "python";
-    spec_.resources_json = R"({"cpu": "0.5", "mem": "268435456"})";
-    spec_.environ_json = R"({"FOO": "bar", "BACKENDAI_SESSION_ID": "spoofed", "HOME": "/x"})";
-    spec_.mounts_json =
-        R"([{"name": "data", "host_path": "/srv/vf/data", "permission": "ro"},
-            {"name": "out", "host_path": "/srv/vf/out", "kernel_path": "results", "permission": "rw"},
-            {"name": "evil", "host_path": "/etc", "kernel_path": "../../etc"}])";
+    spec_.resources = Slots(R"({"cpu": "0.5", "mem": "268435456"})");
+    spec_.environ = {{"FOO", "bar"}, {"BACKENDAI_SESSION_ID", "spoofed"}, {"HOME", "/x"}};
+    spec_.mounts = {{"data", "/srv/vf/data", "", "ro"},
+                    {"out", "/srv/vf/out", "results", "rw"},
+                    {"evil", "/etc", "../../etc", "ro"}};
     image_.name = "python";
     image_.rootfs = "/var/lib/bai/images/python/rootfs";
     image_.host_mounts = {"/usr"};
@@ -127,10 +134,12 @@ TEST_F(OciConfigTest, EnvironmentHasSessionVariablesThatUsersCannotSpoof) {
 }
 
 TEST(CgroupMapping, VersionOneAndTwo) {
-  CgroupLimits l = LimitsFromResources(R"({"cpu": "1.5", "mem": "64m"})", 128);
+  CgroupLimits l = LimitsFromResources(Slots(R"({"cpu": "1.5", "mem": "64m"})"), 128);
   EXPECT_EQ(l.memory_bytes, 67108864);
-  EXPECT_EQ(LimitsFromResources(R"({"mem": "bogus"})", 1).memory_bytes, -1);
-  l = LimitsFromResources(R"({"cpu": "1.5", "mem": 67108864})", 128);
+  // A bogus amount never reaches the backend: create_kernel carrying it is refused whole.
+  EXPECT_FALSE(internal::SlotsFromJson(json::parse(R"({"mem": "bogus"})")).ok());
+  EXPECT_EQ(LimitsFromResources({}, 1).memory_bytes, -1);
+  l = LimitsFromResources(Slots(R"({"cpu": "1.5", "mem": 67108864})"), 128);
   EXPECT_EQ(l.cpu_quota_us, 150000);
   EXPECT_EQ(l.memory_bytes, 67108864);
   using Files = std::vector<std::pair<std::string, std::string>>;
@@ -142,13 +151,13 @@ TEST(CgroupMapping, VersionOneAndTwo) {
   EXPECT_EQ(CgroupFiles(2, "/bai/a/k", l), (Files{{"/bai/a/k/cpu.max", "150000 100000"},
                                                   {"/bai/a/k/memory.max", "67108864"},
                                                   {"/bai/a/k/pids.max", "128"}}));
-  CgroupLimits none = LimitsFromResources("{}", 4096);
+  CgroupLimits none = LimitsFromResources({}, 4096);
   EXPECT_EQ(CgroupFiles(2, "/x", none)[0].second, "max 100000");
   EXPECT_EQ(CgroupFiles(2, "/x", none)[1].second, "max");
   EXPECT_EQ(OomCounterFile(1, "/bai/a/k"), "memory/bai/a/k/memory.oom_control");
   EXPECT_EQ(OomCounterFile(2, "/bai/a/k"), "/bai/a/k/memory.events");
   // The smallest quota runc accepts.
-  EXPECT_EQ(LimitsFromResources(R"({"cpu": "0.001"})", 1).cpu_quota_us, 1000);
+  EXPECT_EQ(LimitsFromResources(Slots(R"({"cpu": "0.001"})"), 1).cpu_quota_us, 1000);
 }
 
 TEST(ImageStoreTest, BuiltinsHaveASynthesisedEtcWithoutSecrets) {
@@ -240,6 +249,20 @@ TEST(ImageStoreTest, ImportsAnOciLayoutMadeByUmociWithLabelsAndWhiteouts) {
   EXPECT_TRUE(fs::exists(fs::path(img->rootfs) / "app/keep"));
   EXPECT_FALSE(fs::exists(fs::path(img->rootfs) / "app/gone"));
   EXPECT_EQ(store.Import(layout, "other", "no-such-tag").code(), StatusCode::kNotFound);
+}
+
+// Regression: the dummy agent's first commit failed (500) unless <state>/<agent id> existed.
+TEST(CommitFileTest, MakesMissingParentsAndNeverOverwrites) {
+  namespace fs = std::filesystem;
+  testing_util::TempDir dir;
+  std::string commits = dir.path() + "/state/agent-1/commits";
+  auto path = CommitFile(commits, "s1", "snap.tar");
+  ASSERT_TRUE(path.ok()) << path.status().message();
+  EXPECT_EQ(*path, commits + "/s1/snap.tar");
+  EXPECT_EQ(fs::status(commits).permissions() & fs::perms::all, fs::perms::owner_all);
+  std::ofstream(*path) << "x";
+  EXPECT_EQ(CommitFile(commits, "s1", "snap.tar").status().code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(CommitFile(commits, "s1", "../x").status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

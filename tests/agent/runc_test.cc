@@ -290,7 +290,9 @@ TEST_F(RuncTest, DestroyRemovesBundleCgroupAndMounts) {
   if (v1) {
     EXPECT_TRUE(fs::exists(cgroup));
     // The limits reached the kernel's cgroup.
-    agent::CgroupLimits l = agent::LimitsFromResources(R"({"cpu": "0.25", "mem": "128m"})", 4096);
+    protocol::ResourceSlots slots;
+    ASSERT_TRUE(protocol::ParseSlotAssignment("cpu=0.25,mem=128m", slots).ok());
+    agent::CgroupLimits l = agent::LimitsFromResources(slots, 4096);
     for (auto const& [file, value] : agent::CgroupFiles(1, "/bai/" + agent_id_ + "/" + id, l)) {
       std::string text = ReadFile("/sys/fs/cgroup/" + file);
       EXPECT_EQ(text.substr(0, text.find('\n')), value) << file;
@@ -332,6 +334,32 @@ TEST_F(RuncTest, RestartedAgentReadoptsItsKernels) {
   EXPECT_EQ(b.exit_code, 0) << b.err;
   EXPECT_EQ(b.out, "still here\n");
   Bai({"rm", "keep"});
+}
+
+// Regression: the re-adopted kernel had no run for the batch job, so its `finished` was dropped
+// and the session stayed RUNNING forever, holding its slots.
+TEST_F(RuncTest, BatchJobEndsWithItsCodeAfterTheAgentRestartedMidway) {
+  auto run =
+      Bai({"run", "--detach", "--name", "midway", "python", "--", "sh", "-c", "sleep 1.5; exit 7"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::string id = run.out.substr(0, run.out.find('\n'));  // ended sessions resolve by id
+  auto status_becomes = [this, id](std::string const& want, int tries) {
+    json info;
+    for (int i = 0; i < tries; ++i) {
+      info = Info(id);
+      if (info.is_object() && info.value("status", "") == want) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return info.is_object() ? info : json::object();
+  };
+  ASSERT_EQ(status_becomes("RUNNING", 100).value("status", ""), "RUNNING");
+  EXPECT_EQ(agent_->Stop(SIGKILL), 128 + SIGKILL);
+  agent_.reset();
+  StartAgent();
+  json info = status_becomes("TERMINATED", 200);
+  EXPECT_EQ(info.value("status", ""), "TERMINATED") << info.dump();
+  EXPECT_EQ(info.value("result", ""), "failure") << info.dump();
+  EXPECT_EQ(info.value("exitCode", -1), 7) << info.dump();
 }
 
 TEST_F(RuncTest, RestartedAgentCleansUpKernelsThatDiedMeanwhile) {

@@ -37,7 +37,7 @@ class SessionCliTest : public ::testing::Test {
     o.manager_url = "http://127.0.0.1:" + std::to_string(manager_->port());
     o.agent_id = "cli-agent";
     o.cluster_secret = manager_->cluster_secret();
-    o.slots_json = R"({"cpu": "4", "mem": "8589934592"})";
+    EXPECT_TRUE(protocol::ParseSlotAssignment("cpu=4,mem=8g", o.slots).ok());
     agent::DummyOptions d;
     d.prepare_delay = std::chrono::milliseconds(50);
     d.run_time = std::chrono::milliseconds(100);

@@ -57,9 +57,7 @@ class AgentTest : public ::testing::Test {
     o.manager_url = Url();
     o.agent_id = id;
     o.cluster_secret = manager_->cluster_secret();
-    protocol::ResourceSlots parsed;
-    EXPECT_TRUE(protocol::ParseSlotAssignment(slots, parsed).ok());
-    o.slots_json = internal::SlotsToJson(parsed).dump();
+    EXPECT_TRUE(protocol::ParseSlotAssignment(slots, o.slots).ok());
     agent::DummyOptions d;
     d.prepare_delay = std::chrono::milliseconds(50);
     d.run_time = std::chrono::milliseconds(100);

@@ -1,0 +1,472 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server-reference/common/agent_messages.h"
+
+#include "libbai/internal/json_codec.h"
+#include "server-reference/common/json_fields.h"
+
+#include <nlohmann/json.hpp>
+
+namespace bai::server::agent_protocol {
+
+using nlohmann::json;
+
+namespace {
+
+// The message type names: spelled here and nowhere else.
+constexpr char kRegister[] = "register";
+constexpr char kHeartbeat[] = "heartbeat";
+constexpr char kKernelStatus[] = "kernel_status";
+constexpr char kResponse[] = "response";
+constexpr char kBgtask[] = "bgtask";
+constexpr char kError[] = "error";
+constexpr char kChallenge[] = "challenge";
+constexpr char kRegistered[] = "registered";
+constexpr char kCreateKernel[] = "create_kernel";
+constexpr char kDestroyKernel[] = "destroy_kernel";
+constexpr char kExecute[] = "execute";
+constexpr char kRestartKernel[] = "restart_kernel";
+constexpr char kCommitKernel[] = "commit_kernel";
+
+std::string Dump(json const& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+Status Malformed(std::string const& type, std::string const& why) {
+  return Status(StatusCode::kInvalidArgument,
+                (type.empty() ? std::string("message") : "'" + type + "' message") + ": " + why);
+}
+
+// --- pieces shared by several messages -------------------------------------------------------
+
+json SlotsJson(protocol::ResourceSlots const& slots) { return internal::SlotsToJson(slots); }
+
+// Amounts as strings or numbers, each a non-negative decimal (sizes allowed for byte slots);
+// `types` gives slot types where the message carries them.
+std::optional<protocol::ResourceSlots> ReadSlots(
+    FieldReader& r, char const* key, std::map<std::string, protocol::SlotType> const& types = {}) {
+  auto const* j = r.Object(key);
+  if (j == nullptr) return std::nullopt;
+  auto slots = internal::SlotsFromJson(*j, [&types](std::string const& name) {
+    auto it = types.find(name);
+    return it != types.end() ? std::optional(it->second) : protocol::KnownSlotType(name);
+  });
+  if (!slots.ok()) {
+    r.Fail(key, "a map of non-negative slot amounts (" + slots.status().message() + ")");
+    return std::nullopt;
+  }
+  for (auto const& [name, amount] : *slots) {
+    if (amount.is_unlimited()) {
+      r.Fail(std::string(key) + "." + name, "a finite amount");
+      return std::nullopt;
+    }
+  }
+  return *slots;
+}
+
+std::map<std::string, std::string> ReadStringMap(FieldReader& r, char const* key) {
+  std::map<std::string, std::string> out;
+  auto const* j = r.Object(key);
+  if (j == nullptr) return out;
+  for (auto const& [k, v] : j->items()) {
+    if (!v.is_string()) {
+      r.Fail(std::string(key) + "." + k, "a string");
+      return {};
+    }
+    out[k] = v.get<std::string>();
+  }
+  return out;
+}
+
+std::vector<std::string> ReadStringList(FieldReader& r, char const* key) {
+  std::vector<std::string> out;
+  auto const* j = r.Array(key);
+  if (j == nullptr) return out;
+  for (auto const& v : *j) {
+    if (!v.is_string()) {
+      r.Fail(key, "a list of strings");
+      return {};
+    }
+    out.push_back(v.get<std::string>());
+  }
+  return out;
+}
+
+// Each element of the array at `key`, read by `read` from its own FieldReader.
+template <class T, class Read>
+std::vector<T> ReadList(FieldReader& r, char const* key, Read read) {
+  std::vector<T> out;
+  auto const* j = r.Array(key);
+  if (j == nullptr) return out;
+  for (std::size_t i = 0; i < j->size(); ++i) {
+    std::string where = std::string(key) + "[" + std::to_string(i) + "]";
+    if (!(*j)[i].is_object()) {
+      r.Fail(where, "an object");
+      return {};
+    }
+    FieldReader item((*j)[i]);
+    out.push_back(read(item));
+    if (!item.ok()) {
+      r.Fail(where, "well-formed (" + item.error() + ")");
+      return {};
+    }
+  }
+  return out;
+}
+
+json KernelStatusJson(KernelStatus const& k) {
+  json j = {{"session_id", k.session_id}, {"status", k.status}, {"reason", k.reason}};
+  if (k.exit_code) j["exit_code"] = *k.exit_code;
+  if (k.logs) j["logs"] = *k.logs;
+  return j;
+}
+
+KernelStatus ReadKernelStatus(FieldReader& r) {
+  KernelStatus k;
+  k.session_id = r.Required("session_id");
+  k.status = r.Required("status");
+  if (r.ok() && k.status != "PREPARING" && k.status != "RUNNING" && k.status != "TERMINATED" &&
+      k.status != "ERROR") {
+    r.Fail("status", "PREPARING, RUNNING, TERMINATED or ERROR");
+  }
+  k.exit_code = r.OptInt("exit_code");
+  k.reason = r.String("reason");
+  k.logs = r.OptString("logs");
+  return k;
+}
+
+// --- encoders ---------------------------------------------------------------------------------
+
+json ToJson(Register const& m) {
+  json slot_types = json::object();
+  for (auto const& [name, type] : m.slot_types) slot_types[name] = std::string(ToString(type));
+  json images = json::array();
+  for (auto const& i : m.images) images.push_back({{"name", i.name}, {"aliases", i.aliases}});
+  json devices = json::array();
+  for (auto const& d : m.devices) {
+    devices.push_back({{"kind", d.kind},
+                       {"index", d.index},
+                       {"uuid", d.uuid},
+                       {"name", d.name},
+                       {"memory", d.memory}});
+  }
+  json kernels = json::array();
+  for (auto const& k : m.kernels) kernels.push_back(KernelStatusJson(k));
+  return {{"type", kRegister},        {"version", m.version}, {"proof", m.proof},
+          {"agent_version", m.agent_version}, {"scaling_group", m.scaling_group},
+          {"architecture", m.architecture},   {"slots", SlotsJson(m.slots)},
+          {"slot_types", slot_types},         {"images", images},
+          {"devices", devices},               {"kernels", kernels}};
+}
+
+json ToJson(Heartbeat const& m) {
+  json j = {{"type", kHeartbeat}};
+  if (m.slots) j["slots"] = SlotsJson(*m.slots);
+  return j;
+}
+
+json ToJson(KernelStatus const& m) {
+  json j = KernelStatusJson(m);
+  j["type"] = kKernelStatus;
+  return j;
+}
+
+json ToJson(Response const& m) {
+  auto result = internal::ParseJson(m.result_json);
+  return {{"type", kResponse},
+          {"request_id", m.request_id},
+          {"result", result && result->is_object() ? *result : json::object()}};
+}
+
+json ToJson(TaskReport const& m) {
+  json j = {{"type", kBgtask}, {"task_id", m.task_id}, {"status", m.status}, {"message", m.message}};
+  if (m.current_progress) j["current_progress"] = *m.current_progress;
+  if (m.total_progress) j["total_progress"] = *m.total_progress;
+  return j;
+}
+
+json ToJson(ErrorReport const& m) { return {{"type", kError}, {"msg", m.msg}}; }
+
+json ToJson(Challenge const& m) { return {{"type", kChallenge}, {"nonce", m.nonce}}; }
+
+json ToJson(Registered const& m) {
+  return {{"type", kRegistered},
+          {"heartbeat_interval_ms", m.heartbeat_interval_ms},
+          {"scaling_group", m.scaling_group}};
+}
+
+json ToJson(CreateKernel const& m) {
+  json mounts = json::array();
+  for (auto const& v : m.mounts) {
+    mounts.push_back({{"name", v.name},
+                      {"host_path", v.host_path},
+                      {"kernel_path", v.kernel_path},
+                      {"permission", v.permission}});
+  }
+  auto optional = [](auto const& v) { return v ? json(*v) : json(nullptr); };
+  return {{"type", kCreateKernel},
+          {"session_id", m.session_id},
+          {"session_name", m.session_name},
+          {"session_type", m.session_type},
+          {"image", m.image},
+          {"architecture", m.architecture},
+          {"resources", SlotsJson(m.resources)},
+          {"environ", m.environ},
+          {"mounts", mounts},
+          {"startup_command", optional(m.startup_command)},
+          {"bootstrap_script", optional(m.bootstrap_script)},
+          {"batch_timeout", optional(m.batch_timeout)},
+          {"access_key", m.access_key}};
+}
+
+json ToJson(DestroyKernel const& m) {
+  return {{"type", kDestroyKernel}, {"session_id", m.session_id}, {"reason", m.reason}};
+}
+
+json ToJson(Execute const& m) {
+  return {{"type", kExecute}, {"request_id", m.request_id}, {"session_id", m.session_id},
+          {"mode", m.mode},   {"run_id", m.run_id},         {"code", m.code},
+          {"options", m.options}};
+}
+
+json ToJson(RestartKernel const& m) {
+  return {{"type", kRestartKernel}, {"request_id", m.request_id}, {"session_id", m.session_id}};
+}
+
+json ToJson(CommitKernel const& m) {
+  return {{"type", kCommitKernel},
+          {"request_id", m.request_id},
+          {"session_id", m.session_id},
+          {"task_id", m.task_id},
+          {"filename", m.filename}};
+}
+
+// --- decoders ---------------------------------------------------------------------------------
+
+Register ReadRegister(FieldReader& r) {
+  Register m;
+  m.version = r.Int("version", 0);
+  m.proof = r.String("proof");
+  m.agent_version = r.String("agent_version");
+  m.scaling_group = r.String("scaling_group", "default");
+  m.architecture = r.String("architecture", "x86_64");
+  for (auto const& [name, text] : ReadStringMap(r, "slot_types")) {
+    auto type = protocol::ParseSlotType(text);
+    if (!type) {
+      r.Fail("slot_types." + name, "count, bytes or unique");
+      break;
+    }
+    m.slot_types[name] = *type;
+  }
+  m.slots = ReadSlots(r, "slots", m.slot_types).value_or(protocol::ResourceSlots{});
+  m.images = ReadList<ImageInfo>(r, "images", [](FieldReader& item) {
+    return ImageInfo{item.Required("name"), ReadStringList(item, "aliases")};
+  });
+  m.devices = ReadList<DeviceInfo>(r, "devices", [](FieldReader& item) {
+    DeviceInfo d;
+    d.kind = item.String("kind", "cuda");
+    d.index = item.Int("index", 0);
+    d.uuid = item.String("uuid");
+    d.name = item.String("name");
+    d.memory = item.Int("memory", 0);
+    return d;
+  });
+  m.kernels = ReadList<KernelStatus>(r, "kernels", ReadKernelStatus);
+  return m;
+}
+
+Heartbeat ReadHeartbeat(FieldReader& r) { return Heartbeat{ReadSlots(r, "slots")}; }
+
+Response ReadResponse(FieldReader& r) {
+  Response m;
+  m.request_id = r.Required("request_id");
+  auto const* result = r.Object("result");
+  m.result_json = result ? Dump(*result) : "{}";
+  return m;
+}
+
+TaskReport ReadTaskReport(FieldReader& r) {
+  TaskReport m;
+  m.task_id = r.Required("task_id");
+  m.status = r.String("status", "ongoing");
+  if (r.ok() && m.status != "ongoing" && m.status != "done" && m.status != "failed" &&
+      m.status != "cancelled") {
+    r.Fail("status", "ongoing, done, failed or cancelled");
+  }
+  m.message = r.String("message");
+  m.current_progress = r.OptInt("current_progress");
+  m.total_progress = r.OptInt("total_progress");
+  return m;
+}
+
+ErrorReport ReadError(FieldReader& r) { return ErrorReport{r.String("msg")}; }
+
+Challenge ReadChallenge(FieldReader& r) { return Challenge{r.Required("nonce")}; }
+
+Registered ReadRegistered(FieldReader& r) {
+  Registered m;
+  m.heartbeat_interval_ms = r.Int("heartbeat_interval_ms", 5000);
+  if (m.heartbeat_interval_ms <= 0) r.Fail("heartbeat_interval_ms", "positive");
+  m.scaling_group = r.String("scaling_group");
+  return m;
+}
+
+CreateKernel ReadCreateKernel(FieldReader& r) {
+  CreateKernel m;
+  m.session_id = r.Required("session_id");
+  m.session_name = r.String("session_name");
+  m.session_type = r.String("session_type", "interactive");
+  m.image = r.Required("image");
+  m.architecture = r.String("architecture", "x86_64");
+  m.resources = ReadSlots(r, "resources").value_or(protocol::ResourceSlots{});
+  m.environ = ReadStringMap(r, "environ");
+  m.mounts = ReadList<Mount>(r, "mounts", [](FieldReader& item) {
+    Mount v;
+    v.name = item.String("name");
+    v.host_path = item.Required("host_path");
+    v.kernel_path = item.String("kernel_path");
+    v.permission = item.String("permission", "ro");
+    return v;
+  });
+  m.startup_command = r.OptString("startup_command");
+  m.bootstrap_script = r.OptString("bootstrap_script");
+  m.batch_timeout = r.OptInt("batch_timeout");
+  m.access_key = r.String("access_key");
+  return m;
+}
+
+DestroyKernel ReadDestroyKernel(FieldReader& r) {
+  return DestroyKernel{r.Required("session_id"), r.String("reason")};
+}
+
+Execute ReadExecute(FieldReader& r) {
+  Execute m;
+  m.request_id = r.Required("request_id");
+  m.session_id = r.Required("session_id");
+  m.mode = r.String("mode", "query");
+  m.run_id = r.String("run_id");
+  m.code = r.String("code");
+  m.options = ReadStringMap(r, "options");
+  return m;
+}
+
+RestartKernel ReadRestartKernel(FieldReader& r) {
+  return RestartKernel{r.Required("request_id"), r.Required("session_id")};
+}
+
+CommitKernel ReadCommitKernel(FieldReader& r) {
+  CommitKernel m;
+  m.request_id = r.Required("request_id");
+  m.session_id = r.Required("session_id");
+  m.task_id = r.Required("task_id");
+  m.filename = r.Required("filename");
+  return m;
+}
+
+// Parses `text` as an object with a string `type` and hands it to the decoder for that type.
+template <class Variant>
+struct Decoder {
+  using Read = Variant (*)(FieldReader&);
+  std::map<std::string, Read, std::less<>> by_type;
+
+  StatusOr<Variant> operator()(std::string_view text) const {
+    auto j = internal::ParseJson(text);
+    if (!j || !j->is_object()) return Malformed("", "not a JSON object");
+    FieldReader r(*j);
+    std::string type = r.Required("type");
+    if (!r.ok()) return Malformed("", r.error());
+    auto it = by_type.find(type);
+    if (it == by_type.end()) return Malformed(type, "unknown message type");
+    Variant v = it->second(r);
+    if (!r.ok()) return Malformed(type, r.error());
+    return v;
+  }
+};
+
+template <class Variant, class T, T (*Read)(FieldReader&)>
+Variant As(FieldReader& r) {
+  return Variant(Read(r));
+}
+
+}  // namespace
+
+std::string Encode(ToManager const& message) {
+  return Dump(std::visit([](auto const& m) { return ToJson(m); }, message));
+}
+
+std::string Encode(ToAgent const& message) {
+  return Dump(std::visit([](auto const& m) { return ToJson(m); }, message));
+}
+
+StatusOr<ToManager> DecodeToManager(std::string_view text) {
+  static Decoder<ToManager> const kDecode{{
+      {kRegister, As<ToManager, Register, ReadRegister>},
+      {kHeartbeat, As<ToManager, Heartbeat, ReadHeartbeat>},
+      {kKernelStatus, As<ToManager, KernelStatus, ReadKernelStatus>},
+      {kResponse, As<ToManager, Response, ReadResponse>},
+      {kBgtask, As<ToManager, TaskReport, ReadTaskReport>},
+      {kError, As<ToManager, ErrorReport, ReadError>},
+  }};
+  return kDecode(text);
+}
+
+StatusOr<ToAgent> DecodeToAgent(std::string_view text) {
+  static Decoder<ToAgent> const kDecode{{
+      {kChallenge, As<ToAgent, Challenge, ReadChallenge>},
+      {kRegistered, As<ToAgent, Registered, ReadRegistered>},
+      {kCreateKernel, As<ToAgent, CreateKernel, ReadCreateKernel>},
+      {kDestroyKernel, As<ToAgent, DestroyKernel, ReadDestroyKernel>},
+      {kExecute, As<ToAgent, Execute, ReadExecute>},
+      {kRestartKernel, As<ToAgent, RestartKernel, ReadRestartKernel>},
+      {kCommitKernel, As<ToAgent, CommitKernel, ReadCommitKernel>},
+      {kError, As<ToAgent, ErrorReport, ReadError>},
+  }};
+  return kDecode(text);
+}
+
+ToAgent WithRequestId(AgentRequest request, std::string request_id) {
+  return std::visit(
+      [&request_id](auto m) -> ToAgent {
+        m.request_id = std::move(request_id);
+        return m;
+      },
+      std::move(request));
+}
+
+std::string EncodeReply(RestartReply const& reply) {
+  json j = {{"ok", reply.ok}};
+  if (!reply.ok) j["msg"] = reply.msg;
+  return Dump(j);
+}
+
+std::string EncodeReply(CommitReply const& reply) {
+  json j = {{"ok", reply.ok}};
+  if (reply.ok) {
+    j["path"] = reply.path;
+  } else {
+    j["msg"] = reply.msg;
+    j["client_error"] = reply.client_error;
+  }
+  return Dump(j);
+}
+
+StatusOr<RestartReply> DecodeRestartReply(std::string_view result_json) {
+  auto j = internal::ParseJson(result_json);
+  if (!j || !j->is_object()) return Malformed(kRestartKernel, "reply is not a JSON object");
+  FieldReader r(*j);
+  RestartReply reply{r.Bool("ok", false), r.String("msg")};
+  if (!r.ok()) return Malformed(kRestartKernel, "reply " + r.error());
+  return reply;
+}
+
+StatusOr<CommitReply> DecodeCommitReply(std::string_view result_json) {
+  auto j = internal::ParseJson(result_json);
+  if (!j || !j->is_object()) return Malformed(kCommitKernel, "reply is not a JSON object");
+  FieldReader r(*j);
+  CommitReply reply;
+  reply.ok = r.Bool("ok", false);
+  reply.path = r.String("path");
+  reply.msg = r.String("msg");
+  reply.client_error = r.Bool("client_error", false);
+  if (!r.ok()) return Malformed(kCommitKernel, "reply " + r.error());
+  return reply;
+}
+
+}  // namespace bai::server::agent_protocol

@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "bai/protocol/resource.h"
+#include "bai/status.h"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+/// Every message of the manager ⇄ agent control channel (docs/agent-protocol.md) as a struct,
+/// with the one codec both daemons use. Decoding never throws: unknown fields are ignored, a
+/// missing required field or a field of the wrong type refuses the whole message with a reason
+/// that names the field, and slot amounts must be non-negative decimals.
+namespace bai::server::agent_protocol {
+
+// --- agent → manager --------------------------------------------------------------------------
+
+struct ImageInfo {
+  std::string name;
+  std::vector<std::string> aliases;
+};
+
+/// An accelerator the agent found (NVML).
+struct DeviceInfo {
+  std::string kind = "cuda";
+  std::int64_t index = 0;
+  std::string uuid;
+  std::string name;
+  std::int64_t memory = 0;  ///< bytes
+};
+
+/// A kernel's state: the `kernel_status` message, and an entry of `register.kernels`.
+struct KernelStatus {
+  std::string session_id;
+  std::string status;  ///< PREPARING, RUNNING, TERMINATED, ERROR
+  std::optional<std::int64_t> exit_code;
+  std::string reason;
+  std::optional<std::string> logs;
+};
+
+struct Register {
+  std::int64_t version = 0;  ///< the protocol version the agent speaks (kVersion)
+  std::string proof;         ///< RegisterProof() of this connection's challenge
+  std::string agent_version;
+  std::string scaling_group = "default";
+  std::string architecture = "x86_64";
+  protocol::ResourceSlots slots;
+  std::map<std::string, protocol::SlotType> slot_types;
+  std::vector<ImageInfo> images;
+  std::vector<DeviceInfo> devices;
+  std::vector<KernelStatus> kernels;
+};
+
+struct Heartbeat {
+  std::optional<protocol::ResourceSlots> slots;
+};
+
+/// The answer to a request the manager sent (execute, restart_kernel, commit_kernel); the
+/// result's shape depends on the request (ExecuteReply text, RestartReply, CommitReply).
+struct Response {
+  std::string request_id;
+  std::string result_json = "{}";
+};
+
+/// Progress or the end of a background task the agent runs (the `bgtask` message).
+struct TaskReport {
+  std::string task_id;
+  std::string status = "ongoing";  ///< ongoing, done, failed, cancelled
+  std::string message;
+  std::optional<std::int64_t> current_progress;
+  std::optional<std::int64_t> total_progress;
+};
+
+/// A message the other side could not use (both directions).
+struct ErrorReport {
+  std::string msg;
+};
+
+// --- manager → agent --------------------------------------------------------------------------
+
+/// The first message on every connection: `register` must prove the cluster secret over this
+/// nonce, which binds the registration to this connection (a replayed handshake cannot answer).
+struct Challenge {
+  std::string nonce;
+};
+
+struct Registered {
+  std::int64_t heartbeat_interval_ms = 5000;
+  std::string scaling_group;
+};
+
+/// A vfolder to bind into the kernel. `kernel_path` empty: /home/work/NAME.
+struct Mount {
+  std::string name;
+  std::string host_path;
+  std::string kernel_path;
+  std::string permission = "ro";  ///< ro, rw, wd
+};
+
+struct CreateKernel {
+  std::string session_id;
+  std::string session_name;
+  std::string session_type = "interactive";  ///< interactive, batch, inference
+  std::string image;
+  std::string architecture = "x86_64";
+  protocol::ResourceSlots resources;
+  std::map<std::string, std::string> environ;
+  std::vector<Mount> mounts;
+  std::optional<std::string> startup_command;
+  std::optional<std::string> bootstrap_script;
+  std::optional<std::int64_t> batch_timeout;
+  std::string access_key;
+};
+
+struct DestroyKernel {
+  std::string session_id;
+  std::string reason;
+};
+
+/// One execute step (PROTOCOL.md §5.5); mode `interrupt` sends SIGINT to the running snippet.
+struct Execute {
+  std::string request_id;
+  std::string session_id;
+  std::string mode = "query";  ///< query, batch, continue, input, complete, interrupt
+  std::string run_id;
+  std::string code;
+  std::map<std::string, std::string> options;  ///< batch steps: clean, build, exec
+};
+
+struct RestartKernel {
+  std::string request_id;
+  std::string session_id;
+};
+
+struct CommitKernel {
+  std::string request_id;
+  std::string session_id;
+  std::string task_id;
+  std::string filename;
+};
+
+using ToManager = std::variant<Register, Heartbeat, KernelStatus, Response, TaskReport, ErrorReport>;
+using ToAgent = std::variant<Challenge, Registered, CreateKernel, DestroyKernel, Execute, RestartKernel,
+                             CommitKernel, ErrorReport>;
+/// The manager's requests that the agent answers with a Response.
+using AgentRequest = std::variant<Execute, RestartKernel, CommitKernel>;
+
+/// JSON text of one message, with its `type`.
+std::string Encode(ToManager const& message);
+std::string Encode(ToAgent const& message);
+/// kInvalidArgument with the reason for text that is not one well-formed message.
+StatusOr<ToManager> DecodeToManager(std::string_view text);
+StatusOr<ToAgent> DecodeToAgent(std::string_view text);
+
+/// The request with its request id set.
+ToAgent WithRequestId(AgentRequest request, std::string request_id);
+
+// --- results carried in Response ----------------------------------------------------------------
+
+struct RestartReply {
+  bool ok = false;
+  std::string msg;
+};
+
+struct CommitReply {
+  bool ok = false;
+  std::string path;  ///< where the archive goes (ok)
+  std::string msg;   ///< why not (not ok)
+  bool client_error = false;  ///< the caller's mistake: a taken or unusable name, no kernel
+};
+
+std::string EncodeReply(RestartReply const& reply);
+std::string EncodeReply(CommitReply const& reply);
+StatusOr<RestartReply> DecodeRestartReply(std::string_view result_json);
+StatusOr<CommitReply> DecodeCommitReply(std::string_view result_json);
+
+}  // namespace bai::server::agent_protocol

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace bai::server {
+
+/// Reads the fields of one JSON object without throwing, for the internal protocol codecs: a
+/// missing or null field takes its default, a field of the wrong type records an error naming
+/// it (the first one wins) and reads as the default. Unknown fields are not looked at.
+class FieldReader {
+ public:
+  explicit FieldReader(nlohmann::json const& object) : object_(object) {}
+
+  std::optional<std::string> OptString(char const* key) {
+    auto const* v = Find(key);
+    if (v == nullptr) return std::nullopt;
+    if (!v->is_string()) return Fail(key, "a string"), std::nullopt;
+    return v->get<std::string>();
+  }
+  std::string String(char const* key, std::string fallback = {}) {
+    return OptString(key).value_or(std::move(fallback));
+  }
+  /// A string that must be present and non-empty.
+  std::string Required(char const* key) {
+    auto v = OptString(key);
+    if (!v || v->empty()) Fail(key, "a non-empty string");
+    return v.value_or(std::string());
+  }
+  std::optional<std::int64_t> OptInt(char const* key) {
+    auto const* v = Find(key);
+    if (v == nullptr) return std::nullopt;
+    if (!v->is_number_integer()) return Fail(key, "an integer"), std::nullopt;
+    return v->get<std::int64_t>();
+  }
+  std::int64_t Int(char const* key, std::int64_t fallback) {
+    return OptInt(key).value_or(fallback);
+  }
+  bool Bool(char const* key, bool fallback) {
+    auto const* v = Find(key);
+    if (v == nullptr) return fallback;
+    if (!v->is_boolean()) return Fail(key, "a boolean"), fallback;
+    return v->get<bool>();
+  }
+  /// The object at `key`, or nullptr when absent (or of the wrong type: an error).
+  nlohmann::json const* Object(char const* key) { return Typed(key, true); }
+  /// The array at `key`, or nullptr when absent (or of the wrong type: an error).
+  nlohmann::json const* Array(char const* key) { return Typed(key, false); }
+
+  /// Records an error about `key` found by the caller ("must be …").
+  void Fail(std::string const& key, std::string const& expected) {
+    if (error_.empty()) error_ = "field '" + key + "' must be " + expected;
+  }
+  bool ok() const { return error_.empty(); }
+  std::string const& error() const { return error_; }
+
+ private:
+  nlohmann::json const* Find(char const* key) const {
+    auto it = object_.find(key);
+    return it == object_.end() || it->is_null() ? nullptr : &*it;
+  }
+  nlohmann::json const* Typed(char const* key, bool object) {
+    auto const* v = Find(key);
+    if (v == nullptr) return nullptr;
+    if (object ? !v->is_object() : !v->is_array()) {
+      Fail(key, object ? "an object" : "an array");
+      return nullptr;
+    }
+    return v;
+  }
+
+  nlohmann::json const& object_;
+  std::string error_;
+};
+
+}  // namespace bai::server

@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server-reference/common/runner_messages.h"
+
+#include "server-reference/common/json_fields.h"
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+
+namespace bai::server::runner_protocol {
+
+using nlohmann::json;
+
+namespace {
+
+// Message names, spelled here and nowhere else. Runner → agent lines carry `type`, agent →
+// runner lines carry `op`.
+constexpr char kHello[] = "hello";
+constexpr char kStdout[] = "stdout";
+constexpr char kStderr[] = "stderr";
+constexpr char kWaitingInput[] = "waiting-input";
+constexpr char kFinished[] = "finished";
+constexpr char kStatus[] = "status";
+constexpr char kError[] = "error";
+constexpr char kQuery[] = "query";
+constexpr char kBatch[] = "batch";
+constexpr char kInput[] = "input";
+constexpr char kInterrupt[] = "interrupt";
+
+std::string Dump(json const& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+json ToJson(Hello const& m) {
+  return {{"type", kHello}, {"version", m.version}, {"runtime", m.runtime}, {"pid", m.pid}};
+}
+json ToJson(Output const& m) {
+  return {{"type", m.stream == kStderr ? kStderr : kStdout},
+          {"run_id", m.run_id},
+          {"data", m.data}};
+}
+json ToJson(WaitingInput const& m) {
+  return {{"type", kWaitingInput},
+          {"run_id", m.run_id},
+          {"options", {{"prompt", m.prompt}, {"is_password", m.is_password}}}};
+}
+json ToJson(Finished const& m) {
+  return {{"type", kFinished}, {"run_id", m.run_id}, {"exitCode", m.exit_code}};
+}
+json ToJson(RunnerStatus const& m) {
+  return {{"type", kStatus}, {"busy", m.busy}, {"queued", m.queued}, {"run_id", m.run_id}};
+}
+json ToJson(Error const& m) { return {{"type", kError}, {"msg", m.msg}}; }
+
+json ToJson(Query const& m) { return {{"op", kQuery}, {"run_id", m.run_id}, {"code", m.code}}; }
+json ToJson(Batch const& m) {
+  json j = {{"op", kBatch}, {"run_id", m.run_id}, {"exec", m.exec}};
+  if (!m.clean.empty()) j["clean"] = m.clean;
+  if (!m.build.empty()) j["build"] = m.build;
+  return j;
+}
+json ToJson(Input const& m) { return {{"op", kInput}, {"run_id", m.run_id}, {"text", m.text}}; }
+json ToJson(Interrupt const&) { return {{"op", kInterrupt}}; }
+json ToJson(StatusRequest const&) { return {{"op", kStatus}}; }
+
+// Parses one line as an object whose `tag` names the message, read by `read(name, fields)`;
+// the reader returns nullopt for a name it does not know.
+template <class Variant, class Read>
+StatusOr<Variant> Decode(std::string_view line, char const* tag, Read read) {
+  auto j = json::parse(line, nullptr, false);
+  if (!j.is_object()) return Status(StatusCode::kInvalidArgument, "not a JSON object");
+  FieldReader r(j);
+  std::string name = r.Required(tag);
+  if (!r.ok()) return Status(StatusCode::kInvalidArgument, r.error());
+  std::optional<Variant> v = read(name, r);
+  if (!v) return Status(StatusCode::kInvalidArgument, "unknown " + std::string(tag) + " " + name);
+  if (!r.ok()) return Status(StatusCode::kInvalidArgument, name + ": " + r.error());
+  return *std::move(v);
+}
+
+}  // namespace
+
+std::string Encode(ToAgent const& message) {
+  return Dump(std::visit([](auto const& m) { return ToJson(m); }, message));
+}
+
+std::string Encode(ToRunner const& message) {
+  return Dump(std::visit([](auto const& m) { return ToJson(m); }, message));
+}
+
+StatusOr<ToAgent> DecodeToAgent(std::string_view line) {
+  return Decode<ToAgent>(line, "type",
+                         [](std::string const& type, FieldReader& r) -> std::optional<ToAgent> {
+                           if (type == kHello) {
+                             return Hello{r.Int("version", 0), r.String("runtime"), r.Int("pid", 0)};
+                           }
+                           if (type == kStdout || type == kStderr) {
+                             return Output{type, r.String("run_id"), r.String("data")};
+                           }
+                           if (type == kWaitingInput) {
+                             WaitingInput m{r.String("run_id"), "", false};
+                             if (auto const* o = r.Object("options")) {
+                               FieldReader opts(*o);
+                               m.prompt = opts.String("prompt");
+                               m.is_password = opts.Bool("is_password", false);
+                               if (!opts.ok()) r.Fail("options", "well-formed (" + opts.error() + ")");
+                             }
+                             return m;
+                           }
+                           if (type == kFinished) {
+                             return Finished{r.String("run_id"), r.Int("exitCode", 0)};
+                           }
+                           if (type == kStatus) {
+                             return RunnerStatus{r.Bool("busy", false), r.Int("queued", 0),
+                                                 r.String("run_id")};
+                           }
+                           if (type == kError) return Error{r.String("msg")};
+                           return std::nullopt;
+                         });
+}
+
+StatusOr<ToRunner> DecodeToRunner(std::string_view line) {
+  return Decode<ToRunner>(line, "op",
+                          [](std::string const& op, FieldReader& r) -> std::optional<ToRunner> {
+                            if (op == kQuery) return Query{r.String("run_id"), r.String("code")};
+                            if (op == kBatch) {
+                              return Batch{r.String("run_id"), r.String("clean"),
+                                           r.String("build"), r.String("exec")};
+                            }
+                            if (op == kInput) return Input{r.String("run_id"), r.String("text")};
+                            if (op == kInterrupt) return Interrupt{};
+                            if (op == kStatus) return StatusRequest{};
+                            return std::nullopt;
+                          });
+}
+
+}  // namespace bai::server::runner_protocol

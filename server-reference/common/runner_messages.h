@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "bai/status.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+/// Every message between the agent and the kernel runner (docs/agent-protocol.md, "Agent ⇄
+/// kernel runner": NDJSON over a Unix socket) as a struct, with the one codec both use. The
+/// runner is linked statically into every container, so this codec needs only nlohmann-json.
+/// Decoding never throws; unknown fields are ignored; wrongly typed fields refuse the message.
+namespace bai::server::runner_protocol {
+
+inline constexpr std::int64_t kVersion = 1;
+
+// --- runner → agent ---------------------------------------------------------------------------
+
+/// The first line on every connection.
+struct Hello {
+  std::int64_t version = kVersion;
+  std::string runtime;  ///< python, shell
+  std::int64_t pid = 0;
+};
+
+/// Output of a run, in order (`stdout` / `stderr`).
+struct Output {
+  std::string stream;  ///< stdout, stderr
+  std::string run_id;
+  std::string data;
+};
+
+/// The run called input().
+struct WaitingInput {
+  std::string run_id;
+  std::string prompt;
+  bool is_password = false;
+};
+
+struct Finished {
+  std::string run_id;
+  std::int64_t exit_code = 0;  ///< a signal N gives 128+N
+};
+
+/// The answer to a status request.
+struct RunnerStatus {
+  bool busy = false;
+  std::int64_t queued = 0;
+  std::string run_id;
+};
+
+/// A line the other side could not use (both directions).
+struct Error {
+  std::string msg;
+};
+
+// --- agent → runner ---------------------------------------------------------------------------
+
+/// A snippet for the persistent interpreter.
+struct Query {
+  std::string run_id;
+  std::string code;
+};
+
+/// Non-empty steps run in order under /bin/sh -c in /home/work.
+struct Batch {
+  std::string run_id;
+  std::string clean;
+  std::string build;
+  std::string exec;
+};
+
+/// The line for a waiting-input run.
+struct Input {
+  std::string run_id;
+  std::string text;
+};
+
+struct Interrupt {};
+struct StatusRequest {};
+
+using ToAgent = std::variant<Hello, Output, WaitingInput, Finished, RunnerStatus, Error>;
+using ToRunner = std::variant<Query, Batch, Input, Interrupt, StatusRequest>;
+
+/// One line of JSON (without the newline); invalid UTF-8 is replaced.
+std::string Encode(ToAgent const& message);
+std::string Encode(ToRunner const& message);
+/// kInvalidArgument with the reason for a line that is not one well-formed message
+/// ("unknown op" for an op this version does not know).
+StatusOr<ToAgent> DecodeToAgent(std::string_view line);
+StatusOr<ToRunner> DecodeToRunner(std::string_view line);
+
+}  // namespace bai::server::runner_protocol

@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: Apache-2.0
+// The internal protocol codecs: manager ⇄ agent and agent ⇄ kernel runner.
+#include "server-reference/common/agent_messages.h"
+#include "server-reference/common/agent_protocol.h"
+#include "server-reference/common/runner_messages.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace bai::server {
+namespace {
+
+namespace ap = agent_protocol;
+namespace rp = runner_protocol;
+using ::testing::HasSubstr;
+using nlohmann::json;
+
+protocol::ResourceSlots Slots(std::string const& text) {
+  protocol::ResourceSlots slots;
+  EXPECT_TRUE(protocol::ParseSlotAssignment(text, slots).ok());
+  return slots;
+}
+
+template <class T, class Variant>
+T Only(StatusOr<Variant> const& decoded) {
+  EXPECT_TRUE(decoded.ok()) << decoded.status().message();
+  EXPECT_TRUE(decoded.ok() && std::holds_alternative<T>(*decoded));
+  return decoded.ok() && std::holds_alternative<T>(*decoded) ? std::get<T>(*decoded) : T{};
+}
+
+TEST(AgentMessagesTest, RegisterRoundTrips) {
+  ap::Register m;
+  m.version = ap::kVersion;
+  m.proof = "abc";
+  m.agent_version = "0.1.0";
+  m.scaling_group = "gpu";
+  m.slots = Slots("cpu=4,mem=8g,cuda.shares=2.5");
+  m.slot_types = {{"cpu", protocol::SlotType::kCount}, {"mem", protocol::SlotType::kBytes}};
+  m.images = {{"python", {"py", "python3"}}};
+  m.devices = {{"cuda", 0, "GPU-1", "H100", 85899345920}};
+  m.kernels = {{"s1", "RUNNING", std::nullopt, "", std::nullopt},
+               {"s2", "TERMINATED", 3, "task-failed", std::string("out\n")}};
+  auto back = Only<ap::Register>(ap::DecodeToManager(ap::Encode(ap::ToManager(m))));
+  EXPECT_EQ(back.version, ap::kVersion);
+  EXPECT_EQ(back.proof, "abc");
+  EXPECT_EQ(back.scaling_group, "gpu");
+  EXPECT_EQ(back.slots, m.slots);
+  EXPECT_EQ(back.slot_types, m.slot_types);
+  ASSERT_EQ(back.images.size(), 1u);
+  EXPECT_EQ(back.images[0].aliases, (std::vector<std::string>{"py", "python3"}));
+  ASSERT_EQ(back.devices.size(), 1u);
+  EXPECT_EQ(back.devices[0].memory, 85899345920);
+  EXPECT_EQ(back.devices[0].uuid, "GPU-1");
+  ASSERT_EQ(back.kernels.size(), 2u);
+  EXPECT_EQ(back.kernels[1].exit_code, 3);
+  EXPECT_EQ(back.kernels[1].logs, "out\n");
+  EXPECT_FALSE(back.kernels[0].exit_code);
+}
+
+TEST(AgentMessagesTest, EveryOtherMessageRoundTrips) {
+  auto status = Only<ap::KernelStatus>(ap::DecodeToManager(
+      ap::Encode(ap::ToManager(ap::KernelStatus{"s", "ERROR", 137, "oom-killed", "x"}))));
+  EXPECT_EQ(status.exit_code, 137);
+  EXPECT_EQ(status.reason, "oom-killed");
+  auto beat = Only<ap::Heartbeat>(
+      ap::DecodeToManager(ap::Encode(ap::ToManager(ap::Heartbeat{Slots("cpu=2")}))));
+  EXPECT_EQ(beat.slots, Slots("cpu=2"));
+  EXPECT_FALSE(Only<ap::Heartbeat>(ap::DecodeToManager(R"({"type":"heartbeat"})")).slots);
+  auto response = Only<ap::Response>(
+      ap::DecodeToManager(ap::Encode(ap::ToManager(ap::Response{"r1", R"({"ok":true})"}))));
+  EXPECT_EQ(response.request_id, "r1");
+  EXPECT_EQ(json::parse(response.result_json), json({{"ok", true}}));
+  auto task = Only<ap::TaskReport>(
+      ap::DecodeToManager(ap::Encode(ap::ToManager(ap::TaskReport{"t", "done", "ok", 1, 1}))));
+  EXPECT_EQ(task.status, "done");
+  EXPECT_EQ(task.total_progress, 1);
+
+  ap::CreateKernel create;
+  create.session_id = "s";
+  create.image = "python";
+  create.resources = Slots("cpu=0.5,mem=256m");
+  create.environ = {{"A", "b"}};
+  create.mounts = {{"data", "/vf/data", "", "rw"}};
+  create.startup_command = "make";
+  create.batch_timeout = 60;
+  auto c = Only<ap::CreateKernel>(ap::DecodeToAgent(ap::Encode(ap::ToAgent(create))));
+  EXPECT_EQ(c.resources, create.resources);
+  EXPECT_EQ(c.environ, create.environ);
+  ASSERT_EQ(c.mounts.size(), 1u);
+  EXPECT_EQ(c.mounts[0].permission, "rw");
+  EXPECT_EQ(c.startup_command, "make");
+  EXPECT_FALSE(c.bootstrap_script);
+  EXPECT_EQ(c.batch_timeout, 60);
+
+  auto destroy = Only<ap::DestroyKernel>(
+      ap::DecodeToAgent(ap::Encode(ap::ToAgent(ap::DestroyKernel{"s", "user-requested"}))));
+  EXPECT_EQ(destroy.reason, "user-requested");
+  ap::Execute exec;
+  exec.session_id = "s";
+  exec.mode = "batch";
+  exec.options = {{"exec", "make test"}};
+  auto e = Only<ap::Execute>(ap::DecodeToAgent(ap::Encode(ap::WithRequestId(exec, "r9"))));
+  EXPECT_EQ(e.request_id, "r9");
+  EXPECT_EQ(e.options.at("exec"), "make test");
+  auto commit = Only<ap::CommitKernel>(
+      ap::DecodeToAgent(ap::Encode(ap::WithRequestId(ap::CommitKernel{"", "s", "t", "f.tar"}, "r2"))));
+  EXPECT_EQ(commit.filename, "f.tar");
+  EXPECT_EQ(commit.request_id, "r2");
+  EXPECT_EQ(Only<ap::Registered>(ap::DecodeToAgent(ap::Encode(ap::Registered{7000, "g"})))
+                .heartbeat_interval_ms,
+            7000);
+  EXPECT_EQ(Only<ap::Challenge>(ap::DecodeToAgent(ap::Encode(ap::Challenge{"n"}))).nonce, "n");
+
+  auto restart = ap::DecodeRestartReply(ap::EncodeReply(ap::RestartReply{false, "gone"}));
+  ASSERT_TRUE(restart.ok());
+  EXPECT_EQ(restart->msg, "gone");
+  auto reply = ap::DecodeCommitReply(ap::EncodeReply(ap::CommitReply{false, "", "taken", true}));
+  ASSERT_TRUE(reply.ok());
+  EXPECT_TRUE(reply->client_error);
+}
+
+TEST(AgentMessagesTest, UnknownFieldsAreIgnored) {
+  auto d = ap::DecodeToAgent(
+      R"({"type":"destroy_kernel","session_id":"s","reason":"r","future":{"x":[1]}})");
+  EXPECT_EQ(Only<ap::DestroyKernel>(d).session_id, "s");
+}
+
+// Each of these once aborted a daemon (nlohmann's type_error escaped the WebSocket read);
+// they are refused with a reason naming the field.
+TEST(AgentMessagesTest, WronglyTypedFieldsAreRefusedNamingTheField) {
+  struct Case {
+    char const* text;
+    char const* field;
+  };
+  for (auto const& c : std::vector<Case>{
+           {R"({"type":"register","version":"1"})", "version"},
+           {R"({"type":"register","version":2,"scaling_group":5})", "scaling_group"},
+           {R"({"type":"register","version":2,"kernels":[1,2]})", "kernels[0]"},
+           {R"({"type":"register","version":2,"slots":{"cpu":"-4"}})", "slots"},
+           {R"({"type":"register","version":2,"slots":{"cpu":"1e400"}})", "slots"},
+           {R"({"type":"register","version":2,"slots":{"cpu":"Infinity"}})", "slots.cpu"},
+           {R"({"type":"register","version":2,"images":[{"name":"p","aliases":[3]}]})",
+            "images[0]"},
+           {R"({"type":"kernel_status","session_id":12,"status":"RUNNING"})", "session_id"},
+           {R"({"type":"kernel_status","session_id":"s","status":"DANCING"})", "status"},
+           {R"({"type":"response","request_id":7})", "request_id"},
+           {R"({"type":"bgtask","task_id":7})", "task_id"},
+           {R"({"type":"heartbeat","slots":[1]})", "slots"},
+       }) {
+    auto d = ap::DecodeToManager(c.text);
+    ASSERT_FALSE(d.ok()) << c.text;
+    EXPECT_EQ(d.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(d.status().message(), HasSubstr(std::string("'") + c.field + "'")) << c.text;
+  }
+  for (auto const& c : std::vector<Case>{
+           {R"({"type":"create_kernel","session_id":5,"image":"python"})", "session_id"},
+           {R"({"type":"create_kernel","session_id":"s","image":"p","environ":{"A":1}})",
+            "environ.A"},
+           {R"({"type":"create_kernel","session_id":"s","image":"p","resources":{"cpu":"x"}})",
+            "resources"},
+           {R"({"type":"destroy_kernel","session_id":5})", "session_id"},
+           {R"({"type":"registered","heartbeat_interval_ms":"5000"})", "heartbeat_interval_ms"},
+           {R"({"type":"execute","request_id":"r","session_id":"s","options":{"exec":1}})",
+            "options.exec"},
+           {R"({"type":"commit_kernel","request_id":"r","session_id":"s","task_id":"t"})",
+            "filename"},
+       }) {
+    auto d = ap::DecodeToAgent(c.text);
+    ASSERT_FALSE(d.ok()) << c.text;
+    EXPECT_THAT(d.status().message(), HasSubstr(std::string("'") + c.field + "'")) << c.text;
+  }
+}
+
+TEST(AgentMessagesTest, TextThatIsNoMessageIsRefused) {
+  for (char const* text : {"", "not json", "[1,2]", R"({"no":"type"})", R"({"type":3})"}) {
+    EXPECT_FALSE(ap::DecodeToManager(text).ok()) << text;
+    EXPECT_FALSE(ap::DecodeToAgent(text).ok()) << text;
+  }
+  auto unknown = ap::DecodeToManager(R"({"type":"create_kernel"})");
+  ASSERT_FALSE(unknown.ok());  // a manager → agent type is no agent → manager message
+  EXPECT_THAT(unknown.status().message(), HasSubstr("unknown message type"));
+  EXPECT_FALSE(ap::DecodeCommitReply("[]").ok());
+  EXPECT_FALSE(ap::DecodeRestartReply(R"({"ok":"yes"})").ok());
+}
+
+TEST(AgentMessagesTest, RegisterProofBindsSecretAgentAndNonce) {
+  std::string secret(43, 's');
+  auto proof = ap::RegisterProof("a1", secret, "n1");
+  EXPECT_TRUE(ap::VerifyRegisterProof(proof, "a1", secret, "n1"));
+  EXPECT_FALSE(ap::VerifyRegisterProof(proof, "a1", secret, "n2"));
+  EXPECT_FALSE(ap::VerifyRegisterProof(proof, "a2", secret, "n1"));
+  EXPECT_FALSE(ap::VerifyRegisterProof(proof, "a1", std::string(43, 't'), "n1"));
+  EXPECT_FALSE(ap::VerifyRegisterProof(ap::RegisterProof("a1", secret, ""), "a1", secret, ""));
+  EXPECT_NE(ap::MakeNonce(), ap::MakeNonce());
+  EXPECT_EQ(ap::MakeNonce().size(), 32u);
+}
+
+TEST(RunnerMessagesTest, EveryMessageRoundTrips) {
+  auto hello = Only<rp::Hello>(rp::DecodeToAgent(rp::Encode(rp::Hello{1, "python", 42})));
+  EXPECT_EQ(hello.runtime, "python");
+  EXPECT_EQ(hello.pid, 42);
+  auto out = Only<rp::Output>(rp::DecodeToAgent(rp::Encode(rp::Output{"stderr", "r", "x"})));
+  EXPECT_EQ(out.stream, "stderr");
+  EXPECT_EQ(out.data, "x");
+  auto wait = Only<rp::WaitingInput>(
+      rp::DecodeToAgent(rp::Encode(rp::WaitingInput{"r", "name? ", false})));
+  EXPECT_EQ(wait.prompt, "name? ");
+  EXPECT_EQ(Only<rp::Finished>(rp::DecodeToAgent(rp::Encode(rp::Finished{"r", 130}))).exit_code,
+            130);
+  EXPECT_EQ(Only<rp::RunnerStatus>(rp::DecodeToAgent(rp::Encode(rp::RunnerStatus{true, 2, "r"})))
+                .queued,
+            2);
+  EXPECT_EQ(Only<rp::Query>(rp::DecodeToRunner(rp::Encode(rp::Query{"r", "1+1"}))).code, "1+1");
+  auto batch =
+      Only<rp::Batch>(rp::DecodeToRunner(rp::Encode(rp::Batch{"r", "", "make", "make test"})));
+  EXPECT_EQ(batch.build, "make");
+  EXPECT_EQ(batch.exec, "make test");
+  EXPECT_EQ(Only<rp::Input>(rp::DecodeToRunner(rp::Encode(rp::Input{"r", "bob"}))).text, "bob");
+  Only<rp::Interrupt>(rp::DecodeToRunner(rp::Encode(rp::Interrupt{})));
+  Only<rp::StatusRequest>(rp::DecodeToRunner(rp::Encode(rp::StatusRequest{})));
+  // Invalid UTF-8 from a program's output is replaced, never a throw.
+  EXPECT_TRUE(rp::DecodeToAgent(rp::Encode(rp::Output{"stdout", "r", "\xff\xfe"})).ok());
+}
+
+TEST(RunnerMessagesTest, MalformedLinesAreRefused) {
+  EXPECT_FALSE(rp::DecodeToAgent(R"({"type":"finished","run_id":"r","exitCode":"0"})").ok());
+  EXPECT_FALSE(rp::DecodeToAgent(R"({"type":"stdout","data":5})").ok());
+  EXPECT_FALSE(rp::DecodeToRunner("[1,2]").ok());
+  auto unknown = rp::DecodeToRunner(R"({"op":"pty"})");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_THAT(unknown.status().message(), HasSubstr("unknown op pty"));
+}
+
+}  // namespace
+}  // namespace bai::server
