@@ -149,11 +149,17 @@ json ToJson(Register const& m) {
   }
   json kernels = json::array();
   for (auto const& k : m.kernels) kernels.push_back(KernelStatusJson(k));
-  return {{"type", kRegister},        {"version", m.version}, {"proof", m.proof},
-          {"agent_version", m.agent_version}, {"scaling_group", m.scaling_group},
-          {"architecture", m.architecture},   {"slots", SlotsJson(m.slots)},
-          {"slot_types", slot_types},         {"images", images},
-          {"devices", devices},               {"kernels", kernels}};
+  return {{"type", kRegister},
+          {"version", m.version},
+          {"proof", m.proof},
+          {"agent_version", m.agent_version},
+          {"scaling_group", m.scaling_group},
+          {"architecture", m.architecture},
+          {"slots", SlotsJson(m.slots)},
+          {"slot_types", slot_types},
+          {"images", images},
+          {"devices", devices},
+          {"kernels", kernels}};
 }
 
 json ToJson(Heartbeat const& m) {
@@ -176,7 +182,8 @@ json ToJson(Response const& m) {
 }
 
 json ToJson(TaskReport const& m) {
-  json j = {{"type", kBgtask}, {"task_id", m.task_id}, {"status", m.status}, {"message", m.message}};
+  json j = {
+      {"type", kBgtask}, {"task_id", m.task_id}, {"status", m.status}, {"message", m.message}};
   if (m.current_progress) j["current_progress"] = *m.current_progress;
   if (m.total_progress) j["total_progress"] = *m.total_progress;
   return j;
@@ -221,8 +228,8 @@ json ToJson(DestroyKernel const& m) {
 }
 
 json ToJson(Execute const& m) {
-  return {{"type", kExecute}, {"request_id", m.request_id}, {"session_id", m.session_id},
-          {"mode", m.mode},   {"run_id", m.run_id},         {"code", m.code},
+  return {{"type", kExecute},    {"request_id", m.request_id}, {"session_id", m.session_id},
+          {"mode", m.mode},      {"run_id", m.run_id},         {"code", m.code},
           {"options", m.options}};
 }
 

@@ -144,9 +144,10 @@ struct CommitKernel {
   std::string filename;
 };
 
-using ToManager = std::variant<Register, Heartbeat, KernelStatus, Response, TaskReport, ErrorReport>;
-using ToAgent = std::variant<Challenge, Registered, CreateKernel, DestroyKernel, Execute, RestartKernel,
-                             CommitKernel, ErrorReport>;
+using ToManager =
+    std::variant<Register, Heartbeat, KernelStatus, Response, TaskReport, ErrorReport>;
+using ToAgent = std::variant<Challenge, Registered, CreateKernel, DestroyKernel, Execute,
+                             RestartKernel, CommitKernel, ErrorReport>;
 /// The manager's requests that the agent answers with a Response.
 using AgentRequest = std::variant<Execute, RestartKernel, CommitKernel>;
 
@@ -169,8 +170,8 @@ struct RestartReply {
 
 struct CommitReply {
   bool ok = false;
-  std::string path;  ///< where the archive goes (ok)
-  std::string msg;   ///< why not (not ok)
+  std::string path;           ///< where the archive goes (ok)
+  std::string msg;            ///< why not (not ok)
   bool client_error = false;  ///< the caller's mistake: a taken or unusable name, no kernel
 };
 

@@ -33,9 +33,8 @@ json ToJson(Hello const& m) {
   return {{"type", kHello}, {"version", m.version}, {"runtime", m.runtime}, {"pid", m.pid}};
 }
 json ToJson(Output const& m) {
-  return {{"type", m.stream == kStderr ? kStderr : kStdout},
-          {"run_id", m.run_id},
-          {"data", m.data}};
+  return {
+      {"type", m.stream == kStderr ? kStderr : kStdout}, {"run_id", m.run_id}, {"data", m.data}};
 }
 json ToJson(WaitingInput const& m) {
   return {{"type", kWaitingInput},
@@ -87,49 +86,47 @@ std::string Encode(ToRunner const& message) {
 }
 
 StatusOr<ToAgent> DecodeToAgent(std::string_view line) {
-  return Decode<ToAgent>(line, "type",
-                         [](std::string const& type, FieldReader& r) -> std::optional<ToAgent> {
-                           if (type == kHello) {
-                             return Hello{r.Int("version", 0), r.String("runtime"), r.Int("pid", 0)};
-                           }
-                           if (type == kStdout || type == kStderr) {
-                             return Output{type, r.String("run_id"), r.String("data")};
-                           }
-                           if (type == kWaitingInput) {
-                             WaitingInput m{r.String("run_id"), "", false};
-                             if (auto const* o = r.Object("options")) {
-                               FieldReader opts(*o);
-                               m.prompt = opts.String("prompt");
-                               m.is_password = opts.Bool("is_password", false);
-                               if (!opts.ok()) r.Fail("options", "well-formed (" + opts.error() + ")");
-                             }
-                             return m;
-                           }
-                           if (type == kFinished) {
-                             return Finished{r.String("run_id"), r.Int("exitCode", 0)};
-                           }
-                           if (type == kStatus) {
-                             return RunnerStatus{r.Bool("busy", false), r.Int("queued", 0),
-                                                 r.String("run_id")};
-                           }
-                           if (type == kError) return Error{r.String("msg")};
-                           return std::nullopt;
-                         });
+  return Decode<ToAgent>(
+      line, "type", [](std::string const& type, FieldReader& r) -> std::optional<ToAgent> {
+        if (type == kHello) {
+          return Hello{r.Int("version", 0), r.String("runtime"), r.Int("pid", 0)};
+        }
+        if (type == kStdout || type == kStderr) {
+          return Output{type, r.String("run_id"), r.String("data")};
+        }
+        if (type == kWaitingInput) {
+          WaitingInput m{r.String("run_id"), "", false};
+          if (auto const* o = r.Object("options")) {
+            FieldReader opts(*o);
+            m.prompt = opts.String("prompt");
+            m.is_password = opts.Bool("is_password", false);
+            if (!opts.ok()) r.Fail("options", "well-formed (" + opts.error() + ")");
+          }
+          return m;
+        }
+        if (type == kFinished) {
+          return Finished{r.String("run_id"), r.Int("exitCode", 0)};
+        }
+        if (type == kStatus) {
+          return RunnerStatus{r.Bool("busy", false), r.Int("queued", 0), r.String("run_id")};
+        }
+        if (type == kError) return Error{r.String("msg")};
+        return std::nullopt;
+      });
 }
 
 StatusOr<ToRunner> DecodeToRunner(std::string_view line) {
-  return Decode<ToRunner>(line, "op",
-                          [](std::string const& op, FieldReader& r) -> std::optional<ToRunner> {
-                            if (op == kQuery) return Query{r.String("run_id"), r.String("code")};
-                            if (op == kBatch) {
-                              return Batch{r.String("run_id"), r.String("clean"),
-                                           r.String("build"), r.String("exec")};
-                            }
-                            if (op == kInput) return Input{r.String("run_id"), r.String("text")};
-                            if (op == kInterrupt) return Interrupt{};
-                            if (op == kStatus) return StatusRequest{};
-                            return std::nullopt;
-                          });
+  return Decode<ToRunner>(
+      line, "op", [](std::string const& op, FieldReader& r) -> std::optional<ToRunner> {
+        if (op == kQuery) return Query{r.String("run_id"), r.String("code")};
+        if (op == kBatch) {
+          return Batch{r.String("run_id"), r.String("clean"), r.String("build"), r.String("exec")};
+        }
+        if (op == kInput) return Input{r.String("run_id"), r.String("text")};
+        if (op == kInterrupt) return Interrupt{};
+        if (op == kStatus) return StatusRequest{};
+        return std::nullopt;
+      });
 }
 
 }  // namespace bai::server::runner_protocol

@@ -7,6 +7,7 @@
 #include "server-reference/common/http.h"
 #include "server-reference/common/problem.h"
 #include "server-reference/manager/api.h"
+#include "server-reference/manager/params.h"
 #include "server-reference/manager/sessions.h"
 
 #include <nlohmann/json.hpp>
@@ -29,9 +30,48 @@ server::HttpResponse Guard(F&& body) {
   return *std::move(r);
 }
 
+/// Whether `who` may act for the keypair `owner` (a session created, seen or ended for it):
+/// superadmins anywhere, admins within their own domain; the owner's keypair when so. Anyone
+/// else gets 403; an admin naming a keypair of another domain gets the same 404 as for one that
+/// does not exist, so nothing about other domains leaks.
+inline StatusOr<KeypairRecord> ActFor(Identity const& who, Store& store, std::string const& owner) {
+  if (!who.IsSuperadmin() && !who.is_admin && who.role != "admin") {
+    return protocol::MakeProblemStatus(protocol::ProblemType::kGenericForbidden,
+                                       "Only admins may act for another keypair.");
+  }
+  auto kp = store.FindKeypair(owner);
+  if (!kp.ok()) return kp.status();
+  if (!*kp || (!who.IsSuperadmin() && (*kp)->identity.domain != who.domain)) {
+    return protocol::MakeProblemStatus(protocol::ProblemType::kObjectNotFound, "No such keypair.");
+  }
+  return **kp;
+}
+
+/// The keypair whose sessions a request acts on: the caller's own, or the one its
+/// `owner_access_key` names (query, or the JSON body), as ActFor allows.
+inline StatusOr<std::string> ActingAccessKey(RequestContext& ctx) {
+  auto p = Params::From(ctx.request, ParamSource::kBoth);
+  if (!p.ok()) return p.status();
+  auto owner = p->String({"owner_access_key", "ownerAccessKey"});
+  if (auto st = p->Check(); !st.ok()) return st;
+  if (!owner || *owner == ctx.identity->access_key) return ctx.identity->access_key;
+  auto kp = ActFor(*ctx.identity, ctx.store, *owner);
+  if (!kp.ok()) return kp.status();
+  return *owner;
+}
+
+/// The session `{id}` among those the caller may act on (ActingAccessKey); `allow_dead` also
+/// finds ended ones.
+inline StatusOr<SessionRecord> ResolveSession(SessionStore& sessions, RequestContext& ctx,
+                                              bool allow_dead) {
+  auto key = ActingAccessKey(ctx);
+  if (!key.ok()) return key.status();
+  return sessions.Resolve(ctx.params.at("id"), *key, allow_dead);
+}
+
 /// A session that can take kernel commands: RUNNING on an agent (else 400 invalid-api-params).
 inline StatusOr<SessionRecord> ResolveRunning(SessionStore& sessions, RequestContext& ctx) {
-  auto s = sessions.Resolve(ctx.params.at("id"), ctx.identity->access_key, false);
+  auto s = ResolveSession(sessions, ctx, false);
   if (!s.ok()) return s.status();
   if (s->status != "RUNNING" || !s->agent_id) {
     return protocol::MakeProblemStatus(protocol::ProblemType::kInvalidApiParams,

@@ -268,18 +268,11 @@ Status ParseCreate(RequestContext& ctx, CreateInput& in) {
   s.user_id = who.user_id;
   s.domain_name = who.domain;
   if (owner && *owner != who.access_key) {
-    if (!who.is_admin && !who.IsSuperadmin()) {
-      return MakeProblemStatus(ProblemType::kInsufficientPrivilege,
-                               "Only admins may create sessions for another keypair.");
-    }
-    auto kp = ctx.store.FindKeypair(*owner);
+    auto kp = ActFor(who, ctx.store, *owner);
     if (!kp.ok()) return kp.status();
-    if (!*kp || (!who.IsSuperadmin() && (*kp)->identity.domain != who.domain)) {
-      return MakeProblemStatus(ProblemType::kObjectNotFound, "No such keypair.");
-    }
     s.access_key = *owner;
-    s.user_id = (*kp)->identity.user_id;
-    s.domain_name = (*kp)->identity.domain;
+    s.user_id = kp->identity.user_id;
+    s.domain_name = kp->identity.domain;
   }
   if (domain != s.domain_name) {
     return MakeProblemStatus(ProblemType::kObjectNotFound, "No such domain.");
@@ -507,7 +500,9 @@ void ManagerApi::AddSessionRoutes(SessionStore& sessions, EventHub& hub,
       auto id = p->String({"id"}, true);
       if (auto st = p->Check(); !st.ok()) return st;
       json matches = json::array();
-      auto found = sessions.Resolve(*id, ctx.identity->access_key, false);
+      auto key = ActingAccessKey(ctx);
+      if (!key.ok()) return std::move(key).status();
+      auto found = sessions.Resolve(*id, *key, false);
       if (found.ok()) {
         matches.push_back({{"id", found->id}, {"name", found->name}, {"status", found->status}});
       } else if (found.status().error_info().type ==
@@ -525,7 +520,7 @@ void ManagerApi::AddSessionRoutes(SessionStore& sessions, EventHub& hub,
 
   Add("GET", "/session/{id}", L::kUser, [&sessions](RequestContext& ctx) {
     return Guard([&]() -> StatusOr<HttpResponse> {
-      auto s = sessions.Resolve(ctx.params.at("id"), ctx.identity->access_key, false);
+      auto s = ResolveSession(sessions, ctx, false);
       if (!s.ok()) return std::move(s).status();
       return HttpResponse::Json(200, SessionInfoJson(*s));
     });
@@ -535,19 +530,10 @@ void ManagerApi::AddSessionRoutes(SessionStore& sessions, EventHub& hub,
     return Guard([&]() -> StatusOr<HttpResponse> {
       auto p = Params::From(ctx.request);
       if (!p.ok()) return std::move(p).status();
-      auto owner = p->String({"owner_access_key", "ownerAccessKey"});
       (void)p->Bool({"forced"});
       (void)p->Bool({"recursive"});
       if (auto st = p->Check(); !st.ok()) return st;
-      std::string key = ctx.identity->access_key;
-      if (owner && *owner != key) {
-        if (!ctx.identity->is_admin && !ctx.identity->IsSuperadmin()) {
-          return MakeProblemStatus(ProblemType::kGenericForbidden,
-                                   "Only admins may destroy another keypair's sessions.");
-        }
-        key = *owner;
-      }
-      auto s = sessions.Resolve(ctx.params.at("id"), key, false);
+      auto s = ResolveSession(sessions, ctx, false);
       if (!s.ok()) return std::move(s).status();
       auto from = protocol::ParseSessionStatus(s->status).status;
       if (protocol::IsTerminal(from)) {
@@ -557,8 +543,7 @@ void ManagerApi::AddSessionRoutes(SessionStore& sessions, EventHub& hub,
       d.status_info = "user-requested";
       d.reason = "user-requested";
       StatusOr<bool> moved = false;
-      // Not started yet: cancel. (Once agents run kernels, a SCHEDULED session's agent is told
-      // to abort its preparation.)
+      // Not started yet: cancel (an agent already preparing a SCHEDULED one is told to drop it).
       if (from == SessionStatus::kPending || from == SessionStatus::kScheduled) {
         d.event = "session_cancelled";
         moved = sessions.Transition(s->id, from, SessionStatus::kCancelled, d);
@@ -578,7 +563,7 @@ void ManagerApi::AddSessionRoutes(SessionStore& sessions, EventHub& hub,
 
   Add("GET", "/session/{id}/status-history", L::kUser, [&sessions](RequestContext& ctx) {
     return Guard([&]() -> StatusOr<HttpResponse> {
-      auto s = sessions.Resolve(ctx.params.at("id"), ctx.identity->access_key, true);
+      auto s = ResolveSession(sessions, ctx, true);
       if (!s.ok()) return std::move(s).status();
       auto history = internal::ParseJson(s->status_history).value_or(json::object());
       return JsonResponse({{"result", history}});
@@ -587,7 +572,7 @@ void ManagerApi::AddSessionRoutes(SessionStore& sessions, EventHub& hub,
 
   Add("GET", "/session/{id}/logs", L::kUser, [&sessions](RequestContext& ctx) {
     return Guard([&]() -> StatusOr<HttpResponse> {
-      auto s = sessions.Resolve(ctx.params.at("id"), ctx.identity->access_key, true);
+      auto s = ResolveSession(sessions, ctx, true);
       if (!s.ok()) return std::move(s).status();
       auto logs = sessions.MainKernelLogs(s->id);
       if (!logs.ok()) return std::move(logs).status();
@@ -602,7 +587,7 @@ void ManagerApi::AddSessionRoutes(SessionStore& sessions, EventHub& hub,
       auto name = p->String({"name", "session_name", "clientSessionToken"}, true);
       if (name && !ValidSessionName(*name)) p->Fail("name", "invalid session name");
       if (auto st = p->Check(); !st.ok()) return st;
-      auto s = sessions.Resolve(ctx.params.at("id"), ctx.identity->access_key, true);
+      auto s = ResolveSession(sessions, ctx, true);
       if (!s.ok()) return std::move(s).status();
       if (s->status != "RUNNING") {
         return MakeProblemStatus(

@@ -138,7 +138,7 @@ void ManagerApi::AddBackgroundTaskRoutes(SessionStore& sessions, AgentRegistry& 
   // Whether a commit of the session is running (PROTOCOL.md: "ongoing" or "ready").
   Add("GET", "/session/{id}/commit", AuthLevel::kUser, [&sessions, &tasks](RequestContext& ctx) {
     return Guard([&]() -> StatusOr<HttpResponse> {
-      auto s = sessions.Resolve(ctx.params.at("id"), ctx.identity->access_key, false);
+      auto s = ResolveSession(sessions, ctx, false);
       if (!s.ok()) return std::move(s).status();
       auto kernel = sessions.MainKernelId(s->id);
       if (!kernel.ok()) return std::move(kernel).status();

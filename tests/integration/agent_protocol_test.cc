@@ -2,10 +2,11 @@
 // Both daemons against hostile or broken peers on the control channel: malformed messages are
 // refused and logged, the process and (where it can go on) the connection survive, a replayed
 // handshake cannot displace the live agent, long-LOST agents are forgotten.
+#include "server-reference/common/agent_protocol.h"
+
 #include "server-reference/agent/agent.h"
 #include "server-reference/agent/dummy_backend.h"
 #include "server-reference/common/agent_messages.h"
-#include "server-reference/common/agent_protocol.h"
 #include "server-reference/common/http_server.h"
 #include "server-reference/manager/manager.h"
 #include "tests/testing_util/raw_http.h"
@@ -163,7 +164,8 @@ TEST_F(AgentProtocolTest, ManagerRefusesMalformedMessagesOfARegisteredAgentAndKe
   EXPECT_EQ(manager_->agents().Connected().count("agent-y"), 1u);
   EXPECT_TRUE(ManagerAnswers());
   // The bad heartbeat changed nothing.
-  auto rows = manager_->store().db().Query("SELECT available_slots FROM agents WHERE id = 'agent-y'");
+  auto rows =
+      manager_->store().db().Query("SELECT available_slots FROM agents WHERE id = 'agent-y'");
   ASSERT_TRUE(rows.ok() && rows->size() == 1u);
   EXPECT_THAT(rows->front().Text(0), ::testing::HasSubstr("\"cpu\":\"2\""));
 }

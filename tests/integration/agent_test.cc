@@ -8,6 +8,7 @@
 #include "libbai/internal/json_codec.h"
 #include "server-reference/agent/dummy_backend.h"
 #include "server-reference/common/agent_protocol.h"
+#include "server-reference/manager/bootstrap.h"
 #include "server-reference/manager/manager.h"
 #include "tests/testing_util/raw_http.h"
 #include "tests/testing_util/subprocess.h"
@@ -253,6 +254,111 @@ TEST_F(AgentTest, InteractiveSessionGoesThroughEveryStartStatus) {
   auto history = json::parse(row.status_history);
   EXPECT_TRUE(history.contains("TERMINATING"));
   EXPECT_TRUE(history.contains("TERMINATED"));
+}
+
+// Regression: a domain admin could destroy (and learn of) sessions in another domain, since
+// only is_admin was checked. Every session endpoint now scopes owner_access_key by role.
+TEST_F(AgentTest, OwnerAccessKeyIsScopedByRoleOnEverySessionEndpoint) {
+  auto agent = StartAgent("agent-1", "cpu=4,mem=8g");
+  auto group = manager_->store().db().Query(
+      "SELECT id FROM groups WHERE name = 'default' AND domain_name = 'default'");
+  ASSERT_TRUE(group.ok() && group->size() == 1u);
+  std::string fixture = R"({
+    "domains": [{"name": "other"}],
+    "users": [
+      {"uuid": "00000000-0000-4000-8000-0000000000a1", "username": "alice", "role": "user",
+       "email": "alice@example.com", "password": "alice-password", "domain_name": "default"},
+      {"uuid": "00000000-0000-4000-8000-0000000000b1", "username": "bob", "role": "user",
+       "email": "bob@example.com", "password": "bob-password", "domain_name": "default"},
+      {"uuid": "00000000-0000-4000-8000-0000000000c1", "username": "dadmin", "role": "admin",
+       "email": "dadmin@example.com", "password": "dadmin-password", "domain_name": "default"},
+      {"uuid": "00000000-0000-4000-8000-0000000000d1", "username": "oadmin", "role": "admin",
+       "email": "oadmin@example.com", "password": "oadmin-password", "domain_name": "other"}],
+    "association_groups_users": [
+      {"group_id": ")" + group->front().Text(0) +
+                        R"(",
+       "user_id": "00000000-0000-4000-8000-0000000000a1"}],
+    "keypairs": [
+      {"access_key": "AKIAALICE00000000000", "secret_key": "alice-secret-0000000000000000000000000000",
+       "user_id": "00000000-0000-4000-8000-0000000000a1", "resource_policy": "default"},
+      {"access_key": "AKIABOB0000000000000", "secret_key": "bob-secret-000000000000000000000000000000",
+       "user_id": "00000000-0000-4000-8000-0000000000b1", "resource_policy": "default"},
+      {"access_key": "AKIADADMIN0000000000", "secret_key": "dadmin-secret-00000000000000000000000000",
+       "user_id": "00000000-0000-4000-8000-0000000000c1", "resource_policy": "default",
+       "is_admin": true},
+      {"access_key": "AKIAOADMIN0000000000", "secret_key": "oadmin-secret-00000000000000000000000000",
+       "user_id": "00000000-0000-4000-8000-0000000000d1", "resource_policy": "default",
+       "is_admin": true}]
+  })";
+  auto loaded = LoadFixture(manager_->store(), fixture);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  auto client_for = [&](std::string const& name) {
+    Options o;
+    o.access_key = "AKIA" + name;
+    o.access_key.resize(20, '0');
+    o.secret_key = name == "ALICE"    ? "alice-secret-0000000000000000000000000000"
+                   : name == "BOB"    ? "bob-secret-000000000000000000000000000000"
+                   : name == "DADMIN" ? "dadmin-secret-00000000000000000000000000"
+                                      : "oadmin-secret-00000000000000000000000000";
+    o.endpoints = {Url()};
+    o.retry.max_attempts = 1;
+    return *Client::Create(o);
+  };
+  auto alice = client_for("ALICE");
+  ApiRequest create{"POST", "/session"};
+  create.body = R"({"name": "alices", "image": "python"})";
+  auto created = alice.Send(create);
+  ASSERT_TRUE(created.ok());
+  ASSERT_EQ(created->status, 201) << created->body;
+  std::string id = json::parse(created->body)["sessionId"];
+
+  std::string owner = "owner_access_key=AKIAALICE00000000000";
+  std::vector<std::pair<std::string, std::string>> endpoints = {
+      {"GET", "/session/alices?" + owner},
+      {"GET", "/session/alices/logs?" + owner},
+      {"GET", "/session/alices/status-history?" + owner},
+      {"GET", "/session/alices/commit?" + owner},
+      {"POST", "/session/alices/interrupt?" + owner},
+      {"GET", "/session/_/match?id=alices&" + owner},
+  };
+  struct Caller {
+    std::string name;
+    Client client;
+    int expected;
+  };
+  std::vector<Caller> callers = {{"user of the same domain", client_for("BOB"), 403},
+                                 {"admin of another domain", client_for("OADMIN"), 404},
+                                 {"admin of the same domain", client_for("DADMIN"), 0},
+                                 {"superadmin", *client_, 0}};
+  for (auto const& c : callers) {
+    for (auto const& [method, path] : endpoints) {
+      auto r = c.client.Send({method, path});
+      ASSERT_TRUE(r.ok());
+      if (c.expected == 0) {
+        EXPECT_LT(r->status, 300) << c.name << " " << method << " " << path << ": " << r->body;
+        if (path.find("_/match") != std::string::npos) {
+          EXPECT_EQ(json::parse(r->body)["matches"].size(), 1u) << c.name;
+        }
+      } else {
+        EXPECT_EQ(r->status, c.expected) << c.name << " " << method << " " << path;
+      }
+    }
+  }
+  // Another domain's admin cannot end it, and cannot tell it from a session that never was.
+  auto oadmin = client_for("OADMIN");
+  auto denied = oadmin.Send({"DELETE", "/session/alices?" + owner});
+  auto missing = oadmin.Send({"DELETE", "/session/no-such-session?" + owner});
+  ASSERT_TRUE(denied.ok() && missing.ok());
+  EXPECT_EQ(denied->status, 404);
+  EXPECT_EQ(denied->body, missing->body);
+  EXPECT_EQ(Row(id).status, "RUNNING");
+  auto bob = client_for("BOB");
+  EXPECT_EQ(bob.Send({"DELETE", "/session/alices?" + owner})->status, 403);
+  EXPECT_EQ(bob.Send({"DELETE", "/session/alices"})->status, 404);  // not bob's
+  EXPECT_EQ(Row(id).status, "RUNNING");
+  // Its own domain's admin can.
+  EXPECT_EQ(client_for("DADMIN").Send({"DELETE", "/session/alices?" + owner})->status, 200);
+  ASSERT_TRUE(Eventually([&] { return Row(id).status == "TERMINATED"; }));
 }
 
 TEST_F(AgentTest, BatchJobsEndWithTheirExitCode) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The internal protocol codecs: manager ⇄ agent and agent ⇄ kernel runner.
 #include "server-reference/common/agent_messages.h"
+
 #include "server-reference/common/agent_protocol.h"
 #include "server-reference/common/runner_messages.h"
 
@@ -13,8 +14,8 @@ namespace {
 
 namespace ap = agent_protocol;
 namespace rp = runner_protocol;
-using ::testing::HasSubstr;
 using nlohmann::json;
+using ::testing::HasSubstr;
 
 protocol::ResourceSlots Slots(std::string const& text) {
   protocol::ResourceSlots slots;
@@ -103,8 +104,8 @@ TEST(AgentMessagesTest, EveryOtherMessageRoundTrips) {
   auto e = Only<ap::Execute>(ap::DecodeToAgent(ap::Encode(ap::WithRequestId(exec, "r9"))));
   EXPECT_EQ(e.request_id, "r9");
   EXPECT_EQ(e.options.at("exec"), "make test");
-  auto commit = Only<ap::CommitKernel>(
-      ap::DecodeToAgent(ap::Encode(ap::WithRequestId(ap::CommitKernel{"", "s", "t", "f.tar"}, "r2"))));
+  auto commit = Only<ap::CommitKernel>(ap::DecodeToAgent(
+      ap::Encode(ap::WithRequestId(ap::CommitKernel{"", "s", "t", "f.tar"}, "r2"))));
   EXPECT_EQ(commit.filename, "f.tar");
   EXPECT_EQ(commit.request_id, "r2");
   EXPECT_EQ(Only<ap::Registered>(ap::DecodeToAgent(ap::Encode(ap::Registered{7000, "g"})))
@@ -203,14 +204,14 @@ TEST(RunnerMessagesTest, EveryMessageRoundTrips) {
   auto out = Only<rp::Output>(rp::DecodeToAgent(rp::Encode(rp::Output{"stderr", "r", "x"})));
   EXPECT_EQ(out.stream, "stderr");
   EXPECT_EQ(out.data, "x");
-  auto wait = Only<rp::WaitingInput>(
-      rp::DecodeToAgent(rp::Encode(rp::WaitingInput{"r", "name? ", false})));
+  auto wait =
+      Only<rp::WaitingInput>(rp::DecodeToAgent(rp::Encode(rp::WaitingInput{"r", "name? ", false})));
   EXPECT_EQ(wait.prompt, "name? ");
   EXPECT_EQ(Only<rp::Finished>(rp::DecodeToAgent(rp::Encode(rp::Finished{"r", 130}))).exit_code,
             130);
-  EXPECT_EQ(Only<rp::RunnerStatus>(rp::DecodeToAgent(rp::Encode(rp::RunnerStatus{true, 2, "r"})))
-                .queued,
-            2);
+  EXPECT_EQ(
+      Only<rp::RunnerStatus>(rp::DecodeToAgent(rp::Encode(rp::RunnerStatus{true, 2, "r"}))).queued,
+      2);
   EXPECT_EQ(Only<rp::Query>(rp::DecodeToRunner(rp::Encode(rp::Query{"r", "1+1"}))).code, "1+1");
   auto batch =
       Only<rp::Batch>(rp::DecodeToRunner(rp::Encode(rp::Batch{"r", "", "make", "make test"})));
