@@ -323,6 +323,13 @@ StatusOr<std::string> CheckPresets(server::Database& db, std::string const& acce
   return out.dump();
 }
 
+StatusOr<bool> AgentServes(server::Database& db, std::string const& scaling_group) {
+  auto rows = db.Query("SELECT 1 FROM agents WHERE scaling_group = ? AND status = 'ALIVE' LIMIT 1",
+                       {scaling_group});
+  if (!rows.ok()) return rows.status();
+  return !rows->empty();
+}
+
 Status CheckImageKnown(server::Database& db, std::string const& reference) {
   auto rows = db.Query("SELECT images FROM agents");
   if (!rows.ok()) return rows.status();

@@ -24,6 +24,10 @@ StatusOr<int> RunSchedulingPass(server::Database& db, std::string const& scaling
                                 std::chrono::system_clock::time_point now,
                                 std::chrono::seconds max_head_wait = std::chrono::seconds(600));
 
+/// Whether an agent that is not LOST serves `scaling_group`: with none, a new session cannot
+/// start until one registers.
+StatusOr<bool> AgentServes(server::Database& db, std::string const& scaling_group);
+
 /// 404 `object-not-found` ("No such environment image") when agents have registered images and
 /// none offers `reference` (scheduler::OffersImage). With no images known yet, any is accepted.
 Status CheckImageKnown(server::Database& db, std::string const& reference);

@@ -477,6 +477,13 @@ void ManagerApi::AddSessionRoutes(SessionStore& sessions, EventHub& hub,
     schedule(s.scaling_group);
     hub.Wake();
     if (in.enqueue_only) return JsonResponse(CreatedBody(s, "PENDING", true), 201);
+    if (in.max_wait_seconds == 0) {
+      // Waiting without end for a start that needs an agent nobody runs would never answer:
+      // answer PENDING now (status_info says what it waits for; events follow the start).
+      auto served = AgentServes(ctx.store.db(), s.scaling_group);
+      if (!served.ok()) return ProblemResponse(served.status());
+      if (!*served) return JsonResponse(CreatedBody(s, "PENDING", true), 201);
+    }
     std::optional<std::chrono::steady_clock::time_point> deadline;
     if (in.max_wait_seconds > 0) {
       deadline = std::chrono::steady_clock::now() + std::chrono::seconds(in.max_wait_seconds);

@@ -361,6 +361,24 @@ TEST_F(AgentTest, OwnerAccessKeyIsScopedByRoleOnEverySessionEndpoint) {
   ASSERT_TRUE(Eventually([&] { return Row(id).status == "TERMINATED"; }));
 }
 
+// Regression: with no agent registered, a blocking create waited forever.
+TEST_F(AgentTest, BlockingCreateWithNoAgentAnswersPendingAndStartsOnceOneComes) {
+  Options o = client_->options();
+  o.read_timeout = std::chrono::seconds(30);  // a hang fails the test instead of blocking it
+  auto client = *Client::Create(o);
+  ApiRequest create{"POST", "/session"};
+  create.body = R"({"name": "waits", "image": "python"})";
+  auto r = client.Send(create);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->status, 201) << r->body;
+  auto body = json::parse(r->body);
+  EXPECT_EQ(body["status"], "PENDING");
+  std::string id = body["sessionId"];
+  EXPECT_THAT(Row(id).status_info, HasSubstr("waiting"));
+  auto agent = StartAgent("agent-1", "cpu=4,mem=8g");
+  EXPECT_TRUE(Eventually([&] { return Row(id).status == "RUNNING"; }));
+}
+
 TEST_F(AgentTest, BatchJobsEndWithTheirExitCode) {
   auto agent = StartAgent("agent-1", "cpu=4,mem=8g");
   auto ok = json::parse(Call("POST", "/session",
