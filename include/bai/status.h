@@ -48,7 +48,7 @@ struct ErrorInfo {
 ///
 /// @par Example
 /// @code
-/// bai::Status s = client.Ping();
+/// bai::Status s = sessions.Destroy("my-session");
 /// if (!s.ok()) std::cerr << s.message() << "\n";
 /// @endcode
 class BAI_EXPORT Status {

@@ -29,6 +29,11 @@ constexpr char kColumns[] =
     "environ, mounts, mount_map, resource_opts, startup_command, bootstrap_script, tag, priority, "
     "starts_at, batch_timeout, dependencies, callback_url, result, exit_code, created_at, "
     "terminated_at";
+// What reads select: the inserted columns plus counters the manager keeps (never inserted).
+std::string const& ReadColumns() {
+  static std::string const kRead = std::string(kColumns) + ", num_queries";
+  return kRead;
+}
 
 constexpr char kActive[] = "status NOT IN ('TERMINATED', 'CANCELLED')";
 
@@ -75,6 +80,7 @@ SessionRecord FromRow(SqlRow&& r) {
   ++i;
   s.created_at = r.TakeText(i++);
   s.terminated_at = r.TakeOptText(i++);
+  s.num_queries = r.Int(i++);
   return s;
 }
 
@@ -168,7 +174,7 @@ Status SessionStore::Create(SessionRecord& s) {
 }
 
 StatusOr<std::optional<SessionRecord>> SessionStore::Get(std::string const& id) {
-  auto rows = db_.Query(std::string("SELECT ") + kColumns + " FROM sessions WHERE id = ?", {id});
+  auto rows = db_.Query("SELECT " + ReadColumns() + " FROM sessions WHERE id = ?", {id});
   if (!rows.ok()) return std::move(rows).status();
   if (rows->empty()) return std::optional<SessionRecord>();
   return std::optional<SessionRecord>(FromRow(std::move((*rows)[0])));
@@ -176,9 +182,9 @@ StatusOr<std::optional<SessionRecord>> SessionStore::Get(std::string const& id) 
 
 StatusOr<std::vector<SessionRecord>> SessionStore::ActiveByName(std::string const& owner,
                                                                 std::string const& name) {
-  auto rows = db_.Query(std::string("SELECT ") + kColumns +
-                            " FROM sessions WHERE access_key = ? AND name = ? AND " + kActive,
-                        {owner, name});
+  auto rows = db_.Query(
+      "SELECT " + ReadColumns() + " FROM sessions WHERE access_key = ? AND name = ? AND " + kActive,
+      {owner, name});
   if (!rows.ok()) return std::move(rows).status();
   std::vector<SessionRecord> out;
   for (auto& r : *rows) out.push_back(FromRow(std::move(r)));
@@ -189,7 +195,7 @@ StatusOr<SessionRecord> SessionStore::Resolve(std::string const& ref, std::strin
                                               bool allow_dead) {
   // Built once: this runs on every session request.
   static std::string const select =
-      std::string("SELECT ") + kColumns + " FROM sessions WHERE access_key = ?";
+      "SELECT " + ReadColumns() + " FROM sessions WHERE access_key = ?";
   static std::string const by_id = select + " AND id = ?";
   static std::string const by_name_any = select + " AND name = ? ORDER BY seq DESC";
   static std::string const by_name_alive =
@@ -247,7 +253,7 @@ StatusOr<bool> TransitionIn(SqlExecutor& tx, std::string const& id, protocol::Se
                                              std::string(protocol::ToString(from)) + " → " +
                                              std::string(protocol::ToString(to)));
   }
-  auto rows = tx.Query(std::string("SELECT ") + kColumns + " FROM sessions WHERE id = ?", {id});
+  auto rows = tx.Query("SELECT " + ReadColumns() + " FROM sessions WHERE id = ?", {id});
   if (!rows.ok()) return std::move(rows).status();
   if (rows->empty()) return false;
   auto s = FromRow(std::move((*rows)[0]));
@@ -487,7 +493,7 @@ std::string SessionInfoJson(SessionRecord const& s) {
   w.Int("age", AgeMs(s));
   w.Str("creationTime", s.created_at);
   w.OptStr("terminationTime", s.terminated_at);
-  w.Int("numQueriesExecuted", 0);
+  w.Int("numQueriesExecuted", s.num_queries);
   w.Raw("lastStat", "{}");
   w.Raw("idleChecks", "{}");
   w.OptStr("startupCommand", s.startup_command);

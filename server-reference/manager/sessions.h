@@ -51,6 +51,7 @@ struct SessionRecord {
   std::optional<std::int64_t> exit_code;
   std::string created_at;
   std::optional<std::string> terminated_at;
+  std::int64_t num_queries = 0;  ///< execute requests so far (read only; counted by the manager)
 };
 
 /// One row of the event log.

@@ -500,6 +500,7 @@ TEST_F(AgentTest, ExecuteIsRelayedToTheKernel) {
   auto failing =
       json::parse(Call("POST", "/session/repl", {{"mode", "query"}, {"code", "exit 4"}}).body);
   EXPECT_EQ(failing["result"]["exitCode"], 4);
+  EXPECT_EQ(Info("repl")["numQueriesExecuted"], 2);  // was always 0
   auto no_run = Call("POST", "/session/repl", {{"mode", "continue"}, {"code", ""}});
   EXPECT_EQ(no_run.status, 400);
   EXPECT_EQ(Call("POST", "/session/repl", {{"mode", "dance"}}).status, 400);
