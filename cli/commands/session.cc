@@ -217,7 +217,8 @@ int RunRun(RunOptions const& options, Context& ctx) {
   SessionClient sessions(*client);
 
   // Subscribe first, then create: no event can be missed. The watcher owns its state, so it may
-  // outlive this function while blocked in a read.
+  // outlive this function while blocked in a read; once its stream is over it is joined, so the
+  // process never exits while the thread is tearing down (its OpenSSL thread state included).
   struct WatchState {
     std::mutex mu;
     std::condition_variable cv;
@@ -228,7 +229,7 @@ int RunRun(RunOptions const& options, Context& ctx) {
     std::string session_id;
   };
   auto state = std::make_shared<WatchState>();
-  std::thread([state, sessions, name = req.name] {
+  std::thread watcher([state, sessions, name = req.name] {
     SessionEventFilter filter;
     filter.session_name = name;
     (void)sessions.WatchEvents(
@@ -259,7 +260,26 @@ int RunRun(RunOptions const& options, Context& ctx) {
     std::lock_guard<std::mutex> lock(state->mu);
     state->stream_over = true;
     state->cv.notify_all();
-  }).detach();
+  });
+  struct JoinWhenOver {
+    std::thread& thread;
+    WatchState& state;
+    ~JoinWhenOver() {
+      std::unique_lock<std::mutex> lock(state.mu);
+      // After the end event the stream closes within moments; a stream still blocked in a read
+      // (detached runs, interrupts, failed creates) is left to the process exit.
+      if (state.outcome.done) {
+        state.cv.wait_for(lock, std::chrono::seconds(2), [&] { return state.stream_over; });
+      }
+      bool over = state.stream_over;
+      lock.unlock();
+      if (over) {
+        thread.join();
+      } else {
+        thread.detach();
+      }
+    }
+  } join_when_over{watcher, *state};
   {
     std::unique_lock<std::mutex> lock(state->mu);
     state->cv.wait_for(lock, std::chrono::seconds(10),
