@@ -37,8 +37,54 @@ json SlotsJson(std::string const& text) {
 
 }  // namespace
 
+HttpResponse ManagerApi::TooManyLogins(std::int64_t retry_after_seconds, std::string message) {
+  auto r = ProblemResponse(MakeProblemStatus(ProblemType::kRateLimitExceeded, std::move(message)));
+  r.headers.emplace_back("Retry-After", std::to_string(retry_after_seconds));
+  return r;
+}
+
+StatusOr<HttpResponse> ManagerApi::Login(std::string const& domain, std::string const& username,
+                                         std::string const& password, bool& mismatch) {
+  auto login = store_.FindLogin(domain, username);
+  if (!login.ok()) return std::move(login).status();
+  // The same answer for an unknown user and a wrong password.
+  if (!*login) SpendPasswordCheck(password);
+  if (!*login || !VerifyPassword((*login)->password_hash, password)) {
+    mismatch = true;
+    return MakeProblemStatus(ProblemType::kAuthFailed, "User credential mismatch.");
+  }
+  if ((*login)->status != "active") {
+    return MakeProblemStatus(ProblemType::kAuthFailed,
+                             "The user account is " + (*login)->status + ".");
+  }
+  auto keypair = store_.ActiveKeypairOf((*login)->user_id);
+  if (!keypair.ok()) return std::move(keypair).status();
+  if (!*keypair) return MakeProblemStatus(ProblemType::kAuthFailed, "No API keypairs found.");
+  return JsonResponse({{"data",
+                        {{"access_key", (*keypair)->first},
+                         {"secret_key", (*keypair)->second},
+                         {"role", (*login)->role},
+                         {"status", (*login)->status}}}});
+}
+
+std::optional<HttpResponse> ManagerApi::OnPasswordPool(
+    std::shared_ptr<server::Exchange> const& exchange,
+    std::vector<std::pair<std::string, std::string>> headers, std::function<HttpResponse()> work) {
+  bool queued =
+      password_pool_.TrySubmit([exchange, headers = std::move(headers), work = std::move(work)] {
+        auto response = work();
+        for (auto const& h : headers) response.headers.push_back(h);
+        exchange->Respond(std::move(response));
+      });
+  if (!queued) return TooManyLogins(1, "Too many password checks in progress; retry shortly.");
+  return std::nullopt;
+}
+
 ManagerApi::ManagerApi(Store& store, ApiOptions options)
-    : store_(store), options_(std::move(options)) {
+    : store_(store),
+      options_(std::move(options)),
+      login_throttle_(options_.login_limits),
+      password_pool_(options_.password_workers, options_.password_queue) {
   if (!options_.clock) options_.clock = [] { return std::chrono::system_clock::now(); };
   AddRoutes();
 }
@@ -156,71 +202,90 @@ void ManagerApi::AddRoutes() {
     Add("POST", path, L::kUser, auth_test);
   }
 
-  Add("POST", "/auth/authorize", L::kAnonymous, [](RequestContext& ctx) {
-    return Guard([&]() -> StatusOr<HttpResponse> {
-      auto p = Params::From(ctx.request);
-      if (!p.ok()) return std::move(p).status();
-      auto type = p->String({"type"}, true);
-      auto domain = p->String({"domain"}, true);
-      auto username = p->String({"username"}, true);
-      auto password = p->String({"password"}, true);
-      if (auto s = p->Check(); !s.ok()) return s;
-      if (*type != "keypair") {
-        return MakeProblemStatus(ProblemType::kInvalidApiParams, "Unsupported authorization type");
-      }
-      auto login = ctx.store.FindLogin(*domain, *username);
-      if (!login.ok()) return std::move(login).status();
-      // The same answer for an unknown user and a wrong password.
-      if (!*login || !VerifyPassword((*login)->password_hash, *password)) {
-        return MakeProblemStatus(ProblemType::kAuthFailed, "User credential mismatch.");
-      }
-      if ((*login)->status != "active") {
-        return MakeProblemStatus(ProblemType::kAuthFailed,
-                                 "The user account is " + (*login)->status + ".");
-      }
-      auto keypair = ctx.store.ActiveKeypairOf((*login)->user_id);
-      if (!keypair.ok()) return std::move(keypair).status();
-      if (!*keypair) return MakeProblemStatus(ProblemType::kAuthFailed, "No API keypairs found.");
-      return JsonResponse({{"data",
-                            {{"access_key", (*keypair)->first},
-                             {"secret_key", (*keypair)->second},
-                             {"role", (*login)->role},
-                             {"status", (*login)->status}}}});
-    });
-  });
+  // Password login. Throttled per client address and per account before any work; the Argon2
+  // check runs on the password pool, never on an I/O thread.
+  AddAsync(
+      "POST", "/auth/authorize", L::kAnonymous,
+      [this](RequestContext& ctx,
+             std::shared_ptr<server::Exchange> const& exchange) -> std::optional<HttpResponse> {
+        auto p = Params::From(ctx.request);
+        if (!p.ok()) return ProblemResponse(p.status());
+        auto type = p->String({"type"}, true);
+        auto domain = p->String({"domain"}, true);
+        auto username = p->String({"username"}, true);
+        auto password = p->String({"password"}, true);
+        if (auto s = p->Check(); !s.ok()) return ProblemResponse(s);
+        if (*type != "keypair") {
+          return ProblemResponse(
+              MakeProblemStatus(ProblemType::kInvalidApiParams, "Unsupported authorization type"));
+        }
+        std::string account = *domain + "\n" + *username;
+        {
+          std::lock_guard<std::mutex> lock(login_mu_);
+          auto d = login_throttle_.Admit(ctx.request.peer_address, account, options_.clock());
+          if (!d.allowed) {
+            return TooManyLogins(d.retry_after_seconds, "Too many login attempts; retry in " +
+                                                            std::to_string(d.retry_after_seconds) +
+                                                            " seconds.");
+          }
+        }
+        return OnPasswordPool(
+            exchange, ctx.response_headers,
+            [this, account, domain = *domain, username = *username, password = *password] {
+              bool mismatch = false;
+              auto response = Guard([&] { return Login(domain, username, password, mismatch); });
+              std::lock_guard<std::mutex> lock(login_mu_);
+              if (mismatch) {
+                login_throttle_.Failed(account, options_.clock());
+              } else if (response.status == 200) {
+                login_throttle_.Succeeded(account);
+              }
+              return response;
+            });
+      });
 
   // Off unless configured (Backend.AI leaves it to a hook plugin; an open manager should not let
   // anyone in by default).
-  Add("POST", "/auth/signup", L::kAnonymous, [this](RequestContext& ctx) {
-    return Guard([&]() -> StatusOr<HttpResponse> {
-      if (!options_.allow_signup) {
-        return MakeProblemStatus(ProblemType::kGenericForbidden,
-                                 "Signup is disabled on this manager (auth.allow_signup).");
-      }
-      auto p = Params::From(ctx.request);
-      if (!p.ok()) return std::move(p).status();
-      auto domain = p->String({"domain"}, true);
-      auto email = p->String({"email"}, true);
-      auto password = p->String({"password"}, true);
-      auto username = p->String({"username"});
-      auto full_name = p->String({"full_name"}).value_or("");
-      (void)p->String({"description"});
-      if (email && (email->size() > 64 || email->find('@') == std::string::npos ||
-                    email->find_first_of(" \t\r\n") != std::string::npos)) {
-        p->Fail("email", "not an email address");
-      }
-      if (password && password->size() < 8) p->Fail("password", "at least 8 characters");
-      if (username && (username->empty() || username->size() > 64)) {
-        p->Fail("username", "1 to 64 characters");
-      }
-      if (auto s = p->Check(); !s.ok()) return s;
-      auto hash = HashPassword(*password);
-      if (!hash.ok()) return std::move(hash).status();
-      auto keys = ctx.store.SignUp(*domain, *email, username.value_or(*email), *hash, full_name);
-      if (!keys.ok()) return std::move(keys).status();
-      return JsonResponse({{"access_key", keys->first}, {"secret_key", keys->second}}, 201);
-    });
-  });
+  AddAsync(
+      "POST", "/auth/signup", L::kAnonymous,
+      [this](RequestContext& ctx,
+             std::shared_ptr<server::Exchange> const& exchange) -> std::optional<HttpResponse> {
+        if (!options_.allow_signup) {
+          return ProblemResponse(
+              MakeProblemStatus(ProblemType::kGenericForbidden,
+                                "Signup is disabled on this manager (auth.allow_signup)."));
+        }
+        auto p = Params::From(ctx.request);
+        if (!p.ok()) return ProblemResponse(p.status());
+        auto domain = p->String({"domain"}, true);
+        auto email = p->String({"email"}, true);
+        auto password = p->String({"password"}, true);
+        auto username = p->String({"username"});
+        auto full_name = p->String({"full_name"}).value_or("");
+        (void)p->String({"description"});
+        if (email && (email->size() > 64 || email->find('@') == std::string::npos ||
+                      email->find_first_of(" \t\r\n") != std::string::npos)) {
+          p->Fail("email", "not an email address");
+        }
+        if (password && password->size() < 8) p->Fail("password", "at least 8 characters");
+        if (username && (username->empty() || username->size() > 64)) {
+          p->Fail("username", "1 to 64 characters");
+        }
+        if (auto s = p->Check(); !s.ok()) return ProblemResponse(s);
+        return OnPasswordPool(
+            exchange, ctx.response_headers,
+            [this, domain = *domain, email = *email, password = *password,
+             username = username.value_or(*email), full_name] {
+              return Guard([&]() -> StatusOr<HttpResponse> {
+                auto hash = HashPassword(password);
+                if (!hash.ok()) return std::move(hash).status();
+                auto keys = store_.SignUp(domain, email, username, *hash, full_name);
+                if (!keys.ok()) return std::move(keys).status();
+                return JsonResponse({{"access_key", keys->first}, {"secret_key", keys->second}},
+                                    201);
+              });
+            });
+      });
 
   Add("GET", "/auth/role", L::kUser, [](RequestContext& ctx) {
     return Guard([&]() -> StatusOr<HttpResponse> {

@@ -3,12 +3,17 @@
 
 #include "server-reference/common/http.h"
 #include "server-reference/common/router.h"
+#include "server-reference/common/work_pool.h"
 #include "server-reference/manager/auth.h"
+#include "server-reference/manager/login_throttle.h"
 #include "server-reference/manager/store.h"
 
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -41,6 +46,10 @@ struct ApiOptions {
   /// Clock for signature windows and rate limits (tests move it).
   std::function<std::chrono::system_clock::time_point()> clock;
   bool allow_signup = false;  ///< POST /auth/signup creates users; off: 403
+  LoginLimits login_limits;   ///< password-guessing throttle of POST /auth/authorize
+  /// Threads hashing passwords (Argon2id, 64 MiB each) and logins that may wait for one.
+  int password_workers = 2;
+  std::size_t password_queue = 64;
 };
 
 /// The manager's REST surface: routes with their auth level, the API-version check, signature
@@ -73,21 +82,36 @@ class ManagerApi {
   void AddSessionRoutes(SessionStore& sessions, EventHub& hub,
                         std::function<void(std::string const&)> schedule);
 
- private:
-  void AddRoutes();
-
-  Store& store_;
-  ApiOptions options_;
-  RateLimiter limiter_;
-
- public:
   /// Shares this process's rate-limit counts with the other managers (Manager runs it every
   /// 200 ms).
   Status FlushRateLimits(std::chrono::system_clock::time_point now) {
     return limiter_.Flush(store_.db(), now);
   }
+
+ private:
+  void AddRoutes();
+  /// 429 with Retry-After.
+  static server::HttpResponse TooManyLogins(std::int64_t retry_after_seconds, std::string message);
+  /// Runs `work` (password hashing) on the password pool and answers `exchange` with its
+  /// response plus `headers`; a full pool answers 429 now.
+  std::optional<server::HttpResponse> OnPasswordPool(
+      std::shared_ptr<server::Exchange> const& exchange,
+      std::vector<std::pair<std::string, std::string>> headers,
+      std::function<server::HttpResponse()> work);
+  /// Checks a password login (on the password pool); `mismatch` is set for an unknown user or a
+  /// wrong password.
+  StatusOr<server::HttpResponse> Login(std::string const& domain, std::string const& username,
+                                       std::string const& password, bool& mismatch);
+
+  Store& store_;
+  ApiOptions options_;
+  RateLimiter limiter_;
   KeypairCache keypairs_;
   server::Router router_;
+  std::mutex login_mu_;
+  LoginThrottle login_throttle_;
+  /// Last: its destructor waits for running logins, which use the members above.
+  server::WorkPool password_pool_;
 };
 
 }  // namespace bai::manager

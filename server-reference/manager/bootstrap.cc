@@ -101,6 +101,14 @@ bool VerifyPassword(std::string const& hash, std::string const& password) {
   return crypto_pwhash_str_verify(hash.c_str(), password.c_str(), password.size()) == 0;
 }
 
+void SpendPasswordCheck(std::string const& password) {
+  static std::string const decoy = [] {
+    auto hash = HashPassword("bai-decoy-" + RandomBase64(12));
+    return hash.ok() ? *hash : std::string();
+  }();
+  (void)VerifyPassword(decoy, password);
+}
+
 StatusOr<BootstrapResult> Bootstrap(Store& store, std::string const& data_dir) {
   BootstrapResult result;
   result.credentials_file = data_dir + "/admin-credentials.env";

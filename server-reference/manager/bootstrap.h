@@ -17,6 +17,9 @@ std::string GenerateUuid();
 /// Argon2id (libsodium `crypto_pwhash_str`), and its check.
 StatusOr<std::string> HashPassword(std::string const& password);
 bool VerifyPassword(std::string const& hash, std::string const& password);
+/// Costs what VerifyPassword costs and accepts nothing: run for an unknown user, so the answer
+/// time does not tell which users exist.
+void SpendPasswordCheck(std::string const& password);
 
 struct BootstrapResult {
   bool created = false;  ///< false when the database was already bootstrapped

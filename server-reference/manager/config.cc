@@ -74,6 +74,17 @@ Status LoadManagerConfig(std::string const& path, ManagerConfig& config) {
         auto b = v.value<bool>();
         if (!b) return bad(key, "true or false");
         config.allow_signup = *b;
+      } else if (key == "auth.login_attempts_per_address" ||
+                 key == "auth.login_failures_per_user") {
+        auto n = v.value<std::int64_t>();
+        if (!n || *n < 1 || *n > 1000000) return bad(key, "an integer from 1 to 1000000");
+        (key == "auth.login_attempts_per_address" ? config.login_limits.per_address
+                                                  : config.login_limits.failures_per_user) =
+            static_cast<int>(*n);
+      } else if (key == "auth.login_window") {
+        auto n = v.value<std::int64_t>();
+        if (!n || *n < 1 || *n > 86400) return bad(key, "seconds from 1 to 86400");
+        config.login_limits.window = std::chrono::seconds(*n);
       } else {
         return Status(StatusCode::kInvalidArgument, path + ": unknown setting " + key);
       }

@@ -3,6 +3,8 @@
 
 #include "bai/status.h"
 
+#include "server-reference/manager/login_throttle.h"
+
 #include <cstdint>
 #include <string>
 
@@ -23,6 +25,9 @@ namespace bai::manager {
 /// lost_grace = 300            # seconds a LOST agent's sessions wait before they end as ERROR
 /// [auth]
 /// allow_signup = false        # POST /auth/signup creates users (off: 403)
+/// login_attempts_per_address = 30  # password logins one client address may try per window
+/// login_failures_per_user = 10     # failed logins an account takes per window, then 429
+/// login_window = 300               # seconds
 /// ```
 struct ManagerConfig {
   std::string listen_address = "127.0.0.1";
@@ -35,6 +40,7 @@ struct ManagerConfig {
   int agent_lost_grace = 300;
   int agent_lost_forget = 3600;  ///< LOST agents holding nothing are removed this long after grace
   bool allow_signup = false;
+  LoginLimits login_limits;
 
   std::string DatabasePath() const {
     return database.empty() ? data_dir + "/manager.db" : database;

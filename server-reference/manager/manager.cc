@@ -47,6 +47,7 @@ StatusOr<std::unique_ptr<Manager>> Manager::Start(ManagerConfig const& config) {
   ApiOptions api_options;
   api_options.manager_version = ManagerVersion();
   api_options.allow_signup = config.allow_signup;
+  api_options.login_limits = config.login_limits;
   m->api_ = std::make_unique<ManagerApi>(*m->state_.store, std::move(api_options));
   auto* raw = m.get();
   m->api_->AddSessionRoutes(*m->sessions_, *m->hub_,

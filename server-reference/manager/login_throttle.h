@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+
+namespace bai::manager {
+
+/// Limits on password logins (POST /auth/authorize).
+struct LoginLimits {
+  /// Attempts one client address may make per window, right or wrong.
+  int per_address = 30;
+  /// Failed attempts one account (domain + username) may take per window; then every attempt
+  /// for it is refused until the oldest failure leaves the window.
+  int failures_per_user = 10;
+  std::chrono::seconds window{300};
+  /// Addresses and accounts remembered at most (the oldest are dropped first).
+  std::size_t max_tracked = 100000;
+};
+
+/// Password-guessing throttle: a pure core (no clock, no I/O, not thread-safe; the caller locks)
+/// counting attempts per client address and failures per account over a sliding window.
+class LoginThrottle {
+ public:
+  using TimePoint = std::chrono::system_clock::time_point;
+
+  explicit LoginThrottle(LoginLimits limits = {}) : limits_(limits) {}
+
+  struct Decision {
+    bool allowed;
+    /// When refused: seconds until an attempt may pass again (at least 1).
+    std::int64_t retry_after_seconds;
+  };
+  /// Counts one attempt from `address` at `account` unless it is refused.
+  Decision Admit(std::string const& address, std::string const& account, TimePoint now);
+  /// The attempt failed (wrong password or unknown user): it counts against the account.
+  void Failed(std::string const& account, TimePoint now);
+  /// The attempt succeeded: the account's failures are forgotten.
+  void Succeeded(std::string const& account);
+
+  std::size_t tracked() const { return addresses_.size() + accounts_.size(); }
+
+ private:
+  using Times = std::deque<TimePoint>;
+  void Expire(Times& times, TimePoint now) const;
+  std::int64_t RetryAfter(Times const& times, TimePoint now) const;
+  void Bound(std::map<std::string, Times>& map, TimePoint now);
+
+  LoginLimits limits_;
+  std::map<std::string, Times> addresses_;
+  std::map<std::string, Times> accounts_;
+};
+
+}  // namespace bai::manager

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server-reference/manager/login_throttle.h"
+
+#include <gtest/gtest.h>
+
+namespace bai::manager {
+namespace {
+
+using std::chrono::seconds;
+
+class LoginThrottleTest : public ::testing::Test {
+ protected:
+  LoginThrottle::TimePoint t0_ = LoginThrottle::TimePoint(seconds(1'800'000'000));
+};
+
+TEST_F(LoginThrottleTest, AnAddressGetsItsAttemptsPerWindowRightOrWrong) {
+  LoginThrottle t({.per_address = 3, .failures_per_user = 100, .window = seconds(60)});
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(t.Admit("a", "u" + std::to_string(i), t0_).allowed);
+  auto refused = t.Admit("a", "other", t0_ + seconds(10));
+  EXPECT_FALSE(refused.allowed);
+  EXPECT_EQ(refused.retry_after_seconds, 50);
+  EXPECT_TRUE(t.Admit("b", "other", t0_ + seconds(10)).allowed) << "other addresses are not hit";
+  // A refused attempt is not counted: the window frees up when the first attempts leave it.
+  EXPECT_TRUE(t.Admit("a", "other", t0_ + seconds(60)).allowed);
+}
+
+TEST_F(LoginThrottleTest, AnAccountIsRefusedAfterItsFailuresFromAnyAddress) {
+  LoginThrottle t({.per_address = 100, .failures_per_user = 2, .window = seconds(300)});
+  ASSERT_TRUE(t.Admit("a", "admin", t0_).allowed);
+  t.Failed("admin", t0_);
+  ASSERT_TRUE(t.Admit("b", "admin", t0_ + seconds(1)).allowed);
+  t.Failed("admin", t0_ + seconds(1));
+  auto refused = t.Admit("c", "admin", t0_ + seconds(2));
+  EXPECT_FALSE(refused.allowed);
+  EXPECT_EQ(refused.retry_after_seconds, 298);
+  EXPECT_TRUE(t.Admit("c", "alice", t0_ + seconds(2)).allowed) << "other accounts pass";
+  EXPECT_TRUE(t.Admit("c", "admin", t0_ + seconds(300)).allowed) << "one failure left the window";
+}
+
+TEST_F(LoginThrottleTest, ASuccessForgetsTheAccountsFailures) {
+  LoginThrottle t({.per_address = 100, .failures_per_user = 2, .window = seconds(300)});
+  t.Failed("admin", t0_);
+  t.Succeeded("admin");
+  t.Failed("admin", t0_);
+  EXPECT_TRUE(t.Admit("a", "admin", t0_).allowed);
+}
+
+TEST_F(LoginThrottleTest, MemoryStaysBoundedUnderManyAddresses) {
+  LoginThrottle t(
+      {.per_address = 5, .failures_per_user = 5, .window = seconds(60), .max_tracked = 1000});
+  for (int i = 0; i < 20000; ++i) {
+    auto who = "10." + std::to_string(i);
+    ASSERT_TRUE(t.Admit(who, who, t0_ + seconds(i % 30)).allowed);
+    t.Failed(who, t0_ + seconds(i % 30));
+  }
+  EXPECT_LE(t.tracked(), 1000u);
+  // The newest are still limited.
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(t.Admit("10.19999", "x", t0_ + seconds(29)).allowed);
+  EXPECT_FALSE(t.Admit("10.19999", "x", t0_ + seconds(29)).allowed);
+}
+
+}  // namespace
+}  // namespace bai::manager
