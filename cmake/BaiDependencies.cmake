@@ -13,9 +13,13 @@ if(BAI_BUILD_CLI OR BAI_BUILD_SERVER)
   find_package(CLI11 2.1 REQUIRED)
 endif()
 
-if(BAI_BUILD_SERVER)
-  # Debian's 1.81 headers, never the default 1.74 (DECISIONS.md); Beast and Asio are header-only.
+if(BAI_BUILD_SERVER OR BAI_BUILD_TESTS)
+  # Debian's 1.81 headers, never the default 1.74 (DECISIONS.md); Beast and Asio are header-only
+  # (the test HTTP server takes Beast's reason phrases).
   find_package(Boost 1.81.0 EXACT REQUIRED CONFIG)
+endif()
+
+if(BAI_BUILD_SERVER)
   find_package(SQLite3 3.40 REQUIRED)
   pkg_check_modules(uuid REQUIRED IMPORTED_TARGET uuid)
   # bai-manager's allocator (ADR 6): not under sanitizers, which bring their own.

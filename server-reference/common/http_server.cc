@@ -14,6 +14,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <deque>
 #include <future>
@@ -29,47 +30,18 @@ namespace http = beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
-char const* Reason(int status) {
-  switch (status) {
-    case 200:
-      return "OK";
-    case 201:
-      return "Created";
-    case 204:
-      return "No Content";
-    case 400:
-      return "Bad Request";
-    case 401:
-      return "Unauthorized";
-    case 403:
-      return "Forbidden";
-    case 404:
-      return "Not Found";
-    case 405:
-      return "Method Not Allowed";
-    case 409:
-      return "Conflict";
-    case 412:
-      return "Precondition Failed";
-    case 413:
-      return "Payload Too Large";
-    case 429:
-      return "Too Many Requests";
-    case 431:
-      return "Request Header Fields Too Large";
-    case 500:
-      return "Internal Server Error";
-    case 503:
-      return "Service Unavailable";
-    default:
-      return "Status";
-  }
+// The standard reason phrase ("Too Many Requests"), from Beast's table.
+std::string Reason(int status) {
+  auto phrase = boost::beast::http::obsolete_reason(
+      boost::beast::http::int_to_status(static_cast<unsigned>(status)));
+  return phrase.empty() ? "Status" : std::string(phrase);
 }
 
 }  // namespace
 
 class Connection;
 class WsSession;
+class ExchangeImpl;
 
 struct HttpServer::Impl {
   HttpServerOptions options;
@@ -296,8 +268,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
         [self = shared_from_this()](beast::error_code ec, std::size_t) { self->OnRead(ec); });
   }
 
+  // The request is refused before its body was read: answer, then drain what the client still
+  // sends (see Linger) so that it reads the answer instead of a reset.
   void Reject(int status, protocol::ProblemType type, std::string detail) {
     keep_alive_ = false;
+    linger_ = true;
     auto r = ProblemResponse(protocol::MakeProblemStatus(type, std::move(detail)));
     r.status = status;  // 431 has no problem type of its own
     WriteResponse(std::move(r), false);
@@ -373,9 +348,33 @@ class Connection : public std::enable_shared_from_this<Connection> {
       after_write_ = AfterWrite::kNothing;
       DoRead();
     } else if (after_write_ == AfterWrite::kClose) {
+      if (linger_) return Linger();
       Close();
     }
   }
+
+  // Closing a socket with unread input makes the kernel send a reset, which destroys the answer
+  // still on its way to the client. So: end our side, read and drop the client's input until it
+  // ends its side too (or kLingerLimit passes), then close.
+  static constexpr auto kLingerLimit = std::chrono::seconds(10);
+  void Linger() {
+    boost::system::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    if (ec) return Close();
+    stream_.expires_after(kLingerLimit);
+    Drain();
+  }
+  void Drain() {
+    stream_.async_read_some(net::buffer(hangup_buffer_),
+                            [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                              if (ec) return self->Close();
+                              self->Drain();
+                            });
+  }
+
+  // While an answer is due nothing reads the socket, so a client that gives up would hold it
+  // (and whatever waits for the answer) until then: watch for it hanging up.
+  void WatchWhileAnswerDue(std::weak_ptr<ExchangeImpl> exchange);
 
   // While streaming, the only way to notice a vanished client is a read that fails.
   void WatchForHangUp() {
@@ -404,6 +403,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   char hangup_buffer_[512];
   std::optional<http::request<http::string_body>> upgrade_request_;
   bool upgraded_ = false;
+  bool linger_ = false;
 
   friend class ExchangeImpl;
   friend struct HttpServer::Impl;
@@ -415,6 +415,7 @@ class ExchangeImpl : public Exchange {
       : conn_(std::move(conn)), request_(std::move(request)), head_(head) {}
 
   HttpRequest const& request() const override { return request_; }
+  bool answered() const { return answered_.load(); }
 
   void Respond(HttpResponse response) override {
     if (answered_.exchange(true)) return;
@@ -467,6 +468,22 @@ void Connection::Dispatch(HttpRequest req) {
     exchange->Respond(ProblemResponse(protocol::MakeProblemStatus(
         protocol::ProblemType::kInternalServerError, std::string("unhandled error: ") + e.what())));
   }
+  if (!exchange->answered() && !upgrade_request_) WatchWhileAnswerDue(exchange);
+}
+
+void Connection::WatchWhileAnswerDue(std::weak_ptr<ExchangeImpl> exchange) {
+  stream_.socket().async_wait(
+      tcp::socket::wait_read,
+      [self = shared_from_this(), exchange = std::move(exchange)](beast::error_code ec) {
+        if (self->closed_) return;
+        auto x = exchange.lock();
+        if (!x || x->answered()) return;  // the answer came; reading resumes after it
+        boost::system::error_code avail_ec;
+        std::size_t pending = self->stream_.socket().available(avail_ec);
+        // Readable with nothing to read: the client closed (or the socket failed). Bytes of a
+        // pipelined next request stay unread until this answer is written.
+        if (ec || avail_ec || pending == 0) self->Close();
+      });
 }
 
 void HttpServer::Impl::Accept() {

@@ -14,8 +14,7 @@
 
 namespace bai::testing_util {
 
-RawResponse RawHttp(int port, std::string const& request) {
-  RawResponse out;
+int RawConnect(int port) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -25,14 +24,22 @@ RawResponse RawHttp(int port, std::string const& request) {
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     ::close(fd);
-    return out;
+    return -1;
   }
+  return fd;
+}
+
+RawResponse RawHttp(int port, std::string const& request) {
+  RawResponse out;
+  int fd = RawConnect(port);
+  if (fd < 0) return out;
   std::size_t sent = 0;
   while (sent < request.size()) {
     auto n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
     if (n <= 0) break;  // the server may answer (413) before reading everything
     sent += static_cast<std::size_t>(n);
   }
+  out.sent = sent;
   std::string data;
   char buf[65536];
   std::size_t header_end = std::string::npos;
@@ -75,16 +82,9 @@ RawResponse RawHttp(int port, std::string const& request) {
 }
 
 std::string RawHttpStream(int port, std::string const& request, int read_ms) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<std::uint16_t>(port));
   std::string data;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return data;
-  }
+  int fd = RawConnect(port);
+  if (fd < 0) return data;
   (void)::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(read_ms);
   char buf[8192];

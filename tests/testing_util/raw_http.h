@@ -10,11 +10,15 @@ struct RawResponse {
   int status = 0;                              ///< 0 when no response could be read
   std::map<std::string, std::string> headers;  ///< names lowercased
   std::string body;
+  std::size_t sent = 0;  ///< request bytes the server accepted before any send error
 };
 
 /// Sends `request` (bytes exactly as given) to 127.0.0.1:`port` on a new connection and reads
 /// one response (Content-Length or until close). For requests no well-behaved client would send.
 RawResponse RawHttp(int port, std::string const& request);
+
+/// A connected TCP socket to 127.0.0.1:`port` (receive timeout 10 s), or -1.
+int RawConnect(int port);
 
 /// Sends `request` and returns every byte that arrives within `read_ms` (for streams that do
 /// not end, such as Server-Sent Events).

@@ -9,6 +9,7 @@
 #include "libbai/internal/text.h"
 
 #include <arpa/inet.h>
+#include <boost/beast/http/status.hpp>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <nlohmann/json.hpp>
@@ -21,27 +22,11 @@
 namespace bai::testing_util {
 namespace {
 
-char const* Reason(int status) {
-  switch (status) {
-    case 200:
-      return "OK";
-    case 201:
-      return "Created";
-    case 204:
-      return "No Content";
-    case 400:
-      return "Bad Request";
-    case 401:
-      return "Unauthorized";
-    case 404:
-      return "Not Found";
-    case 429:
-      return "Too Many Requests";
-    case 503:
-      return "Service Unavailable";
-    default:
-      return "Status";
-  }
+// The standard reason phrase ("Too Many Requests"), from Beast's table.
+std::string Reason(int status) {
+  auto phrase = boost::beast::http::obsolete_reason(
+      boost::beast::http::int_to_status(static_cast<unsigned>(status)));
+  return phrase.empty() ? "Status" : std::string(phrase);
 }
 
 bool WriteAll(int fd, std::string const& data) {

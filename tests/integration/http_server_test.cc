@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: Apache-2.0
+// The HTTP server's connection handling, against raw sockets.
+#include "server-reference/common/http_server.h"
+
+#include "tests/testing_util/raw_http.h"
+
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+
+namespace bai::server {
+namespace {
+
+using testing_util::RawConnect;
+
+// Answers /now at once; keeps /wait unanswered, counting hang-ups.
+class HoldingServer {
+ public:
+  explicit HoldingServer(HttpServerOptions o = {}) {
+    o.port = 0;
+    auto s = HttpServer::Start(o, [this](std::shared_ptr<Exchange> ex) {
+      if (ex->request().path == "/now") return ex->Respond(HttpResponse::Json(200, "{}"));
+      ex->OnClose([this] {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++hang_ups_;
+        cv_.notify_all();
+      });
+      std::lock_guard<std::mutex> lock(mu_);
+      held_.push_back(std::move(ex));
+      cv_.notify_all();
+    });
+    EXPECT_TRUE(s.ok());
+    server_ = std::move(*s);
+  }
+  ~HoldingServer() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      held_.clear();
+    }
+    server_->Stop();
+  }
+  int port() const { return server_->port(); }
+  bool WaitHeld(std::size_t n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(10), [&] { return held_.size() >= n; });
+  }
+  bool WaitHangUps(int n, std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] { return hang_ups_ >= n; });
+  }
+  void AnswerAll() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& ex : held_) ex->Respond(HttpResponse::Json(200, R"({"late":true})"));
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::shared_ptr<Exchange>> held_;
+  int hang_ups_ = 0;
+  std::unique_ptr<HttpServer> server_;
+};
+
+std::string ReadAll(int fd) {
+  std::string data;
+  char buf[4096];
+  while (true) {
+    auto n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    data.append(buf, static_cast<std::size_t>(n));
+  }
+  return data;
+}
+
+TEST(HttpServerTest, AClientHangingUpWhileItsAnswerIsDueIsNoticedAtOnce) {
+  HoldingServer server;
+  std::vector<int> fds;
+  for (int i = 0; i < 5; ++i) {
+    int fd = RawConnect(server.port());
+    ASSERT_GE(fd, 0);
+    std::string req = "POST /wait HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}";
+    ASSERT_EQ(::send(fd, req.data(), req.size(), MSG_NOSIGNAL), static_cast<ssize_t>(req.size()));
+    fds.push_back(fd);
+  }
+  ASSERT_TRUE(server.WaitHeld(5));
+  for (int fd : fds) ::close(fd);
+  // Each connection closes (and tells whoever waits to answer it) now, not when the answer
+  // would have come.
+  EXPECT_TRUE(server.WaitHangUps(5, std::chrono::seconds(10)));
+}
+
+TEST(HttpServerTest, APipelinedRequestIsNotMistakenForAHangUp) {
+  HoldingServer server;
+  int fd = RawConnect(server.port());
+  ASSERT_GE(fd, 0);
+  std::string two =
+      "GET /wait HTTP/1.1\r\nHost: x\r\n\r\n"
+      "GET /now HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  ASSERT_EQ(::send(fd, two.data(), two.size(), MSG_NOSIGNAL), static_cast<ssize_t>(two.size()));
+  ASSERT_TRUE(server.WaitHeld(1));
+  EXPECT_FALSE(server.WaitHangUps(1, std::chrono::milliseconds(300)))
+      << "the unread next request was taken for the client hanging up";
+  server.AnswerAll();
+  auto data = ReadAll(fd);
+  ::close(fd);
+  // Both answers, in order.
+  auto late = data.find(R"({"late":true})");
+  ASSERT_NE(late, std::string::npos) << data;
+  EXPECT_NE(data.find("HTTP/1.1 200", late), std::string::npos) << data;
+}
+
+TEST(HttpServerTest, AnOversizedBodyIsDrainedSoTheClientReadsThe413) {
+  HttpServerOptions o;
+  o.max_body_bytes = 1 << 20;
+  HoldingServer server(o);
+  // A client that writes its whole 32 MiB body before reading (no Expect: 100-continue).
+  std::string body(32u << 20, 'x');
+  std::string req =
+      "POST /now HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Content-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
+  auto r = testing_util::RawHttp(server.port(), req);
+  EXPECT_EQ(r.sent, req.size()) << "the server stopped reading and reset the connection";
+  EXPECT_EQ(r.status, 413);
+  EXPECT_NE(r.body.find("request-entity-too-large"), std::string::npos) << r.body;
+}
+
+}  // namespace
+}  // namespace bai::server
