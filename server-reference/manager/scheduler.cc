@@ -53,14 +53,23 @@ bool OffersImage(std::vector<std::string> const& offered, std::string const& ref
 
 namespace {
 
+bool Listed(Agent const& a, Session const& s) {
+  return s.agent_list.empty() ||
+         std::find(s.agent_list.begin(), s.agent_list.end(), a.id) != s.agent_list.end();
+}
+
+// Whether `a` may run `s` at all, room aside.
+bool Eligible(Agent const& a, Session const& s) {
+  return a.schedulable && a.architecture == s.architecture && Listed(a, s) &&
+         OffersImage(a.images, s.image);
+}
+
 // The agent with the most free room for the session's slots: named in the waiting message.
 Agent const* LargestFree(std::vector<Agent> const& agents, Session const& s) {
   Agent const* best = nullptr;
   double best_score = -1;
   for (auto const& a : agents) {
-    if (!a.schedulable || a.architecture != s.architecture || !OffersImage(a.images, s.image)) {
-      continue;
-    }
+    if (!Eligible(a, s)) continue;
     double score = 0;
     for (auto const& [slot, amount] : s.requested) {
       if (amount.is_zero()) continue;
@@ -98,6 +107,50 @@ std::optional<std::string> KeypairBlock(Session const& s, Keypair const& k) {
   return std::nullopt;
 }
 
+std::string Joined(std::vector<std::string> const& items) {
+  std::string out;
+  for (auto const& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+// Why `s` found no agent in this pass, in words; `starving` is set when its wait has reached
+// the head guarantee although it could fit.
+std::string WhyWaiting(std::vector<Agent> const& agents, Session const& s, Input const& input,
+                       bool& starving) {
+  // The room of every agent that could ever take it decides whether it could ever fit.
+  bool any_agent = false;
+  ResourceSlots total;
+  for (auto const& a : agents) {
+    if (!a.schedulable || a.architecture != s.architecture || !Listed(a, s)) continue;
+    any_agent = true;
+    AddInto(total, a.capacity);
+  }
+  if (!any_agent) {
+    if (!s.agent_list.empty()) {
+      return "waiting: none of the requested agents (" + Joined(s.agent_list) +
+             ") is alive and schedulable in the resource group";
+    }
+    return "waiting: no schedulable " + s.architecture + " agent in the resource group";
+  }
+  bool offered =
+      std::any_of(agents.begin(), agents.end(), [&](Agent const& a) { return Eligible(a, s); });
+  if (!offered) return "waiting: no agent in the resource group offers image " + s.image;
+  if (!Fits(s.requested, total, ResourceSlots{})) {
+    return "waiting: needs " + DescribeSlots(s.requested) + ", more than " +
+           (s.agent_list.empty() ? "all agents of the resource group"
+                                 : "the requested agents (" + Joined(s.agent_list) + ")") +
+           " have together (" + DescribeSlots(total) + ")";
+  }
+  Agent const* best = LargestFree(agents, s);
+  ResourceSlots free;
+  if (best) {
+    for (auto const& [slot, amount] : s.requested) free[slot] = Get(FreeOf(*best), slot);
+  }
+  if (input.now - s.enqueued_at >= input.max_head_wait) starving = true;
+  return "waiting: needs " + DescribeSlots(s.requested) + "; largest free agent has " +
+         DescribeSlots(free);
+}
+
 }  // namespace
 
 std::string DescribeSlots(ResourceSlots const& slots) {
@@ -131,12 +184,6 @@ std::vector<Decision> Schedule(Input const& input) {
     return a->enqueue_seq < b->enqueue_seq;
   });
 
-  // The group's total capacity decides whether a waiting session could ever fit.
-  std::map<std::string, ResourceSlots> total_by_arch;
-  for (auto const& a : agents) {
-    if (a.schedulable) AddInto(total_by_arch[a.architecture], a.capacity);
-  }
-
   std::vector<Decision> decisions;
   bool head_holds = false;  // a starving head blocks everything behind it
   for (Session const* s : order) {
@@ -162,8 +209,7 @@ std::vector<Decision> Schedule(Input const& input) {
     }
     Agent* chosen = nullptr;
     for (auto& a : agents) {
-      if (a.schedulable && a.architecture == s->architecture && OffersImage(a.images, s->image) &&
-          Fits(s->requested, a.capacity, a.occupied)) {
+      if (Eligible(a, *s) && Fits(s->requested, a.capacity, a.occupied)) {
         chosen = &a;
         break;
       }
@@ -175,32 +221,8 @@ std::vector<Decision> Schedule(Input const& input) {
         AddInto(kp->second.occupied, s->requested);
       }
       d.agent_id = chosen->id;
-      decisions.push_back(std::move(d));
-      continue;
-    }
-    auto total = total_by_arch.find(s->architecture);
-    bool could_ever_fit =
-        total != total_by_arch.end() && Fits(s->requested, total->second, ResourceSlots{});
-    bool offered = std::any_of(agents.begin(), agents.end(), [&](Agent const& a) {
-      return a.schedulable && a.architecture == s->architecture && OffersImage(a.images, s->image);
-    });
-    if (agents.empty() || total == total_by_arch.end()) {
-      d.status_info = "waiting: no schedulable " + s->architecture + " agent in the resource group";
-    } else if (!offered) {
-      d.status_info = "waiting: no agent in the resource group offers image " + s->image;
-    } else if (!could_ever_fit) {
-      d.status_info = "waiting: needs " + DescribeSlots(s->requested) +
-                      ", more than all agents of the resource group have together (" +
-                      DescribeSlots(total->second) + ")";
     } else {
-      Agent const* best = LargestFree(agents, *s);
-      ResourceSlots free;
-      if (best) {
-        for (auto const& [slot, amount] : s->requested) free[slot] = Get(FreeOf(*best), slot);
-      }
-      d.status_info = "waiting: needs " + DescribeSlots(s->requested) +
-                      "; largest free agent has " + DescribeSlots(free);
-      if (input.now - s->enqueued_at >= input.max_head_wait) head_holds = true;
+      d.status_info = WhyWaiting(agents, *s, input, head_holds);
     }
     decisions.push_back(std::move(d));
   }

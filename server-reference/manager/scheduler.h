@@ -44,6 +44,8 @@ struct Session {
   std::chrono::system_clock::time_point enqueued_at;
   bool ready = true;  ///< false while starts_at or dependencies hold it back
   std::string not_ready_reason;
+  /// Non-empty: only these agents may take it (a superadmin's config.agent_list).
+  std::vector<std::string> agent_list;
 };
 
 /// Whether an agent offering `offered` (names and aliases) can run `reference`: by name or alias,

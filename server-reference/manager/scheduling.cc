@@ -63,7 +63,7 @@ StatusOr<int> RunSchedulingPass(server::Database& db, std::string const& scaling
   auto status = db.Transaction([&](SqlExecutor& tx) -> Status {
     auto pending = tx.Query(
         "SELECT id, access_key, architecture, requested_slots, seq, created_at, starts_at, "
-        "dependencies, status_info, image FROM sessions WHERE scaling_group = ? AND "
+        "dependencies, status_info, image, agent_list FROM sessions WHERE scaling_group = ? AND "
         "status = 'PENDING' ORDER BY seq",
         {scaling_group});
     if (!pending.ok()) return pending.status();
@@ -82,6 +82,7 @@ StatusOr<int> RunSchedulingPass(server::Database& db, std::string const& scaling
       s.architecture = r.Text(2);
       s.requested = SlotsOf(r.Text(3));
       s.image = r.Text(9);
+      s.agent_list = AgentListOf(r.Text(10));
       s.enqueue_seq = r.Int(4);
       s.enqueued_at = TimeOf(r.Text(5));
       old_info[s.id] = r.Text(8);
@@ -328,6 +329,23 @@ StatusOr<bool> AgentServes(server::Database& db, std::string const& scaling_grou
                        {scaling_group});
   if (!rows.ok()) return rows.status();
   return !rows->empty();
+}
+
+Status CheckAgentsKnown(server::Database& db, std::string const& scaling_group,
+                        std::vector<std::string> const& agent_ids) {
+  for (auto const& id : agent_ids) {
+    auto rows =
+        db.Query("SELECT 1 FROM agents WHERE id = ? AND scaling_group = ?", {id, scaling_group});
+    if (!rows.ok()) return rows.status();
+    if (rows->empty()) {
+      return protocol::MakeProblemStatus(
+          protocol::ProblemType::kInvalidApiParams, "Input validation error",
+          nlohmann::json{
+              {"config.agent_list", "no agent " + id + " in resource group " + scaling_group}}
+              .dump());
+    }
+  }
+  return Status();
 }
 
 Status CheckImageKnown(server::Database& db, std::string const& reference) {

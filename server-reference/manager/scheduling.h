@@ -28,6 +28,11 @@ StatusOr<int> RunSchedulingPass(server::Database& db, std::string const& scaling
 /// start until one registers.
 StatusOr<bool> AgentServes(server::Database& db, std::string const& scaling_group);
 
+/// 400 `invalid-api-params` naming config.agent_list unless every id in `agent_ids` is an agent
+/// registered in `scaling_group` (alive or not: a pinned session may wait for its agent).
+Status CheckAgentsKnown(server::Database& db, std::string const& scaling_group,
+                        std::vector<std::string> const& agent_ids);
+
 /// 404 `object-not-found` ("No such environment image") when agents have registered images and
 /// none offers `reference` (scheduler::OffersImage). With no images known yet, any is accepted.
 Status CheckImageKnown(server::Database& db, std::string const& reference);

@@ -124,6 +124,11 @@ std::vector<server::Migration> const& Migrations() {
            "NULL)",
            "CREATE INDEX background_tasks_subject ON background_tasks (kind, subject, status)",
        }},
+      {5,
+       "sessions pinned to agents (a superadmin's config.agent_list)",
+       {
+           "ALTER TABLE sessions ADD COLUMN agent_list TEXT NOT NULL DEFAULT '[]'",
+       }},
   };
   return *kMigrations;
 }

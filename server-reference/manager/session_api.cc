@@ -225,9 +225,17 @@ Status ParseCreate(RequestContext& ctx, CreateInput& in) {
       s.resource_opts = ro->dump();
     }
   }
-  if (cfg.Raw({"agent_list", "agentList"}) && !who.IsSuperadmin()) {
-    return MakeProblemStatus(ProblemType::kInsufficientPrivilege,
-                             "Only superadmins may pick agents (config.agent_list).");
+  if (auto const* agents = cfg.Raw({"agent_list", "agentList"}); agents && !agents->is_null()) {
+    if (!who.IsSuperadmin()) {
+      return MakeProblemStatus(ProblemType::kInsufficientPrivilege,
+                               "Only superadmins may pick agents (config.agent_list).");
+    }
+    bool ok = agents->is_array();
+    for (auto const& a : ok ? *agents : json::array()) {
+      ok = ok && a.is_string() && !a.get<std::string>().empty();
+      if (ok) s.agent_list.push_back(a.get<std::string>());
+    }
+    if (!ok) p->Fail("config.agent_list", "must be a list of agent ids");
   }
   s.requested = {{"cpu", protocol::Decimal::FromInteger(1)},
                  {"mem", protocol::Decimal::FromInteger(1024LL * 1024 * 1024)}};
@@ -302,6 +310,9 @@ Status ParseCreate(RequestContext& ctx, CreateInput& in) {
     if (allowed->empty())
       return MakeProblemStatus(ProblemType::kObjectNotFound, "No such scaling group.");
     s.scaling_group = allowed->front();
+  }
+  if (auto st = CheckAgentsKnown(ctx.store.db(), s.scaling_group, s.agent_list); !st.ok()) {
+    return st;
   }
   json deps = json::array();
   for (auto const& ref : dependency_refs) {

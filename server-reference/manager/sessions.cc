@@ -28,7 +28,7 @@ constexpr char kColumns[] =
     "architecture, cluster_size, status, status_info, status_history, requested_slots, agent_id, "
     "environ, mounts, mount_map, resource_opts, startup_command, bootstrap_script, tag, priority, "
     "starts_at, batch_timeout, dependencies, callback_url, result, exit_code, created_at, "
-    "terminated_at";
+    "terminated_at, agent_list";
 // What reads select: the inserted columns plus counters the manager keeps (never inserted).
 std::string const& ReadColumns() {
   static std::string const kRead = std::string(kColumns) + ", num_queries";
@@ -39,6 +39,20 @@ constexpr char kActive[] = "status NOT IN ('TERMINATED', 'CANCELLED')";
 
 SqlValue Opt(std::optional<std::string> const& v) { return v ? SqlValue(*v) : SqlValue(nullptr); }
 SqlValue Opt(std::optional<std::int64_t> const& v) { return v ? SqlValue(*v) : SqlValue(nullptr); }
+
+}  // namespace
+
+std::vector<std::string> AgentListOf(std::string const& json_text) {
+  std::vector<std::string> out;
+  auto j = internal::ParseJson(json_text);
+  if (!j || !j->is_array()) return out;
+  for (auto const& item : *j) {
+    if (item.is_string()) out.push_back(item.get<std::string>());
+  }
+  return out;
+}
+
+namespace {
 
 // Moves the row's text out: each row becomes one record.
 SessionRecord FromRow(SqlRow&& r) {
@@ -80,6 +94,7 @@ SessionRecord FromRow(SqlRow&& r) {
   ++i;
   s.created_at = r.TakeText(i++);
   s.terminated_at = r.TakeOptText(i++);
+  s.agent_list = AgentListOf(r.Text(i++));
   s.num_queries = r.Int(i++);
   return s;
 }
@@ -129,7 +144,7 @@ Status SessionStore::Create(SessionRecord& s) {
     auto r = tx.Exec(
         std::string("INSERT INTO sessions (") + kColumns +
             ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "?, ?, ?, ?, ?, ?, ?, ?)",
+            "?, ?, ?, ?, ?, ?, ?, ?, ?)",
         {s.id,
          s.seq,
          s.name,
@@ -162,7 +177,8 @@ Status SessionStore::Create(SessionRecord& s) {
          s.result,
          Opt(s.exit_code),
          s.created_at,
-         Opt(s.terminated_at)});
+         Opt(s.terminated_at),
+         nlohmann::json(s.agent_list).dump()});
     if (!r.ok()) return r.status();
     auto k = tx.Exec(
         "INSERT INTO kernels (id, session_id, cluster_role, cluster_idx, status, created_at) "

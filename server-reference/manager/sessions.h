@@ -51,8 +51,13 @@ struct SessionRecord {
   std::optional<std::int64_t> exit_code;
   std::string created_at;
   std::optional<std::string> terminated_at;
+  /// Non-empty: only these agents may run it (a superadmin's config.agent_list).
+  std::vector<std::string> agent_list;
   std::int64_t num_queries = 0;  ///< execute requests so far (read only; counted by the manager)
 };
+
+/// The agent_list column (a JSON list of agent ids) as a list; anything else is empty.
+std::vector<std::string> AgentListOf(std::string const& json_text);
 
 /// One row of the event log.
 struct EventRecord {

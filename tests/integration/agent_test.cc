@@ -379,6 +379,34 @@ TEST_F(AgentTest, BlockingCreateWithNoAgentAnswersPendingAndStartsOnceOneComes) 
   EXPECT_TRUE(Eventually([&] { return Row(id).status == "RUNNING"; }));
 }
 
+TEST_F(AgentTest, ASuperadminsAgentListPinsTheSession) {
+  auto first = StartAgent("agent-1", "cpu=4,mem=8g");
+  auto second = StartAgent("agent-2", "cpu=4,mem=8g");
+  auto pinned =
+      Call("POST", "/session",
+           {{"name", "pinned"}, {"image", "python"}, {"config", {{"agent_list", {"agent-2"}}}}});
+  ASSERT_EQ(pinned.status, 201) << pinned.body;
+  std::string id = json::parse(pinned.body)["sessionId"];
+  EXPECT_EQ(Row(id).agent_list, std::vector<std::string>{"agent-2"});
+  EXPECT_TRUE(Eventually([&] { return Row(id).status == "RUNNING"; }));
+  EXPECT_EQ(Row(id).agent_id, "agent-2") << "first fit alone picks agent-1";
+  // Unpinned sessions still go first-fit.
+  auto free = Call("POST", "/session", {{"name", "free"}, {"image", "python"}});
+  ASSERT_EQ(free.status, 201) << free.body;
+  EXPECT_EQ(Row(json::parse(free.body)["sessionId"]).agent_id, "agent-1");
+  // An agent the resource group does not know is a clear error, not a session waiting forever.
+  auto unknown =
+      Call("POST", "/session",
+           {{"name", "typo"}, {"image", "python"}, {"config", {{"agentList", {"agent-9"}}}}});
+  EXPECT_EQ(unknown.status, 400);
+  EXPECT_THAT(unknown.body, HasSubstr("no agent agent-9 in resource group default"));
+  auto malformed =
+      Call("POST", "/session",
+           {{"name", "bad"}, {"image", "python"}, {"config", {{"agent_list", "agent-2"}}}});
+  EXPECT_EQ(malformed.status, 400);
+  EXPECT_THAT(malformed.body, HasSubstr("config.agent_list"));
+}
+
 TEST_F(AgentTest, BatchJobsEndWithTheirExitCode) {
   auto agent = StartAgent("agent-1", "cpu=4,mem=8g");
   auto ok = json::parse(Call("POST", "/session",

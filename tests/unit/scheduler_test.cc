@@ -171,5 +171,25 @@ TEST(SchedulerTest, DescribesSlotsInBinaryUnits) {
   EXPECT_EQ(DescribeSlots({}), "nothing");
 }
 
+TEST(SchedulerTest, AnAgentListPinsTheSessionToThoseAgents) {
+  Input in;
+  in.agents = {MakeAgent("a1", "cpu=4,mem=8g"), MakeAgent("a2", "cpu=4,mem=8g"),
+               MakeAgent("a3", "cpu=1,mem=1g")};
+  in.pending = {MakeSession("pinned", "cpu=1,mem=1g", 1), MakeSession("free", "cpu=1,mem=1g", 2),
+                MakeSession("gone", "cpu=1", 3), MakeSession("too-big", "cpu=2", 4)};
+  in.pending[0].agent_list = {"a2"};
+  in.pending[2].agent_list = {"a9", "a8"};
+  in.pending[3].agent_list = {"a3"};
+  auto d = ByID(Schedule(in));
+  EXPECT_EQ(d["pinned"].agent_id, "a2") << "first fit alone would pick a1";
+  EXPECT_EQ(d["free"].agent_id, "a1");
+  EXPECT_FALSE(d["gone"].agent_id);
+  EXPECT_EQ(d["gone"].status_info,
+            "waiting: none of the requested agents (a9, a8) is alive and schedulable in the "
+            "resource group");
+  EXPECT_FALSE(d["too-big"].agent_id) << "a1 and a2 have room, but only a3 is allowed";
+  EXPECT_THAT(d["too-big"].status_info, HasSubstr("more than the requested agents (a3)"));
+}
+
 }  // namespace
 }  // namespace bai::manager::scheduler
