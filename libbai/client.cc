@@ -29,6 +29,22 @@ std::optional<double> RetryAfterSeconds(std::optional<std::string> const& header
   return seconds;
 }
 
+// Lets a caller-owned transport (Options::transport) sit under the Client's own layers.
+class SharedTransport : public Transport {
+ public:
+  explicit SharedTransport(std::shared_ptr<Transport> inner) : inner_(std::move(inner)) {}
+  StatusOr<ApiResponse> Send(TransportRequest const& request) override {
+    return inner_->Send(request);
+  }
+  StatusOr<ApiResponse> SendStreaming(TransportRequest const& request,
+                                      std::function<bool(std::string_view)> on_data) override {
+    return inner_->SendStreaming(request, std::move(on_data));
+  }
+
+ private:
+  std::shared_ptr<Transport> inner_;
+};
+
 }  // namespace
 
 class ClientImpl {
@@ -53,7 +69,7 @@ class ClientImpl {
   StatusOr<ServerInfo> GetServerInfo() {
     std::lock_guard<std::mutex> lock(info_mu_);
     if (server_info_) return *server_info_;
-    HttpRequest http;
+    TransportRequest http;
     http.method = "GET";
     http.sign = false;
     http.api_version = protocol::kCurrentApiVersion.ToString();
@@ -74,8 +90,8 @@ class ClientImpl {
   }
 
  private:
-  HttpRequest Prepare(ApiRequest const& request) {
-    HttpRequest http;
+  TransportRequest Prepare(ApiRequest const& request) {
+    TransportRequest http;
     http.method = AsciiUpper(request.method);
     http.headers = request.headers;
     if (!request.body.empty()) {
@@ -116,18 +132,25 @@ class ClientImpl {
     return protocol::NegotiateApiVersion(server_version, client_version).ToString();
   }
 
-  HttpTransport& Transport() {
+  // Signing over logging over the wire: the caller's transport, or libcurl.
+  Transport& Wire() {
     std::call_once(transport_once_, [this] {
-      CurlTransportOptions o;
-      o.connect_timeout = options_.connect_timeout;
-      o.read_timeout = options_.read_timeout;
-      o.verify_tls = options_.verify_tls;
-      o.ca_bundle = options_.ca_bundle;
-      o.user_agent = options_.user_agent.empty() ? std::string("bai/") + BAI_VERSION_STRING
-                                                 : options_.user_agent;
-      std::unique_ptr<HttpTransport> t = MakeCurlTransport(std::move(o));
+      std::unique_ptr<Transport> t;
+      if (options_.transport) {
+        t = std::make_unique<SharedTransport>(options_.transport);
+      } else {
+        CurlTransportOptions o;
+        o.connect_timeout = options_.connect_timeout;
+        o.read_timeout = options_.read_timeout;
+        o.verify_tls = options_.verify_tls;
+        o.ca_bundle = options_.ca_bundle;
+        o.user_agent = options_.user_agent.empty() ? std::string("bai/") + BAI_VERSION_STRING
+                                                   : options_.user_agent;
+        t = MakeCurlTransport(std::move(o));
+      }
       if (options_.debug_log) t = MakeLoggingTransport(std::move(t), options_.debug_log);
-      transport_ = MakeSigningTransport(std::move(t), options_.access_key, options_.secret_key);
+      transport_ = MakeSigningTransport(std::move(t), options_.access_key, options_.secret_key,
+                                        options_.clock);
     });
     return *transport_;
   }
@@ -156,10 +179,12 @@ class ClientImpl {
     return std::min(delay, b.max_delay);
   }
 
-  StatusOr<ApiResponse> SendWithRetries(HttpRequest http, std::string const& target,
+  StatusOr<ApiResponse> SendWithRetries(TransportRequest http, std::string const& target,
                                         bool idempotent,
                                         std::function<bool(std::string_view)> const& on_data = {}) {
     auto const start = std::chrono::steady_clock::now();
+    // With an injected sleep no real time passes: the waits count as elapsed all the same.
+    std::chrono::steady_clock::duration waited{0};
     int attempt = 0;
     std::size_t failovers = 0;
     while (true) {
@@ -169,7 +194,7 @@ class ClientImpl {
       http.host = endpoint.host;
       http.target = endpoint.base_path + target;
       ++attempt;
-      auto response = on_data ? Transport().SendStreaming(http, on_data) : Transport().Send(http);
+      auto response = on_data ? Wire().SendStreaming(http, on_data) : Wire().Send(http);
       // A refused connection means nothing was sent: any request may move to the next endpoint.
       if (!response.ok() && IsConnectFailure(response.status()) &&
           failovers + 1 < endpoints_.size()) {
@@ -181,14 +206,19 @@ class ClientImpl {
       }
       bool transient = response.ok() ? Retryable(*response)
                                      : response.status().code() == StatusCode::kUnavailable;
-      auto elapsed = std::chrono::steady_clock::now() - start;
+      auto elapsed = std::max(std::chrono::steady_clock::now() - start, waited);
       if (!transient || !idempotent || attempt >= options_.retry.max_attempts ||
           elapsed >= options_.retry.max_elapsed) {
         return response;
       }
       auto delay = Backoff(attempt, response.ok() ? response->Header("retry-after") : std::nullopt);
       if (elapsed + delay >= options_.retry.max_elapsed) return response;
-      std::this_thread::sleep_for(delay);
+      if (options_.sleep) {
+        options_.sleep(delay);
+      } else {
+        std::this_thread::sleep_for(delay);
+      }
+      waited += delay;
     }
   }
 
@@ -196,7 +226,7 @@ class ClientImpl {
   std::vector<Endpoint> endpoints_;
   std::atomic<std::size_t> current_endpoint_{0};
   std::once_flag transport_once_;
-  std::unique_ptr<HttpTransport> transport_;
+  std::unique_ptr<Transport> transport_;
   std::once_flag negotiate_once_;
   std::string negotiated_;
   std::mutex info_mu_;
@@ -204,6 +234,8 @@ class ClientImpl {
 };
 
 }  // namespace internal
+
+Transport::~Transport() = default;
 
 std::optional<std::string> ApiResponse::Header(std::string_view name) const {
   return internal::FindHeader(headers, name);

@@ -57,15 +57,19 @@ std::optional<std::int64_t> OptInt(json const& j, char const* key) {
 
 // Opens a Server-Sent Event stream at `path` and feeds it to `on_event` until that returns false
 // or the stream ends; `on_open` runs once the stream is open. A non-2xx answer is its error.
+// `keep_going` is asked while the stream is quiet (the transport's empty chunks).
 Status StreamEvents(Client const& client, std::string path, internal::SseParser::Handler on_event,
-                    std::function<void()> const& on_open = {}) {
+                    std::function<void()> const& on_open = {},
+                    std::function<bool()> const& keep_going = {}) {
   internal::SseParser parser(std::move(on_event));
   ApiRequest request{"GET", std::move(path)};
   request.headers.emplace_back("Accept", "text/event-stream");
+  bool opened = false;
   auto response = client.SendStreaming(request, [&](std::string_view chunk) {
     if (chunk.empty()) {
-      if (on_open) on_open();
-      return true;
+      if (!opened && on_open) on_open();
+      opened = true;
+      return !keep_going || keep_going();
     }
     return parser.Feed(chunk);
   });
@@ -237,7 +241,8 @@ StatusOr<std::map<std::string, std::string>> SessionClient::StatusHistory(
 
 Status SessionClient::WatchEvents(SessionEventFilter const& filter,
                                   std::function<bool(SessionEvent const&)> const& on_event,
-                                  std::function<void()> const& on_open) const {
+                                  std::function<void()> const& on_open,
+                                  std::function<bool()> const& keep_going) const {
   std::string query;
   auto add = [&query](char const* key, std::optional<std::string> const& value) {
     if (!value) return;
@@ -263,7 +268,11 @@ Status SessionClient::WatchEvents(SessionEventFilter const& filter,
         if (!on_event(e)) stopped = true;
         return !stopped;
       },
-      on_open);
+      on_open,
+      [&] {
+        if (keep_going && !keep_going()) stopped = true;
+        return !stopped;
+      });
   if (!s.ok()) return s;
   if (stopped) return {};
   return Status(StatusCode::kUnavailable, "the event stream ended");

@@ -11,10 +11,8 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <iostream>
 #include <iterator>
-#include <mutex>
 #include <thread>
 
 namespace bai::cli {
@@ -62,14 +60,6 @@ int JobError(Context& ctx, Status const& status) {
   }
   return kJobBaiError;
 }
-
-// How the job ended, as far as the events (or a final look) tell.
-struct Outcome {
-  bool done = false;
-  std::optional<std::int64_t> exit_code;
-  std::string status;  ///< TERMINATED, CANCELLED, ERROR
-  std::string reason;
-};
 
 // -r and -e into the request; a usage error is reported and returns kExitUsage.
 int ApplyCommonOptions(RunOptions const& options, SessionCreateRequest& req, Context& ctx) {
@@ -216,84 +206,10 @@ int RunRun(RunOptions const& options, Context& ctx) {
   if (!client.ok()) return JobError(ctx, client.status());
   SessionClient sessions(*client);
 
-  // Subscribe first, then create: no event can be missed. The watcher owns its state, so it may
-  // outlive this function while blocked in a read; once its stream is over it is joined, so the
-  // process never exits while the thread is tearing down (its OpenSSL thread state included).
-  struct WatchState {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool open = false;
-    bool stream_over = false;
-    bool started = false;
-    Outcome outcome;
-    std::string session_id;
-  };
-  auto state = std::make_shared<WatchState>();
-  std::thread watcher([state, sessions, name = req.name] {
-    SessionEventFilter filter;
-    filter.session_name = name;
-    (void)sessions.WatchEvents(
-        filter,
-        [state](SessionEvent const& e) {
-          std::lock_guard<std::mutex> lock(state->mu);
-          auto& o = state->outcome;
-          if (!state->session_id.empty() && e.session_id != state->session_id) return true;
-          if (e.name == "session_success" || e.name == "session_failure") {
-            if (e.exit_code) o.exit_code = e.exit_code;
-            o.reason = e.reason.value_or("");
-          } else if (e.name == "session_terminated" || e.name == "session_cancelled") {
-            if (e.exit_code && !o.exit_code) o.exit_code = e.exit_code;
-            o.status = e.name == "session_cancelled" ? "CANCELLED" : "TERMINATED";
-            if (o.reason.empty()) o.reason = e.reason.value_or("");
-            o.done = true;
-          } else if (e.name == "session_started") {
-            state->started = true;
-          }
-          state->cv.notify_all();
-          return !o.done;
-        },
-        [state] {
-          std::lock_guard<std::mutex> lock(state->mu);
-          state->open = true;
-          state->cv.notify_all();
-        });
-    std::lock_guard<std::mutex> lock(state->mu);
-    state->stream_over = true;
-    state->cv.notify_all();
-  });
-  struct JoinWhenOver {
-    std::thread& thread;
-    WatchState& state;
-    ~JoinWhenOver() {
-      std::unique_lock<std::mutex> lock(state.mu);
-      // After the end event the stream closes within moments; a stream still blocked in a read
-      // (detached runs, interrupts, failed creates) is left to the process exit.
-      if (state.outcome.done) {
-        state.cv.wait_for(lock, std::chrono::seconds(2), [&] { return state.stream_over; });
-      }
-      bool over = state.stream_over;
-      lock.unlock();
-      if (over) {
-        thread.join();
-      } else {
-        thread.detach();
-      }
-    }
-  } join_when_over{watcher, *state};
-  {
-    std::unique_lock<std::mutex> lock(state->mu);
-    state->cv.wait_for(lock, std::chrono::seconds(10),
-                       [&] { return state->open || state->stream_over; });
-  }
-
   CatchInterrupts();
 
   auto created = sessions.Create(req);
   if (!created.ok()) return JobError(ctx, created.status());
-  {
-    std::lock_guard<std::mutex> lock(state->mu);
-    state->session_id = created->id;
-  }
   if (options.detach) {
     if (ctx.json()) {
       ctx.out() << json{{"session_id", created->id},
@@ -309,51 +225,31 @@ int RunRun(RunOptions const& options, Context& ctx) {
   }
   if (ctx.stdout_tty()) ctx.err() << "session " << created->name << " queued\n";
 
-  // Wait for the end: events, or a look every few seconds when the stream is gone.
-  bool announced = false;
-  Outcome final;
-  while (true) {
-    std::unique_lock<std::mutex> lock(state->mu);
-    state->cv.wait_for(lock, std::chrono::seconds(state->stream_over ? 1 : 3), [&] {
-      return state->outcome.done || g_interrupted.load() || (state->started && !announced);
-    });
-    if (state->started && !announced && ctx.stdout_tty()) ctx.err() << "running…\n";
-    announced = announced || state->started;
-    if (g_interrupted) {
-      lock.unlock();
-      (void)sessions.Destroy(created->id);
-      ctx.err() << "interrupted; session " << created->name << " destroyed\n";
-      return kExitInterrupted;
-    }
-    if (state->outcome.done) {
-      final = state->outcome;
-      break;
-    }
-    lock.unlock();
-    auto info = sessions.Info(created->id);
-    if (!info.ok()) continue;
-    auto st = info->status.status;
-    if (protocol::IsTerminal(st) || st == protocol::SessionStatus::kError) {
-      final.done = true;
-      final.status = info->status.text;
-      final.exit_code = info->exit_code;
-      final.reason = info->status_info;
-      break;
-    }
+  WaitOptions wait;
+  wait.on_started = [&] {
+    if (ctx.stdout_tty()) ctx.err() << "running…\n";
+  };
+  wait.cancelled = [] { return g_interrupted.load(); };
+  auto final = sessions.WaitForEnd(created->id, wait);
+  if (!final.ok() && final.status().code() == StatusCode::kCancelled) {
+    (void)sessions.Destroy(created->id);
+    ctx.err() << "interrupted; session " << created->name << " destroyed\n";
+    return kExitInterrupted;
   }
+  if (!final.ok()) return JobError(ctx, final.status());
 
   auto logs = sessions.Logs(created->id);
-  int code = final.exit_code ? static_cast<int>(*final.exit_code & 255) : kJobNoExitCode;
+  int code = final->exit_code ? static_cast<int>(*final->exit_code & 255) : kJobNoExitCode;
   if (ctx.json()) {
     json out = {{"session_id", created->id}, {"session_name", created->name},
-                {"status", final.status},    {"status_info", final.reason},
+                {"status", final->status},   {"status_info", final->reason},
                 {"exit_code", code},         {"logs", logs.ok() ? *logs : ""}};
     ctx.out() << out.dump() << "\n";
   } else {
     if (logs.ok()) ctx.out() << *logs;
-    if (!final.exit_code) {
+    if (!final->exit_code) {
       ctx.err() << "session " << created->name << " ended without an exit code ("
-                << (final.reason.empty() ? final.status : final.reason) << ")\n";
+                << (final->reason.empty() ? final->status : final->reason) << ")\n";
     }
   }
   return code;

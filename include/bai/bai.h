@@ -13,4 +13,5 @@
 #include "bai/protocol/signing.h"
 #include "bai/session_client.h"
 #include "bai/status.h"
+#include "bai/transport.h"
 #include "bai/version.h"

@@ -4,6 +4,7 @@
 #include "bai/export.h"
 #include "bai/options.h"
 #include "bai/status.h"
+#include "bai/transport.h"
 
 #include <functional>
 #include <memory>
@@ -18,33 +19,6 @@ namespace bai {
 namespace internal {
 class ClientImpl;
 }  // namespace internal
-
-/// One HTTP request to the manager, before signing.
-struct ApiRequest {
-  ApiRequest() = default;
-  ApiRequest(std::string m, std::string p) : method(std::move(m)), path(std::move(p)) {}
-
-  std::string method = "GET";
-  /// Path and query relative to the endpoint ("/session/abc/logs?kernel_id=…"). Characters that
-  /// are not allowed in a URL are percent-encoded; existing %XX escapes are kept.
-  std::string path = "/";
-  std::string body;
-  std::string content_type = "application/json";             ///< used only when body is not empty
-  std::vector<std::pair<std::string, std::string>> headers;  ///< extra headers
-  /// Overrides the method's idempotency (GET, HEAD, PUT, DELETE, OPTIONS are idempotent).
-  std::optional<bool> idempotent;
-  bool sign = true;  ///< false = anonymous even when the client has credentials
-};
-
-/// One HTTP response.
-struct ApiResponse {
-  int status = 0;
-  std::vector<std::pair<std::string, std::string>> headers;  ///< names lowercased
-  std::string body;
-
-  /// The first header called `name` (case-insensitive).
-  BAI_EXPORT std::optional<std::string> Header(std::string_view name) const;
-};
 
 /// What `GET /` says about the server.
 struct ServerInfo {

@@ -3,12 +3,15 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace bai {
+
+class Transport;  // bai/transport.h
 
 /// How often a failed idempotent request is tried again. Requests that are not idempotent
 /// (session creation, code execution) are never retried after they reached the server: a
@@ -50,6 +53,15 @@ struct Options {
   std::function<void(std::string_view)> debug_log;
   /// Receives warnings (e.g. a server that does not look like Backend.AI); unset = dropped.
   std::function<void(std::string_view)> warning_log;
+
+  /// Sends the requests instead of libcurl (a test double such as bai/mocks/mock_transport.h,
+  /// or another HTTP stack); the Client still negotiates, signs, logs and retries around it.
+  /// Unset = libcurl with the settings above.
+  std::shared_ptr<Transport> transport;
+  /// Waits between retries; unset = sleeping. Tests pass one that records the delays.
+  std::function<void(std::chrono::milliseconds)> sleep;
+  /// The time requests are signed with (the Date header); unset = the system clock.
+  std::function<std::chrono::system_clock::time_point()> clock;
 };
 
 }  // namespace bai

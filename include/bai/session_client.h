@@ -121,6 +121,25 @@ struct SessionEventFilter {
   std::optional<std::string> group;
 };
 
+/// How a session ended, as SessionClient::WaitForEnd saw it.
+struct SessionEnd {
+  std::string status;                     ///< "TERMINATED", "CANCELLED" or "ERROR"
+  std::optional<std::int64_t> exit_code;  ///< the main process's, when known
+  std::string reason;                     ///< why, in the server's words ("" when none)
+};
+
+/// What SessionClient::WaitForEnd does while it waits.
+struct WaitOptions {
+  /// Called once (on the waiting thread) when the session is seen running.
+  std::function<void()> on_started;
+  /// Checked about every 100 ms; true ends the wait with StatusCode::kCancelled (the session
+  /// is left as it is). Suits a flag set by a signal handler.
+  std::function<bool()> cancelled;
+  /// How often the session's info is read while its event stream is quiet (or, every second at
+  /// most, once the stream is gone): events are the fast path, the look is the safety net.
+  std::chrono::milliseconds poll_interval{3000};
+};
+
 /// Compute sessions: create, inspect, destroy, logs, events. A thin typed layer over Client.
 ///
 /// @par Example
@@ -147,11 +166,20 @@ class BAI_EXPORT SessionClient {
   /// One execute step in a RUNNING session.
   StatusOr<ExecuteResult> Execute(std::string const& session, ExecuteStep const& step) const;
 
-  /// Streams events until `on_event` returns false (ok), the stream ends, or `on_open` … the
-  /// stream is open once `on_open` runs (subscribe, then create, to miss nothing).
+  /// Streams events until `on_event` returns false (ok), the stream ends, or `keep_going`
+  /// (asked about once a second while the stream is quiet) returns false (ok). The stream is
+  /// open once `on_open` runs (subscribe, then create, to miss nothing).
   Status WatchEvents(SessionEventFilter const& filter,
                      std::function<bool(SessionEvent const&)> const& on_event,
-                     std::function<void()> const& on_open = {}) const;
+                     std::function<void()> const& on_open = {},
+                     std::function<bool()> const& keep_going = {}) const;
+
+  /// Waits until the session `session_id` has ended (a batch job's exit code, for instance):
+  /// follows its events and reads its info now and then, so neither a missed event nor a
+  /// dropped stream makes it hang. A session that ended before the call is reported at once.
+  /// Errors: kNotFound for an unknown session, kCancelled when `options.cancelled` said so.
+  StatusOr<SessionEnd> WaitForEnd(std::string const& session_id,
+                                  WaitOptions const& options = {}) const;
 
   /// Commits the kernel of a RUNNING session to a tar file on its agent (`filename` empty: the
   /// server names it after the session and the time). Returns at once; follow the task.

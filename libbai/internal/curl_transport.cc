@@ -6,6 +6,7 @@
 #include <curl/curl.h>
 
 #include <array>
+#include <chrono>
 #include <mutex>
 #include <vector>
 
@@ -25,7 +26,27 @@ struct BodySink {
   std::string* buffer = nullptr;
   std::function<bool(std::string_view)> const* stream = nullptr;
   bool stopped = false;  // the consumer ended the stream
+  bool open = false;     // 2xx headers arrived: the body goes to `stream`
+  std::chrono::steady_clock::time_point last_call;
 };
+
+// How long a quiet stream goes before the consumer hears an empty chunk.
+constexpr std::chrono::milliseconds kIdleTick{1000};
+
+// Called by curl about once a second (and on progress): gives a quiet stream's consumer its
+// chance to stop.
+int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  auto* sink = static_cast<BodySink*>(user);
+  if (!sink->open) return 0;
+  auto now = std::chrono::steady_clock::now();
+  if (now - sink->last_call < kIdleTick) return 0;
+  sink->last_call = now;
+  if (!(*sink->stream)(std::string_view())) {
+    sink->stopped = true;
+    return 1;  // aborts the transfer
+  }
+  return 0;
+}
 
 std::size_t OnBody(char* data, std::size_t size, std::size_t n, void* user) {
   auto* sink = static_cast<BodySink*>(user);
@@ -33,6 +54,7 @@ std::size_t OnBody(char* data, std::size_t size, std::size_t n, void* user) {
     long status = 0;
     curl_easy_getinfo(sink->handle, CURLINFO_RESPONSE_CODE, &status);
     if (status >= 200 && status < 300) {
+      sink->last_call = std::chrono::steady_clock::now();
       if (!(*sink->stream)(std::string_view(data, size * n))) {
         sink->stopped = true;
         return 0;  // aborts the transfer
@@ -58,10 +80,13 @@ std::size_t OnHeader(char* data, std::size_t size, std::size_t n, void* user) {
     auto* body = header_sink->body;
     long status = 0;
     curl_easy_getinfo(body->handle, CURLINFO_RESPONSE_CODE, &status);
-    if (status >= 200 && status < 300 && body->stream && *body->stream &&
-        !(*body->stream)(std::string_view())) {
-      body->stopped = true;
-      return 0;
+    if (status >= 200 && status < 300 && body->stream && *body->stream) {
+      body->open = true;
+      body->last_call = std::chrono::steady_clock::now();
+      if (!(*body->stream)(std::string_view())) {
+        body->stopped = true;
+        return 0;
+      }
     }
     return size * n;
   }
@@ -108,7 +133,7 @@ Status FromCurl(CURLcode code, char const* error_buffer, std::string const& url)
   }
 }
 
-class CurlTransport : public HttpTransport {
+class CurlTransport : public Transport {
  public:
   explicit CurlTransport(CurlTransportOptions options) : options_(std::move(options)) {
     GlobalInit();
@@ -129,11 +154,11 @@ class CurlTransport : public HttpTransport {
   CurlTransport(CurlTransport const&) = delete;
   CurlTransport& operator=(CurlTransport const&) = delete;
 
-  StatusOr<ApiResponse> Send(HttpRequest const& request) override {
+  StatusOr<ApiResponse> Send(TransportRequest const& request) override {
     return SendStreaming(request, {});
   }
 
-  StatusOr<ApiResponse> SendStreaming(HttpRequest const& request,
+  StatusOr<ApiResponse> SendStreaming(TransportRequest const& request,
                                       std::function<bool(std::string_view)> on_data) override {
     CURL* h = Acquire();
     std::string url = request.origin + request.target;
@@ -158,12 +183,20 @@ class CurlTransport : public HttpTransport {
     curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error_buffer);
-    BodySink sink{h, &response.body, &on_data, false};
+    BodySink sink;
+    sink.handle = h;
+    sink.buffer = &response.body;
+    sink.stream = &on_data;
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &OnBody);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
     HeaderSink header_sink{&response.headers, &sink};
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, &OnHeader);
     curl_easy_setopt(h, CURLOPT_HEADERDATA, &header_sink);
+    if (on_data) {
+      curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, &OnProgress);
+      curl_easy_setopt(h, CURLOPT_XFERINFODATA, &sink);
+      curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    }
     if (request.method == "GET") {
       curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
     } else if (request.method == "HEAD") {
@@ -177,7 +210,9 @@ class CurlTransport : public HttpTransport {
                        static_cast<curl_off_t>(request.body.size()));
     }
     CURLcode code = curl_easy_perform(h);
-    if (code == CURLE_WRITE_ERROR && sink.stopped) code = CURLE_OK;
+    if ((code == CURLE_WRITE_ERROR || code == CURLE_ABORTED_BY_CALLBACK) && sink.stopped) {
+      code = CURLE_OK;
+    }
     long status = 0;
     if (code == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
     curl_slist_free_all(headers);
@@ -245,7 +280,7 @@ bool IsConnectFailure(Status const& status) {
          status.error_info().type == kConnectFailureTag;
 }
 
-std::unique_ptr<HttpTransport> MakeCurlTransport(CurlTransportOptions options) {
+std::unique_ptr<Transport> MakeCurlTransport(CurlTransportOptions options) {
   return std::make_unique<CurlTransport>(std::move(options));
 }
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "libbai/internal/http_transport.h"
+#include "bai/transport.h"
 
 #include <chrono>
 #include <memory>
@@ -19,6 +19,10 @@ struct CurlTransportOptions {
 
 /// libcurl transport. One connection pool (a CURLSH sharing the connection cache, DNS and TLS
 /// sessions) per instance; easy handles are recycled so keep-alive connections are reused.
-std::unique_ptr<HttpTransport> MakeCurlTransport(CurlTransportOptions options);
+std::unique_ptr<Transport> MakeCurlTransport(CurlTransportOptions options);
+
+/// True when a transport error means the request never reached the server (so even a
+/// non-idempotent request may go to the next endpoint).
+bool IsConnectFailure(Status const& status);
 
 }  // namespace bai::internal

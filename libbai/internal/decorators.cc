@@ -9,24 +9,30 @@
 namespace bai::internal {
 namespace {
 
-class SigningTransport : public HttpTransport {
+// Plain requests stay plain for the inner transport (a mock scripts Send and SendStreaming
+// apart).
+StatusOr<ApiResponse> Forward(Transport& inner, TransportRequest const& request,
+                              std::function<bool(std::string_view)> const& on_data) {
+  return on_data ? inner.SendStreaming(request, on_data) : inner.Send(request);
+}
+
+class SigningTransport : public Transport {
  public:
-  SigningTransport(std::unique_ptr<HttpTransport> inner, std::string access_key,
-                   std::string secret_key,
+  SigningTransport(std::unique_ptr<Transport> inner, std::string access_key, std::string secret_key,
                    std::function<std::chrono::system_clock::time_point()> clock)
       : inner_(std::move(inner)),
         access_key_(std::move(access_key)),
         secret_key_(std::move(secret_key)),
         clock_(clock ? std::move(clock) : [] { return std::chrono::system_clock::now(); }) {}
 
-  StatusOr<ApiResponse> Send(HttpRequest const& request) override {
+  StatusOr<ApiResponse> Send(TransportRequest const& request) override {
     return SendStreaming(request, {});
   }
 
-  StatusOr<ApiResponse> SendStreaming(HttpRequest const& request,
+  StatusOr<ApiResponse> SendStreaming(TransportRequest const& request,
                                       std::function<bool(std::string_view)> on_data) override {
-    if (!request.sign || access_key_.empty()) return inner_->SendStreaming(request, on_data);
-    HttpRequest signed_request = request;
+    if (!request.sign || access_key_.empty()) return Forward(*inner_, request, on_data);
+    TransportRequest signed_request = request;
     protocol::SigningInput input;
     input.method = request.method;
     input.request_target = request.target;
@@ -39,11 +45,11 @@ class SigningTransport : public HttpTransport {
     signed_request.headers.emplace_back("Date", input.date);
     signed_request.headers.emplace_back(
         "Authorization", protocol::AuthorizationHeaderValue(access_key_, *signature, input.hash));
-    return inner_->SendStreaming(signed_request, on_data);
+    return Forward(*inner_, signed_request, on_data);
   }
 
  private:
-  std::unique_ptr<HttpTransport> inner_;
+  std::unique_ptr<Transport> inner_;
   std::string access_key_;
   std::string secret_key_;
   std::function<std::chrono::system_clock::time_point()> clock_;
@@ -83,16 +89,16 @@ std::string Cut(std::string_view raw) {
   return std::string(body.substr(0, kMax)) + "… (" + std::to_string(body.size()) + " bytes)";
 }
 
-class LoggingTransport : public HttpTransport {
+class LoggingTransport : public Transport {
  public:
-  LoggingTransport(std::unique_ptr<HttpTransport> inner, std::function<void(std::string_view)> sink)
+  LoggingTransport(std::unique_ptr<Transport> inner, std::function<void(std::string_view)> sink)
       : inner_(std::move(inner)), sink_(std::move(sink)) {}
 
-  StatusOr<ApiResponse> Send(HttpRequest const& request) override {
+  StatusOr<ApiResponse> Send(TransportRequest const& request) override {
     return SendStreaming(request, {});
   }
 
-  StatusOr<ApiResponse> SendStreaming(HttpRequest const& request,
+  StatusOr<ApiResponse> SendStreaming(TransportRequest const& request,
                                       std::function<bool(std::string_view)> on_data) override {
     sink_("> " + request.method + " " + request.origin + request.target);
     sink_("> Host: " + request.host);
@@ -108,7 +114,7 @@ class LoggingTransport : public HttpTransport {
         return on_data(chunk);
       };
     }
-    auto response = inner_->SendStreaming(request, logged);
+    auto response = Forward(*inner_, request, logged);
     if (!response.ok()) {
       sink_("! " + response.status().message());
       return response;
@@ -120,21 +126,21 @@ class LoggingTransport : public HttpTransport {
   }
 
  private:
-  std::unique_ptr<HttpTransport> inner_;
+  std::unique_ptr<Transport> inner_;
   std::function<void(std::string_view)> sink_;
 };
 
 }  // namespace
 
-std::unique_ptr<HttpTransport> MakeSigningTransport(
-    std::unique_ptr<HttpTransport> inner, std::string access_key, std::string secret_key,
+std::unique_ptr<Transport> MakeSigningTransport(
+    std::unique_ptr<Transport> inner, std::string access_key, std::string secret_key,
     std::function<std::chrono::system_clock::time_point()> clock) {
   return std::make_unique<SigningTransport>(std::move(inner), std::move(access_key),
                                             std::move(secret_key), std::move(clock));
 }
 
-std::unique_ptr<HttpTransport> MakeLoggingTransport(std::unique_ptr<HttpTransport> inner,
-                                                    std::function<void(std::string_view)> sink) {
+std::unique_ptr<Transport> MakeLoggingTransport(std::unique_ptr<Transport> inner,
+                                                std::function<void(std::string_view)> sink) {
   return std::make_unique<LoggingTransport>(std::move(inner), std::move(sink));
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Compiled with -std=c++17: every public header must work for C++17 research code.
 #include "bai/bai.h"
+#include "bai/mocks/mock_transport.h"
 
 #include <gtest/gtest.h>
 

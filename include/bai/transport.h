@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// The seam between the SDK and the network: requests and responses as plain structs, and the
+// Transport interface a Client sends through. The default transport is libcurl; set
+// Options::transport to supply another one (a test double, a different HTTP stack). Mocks for
+// tests: bai/mocks/mock_transport.h.
+
+#include "bai/export.h"
+#include "bai/status.h"
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace bai {
+
+/// One HTTP request to the manager, before signing.
+struct ApiRequest {
+  ApiRequest() = default;
+  ApiRequest(std::string m, std::string p) : method(std::move(m)), path(std::move(p)) {}
+
+  std::string method = "GET";
+  /// Path and query relative to the endpoint ("/session/abc/logs?kernel_id=…"). Characters that
+  /// are not allowed in a URL are percent-encoded; existing %XX escapes are kept.
+  std::string path = "/";
+  std::string body;
+  std::string content_type = "application/json";             ///< used only when body is not empty
+  std::vector<std::pair<std::string, std::string>> headers;  ///< extra headers
+  /// Overrides the method's idempotency (GET, HEAD, PUT, DELETE, OPTIONS are idempotent).
+  std::optional<bool> idempotent;
+  bool sign = true;  ///< false = anonymous even when the client has credentials
+};
+
+/// One HTTP response.
+struct ApiResponse {
+  int status = 0;
+  std::vector<std::pair<std::string, std::string>> headers;  ///< names lowercased
+  std::string body;
+
+  /// The first header called `name` (case-insensitive).
+  BAI_EXPORT std::optional<std::string> Header(std::string_view name) const;
+};
+
+/// A request as it goes on the wire: the Client has chosen the endpoint, the API version and
+/// the exact target. When `sign` is set the Client's signing layer adds Date and Authorization
+/// before the transport sees it, over exactly these `target`, `host` and headers.
+struct TransportRequest {
+  std::string method;
+  std::string origin;  ///< "http://127.0.0.1:8081": scheme and authority
+  std::string target;  ///< request-target: base path + path + "?" + query, percent-encoded
+  std::string host;    ///< Host header value (the authority as written in the endpoint)
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  std::string api_version;
+  bool sign = true;
+};
+
+/// Moves bytes. Implementations must be thread-safe: one Client sends from many threads.
+class BAI_EXPORT Transport {
+ public:
+  virtual ~Transport();
+  /// The response, whatever its status. Fails only when no HTTP response arrived (connection,
+  /// TLS, timeout): StatusCode::kUnavailable for a failure worth retrying.
+  virtual StatusOr<ApiResponse> Send(TransportRequest const& request) = 0;
+
+  /// Like Send, but a 2xx body goes to `on_data` as it arrives instead of into the response.
+  /// An empty chunk comes first, when the 2xx headers have arrived, and again about once a
+  /// second while the stream is quiet, so a caller can stop a silent stream; returning false
+  /// from `on_data` ends the transfer (not an error). Other statuses are buffered as usual.
+  virtual StatusOr<ApiResponse> SendStreaming(TransportRequest const& request,
+                                              std::function<bool(std::string_view)> on_data) = 0;
+};
+
+}  // namespace bai
