@@ -48,12 +48,31 @@ class SqlExecutor {
                                               std::vector<SqlValue> params = {}) = 0;
 };
 
+/// Named locks a transaction holds, exclusively and across every process on the database, from
+/// its start to its end (docs/adr/0009-database-locking.md). A transaction that reads state and
+/// then writes decisions based on it names the scope covering that state (the scheduling pass
+/// of resource group G takes "scheduling:G"), so two of them never decide on one snapshot. Rows
+/// a transaction only writes need no scope: conditional updates guard them.
+using LockScopes = std::vector<std::string>;
+
 /// A database: a pool of connections. Statements outside a transaction run on any connection;
 /// Transaction() runs `body` on one connection inside BEGIN … COMMIT (ROLLBACK when `body`
 /// returns an error). Thread-safe.
+///
+/// Locking contract: a transaction sees its own writes and holds `scopes` until it ends; it
+/// may see other transactions' commits between its statements (PostgreSQL's READ COMMITTED),
+/// so what it decides from several reads is only safe under a scope.
+///  - SQLite: BEGIN IMMEDIATE takes the database's single write lock, which covers every scope.
+///  - PostgreSQL (specified, not built): BEGIN; then `SELECT pg_advisory_xact_lock(
+///    hashtextextended(scope, 0))` per scope, in sorted order; released by COMMIT/ROLLBACK.
 class Database : public SqlExecutor {
  public:
-  virtual Status Transaction(std::function<Status(SqlExecutor&)> const& body) = 0;
+  virtual Status Transaction(LockScopes const& scopes,
+                             std::function<Status(SqlExecutor&)> const& body) = 0;
+  /// A transaction that holds no scope.
+  Status Transaction(std::function<Status(SqlExecutor&)> const& body) {
+    return Transaction(LockScopes{}, body);
+  }
   /// "sqlite" or "postgresql".
   virtual std::string Backend() const = 0;
 };
@@ -62,6 +81,22 @@ class Database : public SqlExecutor {
 /// per concurrent user (up to `max_connections`). `path` ":memory:" is refused (state must
 /// survive restarts and be shared by connections).
 StatusOr<std::unique_ptr<Database>> OpenSqlite(std::string const& path, int max_connections = 8);
+
+struct SqliteOptions {
+  int max_connections = 8;
+  enum class Isolation {
+    /// BEGIN IMMEDIATE: transactions run one at a time (the production mode).
+    kSerializable,
+    /// For tests of the locking contract only: a transaction's statements run one by one, each
+    /// seeing the latest commits, and nothing but its lock scopes (file locks beside the
+    /// database) keeps two transactions apart, as under PostgreSQL's READ COMMITTED. Not
+    /// atomic: a failing body leaves its earlier statements applied.
+    kReadCommittedForTests,
+  };
+  Isolation isolation = Isolation::kSerializable;
+};
+StatusOr<std::unique_ptr<Database>> OpenSqlite(std::string const& path,
+                                               SqliteOptions const& options);
 
 /// One schema step: applied once, in order, inside a transaction, recorded in schema_migrations.
 struct Migration {

@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/common/database.h"
 
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <map>
 #include <mutex>
 
@@ -224,10 +228,40 @@ class ReadLockAnchor {
   std::atomic<std::int64_t> renewed_{0};  ///< steady clock, ms
 };
 
+// Holds one lock scope in the kReadCommittedForTests mode: an exclusive flock on a file beside
+// the database, which excludes other connections of this process and other processes alike.
+class ScopeFileLock {
+ public:
+  ScopeFileLock(std::string const& db_path, std::string const& scope) {
+    std::uint64_t h = 1469598103934665603ULL;  // FNV-1a: a file name for any scope text
+    for (unsigned char c : scope) h = (h ^ c) * 1099511628211ULL;
+    char name[32];
+    std::snprintf(name, sizeof name, ".scope-%016llx", static_cast<unsigned long long>(h));
+    fd_ = ::open((db_path + name).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd_ >= 0 && ::flock(fd_, LOCK_EX) != 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+  }
+  ~ScopeFileLock() {
+    if (fd_ >= 0) ::close(fd_);  // closing releases the lock
+  }
+  ScopeFileLock(ScopeFileLock const&) = delete;
+  ScopeFileLock& operator=(ScopeFileLock const&) = delete;
+  bool held() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
+
 class SqliteDatabase : public Database {
  public:
-  SqliteDatabase(std::string path, int max_connections)
-      : path_(std::move(path)), max_connections_(max_connections) {}
+  using Database::Transaction;
+
+  SqliteDatabase(std::string path, SqliteOptions const& options)
+      : path_(std::move(path)),
+        max_connections_(std::max(1, options.max_connections)),
+        isolation_(options.isolation) {}
 
   StatusOr<std::unique_ptr<Connection>> Open() {
     sqlite3* db = nullptr;
@@ -280,11 +314,16 @@ class SqliteDatabase : public Database {
     return r;
   }
 
-  Status Transaction(std::function<Status(SqlExecutor&)> const& body) override {
+  Status Transaction(LockScopes const& scopes,
+                     std::function<Status(SqlExecutor&)> const& body) override {
+    if (isolation_ == SqliteOptions::Isolation::kReadCommittedForTests) {
+      return UnisolatedTransaction(scopes, body);
+    }
     auto lease = Acquire();
     if (!lease.ok()) return std::move(lease).status();
     auto& conn = **lease;
-    // IMMEDIATE takes the write lock up front, so two writers never deadlock on an upgrade.
+    // IMMEDIATE takes the write lock up front, so two writers never deadlock on an upgrade;
+    // that lock is the database's only one, so it holds every scope too.
     auto begun = conn.Exec("BEGIN IMMEDIATE", {});
     Status status = begun.ok() ? body(conn) : begun.status();
     if (begun.ok()) {
@@ -301,6 +340,25 @@ class SqliteDatabase : public Database {
   std::string Backend() const override { return "sqlite"; }
 
  private:
+  Status UnisolatedTransaction(LockScopes const& scopes,
+                               std::function<Status(SqlExecutor&)> const& body) {
+    LockScopes sorted = scopes;  // one order everywhere: no deadlock between two scopes
+    std::sort(sorted.begin(), sorted.end());
+    sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+    std::vector<std::unique_ptr<ScopeFileLock>> held;
+    for (auto const& scope : sorted) {
+      held.push_back(std::make_unique<ScopeFileLock>(path_, scope));
+      if (!held.back()->held()) {
+        return Status(StatusCode::kUnavailable, "cannot take lock scope " + scope);
+      }
+    }
+    auto lease = Acquire();
+    if (!lease.ok()) return std::move(lease).status();
+    Status status = body(**lease);  // autocommit: each statement commits on its own
+    Release(std::move(*lease));
+    return status;
+  }
+
   StatusOr<std::unique_ptr<Connection>> Acquire() {
     std::unique_lock<std::mutex> lock(mu_);
     ++waiting_;
@@ -348,6 +406,7 @@ class SqliteDatabase : public Database {
 
   std::string path_;
   int max_connections_;
+  SqliteOptions::Isolation isolation_;
   std::unique_ptr<ReadLockAnchor> anchor_;  ///< set once, before the pool is shared
   std::mutex mu_;
   std::condition_variable cv_;
@@ -359,6 +418,13 @@ class SqliteDatabase : public Database {
 }  // namespace
 
 StatusOr<std::unique_ptr<Database>> OpenSqlite(std::string const& path, int max_connections) {
+  SqliteOptions options;
+  options.max_connections = max_connections;
+  return OpenSqlite(path, options);
+}
+
+StatusOr<std::unique_ptr<Database>> OpenSqlite(std::string const& path,
+                                               SqliteOptions const& options) {
   // Memory statistics take a process-wide mutex on every SQLite allocation; we never read them.
   static bool const kConfigured = [] {
     sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
@@ -368,7 +434,7 @@ StatusOr<std::unique_ptr<Database>> OpenSqlite(std::string const& path, int max_
   if (path.empty() || path == ":memory:") {
     return Status(StatusCode::kInvalidArgument, "the database needs a file path");
   }
-  auto db = std::make_unique<SqliteDatabase>(path, std::max(1, max_connections));
+  auto db = std::make_unique<SqliteDatabase>(path, options);
   // Open one connection now so that a bad path fails at start-up, not at the first request.
   auto probe = db->Query("SELECT 1", {});
   if (!probe.ok()) return std::move(probe).status();

@@ -158,19 +158,28 @@ void AgentRegistry::Handle(Connection const& c, ap::Register const& m) {
   json images = json::array();
   for (auto const& i : m.images) images.push_back({{"name", i.name}, {"aliases", i.aliases}});
   std::string now = NowIso();
-  auto r = db_.Exec(
-      "INSERT INTO agents (id, scaling_group, status, architecture, available_slots, "
-      "slot_types, images, version, first_contact, last_heartbeat) "
-      "VALUES (?, ?, 'ALIVE', ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
-      "scaling_group = excluded.scaling_group, status = 'ALIVE', "
-      "architecture = excluded.architecture, available_slots = excluded.available_slots, "
-      "slot_types = excluded.slot_types, images = excluded.images, version = excluded.version, "
-      "last_heartbeat = excluded.last_heartbeat, lost_at = NULL",
-      {c.agent_id, group, m.architecture, internal::SlotsToJson(m.slots).dump(), slot_types.dump(),
-       images.dump(), m.agent_version, now, now});
+  // New capacity (smaller, or moved to another group) under the scheduling scopes of the groups
+  // it leaves and joins, so that no pass decides on the old figures meanwhile.
+  server::LockScopes scopes = {SchedulingScope(group)};
+  auto before = db_.Query("SELECT scaling_group FROM agents WHERE id = ?", {c.agent_id});
+  if (before.ok() && !before->empty()) scopes.push_back(SchedulingScope((*before)[0].Text(0)));
+  auto r = db_.Transaction(scopes, [&](server::SqlExecutor& tx) -> Status {
+    return tx
+        .Exec(
+            "INSERT INTO agents (id, scaling_group, status, architecture, available_slots, "
+            "slot_types, images, version, first_contact, last_heartbeat) "
+            "VALUES (?, ?, 'ALIVE', ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
+            "scaling_group = excluded.scaling_group, status = 'ALIVE', "
+            "architecture = excluded.architecture, available_slots = excluded.available_slots, "
+            "slot_types = excluded.slot_types, images = excluded.images, "
+            "version = excluded.version, last_heartbeat = excluded.last_heartbeat, lost_at = NULL",
+            {c.agent_id, group, m.architecture, internal::SlotsToJson(m.slots).dump(),
+             slot_types.dump(), images.dump(), m.agent_version, now, now})
+        .status();
+  });
   if (!r.ok()) {
     std::fprintf(stderr, "bai-manager: registering agent %s failed: %s\n", c.agent_id.c_str(),
-                 r.status().message().c_str());
+                 r.message().c_str());
     c.socket->Close();
     return;
   }
@@ -246,12 +255,21 @@ void AgentRegistry::Adopt(Connection const& c, ap::Register const& m, std::strin
 }
 
 void AgentRegistry::Handle(Connection const& c, ap::Heartbeat const& m) {
-  // A heartbeat without slots keeps the registered ones.
+  // A heartbeat without slots keeps the registered ones; new slots are a capacity change,
+  // made under the group's scheduling scope.
   std::string slots = m.slots ? internal::SlotsToJson(*m.slots).dump() : std::string();
-  (void)db_.Exec(
-      "UPDATE agents SET last_heartbeat = ?, status = 'ALIVE', lost_at = NULL, "
-      "available_slots = CASE WHEN ? = '' THEN available_slots ELSE ? END WHERE id = ?",
-      {NowIso(), slots, slots, c.agent_id});
+  server::LockScopes scopes;
+  if (!slots.empty()) {
+    auto group = db_.Query("SELECT scaling_group FROM agents WHERE id = ?", {c.agent_id});
+    if (group.ok() && !group->empty()) scopes.push_back(SchedulingScope((*group)[0].Text(0)));
+  }
+  (void)db_.Transaction(scopes, [&](server::SqlExecutor& tx) -> Status {
+    return tx
+        .Exec("UPDATE agents SET last_heartbeat = ?, status = 'ALIVE', lost_at = NULL, "
+              "available_slots = CASE WHEN ? = '' THEN available_slots ELSE ? END WHERE id = ?",
+              {NowIso(), slots, slots, c.agent_id})
+        .status();
+  });
 }
 
 void AgentRegistry::Handle(Connection const& c, ap::Response const& m) {

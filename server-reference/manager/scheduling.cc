@@ -56,145 +56,196 @@ std::chrono::system_clock::time_point TimeOf(std::string const& iso) {
 
 }  // namespace
 
+namespace {
+
+// What a pass reads besides the scheduler's input.
+struct PassState {
+  scheduler::Input in;
+  std::map<std::string, std::string> old_info;  // session → status_info before this pass
+  std::vector<std::string> to_cancel;           // sessions whose dependencies failed
+  std::set<std::string> access_keys;
+  std::map<std::string, scheduler::Keypair> usage;  // by access key: what its sessions hold
+};
+
+// Whether `s` waits for starts_at or its dependencies; a failed dependency cancels it.
+Status CheckReadiness(SqlExecutor& tx, std::string const& starts_at_or_empty,
+                      std::string const& deps_json, std::chrono::system_clock::time_point now,
+                      scheduler::Session& s, PassState& st) {
+  if (!starts_at_or_empty.empty() && TimeOf(starts_at_or_empty) > now) {
+    s.ready = false;
+    s.not_ready_reason = "waiting: starts at " + starts_at_or_empty;
+    return Status();
+  }
+  auto deps = internal::ParseJson(deps_json);
+  if (!deps || !deps->is_array()) return Status();
+  // after-ok: every dependency must have succeeded; one that failed cancels this one.
+  for (auto const& dep : *deps) {
+    if (!dep.is_string()) continue;
+    auto d = tx.Query("SELECT status, result FROM sessions WHERE id = ?", {dep.get<std::string>()});
+    if (!d.ok()) return d.status();
+    std::string status = d->empty() ? "CANCELLED" : (*d)[0].Text(0);
+    std::string result = d->empty() ? "failure" : (*d)[0].Text(1);
+    bool done = status == "TERMINATED" || status == "CANCELLED" || status == "ERROR";
+    if (done && result != "success") {
+      st.to_cancel.push_back(s.id);
+      s.ready = false;
+      return Status();
+    }
+    if (!done) {
+      s.ready = false;
+      s.not_ready_reason = "waiting: dependency " + dep.get<std::string>() + " is " + status;
+    }
+  }
+  return Status();
+}
+
+Status ReadQueue(SqlExecutor& tx, std::string const& scaling_group,
+                 std::chrono::system_clock::time_point now, PassState& st) {
+  auto pending = tx.Query(
+      "SELECT id, access_key, architecture, requested_slots, seq, created_at, starts_at, "
+      "dependencies, status_info, image, agent_list FROM sessions WHERE scaling_group = ? AND "
+      "status = 'PENDING' ORDER BY seq",
+      {scaling_group});
+  if (!pending.ok()) return pending.status();
+  for (auto const& r : *pending) {
+    scheduler::Session s;
+    s.id = r.Text(0);
+    s.access_key = r.Text(1);
+    s.architecture = r.Text(2);
+    s.requested = SlotsOf(r.Text(3));
+    s.image = r.Text(9);
+    s.agent_list = AgentListOf(r.Text(10));
+    s.enqueue_seq = r.Int(4);
+    s.enqueued_at = TimeOf(r.Text(5));
+    st.old_info[s.id] = r.Text(8);
+    st.access_keys.insert(s.access_key);
+    if (auto ready = CheckReadiness(tx, r.Text(6), r.Text(7), now, s, st); !ready.ok()) {
+      return ready;
+    }
+    st.in.pending.push_back(std::move(s));
+  }
+  return Status();
+}
+
+// The group's live agents with what the sessions on them hold, and what every keypair holds.
+Status ReadAgentsAndUsage(SqlExecutor& tx, std::string const& scaling_group, PassState& st) {
+  auto agents = tx.Query(
+      "SELECT id, architecture, available_slots, schedulable, images FROM agents "
+      "WHERE scaling_group = ? AND status = 'ALIVE' ORDER BY id",
+      {scaling_group});
+  if (!agents.ok()) return agents.status();
+  std::map<std::string, std::size_t> agent_index;
+  for (auto const& r : *agents) {
+    scheduler::Agent a;
+    a.id = r.Text(0);
+    a.architecture = r.Text(1);
+    a.capacity = SlotsOf(r.Text(2));
+    a.schedulable = r.Bool(3);
+    a.images = ImageNames(r.Text(4));
+    agent_index[a.id] = st.in.agents.size();
+    st.in.agents.push_back(std::move(a));
+  }
+  auto holding = tx.Query(
+      std::string("SELECT agent_id, access_key, requested_slots FROM sessions WHERE status IN ") +
+      kHoldingStatuses);
+  if (!holding.ok()) return holding.status();
+  auto add = [](protocol::ResourceSlots& into, protocol::ResourceSlots const& more) {
+    for (auto const& [k, v] : more) {
+      auto sum = into[k].Add(v);
+      into[k] = sum ? *sum : protocol::Decimal::Unlimited();
+    }
+  };
+  for (auto const& r : *holding) {
+    auto slots = SlotsOf(r.Text(2));
+    if (auto it = agent_index.find(r.Text(0)); it != agent_index.end()) {
+      add(st.in.agents[it->second].occupied, slots);
+    }
+    auto& u = st.usage[r.Text(1)];
+    u.active_sessions += 1;
+    add(u.occupied, slots);
+  }
+  return Status();
+}
+
+// The resource policies of the keypairs with sessions in the queue, with their usage.
+Status ReadPolicies(SqlExecutor& tx, PassState& st) {
+  for (auto const& ak : st.access_keys) {
+    auto policy = tx.Query(
+        "SELECT p.max_concurrent_sessions, p.total_resource_slots, p.default_for_unspecified "
+        "FROM keypairs k JOIN keypair_resource_policies p ON k.resource_policy = p.name "
+        "WHERE k.access_key = ?",
+        {ak});
+    if (!policy.ok()) return policy.status();
+    if (policy->empty()) continue;
+    scheduler::Keypair kp = st.usage[ak];
+    kp.max_concurrent_sessions = static_cast<int>((*policy)[0].Int(0));
+    kp.total_resource_slots = SlotsOf((*policy)[0].Text(1));
+    kp.unspecified_unlimited = (*policy)[0].Text(2) != "LIMITED";
+    st.in.keypairs[ak] = kp;
+  }
+  return Status();
+}
+
+// Writes the pass's outcome; returns how many sessions were placed.
+StatusOr<int> ApplyDecisions(SqlExecutor& tx, PassState const& st,
+                             std::vector<scheduler::Decision> const& decisions) {
+  for (auto const& id : st.to_cancel) {
+    TransitionDetails d;
+    d.status_info = "dependency-failed";
+    d.event = "session_cancelled";
+    d.reason = "dependency-failed";
+    auto r = TransitionIn(tx, id, SessionStatus::kPending, SessionStatus::kCancelled, d);
+    if (!r.ok()) return r.status();
+  }
+  int placed = 0;
+  for (auto const& decision : decisions) {
+    if (std::find(st.to_cancel.begin(), st.to_cancel.end(), decision.session_id) !=
+        st.to_cancel.end()) {
+      continue;
+    }
+    if (decision.agent_id) {
+      TransitionDetails d;
+      d.event = "session_scheduled";
+      d.agent_id = decision.agent_id;
+      auto r = TransitionIn(tx, decision.session_id, SessionStatus::kPending,
+                            SessionStatus::kScheduled, d);
+      if (!r.ok()) return r.status();
+      placed += *r ? 1 : 0;
+    } else if (st.old_info.at(decision.session_id) != decision.status_info) {
+      auto r = tx.Exec("UPDATE sessions SET status_info = ? WHERE id = ? AND status = 'PENDING'",
+                       {decision.status_info, decision.session_id});
+      if (!r.ok()) return r.status();
+    }
+  }
+  return placed;
+}
+
+}  // namespace
+
+std::string SchedulingScope(std::string const& scaling_group) {
+  return "scheduling:" + scaling_group;
+}
+
 StatusOr<int> RunSchedulingPass(server::Database& db, std::string const& scaling_group,
                                 std::chrono::system_clock::time_point now,
                                 std::chrono::seconds max_head_wait) {
   int placed = 0;
-  auto status = db.Transaction([&](SqlExecutor& tx) -> Status {
-    auto pending = tx.Query(
-        "SELECT id, access_key, architecture, requested_slots, seq, created_at, starts_at, "
-        "dependencies, status_info, image, agent_list FROM sessions WHERE scaling_group = ? AND "
-        "status = 'PENDING' ORDER BY seq",
-        {scaling_group});
-    if (!pending.ok()) return pending.status();
-    if (pending->empty()) return Status();
-
-    scheduler::Input in;
-    in.now = now;
-    in.max_head_wait = max_head_wait;
-    std::map<std::string, std::string> old_info;
-    std::vector<std::string> to_cancel;
-    std::set<std::string> access_keys;
-    for (auto const& r : *pending) {
-      scheduler::Session s;
-      s.id = r.Text(0);
-      s.access_key = r.Text(1);
-      s.architecture = r.Text(2);
-      s.requested = SlotsOf(r.Text(3));
-      s.image = r.Text(9);
-      s.agent_list = AgentListOf(r.Text(10));
-      s.enqueue_seq = r.Int(4);
-      s.enqueued_at = TimeOf(r.Text(5));
-      old_info[s.id] = r.Text(8);
-      access_keys.insert(s.access_key);
-      if (auto starts = r.OptText(6); starts && TimeOf(*starts) > now) {
-        s.ready = false;
-        s.not_ready_reason = "waiting: starts at " + *starts;
-      }
-      auto deps = internal::ParseJson(r.Text(7));
-      if (s.ready && deps && deps->is_array() && !deps->empty()) {
-        // after-ok: every dependency must have succeeded; one that failed cancels this one.
-        for (auto const& dep : *deps) {
-          if (!dep.is_string()) continue;
-          auto d = tx.Query("SELECT status, result FROM sessions WHERE id = ?",
-                            {dep.get<std::string>()});
-          if (!d.ok()) return d.status();
-          std::string st = d->empty() ? "CANCELLED" : (*d)[0].Text(0);
-          std::string result = d->empty() ? "failure" : (*d)[0].Text(1);
-          bool done = st == "TERMINATED" || st == "CANCELLED" || st == "ERROR";
-          if (done && result != "success") {
-            to_cancel.push_back(s.id);
-            s.ready = false;
-            break;
-          }
-          if (!done) {
-            s.ready = false;
-            s.not_ready_reason = "waiting: dependency " + dep.get<std::string>() + " is " + st;
-          }
-        }
-      }
-      in.pending.push_back(std::move(s));
-    }
-
-    auto agents = tx.Query(
-        "SELECT id, architecture, available_slots, schedulable, images FROM agents "
-        "WHERE scaling_group = ? AND status = 'ALIVE' ORDER BY id",
-        {scaling_group});
-    if (!agents.ok()) return agents.status();
-    std::map<std::string, std::size_t> agent_index;
-    for (auto const& r : *agents) {
-      scheduler::Agent a;
-      a.id = r.Text(0);
-      a.architecture = r.Text(1);
-      a.capacity = SlotsOf(r.Text(2));
-      a.schedulable = r.Bool(3);
-      a.images = ImageNames(r.Text(4));
-      agent_index[a.id] = in.agents.size();
-      in.agents.push_back(std::move(a));
-    }
-    auto holding =
-        tx.Query(std::string("SELECT agent_id, access_key, requested_slots FROM sessions "
-                             "WHERE status IN ") +
-                 kHoldingStatuses);
-    if (!holding.ok()) return holding.status();
-    std::map<std::string, scheduler::Keypair> usage;
-    for (auto const& r : *holding) {
-      auto slots = SlotsOf(r.Text(2));
-      if (auto it = agent_index.find(r.Text(0)); it != agent_index.end()) {
-        auto& occupied = in.agents[it->second].occupied;
-        for (auto const& [k, v] : slots) {
-          auto sum = occupied[k].Add(v);
-          occupied[k] = sum ? *sum : protocol::Decimal::Unlimited();
-        }
-      }
-      auto& u = usage[r.Text(1)];
-      u.active_sessions += 1;
-      for (auto const& [k, v] : slots) {
-        auto sum = u.occupied[k].Add(v);
-        u.occupied[k] = sum ? *sum : protocol::Decimal::Unlimited();
-      }
-    }
-    for (auto const& ak : access_keys) {
-      auto policy = tx.Query(
-          "SELECT p.max_concurrent_sessions, p.total_resource_slots, p.default_for_unspecified "
-          "FROM keypairs k JOIN keypair_resource_policies p ON k.resource_policy = p.name "
-          "WHERE k.access_key = ?",
-          {ak});
-      if (!policy.ok()) return policy.status();
-      if (policy->empty()) continue;
-      scheduler::Keypair kp = usage[ak];
-      kp.max_concurrent_sessions = static_cast<int>((*policy)[0].Int(0));
-      kp.total_resource_slots = SlotsOf((*policy)[0].Text(1));
-      kp.unspecified_unlimited = (*policy)[0].Text(2) != "LIMITED";
-      in.keypairs[ak] = kp;
-    }
-
-    for (auto const& id : to_cancel) {
-      TransitionDetails d;
-      d.status_info = "dependency-failed";
-      d.event = "session_cancelled";
-      d.reason = "dependency-failed";
-      auto r = TransitionIn(tx, id, SessionStatus::kPending, SessionStatus::kCancelled, d);
-      if (!r.ok()) return r.status();
-    }
-    for (auto const& decision : scheduler::Schedule(in)) {
-      if (std::find(to_cancel.begin(), to_cancel.end(), decision.session_id) != to_cancel.end()) {
-        continue;
-      }
-      if (decision.agent_id) {
-        TransitionDetails d;
-        d.event = "session_scheduled";
-        d.agent_id = decision.agent_id;
-        auto r = TransitionIn(tx, decision.session_id, SessionStatus::kPending,
-                              SessionStatus::kScheduled, d);
-        if (!r.ok()) return r.status();
-        placed += *r ? 1 : 0;
-      } else if (old_info[decision.session_id] != decision.status_info) {
-        auto r = tx.Exec("UPDATE sessions SET status_info = ? WHERE id = ? AND status = 'PENDING'",
-                         {decision.status_info, decision.session_id});
-        if (!r.ok()) return r.status();
-      }
-    }
+  // The pass decides from what it read: its scope keeps a second pass over the same group (on
+  // this manager or another) from deciding on the same free capacity.
+  auto status = db.Transaction({SchedulingScope(scaling_group)}, [&](SqlExecutor& tx) -> Status {
+    PassState st;
+    st.in.now = now;
+    st.in.max_head_wait = max_head_wait;
+    // Capacity first, then the queue: without the scope, a pass could read capacity before
+    // another pass's placements and the queue after them (the test in
+    // scheduling_concurrency_test.cc does exactly that).
+    if (auto s = ReadAgentsAndUsage(tx, scaling_group, st); !s.ok()) return s;
+    if (auto s = ReadQueue(tx, scaling_group, now, st); !s.ok()) return s;
+    if (st.in.pending.empty()) return Status();
+    if (auto s = ReadPolicies(tx, st); !s.ok()) return s;
+    auto applied = ApplyDecisions(tx, st, scheduler::Schedule(st.in));
+    if (!applied.ok()) return applied.status();
+    placed = *applied;
     return Status();
   });
   if (!status.ok()) return status;

@@ -35,6 +35,9 @@ std::string const& ReadColumns() {
   return kRead;
 }
 
+// Taken by every insert into the queue (server::LockScopes): positions come from MAX(seq).
+constexpr char kQueueScope[] = "session-queue";
+
 constexpr char kActive[] = "status NOT IN ('TERMINATED', 'CANCELLED')";
 
 SqlValue Opt(std::optional<std::string> const& v) { return v ? SqlValue(*v) : SqlValue(nullptr); }
@@ -137,7 +140,8 @@ Status SessionStore::Create(SessionRecord& s) {
   s.status = "PENDING";
   s.status_history = json{{"PENDING", now}}.dump();
   s.requested_json = internal::SlotsToJson(s.requested).dump();
-  return db_.Transaction([&](SqlExecutor& tx) -> Status {
+  // The next queue position is read, then written: under the queue's scope.
+  return db_.Transaction({kQueueScope}, [&](SqlExecutor& tx) -> Status {
     auto seq = tx.Query("SELECT COALESCE(MAX(seq), 0) + 1 FROM sessions");
     if (!seq.ok()) return seq.status();
     s.seq = (*seq)[0].Int(0);
