@@ -5,6 +5,8 @@
 #include "libbai/internal/json_codec.h"
 #include "libbai/internal/text.h"
 
+#include <CLI/CLI.hpp>
+
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -102,4 +104,16 @@ int RunApi(ApiOptions const& options, Context& ctx) {
   return 0;
 }
 
+void AddApiCommands(CommandSet& set) {
+  auto& o = set.Keep<ApiOptions>();
+  auto* api =
+      set.root().add_subcommand("api", "Send a raw signed request and print the response body");
+  api->add_option("METHOD", o.method, "HTTP method (GET, POST, …)")->required();
+  api->add_option("PATH", o.path, "Path and query, e.g. /auth?echo=hi")->required();
+  api->add_option("-d,--data", o.data, "Request body: JSON, @FILE, or @- for stdin");
+  api->add_option("-H,--header", o.headers, "Extra header 'Name: value' (repeatable)")
+      ->allow_extra_args(false);
+  api->add_flag("--anonymous", o.anonymous, "Send the request unsigned");
+  set.OnRun(api, [&o, &ctx = set.ctx()] { return RunApi(o, ctx); });
+}
 }  // namespace bai::cli

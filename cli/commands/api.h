@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "cli/command_set.h"
 #include "cli/context.h"
 
 #include <string>
@@ -20,4 +21,6 @@ struct ApiOptions {
 /// prints the problem on stderr and exits with the code for its type.
 int RunApi(ApiOptions const& options, Context& ctx);
 
+/// `bai api METHOD PATH …`.
+void AddApiCommands(CommandSet& set);
 }  // namespace bai::cli

@@ -3,10 +3,25 @@
 
 #include "cli/exit_codes.h"
 
+#include <CLI/CLI.hpp>
+
 #include <ostream>
 
 namespace bai::cli {
 namespace {
+
+CommandNode Describe(CLI::App const& app) {
+  CommandNode node;
+  node.name = app.get_name();
+  for (CLI::Option const* opt : app.get_options()) {
+    if (opt->nonpositional()) {
+      for (auto const& s : opt->get_snames()) node.flags.push_back("-" + s);
+      for (auto const& l : opt->get_lnames()) node.flags.push_back("--" + l);
+    }
+  }
+  for (CLI::App const* sub : app.get_subcommands({})) node.children.push_back(Describe(*sub));
+  return node;
+}
 
 std::string Join(std::vector<std::string> const& words) {
   std::string out;
@@ -128,6 +143,16 @@ int RunCompletion(std::string const& shell, CommandNode const& root, Context& ct
     return kExitUsage;
   }
   return 0;
+}
+
+void AddCompletionCommands(CommandSet& set) {
+  auto& shell = set.Keep<std::string>();
+  auto* completion = set.root().add_subcommand("completion", "Print a shell completion script");
+  completion->add_option("SHELL", shell, "bash, zsh or fish")
+      ->required()
+      ->check(CLI::IsMember({"bash", "zsh", "fish"}));
+  set.OnRun(completion,
+            [&set, &shell] { return RunCompletion(shell, Describe(set.root()), set.ctx()); });
 }
 
 }  // namespace bai::cli

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "cli/command_set.h"
 #include "cli/context.h"
 
 #include <string>
@@ -17,5 +18,8 @@ struct CommandNode {
 
 /// `bai completion bash|zsh|fish`: prints a completion script for the shell.
 int RunCompletion(std::string const& shell, CommandNode const& root, Context& ctx);
+
+/// `bai completion SHELL`, generated from the whole tree as parsed.
+void AddCompletionCommands(CommandSet& set);
 
 }  // namespace bai::cli

@@ -3,6 +3,7 @@
 
 #include "cli/exit_codes.h"
 
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #include <termios.h>
 #include <unistd.h>
@@ -165,4 +166,29 @@ int RunConfigSet(ConfigSetOptions const& options, Context& ctx) {
   return 0;
 }
 
+void AddConfigCommands(CommandSet& set) {
+  Context& ctx = set.ctx();
+  auto* config = set.root().add_subcommand("config", "Show and change settings");
+  config->require_subcommand(0, 1);
+  set.OnRunDefault(config, [&ctx] { return RunConfigList(ctx); });
+  auto* list = config->add_subcommand("list", "Show every setting, its source and the server");
+  set.OnRun(list, [&ctx] { return RunConfigList(ctx); });
+
+  auto& get_options = set.Keep<ConfigGetOptions>();
+  auto* get = config->add_subcommand("get", "Print one setting");
+  get->add_option("KEY", get_options.key, "Setting name")->required();
+  get->add_flag("--reveal", get_options.reveal, "Print a secret in clear");
+  set.OnRun(get, [&] { return RunConfigGet(get_options, ctx); });
+
+  auto& set_options = set.Keep<ConfigSetOptions>();
+  auto& value = set.Keep<std::string>();
+  auto* put = config->add_subcommand(
+      "set", "Store a setting in the profile (secrets are read from a prompt or stdin)");
+  put->add_option("KEY", set_options.key, "Setting name")->required();
+  auto* value_opt = put->add_option("VALUE", value, "Value (not for secrets)");
+  set.OnRun(put, [&, value_opt] {
+    if (value_opt->count() > 0) set_options.value = value;
+    return RunConfigSet(set_options, ctx);
+  });
+}
 }  // namespace bai::cli

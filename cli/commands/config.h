@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "cli/command_set.h"
 #include "cli/context.h"
 
 #include <optional>
@@ -25,4 +26,6 @@ int RunConfigGet(ConfigGetOptions const& options, Context& ctx);
 /// `bai config set KEY [VALUE]`: secrets never come from argv.
 int RunConfigSet(ConfigSetOptions const& options, Context& ctx);
 
+/// `bai config [list|get|set]`.
+void AddConfigCommands(CommandSet& set);
 }  // namespace bai::cli

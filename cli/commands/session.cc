@@ -5,6 +5,7 @@
 
 #include "cli/exit_codes.h"
 
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #include <signal.h>
 #include <sodium.h>
@@ -361,6 +362,79 @@ int RunSessionCommit(CommitOptions const& options, Context& ctx) {
             << (last->event == "bgtask_cancelled" ? "was cancelled" : "failed")
             << (last->message.empty() ? "" : ": " + last->message) << "\n";
   return kExitError;
+}
+
+namespace {
+
+constexpr char kSessionRef[] = "Session id, name or unique prefix";
+
+void AddRun(CommandSet& set, CLI::App& parent, std::string const& description) {
+  auto& o = set.Keep<RunOptions>();
+  auto* run = parent.add_subcommand("run", description);
+  run->add_option("IMAGE", o.image, "Image name or alias")->required();
+  run->add_option("COMMAND", o.command, "The job's command, after --");
+  run->add_option("-c,--code", o.code,
+                  "Run CODE in the image's interpreter instead (query mode; '-' reads stdin)");
+  run->add_option("--name", o.name, "Session name (default: run-XXXXXXXX)");
+  // One value per flag, so `-r cpu=2 IMAGE` does not swallow the image.
+  run->add_option("-r,--resource", o.resources, "Resource: SLOT=AMOUNT (repeatable)")
+      ->allow_extra_args(false);
+  run->add_option("-e,--env", o.env, "Environment variable KEY=VALUE (repeatable)")
+      ->allow_extra_args(false);
+  run->add_option("--group", o.group, "Project (default: the configured group)");
+  run->add_option("--scaling-group", o.scaling_group, "Resource group");
+  run->add_option("--timeout", o.batch_timeout, "Stop the job after SECONDS")
+      ->check(CLI::PositiveNumber);
+  run->add_flag("--detach", o.detach, "Queue the job, print its session id, return");
+  set.OnRun(run, [&o, &ctx = set.ctx()] { return RunRun(o, ctx); });
+}
+
+void AddLogs(CommandSet& set, CLI::App& parent, std::string const& description) {
+  auto& session = set.Keep<std::string>();
+  auto* logs = parent.add_subcommand("logs", description);
+  logs->add_option("SESSION", session, kSessionRef)->required();
+  set.OnRun(logs, [&session, &ctx = set.ctx()] { return RunLogs(session, ctx); });
+}
+
+void AddRm(CommandSet& set, CLI::App& parent, std::string const& description) {
+  auto& sessions = set.Keep<std::vector<std::string>>();
+  auto& forced = set.Keep<bool>();
+  auto* rm = parent.add_subcommand("rm", description);
+  rm->add_option("SESSION", sessions, "Session ids, names or unique prefixes")->required();
+  rm->add_flag("--force", forced, "Destroy even if the kernel does not answer");
+  set.OnRun(rm, [&sessions, &forced, &ctx = set.ctx()] { return RunRm(sessions, forced, ctx); });
+}
+
+void AddCommit(CommandSet& set, CLI::App& parent) {
+  auto& o = set.Keep<CommitOptions>();
+  auto* commit = parent.add_subcommand(
+      "commit", "Archive a running session's files (/home/work, /tmp) into a tar on its agent");
+  commit->add_option("SESSION", o.session, kSessionRef)->required();
+  commit->add_option("--filename", o.filename, "Archive file name (default: SESSION-TIME.tar)");
+  commit->add_flag("--wait", o.wait, "Wait until it is written; exit 1 if it failed");
+  set.OnRun(commit, [&o, &ctx = set.ctx()] { return RunSessionCommit(o, ctx); });
+}
+
+}  // namespace
+
+void AddSessionCommands(CommandSet& set) {
+  CLI::App& root = set.root();
+  AddRun(set, root,
+         "Run a batch job and exit with its exit code: bai run IMAGE -- CMD ARG… (alias of "
+         "`bai session run`)");
+  AddLogs(set, root, "Print a session's output (alias of `bai session logs`)");
+  AddRm(set, root, "Destroy sessions (alias of `bai session rm`)");
+
+  auto* session = root.add_subcommand("session", "Compute sessions: run, info, logs, rm, commit");
+  session->require_subcommand(1);
+  AddRun(set, *session, "Run a batch job and exit with its exit code: IMAGE -- CMD ARG…");
+  auto& info_session = set.Keep<std::string>();
+  auto* info = session->add_subcommand("info", "Show a session");
+  info->add_option("SESSION", info_session, kSessionRef)->required();
+  set.OnRun(info, [&info_session, &ctx = set.ctx()] { return RunSessionInfo(info_session, ctx); });
+  AddLogs(set, *session, "Print a session's output");
+  AddRm(set, *session, "Destroy sessions");
+  AddCommit(set, *session);
 }
 
 }  // namespace bai::cli

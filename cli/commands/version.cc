@@ -4,6 +4,8 @@
 #include "bai/protocol/api_version.h"
 #include "bai/version.h"
 
+#include <CLI/CLI.hpp>
+
 #include <ostream>
 
 namespace bai::cli {
@@ -21,4 +23,8 @@ int RunVersion(Context& ctx) {
   return 0;
 }
 
+void AddVersionCommands(CommandSet& set) {
+  auto* version = set.root().add_subcommand("version", "Print the version of bai and libbai");
+  set.OnRun(version, [&ctx = set.ctx()] { return RunVersion(ctx); });
+}
 }  // namespace bai::cli

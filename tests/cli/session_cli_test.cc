@@ -152,5 +152,21 @@ TEST_F(SessionCliTest, InfoLogsAndRm) {
   EXPECT_EQ(Bai({"session", "info", "no-such-session"}).exit_code, 5);
 }
 
+TEST_F(SessionCliTest, SessionVerbsAndTheirTopLevelAliasesAgree) {
+  auto run = Bai({"session", "run", "--name", "noun-job", "python", "--", "sh", "-c", "exit 4"});
+  EXPECT_EQ(run.exit_code, 4) << run.err;
+  auto by_noun = Bai({"session", "logs", "noun-job"});
+  auto by_alias = Bai({"logs", "noun-job"});
+  EXPECT_EQ(by_noun.exit_code, 0) << by_noun.err;
+  EXPECT_THAT(by_noun.out, HasSubstr("exit 4"));
+  EXPECT_EQ(by_noun.out, by_alias.out);
+  auto queued =
+      Bai({"session", "run", "--detach", "--name", "noun-rm", "-r", "cpu=64", "python", "--", "x"});
+  ASSERT_EQ(queued.exit_code, 0) << queued.err;
+  EXPECT_EQ(Bai({"session", "rm", "noun-rm"}).exit_code, 0);
+  EXPECT_EQ(Bai({"rm", "noun-rm"}).exit_code, 5) << "gone by either name";
+  EXPECT_EQ(Bai({"session"}).exit_code, 2) << "a noun needs a verb";
+}
+
 }  // namespace
 }  // namespace bai
