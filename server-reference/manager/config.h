@@ -3,7 +3,7 @@
 
 #include "bai/status.h"
 
-#include "server-reference/manager/login_throttle.h"
+#include "server-reference/manager/api/login_throttle.h"
 
 #include <cstdint>
 #include <string>

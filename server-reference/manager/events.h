@@ -2,8 +2,8 @@
 #pragma once
 
 #include "server-reference/common/http.h"
-#include "server-reference/manager/bgtasks.h"
-#include "server-reference/manager/sessions.h"
+#include "server-reference/manager/state/bgtasks.h"
+#include "server-reference/manager/state/sessions.h"
 
 #include <chrono>
 #include <condition_variable>

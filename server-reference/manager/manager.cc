@@ -3,8 +3,8 @@
 
 #include "bai/version.h"
 
-#include "server-reference/manager/scheduling.h"
-#include "server-reference/manager/schema.h"
+#include "server-reference/manager/scheduler/scheduling.h"
+#include "server-reference/manager/state/schema.h"
 
 #include <sys/stat.h>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The auth handlers called directly through ManagerApi::Handle with a FakeExchange: no socket,
 // a clock the test moves.
-#include "server-reference/manager/api.h"
+#include "server-reference/manager/api/api.h"
 #include "server-reference/manager/manager.h"
 #include "tests/testing_util/fake_exchange.h"
 #include "tests/testing_util/subprocess.h"

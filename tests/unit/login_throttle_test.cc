@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "server-reference/manager/login_throttle.h"
+#include "server-reference/manager/api/login_throttle.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "server-reference/manager/scheduler.h"
+#include "server-reference/manager/scheduler/scheduler.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "server-reference/manager/scheduling.h"
+#include "server-reference/manager/scheduler/scheduling.h"
 
 #include "bai/protocol/errors.h"
 #include "bai/protocol/signing.h"
 
 #include "libbai/internal/json_codec.h"
-#include "server-reference/manager/scheduler.h"
-#include "server-reference/manager/sessions.h"
+#include "server-reference/manager/scheduler/scheduler.h"
+#include "server-reference/manager/state/sessions.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "server-reference/manager/params.h"
+#include "server-reference/manager/api/params.h"
 
 #include "bai/protocol/errors.h"
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "server-reference/manager/api.h"
+#include "server-reference/manager/api/api.h"
 
 #include "bai/protocol/api_version.h"
 #include "bai/protocol/errors.h"
@@ -8,11 +8,11 @@
 #include "libbai/internal/json_codec.h"
 #include "server-reference/common/agent_protocol.h"
 #include "server-reference/common/problem.h"
-#include "server-reference/manager/agents.h"
-#include "server-reference/manager/bootstrap.h"
-#include "server-reference/manager/handler_util.h"
-#include "server-reference/manager/params.h"
-#include "server-reference/manager/scheduling.h"
+#include "server-reference/manager/agents/agents.h"
+#include "server-reference/manager/state/bootstrap.h"
+#include "server-reference/manager/api/handler_util.h"
+#include "server-reference/manager/api/params.h"
+#include "server-reference/manager/scheduler/scheduling.h"
 
 #include <nlohmann/json.hpp>
 

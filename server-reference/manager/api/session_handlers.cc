@@ -6,14 +6,14 @@
 
 #include "libbai/internal/json_codec.h"
 #include "server-reference/common/problem.h"
-#include "server-reference/manager/agents.h"
-#include "server-reference/manager/api.h"
-#include "server-reference/manager/bootstrap.h"
+#include "server-reference/manager/agents/agents.h"
+#include "server-reference/manager/api/api.h"
+#include "server-reference/manager/state/bootstrap.h"
 #include "server-reference/manager/events.h"
-#include "server-reference/manager/handler_util.h"
-#include "server-reference/manager/params.h"
-#include "server-reference/manager/scheduling.h"
-#include "server-reference/manager/sessions.h"
+#include "server-reference/manager/api/handler_util.h"
+#include "server-reference/manager/api/params.h"
+#include "server-reference/manager/scheduler/scheduling.h"
+#include "server-reference/manager/state/sessions.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "server-reference/manager/sessions.h"
+#include "server-reference/manager/state/sessions.h"
 
 #include "bai/protocol/errors.h"
 #include "bai/protocol/signing.h"
 
 #include "libbai/internal/json_codec.h"
-#include "server-reference/manager/bootstrap.h"
+#include "server-reference/manager/state/bootstrap.h"
 
 #include <nlohmann/json.hpp>
 

@@ -4,9 +4,9 @@
 #include "server-reference/common/http.h"
 #include "server-reference/common/router.h"
 #include "server-reference/common/work_pool.h"
-#include "server-reference/manager/auth.h"
-#include "server-reference/manager/login_throttle.h"
-#include "server-reference/manager/store.h"
+#include "server-reference/manager/api/auth.h"
+#include "server-reference/manager/api/login_throttle.h"
+#include "server-reference/manager/state/store.h"
 
 #include <chrono>
 #include <cstddef>

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "server-reference/manager/bgtasks.h"
+#include "server-reference/manager/state/bgtasks.h"
 
-#include "server-reference/manager/bootstrap.h"
-#include "server-reference/manager/store.h"
+#include "server-reference/manager/state/bootstrap.h"
+#include "server-reference/manager/state/store.h"
 
 #include <nlohmann/json.hpp>
 

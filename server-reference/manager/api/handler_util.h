@@ -6,9 +6,9 @@
 
 #include "server-reference/common/http.h"
 #include "server-reference/common/problem.h"
-#include "server-reference/manager/api.h"
-#include "server-reference/manager/params.h"
-#include "server-reference/manager/sessions.h"
+#include "server-reference/manager/api/api.h"
+#include "server-reference/manager/api/params.h"
+#include "server-reference/manager/state/sessions.h"
 
 #include <nlohmann/json.hpp>
 

@@ -6,7 +6,7 @@
 #include "bai/status.h"
 
 #include "server-reference/common/database.h"
-#include "server-reference/manager/store.h"
+#include "server-reference/manager/state/store.h"
 
 #include <cstdint>
 #include <optional>

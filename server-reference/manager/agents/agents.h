@@ -4,8 +4,8 @@
 #include "server-reference/common/agent_messages.h"
 #include "server-reference/common/database.h"
 #include "server-reference/common/http.h"
-#include "server-reference/manager/bgtasks.h"
-#include "server-reference/manager/sessions.h"
+#include "server-reference/manager/state/bgtasks.h"
+#include "server-reference/manager/state/sessions.h"
 
 #include <chrono>
 #include <functional>

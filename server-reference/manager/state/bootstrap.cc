@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "server-reference/manager/bootstrap.h"
+#include "server-reference/manager/state/bootstrap.h"
 
 #include "libbai/internal/json_codec.h"
 

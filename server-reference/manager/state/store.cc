@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "server-reference/manager/store.h"
+#include "server-reference/manager/state/store.h"
 
 #include "bai/protocol/errors.h"
 #include "bai/protocol/resource.h"
 
 #include "libbai/internal/json_codec.h"
-#include "server-reference/manager/bootstrap.h"
+#include "server-reference/manager/state/bootstrap.h"
 
 #include <chrono>
 #include <ctime>

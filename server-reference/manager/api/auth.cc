@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "server-reference/manager/auth.h"
+#include "server-reference/manager/api/auth.h"
 
 #include "bai/protocol/errors.h"
 #include "bai/protocol/signing.h"

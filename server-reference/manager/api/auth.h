@@ -4,7 +4,7 @@
 #include "bai/status.h"
 
 #include "server-reference/common/http.h"
-#include "server-reference/manager/store.h"
+#include "server-reference/manager/state/store.h"
 
 #include <chrono>
 #include <cstdint>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "server-reference/manager/agents.h"
+#include "server-reference/manager/agents/agents.h"
 
 #include "bai/protocol/errors.h"
 #include "bai/protocol/signing.h"
@@ -7,8 +7,8 @@
 #include "libbai/internal/json_codec.h"
 #include "server-reference/common/agent_protocol.h"
 #include "server-reference/common/json_fields.h"
-#include "server-reference/manager/scheduling.h"
-#include "server-reference/manager/store.h"
+#include "server-reference/manager/scheduler/scheduling.h"
+#include "server-reference/manager/state/store.h"
 
 #include <nlohmann/json.hpp>
 

@@ -3,7 +3,7 @@
 
 #include "bai/status.h"
 
-#include "server-reference/manager/store.h"
+#include "server-reference/manager/state/store.h"
 
 #include <string>
 

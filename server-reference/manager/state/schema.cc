@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "server-reference/manager/schema.h"
+#include "server-reference/manager/state/schema.h"
 
 namespace bai::manager {
 
