@@ -3,6 +3,7 @@
 
 #include "bai/version.h"
 
+#include "server-reference/manager/api/routes.h"
 #include "server-reference/manager/scheduler/scheduling.h"
 #include "server-reference/manager/state/schema.h"
 
@@ -50,8 +51,10 @@ StatusOr<std::unique_ptr<Manager>> Manager::Start(ManagerConfig const& config) {
   api_options.login_limits = config.login_limits;
   m->api_ = std::make_unique<ManagerApi>(*m->state_.store, std::move(api_options));
   auto* raw = m.get();
-  m->api_->AddSessionRoutes(*m->sessions_, *m->hub_,
-                            [raw](std::string const& group) { raw->Schedule(group); });
+  RegisterAuthRoutes(*m->api_);
+  RegisterClusterRoutes(*m->api_);
+  RegisterSessionRoutes(*m->api_, *m->sessions_, *m->hub_,
+                        [raw](std::string const& group) { raw->Schedule(group); });
   // The safety pass: catches what no event triggered (starts_at, finished dependencies, other
   // managers' changes).
   m->hub_->Every(std::chrono::seconds(5), [raw] {
@@ -68,9 +71,9 @@ StatusOr<std::unique_ptr<Manager>> Manager::Start(ManagerConfig const& config) {
       *m->state_.db, *m->sessions_, *m->tasks_, agent_options,
       [raw](std::string const& group) { raw->Schedule(group); }, [raw] { raw->hub_->Wake(); },
       m->state_.cluster_secret);
-  m->api_->AddAgentRoutes(*m->agents_, m->state_.cluster_secret);
-  m->api_->AddExecuteRoutes(*m->sessions_, *m->agents_);
-  m->api_->AddBackgroundTaskRoutes(*m->sessions_, *m->agents_, *m->tasks_, *m->hub_);
+  RegisterAgentRoutes(*m->api_, *m->agents_, m->state_.cluster_secret);
+  RegisterExecuteRoutes(*m->api_, *m->sessions_, *m->agents_);
+  RegisterTaskRoutes(*m->api_, *m->sessions_, *m->agents_, *m->tasks_, *m->hub_);
   m->hub_->Every(std::chrono::milliseconds(100), [raw] { raw->agents_->ExpireRequests(); });
   m->hub_->Every(std::chrono::seconds(1), [raw] { raw->agents_->Tick(); });
   m->hub_->Every(std::chrono::minutes(10),

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The auth handlers called directly through ManagerApi::Handle with a FakeExchange: no socket,
 // a clock the test moves.
-#include "server-reference/manager/api/api.h"
+#include "server-reference/manager/api/routes.h"
 #include "server-reference/manager/manager.h"
 #include "tests/testing_util/fake_exchange.h"
 #include "tests/testing_util/subprocess.h"
@@ -33,7 +33,9 @@ class AuthHandlerTest : public ::testing::Test {
 
   std::unique_ptr<ManagerApi> MakeApi(ApiOptions options) {
     options.clock = [this] { return now_.load(); };
-    return std::make_unique<ManagerApi>(*state_.store, std::move(options));
+    auto api = std::make_unique<ManagerApi>(*state_.store, std::move(options));
+    RegisterAuthRoutes(*api);
+    return api;
   }
 
   static std::shared_ptr<FakeExchange> Login(std::string const& user, std::string const& password,

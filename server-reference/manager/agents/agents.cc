@@ -265,9 +265,10 @@ void AgentRegistry::Handle(Connection const& c, ap::Heartbeat const& m) {
   }
   (void)db_.Transaction(scopes, [&](server::SqlExecutor& tx) -> Status {
     return tx
-        .Exec("UPDATE agents SET last_heartbeat = ?, status = 'ALIVE', lost_at = NULL, "
-              "available_slots = CASE WHEN ? = '' THEN available_slots ELSE ? END WHERE id = ?",
-              {NowIso(), slots, slots, c.agent_id})
+        .Exec(
+            "UPDATE agents SET last_heartbeat = ?, status = 'ALIVE', lost_at = NULL, "
+            "available_slots = CASE WHEN ? = '' THEN available_slots ELSE ? END WHERE id = ?",
+            {NowIso(), slots, slots, c.agent_id})
         .status();
   });
 }

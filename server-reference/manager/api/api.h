@@ -3,7 +3,6 @@
 
 #include "server-reference/common/http.h"
 #include "server-reference/common/router.h"
-#include "server-reference/common/work_pool.h"
 #include "server-reference/manager/api/auth.h"
 #include "server-reference/manager/api/login_throttle.h"
 #include "server-reference/manager/state/store.h"
@@ -13,7 +12,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -53,7 +51,8 @@ struct ApiOptions {
 };
 
 /// The manager's REST surface: routes with their auth level, the API-version check, signature
-/// verification, rate limiting with X-RateLimit-* headers on every response, and the handlers.
+/// verification, rate limiting with X-RateLimit-* headers on every response. The handlers live
+/// in one file per area and are added by its Register…Routes (routes.h).
 class ManagerApi {
  public:
   ManagerApi(Store& store, ApiOptions options);
@@ -65,22 +64,8 @@ class ManagerApi {
   void AddAsync(std::string method, std::string const& pattern, AuthLevel level,
                 AsyncHandler handler);
 
-  /// The agents' WebSocket (docs/agent-protocol.md), authenticated with the cluster secret.
-  void AddAgentRoutes(class AgentRegistry& agents, std::string cluster_secret);
-
-  /// Code execution (`POST /session/{id}`), relayed to the session's agent (session_api.cc).
-  void AddExecuteRoutes(SessionStore& sessions, class AgentRegistry& agents);
-  /// PATCH /session/{id} (restart) and /session/{id}/interrupt, relayed to the agent.
-  void AddKernelControlRoutes(SessionStore& sessions, class AgentRegistry& agents);
-
-  /// Background tasks: GET /events/background-task, and the session commit that runs as one
-  /// (task_api.cc).
-  void AddBackgroundTaskRoutes(SessionStore& sessions, class AgentRegistry& agents,
-                               class BackgroundTaskStore& tasks, EventHub& hub);
-
-  /// Session and event routes (session_api.cc).
-  void AddSessionRoutes(SessionStore& sessions, EventHub& hub,
-                        std::function<void(std::string const&)> schedule);
+  Store& store() { return store_; }
+  ApiOptions const& options() const { return options_; }
 
   /// Shares this process's rate-limit counts with the other managers (Manager runs it every
   /// 200 ms).
@@ -89,29 +74,11 @@ class ManagerApi {
   }
 
  private:
-  void AddRoutes();
-  /// 429 with Retry-After.
-  static server::HttpResponse TooManyLogins(std::int64_t retry_after_seconds, std::string message);
-  /// Runs `work` (password hashing) on the password pool and answers `exchange` with its
-  /// response plus `headers`; a full pool answers 429 now.
-  std::optional<server::HttpResponse> OnPasswordPool(
-      std::shared_ptr<server::Exchange> const& exchange,
-      std::vector<std::pair<std::string, std::string>> headers,
-      std::function<server::HttpResponse()> work);
-  /// Checks a password login (on the password pool); `mismatch` is set for an unknown user or a
-  /// wrong password.
-  StatusOr<server::HttpResponse> Login(std::string const& domain, std::string const& username,
-                                       std::string const& password, bool& mismatch);
-
   Store& store_;
   ApiOptions options_;
   RateLimiter limiter_;
   KeypairCache keypairs_;
   server::Router router_;
-  std::mutex login_mu_;
-  LoginThrottle login_throttle_;
-  /// Last: its destructor waits for running logins, which use the members above.
-  server::WorkPool password_pool_;
 };
 
 }  // namespace bai::manager

@@ -30,6 +30,12 @@ server::HttpResponse Guard(F&& body) {
   return *std::move(r);
 }
 
+/// A named handler returning StatusOr<HttpResponse>, as a SyncHandler (errors become problem
+/// responses).
+inline SyncHandler Guarded(StatusOr<server::HttpResponse> (*handler)(RequestContext&)) {
+  return [handler](RequestContext& ctx) { return Guard([&] { return handler(ctx); }); };
+}
+
 /// Whether `who` may act for the keypair `owner` (a session created, seen or ended for it):
 /// superadmins anywhere, admins within their own domain; the owner's keypair when so. Anyone
 /// else gets 403; an admin naming a keypair of another domain gets the same 404 as for one that

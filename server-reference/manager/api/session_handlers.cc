@@ -7,12 +7,12 @@
 #include "libbai/internal/json_codec.h"
 #include "server-reference/common/problem.h"
 #include "server-reference/manager/agents/agents.h"
-#include "server-reference/manager/api/api.h"
-#include "server-reference/manager/state/bootstrap.h"
-#include "server-reference/manager/events.h"
 #include "server-reference/manager/api/handler_util.h"
 #include "server-reference/manager/api/params.h"
+#include "server-reference/manager/api/routes.h"
+#include "server-reference/manager/events.h"
 #include "server-reference/manager/scheduler/scheduling.h"
+#include "server-reference/manager/state/bootstrap.h"
 #include "server-reference/manager/state/sessions.h"
 
 #include <nlohmann/json.hpp>
@@ -338,68 +338,68 @@ bool Visible(EventRecord const& e, Identity const& who) {
 
 }  // namespace
 
-void ManagerApi::AddExecuteRoutes(SessionStore& sessions, AgentRegistry& agents) {
-  AddAsync("POST", "/session/{id}", AuthLevel::kUser,
-           [&sessions, &agents](
-               RequestContext& ctx,
-               std::shared_ptr<server::Exchange> const& exchange) -> std::optional<HttpResponse> {
-             // The execute body is read as JSON whatever the method rules say (PROTOCOL.md §4.1).
-             auto p = Params::From(ctx.request, ParamSource::kBoth);
-             if (!p.ok()) return ProblemResponse(p.status());
-             auto mode = p->String({"mode"}, true);
-             if (mode && *mode != "query" && *mode != "batch" && *mode != "continue" &&
-                 *mode != "input" && *mode != "complete") {
-               p->Fail("mode", "must be query, batch, continue, input or complete");
-             }
-             auto run_id = p->String({"runId", "run_id"});
-             std::string code = p->String({"code"}).value_or("");
-             std::map<std::string, std::string> options;  // batch steps: clean, build, exec
-             if (auto const* o = p->Raw({"options"}); o && o->is_object()) {
-               for (auto const& [k, v] : o->items()) {
-                 if (v.is_string()) options[k] = v.get<std::string>();
-               }
-             }
-             if (mode && (*mode == "continue" || *mode == "input") && !run_id) {
-               p->Fail("runId", "required for continue and input");
-             }
-             if (auto st = p->Check(); !st.ok()) return ProblemResponse(st);
-             auto s = ResolveRunning(sessions, ctx);
-             if (!s.ok()) return ProblemResponse(s.status());
-             if (!run_id) {
-               // 32 hex characters, as 24.09 generates.
-               std::string uuid = GenerateUuid();
-               uuid.erase(std::remove(uuid.begin(), uuid.end(), '-'), uuid.end());
-               run_id = uuid;
-             }
-             (void)ctx.store.db().Exec(
-                 "UPDATE sessions SET num_queries = num_queries + 1 WHERE id = ?", {s->id});
-             server::agent_protocol::Execute message;
-             message.session_id = s->id;
-             message.mode = *mode;
-             message.run_id = *run_id;
-             message.code = code;
-             message.options = std::move(options);
-             auto headers = ctx.response_headers;
-             agents.Request(*s->agent_id, std::move(message), std::chrono::seconds(30),
-                            [exchange, headers](StatusOr<std::string> result) {
-                              HttpResponse r;
-                              if (!result.ok()) {
-                                r = ProblemResponse(result.status());
-                              } else {
-                                auto j = internal::ParseJson(*result).value_or(json::object());
-                                r = JsonResponse({{"result", j}});
-                              }
-                              RespondLate(*exchange, headers, std::move(r));
-                            });
-             return std::nullopt;
-           });
-  AddKernelControlRoutes(sessions, agents);
+void RegisterExecuteRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry& agents) {
+  api.AddAsync(
+      "POST", "/session/{id}", AuthLevel::kUser,
+      [&sessions, &agents](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange)
+          -> std::optional<HttpResponse> {
+        // The execute body is read as JSON whatever the method rules say (PROTOCOL.md §4.1).
+        auto p = Params::From(ctx.request, ParamSource::kBoth);
+        if (!p.ok()) return ProblemResponse(p.status());
+        auto mode = p->String({"mode"}, true);
+        if (mode && *mode != "query" && *mode != "batch" && *mode != "continue" &&
+            *mode != "input" && *mode != "complete") {
+          p->Fail("mode", "must be query, batch, continue, input or complete");
+        }
+        auto run_id = p->String({"runId", "run_id"});
+        std::string code = p->String({"code"}).value_or("");
+        std::map<std::string, std::string> options;  // batch steps: clean, build, exec
+        if (auto const* o = p->Raw({"options"}); o && o->is_object()) {
+          for (auto const& [k, v] : o->items()) {
+            if (v.is_string()) options[k] = v.get<std::string>();
+          }
+        }
+        if (mode && (*mode == "continue" || *mode == "input") && !run_id) {
+          p->Fail("runId", "required for continue and input");
+        }
+        if (auto st = p->Check(); !st.ok()) return ProblemResponse(st);
+        auto s = ResolveRunning(sessions, ctx);
+        if (!s.ok()) return ProblemResponse(s.status());
+        if (!run_id) {
+          // 32 hex characters, as 24.09 generates.
+          std::string uuid = GenerateUuid();
+          uuid.erase(std::remove(uuid.begin(), uuid.end(), '-'), uuid.end());
+          run_id = uuid;
+        }
+        (void)ctx.store.db().Exec("UPDATE sessions SET num_queries = num_queries + 1 WHERE id = ?",
+                                  {s->id});
+        server::agent_protocol::Execute message;
+        message.session_id = s->id;
+        message.mode = *mode;
+        message.run_id = *run_id;
+        message.code = code;
+        message.options = std::move(options);
+        auto headers = ctx.response_headers;
+        agents.Request(*s->agent_id, std::move(message), std::chrono::seconds(30),
+                       [exchange, headers](StatusOr<std::string> result) {
+                         HttpResponse r;
+                         if (!result.ok()) {
+                           r = ProblemResponse(result.status());
+                         } else {
+                           auto j = internal::ParseJson(*result).value_or(json::object());
+                           r = JsonResponse({{"result", j}});
+                         }
+                         RespondLate(*exchange, headers, std::move(r));
+                       });
+        return std::nullopt;
+      });
+  RegisterKernelControlRoutes(api, sessions, agents);
 }
 
-void ManagerApi::AddKernelControlRoutes(SessionStore& sessions, AgentRegistry& agents) {
+void RegisterKernelControlRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry& agents) {
   // Restart: RUNNING → RESTARTING while the agent replaces the kernel with a fresh one of the
   // same spec, then RUNNING again; 204 once it runs (Backend.AI answers after the restart too).
-  AddAsync(
+  api.AddAsync(
       "PATCH", "/session/{id}", AuthLevel::kUser,
       [&sessions, &agents](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange)
           -> std::optional<HttpResponse> {
@@ -439,28 +439,28 @@ void ManagerApi::AddKernelControlRoutes(SessionStore& sessions, AgentRegistry& a
       });
 
   // Interrupt: SIGINT to the running snippet, through the agent and the kernel runner.
-  AddAsync("POST", "/session/{id}/interrupt", AuthLevel::kUser,
-           [&sessions, &agents](
-               RequestContext& ctx,
-               std::shared_ptr<server::Exchange> const& exchange) -> std::optional<HttpResponse> {
-             auto s = ResolveRunning(sessions, ctx);
-             if (!s.ok()) return ProblemResponse(s.status());
-             server::agent_protocol::Execute message;
-             message.session_id = s->id;
-             message.mode = "interrupt";
-             auto headers = ctx.response_headers;
-             agents.Request(*s->agent_id, std::move(message), std::chrono::seconds(10),
-                            [exchange, headers](StatusOr<std::string> result) {
-                              HttpResponse r = result.ok() ? HttpResponse::NoContent()
-                                                           : ProblemResponse(result.status());
-                              RespondLate(*exchange, headers, std::move(r));
-                            });
-             return std::nullopt;
-           });
+  api.AddAsync(
+      "POST", "/session/{id}/interrupt", AuthLevel::kUser,
+      [&sessions, &agents](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange)
+          -> std::optional<HttpResponse> {
+        auto s = ResolveRunning(sessions, ctx);
+        if (!s.ok()) return ProblemResponse(s.status());
+        server::agent_protocol::Execute message;
+        message.session_id = s->id;
+        message.mode = "interrupt";
+        auto headers = ctx.response_headers;
+        agents.Request(*s->agent_id, std::move(message), std::chrono::seconds(10),
+                       [exchange, headers](StatusOr<std::string> result) {
+                         HttpResponse r = result.ok() ? HttpResponse::NoContent()
+                                                      : ProblemResponse(result.status());
+                         RespondLate(*exchange, headers, std::move(r));
+                       });
+        return std::nullopt;
+      });
 }
 
-void ManagerApi::AddSessionRoutes(SessionStore& sessions, EventHub& hub,
-                                  std::function<void(std::string const&)> schedule) {
+void RegisterSessionRoutes(ManagerApi& api, SessionStore& sessions, EventHub& hub,
+                           std::function<void(std::string const&)> schedule) {
   using L = AuthLevel;
 
   auto create =
@@ -508,10 +508,10 @@ void ManagerApi::AddSessionRoutes(SessionStore& sessions, EventHub& hub,
                      });
     return std::nullopt;
   };
-  AddAsync("POST", "/session", L::kUser, create);
-  AddAsync("POST", "/session/_/create", L::kUser, create);
+  api.AddAsync("POST", "/session", L::kUser, create);
+  api.AddAsync("POST", "/session/_/create", L::kUser, create);
 
-  Add("GET", "/session/_/match", L::kUser, [&sessions](RequestContext& ctx) {
+  api.Add("GET", "/session/_/match", L::kUser, [&sessions](RequestContext& ctx) {
     return Guard([&]() -> StatusOr<HttpResponse> {
       auto p = Params::From(ctx.request);
       if (!p.ok()) return std::move(p).status();
@@ -536,7 +536,7 @@ void ManagerApi::AddSessionRoutes(SessionStore& sessions, EventHub& hub,
     });
   });
 
-  Add("GET", "/session/{id}", L::kUser, [&sessions](RequestContext& ctx) {
+  api.Add("GET", "/session/{id}", L::kUser, [&sessions](RequestContext& ctx) {
     return Guard([&]() -> StatusOr<HttpResponse> {
       auto s = ResolveSession(sessions, ctx, false);
       if (!s.ok()) return std::move(s).status();
@@ -544,7 +544,7 @@ void ManagerApi::AddSessionRoutes(SessionStore& sessions, EventHub& hub,
     });
   });
 
-  Add("DELETE", "/session/{id}", L::kUser, [&sessions, &hub, schedule](RequestContext& ctx) {
+  api.Add("DELETE", "/session/{id}", L::kUser, [&sessions, &hub, schedule](RequestContext& ctx) {
     return Guard([&]() -> StatusOr<HttpResponse> {
       auto p = Params::From(ctx.request);
       if (!p.ok()) return std::move(p).status();
@@ -579,7 +579,7 @@ void ManagerApi::AddSessionRoutes(SessionStore& sessions, EventHub& hub,
     });
   });
 
-  Add("GET", "/session/{id}/status-history", L::kUser, [&sessions](RequestContext& ctx) {
+  api.Add("GET", "/session/{id}/status-history", L::kUser, [&sessions](RequestContext& ctx) {
     return Guard([&]() -> StatusOr<HttpResponse> {
       auto s = ResolveSession(sessions, ctx, true);
       if (!s.ok()) return std::move(s).status();
@@ -588,7 +588,7 @@ void ManagerApi::AddSessionRoutes(SessionStore& sessions, EventHub& hub,
     });
   });
 
-  Add("GET", "/session/{id}/logs", L::kUser, [&sessions](RequestContext& ctx) {
+  api.Add("GET", "/session/{id}/logs", L::kUser, [&sessions](RequestContext& ctx) {
     return Guard([&]() -> StatusOr<HttpResponse> {
       auto s = ResolveSession(sessions, ctx, true);
       if (!s.ok()) return std::move(s).status();
@@ -598,7 +598,7 @@ void ManagerApi::AddSessionRoutes(SessionStore& sessions, EventHub& hub,
     });
   });
 
-  Add("POST", "/session/{id}/rename", L::kUser, [&sessions](RequestContext& ctx) {
+  api.Add("POST", "/session/{id}/rename", L::kUser, [&sessions](RequestContext& ctx) {
     return Guard([&]() -> StatusOr<HttpResponse> {
       auto p = Params::From(ctx.request);
       if (!p.ok()) return std::move(p).status();
@@ -624,10 +624,10 @@ void ManagerApi::AddSessionRoutes(SessionStore& sessions, EventHub& hub,
     });
   });
 
-  AddAsync(
+  api.AddAsync(
       "GET", "/events/session", L::kUser,
-      [this, &hub](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange)
-          -> std::optional<HttpResponse> {
+      [&hub](RequestContext& ctx,
+             std::shared_ptr<server::Exchange> const& exchange) -> std::optional<HttpResponse> {
         auto p = Params::From(ctx.request);
         if (!p.ok()) return ProblemResponse(p.status());
         std::string name = p->String({"sessionName", "name", "session_name"}).value_or("*");
@@ -646,7 +646,7 @@ void ManagerApi::AddSessionRoutes(SessionStore& sessions, EventHub& hub,
         }
         std::optional<std::string> group_id;
         if (group != "*") {
-          auto g = store_.FindGroup(who.domain, group);
+          auto g = ctx.store.FindGroup(who.domain, group);
           if (!g.ok()) return ProblemResponse(g.status());
           if (!*g) {
             return ProblemResponse(MakeProblemStatus(ProblemType::kObjectNotFound,

@@ -6,11 +6,11 @@
 #include "libbai/internal/json_codec.h"
 #include "server-reference/common/problem.h"
 #include "server-reference/manager/agents/agents.h"
-#include "server-reference/manager/api/api.h"
-#include "server-reference/manager/state/bgtasks.h"
-#include "server-reference/manager/events.h"
 #include "server-reference/manager/api/handler_util.h"
 #include "server-reference/manager/api/params.h"
+#include "server-reference/manager/api/routes.h"
+#include "server-reference/manager/events.h"
+#include "server-reference/manager/state/bgtasks.h"
 #include "server-reference/manager/state/sessions.h"
 
 #include <nlohmann/json.hpp>
@@ -49,32 +49,33 @@ std::string DefaultCommitFilename(std::string const& session_name) {
 
 }  // namespace
 
-void ManagerApi::AddBackgroundTaskRoutes(SessionStore& sessions, AgentRegistry& agents,
-                                         BackgroundTaskStore& tasks, EventHub& hub) {
+void RegisterTaskRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry& agents,
+                        BackgroundTaskStore& tasks, EventHub& hub) {
   // Unknown, expired or someone else's task: 404 before the stream opens (DECISIONS.md; 24.09
   // opened and closed an empty stream).
-  AddAsync("GET", "/events/background-task", AuthLevel::kUser,
-           [&tasks, &hub](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange)
-               -> std::optional<HttpResponse> {
-             auto p = Params::From(ctx.request);
-             if (!p.ok()) return ProblemResponse(p.status());
-             auto id = p->String({"taskId", "task_id"}, true);
-             if (auto st = p->Check(); !st.ok()) return ProblemResponse(st);
-             auto task = tasks.Get(*id);
-             if (!task.ok()) return ProblemResponse(task.status());
-             if (!*task || ((*task)->access_key != ctx.identity->access_key &&
-                            !ctx.identity->IsSuperadmin())) {
-               return ProblemResponse(
-                   MakeProblemStatus(ProblemType::kObjectNotFound, "No such background task."));
-             }
-             exchange->StartEventStream(ctx.response_headers);
-             hub.FollowTask(exchange, **task);
-             return std::nullopt;
-           });
+  api.AddAsync(
+      "GET", "/events/background-task", AuthLevel::kUser,
+      [&tasks, &hub](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange)
+          -> std::optional<HttpResponse> {
+        auto p = Params::From(ctx.request);
+        if (!p.ok()) return ProblemResponse(p.status());
+        auto id = p->String({"taskId", "task_id"}, true);
+        if (auto st = p->Check(); !st.ok()) return ProblemResponse(st);
+        auto task = tasks.Get(*id);
+        if (!task.ok()) return ProblemResponse(task.status());
+        if (!*task ||
+            ((*task)->access_key != ctx.identity->access_key && !ctx.identity->IsSuperadmin())) {
+          return ProblemResponse(
+              MakeProblemStatus(ProblemType::kObjectNotFound, "No such background task."));
+        }
+        exchange->StartEventStream(ctx.response_headers);
+        hub.FollowTask(exchange, **task);
+        return std::nullopt;
+      });
 
   // Commit: the agent archives what the kernel changed (its writable directories) into a tar
   // file on the agent; 201 at once with the task to follow, as Backend.AI answers.
-  AddAsync(
+  api.AddAsync(
       "POST", "/session/{id}/commit", AuthLevel::kUser,
       [&sessions, &agents, &tasks](
           RequestContext& ctx,
@@ -136,17 +137,18 @@ void ManagerApi::AddBackgroundTaskRoutes(SessionStore& sessions, AgentRegistry& 
       });
 
   // Whether a commit of the session is running (PROTOCOL.md: "ongoing" or "ready").
-  Add("GET", "/session/{id}/commit", AuthLevel::kUser, [&sessions, &tasks](RequestContext& ctx) {
-    return Guard([&]() -> StatusOr<HttpResponse> {
-      auto s = ResolveSession(sessions, ctx, false);
-      if (!s.ok()) return std::move(s).status();
-      auto kernel = sessions.MainKernelId(s->id);
-      if (!kernel.ok()) return std::move(kernel).status();
-      auto running = tasks.Ongoing("commit", s->id);
-      if (!running.ok()) return std::move(running).status();
-      return JsonResponse({{"status", *running ? "ongoing" : "ready"}, {"kernel", *kernel}});
-    });
-  });
+  api.Add(
+      "GET", "/session/{id}/commit", AuthLevel::kUser, [&sessions, &tasks](RequestContext& ctx) {
+        return Guard([&]() -> StatusOr<HttpResponse> {
+          auto s = ResolveSession(sessions, ctx, false);
+          if (!s.ok()) return std::move(s).status();
+          auto kernel = sessions.MainKernelId(s->id);
+          if (!kernel.ok()) return std::move(kernel).status();
+          auto running = tasks.Ongoing("commit", s->id);
+          if (!running.ok()) return std::move(running).status();
+          return JsonResponse({{"status", *running ? "ongoing" : "ready"}, {"kernel", *kernel}});
+        });
+      });
 }
 
 }  // namespace bai::manager

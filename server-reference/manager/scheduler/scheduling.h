@@ -19,11 +19,11 @@ extern char const kHoldingStatuses[];
 /// pass over the group and by whatever shrinks its agents' capacity.
 std::string SchedulingScope(std::string const& scaling_group);
 
-/// One scheduling pass for `scaling_group`, in one transaction holding SchedulingScope: loads the queue, agents, policies
-/// and usage; runs scheduler::Schedule; marks placed sessions SCHEDULED (with their agent and a
-/// `session_scheduled` event), updates the status_info of waiting ones, and cancels sessions
-/// whose dependencies failed. Occupied slots are derived from session rows, never kept as a
-/// counter, so nothing drifts. Returns how many sessions were placed.
+/// One scheduling pass for `scaling_group`, in one transaction holding SchedulingScope: loads the
+/// queue, agents, policies and usage; runs scheduler::Schedule; marks placed sessions SCHEDULED
+/// (with their agent and a `session_scheduled` event), updates the status_info of waiting ones, and
+/// cancels sessions whose dependencies failed. Occupied slots are derived from session rows, never
+/// kept as a counter, so nothing drifts. Returns how many sessions were placed.
 StatusOr<int> RunSchedulingPass(server::Database& db, std::string const& scaling_group,
                                 std::chrono::system_clock::time_point now,
                                 std::chrono::seconds max_head_wait = std::chrono::seconds(600));

@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: Apache-2.0
+// Who is asking: the manager's identity, liveness, signature checks, password login and signup,
+// roles.
+#include "bai/protocol/api_version.h"
+#include "bai/protocol/errors.h"
+
+#include "server-reference/common/problem.h"
+#include "server-reference/common/work_pool.h"
+#include "server-reference/manager/api/handler_util.h"
+#include "server-reference/manager/api/login_throttle.h"
+#include "server-reference/manager/api/params.h"
+#include "server-reference/manager/api/routes.h"
+#include "server-reference/manager/state/bootstrap.h"
+
+#include <nlohmann/json.hpp>
+
+#include <mutex>
+
+namespace bai::manager {
+
+using nlohmann::json;
+using protocol::MakeProblemStatus;
+using protocol::ProblemType;
+using server::HttpResponse;
+using server::ProblemResponse;
+
+namespace {
+
+// What password logins share: the guessing throttle and the pool that hashes off the I/O
+// threads. Owned by the routes that use it.
+struct LoginGate {
+  LoginGate(ManagerApi& api)
+      : store(api.store()),
+        clock(api.options().clock),
+        allow_signup(api.options().allow_signup),
+        throttle(api.options().login_limits),
+        pool(api.options().password_workers, api.options().password_queue) {}
+
+  /// Runs `work` (password hashing) on the pool and answers `exchange` with its response plus
+  /// `headers`; a full pool answers 429 now.
+  std::optional<HttpResponse> OnPool(std::shared_ptr<server::Exchange> const& exchange,
+                                     std::vector<std::pair<std::string, std::string>> headers,
+                                     std::function<HttpResponse()> work);
+
+  Store& store;
+  std::function<std::chrono::system_clock::time_point()> clock;
+  bool allow_signup;
+  std::mutex mu;
+  LoginThrottle throttle;  // under mu
+  server::WorkPool pool;   // last: its destructor waits for running checks
+};
+
+HttpResponse TooManyLogins(std::int64_t retry_after_seconds, std::string message) {
+  auto r = ProblemResponse(MakeProblemStatus(ProblemType::kRateLimitExceeded, std::move(message)));
+  r.headers.emplace_back("Retry-After", std::to_string(retry_after_seconds));
+  return r;
+}
+
+StatusOr<HttpResponse> Login(Store& store, std::string const& domain, std::string const& username,
+                             std::string const& password, bool& mismatch) {
+  auto login = store.FindLogin(domain, username);
+  if (!login.ok()) return std::move(login).status();
+  // The same answer for an unknown user and a wrong password.
+  if (!*login) SpendPasswordCheck(password);
+  if (!*login || !VerifyPassword((*login)->password_hash, password)) {
+    mismatch = true;
+    return MakeProblemStatus(ProblemType::kAuthFailed, "User credential mismatch.");
+  }
+  if ((*login)->status != "active") {
+    return MakeProblemStatus(ProblemType::kAuthFailed,
+                             "The user account is " + (*login)->status + ".");
+  }
+  auto keypair = store.ActiveKeypairOf((*login)->user_id);
+  if (!keypair.ok()) return std::move(keypair).status();
+  if (!*keypair) return MakeProblemStatus(ProblemType::kAuthFailed, "No API keypairs found.");
+  return JsonResponse({{"data",
+                        {{"access_key", (*keypair)->first},
+                         {"secret_key", (*keypair)->second},
+                         {"role", (*login)->role},
+                         {"status", (*login)->status}}}});
+}
+
+std::optional<HttpResponse> LoginGate::OnPool(
+    std::shared_ptr<server::Exchange> const& exchange,
+    std::vector<std::pair<std::string, std::string>> headers, std::function<HttpResponse()> work) {
+  bool queued = pool.TrySubmit([exchange, headers = std::move(headers), work = std::move(work)] {
+    auto response = work();
+    for (auto const& h : headers) response.headers.push_back(h);
+    exchange->Respond(std::move(response));
+  });
+  if (!queued) return TooManyLogins(1, "Too many password checks in progress; retry shortly.");
+  return std::nullopt;
+}
+
+// GET /
+HttpResponse GetRoot(std::string const& manager_version) {
+  return JsonResponse(
+      {{"version", protocol::kCurrentApiVersion.ToString()}, {"manager", manager_version}});
+}
+
+// GET /health: liveness and database reachability, for process supervisors and load balancers.
+HttpResponse GetHealth(RequestContext& ctx) {
+  auto probe = ctx.store.db().Query("SELECT 1");
+  if (!probe.ok()) {
+    return JsonResponse({{"status", "unhealthy"}, {"database", probe.status().message()}}, 503);
+  }
+  return JsonResponse({{"status", "ok"}, {"database", ctx.store.db().Backend()}});
+}
+
+// GET|POST /auth, /auth/test: a signed echo.
+StatusOr<HttpResponse> AuthTest(RequestContext& ctx) {
+  auto p = Params::From(ctx.request);
+  if (!p.ok()) return std::move(p).status();
+  auto echo = p->String({"echo"}, true);
+  if (auto s = p->Check(); !s.ok()) return s;
+  return JsonResponse({{"authorized", "yes"}, {"echo", *echo}});
+}
+
+// GET /auth/role
+StatusOr<HttpResponse> GetAuthRole(RequestContext& ctx) {
+  auto p = Params::From(ctx.request);
+  if (!p.ok()) return std::move(p).status();
+  auto group = p->String({"group"});
+  if (auto s = p->Check(); !s.ok()) return s;
+  auto const& who = *ctx.identity;
+  json out = {{"global_role", who.IsSuperadmin() ? "superadmin" : "user"},
+              {"domain_role", who.IsSuperadmin() || who.role == "admin" ? "admin" : "user"},
+              {"group_role", nullptr}};
+  if (group) {
+    auto id = ctx.store.FindGroup(who.domain, *group);
+    if (!id.ok()) return std::move(id).status();
+    if (!*id)
+      return MakeProblemStatus(ProblemType::kObjectNotFound, "No such user group (or project).");
+    auto member = ctx.store.IsMember(**id, who.user_id);
+    if (!member.ok()) return std::move(member).status();
+    if (*member) out["group_role"] = "user";
+  }
+  return JsonResponse(out);
+}
+
+}  // namespace
+
+void RegisterAuthRoutes(ManagerApi& api) {
+  using L = AuthLevel;
+  api.Add("GET", "/", L::kAnonymous,
+          [version = api.options().manager_version](RequestContext&) { return GetRoot(version); });
+  api.Add("GET", "/health", L::kAnonymous, GetHealth);
+  for (char const* path : {"/auth", "/auth/test"}) {
+    api.Add("GET", path, L::kUser, Guarded(AuthTest));
+    api.Add("POST", path, L::kUser, Guarded(AuthTest));
+  }
+  api.Add("GET", "/auth/role", L::kUser, Guarded(GetAuthRole));
+
+  auto gate = std::make_shared<LoginGate>(api);
+  // Password login. Throttled per client address and per account before any work; the Argon2
+  // check runs on the password pool, never on an I/O thread.
+  api.AddAsync(
+      "POST", "/auth/authorize", L::kAnonymous,
+      [gate](RequestContext& ctx,
+             std::shared_ptr<server::Exchange> const& exchange) -> std::optional<HttpResponse> {
+        auto p = Params::From(ctx.request);
+        if (!p.ok()) return ProblemResponse(p.status());
+        auto type = p->String({"type"}, true);
+        auto domain = p->String({"domain"}, true);
+        auto username = p->String({"username"}, true);
+        auto password = p->String({"password"}, true);
+        if (auto s = p->Check(); !s.ok()) return ProblemResponse(s);
+        if (*type != "keypair") {
+          return ProblemResponse(
+              MakeProblemStatus(ProblemType::kInvalidApiParams, "Unsupported authorization type"));
+        }
+        std::string account = *domain + "\n" + *username;
+        {
+          std::lock_guard<std::mutex> lock(gate->mu);
+          auto d = gate->throttle.Admit(ctx.request.peer_address, account, gate->clock());
+          if (!d.allowed) {
+            return TooManyLogins(d.retry_after_seconds, "Too many login attempts; retry in " +
+                                                            std::to_string(d.retry_after_seconds) +
+                                                            " seconds.");
+          }
+        }
+        return gate->OnPool(
+            exchange, ctx.response_headers,
+            [gate, account, domain = *domain, username = *username, password = *password] {
+              bool mismatch = false;
+              auto response =
+                  Guard([&] { return Login(gate->store, domain, username, password, mismatch); });
+              std::lock_guard<std::mutex> lock(gate->mu);
+              if (mismatch) {
+                gate->throttle.Failed(account, gate->clock());
+              } else if (response.status == 200) {
+                gate->throttle.Succeeded(account);
+              }
+              return response;
+            });
+      });
+
+  // Off unless configured (Backend.AI leaves it to a hook plugin; an open manager should not let
+  // anyone in by default).
+  api.AddAsync(
+      "POST", "/auth/signup", L::kAnonymous,
+      [gate](RequestContext& ctx,
+             std::shared_ptr<server::Exchange> const& exchange) -> std::optional<HttpResponse> {
+        if (!gate->allow_signup) {
+          return ProblemResponse(
+              MakeProblemStatus(ProblemType::kGenericForbidden,
+                                "Signup is disabled on this manager (auth.allow_signup)."));
+        }
+        auto p = Params::From(ctx.request);
+        if (!p.ok()) return ProblemResponse(p.status());
+        auto domain = p->String({"domain"}, true);
+        auto email = p->String({"email"}, true);
+        auto password = p->String({"password"}, true);
+        auto username = p->String({"username"});
+        auto full_name = p->String({"full_name"}).value_or("");
+        (void)p->String({"description"});
+        if (email && (email->size() > 64 || email->find('@') == std::string::npos ||
+                      email->find_first_of(" \t\r\n") != std::string::npos)) {
+          p->Fail("email", "not an email address");
+        }
+        if (password && password->size() < 8) p->Fail("password", "at least 8 characters");
+        if (username && (username->empty() || username->size() > 64)) {
+          p->Fail("username", "1 to 64 characters");
+        }
+        if (auto s = p->Check(); !s.ok()) return ProblemResponse(s);
+        return gate->OnPool(
+            exchange, ctx.response_headers,
+            [gate, domain = *domain, email = *email, password = *password,
+             username = username.value_or(*email), full_name] {
+              return Guard([&]() -> StatusOr<HttpResponse> {
+                auto hash = HashPassword(password);
+                if (!hash.ok()) return std::move(hash).status();
+                auto keys = gate->store.SignUp(domain, email, username, *hash, full_name);
+                if (!keys.ok()) return std::move(keys).status();
+                return JsonResponse({{"access_key", keys->first}, {"secret_key", keys->second}},
+                                    201);
+              });
+            });
+      });
+}
+
+}  // namespace bai::manager

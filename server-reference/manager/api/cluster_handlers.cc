@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: Apache-2.0
+// Cluster-wide routes: resource slots and presets, resource groups, the manager's status and
+// announcement, per-user bootstrap scripts.
+#include "bai/protocol/api_version.h"
+#include "bai/protocol/errors.h"
+
+#include "libbai/internal/json_codec.h"
+#include "server-reference/manager/api/handler_util.h"
+#include "server-reference/manager/api/params.h"
+#include "server-reference/manager/api/routes.h"
+#include "server-reference/manager/scheduler/scheduling.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+namespace bai::manager {
+
+using nlohmann::json;
+using protocol::MakeProblemStatus;
+using protocol::ProblemType;
+using server::HttpResponse;
+
+namespace {
+
+json SlotsJson(std::string const& text) {
+  auto j = internal::ParseJson(text);
+  if (!j || !j->is_object()) return json::object();
+  // Slot maps carry strings on the wire.
+  json out = json::object();
+  for (auto& [k, v] : j->items()) out[k] = v.is_string() ? v : json(v.dump());
+  return out;
+}
+
+// GET /config/resource-slots
+StatusOr<HttpResponse> GetConfigResourceSlots(RequestContext& ctx) {
+  auto types = ctx.store.ClusterSlotTypes();
+  if (!types.ok()) return std::move(types).status();
+  return JsonResponse(json(*types));
+}
+
+// GET /resource/presets
+StatusOr<HttpResponse> GetResourcePresets(RequestContext& ctx) {
+  auto presets = ctx.store.ListPresets();
+  if (!presets.ok()) return std::move(presets).status();
+  json list = json::array();
+  for (auto const& p : *presets) {
+    list.push_back({{"name", p.name},
+                    {"resource_slots", SlotsJson(p.resource_slots)},
+                    {"shared_memory", p.shared_memory ? json(*p.shared_memory) : json(nullptr)}});
+  }
+  return JsonResponse({{"presets", list}});
+}
+
+// POST /resource/check-presets
+StatusOr<HttpResponse> PostResourceCheckPresets(RequestContext& ctx) {
+  auto p = Params::From(ctx.request);
+  if (!p.ok()) return std::move(p).status();
+  auto sg = p->String({"scaling_group", "scalingGroup"});
+  std::string group = p->String({"group", "group_name", "groupName"}).value_or("default");
+  if (auto s = p->Check(); !s.ok()) return s;
+  auto gid = ctx.store.FindGroup(ctx.identity->domain, group);
+  if (!gid.ok()) return std::move(gid).status();
+  if (!*gid) {
+    return MakeProblemStatus(ProblemType::kInvalidApiParams,
+                             "Unknown user group (or project): " + group);
+  }
+  auto allowed = ctx.store.AllowedScalingGroups(*ctx.identity, group);
+  if (!allowed.ok()) return std::move(allowed).status();
+  std::vector<std::string> groups = *allowed;
+  if (sg) {
+    if (std::find(groups.begin(), groups.end(), *sg) == groups.end()) {
+      return MakeProblemStatus(ProblemType::kInvalidApiParams,
+                               "Unknown or not allowed resource group: " + *sg);
+    }
+    groups = {*sg};
+  }
+  auto presets = ctx.store.ListPresets();
+  if (!presets.ok()) return std::move(presets).status();
+  std::vector<std::array<std::string, 3>> list;
+  for (auto const& preset : *presets) {
+    list.push_back({preset.name, preset.resource_slots, preset.shared_memory.value_or("")});
+  }
+  auto result = CheckPresets(ctx.store.db(), ctx.identity->access_key, groups, list);
+  if (!result.ok()) return std::move(result).status();
+  return JsonResponse(json::parse(*result));
+}
+
+// GET /scaling-groups
+StatusOr<HttpResponse> GetScalingGroups(RequestContext& ctx) {
+  auto p = Params::From(ctx.request);
+  if (!p.ok()) return std::move(p).status();
+  auto group = p->String({"group", "group_id", "group_name"});
+  if (auto s = p->Check(); !s.ok()) return s;
+  if (group) {
+    auto id = ctx.store.FindGroup(ctx.identity->domain, *group);
+    if (!id.ok()) return std::move(id).status();
+    if (!*id)
+      return MakeProblemStatus(ProblemType::kObjectNotFound, "No such user group (or project).");
+  }
+  auto names = ctx.store.AllowedScalingGroups(*ctx.identity, group.value_or(""));
+  if (!names.ok()) return std::move(names).status();
+  json list = json::array();
+  for (auto const& n : *names) list.push_back({{"name", n}});
+  return JsonResponse({{"scaling_groups", list}});
+}
+
+// GET /manager/status
+StatusOr<HttpResponse> GetManagerStatus(RequestContext& ctx, std::string const& manager_version) {
+  auto status = ctx.store.GetSetting("status");
+  if (!status.ok()) return std::move(status).status();
+  auto active = ctx.store.ActiveSessionCount();
+  if (!active.ok()) return std::move(active).status();
+  std::string s = status->value_or("running");
+  json node = {{"id", "bai-manager"},
+               {"num_proc", 1},
+               {"service_addr", nullptr},
+               {"heartbeat_timeout", 15.0},
+               {"ssl_enabled", false},
+               {"active_sessions", *active},
+               {"status", s},
+               {"version", manager_version},
+               {"api_version", protocol::kCurrentApiVersion.ToString()}};
+  return JsonResponse(
+      {{"nodes", json::array({node})}, {"status", s}, {"active_sessions", *active}});
+}
+
+// PUT /manager/status
+StatusOr<HttpResponse> PutManagerStatus(RequestContext& ctx) {
+  auto p = Params::From(ctx.request);
+  if (!p.ok()) return std::move(p).status();
+  auto status = p->String({"status"}, true);
+  if (status && *status != "running" && *status != "frozen") {
+    p->Fail("status", "must be \"running\" or \"frozen\"");
+  }
+  if (auto s = p->Check(); !s.ok()) return s;
+  if (auto s = ctx.store.SetSetting("status", *status); !s.ok()) return s;
+  return HttpResponse::NoContent();
+}
+
+// GET /manager/announcement
+StatusOr<HttpResponse> GetManagerAnnouncement(RequestContext& ctx) {
+  auto text = ctx.store.GetSetting("announcement");
+  if (!text.ok()) return std::move(text).status();
+  return JsonResponse(
+      {{"enabled", text->has_value() && !(*text)->empty()}, {"message", text->value_or("")}});
+}
+
+// POST /manager/announcement
+StatusOr<HttpResponse> PostManagerAnnouncement(RequestContext& ctx) {
+  auto p = Params::From(ctx.request);
+  if (!p.ok()) return std::move(p).status();
+  auto enabled = p->Bool({"enabled"});
+  auto message = p->String({"message"});
+  if (!enabled) p->Fail("enabled", "required");
+  if (auto s = p->Check(); !s.ok()) return s;
+  auto s = ctx.store.SetSetting("announcement", *enabled ? message.value_or("") : "");
+  if (!s.ok()) return s;
+  return HttpResponse::NoContent();
+}
+
+// GET /user-config/bootstrap-script
+StatusOr<HttpResponse> GetUserConfigBootstrapScript(RequestContext& ctx) {
+  auto script = ctx.store.GetBootstrapScript(ctx.identity->access_key);
+  if (!script.ok()) return std::move(script).status();
+  return JsonResponse(json(*script));
+}
+
+// POST /user-config/bootstrap-script
+StatusOr<HttpResponse> PostUserConfigBootstrapScript(RequestContext& ctx) {
+  auto p = Params::From(ctx.request);
+  if (!p.ok()) return std::move(p).status();
+  auto script = p->String({"script"}, true);
+  if (script && script->size() > 64 * 1024) p->Fail("script", "longer than 64 KiB");
+  if (auto s = p->Check(); !s.ok()) return s;
+  if (auto s = ctx.store.SetBootstrapScript(ctx.identity->access_key, *script); !s.ok()) return s;
+  return HttpResponse::NoContent();
+}
+
+}  // namespace
+
+void RegisterClusterRoutes(ManagerApi& api) {
+  using L = AuthLevel;
+  api.Add("GET", "/config/resource-slots", L::kAnonymous, Guarded(GetConfigResourceSlots));
+  api.Add("GET", "/resource/presets", L::kUser, Guarded(GetResourcePresets));
+  api.Add("POST", "/resource/check-presets", L::kUser, Guarded(PostResourceCheckPresets));
+  api.Add("GET", "/scaling-groups", L::kUser, Guarded(GetScalingGroups));
+  api.Add("GET", "/manager/status", L::kUser,
+          [version = api.options().manager_version](RequestContext& ctx) {
+            return Guard([&] { return GetManagerStatus(ctx, version); });
+          });
+  api.Add("PUT", "/manager/status", L::kSuperadmin, Guarded(PutManagerStatus));
+  api.Add("GET", "/manager/announcement", L::kUser, Guarded(GetManagerAnnouncement));
+  api.Add("POST", "/manager/announcement", L::kSuperadmin, Guarded(PostManagerAnnouncement));
+  api.Add("GET", "/user-config/bootstrap-script", L::kUser, Guarded(GetUserConfigBootstrapScript));
+  api.Add("POST", "/user-config/bootstrap-script", L::kUser,
+          Guarded(PostUserConfigBootstrapScript));
+}
+
+}  // namespace bai::manager

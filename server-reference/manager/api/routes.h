@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// Every area of the REST surface adds its routes to a ManagerApi with one function; Manager calls
+// them all. Each file named below holds that area's handlers as named functions.
+
+#include "server-reference/manager/api/api.h"
+
+#include <functional>
+#include <string>
+
+namespace bai::manager {
+
+class AgentRegistry;
+class BackgroundTaskStore;
+class EventHub;
+class SessionStore;
+
+/// `GET /`, `/health`, `/auth` and `/auth/test`, `/auth/authorize` (throttled, hashing on a
+/// bounded pool), `/auth/signup`, `/auth/role` (auth_handlers.cc).
+void RegisterAuthRoutes(ManagerApi& api);
+
+/// Resource slots and presets, resource groups, manager status and announcement, bootstrap
+/// scripts (cluster_handlers.cc).
+void RegisterClusterRoutes(ManagerApi& api);
+
+/// The agents' WebSocket (docs/agent-protocol.md), authenticated with the cluster secret
+/// (agent_handlers.cc).
+void RegisterAgentRoutes(ManagerApi& api, AgentRegistry& agents, std::string cluster_secret);
+
+/// Session and event routes; `schedule` runs a scheduling pass for a resource group
+/// (session_handlers.cc).
+void RegisterSessionRoutes(ManagerApi& api, SessionStore& sessions, EventHub& hub,
+                           std::function<void(std::string const&)> schedule);
+/// Code execution (`POST /session/{id}`), relayed to the session's agent (session_handlers.cc).
+void RegisterExecuteRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry& agents);
+/// PATCH /session/{id} (restart) and /session/{id}/interrupt, relayed to the agent
+/// (session_handlers.cc).
+void RegisterKernelControlRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry& agents);
+
+/// Background tasks: GET /events/background-task, and the session commit that runs as one
+/// (task_handlers.cc).
+void RegisterTaskRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry& agents,
+                        BackgroundTaskStore& tasks, EventHub& hub);
+
+}  // namespace bai::manager
