@@ -151,6 +151,9 @@ void RegisterAuthRoutes(ManagerApi& api) {
   }
   api.Add("GET", "/auth/role", L::kUser, Guarded(GetAuthRole));
 
+  // Owned by the two routes. Work on its pool holds a plain pointer: the pool is the gate's
+  // last member, so its destructor waits for that work while the rest of the gate still lives
+  // (a shared owner there could make a worker destroy, and so join, its own pool).
   auto gate = std::make_shared<LoginGate>(api);
   // Password login. Throttled per client address and per account before any work; the Argon2
   // check runs on the password pool, never on an I/O thread.
@@ -179,20 +182,21 @@ void RegisterAuthRoutes(ManagerApi& api) {
                                                             " seconds.");
           }
         }
-        return gate->OnPool(
-            exchange, ctx.response_headers,
-            [gate, account, domain = *domain, username = *username, password = *password] {
-              bool mismatch = false;
-              auto response =
-                  Guard([&] { return Login(gate->store, domain, username, password, mismatch); });
-              std::lock_guard<std::mutex> lock(gate->mu);
-              if (mismatch) {
-                gate->throttle.Failed(account, gate->clock());
-              } else if (response.status == 200) {
-                gate->throttle.Succeeded(account);
-              }
-              return response;
-            });
+        return gate->OnPool(exchange, ctx.response_headers,
+                            [gate = gate.get(), account, domain = *domain, username = *username,
+                             password = *password] {
+                              bool mismatch = false;
+                              auto response = Guard([&] {
+                                return Login(gate->store, domain, username, password, mismatch);
+                              });
+                              std::lock_guard<std::mutex> lock(gate->mu);
+                              if (mismatch) {
+                                gate->throttle.Failed(account, gate->clock());
+                              } else if (response.status == 200) {
+                                gate->throttle.Succeeded(account);
+                              }
+                              return response;
+                            });
       });
 
   // Off unless configured (Backend.AI leaves it to a hook plugin; an open manager should not let
@@ -225,7 +229,7 @@ void RegisterAuthRoutes(ManagerApi& api) {
         if (auto s = p->Check(); !s.ok()) return ProblemResponse(s);
         return gate->OnPool(
             exchange, ctx.response_headers,
-            [gate, domain = *domain, email = *email, password = *password,
+            [gate = gate.get(), domain = *domain, email = *email, password = *password,
              username = username.value_or(*email), full_name] {
               return Guard([&]() -> StatusOr<HttpResponse> {
                 auto hash = HashPassword(password);

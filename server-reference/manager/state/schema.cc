@@ -2,134 +2,154 @@
 #include "server-reference/manager/state/schema.h"
 
 namespace bai::manager {
+namespace {
+
+server::Migration Principals() {
+  return {
+      1,
+      "principals, policies, resource groups, presets, manager state",
+      {
+          "CREATE TABLE domains (name TEXT PRIMARY KEY, description TEXT NOT NULL DEFAULT '', "
+          "is_active INTEGER NOT NULL DEFAULT 1, total_resource_slots TEXT NOT NULL DEFAULT '{}', "
+          "created_at TEXT NOT NULL)",
+          "CREATE TABLE keypair_resource_policies (name TEXT PRIMARY KEY, "
+          "total_resource_slots TEXT NOT NULL DEFAULT '{}', "
+          "default_for_unspecified TEXT NOT NULL DEFAULT 'UNLIMITED', "
+          "max_concurrent_sessions INTEGER NOT NULL DEFAULT 0, "
+          "max_containers_per_session INTEGER NOT NULL DEFAULT 1, "
+          "max_session_lifetime INTEGER NOT NULL DEFAULT 0, "
+          "idle_timeout INTEGER NOT NULL DEFAULT 0, max_pending_session_count INTEGER, "
+          "created_at TEXT NOT NULL)",
+          "CREATE TABLE groups (id TEXT PRIMARY KEY, name TEXT NOT NULL, "
+          "domain_name TEXT NOT NULL REFERENCES domains(name), "
+          "description TEXT NOT NULL DEFAULT '', is_active INTEGER NOT NULL DEFAULT 1, "
+          "total_resource_slots TEXT NOT NULL DEFAULT '{}', created_at TEXT NOT NULL, "
+          "UNIQUE (domain_name, name))",
+          "CREATE TABLE users (uuid TEXT PRIMARY KEY, username TEXT NOT NULL UNIQUE, "
+          "email TEXT NOT NULL UNIQUE, password_hash TEXT NOT NULL, "
+          "full_name TEXT NOT NULL DEFAULT '', role TEXT NOT NULL DEFAULT 'user', "
+          "status TEXT NOT NULL DEFAULT 'active', "
+          "domain_name TEXT NOT NULL REFERENCES domains(name), allowed_client_ip TEXT, "
+          "created_at TEXT NOT NULL)",
+          "CREATE TABLE association_groups_users ("
+          "group_id TEXT NOT NULL REFERENCES groups(id) ON DELETE CASCADE, "
+          "user_id TEXT NOT NULL REFERENCES users(uuid) ON DELETE CASCADE, "
+          "PRIMARY KEY (group_id, user_id))",
+          "CREATE TABLE keypairs (access_key TEXT PRIMARY KEY, secret_key TEXT NOT NULL, "
+          "user_id TEXT NOT NULL REFERENCES users(uuid) ON DELETE CASCADE, "
+          "is_active INTEGER NOT NULL DEFAULT 1, is_admin INTEGER NOT NULL DEFAULT 0, "
+          "resource_policy TEXT NOT NULL REFERENCES keypair_resource_policies(name), "
+          "rate_limit INTEGER NOT NULL DEFAULT 1000, bootstrap_script TEXT NOT NULL DEFAULT '', "
+          "created_at TEXT NOT NULL)",
+          "CREATE INDEX keypairs_user ON keypairs (user_id)",
+          "CREATE TABLE scaling_groups (name TEXT PRIMARY KEY, "
+          "description TEXT NOT NULL DEFAULT '', is_active INTEGER NOT NULL DEFAULT 1, "
+          "is_public INTEGER NOT NULL DEFAULT 1, scheduler TEXT NOT NULL DEFAULT 'fifo', "
+          "scheduler_opts TEXT NOT NULL DEFAULT '{}', created_at TEXT NOT NULL)",
+          "CREATE TABLE sgroups_for_domains ("
+          "scaling_group TEXT NOT NULL REFERENCES scaling_groups(name) ON DELETE CASCADE, "
+          "domain TEXT NOT NULL REFERENCES domains(name) ON DELETE CASCADE, "
+          "PRIMARY KEY (scaling_group, domain))",
+          "CREATE TABLE sgroups_for_groups ("
+          "scaling_group TEXT NOT NULL REFERENCES scaling_groups(name) ON DELETE CASCADE, "
+          "group_id TEXT NOT NULL REFERENCES groups(id) ON DELETE CASCADE, "
+          "PRIMARY KEY (scaling_group, group_id))",
+          "CREATE TABLE sgroups_for_keypairs ("
+          "scaling_group TEXT NOT NULL REFERENCES scaling_groups(name) ON DELETE CASCADE, "
+          "access_key TEXT NOT NULL REFERENCES keypairs(access_key) ON DELETE CASCADE, "
+          "PRIMARY KEY (scaling_group, access_key))",
+          "CREATE TABLE resource_presets (name TEXT PRIMARY KEY, resource_slots TEXT NOT NULL, "
+          "shared_memory TEXT)",
+          "CREATE TABLE manager_settings (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+      }};
+}
+
+server::Migration Sessions() {
+  return {2,
+          "agents, sessions, kernels, event log",
+          {
+              "CREATE TABLE agents (id TEXT PRIMARY KEY, "
+              "scaling_group TEXT NOT NULL REFERENCES scaling_groups(name), "
+              "status TEXT NOT NULL, architecture TEXT NOT NULL DEFAULT 'x86_64', "
+              "available_slots TEXT NOT NULL DEFAULT '{}', slot_types TEXT NOT NULL DEFAULT '{}', "
+              "images TEXT NOT NULL DEFAULT '[]', version TEXT NOT NULL DEFAULT '', "
+              "schedulable INTEGER NOT NULL DEFAULT 1, first_contact TEXT NOT NULL, "
+              "last_heartbeat TEXT NOT NULL, lost_at TEXT)",
+              "CREATE TABLE sessions (id TEXT PRIMARY KEY, seq INTEGER NOT NULL UNIQUE, "
+              "name TEXT NOT NULL, access_key TEXT NOT NULL REFERENCES keypairs(access_key), "
+              "user_id TEXT NOT NULL, domain_name TEXT NOT NULL, group_id TEXT NOT NULL, "
+              "scaling_group TEXT NOT NULL, type TEXT NOT NULL, image TEXT NOT NULL, "
+              "architecture TEXT NOT NULL, cluster_size INTEGER NOT NULL DEFAULT 1, "
+              "status TEXT NOT NULL, status_info TEXT NOT NULL DEFAULT '', "
+              "status_data TEXT NOT NULL DEFAULT '{}', status_history TEXT NOT NULL DEFAULT '{}', "
+              "requested_slots TEXT NOT NULL DEFAULT '{}', agent_id TEXT, "
+              "environ TEXT NOT NULL DEFAULT '{}', mounts TEXT NOT NULL DEFAULT '[]', "
+              "mount_map TEXT NOT NULL DEFAULT '{}', resource_opts TEXT NOT NULL DEFAULT '{}', "
+              "startup_command TEXT, bootstrap_script TEXT, tag TEXT, "
+              "priority INTEGER NOT NULL DEFAULT 10, starts_at TEXT, batch_timeout INTEGER, "
+              "dependencies TEXT NOT NULL DEFAULT '[]', callback_url TEXT, "
+              "result TEXT NOT NULL DEFAULT 'undefined', exit_code INTEGER, "
+              "num_queries INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL, "
+              "terminated_at TEXT)",
+              "CREATE INDEX sessions_queue ON sessions (scaling_group, status, seq)",
+              "CREATE INDEX sessions_owner ON sessions (access_key, name)",
+              "CREATE TABLE kernels (id TEXT PRIMARY KEY, "
+              "session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE, "
+              "agent_id TEXT, cluster_role TEXT NOT NULL DEFAULT 'main', "
+              "cluster_idx INTEGER NOT NULL DEFAULT 1, status TEXT NOT NULL, "
+              "status_info TEXT NOT NULL DEFAULT '', container_id TEXT, exit_code INTEGER, "
+              "logs TEXT NOT NULL DEFAULT '', created_at TEXT NOT NULL, terminated_at TEXT)",
+              "CREATE INDEX kernels_session ON kernels (session_id)",
+              // Every lifecycle event, in order: SSE streams and waiting requests of every manager
+              // tail this table. (INTEGER PRIMARY KEY numbers rows in SQLite; the PostgreSQL
+              // migration declares it as an identity column.)
+              "CREATE TABLE events (seq INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+              "session_id TEXT NOT NULL, session_name TEXT NOT NULL, kernel_id TEXT, "
+              "access_key TEXT NOT NULL, domain_name TEXT NOT NULL, group_id TEXT NOT NULL, "
+              "reason TEXT, exit_code INTEGER, created_at TEXT NOT NULL)",
+          }};
+}
+
+server::Migration RateLimits() {
+  return {3,
+          "rate-limit windows shared by every manager",
+          {
+              "CREATE TABLE rate_limit_windows (access_key TEXT NOT NULL, "
+              "window_start INTEGER NOT NULL, count INTEGER NOT NULL, "
+              "PRIMARY KEY (access_key, window_start))",
+          }};
+}
+
+server::Migration BackgroundTasks() {
+  return {
+      4,
+      "background tasks (PROTOCOL.md /events/background-task)",
+      {
+          // `version` grows with every change, so streams on any manager see each update once.
+          "CREATE TABLE background_tasks (id TEXT PRIMARY KEY, kind TEXT NOT NULL, "
+          "access_key TEXT NOT NULL, subject TEXT NOT NULL DEFAULT '', "
+          "status TEXT NOT NULL DEFAULT 'ongoing', message TEXT NOT NULL DEFAULT '', "
+          "current_progress INTEGER NOT NULL DEFAULT 0, total_progress INTEGER NOT NULL DEFAULT "
+          "0, "
+          "version INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL, updated_at TEXT NOT "
+          "NULL)",
+          "CREATE INDEX background_tasks_subject ON background_tasks (kind, subject, status)",
+      }};
+}
+
+server::Migration AgentLists() {
+  return {5,
+          "sessions pinned to agents (a superadmin's config.agent_list)",
+          {
+              "ALTER TABLE sessions ADD COLUMN agent_list TEXT NOT NULL DEFAULT '[]'",
+          }};
+}
+
+}  // namespace
 
 std::vector<server::Migration> const& Migrations() {
   static auto const* const kMigrations = new std::vector<server::Migration>{
-      {1,
-       "principals, policies, resource groups, presets, manager state",
-       {
-           "CREATE TABLE domains (name TEXT PRIMARY KEY, description TEXT NOT NULL DEFAULT '', "
-           "is_active INTEGER NOT NULL DEFAULT 1, total_resource_slots TEXT NOT NULL DEFAULT '{}', "
-           "created_at TEXT NOT NULL)",
-           "CREATE TABLE keypair_resource_policies (name TEXT PRIMARY KEY, "
-           "total_resource_slots TEXT NOT NULL DEFAULT '{}', "
-           "default_for_unspecified TEXT NOT NULL DEFAULT 'UNLIMITED', "
-           "max_concurrent_sessions INTEGER NOT NULL DEFAULT 0, "
-           "max_containers_per_session INTEGER NOT NULL DEFAULT 1, "
-           "max_session_lifetime INTEGER NOT NULL DEFAULT 0, "
-           "idle_timeout INTEGER NOT NULL DEFAULT 0, max_pending_session_count INTEGER, "
-           "created_at TEXT NOT NULL)",
-           "CREATE TABLE groups (id TEXT PRIMARY KEY, name TEXT NOT NULL, "
-           "domain_name TEXT NOT NULL REFERENCES domains(name), "
-           "description TEXT NOT NULL DEFAULT '', is_active INTEGER NOT NULL DEFAULT 1, "
-           "total_resource_slots TEXT NOT NULL DEFAULT '{}', created_at TEXT NOT NULL, "
-           "UNIQUE (domain_name, name))",
-           "CREATE TABLE users (uuid TEXT PRIMARY KEY, username TEXT NOT NULL UNIQUE, "
-           "email TEXT NOT NULL UNIQUE, password_hash TEXT NOT NULL, "
-           "full_name TEXT NOT NULL DEFAULT '', role TEXT NOT NULL DEFAULT 'user', "
-           "status TEXT NOT NULL DEFAULT 'active', "
-           "domain_name TEXT NOT NULL REFERENCES domains(name), allowed_client_ip TEXT, "
-           "created_at TEXT NOT NULL)",
-           "CREATE TABLE association_groups_users ("
-           "group_id TEXT NOT NULL REFERENCES groups(id) ON DELETE CASCADE, "
-           "user_id TEXT NOT NULL REFERENCES users(uuid) ON DELETE CASCADE, "
-           "PRIMARY KEY (group_id, user_id))",
-           "CREATE TABLE keypairs (access_key TEXT PRIMARY KEY, secret_key TEXT NOT NULL, "
-           "user_id TEXT NOT NULL REFERENCES users(uuid) ON DELETE CASCADE, "
-           "is_active INTEGER NOT NULL DEFAULT 1, is_admin INTEGER NOT NULL DEFAULT 0, "
-           "resource_policy TEXT NOT NULL REFERENCES keypair_resource_policies(name), "
-           "rate_limit INTEGER NOT NULL DEFAULT 1000, bootstrap_script TEXT NOT NULL DEFAULT '', "
-           "created_at TEXT NOT NULL)",
-           "CREATE INDEX keypairs_user ON keypairs (user_id)",
-           "CREATE TABLE scaling_groups (name TEXT PRIMARY KEY, "
-           "description TEXT NOT NULL DEFAULT '', is_active INTEGER NOT NULL DEFAULT 1, "
-           "is_public INTEGER NOT NULL DEFAULT 1, scheduler TEXT NOT NULL DEFAULT 'fifo', "
-           "scheduler_opts TEXT NOT NULL DEFAULT '{}', created_at TEXT NOT NULL)",
-           "CREATE TABLE sgroups_for_domains ("
-           "scaling_group TEXT NOT NULL REFERENCES scaling_groups(name) ON DELETE CASCADE, "
-           "domain TEXT NOT NULL REFERENCES domains(name) ON DELETE CASCADE, "
-           "PRIMARY KEY (scaling_group, domain))",
-           "CREATE TABLE sgroups_for_groups ("
-           "scaling_group TEXT NOT NULL REFERENCES scaling_groups(name) ON DELETE CASCADE, "
-           "group_id TEXT NOT NULL REFERENCES groups(id) ON DELETE CASCADE, "
-           "PRIMARY KEY (scaling_group, group_id))",
-           "CREATE TABLE sgroups_for_keypairs ("
-           "scaling_group TEXT NOT NULL REFERENCES scaling_groups(name) ON DELETE CASCADE, "
-           "access_key TEXT NOT NULL REFERENCES keypairs(access_key) ON DELETE CASCADE, "
-           "PRIMARY KEY (scaling_group, access_key))",
-           "CREATE TABLE resource_presets (name TEXT PRIMARY KEY, resource_slots TEXT NOT NULL, "
-           "shared_memory TEXT)",
-           "CREATE TABLE manager_settings (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-       }},
-      {2,
-       "agents, sessions, kernels, event log",
-       {
-           "CREATE TABLE agents (id TEXT PRIMARY KEY, "
-           "scaling_group TEXT NOT NULL REFERENCES scaling_groups(name), "
-           "status TEXT NOT NULL, architecture TEXT NOT NULL DEFAULT 'x86_64', "
-           "available_slots TEXT NOT NULL DEFAULT '{}', slot_types TEXT NOT NULL DEFAULT '{}', "
-           "images TEXT NOT NULL DEFAULT '[]', version TEXT NOT NULL DEFAULT '', "
-           "schedulable INTEGER NOT NULL DEFAULT 1, first_contact TEXT NOT NULL, "
-           "last_heartbeat TEXT NOT NULL, lost_at TEXT)",
-           "CREATE TABLE sessions (id TEXT PRIMARY KEY, seq INTEGER NOT NULL UNIQUE, "
-           "name TEXT NOT NULL, access_key TEXT NOT NULL REFERENCES keypairs(access_key), "
-           "user_id TEXT NOT NULL, domain_name TEXT NOT NULL, group_id TEXT NOT NULL, "
-           "scaling_group TEXT NOT NULL, type TEXT NOT NULL, image TEXT NOT NULL, "
-           "architecture TEXT NOT NULL, cluster_size INTEGER NOT NULL DEFAULT 1, "
-           "status TEXT NOT NULL, status_info TEXT NOT NULL DEFAULT '', "
-           "status_data TEXT NOT NULL DEFAULT '{}', status_history TEXT NOT NULL DEFAULT '{}', "
-           "requested_slots TEXT NOT NULL DEFAULT '{}', agent_id TEXT, "
-           "environ TEXT NOT NULL DEFAULT '{}', mounts TEXT NOT NULL DEFAULT '[]', "
-           "mount_map TEXT NOT NULL DEFAULT '{}', resource_opts TEXT NOT NULL DEFAULT '{}', "
-           "startup_command TEXT, bootstrap_script TEXT, tag TEXT, "
-           "priority INTEGER NOT NULL DEFAULT 10, starts_at TEXT, batch_timeout INTEGER, "
-           "dependencies TEXT NOT NULL DEFAULT '[]', callback_url TEXT, "
-           "result TEXT NOT NULL DEFAULT 'undefined', exit_code INTEGER, "
-           "num_queries INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL, "
-           "terminated_at TEXT)",
-           "CREATE INDEX sessions_queue ON sessions (scaling_group, status, seq)",
-           "CREATE INDEX sessions_owner ON sessions (access_key, name)",
-           "CREATE TABLE kernels (id TEXT PRIMARY KEY, "
-           "session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE, "
-           "agent_id TEXT, cluster_role TEXT NOT NULL DEFAULT 'main', "
-           "cluster_idx INTEGER NOT NULL DEFAULT 1, status TEXT NOT NULL, "
-           "status_info TEXT NOT NULL DEFAULT '', container_id TEXT, exit_code INTEGER, "
-           "logs TEXT NOT NULL DEFAULT '', created_at TEXT NOT NULL, terminated_at TEXT)",
-           "CREATE INDEX kernels_session ON kernels (session_id)",
-           // Every lifecycle event, in order: SSE streams and waiting requests of every manager
-           // tail this table. (INTEGER PRIMARY KEY numbers rows in SQLite; the PostgreSQL
-           // migration declares it as an identity column.)
-           "CREATE TABLE events (seq INTEGER PRIMARY KEY, name TEXT NOT NULL, "
-           "session_id TEXT NOT NULL, session_name TEXT NOT NULL, kernel_id TEXT, "
-           "access_key TEXT NOT NULL, domain_name TEXT NOT NULL, group_id TEXT NOT NULL, "
-           "reason TEXT, exit_code INTEGER, created_at TEXT NOT NULL)",
-       }},
-      {3,
-       "rate-limit windows shared by every manager",
-       {
-           "CREATE TABLE rate_limit_windows (access_key TEXT NOT NULL, "
-           "window_start INTEGER NOT NULL, count INTEGER NOT NULL, "
-           "PRIMARY KEY (access_key, window_start))",
-       }},
-      {4,
-       "background tasks (PROTOCOL.md /events/background-task)",
-       {
-           // `version` grows with every change, so streams on any manager see each update once.
-           "CREATE TABLE background_tasks (id TEXT PRIMARY KEY, kind TEXT NOT NULL, "
-           "access_key TEXT NOT NULL, subject TEXT NOT NULL DEFAULT '', "
-           "status TEXT NOT NULL DEFAULT 'ongoing', message TEXT NOT NULL DEFAULT '', "
-           "current_progress INTEGER NOT NULL DEFAULT 0, total_progress INTEGER NOT NULL DEFAULT "
-           "0, "
-           "version INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL, updated_at TEXT NOT "
-           "NULL)",
-           "CREATE INDEX background_tasks_subject ON background_tasks (kind, subject, status)",
-       }},
-      {5,
-       "sessions pinned to agents (a superadmin's config.agent_list)",
-       {
-           "ALTER TABLE sessions ADD COLUMN agent_list TEXT NOT NULL DEFAULT '[]'",
-       }},
-  };
+      Principals(), Sessions(), RateLimits(), BackgroundTasks(), AgentLists()};
   return *kMigrations;
 }
 
