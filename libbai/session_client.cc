@@ -108,37 +108,19 @@ std::string ShellJoin(std::vector<std::string> const& argv) {
 
 StatusOr<ExecuteResult> SessionClient::Execute(std::string const& session,
                                                ExecuteStep const& step) const {
-  json body = {{"mode", step.mode}, {"code", step.code}};
-  if (!step.run_id.empty()) body["runId"] = step.run_id;
-  if (!step.options.empty()) body["options"] = step.options;
   ApiRequest req;
   req.method = "POST";
   req.path = "/session/" + Segment(session);
-  req.body = body.dump();
+  req.body = protocol::EncodeExecuteStep(step);
   auto j = Call(client_, req);
   if (!j.ok()) return std::move(j).status();
   json r = j->is_object() ? j->value("result", json::object()) : json::object();
-  if (!r.is_object()) r = json::object();
-  ExecuteResult out;
-  out.run_id = OptString(r, "runId").value_or(step.run_id);
-  out.status = OptString(r, "status").value_or("");
-  out.exit_code = OptInt(r, "exitCode");
-  if (auto c = r.find("console"); c != r.end() && c->is_array()) {
-    for (auto const& item : *c) {
-      if (item.is_array() && item.size() == 2 && item[0].is_string() && item[1].is_string()) {
-        out.console.emplace_back(item[0].get<std::string>(), item[1].get<std::string>());
-      }
-    }
+  auto out = protocol::DecodeExecuteResult(r.is_object() ? r.dump() : "{}");
+  if (!out.ok()) {
+    return Status(StatusCode::kInternal, "malformed execute result: " + out.status().message() +
+                                             ": " + r.dump().substr(0, 200));
   }
-  // API v1 servers answer with stdout/stderr fields instead of a console list.
-  for (char const* stream : {"stdout", "stderr"}) {
-    if (auto t = OptString(r, stream); t && !t->empty()) out.console.emplace_back(stream, *t);
-  }
-  out.raw_json = r.dump();
-  if (out.status.empty()) {
-    return Status(StatusCode::kInternal,
-                  "malformed execute result: " + out.raw_json.substr(0, 200));
-  }
+  if (out->run_id.empty()) out->run_id = step.run_id;
   return out;
 }
 
@@ -259,11 +241,11 @@ Status SessionClient::WatchEvents(SessionEventFilter const& filter,
         SessionEvent e;
         e.name = name;
         e.raw_json = data;
-        if (auto j = internal::ParseJson(data); j && j->is_object()) {
-          e.session_id = OptString(*j, "sessionId").value_or("");
-          e.session_name = OptString(*j, "sessionName").value_or("");
-          e.reason = OptString(*j, "reason");
-          e.exit_code = OptInt(*j, "exitCode");
+        if (auto d = protocol::DecodeSessionEventData(data); d.ok()) {
+          e.session_id = d->session_id;
+          e.session_name = d->session_name;
+          e.reason = d->reason;
+          e.exit_code = d->exit_code;
         }
         if (!on_event(e)) stopped = true;
         return !stopped;
@@ -308,18 +290,10 @@ StatusOr<TaskProgress> SessionClient::FollowTask(
                           TaskProgress p;
                           p.event = name;
                           p.task_id = task_id;
-                          if (auto j = internal::ParseJson(data); j && j->is_object()) {
-                            p.message = OptString(*j, "message").value_or("");
-                            // 24.09 sends the numbers of a finished task as strings.
-                            auto number = [&](char const* key) -> std::int64_t {
-                              if (auto n = OptInt(*j, key)) return *n;
-                              if (auto t = OptString(*j, key)) {
-                                return std::strtoll(t->c_str(), nullptr, 10);
-                              }
-                              return 0;
-                            };
-                            p.current_progress = number("current_progress");
-                            p.total_progress = number("total_progress");
+                          if (auto d = protocol::DecodeTaskEventData(data); d.ok()) {
+                            p.message = d->message;
+                            p.current_progress = d->current_progress;
+                            p.total_progress = d->total_progress;
                           }
                           // server_close ends the stream; it is the result only when no final
                           // bgtask_* event came before it.

@@ -5,6 +5,7 @@
 #include "bai/export.h"
 #include "bai/protocol/resource.h"
 #include "bai/protocol/session_status.h"
+#include "bai/protocol/session_wire.h"
 #include "bai/status.h"
 
 #include <chrono>
@@ -95,24 +96,9 @@ struct TaskProgress {
   bool Succeeded() const { return event == "bgtask_done"; }
 };
 
-/// One execute step (PROTOCOL.md §5.5): `query` (code), `batch` (options.exec), `continue`
-/// (collect more output of `run_id`), `input` (code is the line typed), `complete`.
-struct ExecuteStep {
-  std::string mode = "query";
-  std::string run_id;  ///< empty on the first step: the server assigns one
-  std::string code;
-  std::map<std::string, std::string> options;  ///< e.g. {"exec": "make test"} for batch
-};
-
-/// What one step returned. Keep calling with mode `continue` (or `input` for `waiting-input`)
-/// and the same run id until `status` is `finished`.
-struct ExecuteResult {
-  std::string run_id;
-  std::string status;  ///< continued, waiting-input, finished, …
-  std::optional<std::int64_t> exit_code;
-  std::vector<std::pair<std::string, std::string>> console;  ///< [stream, text], in order
-  std::string raw_json;
-};
+/// One execute step and what it returned: the wire types (bai/protocol/session_wire.h).
+using ExecuteStep = protocol::ExecuteStep;
+using ExecuteResult = protocol::ExecuteResult;
 
 struct SessionEventFilter {
   std::optional<std::string> session_id;

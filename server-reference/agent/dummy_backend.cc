@@ -85,20 +85,18 @@ std::string DummyBackend::Execute(server::agent_protocol::Execute const& req) {
     auto it = kernels_.find(req.session_id);
     alive = it != kernels_.end() && it->second.state.status == "RUNNING";
   }
-  nlohmann::json result = {{"runId", run_id},
-                           {"status", "finished"},
-                           {"options", nlohmann::json::object()},
-                           {"files", nlohmann::json::array()},
-                           {"console", nlohmann::json::array()}};
+  protocol::ExecuteResult result;
+  result.run_id = run_id;
+  result.status = "finished";
   if (!alive) {
-    result["exitCode"] = 130;
-    return result.dump();
+    result.exit_code = 130;
+    return protocol::EncodeExecuteResult(result);
   }
   std::string const& code = req.code;
   std::optional<std::string> command = code;
-  result["exitCode"] = ExitCodeOf(command, 0);
-  if (!code.empty()) result["console"].push_back({"stdout", code + "\n"});
-  return result.dump();
+  result.exit_code = ExitCodeOf(command, 0);
+  if (!code.empty()) result.console.emplace_back("stdout", code + "\n");
+  return protocol::EncodeExecuteResult(result);
 }
 
 Status DummyBackend::CheckRunning(std::string const& session_id) {

@@ -4,7 +4,7 @@
 #include "bai/protocol/resource.h"
 
 #include "libbai/internal/json_codec.h"
-#include "server-reference/common/json_fields.h"
+#include "libbai/internal/json_fields.h"
 #include "server-reference/common/process.h"
 #include "server-reference/common/runner_messages.h"
 
@@ -451,7 +451,7 @@ Status RuncBackend::Init() {
     k->dir = entry.path().string();
     k->container_id = options_.agent_id + "." + entry.path().filename().string();
     if (saved && saved->is_object()) {
-      server::FieldReader f(*saved);
+      internal::FieldReader f(*saved);
       k->container_id = f.String("container_id", k->container_id);
       k->spec.session_id = f.String("session_id");
       k->spec.session_name = f.String("session_name");
@@ -908,11 +908,9 @@ void RuncBackend::Acknowledge(std::string const& session_id) {
 std::string RuncBackend::Execute(server::agent_protocol::Execute const& req) {
   std::string const& run_id = req.run_id;
   std::string const& mode = req.mode;
-  json result = {{"runId", run_id},
-                 {"status", "finished"},
-                 {"options", json::object()},
-                 {"files", json::array()},
-                 {"console", json::array()}};
+  protocol::ExecuteResult result;
+  result.run_id = run_id;
+  result.status = "finished";
   std::shared_ptr<Kernel> k;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -923,8 +921,8 @@ std::string RuncBackend::Execute(server::agent_protocol::Execute const& req) {
     }
   }
   if (!k) {
-    result["exitCode"] = 130;
-    return result.dump();
+    result.exit_code = 130;
+    return protocol::EncodeExecuteResult(result);
   }
   std::optional<rp::ToRunner> op;
   if (mode == "query") {
@@ -951,25 +949,29 @@ std::string RuncBackend::Execute(server::agent_protocol::Execute const& req) {
   if (op) SendToRunner(*k, *op);
   auto it = k->runs.find(run_id);
   if (it == k->runs.end()) {
-    result["exitCode"] = mode == "interrupt" ? 0 : 130;
-    return result.dump();
+    result.exit_code = mode == "interrupt" ? 0 : 130;
+    return protocol::EncodeExecuteResult(result);
   }
   cv_.wait_for(lock, options_.flush_timeout,
                [&] { return it->second.status != "running" || k->tearing_down; });
-  result["console"] = std::move(it->second.console);
+  for (auto const& item : it->second.console) {
+    if (item.is_array() && item.size() == 2 && item[0].is_string() && item[1].is_string()) {
+      result.console.emplace_back(item[0].get<std::string>(), item[1].get<std::string>());
+    }
+  }
   it->second.console = json::array();
   if (it->second.status == "finished") {
-    result["exitCode"] = it->second.exit_code;
+    result.exit_code = it->second.exit_code;
     k->runs.erase(it);
   } else if (it->second.status == "waiting-input") {
-    result["status"] = "waiting-input";
+    result.status = "waiting-input";
   } else if (k->tearing_down) {
-    result["exitCode"] = 130;
+    result.exit_code = 130;
     k->runs.erase(it);
   } else {
-    result["status"] = "continued";
+    result.status = "continued";
   }
-  return result.dump();
+  return protocol::EncodeExecuteResult(result);
 }
 
 }  // namespace bai::agent

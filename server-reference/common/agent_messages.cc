@@ -2,12 +2,13 @@
 #include "server-reference/common/agent_messages.h"
 
 #include "libbai/internal/json_codec.h"
-#include "server-reference/common/json_fields.h"
+#include "libbai/internal/json_fields.h"
 
 #include <nlohmann/json.hpp>
 
 namespace bai::server::agent_protocol {
 
+using internal::FieldReader;
 using nlohmann::json;
 
 namespace {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "bai/protocol/resource.h"
+#include "bai/protocol/session_wire.h"
 #include "bai/status.h"
 
 #include <cstdint>
@@ -123,13 +124,11 @@ struct DestroyKernel {
 };
 
 /// One execute step (PROTOCOL.md §5.5); mode `interrupt` sends SIGINT to the running snippet.
-struct Execute {
+/// The client's execute step (the public wire type; the agent also takes mode `interrupt`),
+/// for the kernel of one session.
+struct Execute : protocol::ExecuteStep {
   std::string request_id;
   std::string session_id;
-  std::string mode = "query";  ///< query, batch, continue, input, complete, interrupt
-  std::string run_id;
-  std::string code;
-  std::map<std::string, std::string> options;  ///< batch steps: clean, build, exec
 };
 
 struct RestartKernel {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/common/runner_messages.h"
 
-#include "server-reference/common/json_fields.h"
+#include "libbai/internal/json_fields.h"
 
 #include <nlohmann/json.hpp>
 
@@ -9,6 +9,7 @@
 
 namespace bai::server::runner_protocol {
 
+using internal::FieldReader;
 using nlohmann::json;
 
 namespace {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/manager/events.h"
 
+#include "bai/protocol/session_wire.h"
+
 #include <nlohmann/json.hpp>
 
 #include <map>
@@ -122,16 +124,14 @@ void EventHub::Every(std::chrono::milliseconds interval, std::function<void()> j
 }
 
 std::string EventHub::EventData(EventRecord const& e) {
-  json data = {{"reason", e.reason ? json(*e.reason) : json(nullptr)},
-               {"sessionName", e.session_name},
-               {"ownerAccessKey", e.access_key},
-               {"sessionId", e.session_id},
-               {"exitCode", e.exit_code ? json(*e.exit_code) : json(nullptr)}};
-  if (e.kernel_id) {
-    data["kernelId"] = *e.kernel_id;
-    data["clusterRole"] = "main";
-  }
-  return data.dump();
+  protocol::SessionEventData data;
+  data.session_id = e.session_id;
+  data.session_name = e.session_name;
+  data.owner_access_key = e.access_key;
+  data.kernel_id = e.kernel_id;
+  data.reason = e.reason;
+  data.exit_code = e.exit_code;
+  return protocol::EncodeSessionEventData(data);
 }
 
 void EventHub::Loop() {

@@ -5,8 +5,8 @@
 #include "bai/protocol/signing.h"
 
 #include "libbai/internal/json_codec.h"
+#include "libbai/internal/json_fields.h"
 #include "server-reference/common/agent_protocol.h"
-#include "server-reference/common/json_fields.h"
 #include "server-reference/manager/scheduler/scheduling.h"
 #include "server-reference/manager/state/store.h"
 
@@ -48,7 +48,7 @@ ap::CreateKernel CreateMessage(SessionRecord const& r) {
   auto mounts = internal::ParseJson(r.mounts).value_or(json::array());
   for (auto const& v : mounts) {
     if (!v.is_object()) continue;  // bare vfolder names: nothing to bind until storage exists
-    server::FieldReader f(v);
+    internal::FieldReader f(v);
     ap::Mount mount{f.String("name"), f.Required("host_path"), f.String("kernel_path"),
                     f.String("permission", "ro")};
     if (f.ok()) m.mounts.push_back(std::move(mount));

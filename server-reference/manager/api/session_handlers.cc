@@ -373,53 +373,39 @@ void RegisterExecuteRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistr
       [&sessions, &agents](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange)
           -> std::optional<HttpResponse> {
         // The execute body is read as JSON whatever the method rules say (PROTOCOL.md §4.1).
-        auto p = Params::From(ctx.request, ParamSource::kBoth);
-        if (!p.ok()) return ProblemResponse(p.status());
-        auto mode = p->String({"mode"}, true);
-        if (mode && *mode != "query" && *mode != "batch" && *mode != "continue" &&
-            *mode != "input" && *mode != "complete") {
-          p->Fail("mode", "must be query, batch, continue, input or complete");
-        }
-        auto run_id = p->String({"runId", "run_id"});
-        std::string code = p->String({"code"}).value_or("");
-        std::map<std::string, std::string> options;  // batch steps: clean, build, exec
-        if (auto const* o = p->Raw({"options"}); o && o->is_object()) {
-          for (auto const& [k, v] : o->items()) {
-            if (v.is_string()) options[k] = v.get<std::string>();
-          }
-        }
-        if (mode && (*mode == "continue" || *mode == "input") && !run_id) {
-          p->Fail("runId", "required for continue and input");
-        }
-        if (auto st = p->Check(); !st.ok()) return ProblemResponse(st);
+        auto step = protocol::DecodeExecuteStep(ctx.request.body.empty() ? std::string_view("{}")
+                                                                         : ctx.request.body);
+        if (!step.ok()) return ProblemResponse(step.status());
         auto s = ResolveRunning(sessions, ctx);
         if (!s.ok()) return ProblemResponse(s.status());
-        if (!run_id) {
+        if (step->run_id.empty()) {
           // 32 hex characters, as 24.09 generates.
           std::string uuid = GenerateUuid();
           uuid.erase(std::remove(uuid.begin(), uuid.end(), '-'), uuid.end());
-          run_id = uuid;
+          step->run_id = uuid;
         }
         (void)ctx.store.db().Exec("UPDATE sessions SET num_queries = num_queries + 1 WHERE id = ?",
                                   {s->id});
         server::agent_protocol::Execute message;
+        static_cast<protocol::ExecuteStep&>(message) = *std::move(step);
         message.session_id = s->id;
-        message.mode = *mode;
-        message.run_id = *run_id;
-        message.code = code;
-        message.options = std::move(options);
         auto headers = ctx.response_headers;
-        agents.Request(*s->agent_id, std::move(message), std::chrono::seconds(30),
-                       [exchange, headers](StatusOr<std::string> result) {
-                         HttpResponse r;
-                         if (!result.ok()) {
-                           r = ProblemResponse(result.status());
-                         } else {
-                           auto j = internal::ParseJson(*result).value_or(json::object());
-                           r = JsonResponse({{"result", j}});
-                         }
-                         RespondLate(*exchange, headers, std::move(r));
-                       });
+        agents.Request(
+            *s->agent_id, std::move(message), std::chrono::seconds(30),
+            [exchange, headers](StatusOr<std::string> result) {
+              HttpResponse r;
+              if (!result.ok()) {
+                r = ProblemResponse(result.status());
+              } else if (auto decoded = protocol::DecodeExecuteResult(*result); !decoded.ok()) {
+                r = ProblemResponse(MakeProblemStatus(
+                    ProblemType::kInternalServerError,
+                    "The agent answered with a malformed result: " + decoded.status().message()));
+              } else {
+                r = HttpResponse::Json(
+                    200, "{\"result\":" + protocol::EncodeExecuteResult(*decoded) + "}");
+              }
+              RespondLate(*exchange, headers, std::move(r));
+            });
         return std::nullopt;
       });
   RegisterKernelControlRoutes(api, sessions, agents);

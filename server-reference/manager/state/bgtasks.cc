@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/manager/state/bgtasks.h"
 
+#include "bai/protocol/session_wire.h"
+
 #include "server-reference/manager/state/bootstrap.h"
 #include "server-reference/manager/state/store.h"
 
@@ -41,12 +43,13 @@ StatusOr<std::optional<BackgroundTask>> One(StatusOr<std::vector<SqlRow>> rows) 
 }  // namespace
 
 std::string BackgroundTask::EventData() const {
-  json data = {{"task_id", id},
-               {"message", message},
-               {"current_progress", current_progress},
-               {"total_progress", total_progress}};
-  if (Finished()) data["status"] = status;
-  return data.dump();
+  protocol::TaskEventData data;
+  data.task_id = id;
+  data.message = message;
+  data.current_progress = current_progress;
+  data.total_progress = total_progress;
+  if (Finished()) data.status = status;
+  return protocol::EncodeTaskEventData(data);
 }
 
 StatusOr<BackgroundTask> BackgroundTaskStore::Create(std::string const& kind,

@@ -4,14 +4,16 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
-namespace bai::server {
+namespace bai::internal {
 
-/// Reads the fields of one JSON object without throwing, for the internal protocol codecs: a
-/// missing or null field takes its default, a field of the wrong type records an error naming
-/// it (the first one wins) and reads as the default. Unknown fields are not looked at.
+/// Reads the fields of one JSON object without throwing, for the protocol codecs (the public
+/// session wire types and the server's internal messages): a missing or null field takes its
+/// default, a field of the wrong type records an error naming it and reads as the default.
+/// Unknown fields are not looked at.
 class FieldReader {
  public:
   explicit FieldReader(nlohmann::json const& object) : object_(object) {}
@@ -54,9 +56,13 @@ class FieldReader {
   /// Records an error about `key` found by the caller ("must be …").
   void Fail(std::string const& key, std::string const& expected) {
     if (error_.empty()) error_ = "field '" + key + "' must be " + expected;
+    fields_.emplace(key, "must be " + expected);  // the first reason per field
   }
   bool ok() const { return error_.empty(); }
+  /// The first error, in words.
   std::string const& error() const { return error_; }
+  /// Every field with an error → why.
+  std::map<std::string, std::string> const& field_errors() const { return fields_; }
 
  private:
   nlohmann::json const* Find(char const* key) const {
@@ -75,6 +81,7 @@ class FieldReader {
 
   nlohmann::json const& object_;
   std::string error_;
+  std::map<std::string, std::string> fields_;
 };
 
-}  // namespace bai::server
+}  // namespace bai::internal
