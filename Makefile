@@ -39,7 +39,7 @@ bench: build
 	else echo "kernel start bench skipped: needs root (runc)"; fi
 
 tidy: build
-	git ls-files -z 'libbai/*.cc' 'cli/*.cc' | xargs -0 clang-tidy -p build --quiet
+	git ls-files -z 'libbai/*.cc' 'cli/*.cc' 'server-reference/*.cc' | xargs -0 -P2 -n8 clang-tidy -p build --quiet
 
 build-fuzz/build.ninja:
 	cmake --preset fuzz
