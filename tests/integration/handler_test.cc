@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: Apache-2.0
+// Handlers called directly through ManagerApi::Handle with FakeExchanges: no socket. The auth
+// handlers with a clock the test moves; the session handlers with signed requests, no agent, and
+// a scheduling hook that only records what it was asked.
+#include "bai/protocol/api_version.h"
+#include "bai/protocol/signing.h"
+
+#include "server-reference/manager/api/routes.h"
+#include "server-reference/manager/events.h"
+#include "server-reference/manager/manager.h"
+#include "server-reference/manager/state/bgtasks.h"
+#include "server-reference/manager/state/sessions.h"
+#include "tests/testing_util/fake_exchange.h"
+#include "tests/testing_util/subprocess.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+
+namespace bai::manager {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+using testing_util::FakeExchange;
+
+// Opens a manager's state (schema, bootstrap) in a fresh directory and reads its superadmin's
+// credentials; handlers are then called directly through ManagerApi::Handle with FakeExchanges.
+class HandlerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ManagerConfig config;
+    config.data_dir = dir_.path() + "/data";
+    auto state = OpenState(config);
+    ASSERT_TRUE(state.ok()) << state.status().message();
+    state_ = std::move(*state);
+    creds_ = testing_util::ReadEnvFile(state_.bootstrap.credentials_file);
+  }
+
+  testing_util::TempDir dir_;
+  OpenedState state_;
+  std::map<std::string, std::string> creds_;
+};
+
+class AuthHandlerTest : public HandlerTest {
+ protected:
+  void SetUp() override {
+    HandlerTest::SetUp();
+    password_ = creds_["BAI_ADMIN_PASSWORD"];
+    ASSERT_FALSE(password_.empty());
+  }
+
+  std::unique_ptr<ManagerApi> MakeApi(ApiOptions options) {
+    options.clock = [this] { return now_.load(); };
+    auto api = std::make_unique<ManagerApi>(*state_.store, std::move(options));
+    RegisterAuthRoutes(*api);
+    return api;
+  }
+
+  static std::shared_ptr<FakeExchange> Login(std::string const& user, std::string const& password,
+                                             std::string const& peer) {
+    return FakeExchange::Make("POST", "/auth/authorize",
+                              json({{"type", "keypair"},
+                                    {"domain", "default"},
+                                    {"username", user},
+                                    {"password", password}})
+                                  .dump(),
+                              peer);
+  }
+  /// Sends a login and waits for its answer.
+  static server::HttpResponse Try(ManagerApi& api, std::string const& user,
+                                  std::string const& password, std::string const& peer) {
+    auto x = Login(user, password, peer);
+    api.Handle(x);
+    auto r = x->Wait();
+    EXPECT_TRUE(r.has_value()) << "no answer";
+    return r.value_or(server::HttpResponse{});
+  }
+  static std::string HeaderOf(server::HttpResponse const& r, std::string const& name) {
+    for (auto const& [k, v] : r.headers) {
+      if (k == name) return v;
+    }
+    return "";
+  }
+
+  std::string password_;
+  std::atomic<std::chrono::system_clock::time_point> now_{std::chrono::system_clock::now()};
+};
+
+TEST_F(AuthHandlerTest, PasswordGuessingIsThrottledPerAccountAndPerAddress) {
+  ApiOptions o;
+  o.login_limits = {.per_address = 6, .failures_per_user = 3, .window = std::chrono::seconds(300)};
+  auto api = MakeApi(o);
+  for (int i = 0; i < 3; ++i) {
+    auto wrong = Try(*api, "admin", "guess-" + std::to_string(i), "198.51.100.1");
+    EXPECT_EQ(wrong.status, 401) << wrong.body;
+  }
+  // The account is now refused from everywhere, even with the right password.
+  for (char const* peer : {"198.51.100.1", "198.51.100.2"}) {
+    auto locked = Try(*api, "admin", password_, peer);
+    EXPECT_EQ(locked.status, 429) << locked.body;
+    EXPECT_EQ(json::parse(locked.body)["type"], "https://api.backend.ai/probs/rate-limit-exceeded");
+    EXPECT_EQ(HeaderOf(locked, "Retry-After"), "300");
+  }
+  // One address cannot spread its guesses over many accounts either: 3 attempts are counted
+  // for 198.51.100.1 already.
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(Try(*api, "user" + std::to_string(i), "x", "198.51.100.1").status, 401);
+  }
+  auto spread = Try(*api, "user9", "x", "198.51.100.1");
+  EXPECT_EQ(spread.status, 429);
+  EXPECT_THAT(spread.body, HasSubstr("Too many login attempts"));
+  // Once the failures leave the window the right password works, and resets the account.
+  now_ = now_.load() + std::chrono::seconds(301);
+  auto ok = Try(*api, "admin", password_, "198.51.100.1");
+  EXPECT_EQ(ok.status, 200) << ok.body;
+  EXPECT_TRUE(json::parse(ok.body)["data"].contains("secret_key"));
+}
+
+TEST_F(AuthHandlerTest, PasswordChecksRunOnABoundedPoolNotOnTheCallingThread) {
+  ApiOptions o;
+  o.password_workers = 1;
+  o.password_queue = 1;
+  auto api = MakeApi(o);
+  // Each wrong guess costs one Argon2 check (tens of milliseconds); twenty arrive at once.
+  std::vector<std::shared_ptr<FakeExchange>> logins;
+  for (int i = 0; i < 20; ++i) {
+    logins.push_back(Login("admin", "guess", "203.0.113." + std::to_string(i)));
+    api->Handle(logins.back());
+  }
+  int deferred = 0, busy = 0;
+  for (auto& x : logins) {
+    auto now = x->Answered();
+    if (!now) {
+      ++deferred;
+      auto later = x->Wait();
+      ASSERT_TRUE(later.has_value());
+      EXPECT_EQ(later->status, 401) << later->body;
+      EXPECT_NE(x->responder(), std::this_thread::get_id()) << "hashed on the calling thread";
+    } else {
+      ++busy;
+      EXPECT_EQ(now->status, 429) << now->body;
+      EXPECT_THAT(now->body, HasSubstr("in progress"));
+      EXPECT_EQ(HeaderOf(*now, "Retry-After"), "1");
+    }
+  }
+  EXPECT_GE(deferred, 1);
+  EXPECT_GE(busy, 1) << "a queue of one must refuse some of twenty simultaneous checks";
+  // An unknown user costs a check too (the answer time does not reveal who exists).
+  auto unknown = Login("nobody", "guess", "203.0.113.99");
+  api->Handle(unknown);
+  auto r = unknown->Wait();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_TRUE(r->status == 401 || r->status == 429) << r->body;
+}
+
+class SessionHandlerTest : public HandlerTest {
+ protected:
+  void SetUp() override {
+    HandlerTest::SetUp();
+    access_key_ = creds_["BACKEND_ACCESS_KEY"];
+    secret_key_ = creds_["BACKEND_SECRET_KEY"];
+    sessions_ = std::make_unique<SessionStore>(*state_.db);
+    tasks_ = std::make_unique<BackgroundTaskStore>(*state_.db);
+    hub_ = std::make_unique<EventHub>(*sessions_, *tasks_);
+    api_ = std::make_unique<ManagerApi>(*state_.store, ApiOptions{});
+    RegisterSessionRoutes(*api_, *sessions_, *hub_,
+                          [this](std::string const& group) { scheduled_.push_back(group); });
+  }
+  void TearDown() override {
+    api_.reset();
+    hub_.reset();
+  }
+
+  // A request signed with the superadmin's keypair (or unsigned), answered synchronously or
+  // waited for.
+  server::HttpResponse Call(std::string method, std::string target, json body = nullptr,
+                            bool sign = true) {
+    auto x = FakeExchange::Make(method, target, body.is_null() ? "" : body.dump());
+    auto& r = x->mutable_request();
+    std::string version = protocol::kCurrentApiVersion.ToString();
+    r.headers.emplace_back("host", "manager.test");
+    r.headers.emplace_back("x-backendai-version", version);
+    if (body.is_null()) r.headers.emplace_back("content-type", "text/plain");
+    if (sign) {
+      protocol::SigningInput in;
+      in.method = method;
+      in.request_target = target;
+      in.date = protocol::FormatRequestDate(std::chrono::system_clock::now());
+      in.host = "manager.test";
+      in.content_type = body.is_null() ? "text/plain" : "application/json";
+      in.api_version = version;
+      auto signature = protocol::Sign(in, secret_key_);
+      EXPECT_TRUE(signature.ok());
+      r.headers.emplace_back("date", in.date);
+      r.headers.emplace_back("authorization",
+                             protocol::AuthorizationHeaderValue(access_key_, *signature, in.hash));
+    }
+    api_->Handle(x);
+    auto response = x->Wait(std::chrono::seconds(10));
+    EXPECT_TRUE(response.has_value()) << method << " " << target << " was never answered";
+    return response.value_or(server::HttpResponse{});
+  }
+
+  std::string access_key_, secret_key_;
+  std::unique_ptr<SessionStore> sessions_;
+  std::unique_ptr<BackgroundTaskStore> tasks_;
+  std::unique_ptr<EventHub> hub_;
+  std::unique_ptr<ManagerApi> api_;
+  std::vector<std::string> scheduled_;
+};
+
+TEST_F(SessionHandlerTest, CreateInfoAndDestroyWithoutASocket) {
+  auto created = Call("POST", "/session",
+                      {{"name", "direct"},
+                       {"image", "python"},
+                       {"enqueueOnly", true},
+                       {"config", {{"resources", {{"cpu", "2"}, {"mem", "1g"}}}}}});
+  ASSERT_EQ(created.status, 201) << created.body;
+  auto body = json::parse(created.body);
+  EXPECT_EQ(body["status"], "PENDING");
+  EXPECT_EQ(body["created"], true);
+  std::string id = body["sessionId"];
+  EXPECT_EQ(scheduled_, std::vector<std::string>{"default"}) << "a create asks for a pass";
+
+  auto info = Call("GET", "/session/direct");
+  ASSERT_EQ(info.status, 200) << info.body;
+  auto j = json::parse(info.body);
+  EXPECT_EQ(j["sessionId"], id);
+  EXPECT_EQ(j["status"], "PENDING");
+  EXPECT_EQ(j["requestedSlots"]["cpu"], "2");
+
+  auto again = Call("POST", "/session", {{"name", "direct"}, {"image", "python"}});
+  EXPECT_EQ(again.status, 201) << "an active session of that name and image is reused";
+  EXPECT_EQ(json::parse(again.body)["created"], false);
+
+  auto destroyed = Call("DELETE", "/session/direct");
+  EXPECT_EQ(destroyed.status, 200) << destroyed.body;
+  auto record = sessions_->Get(id);
+  ASSERT_TRUE(record.ok() && *record);
+  EXPECT_EQ((*record)->status, "CANCELLED") << "a pending session is cancelled, not run";
+  EXPECT_EQ(Call("GET", "/session/direct").status, 404) << "gone by name";
+  EXPECT_EQ(Call("DELETE", "/session/" + id).status, 404) << "ended sessions cannot end again";
+}
+
+TEST_F(SessionHandlerTest, BadCreatesNameTheirFieldsAndUnsignedCallsAreRefused) {
+  auto bad = Call("POST", "/session",
+                  {{"name", "x"}, {"type", "batch"}, {"config", {{"resources", {{"cpu", "-1"}}}}}});
+  ASSERT_EQ(bad.status, 400) << bad.body;
+  auto data = json::parse(bad.body)["data"];
+  EXPECT_TRUE(data.contains("name")) << data;
+  EXPECT_TRUE(data.contains("image")) << data;
+  EXPECT_TRUE(data.contains("startupCommand")) << data;
+  EXPECT_TRUE(data.contains("config.resources")) << data;
+  EXPECT_TRUE(scheduled_.empty());
+
+  auto unsigned_call = Call("GET", "/session/anything", nullptr, /*sign=*/false);
+  EXPECT_EQ(unsigned_call.status, 401) << unsigned_call.body;
+  EXPECT_EQ(Call("GET", "/session/no-such-session").status, 404);
+}
+
+}  // namespace
+}  // namespace bai::manager
