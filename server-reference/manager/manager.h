@@ -7,9 +7,9 @@
 #include "server-reference/common/http_server.h"
 #include "server-reference/manager/agents/agents.h"
 #include "server-reference/manager/api/api.h"
-#include "server-reference/manager/state/bootstrap.h"
 #include "server-reference/manager/config.h"
 #include "server-reference/manager/events.h"
+#include "server-reference/manager/state/bootstrap.h"
 #include "server-reference/manager/state/sessions.h"
 #include "server-reference/manager/state/store.h"
 

@@ -8,8 +8,8 @@
 #include "libbai/internal/json_codec.h"
 #include "server-reference/agent/dummy_backend.h"
 #include "server-reference/common/agent_protocol.h"
-#include "server-reference/manager/state/bootstrap.h"
 #include "server-reference/manager/manager.h"
+#include "server-reference/manager/state/bootstrap.h"
 #include "tests/testing_util/raw_http.h"
 #include "tests/testing_util/subprocess.h"
 

@@ -9,9 +9,9 @@
 #include "bai/protocol/resource.h"
 
 #include "libbai/internal/json_codec.h"
-#include "server-reference/manager/state/bootstrap.h"
 #include "server-reference/manager/manager.h"
 #include "server-reference/manager/scheduler/scheduling.h"
+#include "server-reference/manager/state/bootstrap.h"
 #include "server-reference/manager/state/sessions.h"
 #include "tests/testing_util/subprocess.h"
 
