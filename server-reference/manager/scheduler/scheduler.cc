@@ -22,13 +22,6 @@ bool Fits(ResourceSlots const& requested, ResourceSlots const& capacity,
   return true;
 }
 
-void AddInto(ResourceSlots& total, ResourceSlots const& more) {
-  for (auto const& [slot, amount] : more) {
-    auto sum = Get(total, slot).Add(amount);
-    total[slot] = sum ? *sum : Decimal::Unlimited();
-  }
-}
-
 ResourceSlots FreeOf(Agent const& a) {
   ResourceSlots free;
   for (auto const& [slot, cap] : a.capacity) {
@@ -39,6 +32,13 @@ ResourceSlots FreeOf(Agent const& a) {
 }
 
 }  // namespace
+
+void AddInto(ResourceSlots& total, ResourceSlots const& more) {
+  for (auto const& [slot, amount] : more) {
+    auto sum = Get(total, slot).Add(amount);
+    total[slot] = sum ? *sum : Decimal::Unlimited();
+  }
+}
 
 bool OffersImage(std::vector<std::string> const& offered, std::string const& reference) {
   if (offered.empty() || reference.empty()) return true;

@@ -48,6 +48,9 @@ struct Session {
   std::vector<std::string> agent_list;
 };
 
+/// Adds `more` into `total`, slot by slot (a sum past the largest amount saturates to unlimited).
+void AddInto(ResourceSlots& total, ResourceSlots const& more);
+
 /// Whether an agent offering `offered` (names and aliases) can run `reference`: by name or alias,
 /// or a registry reference by its last component, then that without its tag, as the agent
 /// resolves it. An agent that reported no images is not ruled out.

@@ -149,20 +149,14 @@ Status ReadAgentsAndUsage(SqlExecutor& tx, std::string const& scaling_group, Pas
       std::string("SELECT agent_id, access_key, requested_slots FROM sessions WHERE status IN ") +
       kHoldingStatuses);
   if (!holding.ok()) return holding.status();
-  auto add = [](protocol::ResourceSlots& into, protocol::ResourceSlots const& more) {
-    for (auto const& [k, v] : more) {
-      auto sum = into[k].Add(v);
-      into[k] = sum ? *sum : protocol::Decimal::Unlimited();
-    }
-  };
   for (auto const& r : *holding) {
     auto slots = SlotsOf(r.Text(2));
     if (auto it = agent_index.find(r.Text(0)); it != agent_index.end()) {
-      add(st.in.agents[it->second].occupied, slots);
+      scheduler::AddInto(st.in.agents[it->second].occupied, slots);
     }
     auto& u = st.usage[r.Text(1)];
     u.active_sessions += 1;
-    add(u.occupied, slots);
+    scheduler::AddInto(u.occupied, slots);
   }
   return Status();
 }
@@ -257,12 +251,6 @@ StatusOr<std::string> CheckPresets(server::Database& db, std::string const& acce
                                    std::vector<std::array<std::string, 3>> const& presets) {
   using protocol::Decimal;
   using Slots = protocol::ResourceSlots;
-  auto add = [](Slots& into, Slots const& more) {
-    for (auto const& [k, v] : more) {
-      auto sum = into[k].Add(v);
-      into[k] = sum ? *sum : Decimal::Unlimited();
-    }
-  };
   auto to_json = [](Slots const& slots) {
     json j = json::object();
     for (auto const& [k, v] : slots) j[k] = v.ToString();
@@ -302,8 +290,8 @@ StatusOr<std::string> CheckPresets(server::Database& db, std::string const& acce
     std::map<std::string, Slots> agent_occupied;
     for (auto const& r : *holding) {
       Slots slots = SlotsOf(r.Text(2));
-      add(agent_occupied[r.Text(0)], slots);
-      if (r.Text(1) == access_key) add(using_kp, slots);
+      scheduler::AddInto(agent_occupied[r.Text(0)], slots);
+      if (r.Text(1) == access_key) scheduler::AddInto(using_kp, slots);
     }
     Slots remaining_kp;
     for (auto const& n : names) {
@@ -331,10 +319,10 @@ StatusOr<std::string> CheckPresets(server::Database& db, std::string const& acce
           auto u = sg_using[n].Add(occ);
           sg_using[n] = u ? *u : Decimal::Unlimited();
         }
-        add(sg_remaining, free);
+        scheduler::AddInto(sg_remaining, free);
         agent_free.push_back(free);
       }
-      add(group_total_remaining, sg_remaining);
+      scheduler::AddInto(group_total_remaining, sg_remaining);
       groups[sg] = {{"using", to_json(sg_using)}, {"remaining", to_json(sg_remaining)}};
     }
     json nan = json::object();
