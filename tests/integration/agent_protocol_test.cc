@@ -170,6 +170,34 @@ TEST_F(AgentProtocolTest, ManagerRefusesMalformedMessagesOfARegisteredAgentAndKe
   EXPECT_THAT(rows->front().Text(0), ::testing::HasSubstr("\"cpu\":\"2\""));
 }
 
+TEST_F(AgentProtocolTest, HeartbeatsKeepTheAgentAliveAndCarryCapacityChanges) {
+  FakeLink link(manager_->agents(), "agent-h");
+  link.Send(ap::Encode(ap::ToManager(link.RegisterFor(manager_->cluster_secret()))));
+  ASSERT_EQ(link.socket->All<ap::Registered>().size(), 1u);
+  auto& db = manager_->store().db();
+  auto row = [&db] {
+    auto rows = db.Query("SELECT available_slots, status, last_heartbeat FROM agents WHERE id = ?",
+                         {std::string("agent-h")});
+    EXPECT_TRUE(rows.ok() && rows->size() == 1u);
+    return rows.ok() && rows->size() == 1u ? rows->front() : server::SqlRow({});
+  };
+  ASSERT_TRUE(db.Exec("UPDATE agents SET last_heartbeat = 'earlier' WHERE id = 'agent-h'").ok());
+  protocol::ResourceSlots same;
+  ASSERT_TRUE(protocol::ParseSlotAssignment("cpu=2,mem=2g", same).ok());
+  link.Send(ap::Encode(ap::ToManager(ap::Heartbeat{same})));
+  EXPECT_NE(row().Text(2), "earlier") << "the same slots: still a heartbeat";
+  EXPECT_THAT(row().Text(0), ::testing::HasSubstr("\"cpu\":\"2\""));
+  protocol::ResourceSlots fewer;
+  ASSERT_TRUE(protocol::ParseSlotAssignment("cpu=1,mem=2g", fewer).ok());
+  ASSERT_TRUE(db.Exec("UPDATE agents SET last_heartbeat = 'earlier' WHERE id = 'agent-h'").ok());
+  link.Send(ap::Encode(ap::ToManager(ap::Heartbeat{fewer})));
+  EXPECT_THAT(row().Text(0), ::testing::HasSubstr("\"cpu\":\"1\"")) << "new capacity stored";
+  EXPECT_NE(row().Text(2), "earlier");
+  EXPECT_EQ(row().Text(1), "ALIVE");
+  link.Send(ap::Encode(ap::ToManager(ap::Heartbeat{})));
+  EXPECT_THAT(row().Text(0), ::testing::HasSubstr("\"cpu\":\"1\"")) << "no slots: kept";
+}
+
 TEST_F(AgentProtocolTest, AReplayedHandshakeCannotRegisterOrDisplaceTheLiveAgent) {
   FakeLink live(manager_->agents(), "agent-r");
   auto registration = ap::Encode(ap::ToManager(live.RegisterFor(manager_->cluster_secret())));

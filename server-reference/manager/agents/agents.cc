@@ -255,22 +255,27 @@ void AgentRegistry::Adopt(Connection const& c, ap::Register const& m, std::strin
 }
 
 void AgentRegistry::Handle(Connection const& c, ap::Heartbeat const& m) {
-  // A heartbeat without slots keeps the registered ones; new slots are a capacity change,
-  // made under the group's scheduling scope.
+  // A heartbeat without slots keeps the registered ones. The usual heartbeat repeats them: one
+  // UPDATE that changes nothing else. New slots are a capacity change, made under the group's
+  // scheduling scope.
   std::string slots = m.slots ? internal::SlotsToJson(*m.slots).dump() : std::string();
-  server::LockScopes scopes;
-  if (!slots.empty()) {
-    auto group = db_.Query("SELECT scaling_group FROM agents WHERE id = ?", {c.agent_id});
-    if (group.ok() && !group->empty()) scopes.push_back(SchedulingScope((*group)[0].Text(0)));
-  }
-  (void)db_.Transaction(scopes, [&](server::SqlExecutor& tx) -> Status {
-    return tx
-        .Exec(
-            "UPDATE agents SET last_heartbeat = ?, status = 'ALIVE', lost_at = NULL, "
-            "available_slots = CASE WHEN ? = '' THEN available_slots ELSE ? END WHERE id = ?",
-            {NowIso(), slots, slots, c.agent_id})
-        .status();
-  });
+  std::string now = NowIso();
+  auto same = db_.Exec(
+      "UPDATE agents SET last_heartbeat = ?, status = 'ALIVE', lost_at = NULL "
+      "WHERE id = ? AND (? = '' OR available_slots = ?)",
+      {now, c.agent_id, slots, slots});
+  if (!same.ok() || *same > 0 || slots.empty()) return;
+  auto group = db_.Query("SELECT scaling_group FROM agents WHERE id = ?", {c.agent_id});
+  if (!group.ok() || group->empty()) return;
+  (void)db_.Transaction({SchedulingScope((*group)[0].Text(0))},
+                        [&](server::SqlExecutor& tx) -> Status {
+                          return tx
+                              .Exec(
+                                  "UPDATE agents SET last_heartbeat = ?, status = 'ALIVE', "
+                                  "lost_at = NULL, available_slots = ? WHERE id = ?",
+                                  {now, slots, c.agent_id})
+                              .status();
+                        });
 }
 
 void AgentRegistry::Handle(Connection const& c, ap::Response const& m) {
