@@ -696,18 +696,18 @@ void RegisterSessionRoutes(ManagerApi& api, SessionStore& sessions, EventHub& hu
   };
   api.AddAsync("POST", "/session", L::kUser, create);
   api.AddAsync("POST", "/session/_/create", L::kUser, create);
-  api.Add("GET", "/session/_/match", L::kUser,
-          [r](RequestContext& ctx) { return Guard([&] { return r->GetMatch(ctx); }); });
-  api.Add("GET", "/session/{id}", L::kUser,
-          [r](RequestContext& ctx) { return Guard([&] { return r->Get(ctx); }); });
-  api.Add("DELETE", "/session/{id}", L::kUser,
-          [r](RequestContext& ctx) { return Guard([&] { return r->Delete(ctx); }); });
+  // A SessionRoutes member as a sync handler (errors become problem responses).
+  auto guarded = [r](StatusOr<HttpResponse> (SessionRoutes::*handler)(RequestContext&)) {
+    return
+        [r, handler](RequestContext& ctx) { return Guard([&] { return ((*r).*handler)(ctx); }); };
+  };
+  api.Add("GET", "/session/_/match", L::kUser, guarded(&SessionRoutes::GetMatch));
+  api.Add("GET", "/session/{id}", L::kUser, guarded(&SessionRoutes::Get));
+  api.Add("DELETE", "/session/{id}", L::kUser, guarded(&SessionRoutes::Delete));
   api.Add("GET", "/session/{id}/status-history", L::kUser,
-          [r](RequestContext& ctx) { return Guard([&] { return r->GetStatusHistory(ctx); }); });
-  api.Add("GET", "/session/{id}/logs", L::kUser,
-          [r](RequestContext& ctx) { return Guard([&] { return r->GetLogs(ctx); }); });
-  api.Add("POST", "/session/{id}/rename", L::kUser,
-          [r](RequestContext& ctx) { return Guard([&] { return r->PostRename(ctx); }); });
+          guarded(&SessionRoutes::GetStatusHistory));
+  api.Add("GET", "/session/{id}/logs", L::kUser, guarded(&SessionRoutes::GetLogs));
+  api.Add("POST", "/session/{id}/rename", L::kUser, guarded(&SessionRoutes::PostRename));
   api.AddAsync("GET", "/events/session", L::kUser,
                [r](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange) {
                  return r->Events(ctx, exchange);
