@@ -30,16 +30,25 @@ std::string Segment(std::string const& text) {
   return out;
 }
 
-StatusOr<json> Call(Client const& client, ApiRequest const& request) {
+// The body of a successful answer; a non-2xx answer is its error.
+StatusOr<std::string> CallBody(Client const& client, ApiRequest const& request) {
   auto response = client.Send(request);
   if (!response.ok()) return std::move(response).status();
   if (auto s = CheckResponse(*response); !s.ok()) return s;
-  if (response->body.empty()) return json(nullptr);
-  auto j = internal::ParseJson(response->body);
-  if (!j) {
-    return Status(StatusCode::kInternal,
-                  "malformed response from the server: " + response->body.substr(0, 200));
-  }
+  return std::move(response->body);
+}
+
+Status Malformed(std::string_view body) {
+  return Status(StatusCode::kInternal,
+                "malformed response from the server: " + std::string(body.substr(0, 200)));
+}
+
+StatusOr<json> Call(Client const& client, ApiRequest const& request) {
+  auto body = CallBody(client, request);
+  if (!body.ok()) return std::move(body).status();
+  if (body->empty()) return json(nullptr);
+  auto j = internal::ParseJson(*body);
+  if (!j) return Malformed(*body);
   return *j;
 }
 
@@ -47,12 +56,6 @@ std::optional<std::string> OptString(json const& j, char const* key) {
   auto it = j.find(key);
   if (it == j.end() || !it->is_string()) return std::nullopt;
   return it->get<std::string>();
-}
-
-std::optional<std::int64_t> OptInt(json const& j, char const* key) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number_integer()) return std::nullopt;
-  return it->get<std::int64_t>();
 }
 
 // Opens a Server-Sent Event stream at `path` and feeds it to `on_event` until that returns false
@@ -126,70 +129,36 @@ StatusOr<ExecuteResult> SessionClient::Execute(std::string const& session,
 
 StatusOr<SessionCreateResult> SessionClient::Create(SessionCreateRequest const& r) const {
   auto const& options = client_.options();
-  json body = {{"image", r.image},
-               {"type", r.type},
-               {"group", r.group.empty() ? options.group : r.group},
-               {"domain", r.domain.empty() ? options.domain : r.domain},
-               {"enqueueOnly", r.enqueue_only},
-               {"maxWaitSeconds", r.max_wait_seconds},
-               {"reuseIfExists", r.reuse_if_exists},
-               {"cluster_size", 1},
-               {"cluster_mode", "single-node"}};
-  if (!r.name.empty()) body["name"] = r.name;
-  if (r.startup_command) body["startupCommand"] = *r.startup_command;
-  if (r.tag) body["tag"] = *r.tag;
-  if (r.bootstrap_script) body["bootstrap_script"] = *r.bootstrap_script;
-  if (r.starts_at) body["starts_at"] = *r.starts_at;
-  if (!r.dependencies.empty()) body["dependencies"] = r.dependencies;
-  if (r.owner_access_key) body["owner_access_key"] = *r.owner_access_key;
+  SessionCreateRequest body = r;
+  if (body.group.empty()) body.group = options.group;
+  if (body.domain.empty()) body.domain = options.domain;
   // Keys newer than 24.09, or only 24.09: sent only when the server can take them
   // (DECISIONS.md "Protocol").
-  auto info = client_.GetServerInfo();
-  bool ours = info.ok() && info->manager.rfind("bai-manager", 0) == 0;
-  if (r.priority) body["priority"] = *r.priority;
-  if (r.batch_timeout_seconds) {
-    if (ours) {
-      body["batch_timeout"] = *r.batch_timeout_seconds;
-    } else if (options.warning_log) {
-      options.warning_log("the server may not support batch_timeout; not sent");
+  if (body.batch_timeout_seconds) {
+    auto info = client_.GetServerInfo();
+    if (!info.ok() || info->manager.rfind("bai-manager", 0) != 0) {
+      body.batch_timeout_seconds.reset();
+      if (options.warning_log) {
+        options.warning_log("the server may not support batch_timeout; not sent");
+      }
     }
   }
-  json config = {{"resources", internal::SlotsToJson(r.resources)},
-                 {"environ", r.environ},
-                 {"mounts", r.mounts}};
-  if (r.scaling_group) config["scaling_group"] = *r.scaling_group;
-  body["config"] = config;
   ApiRequest request{"POST", "/session"};
-  request.body = body.dump();
-  auto j = Call(client_, request);
-  if (!j.ok()) return std::move(j).status();
-  SessionCreateResult out;
-  out.id = OptString(*j, "sessionId").value_or("");
-  out.name = OptString(*j, "sessionName").value_or(r.name);
-  out.status = OptString(*j, "status").value_or("");
-  out.created = j->value("created", true);
+  request.body = protocol::EncodeSessionCreateRequest(body);
+  auto answer = CallBody(client_, request);
+  if (!answer.ok()) return std::move(answer).status();
+  auto out = protocol::DecodeSessionCreateResult(*answer);
+  if (!out.ok()) return Malformed(*answer);
+  if (out->name.empty()) out->name = r.name;
   return out;
 }
 
 StatusOr<SessionInfo> SessionClient::Info(std::string const& session) const {
-  auto j = Call(client_, {"GET", "/session/" + Segment(session)});
-  if (!j.ok()) return std::move(j).status();
-  SessionInfo out;
-  out.raw_json = j->dump();
-  out.id = OptString(*j, "sessionId").value_or(session);
-  out.name = OptString(*j, "sessionName").value_or("");
-  out.status = protocol::ParseSessionStatus(OptString(*j, "status").value_or(""));
-  out.status_info = OptString(*j, "statusInfo").value_or("");
-  out.type = OptString(*j, "type").value_or("");
-  out.image = OptString(*j, "image").value_or("");
-  out.result = OptString(*j, "result").value_or("undefined");
-  out.exit_code = OptInt(*j, "exitCode");
-  out.agent_id = OptString(*j, "agentId");
-  if (auto it = j->find("requestedSlots"); it != j->end() && it->is_object()) {
-    if (auto slots = internal::SlotsFromJson(*it); slots.ok()) out.requested = *slots;
-  }
-  out.created_at = OptString(*j, "creationTime").value_or("");
-  out.terminated_at = OptString(*j, "terminationTime");
+  auto answer = CallBody(client_, {"GET", "/session/" + Segment(session)});
+  if (!answer.ok()) return std::move(answer).status();
+  auto out = protocol::DecodeSessionInfo(*answer);
+  if (!out.ok()) return Malformed(*answer);
+  if (out->id.empty()) out->id = session;
   return out;
 }
 

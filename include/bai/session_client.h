@@ -18,53 +18,11 @@
 
 namespace bai {
 
-/// What to create (PROTOCOL.md §5.2). Unset optional fields are left out of the request.
-struct SessionCreateRequest {
-  std::string name;  ///< empty: the server picks one
-  std::string image;
-  std::string type = "interactive";            ///< interactive, batch, inference
-  std::optional<std::string> startup_command;  ///< required for batch
-  protocol::ResourceSlots resources;
-  std::map<std::string, std::string> environ;
-  std::vector<std::string> mounts;
-  std::string group;   ///< empty: Options::group
-  std::string domain;  ///< empty: Options::domain
-  std::optional<std::string> scaling_group;
-  bool enqueue_only = false;
-  std::int64_t max_wait_seconds = 0;  ///< 0: wait until it starts
-  bool reuse_if_exists = true;
-  std::optional<std::string> tag;
-  std::optional<std::string> bootstrap_script;
-  std::optional<std::int64_t> batch_timeout_seconds;
-  std::optional<std::string> starts_at;
-  std::vector<std::string> dependencies;
-  std::optional<int> priority;
-  std::optional<std::string> owner_access_key;
-};
-
-struct SessionCreateResult {
-  std::string id;
-  std::string name;
-  std::string status;   ///< PENDING, RUNNING, TIMEOUT, …
-  bool created = true;  ///< false: an existing session was reused
-};
-
-/// `GET /session/{id}`, the fields scripts use, plus the raw JSON.
-struct SessionInfo {
-  std::string id;
-  std::string name;
-  protocol::SessionStatusValue status;
-  std::string status_info;
-  std::string type;
-  std::string image;
-  std::string result;  ///< undefined, success, failure
-  std::optional<std::int64_t> exit_code;
-  std::optional<std::string> agent_id;
-  protocol::ResourceSlots requested;
-  std::string created_at;
-  std::optional<std::string> terminated_at;
-  std::string raw_json;
-};
+/// What to create, what the server answered, and a session's info: the wire types
+/// (bai/protocol/session_wire.h).
+using SessionCreateRequest = protocol::SessionCreateRequest;
+using SessionCreateResult = protocol::SessionCreateResult;
+using SessionInfo = protocol::SessionInfo;
 
 /// One Server-Sent Event of `/events/session`.
 struct SessionEvent {

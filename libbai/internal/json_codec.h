@@ -3,6 +3,7 @@
 
 #include "bai/client.h"
 #include "bai/protocol/resource.h"
+#include "bai/protocol/session_wire.h"
 #include "bai/status.h"
 
 #include <nlohmann/json.hpp>
@@ -31,5 +32,10 @@ nlohmann::json SlotsToJson(protocol::ResourceSlots const& slots);
 StatusOr<protocol::ResourceSlots> SlotsFromJson(
     nlohmann::json const& json,
     std::function<std::optional<protocol::SlotType>(std::string const&)> const& slot_type = {});
+
+/// DecodeSessionCreateRequest on an object already parsed (the manager merges query and body
+/// parameters first).
+StatusOr<protocol::SessionCreateRequest> SessionCreateRequestFromJson(
+    nlohmann::json const& object, protocol::SlotTypeLookup const& slot_types);
 
 }  // namespace bai::internal

@@ -10,6 +10,12 @@
 
 namespace bai::internal {
 
+/// A boolean as request parameters spell it: true/false, 1/0, or "true", "yes", "1", "t", "y"
+/// (and their negatives, any case); nullopt for anything else.
+std::optional<bool> LenientBool(nlohmann::json const& value);
+/// An integer, or a string of one ("30"); nullopt for anything else.
+std::optional<std::int64_t> LenientInt(nlohmann::json const& value);
+
 /// Reads the fields of one JSON object without throwing, for the protocol codecs (the public
 /// session wire types and the server's internal messages): a missing or null field takes its
 /// default, a field of the wrong type records an error naming it and reads as the default.
@@ -55,8 +61,12 @@ class FieldReader {
 
   /// Records an error about `key` found by the caller ("must be …").
   void Fail(std::string const& key, std::string const& expected) {
-    if (error_.empty()) error_ = "field '" + key + "' must be " + expected;
-    fields_.emplace(key, "must be " + expected);  // the first reason per field
+    Refuse(key, "must be " + expected);
+  }
+  /// Records an error about `key` in the caller's words ("required", "Unknown slot type").
+  void Refuse(std::string const& key, std::string const& reason) {
+    if (error_.empty()) error_ = "field '" + key + "': " + reason;
+    fields_.emplace(key, reason);  // the first reason per field
   }
   bool ok() const { return error_.empty(); }
   /// The first error, in words.

@@ -2,9 +2,11 @@
 #include "bai/protocol/session_wire.h"
 
 #include "bai/protocol/errors.h"
+#include "bai/protocol/signing.h"
 
 #include "libbai/internal/json_codec.h"
 #include "libbai/internal/json_fields.h"
+#include "libbai/internal/json_writer.h"
 
 #include <nlohmann/json.hpp>
 
@@ -45,7 +47,359 @@ char const* Spelling(json const& j, std::initializer_list<char const*> keys) {
   return *keys.begin();
 }
 
+// Reads request fields under any of their spellings, with the leniency of request parameters
+// (booleans and integers may come as strings); an error names the field's first spelling.
+class Lenient {
+ public:
+  Lenient(json const& object, FieldReader& r) : object_(object), r_(r) {}
+
+  json const* Find(std::initializer_list<char const*> names) const {
+    for (char const* n : names) {
+      auto it = object_.find(n);
+      if (it != object_.end() && !it->is_null()) return &*it;
+    }
+    return nullptr;
+  }
+  std::optional<std::string> Str(std::initializer_list<char const*> names) {
+    auto const* v = Find(names);
+    if (v == nullptr) return std::nullopt;
+    if (!v->is_string()) return r_.Fail(*names.begin(), "a string"), std::nullopt;
+    return v->get<std::string>();
+  }
+  std::optional<bool> Bool(std::initializer_list<char const*> names) {
+    auto const* v = Find(names);
+    if (v == nullptr) return std::nullopt;
+    auto b = internal::LenientBool(*v);
+    if (!b) r_.Fail(*names.begin(), "a boolean");
+    return b;
+  }
+  std::optional<std::int64_t> Int(std::initializer_list<char const*> names, std::int64_t min,
+                                  std::int64_t max) {
+    auto const* v = Find(names);
+    if (v == nullptr) return std::nullopt;
+    auto n = internal::LenientInt(*v);
+    if (!n) return r_.Fail(*names.begin(), "an integer"), std::nullopt;
+    if (*n < min || *n > max) {
+      r_.Fail(*names.begin(), "between " + std::to_string(min) + " and " + std::to_string(max));
+      return std::nullopt;
+    }
+    return n;
+  }
+  /// An object of strings with non-empty keys, reported as `field`.
+  std::map<std::string, std::string> StrMap(std::initializer_list<char const*> names,
+                                            std::string const& field) {
+    std::map<std::string, std::string> out;
+    auto const* v = Find(names);
+    if (v == nullptr) return out;
+    bool ok = v->is_object();
+    if (ok) {
+      for (auto const& [k, item] : v->items()) {
+        ok = ok && item.is_string() && !k.empty();
+        if (ok) out[k] = item.get<std::string>();
+      }
+    }
+    if (!ok) r_.Fail(field, "an object of strings");
+    return out;
+  }
+  /// A list of non-empty strings, reported as `field`.
+  std::vector<std::string> StrList(std::initializer_list<char const*> names,
+                                   std::string const& field, char const* what) {
+    std::vector<std::string> out;
+    auto const* v = Find(names);
+    if (v == nullptr) return out;
+    bool ok = v->is_array();
+    for (auto const& item : ok ? *v : json::array()) {
+      ok = ok && item.is_string() && !item.get_ref<std::string const&>().empty();
+      if (ok) out.push_back(item.get<std::string>());
+    }
+    if (!ok) r_.Fail(field, what);
+    return out;
+  }
+
+ private:
+  json const& object_;
+  FieldReader& r_;
+};
+
+// The `config` object of a create request: placement, environment, mounts, resources.
+void ReadCreateConfig(json const& config, SlotTypeLookup const& slot_types, FieldReader& r,
+                      SessionCreateRequest& out) {
+  Lenient c(config, r);
+  out.scaling_group = c.Str({"scaling_group", "scalingGroup"});
+  out.environ = c.StrMap({"environ"}, "config.environ");
+  out.mounts = c.StrList({"mounts"}, "config.mounts", "a list of vfolder names");
+  out.mount_map = c.StrMap({"mount_map", "mountMap"}, "config.mount_map");
+  if (auto const* ro = c.Find({"resource_opts", "resourceOpts"})) {
+    if (!ro->is_object()) r.Fail("config.resource_opts", "an object");
+    if (ro->is_object()) {
+      for (auto const& [k, v] : ro->items()) {
+        out.resource_opts[k] = v.is_string() ? v.get<std::string>() : v.dump();
+      }
+    }
+  }
+  out.agent_list =
+      c.StrList({"agent_list", "agentList"}, "config.agent_list", "a list of agent ids");
+  auto const* res = c.Find({"resources"});
+  if (res == nullptr) return;
+  if (!res->is_object()) return r.Fail("config.resources", "an object of slot amounts");
+  auto type_of = [&](std::string const& slot) {
+    return slot_types ? slot_types(slot) : KnownSlotType(slot);
+  };
+  bool known = true;
+  for (auto const& [slot, amount] : res->items()) {
+    if (!type_of(slot)) known = false, r.Refuse("config.resources." + slot, "Unknown slot type");
+  }
+  if (!known) return;
+  auto slots = internal::SlotsFromJson(*res, type_of);
+  if (!slots.ok()) return r.Refuse("config.resources", slots.status().message());
+  for (auto const& [slot, amount] : *slots) {
+    if (amount.is_unlimited()) r.Fail("config.resources." + slot, "finite");
+  }
+  out.resources = *std::move(slots);
+}
+
+// starts_at (a time or a delay; batch only) and batch_timeout (seconds or a duration).
+void ReadCreateTiming(Lenient& l, FieldReader& r, SessionCreateRequest& out) {
+  out.starts_at = l.Str({"starts_at", "startsAt"});
+  if (out.starts_at && out.type != "batch") {
+    r.Refuse("starts_at", "only batch sessions can start later");
+  } else if (out.starts_at && !ParseDurationSeconds(*out.starts_at) &&
+             !ParseHttpDate(*out.starts_at)) {
+    r.Fail("starts_at", "an ISO 8601 time or a duration such as 30m");
+  }
+  if (auto const* bt = l.Find({"batch_timeout", "batchTimeout"})) {
+    auto secs = bt->is_number_integer() ? std::optional<std::int64_t>(bt->get<std::int64_t>())
+                : bt->is_string()       ? ParseDurationSeconds(bt->get_ref<std::string const&>())
+                                        : std::nullopt;
+    if (!secs || *secs <= 0) {
+      r.Fail("batch_timeout", "seconds or a duration such as 1h");
+    } else {
+      out.batch_timeout_seconds = secs;
+    }
+  }
+}
+
+bool IsWordChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+json SlotsJson(ResourceSlots const& slots) { return internal::SlotsToJson(slots); }
+
+void WriteSlots(internal::ObjectWriter& w, std::string_view key, ResourceSlots const& slots) {
+  std::map<std::string, std::string> text;
+  for (auto const& [name, amount] : slots) text.emplace(name, amount.ToString());
+  w.StrMap(key, text);
+}
+
 }  // namespace
+
+bool ValidSessionName(std::string_view n) {
+  if (n.size() < 4 || n.size() > 64 || n == "from-template") return false;
+  if (!IsWordChar(n.front()) || !IsWordChar(n.back())) return false;
+  for (char c : n) {
+    if (!IsWordChar(c) && c != '.' && c != '-') return false;
+  }
+  return true;
+}
+
+std::optional<std::int64_t> ParseDurationSeconds(std::string_view text) {
+  if (text.empty()) return std::nullopt;
+  std::int64_t unit = 1;
+  switch (text.back()) {
+    case 's':
+      break;
+    case 'm':
+      unit = 60;
+      break;
+    case 'h':
+      unit = 3600;
+      break;
+    case 'd':
+      unit = 86400;
+      break;
+    case 'w':
+      unit = 604800;
+      break;
+    default:
+      unit = 0;
+  }
+  if (unit != 0) {
+    text.remove_suffix(1);
+  } else {
+    unit = 1;
+  }
+  if (text.empty() || text.size() > 9) return std::nullopt;
+  std::int64_t n = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    n = n * 10 + (c - '0');
+  }
+  return n * unit;
+}
+
+std::string EncodeSessionCreateRequest(SessionCreateRequest const& r) {
+  json body = {{"image", r.image},
+               {"type", r.type},
+               {"enqueueOnly", r.enqueue_only},
+               {"maxWaitSeconds", r.max_wait_seconds},
+               {"reuseIfExists", r.reuse_if_exists},
+               {"cluster_size", r.cluster_size},
+               {"cluster_mode", r.cluster_mode}};
+  auto put = [&body](char const* key, auto const& value) {
+    if (value) body[key] = *value;
+  };
+  if (!r.name.empty()) body["name"] = r.name;
+  if (!r.group.empty()) body["group"] = r.group;
+  if (!r.domain.empty()) body["domain"] = r.domain;
+  if (!r.architecture.empty()) body["architecture"] = r.architecture;
+  put("startupCommand", r.startup_command);
+  put("tag", r.tag);
+  put("bootstrap_script", r.bootstrap_script);
+  put("starts_at", r.starts_at);
+  put("batch_timeout", r.batch_timeout_seconds);
+  put("priority", r.priority);
+  put("owner_access_key", r.owner_access_key);
+  put("callback_url", r.callback_url);
+  if (!r.dependencies.empty()) body["dependencies"] = r.dependencies;
+  json config = {
+      {"resources", SlotsJson(r.resources)}, {"environ", r.environ}, {"mounts", r.mounts}};
+  if (r.scaling_group) config["scaling_group"] = *r.scaling_group;
+  if (!r.mount_map.empty()) config["mount_map"] = r.mount_map;
+  if (!r.resource_opts.empty()) config["resource_opts"] = r.resource_opts;
+  if (!r.agent_list.empty()) config["agent_list"] = r.agent_list;
+  body["config"] = std::move(config);
+  return body.dump();
+}
+
+StatusOr<SessionCreateRequest> DecodeSessionCreateRequest(std::string_view text,
+                                                          SlotTypeLookup const& slot_types) {
+  auto j = ObjectOf(text, "session create request");
+  if (!j.ok()) return std::move(j).status();
+  return internal::SessionCreateRequestFromJson(*j, slot_types);
+}
+
+std::string EncodeSessionCreateResult(SessionCreateResult const& result) {
+  json body = {{"sessionId", result.id},
+               {"sessionName", result.name},
+               {"status", result.status},
+               {"created", result.created}};
+  // 24.09 answers a reused session with the snake_case key; tolerant clients read both.
+  body[result.created ? "servicePorts" : "service_ports"] = json::array();
+  return body.dump();
+}
+
+StatusOr<SessionCreateResult> DecodeSessionCreateResult(std::string_view text) {
+  auto j = ObjectOf(text, "session create answer");
+  if (!j.ok()) return std::move(j).status();
+  FieldReader r(*j);
+  SessionCreateResult out;
+  out.id = r.String("sessionId");
+  out.name = r.String("sessionName");
+  out.status = r.String("status");
+  out.created = r.Bool("created", true);
+  if (!r.ok()) return FieldProblem(r);
+  return out;
+}
+
+std::string EncodeSessionInfo(SessionInfo const& s) {
+  std::string out;
+  out.reserve(1536);
+  internal::ObjectWriter w(out);
+  w.Str("sessionId", s.id);
+  w.Str("sessionName", s.name);
+  w.Str("domainName", s.domain_name);
+  w.Str("groupId", s.group_id);
+  w.Str("userId", s.user_id);
+  w.Str("lang", s.image);
+  w.Str("image", s.image);
+  w.Str("architecture", s.architecture);
+  w.Str("registry", "");
+  w.OptStr("tag", s.tag);
+  w.Str("type", s.type);
+  w.Str("scalingGroup", s.scaling_group);
+  w.OptStr("agentId", s.agent_id);
+  w.Raw("containerId", "null");
+  // JSON objects, not Python str() renderings (a deliberate improvement over 24.09).
+  WriteSlots(w, "occupiedSlots", s.occupied);
+  WriteSlots(w, "occupyingSlots", s.occupied);
+  WriteSlots(w, "requestedSlots", s.requested);
+  w.Raw("occupiedShares", "{}");
+  w.StrMap("environ", s.environ);
+  w.StrMap("resourceOpts", s.resource_opts);
+  w.Str("status", s.status.text.empty() ? ToString(s.status.status) : s.status.text);
+  w.Str("statusInfo", s.status_info);
+  w.Raw("statusData", "{}");
+  w.StrMap("statusHistory", s.status_history);
+  w.Str("result", s.result);
+  w.OptInt("exitCode", s.exit_code);
+  w.Int("age", s.age_ms);
+  w.Str("creationTime", s.created_at);
+  w.OptStr("terminationTime", s.terminated_at);
+  w.Int("numQueriesExecuted", s.num_queries);
+  w.Raw("lastStat", "{}");
+  w.Raw("idleChecks", "{}");
+  w.OptStr("startupCommand", s.startup_command);
+  w.Int("priority", s.priority);
+  w.Close();
+  return out;
+}
+
+StatusOr<SessionInfo> DecodeSessionInfo(std::string_view text) {
+  auto j = ObjectOf(text, "session info");
+  if (!j.ok()) return std::move(j).status();
+  auto str = [&j](char const* key) -> std::optional<std::string> {
+    auto it = j->find(key);
+    if (it == j->end() || !it->is_string()) return std::nullopt;
+    return it->get<std::string>();
+  };
+  auto num = [&j](char const* key) -> std::optional<std::int64_t> {
+    auto it = j->find(key);
+    if (it == j->end() || !it->is_number_integer()) return std::nullopt;
+    return it->get<std::int64_t>();
+  };
+  auto strings = [&j](char const* key) {
+    std::map<std::string, std::string> out;
+    auto it = j->find(key);
+    if (it == j->end() || !it->is_object()) return out;
+    for (auto const& [k, v] : it->items()) out[k] = v.is_string() ? v.get<std::string>() : v.dump();
+    return out;
+  };
+  auto slots = [&j](char const* key) {
+    auto it = j->find(key);
+    if (it == j->end() || !it->is_object()) return ResourceSlots();
+    auto parsed = internal::SlotsFromJson(*it);
+    return parsed.ok() ? *std::move(parsed) : ResourceSlots();
+  };
+  SessionInfo out;
+  out.id = str("sessionId").value_or("");
+  out.name = str("sessionName").value_or("");
+  out.status = ParseSessionStatus(str("status").value_or(""));
+  out.status_info = str("statusInfo").value_or("");
+  out.type = str("type").value_or("");
+  out.image = str("image").value_or(str("lang").value_or(""));
+  out.result = str("result").value_or("undefined");
+  out.exit_code = num("exitCode");
+  out.agent_id = str("agentId");
+  out.requested = slots("requestedSlots");
+  out.created_at = str("creationTime").value_or("");
+  out.terminated_at = str("terminationTime");
+  out.domain_name = str("domainName").value_or("");
+  out.group_id = str("groupId").value_or("");
+  out.user_id = str("userId").value_or("");
+  out.architecture = str("architecture").value_or("");
+  out.tag = str("tag");
+  out.scaling_group = str("scalingGroup").value_or("");
+  out.occupied = slots("occupiedSlots");
+  out.environ = strings("environ");
+  out.resource_opts = strings("resourceOpts");
+  out.status_history = strings("statusHistory");
+  out.age_ms = num("age").value_or(0);
+  out.num_queries = num("numQueriesExecuted").value_or(0);
+  out.startup_command = str("startupCommand");
+  out.priority = static_cast<int>(num("priority").value_or(10));
+  out.raw_json = std::string(text);
+  return out;
+}
 
 std::string EncodeExecuteStep(ExecuteStep const& step) {
   json body = {{"mode", step.mode}, {"code", step.code}};
@@ -180,3 +534,64 @@ StatusOr<TaskEventData> DecodeTaskEventData(std::string_view text) {
 }
 
 }  // namespace bai::protocol
+
+namespace bai::internal {
+
+StatusOr<protocol::SessionCreateRequest> SessionCreateRequestFromJson(
+    nlohmann::json const& object, protocol::SlotTypeLookup const& slot_types) {
+  using protocol::SessionCreateRequest;
+  FieldReader r(object);
+  protocol::Lenient l(object, r);
+  SessionCreateRequest out;
+  if (auto name = l.Str({"name", "session_name", "clientSessionToken"})) {
+    out.name = *name;
+    if (!protocol::ValidSessionName(out.name)) {
+      r.Refuse("name",
+               "4–64 characters of letters, digits, '_', '.', '-', starting and ending "
+               "with a letter, digit or '_' (not \"from-template\")");
+    }
+  }
+  auto image = l.Str({"image", "lang"});
+  if (!image && !l.Find({"image", "lang"})) r.Refuse("image", "required");
+  if (image && (image->empty() || image->size() > 512)) r.Fail("image", "1–512 characters");
+  out.image = image.value_or("");
+  out.architecture = l.Str({"architecture", "arch"}).value_or("");
+  out.type = l.Str({"type", "sessionType"}).value_or("interactive");
+  if (out.type != "interactive" && out.type != "batch" && out.type != "inference" &&
+      out.type != "system") {
+    r.Fail("type", "interactive, batch or inference");
+  }
+  out.group = l.Str({"group", "groupName", "group_name"}).value_or("");
+  out.domain = l.Str({"domain", "domainName", "domain_name"}).value_or("");
+  out.cluster_size = static_cast<int>(l.Int({"cluster_size", "clusterSize"}, 1, 1024).value_or(1));
+  out.cluster_mode = l.Str({"cluster_mode", "clusterMode"}).value_or("single-node");
+  if (out.cluster_mode != "single-node" && out.cluster_mode != "multi-node") {
+    r.Fail("cluster_mode", "single-node or multi-node");
+  }
+  out.tag = l.Str({"tag"});
+  out.enqueue_only = l.Bool({"enqueueOnly", "enqueue_only"}).value_or(false);
+  out.max_wait_seconds =
+      l.Int({"maxWaitSeconds", "max_wait_seconds"}, 0, 86400LL * 365).value_or(0);
+  out.reuse_if_exists = l.Bool({"reuseIfExists", "reuse_if_exists"}).value_or(true);
+  out.startup_command = l.Str({"startupCommand", "startup_command"});
+  out.bootstrap_script = l.Str({"bootstrap_script", "bootstrapScript"});
+  out.callback_url = l.Str({"callback_url", "callbackUrl", "callbackURL"});
+  if (auto p = l.Int({"priority"}, 0, 100)) out.priority = static_cast<int>(*p);
+  out.owner_access_key = l.Str({"owner_access_key", "ownerAccessKey"});
+  protocol::ReadCreateTiming(l, r, out);
+  if (out.type == "batch" && (!out.startup_command || out.startup_command->empty())) {
+    r.Refuse("startupCommand", "required for batch sessions");
+  }
+  out.dependencies = l.StrList({"dependencies"}, "dependencies", "a list of session ids or names");
+  if (auto const* config = l.Find({"config"})) {
+    if (config->is_object()) {
+      protocol::ReadCreateConfig(*config, slot_types, r, out);
+    } else {
+      r.Fail("config", "an object");
+    }
+  }
+  if (!r.ok()) return protocol::FieldProblem(r);
+  return out;
+}
+
+}  // namespace bai::internal

@@ -16,9 +16,11 @@ namespace {
 constexpr auto kPoll = std::chrono::milliseconds(100);
 constexpr auto kPingEvery = std::chrono::seconds(15);
 
-bool Started(std::string const& status) {
-  return status != "PENDING" && status != "SCHEDULED" && status != "PREPARING" &&
-         status != "PULLING";
+// Past the start: running, or already ended.
+bool Started(protocol::SessionStatus status) {
+  using S = protocol::SessionStatus;
+  return status != S::kPending && status != S::kScheduled && status != S::kPreparing &&
+         status != S::kPulling;
 }
 
 }  // namespace
@@ -204,9 +206,9 @@ void EventHub::Tick() {
   for (auto& w : ready) {
     auto s = sessions_.Get(w.session_id);
     if (!s.ok()) continue;
-    std::string status = *s ? (*s)->status : "CANCELLED";
+    auto status = *s ? (*s)->status : protocol::SessionStatus::kCancelled;
     if (Started(status)) {
-      answered.emplace_back(w, status);
+      answered.emplace_back(w, std::string(protocol::ToString(status)));
     } else if (w.deadline && now >= *w.deadline) {
       answered.emplace_back(w, "TIMEOUT");
     }

@@ -3,6 +3,7 @@
 // handlers with a clock the test moves; the session handlers with signed requests, no agent, and
 // a scheduling hook that only records what it was asked.
 #include "bai/protocol/api_version.h"
+#include "bai/protocol/session_wire.h"
 #include "bai/protocol/signing.h"
 
 #include "server-reference/manager/api/routes.h"
@@ -240,9 +241,82 @@ TEST_F(SessionHandlerTest, CreateInfoAndDestroyWithoutASocket) {
   EXPECT_EQ(destroyed.status, 200) << destroyed.body;
   auto record = sessions_->Get(id);
   ASSERT_TRUE(record.ok() && *record);
-  EXPECT_EQ((*record)->status, "CANCELLED") << "a pending session is cancelled, not run";
+  EXPECT_EQ((*record)->status, protocol::SessionStatus::kCancelled)
+      << "a pending session is cancelled, not run";
   EXPECT_EQ(Call("GET", "/session/direct").status, 404) << "gone by name";
   EXPECT_EQ(Call("DELETE", "/session/" + id).status, 404) << "ended sessions cannot end again";
+}
+
+// Cross-acceptance: what the SDK encodes, the handler stores whole, and the info it answers is
+// what the SDK decodes.
+TEST_F(SessionHandlerTest, TheSdksCreateRequestIsStoredWholeAndItsInfoReadsBack) {
+  ASSERT_EQ(Call("POST", "/session", {{"name", "prep"}, {"image", "python"}, {"enqueueOnly", true}})
+                .status,
+            201);
+  protocol::SessionCreateRequest r;
+  r.name = "train-1";
+  r.image = "python";
+  r.type = "batch";
+  r.startup_command = "python train.py";
+  r.resources = {{"cpu", protocol::Decimal::FromInteger(2)},
+                 {"mem", protocol::Decimal::FromInteger(4LL * 1024 * 1024 * 1024)}};
+  r.environ = {{"EPOCHS", "3"}};
+  r.mounts = {"data"};
+  r.group = "default";
+  r.domain = "default";
+  r.scaling_group = "default";
+  r.enqueue_only = true;
+  r.tag = "nightly";
+  r.bootstrap_script = "true";
+  r.batch_timeout_seconds = 3600;
+  r.starts_at = "30m";
+  r.dependencies = {"prep"};
+  r.priority = 42;
+  r.architecture = "aarch64";
+  r.mount_map = {{"data", "/home/work/input"}};
+  r.resource_opts = {{"shmem", "1g"}};
+  r.callback_url = "https://ci.example/hook";
+  auto created = Call("POST", "/session", json::parse(protocol::EncodeSessionCreateRequest(r)));
+  ASSERT_EQ(created.status, 201) << created.body;
+  auto answer = protocol::DecodeSessionCreateResult(created.body);
+  ASSERT_TRUE(answer.ok()) << created.body;
+  EXPECT_EQ(answer->name, "train-1");
+  EXPECT_EQ(answer->status, "PENDING");
+
+  auto record = sessions_->Get(answer->id);
+  ASSERT_TRUE(record.ok() && *record);
+  auto const& s = **record;
+  EXPECT_EQ(s.type, "batch");
+  EXPECT_EQ(s.architecture, "aarch64");
+  EXPECT_EQ(s.environ, r.environ);
+  EXPECT_EQ(s.mounts, r.mounts);
+  EXPECT_EQ(s.mount_map, r.mount_map);
+  EXPECT_EQ(s.resource_opts, r.resource_opts);
+  EXPECT_EQ(s.requested, r.resources);
+  EXPECT_EQ(s.batch_timeout, 3600);
+  EXPECT_EQ(s.priority, 42);
+  EXPECT_EQ(s.callback_url, r.callback_url);
+  EXPECT_EQ(s.bootstrap_script, r.bootstrap_script);
+  ASSERT_EQ(s.dependencies.size(), 1u);
+  EXPECT_NE(s.dependencies[0], "prep") << "dependencies are stored as session ids";
+  ASSERT_TRUE(s.starts_at.has_value());
+  EXPECT_TRUE(protocol::ParseHttpDate(*s.starts_at)) << "a delay is stored as a time";
+
+  auto info = Call("GET", "/session/train-1");
+  ASSERT_EQ(info.status, 200) << info.body;
+  auto decoded = protocol::DecodeSessionInfo(info.body);
+  ASSERT_TRUE(decoded.ok());
+  EXPECT_EQ(decoded->id, answer->id);
+  EXPECT_EQ(decoded->status.status, protocol::SessionStatus::kPending);
+  EXPECT_EQ(decoded->requested, r.resources);
+  EXPECT_TRUE(decoded->occupied.empty()) << "nothing is held before placement";
+  EXPECT_EQ(decoded->environ, r.environ);
+  EXPECT_EQ(decoded->resource_opts, r.resource_opts);
+  EXPECT_EQ(decoded->tag, r.tag);
+  EXPECT_EQ(decoded->startup_command, r.startup_command);
+  EXPECT_EQ(decoded->priority, 42);
+  EXPECT_EQ(decoded->architecture, "aarch64");
+  EXPECT_EQ(decoded->status_history.count("PENDING"), 1u);
 }
 
 TEST_F(SessionHandlerTest, BadCreatesNameTheirFieldsAndUnsignedCallsAreRefused) {
@@ -254,6 +328,19 @@ TEST_F(SessionHandlerTest, BadCreatesNameTheirFieldsAndUnsignedCallsAreRefused) 
   EXPECT_TRUE(data.contains("image")) << data;
   EXPECT_TRUE(data.contains("startupCommand")) << data;
   EXPECT_TRUE(data.contains("config.resources")) << data;
+  EXPECT_TRUE(scheduled_.empty());
+
+  // Regression: mounts were stored as given and passed to the agent, so an object naming a
+  // host_path bind-mounted any host directory into the container. Mounts are vfolder names.
+  auto host_path = Call(
+      "POST", "/session",
+      {{"name", "escape"},
+       {"image", "python"},
+       {"config",
+        {{"mounts",
+          {{{"name", "x"}, {"host_path", "/"}, {"kernel_path", "/mnt"}, {"permission", "rw"}}}}}}});
+  ASSERT_EQ(host_path.status, 400) << host_path.body;
+  EXPECT_TRUE(json::parse(host_path.body)["data"].contains("config.mounts")) << host_path.body;
   EXPECT_TRUE(scheduled_.empty());
 
   auto unsigned_call = Call("GET", "/session/anything", nullptr, /*sign=*/false);

@@ -235,7 +235,7 @@ TEST_F(SessionTest, SchedulerPlacesOnAnAgentWithExactAccounting) {
   EXPECT_EQ(scheduled, 10) << "ten of cpu=0.1 fill cpu=1 exactly, the eleventh waits";
   // Destroying a placed session frees its slot for the waiting one.
   ASSERT_EQ(Call("DELETE", "/session/" + ids[0]).status, 200);
-  EXPECT_EQ((*manager_->sessions().Get(ids[0]))->status, "CANCELLED");
+  EXPECT_EQ((*manager_->sessions().Get(ids[0]))->status, protocol::SessionStatus::kCancelled);
   manager_->Schedule("default");
   EXPECT_EQ(json::parse(Call("GET", "/session/" + ids[10]).body)["status"], "SCHEDULED");
 }
@@ -315,10 +315,11 @@ TEST_F(SessionTest, DependenciesAreAfterOk) {
   EXPECT_THAT(j["statusInfo"].get<std::string>(), HasSubstr("dependency"));
   // step-one is cancelled → step-two is cancelled too.
   ASSERT_EQ(Call("DELETE", "/session/step-one").status, 200);
-  EXPECT_EQ((*manager_->sessions().Get(first["sessionId"]))->status, "CANCELLED");
+  EXPECT_EQ((*manager_->sessions().Get(first["sessionId"]))->status,
+            protocol::SessionStatus::kCancelled);
   manager_->Schedule("default");
   auto dependent = *manager_->sessions().Get(second["sessionId"]);
-  EXPECT_EQ(dependent->status, "CANCELLED");
+  EXPECT_EQ(dependent->status, protocol::SessionStatus::kCancelled);
   EXPECT_EQ(dependent->status_info, "dependency-failed");
 }
 

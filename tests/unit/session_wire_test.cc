@@ -123,3 +123,230 @@ TEST(SessionWireTest, TaskEventDataRoundTripsAndReadsStringNumbers) {
 
 }  // namespace
 }  // namespace bai::protocol
+
+namespace bai::protocol {
+namespace {
+
+SessionCreateRequest FullRequest() {
+  SessionCreateRequest r;
+  r.name = "train-1";
+  r.image = "python:3.12";
+  r.type = "batch";
+  r.startup_command = "python train.py";
+  r.resources = {{"cpu", Decimal::FromInteger(2)},
+                 {"mem", Decimal::FromInteger(4LL * 1024 * 1024 * 1024)}};
+  r.environ = {{"EPOCHS", "3"}, {"LANG", "C.UTF-8"}};
+  r.mounts = {"data", "models"};
+  r.group = "research";
+  r.domain = "default";
+  r.scaling_group = "gpu";
+  r.enqueue_only = true;
+  r.max_wait_seconds = 30;
+  r.reuse_if_exists = false;
+  r.tag = "nightly";
+  r.bootstrap_script = "pip install -r req.txt";
+  r.batch_timeout_seconds = 3600;
+  r.starts_at = "30m";
+  r.dependencies = {"prep"};
+  r.priority = 42;
+  r.owner_access_key = "AKIAOTHER";
+  r.architecture = "aarch64";
+  r.mount_map = {{"data", "/home/work/input"}};
+  r.resource_opts = {{"shmem", "1g"}};
+  r.agent_list = {"agent-1"};
+  r.callback_url = "https://ci.example/hook";
+  return r;
+}
+
+TEST(SessionWireTest, CreateRequestRoundTripsEveryField) {
+  auto in = FullRequest();
+  auto out = DecodeSessionCreateRequest(EncodeSessionCreateRequest(in));
+  ASSERT_TRUE(out.ok()) << out.status().message() << " " << out.status().error_info().data_json;
+  EXPECT_EQ(out->name, in.name);
+  EXPECT_EQ(out->image, in.image);
+  EXPECT_EQ(out->type, in.type);
+  EXPECT_EQ(out->startup_command, in.startup_command);
+  EXPECT_EQ(out->resources, in.resources);
+  EXPECT_EQ(out->environ, in.environ);
+  EXPECT_EQ(out->mounts, in.mounts);
+  EXPECT_EQ(out->group, in.group);
+  EXPECT_EQ(out->domain, in.domain);
+  EXPECT_EQ(out->scaling_group, in.scaling_group);
+  EXPECT_EQ(out->enqueue_only, in.enqueue_only);
+  EXPECT_EQ(out->max_wait_seconds, in.max_wait_seconds);
+  EXPECT_EQ(out->reuse_if_exists, in.reuse_if_exists);
+  EXPECT_EQ(out->tag, in.tag);
+  EXPECT_EQ(out->bootstrap_script, in.bootstrap_script);
+  EXPECT_EQ(out->batch_timeout_seconds, in.batch_timeout_seconds);
+  EXPECT_EQ(out->starts_at, in.starts_at);
+  EXPECT_EQ(out->dependencies, in.dependencies);
+  EXPECT_EQ(out->priority, in.priority);
+  EXPECT_EQ(out->owner_access_key, in.owner_access_key);
+  EXPECT_EQ(out->architecture, in.architecture);
+  EXPECT_EQ(out->mount_map, in.mount_map);
+  EXPECT_EQ(out->resource_opts, in.resource_opts);
+  EXPECT_EQ(out->agent_list, in.agent_list);
+  EXPECT_EQ(out->callback_url, in.callback_url);
+  EXPECT_EQ(out->cluster_size, 1);
+  EXPECT_EQ(out->cluster_mode, "single-node");
+
+  // A minimal request leaves the optional fields out rather than sending nulls.
+  SessionCreateRequest minimal;
+  minimal.image = "python";
+  auto body = json::parse(EncodeSessionCreateRequest(minimal));
+  for (char const* absent : {"name", "group", "domain", "startupCommand", "batch_timeout",
+                             "priority", "owner_access_key", "dependencies", "architecture"}) {
+    EXPECT_FALSE(body.contains(absent)) << absent;
+  }
+  EXPECT_FALSE(body["config"].contains("agent_list"));
+}
+
+TEST(SessionWireTest, CreateRequestReadsOtherClientsSpellingsAndLenientScalars) {
+  // As the official client (and query parameters) may send it.
+  auto out = DecodeSessionCreateRequest(R"({
+      "clientSessionToken": "nb-one", "lang": "python", "sessionType": "interactive",
+      "groupName": "default", "domainName": "default", "enqueue_only": "true",
+      "max_wait_seconds": "15", "reuse_if_exists": 0, "startup_command": "echo",
+      "batchTimeout": "2h", "clusterSize": 1, "clusterMode": "single-node",
+      "config": {"scalingGroup": "default", "mountMap": {"a": "/a"},
+                 "resourceOpts": {"shmem": 67108864}, "resources": {"cpu": 1, "mem": "2g"}},
+      "someFutureField": {"ignored": true}})");
+  ASSERT_TRUE(out.ok()) << out.status().error_info().data_json;
+  EXPECT_EQ(out->name, "nb-one");
+  EXPECT_EQ(out->image, "python");
+  EXPECT_EQ(out->group, "default");
+  EXPECT_TRUE(out->enqueue_only);
+  EXPECT_EQ(out->max_wait_seconds, 15);
+  EXPECT_FALSE(out->reuse_if_exists);
+  EXPECT_EQ(out->batch_timeout_seconds, 7200);
+  EXPECT_EQ(out->scaling_group, "default");
+  EXPECT_EQ(out->mount_map.at("a"), "/a");
+  EXPECT_EQ(out->resource_opts.at("shmem"), "67108864") << "non-string options keep their text";
+  EXPECT_EQ(out->resources.at("mem"), Decimal::FromInteger(2LL * 1024 * 1024 * 1024));
+}
+
+TEST(SessionWireTest, CreateRequestNamesEveryBadField) {
+  auto bad = DecodeSessionCreateRequest(R"({
+      "name": "x", "type": "batch", "priority": 101, "maxWaitSeconds": -1,
+      "enqueueOnly": "perhaps", "starts_at": "tomorrow-ish", "batch_timeout": 0,
+      "cluster_mode": "ring", "dependencies": [1],
+      "config": {"environ": {"A": 1}, "mounts": "data", "resources": {"gpu": 1},
+                 "agent_list": [""], "mount_map": []}})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().error_info().type, ProblemTypeUrl(ProblemType::kInvalidApiParams));
+  auto fields = FieldsOf(bad.status());
+  for (char const* f :
+       {"name", "image", "startupCommand", "priority", "maxWaitSeconds", "enqueueOnly", "starts_at",
+        "batch_timeout", "cluster_mode", "dependencies", "config.environ", "config.mounts",
+        "config.resources.gpu", "config.agent_list", "config.mount_map"}) {
+    EXPECT_TRUE(fields.contains(f)) << f << " in " << fields;
+  }
+  // A slot known to the caller's lookup is accepted; amounts are checked.
+  auto custom = DecodeSessionCreateRequest(R"({"image": "p", "config": {"resources": {"gpu": 1}}})",
+                                           [](std::string const& slot) -> std::optional<SlotType> {
+                                             if (slot == "gpu") return SlotType::kCount;
+                                             return KnownSlotType(slot);
+                                           });
+  EXPECT_TRUE(custom.ok()) << custom.status().error_info().data_json;
+  auto negative = DecodeSessionCreateRequest(R"({"image": "p", "config": {"resources":
+      {"cpu": "-1"}}})");
+  ASSERT_FALSE(negative.ok());
+  EXPECT_TRUE(FieldsOf(negative.status()).contains("config.resources"));
+  EXPECT_FALSE(DecodeSessionCreateRequest("[1]").ok());
+  EXPECT_FALSE(DecodeSessionCreateRequest(R"({"image": "p", "starts_at": "30m"})").ok())
+      << "only batch sessions start later";
+}
+
+TEST(SessionWireTest, NamesAndDurations) {
+  EXPECT_TRUE(ValidSessionName("nb_1.a-b"));
+  EXPECT_FALSE(ValidSessionName("abc"));
+  EXPECT_FALSE(ValidSessionName(std::string(65, 'x')));
+  EXPECT_FALSE(ValidSessionName("-abc"));
+  EXPECT_FALSE(ValidSessionName("from-template"));
+  EXPECT_FALSE(ValidSessionName("bad name"));
+  EXPECT_EQ(ParseDurationSeconds("90"), 90);
+  EXPECT_EQ(ParseDurationSeconds("30s"), 30);
+  EXPECT_EQ(ParseDurationSeconds("5m"), 300);
+  EXPECT_EQ(ParseDurationSeconds("1h"), 3600);
+  EXPECT_EQ(ParseDurationSeconds("2d"), 172800);
+  EXPECT_EQ(ParseDurationSeconds("1w"), 604800);
+  for (char const* bad : {"", "h", "1x", "-5m", "1.5h", "1234567890s"}) {
+    EXPECT_FALSE(ParseDurationSeconds(bad)) << bad;
+  }
+}
+
+TEST(SessionWireTest, CreateResultRoundTripsWithEitherServicePortsSpelling) {
+  SessionCreateResult made{"id-1", "nb", "RUNNING", true};
+  auto created = json::parse(EncodeSessionCreateResult(made));
+  EXPECT_TRUE(created.contains("servicePorts"));
+  auto back = DecodeSessionCreateResult(created.dump());
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->id, "id-1");
+  EXPECT_EQ(back->name, "nb");
+  EXPECT_EQ(back->status, "RUNNING");
+  EXPECT_TRUE(back->created);
+  made.created = false;
+  auto reused = json::parse(EncodeSessionCreateResult(made));
+  EXPECT_TRUE(reused.contains("service_ports")) << "24.09's spelling for a reused session";
+  EXPECT_FALSE(DecodeSessionCreateResult(reused.dump())->created);
+  EXPECT_FALSE(DecodeSessionCreateResult(R"({"sessionId": 5})").ok());
+}
+
+TEST(SessionWireTest, InfoRoundTripsAndReadsA2409Answer) {
+  SessionInfo in;
+  in.id = "3f1c";
+  in.name = "job";
+  in.status = ParseSessionStatus("RUNNING");
+  in.status_info = "";
+  in.type = "batch";
+  in.image = "python";
+  in.exit_code = std::nullopt;
+  in.agent_id = "agent-1";
+  in.requested = {{"cpu", Decimal::FromInteger(1)}};
+  in.occupied = in.requested;
+  in.created_at = "2026-11-23T00:00:00Z";
+  in.domain_name = "default";
+  in.group_id = "g1";
+  in.user_id = "u1";
+  in.architecture = "x86_64";
+  in.tag = "t";
+  in.scaling_group = "default";
+  in.environ = {{"A", "needs \"escaping\"\n"}};
+  in.resource_opts = {{"shmem", "1g"}};
+  in.status_history = {{"PENDING", "2026-11-23T00:00:00Z"}, {"RUNNING", "2026-11-23T00:00:01Z"}};
+  in.age_ms = 1500;
+  in.num_queries = 3;
+  in.startup_command = "make";
+  in.priority = 7;
+  std::string text = EncodeSessionInfo(in);
+  ASSERT_FALSE(json::parse(text, nullptr, false).is_discarded()) << text;
+  auto out = DecodeSessionInfo(text);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->id, in.id);
+  EXPECT_EQ(out->status.status, SessionStatus::kRunning);
+  EXPECT_EQ(out->agent_id, in.agent_id);
+  EXPECT_EQ(out->requested, in.requested);
+  EXPECT_EQ(out->occupied, in.occupied);
+  EXPECT_EQ(out->environ, in.environ);
+  EXPECT_EQ(out->resource_opts, in.resource_opts);
+  EXPECT_EQ(out->status_history, in.status_history);
+  EXPECT_EQ(out->tag, in.tag);
+  EXPECT_EQ(out->age_ms, 1500);
+  EXPECT_EQ(out->num_queries, 3);
+  EXPECT_EQ(out->startup_command, in.startup_command);
+  EXPECT_EQ(out->priority, 7);
+  EXPECT_EQ(out->exit_code, std::nullopt);
+  EXPECT_EQ(out->raw_json, text);
+
+  // 24.09 renders slot maps as Python text: they read as empty, the rest still reads.
+  auto legacy = DecodeSessionInfo(R"({"sessionId": "x", "status": "TERMINATED",
+      "requestedSlots": "{'cpu': Decimal('1')}", "exitCode": 3, "result": "failure"})");
+  ASSERT_TRUE(legacy.ok());
+  EXPECT_TRUE(legacy->requested.empty());
+  EXPECT_EQ(legacy->exit_code, 3);
+  EXPECT_EQ(legacy->result, "failure");
+  EXPECT_FALSE(DecodeSessionInfo("[]").ok());
+}
+
+}  // namespace
+}  // namespace bai::protocol

@@ -7,9 +7,12 @@
 // data names each bad field.
 
 #include "bai/export.h"
+#include "bai/protocol/resource.h"
+#include "bai/protocol/session_status.h"
 #include "bai/status.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -18,6 +21,100 @@
 #include <vector>
 
 namespace bai::protocol {
+
+/// `POST /session` (PROTOCOL.md §5.2): what to start. The encoder leaves unset optional fields
+/// and empty lists out; the decoder also reads Backend.AI's other spellings (`lang`,
+/// `clientSessionToken`, camelCase or snake_case) and lenient scalars ("true", "30").
+struct SessionCreateRequest {
+  std::string name;  ///< empty: the server picks one
+  std::string image;
+  std::string type = "interactive";            ///< interactive, batch, inference
+  std::optional<std::string> startup_command;  ///< required for batch
+  ResourceSlots resources;                     ///< empty: the server's default
+  std::map<std::string, std::string> environ;
+  std::vector<std::string> mounts;  ///< vfolder names
+  std::string group;                ///< empty: the caller's default project ("default")
+  std::string domain;               ///< empty: the owner's domain
+  std::optional<std::string> scaling_group;
+  bool enqueue_only = false;
+  std::int64_t max_wait_seconds = 0;  ///< 0: wait until it starts
+  bool reuse_if_exists = true;
+  std::optional<std::string> tag;
+  std::optional<std::string> bootstrap_script;
+  std::optional<std::int64_t> batch_timeout_seconds;  ///< on the wire: seconds or "1h"
+  std::optional<std::string> starts_at;   ///< batch only: a time (ISO 8601) or a delay ("30m")
+  std::vector<std::string> dependencies;  ///< session ids or names that must succeed first
+  std::optional<int> priority;            ///< 0–100
+  std::optional<std::string> owner_access_key;       ///< admins: create for this keypair
+  std::string architecture;                          ///< empty: x86_64
+  std::map<std::string, std::string> mount_map;      ///< vfolder → path in the container
+  std::map<std::string, std::string> resource_opts;  ///< e.g. {"shmem": "1g"}
+  std::vector<std::string> agent_list;               ///< superadmins: only these agents
+  std::optional<std::string> callback_url;
+  int cluster_size = 1;
+  std::string cluster_mode = "single-node";  ///< or multi-node
+};
+/// Each requested slot's type; nullopt refuses the slot as unknown.
+using SlotTypeLookup = std::function<std::optional<SlotType>(std::string const&)>;
+BAI_EXPORT std::string EncodeSessionCreateRequest(SessionCreateRequest const& request);
+/// Checks what the protocol fixes (name syntax, image, type, batch needs a startup command,
+/// ranges, shapes); who may do what is the server's business. `slot_types` defaults to
+/// KnownSlotType.
+BAI_EXPORT StatusOr<SessionCreateRequest> DecodeSessionCreateRequest(
+    std::string_view json, SlotTypeLookup const& slot_types = {});
+
+/// True for a valid session name: 4–64 ASCII letters, digits, '_', '.', '-', starting and
+/// ending with a letter, digit or '_', and not the reserved "from-template".
+BAI_EXPORT bool ValidSessionName(std::string_view name);
+/// "90", "30s", "5m", "1h", "2d", "1w" → seconds; nullopt for anything else.
+BAI_EXPORT std::optional<std::int64_t> ParseDurationSeconds(std::string_view text);
+
+/// The answer to `POST /session` (201 created or reused, 200 still pending).
+struct SessionCreateResult {
+  std::string id;
+  std::string name;
+  std::string status;   ///< PENDING, RUNNING, TIMEOUT, …
+  bool created = true;  ///< false: an existing session was reused
+};
+BAI_EXPORT std::string EncodeSessionCreateResult(SessionCreateResult const& result);
+BAI_EXPORT StatusOr<SessionCreateResult> DecodeSessionCreateResult(std::string_view json);
+
+/// `GET /session/{id}` (PROTOCOL.md §5.4). Slot maps and environ are JSON objects (24.09 sends
+/// Python renderings of them as strings: those decode as empty, the rest still reads).
+struct SessionInfo {
+  std::string id;
+  std::string name;
+  SessionStatusValue status;
+  std::string status_info;
+  std::string type;
+  std::string image;
+  std::string result = "undefined";  ///< undefined, success, failure
+  std::optional<std::int64_t> exit_code;
+  std::optional<std::string> agent_id;
+  ResourceSlots requested;
+  std::string created_at;
+  std::optional<std::string> terminated_at;
+  std::string raw_json;  ///< as decoded (empty when encoding)
+  std::string domain_name;
+  std::string group_id;
+  std::string user_id;
+  std::string architecture;
+  std::optional<std::string> tag;
+  std::string scaling_group;
+  ResourceSlots occupied;  ///< what the agent holds for it (empty until placed)
+  std::map<std::string, std::string> environ;
+  std::map<std::string, std::string> resource_opts;
+  std::map<std::string, std::string> status_history;  ///< STATUS → when it was entered
+  std::int64_t age_ms = 0;
+  std::int64_t num_queries = 0;
+  std::optional<std::string> startup_command;
+  int priority = 10;
+};
+/// Written directly rather than through a JSON tree: clients poll this while they wait.
+BAI_EXPORT std::string EncodeSessionInfo(SessionInfo const& info);
+/// Lenient: a field of an unexpected type reads as its default; only a document that is not
+/// an object is refused.
+BAI_EXPORT StatusOr<SessionInfo> DecodeSessionInfo(std::string_view json);
 
 /// `POST /session/{id}` (PROTOCOL.md §5.5): one execute step. `query` runs code, `batch` runs
 /// options.exec, `continue` and `input` go on with a run, `complete` asks for completions.

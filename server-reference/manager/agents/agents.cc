@@ -30,8 +30,8 @@ std::string IsoAgo(std::chrono::seconds ago) {
 
 constexpr std::size_t kMaxLogBytes = 1 << 20;
 
-// What the agent needs to start the session's kernel. The stored JSON columns were validated
-// when the session was created.
+// What the agent needs to start the session's kernel. Mounts are vfolder names until storage
+// resolves them to host paths (issue 12): nothing to bind yet.
 ap::CreateKernel CreateMessage(SessionRecord const& r) {
   ap::CreateKernel m;
   m.session_id = r.id;
@@ -39,20 +39,8 @@ ap::CreateKernel CreateMessage(SessionRecord const& r) {
   m.session_type = r.type;
   m.image = r.image;
   m.architecture = r.architecture;
-  auto resources = internal::ParseJson(r.requested_json).value_or(json::object());
-  if (auto slots = internal::SlotsFromJson(resources); slots.ok()) m.resources = *std::move(slots);
-  auto environ = internal::ParseJson(r.environ).value_or(json::object());
-  for (auto const& [k, v] : environ.items()) {
-    if (v.is_string()) m.environ[k] = v.get<std::string>();
-  }
-  auto mounts = internal::ParseJson(r.mounts).value_or(json::array());
-  for (auto const& v : mounts) {
-    if (!v.is_object()) continue;  // bare vfolder names: nothing to bind until storage exists
-    internal::FieldReader f(v);
-    ap::Mount mount{f.String("name"), f.Required("host_path"), f.String("kernel_path"),
-                    f.String("permission", "ro")};
-    if (f.ok()) m.mounts.push_back(std::move(mount));
-  }
+  m.resources = r.requested;
+  m.environ = r.environ;
   m.startup_command = r.startup_command;
   m.bootstrap_script = r.bootstrap_script;
   m.batch_timeout = r.batch_timeout;
@@ -207,8 +195,7 @@ void AgentRegistry::Adopt(Connection const& c, ap::Register const& m, std::strin
     }
     auto s = sessions_.Get(k.session_id);
     bool wanted = s.ok() && *s && (*s)->agent_id == c.agent_id &&
-                  !protocol::IsTerminal(ParseSessionStatus((*s)->status).status) &&
-                  (*s)->status != "ERROR";
+                  !protocol::IsTerminal((*s)->status) && (*s)->status != SessionStatus::kError;
     if (wanted) {
       live.insert(k.session_id);
       if ((*s)->status_info == "agent-lost") (void)sessions_.SetStatusInfo(k.session_id, "");
@@ -316,7 +303,7 @@ void AgentRegistry::Handle(Connection const& c, ap::KernelStatus const& m) {
   std::string const& status = m.status;
   auto s = sessions_.Get(session_id);
   if (!s.ok() || !*s || (*s)->agent_id != c.agent_id) return;
-  auto current = ParseSessionStatus((*s)->status).status;
+  auto current = (*s)->status;
   if ((protocol::IsTerminal(current) || current == SessionStatus::kError) &&
       (status == "PREPARING" || status == "RUNNING")) {
     // Cancelled or failed while the agent was starting it: the manager does not want it.
@@ -447,7 +434,7 @@ void AgentRegistry::Dispatch() {
     for (auto const& id : created) {
       auto s = sessions_.Get(id);
       if (!s.ok() || !*s) continue;
-      auto st = ParseSessionStatus((*s)->status).status;
+      auto st = (*s)->status;
       if (protocol::IsTerminal(st) || st == SessionStatus::kError) {
         {
           std::lock_guard<std::mutex> lock(mu_);
@@ -538,25 +525,22 @@ void AgentRegistry::Tick() {
   }
   ForgetLostAgents();
   // Batch jobs past their batch_timeout are stopped.
-  auto batches = db_.Query(
-      "SELECT id, status_history, batch_timeout FROM sessions WHERE status = 'RUNNING' AND "
-      "type = 'batch' AND batch_timeout IS NOT NULL");
+  auto batches = sessions_.RunningBatchesWithTimeout();
   if (batches.ok()) {
     auto now = std::chrono::duration_cast<std::chrono::seconds>(
                    std::chrono::system_clock::now().time_since_epoch())
                    .count();
-    for (auto const& row : *batches) {
-      auto history = internal::ParseJson(row.Text(1));
-      if (!history || !history->contains("RUNNING") || !(*history)["RUNNING"].is_string()) continue;
-      auto started = protocol::ParseHttpDate((*history)["RUNNING"].get<std::string>());
-      if (!started || now - started->unix_seconds < row.Int(2)) continue;
+    for (auto const& b : *batches) {
+      auto since = b.status_history.find(std::string(protocol::ToString(SessionStatus::kRunning)));
+      if (since == b.status_history.end()) continue;
+      auto started = protocol::ParseHttpDate(since->second);
+      if (!started || now - started->unix_seconds < b.batch_timeout.value_or(0)) continue;
       TransitionDetails d;
       d.status_info = "batch-timeout";
       d.event = "session_failure";
       d.reason = "batch-timeout";
       d.result = "failure";
-      (void)sessions_.Transition(row.Text(0), SessionStatus::kRunning, SessionStatus::kTerminating,
-                                 d);
+      (void)sessions_.Transition(b.id, SessionStatus::kRunning, SessionStatus::kTerminating, d);
     }
   }
   Dispatch();

@@ -79,9 +79,10 @@ inline StatusOr<SessionRecord> ResolveSession(SessionStore& sessions, RequestCon
 inline StatusOr<SessionRecord> ResolveRunning(SessionStore& sessions, RequestContext& ctx) {
   auto s = ResolveSession(sessions, ctx, false);
   if (!s.ok()) return s.status();
-  if (s->status != "RUNNING" || !s->agent_id) {
-    return protocol::MakeProblemStatus(protocol::ProblemType::kInvalidApiParams,
-                                       "The session is " + s->status + ", not RUNNING.");
+  if (s->status != protocol::SessionStatus::kRunning || !s->agent_id) {
+    return protocol::MakeProblemStatus(
+        protocol::ProblemType::kInvalidApiParams,
+        "The session is " + std::string(protocol::ToString(s->status)) + ", not RUNNING.");
   }
   return s;
 }

@@ -4,7 +4,7 @@
 #include "bai/protocol/errors.h"
 
 #include "libbai/internal/json_codec.h"
-#include "libbai/internal/text.h"
+#include "libbai/internal/json_fields.h"
 
 namespace bai::manager {
 
@@ -109,15 +109,9 @@ std::optional<bool> Params::Bool(std::initializer_list<char const*> names) {
   char const* found = nullptr;
   auto const* v = Find(names, &found);
   if (!v || v->is_null()) return std::nullopt;
-  if (v->is_boolean()) return v->get<bool>();
-  if (v->is_string()) {
-    auto s = internal::AsciiLower(v->get<std::string>());
-    if (s == "true" || s == "yes" || s == "1" || s == "t" || s == "y") return true;
-    if (s == "false" || s == "no" || s == "0" || s == "f" || s == "n") return false;
-  }
-  if (v->is_number_integer()) return v->get<std::int64_t>() != 0;
-  Fail(found, "must be a boolean");
-  return std::nullopt;
+  auto value = internal::LenientBool(*v);
+  if (!value) Fail(found, "must be a boolean");
+  return value;
 }
 
 std::optional<std::int64_t> Params::Int(std::initializer_list<char const*> names, std::int64_t min,
@@ -125,16 +119,7 @@ std::optional<std::int64_t> Params::Int(std::initializer_list<char const*> names
   char const* found = nullptr;
   auto const* v = Find(names, &found);
   if (!v || v->is_null()) return std::nullopt;
-  std::optional<std::int64_t> value;
-  if (v->is_number_integer()) {
-    value = v->get<std::int64_t>();
-  } else if (v->is_string()) {
-    auto const& s = v->get_ref<std::string const&>();
-    char* end = nullptr;
-    errno = 0;
-    long long n = std::strtoll(s.c_str(), &end, 10);
-    if (!s.empty() && end == s.c_str() + s.size() && errno == 0) value = n;
-  }
+  auto value = internal::LenientInt(*v);
   if (!value) {
     Fail(found, "must be an integer");
     return std::nullopt;

@@ -41,6 +41,8 @@ class Params {
   nlohmann::json const* Raw(std::initializer_list<char const*> names);
 
   void Fail(std::string const& field, std::string const& message) { errors_[field] = message; }
+  /// Every parameter, as one object (query values are strings).
+  nlohmann::json const& values() const { return values_; }
   /// Ok, or the collected errors as one problem.
   Status Check() const;
 

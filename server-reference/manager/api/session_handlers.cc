@@ -2,6 +2,7 @@
 // Session routes (PROTOCOL.md §5) and the session event stream (§5.6).
 #include "bai/protocol/errors.h"
 #include "bai/protocol/resource.h"
+#include "bai/protocol/session_wire.h"
 #include "bai/protocol/signing.h"
 
 #include "libbai/internal/json_codec.h"
@@ -30,236 +31,80 @@ using server::ProblemResponse;
 
 namespace {
 
-bool IsWordChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-}
-
-// ^(?=.{4,64}$)\w[\w.-]*\w$ (ASCII), and not the reserved "from-template".
-bool ValidSessionName(std::string const& n) {
-  if (n.size() < 4 || n.size() > 64 || n == "from-template") return false;
-  if (!IsWordChar(n.front()) || !IsWordChar(n.back())) return false;
-  for (char c : n) {
-    if (!IsWordChar(c) && c != '.' && c != '-') return false;
-  }
-  return true;
-}
-
-// "90", "30s", "5m", "1h", "2d", "1w" → seconds.
-std::optional<std::int64_t> ParseDuration(std::string const& text) {
-  if (text.empty()) return std::nullopt;
-  std::int64_t unit = 1;
-  std::string number = text;
-  switch (text.back()) {
-    case 's':
-      unit = 1;
-      break;
-    case 'm':
-      unit = 60;
-      break;
-    case 'h':
-      unit = 3600;
-      break;
-    case 'd':
-      unit = 86400;
-      break;
-    case 'w':
-      unit = 604800;
-      break;
-    default:
-      unit = 0;
-  }
-  if (unit != 0) {
-    number.pop_back();
-  } else {
-    unit = 1;
-  }
-  if (number.empty() || number.size() > 9) return std::nullopt;
-  for (char c : number) {
-    if (c < '0' || c > '9') return std::nullopt;
-  }
-  return std::stoll(number) * unit;
-}
-
 std::string IsoFromUnix(std::int64_t secs) {
   return IsoTime(std::chrono::system_clock::time_point(std::chrono::seconds(secs)));
 }
 
-json CreatedBody(SessionRecord const& s, std::string const& status, bool created) {
-  json body = {
-      {"sessionId", s.id}, {"sessionName", s.name}, {"status", status}, {"created", created}};
-  // 24.09 answers a reused session with the snake_case key; tolerant clients read both.
-  body[created ? "servicePorts" : "service_ports"] = json::array();
-  return body;
+HttpResponse CreatedResponse(SessionRecord const& s, std::string status, bool created) {
+  return HttpResponse::Json(
+      201, protocol::EncodeSessionCreateResult({s.id, s.name, std::move(status), created}));
 }
 
 struct CreateInput {
-  SessionRecord session;
-  bool enqueue_only = false;
-  std::int64_t max_wait_seconds = 0;
-  bool reuse = true;
-  // Named in the request, resolved against the database after parsing.
-  std::string group;
-  std::string domain;
-  std::optional<std::string> owner;
-  std::optional<std::string> scaling_group;
-  std::vector<std::string> dependency_refs;
+  protocol::SessionCreateRequest request;  ///< as decoded
+  SessionRecord session;                   ///< what will be stored
 };
 
-// starts_at (a time or a delay; batch only) and batch_timeout (seconds or a duration).
-void ParseTiming(Params& p, SessionRecord& s) {
-  if (auto starts = p.String({"starts_at", "startsAt"})) {
-    if (s.type != "batch") {
-      p.Fail("starts_at", "only batch sessions can start later");
-    } else if (auto rel = ParseDuration(*starts)) {
-      auto now = std::chrono::duration_cast<std::chrono::seconds>(
-                     std::chrono::system_clock::now().time_since_epoch())
-                     .count();
-      s.starts_at = IsoFromUnix(now + *rel);
-    } else if (auto abs = protocol::ParseHttpDate(*starts)) {
-      s.starts_at = IsoFromUnix(abs->unix_seconds);
-    } else {
-      p.Fail("starts_at", "expected an ISO 8601 time or a duration such as 30m");
-    }
+// starts_at as an absolute time: a delay counts from now.
+std::optional<std::string> StartTime(std::optional<std::string> const& starts_at) {
+  if (!starts_at) return std::nullopt;
+  if (auto rel = protocol::ParseDurationSeconds(*starts_at)) {
+    auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+                   .count();
+    return IsoFromUnix(now + *rel);
   }
-  if (auto const* bt = p.Raw({"batch_timeout", "batchTimeout"}); bt && !bt->is_null()) {
-    auto secs = bt->is_number_integer()
-                    ? std::optional<std::int64_t>(bt->get<std::int64_t>())
-                    : (bt->is_string() ? ParseDuration(bt->get<std::string>()) : std::nullopt);
-    if (!secs || *secs <= 0) {
-      p.Fail("batch_timeout", "expected seconds or a duration such as 1h");
-    } else {
-      s.batch_timeout = *secs;
-    }
-  }
+  auto abs = protocol::ParseHttpDate(*starts_at);  // the decoder checked it is one or the other
+  return abs ? std::optional(IsoFromUnix(abs->unix_seconds)) : std::nullopt;
 }
 
-std::vector<std::string> ParseDependencies(Params& p) {
-  std::vector<std::string> dependency_refs;
-  if (auto const* deps = p.Raw({"dependencies"}); deps && !deps->is_null()) {
-    if (!deps->is_array()) {
-      p.Fail("dependencies", "must be a list of session ids or names");
-    } else {
-      for (auto const& d : *deps) {
-        if (!d.is_string()) {
-          p.Fail("dependencies", "must be a list of session ids or names");
-          break;
-        }
-        dependency_refs.push_back(d.get<std::string>());
-      }
-    }
-  }
-  return dependency_refs;
-}
-
-// The `config` object: environment, mounts, resource options, pinned agents, resources.
-Status ParseConfig(RequestContext& ctx, Params& p, CreateInput& in) {
-  auto const& who = *ctx.identity;
-  auto& s = in.session;
-  json config = json::object();
-  if (auto const* c = p.Raw({"config"}); c && !c->is_null()) {
-    if (!c->is_object()) {
-      p.Fail("config", "must be an object");
-    } else {
-      config = *c;
-    }
-  }
-  Params cfg(config);
-  in.scaling_group = cfg.String({"scaling_group", "scalingGroup"});
-  if (auto const* env = cfg.Raw({"environ"}); env && !env->is_null()) {
-    bool ok = env->is_object();
-    if (ok) {
-      for (auto const& [k, v] : env->items()) ok = ok && v.is_string() && !k.empty();
-    }
-    if (!ok) {
-      p.Fail("config.environ", "must be an object of strings");
-    } else {
-      s.environ = env->dump();
-    }
-  }
-  if (auto const* mounts = cfg.Raw({"mounts"}); mounts && !mounts->is_null()) {
-    if (!mounts->is_array()) {
-      p.Fail("config.mounts", "must be a list of vfolder names");
-    } else {
-      s.mounts = mounts->dump();
-    }
-  }
-  if (auto const* mm = cfg.Raw({"mount_map", "mountMap"}); mm && !mm->is_null()) {
-    if (!mm->is_object()) {
-      p.Fail("config.mount_map", "must be an object");
-    } else {
-      s.mount_map = mm->dump();
-    }
-  }
-  if (auto const* ro = cfg.Raw({"resource_opts", "resourceOpts"}); ro && !ro->is_null()) {
-    if (!ro->is_object()) {
-      p.Fail("config.resource_opts", "must be an object");
-    } else {
-      s.resource_opts = ro->dump();
-    }
-  }
-  if (auto const* agents = cfg.Raw({"agent_list", "agentList"}); agents && !agents->is_null()) {
-    if (!who.IsSuperadmin()) {
-      return MakeProblemStatus(ProblemType::kInsufficientPrivilege,
-                               "Only superadmins may pick agents (config.agent_list).");
-    }
-    bool ok = agents->is_array();
-    for (auto const& a : ok ? *agents : json::array()) {
-      ok = ok && a.is_string() && !a.get<std::string>().empty();
-      if (ok) s.agent_list.push_back(a.get<std::string>());
-    }
-    if (!ok) p.Fail("config.agent_list", "must be a list of agent ids");
-  }
+// The record to store for a decoded request (ownership and placement come after).
+SessionRecord RecordOf(protocol::SessionCreateRequest const& r) {
+  SessionRecord s;
+  s.id = GenerateUuid();
+  s.name = r.name.empty() ? "s-" + s.id.substr(0, 8) : r.name;
+  s.image = r.image;
+  if (!r.architecture.empty()) s.architecture = r.architecture;
+  s.type = r.type;
+  s.tag = r.tag;
+  s.startup_command = r.startup_command;
+  s.bootstrap_script = r.bootstrap_script;
+  s.callback_url = r.callback_url;
+  s.priority = r.priority.value_or(10);
+  s.starts_at = StartTime(r.starts_at);
+  s.batch_timeout = r.batch_timeout_seconds;
+  s.environ = r.environ;
+  s.mounts = r.mounts;
+  s.mount_map = r.mount_map;
+  s.resource_opts = r.resource_opts;
+  s.agent_list = r.agent_list;
   s.requested = {{"cpu", protocol::Decimal::FromInteger(1)},
                  {"mem", protocol::Decimal::FromInteger(1024LL * 1024 * 1024)}};
-  if (auto const* res = cfg.Raw({"resources"}); res && !res->is_null()) {
-    if (!res->is_object()) {
-      p.Fail("config.resources", "must be an object of slot amounts");
-    } else {
-      auto cluster = ctx.store.ClusterSlotTypes();
-      if (!cluster.ok()) return cluster.status();
-      for (auto const& [slot, amount] : res->items()) {
-        if (!cluster->count(slot) && !protocol::KnownSlotType(slot)) {
-          p.Fail("config.resources." + slot, "Unknown slot type");
-        }
-      }
-      auto slots = internal::SlotsFromJson(*res, [&](std::string const& slot_name) {
-        auto it = cluster->find(slot_name);
-        return it != cluster->end() ? protocol::ParseSlotType(it->second)
-                                    : protocol::KnownSlotType(slot_name);
-      });
-      if (!slots.ok()) {
-        p.Fail("config.resources", slots.status().message());
-      } else {
-        for (auto const& [slot, amount] : *slots) {
-          if (amount.is_unlimited()) p.Fail("config.resources." + slot, "must be finite");
-          s.requested[slot] = amount;
-        }
-      }
-    }
-  }
-  return Status();
+  for (auto const& [slot, amount] : r.resources) s.requested[slot] = amount;
+  return s;
 }
 
 // Whose session it is, and where: owner (admins may act for another keypair), domain, project,
 // resource group, pinned agents, dependencies.
 Status ResolvePlacement(RequestContext& ctx, CreateInput& in) {
   auto const& who = *ctx.identity;
+  auto const& r = in.request;
   auto& s = in.session;
   // Ownership: admins may act for another keypair.
   s.access_key = who.access_key;
   s.user_id = who.user_id;
   s.domain_name = who.domain;
-  if (in.owner && *in.owner != who.access_key) {
-    auto kp = ActFor(who, ctx.store, *in.owner);
+  if (r.owner_access_key && *r.owner_access_key != who.access_key) {
+    auto kp = ActFor(who, ctx.store, *r.owner_access_key);
     if (!kp.ok()) return kp.status();
-    s.access_key = *in.owner;
+    s.access_key = *r.owner_access_key;
     s.user_id = kp->identity.user_id;
     s.domain_name = kp->identity.domain;
   }
-  if (in.domain != s.domain_name) {
+  if (!r.domain.empty() && r.domain != s.domain_name) {
     return MakeProblemStatus(ProblemType::kObjectNotFound, "No such domain.");
   }
-  auto group_id = ctx.store.FindGroup(s.domain_name, in.group);
+  auto group_id = ctx.store.FindGroup(s.domain_name, r.group.empty() ? "default" : r.group);
   if (!group_id.ok()) return group_id.status();
   if (!*group_id)
     return MakeProblemStatus(ProblemType::kObjectNotFound, "No such user group (or project).");
@@ -275,11 +120,11 @@ Status ResolvePlacement(RequestContext& ctx, CreateInput& in) {
   owner_identity.domain = s.domain_name;
   auto allowed = ctx.store.AllowedScalingGroups(owner_identity, s.group_id);
   if (!allowed.ok()) return allowed.status();
-  if (in.scaling_group) {
-    if (std::find(allowed->begin(), allowed->end(), *in.scaling_group) == allowed->end()) {
+  if (r.scaling_group) {
+    if (std::find(allowed->begin(), allowed->end(), *r.scaling_group) == allowed->end()) {
       return MakeProblemStatus(ProblemType::kObjectNotFound, "No such scaling group.");
     }
-    s.scaling_group = *in.scaling_group;
+    s.scaling_group = *r.scaling_group;
   } else {
     if (allowed->empty())
       return MakeProblemStatus(ProblemType::kObjectNotFound, "No such scaling group.");
@@ -288,8 +133,7 @@ Status ResolvePlacement(RequestContext& ctx, CreateInput& in) {
   if (auto st = CheckAgentsKnown(ctx.store.db(), s.scaling_group, s.agent_list); !st.ok()) {
     return st;
   }
-  json deps = json::array();
-  for (auto const& ref : in.dependency_refs) {
+  for (auto const& ref : r.dependencies) {
     // Dependencies are usually finished sessions: match dead ones too.
     SessionStore store(ctx.store.db());
     auto dep = store.Resolve(ref, s.access_key, /*allow_dead=*/true);
@@ -297,64 +141,46 @@ Status ResolvePlacement(RequestContext& ctx, CreateInput& in) {
       return MakeProblemStatus(ProblemType::kInvalidApiParams, "Input validation error",
                                json{{"dependencies", "no such session: " + ref}}.dump());
     }
-    deps.push_back(dep->id);
+    s.dependencies.push_back(dep->id);
   }
-  s.dependencies = deps.dump();
   return {};
 }
 
-// Parses and checks a creation request; fills `in` or returns the problem to answer.
+// Decodes and checks a creation request (the wire codec checks the shape, this the caller's
+// rights and what the cluster knows); fills `in` or returns the problem to answer.
 Status ParseCreate(RequestContext& ctx, CreateInput& in) {
   auto p = Params::From(ctx.request);
   if (!p.ok()) return std::move(p).status();
   auto const& who = *ctx.identity;
-  auto& s = in.session;
-  s.id = GenerateUuid();
-
-  auto name = p->String({"name", "session_name", "clientSessionToken"});
-  if (name && !ValidSessionName(*name)) {
-    p->Fail("name",
-            "4–64 characters of letters, digits, '_', '.', '-', starting and ending "
-            "with a letter, digit or '_' (not \"from-template\")");
+  // The slot types the cluster's agents report, read once, when a request names resources.
+  std::optional<StatusOr<std::map<std::string, std::string>>> cluster;
+  auto slot_types = [&](std::string const& slot) -> std::optional<protocol::SlotType> {
+    if (!cluster) cluster = ctx.store.ClusterSlotTypes();
+    if (cluster->ok()) {
+      if (auto it = (*cluster)->find(slot); it != (*cluster)->end()) {
+        return protocol::ParseSlotType(it->second).value_or(protocol::SlotType::kCount);
+      }
+    }
+    return protocol::KnownSlotType(slot);
+  };
+  auto request = internal::SessionCreateRequestFromJson(p->values(), slot_types);
+  if (cluster && !cluster->ok()) return cluster->status();
+  if (!request.ok()) return std::move(request).status();
+  in.request = *std::move(request);
+  auto const& r = in.request;
+  if (r.type == "system" && !who.IsSuperadmin()) {
+    return MakeProblemStatus(ProblemType::kInvalidApiParams, "Input validation error",
+                             json{{"type", "must be interactive, batch or inference"}}.dump());
   }
-  s.name = name.value_or("s-" + s.id.substr(0, 8));
-  auto image = p->String({"image", "lang"}, true);
-  if (image && (image->empty() || image->size() > 512))
-    p->Fail("image", "must be 1–512 characters");
-  s.image = image.value_or("");
-  s.architecture = p->String({"architecture", "arch"}).value_or("x86_64");
-  s.type = p->String({"type", "sessionType"}).value_or("interactive");
-  if (s.type != "interactive" && s.type != "batch" && s.type != "inference" &&
-      !(s.type == "system" && who.IsSuperadmin())) {
-    p->Fail("type", "must be interactive, batch or inference");
+  if (!r.agent_list.empty() && !who.IsSuperadmin()) {
+    return MakeProblemStatus(ProblemType::kInsufficientPrivilege,
+                             "Only superadmins may pick agents (config.agent_list).");
   }
-  in.group = p->String({"group", "groupName", "group_name"}).value_or("default");
-  in.domain = p->String({"domain", "domainName", "domain_name"}).value_or(who.domain);
-  auto cluster_size = p->Int({"cluster_size", "clusterSize"}, 1, 1024).value_or(1);
-  auto cluster_mode = p->String({"cluster_mode", "clusterMode"}).value_or("single-node");
-  if (cluster_mode != "single-node" && cluster_mode != "multi-node") {
-    p->Fail("cluster_mode", "must be single-node or multi-node");
-  }
-  s.tag = p->String({"tag"});
-  in.enqueue_only = p->Bool({"enqueueOnly", "enqueue_only"}).value_or(false);
-  in.max_wait_seconds = p->Int({"maxWaitSeconds", "max_wait_seconds"}, 0, 86400 * 365).value_or(0);
-  in.reuse = p->Bool({"reuseIfExists", "reuse_if_exists"}).value_or(true);
-  s.startup_command = p->String({"startupCommand", "startup_command"});
-  s.bootstrap_script = p->String({"bootstrap_script", "bootstrapScript"});
-  s.callback_url = p->String({"callback_url", "callbackUrl", "callbackURL"});
-  s.priority = static_cast<int>(p->Int({"priority"}, 0, 100).value_or(10));
-  in.owner = p->String({"owner_access_key", "ownerAccessKey"});
-  ParseTiming(*p, s);
-  if (s.type == "batch" && (!s.startup_command || s.startup_command->empty())) {
-    p->Fail("startupCommand", "required for batch sessions");
-  }
-  in.dependency_refs = ParseDependencies(*p);
-  if (auto st = ParseConfig(ctx, *p, in); !st.ok()) return st;
-  if (auto st = p->Check(); !st.ok()) return st;
-  if (cluster_size > 1 || cluster_mode == "multi-node") {
+  if (r.cluster_size > 1 || r.cluster_mode == "multi-node") {
     return MakeProblemStatus(ProblemType::kNotImplemented,
                              "Multi-container sessions are not supported by this manager yet.");
   }
+  in.session = RecordOf(r);
   return ResolvePlacement(ctx, in);
 }
 
@@ -489,39 +315,42 @@ struct SessionRoutes {
     CreateInput in;
     if (auto st = ParseCreate(ctx, in); !st.ok()) return ProblemResponse(st);
     auto& s = in.session;
+    bool reuse = in.request.reuse_if_exists;
     auto existing = sessions.ActiveByName(s.access_key, s.name);
     if (!existing.ok()) return ProblemResponse(existing.status());
     if (!existing->empty()) {
       auto const& old = existing->front();
-      if (!in.reuse || old.image != s.image) {
+      if (!reuse || old.image != s.image) {
         return ProblemResponse(
             MakeProblemStatus(ProblemType::kSessionAlreadyExists,
-                              in.reuse ? "An active session with this name runs another image."
-                                       : "An active session with this name exists.",
+                              reuse ? "An active session with this name runs another image."
+                                    : "An active session with this name exists.",
                               json{{"existingSessionId", old.id}}.dump()));
       }
-      return JsonResponse(CreatedBody(old, old.status, false), 201);
+      return CreatedResponse(old, std::string(protocol::ToString(old.status)), false);
     }
     if (auto st = CheckImageKnown(ctx.store.db(), s.image); !st.ok()) return ProblemResponse(st);
     if (auto st = sessions.Create(s); !st.ok()) return ProblemResponse(st);
     schedule(s.scaling_group);
     hub.Wake();
-    if (in.enqueue_only) return JsonResponse(CreatedBody(s, "PENDING", true), 201);
-    if (in.max_wait_seconds == 0) {
+    std::string const pending(protocol::ToString(SessionStatus::kPending));
+    if (in.request.enqueue_only) return CreatedResponse(s, pending, true);
+    auto max_wait = in.request.max_wait_seconds;
+    if (max_wait == 0) {
       // Waiting without end for a start that needs an agent nobody runs would never answer:
       // answer PENDING now (status_info says what it waits for; events follow the start).
       auto served = AgentServes(ctx.store.db(), s.scaling_group);
       if (!served.ok()) return ProblemResponse(served.status());
-      if (!*served) return JsonResponse(CreatedBody(s, "PENDING", true), 201);
+      if (!*served) return CreatedResponse(s, pending, true);
     }
     std::optional<std::chrono::steady_clock::time_point> deadline;
-    if (in.max_wait_seconds > 0) {
-      deadline = std::chrono::steady_clock::now() + std::chrono::seconds(in.max_wait_seconds);
+    if (max_wait > 0) {
+      deadline = std::chrono::steady_clock::now() + std::chrono::seconds(max_wait);
     }
     auto headers = ctx.response_headers;
     hub.WaitForStart(s.id, deadline, exchange,
                      [exchange, record = s, headers](std::string const& status) {
-                       auto r = JsonResponse(CreatedBody(record, status, true), 201);
+                       auto r = CreatedResponse(record, status, true);
                        r.headers = headers;
                        exchange->Respond(std::move(r));
                      });
@@ -588,7 +417,9 @@ struct SessionRoutes {
     if (!key.ok()) return std::move(key).status();
     auto found = sessions.Resolve(*id, *key, false);
     if (found.ok()) {
-      matches.push_back({{"id", found->id}, {"name", found->name}, {"status", found->status}});
+      matches.push_back({{"id", found->id},
+                         {"name", found->name},
+                         {"status", std::string(protocol::ToString(found->status))}});
     } else if (found.status().error_info().type ==
                protocol::ProblemTypeUrl(ProblemType::kTooManySessionsMatched)) {
       auto data = internal::ParseJson(found.status().error_info().data_json);
@@ -605,7 +436,7 @@ struct SessionRoutes {
   StatusOr<HttpResponse> Get(RequestContext& ctx) {
     auto s = ResolveSession(sessions, ctx, false);
     if (!s.ok()) return std::move(s).status();
-    return HttpResponse::Json(200, SessionInfoJson(*s));
+    return HttpResponse::Json(200, protocol::EncodeSessionInfo(InfoOf(*s)));
   }
 
   // DELETE /session/{id}
@@ -617,7 +448,7 @@ struct SessionRoutes {
     if (auto st = p->Check(); !st.ok()) return st;
     auto s = ResolveSession(sessions, ctx, false);
     if (!s.ok()) return std::move(s).status();
-    auto from = protocol::ParseSessionStatus(s->status).status;
+    auto from = s->status;
     if (protocol::IsTerminal(from)) {
       return MakeProblemStatus(ProblemType::kObjectNotFound, "No such session.");
     }
@@ -634,7 +465,8 @@ struct SessionRoutes {
       moved = sessions.Transition(s->id, from, SessionStatus::kTerminating, d);
     } else {
       return MakeProblemStatus(ProblemType::kGenericBadRequest,
-                               "A " + s->status + " session cannot be destroyed now; try again.");
+                               "A " + std::string(protocol::ToString(from)) +
+                                   " session cannot be destroyed now; try again.");
     }
     if (!moved.ok()) return std::move(moved).status();
     schedule(s->scaling_group);  // frees slots for the queue and tells the agent now
@@ -646,8 +478,7 @@ struct SessionRoutes {
   StatusOr<HttpResponse> GetStatusHistory(RequestContext& ctx) {
     auto s = ResolveSession(sessions, ctx, true);
     if (!s.ok()) return std::move(s).status();
-    auto history = internal::ParseJson(s->status_history).value_or(json::object());
-    return JsonResponse({{"result", history}});
+    return JsonResponse({{"result", s->status_history}});
   }
 
   // GET /session/{id}/logs
@@ -664,14 +495,14 @@ struct SessionRoutes {
     auto p = Params::From(ctx.request);
     if (!p.ok()) return std::move(p).status();
     auto name = p->String({"name", "session_name", "clientSessionToken"}, true);
-    if (name && !ValidSessionName(*name)) p->Fail("name", "invalid session name");
+    if (name && !protocol::ValidSessionName(*name)) p->Fail("name", "invalid session name");
     if (auto st = p->Check(); !st.ok()) return st;
     auto s = ResolveSession(sessions, ctx, true);
     if (!s.ok()) return std::move(s).status();
-    if (s->status != "RUNNING") {
-      return MakeProblemStatus(
-          ProblemType::kInvalidApiParams,
-          "Only RUNNING sessions can be renamed (this one is " + s->status + ").");
+    if (s->status != SessionStatus::kRunning) {
+      return MakeProblemStatus(ProblemType::kInvalidApiParams,
+                               "Only RUNNING sessions can be renamed (this one is " +
+                                   std::string(protocol::ToString(s->status)) + ").");
     }
     auto clash = sessions.ActiveByName(s->access_key, *name);
     if (!clash.ok()) return std::move(clash).status();

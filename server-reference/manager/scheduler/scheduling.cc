@@ -6,6 +6,7 @@
 
 #include "libbai/internal/json_codec.h"
 #include "server-reference/manager/scheduler/scheduler.h"
+#include "server-reference/manager/state/columns.h"
 #include "server-reference/manager/state/sessions.h"
 
 #include <nlohmann/json.hpp>
@@ -25,13 +26,6 @@ char const kHoldingStatuses[] =
     "'TERMINATING')";
 
 namespace {
-
-protocol::ResourceSlots SlotsOf(std::string const& text) {
-  auto j = internal::ParseJson(text);
-  if (!j) return {};
-  auto slots = internal::SlotsFromJson(*j);
-  return slots.ok() ? *slots : protocol::ResourceSlots{};
-}
 
 // The names and aliases in an agent's reported image list ([{name, aliases}] or [name]).
 std::vector<std::string> ImageNames(std::string const& text) {
@@ -69,23 +63,22 @@ struct PassState {
 
 // Whether `s` waits for starts_at or its dependencies; a failed dependency cancels it.
 Status CheckReadiness(SqlExecutor& tx, std::string const& starts_at_or_empty,
-                      std::string const& deps_json, std::chrono::system_clock::time_point now,
-                      scheduler::Session& s, PassState& st) {
+                      std::vector<std::string> const& dependencies,
+                      std::chrono::system_clock::time_point now, scheduler::Session& s,
+                      PassState& st) {
   if (!starts_at_or_empty.empty() && TimeOf(starts_at_or_empty) > now) {
     s.ready = false;
     s.not_ready_reason = "waiting: starts at " + starts_at_or_empty;
     return Status();
   }
-  auto deps = internal::ParseJson(deps_json);
-  if (!deps || !deps->is_array()) return Status();
   // after-ok: every dependency must have succeeded; one that failed cancels this one.
-  for (auto const& dep : *deps) {
-    if (!dep.is_string()) continue;
-    auto d = tx.Query("SELECT status, result FROM sessions WHERE id = ?", {dep.get<std::string>()});
+  for (auto const& dep : dependencies) {
+    auto d = tx.Query("SELECT status, result FROM sessions WHERE id = ?", {dep});
     if (!d.ok()) return d.status();
-    std::string status = d->empty() ? "CANCELLED" : (*d)[0].Text(0);
+    auto status = d->empty() ? SessionStatus::kCancelled
+                             : protocol::ParseSessionStatus((*d)[0].Text(0)).status;
     std::string result = d->empty() ? "failure" : (*d)[0].Text(1);
-    bool done = status == "TERMINATED" || status == "CANCELLED" || status == "ERROR";
+    bool done = protocol::IsTerminal(status) || status == SessionStatus::kError;
     if (done && result != "success") {
       st.to_cancel.push_back(s.id);
       s.ready = false;
@@ -93,7 +86,8 @@ Status CheckReadiness(SqlExecutor& tx, std::string const& starts_at_or_empty,
     }
     if (!done) {
       s.ready = false;
-      s.not_ready_reason = "waiting: dependency " + dep.get<std::string>() + " is " + status;
+      s.not_ready_reason =
+          "waiting: dependency " + dep + " is " + std::string(protocol::ToString(status));
     }
   }
   return Status();
@@ -112,14 +106,15 @@ Status ReadQueue(SqlExecutor& tx, std::string const& scaling_group,
     s.id = r.Text(0);
     s.access_key = r.Text(1);
     s.architecture = r.Text(2);
-    s.requested = SlotsOf(r.Text(3));
+    s.requested = SlotsFromColumn(r.Text(3));
     s.image = r.Text(9);
-    s.agent_list = AgentListOf(r.Text(10));
+    s.agent_list = ListFromColumn(r.Text(10));
     s.enqueue_seq = r.Int(4);
     s.enqueued_at = TimeOf(r.Text(5));
     st.old_info[s.id] = r.Text(8);
     st.access_keys.insert(s.access_key);
-    if (auto ready = CheckReadiness(tx, r.Text(6), r.Text(7), now, s, st); !ready.ok()) {
+    if (auto ready = CheckReadiness(tx, r.Text(6), ListFromColumn(r.Text(7)), now, s, st);
+        !ready.ok()) {
       return ready;
     }
     st.in.pending.push_back(std::move(s));
@@ -139,7 +134,7 @@ Status ReadAgentsAndUsage(SqlExecutor& tx, std::string const& scaling_group, Pas
     scheduler::Agent a;
     a.id = r.Text(0);
     a.architecture = r.Text(1);
-    a.capacity = SlotsOf(r.Text(2));
+    a.capacity = SlotsFromColumn(r.Text(2));
     a.schedulable = r.Bool(3);
     a.images = ImageNames(r.Text(4));
     agent_index[a.id] = st.in.agents.size();
@@ -150,7 +145,7 @@ Status ReadAgentsAndUsage(SqlExecutor& tx, std::string const& scaling_group, Pas
       kHoldingStatuses);
   if (!holding.ok()) return holding.status();
   for (auto const& r : *holding) {
-    auto slots = SlotsOf(r.Text(2));
+    auto slots = SlotsFromColumn(r.Text(2));
     if (auto it = agent_index.find(r.Text(0)); it != agent_index.end()) {
       scheduler::AddInto(st.in.agents[it->second].occupied, slots);
     }
@@ -173,7 +168,7 @@ Status ReadPolicies(SqlExecutor& tx, PassState& st) {
     if (policy->empty()) continue;
     scheduler::Keypair kp = st.usage[ak];
     kp.max_concurrent_sessions = static_cast<int>((*policy)[0].Int(0));
-    kp.total_resource_slots = SlotsOf((*policy)[0].Text(1));
+    kp.total_resource_slots = SlotsFromColumn((*policy)[0].Text(1));
     kp.unspecified_unlimited = (*policy)[0].Text(2) != "LIMITED";
     st.in.keypairs[ak] = kp;
   }
@@ -264,14 +259,14 @@ StatusOr<std::string> CheckPresets(server::Database& db, std::string const& acce
         tx.Query("SELECT id, scaling_group, available_slots FROM agents WHERE status = 'ALIVE'");
     if (!agents.ok()) return agents.status();
     for (auto const& r : *agents) {
-      for (auto const& [k, v] : SlotsOf(r.Text(2))) names.insert(k);
+      for (auto const& [k, v] : SlotsFromColumn(r.Text(2))) names.insert(k);
     }
     auto policy = tx.Query(
         "SELECT p.total_resource_slots, p.default_for_unspecified FROM keypairs k "
         "JOIN keypair_resource_policies p ON k.resource_policy = p.name WHERE k.access_key = ?",
         {access_key});
     if (!policy.ok()) return policy.status();
-    Slots declared = policy->empty() ? Slots{} : SlotsOf((*policy)[0].Text(0));
+    Slots declared = policy->empty() ? Slots{} : SlotsFromColumn((*policy)[0].Text(0));
     bool unspecified_unlimited = policy->empty() || (*policy)[0].Text(1) != "LIMITED";
     for (auto const& [k, v] : declared) names.insert(k);
     Slots limits, using_kp;
@@ -289,7 +284,7 @@ StatusOr<std::string> CheckPresets(server::Database& db, std::string const& acce
     if (!holding.ok()) return holding.status();
     std::map<std::string, Slots> agent_occupied;
     for (auto const& r : *holding) {
-      Slots slots = SlotsOf(r.Text(2));
+      Slots slots = SlotsFromColumn(r.Text(2));
       scheduler::AddInto(agent_occupied[r.Text(0)], slots);
       if (r.Text(1) == access_key) scheduler::AddInto(using_kp, slots);
     }
@@ -308,7 +303,7 @@ StatusOr<std::string> CheckPresets(server::Database& db, std::string const& acce
       for (auto const& n : names) sg_using[n] = sg_remaining[n] = Decimal();
       for (auto const& r : *agents) {
         if (r.Text(1) != sg) continue;
-        Slots capacity = SlotsOf(r.Text(2));
+        Slots capacity = SlotsFromColumn(r.Text(2));
         Slots const& occupied = agent_occupied[r.Text(0)];
         Slots free;
         for (auto const& n : names) {
@@ -329,7 +324,7 @@ StatusOr<std::string> CheckPresets(server::Database& db, std::string const& acce
     for (auto const& n : names) nan[n] = "NaN";
     json preset_list = json::array();
     for (auto const& p : presets) {
-      Slots want = SlotsOf(p[1]);
+      Slots want = SlotsFromColumn(p[1]);
       bool within_keypair = true;
       for (auto const& [k, v] : want) {
         if (remaining_kp.count(k) && v > remaining_kp[k]) within_keypair = false;

@@ -4,12 +4,11 @@
 #include "bai/protocol/errors.h"
 #include "bai/protocol/signing.h"
 
-#include "libbai/internal/json_codec.h"
 #include "server-reference/manager/state/bootstrap.h"
+#include "server-reference/manager/state/columns.h"
 
 #include <nlohmann/json.hpp>
 
-#include <array>
 #include <chrono>
 
 namespace bai::manager {
@@ -45,16 +44,6 @@ SqlValue Opt(std::optional<std::int64_t> const& v) { return v ? SqlValue(*v) : S
 
 }  // namespace
 
-std::vector<std::string> AgentListOf(std::string const& json_text) {
-  std::vector<std::string> out;
-  auto j = internal::ParseJson(json_text);
-  if (!j || !j->is_array()) return out;
-  for (auto const& item : *j) {
-    if (item.is_string()) out.push_back(item.get<std::string>());
-  }
-  return out;
-}
-
 namespace {
 
 // Moves the row's text out: each row becomes one record.
@@ -73,16 +62,15 @@ SessionRecord FromRow(SqlRow&& r) {
   s.image = r.TakeText(i++);
   s.architecture = r.TakeText(i++);
   s.cluster_size = static_cast<int>(r.Int(i++));
-  s.status = r.TakeText(i++);
+  s.status = protocol::ParseSessionStatus(r.Text(i++)).status;
   s.status_info = r.TakeText(i++);
-  s.status_history = r.TakeText(i++);
-  // Kept as text: reads only pass it on, so parsing it on every GET would be wasted work.
-  s.requested_json = r.TakeText(i++);
+  s.status_history = MapFromColumn(r.Text(i++));
+  s.requested = SlotsFromColumn(r.Text(i++));
   s.agent_id = r.TakeOptText(i++);
-  s.environ = r.TakeText(i++);
-  s.mounts = r.TakeText(i++);
-  s.mount_map = r.TakeText(i++);
-  s.resource_opts = r.TakeText(i++);
+  s.environ = MapFromColumn(r.Text(i++));
+  s.mounts = ListFromColumn(r.Text(i++));
+  s.mount_map = MapFromColumn(r.Text(i++));
+  s.resource_opts = MapFromColumn(r.Text(i++));
   s.startup_command = r.TakeOptText(i++);
   s.bootstrap_script = r.TakeOptText(i++);
   s.tag = r.TakeOptText(i++);
@@ -90,14 +78,14 @@ SessionRecord FromRow(SqlRow&& r) {
   s.starts_at = r.TakeOptText(i++);
   if (!r.IsNull(i)) s.batch_timeout = r.Int(i);
   ++i;
-  s.dependencies = r.TakeText(i++);
+  s.dependencies = ListFromColumn(r.Text(i++));
   s.callback_url = r.TakeOptText(i++);
   s.result = r.TakeText(i++);
   if (!r.IsNull(i)) s.exit_code = r.Int(i);
   ++i;
   s.created_at = r.TakeText(i++);
   s.terminated_at = r.TakeOptText(i++);
-  s.agent_list = AgentListOf(r.Text(i++));
+  s.agent_list = ListFromColumn(r.Text(i++));
   s.num_queries = r.Int(i++);
   return s;
 }
@@ -137,9 +125,8 @@ std::string EscapeLike(std::string const& s) {
 Status SessionStore::Create(SessionRecord& s) {
   std::string now = NowIso();
   s.created_at = now;
-  s.status = "PENDING";
-  s.status_history = json{{"PENDING", now}}.dump();
-  s.requested_json = internal::SlotsToJson(s.requested).dump();
+  s.status = protocol::SessionStatus::kPending;
+  s.status_history = {{std::string(protocol::ToString(s.status)), now}};
   // The next queue position is read, then written: under the queue's scope.
   return db_.Transaction({kQueueScope}, [&](SqlExecutor& tx) -> Status {
     auto seq = tx.Query("SELECT COALESCE(MAX(seq), 0) + 1 FROM sessions");
@@ -161,28 +148,28 @@ Status SessionStore::Create(SessionRecord& s) {
          s.image,
          s.architecture,
          static_cast<std::int64_t>(s.cluster_size),
-         s.status,
+         std::string(protocol::ToString(s.status)),
          s.status_info,
-         s.status_history,
-         s.requested_json,
+         MapColumn(s.status_history),
+         SlotsColumn(s.requested),
          Opt(s.agent_id),
-         s.environ,
-         s.mounts,
-         s.mount_map,
-         s.resource_opts,
+         MapColumn(s.environ),
+         ListColumn(s.mounts),
+         MapColumn(s.mount_map),
+         MapColumn(s.resource_opts),
          Opt(s.startup_command),
          Opt(s.bootstrap_script),
          Opt(s.tag),
          static_cast<std::int64_t>(s.priority),
          Opt(s.starts_at),
          Opt(s.batch_timeout),
-         s.dependencies,
+         ListColumn(s.dependencies),
          Opt(s.callback_url),
          s.result,
          Opt(s.exit_code),
          s.created_at,
          Opt(s.terminated_at),
-         nlohmann::json(s.agent_list).dump()});
+         ListColumn(s.agent_list)});
     if (!r.ok()) return r.status();
     auto k = tx.Exec(
         "INSERT INTO kernels (id, session_id, cluster_role, cluster_idx, status, created_at) "
@@ -255,8 +242,10 @@ StatusOr<SessionRecord> SessionStore::Resolve(std::string const& ref, std::strin
   if (found.size() > 1) {
     json matches = json::array();
     for (auto const& s : found) {
-      matches.push_back(
-          {{"id", s.id}, {"name", s.name}, {"status", s.status}, {"created_at", s.created_at}});
+      matches.push_back({{"id", s.id},
+                         {"name", s.name},
+                         {"status", std::string(protocol::ToString(s.status))},
+                         {"created_at", s.created_at}});
     }
     return MakeProblemStatus(ProblemType::kTooManySessionsMatched,
                              "\"" + ref + "\" matches " + std::to_string(found.size()) +
@@ -277,10 +266,9 @@ StatusOr<bool> TransitionIn(SqlExecutor& tx, std::string const& id, protocol::Se
   if (!rows.ok()) return std::move(rows).status();
   if (rows->empty()) return false;
   auto s = FromRow(std::move((*rows)[0]));
-  if (s.status != protocol::ToString(from)) return false;
+  if (s.status != from) return false;
   std::string now = NowIso();
-  auto history = internal::ParseJson(s.status_history).value_or(json::object());
-  if (!history.is_object()) history = json::object();
+  auto history = s.status_history;
   history[std::string(protocol::ToString(to))] = now;
   bool terminal = protocol::IsTerminal(to);
   std::string to_text(protocol::ToString(to));
@@ -289,7 +277,7 @@ StatusOr<bool> TransitionIn(SqlExecutor& tx, std::string const& id, protocol::Se
       "agent_id = COALESCE(?, agent_id), result = COALESCE(?, result), "
       "exit_code = COALESCE(?, exit_code), terminated_at = COALESCE(?, terminated_at) "
       "WHERE id = ? AND status = ?",
-      {to_text, details.status_info, history.dump(), Opt(details.agent_id), Opt(details.result),
+      {to_text, details.status_info, MapColumn(history), Opt(details.agent_id), Opt(details.result),
        Opt(details.exit_code), terminal ? SqlValue(now) : SqlValue(nullptr), id,
        std::string(protocol::ToString(from))});
   if (!r.ok()) return std::move(r).status();
@@ -347,6 +335,16 @@ StatusOr<std::string> SessionStore::MainKernelId(std::string const& session_id) 
   return (*rows)[0].Text(0);
 }
 
+StatusOr<std::vector<SessionRecord>> SessionStore::RunningBatchesWithTimeout() {
+  auto rows = db_.Query("SELECT " + ReadColumns() +
+                        " FROM sessions WHERE status = 'RUNNING' AND type = 'batch' AND "
+                        "batch_timeout IS NOT NULL");
+  if (!rows.ok()) return std::move(rows).status();
+  std::vector<SessionRecord> out;
+  for (auto& r : *rows) out.push_back(FromRow(std::move(r)));
+  return out;
+}
+
 StatusOr<std::vector<EventRecord>> SessionStore::EventsAfter(std::int64_t seq, int limit) {
   auto rows = db_.Query(
       "SELECT seq, name, session_id, session_name, kernel_id, access_key, domain_name, group_id, "
@@ -379,85 +377,6 @@ StatusOr<std::int64_t> SessionStore::LastEventSeq() {
 
 namespace {
 
-// Which bytes JSON strings must escape: control characters, '"' and '\\'.
-constexpr std::array<bool, 256> kNeedsEscape = [] {
-  std::array<bool, 256> t{};
-  for (int c = 0; c < 0x20; ++c) t[c] = true;
-  t['"'] = true;
-  t['\\'] = true;
-  return t;
-}();
-
-void AppendString(std::string& out, std::string_view text) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out.push_back('"');
-  std::size_t run = 0;  // start of the pending stretch that needs no escaping
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    auto u = static_cast<unsigned char>(text[i]);
-    if (!kNeedsEscape[u]) continue;
-    out.append(text.data() + run, i - run);
-    run = i + 1;
-    switch (u) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default: {
-        char esc[6] = {'\\', 'u', '0', '0', kHex[u >> 4], kHex[u & 15]};
-        out.append(esc, sizeof esc);
-      }
-    }
-  }
-  out.append(text.data() + run, text.size() - run);
-  out.push_back('"');
-}
-
-// Writes one "key": value pair; values are strings, raw JSON text, or null.
-class ObjectWriter {
- public:
-  explicit ObjectWriter(std::string& out) : out_(out) { out_.push_back('{'); }
-  void Str(std::string_view key, std::string_view value) {
-    Key(key);
-    AppendString(out_, value);
-  }
-  void OptStr(std::string_view key, std::optional<std::string> const& value) {
-    if (value) {
-      Str(key, *value);
-    } else {
-      Raw(key, "null");
-    }
-  }
-  // `json_text` must be valid JSON written by this manager.
-  void Raw(std::string_view key, std::string_view json_text) {
-    Key(key);
-    out_ += json_text;
-  }
-  void Int(std::string_view key, std::int64_t value) { Raw(key, std::to_string(value)); }
-  void Close() { out_.push_back('}'); }
-
- private:
-  // Keys are our own literals, which never need escaping.
-  void Key(std::string_view key) {
-    out_ += first_ ? "\"" : ",\"";
-    first_ = false;
-    out_ += key;
-    out_ += "\":";
-  }
-  std::string& out_;
-  bool first_ = true;
-};
-
 std::int64_t AgeMs(SessionRecord const& s) {
   auto start = protocol::ParseHttpDate(s.created_at);
   if (!start) return 0;
@@ -472,54 +391,35 @@ std::int64_t AgeMs(SessionRecord const& s) {
 
 }  // namespace
 
-std::string SessionInfoJson(SessionRecord const& s) {
-  // Written directly, not through a JSON tree: clients poll this while they wait, and the
-  // stored JSON columns are already serialised.
-  std::string const& slots = s.requested_json;
-  std::string out;
-  out.reserve(1536);
-  ObjectWriter w(out);
-  w.Str("sessionId", s.id);
-  w.Str("sessionName", s.name);
-  w.Str("domainName", s.domain_name);
-  w.Str("groupId", s.group_id);
-  w.Str("userId", s.user_id);
-  w.Str("lang", s.image);
-  w.Str("image", s.image);
-  w.Str("architecture", s.architecture);
-  w.Str("registry", "");
-  w.OptStr("tag", s.tag);
-  w.Str("type", s.type);
-  w.Str("scalingGroup", s.scaling_group);
-  w.OptStr("agentId", s.agent_id);
-  w.Raw("containerId", "null");
-  // JSON objects, not Python str() renderings (a deliberate improvement over 24.09).
-  w.Raw("occupiedSlots", s.agent_id ? slots : "{}");
-  w.Raw("occupyingSlots", s.agent_id ? slots : "{}");
-  w.Raw("requestedSlots", slots);
-  w.Raw("occupiedShares", "{}");
-  w.Raw("environ", s.environ);
-  w.Raw("resourceOpts", s.resource_opts);
-  w.Str("status", s.status);
-  w.Str("statusInfo", s.status_info);
-  w.Raw("statusData", "{}");
-  w.Raw("statusHistory", s.status_history);
-  w.Str("result", s.result);
-  if (s.exit_code) {
-    w.Int("exitCode", *s.exit_code);
-  } else {
-    w.Raw("exitCode", "null");
-  }
-  w.Int("age", AgeMs(s));
-  w.Str("creationTime", s.created_at);
-  w.OptStr("terminationTime", s.terminated_at);
-  w.Int("numQueriesExecuted", s.num_queries);
-  w.Raw("lastStat", "{}");
-  w.Raw("idleChecks", "{}");
-  w.OptStr("startupCommand", s.startup_command);
-  w.Int("priority", s.priority);
-  w.Close();
-  return out;
+protocol::SessionInfo InfoOf(SessionRecord const& s) {
+  protocol::SessionInfo info;
+  info.id = s.id;
+  info.name = s.name;
+  info.status = {s.status, std::string(protocol::ToString(s.status))};
+  info.status_info = s.status_info;
+  info.type = s.type;
+  info.image = s.image;
+  info.result = s.result;
+  info.exit_code = s.exit_code;
+  info.agent_id = s.agent_id;
+  info.requested = s.requested;
+  if (s.agent_id) info.occupied = s.requested;
+  info.created_at = s.created_at;
+  info.terminated_at = s.terminated_at;
+  info.domain_name = s.domain_name;
+  info.group_id = s.group_id;
+  info.user_id = s.user_id;
+  info.architecture = s.architecture;
+  info.tag = s.tag;
+  info.scaling_group = s.scaling_group;
+  info.environ = s.environ;
+  info.resource_opts = s.resource_opts;
+  info.status_history = s.status_history;
+  info.age_ms = AgeMs(s);
+  info.num_queries = s.num_queries;
+  info.startup_command = s.startup_command;
+  info.priority = s.priority;
+  return info;
 }
 
 }  // namespace bai::manager

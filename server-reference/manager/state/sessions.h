@@ -3,19 +3,21 @@
 
 #include "bai/protocol/resource.h"
 #include "bai/protocol/session_status.h"
+#include "bai/protocol/session_wire.h"
 #include "bai/status.h"
 
 #include "server-reference/common/database.h"
 #include "server-reference/manager/state/store.h"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace bai::manager {
 
-/// A session row.
+/// A session row, typed: the store parses its JSON columns once, where the row is read.
 struct SessionRecord {
   std::string id;
   std::int64_t seq = 0;
@@ -29,23 +31,22 @@ struct SessionRecord {
   std::string image;
   std::string architecture = "x86_64";
   int cluster_size = 1;
-  std::string status = "PENDING";
+  protocol::SessionStatus status = protocol::SessionStatus::kPending;
   std::string status_info;
-  std::string status_history = "{}";  ///< JSON {STATUS: time}
-  protocol::ResourceSlots requested;  ///< set when creating; rows read back fill requested_json
-  std::string requested_json = "{}";  ///< the stored slot map, as written
+  std::map<std::string, std::string> status_history;  ///< STATUS → when it was entered
+  protocol::ResourceSlots requested;
   std::optional<std::string> agent_id;
-  std::string environ = "{}";
-  std::string mounts = "[]";
-  std::string mount_map = "{}";
-  std::string resource_opts = "{}";
+  std::map<std::string, std::string> environ;
+  std::vector<std::string> mounts;
+  std::map<std::string, std::string> mount_map;
+  std::map<std::string, std::string> resource_opts;
   std::optional<std::string> startup_command;
   std::optional<std::string> bootstrap_script;
   std::optional<std::string> tag;
   int priority = 10;
   std::optional<std::string> starts_at;
   std::optional<std::int64_t> batch_timeout;
-  std::string dependencies = "[]";
+  std::vector<std::string> dependencies;  ///< session ids
   std::optional<std::string> callback_url;
   std::string result = "undefined";
   std::optional<std::int64_t> exit_code;
@@ -55,9 +56,6 @@ struct SessionRecord {
   std::vector<std::string> agent_list;
   std::int64_t num_queries = 0;  ///< execute requests so far (read only; counted by the manager)
 };
-
-/// The agent_list column (a JSON list of agent ids) as a list; anything else is empty.
-std::vector<std::string> AgentListOf(std::string const& json_text);
 
 /// One row of the event log.
 struct EventRecord {
@@ -118,6 +116,9 @@ class SessionStore {
   /// The id of the session's main kernel; 404 object-not-found when it has none.
   StatusOr<std::string> MainKernelId(std::string const& session_id);
 
+  /// Running batch sessions that have a batch_timeout.
+  StatusOr<std::vector<SessionRecord>> RunningBatchesWithTimeout();
+
   StatusOr<std::vector<EventRecord>> EventsAfter(std::int64_t seq, int limit);
   StatusOr<std::int64_t> LastEventSeq();
 
@@ -125,8 +126,7 @@ class SessionStore {
   server::Database& db_;
 };
 
-/// The info object of `GET /session/{id}` (PROTOCOL.md §5.4); slot maps and environ are JSON
-/// objects rather than 24.09's Python str() renderings.
-std::string SessionInfoJson(SessionRecord const& s);
+/// The info of `GET /session/{id}` (PROTOCOL.md §5.4) for a record.
+protocol::SessionInfo InfoOf(SessionRecord const& s);
 
 }  // namespace bai::manager

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "libbai/internal/json_fields.h"
+
+#include "libbai/internal/text.h"
+
+#include <cerrno>
+#include <cstdlib>
+
+namespace bai::internal {
+
+std::optional<bool> LenientBool(nlohmann::json const& value) {
+  if (value.is_boolean()) return value.get<bool>();
+  if (value.is_number_integer()) return value.get<std::int64_t>() != 0;
+  if (!value.is_string()) return std::nullopt;
+  auto s = AsciiLower(value.get_ref<std::string const&>());
+  if (s == "true" || s == "yes" || s == "1" || s == "t" || s == "y") return true;
+  if (s == "false" || s == "no" || s == "0" || s == "f" || s == "n") return false;
+  return std::nullopt;
+}
+
+std::optional<std::int64_t> LenientInt(nlohmann::json const& value) {
+  if (value.is_number_integer()) return value.get<std::int64_t>();
+  if (!value.is_string()) return std::nullopt;
+  auto const& s = value.get_ref<std::string const&>();
+  char* end = nullptr;
+  errno = 0;
+  long long n = std::strtoll(s.c_str(), &end, 10);
+  if (s.empty() || end != s.c_str() + s.size() || errno != 0) return std::nullopt;
+  return n;
+}
+
+}  // namespace bai::internal

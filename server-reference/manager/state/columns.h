@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// The manager's JSON columns (slot maps, string lists, string maps), parsed and written here
+// only: records carry typed values, and the text is read once, where the row is read. Text
+// that is not what the column holds reads as empty; "{}" and "[]" skip the parser.
+
+#include "bai/protocol/resource.h"
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace bai::manager {
+
+protocol::ResourceSlots SlotsFromColumn(std::string_view text);
+/// {"cpu": "2", "mem": "4294967296"}: amounts as strings, as on the wire.
+std::string SlotsColumn(protocol::ResourceSlots const& slots);
+
+std::vector<std::string> ListFromColumn(std::string_view text);
+std::string ListColumn(std::vector<std::string> const& list);
+
+/// Non-string values read as their JSON text.
+std::map<std::string, std::string> MapFromColumn(std::string_view text);
+std::string MapColumn(std::map<std::string, std::string> const& map);
+
+}  // namespace bai::manager
