@@ -47,6 +47,13 @@ constexpr std::array<std::pair<K, std::string_view>, 13> kKernelNames{{
     {K::kCancelled, "CANCELLED"},
 }};
 
+constexpr std::array<std::pair<TaskStatus, std::string_view>, 4> kTaskNames = {{
+    {TaskStatus::kOngoing, "ongoing"},
+    {TaskStatus::kDone, "done"},
+    {TaskStatus::kFailed, "failed"},
+    {TaskStatus::kCancelled, "cancelled"},
+}};
+
 template <typename Enum, std::size_t N>
 StatusValue<Enum> ParseIn(std::array<std::pair<Enum, std::string_view>, N> const& names,
                           std::string_view text) {
@@ -80,6 +87,10 @@ SessionStatusValue ParseSessionStatus(std::string_view text) {
 KernelStatusValue ParseKernelStatus(std::string_view text) { return ParseIn(kKernelNames, text); }
 std::string_view ToString(SessionStatus status) { return NameIn(kSessionNames, status); }
 std::string_view ToString(KernelStatus status) { return NameIn(kKernelNames, status); }
+TaskStatus ParseTaskStatus(std::string_view text) { return ParseIn(kTaskNames, text).status; }
+std::string_view ToString(TaskStatus status) {
+  return status == TaskStatus::kUnknown ? "unknown" : NameIn(kTaskNames, status);
+}
 
 bool IsTerminal(SessionStatus status) {
   return status == S::kTerminated || status == S::kCancelled;

@@ -183,7 +183,7 @@ struct Agent::Impl {
     heartbeat_interval = std::chrono::milliseconds(m.heartbeat_interval_ms);
     // Finished kernels listed in the registration are now known to the manager.
     for (auto const& k : backend->Snapshot()) {
-      if (k.status == "TERMINATED" || k.status == "ERROR") backend->Acknowledge(k.session_id);
+      if (k.Ended()) backend->Acknowledge(k.session_id);
     }
     SetRegistered(true);
     Heartbeat();
@@ -253,17 +253,19 @@ struct Agent::Impl {
     }
     Write(ap::Encode(ap::ToManager(ap::Response{m.request_id, ap::EncodeReply(reply)})));
     if (!path.ok()) return;
-    auto report = [this, task = m.task_id](std::string status, std::string message, int current) {
-      PostWrite(ap::Encode(
-          ap::ToManager(ap::TaskReport{task, std::move(status), std::move(message), current, 1})));
+    auto report = [this, task = m.task_id](protocol::TaskStatus status, std::string message,
+                                           int current) {
+      PostWrite(
+          ap::Encode(ap::ToManager(ap::TaskReport{task, status, std::move(message), current, 1})));
     };
     RunDetached([this, session = m.session_id, target = *path, report] {
-      report("ongoing", "archiving the kernel's files", 0);
+      using protocol::TaskStatus;
+      report(TaskStatus::kOngoing, "archiving the kernel's files", 0);
       Status s = backend->Commit(session, target);
       if (s.ok()) {
-        report("done", "committed to " + target, 1);
+        report(TaskStatus::kDone, "committed to " + target, 1);
       } else {
-        report("failed", s.message(), 0);
+        report(TaskStatus::kFailed, s.message(), 0);
       }
     });
   }
@@ -304,7 +306,7 @@ struct Agent::Impl {
 
   void Report(KernelReport const& r) {
     net::post(ioc, [this, text = ap::Encode(ap::ToManager(r)), session = r.session_id,
-                    status = r.status] {
+                    ended = r.Ended()] {
       bool connected;
       {
         std::lock_guard<std::mutex> lock(mu);
@@ -312,7 +314,7 @@ struct Agent::Impl {
       }
       if (!connected) return;  // reported with the next registration instead
       Write(text);
-      if (status == "TERMINATED" || status == "ERROR") backend->Acknowledge(session);
+      if (ended) backend->Acknowledge(session);
     });
   }
 };

@@ -36,7 +36,7 @@ DummyBackend::~DummyBackend() {
 }
 
 void DummyBackend::Create(KernelSpec const& spec) {
-  KernelReport preparing{spec.session_id, "PREPARING", std::nullopt, "", ""};
+  KernelReport preparing{spec.session_id, protocol::KernelStatus::kPreparing, std::nullopt, "", ""};
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (kernels_.count(spec.session_id)) return;  // a repeated create is a no-op
@@ -52,8 +52,9 @@ void DummyBackend::Destroy(std::string const& session_id, std::string const& rea
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = kernels_.find(session_id);
-    if (it == kernels_.end() || it->second.state.status == "TERMINATED") return;
-    it->second.state.status = "TERMINATED";
+    if (it == kernels_.end() || it->second.state.status == protocol::KernelStatus::kTerminated)
+      return;
+    it->second.state.status = protocol::KernelStatus::kTerminated;
     it->second.state.reason = reason.empty() ? "user-requested" : reason;
     it->second.state.exit_code = 137;  // as if SIGKILLed after SIGTERM
     done = it->second.state;
@@ -71,8 +72,7 @@ std::vector<KernelReport> DummyBackend::Snapshot() {
 void DummyBackend::Acknowledge(std::string const& session_id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = kernels_.find(session_id);
-  if (it != kernels_.end() &&
-      (it->second.state.status == "TERMINATED" || it->second.state.status == "ERROR")) {
+  if (it != kernels_.end() && it->second.state.Ended()) {
     kernels_.erase(it);
   }
 }
@@ -83,7 +83,7 @@ std::string DummyBackend::Execute(server::agent_protocol::Execute const& req) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = kernels_.find(req.session_id);
-    alive = it != kernels_.end() && it->second.state.status == "RUNNING";
+    alive = it != kernels_.end() && it->second.state.status == protocol::KernelStatus::kRunning;
   }
   protocol::ExecuteResult result;
   result.run_id = run_id;
@@ -102,7 +102,7 @@ std::string DummyBackend::Execute(server::agent_protocol::Execute const& req) {
 Status DummyBackend::CheckRunning(std::string const& session_id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = kernels_.find(session_id);
-  if (it == kernels_.end() || it->second.state.status != "RUNNING") {
+  if (it == kernels_.end() || it->second.state.status != protocol::KernelStatus::kRunning) {
     return Status(StatusCode::kNotFound, "no running kernel " + session_id);
   }
   return Status();
@@ -140,18 +140,19 @@ void DummyBackend::Loop() {
     auto wake = now + std::chrono::seconds(1);
     std::vector<KernelReport> reports;
     for (auto& [id, k] : kernels_) {
-      if (k.state.status == "TERMINATED" || k.state.status == "ERROR") continue;
+      if (k.state.Ended()) continue;
       if (now < k.next) {
         wake = std::min(wake, k.next);
         continue;
       }
-      if (k.state.status == "PREPARING") {
-        k.state.status = "RUNNING";
+      if (k.state.status == protocol::KernelStatus::kPreparing) {
+        k.state.status = protocol::KernelStatus::kRunning;
         k.next = now + options_.run_time;
         reports.push_back(k.state);
         if (k.spec.session_type == "batch") wake = std::min(wake, k.next);
-      } else if (k.state.status == "RUNNING" && k.spec.session_type == "batch") {
-        k.state.status = "TERMINATED";
+      } else if (k.state.status == protocol::KernelStatus::kRunning &&
+                 k.spec.session_type == "batch") {
+        k.state.status = protocol::KernelStatus::kTerminated;
         k.state.exit_code = ExitCodeOf(k.spec.startup_command, options_.default_exit_code);
         k.state.reason = "task-finished";
         k.state.logs = "dummy kernel ran: " + k.spec.startup_command.value_or("") + "\n";

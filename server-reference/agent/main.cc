@@ -187,13 +187,12 @@ int main(int argc, char** argv) {
   if (stop_kernels) {
     // Ends every kernel (reported to the manager while still connected), then disconnects.
     for (auto const& k : backend_ptr->Snapshot()) {
-      if (k.status != "TERMINATED" && k.status != "ERROR")
-        backend_ptr->Destroy(k.session_id, "agent-shutdown");
+      if (!k.Ended()) backend_ptr->Destroy(k.session_id, "agent-shutdown");
     }
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     auto live = [&] {
       for (auto const& k : backend_ptr->Snapshot()) {
-        if (k.status != "TERMINATED" && k.status != "ERROR") return true;
+        if (!k.Ended()) return true;
       }
       return false;
     };

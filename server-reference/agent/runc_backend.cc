@@ -464,7 +464,7 @@ Status RuncBackend::Init() {
     auto state = server::RunProcess(Runc({"state", k->container_id}), server::StdoutOnly());
     auto sj = internal::ParseJson(state.output);
     bool running = state.exit_code == 0 && sj && sj->value("status", "") == "running";
-    k->state = {k->spec.session_id, "RUNNING", std::nullopt, "", ""};
+    k->state = {k->spec.session_id, protocol::KernelStatus::kRunning, std::nullopt, "", ""};
     if (running && !k->spec.session_id.empty() && ConnectRunner(*k, std::chrono::seconds(2))) {
       adopt.push_back(k);
       continue;
@@ -472,7 +472,8 @@ Status RuncBackend::Init() {
     server::RunProcess(Runc({"delete", "--force", k->container_id}));
     fs::remove_all(entry.path(), ec);
     if (!k->spec.session_id.empty()) {
-      k->state = {k->spec.session_id, "TERMINATED", std::nullopt, "agent-restarted", ""};
+      k->state = {k->spec.session_id, protocol::KernelStatus::kTerminated, std::nullopt,
+                  "agent-restarted", ""};
       std::lock_guard<std::mutex> lock(mu_);
       kernels_[k->spec.session_id] = k;
     }
@@ -512,7 +513,7 @@ std::string RuncBackend::CgroupsPath(std::string const& session_id) const {
 void RuncBackend::Create(KernelSpec const& spec) {
   auto k = std::make_shared<Kernel>();
   k->spec = spec;
-  k->state = {spec.session_id, "PREPARING", std::nullopt, "", ""};
+  k->state = {spec.session_id, protocol::KernelStatus::kPreparing, std::nullopt, "", ""};
   // runc ids allow [A-Za-z0-9_+.-]; the agent id keeps runs of different agents apart.
   k->container_id = options_.agent_id + "." + spec.session_id;
   k->dir = options_.state_dir + "/kernels/" + spec.session_id;
@@ -538,7 +539,7 @@ void RuncBackend::Start(std::shared_ptr<Kernel> k) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (k->state.reason.rfind("kernel-creation-failed", 0) != 0) return;  // destroyed meanwhile
-      k->state.status = "ERROR";
+      k->state.status = protocol::KernelStatus::kError;
       failed = k->state;
     }
     Emit(failed);
@@ -594,7 +595,7 @@ void RuncBackend::Start(std::shared_ptr<Kernel> k) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (k->tearing_down) return;
-    k->state.status = "RUNNING";
+    k->state.status = protocol::KernelStatus::kRunning;
     running = k->state;
     cv_.notify_all();
     batch = k->spec.session_type == "batch" && k->spec.startup_command;
@@ -779,7 +780,7 @@ void RuncBackend::Teardown(std::shared_ptr<Kernel> k, std::string reason,
   KernelReport done;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    k->state.status = "TERMINATED";
+    k->state.status = protocol::KernelStatus::kTerminated;
     k->state.reason = reason;
     k->state.exit_code = exit_code;
     k->state.logs = k->log;
@@ -805,7 +806,8 @@ StatusOr<std::shared_ptr<RuncBackend::Kernel>> RuncBackend::Running(
     std::string const& session_id) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = kernels_.find(session_id);
-  if (it == kernels_.end() || it->second->state.status != "RUNNING" || it->second->tearing_down) {
+  if (it == kernels_.end() || it->second->state.status != protocol::KernelStatus::kRunning ||
+      it->second->tearing_down) {
     return Status(StatusCode::kNotFound, "no running kernel " + session_id);
   }
   return it->second;
@@ -818,7 +820,7 @@ Status RuncBackend::Restart(std::string const& session_id) {
   Teardown(old, "restarting", std::nullopt, /*report=*/false);
   auto fresh = std::make_shared<Kernel>();
   fresh->spec = old->spec;
-  fresh->state = {session_id, "PREPARING", std::nullopt, "", ""};
+  fresh->state = {session_id, protocol::KernelStatus::kPreparing, std::nullopt, "", ""};
   fresh->container_id = old->container_id;
   fresh->dir = old->dir;
   fresh->cgroups_path = old->cgroups_path;
@@ -830,12 +832,15 @@ Status RuncBackend::Restart(std::string const& session_id) {
   }
   Spawn([this, fresh] { Start(fresh); });
   std::unique_lock<std::mutex> lock(mu_);
-  bool settled = cv_.wait_for(lock, options_.start_timeout + std::chrono::seconds(5),
-                              [&] { return fresh->state.status != "PREPARING"; });
-  if (!settled || fresh->state.status != "RUNNING") {
-    return Status(StatusCode::kInternal,
-                  "the kernel did not come back: " +
-                      (fresh->state.reason.empty() ? fresh->state.status : fresh->state.reason));
+  bool settled = cv_.wait_for(lock, options_.start_timeout + std::chrono::seconds(5), [&] {
+    return fresh->state.status != protocol::KernelStatus::kPreparing;
+  });
+  if (!settled || fresh->state.status != protocol::KernelStatus::kRunning) {
+    return Status(
+        StatusCode::kInternal,
+        "the kernel did not come back: " +
+            (fresh->state.reason.empty() ? std::string(protocol::ToString(fresh->state.status))
+                                         : fresh->state.reason));
   }
   return Status();
 }
@@ -899,8 +904,7 @@ std::vector<KernelReport> RuncBackend::Snapshot() {
 void RuncBackend::Acknowledge(std::string const& session_id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = kernels_.find(session_id);
-  if (it != kernels_.end() &&
-      (it->second->state.status == "TERMINATED" || it->second->state.status == "ERROR")) {
+  if (it != kernels_.end() && it->second->state.Ended()) {
     kernels_.erase(it);
   }
 }
@@ -915,7 +919,7 @@ std::string RuncBackend::Execute(server::agent_protocol::Execute const& req) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = kernels_.find(req.session_id);
-    if (it != kernels_.end() && it->second->state.status == "RUNNING" &&
+    if (it != kernels_.end() && it->second->state.status == protocol::KernelStatus::kRunning &&
         !it->second->tearing_down) {
       k = it->second;
     }

@@ -113,7 +113,9 @@ std::vector<T> ReadList(FieldReader& r, char const* key, Read read) {
 }
 
 json KernelStatusJson(KernelStatus const& k) {
-  json j = {{"session_id", k.session_id}, {"status", k.status}, {"reason", k.reason}};
+  json j = {{"session_id", k.session_id},
+            {"status", std::string(protocol::ToString(k.status))},
+            {"reason", k.reason}};
   if (k.exit_code) j["exit_code"] = *k.exit_code;
   if (k.logs) j["logs"] = *k.logs;
   return j;
@@ -122,9 +124,11 @@ json KernelStatusJson(KernelStatus const& k) {
 KernelStatus ReadKernelStatus(FieldReader& r) {
   KernelStatus k;
   k.session_id = r.Required("session_id");
-  k.status = r.Required("status");
-  if (r.ok() && k.status != "PREPARING" && k.status != "RUNNING" && k.status != "TERMINATED" &&
-      k.status != "ERROR") {
+  using protocol::KernelStatus;
+  auto status = r.Required("status");
+  k.status = protocol::ParseKernelStatus(status).status;
+  if (r.ok() && k.status != KernelStatus::kPreparing && k.status != KernelStatus::kRunning &&
+      k.status != KernelStatus::kTerminated && k.status != KernelStatus::kError) {
     r.Fail("status", "PREPARING, RUNNING, TERMINATED or ERROR");
   }
   k.exit_code = r.OptInt("exit_code");
@@ -183,8 +187,10 @@ json ToJson(Response const& m) {
 }
 
 json ToJson(TaskReport const& m) {
-  json j = {
-      {"type", kBgtask}, {"task_id", m.task_id}, {"status", m.status}, {"message", m.message}};
+  json j = {{"type", kBgtask},
+            {"task_id", m.task_id},
+            {"status", std::string(protocol::ToString(m.status))},
+            {"message", m.message}};
   if (m.current_progress) j["current_progress"] = *m.current_progress;
   if (m.total_progress) j["total_progress"] = *m.total_progress;
   return j;
@@ -293,9 +299,8 @@ Response ReadResponse(FieldReader& r) {
 TaskReport ReadTaskReport(FieldReader& r) {
   TaskReport m;
   m.task_id = r.Required("task_id");
-  m.status = r.String("status", "ongoing");
-  if (r.ok() && m.status != "ongoing" && m.status != "done" && m.status != "failed" &&
-      m.status != "cancelled") {
+  m.status = protocol::ParseTaskStatus(r.String("status", "ongoing"));
+  if (r.ok() && m.status == protocol::TaskStatus::kUnknown) {
     r.Fail("status", "ongoing, done, failed or cancelled");
   }
   m.message = r.String("message");

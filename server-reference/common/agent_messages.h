@@ -2,6 +2,7 @@
 #pragma once
 
 #include "bai/protocol/resource.h"
+#include "bai/protocol/session_status.h"
 #include "bai/protocol/session_wire.h"
 #include "bai/status.h"
 
@@ -38,10 +39,17 @@ struct DeviceInfo {
 /// A kernel's state: the `kernel_status` message, and an entry of `register.kernels`.
 struct KernelStatus {
   std::string session_id;
-  std::string status;  ///< PREPARING, RUNNING, TERMINATED, ERROR
+  /// PREPARING, RUNNING, TERMINATED or ERROR on the wire; other values are refused.
+  protocol::KernelStatus status = protocol::KernelStatus::kPreparing;
   std::optional<std::int64_t> exit_code;
   std::string reason;
   std::optional<std::string> logs;
+
+  /// TERMINATED or ERROR: the kernel is gone.
+  bool Ended() const {
+    return status == protocol::KernelStatus::kTerminated ||
+           status == protocol::KernelStatus::kError;
+  }
 };
 
 struct Register {
@@ -71,7 +79,7 @@ struct Response {
 /// Progress or the end of a background task the agent runs (the `bgtask` message).
 struct TaskReport {
   std::string task_id;
-  std::string status = "ongoing";  ///< ongoing, done, failed, cancelled
+  protocol::TaskStatus status = protocol::TaskStatus::kOngoing;
   std::string message;
   std::optional<std::int64_t> current_progress;
   std::optional<std::int64_t> total_progress;

@@ -70,7 +70,8 @@ class Exchange {
   virtual bool WriteEvent(std::string chunk) = 0;
   /// Ends an event stream cleanly.
   virtual void EndEventStream() = 0;
-  /// Runs `callback` once when the connection closes (client gone or server stopping).
+  /// Runs `callback` once if the connection closes (client gone or server stopping) before this
+  /// exchange has been answered; event streams count as unanswered until they end.
   virtual void OnClose(std::function<void()> callback) = 0;
 
   /// True when the request asks for a WebSocket upgrade.

@@ -11,9 +11,11 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
+#include <sys/socket.h>
 
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <deque>
@@ -216,12 +218,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
     Queue("0\r\n\r\n");
   }
 
-  void AddCloseCallback(std::function<void()> cb) {
+  void AddCloseCallback(void const* exchange, std::function<void()> cb) {
     if (closed_) {
       cb();
       return;
     }
-    close_callbacks_.push_back(std::move(cb));
+    close_callbacks_.emplace_back(exchange, std::move(cb));
+  }
+  // An answered exchange no longer cares: a keep-alive connection would otherwise gather one
+  // callback per request until it closes.
+  void DropCloseCallbacks(void const* exchange) {
+    std::erase_if(close_callbacks_, [exchange](auto const& c) { return c.first == exchange; });
   }
 
   bool is_upgrade() const { return upgrade_request_.has_value(); }
@@ -240,7 +247,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     // This connection object is done; the socket belongs to the WebSocket now.
     closed_ = true;
     auto callbacks = std::move(close_callbacks_);
-    for (auto& cb : callbacks) cb();
+    for (auto& [exchange, cb] : callbacks) cb();
   }
 
   void Close() {
@@ -250,7 +257,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
     stream_.socket().close(ec);
     auto callbacks = std::move(close_callbacks_);
-    for (auto& cb : callbacks) cb();
+    for (auto& [exchange, cb] : callbacks) cb();
   }
 
  private:
@@ -398,7 +405,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool first_request_ = true;
   AfterWrite after_write_ = AfterWrite::kNothing;
   std::atomic<bool> closed_{false};
-  std::vector<std::function<void()>> close_callbacks_;
+  std::vector<std::pair<void const*, std::function<void()>>> close_callbacks_;
   std::string peer_;
   char hangup_buffer_[512];
   std::optional<http::request<http::string_body>> upgrade_request_;
@@ -419,8 +426,9 @@ class ExchangeImpl : public Exchange {
 
   void Respond(HttpResponse response) override {
     if (answered_.exchange(true)) return;
-    conn_->Post([conn = conn_, r = std::move(response), head = head_]() mutable {
+    conn_->Post([conn = conn_, r = std::move(response), head = head_, self = this]() mutable {
       conn->WriteResponse(std::move(r), head);
+      conn->DropCloseCallbacks(self);
     });
   }
 
@@ -440,8 +448,8 @@ class ExchangeImpl : public Exchange {
   }
 
   void OnClose(std::function<void()> callback) override {
-    conn_->Post([conn = conn_, cb = std::move(callback)]() mutable {
-      conn->AddCloseCallback(std::move(cb));
+    conn_->Post([conn = conn_, cb = std::move(callback), self = this]() mutable {
+      conn->AddCloseCallback(self, std::move(cb));
     });
   }
 
@@ -474,15 +482,21 @@ void Connection::Dispatch(HttpRequest req) {
 void Connection::WatchWhileAnswerDue(std::weak_ptr<ExchangeImpl> exchange) {
   stream_.socket().async_wait(
       tcp::socket::wait_read,
-      [self = shared_from_this(), exchange = std::move(exchange)](beast::error_code ec) {
+      [self = shared_from_this(), exchange = std::move(exchange)](beast::error_code ec) mutable {
         if (self->closed_) return;
         auto x = exchange.lock();
         if (!x || x->answered()) return;  // the answer came; reading resumes after it
-        boost::system::error_code avail_ec;
-        std::size_t pending = self->stream_.socket().available(avail_ec);
-        // Readable with nothing to read: the client closed (or the socket failed). Bytes of a
-        // pipelined next request stay unread until this answer is written.
-        if (ec || avail_ec || pending == 0) self->Close();
+        if (ec) return self->Close();
+        // Readiness alone proves nothing (it can be reported with no data, e.g. after another
+        // read took the bytes): only a peek that reads the end of the stream is a hang-up.
+        // Bytes of a pipelined next request stay unread until this answer is written.
+        char probe;
+        auto n = ::recv(self->stream_.socket().native_handle(), &probe, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n > 0) return;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+          return self->WatchWhileAnswerDue(std::move(exchange));
+        }
+        self->Close();
       });
 }
 

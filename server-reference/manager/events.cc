@@ -77,8 +77,8 @@ std::string EventHub::TaskEvent(BackgroundTask const& task) {
     // Clients reconnect after 5 s if the stream drops mid-task (as Backend.AI sends it).
     return "event: bgtask_updated\r\ndata: " + task.EventData() + "\r\nretry: 5\r\n\r\n";
   }
-  return "event: bgtask_" + task.status + "\r\ndata: " + task.EventData() +
-         "\r\n\r\nevent: server_close\r\ndata: {}\r\n\r\n";
+  return "event: bgtask_" + std::string(protocol::ToString(task.status)) +
+         "\r\ndata: " + task.EventData() + "\r\n\r\nevent: server_close\r\ndata: {}\r\n\r\n";
 }
 
 void EventHub::FollowTask(std::shared_ptr<server::Exchange> exchange, BackgroundTask const& task) {

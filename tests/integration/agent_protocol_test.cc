@@ -212,7 +212,8 @@ TEST_F(AgentProtocolTest, AReplayedHandshakeCannotRegisterOrDisplaceTheLiveAgent
   EXPECT_FALSE(live.socket->closed());
   // Messages on the unregistered connection are refused, not taken as the agent's.
   FakeLink sneaky(manager_->agents(), "agent-r");
-  sneaky.Send(ap::Encode(ap::ToManager(ap::KernelStatus{"x", "RUNNING", {}, "", {}})));
+  sneaky.Send(ap::Encode(
+      ap::ToManager(ap::KernelStatus{"x", protocol::KernelStatus::kRunning, {}, "", {}})));
   EXPECT_EQ(sneaky.socket->All<ap::ErrorReport>().size(), 1u);
   EXPECT_EQ(manager_->agents().Connected().count("agent-r"), 1u);
   // The agent itself reconnecting (a new challenge, answered) does replace the old link.

@@ -5,12 +5,17 @@
 #include "tests/testing_util/raw_http.h"
 
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <thread>
+#include <vector>
 
 namespace bai::server {
 namespace {
@@ -111,6 +116,79 @@ TEST(HttpServerTest, APipelinedRequestIsNotMistakenForAHangUp) {
   auto late = data.find(R"({"late":true})");
   ASSERT_NE(late, std::string::npos) << data;
   EXPECT_NE(data.find("HTTP/1.1 200", late), std::string::npos) << data;
+}
+
+// Regression: readiness can be reported with nothing to read (another read took the bytes, or
+// a spurious wake-up); the watch took that for a hang-up and closed the connection of a client
+// still waiting, and curl then sent its POST again on a new connection (a commit ran twice).
+TEST(HttpServerTest, AKeepAliveClientWaitingForLateAnswersIsNeverTakenForGone) {
+  std::atomic<int> hang_ups{0};
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::shared_ptr<Exchange>> due;
+  bool stop = false;
+  // Answers every request from another thread, a moment after it arrived.
+  std::thread answerer([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    while (true) {
+      cv.wait(lock, [&] { return stop || !due.empty(); });
+      if (stop) return;
+      auto batch = std::move(due);
+      due.clear();
+      lock.unlock();
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      for (auto& ex : batch) ex->Respond(HttpResponse::Json(200, "{}"));
+      lock.lock();
+    }
+  });
+  HttpServerOptions o;
+  o.port = 0;
+  o.threads = 2;
+  auto server = HttpServer::Start(o, [&](std::shared_ptr<Exchange> ex) {
+    ex->OnClose([&] { ++hang_ups; });
+    std::lock_guard<std::mutex> lock(mu);
+    due.push_back(std::move(ex));
+    cv.notify_all();
+  });
+  ASSERT_TRUE(server.ok());
+  int fd = RawConnect((*server)->port());
+  ASSERT_GE(fd, 0);
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  // As curl sends a POST: the head, then the body in a second segment.
+  std::string const head =
+      "POST /later HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Content-Length: 2\r\n\r\n";
+  std::string const body = "{}";
+  std::string pending;
+  int answered = 0;
+  for (int i = 0; i < 1000; ++i) {
+    ASSERT_EQ(::send(fd, head.data(), head.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(head.size()));
+    ASSERT_EQ(::send(fd, body.data(), body.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(body.size()));
+    // One whole answer: headers, then a body of "{}".
+    while (pending.find("\r\n\r\n{}") == std::string::npos) {
+      char buf[1024];
+      auto n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      pending.append(buf, static_cast<std::size_t>(n));
+    }
+    auto end = pending.find("\r\n\r\n{}");
+    if (end == std::string::npos) break;  // the server closed the connection
+    pending.erase(0, end + 6);
+    ++answered;
+  }
+  ::close(fd);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    stop = true;
+    cv.notify_all();
+  }
+  answerer.join();
+  (*server)->Stop();
+  EXPECT_EQ(answered, 1000) << "the connection was closed under a waiting client";
+  EXPECT_EQ(hang_ups.load(), 0);
 }
 
 TEST(HttpServerTest, AnOversizedBodyIsDrainedSoTheClientReadsThe413) {

@@ -381,22 +381,24 @@ TEST_F(ManagerTest, BackgroundTasksFinishOnceStallAndExpire) {
   EXPECT_EQ(mid->current_progress, 2);
   EXPECT_GT(mid->version, t->version);
   EXPECT_EQ((*tasks.Ongoing("commit", "subject-1"))->id, t->id);
-  EXPECT_TRUE(*tasks.Finish(t->id, "done", "all of it"));
-  EXPECT_FALSE(*tasks.Finish(t->id, "failed", "too late")) << "a finished task never changes";
+  EXPECT_TRUE(*tasks.Finish(t->id, protocol::TaskStatus::kDone, "all of it"));
+  EXPECT_FALSE(*tasks.Finish(t->id, protocol::TaskStatus::kFailed, "too late"))
+      << "a finished task never changes";
   EXPECT_FALSE(*tasks.Update(t->id, 3, 4, "too late"));
   auto done = *tasks.Get(t->id);
-  EXPECT_EQ(done->status, "done");
+  EXPECT_EQ(done->status, protocol::TaskStatus::kDone);
   EXPECT_EQ(done->current_progress, 4) << "done means complete";
   EXPECT_FALSE(*tasks.Ongoing("commit", "subject-1"));
-  EXPECT_FALSE(tasks.Finish(t->id, "bogus", "").ok());
+  EXPECT_FALSE(tasks.Finish(t->id, protocol::TaskStatus::kOngoing, "").ok())
+      << "a task ends done, failed or cancelled";
 
   // One that nobody reports on any more fails after an hour; finished ones go after a day.
   auto stalled = *tasks.Create("commit", access_key_, "subject-2", 1);
   auto now = std::chrono::system_clock::now();
   ASSERT_TRUE(tasks.Expire(now).ok());
-  EXPECT_EQ((*tasks.Get(stalled.id))->status, "ongoing");
+  EXPECT_EQ((*tasks.Get(stalled.id))->status, protocol::TaskStatus::kOngoing);
   ASSERT_TRUE(tasks.Expire(now + std::chrono::minutes(61)).ok());
-  EXPECT_EQ((*tasks.Get(stalled.id))->status, "failed");
+  EXPECT_EQ((*tasks.Get(stalled.id))->status, protocol::TaskStatus::kFailed);
   EXPECT_TRUE(*tasks.Get(t->id)) << "kept for a day";
   ASSERT_TRUE(tasks.Expire(now + std::chrono::hours(25)).ok());
   EXPECT_FALSE(*tasks.Get(t->id));

@@ -40,8 +40,8 @@ TEST(AgentMessagesTest, RegisterRoundTrips) {
   m.slot_types = {{"cpu", protocol::SlotType::kCount}, {"mem", protocol::SlotType::kBytes}};
   m.images = {{"python", {"py", "python3"}}};
   m.devices = {{"cuda", 0, "GPU-1", "H100", 85899345920}};
-  m.kernels = {{"s1", "RUNNING", std::nullopt, "", std::nullopt},
-               {"s2", "TERMINATED", 3, "task-failed", std::string("out\n")}};
+  m.kernels = {{"s1", protocol::KernelStatus::kRunning, std::nullopt, "", std::nullopt},
+               {"s2", protocol::KernelStatus::kTerminated, 3, "task-failed", std::string("out\n")}};
   auto back = Only<ap::Register>(ap::DecodeToManager(ap::Encode(ap::ToManager(m))));
   EXPECT_EQ(back.version, ap::kVersion);
   EXPECT_EQ(back.proof, "abc");
@@ -54,14 +54,18 @@ TEST(AgentMessagesTest, RegisterRoundTrips) {
   EXPECT_EQ(back.devices[0].memory, 85899345920);
   EXPECT_EQ(back.devices[0].uuid, "GPU-1");
   ASSERT_EQ(back.kernels.size(), 2u);
+  EXPECT_EQ(back.kernels[0].status, protocol::KernelStatus::kRunning);
+  EXPECT_EQ(back.kernels[1].status, protocol::KernelStatus::kTerminated);
   EXPECT_EQ(back.kernels[1].exit_code, 3);
   EXPECT_EQ(back.kernels[1].logs, "out\n");
   EXPECT_FALSE(back.kernels[0].exit_code);
 }
 
 TEST(AgentMessagesTest, EveryOtherMessageRoundTrips) {
-  auto status = Only<ap::KernelStatus>(ap::DecodeToManager(
-      ap::Encode(ap::ToManager(ap::KernelStatus{"s", "ERROR", 137, "oom-killed", "x"}))));
+  auto status = Only<ap::KernelStatus>(ap::DecodeToManager(ap::Encode(ap::ToManager(
+      ap::KernelStatus{"s", protocol::KernelStatus::kError, 137, "oom-killed", "x"}))));
+  EXPECT_EQ(status.status, protocol::KernelStatus::kError);
+  EXPECT_TRUE(status.Ended());
   EXPECT_EQ(status.exit_code, 137);
   EXPECT_EQ(status.reason, "oom-killed");
   auto beat = Only<ap::Heartbeat>(
@@ -72,9 +76,9 @@ TEST(AgentMessagesTest, EveryOtherMessageRoundTrips) {
       ap::DecodeToManager(ap::Encode(ap::ToManager(ap::Response{"r1", R"({"ok":true})"}))));
   EXPECT_EQ(response.request_id, "r1");
   EXPECT_EQ(json::parse(response.result_json), json({{"ok", true}}));
-  auto task = Only<ap::TaskReport>(
-      ap::DecodeToManager(ap::Encode(ap::ToManager(ap::TaskReport{"t", "done", "ok", 1, 1}))));
-  EXPECT_EQ(task.status, "done");
+  auto task = Only<ap::TaskReport>(ap::DecodeToManager(
+      ap::Encode(ap::ToManager(ap::TaskReport{"t", protocol::TaskStatus::kDone, "ok", 1, 1}))));
+  EXPECT_EQ(task.status, protocol::TaskStatus::kDone);
   EXPECT_EQ(task.total_progress, 1);
 
   ap::CreateKernel create;
@@ -145,6 +149,7 @@ TEST(AgentMessagesTest, WronglyTypedFieldsAreRefusedNamingTheField) {
             "images[0]"},
            {R"({"type":"kernel_status","session_id":12,"status":"RUNNING"})", "session_id"},
            {R"({"type":"kernel_status","session_id":"s","status":"DANCING"})", "status"},
+           {R"({"type":"kernel_status","session_id":"s","status":"BUILDING"})", "status"},
            {R"({"type":"response","request_id":7})", "request_id"},
            {R"({"type":"bgtask","task_id":7})", "task_id"},
            {R"({"type":"heartbeat","slots":[1]})", "slots"},

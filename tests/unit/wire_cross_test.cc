@@ -34,7 +34,7 @@ TEST(WireCrossTest, TheSdkReadsTheManagersSessionAndTaskEvents) {
 
   manager::BackgroundTask t;
   t.id = "t1";
-  t.status = "done";
+  t.status = protocol::TaskStatus::kDone;
   t.message = "written";
   t.current_progress = 1;
   t.total_progress = 1;
@@ -42,7 +42,7 @@ TEST(WireCrossTest, TheSdkReadsTheManagersSessionAndTaskEvents) {
   ASSERT_TRUE(task.ok()) << task.status().message();
   EXPECT_EQ(task->task_id, "t1");
   EXPECT_EQ(task->status, "done");
-  t.status = "ongoing";
+  t.status = protocol::TaskStatus::kOngoing;
   EXPECT_FALSE(protocol::DecodeTaskEventData(t.EventData())->status) << "only the end says";
 }
 

@@ -50,6 +50,9 @@ enum class KernelStatus {
   kCancelled,
 };
 
+/// Background task statuses (`/events/background-task`, PROTOCOL.md §5.6).
+enum class TaskStatus { kUnknown, kOngoing, kDone, kFailed, kCancelled };
+
 /// A status as received: the enum plus the exact wire text, so unknown values survive a
 /// round trip instead of failing a whole response.
 template <typename Enum>
@@ -62,9 +65,13 @@ using KernelStatusValue = StatusValue<KernelStatus>;
 
 BAI_EXPORT SessionStatusValue ParseSessionStatus(std::string_view text);
 BAI_EXPORT KernelStatusValue ParseKernelStatus(std::string_view text);
+/// "ongoing", "done", "failed", "cancelled"; kUnknown for anything else.
+BAI_EXPORT TaskStatus ParseTaskStatus(std::string_view text);
 /// Wire name ("RUNNING_DEGRADED"); "UNKNOWN" for kUnknown.
 BAI_EXPORT std::string_view ToString(SessionStatus status);
 BAI_EXPORT std::string_view ToString(KernelStatus status);
+/// "ongoing", … ("unknown" for kUnknown).
+BAI_EXPORT std::string_view ToString(TaskStatus status);
 
 /// True for statuses a session never leaves (TERMINATED, CANCELLED).
 BAI_EXPORT bool IsTerminal(SessionStatus status);

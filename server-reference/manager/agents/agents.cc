@@ -188,7 +188,7 @@ void AgentRegistry::Adopt(Connection const& c, ap::Register const& m, std::strin
   std::set<std::string> live;
   std::vector<std::string> kill;
   for (auto const& k : m.kernels) {
-    if (k.status == "TERMINATED" || k.status == "ERROR") {
+    if (k.Ended()) {
       // Finished while the agent was away: record how, before reconciling.
       Handle(c, k);
       continue;
@@ -289,7 +289,7 @@ void AgentRegistry::Handle(Connection const& c, ap::TaskReport const& m) {
   // Only the agent running the task's session may advance it.
   auto session = sessions_.Get((*task)->subject);
   if (!session.ok() || !*session || (*session)->agent_id != c.agent_id) return;
-  if (m.status == "ongoing") {
+  if (m.status == protocol::TaskStatus::kOngoing) {
     (void)tasks_.Update((*task)->id, m.current_progress.value_or((*task)->current_progress),
                         m.total_progress.value_or((*task)->total_progress), m.message);
   } else {
@@ -300,12 +300,13 @@ void AgentRegistry::Handle(Connection const& c, ap::TaskReport const& m) {
 
 void AgentRegistry::Handle(Connection const& c, ap::KernelStatus const& m) {
   std::string const& session_id = m.session_id;
-  std::string const& status = m.status;
+  auto const status = m.status;
   auto s = sessions_.Get(session_id);
   if (!s.ok() || !*s || (*s)->agent_id != c.agent_id) return;
   auto current = (*s)->status;
   if ((protocol::IsTerminal(current) || current == SessionStatus::kError) &&
-      (status == "PREPARING" || status == "RUNNING")) {
+      (status == protocol::KernelStatus::kPreparing ||
+       status == protocol::KernelStatus::kRunning)) {
     // Cancelled or failed while the agent was starting it: the manager does not want it.
     Send(c.agent_id, ap::DestroyKernel{session_id, "not-wanted"});
   }
@@ -318,9 +319,9 @@ void AgentRegistry::Handle(Connection const& c, ap::KernelStatus const& m) {
   std::optional<std::int64_t> exit_code = m.exit_code;
   std::string const& reason = m.reason;
   TransitionDetails d;
-  if (status == "PREPARING" && current == SessionStatus::kScheduled) {
+  if (status == protocol::KernelStatus::kPreparing && current == SessionStatus::kScheduled) {
     (void)sessions_.Transition(session_id, current, SessionStatus::kPreparing, d);
-  } else if (status == "RUNNING") {
+  } else if (status == protocol::KernelStatus::kRunning) {
     if (current == SessionStatus::kScheduled) {
       (void)sessions_.Transition(session_id, current, SessionStatus::kPreparing, d);
       current = SessionStatus::kPreparing;
@@ -329,7 +330,7 @@ void AgentRegistry::Handle(Connection const& c, ap::KernelStatus const& m) {
       d.event = "session_started";
       (void)sessions_.Transition(session_id, current, SessionStatus::kRunning, d);
     }
-  } else if (status == "TERMINATED") {
+  } else if (status == protocol::KernelStatus::kTerminated) {
     std::string info = (*s)->status_info;
     if (current == SessionStatus::kRunning && (*s)->type == "batch" && exit_code) {
       // The batch result first, then the end of the session (PROTOCOL.md §5.6).
@@ -353,7 +354,7 @@ void AgentRegistry::Handle(Connection const& c, ap::KernelStatus const& m) {
       (void)sessions_.Transition(session_id, current, SessionStatus::kTerminated, d);
     }
     schedule_((*s)->scaling_group);
-  } else if (status == "ERROR") {
+  } else if (status == protocol::KernelStatus::kError) {
     if (protocol::CanTransition(current, SessionStatus::kError)) {
       d.status_info = reason.empty() ? "kernel-error" : reason;
       d.event = "session_failure";

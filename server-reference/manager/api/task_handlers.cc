@@ -121,7 +121,7 @@ void RegisterTaskRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry& 
                 return;
               }
               std::string why = AgentFailure(result, reply, "refused");
-              (void)tasks.Finish(task_id, "failed", why);
+              (void)tasks.Finish(task_id, protocol::TaskStatus::kFailed, why);
               HttpResponse r;
               if (!result.ok()) {
                 r = ProblemResponse(result.status());  // 503 when the agent is elsewhere

@@ -25,7 +25,7 @@ BackgroundTask FromRow(SqlRow&& r) {
   t.kind = r.TakeText(1);
   t.access_key = r.TakeText(2);
   t.subject = r.TakeText(3);
-  t.status = r.TakeText(4);
+  t.status = protocol::ParseTaskStatus(r.Text(4));
   t.message = r.TakeText(5);
   t.current_progress = r.Int(6);
   t.total_progress = r.Int(7);
@@ -48,7 +48,7 @@ std::string BackgroundTask::EventData() const {
   data.message = message;
   data.current_progress = current_progress;
   data.total_progress = total_progress;
-  if (Finished()) data.status = status;
+  if (Finished()) data.status = std::string(protocol::ToString(status));
   return protocol::EncodeTaskEventData(data);
 }
 
@@ -61,7 +61,7 @@ StatusOr<BackgroundTask> BackgroundTaskStore::Create(std::string const& kind,
   t.kind = kind;
   t.access_key = access_key;
   t.subject = subject;
-  t.status = "ongoing";
+  t.status = protocol::TaskStatus::kOngoing;
   t.total_progress = total_progress;
   t.updated_at = NowIso();
   auto r = db_.Exec(
@@ -95,17 +95,18 @@ StatusOr<bool> BackgroundTaskStore::Update(std::string const& id, std::int64_t c
   return *n > 0;
 }
 
-StatusOr<bool> BackgroundTaskStore::Finish(std::string const& id, std::string const& status,
+StatusOr<bool> BackgroundTaskStore::Finish(std::string const& id, protocol::TaskStatus status,
                                            std::string const& message) {
-  if (status != "done" && status != "failed" && status != "cancelled") {
+  if (status == protocol::TaskStatus::kOngoing || status == protocol::TaskStatus::kUnknown) {
     return Status(StatusCode::kInvalidArgument, "a task ends done, failed or cancelled");
   }
+  std::string text(protocol::ToString(status));
   // A finished task shows full progress when it succeeded.
   auto n = db_.Exec(
       "UPDATE background_tasks SET status = ?, message = ?, version = version + 1, "
       "current_progress = CASE WHEN ? = 'done' THEN total_progress ELSE current_progress END, "
       "updated_at = ? WHERE id = ? AND status = 'ongoing'",
-      {status, message, status, NowIso(), id});
+      {text, message, text, NowIso(), id});
   if (!n.ok()) return std::move(n).status();
   return *n > 0;
 }

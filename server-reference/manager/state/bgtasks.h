@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "bai/protocol/session_status.h"
 #include "bai/status.h"
 
 #include "server-reference/common/database.h"
@@ -18,14 +19,14 @@ struct BackgroundTask {
   std::string kind;        ///< e.g. "commit"
   std::string access_key;  ///< who started it
   std::string subject;     ///< what it works on (a session id for commits)
-  std::string status;      ///< ongoing, done, failed, cancelled
+  protocol::TaskStatus status = protocol::TaskStatus::kOngoing;
   std::string message;
   std::int64_t current_progress = 0;
   std::int64_t total_progress = 0;
   std::int64_t version = 0;  ///< grows with every change
   std::string updated_at;
 
-  bool Finished() const { return status != "ongoing"; }
+  bool Finished() const { return status != protocol::TaskStatus::kOngoing; }
   /// The event data object of PROTOCOL.md §5.6 (`status` only for finished tasks).
   std::string EventData() const;
 };
@@ -52,7 +53,7 @@ class BackgroundTaskStore {
                         std::string const& message);
   /// Ends an ongoing task with `status` (done, failed or cancelled); false when it is unknown or
   /// already finished (a finished task never changes again).
-  StatusOr<bool> Finish(std::string const& id, std::string const& status,
+  StatusOr<bool> Finish(std::string const& id, protocol::TaskStatus status,
                         std::string const& message);
   /// Fails tasks stalled for kStallTimeout; deletes tasks that finished kRetention ago.
   Status Expire(std::chrono::system_clock::time_point now);
