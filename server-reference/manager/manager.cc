@@ -58,10 +58,9 @@ StatusOr<std::unique_ptr<Manager>> Manager::Start(ManagerConfig const& config) {
   // The safety pass: catches what no event triggered (starts_at, finished dependencies, other
   // managers' changes).
   m->hub_->Every(std::chrono::seconds(5), [raw] {
-    auto groups = raw->state_.db->Query(
-        "SELECT DISTINCT scaling_group FROM sessions WHERE status = 'PENDING'");
+    auto groups = raw->sessions_->GroupsWithPending();
     if (!groups.ok()) return;
-    for (auto const& g : *groups) raw->Schedule(g.Text(0));
+    for (auto const& g : *groups) raw->Schedule(g);
   });
   AgentOptions agent_options;
   agent_options.heartbeat_timeout = std::chrono::seconds(config.agent_heartbeat_timeout);

@@ -8,6 +8,7 @@
 #include "libbai/internal/json_fields.h"
 #include "server-reference/common/agent_protocol.h"
 #include "server-reference/manager/scheduler/scheduling.h"
+#include "server-reference/manager/state/agent_store.h"
 #include "server-reference/manager/state/store.h"
 
 #include <nlohmann/json.hpp>
@@ -17,16 +18,10 @@
 namespace bai::manager {
 
 using nlohmann::json;
-using protocol::ParseSessionStatus;
 using protocol::SessionStatus;
-using server::SqlValue;
 namespace ap = server::agent_protocol;
 
 namespace {
-
-std::string IsoAgo(std::chrono::seconds ago) {
-  return IsoTime(std::chrono::system_clock::now() - ago);
-}
 
 constexpr std::size_t kMaxLogBytes = 1 << 20;
 
@@ -54,7 +49,7 @@ AgentRegistry::AgentRegistry(server::Database& db, SessionStore& sessions,
                              BackgroundTaskStore& tasks, AgentOptions options,
                              std::function<void(std::string const&)> schedule,
                              std::function<void()> wake, std::string cluster_secret)
-    : db_(db),
+    : store_(db),
       sessions_(sessions),
       tasks_(tasks),
       options_(options),
@@ -138,33 +133,18 @@ void AgentRegistry::Handle(Connection const& c, ap::Register const& m) {
     c.socket->Close();
     return;
   }
-  std::string group = m.scaling_group;
-  auto exists = db_.Query("SELECT 1 FROM scaling_groups WHERE name = ?", {group});
-  if (!exists.ok() || exists->empty()) group = "default";
-  json slot_types = json::object();
-  for (auto const& [name, type] : m.slot_types) slot_types[name] = std::string(ToString(type));
-  json images = json::array();
-  for (auto const& i : m.images) images.push_back({{"name", i.name}, {"aliases", i.aliases}});
-  std::string now = NowIso();
+  AgentRow row{c.agent_id, m.scaling_group, m.architecture, m.agent_version, m.slots, m.slot_types,
+               {}};
+  for (auto const& i : m.images) row.images.emplace_back(i.name, i.aliases);
+  auto exists = store_.ScalingGroupExists(row.scaling_group);
+  if (!exists.ok() || !*exists) row.scaling_group = "default";
+  std::string const& group = row.scaling_group;
   // New capacity (smaller, or moved to another group) under the scheduling scopes of the groups
   // it leaves and joins, so that no pass decides on the old figures meanwhile.
   server::LockScopes scopes = {SchedulingScope(group)};
-  auto before = db_.Query("SELECT scaling_group FROM agents WHERE id = ?", {c.agent_id});
-  if (before.ok() && !before->empty()) scopes.push_back(SchedulingScope((*before)[0].Text(0)));
-  auto r = db_.Transaction(scopes, [&](server::SqlExecutor& tx) -> Status {
-    return tx
-        .Exec(
-            "INSERT INTO agents (id, scaling_group, status, architecture, available_slots, "
-            "slot_types, images, version, first_contact, last_heartbeat) "
-            "VALUES (?, ?, 'ALIVE', ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
-            "scaling_group = excluded.scaling_group, status = 'ALIVE', "
-            "architecture = excluded.architecture, available_slots = excluded.available_slots, "
-            "slot_types = excluded.slot_types, images = excluded.images, "
-            "version = excluded.version, last_heartbeat = excluded.last_heartbeat, lost_at = NULL",
-            {c.agent_id, group, m.architecture, internal::SlotsToJson(m.slots).dump(),
-             slot_types.dump(), images.dump(), m.agent_version, now, now})
-        .status();
-  });
+  auto before = store_.GroupOf(c.agent_id);
+  if (before.ok() && *before) scopes.push_back(SchedulingScope(**before));
+  auto r = store_.Register(row, scopes);
   if (!r.ok()) {
     std::fprintf(stderr, "bai-manager: registering agent %s failed: %s\n", c.agent_id.c_str(),
                  r.message().c_str());
@@ -203,15 +183,10 @@ void AgentRegistry::Adopt(Connection const& c, ap::Register const& m, std::strin
       kill.push_back(k.session_id);
     }
   }
-  auto held = db_.Query(std::string("SELECT id, status FROM sessions WHERE agent_id = ? AND "
-                                    "status IN ") +
-                            kHoldingStatuses,
-                        {c.agent_id});
+  auto held = store_.Held(c.agent_id);
   std::set<std::string> created;
   if (held.ok()) {
-    for (auto const& row : *held) {
-      std::string id = row.Text(0);
-      auto status = ParseSessionStatus(row.Text(1)).status;
+    for (auto const& [id, status] : *held) {
       if (live.count(id)) {
         created.insert(id);
         continue;
@@ -245,24 +220,11 @@ void AgentRegistry::Handle(Connection const& c, ap::Heartbeat const& m) {
   // A heartbeat without slots keeps the registered ones. The usual heartbeat repeats them: one
   // UPDATE that changes nothing else. New slots are a capacity change, made under the group's
   // scheduling scope.
-  std::string slots = m.slots ? internal::SlotsToJson(*m.slots).dump() : std::string();
-  std::string now = NowIso();
-  auto same = db_.Exec(
-      "UPDATE agents SET last_heartbeat = ?, status = 'ALIVE', lost_at = NULL "
-      "WHERE id = ? AND (? = '' OR available_slots = ?)",
-      {now, c.agent_id, slots, slots});
-  if (!same.ok() || *same > 0 || slots.empty()) return;
-  auto group = db_.Query("SELECT scaling_group FROM agents WHERE id = ?", {c.agent_id});
-  if (!group.ok() || group->empty()) return;
-  (void)db_.Transaction({SchedulingScope((*group)[0].Text(0))},
-                        [&](server::SqlExecutor& tx) -> Status {
-                          return tx
-                              .Exec(
-                                  "UPDATE agents SET last_heartbeat = ?, status = 'ALIVE', "
-                                  "lost_at = NULL, available_slots = ? WHERE id = ?",
-                                  {now, slots, c.agent_id})
-                              .status();
-                        });
+  auto same = store_.Beat(c.agent_id, m.slots);
+  if (!same.ok() || *same) return;
+  auto group = store_.GroupOf(c.agent_id);
+  if (!group.ok() || !*group) return;
+  (void)store_.SetSlots(c.agent_id, *m.slots, {SchedulingScope(**group)});
 }
 
 void AgentRegistry::Handle(Connection const& c, ap::Response const& m) {
@@ -313,8 +275,7 @@ void AgentRegistry::Handle(Connection const& c, ap::KernelStatus const& m) {
   if (m.logs) {
     std::string log_text = *m.logs;
     if (log_text.size() > kMaxLogBytes) log_text = log_text.substr(log_text.size() - kMaxLogBytes);
-    (void)db_.Exec("UPDATE kernels SET logs = ? WHERE session_id = ? AND cluster_role = 'main'",
-                   {log_text, session_id});
+    (void)store_.SetKernelLogs(session_id, log_text);
   }
   std::optional<std::int64_t> exit_code = m.exit_code;
   std::string const& reason = m.reason;
@@ -444,14 +405,10 @@ void AgentRegistry::Dispatch() {
         Send(agent_id, ap::DestroyKernel{id, (*s)->status_info});
       }
     }
-    auto rows = db_.Query(
-        "SELECT id, status FROM sessions WHERE agent_id = ? AND status IN ('SCHEDULED', "
-        "'TERMINATING') ORDER BY seq",
-        {agent_id});
+    auto rows = store_.ToDispatch(agent_id);
     if (!rows.ok()) continue;
-    for (auto const& row : *rows) {
-      std::string id = row.Text(0);
-      bool create = row.Text(1) == "SCHEDULED";
+    for (auto const& [id, status] : *rows) {
+      bool create = status == SessionStatus::kScheduled;
       {
         std::lock_guard<std::mutex> lock(mu_);
         auto& link = links_[agent_id];
@@ -472,70 +429,52 @@ void AgentRegistry::Dispatch() {
 
 void AgentRegistry::ForgetLostAgents() {
   // Long LOST and holding nothing: the row only clutters agent lists and capacity sums.
-  (void)db_.Exec(std::string("DELETE FROM agents WHERE status = 'LOST' AND lost_at < ? AND NOT "
-                             "EXISTS (SELECT 1 FROM sessions WHERE sessions.agent_id = agents.id "
-                             "AND sessions.status IN ") +
-                     kHoldingStatuses + ")",
-                 {IsoAgo(options_.lost_grace + options_.lost_forget)});
+  (void)store_.ForgetLost(std::chrono::system_clock::now() - options_.lost_grace -
+                          options_.lost_forget);
 }
 
 void AgentRegistry::Tick() {
   // Silent agents become LOST; their sessions keep their status and say why.
-  auto silent = db_.Query("SELECT id FROM agents WHERE status = 'ALIVE' AND last_heartbeat < ?",
-                          {IsoAgo(options_.heartbeat_timeout)});
+  auto now = std::chrono::system_clock::now();
+  auto silent = store_.SilentSince(now - options_.heartbeat_timeout);
   if (silent.ok()) {
-    for (auto const& row : *silent) {
-      std::string id = row.Text(0);
-      (void)db_.Exec(
-          "UPDATE agents SET status = 'LOST', lost_at = ? WHERE id = ? AND status = 'ALIVE'",
-          {NowIso(), id});
-      (void)db_.Exec(
-          std::string("UPDATE sessions SET status_info = 'agent-lost' WHERE agent_id = ? "
-                      "AND status IN ") +
-              kHoldingStatuses,
-          {id});
+    for (auto const& id : *silent) {
+      (void)store_.MarkLost(id);
       std::lock_guard<std::mutex> lock(mu_);
       auto it = links_.find(id);
       if (it != links_.end() && it->second.socket) it->second.socket->Close();
     }
   }
   // After the grace period their sessions end as ERROR and free their slots.
-  auto expired =
-      db_.Query("SELECT id, scaling_group FROM agents WHERE status = 'LOST' AND lost_at < ?",
-                {IsoAgo(options_.lost_grace)});
+  auto expired = store_.LostBefore(now - options_.lost_grace);
   if (expired.ok()) {
-    for (auto const& row : *expired) {
-      auto held = db_.Query(std::string("SELECT id, status FROM sessions WHERE agent_id = ? AND "
-                                        "status IN ") +
-                                kHoldingStatuses,
-                            {row.Text(0)});
+    for (auto const& [agent_id, group] : *expired) {
+      auto held = store_.Held(agent_id);
       if (!held.ok()) continue;
-      for (auto const& s : *held) {
+      for (auto const& [id, from] : *held) {
         TransitionDetails d;
         d.status_info = "agent-lost";
         d.event = "session_failure";
         d.reason = "agent-lost";
         d.result = "failure";
-        auto from = ParseSessionStatus(s.Text(1)).status;
         if (protocol::CanTransition(from, SessionStatus::kError)) {
-          (void)sessions_.Transition(s.Text(0), from, SessionStatus::kError, d);
+          (void)sessions_.Transition(id, from, SessionStatus::kError, d);
         }
       }
-      if (!held->empty()) schedule_(row.Text(1));
+      if (!held->empty()) schedule_(group);
     }
   }
   ForgetLostAgents();
   // Batch jobs past their batch_timeout are stopped.
   auto batches = sessions_.RunningBatchesWithTimeout();
   if (batches.ok()) {
-    auto now = std::chrono::duration_cast<std::chrono::seconds>(
-                   std::chrono::system_clock::now().time_since_epoch())
-                   .count();
+    auto now_secs =
+        std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
     for (auto const& b : *batches) {
       auto since = b.status_history.find(std::string(protocol::ToString(SessionStatus::kRunning)));
       if (since == b.status_history.end()) continue;
       auto started = protocol::ParseHttpDate(since->second);
-      if (!started || now - started->unix_seconds < b.batch_timeout.value_or(0)) continue;
+      if (!started || now_secs - started->unix_seconds < b.batch_timeout.value_or(0)) continue;
       TransitionDetails d;
       d.status_info = "batch-timeout";
       d.event = "session_failure";

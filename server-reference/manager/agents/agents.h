@@ -4,6 +4,7 @@
 #include "server-reference/common/agent_messages.h"
 #include "server-reference/common/database.h"
 #include "server-reference/common/http.h"
+#include "server-reference/manager/state/agent_store.h"
 #include "server-reference/manager/state/bgtasks.h"
 #include "server-reference/manager/state/sessions.h"
 
@@ -88,7 +89,7 @@ class AgentRegistry {
   void Send(std::string const& agent_id, server::agent_protocol::ToAgent const& message);
   void ForgetLostAgents();
 
-  server::Database& db_;
+  AgentStore store_;
   SessionStore& sessions_;
   BackgroundTaskStore& tasks_;
   AgentOptions options_;

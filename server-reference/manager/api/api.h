@@ -70,7 +70,7 @@ class ManagerApi {
   /// Shares this process's rate-limit counts with the other managers (Manager runs it every
   /// 200 ms).
   Status FlushRateLimits(std::chrono::system_clock::time_point now) {
-    return limiter_.Flush(store_.db(), now);
+    return limiter_.Flush(store_, now);
   }
 
  private:

@@ -35,7 +35,7 @@ RateLimiter::Result RateLimiter::Hit(std::string const& key, std::int64_t limit,
   return {true, limit, std::max<std::int64_t>(0, limit - used - 1)};
 }
 
-Status RateLimiter::Flush(server::Database& db, std::chrono::system_clock::time_point now) {
+Status RateLimiter::Flush(Store& store, std::chrono::system_clock::time_point now) {
   auto t = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
   std::int64_t start = t - t % kWindowSeconds;
   std::map<std::string, std::pair<std::int64_t, std::int64_t>> taken;  // key → (window, count)
@@ -53,30 +53,9 @@ Status RateLimiter::Flush(server::Database& db, std::chrono::system_clock::time_
       ++it;
     }
   }
-  std::map<std::string, std::pair<std::int64_t, std::int64_t>> totals;  // key → (current, prev)
-  auto s = db.Transaction([&](server::SqlExecutor& tx) -> Status {
-    for (auto const& [key, wc] : taken) {
-      auto r = tx.Exec(
-          "INSERT INTO rate_limit_windows (access_key, window_start, count) VALUES (?, ?, ?) "
-          "ON CONFLICT (access_key, window_start) DO UPDATE SET "
-          "count = rate_limit_windows.count + excluded.count",
-          {key, wc.first, wc.second});
-      if (!r.ok()) return r.status();
-    }
-    auto rows = tx.Query(
-        "SELECT access_key, window_start, count FROM rate_limit_windows WHERE window_start >= ?",
-        {start - kWindowSeconds});
-    if (!rows.ok()) return rows.status();
-    for (auto const& row : *rows) {
-      auto& tot = totals[row.Text(0)];
-      (row.Int(1) == start ? tot.first : tot.second) = row.Int(2);
-    }
-    return tx
-        .Exec("DELETE FROM rate_limit_windows WHERE window_start < ?", {start - kWindowSeconds})
-        .status();
-  });
+  auto totals = store.AddRequestCounts(taken, start, kWindowSeconds);
   std::lock_guard<std::mutex> lock(mu_);
-  if (!s.ok()) {
+  if (!totals.ok()) {
     // Not lost: counted again at the next flush.
     for (auto const& [key, wc] : taken) {
       auto it = windows_.find(key);
@@ -85,9 +64,9 @@ Status RateLimiter::Flush(server::Database& db, std::chrono::system_clock::time_
         it->second.unflushed += wc.second;
       }
     }
-    return s;
+    return totals.status();
   }
-  for (auto const& [key, tot] : totals) {
+  for (auto const& [key, tot] : *totals) {
     auto& w = windows_[key];
     if (w.start != start) {
       w.start = start;

@@ -36,7 +36,7 @@ class RateLimiter {
   /// Adds this process's new counts to the shared `rate_limit_windows` table and reads back the
   /// totals of every manager, so several managers on one database enforce one limit (off by up
   /// to one flush interval of traffic). Also drops windows older than the sliding window needs.
-  Status Flush(server::Database& db, std::chrono::system_clock::time_point now);
+  Status Flush(Store& store, std::chrono::system_clock::time_point now);
 
  private:
   struct Window {

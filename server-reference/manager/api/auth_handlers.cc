@@ -100,9 +100,8 @@ HttpResponse GetRoot(std::string const& manager_version) {
 
 // GET /health: liveness and database reachability, for process supervisors and load balancers.
 HttpResponse GetHealth(RequestContext& ctx) {
-  auto probe = ctx.store.db().Query("SELECT 1");
-  if (!probe.ok()) {
-    return JsonResponse({{"status", "unhealthy"}, {"database", probe.status().message()}}, 503);
+  if (auto probe = ctx.store.Ping(); !probe.ok()) {
+    return JsonResponse({{"status", "unhealthy"}, {"database", probe.message()}}, 503);
   }
   return JsonResponse({{"status", "ok"}, {"database", ctx.store.db().Backend()}});
 }

@@ -210,8 +210,7 @@ void RegisterExecuteRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistr
           uuid.erase(std::remove(uuid.begin(), uuid.end(), '-'), uuid.end());
           step->run_id = uuid;
         }
-        (void)ctx.store.db().Exec("UPDATE sessions SET num_queries = num_queries + 1 WHERE id = ?",
-                                  {s->id});
+        (void)sessions.CountQuery(s->id);
         server::agent_protocol::Execute message;
         static_cast<protocol::ExecuteStep&>(message) = *std::move(step);
         message.session_id = s->id;

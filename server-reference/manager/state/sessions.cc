@@ -335,6 +335,18 @@ StatusOr<std::string> SessionStore::MainKernelId(std::string const& session_id) 
   return (*rows)[0].Text(0);
 }
 
+Status SessionStore::CountQuery(std::string const& id) {
+  return db_.Exec("UPDATE sessions SET num_queries = num_queries + 1 WHERE id = ?", {id}).status();
+}
+
+StatusOr<std::vector<std::string>> SessionStore::GroupsWithPending() {
+  auto rows = db_.Query("SELECT DISTINCT scaling_group FROM sessions WHERE status = 'PENDING'");
+  if (!rows.ok()) return std::move(rows).status();
+  std::vector<std::string> out;
+  for (auto const& r : *rows) out.push_back(r.Text(0));
+  return out;
+}
+
 StatusOr<std::vector<SessionRecord>> SessionStore::RunningBatchesWithTimeout() {
   auto rows = db_.Query("SELECT " + ReadColumns() +
                         " FROM sessions WHERE status = 'RUNNING' AND type = 'batch' AND "

@@ -116,6 +116,10 @@ class SessionStore {
   /// The id of the session's main kernel; 404 object-not-found when it has none.
   StatusOr<std::string> MainKernelId(std::string const& session_id);
 
+  /// One more execute request for the session (numQueriesExecuted).
+  Status CountQuery(std::string const& id);
+  /// The resource groups where sessions wait (PENDING).
+  StatusOr<std::vector<std::string>> GroupsWithPending();
   /// Running batch sessions that have a batch_timeout.
   StatusOr<std::vector<SessionRecord>> RunningBatchesWithTimeout();
 

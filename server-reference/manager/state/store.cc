@@ -217,4 +217,39 @@ Status Store::SetBootstrapScript(std::string const& access_key, std::string cons
   return r.ok() ? Status() : r.status();
 }
 
+Status Store::Ping() {
+  auto r = db_.Query("SELECT 1");
+  return r.ok() ? Status() : r.status();
+}
+
+StatusOr<std::map<std::string, std::pair<std::int64_t, std::int64_t>>> Store::AddRequestCounts(
+    std::map<std::string, std::pair<std::int64_t, std::int64_t>> const& counts,
+    std::int64_t window_start, std::int64_t window_seconds) {
+  std::map<std::string, std::pair<std::int64_t, std::int64_t>> totals;
+  auto s = db_.Transaction([&](server::SqlExecutor& tx) -> Status {
+    for (auto const& [key, wc] : counts) {
+      auto r = tx.Exec(
+          "INSERT INTO rate_limit_windows (access_key, window_start, count) VALUES (?, ?, ?) "
+          "ON CONFLICT (access_key, window_start) DO UPDATE SET "
+          "count = rate_limit_windows.count + excluded.count",
+          {key, wc.first, wc.second});
+      if (!r.ok()) return r.status();
+    }
+    auto rows = tx.Query(
+        "SELECT access_key, window_start, count FROM rate_limit_windows WHERE window_start >= ?",
+        {window_start - window_seconds});
+    if (!rows.ok()) return rows.status();
+    for (auto const& row : *rows) {
+      auto& tot = totals[row.Text(0)];
+      (row.Int(1) == window_start ? tot.first : tot.second) = row.Int(2);
+    }
+    return tx
+        .Exec("DELETE FROM rate_limit_windows WHERE window_start < ?",
+              {window_start - window_seconds})
+        .status();
+  });
+  if (!s.ok()) return s;
+  return totals;
+}
+
 }  // namespace bai::manager

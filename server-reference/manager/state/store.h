@@ -57,6 +57,14 @@ class Store {
   server::Database& db() { return db_; }
 
   StatusOr<std::optional<KeypairRecord>> FindKeypair(std::string const& access_key);
+  /// Whether the database answers.
+  Status Ping();
+  /// Adds request counts (key → (window start, count)) to the shared rate-limit windows, drops
+  /// windows older than the one before `window_start`, and returns every key's totals:
+  /// key → (count in the window starting at `window_start`, count in the one before).
+  StatusOr<std::map<std::string, std::pair<std::int64_t, std::int64_t>>> AddRequestCounts(
+      std::map<std::string, std::pair<std::int64_t, std::int64_t>> const& counts,
+      std::int64_t window_start, std::int64_t window_seconds);
   /// By username or email within a domain.
   StatusOr<std::optional<LoginRecord>> FindLogin(std::string const& domain,
                                                  std::string const& username);
