@@ -94,18 +94,14 @@ bool ParseAddress(std::string const& text, unsigned char out[16], int& family) {
 
 }  // namespace
 
-bool ClientIpAllowed(std::string const& ip, std::string const& allowed_json) {
-  auto list = internal::ParseJson(allowed_json);
-  if (!list || list->is_null() || (list->is_array() && list->empty())) return true;
-  if (!list->is_array()) return false;
+bool ClientIpAllowed(std::string const& ip, std::vector<std::string> const& allowed) {
+  if (allowed.empty()) return true;
   unsigned char addr[16] = {0};
   int family = 0;
   std::string bare =
       ip.rfind("::ffff:", 0) == 0 && ip.find('.') != std::string::npos ? ip.substr(7) : ip;
   if (!ParseAddress(bare, addr, family)) return false;
-  for (auto const& entry : *list) {
-    if (!entry.is_string()) continue;
-    std::string cidr = entry.get<std::string>();
+  for (auto const& cidr : allowed) {
     auto slash = cidr.find('/');
     unsigned char net[16] = {0};
     int net_family = 0;
@@ -197,8 +193,7 @@ StatusOr<std::shared_ptr<KeypairRecord const>> Authenticate(
   if (record.user_status != "active") {
     return MakeProblemStatus(ProblemType::kAuthFailed, "The user account is " + record.user_status);
   }
-  if (record.allowed_client_ip &&
-      !ClientIpAllowed(request.peer_address, *record.allowed_client_ip)) {
+  if (!ClientIpAllowed(request.peer_address, record.allowed_client_ip)) {
     return MakeProblemStatus(ProblemType::kAuthFailed,
                              "'" + request.peer_address + "' is not allowed IP address");
   }

@@ -86,8 +86,8 @@ StatusOr<std::shared_ptr<KeypairRecord const>> Authenticate(
     server::HttpRequest const& request, Store& store, KeypairCache& cache, AuthLevel level,
     std::chrono::system_clock::time_point now);
 
-/// True when `ip` lies in one of the CIDRs (or equals one of the addresses) of `allowed_json`,
-/// a JSON list; an empty or null list allows everything.
-bool ClientIpAllowed(std::string const& ip, std::string const& allowed_json);
+/// True when `ip` lies in one of the CIDRs (or equals one of the addresses) of `allowed`; an
+/// empty list allows everything.
+bool ClientIpAllowed(std::string const& ip, std::vector<std::string> const& allowed);
 
 }  // namespace bai::manager

@@ -23,15 +23,6 @@ using server::HttpResponse;
 
 namespace {
 
-json SlotsJson(std::string const& text) {
-  auto j = internal::ParseJson(text);
-  if (!j || !j->is_object()) return json::object();
-  // Slot maps carry strings on the wire.
-  json out = json::object();
-  for (auto& [k, v] : j->items()) out[k] = v.is_string() ? v : json(v.dump());
-  return out;
-}
-
 // GET /config/resource-slots
 StatusOr<HttpResponse> GetConfigResourceSlots(RequestContext& ctx) {
   auto types = ctx.store.ClusterSlotTypes();
@@ -46,7 +37,7 @@ StatusOr<HttpResponse> GetResourcePresets(RequestContext& ctx) {
   json list = json::array();
   for (auto const& p : *presets) {
     list.push_back({{"name", p.name},
-                    {"resource_slots", SlotsJson(p.resource_slots)},
+                    {"resource_slots", internal::SlotsToJson(p.resource_slots)},
                     {"shared_memory", p.shared_memory ? json(*p.shared_memory) : json(nullptr)}});
   }
   return JsonResponse({{"presets", list}});
@@ -77,11 +68,7 @@ StatusOr<HttpResponse> PostResourceCheckPresets(RequestContext& ctx) {
   }
   auto presets = ctx.store.ListPresets();
   if (!presets.ok()) return std::move(presets).status();
-  std::vector<std::array<std::string, 3>> list;
-  for (auto const& preset : *presets) {
-    list.push_back({preset.name, preset.resource_slots, preset.shared_memory.value_or("")});
-  }
-  auto result = CheckPresets(ctx.store.db(), ctx.identity->access_key, groups, list);
+  auto result = CheckPresets(ctx.store.db(), ctx.identity->access_key, groups, *presets);
   if (!result.ok()) return std::move(result).status();
   return JsonResponse(json::parse(*result));
 }

@@ -243,7 +243,7 @@ StatusOr<int> RunSchedulingPass(server::Database& db, std::string const& scaling
 
 StatusOr<std::string> CheckPresets(server::Database& db, std::string const& access_key,
                                    std::vector<std::string> const& scaling_groups,
-                                   std::vector<std::array<std::string, 3>> const& presets) {
+                                   std::vector<PresetRecord> const& presets) {
   using protocol::Decimal;
   using Slots = protocol::ResourceSlots;
   auto to_json = [](Slots const& slots) {
@@ -324,7 +324,7 @@ StatusOr<std::string> CheckPresets(server::Database& db, std::string const& acce
     for (auto const& n : names) nan[n] = "NaN";
     json preset_list = json::array();
     for (auto const& p : presets) {
-      Slots want = SlotsFromColumn(p[1]);
+      Slots const& want = p.resource_slots;
       bool within_keypair = true;
       for (auto const& [k, v] : want) {
         if (remaining_kp.count(k) && v > remaining_kp[k]) within_keypair = false;
@@ -338,10 +338,11 @@ StatusOr<std::string> CheckPresets(server::Database& db, std::string const& acce
         }
         on_an_agent = on_an_agent || fits;
       }
-      preset_list.push_back({{"name", p[0]},
-                             {"resource_slots", to_json(want)},
-                             {"shared_memory", p[2].empty() ? json(nullptr) : json(p[2])},
-                             {"allocatable", within_keypair && on_an_agent}});
+      preset_list.push_back(
+          {{"name", p.name},
+           {"resource_slots", to_json(want)},
+           {"shared_memory", p.shared_memory ? json(*p.shared_memory) : json(nullptr)},
+           {"allocatable", within_keypair && on_an_agent}});
     }
     out = {{"keypair_limits", to_json(limits)},
            {"keypair_using", to_json(using_kp)},

@@ -4,6 +4,7 @@
 #include "bai/status.h"
 
 #include "server-reference/common/database.h"
+#include "server-reference/manager/state/store.h"
 
 #include <array>
 #include <chrono>
@@ -44,10 +45,10 @@ Status CheckImageKnown(server::Database& db, std::string const& reference);
 /// `POST /resource/check-presets` (PROTOCOL.md §9): the keypair's limits, usage and remainder,
 /// the remainder of each of `scaling_groups` (ALIVE agents' capacity minus what sessions hold),
 /// and for each preset whether it would fit now (within the keypair's remainder and on one
-/// agent). `presets` is [{name, resource_slots (JSON text), shared_memory}]. Project values are
+/// agent). Project values are
 /// "NaN" (project resource visibility is off, as Backend.AI's default). Slot maps have strings.
 StatusOr<std::string> CheckPresets(server::Database& db, std::string const& access_key,
                                    std::vector<std::string> const& scaling_groups,
-                                   std::vector<std::array<std::string, 3>> const& presets);
+                                   std::vector<PresetRecord> const& presets);
 
 }  // namespace bai::manager

@@ -6,6 +6,7 @@
 
 #include "libbai/internal/json_codec.h"
 #include "server-reference/manager/state/bootstrap.h"
+#include "server-reference/manager/state/columns.h"
 
 #include <chrono>
 #include <ctime>
@@ -95,7 +96,12 @@ StatusOr<std::optional<KeypairRecord>> Store::FindKeypair(std::string const& acc
   k.identity.role = r.Text(7);
   k.user_status = r.Text(8);
   k.identity.domain = r.Text(9);
-  k.allowed_client_ip = r.OptText(10);
+  if (auto allowed = r.OptText(10)) {
+    auto j = internal::ParseJson(*allowed);
+    auto list = ListFromColumn(*allowed);
+    bool unusable = j && !j->is_null() && (!j->is_array() || (!j->empty() && list.empty()));
+    k.allowed_client_ip = unusable ? std::vector<std::string>{""} : std::move(list);
+  }
   return std::optional<KeypairRecord>(std::move(k));
 }
 
@@ -128,7 +134,9 @@ StatusOr<std::vector<PresetRecord>> Store::ListPresets() {
       db_.Query("SELECT name, resource_slots, shared_memory FROM resource_presets ORDER BY name");
   if (!rows.ok()) return std::move(rows).status();
   std::vector<PresetRecord> out;
-  for (auto const& r : *rows) out.push_back({r.Text(0), r.Text(1), r.OptText(2)});
+  for (auto const& r : *rows) {
+    out.push_back({r.Text(0), SlotsFromColumn(r.Text(1)), r.OptText(2)});
+  }
   return out;
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "bai/protocol/resource.h"
 #include "bai/status.h"
 
 #include "server-reference/common/database.h"
@@ -33,7 +34,9 @@ struct KeypairRecord {
   std::string secret_key;
   bool keypair_active = false;
   std::string user_status;
-  std::optional<std::string> allowed_client_ip;  ///< JSON list of CIDRs
+  /// The user's allowed client addresses (CIDRs or addresses); empty: any. A stored value that
+  /// is not a list reads as {""}, which admits no address.
+  std::vector<std::string> allowed_client_ip;
 };
 
 struct LoginRecord {
@@ -45,7 +48,7 @@ struct LoginRecord {
 
 struct PresetRecord {
   std::string name;
-  std::string resource_slots;  ///< JSON object text
+  protocol::ResourceSlots resource_slots;
   std::optional<std::string> shared_memory;
 };
 
