@@ -272,7 +272,9 @@ TEST_F(AgentTest, OwnerAccessKeyIsScopedByRoleOnEverySessionEndpoint) {
       {"uuid": "00000000-0000-4000-8000-0000000000c1", "username": "dadmin", "role": "admin",
        "email": "dadmin@example.com", "password": "dadmin-password", "domain_name": "default"},
       {"uuid": "00000000-0000-4000-8000-0000000000d1", "username": "oadmin", "role": "admin",
-       "email": "oadmin@example.com", "password": "oadmin-password", "domain_name": "other"}],
+       "email": "oadmin@example.com", "password": "oadmin-password", "domain_name": "other"},
+      {"uuid": "00000000-0000-4000-8000-0000000000e1", "username": "radmin", "role": "admin",
+       "email": "radmin@example.com", "password": "radmin-password", "domain_name": "default"}],
     "association_groups_users": [
       {"group_id": ")" + group->front().Text(0) +
                         R"(",
@@ -287,7 +289,9 @@ TEST_F(AgentTest, OwnerAccessKeyIsScopedByRoleOnEverySessionEndpoint) {
        "is_admin": true},
       {"access_key": "AKIAOADMIN0000000000", "secret_key": "oadmin-secret-00000000000000000000000000",
        "user_id": "00000000-0000-4000-8000-0000000000d1", "resource_policy": "default",
-       "is_admin": true}]
+       "is_admin": true},
+      {"access_key": "AKIARADMIN0000000000", "secret_key": "radmin-secret-00000000000000000000000000",
+       "user_id": "00000000-0000-4000-8000-0000000000e1", "resource_policy": "default"}]
   })";
   auto loaded = LoadFixture(manager_->store(), fixture);
   ASSERT_TRUE(loaded.ok()) << loaded.status().message();
@@ -298,6 +302,7 @@ TEST_F(AgentTest, OwnerAccessKeyIsScopedByRoleOnEverySessionEndpoint) {
     o.secret_key = name == "ALICE"    ? "alice-secret-0000000000000000000000000000"
                    : name == "BOB"    ? "bob-secret-000000000000000000000000000000"
                    : name == "DADMIN" ? "dadmin-secret-00000000000000000000000000"
+                   : name == "RADMIN" ? "radmin-secret-00000000000000000000000000"
                                       : "oadmin-secret-00000000000000000000000000";
     o.endpoints = {Url()};
     o.retry.max_attempts = 1;
@@ -325,10 +330,12 @@ TEST_F(AgentTest, OwnerAccessKeyIsScopedByRoleOnEverySessionEndpoint) {
     Client client;
     int expected;
   };
-  std::vector<Caller> callers = {{"user of the same domain", client_for("BOB"), 403},
-                                 {"admin of another domain", client_for("OADMIN"), 404},
-                                 {"admin of the same domain", client_for("DADMIN"), 0},
-                                 {"superadmin", *client_, 0}};
+  std::vector<Caller> callers = {
+      {"user of the same domain", client_for("BOB"), 403},
+      {"admin of another domain", client_for("OADMIN"), 404},
+      {"admin of the same domain", client_for("DADMIN"), 0},
+      {"admin by role, without the keypair flag", client_for("RADMIN"), 0},
+      {"superadmin", *client_, 0}};
   for (auto const& c : callers) {
     for (auto const& [method, path] : endpoints) {
       auto r = c.client.Send({method, path});
@@ -343,6 +350,18 @@ TEST_F(AgentTest, OwnerAccessKeyIsScopedByRoleOnEverySessionEndpoint) {
       }
     }
   }
+  // The session event stream follows the same rule. It checked only the keypair's flag: an
+  // admin by role was refused, and another domain's admin got an open (empty) stream.
+  auto watch = [](Client const& c) {
+    auto r = c.SendStreaming({"GET", "/events/session?ownerAccessKey=AKIAALICE00000000000"},
+                             [](std::string_view) { return false; });
+    return r.ok() ? r->status : -1;
+  };
+  EXPECT_EQ(watch(client_for("BOB")), 403);
+  EXPECT_EQ(watch(client_for("OADMIN")), 404);
+  EXPECT_EQ(watch(client_for("RADMIN")), 200);
+  EXPECT_EQ(watch(client_for("DADMIN")), 200);
+  EXPECT_EQ(watch(*client_), 200);
   // Another domain's admin cannot end it, and cannot tell it from a session that never was.
   auto oadmin = client_for("OADMIN");
   auto denied = oadmin.Send({"DELETE", "/session/alices?" + owner});

@@ -41,7 +41,7 @@ inline SyncHandler Guarded(StatusOr<server::HttpResponse> (*handler)(RequestCont
 /// else gets 403; an admin naming a keypair of another domain gets the same 404 as for one that
 /// does not exist, so nothing about other domains leaks.
 inline StatusOr<KeypairRecord> ActFor(Identity const& who, Store& store, std::string const& owner) {
-  if (!who.IsSuperadmin() && !who.is_admin && who.role != "admin") {
+  if (!who.IsAdmin()) {
     return protocol::MakeProblemStatus(protocol::ProblemType::kGenericForbidden,
                                        "Only admins may act for another keypair.");
   }

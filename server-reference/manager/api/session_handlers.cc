@@ -187,7 +187,7 @@ Status ParseCreate(RequestContext& ctx, CreateInput& in) {
 // Visibility of an event for a requester (PROTOCOL.md §5.6).
 bool Visible(EventRecord const& e, Identity const& who) {
   if (who.IsSuperadmin()) return true;
-  if (who.role == "admin") return e.domain_name == who.domain;
+  if (who.IsAdmin()) return e.domain_name == who.domain;
   return e.access_key == who.access_key;
 }
 
@@ -371,9 +371,9 @@ struct SessionRoutes {
     }
     if (auto st = p->Check(); !st.ok()) return ProblemResponse(st);
     Identity who = *ctx.identity;
-    if (owner && *owner != who.access_key && !who.is_admin && !who.IsSuperadmin()) {
-      return ProblemResponse(MakeProblemStatus(
-          ProblemType::kGenericForbidden, "Only admins may watch another keypair's sessions."));
+    if (owner && *owner != who.access_key) {
+      // As for every session endpoint: admins only, and within their domain.
+      if (auto kp = ActFor(who, ctx.store, *owner); !kp.ok()) return ProblemResponse(kp.status());
     }
     std::optional<std::string> group_id;
     if (group != "*") {
@@ -388,7 +388,7 @@ struct SessionRoutes {
     // Without an explicit owner or session, users see their own sessions and admins
     // what their role covers.
     std::optional<std::string> key = owner;
-    if (!key && !session_id && !who.is_admin && !who.IsSuperadmin()) key = who.access_key;
+    if (!key && !session_id && !who.IsAdmin()) key = who.access_key;
     auto filter = [=](EventRecord const& e) {
       if (!Visible(e, who)) return false;
       bool kernel_event = e.name.rfind("kernel_", 0) == 0;

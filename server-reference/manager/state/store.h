@@ -26,6 +26,9 @@ struct Identity {
   std::int64_t rate_limit = 1000;
 
   bool IsSuperadmin() const { return role == "superadmin"; }
+  /// May act for other keypairs: superadmins anywhere, admins (by role or by the keypair's
+  /// flag) within their domain.
+  bool IsAdmin() const { return IsSuperadmin() || is_admin || role == "admin"; }
 };
 
 /// What authentication needs to know about an access key.
