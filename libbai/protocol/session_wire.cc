@@ -38,13 +38,26 @@ Status FieldProblem(FieldReader const& r) {
 json OptionalInt(std::optional<std::int64_t> v) { return v ? json(*v) : json(nullptr); }
 json OptionalString(std::optional<std::string> const& v) { return v ? json(*v) : json(nullptr); }
 
-// The first of `keys` present (not null) in `j`: the spellings of one field.
-char const* Spelling(json const& j, std::initializer_list<char const*> keys) {
+// The value of the first of `keys` present (not null) in `j`, the spellings of one field;
+// `found` (when given) says which spelling, or the first when none is present.
+json const* FirstPresent(json const& j, std::initializer_list<char const*> keys,
+                         char const** found = nullptr) {
   for (char const* k : keys) {
     auto it = j.find(k);
-    if (it != j.end() && !it->is_null()) return k;
+    if (it != j.end() && !it->is_null()) {
+      if (found) *found = k;
+      return &*it;
+    }
   }
-  return *keys.begin();
+  if (found) *found = *keys.begin();
+  return nullptr;
+}
+
+// The spelling of a field that `j` uses (the first when it uses none).
+char const* Spelling(json const& j, std::initializer_list<char const*> keys) {
+  char const* found = nullptr;
+  FirstPresent(j, keys, &found);
+  return found;
 }
 
 // Reads request fields under any of their spellings, with the leniency of request parameters
@@ -54,11 +67,7 @@ class Lenient {
   Lenient(json const& object, FieldReader& r) : object_(object), r_(r) {}
 
   json const* Find(std::initializer_list<char const*> names) const {
-    for (char const* n : names) {
-      auto it = object_.find(n);
-      if (it != object_.end() && !it->is_null()) return &*it;
-    }
-    return nullptr;
+    return FirstPresent(object_, names);
   }
   std::optional<std::string> Str(std::initializer_list<char const*> names) {
     auto const* v = Find(names);
@@ -130,8 +139,9 @@ void ReadCreateConfig(json const& config, SlotTypeLookup const& slot_types, Fiel
   out.mounts = c.StrList({"mounts"}, "config.mounts", "a list of vfolder names");
   out.mount_map = c.StrMap({"mount_map", "mountMap"}, "config.mount_map");
   if (auto const* ro = c.Find({"resource_opts", "resourceOpts"})) {
-    if (!ro->is_object()) r.Fail("config.resource_opts", "an object");
-    if (ro->is_object()) {
+    if (!ro->is_object()) {
+      r.Fail("config.resource_opts", "an object");
+    } else {
       for (auto const& [k, v] : ro->items()) {
         out.resource_opts[k] = v.is_string() ? v.get<std::string>() : v.dump();
       }
@@ -147,7 +157,10 @@ void ReadCreateConfig(json const& config, SlotTypeLookup const& slot_types, Fiel
   };
   bool known = true;
   for (auto const& [slot, amount] : res->items()) {
-    if (!type_of(slot)) known = false, r.Refuse("config.resources." + slot, "Unknown slot type");
+    if (!type_of(slot)) {
+      known = false;
+      r.Refuse("config.resources." + slot, "Unknown slot type");
+    }
   }
   if (!known) return;
   auto slots = internal::SlotsFromJson(*res, type_of);
@@ -182,8 +195,6 @@ void ReadCreateTiming(Lenient& l, FieldReader& r, SessionCreateRequest& out) {
 bool IsWordChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
-
-json SlotsJson(ResourceSlots const& slots) { return internal::SlotsToJson(slots); }
 
 void WriteSlots(internal::ObjectWriter& w, std::string_view key, ResourceSlots const& slots) {
   std::map<std::string, std::string> text;
@@ -261,8 +272,9 @@ std::string EncodeSessionCreateRequest(SessionCreateRequest const& r) {
   put("owner_access_key", r.owner_access_key);
   put("callback_url", r.callback_url);
   if (!r.dependencies.empty()) body["dependencies"] = r.dependencies;
-  json config = {
-      {"resources", SlotsJson(r.resources)}, {"environ", r.environ}, {"mounts", r.mounts}};
+  json config = {{"resources", internal::SlotsToJson(r.resources)},
+                 {"environ", r.environ},
+                 {"mounts", r.mounts}};
   if (r.scaling_group) config["scaling_group"] = *r.scaling_group;
   if (!r.mount_map.empty()) config["mount_map"] = r.mount_map;
   if (!r.resource_opts.empty()) config["resource_opts"] = r.resource_opts;

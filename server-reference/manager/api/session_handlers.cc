@@ -133,10 +133,10 @@ Status ResolvePlacement(RequestContext& ctx, CreateInput& in) {
   if (auto st = CheckAgentsKnown(ctx.store.db(), s.scaling_group, s.agent_list); !st.ok()) {
     return st;
   }
+  SessionStore sessions(ctx.store.db());
   for (auto const& ref : r.dependencies) {
     // Dependencies are usually finished sessions: match dead ones too.
-    SessionStore store(ctx.store.db());
-    auto dep = store.Resolve(ref, s.access_key, /*allow_dead=*/true);
+    auto dep = sessions.Resolve(ref, s.access_key, /*allow_dead=*/true);
     if (!dep.ok()) {
       return MakeProblemStatus(ProblemType::kInvalidApiParams, "Input validation error",
                                json{{"dependencies", "no such session: " + ref}}.dump());

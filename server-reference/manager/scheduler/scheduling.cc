@@ -246,11 +246,6 @@ StatusOr<std::string> CheckPresets(server::Database& db, std::string const& acce
                                    std::vector<PresetRecord> const& presets) {
   using protocol::Decimal;
   using Slots = protocol::ResourceSlots;
-  auto to_json = [](Slots const& slots) {
-    json j = json::object();
-    for (auto const& [k, v] : slots) j[k] = v.ToString();
-    return j;
-  };
   json out;
   auto status = db.Transaction([&](SqlExecutor& tx) -> Status {
     // Every slot the cluster knows, so that each map names all of them.
@@ -318,7 +313,8 @@ StatusOr<std::string> CheckPresets(server::Database& db, std::string const& acce
         agent_free.push_back(free);
       }
       scheduler::AddInto(group_total_remaining, sg_remaining);
-      groups[sg] = {{"using", to_json(sg_using)}, {"remaining", to_json(sg_remaining)}};
+      groups[sg] = {{"using", internal::SlotsToJson(sg_using)},
+                    {"remaining", internal::SlotsToJson(sg_remaining)}};
     }
     json nan = json::object();
     for (auto const& n : names) nan[n] = "NaN";
@@ -340,17 +336,17 @@ StatusOr<std::string> CheckPresets(server::Database& db, std::string const& acce
       }
       preset_list.push_back(
           {{"name", p.name},
-           {"resource_slots", to_json(want)},
+           {"resource_slots", internal::SlotsToJson(want)},
            {"shared_memory", p.shared_memory ? json(*p.shared_memory) : json(nullptr)},
            {"allocatable", within_keypair && on_an_agent}});
     }
-    out = {{"keypair_limits", to_json(limits)},
-           {"keypair_using", to_json(using_kp)},
-           {"keypair_remaining", to_json(remaining_kp)},
+    out = {{"keypair_limits", internal::SlotsToJson(limits)},
+           {"keypair_using", internal::SlotsToJson(using_kp)},
+           {"keypair_remaining", internal::SlotsToJson(remaining_kp)},
            {"group_limits", nan},
            {"group_using", nan},
            {"group_remaining", nan},
-           {"scaling_group_remaining", to_json(group_total_remaining)},
+           {"scaling_group_remaining", internal::SlotsToJson(group_total_remaining)},
            {"scaling_groups", groups},
            {"presets", preset_list}};
     return Status();

@@ -90,6 +90,15 @@ SessionRecord FromRow(SqlRow&& r) {
   return s;
 }
 
+// Every row as a record.
+StatusOr<std::vector<SessionRecord>> Records(StatusOr<std::vector<SqlRow>> rows) {
+  if (!rows.ok()) return std::move(rows).status();
+  std::vector<SessionRecord> out;
+  out.reserve(rows->size());
+  for (auto& r : *rows) out.push_back(FromRow(std::move(r)));
+  return out;
+}
+
 Status InsertEvent(SqlExecutor& tx, SessionRecord const& s, std::string const& name,
                    std::optional<std::string> const& reason, std::optional<std::int64_t> exit_code,
                    std::string const& now) {
@@ -189,13 +198,9 @@ StatusOr<std::optional<SessionRecord>> SessionStore::Get(std::string const& id) 
 
 StatusOr<std::vector<SessionRecord>> SessionStore::ActiveByName(std::string const& owner,
                                                                 std::string const& name) {
-  auto rows = db_.Query(
+  return Records(db_.Query(
       "SELECT " + ReadColumns() + " FROM sessions WHERE access_key = ? AND name = ? AND " + kActive,
-      {owner, name});
-  if (!rows.ok()) return std::move(rows).status();
-  std::vector<SessionRecord> out;
-  for (auto& r : *rows) out.push_back(FromRow(std::move(r)));
-  return out;
+      {owner, name}));
 }
 
 StatusOr<SessionRecord> SessionStore::Resolve(std::string const& ref, std::string const& owner,
@@ -210,31 +215,24 @@ StatusOr<SessionRecord> SessionStore::Resolve(std::string const& ref, std::strin
   static std::string const by_prefix = select +
                                        " AND (id LIKE ? ESCAPE '\\' OR name LIKE ? ESCAPE '\\')" +
                                        " AND " + kActive + " ORDER BY seq";
-  auto pick = [](StatusOr<std::vector<SqlRow>> rows) -> StatusOr<std::vector<SessionRecord>> {
-    if (!rows.ok()) return std::move(rows).status();
-    std::vector<SessionRecord> out;
-    out.reserve(rows->size());
-    for (auto& r : *rows) out.push_back(FromRow(std::move(r)));
-    return out;
-  };
   std::vector<SessionRecord> found;
   if (LooksLikeUuid(ref)) {
     // An exact id is unambiguous, so it also finds a session that has ended (our extension:
     // clients can read a finished job's result and exit code).
-    auto rows = pick(db_.Query(by_id, {owner, ref}));
+    auto rows = Records(db_.Query(by_id, {owner, ref}));
     if (!rows.ok()) return std::move(rows).status();
     found = *std::move(rows);
   }
   if (found.empty()) {
     // Newest first, so that with allow_dead the latest session of a reused name wins.
-    auto rows = pick(db_.Query(allow_dead ? by_name_any : by_name_alive, {owner, ref}));
+    auto rows = Records(db_.Query(allow_dead ? by_name_any : by_name_alive, {owner, ref}));
     if (!rows.ok()) return std::move(rows).status();
     found = *std::move(rows);
     if (found.size() > 1 && allow_dead) found.resize(1);
   }
   if (found.empty() && !ref.empty()) {
     auto pattern = EscapeLike(ref) + "%";
-    auto rows = pick(db_.Query(by_prefix, {owner, pattern, pattern}));
+    auto rows = Records(db_.Query(by_prefix, {owner, pattern, pattern}));
     if (!rows.ok()) return std::move(rows).status();
     found = *std::move(rows);
   }
@@ -348,13 +346,9 @@ StatusOr<std::vector<std::string>> SessionStore::GroupsWithPending() {
 }
 
 StatusOr<std::vector<SessionRecord>> SessionStore::RunningBatchesWithTimeout() {
-  auto rows = db_.Query("SELECT " + ReadColumns() +
-                        " FROM sessions WHERE status = 'RUNNING' AND type = 'batch' AND "
-                        "batch_timeout IS NOT NULL");
-  if (!rows.ok()) return std::move(rows).status();
-  std::vector<SessionRecord> out;
-  for (auto& r : *rows) out.push_back(FromRow(std::move(r)));
-  return out;
+  return Records(db_.Query("SELECT " + ReadColumns() +
+                           " FROM sessions WHERE status = 'RUNNING' AND type = 'batch' AND "
+                           "batch_timeout IS NOT NULL"));
 }
 
 StatusOr<std::vector<EventRecord>> SessionStore::EventsAfter(std::int64_t seq, int limit) {

@@ -76,6 +76,24 @@ StatusOr<std::pair<std::string, std::string>> Store::SignUp(std::string const& d
   return keys;
 }
 
+namespace {
+
+// The allowed_client_ip column, parsed once: no value, null or [] allow any address; a value
+// that is not a list of strings reads as {""}, which admits none.
+std::vector<std::string> AllowedAddresses(std::string const& text) {
+  auto j = internal::ParseJson(text);
+  if (!j || j->is_null()) return {};
+  if (!j->is_array()) return {""};
+  std::vector<std::string> out;
+  for (auto const& item : *j) {
+    if (item.is_string()) out.push_back(item.get<std::string>());
+  }
+  if (out.empty() && !j->empty()) return {""};
+  return out;
+}
+
+}  // namespace
+
 StatusOr<std::optional<KeypairRecord>> Store::FindKeypair(std::string const& access_key) {
   auto rows = db_.Query(
       "SELECT k.access_key, k.secret_key, k.is_active, k.is_admin, k.rate_limit, u.uuid, "
@@ -96,12 +114,7 @@ StatusOr<std::optional<KeypairRecord>> Store::FindKeypair(std::string const& acc
   k.identity.role = r.Text(7);
   k.user_status = r.Text(8);
   k.identity.domain = r.Text(9);
-  if (auto allowed = r.OptText(10)) {
-    auto j = internal::ParseJson(*allowed);
-    auto list = ListFromColumn(*allowed);
-    bool unusable = j && !j->is_null() && (!j->is_array() || (!j->empty() && list.empty()));
-    k.allowed_client_ip = unusable ? std::vector<std::string>{""} : std::move(list);
-  }
+  if (auto allowed = r.OptText(10)) k.allowed_client_ip = AllowedAddresses(*allowed);
   return std::optional<KeypairRecord>(std::move(k));
 }
 
