@@ -276,7 +276,9 @@ class SqliteDatabase : public Database {
     sqlite3_busy_timeout(db, 10000);
     auto conn = std::make_unique<Connection>(db);
     for (char const* pragma :
-         {"PRAGMA journal_mode=WAL", "PRAGMA foreign_keys=ON", "PRAGMA synchronous=NORMAL"}) {
+         {"PRAGMA journal_mode=WAL", "PRAGMA foreign_keys=ON", "PRAGMA synchronous=NORMAL",
+          // LIKE as PostgreSQL has it (ILIKE is written LOWER(x) LIKE LOWER(y)).
+          "PRAGMA case_sensitive_like=ON"}) {
       auto r = conn->Query(pragma, {});
       if (!r.ok()) return std::move(r).status();
     }

@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server-reference/manager/graphql/backend_ai_schema.h"
+
+namespace bai::graphql {
+namespace {
+
+Schema Build() {
+  Schema s;
+  s.Object("Query",
+           {
+               "compute_session(id: UUID!): ComputeSession",
+               "compute_session_list(limit: Int!, offset: Int!, filter: String, order: String, "
+               "domain_name: String, group_id: String, access_key: String, status: String): "
+               "ComputeSessionList",
+               "compute_container(id: UUID!): ComputeContainer",
+               "compute_container_list(limit: Int!, offset: Int!, filter: String, order: String, "
+               "session_id: UUID!, role: String): ComputeContainerList",
+               "keypair(domain_name: String, access_key: String): KeyPair",
+               "image(id: String, reference: String, architecture: String = \"x86_64\"): Image",
+               "images(is_installed: Boolean, is_operation: Boolean, load_filters: [String]): "
+               "[Image]",
+               "scaling_group(name: String): ScalingGroup",
+               "scaling_groups(name: String, is_active: Boolean): [ScalingGroup]",
+               "agent(agent_id: String!): Agent",
+               "agents(scaling_group: String, status: String): [Agent]",
+               "agent_list(limit: Int!, offset: Int!, filter: String, order: String, "
+               "scaling_group: String, status: String): AgentList",
+           });
+  s.Object("ComputeSession",
+           {
+               "id: UUID",
+               "session_id: UUID",
+               "main_kernel_id: UUID",
+               "tag: String",
+               "name: String",
+               "type: String",
+               "main_kernel_role: String",
+               "priority: Int",
+               "image: String",
+               "architecture: String",
+               "registry: String",
+               "cluster_template: String",
+               "cluster_mode: String",
+               "cluster_size: Int",
+               "domain_name: String",
+               "group_name: String",
+               "group_id: UUID",
+               "user_email: String",
+               "full_name: String",
+               "user_id: UUID",
+               "access_key: String",
+               "created_user_email: String",
+               "created_user_id: UUID",
+               "status: String",
+               "status_changed: DateTime",
+               "status_info: String",
+               "status_data: JSONString",
+               "status_history: JSONString",
+               "created_at: DateTime",
+               "terminated_at: DateTime",
+               "starts_at: DateTime",
+               "scheduled_at: DateTime",
+               "startup_command: String",
+               "result: String",
+               "commit_status: String",
+               "abusing_reports: [JSONString]",
+               "idle_checks: JSONString",
+               "agent_ids: [String]",
+               "resource_opts: JSONString",
+               "scaling_group: String",
+               "service_ports: JSONString",
+               "mounts: [String]",
+               "vfolder_mounts: [String]",
+               "occupying_slots: JSONString",
+               "occupied_slots: JSONString",
+               "requested_slots: JSONString",
+               "num_queries: BigInt",
+               "containers: [ComputeContainer]",
+               "dependencies: [ComputeSession]",
+               "inference_metrics: JSONString",
+               // bai's addition: a batch job's exit code once it has ended (null before).
+               "exit_code: Int",
+           });
+  s.Object("ComputeSessionList", {"items: [ComputeSession]!", "total_count: Int!"});
+  s.Object("ComputeContainer", {
+                                   "id: UUID",
+                                   "idx: Int",
+                                   "role: String",
+                                   "hostname: String",
+                                   "kernel_id: UUID",
+                                   "cluster_idx: Int",
+                                   "local_rank: Int",
+                                   "cluster_role: String",
+                                   "cluster_hostname: String",
+                                   "session_id: UUID",
+                                   "image: String",
+                                   "architecture: String",
+                                   "registry: String",
+                                   "status: String",
+                                   "status_changed: DateTime",
+                                   "status_info: String",
+                                   "status_data: JSONString",
+                                   "created_at: DateTime",
+                                   "terminated_at: DateTime",
+                                   "starts_at: DateTime",
+                                   "scheduled_at: DateTime",
+                                   "abusing_report: JSONString",
+                                   "agent: String",
+                                   "agent_addr: String",
+                                   "container_id: String",
+                                   "resource_opts: JSONString",
+                                   "occupied_slots: JSONString",
+                                   "live_stat: JSONString",
+                                   "last_stat: JSONString",
+                                   "preopen_ports: [Int]",
+                               });
+  s.Object("ComputeContainerList", {"items: [ComputeContainer]!", "total_count: Int!"});
+  s.Object("UserInfo", {"email: String", "full_name: String"});
+  s.Object("KeyPair", {
+                          "id: ID",
+                          "user_id: String",
+                          "full_name: String",
+                          "access_key: String",
+                          "secret_key: String",
+                          "is_active: Boolean",
+                          "is_admin: Boolean",
+                          "resource_policy: String",
+                          "created_at: DateTime",
+                          "modified_at: DateTime",
+                          "last_used: DateTime",
+                          "rate_limit: Int",
+                          "num_queries: Int",
+                          "user: UUID",
+                          "projects: [String]",
+                          "ssh_public_key: String",
+                          "bootstrap_script: String",
+                          "concurrency_used: Int",
+                          "concurrency_limit: Int",
+                          "user_info: UserInfo",
+                          "compute_sessions(status: String): [ComputeSession]",
+                      });
+  s.Object("KVPair", {"key: String", "value: String"});
+  s.Object("ResourceLimit", {"key: String", "min: String", "max: String"});
+  s.Object("Image", {
+                        "id: UUID",
+                        "name: String",
+                        "project: String",
+                        "humanized_name: String",
+                        "tag: String",
+                        "registry: String",
+                        "architecture: String",
+                        "is_local: Boolean",
+                        "digest: String",
+                        "labels: [KVPair]",
+                        "aliases: [String]",
+                        "size_bytes: BigInt",
+                        "resource_limits: [ResourceLimit]",
+                        "supported_accelerators: [String]",
+                        "installed: Boolean",
+                        "installed_agents: [String]",
+                        "hash: String",
+                    });
+  s.Object("ScalingGroup",
+           {
+               "name: String",
+               "description: String",
+               "is_active: Boolean",
+               "is_public: Boolean",
+               "created_at: DateTime",
+               "wsproxy_addr: String",
+               "wsproxy_api_token: String",
+               "driver: String",
+               "driver_opts: JSONString",
+               "scheduler: String",
+               "scheduler_opts: JSONString",
+               "use_host_network: Boolean",
+               "agent_count_by_status(status: String = \"ALIVE\"): Int",
+               "agent_total_resource_slots_by_status(status: String = \"ALIVE\"): JSONString",
+           });
+  s.Object("Agent", {
+                        "id: ID",
+                        "status: String",
+                        "status_changed: DateTime",
+                        "region: String",
+                        "scaling_group: String",
+                        "schedulable: Boolean",
+                        "available_slots: JSONString",
+                        "occupied_slots: JSONString",
+                        "addr: String",
+                        "architecture: String",
+                        "first_contact: DateTime",
+                        "lost_at: DateTime",
+                        "live_stat: JSONString",
+                        "version: String",
+                        "compute_plugins: JSONString",
+                        "hardware_metadata: JSONString",
+                        "auto_terminate_abusing_kernel: Boolean",
+                        "local_config: JSONString",
+                        "container_count: Int",
+                        "cpu_cur_pct: Float",
+                        "mem_cur_bytes: Float",
+                        "compute_containers(status: String): [ComputeContainer]",
+                    });
+  s.Object("AgentList", {"items: [Agent]!", "total_count: Int!"});
+  return s;
+}
+
+}  // namespace
+
+Schema const& BackendAiSchema() {
+  static Schema const* const kSchema = new Schema(Build());
+  return *kSchema;
+}
+
+}  // namespace bai::graphql
