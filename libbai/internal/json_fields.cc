@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "libbai/internal/json_fields.h"
 
+#include "bai/protocol/errors.h"
+
+#include "libbai/internal/json_codec.h"
 #include "libbai/internal/text.h"
 
 #include <cerrno>
@@ -27,6 +30,23 @@ std::optional<std::int64_t> LenientInt(nlohmann::json const& value) {
   long long n = std::strtoll(s.c_str(), &end, 10);
   if (s.empty() || end != s.c_str() + s.size() || errno != 0) return std::nullopt;
   return n;
+}
+
+StatusOr<nlohmann::json> ObjectOf(std::string_view text, char const* what) {
+  auto j = ParseJson(text);
+  if (!j || !j->is_object()) {
+    return protocol::MakeProblemStatus(
+        protocol::ProblemType::kInvalidApiParams,
+        std::string("Malformed ") + what + ": expected a JSON object");
+  }
+  return *std::move(j);
+}
+
+Status FieldProblem(FieldReader const& r) {
+  nlohmann::json data = nlohmann::json::object();
+  for (auto const& [field, why] : r.field_errors()) data[field] = why;
+  return protocol::MakeProblemStatus(protocol::ProblemType::kInvalidApiParams,
+                                     "Input validation error", data.dump());
 }
 
 }  // namespace bai::internal

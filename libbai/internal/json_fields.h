@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "bai/status.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -93,5 +95,11 @@ class FieldReader {
   std::string error_;
   std::map<std::string, std::string> fields_;
 };
+
+/// The object in `text`, or 400 invalid-api-params "Malformed <what>: expected a JSON object".
+StatusOr<nlohmann::json> ObjectOf(std::string_view text, char const* what);
+/// 400 invalid-api-params naming every field `r` refused, as the manager's own validation
+/// answers.
+Status FieldProblem(FieldReader const& r);
 
 }  // namespace bai::internal

@@ -15,25 +15,10 @@
 namespace bai::protocol {
 namespace {
 
+using internal::FieldProblem;
 using internal::FieldReader;
+using internal::ObjectOf;
 using nlohmann::json;
-
-// The object in `text`, or the problem for a document that is not one.
-StatusOr<json> ObjectOf(std::string_view text, char const* what) {
-  auto j = internal::ParseJson(text);
-  if (!j || !j->is_object()) {
-    return MakeProblemStatus(ProblemType::kInvalidApiParams,
-                             std::string("Malformed ") + what + ": expected a JSON object");
-  }
-  return *std::move(j);
-}
-
-// 400 invalid-api-params naming every bad field, as the manager's own validation answers.
-Status FieldProblem(FieldReader const& r) {
-  json data = json::object();
-  for (auto const& [field, why] : r.field_errors()) data[field] = why;
-  return MakeProblemStatus(ProblemType::kInvalidApiParams, "Input validation error", data.dump());
-}
 
 json OptionalInt(std::optional<std::int64_t> v) { return v ? json(*v) : json(nullptr); }
 json OptionalString(std::optional<std::string> const& v) { return v ? json(*v) : json(nullptr); }

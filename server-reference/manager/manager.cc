@@ -53,6 +53,7 @@ StatusOr<std::unique_ptr<Manager>> Manager::Start(ManagerConfig const& config) {
   auto* raw = m.get();
   RegisterAuthRoutes(*m->api_);
   RegisterClusterRoutes(*m->api_);
+  RegisterGraphqlRoutes(*m->api_, *m->sessions_);
   RegisterSessionRoutes(*m->api_, *m->sessions_, *m->hub_,
                         [raw](std::string const& group) { raw->Schedule(group); });
   // The safety pass: catches what no event triggered (starts_at, finished dependencies, other

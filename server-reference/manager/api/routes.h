@@ -37,6 +37,10 @@ void RegisterExecuteRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistr
 /// (session_handlers.cc).
 void RegisterKernelControlRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry& agents);
 
+/// `POST /admin/gql` and the legacy `/admin/graphql`: the GraphQL engine over the stores,
+/// scoped by role (graphql_handlers.cc).
+void RegisterGraphqlRoutes(ManagerApi& api, SessionStore& sessions);
+
 /// Background tasks: GET /events/background-task, and the session commit that runs as one
 /// (task_handlers.cc).
 void RegisterTaskRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry& agents,

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/manager/state/agent_store.h"
 
+#include "server-reference/manager/scheduler/scheduler.h"
 #include "server-reference/manager/scheduler/scheduling.h"
 #include "server-reference/manager/state/bootstrap.h"
 #include "server-reference/manager/state/columns.h"
@@ -26,6 +27,42 @@ StatusOr<std::vector<AgentSession>> Sessions(StatusOr<std::vector<SqlRow>> rows)
 
 }  // namespace
 
+StatusOr<std::vector<AgentRecord>> AgentStore::List() {
+  auto rows = db_.Query(
+      "SELECT id, scaling_group, status, architecture, available_slots, slot_types, images, "
+      "version, schedulable, first_contact, last_heartbeat, lost_at FROM agents ORDER BY id");
+  if (!rows.ok()) return std::move(rows).status();
+  auto held = db_.Query(std::string("SELECT agent_id, requested_slots FROM sessions WHERE agent_id "
+                                    "IS NOT NULL AND status IN ") +
+                        kHoldingStatuses);
+  if (!held.ok()) return std::move(held).status();
+  std::vector<AgentRecord> out;
+  for (auto& r : *rows) {
+    AgentRecord a;
+    a.row.id = r.TakeText(0);
+    a.row.scaling_group = r.TakeText(1);
+    a.status = r.TakeText(2);
+    a.row.architecture = r.TakeText(3);
+    a.row.slots = SlotsFromColumn(r.Text(4));
+    for (auto const& [name, type] : MapFromColumn(r.Text(5))) {
+      if (auto t = protocol::ParseSlotType(type)) a.row.slot_types[name] = *t;
+    }
+    a.row.images = ImagesFromColumn(r.Text(6));
+    a.row.version = r.TakeText(7);
+    a.schedulable = r.Bool(8);
+    a.first_contact = r.TakeText(9);
+    a.last_heartbeat = r.TakeText(10);
+    a.lost_at = r.TakeOptText(11);
+    for (auto const& h : *held) {
+      if (h.Text(0) != a.row.id) continue;
+      scheduler::AddInto(a.occupied, SlotsFromColumn(h.Text(1)));
+      ++a.container_count;
+    }
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
 StatusOr<bool> AgentStore::ScalingGroupExists(std::string const& name) {
   auto rows = db_.Query("SELECT 1 FROM scaling_groups WHERE name = ?", {name});
   if (!rows.ok()) return std::move(rows).status();
@@ -42,10 +79,6 @@ StatusOr<std::optional<std::string>> AgentStore::GroupOf(std::string const& agen
 Status AgentStore::Register(AgentRow const& a, server::LockScopes const& scopes) {
   json slot_types = json::object();
   for (auto const& [name, type] : a.slot_types) slot_types[name] = std::string(ToString(type));
-  json images = json::array();
-  for (auto const& [name, aliases] : a.images) {
-    images.push_back({{"name", name}, {"aliases", aliases}});
-  }
   std::string now = NowIso();
   return db_.Transaction(scopes, [&](SqlExecutor& tx) -> Status {
     return tx
@@ -58,7 +91,7 @@ Status AgentStore::Register(AgentRow const& a, server::LockScopes const& scopes)
             "slot_types = excluded.slot_types, images = excluded.images, "
             "version = excluded.version, last_heartbeat = excluded.last_heartbeat, lost_at = NULL",
             {a.id, a.scaling_group, a.architecture, SlotsColumn(a.slots), slot_types.dump(),
-             images.dump(), a.version, now, now})
+             ImagesColumn(a.images), a.version, now, now})
         .status();
   });
 }

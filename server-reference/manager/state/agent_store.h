@@ -28,6 +28,18 @@ struct AgentRow {
   std::vector<std::pair<std::string, std::vector<std::string>>> images;
 };
 
+/// An agent row as lists show it.
+struct AgentRecord {
+  AgentRow row;
+  std::string status;  ///< ALIVE, LOST
+  bool schedulable = true;
+  std::string first_contact;
+  std::string last_heartbeat;
+  std::optional<std::string> lost_at;
+  protocol::ResourceSlots occupied;  ///< what its sessions hold
+  int container_count = 0;           ///< sessions holding slots on it
+};
+
 /// A session an agent holds or is asked to act on, as the registry needs it.
 struct AgentSession {
   std::string id;
@@ -52,6 +64,9 @@ class AgentStore {
                       std::optional<protocol::ResourceSlots> const& slots);
   Status SetSlots(std::string const& agent_id, protocol::ResourceSlots const& slots,
                   server::LockScopes const& scopes);
+
+  /// Every agent with what its sessions hold, by id.
+  StatusOr<std::vector<AgentRecord>> List();
 
   /// ALIVE agents silent since `since`.
   StatusOr<std::vector<std::string>> SilentSince(std::chrono::system_clock::time_point since);

@@ -51,4 +51,28 @@ std::map<std::string, std::string> MapFromColumn(std::string_view text) {
 
 std::string MapColumn(std::map<std::string, std::string> const& map) { return json(map).dump(); }
 
+ImageList ImagesFromColumn(std::string_view text) {
+  ImageList out;
+  if (Empty(text)) return out;
+  auto j = internal::ParseJson(text);
+  if (!j || !j->is_array()) return out;
+  for (auto const& img : *j) {
+    if (img.is_string()) out.emplace_back(img.get<std::string>(), std::vector<std::string>());
+    if (!img.is_object()) continue;
+    std::vector<std::string> aliases;
+    for (auto const& a : img.value("aliases", json::array())) {
+      if (a.is_string()) aliases.push_back(a.get<std::string>());
+    }
+    auto name = img.value("name", std::string());
+    if (!name.empty()) out.emplace_back(std::move(name), std::move(aliases));
+  }
+  return out;
+}
+
+std::string ImagesColumn(ImageList const& images) {
+  json out = json::array();
+  for (auto const& [name, aliases] : images) out.push_back({{"name", name}, {"aliases", aliases}});
+  return out.dump();
+}
+
 }  // namespace bai::manager

@@ -9,6 +9,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace bai::manager {
@@ -23,5 +24,10 @@ std::string ListColumn(std::vector<std::string> const& list);
 /// Non-string values read as their JSON text.
 std::map<std::string, std::string> MapFromColumn(std::string_view text);
 std::string MapColumn(std::map<std::string, std::string> const& map);
+
+/// An agent's images: [{"name", "aliases"}] (or bare names, as older agents wrote them).
+using ImageList = std::vector<std::pair<std::string, std::vector<std::string>>>;
+ImageList ImagesFromColumn(std::string_view text);
+std::string ImagesColumn(ImageList const& images);
 
 }  // namespace bai::manager

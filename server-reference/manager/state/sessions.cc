@@ -47,7 +47,7 @@ SqlValue Opt(std::optional<std::int64_t> const& v) { return v ? SqlValue(*v) : S
 namespace {
 
 // Moves the row's text out: each row becomes one record.
-SessionRecord FromRow(SqlRow&& r) {
+SessionRecord FromRow(SqlRow& r) {
   SessionRecord s;
   std::size_t i = 0;
   s.id = r.TakeText(i++);
@@ -95,7 +95,7 @@ StatusOr<std::vector<SessionRecord>> Records(StatusOr<std::vector<SqlRow>> rows)
   if (!rows.ok()) return std::move(rows).status();
   std::vector<SessionRecord> out;
   out.reserve(rows->size());
-  for (auto& r : *rows) out.push_back(FromRow(std::move(r)));
+  for (auto& r : *rows) out.push_back(FromRow(r));
   return out;
 }
 
@@ -129,7 +129,195 @@ std::string EscapeLike(std::string const& s) {
   return out;
 }
 
+// The session columns qualified with the list query's alias: "s.id, s.seq, …".
+std::string const& ListColumns() {
+  static std::string const kList = [] {
+    std::string out;
+    std::string_view cols = ReadColumns();
+    while (!cols.empty()) {
+      auto comma = cols.find(", ");
+      out += (out.empty() ? "s." : ", s.") + std::string(cols.substr(0, comma));
+      cols = comma == std::string_view::npos ? std::string_view() : cols.substr(comma + 2);
+    }
+    return out;
+  }();
+  return kList;
+}
+
+constexpr char kListFrom[] =
+    " FROM sessions s LEFT JOIN users u ON u.uuid = s.user_id "
+    "LEFT JOIN groups g ON g.id = s.group_id";
+
+constexpr char kKernelColumns[] =
+    "k.id, k.session_id, k.agent_id, k.cluster_role, k.cluster_idx, k.status, k.status_info, "
+    "k.container_id, k.exit_code, k.created_at, k.terminated_at";
+
+KernelRecord KernelFromRow(SqlRow& r) {
+  KernelRecord k;
+  k.id = r.TakeText(0);
+  k.session_id = r.TakeText(1);
+  k.agent_id = r.TakeOptText(2);
+  k.cluster_role = r.TakeText(3);
+  k.cluster_idx = static_cast<int>(r.Int(4));
+  k.status = r.TakeText(5);
+  k.status_info = r.TakeText(6);
+  k.container_id = r.TakeOptText(7);
+  if (!r.IsNull(8)) k.exit_code = r.Int(8);
+  k.created_at = r.TakeText(9);
+  k.terminated_at = r.TakeOptText(10);
+  return k;
+}
+
+std::string Where(ListQuery const& q) {
+  std::string out;
+  for (auto const& w : q.where) out += (out.empty() ? " WHERE " : " AND ") + w;
+  return out;
+}
+
+// "?, ?, ?" for n values.
+std::string Placeholders(std::size_t n) {
+  std::string out;
+  for (std::size_t i = 0; i < n; ++i) out += i ? ", ?" : "?";
+  return out;
+}
+
+// One page and the total of a list query: `select` is "SELECT cols FROM …".
+template <class Row, class Convert>
+StatusOr<Page<Row>> QueryPage(server::Database& db, std::string const& select,
+                              std::string const& from, ListQuery const& q,
+                              std::string const& default_order, Convert convert) {
+  std::string where = Where(q);
+  std::vector<SqlValue> params = q.params;
+  params.emplace_back(q.limit);
+  params.emplace_back(q.offset);
+  std::string order = q.order.empty() ? default_order : q.order + ", " + default_order;
+  auto rows = db.Query(select + from + where + " ORDER BY " + order + " LIMIT ? OFFSET ?", params);
+  if (!rows.ok()) return std::move(rows).status();
+  Page<Row> page;
+  page.rows.reserve(rows->size());
+  for (auto& r : *rows) page.rows.push_back(convert(r));
+  // A short first page is the whole list: no second statement.
+  if (q.offset == 0 && static_cast<std::int64_t>(page.rows.size()) < q.limit) {
+    page.total = static_cast<std::int64_t>(page.rows.size());
+    return page;
+  }
+  auto count = db.Query("SELECT COUNT(*)" + from + where, q.params);
+  if (!count.ok()) return std::move(count).status();
+  page.total = (*count)[0].Int(0);
+  return page;
+}
+
 }  // namespace
+
+graphql::ColumnMap const& SessionListColumns() {
+  using K = graphql::ColumnSpec::Kind;
+  static graphql::ColumnMap const* const kColumns = [] {
+    std::vector<std::string> statuses;
+    for (int i = static_cast<int>(protocol::SessionStatus::kPending);
+         i <= static_cast<int>(protocol::SessionStatus::kRescheduling); ++i) {
+      statuses.emplace_back(protocol::ToString(static_cast<protocol::SessionStatus>(i)));
+    }
+    return new graphql::ColumnMap{
+        {"id", {"s.id", K::kText, {}}},
+        {"session_id", {"s.id", K::kText, {}}},
+        {"type", {"s.type", K::kEnum, {"interactive", "batch", "inference", "system"}}},
+        {"name", {"s.name", K::kText, {}}},
+        {"priority", {"s.priority", K::kInt, {}}},
+        {"image", {"s.image", K::kText, {}}},
+        {"architecture", {"s.architecture", K::kText, {}}},
+        {"agent_ids", {"s.agent_id", K::kText, {}}},
+        {"agent_id", {"s.agent_id", K::kText, {}}},
+        {"agents", {"s.agent_id", K::kText, {}}},
+        {"domain_name", {"s.domain_name", K::kText, {}}},
+        {"group_name", {"g.name", K::kText, {}}},
+        {"group_id", {"s.group_id", K::kText, {}}},
+        {"user_email", {"u.email", K::kText, {}}},
+        {"user_id", {"s.user_id", K::kText, {}}},
+        {"full_name", {"u.full_name", K::kText, {}}},
+        {"access_key", {"s.access_key", K::kText, {}}},
+        {"scaling_group", {"s.scaling_group", K::kText, {}}},
+        {"cluster_size", {"s.cluster_size", K::kInt, {}}},
+        {"status", {"s.status", K::kEnum, statuses}},
+        {"status_info", {"s.status_info", K::kText, {}}},
+        {"result", {"s.result", K::kEnum, {"undefined", "success", "failure"}}},
+        {"created_at", {"s.created_at", K::kTime, {}}},
+        {"terminated_at", {"s.terminated_at", K::kTime, {}}},
+        {"starts_at", {"s.starts_at", K::kTime, {}}},
+        {"startup_command", {"s.startup_command", K::kText, {}}},
+        {"tag", {"s.tag", K::kText, {}}},
+        {"exit_code", {"s.exit_code", K::kInt, {}}},
+    };
+  }();
+  return *kColumns;
+}
+
+graphql::ColumnMap const& KernelListColumns() {
+  using K = graphql::ColumnSpec::Kind;
+  static graphql::ColumnMap const kColumns{
+      {"id", {"k.id", K::kText, {}}},
+      {"agent", {"k.agent_id", K::kText, {}}},
+      {"cluster_idx", {"k.cluster_idx", K::kInt, {}}},
+      {"cluster_role", {"k.cluster_role", K::kText, {}}},
+      {"status",
+       {"k.status",
+        K::kEnum,
+        {"PENDING", "SCHEDULED", "PREPARING", "RUNNING", "TERMINATING", "TERMINATED", "ERROR",
+         "CANCELLED"}}},
+      {"status_info", {"k.status_info", K::kText, {}}},
+      {"created_at", {"k.created_at", K::kTime, {}}},
+      {"terminated_at", {"k.terminated_at", K::kTime, {}}},
+  };
+  return kColumns;
+}
+
+StatusOr<Page<SessionListRow>> SessionStore::List(ListQuery const& q) {
+  static std::string const select =
+      "SELECT " + ListColumns() +
+      ", COALESCE(u.email, ''), COALESCE(u.full_name, ''), COALESCE(g.name, ''), "
+      "COALESCE((SELECT k.id FROM kernels k WHERE k.session_id = s.id AND "
+      "k.cluster_role = 'main'), '')";
+  static std::size_t const extra = [] {
+    std::size_t n = 1;
+    for (char c : ReadColumns()) n += c == ',';
+    return n;
+  }();
+  return QueryPage<SessionListRow>(db_, select, kListFrom, q, "s.seq DESC", [](SqlRow& r) {
+    SessionListRow row;
+    row.session = FromRow(r);
+    row.user_email = r.TakeText(extra);
+    row.full_name = r.TakeText(extra + 1);
+    row.group_name = r.TakeText(extra + 2);
+    row.main_kernel_id = r.TakeText(extra + 3);
+    return row;
+  });
+}
+
+StatusOr<std::vector<SessionRecord>> SessionStore::GetMany(std::vector<std::string> const& ids) {
+  if (ids.empty()) return std::vector<SessionRecord>();
+  std::vector<SqlValue> params(ids.begin(), ids.end());
+  return Records(db_.Query(
+      "SELECT " + ReadColumns() + " FROM sessions WHERE id IN (" + Placeholders(ids.size()) + ")",
+      params));
+}
+
+StatusOr<std::vector<KernelRecord>> SessionStore::Kernels(
+    std::vector<std::string> const& session_ids) {
+  std::vector<KernelRecord> out;
+  if (session_ids.empty()) return out;
+  std::vector<SqlValue> params(session_ids.begin(), session_ids.end());
+  auto rows = db_.Query(std::string("SELECT ") + kKernelColumns +
+                            " FROM kernels k WHERE k.session_id IN (" +
+                            Placeholders(session_ids.size()) + ") ORDER BY k.cluster_idx",
+                        params);
+  if (!rows.ok()) return std::move(rows).status();
+  for (auto& r : *rows) out.push_back(KernelFromRow(r));
+  return out;
+}
+
+StatusOr<Page<KernelRecord>> SessionStore::ListKernels(ListQuery const& q) {
+  return QueryPage<KernelRecord>(db_, std::string("SELECT ") + kKernelColumns, " FROM kernels k", q,
+                                 "k.cluster_idx, k.id", KernelFromRow);
+}
 
 Status SessionStore::Create(SessionRecord& s) {
   std::string now = NowIso();
@@ -193,7 +381,7 @@ StatusOr<std::optional<SessionRecord>> SessionStore::Get(std::string const& id) 
   auto rows = db_.Query("SELECT " + ReadColumns() + " FROM sessions WHERE id = ?", {id});
   if (!rows.ok()) return std::move(rows).status();
   if (rows->empty()) return std::optional<SessionRecord>();
-  return std::optional<SessionRecord>(FromRow(std::move((*rows)[0])));
+  return std::optional<SessionRecord>(FromRow((*rows)[0]));
 }
 
 StatusOr<std::vector<SessionRecord>> SessionStore::ActiveByName(std::string const& owner,
@@ -263,7 +451,7 @@ StatusOr<bool> TransitionIn(SqlExecutor& tx, std::string const& id, protocol::Se
   auto rows = tx.Query("SELECT " + ReadColumns() + " FROM sessions WHERE id = ?", {id});
   if (!rows.ok()) return std::move(rows).status();
   if (rows->empty()) return false;
-  auto s = FromRow(std::move((*rows)[0]));
+  auto s = FromRow((*rows)[0]);
   if (s.status != from) return false;
   std::string now = NowIso();
   auto history = s.status_history;

@@ -7,6 +7,7 @@
 #include "bai/status.h"
 
 #include "server-reference/common/database.h"
+#include "server-reference/manager/graphql/minilang.h"
 #include "server-reference/manager/state/store.h"
 
 #include <cstdint>
@@ -57,6 +58,52 @@ struct SessionRecord {
   std::int64_t num_queries = 0;  ///< execute requests so far (read only; counted by the manager)
 };
 
+/// A kernel row (one per session today: the main kernel).
+struct KernelRecord {
+  std::string id;
+  std::string session_id;
+  std::optional<std::string> agent_id;
+  std::string cluster_role = "main";
+  int cluster_idx = 1;
+  std::string status;
+  std::string status_info;
+  std::optional<std::string> container_id;
+  std::optional<std::int64_t> exit_code;
+  std::string created_at;
+  std::optional<std::string> terminated_at;
+};
+
+/// A session as lists show it: the record, and what the users, groups and kernels tables add.
+struct SessionListRow {
+  SessionRecord session;
+  std::string user_email;
+  std::string full_name;
+  std::string group_name;
+  std::string main_kernel_id;
+};
+
+/// One page of a list: conditions over the query's tables (`s` sessions, `u` users, `g` groups;
+/// `k` kernels for kernel lists) with their bound values, an ORDER BY list, and the window.
+struct ListQuery {
+  std::vector<std::string> where;
+  std::vector<server::SqlValue> params;
+  std::string order;  ///< "" = the list's default order
+  std::int64_t limit = 100;
+  std::int64_t offset = 0;
+};
+
+template <class Row>
+struct Page {
+  std::vector<Row> rows;
+  std::int64_t total = 0;  ///< rows matching, over all pages
+};
+
+/// The fields a session list filters and orders by (GraphQL `filter`/`order`), over List's
+/// query.
+graphql::ColumnMap const& SessionListColumns();
+/// The same for kernel lists (ListKernels).
+graphql::ColumnMap const& KernelListColumns();
+
 /// One row of the event log.
 struct EventRecord {
   std::int64_t seq = 0;
@@ -103,6 +150,15 @@ class SessionStore {
   /// object-not-found. `allow_dead` also matches terminated sessions (logs, status history).
   StatusOr<SessionRecord> Resolve(std::string const& ref, std::string const& owner,
                                   bool allow_dead);
+  /// A page of sessions, newest first unless ordered otherwise.
+  StatusOr<Page<SessionListRow>> List(ListQuery const& query);
+  /// Sessions by id, in no particular order; unknown ids are left out.
+  StatusOr<std::vector<SessionRecord>> GetMany(std::vector<std::string> const& ids);
+  /// The kernels of these sessions.
+  StatusOr<std::vector<KernelRecord>> Kernels(std::vector<std::string> const& session_ids);
+  /// A page of kernels, by cluster index unless ordered otherwise.
+  StatusOr<Page<KernelRecord>> ListKernels(ListQuery const& query);
+
   /// Active sessions called `name` for `owner`.
   StatusOr<std::vector<SessionRecord>> ActiveByName(std::string const& owner,
                                                     std::string const& name);

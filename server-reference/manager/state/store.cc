@@ -118,6 +118,34 @@ StatusOr<std::optional<KeypairRecord>> Store::FindKeypair(std::string const& acc
   return std::optional<KeypairRecord>(std::move(k));
 }
 
+StatusOr<std::optional<KeypairDetails>> Store::FindKeypairDetails(std::string const& access_key) {
+  auto kp = FindKeypair(access_key);
+  if (!kp.ok()) return std::move(kp).status();
+  if (!*kp) return std::optional<KeypairDetails>();
+  auto rows = db_.Query(
+      "SELECT u.full_name, k.resource_policy, k.created_at, k.bootstrap_script "
+      "FROM keypairs k JOIN users u ON k.user_id = u.uuid WHERE k.access_key = ?",
+      {access_key});
+  if (!rows.ok()) return std::move(rows).status();
+  if (rows->empty()) return std::optional<KeypairDetails>();
+  auto& r = (*rows)[0];
+  return std::optional<KeypairDetails>(
+      KeypairDetails{**std::move(kp), r.TakeText(0), r.TakeText(1), r.TakeText(2), r.TakeText(3)});
+}
+
+StatusOr<std::vector<ScalingGroupRecord>> Store::ScalingGroups() {
+  auto rows = db_.Query(
+      "SELECT name, description, is_active, is_public, scheduler, scheduler_opts, created_at "
+      "FROM scaling_groups ORDER BY name");
+  if (!rows.ok()) return std::move(rows).status();
+  std::vector<ScalingGroupRecord> out;
+  for (auto& r : *rows) {
+    out.push_back({r.TakeText(0), r.TakeText(1), r.Bool(2), r.Bool(3), r.TakeText(4), r.TakeText(5),
+                   r.TakeText(6)});
+  }
+  return out;
+}
+
 StatusOr<std::optional<LoginRecord>> Store::FindLogin(std::string const& domain,
                                                       std::string const& username) {
   auto rows = db_.Query(

@@ -55,6 +55,25 @@ struct PresetRecord {
   std::optional<std::string> shared_memory;
 };
 
+/// What GraphQL's KeyPair shows beyond authentication's record.
+struct KeypairDetails {
+  KeypairRecord record;
+  std::string full_name;
+  std::string resource_policy;
+  std::string created_at;
+  std::string bootstrap_script;
+};
+
+struct ScalingGroupRecord {
+  std::string name;
+  std::string description;
+  bool is_active = true;
+  bool is_public = true;
+  std::string scheduler;
+  std::string scheduler_opts;  ///< JSON text
+  std::string created_at;
+};
+
 /// Typed queries over the manager's database. Every method is one statement or one
 /// transaction; nothing is cached, so several managers can share one database.
 class Store {
@@ -86,6 +105,10 @@ class Store {
                                                        std::string const& username,
                                                        std::string const& password_hash,
                                                        std::string const& full_name);
+
+  StatusOr<std::optional<KeypairDetails>> FindKeypairDetails(std::string const& access_key);
+  /// Every resource group, by name.
+  StatusOr<std::vector<ScalingGroupRecord>> ScalingGroups();
 
   StatusOr<std::vector<PresetRecord>> ListPresets();
   /// Names of the active resource groups the requester may use (domain ∪ project ∪ keypair),

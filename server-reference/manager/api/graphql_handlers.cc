@@ -1,0 +1,675 @@
+// SPDX-License-Identifier: Apache-2.0
+// `POST /admin/gql` and `/admin/graphql` (PROTOCOL.md §8): the thin shell around the GraphQL
+// engine. It decodes the request, runs parse → prepare → execute, and resolves the root fields
+// through the stores, scoped by role: superadmins see everything, admins their domain, users
+// their own sessions and keypair. Objects are built as JSON keyed by field name; the executor
+// projects the selected fields.
+#include "bai/protocol/errors.h"
+#include "bai/protocol/graphql_wire.h"
+
+#include "libbai/internal/json_codec.h"
+#include "server-reference/manager/api/handler_util.h"
+#include "server-reference/manager/api/routes.h"
+#include "server-reference/manager/graphql/backend_ai_schema.h"
+#include "server-reference/manager/graphql/execute.h"
+#include "server-reference/manager/scheduler/scheduler.h"
+#include "server-reference/manager/state/agent_store.h"
+#include "server-reference/manager/state/columns.h"
+
+#include <algorithm>
+#include <set>
+
+namespace bai::manager {
+namespace {
+
+using graphql::PlannedField;
+using nlohmann::json;
+using protocol::MakeProblemStatus;
+using protocol::ProblemType;
+
+constexpr std::int64_t kMaxPageSize = 1000;
+
+Status Forbidden(std::string message) {
+  return MakeProblemStatus(ProblemType::kGenericForbidden, std::move(message));
+}
+Status Invalid(std::string message) {
+  return MakeProblemStatus(ProblemType::kInvalidApiParams, std::move(message));
+}
+
+json Opt(std::optional<std::string> const& v) { return v ? json(*v) : json(nullptr); }
+json Opt(std::optional<std::int64_t> const& v) { return v ? json(*v) : json(nullptr); }
+json OrNull(std::string const& v) { return v.empty() ? json(nullptr) : json(v); }
+
+std::string ArgString(PlannedField const& f, char const* name) {
+  auto it = f.args.find(name);
+  return it != f.args.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// The registry part of an image reference ("cr.backend.ai/stable/python:3.9" →
+// "cr.backend.ai"); "" for a local name.
+std::string RegistryOf(std::string const& image) {
+  auto slash = image.find('/');
+  if (slash == std::string::npos) return "";
+  std::string first = image.substr(0, slash);
+  return first.find_first_of(".:") == std::string::npos && first != "localhost" ? "" : first;
+}
+
+// The time the session entered its current status.
+json StatusChanged(SessionRecord const& s) {
+  auto it = s.status_history.find(std::string(protocol::ToString(s.status)));
+  return it == s.status_history.end() ? json(nullptr) : json(it->second);
+}
+
+json HistoryTime(SessionRecord const& s, char const* status) {
+  auto it = s.status_history.find(status);
+  return it == s.status_history.end() ? json(nullptr) : json(it->second);
+}
+
+std::string Upper(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// A ComputeSession: every scalar field (cheap); containers and dependencies are added by the
+// caller when selected.
+json SessionObject(SessionRecord const& s, std::string const& user_email,
+                   std::string const& full_name, std::string const& group_name,
+                   std::string const& main_kernel_id) {
+  std::string occupied = s.agent_id ? SlotsColumn(s.requested) : "{}";
+  return {
+      {"id", s.id},
+      {"session_id", s.id},
+      {"main_kernel_id", OrNull(main_kernel_id)},
+      {"tag", Opt(s.tag)},
+      {"name", s.name},
+      {"type", Upper(s.type)},
+      {"main_kernel_role", "COMPUTE"},
+      {"priority", s.priority},
+      {"image", s.image},
+      {"architecture", s.architecture},
+      {"registry", RegistryOf(s.image)},
+      {"cluster_template", nullptr},
+      {"cluster_mode", "SINGLE_NODE"},
+      {"cluster_size", s.cluster_size},
+      {"domain_name", s.domain_name},
+      {"group_name", OrNull(group_name)},
+      {"group_id", s.group_id},
+      {"user_email", OrNull(user_email)},
+      {"full_name", full_name},
+      {"user_id", s.user_id},
+      {"access_key", s.access_key},
+      {"created_user_email", OrNull(user_email)},
+      {"created_user_id", s.user_id},
+      {"status", protocol::ToString(s.status)},
+      {"status_changed", StatusChanged(s)},
+      {"status_info", s.status_info},
+      {"status_data", "{}"},
+      {"status_history", MapColumn(s.status_history)},
+      {"created_at", s.created_at},
+      {"terminated_at", Opt(s.terminated_at)},
+      {"starts_at", Opt(s.starts_at)},
+      {"scheduled_at", HistoryTime(s, "SCHEDULED")},
+      {"startup_command", Opt(s.startup_command)},
+      {"result", Upper(s.result)},
+      {"commit_status", nullptr},
+      {"abusing_reports", json::array()},
+      {"idle_checks", "{}"},
+      {"agent_ids", s.agent_id ? json::array({*s.agent_id}) : json::array()},
+      {"resource_opts", MapColumn(s.resource_opts)},
+      {"scaling_group", s.scaling_group},
+      {"service_ports", "[]"},
+      {"mounts", s.mounts},
+      {"vfolder_mounts", s.mounts},
+      {"occupying_slots", occupied},
+      {"occupied_slots", occupied},
+      {"requested_slots", SlotsColumn(s.requested)},
+      {"num_queries", s.num_queries},
+      {"inference_metrics", nullptr},
+      {"exit_code", Opt(s.exit_code)},
+  };
+}
+
+json ContainerObject(KernelRecord const& k, SessionRecord const& s) {
+  std::string hostname = k.cluster_role + std::to_string(k.cluster_idx);
+  return {
+      {"id", k.id},
+      {"idx", k.cluster_idx},
+      {"role", k.cluster_role},
+      {"hostname", hostname},
+      {"kernel_id", k.id},
+      {"cluster_idx", k.cluster_idx},
+      {"local_rank", k.cluster_idx - 1},
+      {"cluster_role", k.cluster_role},
+      {"cluster_hostname", hostname},
+      {"session_id", k.session_id},
+      {"image", s.image},
+      {"architecture", s.architecture},
+      {"registry", RegistryOf(s.image)},
+      {"status", k.status},
+      {"status_changed", Opt(k.terminated_at ? k.terminated_at : std::optional(k.created_at))},
+      {"status_info", k.status_info},
+      {"status_data", "{}"},
+      {"created_at", k.created_at},
+      {"terminated_at", Opt(k.terminated_at)},
+      {"starts_at", Opt(s.starts_at)},
+      {"scheduled_at", HistoryTime(s, "SCHEDULED")},
+      {"abusing_report", nullptr},
+      {"agent", Opt(k.agent_id)},
+      {"agent_addr", nullptr},
+      {"container_id", Opt(k.container_id)},
+      {"resource_opts", MapColumn(s.resource_opts)},
+      {"occupied_slots", k.agent_id ? SlotsColumn(s.requested) : "{}"},
+      {"live_stat", nullptr},
+      {"last_stat", nullptr},
+      {"preopen_ports", json::array()},
+  };
+}
+
+// Who may see a session (or a keypair's things): superadmins, admins of its domain, its user.
+bool MaySee(Identity const& who, std::string const& domain, std::string const& user_id) {
+  if (who.IsSuperadmin()) return true;
+  if (who.IsAdmin()) return domain == who.domain;
+  return user_id == who.user_id;
+}
+
+class Resolver {
+ public:
+  Resolver(RequestContext& ctx, SessionStore& sessions)
+      : who_(*ctx.identity), store_(ctx.store), sessions_(sessions), agents_(ctx.store.db()) {}
+
+  StatusOr<json> Resolve(PlannedField const& f) {
+    if (f.name == "compute_session") return ComputeSession(f);
+    if (f.name == "compute_session_list") return ComputeSessionList(f);
+    if (f.name == "compute_container") return ComputeContainer(f);
+    if (f.name == "compute_container_list") return ComputeContainerList(f);
+    if (f.name == "keypair") return Keypair(f);
+    if (f.name == "image" || f.name == "images") return Images(f);
+    if (f.name == "scaling_group" || f.name == "scaling_groups") return ScalingGroups(f);
+    if (f.name == "agent" || f.name == "agents" || f.name == "agent_list") return Agents(f);
+    return Status(StatusCode::kUnimplemented, "No resolver for " + f.name + ".");
+  }
+
+ private:
+  // -- sessions --
+
+  StatusOr<json> ComputeSession(PlannedField const& f) {
+    auto s = sessions_.Get(ArgString(f, "id"));
+    if (!s.ok()) return s.status();
+    if (!*s || !MaySee(who_, (*s)->domain_name, (*s)->user_id)) return json(nullptr);
+    ListQuery q;
+    q.where = {"s.id = ?"};
+    q.params = {(*s)->id};
+    q.limit = 1;
+    auto page = sessions_.List(q);
+    if (!page.ok()) return page.status();
+    auto items = SessionObjects(page->rows, f);
+    if (!items.ok()) return items.status();
+    return items->empty() ? json(nullptr) : (*items)[0];
+  }
+
+  StatusOr<json> ComputeSessionList(PlannedField const& f) {
+    ListQuery q;
+    if (auto st = Window(f, q); !st.ok()) return st;
+    if (auto st = ScopeSessions(f, q); !st.ok()) return st;
+    if (auto st = FilterAndOrder(f, SessionListColumns(), q); !st.ok()) return st;
+    if (q.order.empty()) q.order = "s.created_at DESC";
+    auto page = sessions_.List(q);
+    if (!page.ok()) return page.status();
+    PlannedField const* items = f.Find("items");
+    auto objects = SessionObjects(page->rows, items ? *items : f);
+    if (!objects.ok()) return objects.status();
+    return json{{"items", *std::move(objects)}, {"total_count", page->total}};
+  }
+
+  // Who the list covers: superadmins anyone (narrowed by domain_name), admins their domain,
+  // users themselves; access_key, group_id and status narrow further.
+  Status ScopeSessions(PlannedField const& f, ListQuery& q) {
+    std::string domain = ArgString(f, "domain_name");
+    std::string access_key = ArgString(f, "access_key");
+    if (who_.IsSuperadmin()) {
+      if (!domain.empty()) Where(q, "s.domain_name = ?", domain);
+    } else if (who_.IsAdmin()) {
+      if (!domain.empty() && domain != who_.domain) {
+        return Forbidden("Admins may list only the sessions of their own domain.");
+      }
+      Where(q, "s.domain_name = ?", who_.domain);
+    } else {
+      if (!domain.empty() && domain != who_.domain) {
+        return Forbidden("Users may list only their own sessions.");
+      }
+      if (!access_key.empty() && access_key != who_.access_key) {
+        return Forbidden("Users may list only their own sessions.");
+      }
+      Where(q, "s.user_id = ?", who_.user_id);
+    }
+    if (!access_key.empty()) Where(q, "s.access_key = ?", access_key);
+    if (auto group = ArgString(f, "group_id"); !group.empty()) Where(q, "s.group_id = ?", group);
+    if (auto status = ArgString(f, "status"); !status.empty()) return StatusIn(status, q);
+    return {};
+  }
+
+  // "RUNNING,PENDING": each a session status.
+  static Status StatusIn(std::string const& list, ListQuery& q) {
+    std::string in;
+    std::size_t start = 0;
+    while (start <= list.size()) {
+      auto comma = list.find(',', start);
+      std::string name = list.substr(start, comma == std::string::npos ? comma : comma - start);
+      name.erase(0, name.find_first_not_of(' '));
+      name.erase(name.find_last_not_of(' ') + 1);
+      auto parsed = protocol::ParseSessionStatus(Upper(name));
+      if (parsed.status == protocol::SessionStatus::kUnknown) {
+        return Invalid("Unknown session status \"" + name + "\" in status.");
+      }
+      in += in.empty() ? "?" : ", ?";
+      q.params.emplace_back(std::string(protocol::ToString(parsed.status)));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    q.where.push_back("s.status IN (" + in + ")");
+    return {};
+  }
+
+  static void Where(ListQuery& q, std::string condition, std::string value) {
+    q.where.push_back(std::move(condition));
+    q.params.emplace_back(std::move(value));
+  }
+
+  static Status Window(PlannedField const& f, ListQuery& q) {
+    q.limit = f.args.value("limit", std::int64_t{0});
+    q.offset = f.args.value("offset", std::int64_t{0});
+    if (q.limit < 0 || q.limit > kMaxPageSize) {
+      return Invalid("limit must be between 0 and " + std::to_string(kMaxPageSize) + ".");
+    }
+    if (q.offset < 0) return Invalid("offset must not be negative.");
+    return {};
+  }
+
+  static Status FilterAndOrder(PlannedField const& f, graphql::ColumnMap const& columns,
+                               ListQuery& q) {
+    if (auto filter = ArgString(f, "filter"); !filter.empty()) {
+      auto c = graphql::CompileFilter(filter, columns);
+      if (!c.ok()) return c.status();
+      q.where.push_back(c->sql);
+      for (auto& p : c->params) q.params.push_back(std::move(p));
+    }
+    if (auto order = ArgString(f, "order"); !order.empty()) {
+      auto o = graphql::CompileOrder(order, columns);
+      if (!o.ok()) return o.status();
+      q.order = *std::move(o);
+    }
+    return {};
+  }
+
+  // The objects of `rows`, with containers and dependencies fetched (once for the page) only
+  // when `f` selects them.
+  StatusOr<json> SessionObjects(std::vector<SessionListRow> const& rows, PlannedField const& f) {
+    std::vector<std::string> ids;
+    for (auto const& r : rows) ids.push_back(r.session.id);
+    std::multimap<std::string, KernelRecord> kernels;
+    if (f.Selects("containers")) {
+      auto ks = sessions_.Kernels(ids);
+      if (!ks.ok()) return ks.status();
+      for (auto& k : *ks) kernels.emplace(k.session_id, std::move(k));
+    }
+    std::map<std::string, SessionRecord> deps;
+    if (f.Selects("dependencies")) {
+      std::vector<std::string> dep_ids;
+      for (auto const& r : rows) {
+        dep_ids.insert(dep_ids.end(), r.session.dependencies.begin(), r.session.dependencies.end());
+      }
+      auto ds = sessions_.GetMany(dep_ids);
+      if (!ds.ok()) return ds.status();
+      for (auto& d : *ds) deps.emplace(d.id, std::move(d));
+    }
+    json out = json::array();
+    for (auto const& r : rows) {
+      json o = SessionObject(r.session, r.user_email, r.full_name, r.group_name, r.main_kernel_id);
+      if (f.Selects("containers")) {
+        json cs = json::array();
+        auto [lo, hi] = kernels.equal_range(r.session.id);
+        for (auto it = lo; it != hi; ++it) cs.push_back(ContainerObject(it->second, r.session));
+        o["containers"] = std::move(cs);
+      }
+      if (f.Selects("dependencies")) {
+        json ds = json::array();
+        for (auto const& id : r.session.dependencies) {
+          auto it = deps.find(id);
+          if (it == deps.end() || !MaySee(who_, it->second.domain_name, it->second.user_id)) {
+            continue;
+          }
+          ds.push_back(SessionObject(it->second, "", "", "", ""));
+        }
+        o["dependencies"] = std::move(ds);
+      }
+      out.push_back(std::move(o));
+    }
+    return out;
+  }
+
+  StatusOr<json> ComputeContainer(PlannedField const& f) {
+    ListQuery q;
+    q.where = {"k.id = ?"};
+    q.params = {ArgString(f, "id")};
+    q.limit = 1;
+    auto page = sessions_.ListKernels(q);
+    if (!page.ok()) return page.status();
+    if (page->rows.empty()) return json(nullptr);
+    auto s = VisibleSession(page->rows[0].session_id);
+    if (!s.ok()) return s.status();
+    if (!*s) return json(nullptr);
+    return ContainerObject(page->rows[0], **s);
+  }
+
+  StatusOr<json> ComputeContainerList(PlannedField const& f) {
+    ListQuery q;
+    if (auto st = Window(f, q); !st.ok()) return st;
+    auto s = VisibleSession(ArgString(f, "session_id"));
+    if (!s.ok()) return s.status();
+    json items = json::array();
+    if (!*s) return json{{"items", items}, {"total_count", 0}};
+    Where(q, "k.session_id = ?", (*s)->id);
+    if (auto role = ArgString(f, "role"); !role.empty()) Where(q, "k.cluster_role = ?", role);
+    if (auto st = FilterAndOrder(f, KernelListColumns(), q); !st.ok()) return st;
+    auto page = sessions_.ListKernels(q);
+    if (!page.ok()) return page.status();
+    for (auto const& k : page->rows) items.push_back(ContainerObject(k, **s));
+    return json{{"items", std::move(items)}, {"total_count", page->total}};
+  }
+
+  StatusOr<std::optional<SessionRecord>> VisibleSession(std::string const& id) {
+    auto s = sessions_.Get(id);
+    if (!s.ok()) return s.status();
+    if (*s && !MaySee(who_, (*s)->domain_name, (*s)->user_id))
+      return std::optional<SessionRecord>();
+    return s;
+  }
+
+  // -- keypair --
+
+  StatusOr<json> Keypair(PlannedField const& f) {
+    std::string key = ArgString(f, "access_key");
+    if (key.empty()) key = who_.access_key;
+    if (key != who_.access_key) {
+      auto allowed = ActFor(who_, store_, key);
+      if (!allowed.ok()) return allowed.status();
+    }
+    auto kp = store_.FindKeypairDetails(key);
+    if (!kp.ok()) return kp.status();
+    if (!*kp) return json(nullptr);
+    auto const& id = (*kp)->record.identity;
+    json o = {
+        {"id", id.access_key},
+        {"user_id", id.email},
+        {"full_name", (*kp)->full_name},
+        {"access_key", id.access_key},
+        {"secret_key", (*kp)->record.secret_key},
+        {"is_active", (*kp)->record.keypair_active},
+        {"is_admin", id.is_admin},
+        {"resource_policy", (*kp)->resource_policy},
+        {"created_at", (*kp)->created_at},
+        {"modified_at", (*kp)->created_at},
+        {"last_used", nullptr},
+        {"rate_limit", id.rate_limit},
+        {"num_queries", nullptr},
+        {"user", id.user_id},
+        {"projects", json::array()},
+        {"ssh_public_key", nullptr},
+        {"bootstrap_script", (*kp)->bootstrap_script},
+        {"concurrency_limit", nullptr},
+        {"user_info", {{"email", id.email}, {"full_name", (*kp)->full_name}}},
+    };
+    if (f.Selects("concurrency_used")) {
+      ListQuery q;
+      q.where = {"s.access_key = ?", "s.status NOT IN ('TERMINATED', 'CANCELLED', 'ERROR')"};
+      q.params = {key};
+      q.limit = 0;
+      auto page = sessions_.List(q);
+      if (!page.ok()) return page.status();
+      o["concurrency_used"] = page->total;
+    }
+    if (PlannedField const* cs = f.Find("compute_sessions")) {
+      ListQuery q;
+      Where(q, "s.access_key = ?", key);
+      if (auto status = ArgString(*cs, "status"); !status.empty()) {
+        if (auto st = StatusIn(status, q); !st.ok()) return st;
+      }
+      q.order = "s.created_at DESC";
+      q.limit = kMaxPageSize;
+      auto page = sessions_.List(q);
+      if (!page.ok()) return page.status();
+      auto objects = SessionObjects(page->rows, *cs);
+      if (!objects.ok()) return objects.status();
+      o["compute_sessions"] = *std::move(objects);
+    }
+    return o;
+  }
+
+  // -- images, resource groups, agents --
+
+  StatusOr<json> Images(PlannedField const& f) {
+    auto agents = agents_.List();
+    if (!agents.ok()) return agents.status();
+    // name → (architecture, aliases, agents offering it)
+    std::map<std::string, json> images;
+    for (auto const& a : *agents) {
+      if (a.status != "ALIVE") continue;
+      for (auto const& [name, aliases] : a.row.images) {
+        auto [it, fresh] = images.try_emplace(name + "@" + a.row.architecture);
+        json& img = it->second;
+        if (fresh) img = ImageObject(name, aliases, a.row.architecture);
+        img["installed_agents"].push_back(a.row.id);
+      }
+    }
+    if (f.name == "images") {
+      json out = json::array();
+      for (auto& [key, img] : images) out.push_back(std::move(img));
+      return out;
+    }
+    std::string ref = ArgString(f, "reference");
+    if (ref.empty()) ref = ArgString(f, "id");
+    std::string arch = ArgString(f, "architecture");
+    for (auto& [key, img] : images) {
+      if (!arch.empty() && img["architecture"] != arch) continue;
+      bool match = img["name"] == ref || img["id"] == ref;
+      for (auto const& a : img["aliases"]) match = match || a == ref;
+      if (match) return std::move(img);
+    }
+    return json(nullptr);
+  }
+
+  static json ImageObject(std::string const& name, std::vector<std::string> const& aliases,
+                          std::string const& architecture) {
+    std::string tag = "latest";
+    for (auto const& a : aliases) {
+      if (auto colon = a.rfind(':'); colon != std::string::npos && a.substr(0, colon) == name) {
+        tag = a.substr(colon + 1);
+      }
+    }
+    std::string registry = RegistryOf(name);
+    return {{"id", name + ":" + tag + "@" + architecture},
+            {"name", registry.empty() ? name : name.substr(registry.size() + 1)},
+            {"project", nullptr},
+            {"humanized_name", name},
+            {"tag", tag},
+            {"registry", registry.empty() ? "local" : registry},
+            {"architecture", architecture},
+            {"is_local", registry.empty()},
+            {"digest", nullptr},
+            {"labels", json::array()},
+            {"aliases", aliases},
+            {"size_bytes", nullptr},
+            {"resource_limits", json::array()},
+            {"supported_accelerators", json::array()},
+            {"installed", true},
+            {"installed_agents", json::array()},
+            {"hash", nullptr}};
+  }
+
+  StatusOr<json> ScalingGroups(PlannedField const& f) {
+    auto all = store_.ScalingGroups();
+    if (!all.ok()) return all.status();
+    std::set<std::string> allowed;
+    if (!who_.IsSuperadmin()) {
+      auto names = store_.AllowedScalingGroups(who_, "");
+      if (!names.ok()) return names.status();
+      allowed.insert(names->begin(), names->end());
+    }
+    auto agents = agents_.List();
+    if (!agents.ok()) return agents.status();
+    std::string name = ArgString(f, "name");
+    auto active = f.args.find("is_active");
+    json out = json::array();
+    for (auto const& g : *all) {
+      if (!who_.IsSuperadmin() && !allowed.count(g.name)) continue;
+      if (!name.empty() && g.name != name) continue;
+      if (active != f.args.end() && active->is_boolean() && active->get<bool>() != g.is_active) {
+        continue;
+      }
+      out.push_back(GroupObject(g, *agents, f));
+    }
+    if (f.name == "scaling_groups") return out;
+    return out.empty() ? json(nullptr) : out[0];
+  }
+
+  static json GroupObject(ScalingGroupRecord const& g, std::vector<AgentRecord> const& agents,
+                          PlannedField const& f) {
+    json o = {{"name", g.name},
+              {"description", g.description},
+              {"is_active", g.is_active},
+              {"is_public", g.is_public},
+              {"created_at", g.created_at},
+              {"wsproxy_addr", nullptr},
+              {"wsproxy_api_token", nullptr},
+              {"driver", "static"},
+              {"driver_opts", "{}"},
+              {"scheduler", g.scheduler},
+              {"scheduler_opts", g.scheduler_opts},
+              {"use_host_network", false}};
+    // The per-status fields answer for the status their selection names.
+    auto status_arg = [&](char const* field) {
+      PlannedField const* sub = f.Find(field);
+      return sub ? ArgString(*sub, "status") : std::string("ALIVE");
+    };
+    std::string count_status = status_arg("agent_count_by_status");
+    std::string slots_status = status_arg("agent_total_resource_slots_by_status");
+    int count = 0;
+    protocol::ResourceSlots total;
+    for (auto const& a : agents) {
+      if (a.row.scaling_group != g.name) continue;
+      if (a.status == count_status) ++count;
+      if (a.status == slots_status) scheduler::AddInto(total, a.row.slots);
+    }
+    o["agent_count_by_status"] = count;
+    o["agent_total_resource_slots_by_status"] = SlotsColumn(total);
+    return o;
+  }
+
+  StatusOr<json> Agents(PlannedField const& f) {
+    if (!who_.IsSuperadmin()) return Forbidden("Only superadmins may query agents.");
+    auto agents = agents_.List();
+    if (!agents.ok()) return agents.status();
+    std::string id = ArgString(f, "agent_id");
+    std::string group = ArgString(f, "scaling_group");
+    std::string status = Upper(ArgString(f, "status"));
+    json items = json::array();
+    for (auto const& a : *agents) {
+      if (!id.empty() && a.row.id != id) continue;
+      if (!group.empty() && a.row.scaling_group != group) continue;
+      if (!status.empty() && a.status != status) continue;
+      items.push_back(AgentObject(a));
+    }
+    if (f.name == "agent") return items.empty() ? json(nullptr) : items[0];
+    if (f.name == "agents") return items;
+    ListQuery window;
+    if (auto st = Window(f, window); !st.ok()) return st;
+    if (!ArgString(f, "filter").empty() || !ArgString(f, "order").empty()) {
+      return Invalid(
+          "agent_list does not take filter or order here; use scaling_group and status.");
+    }
+    json page = json::array();
+    for (std::int64_t i = window.offset;
+         i < static_cast<std::int64_t>(items.size()) && i < window.offset + window.limit; ++i) {
+      page.push_back(std::move(items[static_cast<std::size_t>(i)]));
+    }
+    return json{{"items", std::move(page)}, {"total_count", items.size()}};
+  }
+
+  static json AgentObject(AgentRecord const& a) {
+    json slot_types = json::object();
+    for (auto const& [slot, type] : a.row.slot_types) slot_types[slot] = protocol::ToString(type);
+    return {{"id", a.row.id},
+            {"status", a.status},
+            {"status_changed", a.lost_at ? *a.lost_at : a.first_contact},
+            {"region", nullptr},
+            {"scaling_group", a.row.scaling_group},
+            {"schedulable", a.schedulable},
+            {"available_slots", SlotsColumn(a.row.slots)},
+            {"occupied_slots", SlotsColumn(a.occupied)},
+            {"addr", nullptr},
+            {"architecture", a.row.architecture},
+            {"first_contact", a.first_contact},
+            {"lost_at", Opt(a.lost_at)},
+            {"live_stat", nullptr},
+            {"version", a.row.version},
+            {"compute_plugins", json{{"slot_types", slot_types}}.dump()},
+            {"hardware_metadata", "{}"},
+            {"auto_terminate_abusing_kernel", false},
+            {"local_config", "{}"},
+            {"container_count", a.container_count},
+            {"cpu_cur_pct", nullptr},
+            {"mem_cur_bytes", nullptr},
+            {"compute_containers", json::array()}};
+  }
+
+  Identity const& who_;
+  Store& store_;
+  SessionStore& sessions_;
+  AgentStore agents_;
+};
+
+// Parse, prepare and execute: the response document, or the errors that stopped it.
+nlohmann::ordered_json Run(RequestContext& ctx, SessionStore& sessions,
+                           protocol::GraphqlRequest const& request) {
+  auto parsed = graphql::Parse(request.query);
+  if (!parsed.ok()) return graphql::ErrorResponse({*parsed.error});
+  json variables = nullptr;
+  if (!request.variables_json.empty()) {
+    variables = internal::ParseJson(request.variables_json).value_or(json(nullptr));
+  }
+  auto prepared = graphql::Prepare(parsed.document, graphql::BackendAiSchema(), variables,
+                                   request.operation_name);
+  if (!prepared.ok()) return graphql::ErrorResponse(prepared.errors);
+  Resolver resolver(ctx, sessions);
+  return graphql::Execute(prepared.plan,
+                          [&](PlannedField const& f) { return resolver.Resolve(f); });
+}
+
+}  // namespace
+
+void RegisterGraphqlRoutes(ManagerApi& api, SessionStore& sessions) {
+  // The standard endpoint: always 200 with {data, errors}.
+  api.Add("POST", "/admin/gql", AuthLevel::kUser, [&sessions](RequestContext& ctx) {
+    return Guard([&]() -> StatusOr<server::HttpResponse> {
+      auto request = protocol::DecodeGraphqlRequest(ctx.request.body);
+      if (!request.ok()) return request.status();
+      return server::HttpResponse::Json(200, Run(ctx, sessions, *request).dump());
+    });
+  });
+  // The legacy endpoint: data alone on success; 400 graphql-error with the errors as `data`.
+  api.Add("POST", "/admin/graphql", AuthLevel::kUser, [&sessions](RequestContext& ctx) {
+    return Guard([&]() -> StatusOr<server::HttpResponse> {
+      auto request = protocol::DecodeGraphqlRequest(ctx.request.body);
+      if (!request.ok()) return request.status();
+      auto out = Run(ctx, sessions, *request);
+      if (out.contains("errors")) {
+        return MakeProblemStatus(ProblemType::kGraphqlError,
+                                 out["errors"][0]["message"].get<std::string>(),
+                                 out["errors"].dump());
+      }
+      return server::HttpResponse::Json(200, out["data"].dump());
+    });
+  });
+}
+
+}  // namespace bai::manager

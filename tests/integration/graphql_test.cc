@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: Apache-2.0
+// POST /admin/gql and /admin/graphql against an in-process bai-manager: the session queries
+// the official clients send, role scoping (superadmin, admin of a domain, users), the filter and
+// order mini-language over real rows, limits and errors answered as GraphQL errors (never 5xx),
+// and the legacy endpoint's shapes.
+#include "bai/client.h"
+#include "bai/protocol/graphql_wire.h"
+
+#include "server-reference/manager/manager.h"
+#include "tests/testing_util/subprocess.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace bai::manager {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+using testing_util::TempDir;
+
+class GraphqlTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    config_.data_dir = dir_.path() + "/data";
+    config_.listen_port = 0;
+    auto m = Manager::Start(config_);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    manager_ = std::move(*m);
+    auto creds = testing_util::ReadEnvFile(manager_->bootstrap().credentials_file);
+    root_ = ClientFor(creds["BACKEND_ACCESS_KEY"], creds["BACKEND_SECRET_KEY"]);
+    auto alice = manager_->store().SignUp("default", "alice@example.com", "alice", "x", "Alice A");
+    auto bob = manager_->store().SignUp("default", "bob@example.com", "bob", "x", "Bob B");
+    ASSERT_TRUE(alice.ok() && bob.ok());
+    alice_key_ = alice->first;
+    alice_ = ClientFor(alice->first, alice->second);
+    bob_ = ClientFor(bob->first, bob->second);
+    // An admin of another domain.
+    auto& db = manager_->store().db();
+    ASSERT_TRUE(
+        db.Exec("INSERT INTO domains (name, created_at) VALUES ('other', '2026-01-01')").ok());
+    auto carol = manager_->store().SignUp("other", "carol@example.com", "carol", "x", "Carol C");
+    ASSERT_TRUE(carol.ok());
+    ASSERT_TRUE(db.Exec("UPDATE users SET role = 'admin' WHERE email = 'carol@example.com'").ok());
+    carol_ = ClientFor(carol->first, carol->second);
+  }
+
+  std::unique_ptr<Client> ClientFor(std::string const& ak, std::string const& sk) {
+    Options o;
+    o.endpoints = {"http://127.0.0.1:" + std::to_string(manager_->port())};
+    o.access_key = ak;
+    o.secret_key = sk;
+    o.retry.max_attempts = 1;
+    return std::make_unique<Client>(*Client::Create(o));
+  }
+
+  // A session for `who`, queued (no agent), with a name and a tag.
+  std::string Create(Client& who, std::string const& name, std::string const& tag = "t") {
+    json body = {{"name", name},
+                 {"image", "python"},
+                 {"enqueueOnly", true},
+                 {"tag", tag},
+                 {"type", "batch"},
+                 {"startupCommand", "true"},
+                 {"config", {{"resources", {{"cpu", 1}, {"mem", "1g"}}}}}};
+    auto r = Post(who, "/session", body);
+    EXPECT_EQ(r.status, 201) << r.body;
+    return json::parse(r.body, nullptr, false).value("sessionId", "");
+  }
+
+  ApiResponse Post(Client& who, std::string const& path, json const& body) {
+    ApiRequest request("POST", path);
+    request.body = body.dump();
+    auto r = who.Send(request);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? *r : ApiResponse{};
+  }
+
+  // The response of /admin/gql (always 200).
+  json Gql(Client& who, std::string const& query, json variables = nullptr) {
+    json body = {{"query", query}};
+    if (!variables.is_null()) body["variables"] = variables;
+    auto r = Post(who, "/admin/gql", body);
+    EXPECT_EQ(r.status, 200) << r.body;
+    return json::parse(r.body, nullptr, false);
+  }
+
+  static std::vector<std::string> Names(json const& items) {
+    std::vector<std::string> out;
+    for (auto const& i : items) out.push_back(i["name"]);
+    return out;
+  }
+
+  TempDir dir_;
+  ManagerConfig config_;
+  std::unique_ptr<Manager> manager_;
+  std::unique_ptr<Client> root_, alice_, bob_, carol_;
+  std::string alice_key_;
+};
+
+constexpr char kList[] = R"(
+  query($limit: Int!, $offset: Int!, $filter: String, $order: String, $status: String,
+        $ak: String) {
+    compute_session_list(limit: $limit, offset: $offset, filter: $filter, order: $order,
+                         status: $status, access_key: $ak) {
+      items { id name status access_key user_email group_name type result requested_slots
+              containers { id status cluster_role } }
+      total_count
+    }
+  })";
+
+TEST_F(GraphqlTest, OfficialListQueryScopedByRole) {
+  std::string a1 = Create(*alice_, "a-train");
+  Create(*alice_, "a-eval");
+  Create(*bob_, "b-train");
+  Create(*root_, "root-job");
+
+  // Users see their own sessions only, newest first.
+  auto r = Gql(*alice_, kList, {{"limit", 10}, {"offset", 0}});
+  ASSERT_FALSE(r.contains("errors")) << r.dump();
+  auto const& list = r["data"]["compute_session_list"];
+  EXPECT_EQ(list["total_count"], 2);
+  EXPECT_THAT(Names(list["items"]), ::testing::ElementsAre("a-eval", "a-train"));
+  auto const& item = list["items"][1];
+  EXPECT_EQ(item["id"], a1);
+  EXPECT_EQ(item["status"], "PENDING");
+  EXPECT_EQ(item["access_key"], alice_key_);
+  EXPECT_EQ(item["user_email"], "alice@example.com");
+  EXPECT_EQ(item["group_name"], "default");
+  EXPECT_EQ(item["type"], "BATCH");
+  EXPECT_EQ(item["result"], "UNDEFINED");
+  EXPECT_EQ(json::parse(item["requested_slots"].get<std::string>()),
+            json({{"cpu", "1"}, {"mem", "1073741824"}}));
+  ASSERT_EQ(item["containers"].size(), 1u);
+  EXPECT_EQ(item["containers"][0]["cluster_role"], "main");
+
+  // Naming another keypair is refused for users; the superadmin sees everyone.
+  r = Gql(*bob_, kList, {{"limit", 10}, {"offset", 0}, {"ak", alice_key_}});
+  EXPECT_TRUE(r["data"]["compute_session_list"].is_null());
+  EXPECT_EQ(r["errors"][0]["message"], "Users may list only their own sessions.");
+  r = Gql(*root_, kList, {{"limit", 10}, {"offset", 0}});
+  EXPECT_EQ(r["data"]["compute_session_list"]["total_count"], 4);
+  r = Gql(*root_, kList, {{"limit", 10}, {"offset", 0}, {"ak", alice_key_}});
+  EXPECT_EQ(r["data"]["compute_session_list"]["total_count"], 2);
+
+  // An admin of another domain sees none of these; naming this domain is refused.
+  r = Gql(*carol_, kList, {{"limit", 10}, {"offset", 0}});
+  EXPECT_EQ(r["data"]["compute_session_list"]["total_count"], 0);
+  r = Gql(*carol_,
+          "{ compute_session_list(limit: 5, offset: 0, domain_name: \"default\") { "
+          "total_count } }");
+  EXPECT_EQ(r["errors"][0]["message"], "Admins may list only the sessions of their own domain.");
+
+  // compute_session by id: another user's session reads as null.
+  r = Gql(*bob_, "query($id: UUID!) { compute_session(id: $id) { name } }", {{"id", a1}});
+  EXPECT_TRUE(r["data"]["compute_session"].is_null());
+  EXPECT_FALSE(r.contains("errors"));
+  r = Gql(*alice_, "query($id: UUID!) { compute_session(id: $id) { name tag } }", {{"id", a1}});
+  EXPECT_EQ(r["data"]["compute_session"], json({{"name", "a-train"}, {"tag", "t"}}));
+}
+
+TEST_F(GraphqlTest, FilterOrderStatusAndPagination) {
+  for (int i = 0; i < 7; ++i) Create(*alice_, "job-" + std::to_string(i), i % 2 ? "odd" : "even");
+  Create(*alice_, "other");
+  auto page = [&](json vars) {
+    vars["limit"] = vars.value("limit", 100);
+    vars["offset"] = vars.value("offset", 0);
+    auto r = Gql(*alice_, kList, vars);
+    EXPECT_FALSE(r.contains("errors")) << r.dump();
+    return r["data"]["compute_session_list"];
+  };
+  auto p = page({{"filter", "name like \"job-%\" & tag == \"odd\""}, {"order", "+name"}});
+  EXPECT_THAT(Names(p["items"]), ::testing::ElementsAre("job-1", "job-3", "job-5"));
+  p = page({{"filter", "name ilike \"JOB-%\""}, {"order", "-name"}, {"limit", 2}, {"offset", 2}});
+  EXPECT_THAT(Names(p["items"]), ::testing::ElementsAre("job-4", "job-3"));
+  EXPECT_EQ(p["total_count"], 7);
+  p = page({{"filter", "name like \"JOB-%\""}});  // like is case-sensitive
+  EXPECT_EQ(p["total_count"], 0);
+  p = page({{"status", "pending, RUNNING"}});
+  EXPECT_EQ(p["total_count"], 8);
+  p = page({{"status", "RUNNING"}});
+  EXPECT_EQ(p["total_count"], 0);
+  p = page({{"filter", "name == \"x' OR '1'='1\""}});
+  EXPECT_EQ(p["total_count"], 0);
+
+  auto r = Gql(*alice_, kList, {{"limit", 10}, {"offset", 0}, {"filter", "nope == 1"}});
+  EXPECT_THAT(r["errors"][0]["message"].get<std::string>(),
+              HasSubstr("Unknown or unsupported field name \"nope\""));
+  EXPECT_EQ(r["errors"][0]["path"], json::array({"compute_session_list"}));
+  r = Gql(*alice_, kList, {{"limit", 10}, {"offset", 0}, {"status", "SLEEPING"}});
+  EXPECT_EQ(r["errors"][0]["message"], "Unknown session status \"SLEEPING\" in status.");
+  r = Gql(*alice_, kList, {{"limit", 100000}, {"offset", 0}});
+  EXPECT_EQ(r["errors"][0]["message"], "limit must be between 0 and 1000.");
+}
+
+TEST_F(GraphqlTest, ErrorsAreGraphqlErrorsNever5xx) {
+  auto r = Gql(*alice_, "{ compute_session_list(limit: 1, offset: 0) { items { nmae } } }");
+  EXPECT_TRUE(r["data"].is_null());
+  EXPECT_EQ(r["errors"][0]["message"], "Cannot query field \"nmae\" on type \"ComputeSession\".");
+  EXPECT_EQ(r["errors"][0]["locations"][0]["column"], 55);
+  r = Gql(*alice_, "{ compute_session_list(limit: 1 offset: 0) { ");
+  EXPECT_THAT(r["errors"][0]["message"].get<std::string>(), HasSubstr("Syntax Error"));
+  r = Gql(*alice_, std::string(70000, ' ') + "{ agents { id } }");
+  EXPECT_THAT(r["errors"][0]["message"].get<std::string>(), HasSubstr("larger than 65536 bytes"));
+  std::string deep =
+      "{ keypair { compute_sessions { dependencies { dependencies { dependencies { "
+      "dependencies { dependencies { dependencies { dependencies { dependencies { "
+      "dependencies { dependencies { dependencies { dependencies { dependencies { "
+      "dependencies { id } } } } } } } } } } } } } } } } }";
+  r = Gql(*alice_, deep);
+  EXPECT_THAT(r["errors"][0]["message"].get<std::string>(), HasSubstr("nested deeper than 16"));
+  std::string aliases = "{";
+  for (int i = 0; i < 70; ++i) aliases += " a" + std::to_string(i) + ": agents { id }";
+  r = Gql(*alice_, aliases + " }");
+  EXPECT_THAT(r["errors"][0]["message"].get<std::string>(), HasSubstr("more than 64 aliases"));
+  r = Gql(*alice_, "{ agents { id } }");
+  EXPECT_EQ(r["errors"][0]["message"], "Only superadmins may query agents.");
+
+  // A malformed request body is a 400 problem naming the field, as 24.09 answers.
+  auto bad = Post(*alice_, "/admin/gql", {{"variables", {{"a", 1}}}});
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_THAT(bad.body, HasSubstr("query"));
+  bad = Post(*alice_, "/admin/gql", {{"query", "{ agents { id } }"}, {"variables", "x"}});
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_THAT(bad.body, HasSubstr("variables"));
+}
+
+TEST_F(GraphqlTest, LegacyEndpointAnswersDataOrA400) {
+  Create(*alice_, "legacy");
+  auto r = Post(*alice_, "/admin/graphql",
+                {{"query", "{ compute_session_list(limit: 5, offset: 0) { total_count } }"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body), json({{"compute_session_list", {{"total_count", 1}}}}));
+  r = Post(*alice_, "/admin/graphql", {{"query", "{ nope }"}});
+  EXPECT_EQ(r.status, 400);
+  auto problem = json::parse(r.body);
+  EXPECT_EQ(problem["type"], "https://api.backend.ai/probs/graphql-error");
+  ASSERT_TRUE(problem["data"].is_array());
+  EXPECT_EQ(problem["data"][0]["message"], "Cannot query field \"nope\" on type \"Query\".");
+}
+
+TEST_F(GraphqlTest, KeypairImagesScalingGroupsAndAgents) {
+  Create(*alice_, "mine");
+  auto r = Gql(*alice_,
+               "{ keypair { access_key user_id is_admin user_info { full_name } "
+               "concurrency_used compute_sessions(status: \"PENDING\") { name } } "
+               "scaling_groups { name is_active agent_count_by_status } }");
+  ASSERT_FALSE(r.contains("errors")) << r.dump();
+  auto const& kp = r["data"]["keypair"];
+  EXPECT_EQ(kp["access_key"], alice_key_);
+  EXPECT_EQ(kp["user_id"], "alice@example.com");
+  EXPECT_EQ(kp["is_admin"], false);
+  EXPECT_EQ(kp["user_info"]["full_name"], "Alice A");
+  EXPECT_EQ(kp["concurrency_used"], 1);
+  EXPECT_THAT(Names(kp["compute_sessions"]), ::testing::ElementsAre("mine"));
+  EXPECT_EQ(r["data"]["scaling_groups"], json::parse(R"([{"name":"default","is_active":true,
+                                                           "agent_count_by_status":0}])"));
+  // Another user's keypair is not a user's to read.
+  r = Gql(*bob_, "query($ak: String) { keypair(access_key: $ak) { secret_key } }",
+          {{"ak", alice_key_}});
+  EXPECT_TRUE(r["data"]["keypair"].is_null());
+  EXPECT_EQ(r["errors"][0]["message"], "Only admins may act for another keypair.");
+
+  // Images and agents come from the agents' registrations.
+  auto& db = manager_->store().db();
+  ASSERT_TRUE(db.Exec("INSERT INTO agents (id, scaling_group, status, available_slots, images, "
+                      "first_contact, last_heartbeat) VALUES ('ag-1', 'default', 'ALIVE', "
+                      "'{\"cpu\": \"4\"}', '[{\"name\": \"python\", \"aliases\": "
+                      "[\"python:3.11\"]}]', '2026-01-01', '2026-01-01')")
+                  .ok());
+  r = Gql(*alice_,
+          "{ images { name tag registry installed_agents } image(reference: "
+          "\"python:3.11\") { name } }");
+  ASSERT_FALSE(r.contains("errors")) << r.dump();
+  EXPECT_EQ(r["data"]["images"], json::parse(R"([{"name":"python","tag":"3.11",
+                                                  "registry":"local",
+                                                  "installed_agents":["ag-1"]}])"));
+  EXPECT_EQ(r["data"]["image"]["name"], "python");
+  r = Gql(*root_,
+          "{ agent_list(limit: 10, offset: 0, status: \"alive\") { items { id "
+          "available_slots scaling_group } total_count } }");
+  ASSERT_FALSE(r.contains("errors")) << r.dump();
+  EXPECT_EQ(r["data"]["agent_list"]["total_count"], 1);
+  EXPECT_EQ(r["data"]["agent_list"]["items"][0]["available_slots"], "{\"cpu\":\"4\"}");
+}
+
+}  // namespace
+}  // namespace bai::manager
