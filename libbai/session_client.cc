@@ -127,6 +127,88 @@ StatusOr<ExecuteResult> SessionClient::Execute(std::string const& session,
   return out;
 }
 
+StatusOr<FitCheck> SessionClient::CheckFit(SessionCreateRequest const& request) const {
+  ApiRequest call("POST", "/resource/check-presets");
+  json body = {{"group", request.group.empty() ? "default" : request.group}};
+  if (request.scaling_group) body["scaling_group"] = *request.scaling_group;
+  call.body = body.dump();
+  call.idempotent = true;
+  auto j = Call(client_, call);
+  if (!j.ok()) return std::move(j).status();
+  // A slot's amount left in `within` ("Infinity" and unknown slots: unlimited).
+  auto left = [](json const& within, std::string const& slot) {
+    auto it = within.is_object() ? within.find(slot) : within.end();
+    if (it == within.end() || !it->is_string()) return protocol::Decimal::Unlimited();
+    auto d = protocol::Decimal::Parse(it->get<std::string>());
+    return d.ok() ? *d : protocol::Decimal::Unlimited();
+  };
+  json const& keypair = (*j)["keypair_remaining"];
+  json const& group = request.scaling_group && j->contains("scaling_groups")
+                          ? (*j)["scaling_groups"][*request.scaling_group]["remaining"]
+                          : (*j)["scaling_group_remaining"];
+  FitCheck out{true, ""};
+  for (auto const& [slot, amount] : request.resources) {
+    for (auto const& [what, within] :
+         {std::pair<char const*, json const*>{"the keypair's remaining ", &keypair},
+          {"the resource group's free ", &group}}) {
+      auto have = left(*within, slot);
+      if (amount > have) {
+        out.fits = false;
+        out.reason += (out.reason.empty() ? "" : "; ") + slot + "=" + amount.ToString() +
+                      " exceeds " + what + have.ToString();
+      }
+    }
+  }
+  if (out.fits) {
+    out.reason = request.resources.empty()
+                     ? "no resources requested: the server's defaults apply"
+                     : "within the keypair's remaining and the resource group's free capacity";
+  }
+  return out;
+}
+
+Status SessionClient::Rename(std::string const& session, std::string const& new_name) const {
+  ApiRequest request("POST", "/session/" + Segment(session) + "/rename");
+  request.body = json{{"name", new_name}}.dump();
+  auto body = CallBody(client_, request);
+  return body.ok() ? Status() : body.status();
+}
+
+Status SessionClient::Restart(std::string const& session) const {
+  auto body = CallBody(client_, ApiRequest("PATCH", "/session/" + Segment(session)));
+  return body.ok() ? Status() : body.status();
+}
+
+StatusOr<int> SessionClient::Exec(
+    std::string const& session, std::string const& command,
+    std::function<void(std::string const&, std::string const&)> const& on_output,
+    std::function<bool()> const& cancelled) const {
+  ExecuteStep step;
+  step.mode = "batch";
+  step.options["exec"] = command;
+  while (true) {
+    auto r = Execute(session, step);
+    if (!r.ok()) return std::move(r).status();
+    for (auto const& [stream, text] : r->console) {
+      if (on_output && (stream == "stdout" || stream == "stderr")) on_output(stream, text);
+    }
+    if (r->status == "finished") {
+      return r->exit_code ? static_cast<int>(*r->exit_code) : 0;
+    }
+    if (r->status != "continued" && r->status != "waiting-input") {
+      return Status(StatusCode::kAborted,
+                    "the command ended without an exit code (" + r->status + ")");
+    }
+    if (cancelled && cancelled()) {
+      (void)CallBody(client_, ApiRequest("POST", "/session/" + Segment(session) + "/interrupt"));
+      return Status(StatusCode::kCancelled, "interrupted");
+    }
+    step = ExecuteStep{};
+    step.mode = r->status == "waiting-input" ? "input" : "continue";
+    step.run_id = r->run_id;
+  }
+}
+
 StatusOr<SessionCreateResult> SessionClient::Create(SessionCreateRequest const& r) const {
   auto const& options = client_.options();
   SessionCreateRequest body = r;

@@ -93,6 +93,7 @@ StatusOr<SessionEnd> SessionClient::WaitForEnd(std::string const& session_id,
     announced = true;
     if (options.on_started) options.on_started();
   };
+  auto running = [] { return SessionEnd{"RUNNING", std::nullopt, ""}; };
   auto next_look = Clock::now();
   while (true) {
     {
@@ -107,7 +108,10 @@ StatusOr<SessionEnd> SessionClient::WaitForEnd(std::string const& session_id,
         return end;
       }
       lock.unlock();
-      if (started) announce();
+      if (started) {
+        announce();
+        if (options.until_running) return running();
+      }
     }
     if (options.cancelled && options.cancelled()) {
       return Status(StatusCode::kCancelled, "stopped waiting for session " + session_id);
@@ -126,8 +130,12 @@ StatusOr<SessionEnd> SessionClient::WaitForEnd(std::string const& session_id,
       if (info.status().code() == StatusCode::kNotFound) return std::move(info).status();
       continue;  // a passing failure: look again later
     }
+    if (options.on_info) options.on_info(*info);
     auto status = info->status.status;
-    if (status == protocol::SessionStatus::kRunning) announce();
+    if (status == protocol::SessionStatus::kRunning) {
+      announce();
+      if (options.until_running) return running();
+    }
     if (protocol::IsTerminal(status) || status == protocol::SessionStatus::kError) {
       SessionEnd end;
       end.status = info->status.text;

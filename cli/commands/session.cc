@@ -1,19 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
+// The `session` noun: registration of every verb and its root aliases, and the verbs that read
+// or change one session (info, ls, logs, events, history, rm, rename, restart, commit). The
+// verbs that start or follow work are in session_jobs.cc.
 #include "cli/commands/session.h"
 
 #include "bai/session_client.h"
 
+#include "cli/commands/session_util.h"
 #include "cli/exit_codes.h"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
-#include <signal.h>
-#include <sodium.h>
-#include <unistd.h>
 
-#include <atomic>
-#include <iostream>
-#include <iterator>
+#include <algorithm>
 #include <thread>
 
 namespace bai::cli {
@@ -22,250 +21,216 @@ using nlohmann::json;
 
 namespace {
 
-std::atomic<bool> g_interrupted{false};
-
-void OnInterrupt(int) { g_interrupted = true; }
-
-// Ctrl-C and SIGTERM set g_interrupted: the command cleans up (exit 130) instead of dying.
-void CatchInterrupts() {
-  struct sigaction sa {};
-  sa.sa_handler = OnInterrupt;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-}
-
-std::string RandomSuffix() {
-  unsigned char raw[4];
-  randombytes_buf(raw, sizeof raw);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : raw) {
-    out.push_back(kHex[c >> 4]);
-    out.push_back(kHex[c & 15]);
+// Slot amounts as JSON numbers: integers when whole (bytes always are), else decimals.
+json SlotNumbers(protocol::ResourceSlots const& slots) {
+  json out = json::object();
+  for (auto const& [k, v] : slots) {
+    if (v.is_unlimited()) {
+      out[k] = nullptr;
+    } else if (v.Floor() == v) {
+      out[k] = static_cast<std::int64_t>(v.units() / protocol::Decimal::kUnitsPerOne);
+    } else {
+      out[k] = v.ToDouble();
+    }
   }
   return out;
 }
 
-// A job command failed around the job: report and return 125.
-int JobError(Context& ctx, Status const& status) {
-  if (ctx.json()) {
-    ctx.out() << json{{"exit_code", kJobBaiError},
-                      {"error",
-                       {{"code", std::string(StatusCodeName(status.code()))},
-                        {"message", status.message()},
-                        {"type", status.error_info().type}}}}
-                     .dump()
-              << "\n";
-  } else {
-    ctx.err() << "error: " << status.message() << "\n" << FieldErrors(status.error_info());
-  }
-  return kJobBaiError;
+std::string SlotText(protocol::ResourceSlots const& slots) {
+  std::string out;
+  for (auto const& [k, v] : slots) out += (out.empty() ? "" : " ") + k + "=" + v.ToString();
+  return out;
 }
 
-// -r and -e into the request; a usage error is reported and returns kExitUsage.
-int ApplyCommonOptions(RunOptions const& options, SessionCreateRequest& req, Context& ctx) {
-  req.image = options.image;
-  req.group = options.group;
-  if (!options.scaling_group.empty()) req.scaling_group = options.scaling_group;
-  for (auto const& r : options.resources) {
-    if (auto s = protocol::ParseSlotAssignment(r, req.resources); !s.ok()) {
-      ctx.err() << "error: -r " << r << ": " << s.message() << "\n";
-      return kExitUsage;
-    }
-  }
-  for (auto const& e : options.env) {
-    auto eq = e.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      ctx.err() << "error: -e " << e << ": expected KEY=VALUE\n";
-      return kExitUsage;
-    }
-    req.environ[e.substr(0, eq)] = e.substr(eq + 1);
-  }
-  return 0;
+json ItemJson(SessionListItem const& s) {
+  return {{"id", s.id},
+          {"name", s.name},
+          {"status", s.status.text},
+          {"status_info", s.status_info},
+          {"type", s.type},
+          {"image", s.image},
+          {"access_key", s.access_key},
+          {"scaling_group", s.scaling_group},
+          {"tag", s.tag ? json(*s.tag) : json(nullptr)},
+          {"result", s.result},
+          {"job_exit_code", s.exit_code ? json(*s.exit_code) : json(nullptr)},
+          {"created_at", s.created_at},
+          {"terminated_at", s.terminated_at ? json(*s.terminated_at) : json(nullptr)},
+          {"requested_slots", SlotNumbers(s.requested)},
+          {"occupied_slots", SlotNumbers(s.occupied)}};
 }
 
-int RunQuery(RunOptions const& options, Context& ctx) {
-  SessionCreateRequest req;
-  if (int usage = ApplyCommonOptions(options, req, ctx)) return usage;
-  req.type = "interactive";
-  bool anonymous = options.name.empty();
-  req.name = anonymous ? "run-" + RandomSuffix() : options.name;
-  req.reuse_if_exists = true;
-  std::string code = *options.code;
-  if (code == "-") code.assign(std::istreambuf_iterator<char>(std::cin), {});
-
-  auto client = ctx.MakeClient();
-  if (!client.ok()) return JobError(ctx, client.status());
-  SessionClient sessions(*client);
-  CatchInterrupts();
-
-  auto created = sessions.Create(req);
-  if (!created.ok()) return JobError(ctx, created.status());
-  auto cleanup = [&] {
-    if (anonymous) (void)sessions.Destroy(created->id);
-  };
-  // Created sessions answer once RUNNING; a queued one (busy cluster) is waited for.
-  auto deadline = std::chrono::steady_clock::now() +
-                  std::chrono::seconds(options.batch_timeout > 0 ? options.batch_timeout : 3600);
-  std::string status = created->status;
-  while (status != "RUNNING") {
-    if (g_interrupted || std::chrono::steady_clock::now() > deadline) {
-      cleanup();
-      return g_interrupted ? static_cast<int>(kExitInterrupted) : static_cast<int>(kJobTimedOut);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    auto info = sessions.Info(created->id);
-    if (!info.ok()) return JobError(ctx, info.status());
-    status = info->status.text;
-    auto st = info->status.status;
-    if (protocol::IsTerminal(st) || st == protocol::SessionStatus::kError) {
-      ctx.err() << "session " << created->name << " ended before it ran ("
-                << (info->status_info.empty() ? status : info->status_info) << ")\n";
-      return kJobNoExitCode;
-    }
+// Left-aligned columns, two spaces apart.
+void PrintTable(Context& ctx, std::vector<std::vector<std::string>> const& rows) {
+  if (rows.empty()) return;
+  std::vector<std::size_t> width(rows[0].size(), 0);
+  for (auto const& r : rows) {
+    for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
   }
+  for (auto const& r : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      line += r[i];
+      if (i + 1 < r.size()) line += std::string(width[i] - r[i].size() + 2, ' ');
+    }
+    ctx.out() << line << "\n";
+  }
+}
 
-  ExecuteStep step;
-  step.mode = "query";
-  step.code = code;
-  json console = json::array();
-  std::optional<std::int64_t> exit_code;
-  while (true) {
-    auto r = sessions.Execute(created->id, step);
-    if (!r.ok()) {
-      cleanup();
-      return JobError(ctx, r.status());
-    }
-    for (auto const& [stream, text] : r->console) {
-      if (ctx.json()) {
-        console.push_back({stream, text});
-      } else if (stream == "stderr") {
-        ctx.err() << text << std::flush;
-      } else if (stream == "stdout") {
-        ctx.out() << text << std::flush;
-      }
-    }
-    step.run_id = r->run_id;
-    step.code.clear();
-    if (r->status == "finished") {
-      exit_code = r->exit_code;
-      break;
-    }
-    if (g_interrupted) {
-      cleanup();
-      ctx.err() << "interrupted\n";
-      return kExitInterrupted;
-    }
-    if (r->status == "waiting-input") {
-      std::string line;
-      if (!std::getline(std::cin, line)) line.clear();
-      step.mode = "input";
-      step.code = line;
-    } else if (r->status == "continued") {
-      step.mode = "continue";
-    } else {
-      // exec-timeout and other endings without an exit code
-      break;
-    }
+// A minilang string literal.
+std::string Quoted(std::string const& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out.push_back('\\');
+    out.push_back(c);
   }
-  cleanup();
-  int rc = exit_code ? static_cast<int>(*exit_code & 255) : kJobNoExitCode;
-  if (ctx.json()) {
-    ctx.out() << json{{"session_id", created->id},
-                      {"session_name", created->name},
-                      {"reused", !created->created},
-                      {"exit_code", rc},
-                      {"console", console}}
-                     .dump()
-              << "\n";
+  return out + "\"";
+}
+
+// Prints whole lines beyond the first `done` bytes of `text` (all of it once `final`).
+std::size_t PrintNew(Context& ctx, std::string const& text, std::size_t done, bool final) {
+  if (text.size() <= done) return done;
+  std::size_t upto = final ? text.size() : text.rfind('\n') + 1;
+  if (upto == 0 || upto <= done) return done;
+  ctx.out() << text.substr(done, upto - done) << std::flush;
+  return upto;
+}
+
+// The last `n` lines of `text`.
+std::string Tail(std::string const& text, long long n) {
+  if (n <= 0) return "";
+  std::size_t pos = text.size();
+  if (pos > 0 && text[pos - 1] == '\n') --pos;
+  while (n > 0 && pos > 0) {
+    pos = text.rfind('\n', pos - 1);
+    if (pos == std::string::npos) return text;
+    --n;
   }
-  return rc;
+  return n > 0 ? text : text.substr(pos + 1);
 }
 
 }  // namespace
 
-int RunRun(RunOptions const& options, Context& ctx) {
-  if (options.code && !options.command.empty()) {
-    ctx.err() << "error: give either -c CODE or a command after --, not both\n";
-    return kExitUsage;
+int RunList(ListOptions const& options, Context& ctx) {
+  SessionListOptions list;
+  list.statuses = options.statuses;
+  if (list.statuses.empty() && !options.all) {
+    list.statuses = {"PENDING", "SCHEDULED",  "PULLING",          "PREPARING",
+                     "RUNNING", "RESTARTING", "RUNNING_DEGRADED", "TERMINATING"};
   }
-  if (options.code) return RunQuery(options, ctx);
-  if (options.command.empty()) {
-    ctx.err() << "error: nothing to run: give the command after --, e.g. bai run python -- "
-                 "python3 train.py\n";
-    return kExitUsage;
+  if (!options.name.empty()) list.filter = "name ilike " + Quoted("%" + options.name + "%");
+  if (!options.filter.empty()) {
+    list.filter =
+        list.filter.empty() ? options.filter : "(" + list.filter + ") & (" + options.filter + ")";
   }
-  SessionCreateRequest req;
-  if (int usage = ApplyCommonOptions(options, req, ctx)) return usage;
-  req.type = "batch";
-  req.startup_command = ShellJoin(options.command);
-  req.name = options.name.empty() ? "run-" + RandomSuffix() : options.name;
-  req.enqueue_only = true;
-  req.reuse_if_exists = false;
-  if (options.batch_timeout > 0) req.batch_timeout_seconds = options.batch_timeout;
+  list.order = options.order;
+  if (options.limit) list.limit = *options.limit;
+  if (!options.access_key.empty()) list.access_key = options.access_key;
   auto client = ctx.MakeClient();
-  if (!client.ok()) return JobError(ctx, client.status());
+  if (!client.ok()) return ReportError(ctx, client.status());
+  auto pages = SessionClient(*client).List(list);
+  std::vector<SessionListItem> items;
+  while (!pages.done()) {
+    auto page = pages.Next();
+    if (!page.ok()) return ReportError(ctx, page.status());
+    for (auto& i : *page) items.push_back(std::move(i));
+  }
+  if (ctx.json()) {
+    json out = json::array();
+    for (auto const& s : items) out.push_back(ItemJson(s));
+    ctx.out() << json{{"items", std::move(out)},
+                      {"total_count", pages.total_count()},
+                      {"exit_code", 0}}
+                     .dump()
+              << "\n";
+    return 0;
+  }
+  std::vector<std::vector<std::string>> rows{
+      {"NAME", "ID", "STATUS", "TYPE", "IMAGE", "CREATED", "RESOURCES", "INFO"}};
+  for (auto const& s : items) {
+    std::string type = s.type;
+    std::transform(type.begin(), type.end(), type.begin(), ::tolower);
+    rows.push_back({s.name, s.id.substr(0, 8), s.status.text, type, s.image,
+                    s.created_at.substr(0, 19), SlotText(s.requested),
+                    s.exit_code ? "exit " + std::to_string(*s.exit_code) : s.status_info});
+  }
+  if (items.empty()) {
+    if (ctx.stdout_tty()) ctx.err() << "no sessions\n";
+    return 0;
+  }
+  PrintTable(ctx, rows);
+  if (static_cast<std::int64_t>(items.size()) < pages.total_count()) {
+    ctx.err() << items.size() << " of " << pages.total_count() << " sessions shown\n";
+  }
+  return 0;
+}
+
+int RunLogs(LogsOptions const& options, Context& ctx) {
+  auto client = ctx.MakeClient();
+  if (!client.ok()) return ReportError(ctx, client.status());
   SessionClient sessions(*client);
-
-  CatchInterrupts();
-
-  auto created = sessions.Create(req);
-  if (!created.ok()) return JobError(ctx, created.status());
-  if (options.detach) {
+  auto logs = sessions.Logs(options.session);
+  if (!logs.ok()) return ReportError(ctx, logs.status());
+  std::string text = options.tail ? Tail(*logs, *options.tail) : *logs;
+  if (!options.follow) {
     if (ctx.json()) {
-      ctx.out() << json{{"session_id", created->id},
-                        {"session_name", created->name},
-                        {"status", created->status},
-                        {"exit_code", 0}}
-                       .dump()
+      ctx.out() << json{{"session", options.session}, {"logs", text}, {"exit_code", 0}}.dump()
                 << "\n";
     } else {
-      ctx.out() << created->id << "\n";
+      ctx.out() << text;
     }
     return 0;
   }
-  if (ctx.stdout_tty()) ctx.err() << "session " << created->name << " queued\n";
-
-  WaitOptions wait;
-  wait.on_started = [&] {
-    if (ctx.stdout_tty()) ctx.err() << "running…\n";
-  };
-  wait.cancelled = [] { return g_interrupted.load(); };
-  auto final = sessions.WaitForEnd(created->id, wait);
-  if (!final.ok() && final.status().code() == StatusCode::kCancelled) {
-    (void)sessions.Destroy(created->id);
-    ctx.err() << "interrupted; session " << created->name << " destroyed\n";
-    return kExitInterrupted;
-  }
-  if (!final.ok()) return JobError(ctx, final.status());
-
-  auto logs = sessions.Logs(created->id);
-  int code = final->exit_code ? static_cast<int>(*final->exit_code & 255) : kJobNoExitCode;
-  if (ctx.json()) {
-    json out = {{"session_id", created->id}, {"session_name", created->name},
-                {"status", final->status},   {"status_info", final->reason},
-                {"exit_code", code},         {"logs", logs.ok() ? *logs : ""}};
-    ctx.out() << out.dump() << "\n";
-  } else {
-    if (logs.ok()) ctx.out() << *logs;
-    if (!final->exit_code) {
-      ctx.err() << "session " << created->name << " ended without an exit code ("
-                << (final->reason.empty() ? final->status : final->reason) << ")\n";
+  // Follow: what is new is printed line by line until the session ends.
+  CatchInterrupts();
+  ctx.out() << text.substr(0, text.rfind('\n') + 1) << std::flush;
+  std::size_t done = logs->size() - (text.size() - (text.rfind('\n') + 1));
+  int round = 0;
+  while (!Interrupted()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    bool ended = false;
+    if (++round % 10 == 0) {
+      auto info = sessions.Info(options.session);
+      ended = !info.ok() || protocol::IsTerminal(info->status.status) ||
+              info->status.status == protocol::SessionStatus::kError;
     }
+    auto now = sessions.Logs(options.session);
+    if (!now.ok()) return ReportError(ctx, now.status());
+    done = PrintNew(ctx, *now, done, ended);
+    if (ended) return 0;
   }
-  return code;
+  return kExitInterrupted;
 }
 
-int RunLogs(std::string const& session, Context& ctx) {
+int RunEvents(std::string const& session, Context& ctx) {
   auto client = ctx.MakeClient();
   if (!client.ok()) return ReportError(ctx, client.status());
-  auto logs = SessionClient(*client).Logs(session);
-  if (!logs.ok()) return ReportError(ctx, logs.status());
-  if (ctx.json()) {
-    ctx.out() << json{{"session", session}, {"logs", *logs}}.dump() << "\n";
-  } else {
-    ctx.out() << *logs;
+  SessionClient sessions(*client);
+  SessionEventFilter filter;
+  if (!session.empty()) {
+    auto info = sessions.Info(session);
+    if (!info.ok()) return ReportError(ctx, info.status());
+    filter.session_id = info->id;
   }
+  CatchInterrupts();
+  bool lines = ctx.json() || !ctx.stdout_tty();
+  auto st = sessions.WatchEvents(
+      filter,
+      [&](SessionEvent const& e) {
+        if (lines) {
+          ctx.out() << e.raw_json << "\n" << std::flush;
+        } else {
+          ctx.out() << e.name << "  " << e.session_name
+                    << (e.reason ? "  " + *e.reason : std::string())
+                    << (e.exit_code ? "  exit " + std::to_string(*e.exit_code) : std::string())
+                    << "\n"
+                    << std::flush;
+        }
+        return !Interrupted();
+      },
+      {}, [] { return !Interrupted(); });
+  if (Interrupted()) return kExitInterrupted;
+  if (!st.ok()) return ReportError(ctx, st);
   return 0;
 }
 
@@ -278,19 +243,19 @@ int RunRm(std::vector<std::string> const& sessions, bool forced, Context& ctx) {
   for (auto const& s : sessions) {
     auto status = api.Destroy(s, forced);
     if (!status.ok()) {
+      int c = ExitCodeFor(status);
       if (ctx.json()) {
         results.push_back({{"session", s}, {"ok", false}, {"error", status.message()}});
-        if (code == 0) code = ExitCodeFor(status);
       } else {
-        int c = ReportError(ctx, status);
-        if (code == 0) code = c;
+        ReportError(ctx, status);
       }
+      if (code == 0) code = c;
       continue;
     }
     results.push_back({{"session", s}, {"ok", true}});
     if (!ctx.json() && ctx.stdout_tty()) ctx.out() << "destroyed " << s << "\n";
   }
-  if (ctx.json()) ctx.out() << results.dump() << "\n";
+  if (ctx.json()) ctx.out() << json{{"sessions", results}, {"exit_code", code}}.dump() << "\n";
   return code;
 }
 
@@ -300,7 +265,10 @@ int RunSessionInfo(std::string const& session, Context& ctx) {
   auto info = SessionClient(*client).Info(session);
   if (!info.ok()) return ReportError(ctx, info.status());
   if (ctx.json()) {
-    ctx.out() << info->raw_json << "\n";
+    auto j = json::parse(info->raw_json, nullptr, false);
+    if (!j.is_object()) j = json::object();
+    j["exit_code"] = 0;
+    ctx.out() << j.dump() << "\n";
     return 0;
   }
   auto row = [&](char const* k, std::string const& v) {
@@ -312,15 +280,50 @@ int RunSessionInfo(std::string const& session, Context& ctx) {
   row("status info", info->status_info);
   row("type", info->type);
   row("image", info->image);
-  std::string slots;
-  for (auto const& [k, v] : info->requested)
-    slots += (slots.empty() ? "" : " ") + k + "=" + v.ToString();
-  row("resources", slots);
+  row("resources", SlotText(info->requested));
   row("agent", info->agent_id.value_or(""));
   row("result", info->result);
   row("exit code", info->exit_code ? std::to_string(*info->exit_code) : "");
   row("created", info->created_at);
   row("terminated", info->terminated_at.value_or(""));
+  return 0;
+}
+
+int RunHistory(std::string const& session, Context& ctx) {
+  auto client = ctx.MakeClient();
+  if (!client.ok()) return ReportError(ctx, client.status());
+  auto history = SessionClient(*client).StatusHistory(session);
+  if (!history.ok()) return ReportError(ctx, history.status());
+  std::vector<std::pair<std::string, std::string>> rows;
+  for (auto const& [status, when] : *history) rows.emplace_back(when, status);
+  std::sort(rows.begin(), rows.end());
+  if (ctx.json()) {
+    json out = json::array();
+    for (auto const& [when, status] : rows) out.push_back({{"status", status}, {"at", when}});
+    ctx.out() << json{{"history", out}, {"exit_code", 0}}.dump() << "\n";
+    return 0;
+  }
+  std::vector<std::vector<std::string>> table{{"STATUS", "AT"}};
+  for (auto const& [when, status] : rows) table.push_back({status, when});
+  PrintTable(ctx, table);
+  return 0;
+}
+
+int RunRename(std::string const& session, std::string const& new_name, Context& ctx) {
+  auto client = ctx.MakeClient();
+  if (!client.ok()) return ReportError(ctx, client.status());
+  if (auto st = SessionClient(*client).Rename(session, new_name); !st.ok()) {
+    return ReportError(ctx, st);
+  }
+  if (ctx.json()) ctx.out() << json{{"session", new_name}, {"exit_code", 0}}.dump() << "\n";
+  return 0;
+}
+
+int RunRestart(std::string const& session, Context& ctx) {
+  auto client = ctx.MakeClient();
+  if (!client.ok()) return ReportError(ctx, client.status());
+  if (auto st = SessionClient(*client).Restart(session); !st.ok()) return ReportError(ctx, st);
+  if (ctx.json()) ctx.out() << json{{"session", session}, {"exit_code", 0}}.dump() << "\n";
   return 0;
 }
 
@@ -334,7 +337,8 @@ int RunSessionCommit(CommitOptions const& options, Context& ctx) {
     if (ctx.json()) {
       ctx.out() << json{{"task_id", started->task_id},
                         {"kernel", started->kernel_id},
-                        {"path", started->path}}
+                        {"path", started->path},
+                        {"exit_code", 0}}
                        .dump()
                 << "\n";
     } else {
@@ -346,12 +350,11 @@ int RunSessionCommit(CommitOptions const& options, Context& ctx) {
     if (!p.Finished() && !p.message.empty()) ctx.err() << p.message << "\n";
   });
   if (!last.ok()) return ReportError(ctx, last.status());
+  int code = last->Succeeded() ? kExitOk : kExitError;
   if (ctx.json()) {
-    ctx.out() << json{{"task_id", started->task_id},
-                      {"kernel", started->kernel_id},
-                      {"path", started->path},
-                      {"status", last->event},
-                      {"message", last->message}}
+    ctx.out() << json{{"task_id", started->task_id}, {"kernel", started->kernel_id},
+                      {"path", started->path},       {"status", last->event},
+                      {"message", last->message},    {"exit_code", code}}
                      .dump()
               << "\n";
   } else if (last->Succeeded()) {
@@ -361,39 +364,80 @@ int RunSessionCommit(CommitOptions const& options, Context& ctx) {
   ctx.err() << "error: the commit "
             << (last->event == "bgtask_cancelled" ? "was cancelled" : "failed")
             << (last->message.empty() ? "" : ": " + last->message) << "\n";
-  return kExitError;
+  return code;
 }
+
+// ---- registration ---------------------------------------------------------------------------
 
 namespace {
 
 constexpr char kSessionRef[] = "Session id, name or unique prefix";
 
+void AddSpecFlags(CLI::App* cmd, SpecOptions& o) {
+  cmd->add_option("IMAGE", o.image, "Image name or alias")->required();
+  cmd->add_option("--name", o.name, "Session name");
+  // One value per flag, so `-r cpu=2 IMAGE` does not swallow the image.
+  cmd->add_option("-r,--resource", o.resources, "Resource: SLOT=AMOUNT (repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_option("-e,--env", o.env, "Environment variable KEY=VALUE (repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_option("-m,--mount", o.mounts, "Mount a vfolder: NAME[:PATH][:ro] (repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_option("--group", o.group, "Project (default: the configured group)");
+  cmd->add_option("--scaling-group", o.scaling_group, "Resource group");
+  cmd->add_option("--tag", o.tag, "A free-form tag");
+  cmd->add_option("--priority", o.priority, "Queue priority 0–100 (default 10)")
+      ->check(CLI::Range(0, 100));
+  cmd->add_option("--depends", o.depends, "Start after this session succeeded (repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_option("--starts-at", o.starts_at, "Start at a time (RFC 3339) or after a delay (30m)");
+  cmd->add_option("--timeout", o.timeout, "Stop the job after this long (30s, 5m, 1h)");
+  cmd->add_option("--max-wait", o.max_wait, "Give up if it has not started after this long");
+}
+
 void AddRun(CommandSet& set, CLI::App& parent, std::string const& description) {
   auto& o = set.Keep<RunOptions>();
   auto* run = parent.add_subcommand("run", description);
-  run->add_option("IMAGE", o.image, "Image name or alias")->required();
+  AddSpecFlags(run, o);
   run->add_option("COMMAND", o.command, "The job's command, after --");
   run->add_option("-c,--code", o.code,
                   "Run CODE in the image's interpreter instead (query mode; '-' reads stdin)");
-  run->add_option("--name", o.name, "Session name (default: run-XXXXXXXX)");
-  // One value per flag, so `-r cpu=2 IMAGE` does not swallow the image.
-  run->add_option("-r,--resource", o.resources, "Resource: SLOT=AMOUNT (repeatable)")
-      ->allow_extra_args(false);
-  run->add_option("-e,--env", o.env, "Environment variable KEY=VALUE (repeatable)")
-      ->allow_extra_args(false);
-  run->add_option("--group", o.group, "Project (default: the configured group)");
-  run->add_option("--scaling-group", o.scaling_group, "Resource group");
-  run->add_option("--timeout", o.batch_timeout, "Stop the job after SECONDS")
-      ->check(CLI::PositiveNumber);
   run->add_flag("--detach", o.detach, "Queue the job, print its session id, return");
   set.OnRun(run, [&o, &ctx = set.ctx()] { return RunRun(o, ctx); });
 }
 
+void AddExec(CommandSet& set, CLI::App& parent, std::string const& description) {
+  auto& o = set.Keep<ExecOptions>();
+  auto* exec = parent.add_subcommand("exec", description);
+  exec->add_option("SESSION", o.session, kSessionRef)->required();
+  exec->add_option("COMMAND", o.command, "The command, after --");
+  set.OnRun(exec, [&o, &ctx = set.ctx()] { return RunExec(o, ctx); });
+}
+
+void AddList(CommandSet& set, CLI::App& parent, std::string const& name,
+             std::string const& description) {
+  auto& o = set.Keep<ListOptions>();
+  auto* ls = parent.add_subcommand(name, description);
+  ls->add_option("--status", o.statuses, "Only these statuses (repeatable; RUNNING,PENDING)")
+      ->delimiter(',')
+      ->allow_extra_args(false);
+  ls->add_flag("-a,--all", o.all, "Ended sessions too");
+  ls->add_option("--name", o.name, "Names containing this text");
+  ls->add_option("--filter", o.filter,
+                 "Backend.AI filter: 'image like \"python%\" & priority > 5'");
+  ls->add_option("--order", o.order, "Order: -created_at, +name, … (default: newest first)");
+  ls->add_option("--limit", o.limit, "At most this many")->check(CLI::PositiveNumber);
+  ls->add_option("--access-key", o.access_key, "Admins: another keypair's sessions");
+  set.OnRun(ls, [&o, &ctx = set.ctx()] { return RunList(o, ctx); });
+}
+
 void AddLogs(CommandSet& set, CLI::App& parent, std::string const& description) {
-  auto& session = set.Keep<std::string>();
+  auto& o = set.Keep<LogsOptions>();
   auto* logs = parent.add_subcommand("logs", description);
-  logs->add_option("SESSION", session, kSessionRef)->required();
-  set.OnRun(logs, [&session, &ctx = set.ctx()] { return RunLogs(session, ctx); });
+  logs->add_option("SESSION", o.session, kSessionRef)->required();
+  logs->add_flag("-f,--follow", o.follow, "Keep printing new output until the session ends");
+  logs->add_option("--tail", o.tail, "Only the last N lines")->check(CLI::NonNegativeNumber);
+  set.OnRun(logs, [&o, &ctx = set.ctx()] { return RunLogs(o, ctx); });
 }
 
 void AddRm(CommandSet& set, CLI::App& parent, std::string const& description) {
@@ -403,6 +447,47 @@ void AddRm(CommandSet& set, CLI::App& parent, std::string const& description) {
   rm->add_option("SESSION", sessions, "Session ids, names or unique prefixes")->required();
   rm->add_flag("--force", forced, "Destroy even if the kernel does not answer");
   set.OnRun(rm, [&sessions, &forced, &ctx = set.ctx()] { return RunRm(sessions, forced, ctx); });
+}
+
+void AddWait(CommandSet& set, CLI::App& parent, std::string const& description) {
+  auto& o = set.Keep<WaitCommandOptions>();
+  auto* wait = parent.add_subcommand("wait", description);
+  wait->add_option("SESSION", o.sessions, "Session ids, names or unique prefixes")->required();
+  wait->add_option("--for", o.until, "running or done (default: done)")
+      ->check(CLI::IsMember({"running", "done"}));
+  wait->add_option("--timeout", o.timeout, "Give up after this long (30s, 5m, 1h)");
+  set.OnRun(wait, [&o, &ctx = set.ctx()] { return RunWait(o, ctx); });
+}
+
+// A verb taking one session.
+void AddOneSession(CommandSet& set, CLI::App& parent, char const* name, char const* description,
+                   int (*run)(std::string const&, Context&)) {
+  auto& session = set.Keep<std::string>();
+  auto* cmd = parent.add_subcommand(name, description);
+  cmd->add_option("SESSION", session, kSessionRef)->required();
+  set.OnRun(cmd, [&session, run, &ctx = set.ctx()] { return run(session, ctx); });
+}
+
+void AddCreate(CommandSet& set, CLI::App& parent) {
+  auto& o = set.Keep<CreateOptions>();
+  auto* create = parent.add_subcommand(
+      "create", "Start a session and print its id (waits until it runs unless --no-wait)");
+  AddSpecFlags(create, o);
+  create->add_option("--type", o.type, "interactive or batch (default: interactive)")
+      ->check(CLI::IsMember({"interactive", "batch"}));
+  create->add_option("--startup-command", o.startup_command, "The batch job's command line");
+  create->add_flag("--no-wait", o.no_wait, "Return once it is queued");
+  create->add_flag("--dry-run", o.dry_run, "Say whether it would fit now; create nothing");
+  set.OnRun(create, [&o, &ctx = set.ctx()] { return RunCreate(o, ctx); });
+}
+
+void AddRename(CommandSet& set, CLI::App& parent) {
+  auto& names = set.Keep<std::pair<std::string, std::string>>();
+  auto* rename = parent.add_subcommand("rename", "Rename a running session");
+  rename->add_option("SESSION", names.first, kSessionRef)->required();
+  rename->add_option("NEW_NAME", names.second, "The new name")->required();
+  set.OnRun(rename,
+            [&names, &ctx = set.ctx()] { return RunRename(names.first, names.second, ctx); });
 }
 
 void AddCommit(CommandSet& set, CLI::App& parent) {
@@ -415,25 +500,43 @@ void AddCommit(CommandSet& set, CLI::App& parent) {
   set.OnRun(commit, [&o, &ctx = set.ctx()] { return RunSessionCommit(o, ctx); });
 }
 
+void AddEvents(CommandSet& set, CLI::App& parent) {
+  auto& session = set.Keep<std::string>();
+  auto* events = parent.add_subcommand(
+      "events", "Follow session events (all of yours, or one session's); NDJSON when piped");
+  events->add_option("SESSION", session, kSessionRef);
+  set.OnRun(events, [&session, &ctx = set.ctx()] { return RunEvents(session, ctx); });
+}
+
 }  // namespace
 
 void AddSessionCommands(CommandSet& set) {
   CLI::App& root = set.root();
-  AddRun(set, root,
-         "Run a batch job and exit with its exit code: bai run IMAGE -- CMD ARG… (alias of "
-         "`bai session run`)");
+  AddRun(set, root, "Run a batch job, exit with its exit code (alias of `bai session run`)");
+  AddList(set, root, "ps", "List sessions (alias of `bai session ls`)");
+  AddExec(set, root, "Run a command in a running session (alias of `bai session exec`)");
   AddLogs(set, root, "Print a session's output (alias of `bai session logs`)");
   AddRm(set, root, "Destroy sessions (alias of `bai session rm`)");
+  AddWait(set, root, "Wait for sessions to run or end (alias of `bai session wait`)");
 
-  auto* session = root.add_subcommand("session", "Compute sessions: run, info, logs, rm, commit");
+  auto* session = root.add_subcommand(
+      "session",
+      "Compute sessions: create, run, exec, ls, info, logs, events, wait, history, rename, "
+      "restart, rm, commit");
   session->require_subcommand(1);
+  AddCreate(set, *session);
   AddRun(set, *session, "Run a batch job and exit with its exit code: IMAGE -- CMD ARG…");
-  auto& info_session = set.Keep<std::string>();
-  auto* info = session->add_subcommand("info", "Show a session");
-  info->add_option("SESSION", info_session, kSessionRef)->required();
-  set.OnRun(info, [&info_session, &ctx = set.ctx()] { return RunSessionInfo(info_session, ctx); });
+  AddExec(set, *session, "Run a command in a running session: SESSION -- CMD ARG…");
+  AddList(set, *session, "ls", "List sessions: active ones, or --all");
+  AddOneSession(set, *session, "info", "Show a session", RunSessionInfo);
   AddLogs(set, *session, "Print a session's output");
-  AddRm(set, *session, "Destroy sessions");
+  AddEvents(set, *session);
+  AddWait(set, *session, "Wait for sessions to run (--for running) or end (--for done)");
+  AddOneSession(set, *session, "history", "When a session entered each status", RunHistory);
+  AddRename(set, *session);
+  AddOneSession(set, *session, "restart", "Restart a session's kernel (same spec, fresh process)",
+                RunRestart);
+  AddRm(set, *session, "Destroy sessions (one already ending counts as destroyed)");
   AddCommit(set, *session);
 }
 

@@ -10,32 +10,91 @@
 
 namespace bai::cli {
 
-struct RunOptions {
+/// What `create` and `run` share: the session's spec.
+struct SpecOptions {
   std::string image;
-  std::vector<std::string> command;    ///< after `--`: joined with POSIX quoting
-  std::optional<std::string> code;     ///< -c CODE: query mode in an interactive session
-  std::string name;                    ///< empty: run-XXXXXXXX
+  std::string name;                    ///< empty: run-XXXXXXXX (run) or the server's choice
   std::vector<std::string> resources;  ///< -r cpu=2 -r mem=4g (or cpu=2,mem=4g)
   std::vector<std::string> env;        ///< -e KEY=VALUE
+  std::vector<std::string> mounts;     ///< -m VFOLDER[:PATH][:ro]
   std::string group;
   std::string scaling_group;
-  long long batch_timeout = 0;  ///< seconds; 0 = none
-  bool detach = false;          ///< print the session and return once it is queued
+  std::string tag;
+  std::optional<int> priority;
+  std::vector<std::string> depends;  ///< sessions that must succeed first
+  std::string starts_at;             ///< a time or a delay ("30m"), batch only
+  std::string timeout;               ///< a duration: the job is stopped after it
+  std::string max_wait;              ///< a duration: give up waiting to start after it
 };
 
-/// `bai session run IMAGE -- CMD…` (alias `bai run`): a batch session; follows its events, prints
-/// its logs and exits with the job's exit code (DECISIONS.md "CLI": 125 bai failed, 126 no exit
-/// code, 130 interrupted, which also destroys the session). With `-c CODE`: query mode in an
-/// interactive session (created, or reused by --name, which keeps the interpreter's state between
-/// calls; an unnamed one is destroyed afterwards); output streams as it comes, `input()` reads a
-/// line from stdin, and the exit code is the snippet's.
+struct RunOptions : SpecOptions {
+  std::vector<std::string> command;  ///< after `--`: joined with POSIX quoting
+  std::optional<std::string> code;   ///< -c CODE: query mode in an interactive session
+  bool detach = false;               ///< print the session and return once it is queued
+};
+
+/// `bai session run IMAGE -- CMD…` (alias `bai run`): a batch session; prints its name and id
+/// on stderr at creation and the scheduler's reason while it waits, follows it, prints its
+/// output and exits with the job's exit code (DECISIONS.md "CLI": 124 timed out, 125 bai
+/// failed, 126 no exit code, 130 interrupted, which also destroys the session). With
+/// `-c CODE`: query mode in an interactive session (created, or reused by --name, which keeps
+/// the interpreter's state between calls; an unnamed one is destroyed afterwards).
 int RunRun(RunOptions const& options, Context& ctx);
-/// `bai session logs SESSION` (alias `bai logs`).
-int RunLogs(std::string const& session, Context& ctx);
-/// `bai session rm SESSION…` (alias `bai rm`).
+
+struct CreateOptions : SpecOptions {
+  std::string type = "interactive";
+  std::string startup_command;
+  bool no_wait = false;  ///< return once queued
+  bool dry_run = false;  ///< ask check-presets whether it would fit; create nothing
+};
+/// `bai session create IMAGE`: prints the session id; waits until it runs unless --no-wait.
+int RunCreate(CreateOptions const& options, Context& ctx);
+
+struct ExecOptions {
+  std::string session;
+  std::vector<std::string> command;
+};
+/// `bai session exec SESSION -- CMD…` (alias `bai exec`): output streamed, the command's exit
+/// code passed through.
+int RunExec(ExecOptions const& options, Context& ctx);
+
+struct WaitCommandOptions {
+  std::vector<std::string> sessions;
+  std::string until = "done";  ///< running or done
+  std::string timeout;         ///< a duration; empty: no limit
+};
+/// `bai session wait SESSION… --for running|done` (alias `bai wait`).
+int RunWait(WaitCommandOptions const& options, Context& ctx);
+
+struct ListOptions {
+  std::vector<std::string> statuses;
+  bool all = false;  ///< ended sessions too
+  std::string name;  ///< sessions whose name contains this
+  std::string filter;
+  std::string order;
+  std::optional<long long> limit;
+  std::string access_key;  ///< admins: another keypair's sessions
+};
+/// `bai session ls` (alias `bai ps`): a table, or every page as JSON.
+int RunList(ListOptions const& options, Context& ctx);
+
+struct LogsOptions {
+  std::string session;
+  bool follow = false;
+  std::optional<long long> tail;  ///< the last N lines only
+};
+/// `bai session logs SESSION [-f] [--tail N]` (alias `bai logs`).
+int RunLogs(LogsOptions const& options, Context& ctx);
+/// `bai session events [SESSION]`: NDJSON when piped or with -o json.
+int RunEvents(std::string const& session, Context& ctx);
+/// `bai session rm SESSION…` (alias `bai rm`): a session already ending counts as removed.
 int RunRm(std::vector<std::string> const& sessions, bool forced, Context& ctx);
 /// `bai session info SESSION`.
 int RunSessionInfo(std::string const& session, Context& ctx);
+/// `bai session history SESSION`: when it entered each status.
+int RunHistory(std::string const& session, Context& ctx);
+int RunRename(std::string const& session, std::string const& new_name, Context& ctx);
+int RunRestart(std::string const& session, Context& ctx);
 
 struct CommitOptions {
   std::string session;
@@ -45,8 +104,7 @@ struct CommitOptions {
 /// `bai session commit`: the kernel's writable files into a tar archive on its agent.
 int RunSessionCommit(CommitOptions const& options, Context& ctx);
 
-/// `bai session run|info|logs|rm|commit`, and the top-level `bai run`, `bai logs` and `bai rm`,
-/// documented aliases of their `bai session` forms.
+/// The `session` noun and its root aliases `run`, `ps`, `exec`, `logs`, `rm`, `wait`.
 void AddSessionCommands(CommandSet& set);
 
 }  // namespace bai::cli

@@ -3,6 +3,7 @@
 
 #include "bai/client.h"
 #include "bai/export.h"
+#include "bai/protocol/graphql_wire.h"
 #include "bai/protocol/resource.h"
 #include "bai/protocol/session_status.h"
 #include "bai/protocol/session_wire.h"
@@ -82,6 +83,53 @@ struct WaitOptions {
   /// How often the session's info is read while its event stream is quiet (or, every second at
   /// most, once the stream is gone): events are the fast path, the look is the safety net.
   std::chrono::milliseconds poll_interval{3000};
+  /// Return as soon as the session runs (with status "RUNNING") instead of at its end.
+  bool until_running = false;
+  /// Called with the session's info each time it is read: a waiting session's status_info
+  /// says why it waits.
+  std::function<void(SessionInfo const&)> on_info;
+};
+
+/// Runs a GraphQL document at `POST /admin/gql` and returns its `data` as JSON text. A response
+/// with errors is a kInvalidArgument (problem type graphql-error) carrying every message.
+BAI_EXPORT StatusOr<std::string> RunGraphql(Client const& client,
+                                            protocol::GraphqlRequest const& request);
+
+using SessionListItem = protocol::SessionListItem;
+
+/// What SessionClient::List lists.
+struct SessionListOptions {
+  std::vector<std::string> statuses;      ///< empty: every status
+  std::string filter;                     ///< Backend.AI's filter language: `name ilike "%x%"`
+  std::string order;                      ///< e.g. "-created_at" (default: newest first)
+  std::optional<std::string> access_key;  ///< admins: another keypair's sessions
+  int page_size = 100;                    ///< 1–1000
+  std::optional<std::int64_t> limit;      ///< at most this many in all
+};
+
+/// The pages of a session list, each fetched when it is asked for (one GraphQL request).
+class BAI_EXPORT SessionPages {
+ public:
+  SessionPages(Client client, SessionListOptions options)
+      : client_(std::move(client)), options_(std::move(options)) {}
+  /// The next page; empty once every item has been returned.
+  StatusOr<std::vector<SessionListItem>> Next();
+  bool done() const { return done_; }
+  /// The items matching, over all pages (known after the first Next()).
+  std::int64_t total_count() const { return total_; }
+
+ private:
+  Client client_;
+  SessionListOptions options_;
+  std::int64_t offset_ = 0;
+  std::int64_t total_ = 0;
+  bool done_ = false;
+};
+
+/// Whether a session would fit now, as `POST /resource/check-presets` tells it.
+struct FitCheck {
+  bool fits = false;
+  std::string reason;  ///< what is short, or what it fits within
 };
 
 /// Compute sessions: create, inspect, destroy, logs, events. A thin typed layer over Client.
@@ -102,10 +150,32 @@ class BAI_EXPORT SessionClient {
   StatusOr<SessionCreateResult> Create(SessionCreateRequest const& request) const;
   /// By id, name or unique prefix.
   StatusOr<SessionInfo> Info(std::string const& session) const;
+  /// The caller's sessions (an admin's: their domain's), page by page.
+  SessionPages List(SessionListOptions options = {}) const {
+    return SessionPages(client_, std::move(options));
+  }
+  /// Every page of List, up to `options.limit`.
+  StatusOr<std::vector<SessionListItem>> ListAll(SessionListOptions options = {}) const;
   Status Destroy(std::string const& session, bool forced = false) const;
   StatusOr<std::string> Logs(std::string const& session) const;
   /// Status → time of entering it.
   StatusOr<std::map<std::string, std::string>> StatusHistory(std::string const& session) const;
+
+  /// Compares the request's resources with what its keypair and its resource group (all of the
+  /// caller's groups when it names none) have left; nothing is created. The group's figure is
+  /// a total over its agents: a request may fit the total and still wait for one agent.
+  StatusOr<FitCheck> CheckFit(SessionCreateRequest const& request) const;
+  /// Renames a RUNNING session.
+  Status Rename(std::string const& session, std::string const& new_name) const;
+  /// Replaces the session's kernel with a fresh one of the same spec; returns once it runs.
+  Status Restart(std::string const& session) const;
+  /// Runs a shell command line in a RUNNING session (the execute API's batch mode): output is
+  /// handed to `on_output(stream, text)` as it arrives ("stdout", "stderr"); returns the
+  /// command's exit code. `cancelled` is asked between steps: true interrupts the command and
+  /// ends the call with kCancelled.
+  StatusOr<int> Exec(std::string const& session, std::string const& command,
+                     std::function<void(std::string const&, std::string const&)> const& on_output,
+                     std::function<bool()> const& cancelled = {}) const;
 
   /// One execute step in a RUNNING session.
   StatusOr<ExecuteResult> Execute(std::string const& session, ExecuteStep const& step) const;

@@ -38,4 +38,7 @@ StatusOr<protocol::ResourceSlots> SlotsFromJson(
 StatusOr<protocol::SessionCreateRequest> SessionCreateRequestFromJson(
     nlohmann::json const& object, protocol::SlotTypeLookup const& slot_types);
 
+/// DecodeSessionListItem on an item of a parsed list (no text round trip per item).
+protocol::SessionListItem SessionListItemFromJson(nlohmann::json const& object);
+
 }  // namespace bai::internal

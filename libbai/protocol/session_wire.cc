@@ -341,62 +341,131 @@ std::string EncodeSessionInfo(SessionInfo const& s) {
   return out;
 }
 
+namespace {
+
+// Reads answer fields leniently: a missing field or one of an unexpected type reads as absent.
+// Slot maps are read from objects or, as GraphQL's JSONString sends them, from JSON text.
+struct LenientReader {
+  json const& j;
+
+  std::optional<std::string> Str(char const* key) const {
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_string()) return std::nullopt;
+    return it->get<std::string>();
+  }
+  std::optional<std::int64_t> Num(char const* key) const {
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_number_integer()) return std::nullopt;
+    return it->get<std::int64_t>();
+  }
+  std::map<std::string, std::string> Strings(char const* key) const {
+    std::map<std::string, std::string> out;
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_object()) return out;
+    for (auto const& [k, v] : it->items()) out[k] = v.is_string() ? v.get<std::string>() : v.dump();
+    return out;
+  }
+  std::vector<std::string> List(char const* key) const {
+    std::vector<std::string> out;
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_array()) return out;
+    for (auto const& v : *it) {
+      if (v.is_string()) out.push_back(v.get<std::string>());
+    }
+    return out;
+  }
+  ResourceSlots Slots(char const* key) const {
+    auto it = j.find(key);
+    if (it == j.end()) return {};
+    std::optional<json> parsed;
+    json const* object = &*it;
+    if (it->is_string()) {
+      parsed = internal::ParseJson(it->get_ref<std::string const&>());
+      object = parsed ? &*parsed : nullptr;
+    }
+    if (object == nullptr || !object->is_object()) return {};
+    auto slots = internal::SlotsFromJson(*object);
+    return slots.ok() ? *std::move(slots) : ResourceSlots();
+  }
+};
+
+}  // namespace
+
 StatusOr<SessionInfo> DecodeSessionInfo(std::string_view text) {
   auto j = ObjectOf(text, "session info");
   if (!j.ok()) return std::move(j).status();
-  auto str = [&j](char const* key) -> std::optional<std::string> {
-    auto it = j->find(key);
-    if (it == j->end() || !it->is_string()) return std::nullopt;
-    return it->get<std::string>();
-  };
-  auto num = [&j](char const* key) -> std::optional<std::int64_t> {
-    auto it = j->find(key);
-    if (it == j->end() || !it->is_number_integer()) return std::nullopt;
-    return it->get<std::int64_t>();
-  };
-  auto strings = [&j](char const* key) {
-    std::map<std::string, std::string> out;
-    auto it = j->find(key);
-    if (it == j->end() || !it->is_object()) return out;
-    for (auto const& [k, v] : it->items()) out[k] = v.is_string() ? v.get<std::string>() : v.dump();
-    return out;
-  };
-  auto slots = [&j](char const* key) {
-    auto it = j->find(key);
-    if (it == j->end() || !it->is_object()) return ResourceSlots();
-    auto parsed = internal::SlotsFromJson(*it);
-    return parsed.ok() ? *std::move(parsed) : ResourceSlots();
-  };
+  LenientReader r{*j};
   SessionInfo out;
-  out.id = str("sessionId").value_or("");
-  out.name = str("sessionName").value_or("");
-  out.status = ParseSessionStatus(str("status").value_or(""));
-  out.status_info = str("statusInfo").value_or("");
-  out.type = str("type").value_or("");
-  out.image = str("image").value_or(str("lang").value_or(""));
-  out.result = str("result").value_or("undefined");
-  out.exit_code = num("exitCode");
-  out.agent_id = str("agentId");
-  out.requested = slots("requestedSlots");
-  out.created_at = str("creationTime").value_or("");
-  out.terminated_at = str("terminationTime");
-  out.domain_name = str("domainName").value_or("");
-  out.group_id = str("groupId").value_or("");
-  out.user_id = str("userId").value_or("");
-  out.architecture = str("architecture").value_or("");
-  out.tag = str("tag");
-  out.scaling_group = str("scalingGroup").value_or("");
-  out.occupied = slots("occupiedSlots");
-  out.environ = strings("environ");
-  out.resource_opts = strings("resourceOpts");
-  out.status_history = strings("statusHistory");
-  out.age_ms = num("age").value_or(0);
-  out.num_queries = num("numQueriesExecuted").value_or(0);
-  out.startup_command = str("startupCommand");
-  out.priority = static_cast<int>(num("priority").value_or(10));
+  out.id = r.Str("sessionId").value_or("");
+  out.name = r.Str("sessionName").value_or("");
+  out.status = ParseSessionStatus(r.Str("status").value_or(""));
+  out.status_info = r.Str("statusInfo").value_or("");
+  out.type = r.Str("type").value_or("");
+  out.image = r.Str("image").value_or(r.Str("lang").value_or(""));
+  out.result = r.Str("result").value_or("undefined");
+  out.exit_code = r.Num("exitCode");
+  out.agent_id = r.Str("agentId");
+  out.requested = r.Slots("requestedSlots");
+  out.created_at = r.Str("creationTime").value_or("");
+  out.terminated_at = r.Str("terminationTime");
+  out.domain_name = r.Str("domainName").value_or("");
+  out.group_id = r.Str("groupId").value_or("");
+  out.user_id = r.Str("userId").value_or("");
+  out.architecture = r.Str("architecture").value_or("");
+  out.tag = r.Str("tag");
+  out.scaling_group = r.Str("scalingGroup").value_or("");
+  out.occupied = r.Slots("occupiedSlots");
+  out.environ = r.Strings("environ");
+  out.resource_opts = r.Strings("resourceOpts");
+  out.status_history = r.Strings("statusHistory");
+  out.age_ms = r.Num("age").value_or(0);
+  out.num_queries = r.Num("numQueriesExecuted").value_or(0);
+  out.startup_command = r.Str("startupCommand");
+  out.priority = static_cast<int>(r.Num("priority").value_or(10));
   out.raw_json = std::string(text);
   return out;
 }
+
+char const kSessionListItemFields[] =
+    "id name status status_info type image access_key scaling_group tag result exit_code "
+    "created_at status_changed terminated_at requested_slots occupied_slots agent_ids";
+
+StatusOr<SessionListItem> DecodeSessionListItem(std::string_view text) {
+  auto j = ObjectOf(text, "session list item");
+  if (!j.ok()) return std::move(j).status();
+  return internal::SessionListItemFromJson(*j);
+}
+
+}  // namespace bai::protocol
+
+namespace bai::internal {
+
+protocol::SessionListItem SessionListItemFromJson(nlohmann::json const& object) {
+  protocol::LenientReader r{object};
+  protocol::SessionListItem out;
+  out.id = r.Str("id").value_or("");
+  out.name = r.Str("name").value_or("");
+  out.status = protocol::ParseSessionStatus(r.Str("status").value_or(""));
+  out.status_info = r.Str("status_info").value_or("");
+  out.type = r.Str("type").value_or("");
+  out.image = r.Str("image").value_or("");
+  out.access_key = r.Str("access_key").value_or("");
+  out.scaling_group = r.Str("scaling_group").value_or("");
+  out.tag = r.Str("tag");
+  out.result = r.Str("result").value_or("");
+  out.exit_code = r.Num("exit_code");
+  out.created_at = r.Str("created_at").value_or("");
+  out.status_changed = r.Str("status_changed");
+  out.terminated_at = r.Str("terminated_at");
+  out.requested = r.Slots("requested_slots");
+  out.occupied = r.Slots("occupied_slots");
+  out.agent_ids = r.List("agent_ids");
+  return out;
+}
+
+}  // namespace bai::internal
+
+namespace bai::protocol {
 
 std::string EncodeExecuteStep(ExecuteStep const& step) {
   json body = {{"mode", step.mode}, {"code", step.code}};

@@ -20,7 +20,10 @@ struct AgentOptions {
   std::string scaling_group = "default";
   std::string architecture = "x86_64";
   protocol::ResourceSlots slots;  ///< what the agent offers (cpu, mem, cuda.device…)
-  std::vector<std::string> images{"python", "shell"};
+  /// Names and aliases offered (a runc agent reports its image store's; this default is what a
+  /// simulated agent offers: the built-ins of a Debian 12 host).
+  std::vector<std::string> images{"python", "python:latest", "python:3.11", "shell",
+                                  "shell:latest"};
   std::vector<server::agent_protocol::DeviceInfo> devices;  ///< accelerators found
   std::chrono::milliseconds reconnect_min{200};
   std::chrono::milliseconds reconnect_max{5000};

@@ -2,6 +2,7 @@
 #include "server-reference/agent/images.h"
 
 #include "libbai/internal/json_codec.h"
+#include "server-reference/common/image_ref.h"
 #include "server-reference/common/process.h"
 
 #include <nlohmann/json.hpp>
@@ -18,7 +19,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr int kBuiltinVersion = 2;
+constexpr int kBuiltinVersion = 3;
 
 /// Host /etc entries a built-in image gets a copy of: what programs need to run, nothing secret
 /// (no shadow, no ssh keys, no agent files).
@@ -183,8 +184,17 @@ Status ImageStore::EnsureBuiltins() {
     }
     fs::copy_file("/etc/ssl/certs/ca-certificates.crt",
                   rootfs / "etc/ssl/certs/ca-certificates.crt", ec);
+    json aliases = json::array({std::string(b.name) + ":latest"});
+    // The interpreter's version as a tag ("python:3.11"), so a tagged reference to another
+    // version is refused instead of silently running this one.
+    if (std::string(b.runtime) == "python") {
+      std::string real = fs::canonical(b.path, ec).filename().string();  // python3.11
+      if (!ec && real.rfind("python", 0) == 0 && real.size() > 6) {
+        aliases.push_back(std::string(b.name) + ":" + real.substr(6));
+      }
+    }
     json manifest = {{"name", b.name},
-                     {"aliases", json::array({std::string(b.name) + ":latest"})},
+                     {"aliases", aliases},
                      {"builtin_version", kBuiltinVersion},
                      {"host_mounts", host_mounts},
                      {"env", json::array({"LANG=C.UTF-8"})},
@@ -233,21 +243,16 @@ StatusOr<Image> ImageStore::Find(std::string const& reference) const {
     if (!ValidImageName(entry.path().filename().string())) continue;
     if (auto img = load(entry.path().filename().string()); img.ok()) all.push_back(*std::move(img));
   }
-  auto match = [&](std::string const& ref) -> Image const* {
+  // An exact name or alias first, then the other ways server::ImageServes allows.
+  for (bool exact : {true, false}) {
     for (auto const& img : all) {
-      if (img.name == ref ||
-          std::find(img.aliases.begin(), img.aliases.end(), ref) != img.aliases.end()) {
-        return &img;
+      auto serves = [&](std::string const& offered) {
+        return exact ? offered == reference : server::ImageServes(offered, reference);
+      };
+      if (serves(img.name) || std::any_of(img.aliases.begin(), img.aliases.end(), serves)) {
+        return img;
       }
     }
-    return nullptr;
-  };
-  // As given, then a registry reference's last component, then that without its tag.
-  auto slash = reference.rfind('/');
-  std::string last = slash == std::string::npos ? reference : reference.substr(slash + 1);
-  std::string bare = last.substr(0, last.find(':'));
-  for (auto const& ref : {reference, last, bare}) {
-    if (auto const* img = match(ref)) return *img;
   }
   return Status(StatusCode::kNotFound, "unknown image " + reference);
 }

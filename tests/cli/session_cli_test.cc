@@ -141,12 +141,17 @@ TEST_F(SessionCliTest, InfoLogsAndRm) {
   EXPECT_EQ(logs.exit_code, 0) << logs.err;
   EXPECT_THAT(logs.out, HasSubstr("sleep 1"));
 
+  // What could never start is refused at once (exit 125 around the job), naming the group's
+  // capacity; a job that waits says why in its info.
+  auto never = Bai({"run", "--name", "too-big", "-r", "cpu=64", "python", "--", "true"});
+  EXPECT_EQ(never.exit_code, 125);
+  EXPECT_THAT(never.err, HasSubstr("larger than any agent of the resource group holds"));
   auto pending =
-      Bai({"run", "--detach", "--name", "to-remove", "-r", "cpu=64", "python", "--", "true"});
-  ASSERT_EQ(pending.exit_code, 0);
+      Bai({"run", "--detach", "--name", "to-remove", "--starts-at", "1h", "python", "--", "true"});
+  ASSERT_EQ(pending.exit_code, 0) << pending.err;
   auto table = Bai({"session", "info", "to-remove"});
   EXPECT_THAT(table.out, HasSubstr("PENDING"));
-  EXPECT_THAT(table.out, HasSubstr("needs cpu=64"));
+  EXPECT_THAT(table.out, HasSubstr("waiting"));
   EXPECT_EQ(Bai({"rm", "to-remove"}).exit_code, 0);
   EXPECT_EQ(Bai({"rm", "to-remove"}).exit_code, 5) << "gone now";
   EXPECT_EQ(Bai({"session", "info", "no-such-session"}).exit_code, 5);
@@ -160,8 +165,8 @@ TEST_F(SessionCliTest, SessionVerbsAndTheirTopLevelAliasesAgree) {
   EXPECT_EQ(by_noun.exit_code, 0) << by_noun.err;
   EXPECT_THAT(by_noun.out, HasSubstr("exit 4"));
   EXPECT_EQ(by_noun.out, by_alias.out);
-  auto queued =
-      Bai({"session", "run", "--detach", "--name", "noun-rm", "-r", "cpu=64", "python", "--", "x"});
+  auto queued = Bai({"session", "run", "--detach", "--name", "noun-rm", "--starts-at", "1h",
+                     "python", "--", "x"});
   ASSERT_EQ(queued.exit_code, 0) << queued.err;
   EXPECT_EQ(Bai({"session", "rm", "noun-rm"}).exit_code, 0);
   EXPECT_EQ(Bai({"rm", "noun-rm"}).exit_code, 5) << "gone by either name";

@@ -113,12 +113,19 @@ TEST_F(AgentTest, UnknownImagesAre404OnceAgentsReportTheirImages) {
   EXPECT_EQ(r.status, 404) << r.body;
   EXPECT_EQ(json::parse(r.body)["type"], "https://api.backend.ai/probs/object-not-found");
   EXPECT_THAT(std::string(json::parse(r.body)["msg"]), ::testing::HasSubstr("tensorflow"));
-  // A registry reference resolves by its last component, as on the agent.
+  // A registry reference resolves by its last component, as on the agent; its tag must be
+  // offered (3.11 with a platform suffix is; 3.9 is not).
   auto ref = Call("POST", "/session",
                   {{"name", "byref"},
                    {"image", "cr.backend.ai/stable/python:3.11-ubuntu22.04"},
                    {"enqueueOnly", true}});
   EXPECT_EQ(ref.status, 201) << ref.body;
+  auto other = Call("POST", "/session",
+                    {{"name", "oldpy"},
+                     {"image", "cr.backend.ai/stable/python:3.9-ubuntu20.04"},
+                     {"enqueueOnly", true}});
+  EXPECT_EQ(other.status, 404) << other.body;
+  EXPECT_THAT(std::string(json::parse(other.body)["msg"]), ::testing::HasSubstr("python:3.9"));
 }
 
 TEST_F(AgentTest, CommitRunsAsABackgroundTaskFollowedToItsEnd) {
@@ -195,8 +202,10 @@ TEST_F(AgentTest, RestartGoesThroughRestartingAndInterruptReachesTheAgent) {
   ASSERT_EQ(Call("POST", "/session",
                  {{"name", "rs-q"},
                   {"image", "python"},
-                  {"enqueueOnly", true},
-                  {"config", {{"resources", {{"cpu", "64"}}}}}})
+                  {"type", "batch"},
+                  {"startupCommand", "true"},
+                  {"startsAt", "1h"},
+                  {"enqueueOnly", true}})
                 .status,
             201);
   EXPECT_EQ(Call("PATCH", "/session/rs-q").status, 400);
@@ -551,12 +560,21 @@ TEST_F(AgentTest, ExecuteIsRelayedToTheKernel) {
   auto no_run = Call("POST", "/session/repl", {{"mode", "continue"}, {"code", ""}});
   EXPECT_EQ(no_run.status, 400);
   EXPECT_EQ(Call("POST", "/session/repl", {{"mode", "dance"}}).status, 400);
-  // A queued session cannot execute yet.
+  // A queued session cannot execute yet; one that could never start is refused at once.
+  auto never = Call("POST", "/session",
+                    {{"name", "never"},
+                     {"image", "python"},
+                     {"enqueueOnly", true},
+                     {"config", {{"resources", {{"cpu", 64}}}}}});
+  EXPECT_EQ(never.status, 400) << never.body;
+  EXPECT_THAT(never.body, ::testing::HasSubstr("larger than any agent"));
   Call("POST", "/session",
        {{"name", "queued"},
         {"image", "python"},
-        {"enqueueOnly", true},
-        {"config", {{"resources", {{"cpu", 64}}}}}});
+        {"type", "batch"},
+        {"startupCommand", "true"},
+        {"startsAt", "1h"},
+        {"enqueueOnly", true}});
   EXPECT_EQ(Call("POST", "/session/queued", {{"mode", "query"}, {"code", "1"}}).status, 400);
   // Without its agent the manager says so instead of hanging.
   agent->Stop();

@@ -244,7 +244,10 @@ TEST_F(SessionTest, DestroyPendingCancelsIt) {
   auto c = Create({{"name", "doomed"}, {"image", "python"}});
   auto r = Call("DELETE", "/session/doomed");
   ASSERT_EQ(r.status, 200) << r.body;
-  EXPECT_EQ(Call("GET", "/session/doomed").status, 404) << "dead sessions no longer match";
+  // An ended session still reads by its name (its result stays visible), but cannot end again.
+  auto ended = Call("GET", "/session/doomed");
+  ASSERT_EQ(ended.status, 200) << ended.body;
+  EXPECT_EQ(json::parse(ended.body)["status"], "CANCELLED");
   auto history = json::parse(Call("GET", "/session/doomed/status-history").body)["result"];
   EXPECT_TRUE(history.contains("CANCELLED"));
   EXPECT_EQ(Call("DELETE", "/session/doomed").status, 404);

@@ -82,7 +82,7 @@ TEST(SchedulerTest, UnknownSlotsAndArchitecturesDoNotFit) {
 TEST(SchedulerTest, SessionsGoOnlyToAgentsOfferingTheirImage) {
   Input in;
   Agent plain = MakeAgent("a1", "cpu=8,mem=8g");
-  plain.images = {"python", "python:latest", "shell"};
+  plain.images = {"python", "python:latest", "python:3.11", "shell"};
   Agent custom = MakeAgent("a2", "cpu=8,mem=8g");
   custom.images = {"myimage", "myimage:v1"};
   in.agents = {plain, custom};
@@ -102,6 +102,30 @@ TEST(SchedulerTest, SessionsGoOnlyToAgentsOfferingTheirImage) {
   // Agents that reported no images are not ruled out.
   EXPECT_TRUE(OffersImage({}, "anything"));
   EXPECT_FALSE(OffersImage({"python"}, "pythonic"));
+  // A tag must be offered: exactly, as latest, or as a version with a platform suffix.
+  EXPECT_TRUE(OffersImage({"python", "python:3.11"}, "python"));
+  EXPECT_TRUE(OffersImage({"python"}, "python:latest"));
+  EXPECT_TRUE(
+      OffersImage({"python", "python:3.11"}, "cr.backend.ai/stable/python:3.11-ubuntu22.04"));
+  EXPECT_FALSE(
+      OffersImage({"python", "python:3.11"}, "cr.backend.ai/stable/python:3.9-ubuntu20.04"));
+  EXPECT_FALSE(OffersImage({"python", "python:3.11"}, "python:3.9"));
+  EXPECT_FALSE(OffersImage({"python", "python:3.11"}, "python:-x"));
+}
+
+TEST(SchedulerTest, WhatCanNeverStartIsNamed) {
+  std::vector<ResourceSlots> group = {Slots("cpu=4,mem=8g"), Slots("cpu=8,mem=4g")};
+  EXPECT_EQ(WhyNeverFits(group, Slots("cpu=8,mem=4g"), false), "");
+  EXPECT_EQ(WhyNeverFits({}, Slots("cpu=1000"), false), "") << "agents may still come";
+  EXPECT_EQ(WhyNeverFits(group, Slots("cpu=1,cuda.shares=0.5"), false),
+            "No agent of the resource group offers cuda.shares.");
+  EXPECT_EQ(WhyNeverFits(group, Slots("cpu=1,cuda.shares=0.5"), true), "")
+      << "enqueueOnly: an agent with GPUs may join";
+  // Within the group's total, but on no single agent.
+  EXPECT_EQ(WhyNeverFits(group, Slots("cpu=8,mem=8g"), false),
+            "The request (cpu=8 mem=8g) is larger than any agent of the resource group holds: "
+            "the group has cpu=12 mem=12g in all, its largest agent cpu=8 mem=8g.");
+  EXPECT_THAT(WhyNeverFits(group, Slots("cpu=1000"), true), HasSubstr("cpu=12 in all"));
 }
 
 TEST(SchedulerTest, KeypairConcurrencyAndTotalSlots) {

@@ -116,6 +116,32 @@ BAI_EXPORT std::string EncodeSessionInfo(SessionInfo const& info);
 /// an object is refused.
 BAI_EXPORT StatusOr<SessionInfo> DecodeSessionInfo(std::string_view json);
 
+/// One `ComputeSession` of the GraphQL `compute_session_list` (PROTOCOL.md §8.2), as bai reads
+/// it. The manager's schema names the fields; kSessionListItemFields is the selection that fills
+/// this struct, and the decoder reads the answer (slot maps arrive as JSON strings).
+struct SessionListItem {
+  std::string id;
+  std::string name;
+  SessionStatusValue status;
+  std::string status_info;
+  std::string type;  ///< as GraphQL spells it: INTERACTIVE, BATCH
+  std::string image;
+  std::string access_key;
+  std::string scaling_group;
+  std::optional<std::string> tag;
+  std::string result;  ///< UNDEFINED, SUCCESS, FAILURE
+  std::optional<std::int64_t> exit_code;
+  std::string created_at;
+  std::optional<std::string> status_changed;
+  std::optional<std::string> terminated_at;
+  ResourceSlots requested;
+  ResourceSlots occupied;
+  std::vector<std::string> agent_ids;
+};
+BAI_EXPORT extern char const kSessionListItemFields[];
+/// One item object of the list; lenient as DecodeSessionInfo.
+BAI_EXPORT StatusOr<SessionListItem> DecodeSessionListItem(std::string_view json);
+
 /// `POST /session/{id}` (PROTOCOL.md §5.5): one execute step. `query` runs code, `batch` runs
 /// options.exec, `continue` and `input` go on with a run, `complete` asks for completions.
 struct ExecuteStep {

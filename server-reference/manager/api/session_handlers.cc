@@ -329,6 +329,12 @@ struct SessionRoutes {
       return CreatedResponse(old, std::string(protocol::ToString(old.status)), false);
     }
     if (auto st = CheckImageKnown(ctx.store.db(), s.image); !st.ok()) return ProblemResponse(st);
+    // Fail fast: what can never start is refused now, not queued in silence.
+    if (auto st =
+            CheckCanEverFit(ctx.store.db(), s.scaling_group, s.requested, in.request.enqueue_only);
+        !st.ok()) {
+      return ProblemResponse(st);
+    }
     if (auto st = sessions.Create(s); !st.ok()) return ProblemResponse(st);
     schedule(s.scaling_group);
     hub.Wake();
@@ -433,7 +439,8 @@ struct SessionRoutes {
 
   // GET /session/{id}
   StatusOr<HttpResponse> Get(RequestContext& ctx) {
-    auto s = ResolveSession(sessions, ctx, false);
+    // Ended sessions too: a finished job's result stays readable by its name (newest first).
+    auto s = ResolveSession(sessions, ctx, true);
     if (!s.ok()) return std::move(s).status();
     return HttpResponse::Json(200, protocol::EncodeSessionInfo(InfoOf(*s)));
   }
@@ -451,6 +458,8 @@ struct SessionRoutes {
     if (protocol::IsTerminal(from)) {
       return MakeProblemStatus(ProblemType::kObjectNotFound, "No such session.");
     }
+    // Already on its way out: destroying it again is done, not an error.
+    if (from == SessionStatus::kTerminating) return JsonResponse({{"stats", json::object()}});
     TransitionDetails d;
     d.status_info = "user-requested";
     d.reason = "user-requested";

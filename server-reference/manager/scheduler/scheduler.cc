@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/manager/scheduler/scheduler.h"
 
+#include "server-reference/common/image_ref.h"
+
 #include <algorithm>
 
 namespace bai::manager::scheduler {
@@ -42,11 +44,8 @@ void AddInto(ResourceSlots& total, ResourceSlots const& more) {
 
 bool OffersImage(std::vector<std::string> const& offered, std::string const& reference) {
   if (offered.empty() || reference.empty()) return true;
-  auto slash = reference.rfind('/');
-  std::string last = slash == std::string::npos ? reference : reference.substr(slash + 1);
-  std::string bare = last.substr(0, last.find(':'));
   for (auto const& name : offered) {
-    if (name == reference || name == last || name == bare) return true;
+    if (server::ImageServes(name, reference)) return true;
   }
   return false;
 }
@@ -152,6 +151,46 @@ std::string WhyWaiting(std::vector<Agent> const& agents, Session const& s, Input
 }
 
 }  // namespace
+
+std::string WhyNeverFits(std::vector<ResourceSlots> const& capacities,
+                         ResourceSlots const& requested, bool unoffered_ok) {
+  if (capacities.empty()) return "";
+  ResourceSlots total;
+  for (auto const& c : capacities) AddInto(total, c);
+  ResourceSlots wanted;  // the slots that count: asked for, and offered somewhere
+  for (auto const& [slot, amount] : requested) {
+    if (amount.is_zero()) continue;
+    auto it = total.find(slot);
+    if (it == total.end() || it->second.is_zero()) {
+      if (unoffered_ok) continue;
+      return "No agent of the resource group offers " + slot + ".";
+    }
+    wanted[slot] = amount;
+  }
+  for (auto const& c : capacities) {
+    bool fits = true;
+    for (auto const& [slot, amount] : wanted) {
+      auto it = c.find(slot);
+      if (it == c.end() || it->second < amount) fits = false;
+    }
+    if (fits) return "";
+  }
+  ResourceSlots largest;  // per slot, the most any one agent has
+  for (auto const& c : capacities) {
+    for (auto const& [slot, amount] : c) {
+      if (!largest.count(slot) || largest[slot] < amount) largest[slot] = amount;
+    }
+  }
+  ResourceSlots shown_total, shown_largest;
+  for (auto const& [slot, amount] : wanted) {
+    shown_total[slot] = total[slot];
+    shown_largest[slot] = largest.count(slot) ? largest[slot] : Decimal();
+  }
+  return "The request (" + DescribeSlots(wanted) +
+         ") is larger than any agent of the resource group holds: the group has " +
+         DescribeSlots(shown_total) + " in all, its largest agent " + DescribeSlots(shown_largest) +
+         ".";
+}
 
 std::string DescribeSlots(ResourceSlots const& slots) {
   std::string out;

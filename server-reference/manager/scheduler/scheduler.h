@@ -51,10 +51,17 @@ struct Session {
 /// Adds `more` into `total`, slot by slot (a sum past the largest amount saturates to unlimited).
 void AddInto(ResourceSlots& total, ResourceSlots const& more);
 
-/// Whether an agent offering `offered` (names and aliases) can run `reference`: by name or alias,
-/// or a registry reference by its last component, then that without its tag, as the agent
-/// resolves it. An agent that reported no images is not ruled out.
+/// Whether an agent offering `offered` (names and aliases) can run `reference`
+/// (server::ImageServes, the rule the agent resolves by). An agent that reported no images is
+/// not ruled out.
 bool OffersImage(std::vector<std::string> const& offered, std::string const& reference);
+
+/// Why `requested` can never start in a resource group whose agents (ALIVE, schedulable) have
+/// `capacities`, or "" when it could: a slot none of them offers (allowed when `unoffered_ok`:
+/// an agent offering it may still join), or more than any one agent holds (a session runs on
+/// one agent). An empty group answers "": agents may still come.
+std::string WhyNeverFits(std::vector<ResourceSlots> const& capacities,
+                         ResourceSlots const& requested, bool unoffered_ok);
 
 struct Input {
   std::vector<Session> pending;

@@ -379,6 +379,20 @@ Status CheckAgentsKnown(server::Database& db, std::string const& scaling_group,
   return Status();
 }
 
+Status CheckCanEverFit(server::Database& db, std::string const& scaling_group,
+                       protocol::ResourceSlots const& requested, bool unoffered_ok) {
+  auto rows = db.Query(
+      "SELECT available_slots FROM agents WHERE scaling_group = ? AND status = 'ALIVE' AND "
+      "schedulable = 1",
+      {scaling_group});
+  if (!rows.ok()) return rows.status();
+  std::vector<protocol::ResourceSlots> capacities;
+  for (auto const& r : *rows) capacities.push_back(SlotsFromColumn(r.Text(0)));
+  auto why = scheduler::WhyNeverFits(capacities, requested, unoffered_ok);
+  if (why.empty()) return Status();
+  return protocol::MakeProblemStatus(protocol::ProblemType::kInvalidApiParams, why);
+}
+
 Status CheckImageKnown(server::Database& db, std::string const& reference) {
   auto rows = db.Query("SELECT images FROM agents");
   if (!rows.ok()) return rows.status();

@@ -41,6 +41,10 @@ Status CheckAgentsKnown(server::Database& db, std::string const& scaling_group,
 /// 404 `object-not-found` ("No such environment image") when agents have registered images and
 /// none offers `reference` (scheduler::OffersImage). With no images known yet, any is accepted.
 Status CheckImageKnown(server::Database& db, std::string const& reference);
+/// 400 invalid-api-params when `requested` can never start in `scaling_group`
+/// (scheduler::WhyNeverFits over its ALIVE, schedulable agents).
+Status CheckCanEverFit(server::Database& db, std::string const& scaling_group,
+                       protocol::ResourceSlots const& requested, bool unoffered_ok);
 
 /// `POST /resource/check-presets` (PROTOCOL.md §9): the keypair's limits, usage and remainder,
 /// the remainder of each of `scaling_groups` (ALIVE agents' capacity minus what sessions hold),

@@ -1,0 +1,481 @@
+// SPDX-License-Identifier: Apache-2.0
+// The session commands that start or follow work: run, create, exec, wait.
+#include "bai/session_client.h"
+
+#include "cli/commands/session.h"
+#include "cli/commands/session_util.h"
+#include "cli/exit_codes.h"
+
+#include <nlohmann/json.hpp>
+#include <sodium.h>
+
+#include <chrono>
+#include <iterator>
+#include <thread>
+
+namespace bai::cli {
+
+using nlohmann::json;
+
+namespace {
+
+std::string RandomSuffix() {
+  unsigned char raw[4];
+  randombytes_buf(raw, sizeof raw);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : raw) {
+    out.push_back(kHex[c >> 4]);
+    out.push_back(kHex[c & 15]);
+  }
+  return out;
+}
+
+// The spec flags into the request; a usage error is reported and returns kExitUsage.
+int ApplySpec(SpecOptions const& o, SessionCreateRequest& req, Context& ctx) {
+  req.image = o.image;
+  req.name = o.name;
+  req.group = o.group;
+  if (!o.scaling_group.empty()) req.scaling_group = o.scaling_group;
+  if (!o.tag.empty()) req.tag = o.tag;
+  req.priority = o.priority;
+  req.dependencies = o.depends;
+  if (!o.starts_at.empty()) req.starts_at = o.starts_at;
+  for (auto const& r : o.resources) {
+    if (auto s = protocol::ParseSlotAssignment(r, req.resources); !s.ok()) {
+      ctx.err() << "error: -r " << r << ": " << s.message() << "\n";
+      return kExitUsage;
+    }
+  }
+  for (auto const& e : o.env) {
+    auto eq = e.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      ctx.err() << "error: -e " << e << ": expected KEY=VALUE\n";
+      return kExitUsage;
+    }
+    req.environ[e.substr(0, eq)] = e.substr(eq + 1);
+  }
+  for (auto const& m : o.mounts) {
+    // VFOLDER[:PATH][:ro|:rw]
+    std::string name = m.substr(0, m.find(':'));
+    std::string rest = m.size() > name.size() ? m.substr(name.size() + 1) : "";
+    std::string mode;
+    if (rest == "ro" || rest == "rw") {
+      mode = rest;
+      rest.clear();
+    } else if (auto colon = rest.rfind(':'); colon != std::string::npos) {
+      mode = rest.substr(colon + 1);
+      rest = rest.substr(0, colon);
+    }
+    if (name.empty() || (!mode.empty() && mode != "ro" && mode != "rw")) {
+      ctx.err() << "error: -m " << m << ": expected VFOLDER[:PATH][:ro]\n";
+      return kExitUsage;
+    }
+    req.mounts.push_back(name);
+    if (!rest.empty()) req.mount_map[name] = rest;
+    if (mode == "ro") req.resource_opts["mount." + name] = "ro";
+  }
+  if (!o.timeout.empty()) {
+    auto seconds = DurationFlag(ctx, "--timeout", o.timeout);
+    if (!seconds) return kExitUsage;
+    req.batch_timeout_seconds = *seconds;
+  }
+  return 0;
+}
+
+// Says on stderr why a session waits: once, and again each time the reason changes.
+struct WaitReporter {
+  Context& ctx;
+  std::string last;
+  void operator()(SessionInfo const& info) {
+    if (info.status.status != protocol::SessionStatus::kPending) return;
+    if (info.status_info.empty() || info.status_info == last) return;
+    last = info.status_info;
+    ctx.err() << (info.status_info.rfind("waiting", 0) == 0 ? "" : "waiting: ") << info.status_info
+              << "\n";
+  }
+};
+
+// Waits for `id` to run or end; 0 when it runs. `max_wait` (seconds, 0 = none) bounds the time
+// it may wait to start; past it the session is destroyed.
+struct StartWait {
+  std::optional<SessionEnd> end;  ///< set when it ended instead of running
+  Status error;
+  bool timed_out = false;
+  bool interrupted = false;
+};
+
+StartWait WaitToStart(SessionClient const& sessions, std::string const& id, std::int64_t max_wait,
+                      Context& ctx) {
+  StartWait out;
+  WaitReporter report{ctx, ""};
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(max_wait);
+  WaitOptions wait;
+  wait.until_running = true;
+  wait.poll_interval = std::chrono::milliseconds(1000);
+  wait.on_info = [&report](SessionInfo const& info) { report(info); };
+  wait.cancelled = [&] {
+    out.timed_out = max_wait > 0 && std::chrono::steady_clock::now() > deadline;
+    out.interrupted = Interrupted();
+    return out.timed_out || out.interrupted;
+  };
+  auto r = sessions.WaitForEnd(id, wait);
+  if (!r.ok()) {
+    if (r.status().code() != StatusCode::kCancelled) out.error = r.status();
+    return out;
+  }
+  if (r->status != "RUNNING") out.end = *r;
+  return out;
+}
+
+int RunQuery(RunOptions const& options, Context& ctx) {
+  SessionCreateRequest req;
+  if (int usage = ApplySpec(options, req, ctx)) return usage;
+  req.type = "interactive";
+  bool anonymous = options.name.empty();
+  req.name = anonymous ? "run-" + RandomSuffix() : options.name;
+  req.reuse_if_exists = true;
+  req.enqueue_only = true;
+  std::string code = *options.code;
+  if (code == "-") code.assign(std::istreambuf_iterator<char>(ctx.in()), {});
+
+  auto client = ctx.MakeClient();
+  if (!client.ok()) return JobError(ctx, client.status());
+  SessionClient sessions(*client);
+  CatchInterrupts();
+
+  auto created = sessions.Create(req);
+  if (!created.ok()) return JobError(ctx, created.status());
+  ctx.err() << "session " << created->name << " (" << created->id << ")\n";
+  auto cleanup = [&] {
+    if (anonymous) (void)sessions.Destroy(created->id);
+  };
+  if (created->status != "RUNNING") {
+    auto started = WaitToStart(sessions, created->id, 0, ctx);
+    if (started.interrupted) {
+      cleanup();
+      return kExitInterrupted;
+    }
+    if (!started.error.ok()) return JobError(ctx, started.error);
+    if (started.end) {
+      ctx.err() << "session " << created->name << " ended before it ran ("
+                << (started.end->reason.empty() ? started.end->status : started.end->reason)
+                << ")\n";
+      return kJobNoExitCode;
+    }
+  }
+
+  ExecuteStep step;
+  step.mode = "query";
+  step.code = code;
+  json console = json::array();
+  std::optional<std::int64_t> exit_code;
+  while (true) {
+    auto r = sessions.Execute(created->id, step);
+    if (!r.ok()) {
+      cleanup();
+      return JobError(ctx, r.status());
+    }
+    for (auto const& [stream, text] : r->console) {
+      if (ctx.json()) {
+        console.push_back({stream, text});
+      } else if (stream == "stderr") {
+        ctx.err() << text << std::flush;
+      } else if (stream == "stdout") {
+        ctx.out() << text << std::flush;
+      }
+    }
+    step.run_id = r->run_id;
+    step.code.clear();
+    if (r->status == "finished") {
+      exit_code = r->exit_code;
+      break;
+    }
+    if (Interrupted()) {
+      cleanup();
+      ctx.err() << "interrupted\n";
+      return kExitInterrupted;
+    }
+    if (r->status == "waiting-input") {
+      std::string line;
+      if (!std::getline(ctx.in(), line)) line.clear();
+      step.mode = "input";
+      step.code = line;
+    } else if (r->status == "continued") {
+      step.mode = "continue";
+    } else {
+      break;  // exec-timeout and other endings without an exit code
+    }
+  }
+  cleanup();
+  int rc = exit_code ? static_cast<int>(*exit_code & 255) : kJobNoExitCode;
+  if (ctx.json()) {
+    ctx.out() << json{{"session_id", created->id},
+                      {"session_name", created->name},
+                      {"reused", !created->created},
+                      {"exit_code", rc},
+                      {"console", console}}
+                     .dump()
+              << "\n";
+  }
+  return rc;
+}
+
+}  // namespace
+
+int RunRun(RunOptions const& options, Context& ctx) {
+  if (options.code && !options.command.empty()) {
+    ctx.err() << "error: give either -c CODE or a command after --, not both\n";
+    return kExitUsage;
+  }
+  if (options.code) return RunQuery(options, ctx);
+  if (options.command.empty()) {
+    ctx.err() << "error: nothing to run: give the command after --, e.g. bai run python -- "
+                 "python3 train.py\n";
+    return kExitUsage;
+  }
+  SessionCreateRequest req;
+  if (int usage = ApplySpec(options, req, ctx)) return usage;
+  std::int64_t max_wait = 0;
+  if (!options.max_wait.empty()) {
+    auto s = DurationFlag(ctx, "--max-wait", options.max_wait);
+    if (!s) return kExitUsage;
+    max_wait = *s;
+  }
+  req.type = "batch";
+  req.startup_command = ShellJoin(options.command);
+  if (req.name.empty()) req.name = "run-" + RandomSuffix();
+  req.enqueue_only = true;
+  req.reuse_if_exists = false;
+  auto client = ctx.MakeClient();
+  if (!client.ok()) return JobError(ctx, client.status());
+  SessionClient sessions(*client);
+  CatchInterrupts();
+
+  auto created = sessions.Create(req);
+  if (!created.ok()) return JobError(ctx, created.status());
+  // Always said, so that an interrupted `bai run` leaves a session one can find.
+  ctx.err() << "session " << created->name << " (" << created->id << ") queued\n";
+  if (options.detach) {
+    if (ctx.json()) {
+      ctx.out() << json{{"session_id", created->id},
+                        {"session_name", created->name},
+                        {"status", created->status},
+                        {"exit_code", 0}}
+                       .dump()
+                << "\n";
+    } else {
+      ctx.out() << created->id << "\n";
+    }
+    return 0;
+  }
+
+  auto destroy = [&](char const* why) {
+    (void)sessions.Destroy(created->id);
+    ctx.err() << why << "; session " << created->name << " destroyed\n";
+  };
+  auto started = WaitToStart(sessions, created->id, max_wait, ctx);
+  if (started.interrupted) return destroy("interrupted"), kExitInterrupted;
+  if (started.timed_out) return destroy("it did not start within --max-wait"), kJobTimedOut;
+  if (!started.error.ok()) return JobError(ctx, started.error);
+  std::optional<SessionEnd> end = started.end;
+  if (!end) {
+    if (ctx.stdout_tty()) ctx.err() << "running…\n";
+    WaitOptions wait;
+    wait.cancelled = [] { return Interrupted(); };
+    auto final = sessions.WaitForEnd(created->id, wait);
+    if (!final.ok() && final.status().code() == StatusCode::kCancelled) {
+      return destroy("interrupted"), kExitInterrupted;
+    }
+    if (!final.ok()) return JobError(ctx, final.status());
+    end = *final;
+  }
+
+  auto logs = sessions.Logs(created->id);
+  int code = end->exit_code ? static_cast<int>(*end->exit_code & 255) : kJobNoExitCode;
+  if (ctx.json()) {
+    json out = {{"session_id", created->id}, {"session_name", created->name},
+                {"status", end->status},     {"status_info", end->reason},
+                {"exit_code", code},         {"logs", logs.ok() ? *logs : ""}};
+    ctx.out() << out.dump() << "\n";
+  } else {
+    if (logs.ok()) ctx.out() << *logs;
+    if (!end->exit_code) {
+      ctx.err() << "session " << created->name << " ended without an exit code ("
+                << (end->reason.empty() ? end->status : end->reason) << ")\n";
+    }
+  }
+  return code;
+}
+
+int RunCreate(CreateOptions const& options, Context& ctx) {
+  SessionCreateRequest req;
+  if (int usage = ApplySpec(options, req, ctx)) return usage;
+  std::int64_t max_wait = 0;
+  if (!options.max_wait.empty()) {
+    auto s = DurationFlag(ctx, "--max-wait", options.max_wait);
+    if (!s) return kExitUsage;
+    max_wait = *s;
+  }
+  req.type = options.type;
+  if (!options.startup_command.empty()) req.startup_command = options.startup_command;
+  req.enqueue_only = true;
+  auto client = ctx.MakeClient();
+  if (!client.ok()) return ReportError(ctx, client.status());
+  SessionClient sessions(*client);
+  if (options.dry_run) {
+    auto fit = sessions.CheckFit(req);
+    if (!fit.ok()) return ReportError(ctx, fit.status());
+    if (ctx.json()) {
+      ctx.out() << json{{"fits", fit->fits},
+                        {"reason", fit->reason},
+                        {"exit_code", fit->fits ? 0 : 1}}
+                       .dump()
+                << "\n";
+    } else {
+      ctx.out() << (fit->fits ? "fits: " : "does not fit: ") << fit->reason << "\n";
+    }
+    return fit->fits ? kExitOk : kExitError;
+  }
+  CatchInterrupts();
+  auto created = sessions.Create(req);
+  if (!created.ok()) return ReportError(ctx, created.status());
+  ctx.err() << "session " << created->name << " (" << created->id << ") "
+            << (options.no_wait ? "queued" : "created") << "\n";
+  std::string status = created->status;
+  if (!options.no_wait && status != "RUNNING") {
+    auto started = WaitToStart(sessions, created->id, max_wait, ctx);
+    if (started.interrupted) {
+      ctx.err() << "interrupted; session " << created->name << " left as it is\n";
+      return kExitInterrupted;
+    }
+    if (started.timed_out) {
+      (void)sessions.Destroy(created->id);
+      ctx.err() << "error: it did not start within --max-wait; session destroyed\n";
+      return kExitTimeout;
+    }
+    if (!started.error.ok()) return ReportError(ctx, started.error);
+    status = started.end ? started.end->status : "RUNNING";
+    if (started.end) {
+      ctx.err() << "error: session " << created->name << " ended before it ran ("
+                << (started.end->reason.empty() ? started.end->status : started.end->reason)
+                << ")\n";
+    }
+  }
+  bool failed = status != "RUNNING" && !options.no_wait;
+  if (ctx.json()) {
+    ctx.out() << json{{"session_id", created->id},
+                      {"session_name", created->name},
+                      {"status", status},
+                      {"exit_code", failed ? kExitError : kExitOk}}
+                     .dump()
+              << "\n";
+  } else {
+    ctx.out() << created->id << "\n";
+  }
+  return failed ? kExitError : kExitOk;
+}
+
+int RunExec(ExecOptions const& options, Context& ctx) {
+  if (options.command.empty()) {
+    ctx.err() << "error: nothing to run: give the command after --, e.g. bai exec SESSION -- ls\n";
+    return kExitUsage;
+  }
+  auto client = ctx.MakeClient();
+  if (!client.ok()) return JobError(ctx, client.status());
+  SessionClient sessions(*client);
+  CatchInterrupts();
+  std::string out, err;
+  auto code = sessions.Exec(
+      options.session, ShellJoin(options.command),
+      [&](std::string const& stream, std::string const& text) {
+        if (ctx.json()) {
+          (stream == "stderr" ? err : out) += text;
+        } else {
+          (stream == "stderr" ? ctx.err() : ctx.out()) << text << std::flush;
+        }
+      },
+      [] { return Interrupted(); });
+  if (!code.ok() && code.status().code() == StatusCode::kCancelled) {
+    ctx.err() << "interrupted\n";
+    return kExitInterrupted;
+  }
+  if (!code.ok()) return JobError(ctx, code.status());
+  int rc = *code & 255;
+  if (ctx.json()) {
+    ctx.out() << json{{"session", options.session},
+                      {"stdout", out},
+                      {"stderr", err},
+                      {"exit_code", rc}}
+                     .dump()
+              << "\n";
+  }
+  return rc;
+}
+
+int RunWait(WaitCommandOptions const& options, Context& ctx) {
+  bool done = options.until == "done";
+  std::int64_t limit = 0;
+  if (!options.timeout.empty()) {
+    auto s = DurationFlag(ctx, "--timeout", options.timeout);
+    if (!s) return kExitUsage;
+    limit = *s;
+  }
+  auto client = ctx.MakeClient();
+  if (!client.ok())
+    return done ? JobError(ctx, client.status()) : ReportError(ctx, client.status());
+  SessionClient sessions(*client);
+  CatchInterrupts();
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(limit);
+  json results = json::array();
+  int rc = 0;
+  for (auto const& ref : options.sessions) {
+    auto info = sessions.Info(ref);
+    if (!info.ok()) {
+      int code = done ? JobError(ctx, info.status()) : ReportError(ctx, info.status());
+      if (rc == 0) rc = code;
+      results.push_back({{"session", ref}, {"error", info.status().message()}});
+      continue;
+    }
+    bool timed_out = false;
+    WaitOptions wait;
+    wait.until_running = !done;
+    wait.poll_interval = std::chrono::milliseconds(1000);
+    wait.cancelled = [&] {
+      timed_out = limit > 0 && std::chrono::steady_clock::now() > deadline;
+      return timed_out || Interrupted();
+    };
+    auto end = sessions.WaitForEnd(info->id, wait);
+    if (!end.ok() && end.status().code() == StatusCode::kCancelled) {
+      if (timed_out) {
+        ctx.err() << "error: timed out waiting for " << ref << "\n";
+        rc = done ? static_cast<int>(kJobTimedOut) : static_cast<int>(kExitTimeout);
+      } else {
+        rc = kExitInterrupted;
+      }
+      results.push_back({{"session", ref}, {"status", "WAITING"}});
+      break;
+    }
+    if (!end.ok()) {
+      int code = done ? JobError(ctx, end.status()) : ReportError(ctx, end.status());
+      if (rc == 0) rc = code;
+      continue;
+    }
+    json r = {{"session", ref}, {"session_id", info->id}, {"status", end->status}};
+    int code = 0;
+    if (done) {
+      code = end->exit_code ? static_cast<int>(*end->exit_code & 255) : kJobNoExitCode;
+      r["job_exit_code"] = end->exit_code ? json(*end->exit_code) : json(nullptr);
+    } else if (end->status != "RUNNING") {
+      ctx.err() << "error: " << ref << " ended before it ran (" << end->status << ")\n";
+      code = kExitError;
+    }
+    if (rc == 0) rc = code;
+    if (!ctx.json()) ctx.out() << ref << " " << end->status << "\n";
+    results.push_back(std::move(r));
+  }
+  if (ctx.json()) ctx.out() << json{{"sessions", results}, {"exit_code", rc}}.dump() << "\n";
+  return rc;
+}
+
+}  // namespace bai::cli

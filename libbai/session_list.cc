@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: Apache-2.0
+// Session lists over GraphQL (`compute_session_list`), fetched a page at a time.
+#include "bai/protocol/errors.h"
+#include "bai/session_client.h"
+
+#include "libbai/internal/json_codec.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+namespace bai {
+
+using nlohmann::json;
+
+StatusOr<std::string> RunGraphql(Client const& client, protocol::GraphqlRequest const& request) {
+  ApiRequest call("POST", "/admin/gql");
+  call.body = protocol::EncodeGraphqlRequest(request);
+  call.idempotent = true;  // queries change nothing
+  auto response = client.Send(call);
+  if (!response.ok()) return std::move(response).status();
+  if (auto st = CheckResponse(*response); !st.ok()) return st;
+  auto decoded = protocol::DecodeGraphqlResponse(response->body);
+  if (!decoded.ok()) return std::move(decoded).status();
+  if (!decoded->errors.empty()) {
+    return protocol::MakeProblemStatus(protocol::ProblemType::kGraphqlError,
+                                       protocol::DescribeGraphqlErrors(decoded->errors));
+  }
+  return std::move(decoded->data_json);
+}
+
+StatusOr<std::vector<SessionListItem>> SessionPages::Next() {
+  std::vector<SessionListItem> out;
+  if (done_) return out;
+  std::int64_t size = std::clamp(options_.page_size, 1, 1000);
+  if (options_.limit) size = std::min(size, *options_.limit - offset_);
+  if (size <= 0) {
+    done_ = true;
+    return out;
+  }
+  json vars = {{"limit", size}, {"offset", offset_}};
+  std::string status;
+  for (auto const& s : options_.statuses) status += (status.empty() ? "" : ",") + s;
+  if (!status.empty()) vars["status"] = status;
+  if (!options_.filter.empty()) vars["filter"] = options_.filter;
+  if (!options_.order.empty()) vars["order"] = options_.order;
+  if (options_.access_key) vars["ak"] = *options_.access_key;
+  protocol::GraphqlRequest request;
+  request.query = std::string(
+                      "query($limit: Int!, $offset: Int!, $status: String, $filter: String, "
+                      "$order: String, $ak: String) { compute_session_list(limit: $limit, "
+                      "offset: $offset, status: $status, filter: $filter, order: $order, "
+                      "access_key: $ak) { total_count items { ") +
+                  protocol::kSessionListItemFields + " } } }";
+  request.variables_json = vars.dump();
+  auto data = RunGraphql(client_, request);
+  if (!data.ok()) return std::move(data).status();
+  auto j = internal::ParseJson(*data);
+  json const* list = j && j->is_object() ? &(*j)["compute_session_list"] : nullptr;
+  if (list == nullptr || !list->is_object() || !(*list)["items"].is_array()) {
+    return Status(StatusCode::kInternal, "malformed session list from the server");
+  }
+  total_ = list->value("total_count", std::int64_t{0});
+  for (auto const& item : (*list)["items"]) out.push_back(internal::SessionListItemFromJson(item));
+  offset_ += static_cast<std::int64_t>(out.size());
+  if (static_cast<std::int64_t>(out.size()) < size || offset_ >= total_ ||
+      (options_.limit && offset_ >= *options_.limit)) {
+    done_ = true;
+  }
+  return out;
+}
+
+StatusOr<std::vector<SessionListItem>> SessionClient::ListAll(SessionListOptions options) const {
+  auto pages = List(std::move(options));
+  std::vector<SessionListItem> all;
+  while (!pages.done()) {
+    auto page = pages.Next();
+    if (!page.ok()) return std::move(page).status();
+    for (auto& item : *page) all.push_back(std::move(item));
+  }
+  return all;
+}
+
+}  // namespace bai

@@ -1,0 +1,18 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// How an image reference resolves against what an agent offers, one rule for the scheduler
+// (which agent may take a session) and the agent (which image it runs). A pure function.
+
+#include <string>
+
+namespace bai::server {
+
+/// Whether an image offered under `offered` (its name, "python", or an alias, "python:3.11")
+/// serves `reference`. The reference matches as given or by its last path component
+/// ("cr.backend.ai/stable/python:3.11" → "python:3.11"). A tag must match: exactly, or as
+/// "latest" (or no tag) for the image's own name, or as a version with a platform suffix
+/// ("3.11-ubuntu22.04" is served by "python:3.11"). So "python:3.9" is not served by an image
+/// that offers only "python" and "python:3.11".
+bool ImageServes(std::string const& offered, std::string const& reference);
+
+}  // namespace bai::server
