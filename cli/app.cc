@@ -52,11 +52,26 @@ int Main(int argc, char** argv, std::ostream& out, std::ostream& err, std::istre
     out << app.help("", CLI::AppFormatMode::All);
     return 0;
   } catch (CLI::ParseError const& e) {
-    err << "error: " << e.what() << "\n";
+    // The innermost command named, as the user typed its path ("bai session info").
+    std::string path = "bai";
     CLI::App const* target = &app;
-    while (!target->get_subcommands().empty()) target = target->get_subcommands().front();
-    err << "Run '" << (target == &app ? std::string("bai") : "bai " + target->get_name())
-        << " --help' for usage.\n";
+    while (!target->get_subcommands().empty()) {
+      target = target->get_subcommands().front();
+      path += " " + target->get_name();
+    }
+    if (dynamic_cast<CLI::ExtrasError const*>(&e) != nullptr) {
+      // In the order given (CLI11 lists them last first).
+      std::string extras;
+      for (CLI::App const* level = &app;;) {
+        for (auto const& a : level->remaining()) extras += (extras.empty() ? "" : " ") + a;
+        if (level->get_subcommands().empty()) break;
+        level = level->get_subcommands().front();
+      }
+      err << "error: unexpected arguments: " << extras << "\n";
+    } else {
+      err << "error: " << e.what() << "\n";
+    }
+    err << "Run '" << path << " --help' for usage.\n";
     return kExitUsage;
   }
   if (!set.action()) {

@@ -29,7 +29,8 @@ int ExitCodeFor(Status const& status) {
 std::string_view ExitCodesHelp() {
   return R"(Exit codes
 
-General commands (config, api, session info, vfolder …):
+General commands (config, api, ps, logs, rm, session create/info/ls/history/rename/restart/
+commit/events, wait --for running):
     0    success (an empty result is a success)
     1    error
     2    usage error (unknown command or flag, missing or invalid argument)

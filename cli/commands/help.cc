@@ -32,22 +32,50 @@ Files: config.toml ([profile.NAME] tables, default_profile) and credentials.toml
 mode 0600) in the configuration directory.
 )";
 
+constexpr char const* kOutputHelp = R"(Output
+
+Every command writes its results on stdout and everything else on stderr: progress, the
+session a job runs in, why it waits, warnings, and errors. A script can read stdout and never
+see a diagnostic in it.
+
+Tables and text (the default):
+  bai ps, bai session ls     a header and one row per session, columns two spaces apart
+  bai session info           one "key  value" line per field
+  bai run                    the job's output; with `bai run`, "session NAME (ID) queued" on
+                             stderr as soon as the session exists
+
+JSON (-o json, or --output json, anywhere on the line):
+  - exactly one JSON document on stdout per command (NDJSON, one object per line, for
+    streams: `bai session events`)
+  - every result object carries "exit_code": the code bai exits with
+  - errors go to stderr as {"error": {"code", "message", "type", …}, "exit_code": N}
+  - amounts are JSON numbers: slots as numbers, bytes as integers ("mem": 1073741824)
+  - times are RFC 3339 with an offset ("2026-11-23T03:29:04.932986+00:00")
+  - a job's own exit code is "exit_code" for job commands (run, exec, wait --for done) and
+    "job_exit_code" in listings
+
+Exit codes: `bai help exit-codes`.
+)";
+
 }  // namespace
 
 void AddHelpCommands(CommandSet& set) {
   auto& topic = set.Keep<std::string>();
-  auto* help = set.root().add_subcommand("help", "Help topics: exit-codes, environment");
-  help->add_option("TOPIC", topic, "exit-codes or environment");
+  auto* help = set.root().add_subcommand("help", "Help topics: exit-codes, environment, output");
+  help->add_option("TOPIC", topic, "exit-codes, environment or output");
   set.OnRun(help, [&set, &topic]() -> int {
     Context& ctx = set.ctx();
     if (topic == "exit-codes") {
       ctx.out() << ExitCodesHelp();
     } else if (topic == "environment") {
       ctx.out() << kEnvironmentHelp;
+    } else if (topic == "output") {
+      ctx.out() << kOutputHelp;
     } else if (topic.empty()) {
       ctx.out() << set.root().help();
     } else {
-      ctx.err() << "error: unknown help topic \"" << topic << "\" (exit-codes, environment)\n";
+      ctx.err() << "error: unknown help topic \"" << topic
+                << "\" (exit-codes, environment, output)\n";
       return kExitUsage;
     }
     return 0;

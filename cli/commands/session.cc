@@ -218,7 +218,11 @@ int RunEvents(std::string const& session, Context& ctx) {
       filter,
       [&](SessionEvent const& e) {
         if (lines) {
-          ctx.out() << e.raw_json << "\n" << std::flush;
+          // The event's name, then its data as the server sent it.
+          json line = json::parse(e.raw_json, nullptr, false);
+          if (!line.is_object()) line = json::object();
+          line["event"] = e.name;
+          ctx.out() << line.dump() << "\n" << std::flush;
         } else {
           ctx.out() << e.name << "  " << e.session_name
                     << (e.reason ? "  " + *e.reason : std::string())

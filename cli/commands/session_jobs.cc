@@ -71,9 +71,13 @@ int ApplySpec(SpecOptions const& o, SessionCreateRequest& req, Context& ctx) {
       ctx.err() << "error: -m " << m << ": expected VFOLDER[:PATH][:ro]\n";
       return kExitUsage;
     }
+    if (mode == "ro") {
+      // The create request has no per-mount permission yet (it arrives with vfolders).
+      ctx.err() << "error: -m " << m << ": read-only mounts are not supported yet\n";
+      return kExitUsage;
+    }
     req.mounts.push_back(name);
     if (!rest.empty()) req.mount_map[name] = rest;
-    if (mode == "ro") req.resource_opts["mount." + name] = "ro";
   }
   if (!o.timeout.empty()) {
     auto seconds = DurationFlag(ctx, "--timeout", o.timeout);

@@ -92,7 +92,10 @@ std::string DummyBackend::Execute(server::agent_protocol::Execute const& req) {
     result.exit_code = 130;
     return protocol::EncodeExecuteResult(result);
   }
-  std::string const& code = req.code;
+  // Batch mode runs options.exec; the simulation echoes what it would run.
+  auto exec = req.options.find("exec");
+  std::string const& code =
+      req.mode == "batch" && exec != req.options.end() ? exec->second : req.code;
   std::optional<std::string> command = code;
   result.exit_code = ExitCodeOf(command, 0);
   if (!code.empty()) result.console.emplace_back("stdout", code + "\n");

@@ -107,6 +107,11 @@ TEST_F(CliTest, UsageErrorsExitTwo) {
   EXPECT_EQ(Bai({"api", "GET", "/x", "-H", "bad header"}).exit_code, 2);
   EXPECT_EQ(Bai({"version", "-o", "yaml"}).exit_code, 2);
   EXPECT_EQ(Bai({"completion", "tcsh"}).exit_code, 2);
+  // Unexpected words are named in the order given, with the right command's help.
+  auto extra = Bai({"session", "info", "a", "b", "c"});
+  EXPECT_EQ(extra.exit_code, 2);
+  EXPECT_EQ(extra.err,
+            "error: unexpected arguments: b c\nRun 'bai session info --help' for usage.\n");
 }
 
 TEST_F(CliTest, DebugRedactsSecretsAndSignature) {
@@ -164,6 +169,31 @@ TEST_F(CliTest, HelpTopicsAndCompletion) {
   auto help = Bai({"--help"});
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_THAT(help.out, HasSubstr("api"));
+  auto output = Bai({"help", "output"});
+  EXPECT_EQ(output.exit_code, 0);
+  EXPECT_THAT(output.out, HasSubstr("\"exit_code\""));
+  // Every command the help texts name exists.
+  for (std::vector<std::string> cmd : {std::vector<std::string>{"run"},
+                                       {"exec"},
+                                       {"wait"},
+                                       {"ps"},
+                                       {"logs"},
+                                       {"rm"},
+                                       {"config"},
+                                       {"api"},
+                                       {"session", "create"},
+                                       {"session", "info"},
+                                       {"session", "ls"},
+                                       {"session", "history"},
+                                       {"session", "rename"},
+                                       {"session", "restart"},
+                                       {"session", "commit"},
+                                       {"session", "events"},
+                                       {"session", "wait"},
+                                       {"session", "exec"}}) {
+    cmd.push_back("--help");
+    EXPECT_EQ(Bai(cmd).exit_code, 0) << cmd[0] << " " << cmd[1];
+  }
   for (char const* shell : {"bash", "zsh", "fish"}) {
     auto c = Bai({"completion", shell});
     EXPECT_EQ(c.exit_code, 0) << shell;

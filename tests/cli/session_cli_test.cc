@@ -13,9 +13,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <signal.h>
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 namespace bai {
 namespace {
@@ -171,6 +173,150 @@ TEST_F(SessionCliTest, SessionVerbsAndTheirTopLevelAliasesAgree) {
   EXPECT_EQ(Bai({"session", "rm", "noun-rm"}).exit_code, 0);
   EXPECT_EQ(Bai({"rm", "noun-rm"}).exit_code, 5) << "gone by either name";
   EXPECT_EQ(Bai({"session"}).exit_code, 2) << "a noun needs a verb";
+}
+
+TEST_F(SessionCliTest, CreateExecWaitAndTheLifecycleVerbs) {
+  auto created = Bai({"session", "create", "python", "--name", "box1", "--tag", "exp-7"});
+  ASSERT_EQ(created.exit_code, 0) << created.err;
+  std::string id = created.out.substr(0, created.out.find('\n'));
+  EXPECT_EQ(id.size(), 36u);
+  EXPECT_THAT(created.err, HasSubstr("session box1 (" + id + ")"));
+  // exec: output streamed, exit code passed through.
+  auto exec = Bai({"exec", "box1", "--", "sh", "-c", "exit 3"});
+  EXPECT_EQ(exec.exit_code, 3) << exec.err;
+  EXPECT_THAT(exec.out, HasSubstr("sh -c 'exit 3'"));
+  auto exec_json = Bai({"-o", "json", "session", "exec", "box1", "--", "true"});
+  EXPECT_EQ(json::parse(exec_json.out)["exit_code"], 0);
+  EXPECT_EQ(Bai({"exec", "no-such-box", "--", "true"}).exit_code, 125);
+  // wait --for running returns at once for a running session.
+  auto running = Bai({"wait", "box1", "--for", "running", "--timeout", "30s"});
+  EXPECT_EQ(running.exit_code, 0) << running.err;
+  EXPECT_THAT(running.out, HasSubstr("box1 RUNNING"));
+  // history, rename, restart.
+  auto history = Bai({"-o", "json", "session", "history", "box1"});
+  ASSERT_EQ(history.exit_code, 0) << history.err;
+  auto h = json::parse(history.out);
+  EXPECT_EQ(h["history"].front()["status"], "PENDING");
+  EXPECT_EQ(h["history"].back()["status"], "RUNNING");
+  EXPECT_EQ(Bai({"session", "rename", "box1", "box2"}).exit_code, 0);
+  EXPECT_EQ(Bai({"session", "info", "box2"}).exit_code, 0);
+  EXPECT_EQ(Bai({"session", "restart", "box2"}).exit_code, 0);
+  EXPECT_EQ(Bai({"session", "restart", "nope-box"}).exit_code, 5);
+  // create --no-wait returns once queued; a session that waits is timed out by wait.
+  auto queued = Bai({"-o", "json", "session", "create", "python", "--name", "later-job", "--type",
+                     "batch", "--startup-command", "true", "--starts-at", "1h", "--no-wait"});
+  ASSERT_EQ(queued.exit_code, 0) << queued.err;
+  EXPECT_EQ(json::parse(queued.out)["status"], "PENDING");
+  EXPECT_EQ(Bai({"wait", "later-job", "--for", "running", "--timeout", "1s"}).exit_code, 3);
+  EXPECT_EQ(Bai({"wait", "later-job", "--timeout", "1s"}).exit_code, 124);
+  // Durations: words are usage errors, said in one line.
+  auto bad = Bai({"wait", "later-job", "--timeout", "soon"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.err,
+            "error: --timeout soon: expected a duration such as 30s, 5m, 1h, 2d (or "
+            "seconds)\n");
+  // rm is idempotent for a session on its way out; the job's own code comes back from wait.
+  EXPECT_EQ(Bai({"rm", "box2", "later-job"}).exit_code, 0);
+  auto job = Bai({"run", "--detach", "--name", "waited-job", "python", "--", "sh", "-c", "exit 9"});
+  ASSERT_EQ(job.exit_code, 0);
+  EXPECT_EQ(Bai({"wait", "waited-job"}).exit_code, 9);
+  // Ended sessions stay readable by name: info, logs, history.
+  EXPECT_EQ(Bai({"session", "info", "waited-job"}).exit_code, 0);
+  EXPECT_EQ(Bai({"session", "history", "waited-job"}).exit_code, 0);
+}
+
+TEST_F(SessionCliTest, ListsEveryPageAsJsonAndATableOtherwise) {
+  for (int i = 0; i < 5; ++i) {
+    auto r = Bai({"run", "--detach", "--name", "list-" + std::to_string(i), "--starts-at", "1h",
+                  "python", "--", "true"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  auto done = Bai({"run", "--name", "list-done", "python", "--", "true"});
+  ASSERT_EQ(done.exit_code, 0);
+  auto all = Bai({"-o", "json", "ps"});
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  auto j = json::parse(all.out);
+  EXPECT_EQ(j["exit_code"], 0);
+  EXPECT_EQ(j["total_count"], 5) << "ended sessions only with --all";
+  ASSERT_EQ(j["items"].size(), 5u);
+  EXPECT_EQ(j["items"][0]["name"], "list-4") << "newest first";
+  EXPECT_EQ(j["items"][0]["requested_slots"]["mem"], 1073741824) << "bytes as integers";
+  auto with_ended = json::parse(Bai({"-o", "json", "session", "ls", "--all"}).out);
+  EXPECT_EQ(with_ended["total_count"], 6);
+  auto limited = json::parse(Bai({"-o", "json", "ps", "--limit", "2", "--order", "+name"}).out);
+  ASSERT_EQ(limited["items"].size(), 2u);
+  EXPECT_EQ(limited["items"][0]["name"], "list-0");
+  auto named = json::parse(Bai({"-o", "json", "ps", "--all", "--name", "done"}).out);
+  ASSERT_EQ(named["items"].size(), 1u);
+  EXPECT_EQ(named["items"][0]["job_exit_code"], 0);
+  auto filtered = Bai({"-o", "json", "ps", "--filter", "name == \"list-2\""});
+  EXPECT_EQ(json::parse(filtered.out)["items"].size(), 1u);
+  auto status = json::parse(Bai({"-o", "json", "ps", "--status", "TERMINATED"}).out);
+  EXPECT_EQ(status["total_count"], 1);
+  // The table: a header and one row per session.
+  auto table = Bai({"ps"});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_THAT(table.out, ::testing::StartsWith("NAME "));
+  EXPECT_EQ(std::count(table.out.begin(), table.out.end(), '\n'), 6);
+  // A filter the server refuses is an error (exit 1), on stderr as JSON under -o json.
+  auto bad = Bai({"-o", "json", "ps", "--filter", "nope == 1"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_TRUE(bad.out.empty());
+  EXPECT_THAT(json::parse(bad.err)["error"]["message"].get<std::string>(),
+              HasSubstr("Unknown or unsupported field name \"nope\""));
+}
+
+TEST_F(SessionCliTest, GeneralFailuresMapToTheirExitCodes) {
+  EXPECT_EQ(Bai({"session", "info", "no-such-session"}).exit_code, 5);
+  auto wrong = env_;
+  wrong["BACKEND_SECRET_KEY"] = std::string(40, 'x');
+  auto denied = testing_util::RunProcess({testing_util::BinPath("bai"), "ps"}, wrong);
+  EXPECT_EQ(denied.exit_code, 4) << denied.err;
+  auto down = env_;
+  down["BACKEND_ENDPOINT"] = "http://127.0.0.1:9";
+  EXPECT_EQ(testing_util::RunProcess({testing_util::BinPath("bai"), "ps"}, down).exit_code, 7);
+  EXPECT_EQ(Bai({"ps", "--limit", "0"}).exit_code, 2);
+  EXPECT_EQ(Bai({"session", "create", "python", "-m", "data:ro"}).exit_code, 2);
+}
+
+TEST_F(SessionCliTest, EventsArriveAsNdjsonWhenPiped) {
+  testing_util::BackgroundProcess events({testing_util::BinPath("bai"), "session", "events"}, env_);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_EQ(Bai({"run", "--name", "evented", "python", "--", "true"}).exit_code, 0);
+  auto line = events.WaitForLine("session_terminated");
+  ASSERT_FALSE(line.empty());
+  auto e = json::parse(line);
+  EXPECT_EQ(e["event"], "session_terminated");
+  EXPECT_EQ(e["sessionName"], "evented");
+  EXPECT_EQ(events.Stop(SIGINT), 130);
+}
+
+// Ctrl-C at any moment of `bai --debug run` ends it cleanly: exit 130 (or the job's own code if
+// it was already done), never a crash, and no session is left running. Fifty runs, ten at a
+// time, each interrupted after its own delay.
+TEST_F(SessionCliTest, DebugRunSurvivesInterruptsAtAnyMoment) {
+  for (int batch = 0; batch < 5; ++batch) {
+    std::vector<std::unique_ptr<testing_util::BackgroundProcess>> runs;
+    for (int i = 0; i < 10; ++i) {
+      std::string name = "int-" + std::to_string(batch * 10 + i);
+      // The debug log goes to /dev/null; `exec` keeps the signal for bai itself.
+      runs.push_back(std::make_unique<testing_util::BackgroundProcess>(
+          std::vector<std::string>{
+              "/bin/sh", "-c",
+              "exec \"$0\" --debug run --name " + name + " python -- true 2>/dev/null",
+              testing_util::BinPath("bai")},
+          env_));
+    }
+    for (int i = 0; i < 10; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(3 + (batch * 10 + i) * 7 % 60));
+      int code = runs[i]->Stop(SIGINT);
+      EXPECT_TRUE(code == 130 || code == 0) << "run " << batch * 10 + i << " ended with " << code;
+    }
+  }
+  auto left = json::parse(Bai({"-o", "json", "ps"}).out);
+  for (auto const& s : left["items"]) {
+    EXPECT_NE(s["status"], "RUNNING") << s["name"];
+  }
 }
 
 }  // namespace
