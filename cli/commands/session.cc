@@ -124,6 +124,7 @@ int RunList(ListOptions const& options, Context& ctx) {
         list.filter.empty() ? options.filter : "(" + list.filter + ") & (" + options.filter + ")";
   }
   list.order = options.order;
+  list.page_size = 1000;  // the server's largest page: one request for most lists
   if (options.limit) list.limit = *options.limit;
   if (!options.access_key.empty()) list.access_key = options.access_key;
   auto client = ctx.MakeClient();
