@@ -101,6 +101,7 @@ class ClientImpl {
       http.headers.emplace_back("Content-Type", "text/plain");  // as the Python SDK does
     }
     http.sign = request.sign && !options_.access_key.empty();
+    http.cancel = request.cancel;
     http.api_version = ApiVersion();
     http.headers.emplace_back("X-BackendAI-Version", http.api_version);
     return http;
@@ -236,6 +237,27 @@ class ClientImpl {
 }  // namespace internal
 
 Transport::~Transport() = default;
+
+void StreamCancel::Cancel() {
+  std::lock_guard<std::mutex> lock(mu_);
+  cancelled_ = true;
+  if (wake_) wake_();
+}
+
+bool StreamCancel::cancelled() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cancelled_;
+}
+
+void StreamCancel::Attach(std::function<void()> wake) {
+  std::lock_guard<std::mutex> lock(mu_);
+  wake_ = std::move(wake);
+}
+
+void StreamCancel::Detach() {
+  std::lock_guard<std::mutex> lock(mu_);
+  wake_ = nullptr;
+}
 
 std::optional<std::string> ApiResponse::Header(std::string_view name) const {
   return internal::FindHeader(headers, name);

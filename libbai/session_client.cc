@@ -63,9 +63,11 @@ std::optional<std::string> OptString(json const& j, char const* key) {
 // `keep_going` is asked while the stream is quiet (the transport's empty chunks).
 Status StreamEvents(Client const& client, std::string path, internal::SseParser::Handler on_event,
                     std::function<void()> const& on_open = {},
-                    std::function<bool()> const& keep_going = {}) {
+                    std::function<bool()> const& keep_going = {},
+                    std::shared_ptr<StreamCancel> cancel = nullptr) {
   internal::SseParser parser(std::move(on_event));
   ApiRequest request{"GET", std::move(path)};
+  request.cancel = std::move(cancel);
   request.headers.emplace_back("Accept", "text/event-stream");
   bool opened = false;
   auto response = client.SendStreaming(request, [&](std::string_view chunk) {
@@ -259,6 +261,40 @@ StatusOr<std::string> SessionClient::Logs(std::string const& session) const {
   return text.is_string() ? text.get<std::string>() : text.dump();
 }
 
+StatusOr<SessionEnd> SessionClient::FollowLogs(
+    std::string const& session, std::function<void(protocol::LogEvent const&)> const& on_output,
+    std::int64_t offset, std::function<bool()> const& keep_going) const {
+  std::optional<SessionEnd> end;
+  Status bad;
+  bool stopped = false;
+  auto st = StreamEvents(
+      client_,
+      "/session/" + Segment(session) + "/logs?follow=true&offset=" + std::to_string(offset),
+      [&](std::string const& event, std::string const& data) {
+        auto e = protocol::DecodeLogEvent(event, data);
+        if (!e.ok()) {
+          bad = e.status();
+          return false;
+        }
+        if (e->kind == "end") {
+          end = SessionEnd{e->status, e->exit_code, e->status_info};
+          return false;
+        }
+        if (on_output) on_output(*e);
+        return true;
+      },
+      {},
+      [&] {
+        stopped = keep_going && !keep_going();
+        return !stopped;
+      });
+  if (!st.ok()) return st;
+  if (!bad.ok()) return bad;
+  if (end) return *end;
+  if (stopped) return Status(StatusCode::kCancelled, "stopped following " + session);
+  return Status(StatusCode::kUnavailable, "the log stream of " + session + " ended early");
+}
+
 StatusOr<std::map<std::string, std::string>> SessionClient::StatusHistory(
     std::string const& session) const {
   auto j = Call(client_, {"GET", "/session/" + Segment(session) + "/status-history"});
@@ -275,7 +311,8 @@ StatusOr<std::map<std::string, std::string>> SessionClient::StatusHistory(
 Status SessionClient::WatchEvents(SessionEventFilter const& filter,
                                   std::function<bool(SessionEvent const&)> const& on_event,
                                   std::function<void()> const& on_open,
-                                  std::function<bool()> const& keep_going) const {
+                                  std::function<bool()> const& keep_going,
+                                  std::shared_ptr<StreamCancel> cancel) const {
   std::string query;
   auto add = [&query](char const* key, std::optional<std::string> const& value) {
     if (!value) return;
@@ -305,9 +342,10 @@ Status SessionClient::WatchEvents(SessionEventFilter const& filter,
       [&] {
         if (keep_going && !keep_going()) stopped = true;
         return !stopped;
-      });
+      },
+      cancel);
   if (!s.ok()) return s;
-  if (stopped) return {};
+  if (stopped || (cancel && cancel->cancelled())) return {};
   return Status(StatusCode::kUnavailable, "the event stream ended");
 }
 

@@ -45,7 +45,8 @@ struct WaitState {
 StatusOr<SessionEnd> SessionClient::WaitForEnd(std::string const& session_id,
                                                WaitOptions const& options) const {
   WaitState st;
-  std::thread events([this, &st, &session_id] {
+  auto cancel = std::make_shared<StreamCancel>();
+  std::thread events([this, &st, &session_id, cancel] {
     SessionEventFilter filter;
     filter.session_id = session_id;
     (void)WatchEvents(
@@ -64,23 +65,26 @@ StatusOr<SessionEnd> SessionClient::WaitForEnd(std::string const& session_id,
         [&st] {
           std::lock_guard<std::mutex> lock(st.mu);
           return !st.stop;
-        });
+        },
+        cancel);
     std::lock_guard<std::mutex> lock(st.mu);
     st.stream_over = true;
     st.cv.notify_all();
   });
-  // The event thread never outlives this call: a quiet stream hears `stop` within a second.
+  // The event thread never outlives this call: its stream is cancelled, which ends it at once.
   struct Join {
     WaitState& st;
     std::thread& thread;
+    StreamCancel& cancel;
     ~Join() {
       {
         std::lock_guard<std::mutex> lock(st.mu);
         st.stop = true;
       }
+      cancel.Cancel();
       thread.join();
     }
-  } join{st, events};
+  } join{st, events, *cancel};
 
   {
     // Subscribed first, so that the first look below and the events together miss nothing.

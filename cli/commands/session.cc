@@ -87,15 +87,6 @@ std::string Quoted(std::string const& s) {
   return out + "\"";
 }
 
-// Prints whole lines beyond the first `done` bytes of `text` (all of it once `final`).
-std::size_t PrintNew(Context& ctx, std::string const& text, std::size_t done, bool final) {
-  if (text.size() <= done) return done;
-  std::size_t upto = final ? text.size() : text.rfind('\n') + 1;
-  if (upto == 0 || upto <= done) return done;
-  ctx.out() << text.substr(done, upto - done) << std::flush;
-  return upto;
-}
-
 // The last `n` lines of `text`.
 std::string Tail(std::string const& text, long long n) {
   if (n <= 0) return "";
@@ -182,25 +173,31 @@ int RunLogs(LogsOptions const& options, Context& ctx) {
     }
     return 0;
   }
-  // Follow: what is new is printed line by line until the session ends.
+  // Follow: once it runs, its output as it is produced, until it ends.
   CatchInterrupts();
-  ctx.out() << text.substr(0, text.rfind('\n') + 1) << std::flush;
-  std::size_t done = logs->size() - (text.size() - (text.rfind('\n') + 1));
-  int round = 0;
-  while (!Interrupted()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    bool ended = false;
-    if (++round % 10 == 0) {
-      auto info = sessions.Info(options.session);
-      ended = !info.ok() || protocol::IsTerminal(info->status.status) ||
-              info->status.status == protocol::SessionStatus::kError;
+  ctx.out() << text << std::flush;
+  auto info = sessions.Info(options.session);
+  if (!info.ok()) return ReportError(ctx, info.status());
+  if (info->status.status == protocol::SessionStatus::kPending ||
+      info->status.status == protocol::SessionStatus::kScheduled) {
+    WaitOptions wait;
+    wait.until_running = true;
+    wait.cancelled = [] { return Interrupted(); };
+    auto running = sessions.WaitForEnd(info->id, wait);
+    if (!running.ok()) {
+      return Interrupted() ? static_cast<int>(kExitInterrupted)
+                           : ReportError(ctx, running.status());
     }
-    auto now = sessions.Logs(options.session);
-    if (!now.ok()) return ReportError(ctx, now.status());
-    done = PrintNew(ctx, *now, done, ended);
-    if (ended) return 0;
   }
-  return kExitInterrupted;
+  auto followed = FollowToEnd(
+      sessions, info->id,
+      [&](std::string const& stream, std::string const& data) {
+        (stream == "notice" ? ctx.err() : ctx.out()) << data << std::flush;
+      },
+      static_cast<std::int64_t>(logs->size()));
+  if (followed.interrupted) return kExitInterrupted;
+  if (!followed.error.ok()) return ReportError(ctx, followed.error);
+  return 0;
 }
 
 int RunEvents(std::string const& session, Context& ctx) {

@@ -282,32 +282,32 @@ int RunRun(RunOptions const& options, Context& ctx) {
   if (started.interrupted) return destroy("interrupted"), kExitInterrupted;
   if (started.timed_out) return destroy("it did not start within --max-wait"), kJobTimedOut;
   if (!started.error.ok()) return JobError(ctx, started.error);
-  std::optional<SessionEnd> end = started.end;
-  if (!end) {
-    if (ctx.stdout_tty()) ctx.err() << "running…\n";
-    WaitOptions wait;
-    wait.cancelled = [] { return Interrupted(); };
-    auto final = sessions.WaitForEnd(created->id, wait);
-    if (!final.ok() && final.status().code() == StatusCode::kCancelled) {
-      return destroy("interrupted"), kExitInterrupted;
-    }
-    if (!final.ok()) return JobError(ctx, final.status());
-    end = *final;
-  }
-
-  auto logs = sessions.Logs(created->id);
-  int code = end->exit_code ? static_cast<int>(*end->exit_code & 255) : kJobNoExitCode;
+  if (ctx.stdout_tty() && !started.end) ctx.err() << "running…\n";
+  // The job's output as it is produced: its stdout on stdout, its stderr (and bai's notices)
+  // on stderr; kept for -o json.
+  std::string out_text, err_text;
+  auto followed =
+      FollowToEnd(sessions, created->id, [&](std::string const& stream, std::string const& text) {
+        bool is_out = stream == "stdout";
+        if (ctx.json()) {
+          (is_out ? out_text : err_text) += text;
+        } else {
+          (is_out ? ctx.out() : ctx.err()) << text << std::flush;
+        }
+      });
+  if (followed.interrupted) return destroy("interrupted"), kExitInterrupted;
+  if (!followed.error.ok()) return JobError(ctx, followed.error);
+  SessionEnd const& end = *followed.end;
+  int code = end.exit_code ? static_cast<int>(*end.exit_code & 255) : kJobNoExitCode;
   if (ctx.json()) {
     json out = {{"session_id", created->id}, {"session_name", created->name},
-                {"status", end->status},     {"status_info", end->reason},
-                {"exit_code", code},         {"logs", logs.ok() ? *logs : ""}};
+                {"status", end.status},      {"status_info", end.reason},
+                {"stdout", out_text},        {"stderr", err_text},
+                {"exit_code", code}};
     ctx.out() << out.dump() << "\n";
-  } else {
-    if (logs.ok()) ctx.out() << *logs;
-    if (!end->exit_code) {
-      ctx.err() << "session " << created->name << " ended without an exit code ("
-                << (end->reason.empty() ? end->status : end->reason) << ")\n";
-    }
+  } else if (!end.exit_code) {
+    ctx.err() << "session " << created->name << " ended without an exit code ("
+              << (end.reason.empty() ? end.status : end.reason) << ")\n";
   }
   return code;
 }

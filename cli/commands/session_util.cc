@@ -9,6 +9,8 @@
 #include <signal.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 
 namespace bai::cli {
 namespace {
@@ -51,6 +53,49 @@ int JobError(Context& ctx, Status const& status) {
     ctx.err() << "error: " << status.message() << "\n" << FieldErrors(status.error_info());
   }
   return kJobBaiError;
+}
+
+FollowedJob FollowToEnd(SessionClient const& sessions, std::string const& id,
+                        std::function<void(std::string const&, std::string const&)> const& print,
+                        std::int64_t offset) {
+  FollowedJob out;
+  for (int failures = 0; failures < 3; ++failures) {
+    auto r = sessions.FollowLogs(
+        id,
+        [&](protocol::LogEvent const& e) {
+          print(e.stream, e.data);
+          if (e.stream != "notice") offset = e.offset + static_cast<std::int64_t>(e.data.size());
+        },
+        offset, [] { return !Interrupted(); });
+    if (r.ok()) {
+      out.end = *r;
+      return out;
+    }
+    if (r.status().code() == StatusCode::kCancelled || Interrupted()) {
+      out.interrupted = true;
+      return out;
+    }
+    if (r.status().code() == StatusCode::kNotFound) {
+      out.error = r.status();
+      return out;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  // No stream (an agent out of this manager's reach): wait for the end, then print the rest.
+  WaitOptions wait;
+  wait.cancelled = [] { return Interrupted(); };
+  auto end = sessions.WaitForEnd(id, wait);
+  if (!end.ok()) {
+    out.interrupted = end.status().code() == StatusCode::kCancelled;
+    if (!out.interrupted) out.error = end.status();
+    return out;
+  }
+  auto logs = sessions.Logs(id);
+  if (logs.ok() && static_cast<std::int64_t>(logs->size()) > offset) {
+    print("stdout", logs->substr(static_cast<std::size_t>(offset)));
+  }
+  out.end = *end;
+  return out;
 }
 
 }  // namespace bai::cli

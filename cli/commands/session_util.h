@@ -2,11 +2,13 @@
 #pragma once
 // What the session commands share: interrupt handling, durations, the job-error report.
 
+#include "bai/session_client.h"
 #include "bai/status.h"
 
 #include "cli/context.h"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -24,5 +26,18 @@ std::optional<std::int64_t> DurationFlag(Context& ctx, char const* flag, std::st
 /// A job command failed around the job: report (as JSON on stderr under -o json) and return
 /// 125.
 int JobError(Context& ctx, Status const& status);
+
+/// How following a job's output ended: its end, an interrupt, or an error.
+struct FollowedJob {
+  std::optional<SessionEnd> end;
+  bool interrupted = false;
+  Status error;
+};
+/// Follows `id`'s output until it ends, `print(stream, text)` getting every piece (stream
+/// stdout, stderr or notice), from byte `offset`. A broken stream is followed again from where
+/// it stopped; after three breaks the end is waited for and the rest read whole.
+FollowedJob FollowToEnd(SessionClient const& sessions, std::string const& id,
+                        std::function<void(std::string const&, std::string const&)> const& print,
+                        std::int64_t offset = 0);
 
 }  // namespace bai::cli

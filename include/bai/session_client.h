@@ -158,6 +158,14 @@ class BAI_EXPORT SessionClient {
   StatusOr<std::vector<SessionListItem>> ListAll(SessionListOptions options = {}) const;
   Status Destroy(std::string const& session, bool forced = false) const;
   StatusOr<std::string> Logs(std::string const& session) const;
+  /// Streams the session's output from byte `offset` as it is produced (stdout, stderr, and
+  /// bai's notices such as the truncation marker) until the session ends, and returns how it
+  /// ended. kUnavailable when the stream broke first (follow again from the offset reached);
+  /// kCancelled when `keep_going` (asked while the stream is quiet) said stop.
+  StatusOr<SessionEnd> FollowLogs(std::string const& session,
+                                  std::function<void(protocol::LogEvent const&)> const& on_output,
+                                  std::int64_t offset = 0,
+                                  std::function<bool()> const& keep_going = {}) const;
   /// Status → time of entering it.
   StatusOr<std::map<std::string, std::string>> StatusHistory(std::string const& session) const;
 
@@ -183,10 +191,12 @@ class BAI_EXPORT SessionClient {
   /// Streams events until `on_event` returns false (ok), the stream ends, or `keep_going`
   /// (asked about once a second while the stream is quiet) returns false (ok). The stream is
   /// open once `on_open` runs (subscribe, then create, to miss nothing).
+  /// `cancel` ends it at once from another thread (ok).
   Status WatchEvents(SessionEventFilter const& filter,
                      std::function<bool(SessionEvent const&)> const& on_event,
                      std::function<void()> const& on_open = {},
-                     std::function<bool()> const& keep_going = {}) const;
+                     std::function<bool()> const& keep_going = {},
+                     std::shared_ptr<StreamCancel> cancel = nullptr) const;
 
   /// Waits until the session `session_id` has ended (a batch job's exit code, for instance):
   /// follows its events and reads its info now and then, so neither a missed event nor a

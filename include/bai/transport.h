@@ -9,6 +9,8 @@
 #include "bai/status.h"
 
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,6 +18,25 @@
 #include <vector>
 
 namespace bai {
+
+/// Ends a streaming request from another thread at once: SendStreaming returns as if the
+/// consumer had stopped the stream (ok). Without one, a consumer can stop only when its data
+/// callback runs (about once a second while the stream is quiet).
+class BAI_EXPORT StreamCancel {
+ public:
+  void Cancel();
+  bool cancelled() const;
+
+  /// For transports: `wake` (called under this object's lock) interrupts the transfer in
+  /// progress; Detach before it becomes invalid.
+  void Attach(std::function<void()> wake);
+  void Detach();
+
+ private:
+  mutable std::mutex mu_;
+  bool cancelled_ = false;
+  std::function<void()> wake_;
+};
 
 /// One HTTP request to the manager, before signing.
 struct ApiRequest {
@@ -32,6 +53,8 @@ struct ApiRequest {
   /// Overrides the method's idempotency (GET, HEAD, PUT, DELETE, OPTIONS are idempotent).
   std::optional<bool> idempotent;
   bool sign = true;  ///< false = anonymous even when the client has credentials
+  /// Streaming requests: a way to end the stream from another thread.
+  std::shared_ptr<StreamCancel> cancel;
 };
 
 /// One HTTP response.
@@ -56,6 +79,7 @@ struct TransportRequest {
   std::string body;
   std::string api_version;
   bool sign = true;
+  std::shared_ptr<StreamCancel> cancel;  ///< from ApiRequest::cancel
 };
 
 /// Moves bytes. Implementations must be thread-safe: one Client sends from many threads.

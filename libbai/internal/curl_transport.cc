@@ -209,10 +209,12 @@ class CurlTransport : public Transport {
       curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
                        static_cast<curl_off_t>(request.body.size()));
     }
-    CURLcode code = curl_easy_perform(h);
+    CURLcode code =
+        request.cancel && on_data ? PerformCancellable(h, *request.cancel) : curl_easy_perform(h);
     if ((code == CURLE_WRITE_ERROR || code == CURLE_ABORTED_BY_CALLBACK) && sink.stopped) {
       code = CURLE_OK;
     }
+    if (request.cancel && request.cancel->cancelled() && sink.open) code = CURLE_OK;
     long status = 0;
     if (code == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
     curl_slist_free_all(headers);
@@ -223,6 +225,33 @@ class CurlTransport : public Transport {
   }
 
  private:
+  // curl_easy_perform, but on a multi handle of its own that `cancel` can wake: a cancelled
+  // transfer ends within a poll round instead of at the next progress tick.
+  static CURLcode PerformCancellable(CURL* h, StreamCancel& cancel) {
+    CURLM* m = curl_multi_init();
+    if (m == nullptr) return CURLE_OUT_OF_MEMORY;
+    curl_multi_add_handle(m, h);
+    cancel.Attach([m] { curl_multi_wakeup(m); });
+    CURLcode result = CURLE_OK;
+    int running = 1;
+    while (running > 0 && !cancel.cancelled()) {
+      if (curl_multi_perform(m, &running) != CURLM_OK) {
+        result = CURLE_RECV_ERROR;
+        break;
+      }
+      if (running > 0) curl_multi_poll(m, nullptr, 0, 1000, nullptr);
+    }
+    int left = 0;
+    while (CURLMsg* msg = curl_multi_info_read(m, &left)) {
+      if (msg->msg == CURLMSG_DONE && msg->easy_handle == h) result = msg->data.result;
+    }
+    if (running > 0) result = CURLE_ABORTED_BY_CALLBACK;  // cancelled mid-transfer
+    cancel.Detach();
+    curl_multi_remove_handle(m, h);
+    curl_multi_cleanup(m);
+    return result;
+  }
+
   static void Lock(CURL*, curl_lock_data data, curl_lock_access, void* user) {
     static_cast<CurlTransport*>(user)->locks_[static_cast<std::size_t>(data)].lock();
   }

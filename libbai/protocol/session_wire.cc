@@ -661,3 +661,41 @@ StatusOr<protocol::SessionCreateRequest> SessionCreateRequestFromJson(
 }
 
 }  // namespace bai::internal
+
+namespace bai::protocol {
+
+std::string EncodeLogEvent(LogEvent const& e) {
+  json data;
+  if (e.kind == "end") {
+    data = {{"status", e.status},
+            {"exit_code", OptionalInt(e.exit_code)},
+            {"status_info", e.status_info}};
+  } else {
+    data = {{"stream", e.stream}, {"data", e.data}, {"offset", e.offset}};
+  }
+  return "event: " + e.kind +
+         "\r\ndata: " + data.dump(-1, ' ', false, json::error_handler_t::replace) + "\r\n\r\n";
+}
+
+StatusOr<LogEvent> DecodeLogEvent(std::string_view event, std::string_view data) {
+  auto j = ObjectOf(data, "log event");
+  if (!j.ok()) return std::move(j).status();
+  FieldReader r(*j);
+  LogEvent out;
+  out.kind = std::string(event);
+  if (out.kind == "end") {
+    out.status = r.String("status");
+    out.exit_code = r.OptInt("exit_code");
+    out.status_info = r.String("status_info");
+  } else if (out.kind == "output") {
+    out.stream = r.String("stream", "stdout");
+    out.data = r.String("data");
+    out.offset = r.Int("offset", 0);
+  } else {
+    r.Refuse("event", "output or end");
+  }
+  if (!r.ok()) return FieldProblem(r);
+  return out;
+}
+
+}  // namespace bai::protocol

@@ -5,6 +5,7 @@
 #include "bai/protocol/resource.h"
 #include "bai/version.h"
 
+#include "server-reference/agent/kernel_logs.h"
 #include "server-reference/common/agent_messages.h"
 #include "server-reference/common/agent_protocol.h"
 
@@ -16,6 +17,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <filesystem>
 #include <mutex>
 #include <thread>
 
@@ -64,6 +66,14 @@ struct Agent::Impl {
   mutable std::mutex mu;
   mutable std::condition_variable cv;
   bool registered = false;
+
+  // Kernel output: stored, and relayed to the manager in batches (every 20 ms at most).
+  std::unique_ptr<KernelLogs> logs;
+  std::string temp_logs_dir;  // made (and removed) here when no directory was configured
+  std::mutex out_mu;
+  std::map<std::string, ap::KernelOutput> pending_output;
+  bool flush_scheduled = false;
+  net::steady_timer flush_timer{ioc};
 
   std::mutex exec_mu;  // execute steps in flight on their own threads
   std::condition_variable exec_cv;
@@ -199,6 +209,16 @@ struct Agent::Impl {
 
   void On(ap::CommitKernel const& m) { Commit(m); }
 
+  void On(ap::ReadLogs const& m) {
+    AnswerLater(m.request_id, [this, m] {
+      auto r = logs->Read(m.session_id, m.offset, m.limit);
+      if (r.ok()) return ap::EncodeReply(*r);
+      ap::LogsReply refused;
+      refused.msg = r.status().message();
+      return ap::EncodeReply(refused);
+    });
+  }
+
   void On(ap::RestartKernel const& m) {
     AnswerLater(m.request_id, [this, session = m.session_id] {
       Status s = backend->Restart(session);
@@ -305,6 +325,7 @@ struct Agent::Impl {
   }
 
   void Report(KernelReport const& r) {
+    if (r.Ended()) logs->MarkEnded(r.session_id);
     net::post(ioc, [this, text = ap::Encode(ap::ToManager(r)), session = r.session_id,
                     ended = r.Ended()] {
       bool connected;
@@ -313,9 +334,86 @@ struct Agent::Impl {
         connected = registered;
       }
       if (!connected) return;  // reported with the next registration instead
+      FlushOutput(session);    // the kernel's last output goes before its end
       Write(text);
       if (ended) backend->Acknowledge(session);
     });
+  }
+
+  // Any thread: stores the output and queues it for the manager.
+  void OnOutput(std::string const& session, std::string const& stream, std::string const& data) {
+    auto stored = logs->Append(session, stream, data);
+    bool schedule = false;
+    {
+      std::lock_guard<std::mutex> lock(out_mu);
+      auto& p = pending_output[session];
+      if (p.chunks.empty()) {
+        p.session_id = session;
+        p.offset = stored.offset;
+      }
+      if (!p.chunks.empty() && p.chunks.back().stream == stream) {
+        p.chunks.back().data += data;
+      } else {
+        p.chunks.push_back({stream, data});
+      }
+      if (stored.notice) p.chunks.push_back(*stored.notice);
+      schedule = !flush_scheduled;
+      flush_scheduled = true;
+    }
+    if (schedule && !stopping) {
+      net::post(ioc, [this] {
+        flush_timer.expires_after(std::chrono::milliseconds(20));
+        flush_timer.async_wait([this](beast::error_code ec) {
+          if (!ec) FlushOutput("");
+        });
+      });
+    }
+  }
+
+  // I/O thread: sends the queued output (of `only`, or of every kernel), in messages of at most
+  // 256 KiB of output each. Nothing is sent while unregistered: followers read the stored log.
+  void FlushOutput(std::string const& only) {
+    std::map<std::string, ap::KernelOutput> batch;
+    {
+      std::lock_guard<std::mutex> lock(out_mu);
+      if (only.empty()) {
+        batch.swap(pending_output);
+        flush_scheduled = false;
+      } else if (auto it = pending_output.find(only); it != pending_output.end()) {
+        batch.emplace(only, std::move(it->second));
+        pending_output.erase(it);
+      }
+    }
+    bool connected;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      connected = registered;
+    }
+    if (!connected) return;
+    constexpr std::size_t kMaxMessage = 256 << 10;
+    for (auto& [session, out] : batch) {
+      ap::KernelOutput part{session, out.offset, {}};
+      std::size_t size = 0;
+      for (auto& chunk : out.chunks) {
+        std::size_t at = 0;
+        do {
+          std::size_t take = std::min(chunk.data.size() - at, kMaxMessage - size);
+          part.chunks.push_back({chunk.stream, chunk.data.substr(at, take)});
+          at += take;
+          size += take;
+          if (size >= kMaxMessage) {
+            std::int64_t next = part.offset;
+            for (auto const& c : part.chunks) {
+              if (c.stream != "notice") next += static_cast<std::int64_t>(c.data.size());
+            }
+            Write(ap::Encode(ap::ToManager(part)));
+            part = ap::KernelOutput{session, next, {}};
+            size = 0;
+          }
+        } while (at < chunk.data.size());
+      }
+      if (!part.chunks.empty()) Write(ap::Encode(ap::ToManager(part)));
+    }
   }
 };
 
@@ -329,10 +427,25 @@ Agent::Agent(AgentOptions options, std::unique_ptr<KernelBackend> backend)
   auto colon = url.rfind(':');
   impl_->host = colon == std::string::npos ? url : url.substr(0, colon);
   impl_->port = colon == std::string::npos ? "80" : url.substr(colon + 1);
+  auto& o = impl_->options;
+  if (o.logs_dir.empty()) {
+    char tmpl[] = "/tmp/bai-agent-logs-XXXXXX";
+    if (char* made = ::mkdtemp(tmpl)) impl_->temp_logs_dir = o.logs_dir = made;
+  }
+  impl_->logs = std::make_unique<KernelLogs>(o.logs_dir, o.max_log_bytes);
   impl_->backend->SetReporter([impl = impl_.get()](KernelReport const& r) { impl->Report(r); });
+  impl_->backend->SetOutputSink(
+      [impl = impl_.get()](std::string const& session, std::string const& stream,
+                           std::string const& data) { impl->OnOutput(session, stream, data); });
 }
 
-Agent::~Agent() { Stop(); }
+Agent::~Agent() {
+  Stop();
+  if (!impl_->temp_logs_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(impl_->temp_logs_dir, ec);
+  }
+}
 
 void Agent::Start() {
   net::post(impl_->ioc, [impl = impl_.get()] { impl->Connect(); });
@@ -345,8 +458,10 @@ void Agent::Start() {
 void Agent::Stop() {
   if (impl_->stopping.exchange(true)) return;
   impl_->backend->SetReporter({});
+  impl_->backend->SetOutputSink({});
   net::post(impl_->ioc, [impl = impl_.get()] {
     impl->heartbeat.cancel();
+    impl->flush_timer.cancel();
     impl->retry.cancel();
     if (impl->ws) {
       beast::error_code ec;

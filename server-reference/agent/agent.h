@@ -27,6 +27,10 @@ struct AgentOptions {
   std::vector<server::agent_protocol::DeviceInfo> devices;  ///< accelerators found
   std::chrono::milliseconds reconnect_min{200};
   std::chrono::milliseconds reconnect_max{5000};
+  /// Where kernels' output is kept (KernelLogs); empty: a temporary directory, removed with
+  /// the agent.
+  std::string logs_dir;
+  std::int64_t max_log_bytes = 64 << 20;  ///< per kernel; past it a notice, then live only
 };
 
 /// The agent's connection to the manager (docs/agent-protocol.md): dials in, registers with

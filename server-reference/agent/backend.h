@@ -30,7 +30,14 @@ StatusOr<std::string> CommitFile(std::string const& commit_dir, std::string cons
 class KernelBackend {
  public:
   using Report = std::function<void(KernelReport const&)>;
+  /// Output of a kernel as it is produced: (session id, stdout or stderr, bytes).
+  using Output = std::function<void(std::string const&, std::string const&, std::string const&)>;
   virtual ~KernelBackend() = default;
+  /// Where kernel output goes (the agent's log store and relay); empty = nowhere.
+  void SetOutputSink(Output output) {
+    std::lock_guard<std::mutex> lock(report_mu_);
+    output_ = std::move(output);
+  }
   /// Where kernel state changes go (the agent's control channel); empty = nowhere.
   void SetReporter(Report report) {
     std::lock_guard<std::mutex> lock(report_mu_);
@@ -73,10 +80,21 @@ class KernelBackend {
     }
     if (report) report(r);
   }
+  /// Sends output to the sink, before the kernel's next Emit (so it is relayed first).
+  void EmitOutput(std::string const& session_id, std::string const& stream,
+                  std::string const& data) {
+    Output output;
+    {
+      std::lock_guard<std::mutex> lock(report_mu_);
+      output = output_;
+    }
+    if (output && !data.empty()) output(session_id, stream, data);
+  }
 
  private:
   std::mutex report_mu_;
   Report report_;
+  Output output_;
 };
 
 }  // namespace bai::agent

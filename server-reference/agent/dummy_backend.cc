@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <fstream>
 #include <regex>
 #include <thread>
@@ -142,6 +143,7 @@ void DummyBackend::Loop() {
     auto now = std::chrono::steady_clock::now();
     auto wake = now + std::chrono::seconds(1);
     std::vector<KernelReport> reports;
+    std::vector<std::array<std::string, 3>> output;  // session, stream, text
     for (auto& [id, k] : kernels_) {
       if (k.state.Ended()) continue;
       if (now < k.next) {
@@ -152,17 +154,28 @@ void DummyBackend::Loop() {
         k.state.status = protocol::KernelStatus::kRunning;
         k.next = now + options_.run_time;
         reports.push_back(k.state);
-        if (k.spec.session_type == "batch") wake = std::min(wake, k.next);
+        if (k.spec.session_type == "batch") {
+          wake = std::min(wake, k.next);
+          // What it "prints" while it runs: the command it would have run.
+          output.push_back(
+              {id, "stdout", "dummy kernel ran: " + k.spec.startup_command.value_or("") + "\n"});
+        }
       } else if (k.state.status == protocol::KernelStatus::kRunning &&
                  k.spec.session_type == "batch") {
         k.state.status = protocol::KernelStatus::kTerminated;
         k.state.exit_code = ExitCodeOf(k.spec.startup_command, options_.default_exit_code);
         k.state.reason = "task-finished";
         k.state.logs = "dummy kernel ran: " + k.spec.startup_command.value_or("") + "\n";
+        if (*k.state.exit_code != 0) {
+          std::string text = "dummy kernel: exit " + std::to_string(*k.state.exit_code) + "\n";
+          output.push_back({id, "stderr", text});
+          *k.state.logs += text;
+        }
         reports.push_back(k.state);
       }
     }
     lock.unlock();
+    for (auto const& [session, stream, text] : output) EmitOutput(session, stream, text);
     for (auto const& r : reports) Emit(r);
     lock.lock();
     if (!reports.empty()) continue;

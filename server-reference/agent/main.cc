@@ -104,6 +104,9 @@ int main(int argc, char** argv) {
   app.add_option("--slots", slots, "Capacity, e.g. cpu=4,mem=8g (default: this machine)");
   app.add_option("--scaling-group", options.scaling_group, "Resource group to join");
   app.add_option("--images", options.images, "Images this agent offers")->delimiter(',');
+  std::string max_log = "64m";
+  app.add_option("--max-log-size", max_log,
+                 "Output kept per kernel (e.g. 64m); past it a notice, then live only");
   app.add_option("--dummy-prepare-ms", prepare_ms, "dummy: start-up time of a kernel");
   app.add_option("--dummy-run-ms", run_ms, "dummy: run time of a batch job");
   app.add_option("--dummy-exit-code", exit_code, "dummy: exit code without a trailing `exit N`");
@@ -124,6 +127,14 @@ int main(int argc, char** argv) {
     std::cerr << "bai-agent: --mem-reserve: " << reserve_bytes.status().message() << "\n";
     return 2;
   }
+  auto max_log_bytes = bai::protocol::ParseBinarySize(max_log);
+  if (!max_log_bytes.ok() || max_log_bytes->is_zero()) {
+    std::cerr << "bai-agent: --max-log-size: expected a size such as 64m\n";
+    return 2;
+  }
+  options.max_log_bytes =
+      static_cast<std::int64_t>(max_log_bytes->units() / bai::protocol::Decimal::kUnitsPerOne);
+  options.logs_dir = state_dir + "/" + options.agent_id + "/logs";
   int gpu_count = 0;
   if (auto gpus = bai::agent::DiscoverNvidiaGpus(nvml_library); gpus.ok()) {
     for (auto const& g : *gpus) {

@@ -682,6 +682,10 @@ void RuncBackend::ReadLoop(std::shared_ptr<Kernel> k) {
       }
       std::optional<std::int64_t> batch_exit;
       std::optional<KernelReport> logs_update;
+      if (auto const* out = std::get_if<rp::Output>(&*msg)) {
+        // To the agent's log store and followers first, as it comes.
+        EmitOutput(k->spec.session_id, out->stream, out->data);
+      }
       {
         std::lock_guard<std::mutex> lock(mu_);
         if (auto const* out = std::get_if<rp::Output>(&*msg)) {

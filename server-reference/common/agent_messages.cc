@@ -27,6 +27,8 @@ constexpr char kDestroyKernel[] = "destroy_kernel";
 constexpr char kExecute[] = "execute";
 constexpr char kRestartKernel[] = "restart_kernel";
 constexpr char kCommitKernel[] = "commit_kernel";
+constexpr char kKernelOutput[] = "kernel_output";
+constexpr char kReadLogs[] = "read_logs";
 
 std::string Dump(json const& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
@@ -196,6 +198,47 @@ json ToJson(TaskReport const& m) {
   return j;
 }
 
+json ChunksJson(std::vector<OutputChunk> const& chunks) {
+  json out = json::array();
+  for (auto const& c : chunks) out.push_back(json::array({c.stream, c.data}));
+  return out;
+}
+
+// [[stream, data], …] with stream stdout, stderr or notice.
+std::vector<OutputChunk> ReadChunks(FieldReader& r, char const* key) {
+  std::vector<OutputChunk> out;
+  auto const* list = r.Array(key);
+  if (list == nullptr) return out;
+  for (auto const& c : *list) {
+    if (!c.is_array() || c.size() != 2 || !c[0].is_string() || !c[1].is_string()) {
+      r.Fail(key, "a list of [stream, text] pairs");
+      return {};
+    }
+    auto stream = c[0].get<std::string>();
+    if (stream != "stdout" && stream != "stderr" && stream != "notice") {
+      r.Fail(key, "streams stdout, stderr or notice");
+      return {};
+    }
+    out.push_back({std::move(stream), c[1].get<std::string>()});
+  }
+  return out;
+}
+
+json ToJson(KernelOutput const& m) {
+  return {{"type", kKernelOutput},
+          {"session_id", m.session_id},
+          {"offset", m.offset},
+          {"chunks", ChunksJson(m.chunks)}};
+}
+
+json ToJson(ReadLogs const& m) {
+  return {{"type", kReadLogs},
+          {"request_id", m.request_id},
+          {"session_id", m.session_id},
+          {"offset", m.offset},
+          {"limit", m.limit}};
+}
+
 json ToJson(ErrorReport const& m) { return {{"type", kError}, {"msg", m.msg}}; }
 
 json ToJson(Challenge const& m) { return {{"type", kChallenge}, {"nonce", m.nonce}}; }
@@ -309,6 +352,26 @@ TaskReport ReadTaskReport(FieldReader& r) {
   return m;
 }
 
+KernelOutput ReadKernelOutput(FieldReader& r) {
+  KernelOutput m;
+  m.session_id = r.Required("session_id");
+  m.offset = r.Int("offset", 0);
+  if (m.offset < 0) r.Fail("offset", "not negative");
+  m.chunks = ReadChunks(r, "chunks");
+  return m;
+}
+
+ReadLogs ReadReadLogs(FieldReader& r) {
+  ReadLogs m;
+  m.request_id = r.Required("request_id");
+  m.session_id = r.Required("session_id");
+  m.offset = r.Int("offset", 0);
+  m.limit = r.Int("limit", 4 << 20);
+  if (m.offset < 0) r.Fail("offset", "not negative");
+  if (m.limit <= 0) r.Fail("limit", "positive");
+  return m;
+}
+
 ErrorReport ReadError(FieldReader& r) { return ErrorReport{r.String("msg")}; }
 
 Challenge ReadChallenge(FieldReader& r) { return Challenge{r.Required("nonce")}; }
@@ -415,6 +478,7 @@ StatusOr<ToManager> DecodeToManager(std::string_view text) {
       {kKernelStatus, As<ToManager, KernelStatus, ReadKernelStatus>},
       {kResponse, As<ToManager, Response, ReadResponse>},
       {kBgtask, As<ToManager, TaskReport, ReadTaskReport>},
+      {kKernelOutput, As<ToManager, KernelOutput, ReadKernelOutput>},
       {kError, As<ToManager, ErrorReport, ReadError>},
   }};
   return kDecode(text);
@@ -429,6 +493,7 @@ StatusOr<ToAgent> DecodeToAgent(std::string_view text) {
       {kExecute, As<ToAgent, Execute, ReadExecute>},
       {kRestartKernel, As<ToAgent, RestartKernel, ReadRestartKernel>},
       {kCommitKernel, As<ToAgent, CommitKernel, ReadCommitKernel>},
+      {kReadLogs, As<ToAgent, ReadLogs, ReadReadLogs>},
       {kError, As<ToAgent, ErrorReport, ReadError>},
   }};
   return kDecode(text);
@@ -458,6 +523,36 @@ std::string EncodeReply(CommitReply const& reply) {
     j["client_error"] = reply.client_error;
   }
   return Dump(j);
+}
+
+std::string EncodeReply(LogsReply const& reply) {
+  json j = {{"ok", reply.ok}};
+  if (!reply.ok) {
+    j["msg"] = reply.msg;
+    return Dump(j);
+  }
+  j["offset"] = reply.offset;
+  j["chunks"] = ChunksJson(reply.chunks);
+  j["size"] = reply.size;
+  j["ended"] = reply.ended;
+  j["truncated"] = reply.truncated;
+  return Dump(j);
+}
+
+StatusOr<LogsReply> DecodeLogsReply(std::string_view result_json) {
+  auto j = internal::ParseJson(result_json);
+  if (!j || !j->is_object()) return Malformed(kReadLogs, "reply is not a JSON object");
+  FieldReader r(*j);
+  LogsReply reply;
+  reply.ok = r.Bool("ok", false);
+  reply.msg = r.String("msg");
+  reply.offset = r.Int("offset", 0);
+  reply.chunks = ReadChunks(r, "chunks");
+  reply.size = r.Int("size", 0);
+  reply.ended = r.Bool("ended", false);
+  reply.truncated = r.Bool("truncated", false);
+  if (!r.ok()) return Malformed(kReadLogs, "reply " + r.error());
+  return reply;
 }
 
 StatusOr<RestartReply> DecodeRestartReply(std::string_view result_json) {

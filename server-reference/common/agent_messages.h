@@ -85,6 +85,21 @@ struct TaskReport {
   std::optional<std::int64_t> total_progress;
 };
 
+/// A piece of a kernel's output: `stream` is stdout, stderr, or notice (bai's own words, such as
+/// the truncation marker; clients show them on stderr).
+struct OutputChunk {
+  std::string stream;
+  std::string data;
+};
+
+/// Output as the kernel produces it (batched for a few milliseconds), for followers.
+/// `offset`: how many bytes of output the kernel had produced before the first chunk.
+struct KernelOutput {
+  std::string session_id;
+  std::int64_t offset = 0;
+  std::vector<OutputChunk> chunks;
+};
+
 /// A message the other side could not use (both directions).
 struct ErrorReport {
   std::string msg;
@@ -151,12 +166,21 @@ struct CommitKernel {
   std::string filename;
 };
 
-using ToManager =
-    std::variant<Register, Heartbeat, KernelStatus, Response, TaskReport, ErrorReport>;
+/// The kernel's stored output from byte `offset`, at most `limit` bytes (the agent keeps it on
+/// disk after the kernel ends, until the session is forgotten).
+struct ReadLogs {
+  std::string request_id;
+  std::string session_id;
+  std::int64_t offset = 0;
+  std::int64_t limit = 4 << 20;
+};
+
+using ToManager = std::variant<Register, Heartbeat, KernelStatus, Response, TaskReport,
+                               KernelOutput, ErrorReport>;
 using ToAgent = std::variant<Challenge, Registered, CreateKernel, DestroyKernel, Execute,
-                             RestartKernel, CommitKernel, ErrorReport>;
+                             RestartKernel, CommitKernel, ReadLogs, ErrorReport>;
 /// The manager's requests that the agent answers with a Response.
-using AgentRequest = std::variant<Execute, RestartKernel, CommitKernel>;
+using AgentRequest = std::variant<Execute, RestartKernel, CommitKernel, ReadLogs>;
 
 /// JSON text of one message, with its `type`.
 std::string Encode(ToManager const& message);
@@ -182,7 +206,20 @@ struct CommitReply {
   bool client_error = false;  ///< the caller's mistake: a taken or unusable name, no kernel
 };
 
+/// What read_logs answers: chunks from `offset`, and what is known of the whole.
+struct LogsReply {
+  bool ok = false;
+  std::string msg;  ///< why not (no log of that session here)
+  std::int64_t offset = 0;
+  std::vector<OutputChunk> chunks;
+  std::int64_t size = 0;   ///< bytes stored so far
+  bool ended = false;      ///< the kernel has ended: nothing more will be added
+  bool truncated = false;  ///< the output passed the size limit (a notice chunk says so)
+};
+
 std::string EncodeReply(RestartReply const& reply);
+std::string EncodeReply(LogsReply const& reply);
+StatusOr<LogsReply> DecodeLogsReply(std::string_view result_json);
 std::string EncodeReply(CommitReply const& reply);
 StatusOr<RestartReply> DecodeRestartReply(std::string_view result_json);
 StatusOr<CommitReply> DecodeCommitReply(std::string_view result_json);

@@ -73,6 +73,7 @@ StatusOr<std::unique_ptr<Manager>> Manager::Start(ManagerConfig const& config) {
       m->state_.cluster_secret);
   RegisterAgentRoutes(*m->api_, *m->agents_, m->state_.cluster_secret);
   RegisterExecuteRoutes(*m->api_, *m->sessions_, *m->agents_);
+  RegisterLogRoutes(*m->api_, *m->sessions_, *m->agents_);
   RegisterTaskRoutes(*m->api_, *m->sessions_, *m->agents_, *m->tasks_, *m->hub_);
   m->hub_->Every(std::chrono::milliseconds(100), [raw] { raw->agents_->ExpireRequests(); });
   m->hub_->Every(std::chrono::seconds(1), [raw] { raw->agents_->Tick(); });

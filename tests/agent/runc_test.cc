@@ -387,5 +387,41 @@ TEST_F(RuncTest, RestartedAgentCleansUpKernelsThatDiedMeanwhile) {
   EXPECT_FALSE(fs::exists("/sys/fs/cgroup/memory/bai/" + agent_id_ + "/" + id));
 }
 
+// Output streams while the job runs: the first line reaches `bai run` long before the job ends,
+// stdout on stdout and stderr on stderr.
+TEST_F(RuncTest, OutputStreamsAsTheJobWritesIt) {
+  auto started = std::chrono::steady_clock::now();
+  testing_util::BackgroundProcess run(
+      {testing_util::BinPath("bai"), "run", "--name", "streamer", "python", "--", "sh", "-c",
+       "echo first; sleep 2; echo second; echo oops >&2; exit 4"},
+      env_);
+  ASSERT_FALSE(run.WaitForLine("first", 15000).empty());
+  auto first = std::chrono::steady_clock::now();
+  ASSERT_FALSE(run.WaitForLine("second", 15000).empty());
+  auto second = std::chrono::steady_clock::now();
+  EXPECT_EQ(run.Stop(0, 15000), 4) << "the job's exit code";
+  // The first line came while the job still had two seconds to go.
+  EXPECT_GT(std::chrono::duration_cast<std::chrono::milliseconds>(second - first).count(), 1500);
+  EXPECT_LT(std::chrono::duration_cast<std::chrono::milliseconds>(first - started).count(), 10000);
+  auto split = Bai({"run", "python", "--", "sh", "-c", "echo out; echo err >&2"});
+  EXPECT_EQ(split.exit_code, 0) << split.err;
+  EXPECT_EQ(split.out, "out\n");
+  EXPECT_THAT(split.err, HasSubstr("err\n"));
+  EXPECT_THAT(split.err, Not(HasSubstr("out\n")));
+}
+
+// Ten million bytes of output arrive whole, in order, through `bai run` and `bai logs`.
+TEST_F(RuncTest, ALargeLogArrivesWhole) {
+  auto r = Bai({"run", "--name", "big-log", "python", "--", "python3", "-c",
+                "import sys\nfor i in range(1000000): sys.stdout.write('%09d\\n' % i)"});
+  ASSERT_EQ(r.exit_code, 0) << r.err.substr(0, 2000);
+  ASSERT_EQ(r.out.size(), 10000000u);
+  EXPECT_EQ(r.out.substr(0, 20), "000000000\n000000001\n");
+  EXPECT_EQ(r.out.substr(r.out.size() - 10), "000999999\n");
+  auto logs = Bai({"logs", "big-log"});
+  ASSERT_EQ(logs.exit_code, 0) << logs.err;
+  EXPECT_EQ(logs.out, r.out);
+}
+
 }  // namespace
 }  // namespace bai

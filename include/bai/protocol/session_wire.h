@@ -142,6 +142,22 @@ BAI_EXPORT extern char const kSessionListItemFields[];
 /// One item object of the list; lenient as DecodeSessionInfo.
 BAI_EXPORT StatusOr<SessionListItem> DecodeSessionListItem(std::string_view json);
 
+/// One event of `GET /session/{id}/logs?follow=true` (bai's extension, an event stream): the
+/// kernel's output as it is produced (`output`), then `end` once the session has ended.
+struct LogEvent {
+  std::string kind = "output";  ///< output or end
+  std::string stream;           ///< output: stdout, stderr, or notice (bai's own words)
+  std::string data;             ///< output: the bytes
+  std::int64_t offset = 0;      ///< output: bytes of output before these (notices count none)
+  std::string status;           ///< end: the session's status then
+  std::optional<std::int64_t> exit_code;  ///< end: the job's, when it has one
+  std::string status_info;                ///< end: why it ended (task-finished, oom-killed, …)
+};
+/// The whole event-stream frame: "event: output\r\ndata: {…}\r\n\r\n".
+BAI_EXPORT std::string EncodeLogEvent(LogEvent const& event);
+/// From the frame's event name and data.
+BAI_EXPORT StatusOr<LogEvent> DecodeLogEvent(std::string_view event, std::string_view data);
+
 /// `POST /session/{id}` (PROTOCOL.md §5.5): one execute step. `query` runs code, `batch` runs
 /// options.exec, `continue` and `input` go on with a run, `complete` asks for completions.
 struct ExecuteStep {

@@ -260,6 +260,13 @@ void AgentRegistry::Handle(Connection const& c, ap::TaskReport const& m) {
   wake_();
 }
 
+void AgentRegistry::Handle(Connection const& c, ap::KernelOutput const& m) {
+  // Only the agent running the session speaks for its output.
+  auto s = sessions_.Get(m.session_id);
+  if (!s.ok() || !*s || (*s)->agent_id != c.agent_id) return;
+  output_.Publish(m.session_id, m.offset, m.chunks);
+}
+
 void AgentRegistry::Handle(Connection const& c, ap::KernelStatus const& m) {
   std::string const& session_id = m.session_id;
   auto const status = m.status;
@@ -326,6 +333,8 @@ void AgentRegistry::Handle(Connection const& c, ap::KernelStatus const& m) {
     }
     schedule_((*s)->scaling_group);
   }
+  // After the session's end is recorded: a follower that hears it reads the final status.
+  if (m.Ended()) output_.End(session_id);
   wake_();
 }
 

@@ -4,6 +4,7 @@
 #include "server-reference/common/agent_messages.h"
 #include "server-reference/common/database.h"
 #include "server-reference/common/http.h"
+#include "server-reference/manager/agents/output_hub.h"
 #include "server-reference/manager/state/agent_store.h"
 #include "server-reference/manager/state/bgtasks.h"
 #include "server-reference/manager/state/sessions.h"
@@ -57,6 +58,8 @@ class AgentRegistry {
 
   /// Agents connected to this manager now.
   std::set<std::string> Connected();
+  /// Kernel output relayed by the agents connected here, for followers.
+  OutputHub& output() { return output_; }
 
  private:
   struct Link {
@@ -79,6 +82,8 @@ class AgentRegistry {
   void Handle(Connection const& c, server::agent_protocol::Response const& m);
   /// Progress or the end of a background task the agent works on (a commit of its kernel).
   void Handle(Connection const& c, server::agent_protocol::TaskReport const& m);
+  /// Output of a kernel the agent runs: to the session's followers.
+  void Handle(Connection const& c, server::agent_protocol::KernelOutput const& m);
   void Handle(Connection const& c, server::agent_protocol::ErrorReport const& m);
   /// Logs why a message was refused and tells the agent.
   void Refuse(Connection const& c, std::string const& why);
@@ -105,6 +110,7 @@ class AgentRegistry {
   std::map<std::string, Link> links_;       ///< registered agents connected here
   std::map<std::string, Pending> pending_;  ///< request_id → waiting caller
   std::uint64_t next_request_ = 0;
+  OutputHub output_;
 };
 
 }  // namespace bai::manager

@@ -41,6 +41,9 @@ void RegisterKernelControlRoutes(ManagerApi& api, SessionStore& sessions, AgentR
 /// scoped by role (graphql_handlers.cc).
 void RegisterGraphqlRoutes(ManagerApi& api, SessionStore& sessions);
 
+/// `GET /session/{id}/logs`, whole or followed, read from the session's agent (log_handlers.cc).
+void RegisterLogRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry& agents);
+
 /// Background tasks: GET /events/background-task, and the session commit that runs as one
 /// (task_handlers.cc).
 void RegisterTaskRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry& agents,

@@ -489,15 +489,6 @@ struct SessionRoutes {
     return JsonResponse({{"result", s->status_history}});
   }
 
-  // GET /session/{id}/logs
-  StatusOr<HttpResponse> GetLogs(RequestContext& ctx) {
-    auto s = ResolveSession(sessions, ctx, true);
-    if (!s.ok()) return std::move(s).status();
-    auto logs = sessions.MainKernelLogs(s->id);
-    if (!logs.ok()) return std::move(logs).status();
-    return JsonResponse({{"result", {{"logs", *logs}}}});
-  }
-
   // POST /session/{id}/rename
   StatusOr<HttpResponse> PostRename(RequestContext& ctx) {
     auto p = Params::From(ctx.request);
@@ -545,7 +536,6 @@ void RegisterSessionRoutes(ManagerApi& api, SessionStore& sessions, EventHub& hu
   api.Add("DELETE", "/session/{id}", L::kUser, guarded(&SessionRoutes::Delete));
   api.Add("GET", "/session/{id}/status-history", L::kUser,
           guarded(&SessionRoutes::GetStatusHistory));
-  api.Add("GET", "/session/{id}/logs", L::kUser, guarded(&SessionRoutes::GetLogs));
   api.Add("POST", "/session/{id}/rename", L::kUser, guarded(&SessionRoutes::PostRename));
   api.AddAsync("GET", "/events/session", L::kUser,
                [r](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange) {
