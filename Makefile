@@ -36,6 +36,7 @@ bench: build
 	bash bench/run.sh build
 	bash bench/manager_bench.sh build 4 5
 	bash bench/session_cli_bench.sh build 40
+	bash bench/log_latency.sh build 100
 	@if [ "$$(id -u)" = 0 ]; then build/bench/bai_kernel_start -n 20; \
 	else echo "kernel start bench skipped: needs root (runc)"; fi
 

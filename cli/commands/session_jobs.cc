@@ -7,7 +7,11 @@
 #include "cli/exit_codes.h"
 
 #include <nlohmann/json.hpp>
+#include <poll.h>
 #include <sodium.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <iterator>
@@ -29,6 +33,20 @@ std::string RandomSuffix() {
     out.push_back(kHex[c & 15]);
   }
   return out;
+}
+
+// Whether something was piped in for the job: data waiting on a stdin that is not a terminal
+// (an empty pipe, /dev/null or a closed stdin are fine: a CI runner's stdin is one of those).
+bool StdinHasData(Context& ctx) {
+  if (ctx.stdin_tty()) return false;
+  pollfd p{STDIN_FILENO, POLLIN, 0};
+  if (::poll(&p, 1, 0) != 1 || !(p.revents & POLLIN)) return false;
+  struct stat st {};
+  if (::fstat(STDIN_FILENO, &st) != 0) return false;
+  if (S_ISREG(st.st_mode)) return st.st_size > 0;
+  if (S_ISCHR(st.st_mode)) return false;  // /dev/null and other devices
+  int pending = 0;
+  return ::ioctl(STDIN_FILENO, FIONREAD, &pending) == 0 && pending > 0;
 }
 
 // The spec flags into the request; a usage error is reported and returns kExitUsage.
@@ -236,6 +254,11 @@ int RunRun(RunOptions const& options, Context& ctx) {
   if (options.command.empty()) {
     ctx.err() << "error: nothing to run: give the command after --, e.g. bai run python -- "
                  "python3 train.py\n";
+    return kExitUsage;
+  }
+  if (StdinHasData(ctx)) {
+    ctx.err() << "error: bai run does not pass stdin to a batch job; put the input in a file the "
+                 "job reads (a vfolder), or use `bai run -c -` to send code on stdin\n";
     return kExitUsage;
   }
   SessionCreateRequest req;

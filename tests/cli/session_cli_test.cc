@@ -42,6 +42,25 @@ TEST_F(SessionCliTest, RunExitsWithTheJobsCodeAndPrintsItsLogs) {
   EXPECT_EQ(j["status"], "TERMINATED");
 }
 
+TEST_F(SessionCliTest, RunSeparatesTheJobsStreamsAndRefusesPipedInput) {
+  auto r = Bai({"run", "--name", "split-job", "python", "--", "sh", "-c", "exit 3"});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.out, "dummy kernel ran: sh -c 'exit 3'\n") << "the job's stdout only";
+  EXPECT_THAT(r.err, HasSubstr("dummy kernel: exit 3\n"));
+  auto j = json::parse(Bai({"-o", "json", "run", "python", "--", "sh", "-c", "exit 2"}).out);
+  EXPECT_EQ(j["stdout"], "dummy kernel ran: sh -c 'exit 2'\n");
+  EXPECT_EQ(j["stderr"], "dummy kernel: exit 2\n");
+  // logs -f of an ended job prints it whole and returns.
+  auto followed = Bai({"logs", "-f", "split-job"});
+  EXPECT_EQ(followed.exit_code, 0) << followed.err;
+  EXPECT_EQ(followed.out, "dummy kernel ran: sh -c 'exit 3'\ndummy kernel: exit 3\n");
+  // Input piped to a batch job is refused rather than silently dropped.
+  auto piped = testing_util::RunProcess(
+      {testing_util::BinPath("bai"), "run", "python", "--", "cat"}, env_, "some input\n");
+  EXPECT_EQ(piped.exit_code, 2);
+  EXPECT_THAT(piped.err, HasSubstr("does not pass stdin to a batch job"));
+}
+
 TEST_F(SessionCliTest, RunFailuresAroundTheJobExit125) {
   auto bad_group = Bai({"run", "--group", "nope", "python", "--", "true"});
   EXPECT_EQ(bad_group.exit_code, 125);
