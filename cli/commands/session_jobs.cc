@@ -105,6 +105,27 @@ int ApplySpec(SpecOptions const& o, SessionCreateRequest& req, Context& ctx) {
   return 0;
 }
 
+// Creates the session and says so on stderr at once ("session NAME (ID) queued"), so that an
+// interrupted command leaves a session one can find. Failures are reported as job errors.
+struct Created {
+  std::optional<SessionClient> sessions;
+  SessionCreateResult session;
+  int error = 0;  ///< the exit code when it failed
+};
+
+Created CreateAndSay(Context& ctx, SessionCreateRequest const& req, char const* state) {
+  Created out;
+  auto client = ctx.MakeClient();
+  if (!client.ok()) return out.error = JobError(ctx, client.status()), out;
+  out.sessions.emplace(*client);
+  CatchInterrupts();
+  auto created = out.sessions->Create(req);
+  if (!created.ok()) return out.error = JobError(ctx, created.status()), out;
+  out.session = *std::move(created);
+  ctx.err() << "session " << out.session.name << " (" << out.session.id << ") " << state << "\n";
+  return out;
+}
+
 // Says on stderr why a session waits: once, and again each time the reason changes.
 struct WaitReporter {
   Context& ctx;
@@ -161,14 +182,10 @@ int RunQuery(RunOptions const& options, Context& ctx) {
   std::string code = *options.code;
   if (code == "-") code.assign(std::istreambuf_iterator<char>(ctx.in()), {});
 
-  auto client = ctx.MakeClient();
-  if (!client.ok()) return JobError(ctx, client.status());
-  SessionClient sessions(*client);
-  CatchInterrupts();
-
-  auto created = sessions.Create(req);
-  if (!created.ok()) return JobError(ctx, created.status());
-  ctx.err() << "session " << created->name << " (" << created->id << ")\n";
+  auto made = CreateAndSay(ctx, req, req.reuse_if_exists ? "ready" : "created");
+  if (made.error) return made.error;
+  SessionClient const& sessions = *made.sessions;
+  auto const* created = &made.session;
   auto cleanup = [&] {
     if (anonymous) (void)sessions.Destroy(created->id);
   };
@@ -274,15 +291,10 @@ int RunRun(RunOptions const& options, Context& ctx) {
   if (req.name.empty()) req.name = "run-" + RandomSuffix();
   req.enqueue_only = true;
   req.reuse_if_exists = false;
-  auto client = ctx.MakeClient();
-  if (!client.ok()) return JobError(ctx, client.status());
-  SessionClient sessions(*client);
-  CatchInterrupts();
-
-  auto created = sessions.Create(req);
-  if (!created.ok()) return JobError(ctx, created.status());
-  // Always said, so that an interrupted `bai run` leaves a session one can find.
-  ctx.err() << "session " << created->name << " (" << created->id << ") queued\n";
+  auto made = CreateAndSay(ctx, req, "queued");
+  if (made.error) return made.error;
+  SessionClient const& sessions = *made.sessions;
+  auto const* created = &made.session;
   if (options.detach) {
     if (ctx.json()) {
       ctx.out() << json{{"session_id", created->id},
