@@ -22,6 +22,7 @@ namespace {
 
 using nlohmann::json;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing_util::TempDir;
 
 using SessionCliTest = testing_util::LocalCluster;
@@ -59,6 +60,28 @@ TEST_F(SessionCliTest, RunSeparatesTheJobsStreamsAndRefusesPipedInput) {
       {testing_util::BinPath("bai"), "run", "python", "--", "cat"}, env_, "some input\n");
   EXPECT_EQ(piped.exit_code, 2);
   EXPECT_THAT(piped.err, HasSubstr("does not pass stdin to a batch job"));
+}
+
+// An agent that keeps only 24 bytes of a kernel's output: the cut is said, never silent.
+class TruncatingClusterTest : public testing_util::LocalCluster {
+ protected:
+  TruncatingClusterTest() { max_log_bytes_ = 24; }
+};
+
+TEST_F(TruncatingClusterTest, OutputPastTheLimitIsShownLiveAndTheCutIsSaid) {
+  auto r =
+      Bai({"run", "--name", "long-out", "python", "--", "echo", "a line longer than the limit"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  // The job wrote before `bai run` was following, so it gets the stored part, and the notice
+  // on stderr (a follower present at the time would also get the rest live).
+  EXPECT_EQ(r.out, "dummy kernel ran: echo '");
+  EXPECT_THAT(r.err, HasSubstr("[bai: output truncated"));
+  // Stored: the first 24 bytes, then the notice in the log itself.
+  auto logs = Bai({"logs", "long-out"});
+  ASSERT_EQ(logs.exit_code, 0) << logs.err;
+  EXPECT_THAT(logs.out, ::testing::StartsWith("dummy kernel ran: echo '"));
+  EXPECT_THAT(logs.out, HasSubstr("[bai: output truncated: the log keeps the first"));
+  EXPECT_THAT(logs.out, Not(HasSubstr("longer than the limit")));
 }
 
 TEST_F(SessionCliTest, RunFailuresAroundTheJobExit125) {

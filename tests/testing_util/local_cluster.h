@@ -38,6 +38,7 @@ class LocalCluster : public ::testing::Test {
     d.prepare_delay = std::chrono::milliseconds(50);
     d.run_time = std::chrono::milliseconds(100);
     d.commit_dir = dir_.path() + "/commits";
+    o.max_log_bytes = max_log_bytes_;
     agent_ = std::make_unique<agent::Agent>(o, std::make_unique<agent::DummyBackend>(d));
     agent_->Start();
     ASSERT_TRUE(agent_->WaitRegistered(std::chrono::seconds(5)));
@@ -53,6 +54,7 @@ class LocalCluster : public ::testing::Test {
     return testing_util::RunProcess(args, env_);
   }
 
+  std::int64_t max_log_bytes_ = 64 << 20;  ///< the agent's per-kernel output limit
   testing_util::TempDir dir_;
   std::unique_ptr<manager::Manager> manager_;
   std::unique_ptr<agent::Agent> agent_;
