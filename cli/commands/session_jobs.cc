@@ -49,8 +49,10 @@ bool StdinHasData(Context& ctx) {
   return ::ioctl(STDIN_FILENO, FIONREAD, &pending) == 0 && pending > 0;
 }
 
-// The spec flags into the request; a usage error is reported and returns kExitUsage.
-int ApplySpec(SpecOptions const& o, SessionCreateRequest& req, Context& ctx) {
+// The spec flags into the request, and --max-wait (seconds, 0 = none) into `max_wait` when
+// given; a usage error is reported and returns kExitUsage.
+int ApplySpec(SpecOptions const& o, SessionCreateRequest& req, Context& ctx,
+              std::int64_t* max_wait = nullptr) {
   req.image = o.image;
   req.name = o.name;
   req.group = o.group;
@@ -101,6 +103,11 @@ int ApplySpec(SpecOptions const& o, SessionCreateRequest& req, Context& ctx) {
     auto seconds = DurationFlag(ctx, "--timeout", o.timeout);
     if (!seconds) return kExitUsage;
     req.batch_timeout_seconds = *seconds;
+  }
+  if (max_wait != nullptr && !o.max_wait.empty()) {
+    auto seconds = DurationFlag(ctx, "--max-wait", o.max_wait);
+    if (!seconds) return kExitUsage;
+    *max_wait = *seconds;
   }
   return 0;
 }
@@ -279,13 +286,8 @@ int RunRun(RunOptions const& options, Context& ctx) {
     return kExitUsage;
   }
   SessionCreateRequest req;
-  if (int usage = ApplySpec(options, req, ctx)) return usage;
   std::int64_t max_wait = 0;
-  if (!options.max_wait.empty()) {
-    auto s = DurationFlag(ctx, "--max-wait", options.max_wait);
-    if (!s) return kExitUsage;
-    max_wait = *s;
-  }
+  if (int usage = ApplySpec(options, req, ctx, &max_wait)) return usage;
   req.type = "batch";
   req.startup_command = ShellJoin(options.command);
   if (req.name.empty()) req.name = "run-" + RandomSuffix();
@@ -349,13 +351,8 @@ int RunRun(RunOptions const& options, Context& ctx) {
 
 int RunCreate(CreateOptions const& options, Context& ctx) {
   SessionCreateRequest req;
-  if (int usage = ApplySpec(options, req, ctx)) return usage;
   std::int64_t max_wait = 0;
-  if (!options.max_wait.empty()) {
-    auto s = DurationFlag(ctx, "--max-wait", options.max_wait);
-    if (!s) return kExitUsage;
-    max_wait = *s;
-  }
+  if (int usage = ApplySpec(options, req, ctx, &max_wait)) return usage;
   req.type = options.type;
   if (!options.startup_command.empty()) req.startup_command = options.startup_command;
   req.enqueue_only = true;

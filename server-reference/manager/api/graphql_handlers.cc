@@ -8,6 +8,7 @@
 #include "bai/protocol/graphql_wire.h"
 
 #include "libbai/internal/json_codec.h"
+#include "libbai/internal/text.h"
 #include "server-reference/manager/api/handler_util.h"
 #include "server-reference/manager/api/routes.h"
 #include "server-reference/manager/graphql/backend_ai_schema.h"
@@ -65,11 +66,6 @@ json HistoryTime(SessionRecord const& s, char const* status) {
   return it == s.status_history.end() ? json(nullptr) : json(it->second);
 }
 
-std::string Upper(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return s;
-}
-
 // A ComputeSession: every scalar field (cheap); containers and dependencies are added by the
 // caller when selected.
 json SessionObject(SessionRecord const& s, std::string const& user_email,
@@ -82,7 +78,7 @@ json SessionObject(SessionRecord const& s, std::string const& user_email,
       {"main_kernel_id", OrNull(main_kernel_id)},
       {"tag", Opt(s.tag)},
       {"name", s.name},
-      {"type", Upper(s.type)},
+      {"type", internal::AsciiUpper(s.type)},
       {"main_kernel_role", "COMPUTE"},
       {"priority", s.priority},
       {"image", s.image},
@@ -110,7 +106,7 @@ json SessionObject(SessionRecord const& s, std::string const& user_email,
       {"starts_at", Opt(s.starts_at)},
       {"scheduled_at", HistoryTime(s, "SCHEDULED")},
       {"startup_command", Opt(s.startup_command)},
-      {"result", Upper(s.result)},
+      {"result", internal::AsciiUpper(s.result)},
       {"commit_status", nullptr},
       {"abusing_reports", json::array()},
       {"idle_checks", "{}"},
@@ -257,7 +253,7 @@ class Resolver {
       std::string name = list.substr(start, comma == std::string::npos ? comma : comma - start);
       name.erase(0, name.find_first_not_of(' '));
       name.erase(name.find_last_not_of(' ') + 1);
-      auto parsed = protocol::ParseSessionStatus(Upper(name));
+      auto parsed = protocol::ParseSessionStatus(internal::AsciiUpper(name));
       if (parsed.status == protocol::SessionStatus::kUnknown) {
         return Invalid("Unknown session status \"" + name + "\" in status.");
       }
@@ -571,7 +567,7 @@ class Resolver {
     if (!agents.ok()) return agents.status();
     std::string id = ArgString(f, "agent_id");
     std::string group = ArgString(f, "scaling_group");
-    std::string status = Upper(ArgString(f, "status"));
+    std::string status = internal::AsciiUpper(ArgString(f, "status"));
     json items = json::array();
     for (auto const& a : *agents) {
       if (!id.empty() && a.row.id != id) continue;

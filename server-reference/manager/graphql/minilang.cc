@@ -3,6 +3,8 @@
 
 #include "bai/protocol/errors.h"
 
+#include "libbai/internal/text.h"
+
 #include <cctype>
 #include <cstdio>
 #include <ctime>
@@ -30,11 +32,6 @@ struct Literal {
   std::string text;
   std::vector<Literal> items;
 };
-
-std::string Upper(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return s;
-}
 
 // "2026-11-23", "2026-11-23T10:00", "…:05Z", "…:05.5+09:00" → the stored form
 // "2026-11-23T01:00:05.500000+00:00" (fixed width, so it compares in time order).
@@ -300,9 +297,9 @@ class FilterCompiler {
       }
       case ColumnSpec::Kind::kEnum: {
         if (v.kind == K::kString) {
-          std::string up = Upper(v.text);
+          std::string up = internal::AsciiUpper(v.text);
           for (auto const& e : spec.values) {
-            if (Upper(e) == up) return SqlValue(e);
+            if (internal::AsciiUpper(e) == up) return SqlValue(e);
           }
         }
         std::string names;
