@@ -7,28 +7,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include <random>
+
 namespace bai {
 
 using nlohmann::json;
 
 namespace {
 
-// Path segment for a session reference: percent-encode everything but unreserved characters.
-std::string Segment(std::string const& text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : text) {
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-        c == '.' || c == '_' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
-    }
-  }
-  return out;
-}
+// Path segment for a session reference.
+std::string Segment(std::string const& text) { return internal::EncodeSegment(text); }
 
 // The body of a successful answer; a non-2xx answer is its error.
 StatusOr<std::string> CallBody(Client const& client, ApiRequest const& request) {
@@ -400,6 +388,61 @@ StatusOr<TaskProgress> SessionClient::FollowTask(
     return Status(StatusCode::kUnavailable, "the task's event stream ended before the task");
   }
   return *last;
+}
+
+StatusOr<protocol::SessionFileList> SessionClient::ListFiles(std::string const& session,
+                                                             std::string const& path) const {
+  // A GET with a JSON body, as 24.09 reads it.
+  ApiRequest req("GET", "/session/" + Segment(session) + "/files");
+  req.body = json({{"path", path}}).dump();
+  auto body = CallBody(client_, req);
+  if (!body.ok()) return std::move(body).status();
+  return protocol::DecodeSessionFileList(*body);
+}
+
+Status SessionClient::Upload(std::string const& session,
+                             std::vector<std::pair<std::string, std::string>> const& files) const {
+  std::vector<protocol::MultipartPart> parts;
+  for (auto const& [path, data] : files) {
+    protocol::MultipartPart part;
+    part.name = "src";
+    part.filename = path;
+    part.body = data;
+    parts.push_back(std::move(part));
+  }
+  std::random_device rd;
+  std::string boundary = "bai-" + std::to_string(rd()) + "-" + std::to_string(rd());
+  ApiRequest req("POST", "/session/" + Segment(session) + "/upload");
+  req.body = protocol::EncodeMultipart(parts, boundary);
+  req.content_type = "multipart/form-data; boundary=" + boundary;
+  req.idempotent = true;  // writing the same files again gives the same result
+  auto body = CallBody(client_, req);
+  return body.ok() ? Status() : body.status();
+}
+
+StatusOr<std::vector<std::string>> SessionClient::Download(
+    std::string const& session, std::vector<std::string> const& paths) const {
+  ApiRequest req("POST", "/session/" + Segment(session) + "/download");
+  req.body = json({{"files", paths}}).dump();
+  req.idempotent = true;
+  auto response = client_.Send(req);
+  if (!response.ok()) return std::move(response).status();
+  if (auto s = CheckResponse(*response); !s.ok()) return s;
+  auto parts =
+      protocol::DecodeMultipart(response->Header("content-type").value_or(""), response->body);
+  if (!parts.ok()) return Malformed(response->body);
+  std::vector<std::string> out;
+  for (auto& part : *parts) out.push_back(std::move(part.body));
+  if (out.size() != paths.size()) return Malformed("one archive per path expected");
+  return out;
+}
+
+StatusOr<std::string> SessionClient::DownloadSingle(std::string const& session,
+                                                    std::string const& path) const {
+  ApiRequest req("POST", "/session/" + Segment(session) + "/download_single");
+  req.body = json({{"file", path}}).dump();
+  req.idempotent = true;
+  return CallBody(client_, req);
 }
 
 }  // namespace bai

@@ -60,23 +60,6 @@ json ItemJson(SessionListItem const& s) {
           {"occupied_slots", SlotNumbers(s.occupied)}};
 }
 
-// Left-aligned columns, two spaces apart.
-void PrintTable(Context& ctx, std::vector<std::vector<std::string>> const& rows) {
-  if (rows.empty()) return;
-  std::vector<std::size_t> width(rows[0].size(), 0);
-  for (auto const& r : rows) {
-    for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
-  }
-  for (auto const& r : rows) {
-    std::string line;
-    for (std::size_t i = 0; i < r.size(); ++i) {
-      line += r[i];
-      if (i + 1 < r.size()) line += std::string(width[i] - r[i].size() + 2, ' ');
-    }
-    ctx.out() << line << "\n";
-  }
-}
-
 // A minilang string literal.
 std::string Quoted(std::string const& s) {
   std::string out = "\"";
@@ -524,7 +507,7 @@ void AddSessionCommands(CommandSet& set) {
   auto* session = root.add_subcommand(
       "session",
       "Compute sessions: create, run, exec, ls, info, logs, events, wait, history, rename, "
-      "restart, rm, commit");
+      "restart, rm, commit, cp, files");
   session->require_subcommand(1);
   AddCreate(set, *session);
   AddRun(set, *session, "Run a batch job and exit with its exit code: IMAGE -- CMD ARG…");
@@ -540,6 +523,7 @@ void AddSessionCommands(CommandSet& set) {
                 RunRestart);
   AddRm(set, *session, "Destroy sessions (one already ending counts as destroyed)");
   AddCommit(set, *session);
+  AddSessionFileCommands(set, *session);
 }
 
 }  // namespace bai::cli

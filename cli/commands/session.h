@@ -104,6 +104,17 @@ struct CommitOptions {
 /// `bai session commit`: the kernel's writable files into a tar archive on its agent.
 int RunSessionCommit(CommitOptions const& options, Context& ctx);
 
+struct CopyOptions {
+  std::vector<std::string> paths;  ///< sources, then the destination; one side SESSION:PATH
+  bool recursive = false;
+};
+/// `bai session cp [-r] SRC… DST`: files to or from a running session's /home/work.
+int RunSessionCopy(CopyOptions const& options, Context& ctx);
+/// `bai session files SESSION [PATH]`: a directory's entries.
+int RunSessionFiles(std::string const& session, std::string const& path, Context& ctx);
+/// Adds `cp` and `files` to the `session` noun.
+void AddSessionFileCommands(CommandSet& set, CLI::App& session);
+
 /// The `session` noun and its root aliases `run`, `ps`, `exec`, `logs`, `rm`, `wait`.
 void AddSessionCommands(CommandSet& set);
 

@@ -11,8 +11,12 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace bai::cli {
+
+/// Left-aligned columns, two spaces apart (the first row is the header).
+void PrintTable(Context& ctx, std::vector<std::vector<std::string>> const& rows);
 
 /// From now on Ctrl-C and SIGTERM set a flag (Interrupted()) instead of killing the process, so
 /// the command can clean up and exit 130.

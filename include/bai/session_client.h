@@ -5,6 +5,7 @@
 #include "bai/export.h"
 #include "bai/protocol/graphql_wire.h"
 #include "bai/protocol/resource.h"
+#include "bai/protocol/session_files.h"
 #include "bai/protocol/session_status.h"
 #include "bai/protocol/session_wire.h"
 #include "bai/status.h"
@@ -132,6 +133,14 @@ struct FitCheck {
   std::string reason;  ///< what is short, or what it fits within
 };
 
+/// What a copy did.
+struct CopyReport {
+  std::int64_t files = 0;            ///< files written
+  std::int64_t bytes = 0;            ///< their bytes
+  std::vector<std::string> written;  ///< where (paths on the receiving side)
+  std::vector<std::string> skipped;  ///< left out, with why ("link: a symbolic link")
+};
+
 /// Compute sessions: create, inspect, destroy, logs, events. A thin typed layer over Client.
 ///
 /// @par Example
@@ -214,6 +223,38 @@ class BAI_EXPORT SessionClient {
   StatusOr<TaskProgress> FollowTask(
       std::string const& task_id,
       std::function<void(TaskProgress const&)> const& on_update = {}) const;
+
+  // --- a RUNNING session's files (/home/work; limits in bai/protocol/session_files.h) ---
+
+  /// The entries of a directory (`path` relative to /home/work).
+  StatusOr<protocol::SessionFileList> ListFiles(std::string const& session,
+                                                std::string const& path = ".") const;
+  /// Writes files in one request: (path in the session, bytes), at most 20, each under 1 MiB;
+  /// parent directories are made.
+  Status Upload(std::string const& session,
+                std::vector<std::pair<std::string, std::string>> const& files) const;
+  /// One tar archive per path (at most 5; 8 MiB together), members named from each path's last
+  /// component.
+  StatusOr<std::vector<std::string>> Download(std::string const& session,
+                                              std::vector<std::string> const& paths) const;
+  /// One file's bytes (at most 8 MiB).
+  StatusOr<std::string> DownloadSingle(std::string const& session, std::string const& path) const;
+
+  /// Copies local files into the session (what `bai session cp` does): `sources` are files (or,
+  /// with `recursive`, directories); `destination` is a directory of the session when it ends
+  /// in '/', exists as one or there are several sources, else the new name of the one source.
+  /// Every file is checked before anything is sent. Symbolic links and special files in a
+  /// directory are skipped (listed in the report); empty directories are not recreated.
+  StatusOr<CopyReport> CopyToSession(std::string const& session,
+                                     std::vector<std::string> const& sources,
+                                     std::string const& destination, bool recursive) const;
+  /// Copies files of the session to the local `destination`: into it when it is a directory
+  /// (made when there are several sources), else as its new name. Directories need
+  /// `recursive`. Archive members that would leave `destination` (absolute, "..", through a
+  /// symbolic link) are refused; files appear under a temporary name and are renamed whole.
+  StatusOr<CopyReport> CopyFromSession(std::string const& session,
+                                       std::vector<std::string> const& sources,
+                                       std::string const& destination, bool recursive) const;
 
   Client const& client() const { return client_; }
 

@@ -208,6 +208,8 @@ class CurlTransport : public Transport {
       curl_easy_setopt(h, CURLOPT_POSTFIELDS, request.body.data());
       curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
                        static_cast<curl_off_t>(request.body.size()));
+      // A body makes curl POST; a GET with a body (GET /session/{id}/files) stays a GET.
+      if (request.method == "GET") curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "GET");
     }
     CURLcode code =
         request.cancel && on_data ? PerformCancellable(h, *request.cancel) : curl_easy_perform(h);

@@ -24,4 +24,7 @@ StatusOr<Endpoint> ParseEndpoint(std::string_view url);
 /// escapes, so an already encoded path is left as it is. Prepends "/" when missing.
 std::string EncodeTarget(std::string_view path_and_query);
 
+/// One path segment or query value: every byte but the unreserved ones percent-encoded.
+std::string EncodeSegment(std::string_view text);
+
 }  // namespace bai::internal

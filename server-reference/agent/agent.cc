@@ -219,6 +219,13 @@ struct Agent::Impl {
     });
   }
 
+  void On(ap::KernelFiles const& m) {
+    AnswerLater(m.request_id, [this, m] {
+      server::runner_protocol::FileRequest request{m.request_id, m.action, m.path, m.data, m.limit};
+      return server::runner_protocol::EncodeFileResult(backend->Files(m.session_id, request));
+    });
+  }
+
   void On(ap::RestartKernel const& m) {
     AnswerLater(m.request_id, [this, session = m.session_id] {
       Status s = backend->Restart(session);

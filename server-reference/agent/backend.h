@@ -4,6 +4,7 @@
 #include "bai/status.h"
 
 #include "server-reference/common/agent_messages.h"
+#include "server-reference/common/runner_messages.h"
 
 #include <cstdint>
 #include <functional>
@@ -69,6 +70,11 @@ class KernelBackend {
   /// read-only, so that is its writable directories /home/work and /tmp, without the vfolders
   /// mounted there (they persist on their own). Takes as long as the archive does.
   virtual Status Commit(std::string const& session_id, std::string const& path) = 0;
+
+  /// A file request on the running kernel's /home/work (PROTOCOL.md §5.6, WorkTree's rules);
+  /// kNotFound when the kernel is not running.
+  virtual server::runner_protocol::FileResult Files(
+      std::string const& session_id, server::runner_protocol::FileRequest const& request) = 0;
 
  protected:
   /// Sends `r` to the reporter; the reporter runs outside the lock.

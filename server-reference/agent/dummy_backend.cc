@@ -2,10 +2,12 @@
 #include "server-reference/agent/dummy_backend.h"
 
 #include "libbai/internal/json_codec.h"
+#include "server-reference/common/work_files.h"
 
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <thread>
@@ -75,6 +77,10 @@ void DummyBackend::Acknowledge(std::string const& session_id) {
   auto it = kernels_.find(session_id);
   if (it != kernels_.end() && it->second.state.Ended()) {
     kernels_.erase(it);
+    if (!options_.home_dir.empty()) {
+      std::error_code ignored;
+      std::filesystem::remove_all(options_.home_dir + "/" + session_id, ignored);
+    }
   }
 }
 
@@ -118,6 +124,30 @@ StatusOr<std::string> DummyBackend::CommitTarget(std::string const& session_id,
                                                  std::string const& filename) {
   if (auto s = CheckRunning(session_id); !s.ok()) return s;
   return CommitFile(options_.commit_dir, session_id, filename);
+}
+
+server::runner_protocol::FileResult DummyBackend::Files(
+    std::string const& session_id, server::runner_protocol::FileRequest const& request) {
+  namespace rp = server::runner_protocol;
+  rp::FileResult result;
+  result.request_id = request.request_id;
+  if (auto s = CheckRunning(session_id); !s.ok()) {
+    result.status = s;
+    return result;
+  }
+  if (options_.home_dir.empty()) {
+    result.status = Status(StatusCode::kUnimplemented, "this agent keeps no kernel files");
+    return result;
+  }
+  // Session ids are UUIDs from the manager; anything else never names a directory here.
+  static std::regex const kId("[0-9A-Za-z-]{1,64}");
+  std::string home = options_.home_dir + "/" + session_id;
+  std::error_code ec;
+  if (!std::regex_match(session_id, kId) || (std::filesystem::create_directories(home, ec), ec)) {
+    result.status = Status(StatusCode::kInternal, "cannot make the kernel's directory " + home);
+    return result;
+  }
+  return server::AnswerFileRequest(home, request);
 }
 
 Status DummyBackend::Commit(std::string const& session_id, std::string const& path) {

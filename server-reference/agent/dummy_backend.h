@@ -17,6 +17,7 @@ struct DummyOptions {
   std::chrono::milliseconds run_time{200};       ///< how long a batch job runs
   int default_exit_code = 0;
   std::string commit_dir;  ///< where commits go (a directory per session); empty: none allowed
+  std::string home_dir;    ///< each kernel's simulated /home/work goes here; empty: no files
 };
 
 /// Simulated kernels, for scale tests and for testing the manager without containers. A batch
@@ -41,6 +42,9 @@ class DummyBackend : public KernelBackend {
                                      std::string const& filename) override;
   /// Simulated: writes an empty tar archive.
   Status Commit(std::string const& session_id, std::string const& path) override;
+  /// On the kernel's own directory under `home_dir` (made on first use, removed with the kernel).
+  server::runner_protocol::FileResult Files(
+      std::string const& session_id, server::runner_protocol::FileRequest const& request) override;
 
  private:
   struct Kernel {

@@ -167,6 +167,7 @@ int main(int argc, char** argv) {
   dummy.run_time = std::chrono::milliseconds(run_ms);
   dummy.default_exit_code = exit_code;
   dummy.commit_dir = state_dir + "/" + options.agent_id + "/commits";
+  dummy.home_dir = state_dir + "/" + options.agent_id + "/homes";
   std::unique_ptr<bai::agent::KernelBackend> kernels;
   std::unique_ptr<bai::agent::ImageStore> images;
   if (backend == "runc") {

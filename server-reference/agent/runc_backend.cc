@@ -354,6 +354,8 @@ struct RuncBackend::Kernel {
     int exit_code = 0;
   };
   std::map<std::string, RunState> runs;
+  /// File requests sent to the runner, by request id; the result once it came.
+  std::map<std::string, std::optional<rp::FileResult>> files;
   std::mutex write_mu;  // one writer at a time on `sock`
 };
 
@@ -714,6 +716,9 @@ void RuncBackend::ReadLoop(std::shared_ptr<Kernel> k) {
               logs_update->logs = k->log;
             }
           }
+        } else if (auto* file = std::get_if<rp::FileResult>(&*msg)) {
+          auto pending = k->files.find(file->request_id);
+          if (pending != k->files.end()) pending->second = std::move(*file);
         } else if (auto const* waiting = std::get_if<rp::WaitingInput>(&*msg)) {
           auto run = k->runs.find(waiting->run_id);
           if (run != k->runs.end()) run->second.status = "waiting-input";
@@ -892,6 +897,36 @@ Status RuncBackend::Commit(std::string const& session_id, std::string const& pat
     return Status(StatusCode::kInternal, "cannot rename " + partial + ": " + std::strerror(errno));
   }
   return Status();
+}
+
+rp::FileResult RuncBackend::Files(std::string const& session_id, rp::FileRequest const& request) {
+  rp::FileResult result;
+  result.request_id = request.request_id;
+  auto running = Running(session_id);
+  if (!running.ok()) {
+    result.status = running.status();
+    return result;
+  }
+  std::shared_ptr<Kernel> k = *running;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    k->files[request.request_id];
+  }
+  SendToRunner(*k, request);
+  std::unique_lock<std::mutex> lock(mu_);
+  auto it = k->files.find(request.request_id);
+  bool answered = cv_.wait_for(lock, options_.files_timeout, [&] {
+    return it->second.has_value() || k->tearing_down || k->sock < 0;
+  });
+  if (answered && it->second) {
+    result = std::move(*it->second);
+  } else {
+    bool gone = k->tearing_down || k->sock < 0;
+    result.status = Status(gone ? StatusCode::kNotFound : StatusCode::kDeadlineExceeded,
+                           gone ? "the kernel ended" : "the kernel runner did not answer");
+  }
+  k->files.erase(it);
+  return result;
 }
 
 std::vector<KernelReport> RuncBackend::Snapshot() {

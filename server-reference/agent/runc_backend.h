@@ -35,6 +35,7 @@ struct RuncOptions {
   std::chrono::milliseconds grace{3000};           ///< SIGTERM → SIGKILL
   std::chrono::milliseconds start_timeout{20000};  ///< runner handshake
   std::chrono::milliseconds flush_timeout{2000};   ///< one execute step waits at most this long
+  std::chrono::milliseconds files_timeout{30000};  ///< a file request waits at most this long
   ImageStore* images = nullptr;
 };
 
@@ -104,6 +105,9 @@ class RuncBackend : public KernelBackend {
   StatusOr<std::string> CommitTarget(std::string const& session_id,
                                      std::string const& filename) override;
   Status Commit(std::string const& session_id, std::string const& path) override;
+  /// Relayed to the kernel runner, which works inside the container as the work user.
+  server::runner_protocol::FileResult Files(
+      std::string const& session_id, server::runner_protocol::FileRequest const& request) override;
 
   /// The runc container id and cgroup path of a kernel (for tests and `bai-agent` tooling).
   std::string ContainerId(std::string const& session_id) const;

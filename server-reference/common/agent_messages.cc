@@ -3,6 +3,7 @@
 
 #include "libbai/internal/json_codec.h"
 #include "libbai/internal/json_fields.h"
+#include "server-reference/common/base64.h"
 
 #include <nlohmann/json.hpp>
 
@@ -29,6 +30,7 @@ constexpr char kRestartKernel[] = "restart_kernel";
 constexpr char kCommitKernel[] = "commit_kernel";
 constexpr char kKernelOutput[] = "kernel_output";
 constexpr char kReadLogs[] = "read_logs";
+constexpr char kKernelFiles[] = "kernel_files";
 
 std::string Dump(json const& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
@@ -239,6 +241,17 @@ json ToJson(ReadLogs const& m) {
           {"limit", m.limit}};
 }
 
+json ToJson(KernelFiles const& m) {
+  json j = {{"type", kKernelFiles},
+            {"request_id", m.request_id},
+            {"session_id", m.session_id},
+            {"action", m.action},
+            {"path", m.path}};
+  if (!m.data.empty()) j["data"] = Base64Encode(m.data);
+  if (m.limit) j["limit"] = m.limit;
+  return j;
+}
+
 json ToJson(ErrorReport const& m) { return {{"type", kError}, {"msg", m.msg}}; }
 
 json ToJson(Challenge const& m) { return {{"type", kChallenge}, {"nonce", m.nonce}}; }
@@ -372,6 +385,20 @@ ReadLogs ReadReadLogs(FieldReader& r) {
   return m;
 }
 
+KernelFiles ReadKernelFiles(FieldReader& r) {
+  KernelFiles m;
+  m.request_id = r.Required("request_id");
+  m.session_id = r.Required("session_id");
+  m.action = r.Required("action");
+  m.path = r.String("path");
+  auto data = Base64Decode(r.String("data"));
+  if (!data) r.Fail("data", "Base64");
+  m.data = data.value_or("");
+  m.limit = r.Int("limit", 0);
+  if (m.limit < 0) r.Fail("limit", "not negative");
+  return m;
+}
+
 ErrorReport ReadError(FieldReader& r) { return ErrorReport{r.String("msg")}; }
 
 Challenge ReadChallenge(FieldReader& r) { return Challenge{r.Required("nonce")}; }
@@ -494,6 +521,7 @@ StatusOr<ToAgent> DecodeToAgent(std::string_view text) {
       {kRestartKernel, As<ToAgent, RestartKernel, ReadRestartKernel>},
       {kCommitKernel, As<ToAgent, CommitKernel, ReadCommitKernel>},
       {kReadLogs, As<ToAgent, ReadLogs, ReadReadLogs>},
+      {kKernelFiles, As<ToAgent, KernelFiles, ReadKernelFiles>},
       {kError, As<ToAgent, ErrorReport, ReadError>},
   }};
   return kDecode(text);

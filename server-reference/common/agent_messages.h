@@ -175,12 +175,23 @@ struct ReadLogs {
   std::int64_t limit = 4 << 20;
 };
 
+/// A file request on the session's kernel (/home/work), relayed to its kernel runner; the agent
+/// answers with a `response` whose `result` is a runner_protocol::FileResult.
+struct KernelFiles {
+  std::string request_id;
+  std::string session_id;
+  std::string action;  ///< runner_protocol::kFileList, kFileWrite, kFileRead, kFileArchive
+  std::string path;
+  std::string data;  ///< write: the bytes (Base64 on the wire)
+  std::int64_t limit = 0;
+};
+
 using ToManager = std::variant<Register, Heartbeat, KernelStatus, Response, TaskReport,
                                KernelOutput, ErrorReport>;
 using ToAgent = std::variant<Challenge, Registered, CreateKernel, DestroyKernel, Execute,
-                             RestartKernel, CommitKernel, ReadLogs, ErrorReport>;
+                             RestartKernel, CommitKernel, ReadLogs, KernelFiles, ErrorReport>;
 /// The manager's requests that the agent answers with a Response.
-using AgentRequest = std::variant<Execute, RestartKernel, CommitKernel, ReadLogs>;
+using AgentRequest = std::variant<Execute, RestartKernel, CommitKernel, ReadLogs, KernelFiles>;
 
 /// JSON text of one message, with its `type`.
 std::string Encode(ToManager const& message);

@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <deque>
 #include <future>
+#include <limits>
 #include <list>
 #include <mutex>
 #include <thread>
@@ -266,13 +267,35 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void DoRead() {
     if (closed_) return;
     parser_.emplace();
-    parser_->body_limit(server_.options.max_body_bytes);
+    body_limit_ = server_.options.max_body_bytes;
+    parser_->body_limit(body_limit_);
     parser_->header_limit(static_cast<std::uint32_t>(server_.options.max_header_bytes));
     stream_.expires_after(first_request_ ? server_.options.read_timeout
                                          : server_.options.idle_timeout);
-    http::async_read(
-        stream_, buffer_, *parser_,
-        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->OnRead(ec); });
+    if (!server_.options.body_limit_for) {
+      http::async_read(
+          stream_, buffer_, *parser_,
+          [self = shared_from_this()](beast::error_code ec, std::size_t) { self->OnRead(ec); });
+      return;
+    }
+    // The headers first: the path decides how large a body may be. (Beast compares a
+    // Content-Length with the limit as the headers end, so the limit is checked here instead.)
+    parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
+    http::async_read_header(
+        stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+          if (ec) return self->OnRead(ec);
+          auto const& head = self->parser_->get();
+          std::string_view target = head.target();
+          std::size_t limit = self->server_.options.body_limit_for(
+              head.method_string(), target.substr(0, target.find('?')));
+          if (limit) self->body_limit_ = limit;
+          auto length = self->parser_->content_length();
+          if (length && *length > self->body_limit_) return self->OnRead(http::error::body_limit);
+          self->parser_->body_limit(self->body_limit_);
+          if (self->parser_->is_done()) return self->OnRead(ec);
+          http::async_read(self->stream_, self->buffer_, *self->parser_,
+                           [self](beast::error_code ec2, std::size_t) { self->OnRead(ec2); });
+        });
   }
 
   // The request is refused before its body was read: answer, then drain what the client still
@@ -293,8 +316,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
     if (ec == http::error::body_limit) {
       return Reject(413, protocol::ProblemType::kRequestTooLarge,
-                    "The request body is larger than " +
-                        std::to_string(server_.options.max_body_bytes) + " bytes.");
+                    "The request body is larger than " + std::to_string(body_limit_) + " bytes.");
     }
     if (ec == http::error::header_limit) {
       return Reject(431, protocol::ProblemType::kGenericBadRequest, "Request headers too large.");
@@ -397,6 +419,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   HttpServer::Impl& server_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
+  std::size_t body_limit_ = 0;                             // the limit of the request being read
   std::deque<std::pair<std::string, std::string>> queue_;  ///< writes: head, then body
   bool writing_ = false;
   bool keep_alive_ = true;

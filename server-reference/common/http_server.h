@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -16,7 +17,10 @@ struct HttpServerOptions {
   std::string address = "127.0.0.1";
   std::uint16_t port = 8081;  ///< 0 = any free port (see HttpServer::port())
   int threads = 2;
-  std::size_t max_body_bytes = 1 << 20;      ///< larger bodies get 413
+  std::size_t max_body_bytes = 1 << 20;  ///< larger bodies get 413
+  /// A larger limit for some requests (file uploads), chosen from the method and path once the
+  /// headers are read; returns 0 for "max_body_bytes". Empty: max_body_bytes for all.
+  std::function<std::size_t(std::string_view method, std::string_view path)> body_limit_for;
   std::size_t max_header_bytes = 16 * 1024;  ///< larger headers get 431
   std::chrono::seconds read_timeout{30};     ///< for one request's headers and body
   std::chrono::seconds idle_timeout{75};     ///< keep-alive connection without a request

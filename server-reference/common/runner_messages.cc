@@ -2,6 +2,7 @@
 #include "server-reference/common/runner_messages.h"
 
 #include "libbai/internal/json_fields.h"
+#include "server-reference/common/base64.h"
 
 #include <nlohmann/json.hpp>
 
@@ -27,6 +28,8 @@ constexpr char kQuery[] = "query";
 constexpr char kBatch[] = "batch";
 constexpr char kInput[] = "input";
 constexpr char kInterrupt[] = "interrupt";
+constexpr char kFile[] = "file";
+constexpr char kFileResult[] = "file-result";
 
 std::string Dump(json const& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
@@ -49,6 +52,52 @@ json ToJson(RunnerStatus const& m) {
   return {{"type", kStatus}, {"busy", m.busy}, {"queued", m.queued}, {"run_id", m.run_id}};
 }
 json ToJson(Error const& m) { return {{"type", kError}, {"msg", m.msg}}; }
+json ToJson(FileResult const& m) {
+  json j = {{"type", kFileResult}, {"request_id", m.request_id}, {"ok", m.status.ok()}};
+  if (!m.status.ok()) {
+    j["code"] = StatusCodeName(m.status.code());
+    j["msg"] = m.status.message();
+  }
+  if (!m.data.empty()) j["data"] = Base64Encode(m.data);
+  if (!m.files_json.empty()) j["files"] = m.files_json;
+  return j;
+}
+json ToJson(FileRequest const& m) {
+  json j = {{"op", kFile}, {"request_id", m.request_id}, {"action", m.action}, {"path", m.path}};
+  if (!m.data.empty()) j["data"] = Base64Encode(m.data);
+  if (m.limit) j["limit"] = m.limit;
+  return j;
+}
+
+StatusCode CodeNamed(std::string const& name) {
+  for (int c = 1; c <= static_cast<int>(StatusCode::kDataLoss); ++c) {
+    if (StatusCodeName(static_cast<StatusCode>(c)) == name) return static_cast<StatusCode>(c);
+  }
+  return StatusCode::kInternal;
+}
+
+// `data`, Base64 on the wire; a field that is not Base64 refuses the message.
+std::string BytesField(FieldReader& r, char const* name) {
+  std::string text = r.String(name);
+  auto bytes = Base64Decode(text);
+  if (!bytes) {
+    r.Fail(name, "Base64");
+    return {};
+  }
+  return *std::move(bytes);
+}
+
+FileResult ReadFileResult(FieldReader& r) {
+  FileResult m;
+  m.request_id = r.String("request_id");
+  if (!r.Bool("ok", false)) {
+    m.status = Status(CodeNamed(r.String("code")), r.String("msg"));
+    if (m.status.ok()) m.status = Status(StatusCode::kInternal, "file request failed");
+  }
+  m.data = BytesField(r, "data");
+  m.files_json = r.String("files");
+  return m;
+}
 
 json ToJson(Query const& m) { return {{"op", kQuery}, {"run_id", m.run_id}, {"code", m.code}}; }
 json ToJson(Batch const& m) {
@@ -111,6 +160,7 @@ StatusOr<ToAgent> DecodeToAgent(std::string_view line) {
         if (type == kStatus) {
           return RunnerStatus{r.Bool("busy", false), r.Int("queued", 0), r.String("run_id")};
         }
+        if (type == kFileResult) return ReadFileResult(r);
         if (type == kError) return Error{r.String("msg")};
         return std::nullopt;
       });
@@ -126,8 +176,21 @@ StatusOr<ToRunner> DecodeToRunner(std::string_view line) {
         if (op == kInput) return Input{r.String("run_id"), r.String("text")};
         if (op == kInterrupt) return Interrupt{};
         if (op == kStatus) return StatusRequest{};
+        if (op == kFile) {
+          return FileRequest{r.String("request_id"), r.String("action"), r.String("path"),
+                             BytesField(r, "data"), r.Int("limit", 0)};
+        }
         return std::nullopt;
       });
+}
+
+std::string EncodeFileResult(FileResult const& result) { return Dump(ToJson(result)); }
+
+StatusOr<FileResult> DecodeFileResult(std::string_view text) {
+  auto m = DecodeToAgent(text);
+  if (!m.ok()) return std::move(m).status();
+  if (auto* r = std::get_if<FileResult>(&*m)) return std::move(*r);
+  return Status(StatusCode::kInvalidArgument, "not a file result");
 }
 
 }  // namespace bai::server::runner_protocol

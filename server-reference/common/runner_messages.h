@@ -52,6 +52,14 @@ struct RunnerStatus {
   std::string run_id;
 };
 
+/// The answer to a FileRequest.
+struct FileResult {
+  std::string request_id;
+  Status status;           ///< why not (its code and message travel)
+  std::string data;        ///< read: the file; archive: a tar archive
+  std::string files_json;  ///< list: the SessionFileList as JSON (protocol/session_files.h)
+};
+
 /// A line the other side could not use (both directions).
 struct Error {
   std::string msg;
@@ -79,11 +87,26 @@ struct Input {
   std::string text;
 };
 
+/// A file request on the kernel's /home/work (PROTOCOL.md §5.6), answered at once with a
+/// FileResult, even while a run goes on.
+struct FileRequest {
+  std::string request_id;
+  std::string action;      ///< one of the kFile* actions below
+  std::string path;        ///< relative to /home/work (or absolute under it)
+  std::string data;        ///< write: the file's bytes
+  std::int64_t limit = 0;  ///< read, archive: the most bytes to answer with
+};
+inline constexpr char kFileList[] = "list";
+inline constexpr char kFileWrite[] = "write";
+inline constexpr char kFileRead[] = "read";
+inline constexpr char kFileArchive[] = "archive";
+
 struct Interrupt {};
 struct StatusRequest {};
 
-using ToAgent = std::variant<Hello, Output, WaitingInput, Finished, RunnerStatus, Error>;
-using ToRunner = std::variant<Query, Batch, Input, Interrupt, StatusRequest>;
+using ToAgent =
+    std::variant<Hello, Output, WaitingInput, Finished, RunnerStatus, FileResult, Error>;
+using ToRunner = std::variant<Query, Batch, Input, Interrupt, StatusRequest, FileRequest>;
 
 /// One line of JSON (without the newline); invalid UTF-8 is replaced.
 std::string Encode(ToAgent const& message);
@@ -92,5 +115,9 @@ std::string Encode(ToRunner const& message);
 /// ("unknown op" for an op this version does not know).
 StatusOr<ToAgent> DecodeToAgent(std::string_view line);
 StatusOr<ToRunner> DecodeToRunner(std::string_view line);
+
+/// A FileResult alone (the agent passes it to the manager as a request's result).
+std::string EncodeFileResult(FileResult const& result);
+StatusOr<FileResult> DecodeFileResult(std::string_view text);
 
 }  // namespace bai::server::runner_protocol

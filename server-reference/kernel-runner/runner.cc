@@ -5,6 +5,7 @@
 // /bin/sh -c, streams their output as NDJSON, reaps orphans, and ends its children on SIGTERM.
 // Linked statically so that any image can run it.
 #include "server-reference/common/runner_messages.h"
+#include "server-reference/common/work_files.h"
 #include "server-reference/kernel-runner/drivers.h"
 
 #include <errno.h>
@@ -258,6 +259,10 @@ class Runner {
     Send(rp::RunnerStatus{current_.has_value(), static_cast<std::int64_t>(queue_.size()),
                           current_ ? current_->run_id : ""});
   }
+
+  // File requests are answered at once, between runs or during one: they touch only
+  // /home/work, resolved beneath it, as the work user the runner runs as.
+  void On(rp::FileRequest const& m) { Send(bai::server::AnswerFileRequest(o_.workdir, m)); }
 
   static void WriteAll(int fd, std::string const& data) {
     std::size_t off = 0;

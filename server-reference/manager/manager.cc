@@ -9,6 +9,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -74,6 +75,7 @@ StatusOr<std::unique_ptr<Manager>> Manager::Start(ManagerConfig const& config) {
   RegisterAgentRoutes(*m->api_, *m->agents_, m->state_.cluster_secret);
   RegisterExecuteRoutes(*m->api_, *m->sessions_, *m->agents_);
   RegisterLogRoutes(*m->api_, *m->sessions_, *m->agents_);
+  RegisterSessionFileRoutes(*m->api_, *m->sessions_, *m->agents_);
   RegisterTaskRoutes(*m->api_, *m->sessions_, *m->agents_, *m->tasks_, *m->hub_);
   m->hub_->Every(std::chrono::milliseconds(100), [raw] { raw->agents_->ExpireRequests(); });
   m->hub_->Every(std::chrono::seconds(1), [raw] { raw->agents_->Tick(); });
@@ -89,6 +91,10 @@ StatusOr<std::unique_ptr<Manager>> Manager::Start(ManagerConfig const& config) {
   http.port = config.listen_port;
   http.threads = config.threads;
   http.max_body_bytes = config.max_body_bytes;
+  http.body_limit_for = [max = config.max_body_bytes](std::string_view method,
+                                                      std::string_view path) {
+    return std::max(SessionFileBodyLimit(method, path), max);
+  };
   auto* api = m->api_.get();
   auto server = server::HttpServer::Start(
       http, [api](std::shared_ptr<server::Exchange> e) { api->Handle(e); });

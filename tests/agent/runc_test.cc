@@ -423,5 +423,48 @@ TEST_F(RuncTest, ALargeLogArrivesWhole) {
   EXPECT_EQ(logs.out, r.out);
 }
 
+// Files go in and out through the kernel runner, inside the container, as the work user; links
+// the kernel plants do not lead out of /home/work; a running job does not hold file requests up.
+TEST_F(RuncTest, SessionFilesGoThroughTheRunnerAsTheWorkUser) {
+  auto made = Bai({"run", "python", "--name", "files-rt", "-c",
+                   "import os; os.symlink('/etc/passwd', '/home/work/pw'); "
+                   "os.symlink('/opt/bai/bin', '/home/work/bin')"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  std::string local = dir_.path() + "/up.txt";
+  std::ofstream(local) << "hello from the host";
+  auto up = Bai({"session", "cp", local, "files-rt:in/up.txt"});
+  ASSERT_EQ(up.exit_code, 0) << up.err;
+  auto seen = Bai({"run", "python", "--name", "files-rt", "-c",
+                   "import os; p = '/home/work/in/up.txt'; "
+                   "print(os.stat(p).st_uid, os.stat('/home/work/in').st_uid, open(p).read())"});
+  EXPECT_EQ(seen.out, "1000 1000 hello from the host\n") << seen.err;
+  // Out again, byte for byte.
+  auto back = Bai({"session", "cp", "files-rt:/home/work/in/up.txt", dir_.path() + "/back.txt"});
+  ASSERT_EQ(back.exit_code, 0) << back.err;
+  std::ifstream in(dir_.path() + "/back.txt");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "hello from the host");
+  // Links out of /home/work: neither read nor written through.
+  auto pw = Bai({"api", "POST", "/session/files-rt/download_single", "-d", R"({"file": "pw"})"});
+  EXPECT_NE(pw.exit_code, 0);
+  EXPECT_THAT(pw.out + pw.err, Not(HasSubstr("root:x:0")));
+  auto through = Bai({"session", "cp", local, "files-rt:bin/planted"});
+  EXPECT_NE(through.exit_code, 0);
+  EXPECT_THAT(through.err, HasSubstr("outside"));
+  // A batch job that runs for a while does not hold a listing up.
+  auto job = Bai({"run", "--detach", "--name", "busy", "python", "--", "sh", "-c",
+                  "echo x > /home/work/mark; sleep 30"});
+  ASSERT_EQ(job.exit_code, 0) << job.err;
+  std::string listed;
+  for (int i = 0; i < 100 && listed.find("mark") == std::string::npos; ++i) {
+    listed = Bai({"session", "files", "busy"}).out;
+    if (listed.find("mark") == std::string::npos) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  EXPECT_THAT(listed, HasSubstr("mark"));
+  EXPECT_EQ(Bai({"rm", "busy", "files-rt"}).exit_code, 0);
+}
+
 }  // namespace
 }  // namespace bai

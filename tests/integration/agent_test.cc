@@ -63,6 +63,7 @@ class AgentTest : public ::testing::Test {
     d.prepare_delay = std::chrono::milliseconds(50);
     d.run_time = std::chrono::milliseconds(100);
     d.commit_dir = dir_.path() + "/commits-" + id;
+    d.home_dir = dir_.path() + "/homes-" + id;
     auto a = std::make_unique<agent::Agent>(o, std::make_unique<agent::DummyBackend>(d));
     a->Start();
     EXPECT_TRUE(a->WaitRegistered(std::chrono::seconds(5)));

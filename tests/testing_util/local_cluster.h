@@ -38,6 +38,7 @@ class LocalCluster : public ::testing::Test {
     d.prepare_delay = std::chrono::milliseconds(50);
     d.run_time = std::chrono::milliseconds(100);
     d.commit_dir = dir_.path() + "/commits";
+    d.home_dir = dir_.path() + "/homes";
     o.max_log_bytes = max_log_bytes_;
     agent_ = std::make_unique<agent::Agent>(o, std::make_unique<agent::DummyBackend>(d));
     agent_->Start();

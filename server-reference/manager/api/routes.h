@@ -5,8 +5,10 @@
 
 #include "server-reference/manager/api/api.h"
 
+#include <cstddef>
 #include <functional>
 #include <string>
+#include <string_view>
 
 namespace bai::manager {
 
@@ -43,6 +45,12 @@ void RegisterGraphqlRoutes(ManagerApi& api, SessionStore& sessions);
 
 /// `GET /session/{id}/logs`, whole or followed, read from the session's agent (log_handlers.cc).
 void RegisterLogRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry& agents);
+
+/// A running session's files: `/session/{id}/files`, `/upload`, `/download`, `/download_single`,
+/// relayed to the kernel through its agent (file_handlers.cc).
+void RegisterSessionFileRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry& agents);
+/// The body limit of those routes (an upload carries up to 20 files of 1 MiB); 0 for others.
+std::size_t SessionFileBodyLimit(std::string_view method, std::string_view path);
 
 /// Background tasks: GET /events/background-task, and the session commit that runs as one
 /// (task_handlers.cc).
