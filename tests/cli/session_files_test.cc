@@ -27,16 +27,9 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using ::testing::HasSubstr;
 
-std::string Slurp(std::string const& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
+std::string Slurp(std::string const& path) { return testing_util::ReadFileBytes(path); }
 void Spit(std::string const& path, std::string const& data) {
-  fs::create_directories(fs::path(path).parent_path());
-  std::ofstream(path, std::ios::binary) << data;
+  testing_util::WriteFileBytes(path, data);
 }
 
 std::string RandomBytes(std::size_t n, unsigned seed) {

@@ -18,6 +18,17 @@ extern char** environ;
 
 namespace bai::testing_util {
 
+std::string ReadFileBytes(std::string const& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+void WriteFileBytes(std::string const& path, std::string const& data) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream(path, std::ios::binary) << data;
+}
+
+
 namespace {
 
 // This process's environment with `env` applied: values set, empty values removed.

@@ -22,6 +22,11 @@ ProcessResult RunProcess(std::vector<std::string> const& argv,
 /// KEY=VALUE lines of a file such as bai-manager's admin-credentials.env ('#' lines skipped).
 std::map<std::string, std::string> ReadEnvFile(std::string const& path);
 
+/// A file's bytes ("" when it cannot be read).
+std::string ReadFileBytes(std::string const& path);
+/// Writes `data` to `path`, making its parent directories.
+void WriteFileBytes(std::string const& path, std::string const& data);
+
 /// Path of a built executable: $BAI_BIN/<name>.
 std::string BinPath(std::string const& name);
 /// Path of a test data file: $BAI_TEST_DATA/<name>.

@@ -23,15 +23,9 @@ namespace p = protocol;
 namespace rp = runner_protocol;
 using ::testing::HasSubstr;
 
-std::string Slurp(std::string const& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
+std::string Slurp(std::string const& path) { return testing_util::ReadFileBytes(path); }
 void Spit(std::string const& path, std::string const& data) {
-  std::ofstream(path, std::ios::binary) << data;
+  testing_util::WriteFileBytes(path, data);
 }
 
 TEST(WorkRelativeTest, AcceptsPathsUnderTheWorkDirectoryOnly) {
