@@ -3,6 +3,7 @@
 // dummy agent. (The dummy agent does not execute commands: its "output" is the command line it
 // received, which proves the argv quoting; its exit code is the N of a trailing `exit N`.)
 #include "bai/protocol/resource.h"
+#include "bai/session_client.h"
 
 #include "libbai/internal/json_codec.h"
 #include "tests/testing_util/local_cluster.h"
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <signal.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -26,6 +28,15 @@ using ::testing::Not;
 using testing_util::TempDir;
 
 using SessionCliTest = testing_util::LocalCluster;
+
+// `bai ARGS…` on a pseudo-terminal (util-linux script(1)): stdin, stdout and stderr are one
+// terminal, as in an interactive shell; what it wrote comes back in `out`.
+testing_util::ProcessResult OnTerminal(std::map<std::string, std::string> const& env,
+                                       std::vector<std::string> args) {
+  args.insert(args.begin(), testing_util::BinPath("bai"));
+  return testing_util::RunProcess({"/usr/bin/script", "-qefc", ShellJoin(args), "/dev/null"},
+                                  env);
+}
 
 TEST_F(SessionCliTest, RunExitsWithTheJobsCodeAndPrintsItsLogs) {
   auto ok = Bai({"run", "python", "--", "python3", "-c", "print(6*7)"});
@@ -320,6 +331,43 @@ TEST_F(SessionCliTest, DebugRunSurvivesInterruptsAtAnyMoment) {
   for (auto const& s : left["items"]) {
     EXPECT_NE(s["status"], "RUNNING") << s["name"];
   }
+}
+
+// The same commands talk to people on a terminal and to programs through a pipe.
+TEST_F(SessionCliTest, OnATerminalCommandsTalkToPeople) {
+  // No sessions: said on a terminal, silent (empty output) in a pipe.
+  auto none = OnTerminal(env_, {"ps"});
+  EXPECT_EQ(none.exit_code, 0) << none.out;
+  EXPECT_THAT(none.out, HasSubstr("no sessions"));
+  auto none_piped = Bai({"ps"});
+  EXPECT_EQ(none_piped.out, "");
+  EXPECT_EQ(none_piped.err, "");
+  // JSON answers: indented for a reader, one line for a program.
+  auto pretty = OnTerminal(env_, {"api", "GET", "/"});
+  EXPECT_THAT(pretty.out, HasSubstr("\n  \""));
+  auto compact = Bai({"api", "GET", "/"});
+  EXPECT_EQ(std::count(compact.out.begin(), compact.out.end(), '\n'), 1);
+  // A table of sessions.
+  ASSERT_EQ(Bai({"session", "create", "python", "--name", "tty-one"}).exit_code, 0);
+  ASSERT_EQ(Bai({"session", "create", "python", "--name", "tty-two"}).exit_code, 0);
+  auto table = OnTerminal(env_, {"ps"});
+  EXPECT_THAT(table.out, HasSubstr("NAME"));
+  EXPECT_THAT(table.out, HasSubstr("tty-one"));
+  // rm says what it did on a terminal only.
+  auto rm = OnTerminal(env_, {"rm", "tty-one"});
+  EXPECT_EQ(rm.exit_code, 0) << rm.out;
+  EXPECT_THAT(rm.out, HasSubstr("destroyed tty-one"));
+  auto rm_piped = Bai({"rm", "tty-two"});
+  EXPECT_EQ(rm_piped.exit_code, 0);
+  EXPECT_EQ(rm_piped.out, "");
+  // A batch job from a terminal: stdin is the terminal, not piped input, so it runs; its
+  // exit code comes back through script(1).
+  auto run = OnTerminal(env_, {"run", "python", "--", "sh", "-c", "exit 3"});
+  EXPECT_EQ(run.exit_code, 3) << run.out;
+  EXPECT_THAT(run.out, HasSubstr("exit 3"));
+  // A usage error reads the same on both.
+  auto usage = OnTerminal(env_, {"session", "wait"});
+  EXPECT_EQ(usage.exit_code, 2) << usage.out;
 }
 
 }  // namespace
