@@ -190,7 +190,9 @@ StatusOr<int> SessionClient::Exec(
                     "the command ended without an exit code (" + r->status + ")");
     }
     if (cancelled && cancelled()) {
-      (void)CallBody(client_, ApiRequest("POST", "/session/" + Segment(session) + "/interrupt"));
+      // This command only: a batch session's job keeps running.
+      (void)CallBody(client_, ApiRequest("POST", "/session/" + Segment(session) +
+                                                     "/interrupt?run_id=" + Segment(r->run_id)));
       return Status(StatusCode::kCancelled, "interrupted");
     }
     step = ExecuteStep{};

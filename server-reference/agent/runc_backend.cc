@@ -981,7 +981,7 @@ std::string RuncBackend::Execute(server::agent_protocol::Execute const& req) {
   } else if (mode == "input") {
     op = rp::Input{run_id, req.code};
   } else if (mode == "interrupt") {
-    op = rp::Interrupt{};
+    op = rp::Interrupt{run_id};
   }
   std::unique_lock<std::mutex> lock(mu_);
   if (mode == "query" || mode == "batch") k->runs[run_id] = {};

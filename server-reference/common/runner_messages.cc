@@ -107,7 +107,11 @@ json ToJson(Batch const& m) {
   return j;
 }
 json ToJson(Input const& m) { return {{"op", kInput}, {"run_id", m.run_id}, {"text", m.text}}; }
-json ToJson(Interrupt const&) { return {{"op", kInterrupt}}; }
+json ToJson(Interrupt const& m) {
+  json j = {{"op", kInterrupt}};
+  if (!m.run_id.empty()) j["run_id"] = m.run_id;
+  return j;
+}
 json ToJson(StatusRequest const&) { return {{"op", kStatus}}; }
 
 // Parses one line as an object whose `tag` names the message, read by `read(name, fields)`;
@@ -174,7 +178,7 @@ StatusOr<ToRunner> DecodeToRunner(std::string_view line) {
           return Batch{r.String("run_id"), r.String("clean"), r.String("build"), r.String("exec")};
         }
         if (op == kInput) return Input{r.String("run_id"), r.String("text")};
-        if (op == kInterrupt) return Interrupt{};
+        if (op == kInterrupt) return Interrupt{r.String("run_id")};
         if (op == kStatus) return StatusRequest{};
         if (op == kFile) {
           return FileRequest{r.String("request_id"), r.String("action"), r.String("path"),

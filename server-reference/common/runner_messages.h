@@ -101,7 +101,10 @@ inline constexpr char kFileWrite[] = "write";
 inline constexpr char kFileRead[] = "read";
 inline constexpr char kFileArchive[] = "archive";
 
-struct Interrupt {};
+/// SIGINT to the run `run_id`, or (empty) to the running query and every batch run.
+struct Interrupt {
+  std::string run_id;
+};
 struct StatusRequest {};
 
 using ToAgent =

@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -76,6 +77,13 @@ struct Run {
   std::string code;
 };
 
+/// A batch run: its own shell processes, running beside the others (the session's job and any
+/// command `bai exec` starts meanwhile).
+struct BatchRun {
+  Run run;
+  Child child;
+};
+
 class Runner {
  public:
   explicit Runner(Options options) : o_(std::move(options)) {}
@@ -89,12 +97,12 @@ class Runner {
     sigfd_ = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
     if (sigfd_ < 0) return Fail("signalfd");
     if (!Listen()) return 1;
-    while (!stopping_ || interp_.Alive() || batch_.Alive()) {
+    while (!stopping_ || interp_.Alive() || AnyBatchAlive()) {
       std::vector<pollfd> fds;
       fds.push_back({sigfd_, POLLIN, 0});
       if (!stopping_) fds.push_back({listen_fd_, POLLIN, 0});
       if (client_ >= 0) fds.push_back({client_, POLLIN, 0});
-      for (Child* c : {&interp_, &batch_}) {
+      for (Child* c : Children()) {
         for (int fd : {c->out, c->err, c->ctl}) {
           if (fd >= 0) fds.push_back({fd, POLLIN, 0});
         }
@@ -122,6 +130,19 @@ class Runner {
   }
 
  private:
+  std::vector<Child*> Children() {
+    std::vector<Child*> out{&interp_};
+    for (auto& [id, b] : batches_) out.push_back(&b.child);
+    return out;
+  }
+
+  bool AnyBatchAlive() const {
+    for (auto const& [id, b] : batches_) {
+      if (b.child.Alive()) return true;
+    }
+    return false;
+  }
+
   static int Fail(char const* what) {
     std::fprintf(stderr, "bai-kernel-runner: %s: %s\n", what, std::strerror(errno));
     return 1;
@@ -232,14 +253,21 @@ class Runner {
     queue_.push_back(std::move(r));
   }
 
+  // Batch runs start at once, each in its own shell: a command exec'd into a batch session
+  // runs beside the session's job instead of waiting for it.
   void On(rp::Batch const& m) {
-    Run r;
-    r.run_id = m.run_id;
-    r.mode = "batch";
-    for (std::string const* step : {&m.clean, &m.build, &m.exec}) {
-      if (!step->empty()) r.steps.push_back(*step);
+    if (stopping_ || batches_.count(m.run_id) || (current_ && current_->run_id == m.run_id)) {
+      Send(rp::Error{"run " + m.run_id + " is already running"});
+      return;
     }
-    queue_.push_back(std::move(r));
+    BatchRun b;
+    b.run.run_id = m.run_id;
+    b.run.mode = "batch";
+    for (std::string const* step : {&m.clean, &m.build, &m.exec}) {
+      if (!step->empty()) b.run.steps.push_back(*step);
+    }
+    batches_.emplace(m.run_id, std::move(b));
+    NextBatchStep(m.run_id);
   }
 
   void On(rp::Input const& m) {
@@ -250,14 +278,23 @@ class Runner {
     }
   }
 
-  void On(rp::Interrupt const&) {
-    if (current_ && current_->mode == "batch" && batch_.Alive()) kill(-batch_.pid, SIGINT);
-    if (current_ && current_->mode == "query" && interp_.Alive()) kill(-interp_.pid, SIGINT);
+  // SIGINT to the named run, or (no run named) to the query and every batch run.
+  void On(rp::Interrupt const& m) {
+    bool all = m.run_id.empty();
+    if (current_ && (all || current_->run_id == m.run_id) && interp_.Alive()) {
+      kill(-interp_.pid, SIGINT);
+    }
+    for (auto& [id, b] : batches_) {
+      if ((all || id == m.run_id) && b.child.Alive()) kill(-b.child.pid, SIGINT);
+    }
   }
 
   void On(rp::StatusRequest const&) {
-    Send(rp::RunnerStatus{current_.has_value(), static_cast<std::int64_t>(queue_.size()),
-                          current_ ? current_->run_id : ""});
+    std::string running = current_           ? current_->run_id
+                          : batches_.empty() ? std::string()
+                                             : batches_.begin()->first;
+    Send(rp::RunnerStatus{current_.has_value() || !batches_.empty(),
+                          static_cast<std::int64_t>(queue_.size()), running});
   }
 
   // File requests are answered at once, between runs or during one: they touch only
@@ -333,10 +370,6 @@ class Runner {
     current_ = std::move(queue_.front());
     queue_.pop_front();
     waiting_input_ = false;
-    if (current_->mode == "batch") {
-      NextBatchStep();
-      return;
-    }
     if (!interp_.Alive()) {
       if (o_.runtime == "python") {
         interp_ = Spawn({o_.python, "-u", "-c", bai::runner::kPythonDriver}, true, false);
@@ -365,15 +398,21 @@ class Runner {
     }
   }
 
-  void NextBatchStep() {
-    if (current_->steps.empty()) {
-      Finish(0, "");
-      return;
-    }
-    std::string cmd = current_->steps.front();
-    current_->steps.erase(current_->steps.begin());
-    batch_ = Spawn({o_.shell, "-c", cmd}, false, false);
-    if (!batch_.Alive()) Finish(127, "cannot start " + o_.shell + "\n");
+  void NextBatchStep(std::string const& run_id) {
+    auto it = batches_.find(run_id);
+    if (it == batches_.end()) return;
+    auto& b = it->second;
+    if (b.run.steps.empty()) return FinishBatch(run_id, 0, "");
+    std::string cmd = b.run.steps.front();
+    b.run.steps.erase(b.run.steps.begin());
+    b.child = Spawn({o_.shell, "-c", cmd}, false, false);
+    if (!b.child.Alive()) FinishBatch(run_id, 127, "cannot start " + o_.shell + "\n");
+  }
+
+  void FinishBatch(std::string const& run_id, int exit_code, std::string const& stderr_text) {
+    if (!stderr_text.empty()) Send(rp::Output{"stderr", run_id, stderr_text});
+    Send(rp::Finished{run_id, exit_code});
+    batches_.erase(run_id);
   }
 
   void Finish(int exit_code, std::string const& stderr_text) {
@@ -387,14 +426,14 @@ class Runner {
   }
 
   /// Reads what is there on one of a child's descriptors; `final` drains to EAGAIN/EOF.
-  void Pump(Child& c, int& fd, std::string& pending, char const* type) {
+  void Pump(Child& c, int& fd, std::string& pending, char const* type, std::string const& run_id) {
     char buf[65536];
     for (;;) {
       ssize_t n = read(fd, buf, sizeof buf);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
         if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
-          if (!pending.empty()) EmitOutput(type, pending, true);
+          if (!pending.empty()) EmitOutput(type, pending, true, run_id);
           CloseFd(fd);
         }
         return;
@@ -403,24 +442,34 @@ class Runner {
       if (std::strcmp(type, "ctl") == 0) {
         HandleControl(c);
       } else {
-        EmitOutput(type, pending, false);
+        EmitOutput(type, pending, false, run_id);
       }
     }
   }
 
-  void EmitOutput(char const* type, std::string& pending, bool all) {
+  void EmitOutput(char const* type, std::string& pending, bool all, std::string const& run_id) {
     if (std::strcmp(type, "ctl") == 0) return;
     std::size_t n = all ? pending.size() : Utf8SafePrefix(pending);
     if (n == 0) return;
-    Send(rp::Output{type, current_ ? current_->run_id : std::string(), pending.substr(0, n)});
+    Send(rp::Output{type, run_id, pending.substr(0, n)});
     pending.erase(0, n);
   }
 
+  // The run a child's output belongs to: the query for the interpreter, else its batch run.
+  std::string RunOf(Child const& c) const {
+    if (&c == &interp_) return current_ ? current_->run_id : std::string();
+    for (auto const& [id, b] : batches_) {
+      if (&b.child == &c) return id;
+    }
+    return {};
+  }
+
   void DrainOutput(Child& c) {
-    if (c.out >= 0) Pump(c, c.out, c.out_pending, "stdout");
-    if (c.err >= 0) Pump(c, c.err, c.err_pending, "stderr");
-    if (!c.out_pending.empty()) EmitOutput("stdout", c.out_pending, true);
-    if (!c.err_pending.empty()) EmitOutput("stderr", c.err_pending, true);
+    std::string run_id = RunOf(c);
+    if (c.out >= 0) Pump(c, c.out, c.out_pending, "stdout", run_id);
+    if (c.err >= 0) Pump(c, c.err, c.err_pending, "stderr", run_id);
+    if (!c.out_pending.empty()) EmitOutput("stdout", c.out_pending, true, run_id);
+    if (!c.err_pending.empty()) EmitOutput("stderr", c.err_pending, true, run_id);
   }
 
   void HandleControl(Child& c) {
@@ -444,13 +493,13 @@ class Runner {
   }
 
   void OnChildFd(int fd) {
-    for (Child* c : {&interp_, &batch_}) {
+    for (Child* c : Children()) {
       if (fd == c->out)
-        Pump(*c, c->out, c->out_pending, "stdout");
+        Pump(*c, c->out, c->out_pending, "stdout", RunOf(*c));
       else if (fd == c->err)
-        Pump(*c, c->err, c->err_pending, "stderr");
+        Pump(*c, c->err, c->err_pending, "stderr", RunOf(*c));
       else if (fd == c->ctl)
-        Pump(*c, c->ctl, c->ctl_pending, "ctl");
+        Pump(*c, c->ctl, c->ctl_pending, "ctl", RunOf(*c));
     }
   }
 
@@ -462,7 +511,7 @@ class Runner {
 
   void Ended(Child& c, int status) {
     DrainOutput(c);
-    if (c.ctl >= 0) Pump(c, c.ctl, c.ctl_pending, "ctl");
+    if (c.ctl >= 0) Pump(c, c.ctl, c.ctl_pending, "ctl", RunOf(c));
     for (int* fd : {&c.in, &c.out, &c.err, &c.ctl}) CloseFd(*fd);
     c = Child{};
     return (void)status;
@@ -473,7 +522,7 @@ class Runner {
     while (read(sigfd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
       if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT || si.ssi_signo == SIGHUP) {
         stopping_ = true;
-        for (Child* c : {&interp_, &batch_}) {
+        for (Child* c : Children()) {
           if (c->Alive()) kill(-c->pid, SIGTERM);
         }
       }
@@ -482,15 +531,18 @@ class Runner {
     int status;
     pid_t pid;
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-      if (pid == batch_.pid) {
-        Ended(batch_, status);
-        if (current_ && current_->mode == "batch") {
-          int code = ExitCodeOf(status);
-          if (code != 0 || current_->steps.empty()) {
-            Finish(code, "");
-          } else {
-            NextBatchStep();
-          }
+      std::string batch_id;
+      for (auto const& [id, b] : batches_) {
+        if (b.child.pid == pid) batch_id = id;
+      }
+      if (!batch_id.empty()) {
+        auto& b = batches_.at(batch_id);
+        Ended(b.child, status);
+        int code = ExitCodeOf(status);
+        if (code != 0 || b.run.steps.empty()) {
+          FinishBatch(batch_id, code, "");
+        } else {
+          NextBatchStep(batch_id);
         }
       } else if (pid == interp_.pid) {
         Ended(interp_, status);
@@ -511,7 +563,8 @@ class Runner {
   bool waiting_input_ = false;
   bool stopping_ = false;
   int stop_ticks_ = 0;
-  Child interp_, batch_;
+  Child interp_;
+  std::map<std::string, BatchRun> batches_;  ///< by run id
 };
 
 }  // namespace

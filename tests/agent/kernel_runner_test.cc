@@ -174,6 +174,30 @@ TEST_F(KernelRunnerTest, BatchRunsUnderShWithItsExitCodeAndBothStreams) {
   EXPECT_EQ(binary.status, "finished");
 }
 
+// Batch runs go side by side: a command started while a long job runs finishes first, a query
+// is not held up by the job either, and an interrupt naming one run leaves the others alone.
+TEST_F(KernelRunnerTest, BatchRunsGoSideBySide) {
+  Start("python");
+  client_->Send({{"op", "batch"}, {"run_id", "job"}, {"exec", "sleep 5; echo job"}});
+  client_->Send({{"op", "batch"}, {"run_id", "job"}, {"exec", "true"}});
+  EXPECT_EQ(client_->Read().value("type", ""), "error") << "a run id already running";
+  auto side = client_->Run({{"op", "batch"}, {"run_id", "side"}, {"exec", "echo beside"}});
+  EXPECT_EQ(side.status, "finished");
+  EXPECT_EQ(side.out, "beside\n");
+  auto query = client_->Run({{"op", "query"}, {"run_id", "q"}, {"code", "print(6 * 7)"}});
+  EXPECT_EQ(query.out, "42\n");
+  client_->Send({{"op", "batch"}, {"run_id", "other"}, {"exec", "sleep 30"}});
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto stopped = client_->Run({{"op", "interrupt"}, {"run_id", "other"}});
+  EXPECT_EQ(stopped.status, "finished");
+  EXPECT_EQ(stopped.exit_code, 130) << "SIGINT to that run only";
+  client_->Send({{"op", "status"}});
+  json status = client_->Read();
+  EXPECT_EQ(status.value("type", ""), "status");
+  EXPECT_TRUE(status.value("busy", false)) << "the job still runs: " << status.dump();
+  EXPECT_EQ(status.value("run_id", ""), "job");
+}
+
 TEST_F(KernelRunnerTest, ShellQueryKeepsVariablesAndDirectory) {
   Start("shell");
   auto a = client_->Run({{"op", "query"}, {"run_id", "1"}, {"code", "A=5; cd /"}});

@@ -463,6 +463,13 @@ TEST_F(RuncTest, SessionFilesGoThroughTheRunnerAsTheWorkUser) {
     }
   }
   EXPECT_THAT(listed, HasSubstr("mark"));
+  // A command exec'd into the batch session runs beside its job, not after it.
+  auto started = std::chrono::steady_clock::now();
+  auto exec = Bai({"exec", "busy", "--", "sh", "-c", "cat /home/work/mark; exit 5"});
+  EXPECT_EQ(exec.exit_code, 5) << exec.err;
+  EXPECT_EQ(exec.out, "x\n");
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(20));
+  EXPECT_EQ(Info("busy").value("status", ""), "RUNNING") << "the job still runs";
   EXPECT_EQ(Bai({"rm", "busy", "files-rt"}).exit_code, 0);
 }
 

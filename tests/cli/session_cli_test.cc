@@ -34,8 +34,7 @@ using SessionCliTest = testing_util::LocalCluster;
 testing_util::ProcessResult OnTerminal(std::map<std::string, std::string> const& env,
                                        std::vector<std::string> args) {
   args.insert(args.begin(), testing_util::BinPath("bai"));
-  return testing_util::RunProcess({"/usr/bin/script", "-qefc", ShellJoin(args), "/dev/null"},
-                                  env);
+  return testing_util::RunProcess({"/usr/bin/script", "-qefc", ShellJoin(args), "/dev/null"}, env);
 }
 
 TEST_F(SessionCliTest, RunExitsWithTheJobsCodeAndPrintsItsLogs) {

@@ -28,7 +28,6 @@ void WriteFileBytes(std::string const& path, std::string const& data) {
   std::ofstream(path, std::ios::binary) << data;
 }
 
-
 namespace {
 
 // This process's environment with `env` applied: values set, empty values removed.

@@ -283,11 +283,18 @@ void RegisterKernelControlRoutes(ManagerApi& api, SessionStore& sessions, AgentR
       "POST", "/session/{id}/interrupt", AuthLevel::kUser,
       [&sessions, &agents](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange)
           -> std::optional<HttpResponse> {
+        auto p = Params::From(ctx.request, ParamSource::kBoth);
+        if (!p.ok()) return ProblemResponse(p.status());
+        // bai's addition: `run_id` interrupts that run only (a command exec'd into a batch
+        // session, not the session's job); without it, whatever runs.
+        auto run_id = p->String({"run_id", "runId"});
+        if (auto st = p->Check(); !st.ok()) return ProblemResponse(st);
         auto s = ResolveRunning(sessions, ctx);
         if (!s.ok()) return ProblemResponse(s.status());
         server::agent_protocol::Execute message;
         message.session_id = s->id;
         message.mode = "interrupt";
+        message.run_id = run_id.value_or("");
         auto headers = ctx.response_headers;
         agents.Request(*s->agent_id, std::move(message), std::chrono::seconds(10),
                        [exchange, headers](StatusOr<std::string> result) {
