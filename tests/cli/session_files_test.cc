@@ -241,5 +241,48 @@ TEST_F(SessionFilesTest, DownloadsAndListingsKeepTheirLimits) {
   EXPECT_FALSE(ended.ok());
 }
 
+// Another user sees none of it: not by name, not by id, not by naming the owner's keypair; an
+// admin of another domain neither. Nothing they send is written.
+TEST_F(SessionFilesTest, StrangersCannotTouchTheFiles) {
+  Spit(Home("private.txt"), "mine");
+  auto& store = manager_->store();
+  auto mallory = store.SignUp("default", "mallory@example.com", "mallory", "x", "Mallory M");
+  ASSERT_TRUE(mallory.ok()) << mallory.status().message();
+  ASSERT_TRUE(store.db()
+                  .Exec("INSERT INTO domains (name, created_at) VALUES ('other', "
+                        "'2026-01-01')")
+                  .ok());
+  auto carol = store.SignUp("other", "carol@example.com", "carol", "x", "Carol C");
+  ASSERT_TRUE(carol.ok());
+  ASSERT_TRUE(
+      store.db().Exec("UPDATE users SET role = 'admin' WHERE email = 'carol@example.com'").ok());
+  for (auto const& [ak, sk] : {*mallory, *carol}) {
+    Options o;
+    o.endpoints = {env_["BACKEND_ENDPOINT"]};
+    o.access_key = ak;
+    o.secret_key = sk;
+    auto c = Client::Create(o);
+    ASSERT_TRUE(c.ok());
+    SessionClient them(*c);
+    for (std::string const& ref : {std::string("files"), id_}) {
+      SCOPED_TRACE(ak + " " + ref);
+      EXPECT_EQ(them.ListFiles(ref).status().error_info().http_status, 404);
+      EXPECT_EQ(them.DownloadSingle(ref, "private.txt").status().error_info().http_status, 404);
+      EXPECT_EQ(them.Download(ref, {"."}).status().error_info().http_status, 404);
+      EXPECT_EQ(them.Upload(ref, {{"planted", "x"}}).error_info().http_status, 404);
+    }
+    // Naming the owner's keypair: a user is forbidden, an admin of another domain finds nothing.
+    ApiRequest as_owner("POST", "/session/" + id_ + "/download_single?owner_access_key=" +
+                                    env_["BACKEND_ACCESS_KEY"]);
+    as_owner.body = R"({"file": "private.txt"})";
+    auto r = c->Send(as_owner);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->status, ak == mallory->first ? 403 : 404) << r->body;
+    EXPECT_THAT(r->body, ::testing::Not(HasSubstr("mine")));
+  }
+  EXPECT_FALSE(fs::exists(Home("planted")));
+  EXPECT_EQ(Slurp(Home("private.txt")), "mine");
+}
+
 }  // namespace
 }  // namespace bai
