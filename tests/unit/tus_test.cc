@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: Apache-2.0
+// tus 1.0 core decisions (server-reference/storage/tus.h): every refusal happens before a byte
+// is written, and says what to do.
+#include "server-reference/storage/tus.h"
+
+#include "server-reference/common/base64.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace bai::storage::tus {
+namespace {
+
+using ::testing::HasSubstr;
+
+PatchHeaders Good(std::int64_t offset, std::int64_t length) {
+  PatchHeaders h;
+  h.tus_resumable = "1.0.0";
+  h.content_type = "application/offset+octet-stream";
+  h.upload_offset = std::to_string(offset);
+  h.content_length = length;
+  return h;
+}
+
+TEST(TusTest, AcceptsTheNextChunk) {
+  auto v = CheckPatch({100, 40}, Good(40, 60));
+  ASSERT_TRUE(v.ok()) << v.message;
+  EXPECT_EQ(v.offset, 40);
+  EXPECT_EQ(v.length, 60);
+  EXPECT_TRUE(v.sha256.empty());
+  EXPECT_TRUE(CheckPatch({0, 0}, Good(0, 0)).ok()) << "an empty file is one empty chunk";
+  auto typed = Good(0, 1);
+  typed.content_type = "application/offset+octet-stream; charset=binary";
+  EXPECT_TRUE(CheckPatch({1, 0}, typed).ok());
+}
+
+TEST(TusTest, RefusesWhatTheProtocolRefuses) {
+  struct Case {
+    char const* what;
+    PatchHeaders h;
+    int status;
+    char const* problem;
+  };
+  auto no_version = Good(0, 1);
+  no_version.tus_resumable.reset();
+  auto old_version = Good(0, 1);
+  old_version.tus_resumable = "0.2.2";
+  auto json = Good(0, 1);
+  json.content_type = "application/json";
+  auto no_offset = Good(0, 1);
+  no_offset.upload_offset.reset();
+  auto bad_offset = Good(0, 1);
+  bad_offset.upload_offset = "-1";
+  auto text_offset = Good(0, 1);
+  text_offset.upload_offset = "10abc";
+  auto chunked = Good(0, 1);
+  chunked.content_length.reset();
+  for (auto const& c : std::vector<Case>{
+           {"no version", no_version, 412, "storage/tus-version"},
+           {"old version", old_version, 412, "storage/tus-version"},
+           {"json", json, 415, "storage/unsupported-media-type"},
+           {"no offset", no_offset, 400, "storage/invalid-upload-offset"},
+           {"negative offset", bad_offset, 400, "storage/invalid-upload-offset"},
+           {"text offset", text_offset, 400, "storage/invalid-upload-offset"},
+           {"chunked", chunked, 400, "storage/length-required"},
+       }) {
+    auto v = CheckPatch({10, 0}, c.h);
+    EXPECT_EQ(v.status, c.status) << c.what;
+    EXPECT_EQ(v.problem, c.problem) << c.what;
+  }
+}
+
+TEST(TusTest, OffsetsAndSizesAreEnforced) {
+  auto behind = CheckPatch({100, 50}, Good(40, 10));
+  EXPECT_EQ(behind.status, 409);
+  EXPECT_THAT(behind.message, HasSubstr("has 50 bytes"));
+  EXPECT_EQ(CheckPatch({100, 50}, Good(60, 10)).status, 409) << "ahead of the upload";
+  auto past = CheckPatch({100, 50}, Good(50, 51));
+  EXPECT_EQ(past.status, 413);
+  EXPECT_THAT(past.message, HasSubstr("100 bytes"));
+  EXPECT_TRUE(CheckPatch({100, 50}, Good(50, 50)).ok()) << "exactly to the end";
+  EXPECT_EQ(CheckPatch({100, 100}, Good(100, 1)).status, 413) << "a complete upload takes no more";
+}
+
+TEST(TusTest, ChecksumsAreSha256AndCompared) {
+  std::string digest(32, '\x5a');
+  auto h = Good(0, 3);
+  h.upload_checksum = "sha256 " + server::Base64Encode(digest);
+  auto v = CheckPatch({3, 0}, h);
+  ASSERT_TRUE(v.ok()) << v.message;
+  EXPECT_EQ(v.sha256, digest);
+  EXPECT_TRUE(CheckChunkDigest(v, digest).ok());
+  auto wrong = CheckChunkDigest(v, std::string(32, '\0'));
+  EXPECT_EQ(wrong.status, 460);
+  EXPECT_EQ(wrong.problem, "storage/checksum-mismatch");
+  h.upload_checksum = "md5 " + server::Base64Encode(std::string(16, 'x'));
+  EXPECT_EQ(CheckPatch({3, 0}, h).problem, "storage/unsupported-checksum");
+  h.upload_checksum = "sha256 not-base64!";
+  EXPECT_EQ(CheckPatch({3, 0}, h).problem, "storage/invalid-checksum");
+  h.upload_checksum = "sha256";
+  EXPECT_EQ(CheckPatch({3, 0}, h).problem, "storage/invalid-checksum");
+  // No checksum asked: any digest is fine.
+  EXPECT_TRUE(CheckChunkDigest(CheckPatch({3, 0}, Good(0, 3)), "whatever").ok());
+}
+
+}  // namespace
+}  // namespace bai::storage::tus

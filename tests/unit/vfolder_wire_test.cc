@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: Apache-2.0
+// Folder names, permissions and the other vfolder enums (protocol/vfolder_wire.h).
+#include "bai/protocol/vfolder_wire.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace bai::protocol {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(VFolderWireTest, NamesFollowTheRule) {
+  for (std::string ok :
+       std::vector<std::string>{"data", "my-data", "my_data.v2", "a", "A1", ".local", ".config",
+                                "x.y-z_w", std::string(64, 'n')}) {
+    EXPECT_TRUE(CheckVFolderName(ok).ok()) << ok << ": " << CheckVFolderName(ok).message();
+  }
+  struct Bad {
+    std::string name;
+    std::string why;
+  };
+  for (auto const& [name, why] : std::vector<Bad>{
+           {"", "empty"},
+           {std::string(65, 'n'), "longer than 64"},
+           {"has space", "only ASCII"},
+           {"ünï", "only ASCII"},
+           {"a/b", "only ASCII"},
+           {"..", "only one '.'"},
+           {"..hidden", "only one '.'"},
+           {".", "nothing after"},
+           {"_x", "may not start"},
+           {"-x", "may not start"},
+           {"x.", "may not end"},
+           {"x_", "may not end"},
+           {"x-", "may not end"},
+           {"a..b", "in a row"},
+           {"a-_b", "in a row"},
+           {".ssh", "reserved"},
+           {".jupyter", "reserved"},
+           {".terminfo", "reserved"},
+           {".tmux.conf", "reserved"},
+           {".bashrc", "rc or profile"},
+           {".zshrc", "rc or profile"},
+           {".bash_profile", "rc or profile"},
+       }) {
+    auto s = CheckVFolderName(name);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << name;
+    EXPECT_THAT(s.message(), HasSubstr(why)) << name;
+  }
+  // Dot-folders belong to users only.
+  EXPECT_TRUE(CheckVFolderName("shared").ok());
+  EXPECT_THAT(CheckVFolderName(".local", true).message(), HasSubstr("project"));
+}
+
+TEST(VFolderWireTest, PermissionsOrderAndMountRule) {
+  for (auto p : {VFolderPermission::kReadOnly, VFolderPermission::kReadWrite,
+                 VFolderPermission::kReadWriteDelete}) {
+    EXPECT_EQ(ParseVFolderPermission(ToString(p)), p);
+  }
+  EXPECT_FALSE(ParseVFolderPermission("rwx"));
+  EXPECT_FALSE(CanWrite(VFolderPermission::kReadOnly));
+  EXPECT_TRUE(CanWrite(VFolderPermission::kReadWrite));
+  EXPECT_FALSE(CanDelete(VFolderPermission::kReadWrite));
+  EXPECT_TRUE(CanDelete(VFolderPermission::kReadWriteDelete));
+  using P = VFolderPermission;
+  EXPECT_EQ(MountPermission(std::nullopt, P::kReadWrite), P::kReadWrite);
+  EXPECT_EQ(MountPermission(P::kReadOnly, P::kReadWriteDelete), P::kReadOnly);
+  EXPECT_EQ(MountPermission(P::kReadWrite, P::kReadOnly), std::nullopt)
+      << "never more than granted";
+}
+
+TEST(VFolderWireTest, EnumsRoundTrip) {
+  for (auto m : {VFolderUsageMode::kGeneral, VFolderUsageMode::kModel, VFolderUsageMode::kData}) {
+    EXPECT_EQ(ParseVFolderUsageMode(ToString(m)), m);
+  }
+  EXPECT_EQ(ParseVFolderOwnership("group"), VFolderOwnership::kGroup);
+  EXPECT_EQ(ToString(VFolderStatus::kDeletePending), "delete-pending");
+  EXPECT_EQ(ParseVFolderStatus("delete-pending"), VFolderStatus::kDeletePending);
+  EXPECT_FALSE(ParseVFolderStatus("trash"));
+}
+
+}  // namespace
+}  // namespace bai::protocol
