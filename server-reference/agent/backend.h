@@ -71,7 +71,7 @@ class KernelBackend {
   /// mounted there (they persist on their own). Takes as long as the archive does.
   virtual Status Commit(std::string const& session_id, std::string const& path) = 0;
 
-  /// A file request on the running kernel's /home/work (PROTOCOL.md §5.6, WorkTree's rules);
+  /// A file request on the running kernel's /home/work (PROTOCOL.md §5.6, ConfinedTree's rules);
   /// kNotFound when the kernel is not running.
   virtual server::runner_protocol::FileResult Files(
       std::string const& session_id, server::runner_protocol::FileRequest const& request) = 0;

@@ -53,7 +53,7 @@ class WorkTreeTest : public ::testing::Test {
     fs::create_directories(work_);
     fs::create_directories(outside_);
     Spit(outside_ + "/secret", "secret");
-    auto t = WorkTree::Open(work_);
+    auto t = ConfinedTree::Open(work_, "/home/work");
     ASSERT_TRUE(t.ok()) << t.status().message();
     tree_.emplace(std::move(*t));
   }
@@ -65,7 +65,7 @@ class WorkTreeTest : public ::testing::Test {
   }
   testing_util::TempDir dir_;
   std::string work_, outside_;
-  std::optional<WorkTree> tree_;
+  std::optional<ConfinedTree> tree_;
 };
 
 TEST_F(WorkTreeTest, WritesMakeParentsAndReplaceWhole) {
@@ -205,6 +205,80 @@ TEST_F(WorkTreeTest, FileRequestsAnswerEveryAction) {
   ASSERT_TRUE(failed.ok());
   EXPECT_EQ(failed->status.code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(failed->status.message(), HasSubstr("delete"));
+}
+
+// The operations a virtual folder needs, on a tree that takes relative paths only.
+class FolderTreeTest : public WorkTreeTest {
+ protected:
+  void SetUp() override {
+    WorkTreeTest::SetUp();
+    auto t = ConfinedTree::Open(work_, "", "data:");
+    ASSERT_TRUE(t.ok());
+    folder_.emplace(std::move(*t));
+  }
+  std::optional<ConfinedTree> folder_;
+};
+
+TEST_F(FolderTreeTest, AbsolutePathsAreRefused) {
+  EXPECT_EQ(RelativeBeneath("/x", "").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(folder_->Mkdir("/home/work/x", true, false).message(), HasSubstr("absolute"));
+  EXPECT_EQ(*RelativeBeneath("a/./b//", ""), "a/b");
+}
+
+TEST_F(FolderTreeTest, MkdirWithAndWithoutParents) {
+  ASSERT_TRUE(folder_->Mkdir("a", false, false).ok());
+  EXPECT_EQ(folder_->Mkdir("a", false, false).code(), StatusCode::kAlreadyExists);
+  EXPECT_TRUE(folder_->Mkdir("a", false, true).ok());
+  EXPECT_EQ(folder_->Mkdir("x/y/z", false, false).code(), StatusCode::kNotFound);
+  EXPECT_FALSE(fs::exists(work_ + "/x")) << "nothing made on the way";
+  ASSERT_TRUE(folder_->Mkdir("x/y/z", true, false).ok());
+  EXPECT_TRUE(fs::is_directory(work_ + "/x/y/z"));
+  ASSERT_TRUE(folder_->Write("file", "f").ok());
+  EXPECT_EQ(folder_->Mkdir("file/sub", true, false).code(), StatusCode::kFailedPrecondition);
+  fs::create_directory_symlink(outside_, work_ + "/out");
+  EXPECT_EQ(folder_->Mkdir("out/planted", true, false).code(), StatusCode::kInvalidArgument);
+  EXPECT_FALSE(fs::exists(outside_ + "/planted"));
+}
+
+TEST_F(FolderTreeTest, RenameAndMoveNeverReplace) {
+  ASSERT_TRUE(folder_->Write("d/a.txt", "a").ok());
+  ASSERT_TRUE(folder_->Write("d/b.txt", "b").ok());
+  EXPECT_EQ(folder_->Rename("d/a.txt", "b.txt").code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(Slurp(work_ + "/d/b.txt"), "b");
+  for (std::string bad : std::vector<std::string>{"", ".", "..", "x/y", std::string(256, 'n')}) {
+    EXPECT_EQ(folder_->Rename("d/a.txt", bad).code(), StatusCode::kInvalidArgument) << bad;
+  }
+  ASSERT_TRUE(folder_->Rename("d/a.txt", "c.txt").ok());
+  EXPECT_EQ(Slurp(work_ + "/d/c.txt"), "a");
+  // Into a directory, or to a new name; never over an entry, never into itself.
+  ASSERT_TRUE(folder_->Mkdir("e", false, false).ok());
+  ASSERT_TRUE(folder_->Move("d/c.txt", "e").ok());
+  EXPECT_EQ(Slurp(work_ + "/e/c.txt"), "a");
+  ASSERT_TRUE(folder_->Move("e/c.txt", "e/renamed.txt").ok());
+  EXPECT_EQ(folder_->Move("d/b.txt", "e/renamed.txt").code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(folder_->Move("e", "e/inner").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(folder_->Move("missing", "e").code(), StatusCode::kNotFound);
+  EXPECT_EQ(folder_->Move("../x", "e").code(), StatusCode::kInvalidArgument);
+  fs::create_directory_symlink(outside_, work_ + "/out");
+  EXPECT_EQ(folder_->Move("d/b.txt", "out/b.txt").code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(fs::exists(work_ + "/d/b.txt"));
+}
+
+TEST_F(FolderTreeTest, RemoveNeverFollowsLinksAndCountsUsage) {
+  ASSERT_TRUE(folder_->Write("t/a", "12345").ok());
+  ASSERT_TRUE(folder_->Write("t/sub/b", "123").ok());
+  fs::create_directory_symlink(outside_, work_ + "/t/out");
+  auto usage = folder_->Usage();
+  ASSERT_TRUE(usage.ok());
+  EXPECT_EQ(usage->files, 3);  // a, b and the link
+  EXPECT_EQ(usage->bytes, 8 + static_cast<std::int64_t>(outside_.size()));
+  EXPECT_EQ(folder_->Remove("t", false).code(), StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(folder_->Remove("t", true).ok());
+  EXPECT_FALSE(fs::exists(work_ + "/t"));
+  EXPECT_EQ(Slurp(outside_ + "/secret"), "secret") << "what the link pointed at stays";
+  EXPECT_EQ(folder_->Remove("", true).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(folder_->Remove("t", true).code(), StatusCode::kNotFound);
+  EXPECT_TRUE(fs::exists(work_)) << "the root stays";
 }
 
 }  // namespace

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "bai/protocol/session_files.h"
+#include "bai/status.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+/// A directory tree whose every path resolves beneath its root (openat2 RESOLVE_BENEATH: no
+/// "..", absolute path or symbolic link leads out, even a link planted inside by someone else):
+/// a kernel's /home/work (work_files.h) and a virtual folder on a storage volume use it. Needs
+/// only libc and nlohmann-json (the static kernel runner links it).
+namespace bai::server {
+
+/// `path` made relative to a tree: components joined by '/', "" for the root itself. An
+/// absolute path is taken only under `absolute_root` (which is dropped; empty: none taken).
+/// kInvalidArgument for NUL, a ".." component, a component longer than 255 bytes or a path
+/// longer than 4095.
+StatusOr<std::string> RelativeBeneath(std::string_view path, std::string_view absolute_root);
+
+/// What one directory entry is.
+struct TreeUsage {
+  std::int64_t files = 0;  ///< regular files, links and others, not directories
+  std::int64_t bytes = 0;  ///< their sizes together
+};
+
+class ConfinedTree {
+ public:
+  /// The tree at `root` (a directory; kNotFound otherwise). Paths given to it may be absolute
+  /// under `absolute_root` ("/home/work"; empty: relative only); messages name paths under
+  /// `display` (default: `absolute_root`).
+  static StatusOr<ConfinedTree> Open(std::string const& root, std::string absolute_root,
+                                     std::string display = {});
+  ConfinedTree(ConfinedTree&& other) noexcept;
+  ConfinedTree& operator=(ConfinedTree&& other) noexcept;
+  ConfinedTree(ConfinedTree const&) = delete;
+  ConfinedTree& operator=(ConfinedTree const&) = delete;
+  ~ConfinedTree();
+
+  /// The entries of a directory (not recursive), sorted by name; `abspath` under `display`.
+  StatusOr<protocol::SessionFileList> List(std::string_view path) const;
+  /// Writes a file, making its parent directories; the file appears whole or not at all
+  /// (a temporary name, then rename). kFailedPrecondition when the path is a directory.
+  Status Write(std::string_view path, std::string_view data) const;
+  /// A regular file's bytes; kResourceExhausted past `limit`.
+  StatusOr<std::string> Read(std::string_view path, std::int64_t limit) const;
+  /// A tar archive of a file or a directory (recursive; symbolic links stored, not followed),
+  /// its members named from the path's last component; kResourceExhausted once it would pass
+  /// `limit` bytes.
+  StatusOr<std::string> Archive(std::string_view path, std::int64_t limit) const;
+
+  /// Makes a directory (and its parents with `parents`); kAlreadyExists unless `exist_ok`.
+  Status Mkdir(std::string_view path, bool parents, bool exist_ok) const;
+  /// Renames an entry within its directory to `new_name` (a bare name); never replaces one.
+  Status Rename(std::string_view path, std::string_view new_name) const;
+  /// Moves `src` to `dst`, or into `dst` when that is a directory; never replaces an entry.
+  Status Move(std::string_view src, std::string_view dst) const;
+  /// Removes a file or link, or a directory (an empty one unless `recursive`); never follows a
+  /// link. The root itself cannot be removed.
+  Status Remove(std::string_view path, bool recursive) const;
+  /// Files and bytes under `path` (links counted, not followed).
+  StatusOr<TreeUsage> Usage(std::string_view path = {}) const;
+
+ private:
+  explicit ConfinedTree(int fd) : fd_(fd) {}
+  int fd_ = -1;
+  std::string absolute_root_;
+  std::string display_;
+};
+
+}  // namespace bai::server
