@@ -264,12 +264,11 @@ StatusOr<p::SessionFileList> ConfinedTree::List(std::string_view path) const {
   return list;
 }
 
-Status ConfinedTree::Write(std::string_view path, std::string_view data) const {
-  auto rel = RelativeBeneath(path, absolute_root_);
-  if (!rel.ok()) return rel.status();
-  if (rel->empty()) return Errno(display_, "write", *rel, EISDIR);
-  auto [parent, leaf] = SplitParent(*rel);
-  // Parents, one level at a time, each resolved beneath the root (links inside it are fine).
+// The directory that will hold `rel`'s leaf, its parents made one level at a time, each
+// resolved beneath the root (links inside the tree are fine); its descriptor, or an error.
+StatusOr<int> ConfinedTree::ParentFor(std::string const& rel) const {
+  if (rel.empty()) return Errno(display_, "write", rel, EISDIR);
+  auto [parent, leaf] = SplitParent(rel);
   std::string made;
   std::string_view rest = parent;
   while (!rest.empty()) {
@@ -283,12 +282,23 @@ Status ConfinedTree::Write(std::string_view path, std::string_view data) const {
     }
     made = made.empty() ? part : made + "/" + part;
   }
-  Fd dir(OpenBeneath(fd_, parent, O_PATH | O_DIRECTORY));
-  if (dir.fd < 0) return Errno(display_, "open", parent, errno);
+  int dir = OpenBeneath(fd_, parent, O_PATH | O_DIRECTORY);
+  if (dir < 0) return Errno(display_, "open", parent, errno);
   struct stat st {};
-  if (::fstatat(dir.fd, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
-    return Errno(display_, "write", *rel, EISDIR);
+  if (::fstatat(dir, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+    ::close(dir);
+    return Errno(display_, "write", rel, EISDIR);
   }
+  return dir;
+}
+
+Status ConfinedTree::Write(std::string_view path, std::string_view data) const {
+  auto rel = RelativeBeneath(path, absolute_root_);
+  if (!rel.ok()) return rel.status();
+  auto parent_fd = ParentFor(*rel);
+  if (!parent_fd.ok()) return parent_fd.status();
+  Fd dir(*parent_fd);
+  std::string leaf = SplitParent(*rel).second;
   std::random_device rd;
   std::string tmp = ".bai-upload-" + std::to_string(rd()) + std::to_string(::getpid());
   Fd file(
@@ -310,6 +320,46 @@ Status ConfinedTree::Write(std::string_view path, std::string_view data) const {
     int err = errno;
     ::unlinkat(dir.fd, tmp.c_str(), 0);
     return Errno(display_, "rename", *rel, err);
+  }
+  return Status();
+}
+
+Status ConfinedTree::CheckWritable(std::string_view path) const {
+  auto rel = RelativeBeneath(path, absolute_root_);
+  if (!rel.ok()) return rel.status();
+  if (rel->empty()) return Errno(display_, "write", *rel, EISDIR);
+  // Each existing level must be a directory beneath the root; missing ones will be made.
+  std::string prefix;
+  std::string_view rest = *rel;
+  while (!rest.empty()) {
+    auto slash = rest.find('/');
+    std::string part(rest.substr(0, slash));
+    rest.remove_prefix(slash == std::string_view::npos ? rest.size() : slash + 1);
+    prefix = prefix.empty() ? part : prefix + "/" + part;
+    bool leaf = rest.empty();
+    Fd at(OpenBeneath(fd_, prefix, O_PATH | (leaf ? 0 : O_DIRECTORY)));
+    if (at.fd < 0) {
+      if (errno == ENOENT) return Status();
+      return Errno(display_, "open", prefix, errno);
+    }
+    struct stat st {};
+    if (leaf && ::fstat(at.fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+      return Errno(display_, "write", *rel, EISDIR);
+    }
+  }
+  return Status();
+}
+
+Status ConfinedTree::Adopt(int from_dir, std::string const& from_name,
+                           std::string_view path) const {
+  auto rel = RelativeBeneath(path, absolute_root_);
+  if (!rel.ok()) return rel.status();
+  auto parent_fd = ParentFor(*rel);
+  if (!parent_fd.ok()) return parent_fd.status();
+  Fd dir(*parent_fd);
+  std::string leaf = SplitParent(*rel).second;
+  if (::renameat(from_dir, from_name.c_str(), dir.fd, leaf.c_str()) != 0) {
+    return Errno(display_, "rename", *rel, errno);
   }
   return Status();
 }

@@ -63,9 +63,17 @@ class ConfinedTree {
   Status Remove(std::string_view path, bool recursive) const;
   /// Files and bytes under `path` (links counted, not followed).
   StatusOr<TreeUsage> Usage(std::string_view path = {}) const;
+  /// Whether a file could be written at `path` now (Write or Adopt): its existing parents are
+  /// directories beneath the root and it is not a directory. Nothing is made.
+  Status CheckWritable(std::string_view path) const;
+  /// Moves the file `from_name` of the directory `from_dir` (outside the tree, on the same
+  /// filesystem) to `path`, making its parents: it appears whole. A file or link there is
+  /// replaced (never followed), a directory is not.
+  Status Adopt(int from_dir, std::string const& from_name, std::string_view path) const;
 
  private:
   explicit ConfinedTree(int fd) : fd_(fd) {}
+  StatusOr<int> ParentFor(std::string const& rel) const;
   int fd_ = -1;
   std::string absolute_root_;
   std::string display_;

@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server-reference/storage/volume.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <nlohmann/json.hpp>
+#include <openssl/sha.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+namespace bai::storage {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+constexpr char kUploads[] = ".uploads";
+
+struct Fd {
+  int fd = -1;
+  explicit Fd(int f) : fd(f) {}
+  Fd(Fd const&) = delete;
+  Fd& operator=(Fd const&) = delete;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+bool Hex32(std::string_view s) {
+  if (s.size() != 32) return false;
+  for (char c : s) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+Status CheckRef(FolderRef const& f) {
+  auto dash = f.scope.find('-');
+  std::string_view kind = std::string_view(f.scope).substr(0, dash);
+  if (dash == std::string::npos || (kind != "user" && kind != "project") ||
+      !Hex32(std::string_view(f.scope).substr(dash + 1)) || !Hex32(f.id)) {
+    return Status(StatusCode::kInvalidArgument,
+                  "a folder is named by a scope (user-/project- and 32 hex digits) and 32 hex "
+                  "digits");
+  }
+  return Status();
+}
+
+std::string NewId() {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::random_device rd;
+  std::string id;
+  for (int i = 0; i < 32; ++i) id.push_back(kHex[rd() & 15]);
+  return id;
+}
+
+std::int64_t Now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+Status Io(std::string const& what, int err) {
+  if (err == ENOSPC || err == EDQUOT) {
+    return Status(StatusCode::kResourceExhausted, what + ": no space left on the volume");
+  }
+  return Status(StatusCode::kInternal, what + ": " + std::strerror(err));
+}
+
+std::string Sha256(std::string_view data) {
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<unsigned char const*>(data.data()), data.size(), digest);
+  return std::string(reinterpret_cast<char*>(digest), sizeof digest);
+}
+
+json MetaJson(UploadSession const& s) {
+  return {{"folder_scope", s.folder.scope},
+          {"folder_id", s.folder.id},
+          {"relpath", s.relpath},
+          {"size", s.size},
+          {"created", s.created}};
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Volume>> Volume::Open(std::string name, std::string root) {
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) {
+    return Status(StatusCode::kNotFound, "volume " + name + ": " + root + " is not a directory");
+  }
+  fs::create_directories(root + "/" + kUploads, ec);
+  if (ec) return Status(StatusCode::kInternal, "volume " + name + ": " + ec.message());
+  ::chmod((root + "/" + kUploads).c_str(), 0700);
+  return std::unique_ptr<Volume>(new Volume(std::move(name), std::move(root)));
+}
+
+StatusOr<std::string> Volume::FolderPath(FolderRef const& f) const {
+  if (auto s = CheckRef(f); !s.ok()) return s;
+  return root_ + "/" + f.scope + "/" + f.id.substr(0, 2) + "/" + f.id.substr(2, 2) + "/" +
+         f.id.substr(4);
+}
+
+Status Volume::CreateFolder(FolderRef const& f) const {
+  auto path = FolderPath(f);
+  if (!path.ok()) return path.status();
+  std::error_code ec;
+  fs::create_directories(fs::path(*path).parent_path(), ec);
+  if (ec) return Io("create " + *path, ec.value());
+  if (::mkdir(path->c_str(), 0755) != 0) {
+    if (errno == EEXIST) return Status(StatusCode::kAlreadyExists, "the folder exists");
+    return Io("create " + *path, errno);
+  }
+  return Status();
+}
+
+Status Volume::DeleteFolder(FolderRef const& f) const {
+  auto path = FolderPath(f);
+  if (!path.ok()) return path.status();
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(*path, ec))) {
+    return Status(StatusCode::kNotFound, "no such folder on " + name_);
+  }
+  fs::remove_all(*path, ec);  // removes links themselves, never what they point at
+  if (ec) return Io("delete " + *path, ec.value());
+  return Status();
+}
+
+StatusOr<server::ConfinedTree> Volume::Tree(FolderRef const& f, std::string display) const {
+  auto path = FolderPath(f);
+  if (!path.ok()) return path.status();
+  return server::ConfinedTree::Open(*path, "", std::move(display));
+}
+
+StatusOr<std::int64_t> Volume::FreeBytes() const {
+  struct statvfs v {};
+  if (::statvfs(root_.c_str(), &v) != 0) return Io("statvfs " + root_, errno);
+  return static_cast<std::int64_t>(v.f_bavail) * static_cast<std::int64_t>(v.f_frsize);
+}
+
+std::vector<UploadSession> Volume::Sessions() const {
+  std::vector<UploadSession> out;
+  std::error_code ec;
+  for (auto const& e : fs::directory_iterator(root_ + "/" + kUploads, ec)) {
+    auto s = GetUpload(e.path().filename().string());
+    if (s.ok()) out.push_back(*s);
+  }
+  return out;
+}
+
+StatusOr<UploadSession> Volume::StartUpload(FolderRef const& f, std::string_view path,
+                                            std::int64_t size, bool resume) const {
+  if (size < 0) return Status(StatusCode::kInvalidArgument, "the size must not be negative");
+  auto rel = server::RelativeBeneath(path, "");
+  if (!rel.ok()) return rel.status();
+  if (rel->empty()) return Status(StatusCode::kInvalidArgument, "an upload needs a file name");
+  auto folder = FolderPath(f);
+  if (!folder.ok()) return folder.status();
+  std::error_code ec;
+  if (!fs::is_directory(*folder, ec)) {
+    return Status(StatusCode::kNotFound, "no such folder on " + name_);
+  }
+  // Where it goes must be possible now, not only when the last byte came.
+  auto tree = Tree(f, "");
+  if (!tree.ok()) return tree.status();
+  if (auto writable = tree->CheckWritable(*rel); !writable.ok()) return writable;
+  if (resume) {
+    for (auto const& s : Sessions()) {
+      if (s.folder.scope == f.scope && s.folder.id == f.id && s.relpath == *rel && s.size == size) {
+        return s;
+      }
+    }
+  }
+  auto free = FreeBytes();
+  if (!free.ok()) return free.status();
+  if (size > *free) {
+    return Status(StatusCode::kResourceExhausted, "the file has " + std::to_string(size) +
+                                                      " bytes but the volume has " +
+                                                      std::to_string(*free) + " free");
+  }
+  UploadSession s;
+  s.id = NewId();
+  s.folder = f;
+  s.relpath = *rel;
+  s.size = size;
+  s.created = Now();
+  std::string dir = root_ + "/" + kUploads + "/" + s.id;
+  if (::mkdir(dir.c_str(), 0700) != 0) return Io("create " + dir, errno);
+  Fd data(::open((dir + "/data").c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+  if (data.fd < 0) return Io("create upload", errno);
+  // meta.json last (a temporary name, then rename): a session without it never counts.
+  std::string meta = MetaJson(s).dump();
+  {
+    std::ofstream out(dir + "/meta.json.tmp", std::ios::binary);
+    out << meta;
+    if (!out.flush()) {
+      std::error_code ignored;
+      fs::remove_all(dir, ignored);
+      return Io("write upload metadata", ENOSPC);
+    }
+  }
+  if (::rename((dir + "/meta.json.tmp").c_str(), (dir + "/meta.json").c_str()) != 0) {
+    return Io("write upload metadata", errno);
+  }
+  return s;
+}
+
+StatusOr<UploadSession> Volume::GetUpload(std::string_view session_id) const {
+  if (!Hex32(session_id)) return Status(StatusCode::kNotFound, "no such upload session");
+  std::string dir = root_ + "/" + kUploads + "/" + std::string(session_id);
+  std::ifstream in(dir + "/meta.json", std::ios::binary);
+  if (!in) return Status(StatusCode::kNotFound, "no such upload session");
+  std::stringstream text;
+  text << in.rdbuf();
+  json meta = json::parse(text.str(), nullptr, false);
+  struct stat st {};
+  if (!meta.is_object() || ::stat((dir + "/data").c_str(), &st) != 0) {
+    return Status(StatusCode::kNotFound, "no such upload session (damaged)");
+  }
+  UploadSession s;
+  s.id = std::string(session_id);
+  s.folder.scope = meta.value("folder_scope", "");
+  s.folder.id = meta.value("folder_id", "");
+  s.relpath = meta.value("relpath", "");
+  s.size = meta.value("size", std::int64_t{0});
+  s.created = meta.value("created", std::int64_t{0});
+  s.offset = st.st_size;
+  return s;
+}
+
+StatusOr<UploadSession> Volume::Append(std::string_view session_id, std::int64_t offset,
+                                       std::string_view data, std::string_view sha256) const {
+  auto s = GetUpload(session_id);
+  if (!s.ok()) return s.status();
+  std::string dir = root_ + "/" + kUploads + "/" + s->id;
+  Fd file(::open((dir + "/data").c_str(), O_WRONLY | O_CLOEXEC));
+  if (file.fd < 0) return Status(StatusCode::kNotFound, "no such upload session");
+  // One writer at a time; the offset is read again under the lock.
+  if (::flock(file.fd, LOCK_EX | LOCK_NB) != 0) {
+    return Status(StatusCode::kAborted, "another request is writing to this upload");
+  }
+  struct stat st {};
+  if (::fstat(file.fd, &st) != 0) return Io("stat upload", errno);
+  s->offset = st.st_size;
+  if (offset != s->offset) {
+    return Status(StatusCode::kAborted, "the upload has " + std::to_string(s->offset) +
+                                            " bytes, not " + std::to_string(offset));
+  }
+  if (static_cast<std::int64_t>(data.size()) > s->size - s->offset) {
+    return Status(StatusCode::kFailedPrecondition, "the chunk would pass the upload's size");
+  }
+  if (!sha256.empty() && Sha256(data) != sha256) {
+    return Status(StatusCode::kDataLoss, "the chunk's sha256 differs from its checksum");
+  }
+  std::size_t done = 0;
+  while (done < data.size()) {
+    ssize_t w = ::pwrite(file.fd, data.data() + done, data.size() - done,
+                         static_cast<off_t>(offset) + static_cast<off_t>(done));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      int err = w < 0 ? errno : ENOSPC;
+      // Nothing of a failed chunk stays: the client sends it again from the same offset.
+      (void)!::ftruncate(file.fd, static_cast<off_t>(offset));
+      return Io("write upload", err);
+    }
+    done += static_cast<std::size_t>(w);
+  }
+  s->offset += static_cast<std::int64_t>(data.size());
+  if (!s->complete()) return *s;
+  // Whole: into the folder under its name, then the session is gone.
+  auto tree = Tree(s->folder, "");
+  if (!tree.ok()) return tree.status();
+  Fd uploads(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (auto moved = tree->Adopt(uploads.fd, "data", s->relpath); !moved.ok()) return moved;
+  std::error_code ignored;
+  fs::remove_all(dir, ignored);
+  return *s;
+}
+
+Status Volume::CancelUpload(std::string_view session_id) const {
+  auto s = GetUpload(session_id);
+  if (!s.ok()) return s.status();
+  std::error_code ec;
+  fs::remove_all(root_ + "/" + kUploads + "/" + s->id, ec);
+  if (ec) return Io("remove upload", ec.value());
+  return Status();
+}
+
+int Volume::ExpireUploads(std::int64_t now, std::int64_t max_age_seconds) const {
+  int removed = 0;
+  for (auto const& s : Sessions()) {
+    if (now - s.created > max_age_seconds && CancelUpload(s.id).ok()) ++removed;
+  }
+  return removed;
+}
+
+}  // namespace bai::storage

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "bai/status.h"
+
+#include "server-reference/common/confined_tree.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+/// One storage volume on a local filesystem: the virtual folders on it and the upload sessions
+/// that fill them (docs/adr/0012-storage.md). Folders live at
+/// `<root>/<scope>/<id[0:2]>/<id[2:4]>/<id[4:]>`; upload sessions at `<root>/.uploads/<session>/`
+/// (`meta.json` and `data`), on the same filesystem, so a finished upload is renamed into its
+/// folder and appears whole. A session's offset is its data file's size: it survives a restart
+/// of the storage proxy and of the client.
+namespace bai::storage {
+
+/// A folder on a volume: its quota scope ("user-<32 hex>" or "project-<32 hex>") and its id
+/// (32 hex).
+struct FolderRef {
+  std::string scope;
+  std::string id;
+};
+
+struct UploadSession {
+  std::string id;  ///< 32 hex
+  FolderRef folder;
+  std::string relpath;  ///< where the file goes, relative to the folder
+  std::int64_t size = 0;
+  std::int64_t offset = 0;   ///< bytes received so far
+  std::int64_t created = 0;  ///< seconds since the epoch
+  bool complete() const { return offset == size; }
+};
+
+class Volume {
+ public:
+  /// Opens (making `.uploads` if needed) the volume `name` at `root`, a directory.
+  static StatusOr<std::unique_ptr<Volume>> Open(std::string name, std::string root);
+
+  std::string const& name() const { return name_; }
+  std::string const& root() const { return root_; }
+
+  /// Where the folder is on this host (what an agent bind-mounts); kInvalidArgument for a
+  /// malformed reference.
+  StatusOr<std::string> FolderPath(FolderRef const& folder) const;
+  /// kAlreadyExists when it does.
+  Status CreateFolder(FolderRef const& folder) const;
+  /// Removes the folder and everything in it (links are removed, never followed).
+  Status DeleteFolder(FolderRef const& folder) const;
+  /// The folder's files, confined beneath it; paths in messages read `display/…`.
+  StatusOr<server::ConfinedTree> Tree(FolderRef const& folder, std::string display) const;
+  /// Bytes free for uploads on the volume's filesystem.
+  StatusOr<std::int64_t> FreeBytes() const;
+
+  /// A session for `size` bytes to become `path` in the folder. With `resume`, an unfinished
+  /// session for the same folder, path and size is returned instead of a new one. Refused
+  /// (before anything is written) for a bad path, a missing folder, or more bytes than the
+  /// volume has free.
+  StatusOr<UploadSession> StartUpload(FolderRef const& folder, std::string_view path,
+                                      std::int64_t size, bool resume) const;
+  /// kNotFound for an unknown (or finished, or cancelled) session.
+  StatusOr<UploadSession> GetUpload(std::string_view session_id) const;
+  /// Writes `data` at `offset` (which must be the session's offset: kAborted otherwise, nothing
+  /// written; kFailedPrecondition for a chunk past the size). `sha256` (32 raw bytes, or empty)
+  /// must be the chunk's digest (kDataLoss otherwise, nothing written). When the file is whole it
+  /// is moved into its folder (parents made; a file there is replaced, a directory is not) and the
+  /// session ends. One writer at a time per session (a lock on its data file, across processes).
+  StatusOr<UploadSession> Append(std::string_view session_id, std::int64_t offset,
+                                 std::string_view data, std::string_view sha256) const;
+  /// Forgets a session and its data.
+  Status CancelUpload(std::string_view session_id) const;
+  /// Sessions not finished `max_age_seconds` after they started are removed; how many.
+  int ExpireUploads(std::int64_t now, std::int64_t max_age_seconds) const;
+
+ private:
+  Volume(std::string name, std::string root) : name_(std::move(name)), root_(std::move(root)) {}
+  std::vector<UploadSession> Sessions() const;
+  std::string name_, root_;
+};
+
+}  // namespace bai::storage

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: Apache-2.0
+// A storage volume (server-reference/storage/volume.h): folders, and upload sessions that
+// survive restarts, refuse wrong offsets and checksums, and put a file in place only whole.
+#include "server-reference/storage/volume.h"
+#include "tests/testing_util/subprocess.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <openssl/sha.h>
+
+#include <filesystem>
+
+namespace bai::storage {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+std::string Sha(std::string_view data) {
+  unsigned char d[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<unsigned char const*>(data.data()), data.size(), d);
+  return std::string(reinterpret_cast<char*>(d), sizeof d);
+}
+
+class VolumeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = dir_.path() + "/volume1";
+    fs::create_directories(root_);
+    Reopen();
+    folder_ = {"user-" + std::string(32, 'a'), "0123456789abcdef0123456789abcdef"};
+    ASSERT_TRUE(volume_->CreateFolder(folder_).ok());
+  }
+  // A new Volume on the same directory: what a restarted storage proxy sees.
+  void Reopen() {
+    auto v = Volume::Open("volume1", root_);
+    ASSERT_TRUE(v.ok()) << v.status().message();
+    volume_ = std::move(*v);
+  }
+  std::string InFolder(std::string const& rel) { return *volume_->FolderPath(folder_) + "/" + rel; }
+
+  testing_util::TempDir dir_;
+  std::string root_;
+  std::unique_ptr<Volume> volume_;
+  FolderRef folder_;
+};
+
+TEST_F(VolumeTest, FoldersAreLaidOutByScopeAndId) {
+  EXPECT_EQ(*volume_->FolderPath(folder_),
+            root_ + "/user-" + std::string(32, 'a') + "/01/23/456789abcdef0123456789abcdef");
+  EXPECT_TRUE(fs::is_directory(InFolder("")));
+  EXPECT_EQ(volume_->CreateFolder(folder_).code(), StatusCode::kAlreadyExists);
+  for (FolderRef bad :
+       {FolderRef{"user-x", folder_.id}, FolderRef{"group-" + folder_.id, folder_.id},
+        FolderRef{folder_.scope, "../../etc"}, FolderRef{folder_.scope, ""}}) {
+    EXPECT_EQ(volume_->CreateFolder(bad).code(), StatusCode::kInvalidArgument) << bad.scope;
+  }
+  ASSERT_TRUE(volume_->DeleteFolder(folder_).ok());
+  EXPECT_FALSE(fs::exists(InFolder("")));
+  EXPECT_EQ(volume_->DeleteFolder(folder_).code(), StatusCode::kNotFound);
+}
+
+TEST_F(VolumeTest, AnUploadResumesAfterARestartAndAppearsWhole) {
+  std::string data = "0123456789abcdefghij";
+  auto s = volume_->StartUpload(folder_, "dir/file.bin", 20, false);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->offset, 0);
+  ASSERT_TRUE(volume_->Append(s->id, 0, data.substr(0, 8), Sha(data.substr(0, 8))).ok());
+  EXPECT_FALSE(fs::exists(InFolder("dir/file.bin"))) << "nothing in the folder before the end";
+  // The proxy restarts: the session and its offset are still there.
+  Reopen();
+  auto again = volume_->GetUpload(s->id);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->offset, 8);
+  EXPECT_EQ(again->relpath, "dir/file.bin");
+  // A client that asks again for the same file and size gets the same session.
+  auto resumed = volume_->StartUpload(folder_, "dir/file.bin", 20, true);
+  ASSERT_TRUE(resumed.ok());
+  EXPECT_EQ(resumed->id, s->id);
+  EXPECT_EQ(resumed->offset, 8);
+  EXPECT_NE(volume_->StartUpload(folder_, "dir/file.bin", 21, true)->id, s->id)
+      << "another size is another upload";
+  // A wrong offset or a wrong checksum writes nothing.
+  EXPECT_EQ(volume_->Append(s->id, 4, "xxxx", "").status().code(), StatusCode::kAborted);
+  EXPECT_EQ(volume_->Append(s->id, 8, "wrong", Sha("right")).status().code(),
+            StatusCode::kDataLoss);
+  EXPECT_EQ(volume_->Append(s->id, 8, std::string(13, 'x'), "").status().code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(volume_->GetUpload(s->id)->offset, 8);
+  auto done = volume_->Append(s->id, 8, data.substr(8), "");
+  ASSERT_TRUE(done.ok()) << done.status().message();
+  EXPECT_TRUE(done->complete());
+  EXPECT_EQ(testing_util::ReadFileBytes(InFolder("dir/file.bin")), data);
+  EXPECT_EQ(volume_->GetUpload(s->id).status().code(), StatusCode::kNotFound) << "ended";
+}
+
+TEST_F(VolumeTest, EmptyFilesAndReplacing) {
+  auto empty = volume_->StartUpload(folder_, "empty", 0, false);
+  ASSERT_TRUE(empty.ok());
+  ASSERT_TRUE(volume_->Append(empty->id, 0, "", "").ok());
+  EXPECT_TRUE(fs::is_regular_file(InFolder("empty")));
+  EXPECT_EQ(fs::file_size(InFolder("empty")), 0u);
+  auto again = volume_->StartUpload(folder_, "empty", 3, false);
+  ASSERT_TRUE(volume_->Append(again->id, 0, "new", "").ok());
+  EXPECT_EQ(testing_util::ReadFileBytes(InFolder("empty")), "new") << "a file is replaced";
+  fs::create_directories(InFolder("adir"));
+  EXPECT_EQ(volume_->StartUpload(folder_, "adir", 1, false).status().code(),
+            StatusCode::kFailedPrecondition);
+  auto file_parent = volume_->StartUpload(folder_, "empty/child", 1, false);
+  EXPECT_EQ(file_parent.status().code(), StatusCode::kFailedPrecondition) << "a file as a parent";
+  auto later_dir = volume_->StartUpload(folder_, "bdir", 1, false);
+  ASSERT_TRUE(later_dir.ok());
+  fs::create_directories(InFolder("bdir"));
+  EXPECT_EQ(volume_->Append(later_dir->id, 0, "x", "").status().code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(fs::is_directory(InFolder("bdir")));
+}
+
+TEST_F(VolumeTest, PathsStayInTheFolder) {
+  for (std::string bad :
+       std::vector<std::string>{"../x", "/etc/passwd", "", "a/../../b", std::string("a\0b", 3)}) {
+    EXPECT_EQ(volume_->StartUpload(folder_, bad, 1, false).status().code(),
+              StatusCode::kInvalidArgument)
+        << bad;
+  }
+  std::string outside = dir_.path() + "/outside";
+  fs::create_directories(outside);
+  fs::create_directory_symlink(outside, InFolder("out"));
+  // Refused when asked, before any byte.
+  auto early = volume_->StartUpload(folder_, "out/planted", 1, false);
+  EXPECT_EQ(early.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(early.status().message(), HasSubstr("outside"));
+  // And when the link is planted while the upload runs: refused at the end, nothing outside.
+  auto s = volume_->StartUpload(folder_, "later/planted", 1, false);
+  ASSERT_TRUE(s.ok());
+  fs::create_directory_symlink(outside, InFolder("later"));
+  auto r = volume_->Append(s->id, 0, "x", "");
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_FALSE(fs::exists(outside + "/planted"));
+  FolderRef missing{folder_.scope, std::string(32, 'b')};
+  EXPECT_EQ(volume_->StartUpload(missing, "x", 1, false).status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(VolumeTest, TooLargeForTheVolumeIsRefusedBeforeAnyByte) {
+  auto free = volume_->FreeBytes();
+  ASSERT_TRUE(free.ok());
+  auto s = volume_->StartUpload(folder_, "huge", *free + (1 << 30), false);
+  EXPECT_EQ(s.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_THAT(s.status().message(), HasSubstr("free"));
+  EXPECT_TRUE(fs::is_empty(root_ + "/.uploads")) << "no session left behind";
+}
+
+TEST_F(VolumeTest, OldSessionsExpireAndCancelledOnesAreGone) {
+  auto a = volume_->StartUpload(folder_, "a", 10, false);
+  auto b = volume_->StartUpload(folder_, "b", 10, false);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(volume_->CancelUpload(b->id).ok());
+  EXPECT_EQ(volume_->GetUpload(b->id).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(volume_->ExpireUploads(a->created + 100, 3600), 0);
+  EXPECT_EQ(volume_->ExpireUploads(a->created + 7200, 3600), 1);
+  EXPECT_EQ(volume_->GetUpload(a->id).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(volume_->GetUpload("../../etc").status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace bai::storage
