@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/common/http.h"
 
+#include <unistd.h>
+
 namespace bai::server {
 
 std::optional<std::string_view> HttpRequest::Header(std::string_view name) const {
@@ -8,6 +10,10 @@ std::optional<std::string_view> HttpRequest::Header(std::string_view name) const
     if (k == name) return std::string_view(v);
   }
   return std::nullopt;
+}
+
+FileBody::~FileBody() {
+  if (fd >= 0) ::close(fd);
 }
 
 HttpResponse HttpResponse::Json(int status, std::string body) {

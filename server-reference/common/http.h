@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -26,12 +27,28 @@ struct HttpRequest {
   std::optional<std::string_view> Header(std::string_view name) const;
 };
 
+/// Part of an open file as a response body, sent in pieces as the client takes them (a
+/// download never sits in memory whole). Closes the descriptor when the last owner goes.
+struct FileBody {
+  FileBody(int file, std::int64_t from, std::int64_t bytes)
+      : fd(file), offset(from), length(bytes) {}
+  FileBody(FileBody const&) = delete;
+  FileBody& operator=(FileBody const&) = delete;
+  ~FileBody();
+  int fd;
+  std::int64_t offset;
+  std::int64_t length;
+};
+
 /// A complete response.
 struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;
+  /// When set, the body is this file's bytes (`body` is ignored) with a Content-Length; a file
+  /// that turns out shorter than said ends the connection.
+  std::shared_ptr<FileBody> file;
 
   static HttpResponse Json(int status, std::string body);
   static HttpResponse NoContent();

@@ -12,7 +12,9 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
@@ -185,10 +187,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
     out += "\r\nServer: BackendAI\r\n";
     if (!r.content_type.empty()) out += "Content-Type: " + r.content_type + "\r\n";
     for (auto const& [k, v] : r.headers) out += k + ": " + v + "\r\n";
-    if (r.status != 204) out += "Content-Length: " + std::to_string(r.body.size()) + "\r\n";
+    std::int64_t length = r.file ? r.file->length : static_cast<std::int64_t>(r.body.size());
+    if (r.status != 204) out += "Content-Length: " + std::to_string(length) + "\r\n";
     if (!keep_alive_) out += "Connection: close\r\n";
     out += "\r\n";
     after_write_ = keep_alive_ ? AfterWrite::kRead : AfterWrite::kClose;
+    if (r.file && !head && r.status != 204) {
+      // The head now, the file piece by piece as the writes complete (OnWrite).
+      file_ = std::move(r.file);
+      file_sent_ = 0;
+      Queue(std::move(out));
+      return;
+    }
     // The body goes out as a second buffer of the same write, not copied behind the head.
     Queue(std::move(out), head || r.status == 204 ? std::string() : std::move(r.body));
   }
@@ -373,6 +383,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     queue_.pop_front();
     if (!queue_.empty()) return DoWrite();
     writing_ = false;
+    if (file_ && !NextFilePiece()) return;
     if (after_write_ == AfterWrite::kRead) {
       after_write_ = AfterWrite::kNothing;
       DoRead();
@@ -380,6 +391,32 @@ class Connection : public std::enable_shared_from_this<Connection> {
       if (linger_) return Linger();
       Close();
     }
+  }
+
+  // Queues the next piece of the file being sent; false while it is not done (or it failed and
+  // the connection closes: its Content-Length can no longer be kept).
+  bool NextFilePiece() {
+    constexpr std::int64_t kPiece = 256 * 1024;
+    std::int64_t left = file_->length - file_sent_;
+    if (left <= 0) {
+      file_.reset();
+      return true;
+    }
+    std::string piece(static_cast<std::size_t>(std::min(left, kPiece)), '\0');
+    ssize_t n;
+    do {
+      n = ::pread(file_->fd, piece.data(), piece.size(),
+                  static_cast<off_t>(file_->offset + file_sent_));
+    } while (n < 0 && errno == EINTR);
+    if (n <= 0) {
+      file_.reset();
+      Close();
+      return false;
+    }
+    piece.resize(static_cast<std::size_t>(n));
+    file_sent_ += n;
+    Queue(std::move(piece));
+    return false;
   }
 
   // Closing a socket with unread input makes the kernel send a reset, which destroys the answer
@@ -422,6 +459,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::size_t body_limit_ = 0;                             // the limit of the request being read
   std::deque<std::pair<std::string, std::string>> queue_;  ///< writes: head, then body
   bool writing_ = false;
+  std::shared_ptr<FileBody> file_;  // the file body being sent, piece by piece
+  std::int64_t file_sent_ = 0;
   bool keep_alive_ = true;
   bool streaming_ = false;
   bool head_ = false;

@@ -3,7 +3,9 @@
 #include "server-reference/common/http_server.h"
 
 #include "tests/testing_util/raw_http.h"
+#include "tests/testing_util/subprocess.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -205,6 +207,61 @@ TEST(HttpServerTest, AnOversizedBodyIsDrainedSoTheClientReadsThe413) {
   EXPECT_EQ(r.sent, req.size()) << "the server stopped reading and reset the connection";
   EXPECT_EQ(r.status, 413);
   EXPECT_NE(r.body.find("request-entity-too-large"), std::string::npos) << r.body;
+}
+
+// A file body goes out piece by piece with its Content-Length; the connection stays usable;
+// HEAD gets the length without the bytes; a file shorter than said ends the connection.
+TEST(HttpServerFileBodyTest, ServesPartOfAFileAndKeepsTheConnection) {
+  testing_util::TempDir dir;
+  std::string path = dir.path() + "/blob";
+  std::string data(3 * 1024 * 1024 + 17, '\0');
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 7 + (i >> 11));
+  testing_util::WriteFileBytes(path, data);
+  HttpServerOptions o;
+  o.port = 0;
+  auto server = HttpServer::Start(o, [&](std::shared_ptr<Exchange> ex) {
+    HttpResponse r;
+    r.content_type = "application/octet-stream";
+    bool shorter = ex->request().path == "/short";
+    r.file = std::make_shared<FileBody>(
+        ::open(path.c_str(), O_RDONLY | O_CLOEXEC), 5,
+        static_cast<std::int64_t>(data.size()) - 5 + (shorter ? 100 : 0));
+    ex->Respond(std::move(r));
+  });
+  ASSERT_TRUE(server.ok());
+  int port = (*server)->port();
+  int fd = RawConnect(port);
+  ASSERT_GE(fd, 0);
+  auto get = [&](std::string const& method) {
+    std::string req = method + " /blob HTTP/1.1\r\nHost: x\r\n\r\n";
+    EXPECT_EQ(::send(fd, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
+    std::string got;
+    char buf[65536];
+    std::size_t head_end = std::string::npos, want = 0;
+    while (head_end == std::string::npos || got.size() < head_end + 4 + want) {
+      auto n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      got.append(buf, static_cast<std::size_t>(n));
+      if (head_end == std::string::npos && (head_end = got.find("\r\n\r\n")) != std::string::npos) {
+        auto at = got.find("Content-Length: ");
+        want = method == "HEAD" ? 0 : std::stoul(got.substr(at + 16));
+      }
+    }
+    return got;
+  };
+  std::string first = get("GET");
+  ASSERT_NE(first.find("Content-Length: " + std::to_string(data.size() - 5)), std::string::npos);
+  EXPECT_TRUE(first.substr(first.find("\r\n\r\n") + 4) == data.substr(5)) << "bytes differ";
+  std::string head = get("HEAD");
+  EXPECT_NE(head.find("Content-Length: " + std::to_string(data.size() - 5)), std::string::npos);
+  EXPECT_EQ(head.substr(head.find("\r\n\r\n") + 4), "") << "HEAD sends no body";
+  std::string again = get("GET");
+  EXPECT_EQ(again.size(), first.size()) << "the connection serves the next request";
+  ::close(fd);
+  // Promised 100 bytes more than the file has: the client sees the connection end early.
+  auto cut = testing_util::RawHttp(port, "GET /short HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_LT(cut.body.size(), data.size() - 5 + 100);
+  (*server)->Stop();
 }
 
 }  // namespace
