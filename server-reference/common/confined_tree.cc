@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/common/confined_tree.h"
 
+#include "server-reference/common/unique_fd.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -22,16 +24,6 @@ namespace {
 namespace p = protocol;
 
 constexpr int kMaxDepth = 64;
-
-struct Fd {
-  int fd = -1;
-  explicit Fd(int f) : fd(f) {}
-  Fd(Fd const&) = delete;
-  Fd& operator=(Fd const&) = delete;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
 
 Status Errno(std::string_view root, std::string const& what, std::string const& rel, int err) {
   std::string where = rel.empty() ? std::string(root) : std::string(root) + "/" + rel;
@@ -129,7 +121,7 @@ Status AddMember(std::string_view root, int parent, std::string const& entry,
     if (depth > kMaxDepth) {
       return Status(StatusCode::kFailedPrecondition, rel + ": directories nested too deeply");
     }
-    Fd dir(::openat(parent, entry.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    UniqueFd dir(::openat(parent, entry.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (dir.fd < 0) return Errno(root, "open", rel, errno);
     m.type = p::TarType::kDirectory;
     out += p::TarHeader(m, 0);
@@ -147,7 +139,7 @@ Status AddMember(std::string_view root, int parent, std::string const& entry,
       if (!s.ok()) return s;
     }
   } else if (S_ISREG(st.st_mode)) {
-    Fd file(::openat(parent, entry.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    UniqueFd file(::openat(parent, entry.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
     if (file.fd < 0) return Errno(root, "open", rel, errno);
     std::string data;
     std::int64_t room = limit - static_cast<std::int64_t>(out.size());
@@ -235,7 +227,7 @@ ConfinedTree::~ConfinedTree() {
 StatusOr<p::SessionFileList> ConfinedTree::List(std::string_view path) const {
   auto rel = RelativeBeneath(path, absolute_root_);
   if (!rel.ok()) return std::move(rel).status();
-  Fd dir(OpenBeneath(fd_, *rel, O_RDONLY | O_DIRECTORY));
+  UniqueFd dir(OpenBeneath(fd_, *rel, O_RDONLY | O_DIRECTORY));
   if (dir.fd < 0) return Errno(display_, "open", *rel, errno);
   DIR* d = ::fdopendir(::dup(dir.fd));
   if (!d) return Errno(display_, "read", *rel, errno);
@@ -275,7 +267,7 @@ StatusOr<int> ConfinedTree::ParentFor(std::string const& rel) const {
     auto slash = rest.find('/');
     std::string part(rest.substr(0, slash));
     rest.remove_prefix(slash == std::string_view::npos ? rest.size() : slash + 1);
-    Fd at(OpenBeneath(fd_, made, O_PATH | O_DIRECTORY));
+    UniqueFd at(OpenBeneath(fd_, made, O_PATH | O_DIRECTORY));
     if (at.fd < 0) return Errno(display_, "open", made, errno);
     if (::mkdirat(at.fd, part.c_str(), 0755) != 0 && errno != EEXIST) {
       return Errno(display_, "mkdir", made.empty() ? part : made + "/" + part, errno);
@@ -297,11 +289,11 @@ Status ConfinedTree::Write(std::string_view path, std::string_view data) const {
   if (!rel.ok()) return rel.status();
   auto parent_fd = ParentFor(*rel);
   if (!parent_fd.ok()) return parent_fd.status();
-  Fd dir(*parent_fd);
+  UniqueFd dir(*parent_fd);
   std::string leaf = SplitParent(*rel).second;
   std::random_device rd;
   std::string tmp = ".bai-upload-" + std::to_string(rd()) + std::to_string(::getpid());
-  Fd file(
+  UniqueFd file(
       ::openat(dir.fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
   if (file.fd < 0) return Errno(display_, "create", *rel, errno);
   std::size_t off = 0;
@@ -337,7 +329,7 @@ Status ConfinedTree::CheckWritable(std::string_view path) const {
     rest.remove_prefix(slash == std::string_view::npos ? rest.size() : slash + 1);
     prefix = prefix.empty() ? part : prefix + "/" + part;
     bool leaf = rest.empty();
-    Fd at(OpenBeneath(fd_, prefix, O_PATH | (leaf ? 0 : O_DIRECTORY)));
+    UniqueFd at(OpenBeneath(fd_, prefix, O_PATH | (leaf ? 0 : O_DIRECTORY)));
     if (at.fd < 0) {
       if (errno == ENOENT) return Status();
       return Errno(display_, "open", prefix, errno);
@@ -356,7 +348,7 @@ Status ConfinedTree::Adopt(int from_dir, std::string const& from_name,
   if (!rel.ok()) return rel.status();
   auto parent_fd = ParentFor(*rel);
   if (!parent_fd.ok()) return parent_fd.status();
-  Fd dir(*parent_fd);
+  UniqueFd dir(*parent_fd);
   std::string leaf = SplitParent(*rel).second;
   if (::renameat(from_dir, from_name.c_str(), dir.fd, leaf.c_str()) != 0) {
     return Errno(display_, "rename", *rel, errno);
@@ -367,7 +359,7 @@ Status ConfinedTree::Adopt(int from_dir, std::string const& from_name,
 StatusOr<std::string> ConfinedTree::Read(std::string_view path, std::int64_t limit) const {
   auto rel = RelativeBeneath(path, absolute_root_);
   if (!rel.ok()) return std::move(rel).status();
-  Fd file(OpenBeneath(fd_, *rel, O_RDONLY | O_NONBLOCK));
+  UniqueFd file(OpenBeneath(fd_, *rel, O_RDONLY | O_NONBLOCK));
   if (file.fd < 0) return Errno(display_, "open", *rel, errno);
   struct stat st {};
   if (::fstat(file.fd, &st) != 0) return Errno(display_, "stat", *rel, errno);
@@ -392,7 +384,7 @@ StatusOr<std::string> ConfinedTree::Archive(std::string_view path, std::int64_t 
     auto s = AddMember(display_, fd_, ".", "work", "", limit, 0, out);
     if (!s.ok()) return s;
   } else {
-    Fd dir(OpenBeneath(fd_, parent, O_PATH | O_DIRECTORY));
+    UniqueFd dir(OpenBeneath(fd_, parent, O_PATH | O_DIRECTORY));
     if (dir.fd < 0) return Errno(display_, "open", parent, errno);
     auto s = AddMember(display_, dir.fd, leaf, leaf, *rel, limit, 0, out);
     if (!s.ok()) return s;
@@ -413,7 +405,7 @@ Status ConfinedTree::Mkdir(std::string_view path, bool parents, bool exist_ok) c
     std::string part(rest.substr(0, slash));
     rest.remove_prefix(slash == std::string_view::npos ? rest.size() : slash + 1);
     bool last = rest.empty();
-    Fd at(OpenBeneath(fd_, made, O_PATH | O_DIRECTORY));
+    UniqueFd at(OpenBeneath(fd_, made, O_PATH | O_DIRECTORY));
     if (at.fd < 0) return Errno(display_, "open", made, errno);
     std::string here = made.empty() ? part : made + "/" + part;
     if (::mkdirat(at.fd, part.c_str(), 0755) != 0) {
@@ -444,7 +436,7 @@ Status ConfinedTree::Rename(std::string_view path, std::string_view new_name) co
                   "'" + std::string(new_name.substr(0, 80)) + "' is not a bare file name");
   }
   auto [parent, leaf] = SplitParent(*rel);
-  Fd dir(OpenBeneath(fd_, parent, O_PATH | O_DIRECTORY));
+  UniqueFd dir(OpenBeneath(fd_, parent, O_PATH | O_DIRECTORY));
   if (dir.fd < 0) return Errno(display_, "open", parent, errno);
   std::string target(new_name);
   if (::renameat2(dir.fd, leaf.c_str(), dir.fd, target.c_str(), RENAME_NOREPLACE) != 0) {
@@ -462,11 +454,11 @@ Status ConfinedTree::Move(std::string_view src, std::string_view dst) const {
   if (!to.ok()) return to.status();
   if (from->empty()) return Status(StatusCode::kInvalidArgument, "the root cannot be moved");
   auto [src_parent, src_leaf] = SplitParent(*from);
-  Fd src_dir(OpenBeneath(fd_, src_parent, O_PATH | O_DIRECTORY));
+  UniqueFd src_dir(OpenBeneath(fd_, src_parent, O_PATH | O_DIRECTORY));
   if (src_dir.fd < 0) return Errno(display_, "open", src_parent, errno);
   // Into `dst` when it is a directory, else as `dst`.
   std::string target = *to;
-  Fd existing(OpenBeneath(fd_, target, O_PATH | O_DIRECTORY));
+  UniqueFd existing(OpenBeneath(fd_, target, O_PATH | O_DIRECTORY));
   if (existing.fd >= 0) target = target.empty() ? src_leaf : target + "/" + src_leaf;
   if (target == *from) return Status();
   if (target.rfind(*from + "/", 0) == 0) {
@@ -474,7 +466,7 @@ Status ConfinedTree::Move(std::string_view src, std::string_view dst) const {
                   display_ + "/" + *from + " cannot move into itself");
   }
   auto [dst_parent, dst_leaf] = SplitParent(target);
-  Fd dst_dir(OpenBeneath(fd_, dst_parent, O_PATH | O_DIRECTORY));
+  UniqueFd dst_dir(OpenBeneath(fd_, dst_parent, O_PATH | O_DIRECTORY));
   if (dst_dir.fd < 0) return Errno(display_, "open", dst_parent, errno);
   if (::renameat2(src_dir.fd, src_leaf.c_str(), dst_dir.fd, dst_leaf.c_str(), RENAME_NOREPLACE) !=
       0) {
@@ -501,7 +493,7 @@ int EmptyDirectory(int dir, int depth) {
   ::closedir(d);
   for (auto const& [name, is_dir] : entries) {
     if (is_dir) {
-      Fd child(::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      UniqueFd child(::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (child.fd < 0) return errno;
       if (int err = EmptyDirectory(child.fd, depth + 1)) return err;
     }
@@ -530,7 +522,7 @@ int Measure(int dir, TreeUsage& usage, int depth) {
   }
   ::closedir(d);
   for (auto const& name : subdirs) {
-    Fd child(::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    UniqueFd child(::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (child.fd < 0) continue;  // gone meanwhile
     if (int err = Measure(child.fd, usage, depth + 1)) return err;
   }
@@ -544,7 +536,7 @@ Status ConfinedTree::Remove(std::string_view path, bool recursive) const {
   if (!rel.ok()) return rel.status();
   if (rel->empty()) return Status(StatusCode::kInvalidArgument, "the root cannot be removed");
   auto [parent, leaf] = SplitParent(*rel);
-  Fd dir(OpenBeneath(fd_, parent, O_PATH | O_DIRECTORY));
+  UniqueFd dir(OpenBeneath(fd_, parent, O_PATH | O_DIRECTORY));
   if (dir.fd < 0) return Errno(display_, "open", parent, errno);
   struct stat st {};
   if (::fstatat(dir.fd, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
@@ -552,7 +544,8 @@ Status ConfinedTree::Remove(std::string_view path, bool recursive) const {
   }
   if (S_ISDIR(st.st_mode)) {
     if (recursive) {
-      Fd target(::openat(dir.fd, leaf.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      UniqueFd target(
+          ::openat(dir.fd, leaf.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (target.fd < 0) return Errno(display_, "open", *rel, errno);
       if (int err = EmptyDirectory(target.fd, 0)) return Errno(display_, "remove", *rel, err);
     }
@@ -574,7 +567,7 @@ Status ConfinedTree::Remove(std::string_view path, bool recursive) const {
 StatusOr<TreeUsage> ConfinedTree::Usage(std::string_view path) const {
   auto rel = RelativeBeneath(path, absolute_root_);
   if (!rel.ok()) return rel.status();
-  Fd dir(OpenBeneath(fd_, *rel, O_RDONLY | O_DIRECTORY));
+  UniqueFd dir(OpenBeneath(fd_, *rel, O_RDONLY | O_DIRECTORY));
   if (dir.fd < 0) return Errno(display_, "open", *rel, errno);
   TreeUsage usage;
   if (int err = Measure(dir.fd, usage, 0)) return Errno(display_, "read", *rel, err);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/storage/volume.h"
 
+#include "server-reference/common/unique_fd.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <nlohmann/json.hpp>
@@ -25,16 +27,6 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 
 constexpr char kUploads[] = ".uploads";
-
-struct Fd {
-  int fd = -1;
-  explicit Fd(int f) : fd(f) {}
-  Fd(Fd const&) = delete;
-  Fd& operator=(Fd const&) = delete;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
 
 bool Hex32(std::string_view s) {
   if (s.size() != 32) return false;
@@ -195,7 +187,8 @@ StatusOr<UploadSession> Volume::StartUpload(FolderRef const& f, std::string_view
   s.created = Now();
   std::string dir = root_ + "/" + kUploads + "/" + s.id;
   if (::mkdir(dir.c_str(), 0700) != 0) return Io("create " + dir, errno);
-  Fd data(::open((dir + "/data").c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+  server::UniqueFd data(
+      ::open((dir + "/data").c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
   if (data.fd < 0) return Io("create upload", errno);
   // meta.json last (a temporary name, then rename): a session without it never counts.
   std::string meta = MetaJson(s).dump();
@@ -242,7 +235,7 @@ StatusOr<UploadSession> Volume::Append(std::string_view session_id, std::int64_t
   auto s = GetUpload(session_id);
   if (!s.ok()) return s.status();
   std::string dir = root_ + "/" + kUploads + "/" + s->id;
-  Fd file(::open((dir + "/data").c_str(), O_WRONLY | O_CLOEXEC));
+  server::UniqueFd file(::open((dir + "/data").c_str(), O_WRONLY | O_CLOEXEC));
   if (file.fd < 0) return Status(StatusCode::kNotFound, "no such upload session");
   // One writer at a time; the offset is read again under the lock.
   if (::flock(file.fd, LOCK_EX | LOCK_NB) != 0) {
@@ -279,7 +272,7 @@ StatusOr<UploadSession> Volume::Append(std::string_view session_id, std::int64_t
   // Whole: into the folder under its name, then the session is gone.
   auto tree = Tree(s->folder, "");
   if (!tree.ok()) return tree.status();
-  Fd uploads(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  server::UniqueFd uploads(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (auto moved = tree->Adopt(uploads.fd, "data", s->relpath); !moved.ok()) return moved;
   std::error_code ignored;
   fs::remove_all(dir, ignored);
