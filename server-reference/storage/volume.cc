@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/storage/volume.h"
 
+#include "server-reference/common/agent_protocol.h"
 #include "server-reference/common/unique_fd.h"
 
 #include <dirent.h>
@@ -17,7 +18,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <sstream>
 
 namespace bai::storage {
@@ -46,14 +46,6 @@ Status CheckRef(FolderRef const& f) {
                   "digits");
   }
   return Status();
-}
-
-std::string NewId() {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::random_device rd;
-  std::string id;
-  for (int i = 0; i < 32; ++i) id.push_back(kHex[rd() & 15]);
-  return id;
 }
 
 std::int64_t Now() {
@@ -180,7 +172,7 @@ StatusOr<UploadSession> Volume::StartUpload(FolderRef const& f, std::string_view
                                                       std::to_string(*free) + " free");
   }
   UploadSession s;
-  s.id = NewId();
+  s.id = server::agent_protocol::MakeNonce();  // 128 random bits, 32 hex digits
   s.folder = f;
   s.relpath = *rel;
   s.size = size;

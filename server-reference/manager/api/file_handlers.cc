@@ -7,13 +7,12 @@
 #include "bai/protocol/errors.h"
 #include "bai/protocol/session_files.h"
 
+#include "server-reference/common/agent_protocol.h"
 #include "server-reference/common/runner_messages.h"
 #include "server-reference/common/work_files.h"
 #include "server-reference/manager/agents/agents.h"
 #include "server-reference/manager/api/handler_util.h"
 #include "server-reference/manager/api/routes.h"
-
-#include <random>
 
 namespace bai::manager {
 namespace {
@@ -266,8 +265,7 @@ void RegisterSessionFileRoutes(ManagerApi& api, SessionStore& sessions, AgentReg
     std::weak_ptr<std::function<void()>> weak = step;
     *step = [&agents, session = *t.session, exchange, headers, state, weak] {
       if (state->parts.size() == state->paths.size()) {
-        std::random_device rd;
-        std::string boundary = "bai-" + std::to_string(rd()) + std::to_string(rd());
+        std::string boundary = "bai-" + server::agent_protocol::MakeNonce();
         HttpResponse r;
         r.status = 200;
         r.content_type = "multipart/mixed; boundary=" + boundary;
