@@ -22,6 +22,8 @@ endif()
 if(BAI_BUILD_SERVER)
   find_package(SQLite3 3.40 REQUIRED)
   pkg_check_modules(uuid REQUIRED IMPORTED_TARGET uuid)
+  # The storage proxy's directory downloads (zip).
+  pkg_check_modules(libarchive REQUIRED IMPORTED_TARGET libarchive)
   # bai-manager's allocator (ADR 6): not under sanitizers, which bring their own.
   if(NOT BAI_SANITIZERS)
     pkg_check_modules(jemalloc IMPORTED_TARGET jemalloc)

@@ -14,7 +14,7 @@ packages=(
   libcurl4-openssl-dev libssl-dev libsodium-dev nlohmann-json3-dev
   libcli11-dev libtomlplusplus-dev
   # reference server
-  libboost1.81-dev libsqlite3-dev uuid-dev libjemalloc-dev
+  libboost1.81-dev libsqlite3-dev uuid-dev libjemalloc-dev libarchive-dev
   # the agent's runc backend and the built-in python image
   runc tar python3
   # tests and benchmarks

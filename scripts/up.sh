@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # `make up`: the embedded all-in-one. Installs dependencies, builds, starts bai-manager (SQLite)
 # and a runc bai-agent on this machine, writes credentials and the `local` profile, runs one
-# smoke session and stays up until Ctrl-C. State lives in .bai-up/ and is reused next time.
+# smoke session and stays up until Ctrl-C. State lives in .bai-up/ and is reused next time. The
+# manager runs the storage proxy `local` in process: vfolders on the host local:volume1, kept in
+# .bai-up/manager/vfolders/volume1, uploads and downloads on port BAI_UP_STORAGE_PORT.
 #
 #   BAI_UP_PORT   manager port (default 8081)
+#   BAI_UP_STORAGE_PORT  the storage proxy's /upload and /download (default 6021)
 #   BAI_UP_DIR    state directory (default .bai-up in the repository)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 port=${BAI_UP_PORT:-8081}
+storage_port=${BAI_UP_STORAGE_PORT:-6021}
 state=${BAI_UP_DIR:-$root/.bai-up}
 bin=$root/build/bin
 
@@ -26,7 +30,7 @@ say "installing dependencies"
 bash "$root/scripts/install-deps.sh"
 say "building"
 cmake --preset default -S "$root" >/dev/null
-cmake --build "$root/build" --target bai_cli bai_manager bai_agent bai_kernel_runner
+cmake --build "$root/build" --target bai_cli bai_manager bai_agent bai_kernel_runner bai_storage
 
 if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
   die "port $port is in use (another make up?); set BAI_UP_PORT to use another"
@@ -54,7 +58,7 @@ stop() {
 trap stop INT TERM EXIT
 
 "$bin/bai-manager" --data-dir "$state/manager" --listen "127.0.0.1:$port" \
-  >>"$state/logs/manager.log" 2>&1 &
+  --storage-listen "127.0.0.1:$storage_port" >>"$state/logs/manager.log" 2>&1 &
 manager_pid=$!
 for _ in $(seq 100); do
   if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
@@ -101,7 +105,8 @@ done
 
 cat <<EOF
 
-  bai is up: manager http://127.0.0.1:$port, agent local-agent (runc), state in $state
+  bai is up: manager http://127.0.0.1:$port, agent local-agent (runc), vfolders on local:volume1
+  (storage proxy http://127.0.0.1:$storage_port), state in $state
 
   credentials ($state/credentials.env, also the profile "local" in $config_dir):
     BACKEND_ENDPOINT=http://127.0.0.1:$port

@@ -96,63 +96,54 @@ Status TooLarge(std::string_view root, std::string const& rel, std::int64_t limi
                                                     " bytes (use a virtual folder for large data)");
 }
 
-// Appends the member `name` (the object `fd` refers to, opened with O_PATH|O_NOFOLLOW or as a
-// directory) and, for a directory, everything in it.
-Status AddMember(std::string_view root, int parent, std::string const& entry,
-                 std::string const& name, std::string const& rel, std::int64_t limit, int depth,
-                 std::string& out) {
-  struct stat st {};
-  if (::fstatat(parent, entry.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+// Visits the entry `entry` of `parent` as `name` and, for a directory, everything in it.
+Status WalkEntry(std::string_view root, int parent, std::string const& entry,
+                 std::string const& name, std::string const& rel, int depth,
+                 TreeVisitor const& visit) {
+  TreeEntry e;
+  e.name = name;
+  if (::fstatat(parent, entry.c_str(), &e.st, AT_SYMLINK_NOFOLLOW) != 0) {
     return Errno(root, "stat", rel, errno);
   }
-  p::TarMember m;
-  m.name = name;
-  m.mode = st.st_mode & 07777;
-  m.mtime = st.st_mtim.tv_sec;
-  if (S_ISLNK(st.st_mode)) {
+  if (S_ISLNK(e.st.st_mode)) {
     std::string target(4096, '\0');
     ssize_t n = ::readlinkat(parent, entry.c_str(), target.data(), target.size());
     if (n < 0) return Errno(root, "readlink", rel, errno);
     target.resize(static_cast<std::size_t>(n));
-    m.type = p::TarType::kSymlink;
-    m.link = target;
-    out += p::TarHeader(m, 0);
-  } else if (S_ISDIR(st.st_mode)) {
+    e.link = std::move(target);
+    return visit(e);
+  }
+  if (S_ISDIR(e.st.st_mode)) {
     if (depth > kMaxDepth) {
       return Status(StatusCode::kFailedPrecondition, rel + ": directories nested too deeply");
     }
     UniqueFd dir(::openat(parent, entry.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (dir.fd < 0) return Errno(root, "open", rel, errno);
-    m.type = p::TarType::kDirectory;
-    out += p::TarHeader(m, 0);
+    if (auto s = visit(e); !s.ok()) return s;
     DIR* d = ::fdopendir(::dup(dir.fd));
     if (!d) return Errno(root, "read", rel, errno);
     std::vector<std::string> names;
-    while (dirent* e = ::readdir(d)) {
-      if (std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, "..")) names.push_back(e->d_name);
+    while (dirent* de = ::readdir(d)) {
+      if (std::strcmp(de->d_name, ".") && std::strcmp(de->d_name, "..")) {
+        names.push_back(de->d_name);
+      }
     }
     ::closedir(d);
     std::sort(names.begin(), names.end());
     for (auto const& child : names) {
-      auto s = AddMember(root, dir.fd, child, name + "/" + child,
-                         rel.empty() ? child : rel + "/" + child, limit, depth + 1, out);
+      auto s = WalkEntry(root, dir.fd, child, name + "/" + child,
+                         rel.empty() ? child : rel + "/" + child, depth + 1, visit);
       if (!s.ok()) return s;
     }
-  } else if (S_ISREG(st.st_mode)) {
+    return Status();
+  }
+  if (S_ISREG(e.st.st_mode)) {
     UniqueFd file(::openat(parent, entry.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
     if (file.fd < 0) return Errno(root, "open", rel, errno);
-    std::string data;
-    std::int64_t room = limit - static_cast<std::int64_t>(out.size());
-    if (!ReadAll(file.fd, data, room)) return Errno(root, "read", rel, errno);
-    m.type = p::TarType::kFile;
-    auto size = static_cast<std::int64_t>(data.size());
-    out += p::TarHeader(m, size);
-    out += data;
-    out += p::TarPadding(size);
+    e.fd = file.fd;
+    return visit(e);
   }
-  // Devices, FIFOs and sockets are left out (nothing a download could use).
-  if (static_cast<std::int64_t>(out.size()) > limit) return TooLarge(root, rel, limit);
-  return Status();
+  return Status();  // devices, FIFOs and sockets: nothing a copy could use
 }
 
 }  // namespace
@@ -374,24 +365,126 @@ StatusOr<std::string> ConfinedTree::Read(std::string_view path, std::int64_t lim
   return data;
 }
 
+Status ConfinedTree::Walk(std::string_view path, TreeVisitor const& visit,
+                          std::string const& root_name) const {
+  auto rel = RelativeBeneath(path, absolute_root_);
+  if (!rel.ok()) return rel.status();
+  if (rel->empty()) return WalkEntry(display_, fd_, ".", root_name, "", 0, visit);
+  auto [parent, leaf] = SplitParent(*rel);
+  UniqueFd dir(OpenBeneath(fd_, parent, O_PATH | O_DIRECTORY));
+  if (dir.fd < 0) return Errno(display_, "open", parent, errno);
+  return WalkEntry(display_, dir.fd, leaf, leaf, *rel, 0, visit);
+}
+
 StatusOr<std::string> ConfinedTree::Archive(std::string_view path, std::int64_t limit) const {
   auto rel = RelativeBeneath(path, absolute_root_);
   if (!rel.ok()) return std::move(rel).status();
-  auto [parent, leaf] = SplitParent(*rel);
   std::string out;
-  if (rel->empty()) {
-    // The work directory itself, named as its last component.
-    auto s = AddMember(display_, fd_, ".", "work", "", limit, 0, out);
-    if (!s.ok()) return s;
-  } else {
-    UniqueFd dir(OpenBeneath(fd_, parent, O_PATH | O_DIRECTORY));
-    if (dir.fd < 0) return Errno(display_, "open", parent, errno);
-    auto s = AddMember(display_, dir.fd, leaf, leaf, *rel, limit, 0, out);
-    if (!s.ok()) return s;
-  }
+  auto too_large = [&] { return TooLarge(display_, *rel, limit); };
+  auto s = Walk(*rel, [&](TreeEntry const& e) -> Status {
+    p::TarMember m;
+    m.name = e.name;
+    m.mode = e.st.st_mode & 07777;
+    m.mtime = e.st.st_mtim.tv_sec;
+    if (S_ISLNK(e.st.st_mode)) {
+      m.type = p::TarType::kSymlink;
+      m.link = e.link;
+      out += p::TarHeader(m, 0);
+    } else if (S_ISDIR(e.st.st_mode)) {
+      m.type = p::TarType::kDirectory;
+      out += p::TarHeader(m, 0);
+    } else {
+      std::string data;
+      std::int64_t room = limit - static_cast<std::int64_t>(out.size());
+      if (!ReadAll(e.fd, data, room)) return Errno(display_, "read", *rel, errno);
+      m.type = p::TarType::kFile;
+      auto size = static_cast<std::int64_t>(data.size());
+      out += p::TarHeader(m, size);
+      out += data;
+      out += p::TarPadding(size);
+    }
+    if (static_cast<std::int64_t>(out.size()) > limit) return too_large();
+    return Status();
+  });
+  if (!s.ok()) return s;
   out += p::TarEnd();
-  if (static_cast<std::int64_t>(out.size()) > limit) return TooLarge(display_, *rel, limit);
+  if (static_cast<std::int64_t>(out.size()) > limit) return too_large();
   return out;
+}
+
+StatusOr<OpenedFile> ConfinedTree::OpenFile(std::string_view path) const {
+  auto rel = RelativeBeneath(path, absolute_root_);
+  if (!rel.ok()) return std::move(rel).status();
+  OpenedFile f;
+  f.fd = UniqueFd(OpenBeneath(fd_, *rel, O_RDONLY | O_NONBLOCK));
+  if (f.fd.fd < 0) return Errno(display_, "open", *rel, errno);
+  if (::fstat(f.fd.fd, &f.st) != 0) return Errno(display_, "stat", *rel, errno);
+  if (!S_ISREG(f.st.st_mode) && !S_ISDIR(f.st.st_mode)) {
+    return Status(StatusCode::kFailedPrecondition, display_ + "/" + *rel + ": not a regular file");
+  }
+  return f;
+}
+
+Status ConfinedTree::WriteFrom(std::string_view path, int source) const {
+  auto rel = RelativeBeneath(path, absolute_root_);
+  if (!rel.ok()) return rel.status();
+  auto parent_fd = ParentFor(*rel);
+  if (!parent_fd.ok()) return parent_fd.status();
+  UniqueFd dir(*parent_fd);
+  std::string leaf = SplitParent(*rel).second;
+  std::random_device rd;
+  std::string tmp = ".bai-copy-" + std::to_string(rd()) + std::to_string(::getpid());
+  UniqueFd file(
+      ::openat(dir.fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (file.fd < 0) return Errno(display_, "create", *rel, errno);
+  auto fail = [&](int err) {
+    ::unlinkat(dir.fd, tmp.c_str(), 0);
+    return Errno(display_, "write", *rel, err);
+  };
+  loff_t in = 0;
+  for (;;) {
+    ssize_t n = ::copy_file_range(source, &in, file.fd, nullptr, 1 << 30, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)) {
+      // Another filesystem, or one without the call: plain reads and writes.
+      char buf[65536];
+      for (;;) {
+        ssize_t r = ::pread(source, buf, sizeof buf, in);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return fail(errno);
+        if (r == 0) break;
+        in += r;
+        for (ssize_t off = 0; off < r;) {
+          ssize_t w = ::write(file.fd, buf + off, static_cast<std::size_t>(r - off));
+          if (w < 0 && errno == EINTR) continue;
+          if (w <= 0) return fail(w < 0 ? errno : ENOSPC);
+          off += w;
+        }
+      }
+      break;
+    }
+    if (n < 0) return fail(errno);
+    if (n == 0) break;
+  }
+  if (::renameat(dir.fd, tmp.c_str(), dir.fd, leaf.c_str()) != 0) {
+    int err = errno;
+    ::unlinkat(dir.fd, tmp.c_str(), 0);
+    return Errno(display_, "rename", *rel, err);
+  }
+  return Status();
+}
+
+Status ConfinedTree::Symlink(std::string_view path, std::string const& target) const {
+  auto rel = RelativeBeneath(path, absolute_root_);
+  if (!rel.ok()) return rel.status();
+  auto parent_fd = ParentFor(*rel);
+  if (!parent_fd.ok()) return parent_fd.status();
+  UniqueFd dir(*parent_fd);
+  std::string leaf = SplitParent(*rel).second;
+  if (::symlinkat(target.c_str(), dir.fd, leaf.c_str()) != 0) {
+    return Errno(display_, "link", *rel, errno);
+  }
+  return Status();
 }
 
 Status ConfinedTree::Mkdir(std::string_view path, bool parents, bool exist_ok) const {

@@ -4,7 +4,12 @@
 #include "bai/protocol/session_files.h"
 #include "bai/status.h"
 
+#include "server-reference/common/unique_fd.h"
+
+#include <sys/stat.h>
+
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +25,21 @@ namespace bai::server {
 /// kInvalidArgument for NUL, a ".." component, a component longer than 255 bytes or a path
 /// longer than 4095.
 StatusOr<std::string> RelativeBeneath(std::string_view path, std::string_view absolute_root);
+
+/// One entry met by ConfinedTree::Walk.
+struct TreeEntry {
+  std::string name;  ///< the walked path's last component, then "/child"… below it
+  struct stat st {};
+  int fd = -1;       ///< a regular file, open for reading (only during the visit)
+  std::string link;  ///< a symbolic link's target
+};
+using TreeVisitor = std::function<Status(TreeEntry const&)>;
+
+/// A regular file opened for reading, with what fstat said.
+struct OpenedFile {
+  UniqueFd fd;
+  struct stat st {};
+};
 
 /// What one directory entry is.
 struct TreeUsage {
@@ -51,6 +71,20 @@ class ConfinedTree {
   /// its members named from the path's last component; kResourceExhausted once it would pass
   /// `limit` bytes.
   StatusOr<std::string> Archive(std::string_view path, std::int64_t limit) const;
+
+  /// Visits `path` and, for a directory, everything beneath it, parents before children, names
+  /// sorted; links are visited, never followed; devices, FIFOs and sockets are skipped. The root
+  /// itself is named `root_name`. An error from `visit` ends the walk.
+  Status Walk(std::string_view path, TreeVisitor const& visit,
+              std::string const& root_name = "work") const;
+  /// A regular file or a directory, opened for reading (kFailedPrecondition for anything else);
+  /// `st` says which.
+  StatusOr<OpenedFile> OpenFile(std::string_view path) const;
+  /// Like Write, with the bytes of the open file `source` (from its start).
+  Status WriteFrom(std::string_view path, int source) const;
+  /// Makes a symbolic link at `path` pointing to `target` (stored as given; every access through
+  /// the tree stays confined whatever it says).
+  Status Symlink(std::string_view path, std::string const& target) const;
 
   /// Makes a directory (and its parents with `parents`); kAlreadyExists unless `exist_ok`.
   Status Mkdir(std::string_view path, bool parents, bool exist_ok) const;

@@ -23,6 +23,14 @@ Status SetListen(std::string const& text, ManagerConfig& config) {
   return {};
 }
 
+Status SetStorageListen(std::string const& text, ManagerConfig& config) {
+  ManagerConfig scratch;
+  if (auto s = SetListen(text, scratch); !s.ok()) return s;
+  config.vfolders.listen_address = scratch.listen_address;
+  config.vfolders.listen_port = scratch.listen_port;
+  return {};
+}
+
 Status LoadManagerConfig(std::string const& path, ManagerConfig& config) {
   toml::table doc;
   try {
@@ -37,7 +45,8 @@ Status LoadManagerConfig(std::string const& path, ManagerConfig& config) {
   for (auto const& [section, node] : doc) {
     auto const* table = node.as_table();
     std::string name(section.str());
-    if (!table || (name != "server" && name != "storage" && name != "agents" && name != "auth")) {
+    if (!table || (name != "server" && name != "storage" && name != "agents" && name != "auth" &&
+                   name != "vfolders")) {
       return Status(StatusCode::kInvalidArgument, path + ": unknown section [" + name + "]");
     }
     for (auto const& [k, v] : *table) {
@@ -81,6 +90,42 @@ Status LoadManagerConfig(std::string const& path, ManagerConfig& config) {
         (key == "auth.login_attempts_per_address" ? config.login_limits.per_address
                                                   : config.login_limits.failures_per_user) =
             static_cast<int>(*n);
+      } else if (key == "vfolders.embedded") {
+        auto b = v.value<bool>();
+        if (!b) return bad(key, "true or false");
+        config.vfolders.embedded = *b;
+      } else if (key == "vfolders.listen") {
+        auto s = v.value<std::string>();
+        if (!s) return bad(key, "a \"host:port\" string");
+        if (auto st = SetStorageListen(*s, config); !st.ok()) return st;
+      } else if (key == "vfolders.public_url" || key == "vfolders.default_host") {
+        auto s = v.value<std::string>();
+        if (!s) return bad(key, "a string");
+        (key == "vfolders.public_url" ? config.vfolders.public_url : config.vfolders.default_host) =
+            *s;
+      } else if (key == "vfolders.volumes") {
+        auto const* t = v.as_table();
+        if (!t) return bad(key, "a table of name = \"directory\"");
+        for (auto const& [vk, vv] : *t) {
+          auto dir = vv.value<std::string>();
+          if (!dir || dir->empty()) return bad(key, "a table of name = \"directory\"");
+          config.vfolders.volumes[std::string(vk.str())] = *dir;
+        }
+      } else if (key == "vfolders.proxies") {
+        auto const* list = v.as_array();
+        if (!list) return bad(key, "an array of tables");
+        for (auto const& item : *list) {
+          auto const* t = item.as_table();
+          if (!t) return bad(key, "an array of tables");
+          ManagerConfig::RemoteProxy proxy;
+          proxy.name = (*t)["name"].value_or(std::string());
+          proxy.url = (*t)["url"].value_or(std::string());
+          proxy.secret_file = (*t)["secret_file"].value_or(std::string());
+          if (proxy.name.empty() || proxy.url.empty() || proxy.secret_file.empty()) {
+            return bad(key, "tables with name, url and secret_file");
+          }
+          config.vfolders.proxies.push_back(proxy);
+        }
       } else if (key == "auth.login_window") {
         auto n = v.value<std::int64_t>();
         if (!n || *n < 1 || *n > 86400) return bad(key, "seconds from 1 to 86400");

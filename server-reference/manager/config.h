@@ -6,7 +6,9 @@
 #include "server-reference/manager/api/login_throttle.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <vector>
 
 namespace bai::manager {
 
@@ -28,6 +30,16 @@ namespace bai::manager {
 /// login_attempts_per_address = 30  # password logins one client address may try per window
 /// login_failures_per_user = 10     # failed logins an account takes per window, then 429
 /// login_window = 300               # seconds
+/// [vfolders]
+/// embedded = true             # run a storage proxy "local" in this process
+/// listen = "127.0.0.1:0"      # its client-facing /upload and /download (0: any free port)
+/// public_url = ""             # what clients are told (default http://LISTEN)
+/// volumes = { volume1 = "/srv/vfolders/volume1" }  # default: <data_dir>/vfolders/volume1
+/// default_host = "local:volume1"
+/// [[vfolders.proxies]]        # bai-storage processes (their manager-facing API)
+/// name = "nas"
+/// url = "http://10.0.0.2:6022"
+/// secret_file = "/etc/bai/storage-secret"
 /// ```
 struct ManagerConfig {
   std::string listen_address = "127.0.0.1";
@@ -42,6 +54,19 @@ struct ManagerConfig {
   bool allow_signup = false;
   LoginLimits login_limits;
 
+  struct RemoteProxy {
+    std::string name, url, secret_file;
+  };
+  struct VFolders {
+    bool embedded = true;
+    std::string listen_address = "127.0.0.1";
+    std::uint16_t listen_port = 0;
+    std::string public_url;
+    std::map<std::string, std::string> volumes;  ///< empty: volume1 under the data directory
+    std::string default_host = "local:volume1";
+    std::vector<RemoteProxy> proxies;
+  } vfolders;
+
   std::string DatabasePath() const {
     return database.empty() ? data_dir + "/manager.db" : database;
   }
@@ -55,5 +80,7 @@ Status LoadManagerConfig(std::string const& path, ManagerConfig& config);
 
 /// Parses "host:port" into the config.
 Status SetListen(std::string const& text, ManagerConfig& config);
+/// Parses "host:port" for the embedded storage proxy's client listener.
+Status SetStorageListen(std::string const& text, ManagerConfig& config);
 
 }  // namespace bai::manager

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // bai-manager: the reference Backend.AI manager.
 //   bai-manager [--config FILE] [--listen HOST:PORT] [--data-dir DIR] [--threads N]
+//               [--storage-listen HOST:PORT]
 //   bai-manager fixture load FILE.json [--config FILE] [--data-dir DIR]
 #include "server-reference/manager/manager.h"
 
@@ -29,6 +30,9 @@ int main(int argc, char** argv) {
   app.add_option("--listen", listen, "HOST:PORT to listen on (default 127.0.0.1:8081)");
   app.add_option("--data-dir", data_dir, "Directory for the database and credentials");
   app.add_option("--threads", threads, "I/O threads")->check(CLI::Range(1, 256));
+  std::string storage_listen;
+  app.add_option("--storage-listen", storage_listen,
+                 "HOST:PORT of the embedded storage proxy's /upload and /download");
   app.add_flag("--allow-signup", allow_signup, "Let anyone create a user with POST /auth/signup");
   app.add_flag_function(
       "--version",
@@ -50,6 +54,9 @@ int main(int argc, char** argv) {
   }
   if (!listen.empty()) {
     if (auto s = bai::manager::SetListen(listen, config); !s.ok()) return Fail(s);
+  }
+  if (!storage_listen.empty()) {
+    if (auto s = bai::manager::SetStorageListen(storage_listen, config); !s.ok()) return Fail(s);
   }
   if (!data_dir.empty()) config.data_dir = data_dir;
   if (threads > 0) config.threads = threads;
@@ -80,6 +87,10 @@ int main(int argc, char** argv) {
   if (boot.created) {
     std::cerr << "bai-manager: first start; superadmin credentials written to "
               << boot.credentials_file << "\n";
+  }
+  if (auto* storage = (*manager)->storage()) {
+    std::cout << "bai-manager: storage proxy 'local' at " << storage->service().options().client_url
+              << std::endl;
   }
   std::cout << "bai-manager listening on " << config.listen_address << ":" << (*manager)->port()
             << std::endl;

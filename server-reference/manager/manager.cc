@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 
 namespace bai::manager {
 
@@ -77,6 +78,8 @@ StatusOr<std::unique_ptr<Manager>> Manager::Start(ManagerConfig const& config) {
   RegisterLogRoutes(*m->api_, *m->sessions_, *m->agents_);
   RegisterSessionFileRoutes(*m->api_, *m->sessions_, *m->agents_);
   RegisterTaskRoutes(*m->api_, *m->sessions_, *m->agents_, *m->tasks_, *m->hub_);
+  if (auto s = m->StartStorage(config); !s.ok()) return s;
+  RegisterVFolderRoutes(*m->api_, m->links_);
   m->hub_->Every(std::chrono::milliseconds(100), [raw] { raw->agents_->ExpireRequests(); });
   m->hub_->Every(std::chrono::seconds(1), [raw] { raw->agents_->Tick(); });
   m->hub_->Every(std::chrono::minutes(10),
@@ -103,6 +106,48 @@ StatusOr<std::unique_ptr<Manager>> Manager::Start(ManagerConfig const& config) {
   return m;
 }
 
+Status Manager::StartStorage(ManagerConfig const& config) {
+  auto const& v = config.vfolders;
+  links_.default_host = v.default_host;
+  if (v.embedded) {
+    storage::StorageOptions o;
+    o.name = "local";
+    o.volumes = v.volumes;
+    if (o.volumes.empty()) {
+      std::string root = config.data_dir + "/vfolders";
+      ::mkdir(root.c_str(), 0700);
+      o.volumes["volume1"] = root + "/volume1";
+    }
+    for (auto const& [name, dir] : o.volumes) ::mkdir(dir.c_str(), 0755);
+    auto secret = LoadOrCreateSecret(config.data_dir + "/storage-secret");
+    if (!secret.ok()) return secret.status();
+    o.secret = *secret;
+    storage::ProxyListen listen;
+    listen.address = v.listen_address;
+    listen.client_port = v.listen_port;
+    listen.public_url = v.public_url;
+    auto proxy = storage::StorageProxy::Start(o, listen);
+    if (!proxy.ok()) return proxy.status();
+    storage_ = std::move(*proxy);
+    auto* service = &storage_->service();
+    links_.Add("local", [service](std::string_view op, nlohmann::json const& args) {
+      return service->Manage(op, args);
+    });
+  }
+  for (auto const& r : v.proxies) {
+    // The proxy made the secret; a missing file is a configuration error, never a new secret.
+    std::ifstream in(r.secret_file);
+    std::string secret;
+    std::getline(in, secret);
+    if (secret.size() < 16) {
+      return Status(StatusCode::kFailedPrecondition,
+                    "storage proxy " + r.name + ": cannot read a secret from " + r.secret_file);
+    }
+    links_.AddRemote(r.name, r.url, secret);
+  }
+  return Status();
+}
+
 Manager::~Manager() {
   Stop();
   // Sockets held by streams and agent links belong to the server's io_context: release them
@@ -111,10 +156,12 @@ Manager::~Manager() {
   agents_.reset();
   api_.reset();
   http_.reset();
+  storage_.reset();
 }
 
 void Manager::Stop() {
   if (http_) http_->Stop();
+  if (storage_) storage_->Stop();
   if (hub_) hub_->Stop();
 }
 

@@ -12,6 +12,8 @@
 #include "server-reference/manager/state/bootstrap.h"
 #include "server-reference/manager/state/sessions.h"
 #include "server-reference/manager/state/store.h"
+#include "server-reference/manager/vfolders/storage_links.h"
+#include "server-reference/storage/proxy.h"
 
 #include <cstdint>
 #include <memory>
@@ -44,15 +46,20 @@ class Manager {
   /// creation).
   void Schedule(std::string const& scaling_group);
   BootstrapResult const& bootstrap() const { return state_.bootstrap; }
+  /// The storage proxy in this process (null when `vfolders.embedded` is off).
+  storage::StorageProxy* storage() { return storage_.get(); }
   void Stop();
 
  private:
   Manager() = default;
+  Status StartStorage(ManagerConfig const& config);
   OpenedState state_;
   std::unique_ptr<SessionStore> sessions_;
   std::unique_ptr<BackgroundTaskStore> tasks_;
   std::unique_ptr<EventHub> hub_;
   std::unique_ptr<AgentRegistry> agents_;
+  std::unique_ptr<storage::StorageProxy> storage_;
+  vfolders::StorageLinks links_;
   std::unique_ptr<ManagerApi> api_;
   std::unique_ptr<server::HttpServer> http_;
 };

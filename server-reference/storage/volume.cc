@@ -125,6 +125,27 @@ StatusOr<server::ConfinedTree> Volume::Tree(FolderRef const& f, std::string disp
   return server::ConfinedTree::Open(*path, "", std::move(display));
 }
 
+StatusOr<server::TreeUsage> Volume::ScopeUsage(std::string_view scope) const {
+  if (auto s = CheckRef({std::string(scope), std::string(32, '0')}); !s.ok()) return s;
+  server::TreeUsage usage;
+  std::string dir = root_ + "/" + std::string(scope);
+  std::error_code ec;
+  if (fs::is_directory(dir, ec)) {
+    auto tree = server::ConfinedTree::Open(dir, "", name_);
+    if (!tree.ok()) return tree.status();
+    auto used = tree->Usage();
+    if (!used.ok()) return used.status();
+    usage = *used;
+  }
+  for (auto const& s : Sessions()) {
+    if (s.folder.scope == scope) {
+      usage.files += 1;
+      usage.bytes += s.size;
+    }
+  }
+  return usage;
+}
+
 StatusOr<std::int64_t> Volume::FreeBytes() const {
   struct statvfs v {};
   if (::statvfs(root_.c_str(), &v) != 0) return Io("statvfs " + root_, errno);
@@ -158,11 +179,7 @@ StatusOr<UploadSession> Volume::StartUpload(FolderRef const& f, std::string_view
   if (!tree.ok()) return tree.status();
   if (auto writable = tree->CheckWritable(*rel); !writable.ok()) return writable;
   if (resume) {
-    for (auto const& s : Sessions()) {
-      if (s.folder.scope == f.scope && s.folder.id == f.id && s.relpath == *rel && s.size == size) {
-        return s;
-      }
-    }
+    if (auto s = FindUpload(f, *rel, size); s.ok()) return s;
   }
   auto free = FreeBytes();
   if (!free.ok()) return free.status();
@@ -180,7 +197,7 @@ StatusOr<UploadSession> Volume::StartUpload(FolderRef const& f, std::string_view
   std::string dir = root_ + "/" + kUploads + "/" + s.id;
   if (::mkdir(dir.c_str(), 0700) != 0) return Io("create " + dir, errno);
   server::UniqueFd data(
-      ::open((dir + "/data").c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+      ::open((dir + "/data").c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
   if (data.fd < 0) return Io("create upload", errno);
   // meta.json last (a temporary name, then rename): a session without it never counts.
   std::string meta = MetaJson(s).dump();
@@ -197,6 +214,18 @@ StatusOr<UploadSession> Volume::StartUpload(FolderRef const& f, std::string_view
     return Io("write upload metadata", errno);
   }
   return s;
+}
+
+StatusOr<UploadSession> Volume::FindUpload(FolderRef const& f, std::string_view path,
+                                           std::int64_t size) const {
+  auto rel = server::RelativeBeneath(path, "");
+  if (!rel.ok()) return rel.status();
+  for (auto const& s : Sessions()) {
+    if (s.folder.scope == f.scope && s.folder.id == f.id && s.relpath == *rel && s.size == size) {
+      return s;
+    }
+  }
+  return Status(StatusCode::kNotFound, "no unfinished upload of that file");
 }
 
 StatusOr<UploadSession> Volume::GetUpload(std::string_view session_id) const {

@@ -53,6 +53,9 @@ class Volume {
   Status DeleteFolder(FolderRef const& folder) const;
   /// The folder's files, confined beneath it; paths in messages read `display/…`.
   StatusOr<server::ConfinedTree> Tree(FolderRef const& folder, std::string display) const;
+  /// What a quota scope holds: its folders' files and bytes, plus the unfinished uploads into
+  /// them at their full size (an upload reserves its room when it starts).
+  StatusOr<server::TreeUsage> ScopeUsage(std::string_view scope) const;
   /// Bytes free for uploads on the volume's filesystem.
   StatusOr<std::int64_t> FreeBytes() const;
 
@@ -62,6 +65,9 @@ class Volume {
   /// volume has free.
   StatusOr<UploadSession> StartUpload(FolderRef const& folder, std::string_view path,
                                       std::int64_t size, bool resume) const;
+  /// The unfinished session for the same folder, path and size; kNotFound when there is none.
+  StatusOr<UploadSession> FindUpload(FolderRef const& folder, std::string_view path,
+                                     std::int64_t size) const;
   /// kNotFound for an unknown (or finished, or cancelled) session.
   StatusOr<UploadSession> GetUpload(std::string_view session_id) const;
   /// Writes `data` at `offset` (which must be the session's offset: kAborted otherwise, nothing

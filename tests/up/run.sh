@@ -21,7 +21,8 @@ if [[ $(id -u) -ne 0 ]]; then
   exit 0
 fi
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-export BAI_UP_DIR=$work/state BAI_UP_PORT=$port BAI_CONFIG_DIR=$work/cfg
+storage_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+export BAI_UP_DIR=$work/state BAI_UP_PORT=$port BAI_UP_STORAGE_PORT=$storage_port BAI_CONFIG_DIR=$work/cfg
 
 start() {
   setsid bash "$repo/scripts/up.sh" >"$work/up.log" 2>&1 &
@@ -51,6 +52,13 @@ grep -Eq "default_profile = ['\"]local['\"]" "$BAI_CONFIG_DIR/config.toml" || { 
 out=$(env -u BACKEND_ENDPOINT -u BACKEND_ACCESS_KEY -u BACKEND_SECRET_KEY \
   "$repo/build/bin/bai" run shell -- sh -c 'echo via-profile; exit 5') && rc=0 || rc=$?
 [[ $out == via-profile && $rc == 5 ]] || { echo "FAIL: job via profile: '$out' rc=$rc"; exit 1; }
+# The embedded storage proxy: local:volume1 under the state directory, transfers on its port.
+hosts=$("$repo/build/bin/bai" api GET /folders/_/hosts)
+[[ $hosts == *'"default":"local:volume1"'* ]] || { echo "FAIL: no local:volume1: $hosts"; exit 1; }
+[[ -d $BAI_UP_DIR/manager/vfolders/volume1 ]] || { echo "FAIL: volume1 not under the state directory"; exit 1; }
+"$repo/build/bin/bai" api POST /folders -d '{"name": "up-data"}' >/dev/null
+ticket=$("$repo/build/bin/bai" api POST /folders/up-data/request-upload -d '{"path": "a.txt", "size": 2}')
+[[ $ticket == *"\"url\":\"http://127.0.0.1:$storage_port/upload\""* ]] || { echo "FAIL: upload URL: $ticket"; exit 1; }
 # A kernel still running at Ctrl-C is ended.
 "$repo/build/bin/bai" run python --name up-left -c 'x = 1' >/dev/null
 key=$(grep ACCESS_KEY "$BAI_UP_DIR/credentials.env")

@@ -52,6 +52,12 @@ void RegisterSessionFileRoutes(ManagerApi& api, SessionStore& sessions, AgentReg
 /// The body limit of those routes (an upload carries up to 20 files of 1 MiB); 0 for others.
 std::size_t SessionFileBodyLimit(std::string_view method, std::string_view path);
 
+namespace vfolders {
+class StorageLinks;
+}
+/// Virtual folders, `/folders/…` (vfolder_handlers.cc); the bytes are on `links`' proxies.
+void RegisterVFolderRoutes(ManagerApi& api, vfolders::StorageLinks const& links);
+
 /// Background tasks: GET /events/background-task, and the session commit that runs as one
 /// (task_handlers.cc).
 void RegisterTaskRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry& agents,

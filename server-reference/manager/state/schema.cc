@@ -145,11 +145,40 @@ server::Migration AgentLists() {
           }};
 }
 
+server::Migration VFolders() {
+  return {6,
+          "virtual folders, their sharing and invitations, quota scopes",
+          {
+              "CREATE TABLE vfolders (id TEXT PRIMARY KEY, name TEXT NOT NULL, "
+              "host TEXT NOT NULL, quota_scope_id TEXT NOT NULL, "
+              "usage_mode TEXT NOT NULL DEFAULT 'general', "
+              "permission TEXT NOT NULL DEFAULT 'rw', ownership_type TEXT NOT NULL, "
+              "user_id TEXT REFERENCES users(uuid) ON DELETE CASCADE, "
+              "group_id TEXT REFERENCES groups(id) ON DELETE CASCADE, creator TEXT NOT NULL, "
+              "domain_name TEXT NOT NULL, cloneable INTEGER NOT NULL DEFAULT 0, "
+              "status TEXT NOT NULL DEFAULT 'ready', created_at TEXT NOT NULL, "
+              "last_used TEXT)",
+              "CREATE INDEX vfolders_user ON vfolders (user_id)",
+              "CREATE INDEX vfolders_group ON vfolders (group_id)",
+              "CREATE TABLE vfolder_permissions ("
+              "vfolder_id TEXT NOT NULL REFERENCES vfolders(id) ON DELETE CASCADE, "
+              "user_id TEXT NOT NULL REFERENCES users(uuid) ON DELETE CASCADE, "
+              "permission TEXT NOT NULL, PRIMARY KEY (vfolder_id, user_id))",
+              "CREATE TABLE vfolder_invitations (id TEXT PRIMARY KEY, "
+              "vfolder_id TEXT NOT NULL REFERENCES vfolders(id) ON DELETE CASCADE, "
+              "inviter TEXT NOT NULL, invitee TEXT NOT NULL, permission TEXT NOT NULL, "
+              "state TEXT NOT NULL DEFAULT 'pending', created_at TEXT NOT NULL, "
+              "modified_at TEXT NOT NULL)",
+              "CREATE TABLE quota_scopes (scope_id TEXT PRIMARY KEY, "
+              "max_bytes INTEGER NOT NULL DEFAULT 0, max_files INTEGER NOT NULL DEFAULT 0)",
+          }};
+}
+
 }  // namespace
 
 std::vector<server::Migration> const& Migrations() {
   static auto const* const kMigrations = new std::vector<server::Migration>{
-      Principals(), Sessions(), RateLimits(), BackgroundTasks(), AgentLists()};
+      Principals(), Sessions(), RateLimits(), BackgroundTasks(), AgentLists(), VFolders()};
   return *kMigrations;
 }
 

@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "bai/status.h"
+
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace bai::manager::vfolders {
+
+/// The storage proxies the manager knows, by name: one in process (its StorageService called
+/// directly) or remote `bai-storage`s reached over their manager-facing API with the shared
+/// secret. Either way an operation is storage_api.h's op and JSON.
+class StorageLinks {
+ public:
+  using Link = std::function<StatusOr<nlohmann::json>(std::string_view op, nlohmann::json const&)>;
+
+  void Add(std::string proxy, Link call) { links_[std::move(proxy)] = std::move(call); }
+  /// A remote proxy at `url` (its manager-facing API).
+  void AddRemote(std::string proxy, std::string url, std::string secret);
+  /// `op` on the proxy of `host` ("PROXY:VOLUME"); `args` gets `volume`. kNotFound for an
+  /// unknown proxy; the proxy's errors as they came (kUnavailable when it does not answer).
+  StatusOr<nlohmann::json> Call(std::string const& host, std::string_view op,
+                                nlohmann::json args) const;
+  /// Every volume of every proxy as "PROXY:VOLUME" → the proxy's description of it; proxies
+  /// that do not answer are left out.
+  std::map<std::string, nlohmann::json> Volumes() const;
+
+  std::string default_host;
+
+ private:
+  std::map<std::string, Link> links_;
+};
+
+}  // namespace bai::manager::vfolders

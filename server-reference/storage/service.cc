@@ -1,0 +1,619 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server-reference/storage/service.h"
+
+#include "bai/protocol/errors.h"
+
+#include "server-reference/common/jwt.h"
+#include "server-reference/common/problem.h"
+#include "server-reference/common/unique_fd.h"
+#include "server-reference/storage/ranges.h"
+#include "server-reference/storage/storage_api.h"
+#include "server-reference/storage/tus.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <fcntl.h>
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+
+namespace bai::storage {
+namespace {
+
+using nlohmann::json;
+
+// A JSON argument that must be a string / a bool / a number.
+StatusOr<std::string> Str(json const& args, char const* key, bool required = true) {
+  auto it = args.find(key);
+  if (it == args.end() || it->is_null()) {
+    if (!required) return std::string();
+    return Status(StatusCode::kInvalidArgument, std::string("missing argument '") + key + "'");
+  }
+  if (!it->is_string()) {
+    return Status(StatusCode::kInvalidArgument, std::string("'") + key + "' must be a string");
+  }
+  return it->get<std::string>();
+}
+
+bool Flag(json const& args, char const* key, bool fallback) {
+  auto it = args.find(key);
+  return it != args.end() && it->is_boolean() ? it->get<bool>() : fallback;
+}
+
+std::string IsoTime(struct timespec t) {
+  std::time_t s = t.tv_sec;
+  std::tm tm{};
+  ::gmtime_r(&s, &tm);
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06ld+00:00", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, t.tv_nsec / 1000);
+  return buf;
+}
+
+std::string Sha256(std::string_view data) {
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<unsigned char const*>(data.data()), data.size(), digest);
+  return std::string(reinterpret_cast<char*>(digest), sizeof digest);
+}
+
+// The query parameter `key`, decoded.
+std::optional<std::string> QueryValue(server::HttpRequest const& request, std::string_view key) {
+  for (auto& [k, v] : server::ParseQuery(request.query)) {
+    if (k == key) return v;
+  }
+  return std::nullopt;
+}
+
+bool QueryFlag(server::HttpRequest const& request, std::string_view key) {
+  auto v = QueryValue(request, key);
+  return v && (*v == "true" || *v == "1" || *v == "yes");
+}
+
+std::string PercentEncode(std::string_view s) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+// `attachment;filename="<ascii>"; filename*=UTF-8''<percent-encoded>`.
+std::string Disposition(std::string const& name) {
+  std::string ascii;
+  for (unsigned char c : name) {
+    ascii += (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') ? static_cast<char>(c) : '_';
+  }
+  return "attachment;filename=\"" + ascii + "\"; filename*=UTF-8''" + PercentEncode(name);
+}
+
+// An upload's answer headers.
+void TusHeaders(server::HttpResponse& r) {
+  r.headers.emplace_back("Tus-Resumable", tus::kVersion);
+  r.headers.emplace_back("Cache-Control", "no-store");
+}
+
+server::HttpResponse FromStatus(Status const& s) {
+  switch (s.code()) {
+    case StatusCode::kNotFound:
+      return StorageProblem(404, "no-such-file", s.message());
+    case StatusCode::kResourceExhausted:
+      return StorageProblem(507, "insufficient-storage", s.message());
+    case StatusCode::kAborted:
+      return StorageProblem(409, "conflict", s.message());
+    case StatusCode::kUnauthenticated:
+      return StorageProblem(401, "invalid-token", s.message());
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kFailedPrecondition:
+    case StatusCode::kAlreadyExists:
+      return StorageProblem(400, "invalid-request", s.message());
+    default:
+      return StorageProblem(500, "internal-error", s.message());
+  }
+}
+
+// Writes a zip of `path` in `tree` to `out` (an open file).
+Status ZipTree(server::ConfinedTree const& tree, std::string const& path, std::string const& name,
+               int out) {
+  struct Closer {
+    void operator()(archive* a) const { archive_write_free(a); }
+  };
+  std::unique_ptr<archive, Closer> a(archive_write_new());
+  archive_write_set_format_zip(a.get());
+  archive_write_set_options(a.get(), "zip:compression=store");
+  if (archive_write_open_fd(a.get(), out) != ARCHIVE_OK) {
+    return Status(StatusCode::kInternal, archive_error_string(a.get()));
+  }
+  std::vector<char> buf(1 << 20);
+  auto s = tree.Walk(
+      path,
+      [&](server::TreeEntry const& e) -> Status {
+        struct EntryFree {
+          void operator()(archive_entry* x) const { archive_entry_free(x); }
+        };
+        std::unique_ptr<archive_entry, EntryFree> entry(archive_entry_new());
+        archive_entry_set_pathname_utf8(entry.get(), e.name.c_str());
+        archive_entry_copy_stat(entry.get(), &e.st);
+        if (S_ISLNK(e.st.st_mode)) {
+          archive_entry_set_symlink_utf8(entry.get(), e.link.c_str());
+          archive_entry_set_size(entry.get(), 0);
+        } else if (S_ISDIR(e.st.st_mode)) {
+          archive_entry_set_size(entry.get(), 0);
+        }
+        if (archive_write_header(a.get(), entry.get()) < ARCHIVE_WARN) {
+          return Status(StatusCode::kInternal, archive_error_string(a.get()));
+        }
+        if (e.fd >= 0) {
+          std::int64_t left = e.st.st_size;
+          while (left > 0) {
+            ssize_t n = ::read(e.fd, buf.data(),
+                               static_cast<std::size_t>(std::min<std::int64_t>(left, buf.size())));
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) break;  // shrank meanwhile: the header said more; libarchive pads
+            if (archive_write_data(a.get(), buf.data(), static_cast<std::size_t>(n)) < 0) {
+              return Status(StatusCode::kResourceExhausted, archive_error_string(a.get()));
+            }
+            left -= n;
+          }
+        }
+        return Status();
+      },
+      name);
+  if (!s.ok()) return s;
+  if (archive_write_close(a.get()) != ARCHIVE_OK) {
+    return Status(StatusCode::kResourceExhausted, archive_error_string(a.get()));
+  }
+  return Status();
+}
+
+}  // namespace
+
+server::HttpResponse StorageProblem(int status, std::string const& suffix,
+                                    std::string const& message) {
+  server::HttpResponse r;
+  r.status = status;
+  r.content_type = "application/problem+json";
+  r.body = json{{"type", std::string(protocol::kProblemTypePrefix) + "storage/" + suffix},
+                {"title", message},
+                {"msg", message}}
+               .dump();
+  return r;
+}
+
+StatusOr<std::unique_ptr<StorageService>> StorageService::Open(StorageOptions options) {
+  if (options.secret.size() < 16) {
+    return Status(StatusCode::kInvalidArgument, "the storage secret needs 16 characters or more");
+  }
+  if (options.volumes.empty()) {
+    return Status(StatusCode::kInvalidArgument, "the storage proxy needs a volume");
+  }
+  std::unique_ptr<StorageService> s(new StorageService(std::move(options)));
+  for (auto const& [name, root] : s->options_.volumes) {
+    auto v = Volume::Open(name, root);
+    if (!v.ok()) return v.status();
+    s->volumes_[name] = std::move(*v);
+  }
+  return s;
+}
+
+std::int64_t StorageService::Now() const {
+  if (options_.now) return options_.now();
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+StatusOr<Volume const*> StorageService::FindVolume(std::string const& name) const {
+  auto it = volumes_.find(name);
+  if (it == volumes_.end()) {
+    return Status(StatusCode::kNotFound,
+                  "no volume '" + name + "' on storage proxy '" + options_.name + "'");
+  }
+  return it->second.get();
+}
+
+int StorageService::ExpireUploads() const {
+  int n = 0;
+  for (auto const& [name, v] : volumes_)
+    n += v->ExpireUploads(Now(), options_.upload_expire_seconds);
+  return n;
+}
+
+StatusOr<json> StorageService::Manage(std::string_view op, json const& args) const {
+  if (!args.is_object()) return Status(StatusCode::kInvalidArgument, "arguments are an object");
+  if (op == api::kVolumes) {
+    json out = json::array();
+    for (auto const& [name, v] : volumes_) {
+      struct statvfs fs {};
+      json usage = json::object();
+      if (::statvfs(v->root().c_str(), &fs) == 0) {
+        auto total =
+            static_cast<std::int64_t>(fs.f_blocks) * static_cast<std::int64_t>(fs.f_frsize);
+        auto free = static_cast<std::int64_t>(fs.f_bavail) * static_cast<std::int64_t>(fs.f_frsize);
+        auto used =
+            total - static_cast<std::int64_t>(fs.f_bfree) * static_cast<std::int64_t>(fs.f_frsize);
+        usage = {
+            {"total", total},
+            {"used", used},
+            {"free", free},
+            {"percentage",
+             total > 0 ? 100.0 * static_cast<double>(used) / static_cast<double>(total) : 0.0}};
+      }
+      out.push_back({{"name", name},
+                     {"backend", "vfs"},
+                     {"path", v->root()},
+                     {"capabilities", json::array({"vfolder", "quota"})},
+                     {"usage", usage}});
+    }
+    return json{{"volumes", out}};
+  }
+  auto volume_name = Str(args, "volume");
+  if (!volume_name.ok()) return volume_name.status();
+  auto volume = FindVolume(*volume_name);
+  if (!volume.ok()) return volume.status();
+  Volume const& v = **volume;
+  if (op == api::kScopeUsage) {
+    auto scope = Str(args, "scope");
+    if (!scope.ok()) return scope.status();
+    auto used = v.ScopeUsage(*scope);
+    if (!used.ok()) return used.status();
+    return json{{"file_count", used->files}, {"used_bytes", used->bytes}};
+  }
+  auto scope = Str(args, "scope");
+  if (!scope.ok()) return scope.status();
+  auto id = Str(args, "id");
+  if (!id.ok()) return id.status();
+  FolderRef folder{*scope, *id};
+  if (op == api::kFolderCreate) {
+    if (auto s = v.CreateFolder(folder); !s.ok()) return s;
+    return json::object();
+  }
+  if (op == api::kFolderDelete) {
+    if (auto s = v.DeleteFolder(folder); !s.ok()) return s;
+    return json::object();
+  }
+  if (op == api::kFolderMount) {
+    auto path = v.FolderPath(folder);
+    if (!path.ok()) return path.status();
+    return json{{"path", *path}};
+  }
+  auto tree = v.Tree(folder, "");
+  if (!tree.ok()) {
+    if (tree.status().code() == StatusCode::kNotFound) {
+      return Status(StatusCode::kNotFound,
+                    "the folder's data is not on " + options_.name + ":" + *volume_name);
+    }
+    return tree.status();
+  }
+  if (op == api::kFolderUsage) {
+    auto used = tree->Usage();
+    if (!used.ok()) return used.status();
+    return json{{"file_count", used->files}, {"used_bytes", used->bytes}};
+  }
+  if (op == api::kFolderClone) {
+    auto dst_volume_name = Str(args, "dst_volume");
+    auto dst_scope = Str(args, "dst_scope");
+    auto dst_id = Str(args, "dst_id");
+    for (auto* s : {&dst_volume_name, &dst_scope, &dst_id}) {
+      if (!s->ok()) return s->status();
+    }
+    auto dst_volume = FindVolume(*dst_volume_name);
+    if (!dst_volume.ok()) return dst_volume.status();
+    FolderRef dst{*dst_scope, *dst_id};
+    if (auto s = (*dst_volume)->CreateFolder(dst); !s.ok()) return s;
+    auto dst_tree = (*dst_volume)->Tree(dst, "");
+    if (!dst_tree.ok()) return dst_tree.status();
+    auto copied = tree->Walk("", [&](server::TreeEntry const& e) -> Status {
+      auto slash = e.name.find('/');
+      if (slash == std::string::npos) return Status();  // the root: made above
+      std::string rel = e.name.substr(slash + 1);
+      if (S_ISDIR(e.st.st_mode)) return dst_tree->Mkdir(rel, false, true);
+      if (S_ISLNK(e.st.st_mode)) return dst_tree->Symlink(rel, e.link);
+      return dst_tree->WriteFrom(rel, e.fd);
+    });
+    if (!copied.ok()) {
+      (void)(*dst_volume)->DeleteFolder(dst);
+      return copied;
+    }
+    return json::object();
+  }
+  if (op == api::kFileList) {
+    auto path = Str(args, "path", false);
+    if (!path.ok()) return path.status();
+    auto list = tree->List(*path);
+    if (!list.ok()) return list.status();
+    json items = json::array();
+    for (auto const& f : list->files) {
+      // Types and times from the entry itself (List gives ls -l modes).
+      std::string type = f.mode[0] == 'd' ? "DIRECTORY" : f.mode[0] == 'l' ? "SYMLINK" : "FILE";
+      std::string rel = path->empty() ? f.filename : *path + "/" + f.filename;
+      struct timespec created {
+      }, modified{};
+      created.tv_sec = static_cast<std::time_t>(f.ctime);
+      created.tv_nsec = static_cast<long>((f.ctime - static_cast<double>(created.tv_sec)) * 1e9);
+      modified.tv_sec = static_cast<std::time_t>(f.mtime);
+      modified.tv_nsec = static_cast<long>((f.mtime - static_cast<double>(modified.tv_sec)) * 1e9);
+      unsigned perm = 0;
+      for (int i = 0; i < 9; ++i) {
+        if (f.mode.size() > static_cast<std::size_t>(i + 1) && f.mode[i + 1] != '-' &&
+            f.mode[i + 1] != 'S' && f.mode[i + 1] != 'T') {
+          perm |= 1u << (8 - i);
+        }
+      }
+      char octal[8];
+      std::snprintf(octal, sizeof octal, "%03o", perm);
+      items.push_back({{"name", f.filename},
+                       {"type", type},
+                       {"size", f.size},
+                       {"mode", octal},
+                       {"created", IsoTime(created)},
+                       {"modified", IsoTime(modified)}});
+    }
+    return json{{"items", items}};
+  }
+  if (op == api::kFileMkdir) {
+    auto path = Str(args, "path");
+    if (!path.ok()) return path.status();
+    if (auto s = tree->Mkdir(*path, Flag(args, "parents", true), Flag(args, "exist_ok", false));
+        !s.ok()) {
+      return s;
+    }
+    return json::object();
+  }
+  if (op == api::kFileRename) {
+    auto path = Str(args, "path");
+    auto new_name = Str(args, "new_name");
+    if (!path.ok()) return path.status();
+    if (!new_name.ok()) return new_name.status();
+    if (auto s = tree->Rename(*path, *new_name); !s.ok()) return s;
+    return json::object();
+  }
+  if (op == api::kFileMove) {
+    auto src = Str(args, "src");
+    auto dst = Str(args, "dst");
+    if (!src.ok()) return src.status();
+    if (!dst.ok()) return dst.status();
+    if (auto s = tree->Move(*src, *dst); !s.ok()) return s;
+    return json::object();
+  }
+  if (op == api::kFileDelete) {
+    auto it = args.find("paths");
+    if (it == args.end() || !it->is_array()) {
+      return Status(StatusCode::kInvalidArgument, "'paths' must be a list of paths");
+    }
+    for (auto const& p : *it) {
+      if (!p.is_string()) return Status(StatusCode::kInvalidArgument, "paths are strings");
+      if (auto rel = server::RelativeBeneath(p.get<std::string>(), ""); !rel.ok()) {
+        return rel.status();
+      }
+    }
+    // Every path is checked before any is removed.
+    for (auto const& p : *it) {
+      if (auto s = tree->Remove(p.get<std::string>(), Flag(args, "recursive", false)); !s.ok()) {
+        return s;
+      }
+    }
+    return json::object();
+  }
+  if (op == api::kFileUpload) {
+    auto path = Str(args, "path");
+    if (!path.ok()) return path.status();
+    auto size = args.find("size");
+    if (size == args.end() || !size->is_number_integer()) {
+      return Status(StatusCode::kInvalidArgument, "'size' must be a number of bytes");
+    }
+    auto session = Flag(args, "resume_only", false)
+                       ? v.FindUpload(folder, *path, size->get<std::int64_t>())
+                       : v.StartUpload(folder, *path, size->get<std::int64_t>(), true);
+    if (!session.ok()) return session.status();
+    if (session->size == 0) {
+      // Nothing to send: the empty file appears now.
+      auto done = v.Append(session->id, 0, {}, {});
+      if (!done.ok()) return done.status();
+    }
+    json claims = {{"op", "upload"},
+                   {"volume", v.name()},
+                   {"scope", folder.scope},
+                   {"id", folder.id},
+                   {"relpath", session->relpath},
+                   {"session", session->id},
+                   {"size", session->size},
+                   {"exp", Now() + options_.token_seconds}};
+    return json{{"token", server::SignJwt(claims, options_.secret)},
+                {"url", options_.client_url + "/upload"},
+                {"session", session->id},
+                {"offset", session->offset}};
+  }
+  if (op == api::kFileDownload) {
+    auto path = Str(args, "path");
+    if (!path.ok()) return path.status();
+    auto opened = tree->OpenFile(*path);
+    if (!opened.ok()) return opened.status();
+    auto rel = server::RelativeBeneath(*path, "");
+    json claims = {{"op", "download"},      {"volume", v.name()},
+                   {"scope", folder.scope}, {"id", folder.id},
+                   {"relpath", *rel},       {"exp", Now() + options_.token_seconds}};
+    return json{{"token", server::SignJwt(claims, options_.secret)},
+                {"url", options_.client_url + "/download"},
+                {"is_dir", S_ISDIR(opened->st.st_mode)}};
+  }
+  return Status(StatusCode::kNotFound, "no storage operation '" + std::string(op) + "'");
+}
+
+server::HttpResponse StorageService::HandleManager(server::HttpRequest const& request) const {
+  auto given = request.Header("x-backendai-storage-auth-token");
+  if (!given || given->size() != options_.secret.size() ||
+      CRYPTO_memcmp(given->data(), options_.secret.data(), given->size()) != 0) {
+    return StorageProblem(401, "invalid-auth-token",
+                          "the manager's storage secret is missing or wrong");
+  }
+  if (request.method != "POST") return StorageProblem(405, "method-not-allowed", "use POST");
+  json args = request.body.empty() ? json::object() : json::parse(request.body, nullptr, false);
+  if (args.is_discarded() || !args.is_object()) {
+    return StorageProblem(400, "malformed-body", "the body is not a JSON object");
+  }
+  std::string op = request.path.size() > 1 ? request.path.substr(1) : "";
+  auto out = Manage(op, args);
+  if (!out.ok()) return server::ProblemResponse(out.status());
+  return server::HttpResponse::Json(200, out->dump());
+}
+
+server::HttpResponse StorageService::HandleClient(server::HttpRequest const& request) const {
+  if (request.path == "/upload") return Upload(request);
+  if (request.path == "/download") return Download(request);
+  return StorageProblem(404, "url-not-found", "unknown path " + request.path);
+}
+
+server::HttpResponse StorageService::Upload(server::HttpRequest const& request) const {
+  if (request.method == "OPTIONS") {
+    server::HttpResponse r = server::HttpResponse::NoContent();
+    r.headers.emplace_back("Tus-Resumable", tus::kVersion);
+    r.headers.emplace_back("Tus-Version", tus::kVersion);
+    r.headers.emplace_back("Tus-Max-Size", std::to_string(options_.max_chunk));
+    r.headers.emplace_back("Tus-Extension", "checksum");
+    r.headers.emplace_back("Tus-Checksum-Algorithm", "sha256");
+    return r;
+  }
+  if (request.method != "HEAD" && request.method != "PATCH") {
+    return StorageProblem(405, "method-not-allowed", "/upload takes OPTIONS, HEAD and PATCH");
+  }
+  auto token = QueryValue(request, "token");
+  if (!token) return StorageProblem(401, "invalid-token", "no token");
+  auto claims = server::VerifyJwt(*token, options_.secret, Now());
+  if (!claims.ok()) return StorageProblem(401, "invalid-token", claims.status().message());
+  if (claims->value("op", "") != "upload") {
+    return StorageProblem(401, "invalid-token", "not an upload token");
+  }
+  auto volume = FindVolume(claims->value("volume", ""));
+  if (!volume.ok()) return FromStatus(volume.status());
+  auto session = (*volume)->GetUpload(claims->value("session", ""));
+  if (!session.ok()) {
+    auto r = StorageProblem(404, "no-such-upload-session",
+                            "the upload session is finished, cancelled or expired");
+    TusHeaders(r);
+    return r;
+  }
+  if (request.method == "HEAD") {
+    server::HttpResponse r;
+    r.status = 200;
+    r.content_type = "";
+    r.headers.emplace_back("Upload-Offset", std::to_string(session->offset));
+    r.headers.emplace_back("Upload-Length", std::to_string(session->size));
+    TusHeaders(r);
+    return r;
+  }
+  tus::PatchHeaders h;
+  if (auto v = request.Header("tus-resumable")) h.tus_resumable = std::string(*v);
+  if (auto v = request.Header("upload-offset")) h.upload_offset = std::string(*v);
+  if (auto v = request.Header("content-type")) h.content_type = std::string(*v);
+  if (auto v = request.Header("upload-checksum")) h.upload_checksum = std::string(*v);
+  if (request.Header("content-length") || !request.body.empty()) {
+    h.content_length = static_cast<std::int64_t>(request.body.size());
+  }
+  auto verdict = tus::CheckPatch({session->size, session->offset}, h);
+  auto refuse = [](tus::PatchVerdict const& v) {
+    auto r = StorageProblem(v.status, v.problem.substr(v.problem.find('/') + 1), v.message);
+    TusHeaders(r);
+    return r;
+  };
+  if (!verdict.ok()) return refuse(verdict);
+  if (!verdict.sha256.empty()) {
+    auto digest = tus::CheckChunkDigest(verdict, Sha256(request.body));
+    if (!digest.ok()) return refuse(digest);
+  }
+  auto after = (*volume)->Append(session->id, verdict.offset, request.body, {});
+  if (!after.ok()) {
+    auto r = FromStatus(after.status());
+    TusHeaders(r);
+    return r;
+  }
+  server::HttpResponse r = server::HttpResponse::NoContent();
+  r.headers.emplace_back("Upload-Offset", std::to_string(after->offset));
+  TusHeaders(r);
+  return r;
+}
+
+server::HttpResponse StorageService::Download(server::HttpRequest const& request) const {
+  if (request.method != "GET" && request.method != "HEAD") {
+    return StorageProblem(405, "method-not-allowed", "/download takes GET and HEAD");
+  }
+  auto token = QueryValue(request, "token");
+  if (!token) return StorageProblem(401, "invalid-token", "no token");
+  auto claims = server::VerifyJwt(*token, options_.secret, Now());
+  if (!claims.ok()) return StorageProblem(401, "invalid-token", claims.status().message());
+  if (claims->value("op", "") != "download") {
+    return StorageProblem(401, "invalid-token", "not a download token");
+  }
+  auto volume = FindVolume(claims->value("volume", ""));
+  if (!volume.ok()) return FromStatus(volume.status());
+  FolderRef folder{claims->value("scope", ""), claims->value("id", "")};
+  auto tree = (*volume)->Tree(folder, "");
+  if (!tree.ok()) return FromStatus(tree.status());
+  std::string relpath = claims->value("relpath", "");
+  auto opened = tree->OpenFile(relpath);
+  if (!opened.ok()) return FromStatus(opened.status());
+  std::string name = relpath.substr(relpath.rfind('/') + 1);
+  if (name.empty()) name = "folder";
+  server::HttpResponse r;
+  r.headers.emplace_back("Cache-Control", QueryFlag(request, "no_cache") ? "no-store" : "private");
+  if (S_ISDIR(opened->st.st_mode)) {
+    if (!QueryFlag(request, "archive")) {
+      return StorageProblem(400, "is-a-directory",
+                            "'" + relpath + "' is a directory: download it with archive=true");
+    }
+    // The archive goes to an unnamed file on the volume, then out piece by piece.
+    server::UniqueFd out(
+        ::open(((*volume)->root() + "/.uploads").c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+    if (out.fd < 0) return FromStatus(Status(StatusCode::kInternal, "cannot make an archive file"));
+    if (auto s = ZipTree(*tree, relpath, name, out.fd); !s.ok()) return FromStatus(s);
+    struct stat st {};
+    ::fstat(out.fd, &st);
+    r.content_type = "application/zip";
+    r.headers.emplace_back("Content-Disposition", Disposition(name + ".zip"));
+    r.file = std::make_shared<server::FileBody>(out.release(), 0, st.st_size);
+    return r;
+  }
+  auto const& st = opened->st;
+  std::int64_t size = st.st_size;
+  std::string last_modified = HttpDate(st.st_mtim.tv_sec);
+  char etag[64];
+  std::snprintf(etag, sizeof etag, "\"%llx-%llx\"", static_cast<unsigned long long>(size),
+                static_cast<unsigned long long>(st.st_mtim.tv_sec) * 1000000000ull +
+                    static_cast<unsigned long long>(st.st_mtim.tv_nsec));
+  r.content_type = "application/octet-stream";
+  r.headers.emplace_back("Accept-Ranges", "bytes");
+  r.headers.emplace_back("Last-Modified", last_modified);
+  r.headers.emplace_back("ETag", etag);
+  r.headers.emplace_back("Content-Disposition", Disposition(name));
+  auto range =
+      DecideRange(request.Header("range"), request.Header("if-range"), etag, last_modified, size);
+  if (range.kind == RangeVerdict::kUnsatisfiable) {
+    auto p = StorageProblem(416, "range-not-satisfiable",
+                            "the file has " + std::to_string(size) + " bytes");
+    p.headers.emplace_back("Content-Range", "bytes */" + std::to_string(size));
+    return p;
+  }
+  if (range.kind == RangeVerdict::kPartial) {
+    r.status = 206;
+    r.headers.emplace_back("Content-Range", "bytes " + std::to_string(range.from) + "-" +
+                                                std::to_string(range.from + range.length - 1) +
+                                                "/" + std::to_string(size));
+  }
+  r.file = std::make_shared<server::FileBody>(opened->fd.release(), range.from, range.length);
+  return r;
+}
+
+}  // namespace bai::storage

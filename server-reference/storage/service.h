@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "bai/status.h"
+
+#include "server-reference/common/http.h"
+#include "server-reference/storage/volume.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+
+/// The storage proxy: volumes on local filesystems behind two APIs (docs/adr/0012-storage.md).
+/// The manager-facing one (storage_api.h) creates and removes folders, works on their files and
+/// hands out tokens; the client-facing one takes uploads (tus 1.0 core, `/upload`) and serves
+/// downloads (ranged, `/download`) for whoever holds a token. The manager runs one in process
+/// (`make up`); `bai-storage` runs one on its own.
+namespace bai::storage {
+
+struct StorageOptions {
+  std::string name = "local";                          ///< hosts are `name:volume`
+  std::map<std::string, std::string> volumes;          ///< volume name → root directory
+  std::string secret;                                  ///< signs tokens; the manager's credential
+  std::string client_url;                              ///< where clients upload and download
+  std::int64_t token_seconds = 6 * 3600;               ///< a token's lifetime
+  std::int64_t upload_expire_seconds = 7 * 24 * 3600;  ///< unfinished uploads kept this long
+  std::int64_t max_chunk = 64 << 20;                   ///< largest tus PATCH body
+  std::function<std::int64_t()> now;                   ///< seconds since the epoch (tests move it)
+};
+
+class StorageService {
+ public:
+  static StatusOr<std::unique_ptr<StorageService>> Open(StorageOptions options);
+
+  /// One manager-facing operation (storage_api.h). Errors carry HTTP statuses: 400 bad
+  /// arguments or paths, 404 unknown volume, folder or file, 409 conflicts, 507 no space.
+  StatusOr<nlohmann::json> Manage(std::string_view op, nlohmann::json const& args) const;
+
+  /// The client-facing API: OPTIONS, HEAD and PATCH `/upload`, GET and HEAD `/download`.
+  server::HttpResponse HandleClient(server::HttpRequest const& request) const;
+  /// The manager-facing API over HTTP: `POST /<op>` with the secret in api::kAuthHeader.
+  server::HttpResponse HandleManager(server::HttpRequest const& request) const;
+  /// Body limit for the client-facing routes (a tus chunk).
+  std::size_t ClientBodyLimit() const { return static_cast<std::size_t>(options_.max_chunk); }
+
+  /// Removes unfinished uploads older than upload_expire_seconds; how many.
+  int ExpireUploads() const;
+
+  void set_client_url(std::string url) { options_.client_url = std::move(url); }
+  StorageOptions const& options() const { return options_; }
+
+ private:
+  explicit StorageService(StorageOptions options) : options_(std::move(options)) {}
+  std::int64_t Now() const;
+  StatusOr<Volume const*> FindVolume(std::string const& name) const;
+  server::HttpResponse Upload(server::HttpRequest const& request) const;
+  server::HttpResponse Download(server::HttpRequest const& request) const;
+
+  StorageOptions options_;
+  std::map<std::string, std::unique_ptr<Volume>> volumes_;
+};
+
+/// A problem+json answer of the storage proxy: `type` is the Backend.AI problem prefix plus
+/// "storage/<suffix>".
+server::HttpResponse StorageProblem(int status, std::string const& suffix,
+                                    std::string const& message);
+
+}  // namespace bai::storage

@@ -1,0 +1,572 @@
+// SPDX-License-Identifier: Apache-2.0
+// Virtual folders against an in-process bai-manager with its embedded storage proxy (and a
+// separate one reached over its manager-facing API): the /folders endpoints, tus uploads and
+// ranged downloads on the proxy's own listener, confinement, permissions, quotas, and an upload
+// that outlives a restart of the proxy.
+#include "bai/client.h"
+
+#include "server-reference/manager/manager.h"
+#include "server-reference/storage/proxy.h"
+#include "tests/testing_util/subprocess.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <openssl/sha.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+namespace bai::manager {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+using testing_util::TempDir;
+
+std::string Random(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::string s(n, '\0');
+  for (auto& c : s) c = static_cast<char>(rng());
+  return s;
+}
+
+std::string Base64Sha256(std::string const& data) {
+  unsigned char d[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<unsigned char const*>(data.data()), data.size(), d);
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  for (std::size_t i = 0; i < sizeof d; i += 3) {
+    unsigned v =
+        d[i] << 16 | (i + 1 < sizeof d ? d[i + 1] << 8 : 0) | (i + 2 < sizeof d ? d[i + 2] : 0);
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += i + 1 < sizeof d ? kAlphabet[(v >> 6) & 63] : '=';
+    out += i + 2 < sizeof d ? kAlphabet[v & 63] : '=';
+  }
+  return out;
+}
+
+class VFolderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    config_.data_dir = dir_.path() + "/data";
+    config_.listen_port = 0;
+    Start();
+    auto creds = testing_util::ReadEnvFile(manager_->bootstrap().credentials_file);
+    root_ = ClientFor(creds["BACKEND_ACCESS_KEY"], creds["BACKEND_SECRET_KEY"]);
+    auto alice = manager_->store().SignUp("default", "alice@example.com", "alice", "x", "Alice");
+    auto bob = manager_->store().SignUp("default", "bob@example.com", "bob", "x", "Bob");
+    ASSERT_TRUE(alice.ok() && bob.ok());
+    alice_keys_ = *alice;
+    alice_ = ClientFor(alice->first, alice->second);
+    bob_ = ClientFor(bob->first, bob->second);
+  }
+
+  void Start() {
+    auto m = Manager::Start(config_);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    manager_ = std::move(*m);
+  }
+
+  std::unique_ptr<Client> ClientFor(std::string const& ak, std::string const& sk) {
+    Options o;
+    o.endpoints = {"http://127.0.0.1:" + std::to_string(manager_->port())};
+    o.access_key = ak;
+    o.secret_key = sk;
+    o.retry.max_attempts = 1;
+    return std::make_unique<Client>(*Client::Create(o));
+  }
+
+  ApiResponse Call(Client& who, std::string const& method, std::string const& path,
+                   json const& body = nullptr) {
+    ApiRequest request(method, path);
+    if (!body.is_null()) request.body = body.dump();
+    auto r = who.Send(request);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? *r : ApiResponse{};
+  }
+
+  // An unsigned request to a URL the manager handed out (the storage proxy).
+  ApiResponse Raw(std::string const& url, std::string const& method, std::string body = {},
+                  std::vector<std::pair<std::string, std::string>> headers = {}) {
+    auto scheme_end = url.find("://");
+    auto path_at = url.find('/', scheme_end + 3);
+    Options o;
+    o.endpoints = {url.substr(0, path_at)};
+    o.api_version = "v8.20240915";
+    o.retry.max_attempts = 1;
+    auto c = Client::Create(o);
+    EXPECT_TRUE(c.ok());
+    ApiRequest r(method, url.substr(path_at));
+    r.sign = false;
+    r.body = std::move(body);
+    r.content_type = "application/offset+octet-stream";
+    r.headers = std::move(headers);
+    auto out = c->Send(r);
+    EXPECT_TRUE(out.ok()) << out.status().message();
+    return out.ok() ? *out : ApiResponse{};
+  }
+
+  std::string Create(Client& who, std::string const& name, json extra = json::object()) {
+    extra["name"] = name;
+    auto r = Call(who, "POST", "/folders", extra);
+    EXPECT_EQ(r.status, 201) << r.body;
+    return json::parse(r.body, nullptr, false).value("id", "");
+  }
+
+  // url?token=… of a request-upload / request-download.
+  std::pair<int, std::string> Ticket(Client& who, std::string const& folder, std::string const& op,
+                                     json body) {
+    auto r = Call(who, "POST", "/folders/" + folder + "/" + op, body);
+    auto j = json::parse(r.body, nullptr, false);
+    if (r.status != 200) return {r.status, r.body};
+    return {200, j.value("url", "") + "?token=" + j.value("token", "")};
+  }
+
+  ApiResponse Patch(std::string const& url, std::int64_t offset, std::string const& chunk,
+                    bool checksum = true) {
+    std::vector<std::pair<std::string, std::string>> h = {
+        {"Tus-Resumable", "1.0.0"}, {"Upload-Offset", std::to_string(offset)}};
+    if (checksum) h.emplace_back("Upload-Checksum", "sha256 " + Base64Sha256(chunk));
+    return Raw(url, "PATCH", chunk, h);
+  }
+
+  // Uploads `data` as `path` in chunks of `chunk` bytes.
+  void Upload(Client& who, std::string const& folder, std::string const& path,
+              std::string const& data, std::size_t chunk = 65536) {
+    auto [status, url] =
+        Ticket(who, folder, "request-upload", {{"path", path}, {"size", data.size()}});
+    ASSERT_EQ(status, 200) << url;
+    for (std::size_t off = 0; off < data.size(); off += chunk) {
+      auto r = Patch(url, static_cast<std::int64_t>(off), data.substr(off, chunk));
+      ASSERT_EQ(r.status, 204) << r.body;
+      EXPECT_EQ(r.Header("upload-offset"), std::to_string(std::min(data.size(), off + chunk)));
+    }
+  }
+
+  std::string Download(Client& who, std::string const& folder, std::string const& path) {
+    auto [status, url] = Ticket(who, folder, "request-download", {{"path", path}});
+    EXPECT_EQ(status, 200) << url;
+    auto r = Raw(url, "GET");
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.body;
+  }
+
+  std::string FolderDir(std::string const& id, std::string const& user_id) {
+    std::string scope = "user-";
+    for (char c : user_id) {
+      if (c != '-') scope += c;
+    }
+    return config_.data_dir + "/vfolders/volume1/" + scope + "/" + id.substr(0, 2) + "/" +
+           id.substr(2, 2) + "/" + id.substr(4);
+  }
+
+  std::string UserId(Client& who) {
+    auto r = Call(who, "GET", "/folders");
+    (void)r;
+    auto j = json::parse(Call(who, "POST", "/folders", {{"name", "probe-uid"}}).body);
+    std::string uid = j.value("user", "");
+    auto id = j.value("id", "");
+    Call(who, "DELETE", "/folders/probe-uid");
+    Call(who, "POST", "/folders/delete-from-trash-bin", {{"vfolder_id", id}});
+    return uid;
+  }
+
+  TempDir dir_;
+  ManagerConfig config_;
+  std::unique_ptr<Manager> manager_;
+  std::unique_ptr<Client> root_, alice_, bob_;
+  std::pair<std::string, std::string> alice_keys_;
+};
+
+TEST_F(VFolderTest, LifecycleOfAFolder) {
+  auto hosts = json::parse(Call(*alice_, "GET", "/folders/_/hosts").body);
+  EXPECT_EQ(hosts["default"], "local:volume1");
+  EXPECT_EQ(hosts["allowed"], json::array({"local:volume1"}));
+  EXPECT_TRUE(hosts["volume_info"]["local:volume1"]["usage"]["total"].get<std::int64_t>() > 0);
+  EXPECT_EQ(Call(*alice_, "GET", "/folders/_/allowed-types").body, R"(["user","group"])");
+
+  auto id = Create(*alice_, "data", {{"usage_mode", "model"}, {"cloneable", true}});
+  ASSERT_EQ(id.size(), 32u);
+  // Names: taken, reserved, malformed.
+  auto dup = Call(*alice_, "POST", "/folders", {{"name", "data"}});
+  EXPECT_EQ(dup.status, 400);
+  EXPECT_THAT(dup.body, HasSubstr("vfolder-already-exists"));
+  for (auto const* bad : {".ssh", "-x", "a..b", "x/y", "", ".bashrc"}) {
+    EXPECT_EQ(Call(*alice_, "POST", "/folders", {{"name", bad}}).status, 400) << bad;
+  }
+  EXPECT_EQ(Call(*alice_, "POST", "/folders", {{"name", "h"}, {"host", "nowhere:v"}}).status, 400);
+  // Bob has his own "data": both exist, each sees only his.
+  Create(*bob_, "data");
+  auto list = json::parse(Call(*alice_, "GET", "/folders").body);
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_EQ(list[0]["name"], "data");
+  EXPECT_EQ(list[0]["usage_mode"], "model");
+  EXPECT_EQ(list[0]["permission"], "wd");
+  EXPECT_EQ(list[0]["is_owner"], true);
+  auto info = json::parse(Call(*alice_, "GET", "/folders/data").body);
+  EXPECT_EQ(info["num_files"], 0);
+  EXPECT_EQ(info["id"], id);
+  EXPECT_EQ(json::parse(Call(*alice_, "GET", "/folders/_/id?name=data").body)["id"], id);
+  // By id, with or without dashes.
+  EXPECT_EQ(Call(*alice_, "GET", "/folders/" + id).status, 200);
+  // A stranger does not see it, by name or by id.
+  EXPECT_EQ(Call(*bob_, "GET", "/folders/" + id).status, 404);
+
+  EXPECT_EQ(Call(*alice_, "POST", "/folders/data/rename", {{"new_name", "data2"}}).status, 201);
+  EXPECT_EQ(Call(*alice_, "GET", "/folders/data").status, 404);
+  EXPECT_EQ(Call(*alice_, "POST", "/folders/data2/update-options", {{"cloneable", false}}).status,
+            201);
+  EXPECT_EQ(json::parse(Call(*alice_, "GET", "/folders/data2").body)["cloneable"], false);
+
+  // Trash: gone from use, the name is free, restore brings it back, purge removes the bytes.
+  Upload(*alice_, "data2", "x.txt", "hello");
+  EXPECT_EQ(Call(*alice_, "DELETE", "/folders/data2").status, 204);
+  EXPECT_EQ(Call(*alice_, "GET", "/folders/data2/files").status, 404);
+  auto trashed = json::parse(Call(*alice_, "GET", "/folders").body);
+  EXPECT_EQ(trashed[0]["status"], "delete-pending");
+  EXPECT_EQ(Call(*alice_, "POST", "/folders/restore-from-trash-bin", {{"vfolder_id", id}}).status,
+            204);
+  EXPECT_EQ(Download(*alice_, "data2", "x.txt"), "hello");
+  EXPECT_EQ(Call(*alice_, "DELETE", "/folders", {{"vfolder_id", id}}).status, 204);
+  // Purging a folder that is not in the trash is refused; this one is.
+  auto uid = json::parse(Call(*alice_, "GET", "/folders").body)[0]["user"].get<std::string>();
+  auto dir = FolderDir(id, uid);
+  EXPECT_TRUE(std::filesystem::exists(dir + "/x.txt"));
+  EXPECT_EQ(Call(*bob_, "POST", "/folders/purge", {{"vfolder_id", id}}).status, 404);
+  EXPECT_EQ(Call(*alice_, "POST", "/folders/purge", {{"vfolder_id", id}}).status, 204);
+  EXPECT_FALSE(std::filesystem::exists(dir));
+  EXPECT_EQ(json::parse(Call(*alice_, "GET", "/folders").body).size(), 0u);
+}
+
+TEST_F(VFolderTest, FilesRoundTripByteForByte) {
+  Create(*alice_, "bytes");
+  std::vector<std::size_t> sizes = {0, 1, 65535, 65536, 65537, 131072, 200003};
+  std::mt19937 rng(7);
+  for (int i = 0; i < 3; ++i) sizes.push_back(rng() % 500000);
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    std::string data = Random(sizes[i], static_cast<unsigned>(i));
+    std::string path = "d" + std::to_string(i % 3) + "/f" + std::to_string(i) + ".bin";
+    Upload(*alice_, "bytes", path, data);
+    EXPECT_EQ(Download(*alice_, "bytes", path), data) << sizes[i];
+  }
+  auto files = json::parse(Call(*alice_, "GET", "/folders/bytes/files?path=d0").body);
+  ASSERT_TRUE(files["items"].is_array());
+  EXPECT_EQ(files["items"][0]["type"], "FILE");
+  EXPECT_EQ(files["items"][0]["mode"], "644");
+  EXPECT_TRUE(files["files"].is_string());
+  auto root = json::parse(Call(*alice_, "GET", "/folders/bytes/files").body);
+  EXPECT_EQ(root["items"].size(), 3u);
+  EXPECT_EQ(root["items"][0]["type"], "DIRECTORY");
+  // mkdir: one, several (207 when some fail), all failing 400.
+  EXPECT_EQ(Call(*alice_, "POST", "/folders/bytes/mkdir", {{"path", "new/deep"}}).status, 200);
+  auto partial =
+      Call(*alice_, "POST", "/folders/bytes/mkdir", {{"path", {"more", "new/deep", "../x"}}});
+  EXPECT_EQ(partial.status, 207);
+  auto pj = json::parse(partial.body);
+  EXPECT_EQ(pj["results"]["success"].size(), 1u);
+  EXPECT_EQ(pj["results"]["failed"].size(), 2u);
+  EXPECT_EQ(Call(*alice_, "POST", "/folders/bytes/mkdir", {{"path", "../x"}}).status, 400);
+  // rename-file, move-file, delete-files.
+  EXPECT_EQ(Call(*alice_, "POST", "/folders/bytes/rename-file",
+                 {{"target_path", "d0/f0.bin"}, {"new_name", "zero.bin"}})
+                .status,
+            200);
+  EXPECT_EQ(
+      Call(*alice_, "POST", "/folders/bytes/move-file", {{"src", "d0/zero.bin"}, {"dst", "more"}})
+          .status,
+      200);
+  EXPECT_EQ(Download(*alice_, "bytes", "more/zero.bin"), "");
+  EXPECT_EQ(Call(*alice_, "POST", "/folders/bytes/delete-files", {{"files", {"d1"}}}).status, 400);
+  EXPECT_EQ(Call(*alice_, "DELETE", "/folders/bytes/delete-files",
+                 {{"files", {"d1"}}, {"recursive", true}})
+                .status,
+            200);
+  EXPECT_EQ(Call(*alice_, "GET", "/folders/bytes/files?path=d1").status, 404);
+  auto info = json::parse(Call(*alice_, "GET", "/folders/bytes").body);
+  EXPECT_GT(info["used_bytes"].get<std::int64_t>(), 0);
+
+  // A directory comes down as a zip with archive=true, and not without.
+  auto [status, url] = Ticket(*alice_, "bytes", "request-download", {{"path", "d2"}});
+  ASSERT_EQ(status, 200);
+  EXPECT_EQ(Raw(url, "GET").status, 400);
+  auto zip = Raw(url + "&archive=true", "GET");
+  EXPECT_EQ(zip.status, 200);
+  EXPECT_EQ(zip.Header("content-type"), "application/zip");
+  EXPECT_EQ(zip.body.substr(0, 2), "PK");
+}
+
+TEST_F(VFolderTest, TusAndRangesFollowTheProtocol) {
+  Create(*alice_, "tus");
+  std::string data = Random(300000, 3);
+  auto [status, url] =
+      Ticket(*alice_, "tus", "request-upload", {{"path", "big.bin"}, {"size", data.size()}});
+  ASSERT_EQ(status, 200);
+  auto options = Raw(url, "OPTIONS");
+  EXPECT_EQ(options.status, 204);
+  EXPECT_EQ(options.Header("tus-version"), "1.0.0");
+  auto head = Raw(url, "HEAD");
+  EXPECT_EQ(head.status, 200);
+  EXPECT_EQ(head.Header("upload-offset"), "0");
+  EXPECT_EQ(head.Header("upload-length"), "300000");
+  EXPECT_EQ(Patch(url, 0, data.substr(0, 100000)).status, 204);
+  // Wrong offset: 409 and nothing written; a damaged chunk: 460; past the size: 413; no
+  // Tus-Resumable: 412.
+  EXPECT_EQ(Patch(url, 5, data.substr(5, 10)).status, 409);
+  {
+    std::string chunk = data.substr(100000, 1000);
+    auto r = Raw(url, "PATCH", chunk,
+                 {{"Tus-Resumable", "1.0.0"},
+                  {"Upload-Offset", "100000"},
+                  {"Upload-Checksum", "sha256 " + Base64Sha256("other")}});
+    EXPECT_EQ(r.status, 460) << r.body;
+  }
+  EXPECT_EQ(Patch(url, 100000, std::string(200001, 'x')).status, 413);
+  EXPECT_EQ(Raw(url, "PATCH", "x", {{"Upload-Offset", "100000"}}).status, 412);
+  EXPECT_EQ(Raw(url, "HEAD").Header("upload-offset"), "100000");
+  // A new request-upload for the same path and size resumes the same session.
+  auto [s2, url2] =
+      Ticket(*alice_, "tus", "request-upload", {{"path", "big.bin"}, {"size", data.size()}});
+  ASSERT_EQ(s2, 200);
+  EXPECT_EQ(Raw(url2, "HEAD").Header("upload-offset"), "100000");
+  // Not there until whole.
+  EXPECT_EQ(Call(*alice_, "GET", "/folders/tus/files").body.find("big.bin"), std::string::npos);
+  EXPECT_EQ(Patch(url2, 100000, data.substr(100000)).status, 204);
+  EXPECT_EQ(Raw(url, "HEAD").status, 404);  // finished
+  // Tokens: forged, cut, of the other kind.
+  EXPECT_EQ(Raw(url + "x", "HEAD").status, 401);
+  auto [s3, durl] = Ticket(*alice_, "tus", "request-download", {{"path", "big.bin"}});
+  ASSERT_EQ(s3, 200);
+  EXPECT_EQ(
+      Raw(durl.substr(0, durl.find("/download")) + "/upload" + durl.substr(durl.find('?')), "HEAD")
+          .status,
+      401);
+  // Ranges.
+  auto whole = Raw(durl, "GET");
+  EXPECT_EQ(whole.body, data);
+  EXPECT_EQ(whole.Header("accept-ranges"), "bytes");
+  auto lm = whole.Header("last-modified").value_or("");
+  auto part = Raw(durl, "GET", {}, {{"Range", "bytes=1000-"}, {"If-Range", lm}});
+  EXPECT_EQ(part.status, 206);
+  EXPECT_EQ(part.body, data.substr(1000));
+  EXPECT_EQ(part.Header("content-range"), "bytes 1000-299999/300000");
+  auto tail = Raw(durl, "GET", {}, {{"Range", "bytes=-10"}});
+  EXPECT_EQ(tail.body, data.substr(data.size() - 10));
+  auto changed = Raw(durl, "GET", {},
+                     {{"Range", "bytes=1000-"}, {"If-Range", "Mon, 01 Jan 2001 00:00:00 GMT"}});
+  EXPECT_EQ(changed.status, 200);
+  EXPECT_EQ(changed.body.size(), data.size());
+  EXPECT_EQ(Raw(durl, "GET", {}, {{"Range", "bytes=300000-"}}).status, 416);
+}
+
+TEST_F(VFolderTest, PathsStayInsideTheFolder) {
+  auto id = Create(*alice_, "safe");
+  auto uid = json::parse(Call(*alice_, "GET", "/folders").body)[0]["user"].get<std::string>();
+  auto dir = FolderDir(id, uid);
+  // Links planted inside the folder (as a container that mounts it could).
+  std::filesystem::create_directory_symlink("/etc", dir + "/etc-link");
+  std::filesystem::create_symlink("/etc/passwd", dir + "/passwd-link");
+  std::vector<std::string> bad = {
+      "../escape",           "/etc/passwd",          "a/../../escape", std::string("nul\0byte", 8),
+      std::string(256, 'n'), std::string(4096, 'a'), "etc-link/evil",  "passwd-link"};
+  for (auto const& path : bad) {
+    auto up = Call(*alice_, "POST", "/folders/safe/request-upload", {{"path", path}, {"size", 3}});
+    EXPECT_EQ(up.status, 400) << path.substr(0, 40) << " " << up.body;
+    auto down = Call(*alice_, "POST", "/folders/safe/request-download", {{"path", path}});
+    EXPECT_GE(down.status, 400) << path.substr(0, 40);
+    EXPECT_LT(down.status, 500) << path.substr(0, 40);
+    EXPECT_EQ(Call(*alice_, "POST", "/folders/safe/mkdir", {{"path", path}}).status, 400);
+  }
+  EXPECT_EQ(Call(*alice_, "POST", "/folders/safe/delete-files", {{"files", {"../../"}}}).status,
+            400);
+  EXPECT_EQ(
+      Call(*alice_, "POST", "/folders/safe/move-file", {{"src", "passwd-link"}, {"dst", "/tmp"}})
+          .status,
+      400);
+  // Nothing was made anywhere: only the two links are in the folder, /etc is untouched.
+  std::size_t entries = 0;
+  for (auto const& e : std::filesystem::directory_iterator(dir)) {
+    (void)e;
+    ++entries;
+  }
+  EXPECT_EQ(entries, 2u);
+  EXPECT_FALSE(std::filesystem::exists("/etc/evil"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/../escape"));
+}
+
+TEST_F(VFolderTest, ProjectFoldersAndPermissions) {
+  // A project folder, read-only for members; alice is a member, bob is not.
+  auto& db = manager_->store().db();
+  auto gid = manager_->store().FindGroup("default", "default");
+  ASSERT_TRUE(gid.ok() && *gid);
+  auto users = db.Query("SELECT uuid, email FROM users");
+  ASSERT_TRUE(users.ok());
+  for (auto& row : *users) {
+    if (row.Text(1) == "bob@example.com") {
+      ASSERT_TRUE(
+          db.Exec("DELETE FROM association_groups_users WHERE user_id = ?", {row.Text(0)}).ok());
+    }
+  }
+  EXPECT_EQ(Call(*alice_, "POST", "/folders", {{"name", "proj"}, {"group", "default"}}).status,
+            403);  // only admins create project folders
+  EXPECT_EQ(Call(*root_, "POST", "/folders", {{"name", ".dot"}, {"group", "default"}}).status, 400);
+  auto id = Create(*root_, "proj", {{"group", "default"}, {"permission", "ro"}});
+  auto seen = json::parse(Call(*alice_, "GET", "/folders").body);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0]["ownership_type"], "group");
+  EXPECT_EQ(seen[0]["permission"], "ro");
+  EXPECT_EQ(Call(*alice_, "GET", "/folders/proj/files").status, 200);
+  auto denied = Call(*alice_, "POST", "/folders/proj/request-upload", {{"path", "a"}, {"size", 1}});
+  EXPECT_EQ(denied.status, 400);
+  EXPECT_THAT(denied.body, HasSubstr("vfolder-permission-error"));
+  EXPECT_EQ(Call(*alice_, "DELETE", "/folders/proj").status, 400);
+  EXPECT_EQ(Call(*bob_, "GET", "/folders/proj").status, 404);
+  EXPECT_EQ(json::parse(Call(*bob_, "GET", "/folders").body).size(), 0u);
+  // The admin (superadmin here) writes; members read what was written.
+  Upload(*root_, "proj", "shared.txt", "for everyone");
+  EXPECT_EQ(Download(*alice_, "proj", "shared.txt"), "for everyone");
+  // Members may write once the folder is rw.
+  EXPECT_EQ(Call(*root_, "POST", "/folders/proj/update-options", {{"permission", "rw"}}).status,
+            201);
+  Upload(*alice_, "proj", "mine.txt", "alice's");
+  // A superadmin reaches a user's folder by id; usage figures are for superadmins.
+  auto aid = Create(*alice_, "private");
+  EXPECT_EQ(Call(*root_, "GET", "/folders/" + aid).status, 200);
+  EXPECT_EQ(Call(*bob_, "GET", "/folders/" + aid).status, 404);
+  auto usage = Call(*root_, "GET", "/folders/_/usage?folder_host=local:volume1&id=" + id);
+  EXPECT_EQ(usage.status, 200) << usage.body;
+  EXPECT_EQ(json::parse(usage.body)["file_count"], 2);
+  // As 24.09 answers superadmin-only calls: 401 "Unauthorized access".
+  EXPECT_EQ(Call(*alice_, "GET", "/folders/_/usage?folder_host=local:volume1&id=" + id).status,
+            401);
+}
+
+TEST_F(VFolderTest, QuotaRefusesBeforeAnyByte) {
+  auto id = Create(*alice_, "small");
+  EXPECT_EQ(Call(*alice_, "POST", "/folders/_/quota",
+                 {{"folder_host", "local:volume1"}, {"id", id}, {"input", {{"size_bytes", 1000}}}})
+                .status,
+            403);
+  auto set = Call(*root_, "POST", "/folders/_/quota",
+                  {{"folder_host", "local:volume1"},
+                   {"id", id},
+                   {"input", {{"size_bytes", 1000}, {"max_files", 3}}}});
+  // A superadmin reaches alice's folder by id.
+  ASSERT_EQ(set.status, 200) << set.body;
+  Upload(*alice_, "small", "a", std::string(600, 'a'));
+  auto over =
+      Call(*alice_, "POST", "/folders/small/request-upload", {{"path", "b"}, {"size", 401}});
+  EXPECT_EQ(over.status, 412);
+  EXPECT_THAT(over.body, HasSubstr("quota"));
+  // 400 fits; a pending upload holds its room, so a second one does not.
+  auto [s1, u1] = Ticket(*alice_, "small", "request-upload", {{"path", "b"}, {"size", 400}});
+  EXPECT_EQ(s1, 200);
+  EXPECT_EQ(
+      Call(*alice_, "POST", "/folders/small/request-upload", {{"path", "c"}, {"size", 1}}).status,
+      412);
+  // The same path and size resumes it even though the scope is full.
+  auto [s2, u2] = Ticket(*alice_, "small", "request-upload", {{"path", "b"}, {"size", 400}});
+  EXPECT_EQ(s2, 200);
+  EXPECT_EQ(Patch(u2, 0, std::string(400, 'b')).status, 204);
+  // Only 2 files so far (quota 3): a third empty one fits, a fourth does not.
+  Upload(*alice_, "small", "empty", "");
+  EXPECT_EQ(
+      Call(*alice_, "POST", "/folders/small/request-upload", {{"path", "d"}, {"size", 0}}).status,
+      412);
+}
+
+TEST_F(VFolderTest, AnUploadOutlivesARestartOfTheProxy) {
+  Create(*alice_, "resume");
+  std::string data = Random(250000, 11);
+  auto [status, url] =
+      Ticket(*alice_, "resume", "request-upload", {{"path", "r.bin"}, {"size", data.size()}});
+  ASSERT_EQ(status, 200);
+  ASSERT_EQ(Patch(url, 0, data.substr(0, 120000)).status, 204);
+  // The manager and its storage proxy go away and come back on other ports.
+  manager_.reset();
+  Start();
+  alice_ = ClientFor(alice_keys_.first, alice_keys_.second);
+  auto [s2, url2] =
+      Ticket(*alice_, "resume", "request-upload", {{"path", "r.bin"}, {"size", data.size()}});
+  ASSERT_EQ(s2, 200);
+  auto head = Raw(url2, "HEAD");
+  EXPECT_EQ(head.Header("upload-offset"), "120000");
+  ASSERT_EQ(Patch(url2, 120000, data.substr(120000)).status, 204);
+  EXPECT_EQ(Download(*alice_, "resume", "r.bin"), data);
+}
+
+TEST(VFolderRemoteTest, AManagerUsesABaiStorageOverItsApi) {
+  TempDir dir;
+  std::string secret = "0123456789abcdef0123456789abcdef";
+  std::filesystem::create_directories(dir.path() + "/vol");
+  storage::StorageOptions so;
+  so.name = "nas";
+  so.volumes["vol"] = dir.path() + "/vol";
+  so.secret = secret;
+  storage::ProxyListen listen;
+  listen.client_port = 0;
+  listen.manager_port = 0;
+  auto proxy = storage::StorageProxy::Start(so, listen);
+  ASSERT_TRUE(proxy.ok()) << proxy.status().message();
+  {
+    std::ofstream(dir.path() + "/secret") << secret;
+    std::ofstream(dir.path() + "/wrong") << "not-the-secret-at-all-0000000000000";
+  }
+  ManagerConfig config;
+  config.data_dir = dir.path() + "/data";
+  config.listen_port = 0;
+  config.vfolders.embedded = false;
+  config.vfolders.default_host = "nas:vol";
+  config.vfolders.proxies = {{"nas", "http://127.0.0.1:" + std::to_string((*proxy)->manager_port()),
+                              dir.path() + "/secret"},
+                             {"bad", "http://127.0.0.1:" + std::to_string((*proxy)->manager_port()),
+                              dir.path() + "/wrong"}};
+  auto m = Manager::Start(config);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  auto creds = testing_util::ReadEnvFile((*m)->bootstrap().credentials_file);
+  Options o;
+  o.endpoints = {"http://127.0.0.1:" + std::to_string((*m)->port())};
+  o.access_key = creds["BACKEND_ACCESS_KEY"];
+  o.secret_key = creds["BACKEND_SECRET_KEY"];
+  o.retry.max_attempts = 1;
+  auto client = Client::Create(o);
+  ASSERT_TRUE(client.ok());
+  auto send = [&](std::string const& method, std::string const& path, json body) {
+    ApiRequest r(method, path);
+    if (!body.is_null()) r.body = body.dump();
+    auto out = client->Send(r);
+    EXPECT_TRUE(out.ok());
+    return out.ok() ? *out : ApiResponse{};
+  };
+  // Only the proxy with the right secret shows its volume.
+  auto hosts = json::parse(send("GET", "/folders/_/hosts", nullptr).body);
+  EXPECT_EQ(hosts["allowed"], json::array({"nas:vol"}));
+  EXPECT_EQ(send("POST", "/folders", {{"name", "far"}, {"host", "bad:vol"}}).status, 400);
+  auto made = send("POST", "/folders", {{"name", "far"}});
+  ASSERT_EQ(made.status, 201) << made.body;
+  auto ticket = json::parse(
+      send("POST", "/folders/far/request-upload", {{"path", "hello.txt"}, {"size", 5}}).body);
+  std::string url = ticket.value("url", "");
+  EXPECT_EQ(url.rfind("http://127.0.0.1:" + std::to_string((*proxy)->client_port()), 0), 0u);
+  auto listing = send("GET", "/folders/far/files", nullptr);
+  EXPECT_EQ(listing.status, 200) << listing.body;
+  // The manager-facing API refuses a caller without the secret.
+  Options po;
+  po.endpoints = {"http://127.0.0.1:" + std::to_string((*proxy)->manager_port())};
+  po.api_version = "v8.20240915";
+  auto pc = Client::Create(po);
+  ApiRequest r("POST", "/volumes");
+  r.sign = false;
+  r.body = "{}";
+  r.headers = {{"X-BackendAI-Storage-Auth-Token", "guess"}};
+  auto refused = pc->Send(r);
+  ASSERT_TRUE(refused.ok());
+  EXPECT_EQ(refused->status, 401);
+}
+
+}  // namespace
+}  // namespace bai::manager
