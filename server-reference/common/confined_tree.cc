@@ -275,7 +275,8 @@ StatusOr<int> ConfinedTree::ParentFor(std::string const& rel) const {
   return dir;
 }
 
-Status ConfinedTree::Write(std::string_view path, std::string_view data) const {
+Status ConfinedTree::WriteWith(std::string_view path,
+                               std::function<int(int file)> const& fill) const {
   auto rel = RelativeBeneath(path, absolute_root_);
   if (!rel.ok()) return rel.status();
   auto parent_fd = ParentFor(*rel);
@@ -283,20 +284,13 @@ Status ConfinedTree::Write(std::string_view path, std::string_view data) const {
   UniqueFd dir(*parent_fd);
   std::string leaf = SplitParent(*rel).second;
   std::random_device rd;
-  std::string tmp = ".bai-upload-" + std::to_string(rd()) + std::to_string(::getpid());
+  std::string tmp = ".bai-write-" + std::to_string(rd()) + std::to_string(::getpid());
   UniqueFd file(
       ::openat(dir.fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
   if (file.fd < 0) return Errno(display_, "create", *rel, errno);
-  std::size_t off = 0;
-  while (off < data.size()) {
-    ssize_t w = ::write(file.fd, data.data() + off, data.size() - off);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      int err = w < 0 ? errno : ENOSPC;
-      ::unlinkat(dir.fd, tmp.c_str(), 0);
-      return Errno(display_, "write", *rel, err);
-    }
-    off += static_cast<std::size_t>(w);
+  if (int err = fill(file.fd)) {
+    ::unlinkat(dir.fd, tmp.c_str(), 0);
+    return Errno(display_, "write", *rel, err);
   }
   // The rename replaces a file or a symbolic link of that name; it never follows the link.
   if (::renameat(dir.fd, tmp.c_str(), dir.fd, leaf.c_str()) != 0) {
@@ -305,6 +299,19 @@ Status ConfinedTree::Write(std::string_view path, std::string_view data) const {
     return Errno(display_, "rename", *rel, err);
   }
   return Status();
+}
+
+Status ConfinedTree::Write(std::string_view path, std::string_view data) const {
+  return WriteWith(path, [data](int file) {
+    std::size_t off = 0;
+    while (off < data.size()) {
+      ssize_t w = ::write(file, data.data() + off, data.size() - off);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) return w < 0 ? errno : ENOSPC;
+      off += static_cast<std::size_t>(w);
+    }
+    return 0;
+  });
 }
 
 Status ConfinedTree::CheckWritable(std::string_view path) const {
@@ -426,52 +433,32 @@ StatusOr<OpenedFile> ConfinedTree::OpenFile(std::string_view path) const {
 }
 
 Status ConfinedTree::WriteFrom(std::string_view path, int source) const {
-  auto rel = RelativeBeneath(path, absolute_root_);
-  if (!rel.ok()) return rel.status();
-  auto parent_fd = ParentFor(*rel);
-  if (!parent_fd.ok()) return parent_fd.status();
-  UniqueFd dir(*parent_fd);
-  std::string leaf = SplitParent(*rel).second;
-  std::random_device rd;
-  std::string tmp = ".bai-copy-" + std::to_string(rd()) + std::to_string(::getpid());
-  UniqueFd file(
-      ::openat(dir.fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
-  if (file.fd < 0) return Errno(display_, "create", *rel, errno);
-  auto fail = [&](int err) {
-    ::unlinkat(dir.fd, tmp.c_str(), 0);
-    return Errno(display_, "write", *rel, err);
-  };
-  loff_t in = 0;
-  for (;;) {
-    ssize_t n = ::copy_file_range(source, &in, file.fd, nullptr, 1 << 30, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)) {
-      // Another filesystem, or one without the call: plain reads and writes.
-      char buf[65536];
-      for (;;) {
-        ssize_t r = ::pread(source, buf, sizeof buf, in);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) return fail(errno);
-        if (r == 0) break;
-        in += r;
-        for (ssize_t off = 0; off < r;) {
-          ssize_t w = ::write(file.fd, buf + off, static_cast<std::size_t>(r - off));
-          if (w < 0 && errno == EINTR) continue;
-          if (w <= 0) return fail(w < 0 ? errno : ENOSPC);
-          off += w;
-        }
+  return WriteWith(path, [source](int file) {
+    loff_t in = 0;
+    for (;;) {
+      ssize_t n = ::copy_file_range(source, &in, file, nullptr, 1 << 30, 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)) {
+        break;  // another filesystem, or one without the call: plain reads and writes below
       }
-      break;
+      if (n < 0) return errno;
+      if (n == 0) return 0;
     }
-    if (n < 0) return fail(errno);
-    if (n == 0) break;
-  }
-  if (::renameat(dir.fd, tmp.c_str(), dir.fd, leaf.c_str()) != 0) {
-    int err = errno;
-    ::unlinkat(dir.fd, tmp.c_str(), 0);
-    return Errno(display_, "rename", *rel, err);
-  }
-  return Status();
+    char buf[65536];
+    for (;;) {
+      ssize_t r = ::pread(source, buf, sizeof buf, in);
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) return errno;
+      if (r == 0) return 0;
+      in += r;
+      for (ssize_t off = 0; off < r;) {
+        ssize_t w = ::write(file, buf + off, static_cast<std::size_t>(r - off));
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return w < 0 ? errno : ENOSPC;
+        off += w;
+      }
+    }
+  });
 }
 
 Status ConfinedTree::Symlink(std::string_view path, std::string const& target) const {

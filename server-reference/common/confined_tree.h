@@ -108,6 +108,9 @@ class ConfinedTree {
  private:
   explicit ConfinedTree(int fd) : fd_(fd) {}
   StatusOr<int> ParentFor(std::string const& rel) const;
+  /// Writes `path` whole: `fill` writes a temporary file beside it (returns 0 or an errno), which
+  /// is then renamed over the path.
+  Status WriteWith(std::string_view path, std::function<int(int file)> const& fill) const;
   int fd_ = -1;
   std::string absolute_root_;
   std::string display_;

@@ -477,6 +477,18 @@ server::HttpResponse StorageService::HandleClient(server::HttpRequest const& req
   return StorageProblem(404, "url-not-found", "unknown path " + request.path);
 }
 
+StatusOr<json> StorageService::Claims(server::HttpRequest const& request,
+                                      std::string_view op) const {
+  auto token = QueryValue(request, "token");
+  if (!token) return Status(StatusCode::kUnauthenticated, "no token");
+  auto claims = server::VerifyJwt(*token, options_.secret, Now());
+  if (!claims.ok()) return claims.status();
+  if (claims->value("op", "") != op) {
+    return Status(StatusCode::kUnauthenticated, "not a token for " + std::string(op));
+  }
+  return claims;
+}
+
 server::HttpResponse StorageService::Upload(server::HttpRequest const& request) const {
   if (request.method == "OPTIONS") {
     server::HttpResponse r = server::HttpResponse::NoContent();
@@ -490,13 +502,8 @@ server::HttpResponse StorageService::Upload(server::HttpRequest const& request) 
   if (request.method != "HEAD" && request.method != "PATCH") {
     return StorageProblem(405, "method-not-allowed", "/upload takes OPTIONS, HEAD and PATCH");
   }
-  auto token = QueryValue(request, "token");
-  if (!token) return StorageProblem(401, "invalid-token", "no token");
-  auto claims = server::VerifyJwt(*token, options_.secret, Now());
+  auto claims = Claims(request, "upload");
   if (!claims.ok()) return StorageProblem(401, "invalid-token", claims.status().message());
-  if (claims->value("op", "") != "upload") {
-    return StorageProblem(401, "invalid-token", "not an upload token");
-  }
   auto volume = FindVolume(claims->value("volume", ""));
   if (!volume.ok()) return FromStatus(volume.status());
   auto session = (*volume)->GetUpload(claims->value("session", ""));
@@ -550,13 +557,8 @@ server::HttpResponse StorageService::Download(server::HttpRequest const& request
   if (request.method != "GET" && request.method != "HEAD") {
     return StorageProblem(405, "method-not-allowed", "/download takes GET and HEAD");
   }
-  auto token = QueryValue(request, "token");
-  if (!token) return StorageProblem(401, "invalid-token", "no token");
-  auto claims = server::VerifyJwt(*token, options_.secret, Now());
+  auto claims = Claims(request, "download");
   if (!claims.ok()) return StorageProblem(401, "invalid-token", claims.status().message());
-  if (claims->value("op", "") != "download") {
-    return StorageProblem(401, "invalid-token", "not a download token");
-  }
   auto volume = FindVolume(claims->value("volume", ""));
   if (!volume.ok()) return FromStatus(volume.status());
   FolderRef folder{claims->value("scope", ""), claims->value("id", "")};

@@ -58,6 +58,8 @@ class StorageService {
   explicit StorageService(StorageOptions options) : options_(std::move(options)) {}
   std::int64_t Now() const;
   StatusOr<Volume const*> FindVolume(std::string const& name) const;
+  /// The claims of the request's `token` when it is valid and made for `op`.
+  StatusOr<nlohmann::json> Claims(server::HttpRequest const& request, std::string_view op) const;
   server::HttpResponse Upload(server::HttpRequest const& request) const;
   server::HttpResponse Download(server::HttpRequest const& request) const;
 

@@ -125,12 +125,9 @@ Status CheckLive(Found const& f) {
   return Status();
 }
 
-// Storage errors as the API's problems.
+// Storage errors as the API's problems, by code (the same for an embedded proxy and a remote
+// one, whose problem+json the SDK's table maps back to a code).
 Status StorageProblem(Status const& s) {
-  if (!s.error_info().type.empty() && s.error_info().type.find("/storage/") == std::string::npos &&
-      s.error_info().http_status != 0 && s.code() != StatusCode::kInvalidArgument) {
-    return s;
-  }
   switch (s.code()) {
     case StatusCode::kInvalidArgument:
     case StatusCode::kFailedPrecondition:
@@ -477,13 +474,9 @@ StatusOr<HttpResponse> Mkdir(Env& env, RequestContext& ctx) {
 }
 
 StatusOr<HttpResponse> FileOp(Env& env, RequestContext& ctx, std::string_view op,
-                              std::initializer_list<std::pair<char const*, char const*>> fields,
-                              bool remove = false) {
+                              std::initializer_list<std::pair<char const*, char const*>> fields) {
   auto f = ForWork(env, ctx, true);
   if (!f.ok()) return f.status();
-  if (remove && !p::CanDelete(f->access.permission) && !p::CanWrite(f->access.permission)) {
-    return Denied("deleting files");
-  }
   auto params = Params::From(ctx.request);
   if (!params.ok()) return params.status();
   json args = json::object();
