@@ -9,6 +9,7 @@
 #include "cli/commands/help.h"
 #include "cli/commands/session.h"
 #include "cli/commands/version.h"
+#include "cli/commands/vfolder.h"
 #include "cli/context.h"
 #include "cli/exit_codes.h"
 
@@ -37,6 +38,7 @@ int Main(int argc, char** argv, std::ostream& out, std::ostream& err, std::istre
   AddConfigCommands(set);
   AddApiCommands(set);
   AddSessionCommands(set);
+  AddVFolderCommands(set);
   AddCompletionCommands(set);
   AddHelpCommands(set);
 

@@ -66,6 +66,28 @@ class ClientImpl {
     return SendWithRetries(http, EncodeTarget(request.path), /*idempotent=*/false, on_data);
   }
 
+  // A request to a URL the manager handed out: never signed, no API version, no failover.
+  StatusOr<ApiResponse> SendToUrl(std::string_view url, ApiRequest const& request,
+                                  std::function<bool(std::string_view)> const& on_data) {
+    auto query_at = url.find('?');
+    auto endpoint = ParseEndpoint(url.substr(0, query_at));
+    if (!endpoint.ok()) return endpoint.status();
+    TransportRequest http;
+    http.method = request.method;
+    http.origin = endpoint->origin;
+    http.host = endpoint->host;
+    http.target = EncodeTarget(
+        endpoint->base_path +
+        std::string(url.substr(query_at == std::string_view::npos ? url.size() : query_at)));
+    if (http.target.empty() || http.target[0] != '/') http.target = "/" + http.target;
+    http.headers = request.headers;
+    http.body = request.body;
+    if (!request.body.empty()) http.headers.emplace_back("Content-Type", request.content_type);
+    http.sign = false;
+    http.cancel = request.cancel;
+    return on_data ? Wire().SendStreaming(http, on_data) : Wire().Send(http);
+  }
+
   StatusOr<ServerInfo> GetServerInfo() {
     std::lock_guard<std::mutex> lock(info_mu_);
     if (server_info_) return *server_info_;
@@ -292,6 +314,14 @@ StatusOr<ApiResponse> Client::Send(ApiRequest const& request) const { return imp
 StatusOr<ApiResponse> Client::SendStreaming(ApiRequest const& request,
                                             std::function<bool(std::string_view)> on_data) const {
   return impl_->SendStreaming(request, std::move(on_data));
+}
+StatusOr<ApiResponse> Client::SendToUrl(std::string_view url, ApiRequest const& request) const {
+  return impl_->SendToUrl(url, request, {});
+}
+StatusOr<ApiResponse> Client::SendToUrlStreaming(
+    std::string_view url, ApiRequest const& request,
+    std::function<bool(std::string_view)> on_data) const {
+  return impl_->SendToUrl(url, request, on_data);
 }
 StatusOr<ServerInfo> Client::GetServerInfo() const { return impl_->GetServerInfo(); }
 std::string Client::ApiVersion() const { return impl_->ApiVersion(); }

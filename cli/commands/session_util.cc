@@ -29,6 +29,7 @@ void CatchInterrupts() {
 }
 
 bool Interrupted() { return g_interrupted.load(); }
+std::atomic<bool> const* InterruptFlag() { return &g_interrupted; }
 
 std::optional<std::int64_t> DurationFlag(Context& ctx, char const* flag, std::string const& value) {
   auto seconds = protocol::ParseDurationSeconds(value);

@@ -7,6 +7,7 @@
 
 #include "cli/context.h"
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -22,6 +23,8 @@ void PrintTable(Context& ctx, std::vector<std::vector<std::string>> const& rows)
 /// the command can clean up and exit 130.
 void CatchInterrupts();
 bool Interrupted();
+/// The flag Interrupted() reads, for calls that take a cancellation flag.
+std::atomic<bool> const* InterruptFlag();
 
 /// A duration flag ("30s", "5m", "1h", "2d", or seconds): seconds, or a usage error printed
 /// as "error: --FLAG VALUE: …" (nullopt).

@@ -15,3 +15,4 @@
 #include "bai/status.h"
 #include "bai/transport.h"
 #include "bai/version.h"
+#include "bai/vfolder_client.h"

@@ -58,6 +58,14 @@ class BAI_EXPORT Client {
   StatusOr<ApiResponse> SendStreaming(ApiRequest const& request,
                                       std::function<bool(std::string_view)> on_data) const;
 
+  /// Sends `request` to `url`, an absolute URL another service is reached at (the storage
+  /// proxy's `/upload` and `/download` URLs the manager hands out, with their query): never
+  /// signed, no API version header, no retries or failover; `request.path` is ignored.
+  StatusOr<ApiResponse> SendToUrl(std::string_view url, ApiRequest const& request) const;
+  /// SendToUrl with a 2xx body handed to `on_data` as it arrives (see SendStreaming).
+  StatusOr<ApiResponse> SendToUrlStreaming(std::string_view url, ApiRequest const& request,
+                                           std::function<bool(std::string_view)> on_data) const;
+
   /// `GET /`, fetched once and cached.
   StatusOr<ServerInfo> GetServerInfo() const;
 

@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "bai/protocol/vfolder_wire.h"
 
+#include "libbai/internal/json_codec.h"
+#include "libbai/internal/json_fields.h"
+
+#include <nlohmann/json.hpp>
+
 #include <array>
 #include <string>
 #include <utility>
@@ -125,6 +130,105 @@ Status CheckVFolderName(std::string_view name, bool project_folder) {
     return Bad(name, "reserved (a shell's rc or profile file)");
   }
   return Status();
+}
+
+namespace {
+
+VFolderInfo InfoFrom(internal::FieldReader& r) {
+  VFolderInfo f;
+  f.id = r.Required("id");
+  f.name = r.Required("name");
+  f.host = r.String("host");
+  f.quota_scope_id = r.String("quota_scope_id");
+  f.status = r.String("status", "ready");
+  f.usage_mode = r.String("usage_mode", "general");
+  f.permission = r.String("permission");
+  f.ownership_type = r.String("ownership_type", r.String("type", "user"));
+  f.user = r.String("user");
+  f.group = r.String("group");
+  f.creator = r.String("creator");
+  f.created_at = r.String("created_at");
+  f.is_owner = r.Bool("is_owner", false);
+  f.cloneable = r.Bool("cloneable", false);
+  f.num_files = r.Int("num_files", 0);
+  f.used_bytes = r.Int("used_bytes", 0);
+  return f;
+}
+
+}  // namespace
+
+StatusOr<VFolderInfo> DecodeVFolderInfo(std::string_view json_object) {
+  auto j = internal::ObjectOf(json_object, "folder");
+  if (!j.ok()) return j.status();
+  internal::FieldReader r(*j);
+  auto f = InfoFrom(r);
+  if (!r.ok()) return internal::FieldProblem(r);
+  return f;
+}
+
+StatusOr<std::vector<VFolderInfo>> DecodeVFolderList(std::string_view json_array) {
+  auto j = nlohmann::json::parse(json_array, nullptr, false);
+  if (j.is_discarded() || !j.is_array()) {
+    return Status(StatusCode::kInvalidArgument, "Malformed folder list: expected a JSON array");
+  }
+  std::vector<VFolderInfo> out;
+  for (auto const& item : j) {
+    if (!item.is_object()) {
+      return Status(StatusCode::kInvalidArgument, "Malformed folder list: an entry is no object");
+    }
+    internal::FieldReader r(item);
+    out.push_back(InfoFrom(r));
+    if (!r.ok()) return internal::FieldProblem(r);
+  }
+  return out;
+}
+
+std::string EncodeVFolderFiles(std::vector<VFolderFile> const& files) {
+  auto out = nlohmann::json::array();
+  for (auto const& f : files) {
+    out.push_back({{"name", f.name},
+                   {"type", f.type},
+                   {"size", f.size},
+                   {"mode", f.mode},
+                   {"created", f.created},
+                   {"modified", f.modified}});
+  }
+  return out.dump();
+}
+
+StatusOr<std::vector<VFolderFile>> DecodeVFolderListing(std::string_view body) {
+  auto j = internal::ObjectOf(body, "listing");
+  if (!j.ok()) return j.status();
+  auto items = j->find("items");
+  if (items == j->end() || !items->is_array()) {
+    return Status(StatusCode::kInvalidArgument, "Malformed listing: no 'items' array");
+  }
+  std::vector<VFolderFile> out;
+  for (auto const& item : *items) {
+    if (!item.is_object()) {
+      return Status(StatusCode::kInvalidArgument, "Malformed listing: an item is no object");
+    }
+    internal::FieldReader r(item);
+    VFolderFile f;
+    f.name = r.Required("name");
+    f.type = r.String("type", "FILE");
+    f.size = r.Int("size", 0);
+    f.mode = r.String("mode");
+    f.created = r.String("created");
+    f.modified = r.String("modified");
+    if (!r.ok()) return internal::FieldProblem(r);
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+StatusOr<TransferTicket> DecodeTransferTicket(std::string_view json_object) {
+  auto j = internal::ObjectOf(json_object, "ticket");
+  if (!j.ok()) return j.status();
+  internal::FieldReader r(*j);
+  TransferTicket t{r.Required("token"), r.Required("url")};
+  if (!r.ok()) return internal::FieldProblem(r);
+  return t;
 }
 
 }  // namespace bai::protocol

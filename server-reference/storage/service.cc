@@ -2,6 +2,7 @@
 #include "server-reference/storage/service.h"
 
 #include "bai/protocol/errors.h"
+#include "bai/protocol/vfolder_wire.h"
 
 #include "server-reference/common/jwt.h"
 #include "server-reference/common/problem.h"
@@ -335,11 +336,9 @@ StatusOr<json> StorageService::Manage(std::string_view op, json const& args) con
     if (!path.ok()) return path.status();
     auto list = tree->List(*path);
     if (!list.ok()) return list.status();
-    json items = json::array();
+    std::vector<protocol::VFolderFile> items;
     for (auto const& f : list->files) {
       // Types and times from the entry itself (List gives ls -l modes).
-      std::string type = f.mode[0] == 'd' ? "DIRECTORY" : f.mode[0] == 'l' ? "SYMLINK" : "FILE";
-      std::string rel = path->empty() ? f.filename : *path + "/" + f.filename;
       struct timespec created {
       }, modified{};
       created.tv_sec = static_cast<std::time_t>(f.ctime);
@@ -355,14 +354,16 @@ StatusOr<json> StorageService::Manage(std::string_view op, json const& args) con
       }
       char octal[8];
       std::snprintf(octal, sizeof octal, "%03o", perm);
-      items.push_back({{"name", f.filename},
-                       {"type", type},
-                       {"size", f.size},
-                       {"mode", octal},
-                       {"created", IsoTime(created)},
-                       {"modified", IsoTime(modified)}});
+      protocol::VFolderFile item;
+      item.name = f.filename;
+      item.type = f.mode[0] == 'd' ? "DIRECTORY" : f.mode[0] == 'l' ? "SYMLINK" : "FILE";
+      item.size = f.size;
+      item.mode = octal;
+      item.created = IsoTime(created);
+      item.modified = IsoTime(modified);
+      items.push_back(std::move(item));
     }
-    return json{{"items", items}};
+    return json{{"items", json::parse(protocol::EncodeVFolderFiles(items))}};
   }
   if (op == api::kFileMkdir) {
     auto path = Str(args, "path");
@@ -436,6 +437,18 @@ StatusOr<json> StorageService::Manage(std::string_view op, json const& args) con
                 {"url", options_.client_url + "/upload"},
                 {"session", session->id},
                 {"offset", session->offset}};
+  }
+  if (op == api::kFileCancelUpload) {
+    auto path = Str(args, "path");
+    if (!path.ok()) return path.status();
+    auto size = args.find("size");
+    if (size == args.end() || !size->is_number_integer()) {
+      return Status(StatusCode::kInvalidArgument, "'size' must be a number of bytes");
+    }
+    auto session = v.FindUpload(folder, *path, size->get<std::int64_t>());
+    if (!session.ok()) return session.status();
+    if (auto s = v.CancelUpload(session->id); !s.ok()) return s;
+    return json::object();
   }
   if (op == api::kFileDownload) {
     auto path = Str(args, "path");

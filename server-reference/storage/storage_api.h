@@ -29,6 +29,8 @@ inline constexpr char kFileDelete[] = "folder/file/delete";  ///< {…, paths, r
 /// {…, path, size, resume_only?} → {token, url, session, offset}: an upload session (an
 /// unfinished one for the same path and size is resumed; with `resume_only` only that, else 404).
 inline constexpr char kFileUpload[] = "folder/file/upload";
+/// {…, path, size} → {}: forgets the unfinished upload of that path and size (404 when none).
+inline constexpr char kFileCancelUpload[] = "folder/file/cancel-upload";
 /// {…, path} → {token, url}
 inline constexpr char kFileDownload[] = "folder/file/download";
 

@@ -7,8 +7,11 @@
 #include "bai/export.h"
 #include "bai/status.h"
 
+#include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace bai::protocol {
 
@@ -58,5 +61,49 @@ inline constexpr std::size_t kVFolderNameMax = 64;
 /// separators in a row; not a reserved name (.ssh, .jupyter, .terminfo, .tmux.conf, shell rc
 /// and profile files such as .bashrc and .bash_profile).
 BAI_EXPORT Status CheckVFolderName(std::string_view name, bool project_folder = false);
+
+/// A folder as `GET /folders` lists it and `GET /folders/{name}` describes it (PROTOCOL.md §7).
+struct VFolderInfo {
+  std::string id;  ///< 32 hex digits
+  std::string name;
+  std::string host;  ///< PROXY:VOLUME
+  std::string quota_scope_id;
+  std::string status;
+  std::string usage_mode;
+  std::string permission;      ///< what the caller may do: ro, rw, wd
+  std::string ownership_type;  ///< user, group
+  std::string user, group;     ///< owner ids ("" when none)
+  std::string creator;
+  std::string created_at;
+  bool is_owner = false;
+  bool cloneable = false;
+  std::int64_t num_files = 0;   ///< info only
+  std::int64_t used_bytes = 0;  ///< info only
+};
+BAI_EXPORT StatusOr<VFolderInfo> DecodeVFolderInfo(std::string_view json_object);
+BAI_EXPORT StatusOr<std::vector<VFolderInfo>> DecodeVFolderList(std::string_view json_array);
+
+/// One entry of a folder's listing (`GET /folders/{name}/files` → `items`).
+struct VFolderFile {
+  std::string name;
+  std::string type;  ///< FILE, DIRECTORY, SYMLINK
+  std::int64_t size = 0;
+  std::string mode;               ///< permission bits as three octal digits ("644")
+  std::string created, modified;  ///< ISO 8601
+  bool IsDirectory() const { return type == "DIRECTORY"; }
+};
+/// The `items` array the storage proxy answers and the manager passes on (JSON text).
+BAI_EXPORT std::string EncodeVFolderFiles(std::vector<VFolderFile> const& files);
+/// `{"items": [...]}` (the legacy `files` string is ignored).
+BAI_EXPORT StatusOr<std::vector<VFolderFile>> DecodeVFolderListing(std::string_view body);
+
+/// What request-upload and request-download answer: where to go and the token to show there.
+struct TransferTicket {
+  std::string token;
+  std::string url;
+  /// The URL with the token as its query parameter.
+  std::string Target() const { return url + "?token=" + token; }
+};
+BAI_EXPORT StatusOr<TransferTicket> DecodeTransferTicket(std::string_view json_object);
 
 }  // namespace bai::protocol

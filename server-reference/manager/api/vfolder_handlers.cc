@@ -548,7 +548,14 @@ StatusOr<HttpResponse> RequestUpload(Env& env, RequestContext& ctx) {
   auto path = params->String({"path"}, true);
   auto size = params->Int({"size"}, 0, std::int64_t{1} << 50);
   if (!size) params->Fail("size", "required: the file's size in bytes");
+  // A bai addition other servers ignore: start again instead of resuming an unfinished upload
+  // of the same path and size (the client's file changed since).
+  auto restart = params->Bool({"restart"});
   if (auto s = params->Check(); !s.ok()) return s;
+  if (restart.value_or(false)) {
+    auto gone = Storage(env, f->folder, api::kFileCancelUpload, {{"path", *path}, {"size", *size}});
+    if (!gone.ok() && gone.status().code() != StatusCode::kNotFound) return gone.status();
+  }
   if (auto s = CheckQuota(env, f->folder, *size); !s.ok()) {
     // An unfinished upload of this path and size holds its room already: it may go on.
     auto again = Storage(env, f->folder, api::kFileUpload,

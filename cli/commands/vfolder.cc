@@ -1,0 +1,452 @@
+// SPDX-License-Identifier: Apache-2.0
+// `bai vfolder …` and `bai cp`: virtual folders from the shell (VFolderClient underneath).
+// Results on stdout (a table, paths, or -o json), progress on stderr: a bar on a terminal,
+// NDJSON with --progress json, nothing otherwise.
+#include "cli/commands/vfolder.h"
+
+#include "bai/vfolder_client.h"
+
+#include "cli/commands/session_util.h"
+#include "cli/exit_codes.h"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <mutex>
+
+namespace bai::cli {
+namespace {
+
+using nlohmann::json;
+
+json InfoJson(VFolderInfo const& f) {
+  return {{"id", f.id},
+          {"name", f.name},
+          {"host", f.host},
+          {"status", f.status},
+          {"usage_mode", f.usage_mode},
+          {"permission", f.permission},
+          {"ownership_type", f.ownership_type},
+          {"is_owner", f.is_owner},
+          {"cloneable", f.cloneable},
+          {"created_at", f.created_at},
+          {"num_files", f.num_files},
+          {"used_bytes", f.used_bytes}};
+}
+
+// Runs `body(folders)` with a VFolderClient, reporting errors as general commands do.
+template <typename F>
+int WithFolders(Context& ctx, F&& body) {
+  auto client = ctx.MakeClient();
+  if (!client.ok()) return ReportError(ctx, client.status());
+  VFolderClient folders(*client);
+  Status s = body(folders);
+  if (!s.ok()) return ReportError(ctx, s);
+  return 0;
+}
+
+// Prints `{exit_code: 0}` under -o json, else `words` on a terminal.
+void Done(Context& ctx, std::string const& words) {
+  if (ctx.json()) {
+    ctx.out() << json{{"exit_code", 0}}.dump() << "\n";
+  } else if (ctx.stdout_tty()) {
+    ctx.out() << words << "\n";
+  }
+}
+
+// Progress on stderr: NDJSON lines, or one bar line redrawn on a terminal (at most 5 times a
+// second, and when a file finishes).
+class Progress {
+ public:
+  Progress(Context& ctx, std::string const& mode) : ctx_(ctx) {
+    if (mode == "json") {
+      kind_ = kJson;
+    } else if (mode == "bar" || (mode.empty() && ::isatty(2))) {
+      kind_ = kBar;
+    }
+  }
+  ProgressCallback Callback() {
+    if (kind_ == kNone) return {};
+    return [this](TransferProgress const& p) { Report(p); };
+  }
+  void Finish() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (kind_ == kBar && drawn_) ctx_.err() << "\n";
+  }
+
+ private:
+  void Report(TransferProgress const& p) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto now = std::chrono::steady_clock::now();
+    auto& last = last_[p.path];
+    if (!p.finished && now - last < std::chrono::milliseconds(200)) return;
+    last = now;
+    if (kind_ == kJson) {
+      ctx_.err() << json{{"path", p.path},
+                         {"done", p.done},
+                         {"total", p.total},
+                         {"finished", p.finished}}
+                        .dump()
+                 << "\n";
+      return;
+    }
+    double pct =
+        p.total > 0 ? 100.0 * static_cast<double>(p.done) / static_cast<double>(p.total) : 100.0;
+    char line[160];
+    std::snprintf(line, sizeof line, "\r%-40.40s %6.1f%% %10lld / %lld bytes", p.path.c_str(), pct,
+                  static_cast<long long>(p.done), static_cast<long long>(p.total));
+    ctx_.err() << line << std::flush;
+    drawn_ = true;
+  }
+
+  enum { kNone, kJson, kBar } kind_ = kNone;
+  Context& ctx_;
+  std::mutex mu_;
+  std::map<std::string, std::chrono::steady_clock::time_point> last_;
+  bool drawn_ = false;
+};
+
+int Report(Context& ctx, StatusOr<TransferReport> const& report) {
+  if (!report.ok()) {
+    if (report.status().code() == StatusCode::kCancelled) {
+      ctx.err() << "interrupted; run the same command again to resume\n";
+      return kExitInterrupted;
+    }
+    return ReportError(ctx, report.status());
+  }
+  if (ctx.json()) {
+    ctx.out() << json{{"files", report->files},
+                      {"bytes", report->bytes},
+                      {"resumed", report->resumed},
+                      {"written", report->written},
+                      {"exit_code", 0}}
+                     .dump()
+              << "\n";
+  } else {
+    for (auto const& w : report->written) ctx.out() << w << "\n";
+  }
+  return 0;
+}
+
+TransferOptions MakeTransfer(TransferFlags const& flags, Progress& progress) {
+  TransferOptions o;
+  o.remote_dir = flags.dst;
+  o.recursive = flags.recursive;
+  o.parallel = flags.parallel;
+  o.progress = progress.Callback();
+  CatchInterrupts();
+  o.cancel = InterruptFlag();
+  return o;
+}
+
+// "VFOLDER:PATH" names a place in a folder; anything else (or "./a:b", "/x:y") is local.
+struct Place {
+  std::string folder;  ///< empty: local
+  std::string path;
+};
+
+Place ParsePlace(std::string const& arg) {
+  auto colon = arg.find(':');
+  if (colon == std::string::npos || colon == 0 ||
+      arg.substr(0, colon).find('/') != std::string::npos) {
+    return {"", arg};
+  }
+  return {arg.substr(0, colon), arg.substr(colon + 1)};
+}
+
+}  // namespace
+
+int RunVFolderUpload(std::string const& folder, std::vector<std::string> const& files,
+                     TransferFlags const& flags, Context& ctx) {
+  auto client = ctx.MakeClient();
+  if (!client.ok()) return ReportError(ctx, client.status());
+  Progress progress(ctx, flags.progress);
+  auto report = VFolderClient(*client).Upload(folder, files, MakeTransfer(flags, progress));
+  progress.Finish();
+  return Report(ctx, report);
+}
+
+int RunVFolderDownload(std::string const& folder, std::vector<std::string> const& paths,
+                       std::string const& local_dir, TransferFlags const& flags, Context& ctx) {
+  auto client = ctx.MakeClient();
+  if (!client.ok()) return ReportError(ctx, client.status());
+  Progress progress(ctx, flags.progress);
+  auto report = VFolderClient(*client).Download(folder, paths, local_dir.empty() ? "." : local_dir,
+                                                MakeTransfer(flags, progress));
+  progress.Finish();
+  return Report(ctx, report);
+}
+
+int RunCp(std::vector<std::string> const& args, TransferFlags flags, Context& ctx) {
+  if (args.size() < 2) {
+    ctx.err() << "error: cp needs a source and a destination (VFOLDER:PATH on one side)\n";
+    return kExitUsage;
+  }
+  Place dst = ParsePlace(args.back());
+  std::vector<Place> sources;
+  for (std::size_t i = 0; i + 1 < args.size(); ++i) sources.push_back(ParsePlace(args[i]));
+  std::string folder = dst.folder.empty() ? sources[0].folder : dst.folder;
+  for (auto const& s : sources) {
+    bool ok = dst.folder.empty() ? s.folder == folder && !folder.empty() : s.folder.empty();
+    if (!ok) {
+      ctx.err() << "error: copy between this machine and one folder: local sources and a "
+                   "VFOLDER:PATH destination, or VFOLDER:PATH sources of one folder and a local "
+                   "destination\n";
+      return kExitUsage;
+    }
+  }
+  std::vector<std::string> paths;
+  for (auto const& s : sources) paths.push_back(s.path);
+  if (dst.folder.empty()) return RunVFolderDownload(folder, paths, dst.path, flags, ctx);
+  flags.dst = dst.path;
+  return RunVFolderUpload(folder, paths, flags, ctx);
+}
+
+void AddVFolderCommands(CommandSet& set) {
+  auto& ctx = set.ctx();
+  auto* noun = set.root().add_subcommand("vfolder", "Virtual folders: create, list, move files");
+  noun->alias("vf");
+  noun->require_subcommand(1);
+
+  auto& create = set.Keep<VFolderCreateRequest>();
+  auto* c = noun->add_subcommand("create", "Create a folder");
+  c->add_option("NAME", create.name, "Folder name")->required();
+  c->add_option("--host", create.host, "Storage host PROXY:VOLUME (default: the server's)");
+  c->add_option("--usage-mode", create.usage_mode, "general, model or data");
+  c->add_option("--permission", create.permission, "ro, rw or wd (project folders' members)");
+  c->add_option("--group,--project", create.group, "A project: make a project folder");
+  c->add_flag("--cloneable", create.cloneable, "Others may clone it");
+  set.OnRun(c, [&create, &ctx] {
+    return WithFolders(ctx, [&](VFolderClient& f) -> Status {
+      auto made = f.Create(create);
+      if (!made.ok()) return made.status();
+      if (ctx.json()) {
+        auto j = InfoJson(*made);
+        j["exit_code"] = 0;
+        ctx.out() << j.dump() << "\n";
+      } else {
+        ctx.out() << made->id << "\n";
+      }
+      return Status();
+    });
+  });
+
+  auto* ls = noun->add_subcommand("ls", "List the folders you can use");
+  ls->alias("list");
+  set.OnRun(ls, [&ctx] {
+    return WithFolders(ctx, [&](VFolderClient& f) -> Status {
+      auto all = f.List();
+      if (!all.ok()) return all.status();
+      if (ctx.json()) {
+        json out = json::array();
+        for (auto const& v : *all) out.push_back(InfoJson(v));
+        ctx.out() << json{{"folders", out}, {"exit_code", 0}}.dump() << "\n";
+        return Status();
+      }
+      if (all->empty()) {
+        if (ctx.stdout_tty()) ctx.out() << "no folders\n";
+        return Status();
+      }
+      std::vector<std::vector<std::string>> rows{
+          {"NAME", "HOST", "PERMISSION", "OWNERSHIP", "STATUS", "USAGE", "ID"}};
+      for (auto const& v : *all) {
+        rows.push_back(
+            {v.name, v.host, v.permission, v.ownership_type, v.status, v.usage_mode, v.id});
+      }
+      PrintTable(ctx, rows);
+      return Status();
+    });
+  });
+
+  auto& one = set.Keep<std::string>();
+  auto* info = noun->add_subcommand("info", "A folder's details");
+  info->add_option("NAME", one, "Folder name or id")->required();
+  set.OnRun(info, [&one, &ctx] {
+    return WithFolders(ctx, [&](VFolderClient& f) -> Status {
+      auto v = f.Info(one);
+      if (!v.ok()) return v.status();
+      auto j = InfoJson(*v);
+      if (ctx.json()) {
+        j["exit_code"] = 0;
+        ctx.out() << j.dump() << "\n";
+        return Status();
+      }
+      for (auto const& [k, val] : j.items()) {
+        ctx.out() << k << ": " << (val.is_string() ? val.get<std::string>() : val.dump()) << "\n";
+      }
+      return Status();
+    });
+  });
+
+  struct Named {
+    std::string name, other;
+  };
+  auto add_simple = [&](char const* verb, char const* help, char const* words,
+                        Status (VFolderClient::*call)(std::string const&) const) {
+    auto& name = set.Keep<std::string>();
+    auto* cmd = noun->add_subcommand(verb, help);
+    cmd->add_option("NAME", name, "Folder name or id")->required();
+    set.OnRun(cmd, [&name, &ctx, call, words] {
+      return WithFolders(ctx, [&](VFolderClient& f) -> Status {
+        auto s = (f.*call)(name);
+        if (s.ok()) Done(ctx, std::string(words) + " " + name);
+        return s;
+      });
+    });
+  };
+  add_simple("rm", "Move a folder to the trash", "trashed", &VFolderClient::Delete);
+  add_simple("restore", "Bring a folder back from the trash", "restored", &VFolderClient::Restore);
+  add_simple("purge", "Remove a folder in the trash for good", "purged", &VFolderClient::Purge);
+
+  auto& rename = set.Keep<Named>();
+  auto* rn = noun->add_subcommand("rename", "Rename a folder");
+  rn->add_option("NAME", rename.name, "Folder")->required();
+  rn->add_option("NEW_NAME", rename.other, "New name")->required();
+  set.OnRun(rn, [&rename, &ctx] {
+    return WithFolders(ctx, [&](VFolderClient& f) -> Status {
+      auto s = f.Rename(rename.name, rename.other);
+      if (s.ok()) Done(ctx, "renamed " + rename.name + " to " + rename.other);
+      return s;
+    });
+  });
+
+  struct PathsFlag {
+    std::string folder;
+    std::vector<std::string> paths;
+    bool flag = false;
+  };
+  auto& mk = set.Keep<PathsFlag>();
+  auto* mkdir = noun->add_subcommand("mkdir", "Make directories in a folder (parents too)");
+  mkdir->add_option("NAME", mk.folder, "Folder")->required();
+  mkdir->add_option("PATHS", mk.paths, "Directories")->required();
+  mkdir->add_flag("-p,--exist-ok", mk.flag, "No error when one exists");
+  set.OnRun(mkdir, [&mk, &ctx] {
+    return WithFolders(ctx, [&](VFolderClient& f) -> Status {
+      for (auto const& p : mk.paths) {
+        if (auto s = f.Mkdir(mk.folder, p, true, mk.flag); !s.ok()) return s;
+      }
+      Done(ctx, "made " + std::to_string(mk.paths.size()) + " directories");
+      return Status();
+    });
+  });
+
+  auto& rmf = set.Keep<PathsFlag>();
+  auto* rmfiles = noun->add_subcommand("rm-files", "Delete files (and, with -r, directories)");
+  rmfiles->add_option("NAME", rmf.folder, "Folder")->required();
+  rmfiles->add_option("PATHS", rmf.paths, "Files and directories")->required();
+  rmfiles->add_flag("-r,--recursive", rmf.flag, "Directories with everything in them");
+  set.OnRun(rmfiles, [&rmf, &ctx] {
+    return WithFolders(ctx, [&](VFolderClient& f) -> Status {
+      auto s = f.DeleteFiles(rmf.folder, rmf.paths, rmf.flag);
+      if (s.ok()) Done(ctx, "deleted " + std::to_string(rmf.paths.size()) + " paths");
+      return s;
+    });
+  });
+
+  auto& mv = set.Keep<PathsFlag>();
+  auto* mvc = noun->add_subcommand("mv", "Move or rename a file within a folder: NAME SRC DST");
+  mvc->add_option("NAME", mv.folder, "Folder")->required();
+  mvc->add_option("PATHS", mv.paths, "Source and destination")->required()->expected(2);
+  set.OnRun(mvc, [&mv, &ctx] {
+    return WithFolders(ctx, [&](VFolderClient& f) -> Status {
+      auto s = f.Move(mv.folder, mv.paths[0], mv.paths[1]);
+      if (s.ok()) Done(ctx, "moved " + mv.paths[0] + " to " + mv.paths[1]);
+      return s;
+    });
+  });
+
+  auto& listing = set.Keep<Named>();
+  auto* files = noun->add_subcommand("files", "List a directory of a folder");
+  files->alias("ls-files");
+  files->add_option("NAME", listing.name, "Folder")->required();
+  files->add_option("PATH", listing.other, "Directory (default: the folder's root)");
+  set.OnRun(files, [&listing, &ctx] {
+    return WithFolders(ctx, [&](VFolderClient& f) -> Status {
+      auto list = f.Files(listing.name, listing.other);
+      if (!list.ok()) return list.status();
+      if (ctx.json()) {
+        json out = json::array();
+        for (auto const& e : *list) {
+          out.push_back({{"name", e.name},
+                         {"type", e.type},
+                         {"size", e.size},
+                         {"mode", e.mode},
+                         {"modified", e.modified}});
+        }
+        ctx.out() << json{{"files", out}, {"exit_code", 0}}.dump() << "\n";
+        return Status();
+      }
+      std::vector<std::vector<std::string>> rows{{"TYPE", "MODE", "SIZE", "MODIFIED", "NAME"}};
+      for (auto const& e : *list) {
+        rows.push_back({e.type, e.mode, std::to_string(e.size), e.modified.substr(0, 19), e.name});
+      }
+      PrintTable(ctx, rows);
+      return Status();
+    });
+  });
+
+  auto* hosts = noun->add_subcommand("hosts", "Storage hosts you may create folders on");
+  set.OnRun(hosts, [&ctx] {
+    return WithFolders(ctx, [&](VFolderClient& f) -> Status {
+      auto h = f.Hosts();
+      if (!h.ok()) return h.status();
+      if (ctx.json()) {
+        ctx.out()
+            << json{{"default", h->default_host}, {"allowed", h->allowed}, {"exit_code", 0}}.dump()
+            << "\n";
+        return Status();
+      }
+      for (auto const& a : h->allowed) {
+        ctx.out() << a << (a == h->default_host ? "  (default)" : "") << "\n";
+      }
+      return Status();
+    });
+  });
+
+  auto add_transfer_flags = [](CLI::App* cmd, TransferFlags& t) {
+    cmd->add_flag("-r,--recursive", t.recursive, "Directories with everything in them");
+    cmd->add_option("--parallel", t.parallel, "Files at once (default 4)")
+        ->check(CLI::Range(1, 64));
+    cmd->add_option("--progress", t.progress,
+                    "bar (default on a terminal), json (NDJSON on stderr) or none")
+        ->check(CLI::IsMember({"bar", "json", "none"}));
+  };
+  struct Transfer {
+    std::string folder;
+    std::vector<std::string> paths;
+    TransferFlags flags;
+  };
+  auto& up = set.Keep<Transfer>();
+  auto* upload = noun->add_subcommand(
+      "upload", "Upload files into a folder: NAME FILE… [--dst DIR]; resumes an interrupted one");
+  upload->add_option("NAME", up.folder, "Folder")->required();
+  upload->add_option("FILES", up.paths, "Local files (directories with -r)")->required();
+  upload->add_option("--dst", up.flags.dst, "Directory in the folder (default: its root)");
+  add_transfer_flags(upload, up.flags);
+  set.OnRun(upload, [&up, &ctx] { return RunVFolderUpload(up.folder, up.paths, up.flags, ctx); });
+
+  auto& down = set.Keep<Transfer>();
+  auto* download = noun->add_subcommand(
+      "download", "Download files from a folder: NAME PATH… [--dst DIR]; resumes");
+  download->add_option("NAME", down.folder, "Folder")->required();
+  download->add_option("PATHS", down.paths, "Files in the folder (directories with -r)")
+      ->required();
+  download->add_option("--dst", down.flags.dst, "Local directory (default: .)");
+  add_transfer_flags(download, down.flags);
+  set.OnRun(download, [&down, &ctx] {
+    return RunVFolderDownload(down.folder, down.paths, down.flags.dst, down.flags, ctx);
+  });
+
+  auto& cp = set.Keep<Transfer>();
+  auto* cpc = set.root().add_subcommand(
+      "cp", "Copy between this machine and a folder: SRC… DST, one side VFOLDER:PATH");
+  cpc->add_option("PATHS", cp.paths, "Sources, then the destination")->required();
+  add_transfer_flags(cpc, cp.flags);
+  set.OnRun(cpc, [&cp, &ctx] { return RunCp(cp.paths, cp.flags, ctx); });
+}
+
+}  // namespace bai::cli

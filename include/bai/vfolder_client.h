@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "bai/client.h"
+#include "bai/export.h"
+#include "bai/protocol/vfolder_wire.h"
+#include "bai/status.h"
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace bai {
+
+using VFolderInfo = protocol::VFolderInfo;
+using VFolderFile = protocol::VFolderFile;
+
+struct VFolderCreateRequest {
+  std::string name;
+  std::string host;        ///< "" = the server's default
+  std::string usage_mode;  ///< "" = general
+  std::string permission;  ///< "" = rw
+  std::string group;       ///< a project (name or id): a project folder
+  bool cloneable = false;
+};
+
+/// `GET /folders/_/hosts`.
+struct VFolderHosts {
+  std::string default_host;
+  std::vector<std::string> allowed;
+};
+
+/// Where a transfer stands, reported as bytes arrive (from the calling thread or a worker's).
+struct TransferProgress {
+  std::string path;  ///< the file (remote path for uploads, local for downloads)
+  std::int64_t done = 0;
+  std::int64_t total = 0;
+  bool finished = false;  ///< this file is complete
+};
+using ProgressCallback = std::function<void(TransferProgress const&)>;
+
+struct TransferOptions {
+  /// Uploads: the directory in the folder files go to ("" = its root). Downloads: ignored.
+  std::string remote_dir;
+  /// Directories are copied with everything beneath them (else they are refused).
+  bool recursive = false;
+  /// Files moved at the same time.
+  int parallel = 4;
+  /// Bytes per tus PATCH (each is checked with sha256 on the proxy).
+  std::int64_t chunk_bytes = 8 << 20;
+  /// Upload journal: which local file an unfinished upload came from, so a later process
+  /// resumes it only for the same file. Default: $XDG_STATE_HOME/bai/uploads (or
+  /// ~/.local/state/bai/uploads).
+  std::string journal_dir;
+  ProgressCallback progress;
+  /// Set from another thread to stop between chunks (the call then returns kCancelled; what
+  /// was sent stays resumable).
+  std::atomic<bool> const* cancel = nullptr;
+};
+
+struct TransferReport {
+  std::int64_t files = 0;
+  std::int64_t bytes = 0;            ///< moved by this call (resumed parts not counted)
+  std::int64_t resumed = 0;          ///< files that continued an earlier, unfinished transfer
+  std::vector<std::string> written;  ///< remote paths (uploads) or local paths (downloads)
+};
+
+/// Virtual folders (PROTOCOL.md §7): records through the manager, bytes through the storage
+/// proxy the manager points at (tus uploads, ranged downloads). Thread-safe.
+class BAI_EXPORT VFolderClient {
+ public:
+  explicit VFolderClient(Client client) : client_(std::move(client)) {}
+
+  StatusOr<VFolderInfo> Create(VFolderCreateRequest const& request) const;
+  StatusOr<std::vector<VFolderInfo>> List() const;
+  /// By name or id.
+  StatusOr<VFolderInfo> Info(std::string const& folder) const;
+  /// To the trash; Restore brings it back, Purge removes it for good (from the trash).
+  Status Delete(std::string const& folder) const;
+  Status Restore(std::string const& folder) const;
+  Status Purge(std::string const& folder) const;
+  Status Rename(std::string const& folder, std::string const& new_name) const;
+  StatusOr<VFolderHosts> Hosts() const;
+
+  StatusOr<std::vector<VFolderFile>> Files(std::string const& folder,
+                                           std::string const& path = {}) const;
+  Status Mkdir(std::string const& folder, std::string const& path, bool parents = true,
+               bool exist_ok = false) const;
+  Status Move(std::string const& folder, std::string const& src, std::string const& dst) const;
+  Status RenameFile(std::string const& folder, std::string const& path,
+                    std::string const& new_name) const;
+  Status DeleteFiles(std::string const& folder, std::vector<std::string> const& paths,
+                     bool recursive = false) const;
+
+  /// Uploads local files (and directories, with `recursive`) into the folder under
+  /// `options.remote_dir`, several at once, each over tus with sha256-checked chunks. An
+  /// interrupted upload of the same local file (same path, size and modification time) is
+  /// resumed where the proxy has it, by this process or a later one. Every source is checked
+  /// before any byte is sent.
+  StatusOr<TransferReport> Upload(std::string const& folder,
+                                  std::vector<std::string> const& local_paths,
+                                  TransferOptions const& options = {}) const;
+  /// Downloads files (and directories, with `recursive`) into `local_dir` (made if missing),
+  /// each to a temporary name renamed when complete; an interrupted download is resumed with
+  /// `Range` and `If-Range` (started again when the file changed meanwhile).
+  StatusOr<TransferReport> Download(std::string const& folder,
+                                    std::vector<std::string> const& remote_paths,
+                                    std::string const& local_dir,
+                                    TransferOptions const& options = {}) const;
+
+ private:
+  Client client_;
+};
+
+}  // namespace bai

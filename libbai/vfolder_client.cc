@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: Apache-2.0
+// VFolderClient's record calls: each one request to the manager (PROTOCOL.md §7). The transfers
+// are in vfolder_transfer.cc.
+#include "bai/vfolder_client.h"
+
+#include "libbai/internal/url.h"
+
+#include <nlohmann/json.hpp>
+
+namespace bai {
+namespace {
+
+using nlohmann::json;
+
+std::string Path(std::string const& folder, std::string const& rest = {}) {
+  return "/folders/" + internal::EncodeSegment(folder) + rest;
+}
+
+StatusOr<ApiResponse> Call(Client const& client, std::string method, std::string path,
+                           json const& body = nullptr) {
+  ApiRequest r(std::move(method), std::move(path));
+  if (!body.is_null()) r.body = body.dump();
+  auto response = client.Send(r);
+  if (!response.ok()) return response.status();
+  if (auto s = CheckResponse(*response); !s.ok()) return s;
+  return response;
+}
+
+Status Done(StatusOr<ApiResponse> const& r) { return r.ok() ? Status() : r.status(); }
+
+}  // namespace
+
+StatusOr<VFolderInfo> VFolderClient::Create(VFolderCreateRequest const& request) const {
+  json body = {{"name", request.name}, {"cloneable", request.cloneable}};
+  if (!request.host.empty()) body["host"] = request.host;
+  if (!request.usage_mode.empty()) body["usage_mode"] = request.usage_mode;
+  if (!request.permission.empty()) body["permission"] = request.permission;
+  if (!request.group.empty()) body["group"] = request.group;
+  if (auto s = protocol::CheckVFolderName(request.name, !request.group.empty()); !s.ok()) {
+    return s;
+  }
+  auto r = Call(client_, "POST", "/folders", body);
+  if (!r.ok()) return r.status();
+  return protocol::DecodeVFolderInfo(r->body);
+}
+
+StatusOr<std::vector<VFolderInfo>> VFolderClient::List() const {
+  auto r = Call(client_, "GET", "/folders");
+  if (!r.ok()) return r.status();
+  return protocol::DecodeVFolderList(r->body);
+}
+
+StatusOr<VFolderInfo> VFolderClient::Info(std::string const& folder) const {
+  auto r = Call(client_, "GET", Path(folder));
+  if (!r.ok()) return r.status();
+  return protocol::DecodeVFolderInfo(r->body);
+}
+
+Status VFolderClient::Delete(std::string const& folder) const {
+  return Done(Call(client_, "DELETE", Path(folder)));
+}
+
+Status VFolderClient::Restore(std::string const& folder) const {
+  // The trash-bin calls name a folder by id; a name is looked up among the caller's folders
+  // (trash included).
+  auto all = List();
+  if (!all.ok()) return all.status();
+  std::string id = folder;
+  for (auto const& f : *all) {
+    if (f.name == folder && f.status == "delete-pending") id = f.id;
+  }
+  return Done(Call(client_, "POST", "/folders/restore-from-trash-bin", {{"vfolder_id", id}}));
+}
+
+Status VFolderClient::Purge(std::string const& folder) const {
+  auto all = List();
+  if (!all.ok()) return all.status();
+  std::string id = folder;
+  for (auto const& f : *all) {
+    if (f.name == folder && f.status == "delete-pending") id = f.id;
+  }
+  return Done(Call(client_, "POST", "/folders/delete-from-trash-bin", {{"vfolder_id", id}}));
+}
+
+Status VFolderClient::Rename(std::string const& folder, std::string const& new_name) const {
+  if (auto s = protocol::CheckVFolderName(new_name); !s.ok()) return s;
+  return Done(Call(client_, "POST", Path(folder, "/rename"), {{"new_name", new_name}}));
+}
+
+StatusOr<VFolderHosts> VFolderClient::Hosts() const {
+  auto r = Call(client_, "GET", "/folders/_/hosts");
+  if (!r.ok()) return r.status();
+  auto j = json::parse(r->body, nullptr, false);
+  if (!j.is_object()) return Status(StatusCode::kInternal, "Malformed hosts answer");
+  VFolderHosts h;
+  if (j.contains("default") && j["default"].is_string()) h.default_host = j["default"];
+  for (auto const& a : j.value("allowed", json::array())) {
+    if (a.is_string()) h.allowed.push_back(a);
+  }
+  return h;
+}
+
+StatusOr<std::vector<VFolderFile>> VFolderClient::Files(std::string const& folder,
+                                                        std::string const& path) const {
+  auto r = Call(client_, "GET", Path(folder, "/files?path=" + internal::EncodeSegment(path)));
+  if (!r.ok()) return r.status();
+  return protocol::DecodeVFolderListing(r->body);
+}
+
+Status VFolderClient::Mkdir(std::string const& folder, std::string const& path, bool parents,
+                            bool exist_ok) const {
+  return Done(Call(client_, "POST", Path(folder, "/mkdir"),
+                   {{"path", path}, {"parents", parents}, {"exist_ok", exist_ok}}));
+}
+
+Status VFolderClient::Move(std::string const& folder, std::string const& src,
+                           std::string const& dst) const {
+  return Done(Call(client_, "POST", Path(folder, "/move-file"), {{"src", src}, {"dst", dst}}));
+}
+
+Status VFolderClient::RenameFile(std::string const& folder, std::string const& path,
+                                 std::string const& new_name) const {
+  return Done(Call(client_, "POST", Path(folder, "/rename-file"),
+                   {{"target_path", path}, {"new_name", new_name}}));
+}
+
+Status VFolderClient::DeleteFiles(std::string const& folder, std::vector<std::string> const& paths,
+                                  bool recursive) const {
+  return Done(Call(client_, "POST", Path(folder, "/delete-files"),
+                   {{"files", paths}, {"recursive", recursive}}));
+}
+
+}  // namespace bai

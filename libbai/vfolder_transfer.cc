@@ -1,0 +1,496 @@
+// SPDX-License-Identifier: Apache-2.0
+// VFolderClient's transfers. Uploads: request-upload, then tus 1.0 core against the storage
+// proxy (HEAD for the offset, PATCH chunks with an sha256 Upload-Checksum), several files at once;
+// a journal file per unfinished upload remembers which local file it came from, so a later
+// process resumes it only for the same file (else it asks the manager to start it again).
+// Downloads: request-download, HEAD to learn the size and ETag, GET with Range/If-Range into a
+// `.bai-part` file renamed when complete; a dropped connection resumes where the file ends.
+#include "bai/vfolder_client.h"
+
+#include "libbai/internal/url.h"
+
+#include <fcntl.h>
+#include <nlohmann/json.hpp>
+#include <openssl/evp.h>
+#include <openssl/sha.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+namespace bai {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr int kAttempts = 20;  // per file, for connections that drop
+
+std::string Join(std::string const& dir, std::string const& name) {
+  if (dir.empty()) return name;
+  if (name.empty()) return dir;
+  return dir.back() == '/' ? dir + name : dir + "/" + name;
+}
+
+std::string Base(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+Status Local(std::string const& what, std::string const& path, int err) {
+  return Status(err == ENOENT ? StatusCode::kNotFound : StatusCode::kFailedPrecondition,
+                what + " " + path + ": " + std::strerror(err));
+}
+
+std::string Sha256Raw(char const* data, std::size_t n) {
+  unsigned char d[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<unsigned char const*>(data), n, d);
+  return std::string(reinterpret_cast<char*>(d), sizeof d);
+}
+
+std::string Hex(std::string const& raw) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : raw) {
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  }
+  return out;
+}
+
+std::string Base64(std::string const& raw) {
+  std::string out(4 * ((raw.size() + 2) / 3) + 1, '\0');
+  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<unsigned char const*>(raw.data()),
+                          static_cast<int>(raw.size()));
+  out.resize(static_cast<std::size_t>(n));
+  return out;
+}
+
+void Backoff(int attempt) {
+  std::this_thread::sleep_for(
+      std::chrono::milliseconds(std::min(5000, 100 << std::min(attempt, 6))));
+}
+
+bool Cancelled(TransferOptions const& o) { return o.cancel && o.cancel->load(); }
+
+StatusOr<protocol::TransferTicket> Ticket(Client const& client, std::string const& folder,
+                                          std::string const& op, json const& body) {
+  ApiRequest r("POST", "/folders/" + internal::EncodeSegment(folder) + "/" + op);
+  r.body = body.dump();
+  auto response = client.Send(r);
+  if (!response.ok()) return response.status();
+  if (auto s = CheckResponse(*response); !s.ok()) return s;
+  return protocol::DecodeTransferTicket(response->body);
+}
+
+std::string JournalDir(TransferOptions const& o) {
+  if (!o.journal_dir.empty()) return o.journal_dir;
+  if (char const* x = std::getenv("XDG_STATE_HOME"); x && *x)
+    return std::string(x) + "/bai/uploads";
+  if (char const* h = std::getenv("HOME"); h && *h)
+    return std::string(h) + "/.local/state/bai/uploads";
+  return "/tmp/bai-uploads-" + std::to_string(::getuid());
+}
+
+// One local file and where it goes.
+struct UploadItem {
+  std::string local, remote;
+  struct stat st {};
+};
+
+// What identifies a local file for resuming: the same path, size and modification time.
+json Identity(UploadItem const& item) {
+  return {{"local", item.local},
+          {"size", static_cast<std::int64_t>(item.st.st_size)},
+          {"mtime_ns", static_cast<std::int64_t>(item.st.st_mtim.tv_sec) * 1000000000 +
+                           item.st.st_mtim.tv_nsec},
+          {"ino", static_cast<std::int64_t>(item.st.st_ino)}};
+}
+
+class Uploader {
+ public:
+  Uploader(Client const& client, std::string folder, TransferOptions const& options)
+      : client_(client), folder_(std::move(folder)), options_(options) {}
+
+  Status One(UploadItem const& item, TransferReport& report) {
+    std::int64_t size = item.st.st_size;
+    std::string journal = JournalDir(options_) + "/" +
+                          Hex(Sha256Raw(JournalKey(item).data(), JournalKey(item).size())) +
+                          ".json";
+    bool same_file = false;
+    {
+      std::ifstream in(journal);
+      std::stringstream text;
+      text << in.rdbuf();
+      auto j = json::parse(text.str(), nullptr, false);
+      same_file = in && !j.is_discarded() && j == Identity(item);
+    }
+    if (size > 0) {
+      std::error_code ec;
+      fs::create_directories(fs::path(journal).parent_path(), ec);
+      std::ofstream(journal) << Identity(item).dump();
+    }
+    auto ticket = Ticket(client_, folder_, "request-upload",
+                         {{"path", item.remote}, {"size", size}, {"restart", !same_file}});
+    if (!ticket.ok()) return ticket.status();
+    std::string target = ticket->Target();
+    int fd = ::open(item.local.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Local("cannot read", item.local, errno);
+    std::vector<char> buf(
+        static_cast<std::size_t>(std::max<std::int64_t>(options_.chunk_bytes, 1)));
+    Status result;
+    std::int64_t offset = -1, sent = 0;
+    bool first = true;
+    for (int attempt = 0; size > 0;) {
+      if (Cancelled(options_)) {
+        result = Status(StatusCode::kCancelled, "cancelled");
+        break;
+      }
+      if (offset < 0) {
+        ApiRequest head("HEAD", "/");
+        head.headers = {{"Tus-Resumable", "1.0.0"}};
+        auto h = client_.SendToUrl(target, head);
+        if (!h.ok() || h->status >= 500) {
+          if (++attempt >= kAttempts) {
+            result = h.ok() ? CheckResponse(*h) : h.status();
+            break;
+          }
+          Backoff(attempt);
+          continue;
+        }
+        if (auto s = CheckResponse(*h); !s.ok()) {
+          result = s;
+          break;
+        }
+        offset = std::stoll(h->Header("upload-offset").value_or("0"));
+        if (first && offset > 0) ++report.resumed;
+        first = false;
+        if (offset >= size) break;
+      }
+      auto want = static_cast<std::size_t>(std::min<std::int64_t>(buf.size(), size - offset));
+      std::size_t got = 0;
+      while (got < want) {
+        ssize_t n = ::pread(fd, buf.data() + got, want - got, static_cast<off_t>(offset) + got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got += static_cast<std::size_t>(n);
+      }
+      if (got < want) {
+        result = Status(StatusCode::kFailedPrecondition,
+                        item.local + " changed while it was uploaded (shorter than " +
+                            std::to_string(size) + " bytes)");
+        break;
+      }
+      ApiRequest patch("PATCH", "/");
+      patch.body.assign(buf.data(), got);
+      patch.content_type = "application/offset+octet-stream";
+      patch.headers = {{"Tus-Resumable", "1.0.0"},
+                       {"Upload-Offset", std::to_string(offset)},
+                       {"Upload-Checksum", "sha256 " + Base64(Sha256Raw(buf.data(), got))}};
+      auto p = client_.SendToUrl(target, patch);
+      if (!p.ok() || p->status >= 500 || p->status == 409 || p->status == 460) {
+        // Dropped, refused for now, or out of step: ask where the upload stands and go on.
+        if (++attempt >= kAttempts) {
+          result = p.ok() ? CheckResponse(*p) : p.status();
+          break;
+        }
+        offset = -1;
+        Backoff(attempt);
+        continue;
+      }
+      if (auto s = CheckResponse(*p); !s.ok()) {
+        result = s;
+        break;
+      }
+      attempt = 0;
+      std::int64_t now = std::stoll(p->Header("upload-offset").value_or("0"));
+      sent += now - offset;
+      offset = now;
+      if (options_.progress) options_.progress({item.remote, offset, size, offset >= size});
+      if (offset >= size) break;
+    }
+    ::close(fd);
+    if (!result.ok()) return result;
+    std::error_code ec;
+    fs::remove(journal, ec);
+    if (size == 0 && options_.progress) options_.progress({item.remote, 0, 0, true});
+    std::lock_guard<std::mutex> lock(mu_);
+    report.files += 1;
+    report.bytes += sent;
+    report.written.push_back(item.remote);
+    return Status();
+  }
+
+ private:
+  std::string JournalKey(UploadItem const& item) const {
+    return client_.options().endpoints.front() + "\n" + folder_ + "\n" + item.remote + "\n" +
+           std::to_string(item.st.st_size);
+  }
+
+  Client const& client_;
+  std::string folder_;
+  TransferOptions const& options_;
+  std::mutex mu_;
+};
+
+// Runs `work(i)` for i in [0, n) on up to `parallel` threads; the first error wins and stops
+// the rest from starting.
+Status RunParallel(std::size_t n, int parallel, std::function<Status(std::size_t)> const& work) {
+  std::atomic<std::size_t> next{0};
+  std::mutex mu;
+  Status first;
+  std::atomic<bool> failed{false};
+  auto worker = [&] {
+    for (std::size_t i; !failed && (i = next++) < n;) {
+      auto s = work(i);
+      if (!s.ok()) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (first.ok()) first = s;
+        failed = true;
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  int count =
+      static_cast<int>(std::min<std::size_t>(n, static_cast<std::size_t>(std::max(1, parallel))));
+  for (int t = 1; t < count; ++t) threads.emplace_back(worker);
+  worker();
+  for (auto& t : threads) t.join();
+  return first;
+}
+
+// A remote name from a listing that may become a local one: one component, not "." or "..".
+bool SafeName(std::string const& name) {
+  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
+         name.find('\0') == std::string::npos;
+}
+
+struct DownloadItem {
+  std::string remote, local;
+};
+
+}  // namespace
+
+StatusOr<TransferReport> VFolderClient::Upload(std::string const& folder,
+                                               std::vector<std::string> const& local_paths,
+                                               TransferOptions const& options) const {
+  std::vector<UploadItem> items;
+  std::vector<std::string> dirs;
+  // Every source is looked at before any byte goes.
+  for (auto const& src : local_paths) {
+    struct stat st {};
+    if (::stat(src.c_str(), &st) != 0) return Local("cannot read", src, errno);
+    std::string remote = Join(options.remote_dir, Base(src));
+    if (S_ISREG(st.st_mode)) {
+      items.push_back({src, remote, st});
+      continue;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+      return Status(StatusCode::kInvalidArgument, src + " is not a regular file or a directory");
+    }
+    if (!options.recursive) {
+      return Status(StatusCode::kInvalidArgument, src + " is a directory (upload it recursively)");
+    }
+    dirs.push_back(remote);
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(src, ec); !ec && it != fs::end(it);
+         it.increment(ec)) {
+      auto rel = fs::relative(it->path(), src, ec).generic_string();
+      struct stat est {};
+      if (::lstat(it->path().c_str(), &est) != 0) return Local("cannot read", it->path(), errno);
+      if (S_ISDIR(est.st_mode)) {
+        dirs.push_back(Join(remote, rel));
+      } else if (S_ISREG(est.st_mode)) {
+        items.push_back({it->path().string(), Join(remote, rel), est});
+      }  // links and special files are not uploaded
+    }
+    if (ec) return Local("cannot read", src, ec.value());
+  }
+  for (auto const& d : dirs) {
+    if (auto s = Mkdir(folder, d, true, true); !s.ok()) return s;
+  }
+  TransferReport report;
+  Uploader uploader(client_, folder, options);
+  auto s = RunParallel(items.size(), options.parallel,
+                       [&](std::size_t i) { return uploader.One(items[i], report); });
+  if (!s.ok()) return s;
+  std::sort(report.written.begin(), report.written.end());
+  return report;
+}
+
+StatusOr<TransferReport> VFolderClient::Download(std::string const& folder,
+                                                 std::vector<std::string> const& remote_paths,
+                                                 std::string const& local_dir,
+                                                 TransferOptions const& options) const {
+  std::error_code ec;
+  std::vector<DownloadItem> items;
+  std::vector<std::pair<std::string, std::int64_t>> sizes;
+  // What each path is: found in its parent's listing.
+  std::function<Status(std::string const&, std::string const&)> add_dir;
+  std::vector<std::string> local_dirs;
+  add_dir = [&](std::string const& remote, std::string const& local) -> Status {
+    local_dirs.push_back(local);
+    auto list = Files(folder, remote);
+    if (!list.ok()) return list.status();
+    for (auto const& f : *list) {
+      if (!SafeName(f.name)) {
+        return Status(StatusCode::kInvalidArgument, "the server listed a bad name: " + f.name);
+      }
+      if (f.IsDirectory()) {
+        if (auto s = add_dir(Join(remote, f.name), Join(local, f.name)); !s.ok()) return s;
+      } else if (f.type == "FILE") {
+        items.push_back({Join(remote, f.name), Join(local, f.name)});
+      }
+    }
+    return Status();
+  };
+  for (auto const& src : remote_paths) {
+    std::string path = src;
+    while (!path.empty() && path.back() == '/') path.pop_back();
+    while (!path.empty() && path.front() == '/') path.erase(0, 1);
+    auto slash = path.rfind('/');
+    std::string parent = slash == std::string::npos ? "" : path.substr(0, slash);
+    std::string name = Base(path);
+    if (path.empty()) {
+      return Status(StatusCode::kInvalidArgument, "name a file or directory in the folder");
+    }
+    auto list = Files(folder, parent);
+    if (!list.ok()) return list.status();
+    auto it = std::find_if(list->begin(), list->end(),
+                           [&](VFolderFile const& f) { return f.name == name; });
+    if (it == list->end() || !SafeName(name)) {
+      return Status(StatusCode::kNotFound, "no " + path + " in " + folder);
+    }
+    if (it->IsDirectory()) {
+      if (!options.recursive) {
+        return Status(StatusCode::kInvalidArgument,
+                      path + " is a directory (download it recursively)");
+      }
+      if (auto s = add_dir(path, Join(local_dir, name)); !s.ok()) return s;
+    } else {
+      items.push_back({path, Join(local_dir, name)});
+    }
+  }
+  // Made only once every source was found.
+  fs::create_directories(local_dir, ec);
+  if (ec) return Local("cannot make", local_dir, ec.value());
+  for (auto const& d : local_dirs) {
+    fs::create_directories(d, ec);
+    if (ec) return Local("cannot make", d, ec.value());
+  }
+  TransferReport report;
+  std::mutex mu;
+  auto one = [&](std::size_t i) -> Status {
+    auto const& item = items[i];
+    std::string part = item.local + ".bai-part", meta = item.local + ".bai-part.json";
+    std::int64_t sent = 0;
+    bool counted_resume = false;
+    for (int attempt = 0;; ++attempt) {
+      if (Cancelled(options)) return Status(StatusCode::kCancelled, "cancelled");
+      if (attempt >= kAttempts) {
+        return Status(StatusCode::kUnavailable, "gave up downloading " + item.remote);
+      }
+      if (attempt > 0) Backoff(attempt);
+      auto ticket = Ticket(client_, folder, "request-download", {{"path", item.remote}});
+      if (!ticket.ok()) return ticket.status();
+      std::string target = ticket->Target();
+      // What we have: a part file and the ETag it was made from.
+      std::int64_t have = 0;
+      std::string etag;
+      struct stat pst {};
+      if (::stat(part.c_str(), &pst) == 0) {
+        std::ifstream in(meta);
+        std::stringstream text;
+        text << in.rdbuf();
+        auto j = json::parse(text.str(), nullptr, false);
+        if (j.is_object() && j.value("remote", "") == item.remote) {
+          have = pst.st_size;
+          etag = j.value("etag", "");
+        }
+      }
+      std::vector<std::pair<std::string, std::string>> range;
+      if (have > 0 && !etag.empty()) {
+        range = {{"Range", "bytes=" + std::to_string(have) + "-"}, {"If-Range", etag}};
+      }
+      ApiRequest head("HEAD", "/");
+      head.headers = range;
+      auto h = client_.SendToUrl(target, head);
+      if (!h.ok() || h->status >= 500) continue;
+      if (h->status == 416) {
+        range.clear();  // the part is already whole (or longer): start again
+        have = 0;
+      } else if (auto s = CheckResponse(*h); !s.ok()) {
+        return s;
+      }
+      bool partial = h->status == 206;
+      if (!partial) have = 0;
+      if (partial && !counted_resume) {
+        std::lock_guard<std::mutex> lock(mu);
+        ++report.resumed;
+        counted_resume = true;
+      }
+      std::int64_t total = have + std::stoll(h->Header("content-length").value_or("0"));
+      {
+        std::ofstream out(meta, std::ios::trunc);
+        out << json{{"remote", item.remote}, {"etag", h->Header("etag").value_or("")}}.dump();
+      }
+      int fd = ::open(part.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (partial ? 0 : O_TRUNC), 0644);
+      if (fd < 0) return Local("cannot write", part, errno);
+      std::int64_t at = have;
+      int werr = 0;
+      ApiRequest get("GET", "/");
+      get.headers = partial ? range : std::vector<std::pair<std::string, std::string>>{};
+      auto g = client_.SendToUrlStreaming(target, get, [&](std::string_view data) {
+        if (data.empty()) return !Cancelled(options);
+        std::size_t off = 0;
+        while (off < data.size()) {
+          ssize_t w = ::pwrite(fd, data.data() + off, data.size() - off, static_cast<off_t>(at));
+          if (w < 0 && errno == EINTR) continue;
+          if (w <= 0) {
+            werr = w < 0 ? errno : ENOSPC;
+            return false;
+          }
+          off += static_cast<std::size_t>(w);
+          at += w;
+        }
+        sent += static_cast<std::int64_t>(data.size());
+        if (options.progress) options.progress({item.local, at, total, false});
+        return !Cancelled(options);
+      });
+      ::close(fd);
+      if (werr) return Local("cannot write", part, werr);
+      if (!g.ok()) continue;  // dropped: resume from what arrived
+      if (g->status != (partial ? 206 : 200)) {
+        if (g->status >= 500 || g->status == 200 || g->status == 206) continue;
+        return CheckResponse(*g);
+      }
+      if (at != total) continue;  // ended early (or the file changed): ask again
+      if (::rename(part.c_str(), item.local.c_str()) != 0) {
+        return Local("cannot write", item.local, errno);
+      }
+      fs::remove(meta, ec);
+      if (options.progress) options.progress({item.local, total, total, true});
+      std::lock_guard<std::mutex> lock(mu);
+      report.files += 1;
+      report.bytes += sent;
+      report.written.push_back(item.local);
+      return Status();
+    }
+  };
+  auto s = RunParallel(items.size(), options.parallel, one);
+  if (!s.ok()) return s;
+  std::sort(report.written.begin(), report.written.end());
+  return report;
+}
+
+}  // namespace bai

@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: Apache-2.0
+// `bai vfolder …` and `bai cp` end to end against an in-process manager with its embedded
+// storage proxy: round trips of trees, exit codes, uploads and downloads killed half way and
+// finished by a new `bai` process, the journal that keeps a changed file from being resumed,
+// and many files at once.
+#include "tests/testing_util/local_cluster.h"
+#include "tests/testing_util/subprocess.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <signal.h>
+
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <random>
+#include <set>
+
+namespace bai {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+std::string RandomBytes(std::size_t n, unsigned seed) {
+  std::mt19937_64 gen(seed);
+  std::string out(n, '\0');
+  for (std::size_t i = 0; i + 8 <= n; i += 8) {
+    auto v = gen();
+    std::memcpy(&out[i], &v, 8);
+  }
+  return out;
+}
+
+class VFolderCliTest : public testing_util::LocalCluster {
+ protected:
+  void SetUp() override {
+    LocalCluster::SetUp();
+    env_["XDG_STATE_HOME"] = dir_.path() + "/state";
+    work_ = dir_.path() + "/work";
+    fs::create_directories(work_);
+  }
+
+  json Json(testing_util::ProcessResult const& r) {
+    auto j = json::parse(r.out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << r.out << r.err;
+    return j;
+  }
+
+  // `bai ARGS… 2>&1` in the background (its progress lines readable as they come).
+  std::unique_ptr<testing_util::BackgroundProcess> Background(std::vector<std::string> args) {
+    std::string line = "exec '" + testing_util::BinPath("bai") + "'";
+    for (auto const& a : args) line += " '" + a + "'";
+    line += " 2>&1";
+    return std::make_unique<testing_util::BackgroundProcess>(
+        std::vector<std::string>{"/bin/sh", "-c", line}, env_);
+  }
+
+  std::string work_;
+};
+
+TEST_F(VFolderCliTest, TreesGoUpAndComeBackByteForByte) {
+  auto made = Bai({"vfolder", "create", "data", "-o", "json"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  EXPECT_EQ(Json(made)["name"], "data");
+  // A taken name is a conflict (6); an unknown folder 5; a bad name a usage-level error.
+  EXPECT_EQ(Bai({"vfolder", "create", "data"}).exit_code, 6);
+  EXPECT_EQ(Bai({"vfolder", "info", "nope"}).exit_code, 5);
+  EXPECT_EQ(Bai({"vfolder", "files", "nope"}).exit_code, 5);
+  EXPECT_NE(Bai({"vfolder", "create", ".ssh"}).exit_code, 0);
+
+  fs::create_directories(work_ + "/tree/a/b");
+  fs::create_directories(work_ + "/tree/empty-dir");
+  std::map<std::string, std::string> files = {
+      {"tree/top.bin", RandomBytes(3 << 20, 1)},
+      {"tree/a/one.txt", "one\n"},
+      {"tree/a/b/zero", ""},
+      {"tree/a/b/edge", RandomBytes((8 << 20) + 1, 2)},  // a chunk and one byte
+      {"tree/a/b/naïve name.txt", "unicode"},
+  };
+  for (auto const& [p, d] : files) testing_util::WriteFileBytes(work_ + "/" + p, d);
+  // Without -r a directory is refused and nothing is sent.
+  auto refused = Bai({"vfolder", "upload", "data", work_ + "/tree"});
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_THAT(refused.err, HasSubstr("recursively"));
+  auto up = Bai({"vfolder", "upload", "data", work_ + "/tree", "-r", "--dst", "in", "-o", "json"});
+  ASSERT_EQ(up.exit_code, 0) << up.err;
+  auto uj = Json(up);
+  EXPECT_EQ(uj["files"], 5);
+  EXPECT_EQ(uj["written"].size(), 5u);
+  auto listing = Json(Bai({"vfolder", "files", "data", "in/tree", "-o", "json"}));
+  std::set<std::string> names;
+  for (auto const& f : listing["files"]) names.insert(f["name"].get<std::string>());
+  EXPECT_EQ(names, (std::set<std::string>{"a", "empty-dir", "top.bin"}));
+  // Down with `bai cp`, into another directory.
+  auto down = Bai({"cp", "-r", "data:in/tree", work_ + "/back", "-o", "json"});
+  ASSERT_EQ(down.exit_code, 0) << down.err;
+  for (auto const& [p, d] : files) {
+    EXPECT_EQ(testing_util::ReadFileBytes(work_ + "/back/" + p), d) << p;
+  }
+  EXPECT_TRUE(fs::is_directory(work_ + "/back/tree/empty-dir"));
+  // A file by `bai cp` up, into a directory, then mv / rm-files / mkdir.
+  testing_util::WriteFileBytes(work_ + "/solo.txt", "solo");
+  ASSERT_EQ(Bai({"cp", work_ + "/solo.txt", "data:docs"}).exit_code, 0);
+  EXPECT_EQ(Bai({"vfolder", "mv", "data", "docs/solo.txt", "solo2.txt"}).exit_code, 0);
+  ASSERT_EQ(Bai({"vfolder", "download", "data", "solo2.txt", "--dst", work_ + "/d2"}).exit_code, 0);
+  EXPECT_EQ(testing_util::ReadFileBytes(work_ + "/d2/solo2.txt"), "solo");
+  EXPECT_EQ(Bai({"vfolder", "mkdir", "data", "x/y"}).exit_code, 0);
+  auto again = Bai({"vfolder", "mkdir", "data", "x/y"});
+  EXPECT_EQ(again.exit_code, 1);  // 400 vfolder-operation-failed, as 24.09
+  EXPECT_THAT(again.err, HasSubstr("already exists"));
+  EXPECT_EQ(Bai({"vfolder", "mkdir", "-p", "data", "x/y"}).exit_code, 0);
+  EXPECT_NE(Bai({"vfolder", "rm-files", "data", "in"}).exit_code, 0);
+  EXPECT_EQ(Bai({"vfolder", "rm-files", "-r", "data", "in"}).exit_code, 0);
+  EXPECT_EQ(Bai({"vfolder", "files", "data", "in"}).exit_code, 5);
+  // Escaping paths are refused by the server and write nothing locally either.
+  EXPECT_NE(Bai({"cp", "data:../../etc/passwd", work_ + "/p"}).exit_code, 0);
+  EXPECT_FALSE(fs::exists(work_ + "/p"));
+  // Rename, trash, restore, purge.
+  EXPECT_EQ(Bai({"vfolder", "rename", "data", "data2"}).exit_code, 0);
+  EXPECT_EQ(Bai({"vfolder", "rm", "data2"}).exit_code, 0);
+  EXPECT_EQ(Bai({"vfolder", "files", "data2"}).exit_code, 5);  // in the trash: not in use
+  EXPECT_EQ(Bai({"vfolder", "restore", "data2"}).exit_code, 0);
+  EXPECT_EQ(Bai({"vfolder", "rm", "data2"}).exit_code, 0);
+  EXPECT_EQ(Bai({"vfolder", "purge", "data2"}).exit_code, 0);
+  EXPECT_EQ(Json(Bai({"vfolder", "ls", "-o", "json"}))["folders"].size(), 0u);
+  auto hosts = Json(Bai({"vfolder", "hosts", "-o", "json"}));
+  EXPECT_EQ(hosts["default"], "local:volume1");
+}
+
+// The file's size: 160 MiB, or BAI_TEST_BIG_MB (1024 for the 1 GiB run).
+std::size_t BigBytes() {
+  char const* mb = std::getenv("BAI_TEST_BIG_MB");
+  return static_cast<std::size_t>(mb && *mb ? std::atoi(mb) : 160) << 20;
+}
+
+TEST_F(VFolderCliTest, AKilledUploadIsFinishedByANewProcess) {
+  ASSERT_EQ(Bai({"vfolder", "create", "big"}).exit_code, 0);
+  std::string data = RandomBytes(BigBytes(), 3);
+  testing_util::WriteFileBytes(work_ + "/big.bin", data);
+  {
+    auto p = Background(
+        {"vfolder", "upload", "big", work_ + "/big.bin", "--progress", "json", "--parallel", "1"});
+    auto line = p->WaitForLine("\"done\"", 60000);
+    ASSERT_FALSE(line.empty());
+    int code = p->Stop(SIGKILL);
+    ASSERT_EQ(code, 128 + SIGKILL) << "the upload ended before it could be killed";
+  }
+  // Not in the folder yet: files appear whole.
+  auto before = Bai({"vfolder", "files", "big", "-o", "json"});
+  EXPECT_EQ(Json(before)["files"].size(), 0u);
+  auto again = Bai({"vfolder", "upload", "big", work_ + "/big.bin", "-o", "json"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  auto j = Json(again);
+  EXPECT_EQ(j["resumed"], 1);
+  EXPECT_LT(j["bytes"].get<std::int64_t>(), static_cast<std::int64_t>(data.size()));
+  EXPECT_GT(j["bytes"].get<std::int64_t>(), 0);
+  // Killed half way down too, and finished by a new process.
+  {
+    auto p = Background(
+        {"vfolder", "download", "big", "big.bin", "--dst", work_ + "/down", "--progress", "json"});
+    auto line = p->WaitForLine("\"done\"", 60000);
+    ASSERT_FALSE(line.empty());
+    ASSERT_EQ(p->Stop(SIGKILL), 128 + SIGKILL) << "the download ended before it could be killed";
+  }
+  EXPECT_FALSE(fs::exists(work_ + "/down/big.bin"));  // only the part file
+  auto down =
+      Bai({"vfolder", "download", "big", "big.bin", "--dst", work_ + "/down", "-o", "json"});
+  ASSERT_EQ(down.exit_code, 0) << down.err;
+  EXPECT_EQ(Json(down)["resumed"], 1);
+  EXPECT_TRUE(testing_util::ReadFileBytes(work_ + "/down/big.bin") == data);
+  EXPECT_FALSE(fs::exists(work_ + "/down/big.bin.bai-part"));
+}
+
+TEST_F(VFolderCliTest, AChangedFileIsNotResumedButSentAgain) {
+  ASSERT_EQ(Bai({"vfolder", "create", "jrnl"}).exit_code, 0);
+  std::string first = RandomBytes(128 << 20, 5);
+  testing_util::WriteFileBytes(work_ + "/f.bin", first);
+  {
+    auto p = Background({"vfolder", "upload", "jrnl", work_ + "/f.bin", "--progress", "json"});
+    ASSERT_FALSE(p->WaitForLine("\"done\"", 60000).empty());
+    ASSERT_EQ(p->Stop(SIGKILL), 128 + SIGKILL);
+  }
+  // Same size, other bytes, newer time: resuming would mix two files.
+  std::string second = RandomBytes(128 << 20, 6);
+  testing_util::WriteFileBytes(work_ + "/f.bin", second);
+  auto up = Bai({"vfolder", "upload", "jrnl", work_ + "/f.bin", "-o", "json"});
+  ASSERT_EQ(up.exit_code, 0) << up.err;
+  EXPECT_EQ(Json(up)["resumed"], 0);
+  ASSERT_EQ(Bai({"cp", "jrnl:f.bin", work_ + "/back"}).exit_code, 0);
+  EXPECT_TRUE(testing_util::ReadFileBytes(work_ + "/back/f.bin") == second);
+}
+
+TEST_F(VFolderCliTest, AHundredFilesAtOnce) {
+  ASSERT_EQ(Bai({"vfolder", "create", "many"}).exit_code, 0);
+  fs::create_directories(work_ + "/many");
+  for (int i = 0; i < 100; ++i) {
+    testing_util::WriteFileBytes(work_ + "/many/f" + std::to_string(i),
+                                 RandomBytes(64 << 10, static_cast<unsigned>(100 + i)));
+  }
+  auto up =
+      Bai({"vfolder", "upload", "many", work_ + "/many", "-r", "--parallel", "16", "-o", "json"});
+  ASSERT_EQ(up.exit_code, 0) << up.err;
+  EXPECT_EQ(Json(up)["files"], 100);
+  auto down = Bai({"vfolder", "download", "many", "many", "-r", "--parallel", "16", "--dst",
+                   work_ + "/back", "-o", "json"});
+  ASSERT_EQ(down.exit_code, 0) << down.err;
+  EXPECT_EQ(Json(down)["files"], 100);
+  for (int i = 0; i < 100; ++i) {
+    auto name = "/many/f" + std::to_string(i);
+    EXPECT_TRUE(testing_util::ReadFileBytes(work_ + "/back" + name) ==
+                testing_util::ReadFileBytes(work_ + name))
+        << name;
+  }
+}
+
+}  // namespace
+}  // namespace bai
