@@ -37,6 +37,7 @@ bench: build
 	bash bench/manager_bench.sh build 4 5
 	bash bench/session_cli_bench.sh build 40
 	bash bench/log_latency.sh build 100
+	bash bench/vfolder_bench.sh build 1024 3
 	@if [ "$$(id -u)" = 0 ]; then build/bench/bai_kernel_start -n 20; \
 	else echo "kernel start bench skipped: needs root (runc)"; fi
 

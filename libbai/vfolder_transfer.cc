@@ -149,8 +149,9 @@ class Uploader {
     std::vector<char> buf(
         static_cast<std::size_t>(std::max<std::int64_t>(options_.chunk_bytes, 1)));
     Status result;
-    std::int64_t offset = -1, sent = 0;
-    bool first = true;
+    // A restarted upload is fresh (offset 0): no need to ask where it stands.
+    std::int64_t offset = same_file ? -1 : 0, sent = 0;
+    bool first = same_file;
     for (int attempt = 0; size > 0;) {
       if (Cancelled(options_)) {
         result = Status(StatusCode::kCancelled, "cancelled");

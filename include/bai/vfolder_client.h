@@ -50,7 +50,7 @@ struct TransferOptions {
   /// Files moved at the same time.
   int parallel = 4;
   /// Bytes per tus PATCH (each is checked with sha256 on the proxy).
-  std::int64_t chunk_bytes = 8 << 20;
+  std::int64_t chunk_bytes = 16 << 20;
   /// Upload journal: which local file an unfinished upload came from, so a later process
   /// resumes it only for the same file. Default: $XDG_STATE_HOME/bai/uploads (or
   /// ~/.local/state/bai/uploads).

@@ -273,6 +273,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
  private:
   enum class AfterWrite { kRead, kClose, kNothing };
+  static constexpr std::uint64_t kDirectBodyBytes = 1 << 20;
 
   void DoRead() {
     if (closed_) return;
@@ -303,9 +304,40 @@ class Connection : public std::enable_shared_from_this<Connection> {
           if (length && *length > self->body_limit_) return self->OnRead(http::error::body_limit);
           self->parser_->body_limit(self->body_limit_);
           if (self->parser_->is_done()) return self->OnRead(ec);
-          http::async_read(self->stream_, self->buffer_, *self->parser_,
-                           [self](beast::error_code ec2, std::size_t) { self->OnRead(ec2); });
+          // A client that waits for leave to send its body (curl does for bodies over 1 MiB)
+          // gets it at once instead of after its own timeout.
+          if (beast::iequals(head[http::field::expect], "100-continue")) {
+            auto go = std::make_shared<std::string>("HTTP/1.1 100 Continue\r\n\r\n");
+            return net::async_write(self->stream_, net::buffer(*go),
+                                    [self, go, length](beast::error_code ec2, std::size_t) {
+                                      if (ec2) return self->OnRead(ec2);
+                                      self->ReadBody(length);
+                                    });
+          }
+          self->ReadBody(length);
         });
+  }
+
+  void ReadBody(boost::optional<std::uint64_t> length) {
+    if (length && *length > kDirectBodyBytes) return ReadLargeBody(*length);
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->OnRead(ec); });
+  }
+
+  // A large body of known length (a storage upload's chunk): read straight into one string with
+  // as few reads as the socket allows. Beast's own loop reads
+  // at most 64 KiB per operation, a timer and a strand hop each: ~35 MiB/s on this machine.
+  void ReadLargeBody(std::uint64_t length) {
+    // The body goes into the message itself (no second copy through the parser).
+    auto& body = parser_->get().body();
+    body.resize(static_cast<std::size_t>(length));
+    std::size_t have = std::min<std::size_t>(buffer_.size(), body.size());
+    net::buffer_copy(net::buffer(body), buffer_.data(), have);
+    buffer_.consume(have);
+    net::async_read(
+        stream_, net::buffer(body.data() + have, body.size() - have),
+        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->OnRead(ec); });
   }
 
   // The request is refused before its body was read: answer, then drain what the client still
