@@ -174,7 +174,10 @@ class Uploader {
           break;
         }
         offset = std::stoll(h->Header("upload-offset").value_or("0"));
-        if (first && offset > 0) ++report.resumed;
+        if (first && offset > 0) {
+          std::lock_guard<std::mutex> lock(mu_);
+          ++report.resumed;
+        }
         first = false;
         if (offset >= size) break;
       }
