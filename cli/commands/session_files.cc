@@ -13,21 +13,6 @@ namespace {
 
 using nlohmann::json;
 
-// "SESSION:PATH" names a file of a session; anything else (or "./a:b") is local.
-struct Place {
-  std::string session;  ///< empty: local
-  std::string path;
-};
-
-Place ParsePlace(std::string const& arg) {
-  auto colon = arg.find(':');
-  if (colon == std::string::npos || colon == 0 ||
-      arg.substr(0, colon).find('/') != std::string::npos) {
-    return {"", arg};
-  }
-  return {arg.substr(0, colon), arg.substr(colon + 1)};
-}
-
 std::string Rfc3339(double seconds) {
   std::time_t t = static_cast<std::time_t>(seconds);
   std::tm utc{};
@@ -49,9 +34,9 @@ int RunSessionCopy(CopyOptions const& options, Context& ctx) {
     sources.push_back(ParsePlace(options.paths[i]));
   }
   Place dst = ParsePlace(options.paths.back());
-  std::string session = dst.session.empty() ? sources[0].session : dst.session;
+  std::string session = dst.remote.empty() ? sources[0].remote : dst.remote;
   for (auto const& s : sources) {
-    bool ok = dst.session.empty() ? s.session == session && !session.empty() : s.session.empty();
+    bool ok = dst.remote.empty() ? s.remote == session && !session.empty() : s.remote.empty();
     if (!ok) {
       ctx.err() << "error: copy between this machine and one session: the sources all local and "
                    "the destination SESSION:PATH, or the sources all SESSION:PATH of one session "
@@ -64,7 +49,7 @@ int RunSessionCopy(CopyOptions const& options, Context& ctx) {
   SessionClient sessions(*client);
   std::vector<std::string> paths;
   for (auto const& s : sources) paths.push_back(s.path);
-  auto report = dst.session.empty()
+  auto report = dst.remote.empty()
                     ? sessions.CopyFromSession(session, paths, dst.path, options.recursive)
                     : sessions.CopyToSession(session, paths, dst.path, options.recursive);
   if (!report.ok()) return ReportError(ctx, report.status());

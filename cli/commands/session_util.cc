@@ -28,6 +28,15 @@ void CatchInterrupts() {
   sigaction(SIGTERM, &sa, nullptr);
 }
 
+Place ParsePlace(std::string const& arg) {
+  auto colon = arg.find(':');
+  if (colon == std::string::npos || colon == 0 ||
+      arg.substr(0, colon).find('/') != std::string::npos) {
+    return {"", arg};
+  }
+  return {arg.substr(0, colon), arg.substr(colon + 1)};
+}
+
 bool Interrupted() { return g_interrupted.load(); }
 std::atomic<bool> const* InterruptFlag() { return &g_interrupted; }
 

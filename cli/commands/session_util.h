@@ -16,6 +16,14 @@
 
 namespace bai::cli {
 
+/// "NAME:PATH" names a place in a session or a folder (`bai session cp`, `bai cp`); anything else
+/// (or "./a:b", "/x:y") is local.
+struct Place {
+  std::string remote;  ///< the session or folder; empty: local
+  std::string path;
+};
+Place ParsePlace(std::string const& arg);
+
 /// Left-aligned columns, two spaces apart (the first row is the header).
 void PrintTable(Context& ctx, std::vector<std::vector<std::string>> const& rows);
 

@@ -143,21 +143,6 @@ TransferOptions MakeTransfer(TransferFlags const& flags, Progress& progress) {
   return o;
 }
 
-// "VFOLDER:PATH" names a place in a folder; anything else (or "./a:b", "/x:y") is local.
-struct Place {
-  std::string folder;  ///< empty: local
-  std::string path;
-};
-
-Place ParsePlace(std::string const& arg) {
-  auto colon = arg.find(':');
-  if (colon == std::string::npos || colon == 0 ||
-      arg.substr(0, colon).find('/') != std::string::npos) {
-    return {"", arg};
-  }
-  return {arg.substr(0, colon), arg.substr(colon + 1)};
-}
-
 }  // namespace
 
 int RunVFolderUpload(std::string const& folder, std::vector<std::string> const& files,
@@ -189,9 +174,9 @@ int RunCp(std::vector<std::string> const& args, TransferFlags flags, Context& ct
   Place dst = ParsePlace(args.back());
   std::vector<Place> sources;
   for (std::size_t i = 0; i + 1 < args.size(); ++i) sources.push_back(ParsePlace(args[i]));
-  std::string folder = dst.folder.empty() ? sources[0].folder : dst.folder;
+  std::string folder = dst.remote.empty() ? sources[0].remote : dst.remote;
   for (auto const& s : sources) {
-    bool ok = dst.folder.empty() ? s.folder == folder && !folder.empty() : s.folder.empty();
+    bool ok = dst.remote.empty() ? s.remote == folder && !folder.empty() : s.remote.empty();
     if (!ok) {
       ctx.err() << "error: copy between this machine and one folder: local sources and a "
                    "VFOLDER:PATH destination, or VFOLDER:PATH sources of one folder and a local "
@@ -201,7 +186,7 @@ int RunCp(std::vector<std::string> const& args, TransferFlags flags, Context& ct
   }
   std::vector<std::string> paths;
   for (auto const& s : sources) paths.push_back(s.path);
-  if (dst.folder.empty()) return RunVFolderDownload(folder, paths, dst.path, flags, ctx);
+  if (dst.remote.empty()) return RunVFolderDownload(folder, paths, dst.path, flags, ctx);
   flags.dst = dst.path;
   return RunVFolderUpload(folder, paths, flags, ctx);
 }

@@ -78,6 +78,18 @@ std::pair<std::string, std::string> SplitParent(std::string const& rel) {
   return {rel.substr(0, slash), rel.substr(slash + 1)};
 }
 
+// Writes all `n` bytes; 0, or the errno (ENOSPC for a write that wrote nothing).
+int WriteAll(int fd, char const* data, std::size_t n) {
+  std::size_t off = 0;
+  while (off < n) {
+    ssize_t w = ::write(fd, data + off, n - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return w < 0 ? errno : ENOSPC;
+    off += static_cast<std::size_t>(w);
+  }
+  return 0;
+}
+
 bool ReadAll(int fd, std::string& out, std::int64_t limit) {
   char buf[65536];
   for (;;) {
@@ -302,16 +314,7 @@ Status ConfinedTree::WriteWith(std::string_view path,
 }
 
 Status ConfinedTree::Write(std::string_view path, std::string_view data) const {
-  return WriteWith(path, [data](int file) {
-    std::size_t off = 0;
-    while (off < data.size()) {
-      ssize_t w = ::write(file, data.data() + off, data.size() - off);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) return w < 0 ? errno : ENOSPC;
-      off += static_cast<std::size_t>(w);
-    }
-    return 0;
-  });
+  return WriteWith(path, [data](int file) { return WriteAll(file, data.data(), data.size()); });
 }
 
 Status ConfinedTree::CheckWritable(std::string_view path) const {
@@ -451,12 +454,7 @@ Status ConfinedTree::WriteFrom(std::string_view path, int source) const {
       if (r < 0) return errno;
       if (r == 0) return 0;
       in += r;
-      for (ssize_t off = 0; off < r;) {
-        ssize_t w = ::write(file, buf + off, static_cast<std::size_t>(r - off));
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return w < 0 ? errno : ENOSPC;
-        off += w;
-      }
+      if (int err = WriteAll(file, buf, static_cast<std::size_t>(r))) return err;
     }
   });
 }

@@ -43,6 +43,14 @@ StatusOr<std::string> Str(json const& args, char const* key, bool required = tru
   return it->get<std::string>();
 }
 
+StatusOr<std::int64_t> Size(json const& args) {
+  auto it = args.find("size");
+  if (it == args.end() || !it->is_number_integer()) {
+    return Status(StatusCode::kInvalidArgument, "'size' must be a number of bytes");
+  }
+  return it->get<std::int64_t>();
+}
+
 bool Flag(json const& args, char const* key, bool fallback) {
   auto it = args.find(key);
   return it != args.end() && it->is_boolean() ? it->get<bool>() : fallback;
@@ -412,13 +420,10 @@ StatusOr<json> StorageService::Manage(std::string_view op, json const& args) con
   if (op == api::kFileUpload) {
     auto path = Str(args, "path");
     if (!path.ok()) return path.status();
-    auto size = args.find("size");
-    if (size == args.end() || !size->is_number_integer()) {
-      return Status(StatusCode::kInvalidArgument, "'size' must be a number of bytes");
-    }
-    auto session = Flag(args, "resume_only", false)
-                       ? v.FindUpload(folder, *path, size->get<std::int64_t>())
-                       : v.StartUpload(folder, *path, size->get<std::int64_t>(), true);
+    auto size = Size(args);
+    if (!size.ok()) return size.status();
+    auto session = Flag(args, "resume_only", false) ? v.FindUpload(folder, *path, *size)
+                                                    : v.StartUpload(folder, *path, *size, true);
     if (!session.ok()) return session.status();
     if (session->size == 0) {
       // Nothing to send: the empty file appears now.
@@ -441,11 +446,9 @@ StatusOr<json> StorageService::Manage(std::string_view op, json const& args) con
   if (op == api::kFileCancelUpload) {
     auto path = Str(args, "path");
     if (!path.ok()) return path.status();
-    auto size = args.find("size");
-    if (size == args.end() || !size->is_number_integer()) {
-      return Status(StatusCode::kInvalidArgument, "'size' must be a number of bytes");
-    }
-    auto session = v.FindUpload(folder, *path, size->get<std::int64_t>());
+    auto size = Size(args);
+    if (!size.ok()) return size.status();
+    auto session = v.FindUpload(folder, *path, *size);
     if (!session.ok()) return session.status();
     if (auto s = v.CancelUpload(session->id); !s.ok()) return s;
     return json::object();
