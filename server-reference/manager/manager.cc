@@ -55,7 +55,7 @@ StatusOr<std::unique_ptr<Manager>> Manager::Start(ManagerConfig const& config) {
   auto* raw = m.get();
   RegisterAuthRoutes(*m->api_);
   RegisterClusterRoutes(*m->api_);
-  RegisterGraphqlRoutes(*m->api_, *m->sessions_);
+  RegisterGraphqlRoutes(*m->api_, *m->sessions_, m->links_);
   RegisterSessionRoutes(*m->api_, *m->sessions_, *m->hub_,
                         [raw](std::string const& group) { raw->Schedule(group); });
   // The safety pass: catches what no event triggered (starts_at, finished dependencies, other
@@ -79,7 +79,7 @@ StatusOr<std::unique_ptr<Manager>> Manager::Start(ManagerConfig const& config) {
   RegisterSessionFileRoutes(*m->api_, *m->sessions_, *m->agents_);
   RegisterTaskRoutes(*m->api_, *m->sessions_, *m->agents_, *m->tasks_, *m->hub_);
   if (auto s = m->StartStorage(config); !s.ok()) return s;
-  RegisterVFolderRoutes(*m->api_, m->links_);
+  RegisterVFolderRoutes(*m->api_, m->links_, *m->tasks_);
   m->hub_->Every(std::chrono::milliseconds(100), [raw] { raw->agents_->ExpireRequests(); });
   m->hub_->Every(std::chrono::seconds(1), [raw] { raw->agents_->Tick(); });
   m->hub_->Every(std::chrono::minutes(10),

@@ -16,6 +16,9 @@
 #include "server-reference/manager/scheduler/scheduler.h"
 #include "server-reference/manager/state/agent_store.h"
 #include "server-reference/manager/state/columns.h"
+#include "server-reference/manager/vfolders/storage_links.h"
+#include "server-reference/manager/vfolders/store.h"
+#include "server-reference/storage/storage_api.h"
 
 #include <algorithm>
 #include <set>
@@ -170,8 +173,13 @@ bool MaySee(Identity const& who, std::string const& domain, std::string const& u
 
 class Resolver {
  public:
-  Resolver(RequestContext& ctx, SessionStore& sessions)
-      : who_(*ctx.identity), store_(ctx.store), sessions_(sessions), agents_(ctx.store.db()) {}
+  Resolver(RequestContext& ctx, SessionStore& sessions, vfolders::StorageLinks const& links)
+      : who_(*ctx.identity),
+        store_(ctx.store),
+        sessions_(sessions),
+        agents_(ctx.store.db()),
+        folders_(ctx.store.db()),
+        links_(links) {}
 
   StatusOr<json> Resolve(PlannedField const& f) {
     if (f.name == "compute_session") return ComputeSession(f);
@@ -182,6 +190,7 @@ class Resolver {
     if (f.name == "image" || f.name == "images") return Images(f);
     if (f.name == "scaling_group" || f.name == "scaling_groups") return ScalingGroups(f);
     if (f.name == "agent" || f.name == "agents" || f.name == "agent_list") return Agents(f);
+    if (f.name.rfind("vfolder", 0) == 0) return VFolders(f);
     return Status(StatusCode::kUnimplemented, "No resolver for " + f.name + ".");
   }
 
@@ -618,14 +627,135 @@ class Resolver {
             {"compute_containers", json::array()}};
   }
 
+  // -- virtual folders --
+
+  static std::string Hex(std::string const& id) {
+    std::string out;
+    for (char c : id) {
+      if (c != '-') out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+    return out;
+  }
+
+  // vfolder(id) and the vfolder lists: the folders the caller reaches (as the REST API decides),
+  // narrowed by the arguments, filtered and ordered in SQL, paged here.
+  StatusOr<json> VFolders(PlannedField const& f) {
+    vfolders::CallerFacts caller;
+    caller.user_id = who_.user_id;
+    caller.role = who_.role;
+    caller.domain = who_.domain;
+    auto visible = folders_.Visible(caller);
+    if (!visible.ok()) return visible.status();
+    std::string owner;
+    if (auto key = ArgString(f, "access_key"); !key.empty()) {
+      if (key == who_.access_key) {
+        owner = who_.user_id;
+      } else {
+        auto kp = ActFor(who_, store_, key);
+        if (!kp.ok()) return kp.status();
+        owner = kp->identity.user_id;
+      }
+    }
+    std::string domain = ArgString(f, "domain_name");
+    std::string group = Hex(ArgString(f, "group_id"));
+    std::string id = Hex(ArgString(f, "id"));
+    auto keep = [&](vfolders::VisibleFolder const& v) {
+      auto const& r = v.folder;
+      if (f.name == "vfolder") return r.id == id;
+      if (!domain.empty() && r.domain != domain) return false;
+      if (!group.empty() && Hex(r.group_id) != group) return false;
+      if (!owner.empty() && r.user_id != owner) return false;
+      if (f.name == "vfolder_own_list") return v.access.relation == vfolders::Relation::kOwner;
+      if (f.name == "vfolder_invited_list")
+        return v.access.relation == vfolders::Relation::kInvited;
+      if (f.name == "vfolder_project_list") return r.ownership_type == "group";
+      return true;
+    };
+    std::map<std::string, vfolders::VisibleFolder const*> by_id;
+    for (auto const& v : *visible) {
+      if (keep(v)) by_id[v.folder.id] = &v;
+    }
+    std::vector<vfolders::VisibleFolder> chosen;
+    std::int64_t total = 0;
+    if (f.name == "vfolder") {
+      if (by_id.empty()) return json(nullptr);
+      chosen.push_back(*by_id.begin()->second);
+    } else {
+      ListQuery q;
+      if (auto st = Window(f, q); !st.ok()) return st;
+      if (auto st = FilterAndOrder(f, vfolders::FolderListColumns(), q); !st.ok()) return st;
+      std::string where;
+      for (auto const& w : q.where) where += (where.empty() ? "" : " AND ") + w;
+      auto ids = folders_.Matching(where, q.params, q.order);
+      if (!ids.ok()) return ids.status();
+      for (auto const& fid : *ids) {
+        auto it = by_id.find(fid);
+        if (it == by_id.end()) continue;
+        if (total >= q.offset && total < q.offset + q.limit) chosen.push_back(*it->second);
+        ++total;
+      }
+    }
+    PlannedField const* items = f.name == "vfolder" ? &f : f.Find("items");
+    bool usage = items && (items->Selects("num_files") || items->Selects("cur_size"));
+    auto names = folders_.Names(chosen);
+    if (!names.ok()) return names.status();
+    json out = json::array();
+    for (auto const& v : chosen) out.push_back(FolderObject(v, *names, usage));
+    if (f.name == "vfolder") return out[0];
+    return json{{"items", std::move(out)}, {"total_count", total}};
+  }
+
+  json FolderObject(vfolders::VisibleFolder const& v, vfolders::OwnerNames const& names,
+                    bool usage) {
+    auto const& r = v.folder;
+    auto name_of = [](std::map<std::string, std::string> const& m, std::string const& key) {
+      auto it = m.find(key);
+      return it == m.end() || it->second.empty() ? json(nullptr) : json(it->second);
+    };
+    json o = {{"id", vfolders::DashedUuid(r.id)},
+              {"host", r.host},
+              {"quota_scope_id", r.quota_scope_id},
+              {"name", r.name},
+              {"user", OrNull(r.user_id)},
+              {"user_email", name_of(names.user_emails, r.user_id)},
+              {"group", OrNull(r.group_id)},
+              {"group_name", name_of(names.group_names, r.group_id)},
+              {"creator", r.creator},
+              {"domain_name", r.domain},
+              {"unmanaged_path", nullptr},
+              {"usage_mode", r.usage_mode},
+              {"permission", protocol::ToString(v.access.permission)},
+              {"ownership_type", r.ownership_type},
+              {"max_files", 0},
+              {"max_size", 0},
+              {"created_at", r.created_at},
+              {"last_used", OrNull(r.last_used)},
+              {"num_files", nullptr},
+              {"cur_size", nullptr},
+              {"cloneable", r.cloneable},
+              {"status", r.status}};
+    if (usage) {
+      auto u = links_.Call(r.host, storage::api::kFolderUsage,
+                           {{"scope", vfolders::ScopeDirectory(r.quota_scope_id)}, {"id", r.id}});
+      if (u.ok()) {
+        o["num_files"] = u->value("file_count", std::int64_t{0});
+        o["cur_size"] = u->value("used_bytes", std::int64_t{0});
+      }
+    }
+    return o;
+  }
+
   Identity const& who_;
   Store& store_;
   SessionStore& sessions_;
   AgentStore agents_;
+  vfolders::FolderStore folders_;
+  vfolders::StorageLinks const& links_;
 };
 
 // Parse, prepare and execute: the response document, or the errors that stopped it.
 nlohmann::ordered_json Run(RequestContext& ctx, SessionStore& sessions,
+                           vfolders::StorageLinks const& links,
                            protocol::GraphqlRequest const& request) {
   auto parsed = graphql::Parse(request.query);
   if (!parsed.ok()) return graphql::ErrorResponse({*parsed.error});
@@ -636,28 +766,29 @@ nlohmann::ordered_json Run(RequestContext& ctx, SessionStore& sessions,
   auto prepared = graphql::Prepare(parsed.document, graphql::BackendAiSchema(), variables,
                                    request.operation_name);
   if (!prepared.ok()) return graphql::ErrorResponse(prepared.errors);
-  Resolver resolver(ctx, sessions);
+  Resolver resolver(ctx, sessions, links);
   return graphql::Execute(prepared.plan,
                           [&](PlannedField const& f) { return resolver.Resolve(f); });
 }
 
 }  // namespace
 
-void RegisterGraphqlRoutes(ManagerApi& api, SessionStore& sessions) {
+void RegisterGraphqlRoutes(ManagerApi& api, SessionStore& sessions,
+                           vfolders::StorageLinks const& links) {
   // The standard endpoint: always 200 with {data, errors}.
-  api.Add("POST", "/admin/gql", AuthLevel::kUser, [&sessions](RequestContext& ctx) {
+  api.Add("POST", "/admin/gql", AuthLevel::kUser, [&sessions, &links](RequestContext& ctx) {
     return Guard([&]() -> StatusOr<server::HttpResponse> {
       auto request = protocol::DecodeGraphqlRequest(ctx.request.body);
       if (!request.ok()) return request.status();
-      return server::HttpResponse::Json(200, Run(ctx, sessions, *request).dump());
+      return server::HttpResponse::Json(200, Run(ctx, sessions, links, *request).dump());
     });
   });
   // The legacy endpoint: data alone on success; 400 graphql-error with the errors as `data`.
-  api.Add("POST", "/admin/graphql", AuthLevel::kUser, [&sessions](RequestContext& ctx) {
+  api.Add("POST", "/admin/graphql", AuthLevel::kUser, [&sessions, &links](RequestContext& ctx) {
     return Guard([&]() -> StatusOr<server::HttpResponse> {
       auto request = protocol::DecodeGraphqlRequest(ctx.request.body);
       if (!request.ok()) return request.status();
-      auto out = Run(ctx, sessions, *request);
+      auto out = Run(ctx, sessions, links, *request);
       if (out.contains("errors")) {
         return MakeProblemStatus(ProblemType::kGraphqlError,
                                  out["errors"][0]["message"].get<std::string>(),

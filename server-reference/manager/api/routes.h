@@ -16,6 +16,9 @@ class AgentRegistry;
 class BackgroundTaskStore;
 class EventHub;
 class SessionStore;
+namespace vfolders {
+class StorageLinks;
+}
 
 /// `GET /`, `/health`, `/auth` and `/auth/test`, `/auth/authorize` (throttled, hashing on a
 /// bounded pool), `/auth/signup`, `/auth/role` (auth_handlers.cc).
@@ -41,7 +44,8 @@ void RegisterKernelControlRoutes(ManagerApi& api, SessionStore& sessions, AgentR
 
 /// `POST /admin/gql` and the legacy `/admin/graphql`: the GraphQL engine over the stores,
 /// scoped by role (graphql_handlers.cc).
-void RegisterGraphqlRoutes(ManagerApi& api, SessionStore& sessions);
+void RegisterGraphqlRoutes(ManagerApi& api, SessionStore& sessions,
+                           vfolders::StorageLinks const& links);
 
 /// `GET /session/{id}/logs`, whole or followed, read from the session's agent (log_handlers.cc).
 void RegisterLogRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry& agents);
@@ -52,11 +56,9 @@ void RegisterSessionFileRoutes(ManagerApi& api, SessionStore& sessions, AgentReg
 /// The body limit of those routes (an upload carries up to 20 files of 1 MiB); 0 for others.
 std::size_t SessionFileBodyLimit(std::string_view method, std::string_view path);
 
-namespace vfolders {
-class StorageLinks;
-}
 /// Virtual folders, `/folders/…` (vfolder_handlers.cc); the bytes are on `links`' proxies.
-void RegisterVFolderRoutes(ManagerApi& api, vfolders::StorageLinks const& links);
+void RegisterVFolderRoutes(ManagerApi& api, vfolders::StorageLinks const& links,
+                           BackgroundTaskStore& tasks);
 
 /// Background tasks: GET /events/background-task, and the session commit that runs as one
 /// (task_handlers.cc).

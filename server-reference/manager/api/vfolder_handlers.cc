@@ -7,6 +7,7 @@
 
 #include "server-reference/manager/api/handler_util.h"
 #include "server-reference/manager/api/routes.h"
+#include "server-reference/manager/state/bgtasks.h"
 #include "server-reference/manager/state/store.h"
 #include "server-reference/manager/vfolders/access.h"
 #include "server-reference/manager/vfolders/storage_links.h"
@@ -14,6 +15,11 @@
 #include "server-reference/storage/storage_api.h"
 
 #include <algorithm>
+#include <atomic>
+#include <functional>
+#include <list>
+#include <mutex>
+#include <thread>
 
 namespace bai::manager {
 namespace {
@@ -26,9 +32,45 @@ using p::ProblemType;
 using server::HttpResponse;
 using vfolders::FolderRecord;
 
+// Clones run on their own threads, joined when the routes go (before the stores they use).
+class Workers {
+ public:
+  ~Workers() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& w : workers_) w.thread.join();
+  }
+  void Run(std::function<void()> job) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = workers_.begin(); it != workers_.end();) {
+      if (it->done->load()) {
+        it->thread.join();
+        it = workers_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    workers_.push_back({std::thread([job = std::move(job), done] {
+                          job();
+                          done->store(true);
+                        }),
+                        done});
+  }
+
+ private:
+  struct Worker {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  std::mutex mu_;
+  std::list<Worker> workers_;
+};
+
 struct Env {
   vfolders::FolderStore folders;
   vfolders::StorageLinks const& links;
+  BackgroundTaskStore& tasks;
+  Workers workers;
 };
 
 // A folder and what the caller may do with it.
@@ -37,29 +79,12 @@ struct Found {
   vfolders::Access access;
 };
 
-p::VFolderPermission PermissionOf(std::string const& text) {
-  return p::ParseVFolderPermission(text).value_or(p::VFolderPermission::kReadOnly);
-}
-
-StatusOr<vfolders::Access> AccessOf(Env& env, Identity const& who, FolderRecord const& f) {
-  vfolders::FolderFacts facts;
-  facts.ownership =
-      f.ownership_type == "group" ? p::VFolderOwnership::kGroup : p::VFolderOwnership::kUser;
-  facts.user_id = f.user_id;
-  facts.group_id = f.group_id;
-  facts.domain = f.domain;
-  facts.permission = PermissionOf(f.permission);
+vfolders::CallerFacts CallerOf(Identity const& who) {
   vfolders::CallerFacts caller;
   caller.user_id = who.user_id;
   caller.role = who.role;
   caller.domain = who.domain;
-  auto groups = env.folders.Groups(who.user_id);
-  if (!groups.ok()) return groups.status();
-  caller.groups.insert(groups->begin(), groups->end());
-  auto shared = env.folders.SharedPermission(f.id, who.user_id);
-  if (!shared.ok()) return shared.status();
-  if (*shared) caller.shared = PermissionOf(**shared);
-  return vfolders::Decide(facts, caller);
+  return caller;
 }
 
 std::string Hex(std::string const& id) {
@@ -80,20 +105,15 @@ Status NotFound(std::string const& key) {
 // Names match live folders; the trash is searched by name only when `trash` is set; ids
 // match either.
 StatusOr<Found> Resolve(Env& env, Identity const& who, std::string const& key, bool trash) {
-  auto all = env.folders.Reachable(who.user_id, who.role, who.domain);
+  auto all = env.folders.Visible(CallerOf(who));
   if (!all.ok()) return all.status();
   std::vector<Found> matches;
   std::string hex = Hex(key);
-  for (auto& f : *all) {
-    if (f.status == "delete-complete") continue;
-    bool by_id = hex.size() == 32 && f.id == hex;
-    bool by_name = f.name == key && InTrash(f) == trash;
-    if (!by_id && !by_name) continue;
-    auto access = AccessOf(env, who, f);
-    if (!access.ok()) return access.status();
-    if (!access->ok()) continue;
-    if (by_id) return Found{f, *access};
-    matches.push_back({f, *access});
+  for (auto& v : *all) {
+    bool by_id = hex.size() == 32 && v.folder.id == hex;
+    bool by_name = v.folder.name == key && InTrash(v.folder) == trash;
+    if (by_id) return Found{std::move(v.folder), v.access};
+    if (by_name) matches.push_back({std::move(v.folder), v.access});
   }
   if (matches.empty()) return NotFound(key);
   if (matches.size() > 1) {
@@ -271,17 +291,17 @@ StatusOr<HttpResponse> List(Env& env, RequestContext& ctx) {
   if (all && *all) params->Fail("all", "'all' is no longer supported");
   if (auto s = params->Check(); !s.ok()) return s;
   Identity const& who = *ctx.identity;
-  auto folders = env.folders.Reachable(who.user_id, "user", who.domain);
+  // A listing shows what the caller uses as a user: their own, shared and project folders, not
+  // every folder an admin could manage (GraphQL's vfolder_list covers those).
+  auto as_user = CallerOf(who);
+  as_user.role = "user";
+  auto folders = env.folders.Visible(as_user);
   if (!folders.ok()) return folders.status();
   json out = json::array();
-  for (auto const& f : *folders) {
-    if (f.status == "delete-complete") continue;
-    if (group && Hex(f.group_id) != Hex(*group)) continue;
-    auto access = AccessOf(env, who, f);
-    if (!access.ok()) return access.status();
-    if (!access->ok()) continue;
-    Found found{f, *access};
-    out.push_back(Summary(f, &found, who));
+  for (auto const& v : *folders) {
+    if (group && Hex(v.folder.group_id) != Hex(*group)) continue;
+    Found found{v.folder, v.access};
+    out.push_back(Summary(v.folder, &found, who));
   }
   return JsonResponse(out);
 }
@@ -515,7 +535,7 @@ StatusOr<HttpResponse> DeleteFiles(Env& env, RequestContext& ctx) {
 }
 
 // Refuses an upload that would pass the folder's quota scope (bytes or files).
-Status CheckQuota(Env& env, FolderRecord const& f, std::int64_t size) {
+Status CheckQuota(Env& env, FolderRecord const& f, std::int64_t size, std::int64_t new_files = 1) {
   auto quota = env.folders.Quota(f.quota_scope_id);
   if (!quota.ok()) return quota.status();
   auto [max_bytes, max_files] = *quota;
@@ -529,9 +549,9 @@ Status CheckQuota(Env& env, FolderRecord const& f, std::int64_t size) {
     return MakeProblemStatus(ProblemType::kQuotaExceeded,
                              "Over the quota of " + f.quota_scope_id + ": " +
                                  std::to_string(bytes) + " of " + std::to_string(max_bytes) +
-                                 " bytes used, the file has " + std::to_string(size) + ".");
+                                 " bytes used, " + std::to_string(size) + " more asked for.");
   }
-  if (max_files > 0 && files + 1 > max_files) {
+  if (max_files > 0 && files + new_files > max_files) {
     return MakeProblemStatus(ProblemType::kQuotaExceeded, "Over the quota of " + f.quota_scope_id +
                                                               ": " + std::to_string(files) +
                                                               " of " + std::to_string(max_files) +
@@ -648,10 +668,396 @@ StatusOr<HttpResponse> SetQuota(Env& env, RequestContext& ctx) {
   return JsonResponse({{"size_bytes", bytes}, {"max_files", files}});
 }
 
+// ---- sharing ----------------------------------------------------------------------------------
+
+// A list of emails under one of `names` (strings only, at least one, at most 100).
+std::vector<std::string> Emails(Params& params, std::initializer_list<char const*> names) {
+  std::vector<std::string> out;
+  auto const* raw = params.Raw(names);
+  if (!raw || !raw->is_array() || raw->empty() || raw->size() > 100) {
+    params.Fail(*names.begin(), "a list of 1 to 100 emails");
+    return out;
+  }
+  for (auto const& v : *raw) {
+    if (!v.is_string() || v.get<std::string>().empty()) {
+      params.Fail(*names.begin(), "a list of emails");
+      return {};
+    }
+    if (std::find(out.begin(), out.end(), v.get<std::string>()) == out.end()) out.push_back(v);
+  }
+  return out;
+}
+
+// The users of `emails`, all of them, or 404 naming those unknown.
+StatusOr<std::vector<vfolders::UserRef>> AllUsers(Env& env,
+                                                  std::vector<std::string> const& emails) {
+  auto users = env.folders.UsersByEmail(emails);
+  if (!users.ok()) return users.status();
+  if (users->size() == emails.size()) return users;
+  std::string missing;
+  for (auto const& e : emails) {
+    bool known = std::any_of(users->begin(), users->end(),
+                             [&](vfolders::UserRef const& u) { return u.email == e; });
+    if (!known) missing += (missing.empty() ? "" : ", ") + e;
+  }
+  return MakeProblemStatus(ProblemType::kObjectNotFound, "No such user: " + missing);
+}
+
+std::string PermissionParam(Params& params, std::initializer_list<char const*> names) {
+  auto perm = params.String(names);
+  if (perm && !p::ParseVFolderPermission(*perm)) params.Fail(*names.begin(), "ro, rw or wd");
+  return perm.value_or("rw");
+}
+
+// Invitations go to other users for one's own user folder; project folders are shared with
+// members instead, and dot-folders (mounted in every session) stay private.
+StatusOr<HttpResponse> Invite(Env& env, RequestContext& ctx) {
+  auto f = ResolveFor(env, ctx);
+  if (!f.ok()) return f.status();
+  auto params = Params::From(ctx.request);
+  if (!params.ok()) return params.status();
+  std::string perm = PermissionParam(*params, {"perm", "permission"});
+  auto emails = Emails(*params, {"emails", "user_ids", "userIDs"});
+  if (auto s = params->Check(); !s.ok()) return s;
+  Identity const& who = *ctx.identity;
+  if (f->access.relation != vfolders::Relation::kOwner) {
+    return Denied("invitations by you (only its owner invites)");
+  }
+  if (auto s = CheckLive(*f); !s.ok()) return s;
+  if (f->folder.ownership_type == "group") {
+    return MakeProblemStatus(ProblemType::kInvalidApiParams,
+                             "A project folder is shared with members (share), not by invitation.");
+  }
+  if (!f->folder.name.empty() && f->folder.name[0] == '.') {
+    return MakeProblemStatus(ProblemType::kGenericForbidden,
+                             "Dot-folders are private and cannot be shared.");
+  }
+  auto users = AllUsers(env, emails);
+  if (!users.ok()) return users.status();
+  auto grants = env.folders.Grants(f->folder.id);
+  if (!grants.ok()) return grants.status();
+  json invited = json::array();
+  for (auto const& u : *users) {
+    if (u.user_id == who.user_id) {
+      return MakeProblemStatus(ProblemType::kInvalidApiParams, "You cannot invite yourself.");
+    }
+    // Already invited or already sharing: nothing new (a script may run this twice).
+    bool shared = std::any_of(grants->begin(), grants->end(), [&](vfolders::GrantRecord const& g) {
+      return g.user_id == u.user_id;
+    });
+    auto pending = env.folders.HasPendingInvitation(f->folder.id, u.email);
+    if (!pending.ok()) return pending.status();
+    if (shared || *pending) continue;
+    vfolders::InvitationRecord inv;
+    inv.id = vfolders::DashedUuid(vfolders::NewFolderId());
+    inv.vfolder_id = f->folder.id;
+    inv.inviter = who.email;
+    inv.invitee = u.email;
+    inv.permission = perm;
+    if (auto s = env.folders.AddInvitation(inv); !s.ok()) return s;
+    invited.push_back(inv.id);
+  }
+  return JsonResponse({{"invited_ids", invited}}, 201);
+}
+
+json InvitationJson(vfolders::InvitationRecord const& i) {
+  return {{"id", i.id},
+          {"inviter", i.inviter},
+          {"invitee", i.invitee},
+          {"perm", i.permission},
+          {"state", i.state},
+          {"created_at", i.created_at},
+          {"modified_at", i.modified_at},
+          {"vfolder_id", i.vfolder_id},
+          {"vfolder_name", i.vfolder_name}};
+}
+
+StatusOr<HttpResponse> Invitations(Env& env, RequestContext& ctx, bool sent) {
+  auto list = env.folders.PendingInvitations(ctx.identity->email, sent);
+  if (!list.ok()) return list.status();
+  json out = json::array();
+  for (auto const& i : *list) out.push_back(InvitationJson(i));
+  return JsonResponse({{"invitations", out}});
+}
+
+// The pending invitation named by `inv_id` that concerns the caller as `invitee` or inviter.
+StatusOr<vfolders::InvitationRecord> PendingInvitation(Env& env, RequestContext& ctx,
+                                                       std::string const& id) {
+  auto inv = env.folders.Invitation(id);
+  if (!inv.ok()) return inv.status();
+  std::string const& me = ctx.identity->email;
+  if (!*inv || ((*inv)->invitee != me && (*inv)->inviter != me)) {
+    return MakeProblemStatus(ProblemType::kObjectNotFound, "No such invitation: " + id);
+  }
+  if ((*inv)->state != "pending") {
+    return MakeProblemStatus(ProblemType::kInvalidApiParams,
+                             "The invitation is already " + (*inv)->state + ".");
+  }
+  return **inv;
+}
+
+StatusOr<std::string> InvitationId(RequestContext& ctx) {
+  auto params = Params::From(ctx.request, ParamSource::kBoth);
+  if (!params.ok()) return params.status();
+  auto id = params->String({"inv_id", "invitation_id"}, true);
+  if (auto s = params->Check(); !s.ok()) return s;
+  return *id;
+}
+
+StatusOr<HttpResponse> Accept(Env& env, RequestContext& ctx) {
+  auto id = InvitationId(ctx);
+  if (!id.ok()) return id.status();
+  auto inv = PendingInvitation(env, ctx, *id);
+  if (!inv.ok()) return inv.status();
+  Identity const& who = *ctx.identity;
+  if (inv->invitee != who.email) {
+    return MakeProblemStatus(ProblemType::kObjectNotFound, "No such invitation: " + *id);
+  }
+  // The caller's own folder of that name would make the name ambiguous for them.
+  auto mine = env.folders.Visible(CallerOf(who));
+  if (!mine.ok()) return mine.status();
+  for (auto const& v : *mine) {
+    if (v.access.relation == vfolders::Relation::kOwner && v.folder.name == inv->vfolder_name &&
+        !InTrash(v.folder)) {
+      return MakeProblemStatus(ProblemType::kVfolderAlreadyExists,
+                               "You have a folder called '" + inv->vfolder_name +
+                                   "' already; rename it before accepting.");
+    }
+  }
+  auto ok = env.folders.AcceptInvitation(*inv, who.user_id);
+  if (!ok.ok()) return ok.status();
+  if (!*ok) {
+    return MakeProblemStatus(ProblemType::kInvalidApiParams,
+                             "The invitation is no longer pending.");
+  }
+  return JsonResponse(json::object());
+}
+
+// The invitee rejects, the inviter cancels.
+StatusOr<HttpResponse> DeleteInvitation(Env& env, RequestContext& ctx) {
+  auto id = InvitationId(ctx);
+  if (!id.ok()) return id.status();
+  auto inv = PendingInvitation(env, ctx, *id);
+  if (!inv.ok()) return inv.status();
+  std::string state = inv->invitee == ctx.identity->email ? "rejected" : "canceled";
+  auto ok = env.folders.SetInvitation(*id, state);
+  if (!ok.ok()) return ok.status();
+  return JsonResponse(json::object());
+}
+
+StatusOr<HttpResponse> UpdateInvitation(Env& env, RequestContext& ctx) {
+  std::string id = ctx.params.at("inv_id");
+  auto params = Params::From(ctx.request);
+  if (!params.ok()) return params.status();
+  std::string perm = PermissionParam(*params, {"perm", "permission"});
+  if (auto s = params->Check(); !s.ok()) return s;
+  auto inv = PendingInvitation(env, ctx, id);
+  if (!inv.ok()) return inv.status();
+  if (inv->inviter != ctx.identity->email) {
+    return Denied("changing this invitation by you (only its inviter may)");
+  }
+  auto ok = env.folders.SetInvitation(id, "pending", perm);
+  if (!ok.ok()) return ok.status();
+  return JsonResponse({{"msg", "vfolder invitation updated: " + id}});
+}
+
+// An invitee leaves a folder shared with them; its owner (or an admin) may remove an invitee by
+// `shared_user_uuid`.
+StatusOr<HttpResponse> Leave(Env& env, RequestContext& ctx) {
+  auto f = ResolveFor(env, ctx);
+  if (!f.ok()) return f.status();
+  auto params = Params::From(ctx.request);
+  if (!params.ok()) return params.status();
+  auto other = params->String({"shared_user_uuid", "sharedUserUuid"});
+  if (auto s = params->Check(); !s.ok()) return s;
+  if (f->folder.ownership_type == "group") {
+    return MakeProblemStatus(ProblemType::kInvalidApiParams,
+                             "A project folder cannot be left; ask an admin to unshare it.");
+  }
+  std::string user = ctx.identity->user_id;
+  if (other && *other != user) {
+    if (!f->access.manages()) return Denied("removing others by you");
+    user = *other;
+  } else if (f->access.relation != vfolders::Relation::kInvited) {
+    return MakeProblemStatus(ProblemType::kInvalidApiParams,
+                             "Only a user the folder was shared with can leave it.");
+  }
+  auto gone = env.folders.Revoke(f->folder.id, user);
+  if (!gone.ok()) return gone.status();
+  if (!*gone) return MakeProblemStatus(ProblemType::kObjectNotFound, "No such shared user.");
+  return JsonResponse({{"msg", "left the shared vfolder"}});
+}
+
+// Project folders: admins give members a permission of their own (or take it back).
+StatusOr<HttpResponse> Share(Env& env, RequestContext& ctx, bool share) {
+  auto f = ResolveFor(env, ctx);
+  if (!f.ok()) return f.status();
+  auto params = Params::From(ctx.request);
+  if (!params.ok()) return params.status();
+  std::string perm = share ? PermissionParam(*params, {"permission", "perm"}) : "";
+  auto emails = Emails(*params, {"emails"});
+  if (auto s = params->Check(); !s.ok()) return s;
+  if (f->folder.ownership_type != "group") {
+    return MakeProblemStatus(ProblemType::kInvalidApiParams,
+                             "Only project folders are shared this way; invite users to a user "
+                             "folder.");
+  }
+  if (f->access.relation != vfolders::Relation::kAdmin) {
+    return MakeProblemStatus(ProblemType::kGenericForbidden, "Only admins share project folders.");
+  }
+  if (auto s = CheckLive(*f); !s.ok()) return s;
+  auto users = AllUsers(env, emails);
+  if (!users.ok()) return users.status();
+  json done = json::array();
+  for (auto const& u : *users) {
+    if (share) {
+      auto member = ctx.store.IsMember(f->folder.group_id, u.user_id);
+      if (!member.ok()) return member.status();
+      if (!*member) {
+        return MakeProblemStatus(ProblemType::kInvalidApiParams,
+                                 u.email + " is not a member of the folder's project.");
+      }
+      if (auto s = env.folders.Grant(f->folder.id, u.user_id, perm); !s.ok()) return s;
+      done.push_back(u.email);
+    } else {
+      auto gone = env.folders.Revoke(f->folder.id, u.user_id);
+      if (!gone.ok()) return gone.status();
+      if (*gone) done.push_back(u.email);
+    }
+  }
+  if (share) return JsonResponse({{"shared_emails", done}}, 201);
+  return JsonResponse({{"unshared_emails", done}});
+}
+
+// Who a folder is shared with (its owner or an admin asks): `GET /folders/_/shared?vfolder_id=`.
+StatusOr<HttpResponse> SharedWith(Env& env, RequestContext& ctx) {
+  auto params = Params::From(ctx.request, ParamSource::kBoth);
+  if (!params.ok()) return params.status();
+  auto id = params->String({"vfolder_id", "vfolderId"});
+  if (auto s = params->Check(); !s.ok()) return s;
+  auto all = env.folders.Visible(CallerOf(*ctx.identity));
+  if (!all.ok()) return all.status();
+  json out = json::array();
+  for (auto const& v : *all) {
+    if (!v.access.manages()) continue;
+    if (id && v.folder.id != Hex(*id)) continue;
+    auto grants = env.folders.Grants(v.folder.id);
+    if (!grants.ok()) return grants.status();
+    for (auto const& g : *grants) {
+      out.push_back(
+          {{"vfolder_id", v.folder.id},
+           {"vfolder_name", v.folder.name},
+           {"status", v.folder.status},
+           {"owner", v.folder.ownership_type == "user" ? v.folder.user_id : v.folder.group_id},
+           {"type", v.folder.ownership_type},
+           {"shared_to", {{"uuid", g.user_id}, {"email", g.email}}},
+           {"perm", g.permission}});
+    }
+  }
+  return JsonResponse(out);
+}
+
+// ---- clone ------------------------------------------------------------------------------------
+
+std::string ProxyOf(std::string const& host) { return host.substr(0, host.find(':')); }
+
+// A copy of a folder as a new user folder of the caller, made by the proxy in the background:
+// 201 at once with the task to follow on /events/background-task.
+StatusOr<HttpResponse> Clone(Env& env, RequestContext& ctx) {
+  auto src = ForWork(env, ctx, false);
+  if (!src.ok()) return src.status();
+  auto params = Params::From(ctx.request);
+  if (!params.ok()) return params.status();
+  auto name = params->String({"target_name", "targetName"}, true);
+  auto host = params->String({"target_host", "targetHost", "folder_host"});
+  auto usage_mode = params->String({"usage_mode", "usageMode"});
+  std::string perm = PermissionParam(*params, {"permission"});
+  auto cloneable = params->Bool({"cloneable"});
+  if (usage_mode && !p::ParseVFolderUsageMode(*usage_mode)) {
+    params->Fail("usage_mode", "general, model or data");
+  }
+  if (auto s = params->Check(); !s.ok()) return s;
+  if (!src->folder.cloneable && !src->access.manages()) {
+    return Denied("cloning (it is not cloneable)");
+  }
+  Identity const& who = *ctx.identity;
+  FolderRecord f;
+  f.id = vfolders::NewFolderId();
+  f.name = *name;
+  f.host = host.value_or(src->folder.host);
+  f.usage_mode = usage_mode.value_or(src->folder.usage_mode);
+  f.permission = perm;
+  f.cloneable = cloneable.value_or(false);
+  f.creator = who.email;
+  f.domain = who.domain;
+  f.created_at = NowIso();
+  f.ownership_type = "user";
+  f.user_id = who.user_id;
+  f.quota_scope_id = "user:" + who.user_id;
+  f.status = "cloning";
+  if (auto s = p::CheckVFolderName(f.name, false); !s.ok()) {
+    return MakeProblemStatus(ProblemType::kInvalidApiParams, s.message());
+  }
+  if (!env.links.Volumes().count(f.host)) {
+    return MakeProblemStatus(ProblemType::kVfolderCreationFailed,
+                             "No storage host '" + f.host + "' (see GET /folders/_/hosts).");
+  }
+  if (ProxyOf(f.host) != ProxyOf(src->folder.host)) {
+    return MakeProblemStatus(ProblemType::kInvalidApiParams,
+                             "A folder is cloned within its storage proxy ('" +
+                                 ProxyOf(src->folder.host) + "'), not to '" + f.host + "'.");
+  }
+  auto usage = Storage(env, src->folder, api::kFolderUsage);
+  if (!usage.ok()) return usage.status();
+  if (auto s = CheckQuota(env, f, usage->value("used_bytes", std::int64_t{0}),
+                          usage->value("file_count", std::int64_t{0}));
+      !s.ok()) {
+    return s;
+  }
+  if (auto s = env.folders.Insert(f); !s.ok()) {
+    if (s.code() == StatusCode::kAlreadyExists) {
+      return MakeProblemStatus(ProblemType::kVfolderAlreadyExists, s.message());
+    }
+    return s;
+  }
+  auto task = env.tasks.Create("vfolder-clone", who.access_key, f.id, 0);
+  if (!task.ok()) {
+    (void)env.folders.Remove(f.id);
+    return task.status();
+  }
+  json args = FolderArgs(src->folder);
+  args["dst_volume"] = f.host.substr(f.host.find(':') + 1);
+  args["dst_scope"] = vfolders::ScopeDirectory(f.quota_scope_id);
+  args["dst_id"] = f.id;
+  env.workers.Run([&env, f, args, src_host = src->folder.host, task_id = task->id] {
+    auto copied = env.links.Call(src_host, api::kFolderClone, args);
+    if (copied.ok()) {
+      (void)env.folders.SetStatus(f.id, "ready");
+      (void)env.tasks.Finish(task_id, p::TaskStatus::kDone, "cloned to " + f.name);
+    } else {
+      (void)env.folders.Remove(f.id);
+      (void)env.tasks.Finish(task_id, p::TaskStatus::kFailed, copied.status().message());
+    }
+  });
+  return JsonResponse({{"id", f.id},
+                       {"name", f.name},
+                       {"host", f.host},
+                       {"usage_mode", f.usage_mode},
+                       {"permission", f.permission},
+                       {"creator", f.creator},
+                       {"ownership_type", "user"},
+                       {"user", f.user_id},
+                       {"group", nullptr},
+                       {"cloneable", f.cloneable},
+                       {"bgtask_id", task->id}},
+                      201);
+}
+
 }  // namespace
 
-void RegisterVFolderRoutes(ManagerApi& api, vfolders::StorageLinks const& links) {
-  auto env = std::make_shared<Env>(Env{vfolders::FolderStore(api.store().db()), links});
+void RegisterVFolderRoutes(ManagerApi& api, vfolders::StorageLinks const& links,
+                           BackgroundTaskStore& tasks) {
+  auto env = std::make_shared<Env>(vfolders::FolderStore(api.store().db()), links, tasks);
   using L = AuthLevel;
   auto on = [env](StatusOr<HttpResponse> (*h)(Env&, RequestContext&)) -> SyncHandler {
     return [env, h](RequestContext& ctx) { return Guard([&] { return h(*env, ctx); }); };
@@ -712,6 +1118,25 @@ void RegisterVFolderRoutes(ManagerApi& api, vfolders::StorageLinks const& links)
   api.Add("DELETE", "/folders/{name}/delete_files", L::kUser, on(DeleteFiles));
   api.Add("POST", "/folders/{name}/request-upload", L::kUser, on(RequestUpload));
   api.Add("POST", "/folders/{name}/request-download", L::kUser, on(RequestDownload));
+  api.Add("POST", "/folders/{name}/clone", L::kUser, on(Clone));
+  api.Add("POST", "/folders/{name}/invite", L::kUser, on(Invite));
+  api.Add("POST", "/folders/{name}/leave", L::kUser, on(Leave));
+  api.Add("POST", "/folders/{name}/share", L::kUser,
+          on([](Env& e, RequestContext& c) { return Share(e, c, true); }));
+  for (auto const* method : {"POST", "DELETE"}) {
+    api.Add(method, "/folders/{name}/unshare", L::kUser,
+            on([](Env& e, RequestContext& c) { return Share(e, c, false); }));
+    api.Add(method, "/folders/invitations/delete", L::kUser, on(DeleteInvitation));
+  }
+  api.Add("GET", "/folders/_/shared", L::kUser, on(SharedWith));
+  api.Add("GET", "/folders/invitations/list", L::kUser,
+          on([](Env& e, RequestContext& c) { return Invitations(e, c, false); }));
+  for (auto const* path : {"/folders/invitations/list-sent", "/folders/invitations/list_sent"}) {
+    api.Add("GET", path, L::kUser,
+            on([](Env& e, RequestContext& c) { return Invitations(e, c, true); }));
+  }
+  api.Add("POST", "/folders/invitations/accept", L::kUser, on(Accept));
+  api.Add("POST", "/folders/invitations/update/{inv_id}", L::kUser, on(UpdateInvitation));
 }
 
 }  // namespace bai::manager

@@ -25,7 +25,41 @@ Schema Build() {
                "agents(scaling_group: String, status: String): [Agent]",
                "agent_list(limit: Int!, offset: Int!, filter: String, order: String, "
                "scaling_group: String, status: String): AgentList",
+               "vfolder(id: String): VirtualFolder",
+               "vfolder_list(limit: Int!, offset: Int!, filter: String, order: String, "
+               "domain_name: String, group_id: String, access_key: String): VirtualFolderList",
+               "vfolder_own_list(limit: Int!, offset: Int!, filter: String, order: String, "
+               "domain_name: String, access_key: String): VirtualFolderList",
+               "vfolder_invited_list(limit: Int!, offset: Int!, filter: String, order: String, "
+               "domain_name: String, access_key: String): VirtualFolderList",
+               "vfolder_project_list(limit: Int!, offset: Int!, filter: String, order: String, "
+               "domain_name: String, access_key: String): VirtualFolderList",
            });
+  s.Object("VirtualFolder", {
+                                "id: UUID",
+                                "host: String",
+                                "quota_scope_id: String",
+                                "name: String",
+                                "user: UUID",
+                                "user_email: String",
+                                "group: UUID",
+                                "group_name: String",
+                                "creator: String",
+                                "domain_name: String",
+                                "unmanaged_path: String",
+                                "usage_mode: String",
+                                "permission: String",
+                                "ownership_type: String",
+                                "max_files: Int",
+                                "max_size: BigInt",
+                                "created_at: DateTime",
+                                "last_used: DateTime",
+                                "num_files: Int",
+                                "cur_size: BigInt",
+                                "cloneable: Boolean",
+                                "status: String",
+                            });
+  s.Object("VirtualFolderList", {"items: [VirtualFolder]!", "total_count: Int!"});
   s.Object("ComputeSession",
            {
                "id: UUID",

@@ -2,6 +2,7 @@
 #include "server-reference/manager/vfolders/store.h"
 
 #include "server-reference/common/agent_protocol.h"
+#include "server-reference/manager/state/store.h"
 
 namespace bai::manager::vfolders {
 namespace {
@@ -121,22 +122,234 @@ StatusOr<std::vector<FolderRecord>> FolderStore::Reachable(std::string const& us
   return out;
 }
 
-StatusOr<std::optional<std::string>> FolderStore::SharedPermission(std::string const& folder_id,
-                                                                   std::string const& user_id) {
-  auto rows =
-      db_.Query("SELECT permission FROM vfolder_permissions WHERE vfolder_id = ? AND user_id = ?",
-                {folder_id, user_id});
-  if (!rows.ok()) return rows.status();
-  if (rows->empty()) return std::optional<std::string>();
-  return std::optional<std::string>((*rows)[0].Text(0));
+StatusOr<std::vector<VisibleFolder>> FolderStore::Visible(CallerFacts caller) {
+  auto all = Reachable(caller.user_id, caller.role, caller.domain);
+  if (!all.ok()) return all.status();
+  auto groups = db_.Query("SELECT group_id FROM association_groups_users WHERE user_id = ?",
+                          {caller.user_id});
+  if (!groups.ok()) return groups.status();
+  for (auto& r : *groups) caller.groups.insert(r.TakeText(0));
+  auto grants = db_.Query(
+      "SELECT vfolder_id, permission FROM vfolder_permissions WHERE user_id = ?", {caller.user_id});
+  if (!grants.ok()) return grants.status();
+  std::map<std::string, std::string> shared;
+  for (auto& r : *grants) shared[r.TakeText(0)] = r.TakeText(1);
+  std::vector<VisibleFolder> out;
+  for (auto& f : *all) {
+    if (f.status == "delete-complete") continue;
+    FolderFacts facts;
+    facts.ownership = f.ownership_type == "group" ? protocol::VFolderOwnership::kGroup
+                                                  : protocol::VFolderOwnership::kUser;
+    facts.user_id = f.user_id;
+    facts.group_id = f.group_id;
+    facts.domain = f.domain;
+    facts.permission = protocol::ParseVFolderPermission(f.permission)
+                           .value_or(protocol::VFolderPermission::kReadOnly);
+    auto grant = shared.find(f.id);
+    caller.shared.reset();
+    if (grant != shared.end()) caller.shared = protocol::ParseVFolderPermission(grant->second);
+    Access access = Decide(facts, caller);
+    if (!access.ok()) continue;
+    out.push_back({std::move(f), access});
+  }
+  return out;
 }
 
-StatusOr<std::vector<std::string>> FolderStore::Groups(std::string const& user_id) {
-  auto rows =
-      db_.Query("SELECT group_id FROM association_groups_users WHERE user_id = ?", {user_id});
+StatusOr<std::vector<std::string>> FolderStore::Matching(std::string const& where,
+                                                         std::vector<server::SqlValue> params,
+                                                         std::string const& order) {
+  std::string sql =
+      "SELECT v.id FROM vfolders v LEFT JOIN users u ON u.uuid = v.user_id LEFT JOIN groups g "
+      "ON g.id = v.group_id";
+  if (!where.empty()) sql += " WHERE " + where;
+  sql += " ORDER BY " + (order.empty() ? std::string("v.created_at, v.id") : order);
+  auto rows = db_.Query(sql, std::move(params));
   if (!rows.ok()) return rows.status();
   std::vector<std::string> out;
   for (auto& r : *rows) out.push_back(r.TakeText(0));
+  return out;
+}
+
+graphql::ColumnMap const& FolderListColumns() {
+  using K = graphql::ColumnSpec::Kind;
+  static graphql::ColumnMap const* const kColumns = new graphql::ColumnMap{
+      {"id", {"v.id", K::kText, {}}},
+      {"name", {"v.name", K::kText, {}}},
+      {"host", {"v.host", K::kText, {}}},
+      {"quota_scope_id", {"v.quota_scope_id", K::kText, {}}},
+      {"usage_mode", {"v.usage_mode", K::kEnum, {"general", "model", "data"}}},
+      {"permission", {"v.permission", K::kEnum, {"ro", "rw", "wd"}}},
+      {"ownership_type", {"v.ownership_type", K::kEnum, {"user", "group"}}},
+      {"user", {"v.user_id", K::kText, {}}},
+      {"user_email", {"u.email", K::kText, {}}},
+      {"group", {"v.group_id", K::kText, {}}},
+      {"group_name", {"g.name", K::kText, {}}},
+      {"creator", {"v.creator", K::kText, {}}},
+      {"domain_name", {"v.domain_name", K::kText, {}}},
+      {"cloneable", {"v.cloneable", K::kBool, {}}},
+      {"status",
+       {"v.status",
+        K::kEnum,
+        {"ready", "performing", "cloning", "mounted", "error", "delete-pending", "delete-ongoing",
+         "delete-complete", "delete-error"}}},
+      {"created_at", {"v.created_at", K::kTime, {}}},
+      {"last_used", {"v.last_used", K::kTime, {}}},
+  };
+  return *kColumns;
+}
+
+StatusOr<OwnerNames> FolderStore::Names(std::vector<VisibleFolder> const& folders) {
+  OwnerNames out;
+  for (auto const& v : folders) {
+    auto const& f = v.folder;
+    if (!f.user_id.empty() && !out.user_emails.count(f.user_id)) {
+      auto rows = db_.Query("SELECT email FROM users WHERE uuid = ?", {f.user_id});
+      if (!rows.ok()) return rows.status();
+      out.user_emails[f.user_id] = rows->empty() ? "" : (*rows)[0].TakeText(0);
+    }
+    if (!f.group_id.empty() && !out.group_names.count(f.group_id)) {
+      auto rows = db_.Query("SELECT name FROM groups WHERE id = ?", {f.group_id});
+      if (!rows.ok()) return rows.status();
+      out.group_names[f.group_id] = rows->empty() ? "" : (*rows)[0].TakeText(0);
+    }
+  }
+  return out;
+}
+
+StatusOr<std::vector<UserRef>> FolderStore::UsersByEmail(std::vector<std::string> const& emails) {
+  std::vector<UserRef> out;
+  for (auto const& email : emails) {
+    auto rows = db_.Query("SELECT uuid, email, domain_name FROM users WHERE email = ?", {email});
+    if (!rows.ok()) return rows.status();
+    if (rows->empty()) continue;
+    auto& r = (*rows)[0];
+    out.push_back({r.TakeText(0), r.TakeText(1), r.TakeText(2)});
+  }
+  return out;
+}
+
+namespace {
+
+constexpr char kInvitationColumns[] =
+    "i.id, i.vfolder_id, v.name, i.inviter, i.invitee, i.permission, i.state, i.created_at, "
+    "i.modified_at FROM vfolder_invitations i JOIN vfolders v ON v.id = i.vfolder_id";
+
+InvitationRecord InvitationFromRow(server::SqlRow& r) {
+  InvitationRecord i;
+  i.id = r.TakeText(0);
+  i.vfolder_id = r.TakeText(1);
+  i.vfolder_name = r.TakeText(2);
+  i.inviter = r.TakeText(3);
+  i.invitee = r.TakeText(4);
+  i.permission = r.TakeText(5);
+  i.state = r.TakeText(6);
+  i.created_at = r.TakeText(7);
+  i.modified_at = r.TakeText(8);
+  return i;
+}
+
+}  // namespace
+
+Status FolderStore::AddInvitation(InvitationRecord const& i) {
+  auto r = db_.Exec(
+      "INSERT INTO vfolder_invitations (id, vfolder_id, inviter, invitee, permission, state, "
+      "created_at, modified_at) VALUES (?, ?, ?, ?, ?, 'pending', ?, ?)",
+      {i.id, i.vfolder_id, i.inviter, i.invitee, i.permission, NowIso(), NowIso()});
+  return r.ok() ? Status() : r.status();
+}
+
+StatusOr<std::optional<InvitationRecord>> FolderStore::Invitation(std::string const& id) {
+  auto rows = db_.Query(std::string("SELECT ") + kInvitationColumns + " WHERE i.id = ?", {id});
+  if (!rows.ok()) return rows.status();
+  if (rows->empty()) return std::optional<InvitationRecord>();
+  return std::optional<InvitationRecord>(InvitationFromRow((*rows)[0]));
+}
+
+StatusOr<std::vector<InvitationRecord>> FolderStore::PendingInvitations(std::string const& email,
+                                                                        bool sent) {
+  std::string sql = std::string("SELECT ") + kInvitationColumns +
+                    " WHERE i.state = 'pending' AND " + (sent ? "i.inviter = ?" : "i.invitee = ?") +
+                    " AND v.status NOT LIKE 'delete-%' ORDER BY i.created_at, i.id";
+  auto rows = db_.Query(sql, {email});
+  if (!rows.ok()) return rows.status();
+  std::vector<InvitationRecord> out;
+  for (auto& r : *rows) out.push_back(InvitationFromRow(r));
+  return out;
+}
+
+StatusOr<bool> FolderStore::HasPendingInvitation(std::string const& folder_id,
+                                                 std::string const& invitee) {
+  auto rows = db_.Query(
+      "SELECT COUNT(*) FROM vfolder_invitations WHERE vfolder_id = ? AND invitee = ? AND "
+      "state = 'pending'",
+      {folder_id, invitee});
+  if (!rows.ok()) return rows.status();
+  return (*rows)[0].Int(0) > 0;
+}
+
+StatusOr<bool> FolderStore::SetInvitation(std::string const& id, std::string const& state,
+                                          std::optional<std::string> permission) {
+  auto r = permission
+               ? db_.Exec(
+                     "UPDATE vfolder_invitations SET state = ?, permission = ?, modified_at = ? "
+                     "WHERE id = ? AND state = 'pending'",
+                     {state, *permission, NowIso(), id})
+               : db_.Exec(
+                     "UPDATE vfolder_invitations SET state = ?, modified_at = ? WHERE id = ? AND "
+                     "state = 'pending'",
+                     {state, NowIso(), id});
+  if (!r.ok()) return r.status();
+  return *r > 0;
+}
+
+StatusOr<bool> FolderStore::AcceptInvitation(InvitationRecord const& inv,
+                                             std::string const& user_id) {
+  bool accepted = false;
+  auto s = db_.Transaction({"vfolder_invitations", "vfolder_permissions"},
+                           [&](server::SqlExecutor& tx) -> Status {
+                             auto r = tx.Exec(
+                                 "UPDATE vfolder_invitations SET state = 'accepted', "
+                                 "modified_at = ? WHERE id = ? AND state = 'pending'",
+                                 {NowIso(), inv.id});
+                             if (!r.ok()) return r.status();
+                             if (*r == 0) return Status();
+                             auto g = tx.Exec(
+                                 "INSERT INTO vfolder_permissions (vfolder_id, user_id, "
+                                 "permission) VALUES (?, ?, ?) ON CONFLICT (vfolder_id, user_id) "
+                                 "DO UPDATE SET permission = excluded.permission",
+                                 {inv.vfolder_id, user_id, inv.permission});
+                             if (!g.ok()) return g.status();
+                             accepted = true;
+                             return Status();
+                           });
+  if (!s.ok()) return s;
+  return accepted;
+}
+
+Status FolderStore::Grant(std::string const& folder_id, std::string const& user_id,
+                          std::string const& permission) {
+  auto r = db_.Exec(
+      "INSERT INTO vfolder_permissions (vfolder_id, user_id, permission) VALUES (?, ?, ?) "
+      "ON CONFLICT (vfolder_id, user_id) DO UPDATE SET permission = excluded.permission",
+      {folder_id, user_id, permission});
+  return r.ok() ? Status() : r.status();
+}
+
+StatusOr<bool> FolderStore::Revoke(std::string const& folder_id, std::string const& user_id) {
+  auto r = db_.Exec("DELETE FROM vfolder_permissions WHERE vfolder_id = ? AND user_id = ?",
+                    {folder_id, user_id});
+  if (!r.ok()) return r.status();
+  return *r > 0;
+}
+
+StatusOr<std::vector<GrantRecord>> FolderStore::Grants(std::string const& folder_id) {
+  auto rows = db_.Query(
+      "SELECT p.user_id, u.email, p.permission FROM vfolder_permissions p JOIN users u ON "
+      "u.uuid = p.user_id WHERE p.vfolder_id = ? ORDER BY u.email",
+      {folder_id});
+  if (!rows.ok()) return rows.status();
+  std::vector<GrantRecord> out;
+  for (auto& r : *rows) out.push_back({r.TakeText(0), r.TakeText(1), r.TakeText(2)});
   return out;
 }
 

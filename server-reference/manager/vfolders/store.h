@@ -4,8 +4,11 @@
 #include "bai/status.h"
 
 #include "server-reference/common/database.h"
+#include "server-reference/manager/graphql/minilang.h"
+#include "server-reference/manager/vfolders/access.h"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +34,45 @@ struct FolderRecord {
   std::string last_used;
 };
 
+/// A folder the caller reaches, and how.
+struct VisibleFolder {
+  FolderRecord folder;
+  Access access;
+};
+
+/// One row of `vfolder_invitations`, with the folder's name.
+struct InvitationRecord {
+  std::string id;  ///< a dashed UUID
+  std::string vfolder_id;
+  std::string vfolder_name;
+  std::string inviter;  ///< emails
+  std::string invitee;
+  std::string permission;
+  std::string state;  ///< pending, accepted, rejected, canceled
+  std::string created_at;
+  std::string modified_at;
+};
+
+/// A user granted a permission on a folder (an accepted invitation or a project share).
+struct GrantRecord {
+  std::string user_id;
+  std::string email;
+  std::string permission;
+};
+
+/// A user found by email.
+struct UserRef {
+  std::string user_id;
+  std::string email;
+  std::string domain;
+};
+
+/// Emails of users and names of projects, by id (for listings).
+struct OwnerNames {
+  std::map<std::string, std::string> user_emails;
+  std::map<std::string, std::string> group_names;
+};
+
 /// Typed statements over the vfolder tables; each is one statement or one transaction.
 class FolderStore {
  public:
@@ -44,11 +86,38 @@ class FolderStore {
   /// for admins the project folders of `domain` (every folder for a superadmin); trash included.
   StatusOr<std::vector<FolderRecord>> Reachable(std::string const& user_id, std::string const& role,
                                                 std::string const& domain);
-  /// What an invitation or a project share grants `user_id` on the folder.
-  StatusOr<std::optional<std::string>> SharedPermission(std::string const& folder_id,
-                                                        std::string const& user_id);
-  /// The projects `user_id` belongs to.
-  StatusOr<std::vector<std::string>> Groups(std::string const& user_id);
+  /// The folders `caller` reaches (Reachable) with what Decide says, the trash included, those
+  /// gone for good left out; `caller.groups` and `caller.shared` are filled here (two queries
+  /// for the whole list).
+  StatusOr<std::vector<VisibleFolder>> Visible(CallerFacts caller);
+  /// Ids of folders matching a compiled GraphQL filter over FolderListColumns, in `order`.
+  StatusOr<std::vector<std::string>> Matching(std::string const& where,
+                                              std::vector<server::SqlValue> params,
+                                              std::string const& order);
+
+  StatusOr<OwnerNames> Names(std::vector<VisibleFolder> const& folders);
+
+  // -- sharing --
+  /// Users by email; unknown emails are left out.
+  StatusOr<std::vector<UserRef>> UsersByEmail(std::vector<std::string> const& emails);
+  Status AddInvitation(InvitationRecord const& inv);
+  StatusOr<std::optional<InvitationRecord>> Invitation(std::string const& id);
+  /// Pending invitations to `email` (or, with `sent`, from `email`), oldest first.
+  StatusOr<std::vector<InvitationRecord>> PendingInvitations(std::string const& email, bool sent);
+  /// A pending invitation of `invitee` to the folder, if any.
+  StatusOr<bool> HasPendingInvitation(std::string const& folder_id, std::string const& invitee);
+  /// Moves a pending invitation to `state` (and `permission` when given); false when it is no
+  /// longer pending.
+  StatusOr<bool> SetInvitation(std::string const& id, std::string const& state,
+                               std::optional<std::string> permission = std::nullopt);
+  /// Accepts a pending invitation: its state and the invitee's grant in one transaction.
+  StatusOr<bool> AcceptInvitation(InvitationRecord const& inv, std::string const& user_id);
+  /// Gives `user_id` `permission` on the folder (replacing a grant they had).
+  Status Grant(std::string const& folder_id, std::string const& user_id,
+               std::string const& permission);
+  /// Takes a grant away; false when there was none.
+  StatusOr<bool> Revoke(std::string const& folder_id, std::string const& user_id);
+  StatusOr<std::vector<GrantRecord>> Grants(std::string const& folder_id);
   Status SetStatus(std::string const& id, std::string const& status);
   /// kAlreadyExists when the owner has another live folder called `name`.
   Status Rename(std::string const& id, std::string const& name);
@@ -64,6 +133,8 @@ class FolderStore {
   server::Database& db_;
 };
 
+/// The fields GraphQL's vfolder lists filter and order by (Matching's columns).
+graphql::ColumnMap const& FolderListColumns();
 /// A new folder id: a random (version 4) UUID as 32 hex digits.
 std::string NewFolderId();
 /// "0123…" → "01234567-89ab-…" (GraphQL's form).
