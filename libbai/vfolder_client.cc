@@ -130,4 +130,99 @@ Status VFolderClient::DeleteFiles(std::string const& folder, std::vector<std::st
                    {{"files", paths}, {"recursive", recursive}}));
 }
 
+namespace {
+
+StatusOr<std::vector<std::string>> Strings(StatusOr<ApiResponse> const& r, char const* key) {
+  if (!r.ok()) return r.status();
+  auto j = json::parse(r->body, nullptr, false);
+  if (!j.is_object() || !j.contains(key) || !j[key].is_array()) {
+    return Status(StatusCode::kInternal, std::string("Malformed answer: no '") + key + "'");
+  }
+  std::vector<std::string> out;
+  for (auto const& v : j[key]) {
+    if (v.is_string()) out.push_back(v);
+  }
+  return out;
+}
+
+Status CheckPermission(std::string const& permission) {
+  if (protocol::ParseVFolderPermission(permission)) return Status();
+  return Status(StatusCode::kInvalidArgument,
+                "permission is ro, rw or wd, not '" + permission + "'");
+}
+
+}  // namespace
+
+StatusOr<std::vector<std::string>> VFolderClient::Invite(std::string const& folder,
+                                                         std::vector<std::string> const& emails,
+                                                         std::string const& permission) const {
+  if (auto s = CheckPermission(permission); !s.ok()) return s;
+  return Strings(
+      Call(client_, "POST", Path(folder, "/invite"), {{"perm", permission}, {"emails", emails}}),
+      "invited_ids");
+}
+
+StatusOr<std::vector<VFolderInvitation>> VFolderClient::Invitations(bool sent) const {
+  auto r =
+      Call(client_, "GET", sent ? "/folders/invitations/list-sent" : "/folders/invitations/list");
+  if (!r.ok()) return r.status();
+  return protocol::DecodeVFolderInvitations(r->body);
+}
+
+Status VFolderClient::AcceptInvitation(std::string const& invitation_id) const {
+  return Done(Call(client_, "POST", "/folders/invitations/accept", {{"inv_id", invitation_id}}));
+}
+
+Status VFolderClient::DeleteInvitation(std::string const& invitation_id) const {
+  return Done(Call(client_, "POST", "/folders/invitations/delete", {{"inv_id", invitation_id}}));
+}
+
+Status VFolderClient::UpdateInvitation(std::string const& invitation_id,
+                                       std::string const& permission) const {
+  if (auto s = CheckPermission(permission); !s.ok()) return s;
+  return Done(Call(client_, "POST",
+                   "/folders/invitations/update/" + internal::EncodeSegment(invitation_id),
+                   {{"perm", permission}}));
+}
+
+Status VFolderClient::Leave(std::string const& folder, std::string const& user_id) const {
+  json body = json::object();
+  if (!user_id.empty()) body["shared_user_uuid"] = user_id;
+  return Done(Call(client_, "POST", Path(folder, "/leave"), body));
+}
+
+StatusOr<std::vector<std::string>> VFolderClient::Share(std::string const& folder,
+                                                        std::vector<std::string> const& emails,
+                                                        std::string const& permission) const {
+  if (auto s = CheckPermission(permission); !s.ok()) return s;
+  return Strings(Call(client_, "POST", Path(folder, "/share"),
+                      {{"permission", permission}, {"emails", emails}}),
+                 "shared_emails");
+}
+
+StatusOr<std::vector<std::string>> VFolderClient::Unshare(
+    std::string const& folder, std::vector<std::string> const& emails) const {
+  return Strings(Call(client_, "POST", Path(folder, "/unshare"), {{"emails", emails}}),
+                 "unshared_emails");
+}
+
+StatusOr<VFolderCloneResult> VFolderClient::Clone(std::string const& folder,
+                                                  VFolderCloneRequest const& request) const {
+  if (auto s = protocol::CheckVFolderName(request.target_name); !s.ok()) return s;
+  json body = {{"target_name", request.target_name}, {"cloneable", request.cloneable}};
+  if (!request.target_host.empty()) body["target_host"] = request.target_host;
+  if (!request.usage_mode.empty()) body["usage_mode"] = request.usage_mode;
+  if (!request.permission.empty()) {
+    if (auto s = CheckPermission(request.permission); !s.ok()) return s;
+    body["permission"] = request.permission;
+  }
+  auto r = Call(client_, "POST", Path(folder, "/clone"), body);
+  if (!r.ok()) return r.status();
+  auto j = json::parse(r->body, nullptr, false);
+  if (!j.is_object() || !j.value("bgtask_id", json()).is_string()) {
+    return Status(StatusCode::kInternal, "Malformed clone answer: no 'bgtask_id'");
+  }
+  return VFolderCloneResult{j.value("id", ""), j.value("name", ""), j["bgtask_id"]};
+}
+
 }  // namespace bai

@@ -38,26 +38,6 @@ json InfoJson(VFolderInfo const& f) {
           {"used_bytes", f.used_bytes}};
 }
 
-// Runs `body(folders)` with a VFolderClient, reporting errors as general commands do.
-template <typename F>
-int WithFolders(Context& ctx, F&& body) {
-  auto client = ctx.MakeClient();
-  if (!client.ok()) return ReportError(ctx, client.status());
-  VFolderClient folders(*client);
-  Status s = body(folders);
-  if (!s.ok()) return ReportError(ctx, s);
-  return 0;
-}
-
-// Prints `{exit_code: 0}` under -o json, else `words` on a terminal.
-void Done(Context& ctx, std::string const& words) {
-  if (ctx.json()) {
-    ctx.out() << json{{"exit_code", 0}}.dump() << "\n";
-  } else if (ctx.stdout_tty()) {
-    ctx.out() << words << "\n";
-  }
-}
-
 // Progress on stderr: NDJSON lines, or one bar line redrawn on a terminal (at most 5 times a
 // second, and when a file finishes).
 class Progress {
@@ -191,6 +171,23 @@ int RunCp(std::vector<std::string> const& args, TransferFlags flags, Context& ct
   return RunVFolderUpload(folder, paths, flags, ctx);
 }
 
+int WithFolders(Context& ctx, std::function<Status(VFolderClient&)> const& body) {
+  auto client = ctx.MakeClient();
+  if (!client.ok()) return ReportError(ctx, client.status());
+  VFolderClient folders(*client);
+  Status s = body(folders);
+  if (!s.ok()) return ReportError(ctx, s);
+  return 0;
+}
+
+void PrintDone(Context& ctx, std::string const& words) {
+  if (ctx.json()) {
+    ctx.out() << json{{"exit_code", 0}}.dump() << "\n";
+  } else if (ctx.stdout_tty()) {
+    ctx.out() << words << "\n";
+  }
+}
+
 void AddVFolderCommands(CommandSet& set) {
   auto& ctx = set.ctx();
   auto* noun = set.root().add_subcommand("vfolder", "Virtual folders: create, list, move files");
@@ -278,7 +275,7 @@ void AddVFolderCommands(CommandSet& set) {
     set.OnRun(cmd, [&name, &ctx, call, words] {
       return WithFolders(ctx, [&](VFolderClient& f) -> Status {
         auto s = (f.*call)(name);
-        if (s.ok()) Done(ctx, std::string(words) + " " + name);
+        if (s.ok()) PrintDone(ctx, std::string(words) + " " + name);
         return s;
       });
     });
@@ -294,7 +291,7 @@ void AddVFolderCommands(CommandSet& set) {
   set.OnRun(rn, [&rename, &ctx] {
     return WithFolders(ctx, [&](VFolderClient& f) -> Status {
       auto s = f.Rename(rename.name, rename.other);
-      if (s.ok()) Done(ctx, "renamed " + rename.name + " to " + rename.other);
+      if (s.ok()) PrintDone(ctx, "renamed " + rename.name + " to " + rename.other);
       return s;
     });
   });
@@ -314,7 +311,7 @@ void AddVFolderCommands(CommandSet& set) {
       for (auto const& p : mk.paths) {
         if (auto s = f.Mkdir(mk.folder, p, true, mk.flag); !s.ok()) return s;
       }
-      Done(ctx, "made " + std::to_string(mk.paths.size()) + " directories");
+      PrintDone(ctx, "made " + std::to_string(mk.paths.size()) + " directories");
       return Status();
     });
   });
@@ -327,7 +324,7 @@ void AddVFolderCommands(CommandSet& set) {
   set.OnRun(rmfiles, [&rmf, &ctx] {
     return WithFolders(ctx, [&](VFolderClient& f) -> Status {
       auto s = f.DeleteFiles(rmf.folder, rmf.paths, rmf.flag);
-      if (s.ok()) Done(ctx, "deleted " + std::to_string(rmf.paths.size()) + " paths");
+      if (s.ok()) PrintDone(ctx, "deleted " + std::to_string(rmf.paths.size()) + " paths");
       return s;
     });
   });
@@ -339,7 +336,7 @@ void AddVFolderCommands(CommandSet& set) {
   set.OnRun(mvc, [&mv, &ctx] {
     return WithFolders(ctx, [&](VFolderClient& f) -> Status {
       auto s = f.Move(mv.folder, mv.paths[0], mv.paths[1]);
-      if (s.ok()) Done(ctx, "moved " + mv.paths[0] + " to " + mv.paths[1]);
+      if (s.ok()) PrintDone(ctx, "moved " + mv.paths[0] + " to " + mv.paths[1]);
       return s;
     });
   });
@@ -432,6 +429,8 @@ void AddVFolderCommands(CommandSet& set) {
   cpc->add_option("PATHS", cp.paths, "Sources, then the destination")->required();
   add_transfer_flags(cpc, cp.flags);
   set.OnRun(cpc, [&cp, &ctx] { return RunCp(cp.paths, cp.flags, ctx); });
+
+  AddVFolderSharingCommands(set, noun);
 }
 
 }  // namespace bai::cli

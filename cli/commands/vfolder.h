@@ -4,8 +4,13 @@
 #include "cli/command_set.h"
 #include "cli/context.h"
 
+#include <functional>
 #include <string>
 #include <vector>
+
+namespace bai {
+class VFolderClient;
+}
 
 namespace bai::cli {
 
@@ -28,5 +33,13 @@ int RunCp(std::vector<std::string> const& args, TransferFlags flags, Context& ct
 
 /// The `vfolder` noun (alias `vf`) and the root `cp`.
 void AddVFolderCommands(CommandSet& set);
+/// Its sharing verbs: invite, invitations, accept, reject, leave, share, unshare, clone
+/// (vfolder_share.cc).
+void AddVFolderSharingCommands(CommandSet& set, CLI::App* noun);
+
+/// Runs `body` with a VFolderClient, reporting its error as every command does (exit code).
+int WithFolders(Context& ctx, std::function<Status(VFolderClient&)> const& body);
+/// Prints `{"exit_code": 0}` under -o json, else `words` when stdout is a terminal.
+void PrintDone(Context& ctx, std::string const& words);
 
 }  // namespace bai::cli

@@ -17,6 +17,7 @@ namespace bai {
 
 using VFolderInfo = protocol::VFolderInfo;
 using VFolderFile = protocol::VFolderFile;
+using VFolderInvitation = protocol::VFolderInvitation;
 
 struct VFolderCreateRequest {
   std::string name;
@@ -25,6 +26,21 @@ struct VFolderCreateRequest {
   std::string permission;  ///< "" = rw
   std::string group;       ///< a project (name or id): a project folder
   bool cloneable = false;
+};
+
+/// `POST /folders/{name}/clone`: a copy as a new user folder of the caller.
+struct VFolderCloneRequest {
+  std::string target_name;
+  std::string target_host;  ///< "" = the source's (must be on the same storage proxy)
+  std::string usage_mode;   ///< "" = the source's
+  std::string permission;   ///< "" = rw
+  bool cloneable = false;
+};
+/// The new folder (status `cloning` until the task ends) and the background task copying it.
+struct VFolderCloneResult {
+  std::string id;
+  std::string name;
+  std::string task_id;
 };
 
 /// `GET /folders/_/hosts`.
@@ -94,6 +110,32 @@ class BAI_EXPORT VFolderClient {
                     std::string const& new_name) const;
   Status DeleteFiles(std::string const& folder, std::vector<std::string> const& paths,
                      bool recursive = false) const;
+
+  // --- sharing ---
+  /// Invites users (by email) to one's own user folder with `permission` (ro, rw, wd); the new
+  /// invitations' ids (none for users already invited or sharing it).
+  StatusOr<std::vector<std::string>> Invite(std::string const& folder,
+                                            std::vector<std::string> const& emails,
+                                            std::string const& permission = "rw") const;
+  /// Pending invitations to the caller, or (with `sent`) from the caller.
+  StatusOr<std::vector<VFolderInvitation>> Invitations(bool sent = false) const;
+  Status AcceptInvitation(std::string const& invitation_id) const;
+  /// Rejects an invitation to the caller, or cancels one the caller sent.
+  Status DeleteInvitation(std::string const& invitation_id) const;
+  /// The inviter changes the permission a pending invitation offers.
+  Status UpdateInvitation(std::string const& invitation_id, std::string const& permission) const;
+  /// Leaves a folder shared with the caller; its owner removes `user_id` instead.
+  Status Leave(std::string const& folder, std::string const& user_id = {}) const;
+  /// Admins: gives members of a project folder's project a permission of their own; the emails
+  /// shared with.
+  StatusOr<std::vector<std::string>> Share(std::string const& folder,
+                                           std::vector<std::string> const& emails,
+                                           std::string const& permission = "rw") const;
+  StatusOr<std::vector<std::string>> Unshare(std::string const& folder,
+                                             std::vector<std::string> const& emails) const;
+  /// Starts a copy; follow `task_id` with SessionClient::FollowTask.
+  StatusOr<VFolderCloneResult> Clone(std::string const& folder,
+                                     VFolderCloneRequest const& request) const;
 
   /// Uploads local files (and directories, with `recursive`) into the folder under
   /// `options.remote_dir`, several at once, each over tus with sha256-checked chunks. An

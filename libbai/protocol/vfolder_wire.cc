@@ -231,4 +231,33 @@ StatusOr<TransferTicket> DecodeTransferTicket(std::string_view json_object) {
   return t;
 }
 
+StatusOr<std::vector<VFolderInvitation>> DecodeVFolderInvitations(std::string_view body) {
+  auto j = internal::ObjectOf(body, "invitation list");
+  if (!j.ok()) return j.status();
+  auto const& list = (*j)["invitations"];
+  if (!list.is_array()) {
+    return Status(StatusCode::kInvalidArgument, "Malformed invitation list: no 'invitations'");
+  }
+  std::vector<VFolderInvitation> out;
+  for (auto const& item : list) {
+    if (!item.is_object()) {
+      return Status(StatusCode::kInvalidArgument,
+                    "Malformed invitation list: an entry is no object");
+    }
+    internal::FieldReader r(item);
+    VFolderInvitation i;
+    i.id = r.Required("id");
+    i.vfolder_id = r.String("vfolder_id");
+    i.vfolder_name = r.String("vfolder_name");
+    i.inviter = r.String("inviter");
+    i.invitee = r.String("invitee");
+    i.permission = r.String("perm");
+    i.state = r.String("state", "pending");
+    i.created_at = r.String("created_at");
+    if (!r.ok()) return internal::FieldProblem(r);
+    out.push_back(std::move(i));
+  }
+  return out;
+}
+
 }  // namespace bai::protocol

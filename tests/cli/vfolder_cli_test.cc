@@ -216,5 +216,55 @@ TEST_F(VFolderCliTest, AHundredFilesAtOnce) {
   }
 }
 
+TEST_F(VFolderCliTest, SharingAndCloningFromTheShell) {
+  auto bob = manager_->store().SignUp("default", "bob@example.com", "bob", "x", "Bob");
+  ASSERT_TRUE(bob.ok());
+  auto as_bob = [&](std::vector<std::string> args) {
+    auto saved = env_;
+    env_["BACKEND_ACCESS_KEY"] = bob->first;
+    env_["BACKEND_SECRET_KEY"] = bob->second;
+    auto r = Bai(std::move(args));
+    env_ = saved;
+    return r;
+  };
+  ASSERT_EQ(Bai({"vfolder", "create", "data"}).exit_code, 0);
+  testing_util::WriteFileBytes(work_ + "/f.txt", "shared bytes");
+  ASSERT_EQ(Bai({"vfolder", "upload", "data", work_ + "/f.txt"}).exit_code, 0);
+
+  auto inv = Bai({"vfolder", "invite", "data", "bob@example.com", "--perm", "ro"});
+  ASSERT_EQ(inv.exit_code, 0) << inv.err;
+  std::string id = inv.out.substr(0, inv.out.find('\n'));
+  EXPECT_EQ(id.size(), 36u) << inv.out;
+  EXPECT_EQ(Bai({"vfolder", "invite", "data", "nobody@example.com"}).exit_code, 5);
+  auto pending = as_bob({"vfolder", "invitations", "-o", "json"});
+  ASSERT_EQ(pending.exit_code, 0) << pending.err;
+  ASSERT_EQ(Json(pending)["invitations"].size(), 1u);
+  EXPECT_EQ(Json(pending)["invitations"][0]["perm"], "ro");
+  EXPECT_EQ(Json(Bai({"vfolder", "invitations", "--sent", "-o", "json"}))["invitations"].size(),
+            1u);
+  ASSERT_EQ(as_bob({"vfolder", "accept", id}).exit_code, 0);
+
+  // Read-only for bob: he downloads, his upload is refused with the permission exit code.
+  auto down = as_bob({"vfolder", "download", "data", "f.txt", "--dst", work_ + "/bob"});
+  ASSERT_EQ(down.exit_code, 0) << down.err;
+  EXPECT_EQ(testing_util::ReadFileBytes(work_ + "/bob/f.txt"), "shared bytes");
+  auto up = as_bob({"vfolder", "upload", "data", work_ + "/f.txt", "--dst", "bob"});
+  EXPECT_EQ(up.exit_code, 4) << up.err;
+  EXPECT_THAT(up.err, HasSubstr("read-only"));
+  // Not cloneable: only its owner copies it.
+  EXPECT_EQ(as_bob({"vfolder", "clone", "data", "mine"}).exit_code, 4);
+  auto clone = Bai({"vfolder", "clone", "data", "copy", "-o", "json"});
+  ASSERT_EQ(clone.exit_code, 0) << clone.err;
+  EXPECT_EQ(Json(clone)["status"], "bgtask_done");
+  auto files = Bai({"vfolder", "files", "copy", "-o", "json"});
+  ASSERT_EQ(files.exit_code, 0);
+  EXPECT_EQ(Json(files)["files"][0]["name"], "f.txt");
+  // A user folder is shared by invitation, not `share`.
+  EXPECT_NE(Bai({"vfolder", "share", "data", "bob@example.com"}).exit_code, 0);
+
+  ASSERT_EQ(as_bob({"vfolder", "leave", "data"}).exit_code, 0);
+  EXPECT_EQ(as_bob({"vfolder", "info", "data"}).exit_code, 5);
+}
+
 }  // namespace
 }  // namespace bai

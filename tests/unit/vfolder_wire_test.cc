@@ -82,5 +82,21 @@ TEST(VFolderWireTest, EnumsRoundTrip) {
   EXPECT_FALSE(ParseVFolderStatus("trash"));
 }
 
+TEST(VFolderWireTest, InvitationsDecode) {
+  auto list = DecodeVFolderInvitations(
+      R"({"invitations": [{"id": "i1", "inviter": "a@x", "invitee": "b@x", "perm": "ro",
+          "state": "pending", "created_at": "2026-01-01T00:00:00Z", "modified_at": "x",
+          "vfolder_id": "f1", "vfolder_name": "data"}]})");
+  ASSERT_TRUE(list.ok()) << list.status().message();
+  ASSERT_EQ(list->size(), 1u);
+  EXPECT_EQ((*list)[0].permission, "ro");
+  EXPECT_EQ((*list)[0].vfolder_name, "data");
+  EXPECT_TRUE(DecodeVFolderInvitations(R"({"invitations": []})")->empty());
+  EXPECT_FALSE(DecodeVFolderInvitations(R"({"invitations": [{"perm": "ro"}]})").ok())
+      << "an invitation has an id";
+  EXPECT_FALSE(DecodeVFolderInvitations(R"({"items": []})").ok());
+  EXPECT_FALSE(DecodeVFolderInvitations("[").ok());
+}
+
 }  // namespace
 }  // namespace bai::protocol

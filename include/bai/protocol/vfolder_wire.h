@@ -97,6 +97,19 @@ BAI_EXPORT std::string EncodeVFolderFiles(std::vector<VFolderFile> const& files)
 /// `{"items": [...]}` (the legacy `files` string is ignored).
 BAI_EXPORT StatusOr<std::vector<VFolderFile>> DecodeVFolderListing(std::string_view body);
 
+/// An invitation to share a user folder (`GET /folders/invitations/list` and `list-sent`).
+struct VFolderInvitation {
+  std::string id;
+  std::string vfolder_id;
+  std::string vfolder_name;
+  std::string inviter, invitee;  ///< emails
+  std::string permission;        ///< `perm` on the wire
+  std::string state;             ///< pending, accepted, rejected, canceled
+  std::string created_at;
+};
+/// `{"invitations": [...]}`.
+BAI_EXPORT StatusOr<std::vector<VFolderInvitation>> DecodeVFolderInvitations(std::string_view body);
+
 /// What request-upload and request-download answer: where to go and the token to show there.
 struct TransferTicket {
   std::string token;
