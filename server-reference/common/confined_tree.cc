@@ -210,6 +210,8 @@ StatusOr<ConfinedTree> ConfinedTree::Open(std::string const& root, std::string a
 
 ConfinedTree::ConfinedTree(ConfinedTree&& other) noexcept
     : fd_(std::exchange(other.fd_, -1)),
+      owner_uid_(other.owner_uid_),
+      owner_gid_(other.owner_gid_),
       absolute_root_(std::move(other.absolute_root_)),
       display_(std::move(other.display_)) {}
 
@@ -217,6 +219,8 @@ ConfinedTree& ConfinedTree::operator=(ConfinedTree&& other) noexcept {
   if (this != &other) {
     if (fd_ >= 0) ::close(fd_);
     fd_ = std::exchange(other.fd_, -1);
+    owner_uid_ = other.owner_uid_;
+    owner_gid_ = other.owner_gid_;
     absolute_root_ = std::move(other.absolute_root_);
     display_ = std::move(other.display_);
   }
@@ -225,6 +229,15 @@ ConfinedTree& ConfinedTree::operator=(ConfinedTree&& other) noexcept {
 
 ConfinedTree::~ConfinedTree() {
   if (fd_ >= 0) ::close(fd_);
+}
+
+int ConfinedTree::Own(int dir, std::string const& name) const {
+  if (owner_uid_ < 0) return 0;
+  if (::fchownat(dir, name.c_str(), static_cast<uid_t>(owner_uid_), static_cast<gid_t>(owner_gid_),
+                 AT_SYMLINK_NOFOLLOW) != 0) {
+    return errno;
+  }
+  return 0;
 }
 
 StatusOr<p::SessionFileList> ConfinedTree::List(std::string_view path) const {
@@ -272,7 +285,9 @@ StatusOr<int> ConfinedTree::ParentFor(std::string const& rel) const {
     rest.remove_prefix(slash == std::string_view::npos ? rest.size() : slash + 1);
     UniqueFd at(OpenBeneath(fd_, made, O_PATH | O_DIRECTORY));
     if (at.fd < 0) return Errno(display_, "open", made, errno);
-    if (::mkdirat(at.fd, part.c_str(), 0755) != 0 && errno != EEXIST) {
+    if (::mkdirat(at.fd, part.c_str(), 0755) == 0) {
+      if (int err = Own(at.fd, part)) return Errno(display_, "chown", part, err);
+    } else if (errno != EEXIST) {
       return Errno(display_, "mkdir", made.empty() ? part : made + "/" + part, errno);
     }
     made = made.empty() ? part : made + "/" + part;
@@ -303,6 +318,10 @@ Status ConfinedTree::WriteWith(std::string_view path,
   if (int err = fill(file.fd)) {
     ::unlinkat(dir.fd, tmp.c_str(), 0);
     return Errno(display_, "write", *rel, err);
+  }
+  if (int err = Own(dir.fd, tmp)) {
+    ::unlinkat(dir.fd, tmp.c_str(), 0);
+    return Errno(display_, "chown", *rel, err);
   }
   // The rename replaces a file or a symbolic link of that name; it never follows the link.
   if (::renameat(dir.fd, tmp.c_str(), dir.fd, leaf.c_str()) != 0) {
@@ -351,6 +370,7 @@ Status ConfinedTree::Adopt(int from_dir, std::string const& from_name,
   if (!parent_fd.ok()) return parent_fd.status();
   UniqueFd dir(*parent_fd);
   std::string leaf = SplitParent(*rel).second;
+  if (int err = Own(from_dir, from_name)) return Errno(display_, "chown", *rel, err);
   if (::renameat(from_dir, from_name.c_str(), dir.fd, leaf.c_str()) != 0) {
     return Errno(display_, "rename", *rel, errno);
   }
@@ -469,6 +489,7 @@ Status ConfinedTree::Symlink(std::string_view path, std::string const& target) c
   if (::symlinkat(target.c_str(), dir.fd, leaf.c_str()) != 0) {
     return Errno(display_, "link", *rel, errno);
   }
+  if (int err = Own(dir.fd, leaf)) return Errno(display_, "chown", *rel, err);
   return Status();
 }
 
@@ -497,6 +518,8 @@ Status ConfinedTree::Mkdir(std::string_view path, bool parents, bool exist_ok) c
       // Made a parent that was missing: only `parents` allows that.
       ::unlinkat(at.fd, part.c_str(), AT_REMOVEDIR);
       return Errno(display_, "mkdir", here, ENOENT);
+    } else if (int err = Own(at.fd, part)) {
+      return Errno(display_, "chown", here, err);
     }
     made = here;
   }

@@ -60,6 +60,14 @@ class ConfinedTree {
   ConfinedTree& operator=(ConfinedTree const&) = delete;
   ~ConfinedTree();
 
+  /// Everything this tree makes from now on (directories, files, links) is given to `uid`:`gid`
+  /// (a storage volume's files all belong to the kernels' work user). Only a process that may
+  /// chown (root) sets it.
+  void SetOwner(uid_t uid, gid_t gid) {
+    owner_uid_ = static_cast<int>(uid);
+    owner_gid_ = static_cast<int>(gid);
+  }
+
   /// The entries of a directory (not recursive), sorted by name; `abspath` under `display`.
   StatusOr<protocol::SessionFileList> List(std::string_view path) const;
   /// Writes a file, making its parent directories; the file appears whole or not at all
@@ -111,7 +119,10 @@ class ConfinedTree {
   /// Writes `path` whole: `fill` writes a temporary file beside it (returns 0 or an errno), which
   /// is then renamed over the path.
   Status WriteWith(std::string_view path, std::function<int(int file)> const& fill) const;
+  /// Gives `name` in `dir` (not followed) to the owner, when one is set; 0 or an errno.
+  int Own(int dir, std::string const& name) const;
   int fd_ = -1;
+  int owner_uid_ = -1, owner_gid_ = -1;
   std::string absolute_root_;
   std::string display_;
 };

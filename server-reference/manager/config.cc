@@ -98,11 +98,13 @@ Status LoadManagerConfig(std::string const& path, ManagerConfig& config) {
         auto s = v.value<std::string>();
         if (!s) return bad(key, "a \"host:port\" string");
         if (auto st = SetStorageListen(*s, config); !st.ok()) return st;
-      } else if (key == "vfolders.public_url" || key == "vfolders.default_host") {
+      } else if (key == "vfolders.public_url" || key == "vfolders.default_host" ||
+                 key == "vfolders.file_owner") {
         auto s = v.value<std::string>();
         if (!s) return bad(key, "a string");
-        (key == "vfolders.public_url" ? config.vfolders.public_url : config.vfolders.default_host) =
-            *s;
+        (key == "vfolders.public_url"     ? config.vfolders.public_url
+         : key == "vfolders.default_host" ? config.vfolders.default_host
+                                          : config.vfolders.file_owner) = *s;
       } else if (key == "vfolders.volumes") {
         auto const* t = v.as_table();
         if (!t) return bad(key, "a table of name = \"directory\"");

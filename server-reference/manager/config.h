@@ -36,6 +36,7 @@ namespace bai::manager {
 /// public_url = ""             # what clients are told (default http://LISTEN)
 /// volumes = { volume1 = "/srv/vfolders/volume1" }  # default: <data_dir>/vfolders/volume1
 /// default_host = "local:volume1"
+/// file_owner = "1000:1000"   # UID:GID of folders' files: the kernels' work user (when root)
 /// [[vfolders.proxies]]        # bai-storage processes (their manager-facing API)
 /// name = "nas"
 /// url = "http://10.0.0.2:6022"
@@ -64,6 +65,8 @@ struct ManagerConfig {
     std::string public_url;
     std::map<std::string, std::string> volumes;  ///< empty: volume1 under the data directory
     std::string default_host = "local:volume1";
+    /// Applied when the manager runs as root (bai-agent's default --uid/--gid); "" for none.
+    std::string file_owner = "1000:1000";
     std::vector<RemoteProxy> proxies;
   } vfolders;
 

@@ -8,6 +8,7 @@
 #include "server-reference/manager/state/schema.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -122,6 +123,8 @@ Status Manager::StartStorage(ManagerConfig const& config) {
     auto secret = LoadOrCreateSecret(config.data_dir + "/storage-secret");
     if (!secret.ok()) return secret.status();
     o.secret = *secret;
+    if (auto s = storage::SetFileOwner(v.file_owner, o); !s.ok()) return s;
+    if (::geteuid() != 0) o.owner_uid = o.owner_gid = -1;  // only root gives files away
     storage::ProxyListen listen;
     listen.address = v.listen_address;
     listen.client_port = v.listen_port;

@@ -43,6 +43,9 @@ int main(int argc, char** argv) {
   CLI::App app{"bai-storage: the reference Backend.AI storage proxy", "bai-storage"};
   std::string name = "local", client_listen = "127.0.0.1:6021", manager_listen = "127.0.0.1:6022";
   std::string public_url, secret_file;
+  // Kernels run as 1000:1000 by default (bai-agent --uid/--gid); a proxy running as root gives
+  // them the files so mounted folders are theirs to write.
+  std::string file_owner = ::geteuid() == 0 ? "1000:1000" : "";
   std::vector<std::string> volumes;
   app.add_option("--name", name, "Proxy name: hosts are NAME:VOLUME");
   app.add_option("--volume", volumes, "NAME=DIRECTORY, repeatable")->required();
@@ -50,10 +53,14 @@ int main(int argc, char** argv) {
   app.add_option("--manager-listen", manager_listen, "HOST:PORT of the manager-facing API");
   app.add_option("--public-url", public_url, "URL clients are told (default http://CLIENT-LISTEN)");
   app.add_option("--secret-file", secret_file, "Shared secret with the manager")->required();
+  app.add_option("--file-owner", file_owner,
+                 "UID:GID owning folders and files (the kernels' work user; default 1000:1000 "
+                 "as root, '' for this process)");
   CLI11_PARSE(app, argc, argv);
 
   bai::storage::StorageOptions options;
   options.name = name;
+  if (auto s = bai::storage::SetFileOwner(file_owner, options); !s.ok()) return Fail(s.message());
   for (auto const& v : volumes) {
     auto eq = v.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) {

@@ -202,6 +202,32 @@ server::HttpResponse StorageProblem(int status, std::string const& suffix,
   return r;
 }
 
+Status SetFileOwner(std::string_view text, StorageOptions& options) {
+  if (text.empty()) {
+    options.owner_uid = options.owner_gid = -1;
+    return Status();
+  }
+  auto colon = text.find(':');
+  auto number = [](std::string_view t) -> int {
+    if (t.empty() || t.size() > 9) return -1;
+    int n = 0;
+    for (char c : t) {
+      if (c < '0' || c > '9') return -1;
+      n = n * 10 + (c - '0');
+    }
+    return n;
+  };
+  int uid = colon == std::string_view::npos ? -1 : number(text.substr(0, colon));
+  int gid = colon == std::string_view::npos ? -1 : number(text.substr(colon + 1));
+  if (uid < 0 || gid < 0) {
+    return Status(StatusCode::kInvalidArgument,
+                  "a file owner is UID:GID (numbers), not '" + std::string(text) + "'");
+  }
+  options.owner_uid = uid;
+  options.owner_gid = gid;
+  return Status();
+}
+
 StatusOr<std::unique_ptr<StorageService>> StorageService::Open(StorageOptions options) {
   if (options.secret.size() < 16) {
     return Status(StatusCode::kInvalidArgument, "the storage secret needs 16 characters or more");
@@ -213,6 +239,10 @@ StatusOr<std::unique_ptr<StorageService>> StorageService::Open(StorageOptions op
   for (auto const& [name, root] : s->options_.volumes) {
     auto v = Volume::Open(name, root);
     if (!v.ok()) return v.status();
+    if (s->options_.owner_uid >= 0) {
+      (*v)->SetOwner(static_cast<uid_t>(s->options_.owner_uid),
+                     static_cast<gid_t>(s->options_.owner_gid));
+    }
     s->volumes_[name] = std::move(*v);
   }
   return s;

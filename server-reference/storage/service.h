@@ -31,7 +31,12 @@ struct StorageOptions {
   std::int64_t upload_expire_seconds = 7 * 24 * 3600;  ///< unfinished uploads kept this long
   std::int64_t max_chunk = 64 << 20;                   ///< largest tus PATCH body
   std::function<std::int64_t()> now;                   ///< seconds since the epoch (tests move it)
+  /// Owner of every folder and file on the volumes (Volume::SetOwner); -1: this process.
+  int owner_uid = -1, owner_gid = -1;
 };
+
+/// "UID:GID" (numbers) into `options`' owner; "" leaves it unset. kInvalidArgument otherwise.
+Status SetFileOwner(std::string_view text, StorageOptions& options);
 
 class StorageService {
  public:

@@ -104,6 +104,12 @@ Status Volume::CreateFolder(FolderRef const& f) const {
     if (errno == EEXIST) return Status(StatusCode::kAlreadyExists, "the folder exists");
     return Io("create " + *path, errno);
   }
+  if (owner_uid_ >= 0 &&
+      ::chown(path->c_str(), static_cast<uid_t>(owner_uid_), static_cast<gid_t>(owner_gid_)) != 0) {
+    int err = errno;
+    ::rmdir(path->c_str());
+    return Io("chown " + *path, err);
+  }
   return Status();
 }
 
@@ -122,7 +128,11 @@ Status Volume::DeleteFolder(FolderRef const& f) const {
 StatusOr<server::ConfinedTree> Volume::Tree(FolderRef const& f, std::string display) const {
   auto path = FolderPath(f);
   if (!path.ok()) return path.status();
-  return server::ConfinedTree::Open(*path, "", std::move(display));
+  auto tree = server::ConfinedTree::Open(*path, "", std::move(display));
+  if (tree.ok() && owner_uid_ >= 0) {
+    tree->SetOwner(static_cast<uid_t>(owner_uid_), static_cast<gid_t>(owner_gid_));
+  }
+  return tree;
 }
 
 StatusOr<server::TreeUsage> Volume::ScopeUsage(std::string_view scope) const {

@@ -43,6 +43,12 @@ class Volume {
 
   std::string const& name() const { return name_; }
   std::string const& root() const { return root_; }
+  /// Folders and everything made in them belong to `uid`:`gid` (the kernels' work user, who
+  /// writes in mounted folders); unset, they belong to this process.
+  void SetOwner(uid_t uid, gid_t gid) {
+    owner_uid_ = static_cast<int>(uid);
+    owner_gid_ = static_cast<int>(gid);
+  }
 
   /// Where the folder is on this host (what an agent bind-mounts); kInvalidArgument for a
   /// malformed reference.
@@ -86,6 +92,7 @@ class Volume {
   Volume(std::string name, std::string root) : name_(std::move(name)), root_(std::move(root)) {}
   std::vector<UploadSession> Sessions() const;
   std::string name_, root_;
+  int owner_uid_ = -1, owner_gid_ = -1;
 };
 
 }  // namespace bai::storage

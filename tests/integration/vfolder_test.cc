@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <openssl/sha.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -84,6 +85,15 @@ TEST_F(VFolderTest, LifecycleOfAFolder) {
   auto uid = json::parse(Call(*alice_, "GET", "/folders").body)[0]["user"].get<std::string>();
   auto dir = FolderDir(id, uid);
   EXPECT_TRUE(std::filesystem::exists(dir + "/x.txt"));
+  if (::geteuid() == 0) {
+    // As root the proxy gives folders and files to the kernels' work user (1000:1000).
+    for (auto const& p : {dir, dir + "/x.txt"}) {
+      struct stat st {};
+      ASSERT_EQ(::lstat(p.c_str(), &st), 0) << p;
+      EXPECT_EQ(st.st_uid, 1000u) << p;
+      EXPECT_EQ(st.st_gid, 1000u) << p;
+    }
+  }
   EXPECT_EQ(Call(*bob_, "POST", "/folders/purge", {{"vfolder_id", id}}).status, 404);
   EXPECT_EQ(Call(*alice_, "POST", "/folders/purge", {{"vfolder_id", id}}).status, 204);
   EXPECT_FALSE(std::filesystem::exists(dir));
