@@ -76,28 +76,25 @@ int ApplySpec(SpecOptions const& o, SessionCreateRequest& req, Context& ctx,
     req.environ[e.substr(0, eq)] = e.substr(eq + 1);
   }
   for (auto const& m : o.mounts) {
-    // VFOLDER[:PATH][:ro|:rw]
+    // VFOLDER[:PATH][:ro|:rw|:wd]
     std::string name = m.substr(0, m.find(':'));
     std::string rest = m.size() > name.size() ? m.substr(name.size() + 1) : "";
     std::string mode;
-    if (rest == "ro" || rest == "rw") {
+    auto is_mode = [](std::string const& s) { return s == "ro" || s == "rw" || s == "wd"; };
+    if (is_mode(rest)) {
       mode = rest;
       rest.clear();
     } else if (auto colon = rest.rfind(':'); colon != std::string::npos) {
       mode = rest.substr(colon + 1);
       rest = rest.substr(0, colon);
     }
-    if (name.empty() || (!mode.empty() && mode != "ro" && mode != "rw")) {
-      ctx.err() << "error: -m " << m << ": expected VFOLDER[:PATH][:ro]\n";
-      return kExitUsage;
-    }
-    if (mode == "ro") {
-      // The create request has no per-mount permission yet (it arrives with vfolders).
-      ctx.err() << "error: -m " << m << ": read-only mounts are not supported yet\n";
+    if (name.empty() || (!mode.empty() && !is_mode(mode))) {
+      ctx.err() << "error: -m " << m << ": expected VFOLDER[:PATH][:ro|rw|wd]\n";
       return kExitUsage;
     }
     req.mounts.push_back(name);
     if (!rest.empty()) req.mount_map[name] = rest;
+    if (!mode.empty()) req.mount_permissions[name] = mode;
   }
   if (!o.timeout.empty()) {
     auto seconds = DurationFlag(ctx, "--timeout", o.timeout);

@@ -3,6 +3,7 @@
 
 #include "bai/protocol/errors.h"
 #include "bai/protocol/signing.h"
+#include "bai/protocol/vfolder_wire.h"
 
 #include "libbai/internal/json_codec.h"
 #include "libbai/internal/json_fields.h"
@@ -123,6 +124,24 @@ void ReadCreateConfig(json const& config, SlotTypeLookup const& slot_types, Fiel
   out.environ = c.StrMap({"environ"}, "config.environ");
   out.mounts = c.StrList({"mounts"}, "config.mounts", "a list of vfolder names");
   out.mount_map = c.StrMap({"mount_map", "mountMap"}, "config.mount_map");
+  if (auto const* mo = c.Find({"mount_options", "mountOptions"})) {
+    static json const kNone = json::object();
+    bool ok = mo->is_object();
+    for (auto const& [name, opts] : (ok ? *mo : kNone).items()) {
+      if (!opts.is_object()) {
+        ok = false;
+        break;
+      }
+      json perm = opts.contains("permission") ? opts["permission"] : opts.value("perm", json());
+      if (perm.is_null()) continue;
+      if (!perm.is_string() || !ParseVFolderPermission(perm.get<std::string>())) {
+        r.Fail("config.mount_options." + name + ".permission", "ro, rw or wd");
+        continue;
+      }
+      out.mount_permissions[name] = perm.get<std::string>();
+    }
+    if (!ok) r.Fail("config.mount_options", "an object of {\"permission\": ro|rw|wd} by folder");
+  }
   if (auto const* ro = c.Find({"resource_opts", "resourceOpts"})) {
     if (!ro->is_object()) {
       r.Fail("config.resource_opts", "an object");
@@ -262,6 +281,11 @@ std::string EncodeSessionCreateRequest(SessionCreateRequest const& r) {
                  {"mounts", r.mounts}};
   if (r.scaling_group) config["scaling_group"] = *r.scaling_group;
   if (!r.mount_map.empty()) config["mount_map"] = r.mount_map;
+  if (!r.mount_permissions.empty()) {
+    json options = json::object();
+    for (auto const& [name, perm] : r.mount_permissions) options[name] = {{"permission", perm}};
+    config["mount_options"] = std::move(options);
+  }
   if (!r.resource_opts.empty()) config["resource_opts"] = r.resource_opts;
   if (!r.agent_list.empty()) config["agent_list"] = r.agent_list;
   body["config"] = std::move(config);

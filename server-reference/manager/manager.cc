@@ -57,8 +57,9 @@ StatusOr<std::unique_ptr<Manager>> Manager::Start(ManagerConfig const& config) {
   RegisterAuthRoutes(*m->api_);
   RegisterClusterRoutes(*m->api_);
   RegisterGraphqlRoutes(*m->api_, *m->sessions_, m->links_);
-  RegisterSessionRoutes(*m->api_, *m->sessions_, *m->hub_,
-                        [raw](std::string const& group) { raw->Schedule(group); });
+  RegisterSessionRoutes(
+      *m->api_, *m->sessions_, *m->hub_, [raw](std::string const& group) { raw->Schedule(group); },
+      m->links_);
   // The safety pass: catches what no event triggered (starts_at, finished dependencies, other
   // managers' changes).
   m->hub_->Every(std::chrono::seconds(5), [raw] {

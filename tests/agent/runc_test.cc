@@ -231,6 +231,46 @@ TEST_F(RuncTest, RestartGivesAFreshKernelInTheSameSession) {
   Bai({"rm", "restart-me"});
 }
 
+// Virtual folders in a runc session: read and written by the kernel as the work user, a
+// read-only mount refused writes inside the container, a folder in the trash not mounted.
+TEST_F(RuncTest, MountedFoldersAreReadAndWrittenFromTheKernel) {
+  for (auto const* name : {"rwdata", "rodata", "gone"}) {
+    ASSERT_EQ(Bai({"vfolder", "create", name}).exit_code, 0) << name;
+  }
+  auto in = dir_.path() + "/in.txt";
+  testing_util::WriteFileBytes(in, "uploaded\n");
+  ASSERT_EQ(Bai({"vfolder", "upload", "rwdata", in}).exit_code, 0);
+  ASSERT_EQ(Bai({"vfolder", "upload", "rodata", in}).exit_code, 0);
+  std::string script =
+      "cat /home/work/rwdata/in.txt; "
+      "echo from-kernel > /home/work/rwdata/out.txt && echo wrote; "
+      "echo changed >> /home/work/rwdata/in.txt && echo appended; "
+      "mkdir /home/work/rwdata/sub && echo made; "
+      "cat /home/work/in/in.txt; "
+      "touch /home/work/in/x 2>/dev/null && echo ro-written || echo ro-refused; "
+      "id -u";
+  auto r = Bai({"run", "-m", "rwdata", "-m", "rodata:in:ro", "shell", "--", "sh", "-c", script});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "uploaded\nwrote\nappended\nmade\nuploaded\nro-refused\n1000\n");
+  // What the kernel wrote is in the folder, owned by the work user.
+  auto back = dir_.path() + "/back";
+  ASSERT_EQ(Bai({"vfolder", "download", "rwdata", "out.txt", "in.txt", "--dst", back}).exit_code,
+            0);
+  EXPECT_EQ(testing_util::ReadFileBytes(back + "/out.txt"), "from-kernel\n");
+  EXPECT_EQ(testing_util::ReadFileBytes(back + "/in.txt"), "uploaded\nchanged\n");
+  auto files = internal::ParseJson(Bai({"-o", "json", "vfolder", "files", "rodata"}).out);
+  ASSERT_TRUE(files.has_value());
+  EXPECT_EQ((*files)["files"].size(), 1u) << "nothing written into the read-only folder";
+  auto listed = internal::ParseJson(Bai({"-o", "json", "vfolder", "info", "rwdata"}).out);
+  ASSERT_TRUE(listed.has_value());
+  EXPECT_EQ((*listed)["num_files"], 2);
+  // A folder in the trash is not mounted; the session is refused before it is queued.
+  ASSERT_EQ(Bai({"vfolder", "rm", "gone"}).exit_code, 0);
+  auto refused = Bai({"run", "-m", "gone", "shell", "--", "true"});
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_THAT(refused.err, ::testing::HasSubstr("trash"));
+}
+
 TEST_F(RuncTest, AKernelThatCannotStartEndsInErrorWithTheReason) {
   // 4 KiB is below what any process needs: runc refuses the memory limit.
   auto r = Bai({"-o", "json", "run", "-r", "mem=4k", "shell", "--", "true"});

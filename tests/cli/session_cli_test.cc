@@ -289,7 +289,8 @@ TEST_F(SessionCliTest, GeneralFailuresMapToTheirExitCodes) {
   down["BACKEND_ENDPOINT"] = "http://127.0.0.1:9";
   EXPECT_EQ(testing_util::RunProcess({testing_util::BinPath("bai"), "ps"}, down).exit_code, 7);
   EXPECT_EQ(Bai({"ps", "--limit", "0"}).exit_code, 2);
-  EXPECT_EQ(Bai({"session", "create", "python", "-m", "data:ro"}).exit_code, 2);
+  EXPECT_EQ(Bai({"session", "create", "python", "-m", "data:p:rx"}).exit_code, 2);
+  EXPECT_EQ(Bai({"session", "create", "python", "-m", "data:ro"}).exit_code, 5);  // no folder
 }
 
 TEST_F(SessionCliTest, EventsArriveAsNdjsonWhenPiped) {

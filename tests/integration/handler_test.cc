@@ -11,6 +11,7 @@
 #include "server-reference/manager/manager.h"
 #include "server-reference/manager/state/bgtasks.h"
 #include "server-reference/manager/state/sessions.h"
+#include "server-reference/manager/vfolders/storage_links.h"
 #include "tests/testing_util/fake_exchange.h"
 #include "tests/testing_util/subprocess.h"
 
@@ -167,8 +168,9 @@ class SessionHandlerTest : public HandlerTest {
     tasks_ = std::make_unique<BackgroundTaskStore>(*state_.db);
     hub_ = std::make_unique<EventHub>(*sessions_, *tasks_);
     api_ = std::make_unique<ManagerApi>(*state_.store, ApiOptions{});
-    RegisterSessionRoutes(*api_, *sessions_, *hub_,
-                          [this](std::string const& group) { scheduled_.push_back(group); });
+    RegisterSessionRoutes(
+        *api_, *sessions_, *hub_, [this](std::string const& group) { scheduled_.push_back(group); },
+        links_);
   }
   void TearDown() override {
     api_.reset();
@@ -209,6 +211,7 @@ class SessionHandlerTest : public HandlerTest {
   std::unique_ptr<SessionStore> sessions_;
   std::unique_ptr<BackgroundTaskStore> tasks_;
   std::unique_ptr<EventHub> hub_;
+  vfolders::StorageLinks links_;  // no proxies: sessions here mount nothing
   std::unique_ptr<ManagerApi> api_;
   std::vector<std::string> scheduled_;
 };
@@ -276,6 +279,13 @@ TEST_F(SessionHandlerTest, TheSdksCreateRequestIsStoredWholeAndItsInfoReadsBack)
   r.mount_map = {{"data", "/home/work/input"}};
   r.resource_opts = {{"shmem", "1g"}};
   r.callback_url = "https://ci.example/hook";
+  // A folder nobody has is refused before anything is queued (vfolder_mounts_test.cc and the
+  // vfolder tests mount real ones).
+  auto missing = Call("POST", "/session", json::parse(protocol::EncodeSessionCreateRequest(r)));
+  EXPECT_EQ(missing.status, 404) << missing.body;
+  EXPECT_THAT(missing.body, ::testing::HasSubstr("No such virtual folder: data"));
+  r.mounts.clear();
+  r.mount_map.clear();
   auto created = Call("POST", "/session", json::parse(protocol::EncodeSessionCreateRequest(r)));
   ASSERT_EQ(created.status, 201) << created.body;
   auto answer = protocol::DecodeSessionCreateResult(created.body);

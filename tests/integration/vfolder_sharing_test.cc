@@ -378,5 +378,61 @@ TEST_F(VFolderSharingTest, GraphqlListsFolders) {
   EXPECT_THAT(bad.body, HasSubstr("nope"));
 }
 
+// What a session mounts is resolved when it is created, as its owner reaches the folders.
+TEST_F(VFolderSharingTest, SessionsMountWhatTheirOwnerReaches) {
+  Create(*alice_, "data");
+  Create(*alice_, "ro-shared");
+  Create(*alice_, ".local");
+  Create(*alice_, "trashed");
+  ASSERT_EQ(Call(*alice_, "DELETE", "/folders/trashed").status, 204);
+  Share("ro-shared", "ro");
+  auto create = [&](Client& who, json config) {
+    return Call(who, "POST", "/session",
+                {{"image", "python"}, {"enqueueOnly", true}, {"config", config}});
+  };
+  auto created = create(*alice_, {{"mounts", {"data"}},
+                                  {"mount_map", {{"data", "input/raw"}}},
+                                  {"mount_options", {{"data", {{"permission", "ro"}}}}}});
+  ASSERT_EQ(created.status, 201) << created.body;
+  auto id = json::parse(created.body)["sessionId"].get<std::string>();
+  auto record = manager_->sessions().Get(id);
+  ASSERT_TRUE(record.ok() && *record);
+  auto const& mounts = (*record)->vfolder_mounts;
+  ASSERT_EQ(mounts.size(), 2u) << "data, and the owner's dot-folder .local";
+  EXPECT_EQ(mounts[0].name, "data");
+  EXPECT_EQ(mounts[0].kernel_path, "/home/work/input/raw");
+  EXPECT_EQ(mounts[0].permission, "ro");
+  auto data_id = json::parse(Call(*alice_, "GET", "/folders/data").body)["id"].get<std::string>();
+  auto alice_uid = json::parse(Call(*alice_, "GET", "/folders/data").body)["user"];
+  EXPECT_EQ(mounts[0].host_path, FolderDir(data_id, alice_uid));
+  EXPECT_TRUE(std::filesystem::is_directory(mounts[0].host_path));
+  EXPECT_EQ(mounts[1].name, ".local");
+  EXPECT_EQ(mounts[1].kernel_path, "/home/work/.local");
+  EXPECT_EQ(mounts[1].permission, "wd");
+
+  // Refusals name the folder and queue nothing.
+  auto trashed = create(*alice_, {{"mounts", {"trashed"}}});
+  EXPECT_EQ(trashed.status, 400);
+  EXPECT_THAT(trashed.body, HasSubstr("trash"));
+  auto missing = create(*bob_, {{"mounts", {"data"}}});  // bob has no "data" of his own
+  EXPECT_EQ(missing.status, 404);
+  auto over = create(*bob_, {{"mounts", {"ro-shared"}},
+                             {"mount_options", {{"ro-shared", {{"permission", "rw"}}}}}});
+  EXPECT_EQ(over.status, 400);
+  EXPECT_THAT(over.body, HasSubstr("vfolder-permission-error"));
+  auto outside = create(*alice_, {{"mounts", {"data"}}, {"mount_map", {{"data", "/etc/x"}}}});
+  EXPECT_EQ(outside.status, 400);
+  auto stray = create(*alice_, {{"mounts", json::array()}, {"mount_map", {{"data", "x"}}}});
+  EXPECT_EQ(stray.status, 400);
+  // An invitee mounts a shared folder with what was granted.
+  auto theirs = create(*bob_, {{"mounts", {"ro-shared"}}});
+  ASSERT_EQ(theirs.status, 201) << theirs.body;
+  auto bob_record =
+      manager_->sessions().Get(json::parse(theirs.body)["sessionId"].get<std::string>());
+  ASSERT_TRUE(bob_record.ok() && *bob_record);
+  ASSERT_EQ((*bob_record)->vfolder_mounts.size(), 1u);
+  EXPECT_EQ((*bob_record)->vfolder_mounts[0].permission, "ro");
+}
+
 }  // namespace
 }  // namespace bai::manager

@@ -45,9 +45,12 @@ struct SessionCreateRequest {
   std::optional<std::string> starts_at;   ///< batch only: a time (ISO 8601) or a delay ("30m")
   std::vector<std::string> dependencies;  ///< session ids or names that must succeed first
   std::optional<int> priority;            ///< 0–100
-  std::optional<std::string> owner_access_key;       ///< admins: create for this keypair
-  std::string architecture;                          ///< empty: x86_64
-  std::map<std::string, std::string> mount_map;      ///< vfolder → path in the container
+  std::optional<std::string> owner_access_key;   ///< admins: create for this keypair
+  std::string architecture;                      ///< empty: x86_64
+  std::map<std::string, std::string> mount_map;  ///< vfolder → path in the container
+  /// vfolder → ro, rw or wd (`config.mount_options[vfolder].permission`); absent: what the
+  /// folder grants.
+  std::map<std::string, std::string> mount_permissions;
   std::map<std::string, std::string> resource_opts;  ///< e.g. {"shmem": "1g"}
   std::vector<std::string> agent_list;               ///< superadmins: only these agents
   std::optional<std::string> callback_url;

@@ -25,8 +25,7 @@ namespace {
 
 constexpr std::size_t kMaxLogBytes = 1 << 20;
 
-// What the agent needs to start the session's kernel. Mounts are vfolder names until storage
-// resolves them to host paths (issue 12): nothing to bind yet.
+// What the agent needs to start the session's kernel, its folders' host paths included.
 ap::CreateKernel CreateMessage(SessionRecord const& r) {
   ap::CreateKernel m;
   m.session_id = r.id;
@@ -40,6 +39,9 @@ ap::CreateKernel CreateMessage(SessionRecord const& r) {
   m.bootstrap_script = r.bootstrap_script;
   m.batch_timeout = r.batch_timeout;
   m.access_key = r.access_key;
+  for (auto const& v : r.vfolder_mounts) {
+    m.mounts.push_back({v.name, v.host_path, v.kernel_path, v.permission});
+  }
   return m;
 }
 

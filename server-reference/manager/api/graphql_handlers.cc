@@ -69,6 +69,13 @@ json HistoryTime(SessionRecord const& s, char const* status) {
   return it == s.status_history.end() ? json(nullptr) : json(it->second);
 }
 
+// The folders a session mounts, dot-folders included.
+json MountedNames(SessionRecord const& s) {
+  json out = json::array();
+  for (auto const& m : s.vfolder_mounts) out.push_back(m.name);
+  return out;
+}
+
 // A ComputeSession: every scalar field (cheap); containers and dependencies are added by the
 // caller when selected.
 json SessionObject(SessionRecord const& s, std::string const& user_email,
@@ -118,7 +125,7 @@ json SessionObject(SessionRecord const& s, std::string const& user_email,
       {"scaling_group", s.scaling_group},
       {"service_ports", "[]"},
       {"mounts", s.mounts},
-      {"vfolder_mounts", s.mounts},
+      {"vfolder_mounts", MountedNames(s)},
       {"occupying_slots", occupied},
       {"occupied_slots", occupied},
       {"requested_slots", SlotsColumn(s.requested)},

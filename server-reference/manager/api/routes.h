@@ -35,7 +35,8 @@ void RegisterAgentRoutes(ManagerApi& api, AgentRegistry& agents, std::string clu
 /// Session and event routes; `schedule` runs a scheduling pass for a resource group
 /// (session_handlers.cc).
 void RegisterSessionRoutes(ManagerApi& api, SessionStore& sessions, EventHub& hub,
-                           std::function<void(std::string const&)> schedule);
+                           std::function<void(std::string const&)> schedule,
+                           vfolders::StorageLinks const& links);
 /// Code execution (`POST /session/{id}`), relayed to the session's agent (session_handlers.cc).
 void RegisterExecuteRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry& agents);
 /// PATCH /session/{id} (restart) and /session/{id}/interrupt, relayed to the agent

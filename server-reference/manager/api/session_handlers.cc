@@ -15,6 +15,9 @@
 #include "server-reference/manager/scheduler/scheduling.h"
 #include "server-reference/manager/state/bootstrap.h"
 #include "server-reference/manager/state/sessions.h"
+#include "server-reference/manager/vfolders/mounts.h"
+#include "server-reference/manager/vfolders/storage_links.h"
+#include "server-reference/storage/storage_api.h"
 
 #include <nlohmann/json.hpp>
 
@@ -308,11 +311,76 @@ void RegisterKernelControlRoutes(ManagerApi& api, SessionStore& sessions, AgentR
 
 namespace {
 
+// The folders the session mounts (PROTOCOL.md §5.2 config.mounts, mount_map, mount_options):
+// resolved among those its owner reaches (vfolders::PlanMounts), each with its host path from
+// its storage proxy.
+Status ResolveMounts(RequestContext& ctx, vfolders::StorageLinks const& links, CreateInput& in) {
+  auto const& r = in.request;
+  for (auto const* named : {&r.mount_map, &r.mount_permissions}) {
+    for (auto const& [name, value] : *named) {
+      if (std::find(r.mounts.begin(), r.mounts.end(), name) == r.mounts.end()) {
+        return MakeProblemStatus(
+            ProblemType::kInvalidApiParams,
+            "config.mount_map and mount_options name '" + name + "', which config.mounts does not");
+      }
+    }
+  }
+  std::vector<vfolders::MountRequest> requests;
+  for (auto const& name : r.mounts) {
+    vfolders::MountRequest m{name, std::nullopt, std::nullopt};
+    if (auto it = r.mount_map.find(name); it != r.mount_map.end()) m.path = it->second;
+    if (auto it = r.mount_permissions.find(name); it != r.mount_permissions.end()) {
+      m.permission = it->second;
+    }
+    requests.push_back(std::move(m));
+  }
+  auto& s = in.session;
+  vfolders::CallerFacts owner;
+  owner.user_id = s.user_id;
+  owner.domain = s.domain_name;
+  owner.role = ctx.identity->role;
+  if (s.access_key != ctx.identity->access_key) {
+    auto kp = ctx.store.FindKeypair(s.access_key);
+    if (!kp.ok()) return kp.status();
+    owner.role = *kp ? (*kp)->identity.role : "user";
+  }
+  vfolders::FolderStore folders(ctx.store.db());
+  auto visible = folders.Visible(owner);
+  if (!visible.ok()) return visible.status();
+  auto plan = vfolders::PlanMounts(requests, *visible);
+  if (!plan.ok()) {
+    auto const& st = plan.status();
+    switch (st.code()) {
+      case StatusCode::kNotFound:
+        return MakeProblemStatus(ProblemType::kObjectNotFound, st.message());
+      case StatusCode::kFailedPrecondition:
+        return MakeProblemStatus(ProblemType::kVfolderFilterStatusNotAvailable, st.message());
+      case StatusCode::kPermissionDenied:
+        return MakeProblemStatus(ProblemType::kVfolderPermissionError, st.message());
+      default:
+        return MakeProblemStatus(ProblemType::kInvalidApiParams, st.message());
+    }
+  }
+  for (auto const& m : *plan) {
+    auto where = links.Call(
+        m.folder.host, storage::api::kFolderMount,
+        {{"scope", vfolders::ScopeDirectory(m.folder.quota_scope_id)}, {"id", m.folder.id}});
+    if (!where.ok()) {
+      return MakeProblemStatus(ProblemType::kStorageProxyError,
+                               "mount " + m.folder.name + ": " + where.status().message());
+    }
+    s.vfolder_mounts.push_back({m.folder.name, m.folder.id, where->value("path", ""), m.kernel_path,
+                                std::string(protocol::ToString(m.permission))});
+  }
+  return Status();
+}
+
 // The session routes' handlers, with what they share.
 struct SessionRoutes {
   SessionStore& sessions;
   EventHub& hub;
   std::function<void(std::string const&)> schedule;
+  vfolders::StorageLinks const& links;
 
   // POST /session, /session/_/create: queue a session; unless enqueueOnly, answer once it
   // has started (or its maxWaitSeconds passed).
@@ -336,6 +404,7 @@ struct SessionRoutes {
       return CreatedResponse(old, std::string(protocol::ToString(old.status)), false);
     }
     if (auto st = CheckImageKnown(ctx.store.db(), s.image); !st.ok()) return ProblemResponse(st);
+    if (auto st = ResolveMounts(ctx, links, in); !st.ok()) return ProblemResponse(st);
     // Fail fast: what can never start is refused now, not queued in silence.
     if (auto st =
             CheckCanEverFit(ctx.store.db(), s.scaling_group, s.requested, in.request.enqueue_only);
@@ -525,9 +594,11 @@ struct SessionRoutes {
 }  // namespace
 
 void RegisterSessionRoutes(ManagerApi& api, SessionStore& sessions, EventHub& hub,
-                           std::function<void(std::string const&)> schedule) {
+                           std::function<void(std::string const&)> schedule,
+                           vfolders::StorageLinks const& links) {
   using L = AuthLevel;
-  auto r = std::make_shared<SessionRoutes>(SessionRoutes{sessions, hub, std::move(schedule)});
+  auto r =
+      std::make_shared<SessionRoutes>(SessionRoutes{sessions, hub, std::move(schedule), links});
   auto create = [r](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange) {
     return r->Create(ctx, exchange);
   };

@@ -174,11 +174,20 @@ server::Migration VFolders() {
           }};
 }
 
+server::Migration SessionMounts() {
+  return {7,
+          "the folders a session mounts, resolved when it is created",
+          {
+              "ALTER TABLE sessions ADD COLUMN vfolder_mounts TEXT NOT NULL DEFAULT '[]'",
+          }};
+}
+
 }  // namespace
 
 std::vector<server::Migration> const& Migrations() {
   static auto const* const kMigrations = new std::vector<server::Migration>{
-      Principals(), Sessions(), RateLimits(), BackgroundTasks(), AgentLists(), VFolders()};
+      Principals(), Sessions(), RateLimits(),   BackgroundTasks(),
+      AgentLists(), VFolders(), SessionMounts()};
   return *kMigrations;
 }
 

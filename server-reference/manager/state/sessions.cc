@@ -27,7 +27,7 @@ constexpr char kColumns[] =
     "architecture, cluster_size, status, status_info, status_history, requested_slots, agent_id, "
     "environ, mounts, mount_map, resource_opts, startup_command, bootstrap_script, tag, priority, "
     "starts_at, batch_timeout, dependencies, callback_url, result, exit_code, created_at, "
-    "terminated_at, agent_list";
+    "terminated_at, agent_list, vfolder_mounts";
 // What reads select: the inserted columns plus counters the manager keeps (never inserted).
 std::string const& ReadColumns() {
   static std::string const kRead = std::string(kColumns) + ", num_queries";
@@ -40,6 +40,30 @@ constexpr char kQueueScope[] = "session-queue";
 constexpr char kActive[] = "status NOT IN ('TERMINATED', 'CANCELLED')";
 
 SqlValue Opt(std::optional<std::string> const& v) { return v ? SqlValue(*v) : SqlValue(nullptr); }
+
+std::string MountsColumn(std::vector<SessionMount> const& mounts) {
+  nlohmann::json out = nlohmann::json::array();
+  for (auto const& m : mounts) {
+    out.push_back({{"name", m.name},
+                   {"vfolder_id", m.vfolder_id},
+                   {"host_path", m.host_path},
+                   {"kernel_path", m.kernel_path},
+                   {"permission", m.permission}});
+  }
+  return out.dump();
+}
+
+std::vector<SessionMount> MountsFromColumn(std::string_view text) {
+  std::vector<SessionMount> out;
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_array()) return out;
+  for (auto const& m : j) {
+    if (!m.is_object()) continue;
+    out.push_back({m.value("name", ""), m.value("vfolder_id", ""), m.value("host_path", ""),
+                   m.value("kernel_path", ""), m.value("permission", "ro")});
+  }
+  return out;
+}
 SqlValue Opt(std::optional<std::int64_t> const& v) { return v ? SqlValue(*v) : SqlValue(nullptr); }
 
 }  // namespace
@@ -86,6 +110,7 @@ SessionRecord FromRow(SqlRow& r) {
   s.created_at = r.TakeText(i++);
   s.terminated_at = r.TakeOptText(i++);
   s.agent_list = ListFromColumn(r.Text(i++));
+  s.vfolder_mounts = MountsFromColumn(r.Text(i++));
   s.num_queries = r.Int(i++);
   return s;
 }
@@ -332,7 +357,7 @@ Status SessionStore::Create(SessionRecord& s) {
     auto r = tx.Exec(
         std::string("INSERT INTO sessions (") + kColumns +
             ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         {s.id,
          s.seq,
          s.name,
@@ -366,7 +391,8 @@ Status SessionStore::Create(SessionRecord& s) {
          Opt(s.exit_code),
          s.created_at,
          Opt(s.terminated_at),
-         ListColumn(s.agent_list)});
+         ListColumn(s.agent_list),
+         MountsColumn(s.vfolder_mounts)});
     if (!r.ok()) return r.status();
     auto k = tx.Exec(
         "INSERT INTO kernels (id, session_id, cluster_role, cluster_idx, status, created_at) "

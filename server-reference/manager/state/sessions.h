@@ -18,6 +18,15 @@
 
 namespace bai::manager {
 
+/// A virtual folder a session mounts, as resolved when it was created.
+struct SessionMount {
+  std::string name;
+  std::string vfolder_id;
+  std::string host_path;    ///< on the storage host (and every agent)
+  std::string kernel_path;  ///< in the container
+  std::string permission;   ///< ro, rw, wd
+};
+
 /// A session row, typed: the store parses its JSON columns once, where the row is read.
 struct SessionRecord {
   std::string id;
@@ -40,6 +49,7 @@ struct SessionRecord {
   std::map<std::string, std::string> environ;
   std::vector<std::string> mounts;
   std::map<std::string, std::string> mount_map;
+  std::vector<SessionMount> vfolder_mounts;
   std::map<std::string, std::string> resource_opts;
   std::optional<std::string> startup_command;
   std::optional<std::string> bootstrap_script;
