@@ -148,8 +148,8 @@ class Uploader {
     if (fd < 0) return Local("cannot read", item.local, errno);
     // A chunk, or the whole file when smaller (a 16 MiB buffer per small file costs more than
     // sending it).
-    std::vector<char> buf(static_cast<std::size_t>(
-        std::max<std::int64_t>(std::min(options_.chunk_bytes, size), 1)));
+    std::vector<char> buf(
+        static_cast<std::size_t>(std::max<std::int64_t>(std::min(options_.chunk_bytes, size), 1)));
     Status result;
     // A restarted upload is fresh (offset 0): no need to ask where it stands.
     std::int64_t offset = same_file ? -1 : 0, sent = 0;
