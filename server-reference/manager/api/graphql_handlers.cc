@@ -636,14 +636,6 @@ class Resolver {
 
   // -- virtual folders --
 
-  static std::string Hex(std::string const& id) {
-    std::string out;
-    for (char c : id) {
-      if (c != '-') out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    }
-    return out;
-  }
-
   // vfolder(id) and the vfolder lists: the folders the caller reaches (as the REST API decides),
   // narrowed by the arguments, filtered and ordered in SQL, paged here.
   StatusOr<json> VFolders(PlannedField const& f) {
@@ -664,13 +656,13 @@ class Resolver {
       }
     }
     std::string domain = ArgString(f, "domain_name");
-    std::string group = Hex(ArgString(f, "group_id"));
-    std::string id = Hex(ArgString(f, "id"));
+    std::string group = vfolders::FolderIdHex(ArgString(f, "group_id"));
+    std::string id = vfolders::FolderIdHex(ArgString(f, "id"));
     auto keep = [&](vfolders::VisibleFolder const& v) {
       auto const& r = v.folder;
       if (f.name == "vfolder") return r.id == id;
       if (!domain.empty() && r.domain != domain) return false;
-      if (!group.empty() && Hex(r.group_id) != group) return false;
+      if (!group.empty() && vfolders::FolderIdHex(r.group_id) != group) return false;
       if (!owner.empty() && r.user_id != owner) return false;
       if (f.name == "vfolder_own_list") return v.access.relation == vfolders::Relation::kOwner;
       if (f.name == "vfolder_invited_list")

@@ -87,16 +87,6 @@ vfolders::CallerFacts CallerOf(Identity const& who) {
   return caller;
 }
 
-std::string Hex(std::string const& id) {
-  std::string out;
-  for (char c : id) {
-    if (c != '-') out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
-  return out;
-}
-
-bool InTrash(FolderRecord const& f) { return f.status.rfind("delete-", 0) == 0; }
-
 Status NotFound(std::string const& key) {
   return MakeProblemStatus(ProblemType::kObjectNotFound, "No such virtual folder: " + key);
 }
@@ -108,10 +98,10 @@ StatusOr<Found> Resolve(Env& env, Identity const& who, std::string const& key, b
   auto all = env.folders.Visible(CallerOf(who));
   if (!all.ok()) return all.status();
   std::vector<Found> matches;
-  std::string hex = Hex(key);
+  std::string hex = vfolders::FolderIdHex(key);
   for (auto& v : *all) {
     bool by_id = hex.size() == 32 && v.folder.id == hex;
-    bool by_name = v.folder.name == key && InTrash(v.folder) == trash;
+    bool by_name = v.folder.name == key && vfolders::InTrash(v.folder) == trash;
     if (by_id) return Found{std::move(v.folder), v.access};
     if (by_name) matches.push_back({std::move(v.folder), v.access});
   }
@@ -138,7 +128,7 @@ Status Denied(std::string const& what) {
 }
 
 Status CheckLive(Found const& f) {
-  if (InTrash(f.folder)) {
+  if (vfolders::InTrash(f.folder)) {
     return MakeProblemStatus(ProblemType::kVfolderFilterStatusNotAvailable,
                              "The folder is in the trash; restore it first.");
   }
@@ -299,7 +289,8 @@ StatusOr<HttpResponse> List(Env& env, RequestContext& ctx) {
   if (!folders.ok()) return folders.status();
   json out = json::array();
   for (auto const& v : *folders) {
-    if (group && Hex(v.folder.group_id) != Hex(*group)) continue;
+    if (group && vfolders::FolderIdHex(v.folder.group_id) != vfolders::FolderIdHex(*group))
+      continue;
     Found found{v.folder, v.access};
     out.push_back(Summary(v.folder, &found, who));
   }
@@ -338,7 +329,7 @@ StatusOr<Found> ById(Env& env, RequestContext& ctx) {
   if (!params.ok()) return params.status();
   auto id = params->String({"vfolder_id", "vfolderId", "id"}, true);
   if (auto s = params->Check(); !s.ok()) return s;
-  auto hex = Hex(*id);
+  auto hex = vfolders::FolderIdHex(*id);
   if (hex.size() != 32) return NotFound(*id);
   return Resolve(env, *ctx.identity, hex, true);
 }
@@ -630,7 +621,7 @@ StatusOr<FolderRecord> AdminTarget(Env& env, RequestContext& ctx) {
   auto host = params->String({"folder_host"}, true);
   auto id = params->String({"id", "vfolder_id"}, true);
   if (auto s = params->Check(); !s.ok()) return s;
-  auto f = env.folders.Get(Hex(*id));
+  auto f = env.folders.Get(vfolders::FolderIdHex(*id));
   if (!f.ok()) return f.status();
   if (!*f || (*f)->host != *host) return NotFound(*id);
   return **f;
@@ -818,7 +809,7 @@ StatusOr<HttpResponse> Accept(Env& env, RequestContext& ctx) {
   if (!mine.ok()) return mine.status();
   for (auto const& v : *mine) {
     if (v.access.relation == vfolders::Relation::kOwner && v.folder.name == inv->vfolder_name &&
-        !InTrash(v.folder)) {
+        !vfolders::InTrash(v.folder)) {
       return MakeProblemStatus(ProblemType::kVfolderAlreadyExists,
                                "You have a folder called '" + inv->vfolder_name +
                                    "' already; rename it before accepting.");
@@ -940,7 +931,7 @@ StatusOr<HttpResponse> SharedWith(Env& env, RequestContext& ctx) {
   json out = json::array();
   for (auto const& v : *all) {
     if (!v.access.manages()) continue;
-    if (id && v.folder.id != Hex(*id)) continue;
+    if (id && v.folder.id != vfolders::FolderIdHex(*id)) continue;
     auto grants = env.folders.Grants(v.folder.id);
     if (!grants.ok()) return grants.status();
     for (auto const& g : *grants) {

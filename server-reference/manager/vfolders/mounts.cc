@@ -14,16 +14,6 @@ Status Invalid(std::string message) {
   return Status(StatusCode::kInvalidArgument, std::move(message));
 }
 
-std::string Hex(std::string const& id) {
-  std::string out;
-  for (char c : id) {
-    if (c != '-') out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
-  return out;
-}
-
-bool InTrash(FolderRecord const& f) { return f.status.rfind("delete-", 0) == 0; }
-
 // "/home/work/<path>" for a path relative to /home/work or absolute beneath it.
 StatusOr<std::string> KernelPath(std::string const& folder, std::string path) {
   std::string const home = std::string(kHome) + "/";
@@ -71,7 +61,7 @@ StatusOr<std::vector<PlannedMount>> PlanMounts(std::vector<MountRequest> const& 
                                                std::vector<VisibleFolder> const& visible) {
   std::vector<PlannedMount> out;
   for (auto const& r : requests) {
-    std::string hex = Hex(r.folder);
+    std::string hex = FolderIdHex(r.folder);
     VisibleFolder const* found = nullptr;
     VisibleFolder const* trashed = nullptr;
     for (auto const& v : visible) {

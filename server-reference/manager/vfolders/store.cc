@@ -4,6 +4,8 @@
 #include "server-reference/common/agent_protocol.h"
 #include "server-reference/manager/state/store.h"
 
+#include <cctype>
+
 namespace bai::manager::vfolders {
 namespace {
 
@@ -58,6 +60,14 @@ std::string NewFolderId() {
   id[12] = '4';
   id[16] = "89ab"[id[16] % 4];
   return id;
+}
+
+std::string FolderIdHex(std::string const& id) {
+  std::string out;
+  for (char c : id) {
+    if (c != '-') out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return out;
 }
 
 std::string DashedUuid(std::string const& h) {

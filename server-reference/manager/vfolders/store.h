@@ -135,6 +135,11 @@ class FolderStore {
 
 /// The fields GraphQL's vfolder lists filter and order by (Matching's columns).
 graphql::ColumnMap const& FolderListColumns();
+/// A folder id as stored (32 lowercase hex digits) from any spelling: dashes and case dropped.
+std::string FolderIdHex(std::string const& id);
+/// In the trash (delete-pending) or on its way out.
+inline bool InTrash(FolderRecord const& f) { return f.status.rfind("delete-", 0) == 0; }
+
 /// A new folder id: a random (version 4) UUID as 32 hex digits.
 std::string NewFolderId();
 /// "0123…" → "01234567-89ab-…" (GraphQL's form).
