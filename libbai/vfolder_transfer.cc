@@ -22,6 +22,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -117,6 +118,30 @@ json Identity(UploadItem const& item) {
           {"ino", static_cast<std::int64_t>(item.st.st_ino)}};
 }
 
+// `want` bytes of a file from `offset` (fewer if it is shorter now) and their sha256 for the
+// tus checksum header.
+struct Chunk {
+  std::int64_t offset = -1;
+  std::string data;
+  std::string digest;  ///< base64
+};
+
+Chunk ReadChunk(int fd, std::int64_t offset, std::size_t want) {
+  Chunk c;
+  c.offset = offset;
+  c.data.resize(want);
+  std::size_t got = 0;
+  while (got < want) {
+    ssize_t n = ::pread(fd, c.data.data() + got, want - got, static_cast<off_t>(offset) + got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  c.data.resize(got);
+  c.digest = Base64(Sha256Raw(c.data.data(), c.data.size()));
+  return c;
+}
+
 class Uploader {
  public:
   Uploader(Client const& client, std::string folder, TransferOptions const& options)
@@ -148,8 +173,10 @@ class Uploader {
     if (fd < 0) return Local("cannot read", item.local, errno);
     // A chunk, or the whole file when smaller (a 16 MiB buffer per small file costs more than
     // sending it).
-    std::vector<char> buf(
-        static_cast<std::size_t>(std::max<std::int64_t>(std::min(options_.chunk_bytes, size), 1)));
+    auto const chunk =
+        static_cast<std::size_t>(std::max<std::int64_t>(std::min(options_.chunk_bytes, size), 1));
+    // The next chunk is read and hashed while this one is on the wire.
+    std::future<Chunk> ahead;
     Status result;
     // A restarted upload is fresh (offset 0): no need to ask where it stands.
     std::int64_t offset = same_file ? -1 : 0, sent = 0;
@@ -183,26 +210,26 @@ class Uploader {
         first = false;
         if (offset >= size) break;
       }
-      auto want = static_cast<std::size_t>(std::min<std::int64_t>(buf.size(), size - offset));
-      std::size_t got = 0;
-      while (got < want) {
-        ssize_t n = ::pread(fd, buf.data() + got, want - got, static_cast<off_t>(offset) + got);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        got += static_cast<std::size_t>(n);
-      }
-      if (got < want) {
+      auto want = static_cast<std::size_t>(std::min<std::int64_t>(chunk, size - offset));
+      Chunk c = ahead.valid() ? ahead.get() : Chunk{};
+      if (c.offset != offset || c.data.size() != want) c = ReadChunk(fd, offset, want);
+      if (c.data.size() < want) {
         result = Status(StatusCode::kFailedPrecondition,
                         item.local + " changed while it was uploaded (shorter than " +
                             std::to_string(size) + " bytes)");
         break;
       }
       ApiRequest patch("PATCH", "/");
-      patch.body.assign(buf.data(), got);
       patch.content_type = "application/offset+octet-stream";
       patch.headers = {{"Tus-Resumable", "1.0.0"},
                        {"Upload-Offset", std::to_string(offset)},
-                       {"Upload-Checksum", "sha256 " + Base64(Sha256Raw(buf.data(), got))}};
+                       {"Upload-Checksum", "sha256 " + c.digest}};
+      patch.body = std::move(c.data);
+      if (auto next = offset + static_cast<std::int64_t>(want); next < size) {
+        auto next_want = static_cast<std::size_t>(std::min<std::int64_t>(chunk, size - next));
+        ahead = std::async(std::launch::async,
+                           [fd, next, next_want] { return ReadChunk(fd, next, next_want); });
+      }
       auto p = client_.SendToUrl(target, patch);
       if (!p.ok() || p->status >= 500 || p->status == 409 || p->status == 460) {
         // Dropped, refused for now, or out of step: ask where the upload stands and go on.
@@ -225,6 +252,7 @@ class Uploader {
       if (options_.progress) options_.progress({item.remote, offset, size, offset >= size});
       if (offset >= size) break;
     }
+    if (ahead.valid()) ahead.wait();  // it reads `fd`
     ::close(fd);
     if (!result.ok()) return result;
     std::error_code ec;
