@@ -6,10 +6,14 @@
 #include "tests/testing_util/local_cluster.h"
 #include "tests/testing_util/subprocess.h"
 
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <nlohmann/json.hpp>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
@@ -264,6 +268,79 @@ TEST_F(VFolderCliTest, SharingAndCloningFromTheShell) {
 
   ASSERT_EQ(as_bob({"vfolder", "leave", "data"}).exit_code, 0);
   EXPECT_EQ(as_bob({"vfolder", "info", "data"}).exit_code, 5);
+}
+
+// A separate bai-storage SIGKILLed in the middle of an upload and started again on the same
+// ports: the running `bai vfolder upload` retries, asks the restarted proxy where the upload
+// stands (the session is on the volume) and finishes it byte for byte.
+TEST(VFolderProxyKillTest, AnUploadOutlivesASigkilledStorageProxy) {
+  testing_util::TempDir dir;
+  auto free_port = [] {
+    int s = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    socklen_t n = sizeof a;
+    ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &n);
+    ::close(s);
+    return std::to_string(ntohs(a.sin_port));
+  };
+  std::string client_port = free_port(), manager_port = free_port();
+  fs::create_directories(dir.path() + "/vol");
+  auto start_proxy = [&] {
+    auto p = std::make_unique<testing_util::BackgroundProcess>(std::vector<std::string>{
+        testing_util::BinPath("bai-storage"), "--name", "nas", "--volume",
+        "vol=" + dir.path() + "/vol", "--secret-file", dir.path() + "/secret", "--client-listen",
+        "127.0.0.1:" + client_port, "--manager-listen", "127.0.0.1:" + manager_port});
+    EXPECT_FALSE(p->WaitForLine("clients on").empty());
+    return p;
+  };
+  auto proxy = start_proxy();
+  manager::ManagerConfig config;
+  config.data_dir = dir.path() + "/data";
+  config.listen_port = 0;
+  config.vfolders.embedded = false;
+  config.vfolders.default_host = "nas:vol";
+  config.vfolders.proxies = {{"nas", "http://127.0.0.1:" + manager_port, dir.path() + "/secret"}};
+  auto m = manager::Manager::Start(config);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  std::map<std::string, std::string> env;
+  for (auto const& [k, v] : testing_util::ReadEnvFile((*m)->bootstrap().credentials_file)) {
+    if (k.rfind("BACKEND_", 0) == 0) env[k] = v;
+  }
+  env["BACKEND_ENDPOINT"] = "http://127.0.0.1:" + std::to_string((*m)->port());
+  env["BAI_CONFIG_DIR"] = dir.path() + "/cfg";
+  env["XDG_STATE_HOME"] = dir.path() + "/state";
+  auto bai = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), testing_util::BinPath("bai"));
+    return testing_util::RunProcess(args, env);
+  };
+  ASSERT_EQ(bai({"vfolder", "create", "big"}).exit_code, 0);
+  std::string data = RandomBytes(192 << 20, 9);
+  testing_util::WriteFileBytes(dir.path() + "/big.bin", data);
+  std::string line = "exec '" + testing_util::BinPath("bai") + "' vfolder upload big '" +
+                     dir.path() + "/big.bin' --progress json -o json 2>&1";
+  testing_util::BackgroundProcess upload({"/bin/sh", "-c", line}, env);
+  ASSERT_FALSE(upload.WaitForLine("\"done\"", 60000).empty());
+  ASSERT_EQ(proxy->Stop(SIGKILL), 128 + SIGKILL);
+  // Killed half way: the volume holds an unfinished session, part of the file.
+  std::int64_t kept = -1;
+  for (auto const& e : fs::directory_iterator(dir.path() + "/vol/.uploads")) {
+    if (fs::exists(e.path() / "data"))
+      kept = static_cast<std::int64_t>(fs::file_size(e.path() / "data"));
+  }
+  EXPECT_GT(kept, 0);
+  EXPECT_LT(kept, static_cast<std::int64_t>(data.size())) << "the upload ended before the kill";
+  proxy = start_proxy();
+  auto report = upload.WaitForLine("\"files\"", 120000);
+  ASSERT_FALSE(report.empty()) << "the upload did not finish after the proxy came back";
+  EXPECT_EQ(upload.Stop(0), 0);
+  auto j = json::parse(report, nullptr, false);
+  EXPECT_EQ(j.value("files", 0), 1) << report;
+  auto down = bai({"vfolder", "download", "big", "big.bin", "--dst", dir.path() + "/down"});
+  ASSERT_EQ(down.exit_code, 0) << down.err;
+  EXPECT_TRUE(testing_util::ReadFileBytes(dir.path() + "/down/big.bin") == data);
 }
 
 }  // namespace
