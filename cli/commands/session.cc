@@ -267,6 +267,12 @@ int RunSessionInfo(std::string const& session, Context& ctx) {
   row("image", info->image);
   row("resources", SlotText(info->requested));
   row("agent", info->agent_id.value_or(""));
+  std::string devices;
+  for (auto const& d : info->attached_devices) {
+    devices +=
+        (devices.empty() ? "" : ", ") + d.device_id + " " + d.slot + "=" + d.amount.ToString();
+  }
+  row("devices", devices);
   row("result", info->result);
   row("exit code", info->exit_code ? std::to_string(*info->exit_code) : "");
   row("created", info->created_at);

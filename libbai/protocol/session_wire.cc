@@ -361,6 +361,12 @@ std::string EncodeSessionInfo(SessionInfo const& s) {
   w.Raw("idleChecks", "{}");
   w.OptStr("startupCommand", s.startup_command);
   w.Int("priority", s.priority);
+  json devices = json::object();
+  for (auto const& d : s.attached_devices) {
+    devices[d.kind].push_back(
+        {{"device_id", d.device_id}, {"data", {{d.slot, d.amount.ToString()}}}});
+  }
+  w.Raw("attachedDevices", devices.dump());
   w.Close();
   return out;
 }
@@ -446,6 +452,24 @@ StatusOr<SessionInfo> DecodeSessionInfo(std::string_view text) {
   out.num_queries = r.Num("numQueriesExecuted").value_or(0);
   out.startup_command = r.Str("startupCommand");
   out.priority = static_cast<int>(r.Num("priority").value_or(10));
+  if (auto it = j->find("attachedDevices"); it != j->end() && it->is_object()) {
+    for (auto const& [kind, list] : it->items()) {
+      if (!list.is_array()) continue;
+      for (auto const& e : list) {
+        if (!e.is_object()) continue;
+        LenientReader er{e};
+        auto data = e.find("data");
+        if (data == e.end() || !data->is_object()) continue;
+        for (auto const& [slot, amount] : data->items()) {
+          auto value = amount.is_string()
+                           ? Decimal::Parse(amount.get<std::string>())
+                           : StatusOr<Decimal>(Status(StatusCode::kInvalidArgument, ""));
+          if (!value.ok()) continue;
+          out.attached_devices.push_back({kind, er.Str("device_id").value_or(""), slot, *value});
+        }
+      }
+    }
+  }
   out.raw_json = std::string(text);
   return out;
 }

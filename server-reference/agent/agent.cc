@@ -29,7 +29,7 @@ namespace net = boost::asio;
 using tcp = net::ip::tcp;
 namespace ap = server::agent_protocol;
 
-protocol::ResourceSlots DiscoverSlots(std::int64_t reserve_bytes, int cuda_devices) {
+protocol::ResourceSlots DiscoverSlots(std::int64_t reserve_bytes) {
   long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
   long pages = ::sysconf(_SC_PHYS_PAGES);
   long page = ::sysconf(_SC_PAGE_SIZE);
@@ -37,7 +37,6 @@ protocol::ResourceSlots DiscoverSlots(std::int64_t reserve_bytes, int cuda_devic
   protocol::ResourceSlots slots = {
       {"cpu", protocol::Decimal::FromInteger(std::max(1L, cores))},
       {"mem", protocol::Decimal::FromInteger(std::max<std::int64_t>(0, mem))}};
-  if (cuda_devices > 0) slots["cuda.device"] = protocol::Decimal::FromInteger(cuda_devices);
   return slots;
 }
 
@@ -161,6 +160,7 @@ struct Agent::Impl {
     }
     for (auto const& name : options.images) m.images.push_back({name, {}});
     m.devices = options.devices;
+    m.device_policy = options.device_policy;
     m.kernels = backend->Snapshot();
     Write(ap::Encode(ap::ToManager(std::move(m))));
   }

@@ -25,6 +25,7 @@ struct AgentOptions {
   std::vector<std::string> images{"python", "python:latest", "python:3.11", "shell",
                                   "shell:latest"};
   std::vector<server::agent_protocol::DeviceInfo> devices;  ///< accelerators found
+  std::string device_policy = "evenly";  ///< how fractions are placed on them (evenly, fill)
   std::chrono::milliseconds reconnect_min{200};
   std::chrono::milliseconds reconnect_max{5000};
   /// Where kernels' output is kept (KernelLogs); empty: a temporary directory, removed with
@@ -57,8 +58,8 @@ class Agent {
   std::unique_ptr<Impl> impl_;
 };
 
-/// CPU cores and memory of this machine as a slot map (memory minus `reserve_bytes`), plus
-/// `cuda.device` when `cuda_devices` > 0.
-protocol::ResourceSlots DiscoverSlots(std::int64_t reserve_bytes, int cuda_devices = 0);
+/// CPU cores and memory of this machine as a slot map (memory minus `reserve_bytes`); GPUs add
+/// theirs with AddGpuSlots (gpus.h).
+protocol::ResourceSlots DiscoverSlots(std::int64_t reserve_bytes);
 
 }  // namespace bai::agent

@@ -95,6 +95,23 @@ int main(int argc, char** argv) {
   app.add_option("--tmp-size", runc.tmp_size, "runc: size of /tmp (tmpfs)");
   std::string nvml_library = "libnvidia-ml.so.1";
   app.add_option("--nvml-library", nvml_library, "NVML library to discover NVIDIA GPUs with");
+  bai::agent::GpuSharing& gpu = runc.gpu_sharing;
+  std::string gpu_shares = "1", gpu_context = "0";
+  std::string shim_path = SelfDir() + "/../lib/libbai-gpushim.so";
+  app.add_option("--gpu-shares", gpu_shares,
+                 "cuda.shares one GPU is worth (e.g. 5: 1 fGPU = 0.2 GPU; steps of 0.01)");
+  app.add_option("--gpu-sharing", gpu.mode,
+                 "How fractions share a GPU: timeslice (the shim's time quanta), mps (NVIDIA MPS "
+                 "thread percentage), off (whole GPUs only)");
+  app.add_option("--gpu-compute", gpu.compute,
+                 "timeslice: hard (never past the share) or soft (idle time is used)");
+  app.add_option("--gpu-allocation", gpu.policy,
+                 "Fractions over several GPUs: evenly (one GPU when it fits, else equal parts) "
+                 "or fill (GPUs in order)");
+  app.add_option("--gpu-context-mem", gpu_context,
+                 "Charged to a container's GPU memory per CUDA context (e.g. 512m)");
+  app.add_option("--gpu-period", gpu.period_ms, "timeslice: the period of time quanta, ms");
+  app.add_option("--gpu-shim", shim_path, "libbai-gpushim.so (default: ../lib beside bai-agent)");
   bool stop_kernels = false;
   app.add_flag("--stop-kernels-on-exit", stop_kernels,
                "On SIGTERM/SIGINT end every kernel (default: they keep running and a restarted "
@@ -135,24 +152,48 @@ int main(int argc, char** argv) {
   options.max_log_bytes =
       static_cast<std::int64_t>(max_log_bytes->units() / bai::protocol::Decimal::kUnitsPerOne);
   options.logs_dir = state_dir + "/" + options.agent_id + "/logs";
-  int gpu_count = 0;
+  auto shares = bai::protocol::Decimal::Parse(gpu_shares);
+  auto context = bai::protocol::ParseBinarySize(gpu_context);
+  if (!shares.ok() || !context.ok()) {
+    std::cerr << "bai-agent: "
+              << (!shares.ok() ? "--gpu-shares: " + shares.status().message()
+                               : "--gpu-context-mem: " + context.status().message())
+              << "\n";
+    return 2;
+  }
+  gpu.shares_per_gpu = *shares;
+  gpu.context_bytes =
+      static_cast<std::uint64_t>(context->units() / bai::protocol::Decimal::kUnitsPerOne);
+  if (auto s = bai::agent::ValidateGpuSharing(gpu); !s.ok()) {
+    std::cerr << "bai-agent: " << s.message() << "\n";
+    return 2;
+  }
+  options.device_policy = gpu.policy;
   if (auto gpus = bai::agent::DiscoverNvidiaGpus(nvml_library); gpus.ok()) {
-    for (auto const& g : *gpus) {
-      options.devices.push_back({"cuda", g.index, g.uuid, g.name, g.memory_bytes});
+    runc.gpus = *gpus;
+    options.devices = bai::agent::GpuDeviceInfos(*gpus, gpu);
+    runc.gpu_files = bai::agent::FindGpuFiles(nvml_library, shim_path);
+    std::cout << "bai-agent: " << gpus->size() << " NVIDIA GPU(s) found through NVML"
+              << (gpus->empty() ? "" : ", shared by " + gpu.mode) << std::endl;
+    if (gpu.mode != "off" && runc.gpu_files.shim.empty() && !gpus->empty()) {
+      std::cerr << "bai-agent: " << shim_path
+                << " not found: kernels with GPU fractions will fail to start\n";
     }
-    gpu_count = static_cast<int>(gpus->size());
-    std::cout << "bai-agent: " << gpu_count << " NVIDIA GPU(s) found through NVML" << std::endl;
   } else if (gpus.status().code() != bai::StatusCode::kNotFound) {
     std::cerr << "bai-agent: NVML: " << gpus.status().message() << " (no GPUs offered)\n";
   }
   if (slots.empty()) {
     options.slots = bai::agent::DiscoverSlots(
-        static_cast<std::int64_t>(reserve_bytes->units() / bai::protocol::Decimal::kUnitsPerOne),
-        gpu_count);
+        static_cast<std::int64_t>(reserve_bytes->units() / bai::protocol::Decimal::kUnitsPerOne));
+    bai::agent::AddGpuSlots(options.slots, runc.gpus.size(), gpu);
   } else {
     if (auto s = bai::protocol::ParseSlotAssignment(slots, options.slots); !s.ok()) {
       std::cerr << "bai-agent: --slots: " << s.message() << "\n";
       return 2;
+    }
+    // GPUs found are offered unless --slots names GPU slots itself.
+    if (!options.slots.count("cuda.device") && !options.slots.count("cuda.shares")) {
+      bai::agent::AddGpuSlots(options.slots, runc.gpus.size(), gpu);
     }
   }
 

@@ -16,6 +16,8 @@
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -212,6 +214,18 @@ std::string OciConfig(KernelSpec const& spec, Image const& image, RuncOptions co
     set("BACKENDAI_CPU_LIMIT=" + std::to_string(static_cast<double>(limits.cpu_quota_us) /
                                                 static_cast<double>(limits.cpu_period_us)));
   }
+  GpuPlan const* gpus =
+      layout.gpus != nullptr && !layout.gpus->devices.empty() ? layout.gpus : nullptr;
+  if (gpus != nullptr) {
+    for (auto const& [k, v] : gpus->env) set(k + "=" + v);
+    // The driver's libraries and nvidia-smi, where the container's loader and PATH find them.
+    std::string ld = "/opt/bai/nvidia/lib";
+    for (auto const& e : env) {
+      if (EnvKey(e) == "LD_LIBRARY_PATH" && e.size() > 16) ld += ":" + e.substr(16);
+    }
+    set("LD_LIBRARY_PATH=" + ld);
+    set("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/opt/bai/nvidia/bin");
+  }
 
   json mounts = json::array();
   auto add = [&mounts](std::string dest, std::string type, std::string source, json options) {
@@ -240,9 +254,45 @@ std::string OciConfig(KernelSpec const& spec, Image const& image, RuncOptions co
     add(v.kernel_path, "bind", v.host_path,
         {"rbind", v.read_only ? "ro" : "rw", "nosuid", "nodev"});
   }
+  json device_nodes = json::array();
+  json device_rules = json::array({{{"allow", false}, {"access", "rwm"}}});
+  if (gpus != nullptr) {
+    GpuFiles const& f = o.gpu_files;
+    json ro = {"bind", "ro", "nosuid", "nodev"};
+    for (auto const& lib : f.libraries) {
+      add("/opt/bai/nvidia/lib/" + lib, "bind", f.lib_dir + "/" + lib, ro);
+    }
+    if (!f.smi.empty()) add("/opt/bai/nvidia/bin/nvidia-smi", "bind", f.smi, ro);
+    if (!gpus->limits.empty()) {
+      // The shim, loaded into every process through /etc/ld.so.preload (which the work user
+      // cannot change, unlike LD_PRELOAD), its limits, and the container's ledger.
+      add(kShimLibInKernel, "bind", f.shim, ro);
+      add("/etc/ld.so.preload", "bind", layout.kernel_dir + "/ld.so.preload", ro);
+      add(kLimitsInKernel, "bind", layout.kernel_dir + "/gpushim.conf", ro);
+      add(std::string(kShimDirInKernel) + "/state", "bind", layout.kernel_dir + "/gpushim",
+          {"bind", "rw", "nosuid", "nodev", "noexec"});
+    }
+    // Only this kernel's GPUs, and the control nodes every CUDA process opens.
+    std::vector<std::string> nodes = f.device_nodes;
+    for (auto const& d : gpus->devices) nodes.push_back("/dev/nvidia" + std::to_string(d.index));
+    for (auto const& node : nodes) {
+      struct stat st {};
+      if (::stat(node.c_str(), &st) != 0 || !S_ISCHR(st.st_mode)) continue;
+      auto major = static_cast<std::int64_t>(major(st.st_rdev));
+      auto minor = static_cast<std::int64_t>(minor(st.st_rdev));
+      device_nodes.push_back({{"path", node},
+                              {"type", "c"},
+                              {"major", major},
+                              {"minor", minor},
+                              {"fileMode", 0666},
+                              {"uid", 0},
+                              {"gid", 0}});
+      device_rules.push_back(
+          {{"allow", true}, {"type", "c"}, {"major", major}, {"minor", minor}, {"access", "rwm"}});
+    }
+  }
 
-  json resources_spec = {{"devices", json::array({{{"allow", false}, {"access", "rwm"}}})},
-                         {"pids", {{"limit", limits.pids}}}};
+  json resources_spec = {{"devices", device_rules}, {"pids", {{"limit", limits.pids}}}};
   if (limits.memory_bytes >= 0) resources_spec["memory"] = {{"limit", limits.memory_bytes}};
   if (limits.cpu_quota_us >= 0) {
     resources_spec["cpu"] = {{"quota", limits.cpu_quota_us}, {"period", limits.cpu_period_us}};
@@ -274,7 +324,8 @@ std::string OciConfig(KernelSpec const& spec, Image const& image, RuncOptions co
                  {"hostname", hostname},
                  {"mounts", mounts},
                  {"linux",
-                  {{"namespaces",
+                  {{"devices", device_nodes},
+                   {"namespaces",
                     {{{"type", "pid"}},
                      {{"type", "network"}},
                      {{"type", "ipc"}},
@@ -346,7 +397,8 @@ struct RuncBackend::Kernel {
   std::string cgroups_path;
   int sock = -1;
   bool tearing_down = false;
-  std::string log;  // tail of all output
+  std::string log;                           // tail of all output
+  std::map<std::string, Quanta> gpu_quanta;  // GPU time quanta it holds, by device UUID
 
   struct RunState {
     json console = json::array();
@@ -460,6 +512,14 @@ Status RuncBackend::Init() {
       k->spec.session_type = f.String("session_type", "interactive");
       k->spec.image = f.String("image");
       k->cgroups_path = f.String("cgroups_path");
+      if (auto held = saved->find("gpu_quanta"); held != saved->end() && held->is_object()) {
+        for (auto it = held->begin(); it != held->end(); ++it) {
+          Quanta q;
+          if (it->is_string() && gpushim::ParseQuanta(it->get<std::string>(), &q)) {
+            k->gpu_quanta[it.key()] = q;
+          }
+        }
+      }
     }
     // A batch job's end still has to be heard: the runner keeps its `finished` for us.
     if (k->spec.session_type == "batch") k->runs[kBatchRunId] = {};
@@ -468,6 +528,7 @@ Status RuncBackend::Init() {
     bool running = state.exit_code == 0 && sj && sj->value("status", "") == "running";
     k->state = {k->spec.session_id, protocol::KernelStatus::kRunning, std::nullopt, "", ""};
     if (running && !k->spec.session_id.empty() && ConnectRunner(*k, std::chrono::seconds(2))) {
+      for (auto const& [uuid, q] : k->gpu_quanta) quanta_.Hold(uuid, q);
       adopt.push_back(k);
       continue;
     }
@@ -567,10 +628,45 @@ void RuncBackend::Start(std::shared_ptr<Kernel> k) {
             static_cast<gid_t>(options_.gid)) != 0) {
     return fail("cannot chown the kernel's run directory");
   }
-  json saved = {{"session_id", k->spec.session_id},     {"session_name", k->spec.session_name},
-                {"session_type", k->spec.session_type}, {"image", k->spec.image},
-                {"cgroups_path", k->cgroups_path},      {"container_id", k->container_id}};
-  BundleLayout layout{k->dir, runner_dir_, k->cgroups_path};
+  GpuPlan gpus;
+  if (!k->spec.devices.empty()) {
+    auto plan = PlanGpus(options_.gpus, k->spec.devices, options_.gpu_sharing, quanta_);
+    if (!plan.ok()) return fail(plan.status().message());
+    gpus = *std::move(plan);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      k->gpu_quanta = gpus.quanta;
+    }
+    if (!gpus.limits.empty()) {
+      if (options_.gpu_files.shim.empty()) {
+        return fail("libbai-gpushim.so was not found beside bai-agent: no fractional GPUs");
+      }
+      fs::create_directories(fs::path(k->dir) / "gpushim", ec);
+      if (ec || chown((k->dir + "/gpushim").c_str(), static_cast<uid_t>(options_.uid),
+                      static_cast<gid_t>(options_.gid)) != 0) {
+        return fail("cannot create the kernel's GPU ledger directory");
+      }
+      if (auto err = gpushim::Ledger::Create(k->dir + "/gpushim/ledger", gpus.ledger, options_.uid,
+                                             options_.gid);
+          !err.empty()) {
+        return fail(err);
+      }
+      if (!WriteText(fs::path(k->dir) / "gpushim.conf", gpus.limits) ||
+          !WriteText(fs::path(k->dir) / "ld.so.preload", std::string(kShimLibInKernel) + "\n")) {
+        return fail("cannot write the GPU shim's files in " + k->dir);
+      }
+    }
+  }
+  json held = json::object();
+  for (auto const& [uuid, q] : gpus.quanta) held[uuid] = gpushim::FormatQuanta(q);
+  json saved = {{"session_id", k->spec.session_id},
+                {"session_name", k->spec.session_name},
+                {"session_type", k->spec.session_type},
+                {"image", k->spec.image},
+                {"cgroups_path", k->cgroups_path},
+                {"container_id", k->container_id},
+                {"gpu_quanta", held}};
+  BundleLayout layout{k->dir, runner_dir_, k->cgroups_path, &gpus};
   if (!WriteText(fs::path(k->dir) / "kernel.json", saved.dump()) ||
       !WriteText(fs::path(k->dir) / "config.json", OciConfig(k->spec, *image, options_, layout))) {
     return fail("cannot write the bundle in " + k->dir);
@@ -789,6 +885,8 @@ void RuncBackend::Teardown(std::shared_ptr<Kernel> k, std::string reason,
   KernelReport done;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    for (auto const& [uuid, q] : k->gpu_quanta) quanta_.Give(uuid, q);
+    k->gpu_quanta.clear();
     k->state.status = protocol::KernelStatus::kTerminated;
     k->state.reason = reason;
     k->state.exit_code = exit_code;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "server-reference/agent/backend.h"
+#include "server-reference/agent/gpus.h"
 #include "server-reference/agent/images.h"
 #include "server-reference/common/runner_messages.h"
 
@@ -37,6 +38,10 @@ struct RuncOptions {
   std::chrono::milliseconds flush_timeout{2000};   ///< one execute step waits at most this long
   std::chrono::milliseconds files_timeout{30000};  ///< a file request waits at most this long
   ImageStore* images = nullptr;
+  /// GPUs (gpus.h): what this agent has, how it shares them, the host files containers get.
+  std::vector<GpuDevice> gpus;
+  GpuSharing gpu_sharing;
+  GpuFiles gpu_files;
 };
 
 /// A virtual folder of create_kernel's `mounts` where the kernel sees it: the default kernel
@@ -77,6 +82,7 @@ struct BundleLayout {
   std::string kernel_dir;  ///< per-kernel directory on the host
   std::string runner_dir;  ///< host directory with bai-kernel-runner (mounted at /opt/bai/bin)
   std::string cgroups_path;
+  GpuPlan const* gpus = nullptr;  ///< the kernel's GPUs, when it has any
 };
 std::string OciConfig(KernelSpec const& spec, Image const& image, RuncOptions const& options,
                       BundleLayout const& layout);
@@ -144,6 +150,7 @@ class RuncBackend : public KernelBackend {
   std::mutex threads_mu_;
   std::vector<Worker> threads_;
   bool stopping_ = false;
+  QuantaMap quanta_;  ///< GPU time quanta held by this agent's kernels
 };
 
 }  // namespace bai::agent

@@ -154,7 +154,8 @@ json ToJson(Register const& m) {
                        {"index", d.index},
                        {"uuid", d.uuid},
                        {"name", d.name},
-                       {"memory", d.memory}});
+                       {"memory", d.memory},
+                       {"shares", d.shares.ToString()}});
   }
   json kernels = json::array();
   for (auto const& k : m.kernels) kernels.push_back(KernelStatusJson(k));
@@ -168,6 +169,7 @@ json ToJson(Register const& m) {
           {"slot_types", slot_types},
           {"images", images},
           {"devices", devices},
+          {"device_policy", m.device_policy},
           {"kernels", kernels}};
 }
 
@@ -283,7 +285,8 @@ json ToJson(CreateKernel const& m) {
           {"startup_command", optional(m.startup_command)},
           {"bootstrap_script", optional(m.bootstrap_script)},
           {"batch_timeout", optional(m.batch_timeout)},
-          {"access_key", m.access_key}};
+          {"access_key", m.access_key},
+          {"devices", DeviceAllocationsToJson(m.devices)}};
 }
 
 json ToJson(DestroyKernel const& m) {
@@ -336,8 +339,18 @@ Register ReadRegister(FieldReader& r) {
     d.uuid = item.String("uuid");
     d.name = item.String("name");
     d.memory = item.Int("memory", 0);
+    auto shares = protocol::Decimal::Parse(item.String("shares", "0"));
+    if (!shares.ok() || shares->is_negative() || shares->is_unlimited()) {
+      item.Fail("shares", "a non-negative decimal");
+    } else {
+      d.shares = *shares;
+    }
     return d;
   });
+  m.device_policy = r.String("device_policy", "evenly");
+  if (m.device_policy != "evenly" && m.device_policy != "fill") {
+    r.Fail("device_policy", "evenly or fill");
+  }
   m.kernels = ReadList<KernelStatus>(r, "kernels", ReadKernelStatus);
   return m;
 }
@@ -432,6 +445,14 @@ CreateKernel ReadCreateKernel(FieldReader& r) {
   m.bootstrap_script = r.OptString("bootstrap_script");
   m.batch_timeout = r.OptInt("batch_timeout");
   m.access_key = r.String("access_key");
+  if (auto const* devices = r.Array("devices")) {
+    auto parsed = DeviceAllocationsFromJson(*devices);
+    if (parsed.ok()) {
+      m.devices = *parsed;
+    } else {
+      r.Fail("devices", "a list of device allocations (" + parsed.status().message() + ")");
+    }
+  }
   return m;
 }
 

@@ -6,6 +6,8 @@
 #include "bai/protocol/session_wire.h"
 #include "bai/status.h"
 
+#include "server-reference/common/device_allocation.h"
+
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -34,6 +36,9 @@ struct DeviceInfo {
   std::string uuid;
   std::string name;
   std::int64_t memory = 0;  ///< bytes
+  /// What the whole device is worth in cuda.shares (the agent's fractional unit); zero: the
+  /// device is offered whole only.
+  protocol::Decimal shares;
 };
 
 /// A kernel's state: the `kernel_status` message, and an entry of `register.kernels`.
@@ -62,6 +67,8 @@ struct Register {
   std::map<std::string, protocol::SlotType> slot_types;
   std::vector<ImageInfo> images;
   std::vector<DeviceInfo> devices;
+  /// How fractions are placed on the devices: "evenly" or "fill" (scheduler/devices.h).
+  std::string device_policy = "evenly";
   std::vector<KernelStatus> kernels;
 };
 
@@ -139,6 +146,7 @@ struct CreateKernel {
   std::optional<std::string> bootstrap_script;
   std::optional<std::int64_t> batch_timeout;
   std::string access_key;
+  std::vector<DeviceAllocation> devices;  ///< the GPUs the scheduler gave this kernel
 };
 
 struct DestroyKernel {

@@ -89,11 +89,23 @@ class RuncTest : public ::testing::Test {
     return state_dir_ + "/" + agent_id_ + "/kernels/" + session_id;
   }
 
-  void StartAgent() {
-    agent_ = std::make_unique<testing_util::BackgroundProcess>(
-        std::vector<std::string>{testing_util::BinPath("bai-agent"), "--manager", url_, "--id",
-                                 agent_id_, "--cluster-secret-file", secret_file_, "--backend",
-                                 "runc", "--state-dir", state_dir_, "--slots", "cpu=4,mem=8g"});
+  void StartAgent(std::vector<std::string> const& extra = {},
+                  std::map<std::string, std::string> const& env = {}) {
+    std::vector<std::string> args{testing_util::BinPath("bai-agent"),
+                                  "--manager",
+                                  url_,
+                                  "--id",
+                                  agent_id_,
+                                  "--cluster-secret-file",
+                                  secret_file_,
+                                  "--backend",
+                                  "runc",
+                                  "--state-dir",
+                                  state_dir_,
+                                  "--slots",
+                                  "cpu=4,mem=8g"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    agent_ = std::make_unique<testing_util::BackgroundProcess>(args, env);
     ASSERT_FALSE(agent_->WaitForLine("connecting").empty());
     for (int i = 0; i < 200 && !manager_->agents().Connected().count(agent_id_); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(25));
@@ -511,6 +523,43 @@ TEST_F(RuncTest, SessionFilesGoThroughTheRunnerAsTheWorkUser) {
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(20));
   EXPECT_EQ(Info("busy").value("status", ""), "RUNNING") << "the job still runs";
   EXPECT_EQ(Bai({"rm", "busy", "files-rt"}).exit_code, 0);
+}
+
+// GPU fractions in a real container, over the fake driver (no GPU here): the agent finds the
+// fake's GPU through NVML, the scheduler places 0.5 of it, and the kernel's container gets the
+// driver's libraries, CUDA_VISIBLE_DEVICES, the shim through /etc/ld.so.preload and its ledger;
+// a CUDA program inside then sees half the GPU's memory and stops there.
+TEST_F(RuncTest, AGpuFractionGetsTheShimAndHalfTheMemory) {
+  agent_.reset();
+  std::map<std::string, std::string> fake = {{"BAI_FAKE_GPU_COUNT", "1"}, {"ASAN_OPTIONS", ""}};
+  StartAgent({"--nvml-library", BAI_FAKE_NVML, "--gpu-shim", BAI_GPUSHIM_LIB}, fake);
+  std::string id = Interactive("gpu-half", R"({"cpu": 1, "mem": "1g", "cuda.shares": "0.5"})");
+  ASSERT_FALSE(id.empty());
+  EXPECT_EQ(
+      Info("gpu-half").value("attachedDevices", json()).dump(),
+      R"({"cuda":[{"data":{"cuda.shares":"0.5"},"device_id":"GPU-b58cbfff-a7f3-2498-9d0d-4f988f981200"}]})");
+  ASSERT_EQ(Bai({"session", "cp", BAI_GPUSHIM_PROBE, "gpu-half:gpushim_probe"}).exit_code, 0);
+  auto env = Bai({"exec", "gpu-half", "--", "sh", "-c",
+                  "cat /etc/ld.so.preload; echo CVD=$CUDA_VISIBLE_DEVICES; "
+                  "ls /opt/bai/nvidia/lib; stat -c %U /opt/bai/gpushim/state/ledger"});
+  EXPECT_EQ(env.exit_code, 0) << env.err;
+  EXPECT_THAT(env.out, HasSubstr("/opt/bai/gpushim/libbai-gpushim.so\n"));
+  EXPECT_THAT(env.out, HasSubstr("CVD=0\n"));
+  EXPECT_THAT(env.out, HasSubstr("libcuda.so.1"));
+  EXPECT_THAT(env.out, HasSubstr("libnvidia-ml.so.1"));
+  // The work user cannot change what every process preloads.
+  auto tamper = Bai({"exec", "gpu-half", "--", "sh", "-c", "echo > /etc/ld.so.preload"});
+  EXPECT_NE(tamper.exit_code, 0);
+  // 0.5 of the GPU (NVML's 85520809984 bytes): 42760404992 bytes; 39 GiB fit, the 40th does not.
+  auto alloc = Bai({"exec", "gpu-half", "--", "sh", "-c",
+                    "chmod +x gpushim_probe && BAI_FAKE_GPU_COUNT=1 ./gpushim_probe alloc plain "
+                    "1073741824 100"});
+  EXPECT_EQ(alloc.exit_code, 0) << alloc.err << alloc.out;
+  EXPECT_THAT(alloc.out, HasSubstr("allocated 39 of 100 first_error 2"));
+  EXPECT_THAT(alloc.out, HasSubstr("total 42760404992"));
+  auto dir = KernelDir(id);
+  EXPECT_THAT(ReadFile(dir + "/gpushim.conf"), HasSubstr("device.0.quanta=0-499\n"));
+  ASSERT_EQ(Bai({"session", "rm", "gpu-half"}).exit_code, 0);
 }
 
 }  // namespace

@@ -27,7 +27,7 @@ TEST(GpuShimConfig, ParsesAFullLimitsFile) {
       "version=1\nmode=timeslice\ncompute=soft\nledger=/opt/kernel/gpushim/ledger\n"
       "context_bytes=536870912\nmanaged=refuse\nperiod_ms=50\n"
       "device.0.uuid=GPU-b58cbfff-a7f3-2498-9d0d-4f988f981200\ndevice.0.memory=8589934592\n"
-      "device.0.quanta=0-29, 50-59\n"
+      "device.0.quanta=0-299, 500-599\n"
       "device.1.uuid=GPU-b58cbfff-a7f3-2498-9d0d-4f988f981201\n"
       "SLOTS={\"cuda.shares\": \"0.4\"}\n");
   ASSERT_EQ(r.error, "");
@@ -40,11 +40,11 @@ TEST(GpuShimConfig, ParsesAFullLimitsFile) {
   EXPECT_EQ(c.period_ms, 50u);
   ASSERT_EQ(c.devices.size(), 2u);
   EXPECT_EQ(c.devices[0].memory_bytes, 8589934592u);
-  EXPECT_EQ(c.devices[0].quanta.count(), 40u);
+  EXPECT_EQ(c.devices[0].quanta.count(), 400u);
   EXPECT_TRUE(c.devices[0].ComputeLimited());
-  EXPECT_EQ(FormatQuanta(c.devices[0].quanta), "0-29,50-59");
+  EXPECT_EQ(FormatQuanta(c.devices[0].quanta), "0-299,500-599");
   // A device without quanta owns the whole period: no compute limit.
-  EXPECT_EQ(c.devices[1].quanta.count(), 100u);
+  EXPECT_EQ(c.devices[1].quanta.count(), 1000u);
   EXPECT_FALSE(c.devices[1].ComputeLimited());
 }
 
@@ -52,8 +52,8 @@ TEST(GpuShimConfig, RefusesMalformedLinesNamingThem) {
   EXPECT_EQ(ParseConfig("mode=timeslice\nledger=/x\nmode=fast\n").error,
             "line 3: mode must be off, timeslice or mps");
   EXPECT_EQ(ParseConfig("ledger=/x\nno equals sign\n").error, "line 2: expected key=value");
-  EXPECT_EQ(ParseConfig("device.0.quanta=95-105\n").error,
-            "line 1: quanta must be ranges within 0-99");
+  EXPECT_EQ(ParseConfig("device.0.quanta=995-1005\n").error,
+            "line 1: quanta must be ranges within 0-999");
   EXPECT_EQ(ParseConfig("device.16.memory=1\n").error, "line 1: device index out of range 0-15");
   EXPECT_EQ(ParseConfig("device.0.memory=12GB\n").error, "line 1: memory is not a byte count");
   EXPECT_EQ(ParseConfig("version=2\n").error,
@@ -64,9 +64,9 @@ TEST(GpuShimConfig, RefusesMalformedLinesNamingThem) {
 
 TEST(GpuShimConfig, QuantaRoundTrip) {
   std::bitset<kQuantaPerPeriod> q;
-  ASSERT_TRUE(ParseQuanta("0,2-4,99", &q));
+  ASSERT_TRUE(ParseQuanta("0,2-4,999", &q));
   EXPECT_EQ(q.count(), 5u);
-  EXPECT_EQ(FormatQuanta(q), "0,2-4,99");
+  EXPECT_EQ(FormatQuanta(q), "0,2-4,999");
   EXPECT_FALSE(ParseQuanta("4-2", &q));
   EXPECT_FALSE(ParseQuanta("a-b", &q));
   EXPECT_FALSE(ParseQuanta("-1", &q));
@@ -189,13 +189,13 @@ TEST(GpuShimLedger, CreateReplacesAtomicallyAndKeepsOwnership) {
 // --------------------------------------------------------------------------------------
 TEST(GpuShimLimiter, ScheduleFindsOwnedStretchesAcrossThePeriodEnd) {
   std::bitset<kQuantaPerPeriod> q;
-  ASSERT_TRUE(ParseQuanta("90-99,0-9", &q));
-  SliceSchedule s(q, 100'000'000);  // 1 ms quanta
+  ASSERT_TRUE(ParseQuanta("900-999,0-99", &q));
+  SliceSchedule s(q, 100'000'000);  // 0.1 ms quanta
   EXPECT_TRUE(s.Open(5'000'000));
   EXPECT_FALSE(s.Open(10'000'000));
   EXPECT_EQ(s.NextOpen(10'000'000), 90'000'000u);
   EXPECT_EQ(s.NextOpen(95'000'000), 95'000'000u);
-  // 90-99 continues into the next period's 0-9: one 20 ms stretch.
+  // 900-999 continues into the next period's 0-99: one 20 ms stretch.
   EXPECT_EQ(s.OpenUntil(95'000'000), 110'000'000u);
   EXPECT_DOUBLE_EQ(s.Share(), 0.2);
 }
@@ -287,8 +287,8 @@ RunResult Saturate(char const* quanta, std::uint64_t kernel_ns, std::uint64_t se
 }
 
 TEST(GpuShimLimiter, HoldsASaturatingLoopToItsShare) {
-  // 1 ms kernels (about an 8192² bf16 GEMM on an H100), 30 quanta of 100.
-  RunResult r = Saturate("0-29", 1'000'000, 10);
+  // 1 ms kernels (about an 8192² bf16 GEMM on an H100), 300 quanta of 1000.
+  RunResult r = Saturate("0-299", 1'000'000, 10);
   EXPECT_NEAR(r.share, 0.30, 0.02);
   EXPECT_LT(r.outside_fraction, 0.02);
   EXPECT_NEAR(static_cast<double>(r.estimate), 1e6, 1e5);
@@ -296,7 +296,7 @@ TEST(GpuShimLimiter, HoldsASaturatingLoopToItsShare) {
 }
 
 TEST(GpuShimLimiter, TinyKernelsQueueDeepAndStillStopAtTheStretchEnd) {
-  RunResult r = Saturate("0-9", 5'000, 5);
+  RunResult r = Saturate("0-99", 5'000, 5);
   EXPECT_NEAR(r.share, 0.10, 0.01);
   EXPECT_LT(r.outside_fraction, 0.01);
   EXPECT_LT(r.estimate, 20'000);  // learned from consecutive events
@@ -304,23 +304,23 @@ TEST(GpuShimLimiter, TinyKernelsQueueDeepAndStillStopAtTheStretchEnd) {
 
 TEST(GpuShimLimiter, KernelsLongerThanTheStretchArePaidBackLater) {
   // 45 ms kernels in 30 ms stretches: each overshoots, and the next stretch starts late.
-  RunResult r = Saturate("0-29", 45'000'000, 20);
+  RunResult r = Saturate("0-299", 45'000'000, 20);
   EXPECT_NEAR(r.share, 0.30, 0.05);
   EXPECT_GT(r.stats.overshoot_ns, 0u);
 }
 
 TEST(GpuShimLimiter, SplitStretchesAddUp) {
-  RunResult r = Saturate("0-9,50-59,80-89", 2'000'000, 10);
+  RunResult r = Saturate("0-99,500-599,800-899", 2'000'000, 10);
   EXPECT_NEAR(r.share, 0.30, 0.02);
   EXPECT_LT(r.outside_fraction, 0.03);
 }
 
 TEST(GpuShimLimiter, SoftModeRunsFreelyWhileNoOneElseIsActive) {
-  RunResult soft_alone = Saturate("0-29", 1'000'000, 5, ComputeMode::kSoft, true);
+  RunResult soft_alone = Saturate("0-299", 1'000'000, 5, ComputeMode::kSoft, true);
   EXPECT_GT(soft_alone.share, 0.95);
-  RunResult soft_contended = Saturate("0-29", 1'000'000, 5, ComputeMode::kSoft, false);
+  RunResult soft_contended = Saturate("0-299", 1'000'000, 5, ComputeMode::kSoft, false);
   EXPECT_NEAR(soft_contended.share, 0.30, 0.02);
-  RunResult hard_alone = Saturate("0-29", 1'000'000, 5, ComputeMode::kHard, true);
+  RunResult hard_alone = Saturate("0-299", 1'000'000, 5, ComputeMode::kHard, true);
   EXPECT_NEAR(hard_alone.share, 0.30, 0.02);  // hard ignores idle neighbours
 }
 

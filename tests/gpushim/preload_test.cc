@@ -372,18 +372,18 @@ Split RunSplit(char const* quanta_a, char const* quanta_b, bool graph) {
 }
 
 TEST(GpuShimLimiter, TwoContainersSplitTheGpu30To70) {
-  Split s = RunSplit("0-29", "30-99", false);
+  Split s = RunSplit("0-299", "300-999", false);
   EXPECT_NEAR(s.first, 0.30, 0.05);
   EXPECT_GT(s.utilisation, 0.85);  // hard quanta that add up to 100 waste little
 }
 
 TEST(GpuShimLimiter, TwoContainersSplitTheGpu10To90) {
-  Split s = RunSplit("0-9", "10-99", false);
+  Split s = RunSplit("0-99", "100-999", false);
   EXPECT_NEAR(s.first, 0.10, 0.05);
 }
 
 TEST(GpuShimLimiter, GraphReplaysAreHeldToTheShareToo) {
-  Split s = RunSplit("0-29", "30-99", true);
+  Split s = RunSplit("0-299", "300-999", true);
   EXPECT_NEAR(s.first, 0.30, 0.05);
 }
 

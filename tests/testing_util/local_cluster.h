@@ -40,6 +40,7 @@ class LocalCluster : public ::testing::Test {
     d.commit_dir = dir_.path() + "/commits";
     d.home_dir = dir_.path() + "/homes";
     o.max_log_bytes = max_log_bytes_;
+    ConfigureAgent(o);
     agent_ = std::make_unique<agent::Agent>(o, std::make_unique<agent::DummyBackend>(d));
     agent_->Start();
     ASSERT_TRUE(agent_->WaitRegistered(std::chrono::seconds(5)));
@@ -49,6 +50,9 @@ class LocalCluster : public ::testing::Test {
     env_["BACKEND_ENDPOINT"] = o.manager_url;
     env_["BAI_CONFIG_DIR"] = dir_.path() + "/cfg";
   }
+
+  /// A test's changes to the simulated agent (slots, devices) before it starts.
+  virtual void ConfigureAgent(agent::AgentOptions&) {}
 
   testing_util::ProcessResult Bai(std::vector<std::string> args) {
     args.insert(args.begin(), testing_util::BinPath("bai"));

@@ -39,7 +39,8 @@ TEST(AgentMessagesTest, RegisterRoundTrips) {
   m.slots = Slots("cpu=4,mem=8g,cuda.shares=2.5");
   m.slot_types = {{"cpu", protocol::SlotType::kCount}, {"mem", protocol::SlotType::kBytes}};
   m.images = {{"python", {"py", "python3"}}};
-  m.devices = {{"cuda", 0, "GPU-1", "H100", 85899345920}};
+  m.devices = {{"cuda", 0, "GPU-1", "H100", 85899345920, *protocol::Decimal::Parse("2.5")}};
+  m.device_policy = "fill";
   m.kernels = {{"s1", protocol::KernelStatus::kRunning, std::nullopt, "", std::nullopt},
                {"s2", protocol::KernelStatus::kTerminated, 3, "task-failed", std::string("out\n")}};
   auto back = Only<ap::Register>(ap::DecodeToManager(ap::Encode(ap::ToManager(m))));
@@ -53,6 +54,8 @@ TEST(AgentMessagesTest, RegisterRoundTrips) {
   ASSERT_EQ(back.devices.size(), 1u);
   EXPECT_EQ(back.devices[0].memory, 85899345920);
   EXPECT_EQ(back.devices[0].uuid, "GPU-1");
+  EXPECT_EQ(back.devices[0].shares.ToString(), "2.5");
+  EXPECT_EQ(back.device_policy, "fill");
   ASSERT_EQ(back.kernels.size(), 2u);
   EXPECT_EQ(back.kernels[0].status, protocol::KernelStatus::kRunning);
   EXPECT_EQ(back.kernels[1].status, protocol::KernelStatus::kTerminated);
@@ -89,6 +92,8 @@ TEST(AgentMessagesTest, EveryOtherMessageRoundTrips) {
   create.mounts = {{"data", "/vf/data", "", "rw"}};
   create.startup_command = "make";
   create.batch_timeout = 60;
+  create.devices = {{"cuda.shares", "GPU-1", *protocol::Decimal::Parse("0.25")},
+                    {"cuda.device", "GPU-2", protocol::Decimal::FromInteger(1)}};
   auto c = Only<ap::CreateKernel>(ap::DecodeToAgent(ap::Encode(ap::ToAgent(create))));
   EXPECT_EQ(c.resources, create.resources);
   EXPECT_EQ(c.environ, create.environ);
@@ -97,6 +102,7 @@ TEST(AgentMessagesTest, EveryOtherMessageRoundTrips) {
   EXPECT_EQ(c.startup_command, "make");
   EXPECT_FALSE(c.bootstrap_script);
   EXPECT_EQ(c.batch_timeout, 60);
+  EXPECT_EQ(c.devices, create.devices);
 
   auto destroy = Only<ap::DestroyKernel>(
       ap::DecodeToAgent(ap::Encode(ap::ToAgent(ap::DestroyKernel{"s", "user-requested"}))));
@@ -153,25 +159,33 @@ TEST(AgentMessagesTest, WronglyTypedFieldsAreRefusedNamingTheField) {
            {R"({"type":"response","request_id":7})", "request_id"},
            {R"({"type":"bgtask","task_id":7})", "task_id"},
            {R"({"type":"heartbeat","slots":[1]})", "slots"},
+           {R"({"type":"register","version":2,"devices":[{"uuid":"G","shares":"-1"}]})",
+            "devices[0]"},
+           {R"({"type":"register","version":2,"device_policy":"random"})", "device_policy"},
        }) {
     auto d = ap::DecodeToManager(c.text);
     ASSERT_FALSE(d.ok()) << c.text;
     EXPECT_EQ(d.status().code(), StatusCode::kInvalidArgument);
     EXPECT_THAT(d.status().message(), HasSubstr(std::string("'") + c.field + "'")) << c.text;
   }
-  for (auto const& c : std::vector<Case>{
-           {R"({"type":"create_kernel","session_id":5,"image":"python"})", "session_id"},
-           {R"({"type":"create_kernel","session_id":"s","image":"p","environ":{"A":1}})",
-            "environ.A"},
-           {R"({"type":"create_kernel","session_id":"s","image":"p","resources":{"cpu":"x"}})",
-            "resources"},
-           {R"({"type":"destroy_kernel","session_id":5})", "session_id"},
-           {R"({"type":"registered","heartbeat_interval_ms":"5000"})", "heartbeat_interval_ms"},
-           {R"({"type":"execute","request_id":"r","session_id":"s","options":{"exec":1}})",
-            "options.exec"},
-           {R"({"type":"commit_kernel","request_id":"r","session_id":"s","task_id":"t"})",
-            "filename"},
-       }) {
+  for (
+      auto const& c : std::vector<Case>{
+          {R"({"type":"create_kernel","session_id":5,"image":"python"})", "session_id"},
+          {R"({"type":"create_kernel","session_id":"s","image":"p","environ":{"A":1}})",
+           "environ.A"},
+          {R"({"type":"create_kernel","session_id":"s","image":"p","resources":{"cpu":"x"}})",
+           "resources"},
+          {R"({"type":"create_kernel","session_id":"s","image":"p","devices":[{"slot":"cuda.shares",)"
+           R"("uuid":"G","amount":"0"}]})",
+           "devices"},
+          {R"({"type":"create_kernel","session_id":"s","image":"p","devices":{"a":1}})", "devices"},
+          {R"({"type":"destroy_kernel","session_id":5})", "session_id"},
+          {R"({"type":"registered","heartbeat_interval_ms":"5000"})", "heartbeat_interval_ms"},
+          {R"({"type":"execute","request_id":"r","session_id":"s","options":{"exec":1}})",
+           "options.exec"},
+          {R"({"type":"commit_kernel","request_id":"r","session_id":"s","task_id":"t"})",
+           "filename"},
+      }) {
     auto d = ap::DecodeToAgent(c.text);
     ASSERT_FALSE(d.ok()) << c.text;
     EXPECT_THAT(d.status().message(), HasSubstr(std::string("'") + c.field + "'")) << c.text;

@@ -84,6 +84,15 @@ BAI_EXPORT StatusOr<SessionCreateResult> DecodeSessionCreateResult(std::string_v
 
 /// `GET /session/{id}` (PROTOCOL.md §5.4). Slot maps and environ are JSON objects (24.09 sends
 /// Python renderings of them as strings: those decode as empty, the rest still reads).
+/// A device a session's kernel holds: an entry of `attachedDevices` (Backend.AI's kernel
+/// `attached_devices`: {"cuda": [{"device_id", "data": {slot: amount}}]}).
+struct AttachedDevice {
+  std::string kind = "cuda";
+  std::string device_id;  ///< the GPU's UUID
+  std::string slot;       ///< "cuda.device" (the whole device) or "cuda.shares"
+  Decimal amount;
+};
+
 struct SessionInfo {
   std::string id;
   std::string name;
@@ -112,6 +121,7 @@ struct SessionInfo {
   std::int64_t num_queries = 0;
   std::optional<std::string> startup_command;
   int priority = 10;
+  std::vector<AttachedDevice> attached_devices;  ///< GPUs it holds, per device
 };
 /// Written directly rather than through a JSON tree: clients poll this while they wait.
 BAI_EXPORT std::string EncodeSessionInfo(SessionInfo const& info);

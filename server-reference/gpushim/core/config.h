@@ -10,7 +10,7 @@
 //   managed=count|refuse
 //   period_ms=100
 //   device.0.uuid=GPU-…            device.0.memory=8589934592
-//   device.0.quanta=0-29,50-59     device.0.activity=/opt/kernel/gpushim/activity/GPU-…
+//   device.0.quanta=0-299,500-599  device.0.activity=/opt/kernel/gpushim/activity/GPU-…
 // `device.N` numbers the devices as the container sees them (CUDA ordinal N); the UUID is what
 // the ledger and NVML key by.
 #pragma once
@@ -23,7 +23,7 @@
 
 namespace bai::gpushim {
 
-inline constexpr int kQuantaPerPeriod = 100;  ///< one quantum = 0.01 of a GPU's time
+inline constexpr int kQuantaPerPeriod = 1000;  ///< one quantum = 0.001 of a GPU's time
 inline constexpr int kMaxDevices = 16;
 
 enum class SharingMode { kOff, kTimeslice, kMps };

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The compute limiter: holds one process's work on one GPU to the container's time quanta.
 //
-// A GPU's time is cut into periods (100 ms by default) of 100 quanta; the agent gives each
-// container on the GPU its own quanta (a 0.30 share owns 30 of them), disjoint from its
+// A GPU's time is cut into periods (100 ms by default) of 1000 quanta; the agent gives each
+// container on the GPU its own quanta (a 0.30 share of the GPU owns 300 of them), disjoint from its
 // neighbours', so containers need no shared state to stay out of each other's way. The limiter
 // lets a launch through only inside the container's quanta and keeps the work queued on the GPU
 // short enough to finish by the end of the stretch: it records an event after each launch,

@@ -39,6 +39,7 @@ ap::CreateKernel CreateMessage(SessionRecord const& r) {
   m.bootstrap_script = r.bootstrap_script;
   m.batch_timeout = r.batch_timeout;
   m.access_key = r.access_key;
+  m.devices = r.devices;
   for (auto const& v : r.vfolder_mounts) {
     m.mounts.push_back({v.name, v.host_path, v.kernel_path, v.permission});
   }
@@ -135,8 +136,14 @@ void AgentRegistry::Handle(Connection const& c, ap::Register const& m) {
     c.socket->Close();
     return;
   }
-  AgentRow row{c.agent_id, m.scaling_group, m.architecture, m.agent_version, m.slots, m.slot_types,
-               {}};
+  AgentRow row{c.agent_id,
+               m.scaling_group,
+               m.architecture,
+               m.agent_version,
+               m.slots,
+               m.slot_types,
+               {},
+               AgentDevices{m.device_policy, m.devices}};
   for (auto const& i : m.images) row.images.emplace_back(i.name, i.aliases);
   auto exists = store_.ScalingGroupExists(row.scaling_group);
   if (!exists.ok() || !*exists) row.scaling_group = "default";

@@ -12,6 +12,7 @@
 #include "server-reference/manager/api/params.h"
 #include "server-reference/manager/api/routes.h"
 #include "server-reference/manager/events.h"
+#include "server-reference/manager/scheduler/devices.h"
 #include "server-reference/manager/scheduler/scheduling.h"
 #include "server-reference/manager/state/bootstrap.h"
 #include "server-reference/manager/state/sessions.h"
@@ -182,6 +183,19 @@ Status ParseCreate(RequestContext& ctx, CreateInput& in) {
   if (r.cluster_size > 1 || r.cluster_mode == "multi-node") {
     return MakeProblemStatus(ProblemType::kNotImplemented,
                              "Multi-container sessions are not supported by this manager yet.");
+  }
+  // GPU slots go on individual devices: whole devices, and fractions in steps of 0.01.
+  for (auto const& [slot, amount] : r.resources) {
+    bool whole =
+        slot == scheduler::kCudaDeviceSlot && amount.units() % protocol::Decimal::kUnitsPerOne != 0;
+    bool fraction = slot == scheduler::kCudaSharesSlot && !scheduler::OnShareQuantum(amount);
+    if (whole || fraction) {
+      return MakeProblemStatus(
+          ProblemType::kInvalidApiParams, "Input validation error",
+          json{{"resources." + slot,
+                whole ? "whole devices only (an integer)" : "a multiple of 0.01 (one fGPU step)"}}
+              .dump());
+    }
   }
   in.session = RecordOf(r);
   return ResolvePlacement(ctx, in);

@@ -247,11 +247,20 @@ std::vector<Decision> Schedule(Input const& input) {
       }
     }
     Agent* chosen = nullptr;
+    bool fragmented = false;  // some agent had the room in total, but not on its GPUs
     for (auto& a : agents) {
-      if (Eligible(a, *s) && Fits(s->requested, a.capacity, a.occupied)) {
-        chosen = &a;
-        break;
+      if (!Eligible(a, *s) || !Fits(s->requested, a.capacity, a.occupied)) continue;
+      if (!a.devices.empty()) {
+        auto placed = PlaceDevices(a.devices, s->requested, a.device_policy);
+        if (!placed) {
+          fragmented = true;
+          continue;
+        }
+        d.devices = *placed;
+        Occupy(a.devices, d.devices);
       }
+      chosen = &a;
+      break;
     }
     if (chosen) {
       AddInto(chosen->occupied, s->requested);
@@ -260,6 +269,11 @@ std::vector<Decision> Schedule(Input const& input) {
         AddInto(kp->second.occupied, s->requested);
       }
       d.agent_id = chosen->id;
+    } else if (fragmented) {
+      d.status_info =
+          "waiting: needs " + DescribeSlots(s->requested) +
+          "; the agents have that much GPU in total but not free on their individual devices";
+      if (input.now - s->enqueued_at >= input.max_head_wait) head_holds = true;
     } else {
       d.status_info = WhyWaiting(agents, *s, input, head_holds);
     }

@@ -3,6 +3,8 @@
 
 #include "bai/protocol/resource.h"
 
+#include "server-reference/manager/scheduler/devices.h"
+
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -23,6 +25,10 @@ struct Agent {
   ResourceSlots occupied;  ///< by sessions already placed (SCHEDULED … TERMINATING)
   bool schedulable = true;
   std::vector<std::string> images;  ///< names and aliases it offers; empty = not reported
+  /// Its GPUs, with what sessions already hold on each; empty: GPU slots are counted on the
+  /// agent's totals only (a simulated agent's --slots).
+  std::vector<Device> devices;
+  DevicePolicy device_policy = DevicePolicy::kEvenly;
 };
 
 /// A keypair's resource policy and what it uses now.
@@ -76,13 +82,15 @@ struct Input {
 /// What happens to one pending session in this pass.
 struct Decision {
   std::string session_id;
-  std::optional<std::string> agent_id;  ///< set: reserve its slots there and mark SCHEDULED
-  std::string status_info;              ///< why it waits, in words ("" when scheduled)
+  std::optional<std::string> agent_id;    ///< set: reserve its slots there and mark SCHEDULED
+  std::vector<DeviceAllocation> devices;  ///< the agent's GPUs it gets (when it asked for any)
+  std::string status_info;                ///< why it waits, in words ("" when scheduled)
 };
 
 /// One scheduling pass for one resource group: FIFO order with backfill and a head guarantee,
 /// first-fit over agents (in the given order), exact decimal accounting that never
-/// over-allocates an agent, keypair concurrency and total-slot limits. Pure: no I/O, no clock.
+/// over-allocates an agent or any one of its GPUs (devices.h), keypair concurrency and total-slot
+/// limits. Pure: no I/O, no clock.
 std::vector<Decision> Schedule(Input const& input);
 
 /// "cpu=4 mem=8g cuda.shares=0.5": slot maps in words (sizes in binary units when exact).

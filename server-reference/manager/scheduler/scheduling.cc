@@ -125,7 +125,7 @@ Status ReadQueue(SqlExecutor& tx, std::string const& scaling_group,
 // The group's live agents with what the sessions on them hold, and what every keypair holds.
 Status ReadAgentsAndUsage(SqlExecutor& tx, std::string const& scaling_group, PassState& st) {
   auto agents = tx.Query(
-      "SELECT id, architecture, available_slots, schedulable, images FROM agents "
+      "SELECT id, architecture, available_slots, schedulable, images, devices FROM agents "
       "WHERE scaling_group = ? AND status = 'ALIVE' ORDER BY id",
       {scaling_group});
   if (!agents.ok()) return agents.status();
@@ -137,17 +137,29 @@ Status ReadAgentsAndUsage(SqlExecutor& tx, std::string const& scaling_group, Pas
     a.capacity = SlotsFromColumn(r.Text(2));
     a.schedulable = r.Bool(3);
     a.images = ImageNames(r.Text(4));
+    AgentDevices devices = AgentDevicesFromColumn(r.Text(5));
+    a.device_policy = devices.policy == "fill" ? scheduler::DevicePolicy::kFill
+                                               : scheduler::DevicePolicy::kEvenly;
+    for (auto const& d : devices.devices) {
+      scheduler::Device dev;
+      dev.uuid = d.uuid;
+      dev.fractional = !d.shares.is_zero();
+      if (dev.fractional) dev.shares = d.shares;
+      a.devices.push_back(dev);
+    }
     agent_index[a.id] = st.in.agents.size();
     st.in.agents.push_back(std::move(a));
   }
-  auto holding = tx.Query(
-      std::string("SELECT agent_id, access_key, requested_slots FROM sessions WHERE status IN ") +
-      kHoldingStatuses);
+  auto holding =
+      tx.Query(std::string("SELECT agent_id, access_key, requested_slots, device_allocations FROM "
+                           "sessions WHERE status IN ") +
+               kHoldingStatuses);
   if (!holding.ok()) return holding.status();
   for (auto const& r : *holding) {
     auto slots = SlotsFromColumn(r.Text(2));
     if (auto it = agent_index.find(r.Text(0)); it != agent_index.end()) {
       scheduler::AddInto(st.in.agents[it->second].occupied, slots);
+      scheduler::Occupy(st.in.agents[it->second].devices, AllocationsFromColumn(r.Text(3)));
     }
     auto& u = st.usage[r.Text(1)];
     u.active_sessions += 1;
@@ -200,6 +212,11 @@ StatusOr<int> ApplyDecisions(SqlExecutor& tx, PassState const& st,
                             SessionStatus::kScheduled, d);
       if (!r.ok()) return r.status();
       placed += *r ? 1 : 0;
+      if (*r && !decision.devices.empty()) {
+        auto w = tx.Exec("UPDATE sessions SET device_allocations = ? WHERE id = ?",
+                         {AllocationsColumn(decision.devices), decision.session_id});
+        if (!w.ok()) return w.status();
+      }
     } else if (st.old_info.at(decision.session_id) != decision.status_info) {
       auto r = tx.Exec("UPDATE sessions SET status_info = ? WHERE id = ? AND status = 'PENDING'",
                        {decision.status_info, decision.session_id});

@@ -84,14 +84,15 @@ Status AgentStore::Register(AgentRow const& a, server::LockScopes const& scopes)
     return tx
         .Exec(
             "INSERT INTO agents (id, scaling_group, status, architecture, available_slots, "
-            "slot_types, images, version, first_contact, last_heartbeat) "
-            "VALUES (?, ?, 'ALIVE', ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
+            "slot_types, images, version, first_contact, last_heartbeat, devices) "
+            "VALUES (?, ?, 'ALIVE', ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
             "scaling_group = excluded.scaling_group, status = 'ALIVE', "
             "architecture = excluded.architecture, available_slots = excluded.available_slots, "
             "slot_types = excluded.slot_types, images = excluded.images, "
-            "version = excluded.version, last_heartbeat = excluded.last_heartbeat, lost_at = NULL",
+            "version = excluded.version, last_heartbeat = excluded.last_heartbeat, "
+            "devices = excluded.devices, lost_at = NULL",
             {a.id, a.scaling_group, a.architecture, SlotsColumn(a.slots), slot_types.dump(),
-             ImagesColumn(a.images), a.version, now, now})
+             ImagesColumn(a.images), a.version, now, now, AgentDevicesColumn(a.devices)})
         .status();
   });
 }

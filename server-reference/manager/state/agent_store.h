@@ -6,6 +6,7 @@
 #include "bai/status.h"
 
 #include "server-reference/common/database.h"
+#include "server-reference/manager/state/columns.h"
 
 #include <chrono>
 #include <map>
@@ -26,6 +27,7 @@ struct AgentRow {
   std::map<std::string, protocol::SlotType> slot_types;
   /// Image name → its aliases.
   std::vector<std::pair<std::string, std::vector<std::string>>> images;
+  AgentDevices devices;  ///< its GPUs (columns.h)
 };
 
 /// An agent row as lists show it.

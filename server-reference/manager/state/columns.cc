@@ -75,4 +75,54 @@ std::string ImagesColumn(ImageList const& images) {
   return out.dump();
 }
 
+AgentDevices AgentDevicesFromColumn(std::string_view text) {
+  AgentDevices out;
+  if (Empty(text)) return out;
+  auto j = internal::ParseJson(text);
+  if (!j || !j->is_object()) return out;
+  if (auto p = j->find("policy"); p != j->end() && p->is_string())
+    out.policy = p->get<std::string>();
+  auto list = j->find("devices");
+  if (list == j->end() || !list->is_array()) return out;
+  for (auto const& d : *list) {
+    if (!d.is_object()) continue;
+    server::agent_protocol::DeviceInfo info;
+    info.kind = d.value("kind", std::string("cuda"));
+    info.index = d.value("index", std::int64_t{0});
+    info.uuid = d.value("uuid", std::string());
+    info.name = d.value("name", std::string());
+    info.memory = d.value("memory", std::int64_t{0});
+    if (auto shares = protocol::Decimal::Parse(d.value("shares", std::string("0"))); shares.ok()) {
+      info.shares = *shares;
+    }
+    if (!info.uuid.empty()) out.devices.push_back(std::move(info));
+  }
+  return out;
+}
+
+std::string AgentDevicesColumn(AgentDevices const& devices) {
+  json list = json::array();
+  for (auto const& d : devices.devices) {
+    list.push_back({{"kind", d.kind},
+                    {"index", d.index},
+                    {"uuid", d.uuid},
+                    {"name", d.name},
+                    {"memory", d.memory},
+                    {"shares", d.shares.ToString()}});
+  }
+  return json{{"policy", devices.policy}, {"devices", list}}.dump();
+}
+
+std::vector<server::DeviceAllocation> AllocationsFromColumn(std::string_view text) {
+  if (Empty(text)) return {};
+  auto j = internal::ParseJson(text);
+  if (!j) return {};
+  auto parsed = server::DeviceAllocationsFromJson(*j);
+  return parsed.ok() ? *std::move(parsed) : std::vector<server::DeviceAllocation>();
+}
+
+std::string AllocationsColumn(std::vector<server::DeviceAllocation> const& allocations) {
+  return server::DeviceAllocationsToJson(allocations).dump();
+}
+
 }  // namespace bai::manager

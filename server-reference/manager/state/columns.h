@@ -6,6 +6,9 @@
 
 #include "bai/protocol/resource.h"
 
+#include "server-reference/common/agent_messages.h"
+#include "server-reference/common/device_allocation.h"
+
 #include <map>
 #include <string>
 #include <string_view>
@@ -29,5 +32,18 @@ std::string MapColumn(std::map<std::string, std::string> const& map);
 using ImageList = std::vector<std::pair<std::string, std::vector<std::string>>>;
 ImageList ImagesFromColumn(std::string_view text);
 std::string ImagesColumn(ImageList const& images);
+
+/// An agent's GPUs and how it places fractions on them:
+/// {"policy": "evenly", "devices": [{kind, index, uuid, name, memory, shares}]}.
+struct AgentDevices {
+  std::string policy = "evenly";
+  std::vector<server::agent_protocol::DeviceInfo> devices;
+};
+AgentDevices AgentDevicesFromColumn(std::string_view text);
+std::string AgentDevicesColumn(AgentDevices const& devices);
+
+/// The GPUs a session holds (device_allocation.h's JSON form).
+std::vector<server::DeviceAllocation> AllocationsFromColumn(std::string_view text);
+std::string AllocationsColumn(std::vector<server::DeviceAllocation> const& allocations);
 
 }  // namespace bai::manager

@@ -182,12 +182,21 @@ server::Migration SessionMounts() {
           }};
 }
 
+server::Migration Devices() {
+  return {8,
+          "agents' GPUs and the devices each session holds on them",
+          {
+              "ALTER TABLE agents ADD COLUMN devices TEXT NOT NULL DEFAULT '{}'",
+              "ALTER TABLE sessions ADD COLUMN device_allocations TEXT NOT NULL DEFAULT '[]'",
+          }};
+}
+
 }  // namespace
 
 std::vector<server::Migration> const& Migrations() {
   static auto const* const kMigrations = new std::vector<server::Migration>{
-      Principals(), Sessions(), RateLimits(),   BackgroundTasks(),
-      AgentLists(), VFolders(), SessionMounts()};
+      Principals(), Sessions(), RateLimits(),    BackgroundTasks(),
+      AgentLists(), VFolders(), SessionMounts(), Devices()};
   return *kMigrations;
 }
 

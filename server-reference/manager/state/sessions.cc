@@ -30,7 +30,7 @@ constexpr char kColumns[] =
     "terminated_at, agent_list, vfolder_mounts";
 // What reads select: the inserted columns plus counters the manager keeps (never inserted).
 std::string const& ReadColumns() {
-  static std::string const kRead = std::string(kColumns) + ", num_queries";
+  static std::string const kRead = std::string(kColumns) + ", num_queries, device_allocations";
   return kRead;
 }
 
@@ -112,6 +112,7 @@ SessionRecord FromRow(SqlRow& r) {
   s.agent_list = ListFromColumn(r.Text(i++));
   s.vfolder_mounts = MountsFromColumn(r.Text(i++));
   s.num_queries = r.Int(i++);
+  s.devices = AllocationsFromColumn(r.Text(i++));
   return s;
 }
 
@@ -639,6 +640,8 @@ protocol::SessionInfo InfoOf(SessionRecord const& s) {
   info.num_queries = s.num_queries;
   info.startup_command = s.startup_command;
   info.priority = s.priority;
+  for (auto const& d : s.devices)
+    info.attached_devices.push_back({"cuda", d.uuid, d.slot, d.amount});
   return info;
 }
 

@@ -7,6 +7,7 @@
 #include "bai/status.h"
 
 #include "server-reference/common/database.h"
+#include "server-reference/common/device_allocation.h"
 #include "server-reference/manager/graphql/minilang.h"
 #include "server-reference/manager/state/store.h"
 
@@ -50,6 +51,7 @@ struct SessionRecord {
   std::vector<std::string> mounts;
   std::map<std::string, std::string> mount_map;
   std::vector<SessionMount> vfolder_mounts;
+  std::vector<server::DeviceAllocation> devices;  ///< GPUs the scheduler gave it (read only)
   std::map<std::string, std::string> resource_opts;
   std::optional<std::string> startup_command;
   std::optional<std::string> bootstrap_script;
