@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/agent/gpus.h"
 
+#include "server-reference/common/process.h"
+
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -111,7 +113,7 @@ std::size_t QuantaMap::Free(std::string const& uuid) const {
 
 StatusOr<GpuPlan> PlanGpus(std::vector<GpuDevice> const& gpus,
                            std::vector<server::DeviceAllocation> const& allocations,
-                           GpuSharing const& sharing, QuantaMap& quanta) {
+                           GpuSharing const& sharing, QuantaMap& quanta, std::string const& self) {
   GpuPlan plan;
   if (allocations.empty()) return plan;
   struct Slot {
@@ -185,7 +187,19 @@ StatusOr<GpuPlan> PlanGpus(std::vector<GpuDevice> const& gpus,
         }
         plan.quanta[s.gpu.uuid] = *got;
         limits += "device." + n + ".quanta=" + gpushim::FormatQuanta(*got) + "\n";
+        if (sharing.compute == "soft") {
+          limits += "device." + n + ".activity=" + kActivityInKernel + "/" + n + "\n";
+          limits += "device." + n + ".activity_self=" + self + "\n";
+          plan.activity.emplace_back(i, s.gpu.uuid);
+        }
       } else if (sharing.mode == "mps") {
+        if (!plan.mps_uuid.empty()) {
+          give_back();
+          return Status(StatusCode::kFailedPrecondition,
+                        "MPS mode: a kernel's fractions must be on one GPU (an MPS client talks "
+                        "to one server); ask for whole GPUs, or at most one GPU's worth");
+        }
+        plan.mps_uuid = s.gpu.uuid;
         int pct = static_cast<int>((s.shares.units() * 100 + per - 1) / per);
         mps_threads = std::min(mps_threads, std::max(1, pct));
         mps_memory += (mps_memory.empty() ? "" : ",") + n + "=" +
@@ -205,6 +219,61 @@ StatusOr<GpuPlan> PlanGpus(std::vector<GpuDevice> const& gpus,
     }
   }
   return plan;
+}
+
+std::string MpsDir(std::string const& state_dir, std::string const& uuid) {
+  return state_dir + "/mps/" + uuid;
+}
+
+std::vector<MpsDaemon> PlanMpsDaemons(std::vector<GpuDevice> const& gpus,
+                                      std::string const& state_dir, std::string const& control) {
+  std::vector<MpsDaemon> out;
+  for (auto const& g : gpus) {
+    MpsDaemon d;
+    d.uuid = g.uuid;
+    d.dir = MpsDir(state_dir, g.uuid);
+    std::vector<std::string> env = {"/usr/bin/env", "CUDA_VISIBLE_DEVICES=" + g.uuid,
+                                    "CUDA_MPS_PIPE_DIRECTORY=" + d.dir + "/pipe",
+                                    "CUDA_MPS_LOG_DIRECTORY=" + d.dir + "/log"};
+    d.start = env;
+    d.start.push_back(control);
+    d.start.push_back("-d");
+    d.stop = env;
+    d.stop.push_back(control);
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+Status StartMpsDaemons(std::vector<MpsDaemon> const& daemons) {
+  Status first;
+  for (auto const& d : daemons) {
+    std::error_code ec;
+    for (char const* sub : {"/pipe", "/log"}) {
+      fs::create_directories(d.dir + sub, ec);
+      // Kernels run as the work user and must reach the daemon's pipes.
+      fs::permissions(d.dir + sub, fs::perms::all, ec);
+    }
+    server::ProcessOptions o;
+    o.timeout = std::chrono::seconds(20);
+    auto r = server::RunProcess(d.start, o);
+    // A daemon an earlier run of the agent left (with its kernels) is the one to keep.
+    bool running = r.output.find("already running") != std::string::npos;
+    if (r.exit_code != 0 && !running && first.ok()) {
+      first = Status(StatusCode::kUnavailable,
+                     "MPS control daemon for " + d.uuid + " did not start: " + r.output);
+    }
+  }
+  return first;
+}
+
+void StopMpsDaemons(std::vector<MpsDaemon> const& daemons) {
+  for (auto const& d : daemons) {
+    server::ProcessOptions o;
+    o.stdin_data = "quit\n";
+    o.timeout = std::chrono::seconds(20);
+    server::RunProcess(d.stop, o);
+  }
 }
 
 GpuFiles FindGpuFiles(std::string const& nvml_library, std::string const& shim_path) {

@@ -19,6 +19,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace bai::agent {
@@ -70,6 +71,10 @@ struct GpuPlan {
   std::vector<gpushim::LedgerDeviceSpec> ledger;
   std::map<std::string, std::string> env;
   std::map<std::string, Quanta> quanta;  ///< held per device UUID (given back at destroy)
+  /// Soft mode: the devices (UUIDs, by container ordinal) whose activity boards the container
+  /// sees at kActivityInKernel/N, with its own stamp file named by `PlanGpus`'s `self`.
+  std::vector<std::pair<std::size_t, std::string>> activity;  ///< (ordinal, UUID)
+  std::string mps_uuid;  ///< MPS mode: the GPU whose MPS daemon the container talks to
 };
 
 /// Where the shim's files are inside the container.
@@ -77,13 +82,32 @@ inline constexpr char kShimDirInKernel[] = "/opt/bai/gpushim";
 inline constexpr char kShimLibInKernel[] = "/opt/bai/gpushim/libbai-gpushim.so";
 inline constexpr char kLimitsInKernel[] = "/etc/bai-gpushim.conf";
 inline constexpr char kLedgerInKernel[] = "/opt/bai/gpushim/state/ledger";
+inline constexpr char kActivityInKernel[] = "/opt/bai/gpushim/activity";
 
-/// Plans the devices of `allocations` (device UUIDs the agent has). Errors: a UUID it does not
-/// have, a fraction while sharing is off, quanta no longer free (kFailedPrecondition).
-/// Takes quanta from `quanta` on success only.
+/// Plans the devices of `allocations` (device UUIDs the agent has) for the kernel named `self`.
+/// Errors: a UUID it does not have, a fraction while sharing is off, quanta no longer free
+/// (kFailedPrecondition). Takes quanta from `quanta` on success only.
 StatusOr<GpuPlan> PlanGpus(std::vector<GpuDevice> const& gpus,
                            std::vector<server::DeviceAllocation> const& allocations,
-                           GpuSharing const& sharing, QuantaMap& quanta);
+                           GpuSharing const& sharing, QuantaMap& quanta,
+                           std::string const& self = "kernel");
+
+/// MPS mode: one NVIDIA MPS control daemon per GPU, each with its own pipe and log directories
+/// under the agent's state directory; a kernel's container gets its GPU's pipe directory.
+struct MpsDaemon {
+  std::string uuid;
+  std::string dir;                 ///< pipe/ and log/ inside
+  std::vector<std::string> start;  ///< argv: env … nvidia-cuda-mps-control -d
+  std::vector<std::string> stop;   ///< argv whose stdin gets "quit"
+};
+std::string MpsDir(std::string const& state_dir, std::string const& uuid);
+std::vector<MpsDaemon> PlanMpsDaemons(std::vector<GpuDevice> const& gpus,
+                                      std::string const& state_dir,
+                                      std::string const& control = "nvidia-cuda-mps-control");
+/// Makes the directories and starts each daemon; the first failure is returned (the others are
+/// still tried).
+Status StartMpsDaemons(std::vector<MpsDaemon> const& daemons);
+void StopMpsDaemons(std::vector<MpsDaemon> const& daemons);
 
 /// The driver's files on this host that containers with GPUs get (read only).
 struct GpuFiles {

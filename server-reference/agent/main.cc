@@ -230,6 +230,14 @@ int main(int argc, char** argv) {
   } else {
     kernels = std::make_unique<bai::agent::DummyBackend>(dummy);
   }
+  // MPS mode: one control daemon per GPU, for as long as the agent runs.
+  std::vector<bai::agent::MpsDaemon> mps;
+  if (backend == "runc" && gpu.mode == "mps" && !runc.gpus.empty()) {
+    mps = bai::agent::PlanMpsDaemons(runc.gpus, runc.state_dir);
+    if (auto s = bai::agent::StartMpsDaemons(mps); !s.ok()) {
+      std::cerr << "bai-agent: " << s.message() << " (kernels with GPU fractions will fail)\n";
+    }
+  }
   bai::agent::KernelBackend* backend_ptr = kernels.get();
   bai::agent::Agent agent(options, std::move(kernels));
   agent.Start();
@@ -253,6 +261,8 @@ int main(int argc, char** argv) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the last reports go out
+    // Without kernels, the MPS daemons go too (kept otherwise: re-adopted kernels use them).
+    bai::agent::StopMpsDaemons(mps);
   }
   agent.Stop();
   return 0;

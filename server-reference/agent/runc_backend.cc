@@ -173,6 +173,10 @@ std::vector<VfolderMount> VfolderMounts(std::vector<server::agent_protocol::Moun
   return out;
 }
 
+std::string ActivityBoardDir(RuncOptions const& o, std::string const& uuid) {
+  return o.state_dir + "/gpu-activity/" + uuid;
+}
+
 std::string OciConfig(KernelSpec const& spec, Image const& image, RuncOptions const& o,
                       BundleLayout const& layout) {
   CgroupLimits limits = LimitsFromResources(spec.resources, o.pids_limit);
@@ -271,6 +275,19 @@ std::string OciConfig(KernelSpec const& spec, Image const& image, RuncOptions co
       add(kLimitsInKernel, "bind", layout.kernel_dir + "/gpushim.conf", ro);
       add(std::string(kShimDirInKernel) + "/state", "bind", layout.kernel_dir + "/gpushim",
           {"bind", "rw", "nosuid", "nodev", "noexec"});
+      // Soft mode: the GPU's activity board read-only, this kernel's own stamp writable.
+      for (auto const& [n, uuid] : gpus->activity) {
+        std::string board = ActivityBoardDir(o, uuid);
+        std::string in_kernel = std::string(kActivityInKernel) + "/" + std::to_string(n);
+        add(in_kernel, "bind", board, ro);
+        add(in_kernel + "/" + spec.session_id, "bind", board + "/" + spec.session_id,
+            {"bind", "rw", "nosuid", "nodev", "noexec"});
+      }
+    }
+    if (!gpus->mps_uuid.empty()) {
+      std::string mps = MpsDir(o.state_dir, gpus->mps_uuid);
+      add("/opt/bai/mps/pipe", "bind", mps + "/pipe", {"bind", "rw", "nosuid", "nodev", "noexec"});
+      add("/opt/bai/mps/log", "bind", mps + "/log", {"bind", "rw", "nosuid", "nodev", "noexec"});
     }
     // Only this kernel's GPUs, and the control nodes every CUDA process opens.
     std::vector<std::string> nodes = f.device_nodes;
@@ -399,6 +416,7 @@ struct RuncBackend::Kernel {
   bool tearing_down = false;
   std::string log;                           // tail of all output
   std::map<std::string, Quanta> gpu_quanta;  // GPU time quanta it holds, by device UUID
+  std::vector<std::string> gpu_stamps;       // its activity stamp files (soft mode)
 
   struct RunState {
     json console = json::array();
@@ -528,7 +546,11 @@ Status RuncBackend::Init() {
     bool running = state.exit_code == 0 && sj && sj->value("status", "") == "running";
     k->state = {k->spec.session_id, protocol::KernelStatus::kRunning, std::nullopt, "", ""};
     if (running && !k->spec.session_id.empty() && ConnectRunner(*k, std::chrono::seconds(2))) {
-      for (auto const& [uuid, q] : k->gpu_quanta) quanta_.Hold(uuid, q);
+      for (auto const& [uuid, q] : k->gpu_quanta) {
+        quanta_.Hold(uuid, q);
+        std::string stamp = ActivityBoardDir(options_, uuid) + "/" + k->spec.session_id;
+        if (fs::exists(stamp, ec)) k->gpu_stamps.push_back(stamp);
+      }
       adopt.push_back(k);
       continue;
     }
@@ -630,7 +652,8 @@ void RuncBackend::Start(std::shared_ptr<Kernel> k) {
   }
   GpuPlan gpus;
   if (!k->spec.devices.empty()) {
-    auto plan = PlanGpus(options_.gpus, k->spec.devices, options_.gpu_sharing, quanta_);
+    auto plan =
+        PlanGpus(options_.gpus, k->spec.devices, options_.gpu_sharing, quanta_, k->spec.session_id);
     if (!plan.ok()) return fail(plan.status().message());
     gpus = *std::move(plan);
     {
@@ -650,6 +673,19 @@ void RuncBackend::Start(std::shared_ptr<Kernel> k) {
                                              options_.gid);
           !err.empty()) {
         return fail(err);
+      }
+      for (auto const& [n, uuid] : gpus.activity) {
+        // A stamp of zero: not active yet. The board is the agent's; each kernel owns its file.
+        std::string board = ActivityBoardDir(options_, uuid);
+        fs::create_directories(board, ec);
+        std::string stamp = board + "/" + k->spec.session_id;
+        if (ec || !WriteText(stamp, std::string(8, '\0')) ||
+            chown(stamp.c_str(), static_cast<uid_t>(options_.uid),
+                  static_cast<gid_t>(options_.gid)) != 0) {
+          return fail("cannot create the GPU activity stamp " + stamp);
+        }
+        std::lock_guard<std::mutex> lock(mu_);
+        k->gpu_stamps.push_back(stamp);
       }
       if (!WriteText(fs::path(k->dir) / "gpushim.conf", gpus.limits) ||
           !WriteText(fs::path(k->dir) / "ld.so.preload", std::string(kShimLibInKernel) + "\n")) {
@@ -887,6 +923,8 @@ void RuncBackend::Teardown(std::shared_ptr<Kernel> k, std::string reason,
     std::lock_guard<std::mutex> lock(mu_);
     for (auto const& [uuid, q] : k->gpu_quanta) quanta_.Give(uuid, q);
     k->gpu_quanta.clear();
+    for (auto const& stamp : k->gpu_stamps) fs::remove(stamp, ec);
+    k->gpu_stamps.clear();
     k->state.status = protocol::KernelStatus::kTerminated;
     k->state.reason = reason;
     k->state.exit_code = exit_code;

@@ -86,6 +86,8 @@ struct BundleLayout {
 };
 std::string OciConfig(KernelSpec const& spec, Image const& image, RuncOptions const& options,
                       BundleLayout const& layout);
+/// Where the agent keeps a GPU's activity board (soft mode): one stamp file per kernel on it.
+std::string ActivityBoardDir(RuncOptions const& options, std::string const& uuid);
 
 /// Runs an OCI hook of ours with the container state (JSON on stdin): `loopback-up` raises `lo`
 /// in the container's new network namespace (network mode "private": loopback only).

@@ -339,14 +339,26 @@ struct Split {
   double utilisation;
 };
 
-Split RunSplit(char const* quanta_a, char const* quanta_b, bool graph) {
+Split RunSplit(char const* quanta_a, char const* quanta_b, bool graph, bool soft = false,
+               bool b_runs = true) {
   FakeMachine m;
-  std::string a = m.Container("a", 8 * kGiB, std::string("device.0.quanta=") + quanta_a + "\n");
-  std::string b = m.Container("b", 8 * kGiB, std::string("device.0.quanta=") + quanta_b + "\n");
+  std::string extra_a = std::string("device.0.quanta=") + quanta_a + "\n";
+  std::string extra_b = std::string("device.0.quanta=") + quanta_b + "\n";
+  TempDir board;
+  if (soft) {
+    // The agent's activity board for the GPU: a zero stamp per container.
+    testing_util::WriteFileBytes(board.path() + "/a", std::string(8, '\0'));
+    testing_util::WriteFileBytes(board.path() + "/b", std::string(8, '\0'));
+    extra_a += "compute=soft\ndevice.0.activity=" + board.path() + "\ndevice.0.activity_self=a\n";
+    extra_b += "compute=soft\ndevice.0.activity=" + board.path() + "\ndevice.0.activity_self=b\n";
+  }
+  std::string a = m.Container("a", 8 * kGiB, extra_a);
+  std::string b = m.Container("b", 8 * kGiB, extra_b);
   std::vector<std::string> args = {BAI_GPUSHIM_PROBE, "launch", "6", "1000"};
   if (graph) args.emplace_back("graph");
+  std::vector<std::string> idle = {BAI_GPUSHIM_PROBE, "launch", "6", "1000", "idle"};
   BackgroundProcess pa(args, m.Env(a));
-  BackgroundProcess pb(args, m.Env(b));
+  BackgroundProcess pb(b_runs ? args : idle, m.Env(b));
   int pid_a = std::atoi(pa.WaitForLine("pid ").substr(4).c_str());
   int pid_b = std::atoi(pb.WaitForLine("pid ").substr(4).c_str());
   // Let both start and the estimates settle, then measure two seconds.
@@ -364,6 +376,11 @@ Split RunSplit(char const* quanta_a, char const* quanta_b, bool graph) {
     ADD_FAILURE() << "no GPU time recorded";
     return {0, 0};
   }
+  if (!b_runs) {
+    std::printf("[ measured ] quanta %s, soft, neighbour idle: GPU busy with the first %.3f\n",
+                quanta_a, did_a / 1e9 / wall);
+    return {1.0, did_a / 1e9 / wall};
+  }
   Split split{did_a / (did_a + did_b), (did_a + did_b) / 1e9 / wall};
   std::printf(
       "[ measured ] quanta %s / %s%s: first container %.3f of the GPU time, GPU busy %.3f\n",
@@ -380,6 +397,15 @@ TEST(GpuShimLimiter, TwoContainersSplitTheGpu30To70) {
 TEST(GpuShimLimiter, TwoContainersSplitTheGpu10To90) {
   Split s = RunSplit("0-99", "100-999", false);
   EXPECT_NEAR(s.first, 0.10, 0.05);
+}
+
+TEST(GpuShimLimiter, SoftModeUsesTheIdleNeighboursTimeAndYieldsItBack) {
+  // Alone (the neighbour launches nothing): the whole GPU.
+  Split alone = RunSplit("0-299", "300-999", false, /*soft=*/true, /*b_runs=*/false);
+  EXPECT_GT(alone.utilisation, 0.9);
+  // Both busy: each keeps to its quanta, as in hard mode.
+  Split both = RunSplit("0-299", "300-999", false, /*soft=*/true, /*b_runs=*/true);
+  EXPECT_NEAR(both.first, 0.30, 0.05);
 }
 
 TEST(GpuShimLimiter, GraphReplaysAreHeldToTheShareToo) {

@@ -11,9 +11,12 @@
 //   gpushim_probe alloc KIND BYTES COUNT [HOLD_S] COUNT allocations (plain|managed|async|pool|
 //                                                vmm|pitch), the first failure's code, then
 //                                                meminfo; HOLD_S: sleep before freeing
-//   gpushim_probe launch SECONDS BLOCKS [graph]  a saturating launch loop (graph: replays of a
-//                                                graph costing BLOCKS µs), then launches done
+//   gpushim_probe launch SECONDS BLOCKS [graph|idle]  a saturating launch loop (graph: replays
+//                                                of a graph costing BLOCKS µs; idle: a context
+//                                                and no launches), then launches done
 //   gpushim_probe processes                      NVML's compute processes, as the shim filters
+//   gpushim_probe ledger PATH UUID BYTES…        writes a ledger, as the agent does (bench/gpu)
+#include "server-reference/gpushim/core/ledger.h"
 #include "server-reference/gpushim/driver_abi.h"
 
 #include <dlfcn.h>
@@ -201,7 +204,7 @@ int Alloc(std::string const& kind, size_t bytes, int count, int hold_s) {
   return 0;
 }
 
-int Launch(double seconds, unsigned blocks, bool graph) {
+int Launch(double seconds, unsigned blocks, bool graph, bool idle) {
   std::printf("pid %d\n", static_cast<int>(getpid()));
   Context();
   using LaunchFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
@@ -213,6 +216,11 @@ int Launch(double seconds, unsigned blocks, bool graph) {
   auto make_graph =
       reinterpret_cast<CUgraphExec (*)(unsigned long long)>(dlsym(g_cuda, "baiFakeGraphExec"));
   CUgraphExec g = graph && make_graph != nullptr ? make_graph(blocks * 1000ULL) : nullptr;
+  if (idle) {
+    usleep(static_cast<useconds_t>(seconds * 1e6));
+    std::printf("launches 0\n");
+    return 0;
+  }
   auto fn = reinterpret_cast<CUfunction>(&g_gpa);  // any non-null handle: the fake runs no code
   timespec t0{};
   clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -261,6 +269,14 @@ int main(int argc, char** argv) {
   if (argc < 2) Die("usage: gpushim_probe resolve|dlsym|meminfo|alloc|launch|processes ...");
   std::string cmd = argv[1];
   if (cmd == "processes") return Processes();
+  if (cmd == "ledger" && argc >= 5 && argc % 2 == 1) {
+    std::vector<bai::gpushim::LedgerDeviceSpec> devices;
+    for (int i = 3; i + 1 < argc; i += 2)
+      devices.push_back({argv[i], std::strtoull(argv[i + 1], nullptr, 10)});
+    std::string err = bai::gpushim::Ledger::Create(argv[2], devices);
+    if (!err.empty()) Die(err.c_str());
+    return 0;
+  }
   Boot();
   if (cmd == "resolve") {
     for (int i = 2; i + 2 < argc; i += 3) {
@@ -291,8 +307,9 @@ int main(int argc, char** argv) {
                  argc >= 6 ? std::atoi(argv[5]) : 0);
   }
   if (cmd == "launch" && argc >= 4) {
-    return Launch(std::atof(argv[2]), static_cast<unsigned>(std::atoi(argv[3])),
-                  argc >= 5 && std::string(argv[4]) == "graph");
+    std::string mode = argc >= 5 ? argv[4] : "";
+    return Launch(std::atof(argv[2]), static_cast<unsigned>(std::atoi(argv[3])), mode == "graph",
+                  mode == "idle");
   }
   Die("bad arguments");
 }

@@ -99,13 +99,52 @@ TEST(AgentGpus, MpsModeSetsThreadsAndPinnedMemory) {
   sharing.mode = "mps";
   sharing.shares_per_gpu = Decimal::FromInteger(4);
   QuantaMap quanta;
-  auto plan = PlanGpus(Gpus(), {Shares("GPU-a", "1"), Shares("GPU-b", "1")}, sharing, quanta);
-  ASSERT_TRUE(plan.ok());
+  // A whole GPU and a quarter of another: the quarter is what MPS limits.
+  auto plan =
+      PlanGpus(Gpus(), {{"cuda.device", "GPU-a", Decimal::FromInteger(1)}, Shares("GPU-b", "1")},
+               sharing, quanta);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
   EXPECT_EQ(plan->env.at("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "25");
   std::string mib = std::to_string((kH100 / 4) >> 20);
-  EXPECT_EQ(plan->env.at("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), "0=" + mib + "M,1=" + mib + "M");
+  EXPECT_EQ(plan->env.at("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), "1=" + mib + "M");
+  EXPECT_EQ(plan->env.at("CUDA_MPS_PIPE_DIRECTORY"), "/opt/bai/mps/pipe");
   EXPECT_THAT(plan->limits, HasSubstr("mode=mps"));
   EXPECT_TRUE(plan->quanta.empty());  // MPS divides the SMs; no time quanta
+}
+
+TEST(AgentGpus, MpsFractionsStayOnOneGpuAndEachGpuHasItsDaemon) {
+  GpuSharing sharing;
+  sharing.mode = "mps";
+  QuantaMap quanta;
+  auto two = PlanGpus(Gpus(), {Shares("GPU-a", "0.5"), Shares("GPU-b", "0.5")}, sharing, quanta);
+  EXPECT_THAT(two.status().message(), HasSubstr("must be on one GPU"));
+  auto one = PlanGpus(Gpus(), {Shares("GPU-b", "0.5")}, sharing, quanta);
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->mps_uuid, "GPU-b");
+  auto daemons = PlanMpsDaemons(Gpus(), "/var/lib/bai-agent/a1");
+  ASSERT_EQ(daemons.size(), 2u);
+  EXPECT_EQ(daemons[1].dir, "/var/lib/bai-agent/a1/mps/GPU-b");
+  EXPECT_EQ(daemons[1].start, (std::vector<std::string>{
+                                  "/usr/bin/env", "CUDA_VISIBLE_DEVICES=GPU-b",
+                                  "CUDA_MPS_PIPE_DIRECTORY=/var/lib/bai-agent/a1/mps/GPU-b/pipe",
+                                  "CUDA_MPS_LOG_DIRECTORY=/var/lib/bai-agent/a1/mps/GPU-b/log",
+                                  "nvidia-cuda-mps-control", "-d"}));
+  EXPECT_EQ(daemons[1].stop.back(), "nvidia-cuda-mps-control");
+}
+
+TEST(AgentGpus, SoftModeGivesEachKernelItsActivityStamp) {
+  GpuSharing sharing;
+  sharing.compute = "soft";
+  QuantaMap quanta;
+  auto plan = PlanGpus(Gpus(), {Shares("GPU-b", "0.5")}, sharing, quanta, "sess-1");
+  ASSERT_TRUE(plan.ok());
+  auto parsed = gpushim::ParseConfig(plan->limits);
+  ASSERT_EQ(parsed.error, "");
+  EXPECT_EQ(parsed.config.compute, gpushim::ComputeMode::kSoft);
+  EXPECT_EQ(parsed.config.devices[0].activity_dir, std::string(kActivityInKernel) + "/0");
+  EXPECT_EQ(parsed.config.devices[0].activity_self, "sess-1");
+  ASSERT_EQ(plan->activity.size(), 1u);
+  EXPECT_EQ(plan->activity[0].second, "GPU-b");
 }
 
 TEST(AgentGpus, BadAllocationsAreRefusedAndTakeNothing) {

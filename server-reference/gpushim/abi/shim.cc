@@ -14,7 +14,9 @@
 #include "server-reference/gpushim/core/limiter.h"
 #include "server-reference/gpushim/driver_abi.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,6 +27,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -234,9 +237,22 @@ class DriverOps final : public LimiterOps {
  public:
   std::uint64_t Now() override { return NowNs(); }
   void SleepUntil(std::uint64_t t) override {
-    timespec ts{static_cast<time_t>(t / 1000000000ULL), static_cast<long>(t % 1000000000ULL)};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) != 0) {
+    // In steps, stamping the activity board (soft mode) so that neighbours see this container
+    // still wants the GPU while it waits for its quanta.
+    for (;;) {
+      std::uint64_t now = NowNs();
+      if (now >= t) return;
+      if (stamp_) stamp_(now);
+      std::uint64_t until = stamp_ ? std::min(t, now + stamp_step_ns_) : t;
+      timespec ts{static_cast<time_t>(until / 1000000000ULL),
+                  static_cast<long>(until % 1000000000ULL)};
+      while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) != 0) {
+      }
     }
+  }
+  void StampWhileWaiting(std::function<void(std::uint64_t)> stamp, std::uint64_t step_ns) {
+    stamp_ = std::move(stamp);
+    stamp_step_ns_ = step_ns;
   }
   EventHandle RecordAfter(void* stream) override {
     CUevent e = nullptr;
@@ -270,6 +286,61 @@ class DriverOps final : public LimiterOps {
 
  private:
   std::vector<CUevent> free_;
+  std::function<void(std::uint64_t)> stamp_;
+  std::uint64_t stamp_step_ns_ = 0;
+};
+
+/// Soft mode's view of the neighbours: a directory of stamp files, one per container on the GPU
+/// (the agent's), of which this container may write its own only.
+class ActivityBoard {
+ public:
+  ActivityBoard(std::string dir, std::string const& self, std::uint64_t period_ns)
+      : dir_(std::move(dir)), self_(self), period_ns_(period_ns) {
+    fd_ = ::open((dir_ + "/" + self).c_str(), O_RDWR | O_CLOEXEC);
+  }
+  ~ActivityBoard() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  ActivityBoard(ActivityBoard const&) = delete;
+  ActivityBoard& operator=(ActivityBoard const&) = delete;
+
+  /// This container wants the GPU now (written at most four times per period).
+  void Stamp(std::uint64_t now) {
+    if (fd_ < 0 || now < last_stamp_ + period_ns_ / 4) return;
+    last_stamp_ = now;
+    (void)!::pwrite(fd_, &now, sizeof now, 0);
+  }
+  /// Whether no neighbour wanted the GPU in the last two periods (read once per period).
+  bool PeersIdle(std::uint64_t now) {
+    if (now < checked_at_ + period_ns_) return idle_;
+    checked_at_ = now;
+    std::vector<std::uint64_t> stamps;
+    if (DIR* d = ::opendir(dir_.c_str())) {
+      while (dirent* e = ::readdir(d)) {
+        std::string name = e->d_name;
+        if (name == "." || name == ".." || name == self_) continue;
+        int fd = ::openat(::dirfd(d), e->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0) continue;
+        std::uint64_t stamp = 0;
+        if (::pread(fd, &stamp, sizeof stamp, 0) == static_cast<ssize_t>(sizeof stamp)) {
+          stamps.push_back(stamp);
+        }
+        ::close(fd);
+      }
+      ::closedir(d);
+    }
+    idle_ = !AnyPeerActive(stamps, now, 2 * period_ns_);
+    return idle_;
+  }
+
+ private:
+  std::string dir_;
+  std::string self_;
+  std::uint64_t period_ns_;
+  int fd_ = -1;
+  std::uint64_t last_stamp_ = 0;
+  std::uint64_t checked_at_ = 0;
+  bool idle_ = false;
 };
 
 struct DeviceState {
@@ -278,7 +349,9 @@ struct DeviceState {
   int context_refs = 0;
   std::mutex limiter_mu;
   std::unique_ptr<DriverOps> ops;
-  std::unique_ptr<Limiter> limiter;  // null: no compute limit on this device
+  std::unique_ptr<Limiter> limiter;         // null: no compute limit on this device
+  std::unique_ptr<ActivityBoard> activity;  // soft mode with neighbours to watch
+  bool soft = false;
 };
 
 struct Allocation {
@@ -395,9 +468,16 @@ void MapDevices() {
     if (limits != nullptr && ds.cap == 0) ds.cap = limits->memory_bytes;
     if (limits != nullptr && s.config.mode == SharingMode::kTimeslice && limits->ComputeLimited()) {
       ds.ops = std::make_unique<DriverOps>();
-      ds.limiter = std::make_unique<Limiter>(
-          SliceSchedule(limits->quanta, std::uint64_t{s.config.period_ms} * 1000000ULL),
-          s.config.compute, ds.ops.get());
+      std::uint64_t period_ns = std::uint64_t{s.config.period_ms} * 1000000ULL;
+      ds.limiter = std::make_unique<Limiter>(SliceSchedule(limits->quanta, period_ns),
+                                             s.config.compute, ds.ops.get());
+      ds.soft = s.config.compute == ComputeMode::kSoft;
+      if (!limits->activity_dir.empty() && !limits->activity_self.empty()) {
+        ds.activity =
+            std::make_unique<ActivityBoard>(limits->activity_dir, limits->activity_self, period_ns);
+        ActivityBoard* board = ds.activity.get();
+        ds.ops->StampWhileWaiting([board](std::uint64_t now) { board->Stamp(now); }, period_ns / 4);
+      }
       limiting = true;
     }
   }
@@ -444,6 +524,7 @@ void AfterFork() {
   for (auto& d : s.devices) {
     d.context_refs = 0;
     d.limiter.reset();
+    d.activity.reset();
     d.ops.reset();
     d.ledger_index = -1;
   }
@@ -578,7 +659,14 @@ struct LaunchGate {
     dev = &S().devices[d];
     dev->limiter_mu.lock();
     t_ptsz = ptsz;
-    dev->limiter->BeforeLaunch(false);
+    bool peers_idle = false;
+    if (dev->activity) {
+      std::uint64_t now = NowNs();
+      dev->activity->Stamp(now);
+      // Soft mode without a board has no neighbours to yield to: it stays within its quanta.
+      peers_idle = dev->soft && dev->activity->PeersIdle(now);
+    }
+    dev->limiter->BeforeLaunch(peers_idle);
   }
   CUresult Done(CUresult rc) {
     if (dev != nullptr) {

@@ -47,6 +47,12 @@ std::string SetDeviceKey(Config& config, std::string_view key, std::string_view 
     }
   } else if (field == "activity") {
     dev.activity_dir = std::string(value);
+  } else if (field == "activity_self") {
+    if (value.empty() || value.find('/') != std::string_view::npos || value == "." ||
+        value == "..") {
+      return "activity_self must be a file name";
+    }
+    dev.activity_self = std::string(value);
   } else {
     return "unknown device field '" + std::string(field) + "'";
   }

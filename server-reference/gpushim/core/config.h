@@ -10,7 +10,8 @@
 //   managed=count|refuse
 //   period_ms=100
 //   device.0.uuid=GPU-…            device.0.memory=8589934592
-//   device.0.quanta=0-299,500-599  device.0.activity=/opt/kernel/gpushim/activity/GPU-…
+//   device.0.quanta=0-299,500-599
+//   device.0.activity=/opt/bai/gpushim/activity/0   device.0.activity_self=SESSION-ID
 // `device.N` numbers the devices as the container sees them (CUDA ordinal N); the UUID is what
 // the ledger and NVML key by.
 #pragma once
@@ -34,7 +35,10 @@ struct DeviceLimits {
   std::string uuid;
   std::uint64_t memory_bytes = 0;        ///< 0: no memory cap
   std::bitset<kQuantaPerPeriod> quanta;  ///< the period's quanta this container may use
-  std::string activity_dir;              ///< soft mode: peers' activity stamps for this GPU
+  /// Soft mode: a directory with one stamp file per container on this GPU (the agent's), and the
+  /// name of this container's own, the only one it can write.
+  std::string activity_dir;
+  std::string activity_self;
   [[nodiscard]] bool ComputeLimited() const { return quanta.count() < kQuantaPerPeriod; }
 };
 

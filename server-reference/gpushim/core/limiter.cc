@@ -36,6 +36,15 @@ std::uint64_t SliceSchedule::OpenUntil(std::uint64_t now) const {
   return t;
 }
 
+bool AnyPeerActive(std::vector<std::uint64_t> const& peer_stamps, std::uint64_t now,
+                   std::uint64_t window) {
+  for (std::uint64_t stamp : peer_stamps) {
+    // A stamp from the future (another clock, a bad write) counts as active: never steal on doubt.
+    if (stamp + window >= now) return true;
+  }
+  return false;
+}
+
 Limiter::Limiter(SliceSchedule schedule, ComputeMode mode, LimiterOps* ops)
     : schedule_(schedule), mode_(mode), ops_(ops), estimate_ns_(kInitialEstimateNs) {}
 
@@ -71,7 +80,7 @@ void Limiter::WaitAndCharge(EventHandle e) {
   Reap();
   // Work that ran past the end of the stretch it was issued in is owed; count each instant once.
   std::uint64_t from = std::max(stretch_end_, charged_until_);
-  if (done_at > from) {
+  if (stretch_end_ != 0 && done_at > from) {
     debt_ns_ += done_at - from;
     stats_.overshoot_ns += done_at - from;
     charged_until_ = done_at;
@@ -81,7 +90,18 @@ void Limiter::WaitAndCharge(EventHandle e) {
 void Limiter::BeforeLaunch(bool peers_idle) {
   ++stats_.launches;
   Reap();
-  if (mode_ == ComputeMode::kSoft && peers_idle) return;
+  if (mode_ == ComputeMode::kSoft && peers_idle) {
+    // Free to run, but with a short queue (a quarter period of work), so that a neighbour who
+    // wakes up waits little; what is still queued then is owed from here.
+    auto horizon = static_cast<std::int64_t>(schedule_.PeriodNs() / 4);
+    while (!queue_.empty() && (queue_.size() >= kMaxQueued ||
+                               static_cast<std::int64_t>(queue_.size()) * estimate_ns_ > horizon)) {
+      ops_->Wait(queue_.front().event);
+      Reap();
+    }
+    stretch_end_ = ops_->Now();
+    return;
+  }
   std::uint64_t not_before = 0;
   for (;;) {
     std::uint64_t now = ops_->Now();

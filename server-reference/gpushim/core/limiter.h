@@ -25,6 +25,7 @@
 #include <bitset>
 #include <cstdint>
 #include <deque>
+#include <vector>
 
 namespace bai::gpushim {
 
@@ -38,6 +39,7 @@ class SliceSchedule {
   /// When open: the end of the stretch of owned quanta that contains `now`.
   std::uint64_t OpenUntil(std::uint64_t now) const;
   std::uint64_t QuantumNs() const { return quantum_ns_; }
+  std::uint64_t PeriodNs() const { return period_ns_; }
   double Share() const { return static_cast<double>(quanta_.count()) / kQuantaPerPeriod; }
 
  private:
@@ -45,6 +47,11 @@ class SliceSchedule {
   std::uint64_t period_ns_;
   std::uint64_t quantum_ns_;
 };
+
+/// Whether any neighbour on the GPU wanted it lately: stamps are the last instants each
+/// container (this one excluded) launched work; `window` is how recent counts as active.
+bool AnyPeerActive(std::vector<std::uint64_t> const& peer_stamps, std::uint64_t now,
+                   std::uint64_t window);
 
 using EventHandle = void*;
 
