@@ -317,6 +317,23 @@ TEST(GpuShimProcesses, OneContainersProcessesShareTheCapAndAKilledOneGivesBack) 
   EXPECT_EQ(after.allocated, 3);  // the killed holder's bytes came back
 }
 
+TEST(GpuShimProcesses, AForkedChildGetsItsOwnSlotAndGivesItBackOnExit) {
+  FakeMachine m;
+  std::string c = m.Container("c", 4 * kGiB);
+  auto r = m.Probe({"fork", std::to_string(kGiB)}, c);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("parent alloc 0\n"));
+  EXPECT_THAT(r.out, HasSubstr("child alloc 0\n"));
+  EXPECT_THAT(r.out, HasSubstr("child exit 0\n"));
+  // In the child: the parent's context and gigabyte plus its own gigabyte (the child's context
+  // is the parent's, inherited).
+  auto child = r.out.substr(r.out.find("child alloc"));
+  EXPECT_THAT(child, HasSubstr("used " + std::to_string(512 * kMiB + 2 * kGiB)));
+  // After it exited: its gigabyte is back.
+  auto after = r.out.substr(r.out.find("parent after"));
+  EXPECT_THAT(after, HasSubstr("used " + std::to_string(512 * kMiB + kGiB)));
+}
+
 // ---- tier 4: the limiter's closed loop ----------------------------------------------------------
 /// GPU time of each process on device 0, read from the fake GPU's shared state.
 std::map<int, std::uint64_t> BusyByPid(std::string const& state_path) {

@@ -16,10 +16,13 @@
 //                                                and no launches), then launches done
 //   gpushim_probe processes                      NVML's compute processes, as the shim filters
 //   gpushim_probe ledger PATH UUID BYTES…        writes a ledger, as the agent does (bench/gpu)
+//   gpushim_probe fork BYTES                     allocates, forks; the child allocates too and
+//                                                exits; meminfo from both sides
 #include "server-reference/gpushim/core/ledger.h"
 #include "server-reference/gpushim/driver_abi.h"
 
 #include <dlfcn.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -243,6 +246,27 @@ int Launch(double seconds, unsigned blocks, bool graph, bool idle) {
   return 0;
 }
 
+int Fork(size_t bytes) {
+  Context();
+  auto alloc = Get<CUresult (*)(CUdeviceptr*, size_t)>("cuMemAlloc", 3020);
+  CUdeviceptr p = 0;
+  std::printf("parent alloc %d\n", alloc(&p, bytes));
+  std::fflush(stdout);
+  pid_t child = fork();
+  if (child == 0) {
+    CUdeviceptr q = 0;
+    std::printf("child alloc %d\n", alloc(&q, bytes));
+    MemInfo();
+    std::fflush(stdout);
+    std::exit(0);  // a clean exit gives the child's bytes back
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  std::printf("child exit %d\nparent after\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  MemInfo();
+  return 0;
+}
+
 int Processes() {
   g_nvml = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
   if (g_nvml == nullptr) Die(dlerror());
@@ -306,6 +330,7 @@ int main(int argc, char** argv) {
     return Alloc(argv[2], std::strtoull(argv[3], nullptr, 10), std::atoi(argv[4]),
                  argc >= 6 ? std::atoi(argv[5]) : 0);
   }
+  if (cmd == "fork" && argc >= 3) return Fork(std::strtoull(argv[2], nullptr, 10));
   if (cmd == "launch" && argc >= 4) {
     std::string mode = argc >= 5 ? argv[4] : "";
     return Launch(std::atof(argv[2]), static_cast<unsigned>(std::atoi(argv[3])), mode == "graph",

@@ -539,9 +539,25 @@ void AtExit() {
   if (s.ledger) s.ledger->Detach();
 }
 
+// A fork while another thread holds one of the shim's locks would leave it locked forever in the
+// child: the forking thread takes them first and both sides release them.
+void BeforeFork() {
+  g_init_mu.lock();
+  S().mu.lock();
+}
+void AfterForkInParent() {
+  S().mu.unlock();
+  g_init_mu.unlock();
+}
+void AfterForkInChild() {
+  S().mu.unlock();
+  g_init_mu.unlock();
+  AfterFork();
+}
+
 [[gnu::constructor]] void RegisterHandlers() {
   // Only registrations here: no CUDA, no files (gpu-shim.md §1.5).
-  pthread_atfork(nullptr, nullptr, AfterFork);
+  pthread_atfork(BeforeFork, AfterForkInParent, AfterForkInChild);
   std::atexit(AtExit);
 }
 
@@ -607,22 +623,27 @@ CUresult AllocFromPool(CUdeviceptr* dptr, size_t size, CUmemoryPool pool, CUstre
   return CUDA_SUCCESS;
 }
 
+/// After the driver freed `p`: what it held goes back (a pool's charge is settled instead).
+/// Pointers the shim never saw are left to the driver.
+void Forget(CUdeviceptr p) {
+  std::lock_guard lock(S().mu);
+  auto it = S().allocations.find(p);
+  if (it == S().allocations.end()) return;
+  Allocation a = it->second;
+  S().allocations.erase(it);
+  if (a.pool != nullptr) {
+    SettlePool(a.pool, a.device);
+  } else {
+    Unreserve(a.device, a.bytes);
+  }
+}
+
 CUresult FreeAsync(CUdeviceptr p, CUstream stream, bool ptsz) {
   auto f = ptsz ? REAL(cuMemFreeAsync_ptsz) : REAL(cuMemFreeAsync);
   if (f == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
   CUresult rc = f(p, stream);
-  if (rc != CUDA_SUCCESS) return rc;
-  std::lock_guard lock(S().mu);
-  auto it = S().allocations.find(p);
-  if (it != S().allocations.end()) {
-    Allocation a = it->second;
-    S().allocations.erase(it);
-    if (a.pool != nullptr)
-      SettlePool(a.pool, a.device);
-    else
-      Unreserve(a.device, a.bytes);
-  }
-  return CUDA_SUCCESS;
+  if (rc == CUDA_SUCCESS) Forget(p);
+  return rc;
 }
 
 CUresult AllocPlain(CUdeviceptr* dptr, size_t size, unsigned flags, bool managed) {
@@ -909,17 +930,7 @@ SHIM_API CUresult cuMemFree_v2(CUdeviceptr p) {
   // Unknown pointers (allocated before the shim saw them, or by a path it does not wrap) are the
   // driver's business: forward and return its answer.
   CUresult rc = real(p);
-  if (rc != CUDA_SUCCESS) return rc;
-  std::lock_guard lock(S().mu);
-  auto it = S().allocations.find(p);
-  if (it != S().allocations.end()) {
-    Allocation a = it->second;
-    S().allocations.erase(it);
-    if (a.pool != nullptr)
-      SettlePool(a.pool, a.device);
-    else
-      Unreserve(a.device, a.bytes);
-  }
+  if (rc == CUDA_SUCCESS) Forget(p);
   return rc;
 }
 
