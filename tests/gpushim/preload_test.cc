@@ -14,6 +14,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <set>
@@ -24,6 +25,7 @@ namespace bai::gpushim {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing_util::BackgroundProcess;
 using testing_util::ProcessResult;
 using testing_util::RunProcess;
@@ -181,6 +183,47 @@ TEST(GpuShimResolve, DlsymRedirectsOnlyWrappedNamesTheLibraryHas) {
   EXPECT_EQ(got["nvmlDeviceGetMemoryInfo_v2"], "libbai-gpushim.so nvmlDeviceGetMemoryInfo_v2");
   EXPECT_EQ(got["nvmlDeviceGetName"], "libnvidia-ml.so.1 nvmlDeviceGetName");
   EXPECT_EQ(got["nvmlNoSuchThing"], "null null");
+}
+
+// Tier 5: the real libcudart (from the CUDA toolkit, when this machine has it) against the
+// fake driver. cudart cannot initialise on a fake (it needs the driver's private export
+// tables), but every name it resolves on the way must have gone through the shim.
+TEST(GpuShimResolve, TheRealCudartResolvesEverythingThroughTheShim) {
+  std::string cudart;
+  for (char const* dir : {static_cast<char const*>(std::getenv("CUDA_HOME")), "/usr/local/cuda"}) {
+    if (dir == nullptr) continue;
+    std::string p = std::string(dir) + "/lib64/libcudart.so.13";
+    if (access(p.c_str(), R_OK) == 0) cudart = p;
+    if (cudart.empty() && access((std::string(dir) + "/lib64/libcudart.so.12").c_str(), R_OK) == 0)
+      cudart = std::string(dir) + "/lib64/libcudart.so.12";
+    if (!cudart.empty()) break;
+  }
+  if (cudart.empty()) GTEST_SKIP() << "no libcudart.so.12/13 (the CUDA toolkit is not installed)";
+  FakeMachine m;
+  std::string config = m.Container("c", 4 * kGiB);
+  for (bool shim : {true, false}) {
+    SCOPED_TRACE(shim ? "with the shim" : "without");
+    TempDir logs;
+    auto env = m.Env(config, shim);
+    env["BAI_FAKE_CUDA_LOG"] = logs.path() + "/gpa.log";
+    auto r = RunProcess({BAI_GPUSHIM_PROBE, "cudart", cudart}, env);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.out, Not(HasSubstr("cudaGetDeviceCount 0 ")));  // init fails on the fake
+    std::string log = testing_util::ReadFileBytes(logs.path() + "/gpa.log");
+    // cudart's bootstrap and its table, as gpu-shim.md §1.1 observed them.
+    EXPECT_THAT(log, HasSubstr("gpa cuGetProcAddress 12000 0 from"));
+    EXPECT_THAT(log, HasSubstr("gpa cuMemAlloc 3020 0 from"));
+    EXPECT_THAT(log, HasSubstr("gpa cuLaunchKernel 7000 2 from"));
+    std::istringstream lines(log);
+    int total = 0;
+    int through_shim = 0;
+    for (std::string line; std::getline(lines, line);) {
+      ++total;
+      if (line.ends_with("from libbai-gpushim.so")) ++through_shim;
+    }
+    EXPECT_GT(total, 100);
+    EXPECT_EQ(through_shim, shim ? total : 0);
+  }
 }
 
 TEST(GpuShimResolve, ExportsExactlyTheHookListAndBothDlsymVersions) {

@@ -16,6 +16,8 @@
 //                                                and no launches), then launches done
 //   gpushim_probe processes                      NVML's compute processes, as the shim filters
 //   gpushim_probe ledger PATH UUID BYTES…        writes a ledger, as the agent does (bench/gpu)
+//   gpushim_probe cudart PATH                    the real libcudart: cudaGetDeviceCount (which
+//                                                initialises it), its error code
 //   gpushim_probe fork BYTES                     allocates, forks; the child allocates too and
 //                                                exits; meminfo from both sides
 #include "server-reference/gpushim/core/ledger.h"
@@ -293,6 +295,15 @@ int main(int argc, char** argv) {
   if (argc < 2) Die("usage: gpushim_probe resolve|dlsym|meminfo|alloc|launch|processes ...");
   std::string cmd = argv[1];
   if (cmd == "processes") return Processes();
+  if (cmd == "cudart" && argc >= 3) {
+    void* rt = dlopen(argv[2], RTLD_NOW | RTLD_LOCAL);
+    if (rt == nullptr) Die(dlerror());
+    auto count = reinterpret_cast<int (*)(int*)>(dlsym(rt, "cudaGetDeviceCount"));
+    if (count == nullptr) Die("no cudaGetDeviceCount");
+    int n = -1;
+    std::printf("cudaGetDeviceCount %d count %d\n", count(&n), n);
+    return 0;
+  }
   if (cmd == "ledger" && argc >= 5 && argc % 2 == 1) {
     std::vector<bai::gpushim::LedgerDeviceSpec> devices;
     for (int i = 3; i + 1 < argc; i += 2)

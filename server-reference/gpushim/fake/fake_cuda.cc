@@ -10,6 +10,8 @@
 
 #include "server-reference/gpushim/driver_abi.h"
 
+#include <dlfcn.h>
+
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
@@ -795,9 +797,42 @@ static ProcEntry const kProcTable[] = {
 #undef E
 #undef T
 
+/// BAI_FAKE_CUDA_LOG=FILE: one line per lookup, "gpa NAME VERSION FLAGS from LIBRARY", naming
+/// the library that called (the shim, when it sits between a caller and the driver).
+void LogLookup(char const* symbol, int version, unsigned long long flags, void* caller) {
+  static FILE* log = [] {
+    char const* path = std::getenv("BAI_FAKE_CUDA_LOG");
+    return path != nullptr ? std::fopen(path, "a") : nullptr;
+  }();
+  if (log == nullptr) return;
+  Dl_info info{};
+  char const* from = dladdr(caller, &info) != 0 && info.dli_fname != nullptr
+                         ? std::strrchr(info.dli_fname, '/')
+                         : nullptr;
+  std::fprintf(log, "gpa %s %d %llu from %s\n", symbol != nullptr ? symbol : "(null)", version,
+               flags, from != nullptr ? from + 1 : "?");
+  std::fflush(log);
+}
+
+CUresult GetProcAddress(char const* symbol, void** pfn, int version, unsigned long long flags,
+                        CUdriverProcAddressQueryResult* status);
+
 __attribute__((visibility("default"))) CUresult cuGetProcAddress_v2(
     char const* symbol, void** pfn, int version, unsigned long long flags,
     CUdriverProcAddressQueryResult* status) {
+  LogLookup(symbol, version, flags, __builtin_return_address(0));
+  return GetProcAddress(symbol, pfn, version, flags, status);
+}
+
+__attribute__((visibility("default"))) CUresult cuGetProcAddress(char const* symbol, void** pfn,
+                                                                 int version,
+                                                                 unsigned long long flags) {
+  LogLookup(symbol, version, flags, __builtin_return_address(0));
+  return GetProcAddress(symbol, pfn, version, flags, nullptr);
+}
+
+CUresult GetProcAddress(char const* symbol, void** pfn, int version, unsigned long long flags,
+                        CUdriverProcAddressQueryResult* status) {
   if (status != nullptr) *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
   if (symbol == nullptr || pfn == nullptr ||
       flags > CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) {
@@ -824,12 +859,6 @@ __attribute__((visibility("default"))) CUresult cuGetProcAddress_v2(
   *pfn = best->fn;
   if (status != nullptr) *status = CU_GET_PROC_ADDRESS_SUCCESS;
   return CUDA_SUCCESS;
-}
-
-__attribute__((visibility("default"))) CUresult cuGetProcAddress(char const* symbol, void** pfn,
-                                                                 int version,
-                                                                 unsigned long long flags) {
-  return cuGetProcAddress_v2(symbol, pfn, version, flags, nullptr);
 }
 
 }  // extern "C"
