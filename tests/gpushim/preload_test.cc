@@ -185,6 +185,18 @@ TEST(GpuShimResolve, DlsymRedirectsOnlyWrappedNamesTheLibraryHas) {
   EXPECT_EQ(got["nvmlNoSuchThing"], "null null");
 }
 
+TEST(GpuShimResolve, RtldNextIsAnsweredForTheCallerNotForTheShim) {
+  FakeMachine m;
+  std::string config = m.Container("c", 4 * kGiB);
+  // From the program, "next" starts at the first library after it: the preloaded shim, which
+  // defines dlsym itself. Answered relative to the shim, it would be libc's.
+  auto r = m.Probe({"next", "dlsym", "getpid"}, config);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto got = Lines(r.out);
+  EXPECT_EQ(got["dlsym"], "libbai-gpushim.so dlsym");
+  EXPECT_THAT(got["getpid"], ::testing::StartsWith("libc.so.6 "));
+}
+
 // Tier 5: the real libcudart (from the CUDA toolkit, when this machine has it) against the
 // fake driver. cudart cannot initialise on a fake (it needs the driver's private export
 // tables), but every name it resolves on the way must have gone through the shim.

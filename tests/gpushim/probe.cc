@@ -16,6 +16,7 @@
 //                                                and no launches), then launches done
 //   gpushim_probe processes                      NVML's compute processes, as the shim filters
 //   gpushim_probe ledger PATH UUID BYTES…        writes a ledger, as the agent does (bench/gpu)
+//   gpushim_probe next NAME…                     dlsym(RTLD_NEXT, NAME) from the program itself
 //   gpushim_probe cudart PATH                    the real libcudart: cudaGetDeviceCount (which
 //                                                initialises it), its error code
 //   gpushim_probe fork BYTES                     allocates, forks; the child allocates too and
@@ -295,6 +296,12 @@ int main(int argc, char** argv) {
   if (argc < 2) Die("usage: gpushim_probe resolve|dlsym|meminfo|alloc|launch|processes ...");
   std::string cmd = argv[1];
   if (cmd == "processes") return Processes();
+  if (cmd == "next") {
+    for (int i = 2; i < argc; ++i) {
+      std::printf("%s -> %s\n", argv[i], Where(dlsym(RTLD_NEXT, argv[i])).c_str());
+    }
+    return 0;
+  }
   if (cmd == "cudart" && argc >= 3) {
     void* rt = dlopen(argv[2], RTLD_NOW | RTLD_LOCAL);
     if (rt == nullptr) Die(dlerror());

@@ -772,10 +772,17 @@ void* ShimDlsym(void* handle, char const* name) {
 
 // Both versions of dlsym that programs link against: GLIBC_2.2.5 (before glibc 2.34) and
 // GLIBC_2.34 (libdl merged into libc). See gpushim.map.
+//
+// RTLD_NEXT means "after the caller", and glibc finds the caller from dlsym's return address:
+// those lookups jump straight to the real dlsym (a sibling call, so the return address is still
+// the caller's; the shim is always built optimised for this). Otherwise a library looking for
+// the next `malloc` after itself would be answered relative to the shim.
 extern "C" __attribute__((visibility("default"))) void* bai_dlsym_old(void* h, char const* n) {
+  if (h == RTLD_NEXT) return RealDlsym()(h, n);
   return ShimDlsym(h, n);
 }
 extern "C" __attribute__((visibility("default"))) void* bai_dlsym_new(void* h, char const* n) {
+  if (h == RTLD_NEXT) return RealDlsym()(h, n);
   return ShimDlsym(h, n);
 }
 __asm__(".symver bai_dlsym_old,dlsym@GLIBC_2.2.5");
