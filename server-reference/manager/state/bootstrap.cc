@@ -266,6 +266,18 @@ StatusOr<std::string> LoadFixture(Store& store, std::string const& json_text) {
   int inserted = 0;
   int skipped = 0;
   std::string now = NowIso();
+  // Passwords are hashed (Argon2, deliberately slow) before the transaction: inside it, a
+  // fixture of a few users held the database for seconds, and agents' heartbeats waited.
+  std::map<nlohmann::json const*, std::string> hashes;  // row → its password's hash
+  for (auto const& table : FixtureTables()) {
+    if (!doc->contains(table.name)) continue;
+    for (auto const& row : (*doc)[table.name]) {
+      if (!row.is_object() || !row.contains("password") || !row["password"].is_string()) continue;
+      auto hash = HashPassword(row["password"].get<std::string>());
+      if (!hash.ok()) return hash.status();
+      hashes[&row] = *hash;
+    }
+  }
   auto status = store.db().Transaction([&](SqlExecutor& tx) -> Status {
     for (auto const& table : FixtureTables()) {
       if (!doc->contains(table.name)) continue;
@@ -289,10 +301,8 @@ StatusOr<std::string> LoadFixture(Store& store, std::string const& json_text) {
           if (column == "password") {
             if (!v.is_string())
               return Status(StatusCode::kInvalidArgument, where + ": password must be a string");
-            auto hash = HashPassword(v.get<std::string>());
-            if (!hash.ok()) return hash.status();
             column = "password_hash";
-            value = *hash;
+            value = hashes.at(&row);
           } else {
             if (column == "user") column = "user_id";
             auto converted = ToSqlValue(v, table.json_columns.count(col) > 0);
