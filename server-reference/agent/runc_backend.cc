@@ -228,7 +228,11 @@ std::string OciConfig(KernelSpec const& spec, Image const& image, RuncOptions co
       if (EnvKey(e) == "LD_LIBRARY_PATH" && e.size() > 16) ld += ":" + e.substr(16);
     }
     set("LD_LIBRARY_PATH=" + ld);
-    set("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/opt/bai/nvidia/bin");
+    std::string path;
+    for (auto const& e : env) {
+      if (EnvKey(e) == "PATH") path = e.substr(5);
+    }
+    set("PATH=" + path + (path.empty() ? "" : ":") + "/opt/bai/nvidia/bin");
   }
 
   json mounts = json::array();

@@ -540,11 +540,12 @@ TEST_F(RuncTest, AGpuFractionGetsTheShimAndHalfTheMemory) {
       R"({"cuda":[{"data":{"cuda.shares":"0.5"},"device_id":"GPU-b58cbfff-a7f3-2498-9d0d-4f988f981200"}]})");
   ASSERT_EQ(Bai({"session", "cp", BAI_GPUSHIM_PROBE, "gpu-half:gpushim_probe"}).exit_code, 0);
   auto env = Bai({"exec", "gpu-half", "--", "sh", "-c",
-                  "cat /etc/ld.so.preload; echo CVD=$CUDA_VISIBLE_DEVICES; "
+                  "cat /etc/ld.so.preload; echo CVD=$CUDA_VISIBLE_DEVICES; echo PATH=$PATH; "
                   "ls /opt/bai/nvidia/lib; stat -c %U /opt/bai/gpushim/state/ledger"});
   EXPECT_EQ(env.exit_code, 0) << env.err;
   EXPECT_THAT(env.out, HasSubstr("/opt/bai/gpushim/libbai-gpushim.so\n"));
   EXPECT_THAT(env.out, HasSubstr("CVD=0\n"));
+  EXPECT_THAT(env.out, HasSubstr(":/usr/bin:/sbin:/bin:/opt/bai/nvidia/bin\n"));
   EXPECT_THAT(env.out, HasSubstr("libcuda.so.1"));
   EXPECT_THAT(env.out, HasSubstr("libnvidia-ml.so.1"));
   // The work user cannot change what every process preloads.
