@@ -646,6 +646,16 @@ CUresult FreeAsync(CUdeviceptr p, CUstream stream, bool ptsz) {
   return rc;
 }
 
+/// Reserve → driver call → roll back when the driver refuses: the one shape of every charged
+/// allocation.
+template <typename Call>
+CUresult Charged(int d, std::uint64_t bytes, Call call) {
+  if (!Reserve(d, bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
+  CUresult rc = call();
+  if (rc != CUDA_SUCCESS) Unreserve(d, bytes);
+  return rc;
+}
+
 CUresult AllocPlain(CUdeviceptr* dptr, size_t size, unsigned flags, bool managed) {
   EnsureReady();
   int d = CurrentDevice();
@@ -661,12 +671,8 @@ CUresult AllocPlain(CUdeviceptr* dptr, size_t size, unsigned flags, bool managed
   if (managed && S().config.managed == ManagedPolicy::kRefuse && S().devices[d].cap != 0) {
     return CUDA_ERROR_NOT_SUPPORTED;
   }
-  if (!Reserve(d, size)) return CUDA_ERROR_OUT_OF_MEMORY;
-  CUresult rc = call();
-  if (rc != CUDA_SUCCESS) {
-    Unreserve(d, size);
-    return rc;
-  }
+  CUresult rc = Charged(d, size, call);
+  if (rc != CUDA_SUCCESS) return rc;
   std::lock_guard lock(S().mu);
   S().allocations[*dptr] = Allocation{d, size, nullptr};
   return CUDA_SUCCESS;
@@ -998,12 +1004,8 @@ SHIM_API CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
     d = prop->location.id;
   }
   if (!Accounted(d) || handle == nullptr) return real(handle, size, prop, flags);
-  if (!Reserve(d, size)) return CUDA_ERROR_OUT_OF_MEMORY;
-  CUresult rc = real(handle, size, prop, flags);
-  if (rc != CUDA_SUCCESS) {
-    Unreserve(d, size);
-    return rc;
-  }
+  CUresult rc = Charged(d, size, [&] { return real(handle, size, prop, flags); });
+  if (rc != CUDA_SUCCESS) return rc;
   std::lock_guard lock(S().mu);
   S().handles[*handle] = Allocation{d, size, nullptr};
   return rc;
@@ -1061,15 +1063,26 @@ SHIM_API CUresult cuGraphLaunch_ptsz(CUgraphExec g, CUstream s) {
 
 // ---- NVML
 // ----------------------------------------------------------------------------------------
+namespace {
+/// The container's view of an NVML device when it has a cap: the cap, and the ledger's usage
+/// (at most the cap). False when the device is not capped for this container.
+bool CappedView(nvmlDevice_t dev, std::uint64_t* cap, std::uint64_t* used) {
+  int li = NvmlLedgerDevice(dev);
+  if (li < 0 || S().ledger->Limit(li) == 0) return false;
+  *cap = S().ledger->Limit(li);
+  *used = std::min(S().ledger->Used(li), *cap);
+  return true;
+}
+}  // namespace
+
 SHIM_API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t dev, nvmlMemory_t* m) {
   EnsureNvmlReady();
   auto real = REAL(nvmlDeviceGetMemoryInfo);
   if (real == nullptr) return NVML_ERROR_FUNCTION_NOT_FOUND;
   nvmlReturn_t rc = real(dev, m);
-  int li = rc == NVML_SUCCESS ? NvmlLedgerDevice(dev) : -1;
-  if (li < 0 || S().ledger->Limit(li) == 0) return rc;
-  std::uint64_t cap = S().ledger->Limit(li);
-  std::uint64_t used = std::min(S().ledger->Used(li), cap);
+  std::uint64_t cap = 0;
+  std::uint64_t used = 0;
+  if (rc != NVML_SUCCESS || !CappedView(dev, &cap, &used)) return rc;
   m->total = cap;
   m->used = used;
   m->free = cap - used;
@@ -1081,10 +1094,9 @@ SHIM_API nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t dev, nvmlMemory_v2
   auto real = REAL(nvmlDeviceGetMemoryInfo_v2);
   if (real == nullptr) return NVML_ERROR_FUNCTION_NOT_FOUND;
   nvmlReturn_t rc = real(dev, m);
-  int li = rc == NVML_SUCCESS ? NvmlLedgerDevice(dev) : -1;
-  if (li < 0 || S().ledger->Limit(li) == 0) return rc;
-  std::uint64_t cap = S().ledger->Limit(li);
-  std::uint64_t used = std::min(S().ledger->Used(li), cap);
+  std::uint64_t cap = 0;
+  std::uint64_t used = 0;
+  if (rc != NVML_SUCCESS || !CappedView(dev, &cap, &used)) return rc;
   m->total = cap;
   m->reserved = 0;
   m->used = used;
