@@ -18,6 +18,14 @@ constexpr std::uint32_t kVersion = 1;
 constexpr off_t kLockBase = 1 << 20;  // slot i is locked at byte kLockBase + i (past the data)
 
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
+
+// Takes up to `bytes` off a counter, never below zero; returns what was taken.
+std::uint64_t TakeAtMost(std::atomic<std::uint64_t>& counter, std::uint64_t bytes) {
+  std::uint64_t cur = counter.load();
+  while (!counter.compare_exchange_weak(cur, cur - std::min(cur, bytes))) {
+  }
+  return std::min(cur, bytes);
+}
 static_assert(std::atomic<std::int32_t>::is_always_lock_free);
 }  // namespace
 
@@ -162,11 +170,7 @@ void Ledger::ReclaimSlot(int index) {
   auto& slot = seg_->slots[index];
   for (int d = 0; d < DeviceCount(); ++d) {
     std::uint64_t held = slot.used[d].exchange(0);
-    if (held == 0) continue;
-    auto& used = seg_->devices[d].used;
-    std::uint64_t cur = used.load();
-    while (!used.compare_exchange_weak(cur, cur - std::min(cur, held))) {
-    }
+    if (held != 0) TakeAtMost(seg_->devices[d].used, held);
   }
   slot.pid.store(0);
 }
@@ -217,16 +221,8 @@ bool Ledger::Reserve(int device, std::uint64_t bytes) {
 
 void Ledger::Release(int device, std::uint64_t bytes) {
   if (slot_ < 0 || device < 0 || device >= DeviceCount()) return;
-  auto& mine = seg_->slots[slot_].used[device];
-  std::uint64_t held = mine.load();
-  std::uint64_t take = 0;
-  do {
-    take = std::min(held, bytes);
-  } while (!mine.compare_exchange_weak(held, held - take));
-  auto& used = seg_->devices[device].used;
-  std::uint64_t cur = used.load();
-  while (!used.compare_exchange_weak(cur, cur - std::min(cur, take))) {
-  }
+  // What this process gives back is at most what it holds.
+  TakeAtMost(seg_->devices[device].used, TakeAtMost(seg_->slots[slot_].used[device], bytes));
 }
 
 std::uint64_t Ledger::HeldByMe(int device) const {
