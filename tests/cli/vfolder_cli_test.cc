@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -36,6 +37,14 @@ std::string RandomBytes(std::size_t n, unsigned seed) {
     std::memcpy(&out[i], &v, 8);
   }
   return out;
+}
+
+// For failure messages: the big-file tests are the first to notice a machine short of disk.
+std::string DiskReport(std::string const& path) {
+  struct statvfs s {};
+  if (::statvfs(path.c_str(), &s) != 0) return "\n(free space unknown)";
+  return "\nfree on " + path + ": " +
+         std::to_string(static_cast<unsigned long long>(s.f_bavail) * s.f_frsize >> 20) + " MiB";
 }
 
 class VFolderCliTest : public testing_util::LocalCluster {
@@ -148,7 +157,7 @@ TEST_F(VFolderCliTest, AKilledUploadIsFinishedByANewProcess) {
     auto p = Background(
         {"vfolder", "upload", "big", work_ + "/big.bin", "--progress", "json", "--parallel", "1"});
     auto line = p->WaitForLine("\"done\"", 60000);
-    ASSERT_FALSE(line.empty());
+    ASSERT_FALSE(line.empty()) << p->Transcript() << DiskReport(work_);
     int code = p->Stop(SIGKILL);
     ASSERT_EQ(code, 128 + SIGKILL) << "the upload ended before it could be killed";
   }
@@ -166,7 +175,7 @@ TEST_F(VFolderCliTest, AKilledUploadIsFinishedByANewProcess) {
     auto p = Background(
         {"vfolder", "download", "big", "big.bin", "--dst", work_ + "/down", "--progress", "json"});
     auto line = p->WaitForLine("\"done\"", 60000);
-    ASSERT_FALSE(line.empty());
+    ASSERT_FALSE(line.empty()) << p->Transcript() << DiskReport(work_);
     ASSERT_EQ(p->Stop(SIGKILL), 128 + SIGKILL) << "the download ended before it could be killed";
   }
   EXPECT_FALSE(fs::exists(work_ + "/down/big.bin"));  // only the part file
@@ -184,7 +193,7 @@ TEST_F(VFolderCliTest, AChangedFileIsNotResumedButSentAgain) {
   testing_util::WriteFileBytes(work_ + "/f.bin", first);
   {
     auto p = Background({"vfolder", "upload", "jrnl", work_ + "/f.bin", "--progress", "json"});
-    ASSERT_FALSE(p->WaitForLine("\"done\"", 60000).empty());
+    ASSERT_FALSE(p->WaitForLine("\"done\"", 60000).empty()) << p->Transcript() << DiskReport(work_);
     ASSERT_EQ(p->Stop(SIGKILL), 128 + SIGKILL);
   }
   // Same size, other bytes, newer time: resuming would mix two files.
@@ -193,7 +202,8 @@ TEST_F(VFolderCliTest, AChangedFileIsNotResumedButSentAgain) {
   auto up = Bai({"vfolder", "upload", "jrnl", work_ + "/f.bin", "-o", "json"});
   ASSERT_EQ(up.exit_code, 0) << up.err;
   EXPECT_EQ(Json(up)["resumed"], 0);
-  ASSERT_EQ(Bai({"cp", "jrnl:f.bin", work_ + "/back"}).exit_code, 0);
+  auto back = Bai({"cp", "jrnl:f.bin", work_ + "/back"});
+  ASSERT_EQ(back.exit_code, 0) << back.err << DiskReport(work_);
   EXPECT_TRUE(testing_util::ReadFileBytes(work_ + "/back/f.bin") == second);
 }
 
@@ -322,7 +332,8 @@ TEST(VFolderProxyKillTest, AnUploadOutlivesASigkilledStorageProxy) {
   std::string line = "exec '" + testing_util::BinPath("bai") + "' vfolder upload big '" +
                      dir.path() + "/big.bin' --progress json -o json 2>&1";
   testing_util::BackgroundProcess upload({"/bin/sh", "-c", line}, env);
-  ASSERT_FALSE(upload.WaitForLine("\"done\"", 60000).empty());
+  ASSERT_FALSE(upload.WaitForLine("\"done\"", 60000).empty())
+      << upload.Transcript() << DiskReport(dir.path());
   ASSERT_EQ(proxy->Stop(SIGKILL), 128 + SIGKILL);
   // Killed half way: the volume holds an unfinished session, part of the file.
   std::int64_t kept = -1;
@@ -334,7 +345,8 @@ TEST(VFolderProxyKillTest, AnUploadOutlivesASigkilledStorageProxy) {
   EXPECT_LT(kept, static_cast<std::int64_t>(data.size())) << "the upload ended before the kill";
   proxy = start_proxy();
   auto report = upload.WaitForLine("\"files\"", 120000);
-  ASSERT_FALSE(report.empty()) << "the upload did not finish after the proxy came back";
+  ASSERT_FALSE(report.empty()) << "the upload did not finish after the proxy came back\n"
+                               << upload.Transcript() << DiskReport(dir.path());
   EXPECT_EQ(upload.Stop(0), 0);
   auto j = json::parse(report, nullptr, false);
   EXPECT_EQ(j.value("files", 0), 1) << report;

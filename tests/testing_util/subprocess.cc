@@ -219,6 +219,8 @@ std::string BackgroundProcess::WaitForLine(std::string const& needle, int timeou
       auto n = ::read(out_fd_, buf, sizeof buf);
       if (n <= 0) return "";
       pending_.append(buf, static_cast<std::size_t>(n));
+      transcript_.append(buf, static_cast<std::size_t>(n));
+      if (transcript_.size() > (128u << 10)) transcript_.erase(0, transcript_.size() - (64u << 10));
     } else {
       waited += 100;
     }

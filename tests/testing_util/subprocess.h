@@ -64,11 +64,15 @@ class BackgroundProcess {
   /// Sends `signal` and waits for the exit; returns the exit code (128+N for a signal death) or
   /// -1 after `timeout_ms`.
   int Stop(int signal, int timeout_ms = 10000);
+  int pid() const { return pid_; }
+  /// Everything read from stdout so far (the last 64 KiB), for failure messages.
+  std::string const& Transcript() const { return transcript_; }
 
  private:
   int pid_ = -1;
   int out_fd_ = -1;
   std::string pending_;
+  std::string transcript_;
 };
 
 }  // namespace bai::testing_util
