@@ -112,6 +112,17 @@ int main(int argc, char** argv) {
                  "Charged to a container's GPU memory per CUDA context (e.g. 512m)");
   app.add_option("--gpu-period", gpu.period_ms, "timeslice: the period of time quanta, ms");
   app.add_option("--gpu-shim", shim_path, "libbai-gpushim.so (default: ../lib beside bai-agent)");
+  std::string reconcile = "enforce", reconcile_slack = "64m";
+  int reconcile_ms = 2000;
+  app.add_option("--gpu-reconcile", reconcile,
+                 "Compare GPU ledgers with NVML's per-process usage: enforce (memory the shim "
+                 "did not see counts against the cap), report (gpu-usage.json and the log "
+                 "only), off")
+      ->check(CLI::IsMember({"enforce", "report", "off"}));
+  app.add_option("--gpu-reconcile-interval", reconcile_ms, "How often to reconcile, ms")
+      ->check(CLI::Range(100, 3600000));
+  app.add_option("--gpu-reconcile-slack", reconcile_slack,
+                 "Excess over the ledger that is not charged (rounding, context estimates)");
   bool stop_kernels = false;
   app.add_flag("--stop-kernels-on-exit", stop_kernels,
                "On SIGTERM/SIGINT end every kernel (default: they keep running and a restarted "
@@ -154,13 +165,20 @@ int main(int argc, char** argv) {
   options.logs_dir = state_dir + "/" + options.agent_id + "/logs";
   auto shares = bai::protocol::Decimal::Parse(gpu_shares);
   auto context = bai::protocol::ParseBinarySize(gpu_context);
-  if (!shares.ok() || !context.ok()) {
+  auto slack = bai::protocol::ParseBinarySize(reconcile_slack);
+  if (!shares.ok() || !context.ok() || !slack.ok()) {
     std::cerr << "bai-agent: "
-              << (!shares.ok() ? "--gpu-shares: " + shares.status().message()
-                               : "--gpu-context-mem: " + context.status().message())
+              << (!shares.ok()    ? "--gpu-shares: " + shares.status().message()
+                  : !context.ok() ? "--gpu-context-mem: " + context.status().message()
+                                  : "--gpu-reconcile-slack: " + slack.status().message())
               << "\n";
     return 2;
   }
+  runc.nvml_library = nvml_library;
+  runc.gpu_reconcile.enforce = reconcile == "enforce";
+  runc.gpu_reconcile.slack =
+      static_cast<std::uint64_t>(slack->units() / bai::protocol::Decimal::kUnitsPerOne);
+  runc.gpu_reconcile_interval = std::chrono::milliseconds(reconcile == "off" ? 0 : reconcile_ms);
   gpu.shares_per_gpu = *shares;
   gpu.context_bytes =
       static_cast<std::uint64_t>(context->units() / bai::protocol::Decimal::kUnitsPerOne);

@@ -3,7 +3,10 @@
 
 #include "bai/status.h"
 
+#include "server-reference/gpushim/core/reconcile.h"
+
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,9 +19,28 @@ struct GpuDevice {
   std::int64_t memory_bytes = 0;
 };
 
-/// NVIDIA GPUs through NVML, loaded at run time (`libnvidia-ml.so.1` by default), so the agent
-/// builds and runs without the driver. No library: kNotFound (a machine without NVIDIA GPUs).
-/// The library is initialised and shut down within the call.
+/// NVML, loaded at run time (`libnvidia-ml.so.1` by default) so the agent builds and runs
+/// without the driver, and initialised while the object lives.
+class Nvml {
+ public:
+  /// No library: kNotFound (a machine without NVIDIA GPUs).
+  static StatusOr<std::unique_ptr<Nvml>> Open(std::string const& library = "libnvidia-ml.so.1");
+  ~Nvml();
+  Nvml(Nvml const&) = delete;
+  Nvml& operator=(Nvml const&) = delete;
+
+  StatusOr<std::vector<GpuDevice>> Devices();
+  /// The compute processes on the device with this UUID (host PIDs, bytes each holds).
+  StatusOr<std::vector<gpushim::GpuProcess>> ComputeProcesses(std::string const& uuid);
+
+  struct Api;
+
+ private:
+  explicit Nvml(std::unique_ptr<Api> api);
+  std::unique_ptr<Api> api_;
+};
+
+/// The GPUs, with NVML opened and shut down within the call.
 StatusOr<std::vector<GpuDevice>> DiscoverNvidiaGpus(
     std::string const& library = "libnvidia-ml.so.1");
 

@@ -156,6 +156,10 @@ std::string OomCounterFile(int version, std::string const& path) {
   return version == 2 ? path + "/memory.events" : "memory" + path + "/memory.oom_control";
 }
 
+std::string CgroupProcsFile(int version, std::string const& path) {
+  return version == 2 ? path + "/cgroup.procs" : "memory" + path + "/cgroup.procs";
+}
+
 int HostCgroupVersion() {
   std::error_code ec;
   return fs::exists("/sys/fs/cgroup/cgroup.controllers", ec) ? 2 : 1;
@@ -436,6 +440,7 @@ struct RuncBackend::Kernel {
 RuncBackend::RuncBackend(RuncOptions options) : options_(std::move(options)) {}
 
 RuncBackend::~RuncBackend() {
+  reconciler_.reset();
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
@@ -584,7 +589,27 @@ Status RuncBackend::Init() {
     }
     Spawn([this, k] { ReadLoop(k); });
   }
+  if (!options_.gpus.empty() && options_.gpu_reconcile_interval.count() > 0) {
+    reconciler_ = std::make_unique<GpuReconciler>(options_.nvml_library, options_.gpu_reconcile,
+                                                  [this] { return ReconcileTargets(); });
+    reconciler_->Start(options_.gpu_reconcile_interval);
+  }
   return Status();
+}
+
+std::vector<ReconcileTarget> RuncBackend::ReconcileTargets() const {
+  std::vector<ReconcileTarget> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto const& [id, k] : kernels_) {
+    if (k->tearing_down || k->state.status != protocol::KernelStatus::kRunning) continue;
+    std::string ledger = k->dir + "/gpushim/ledger";
+    std::error_code ec;
+    if (!fs::exists(ledger, ec)) continue;  // no fraction of a GPU
+    out.push_back({id, ledger,
+                   "/sys/fs/cgroup/" + CgroupProcsFile(cgroup_version_, k->cgroups_path),
+                   k->dir + "/gpu-usage.json"});
+  }
+  return out;
 }
 
 std::string RuncBackend::ContainerId(std::string const& session_id) const {

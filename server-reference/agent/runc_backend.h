@@ -2,6 +2,7 @@
 #pragma once
 
 #include "server-reference/agent/backend.h"
+#include "server-reference/agent/gpu_reconcile.h"
 #include "server-reference/agent/gpus.h"
 #include "server-reference/agent/images.h"
 #include "server-reference/common/runner_messages.h"
@@ -42,6 +43,10 @@ struct RuncOptions {
   std::vector<GpuDevice> gpus;
   GpuSharing gpu_sharing;
   GpuFiles gpu_files;
+  /// Reconciliation of GPU kernels' ledgers with NVML (gpu_reconcile.h); interval 0: off.
+  std::string nvml_library = "libnvidia-ml.so.1";
+  gpushim::ReconcilePolicy gpu_reconcile;
+  std::chrono::milliseconds gpu_reconcile_interval{2000};
 };
 
 /// A virtual folder of create_kernel's `mounts` where the kernel sees it: the default kernel
@@ -73,6 +78,8 @@ std::vector<std::pair<std::string, std::string>> CgroupFiles(int version,
                                                              CgroupLimits const& limits);
 /// The file holding the kernel's OOM-kill counter, and the key in it ("oom_kill").
 std::string OomCounterFile(int version, std::string const& cgroups_path);
+/// The file listing the host PIDs of the kernel's processes.
+std::string CgroupProcsFile(int version, std::string const& cgroups_path);
 /// 1 or 2 for this host (v2 when /sys/fs/cgroup/cgroup.controllers exists).
 int HostCgroupVersion();
 
@@ -135,6 +142,8 @@ class RuncBackend : public KernelBackend {
   /// Whether the kernel's cgroup counted an OOM kill (read before the cgroup is deleted).
   bool OomKilled(Kernel const& k) const;
   std::vector<std::string> Runc(std::vector<std::string> args) const;
+  /// The running kernels with a GPU ledger, for the reconciler.
+  std::vector<ReconcileTarget> ReconcileTargets() const;
   void Spawn(std::function<void()> fn);
 
   RuncOptions options_;
@@ -153,6 +162,7 @@ class RuncBackend : public KernelBackend {
   std::vector<Worker> threads_;
   bool stopping_ = false;
   QuantaMap quanta_;  ///< GPU time quanta held by this agent's kernels
+  std::unique_ptr<GpuReconciler> reconciler_;
 };
 
 }  // namespace bai::agent

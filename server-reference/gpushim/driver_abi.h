@@ -16,6 +16,9 @@ typedef int CUresult;
 typedef int CUdevice;
 typedef unsigned long long CUdeviceptr;
 typedef struct CUctx_st* CUcontext;
+// Passed through only (cuCtxCreate_v3/_v4): never looked into.
+typedef struct CUexecAffinityParam_st CUexecAffinityParam;
+typedef struct CUctxCreateParams_st CUctxCreateParams;
 typedef struct CUstream_st* CUstream;
 typedef struct CUevent_st* CUevent;
 typedef struct CUfunc_st* CUfunction;

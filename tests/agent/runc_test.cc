@@ -14,8 +14,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -561,6 +563,85 @@ TEST_F(RuncTest, AGpuFractionGetsTheShimAndHalfTheMemory) {
   auto dir = KernelDir(id);
   EXPECT_THAT(ReadFile(dir + "/gpushim.conf"), HasSubstr("device.0.quanta=0-499\n"));
   ASSERT_EQ(Bai({"session", "rm", "gpu-half"}).exit_code, 0);
+}
+
+// Reconciliation in a real container: the fake GPU's state is shared with the agent through a
+// mounted folder (a real GPU's is in the kernel), so NVML outside and inside see the same
+// processes. The agent writes each ledger slot's host PID; NVML inside names host PIDs, and the
+// shim maps them back to the container's own; memory taken behind the shim's back is charged.
+TEST_F(RuncTest, AGpuContainersProcessesAreItsOwnAndHiddenMemoryIsCharged) {
+  agent_.reset();
+  std::string state = dir_.path() + "/gpu.state";
+  StartAgent({"--nvml-library", BAI_FAKE_NVML, "--gpu-shim", BAI_GPUSHIM_LIB, "--gpu-context-mem",
+              "552402944", "--gpu-reconcile-interval", "200"},
+             {{"BAI_FAKE_GPU_COUNT", "1"}, {"BAI_FAKE_GPU_STATE", state}, {"ASAN_OPTIONS", ""}});
+  ASSERT_EQ(Bai({"vfolder", "create", "fakegpu"}).exit_code, 0);
+  auto r = Bai({"api", "POST", "/session", "-d",
+                json{{"name", "gpu-procs"},
+                     {"image", "python"},
+                     {"type", "interactive"},
+                     {"config",
+                      {{"resources", {{"cpu", 1}, {"mem", "1g"}, {"cuda.shares", "0.5"}}},
+                       {"mounts", {"fakegpu"}}}}}
+                    .dump()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::string id = internal::ParseJson(r.out).value_or(json()).value("sessionId", "");
+  ASSERT_FALSE(id.empty()) << r.out;
+  // The folder's host directory, from the kernel's OCI configuration.
+  auto oci = internal::ParseJson(ReadFile(KernelDir(id) + "/config.json")).value_or(json());
+  std::string folder;
+  for (auto const& m : oci["mounts"]) {
+    if (m.value("destination", "") == "/home/work/fakegpu") folder = m.value("source", "");
+  }
+  ASSERT_FALSE(folder.empty()) << oci["mounts"].dump();
+  ASSERT_EQ(::link(state.c_str(), (folder + "/gpu.state").c_str()), 0) << std::strerror(errno);
+  ASSERT_EQ(Bai({"session", "cp", BAI_GPUSHIM_PROBE, "gpu-procs:gpushim_probe"}).exit_code, 0);
+  std::string probe =
+      "chmod +x gpushim_probe; export BAI_FAKE_GPU_STATE=/home/work/fakegpu/gpu.state; ";
+  auto holder = Bai({"exec", "gpu-procs", "--", "sh", "-c",
+                     probe + "nohup ./gpushim_probe alloc plain 1073741824 1 60 > /tmp/h.log 2>&1 "
+                             "& echo $! > /tmp/h.pid; sleep 1; cat /tmp/h.log"});
+  ASSERT_THAT(holder.out, HasSubstr("allocated 1 of 1")) << holder.err;
+  auto usage = [&] {
+    return internal::ParseJson(ReadFile(KernelDir(id) + "/gpu-usage.json")).value_or(json());
+  };
+  // The agent has seen the holder through NVML (so the fake now reports its host PID).
+  json seen = json::object();
+  for (int i = 0; i < 100 && seen.value("nvml", 0ULL) == 0; ++i) {
+    usleep(100 * 1000);
+    auto u = usage();
+    if (u.contains("devices") && !u["devices"].empty()) seen = u["devices"][0];
+  }
+  ASSERT_EQ(seen.value("nvml", 0ULL), 552402944ULL + (1ULL << 30)) << seen.dump();
+  EXPECT_EQ(seen.value("ledger", 0ULL), 552402944ULL + (1ULL << 30)) << seen.dump();
+  EXPECT_EQ(seen.value("untracked", 1ULL), 0ULL) << seen.dump();
+  // Inside, NVML's process list is the container's, by the container's PIDs.
+  auto procs = Bai({"exec", "gpu-procs", "--", "sh", "-c",
+                    probe + "echo holder $(cat /tmp/h.pid); ./gpushim_probe processes"});
+  ASSERT_EQ(procs.exit_code, 0) << procs.err;
+  std::string pid = procs.out.substr(7, procs.out.find('\n') - 7);
+  EXPECT_THAT(procs.out, HasSubstr("processes 0 count 1\n")) << procs.out;
+  EXPECT_THAT(procs.out,
+              HasSubstr("pid " + pid + " used " + std::to_string(552402944ULL + (1ULL << 30))))
+      << procs.out;
+  // A gigabyte taken behind the shim's back is found and charged: the cap's free bytes drop.
+  auto behind = Bai({"exec", "gpu-procs", "--", "sh", "-c",
+                     probe + "nohup ./gpushim_probe driver 1073741824 60 > /tmp/d.log 2>&1 & "
+                             "sleep 1; cat /tmp/d.log"});
+  ASSERT_THAT(behind.out, HasSubstr("driver took 0")) << behind.err;
+  for (int i = 0; i < 100 && seen.value("untracked", 0ULL) == 0; ++i) {
+    usleep(100 * 1000);
+    auto u = usage();
+    if (u.contains("devices") && !u["devices"].empty()) seen = u["devices"][0];
+  }
+  EXPECT_EQ(seen.value("untracked", 0ULL), 1ULL << 30) << seen.dump();
+  auto mem = Bai({"exec", "gpu-procs", "--", "sh", "-c", probe + "./gpushim_probe meminfo"});
+  // Half of NVML's 85520809984 bytes, less three contexts (holder, the driver's, this one) and
+  // two gigabytes.
+  std::uint64_t expected = 42760404992ULL - 3 * 552402944ULL - (2ULL << 30);
+  EXPECT_THAT(mem.out, HasSubstr("free " + std::to_string(expected) + " total 42760404992"))
+      << mem.out << mem.err;
+  ASSERT_EQ(Bai({"session", "rm", "gpu-procs"}).exit_code, 0);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include "server-reference/gpushim/core/config.h"
 #include "server-reference/gpushim/core/ledger.h"
 #include "server-reference/gpushim/core/limiter.h"
+#include "server-reference/gpushim/core/reconcile.h"
 #include "tests/testing_util/subprocess.h"
 
 #include <gtest/gtest.h>
@@ -183,6 +184,90 @@ TEST(GpuShimLedger, CreateReplacesAtomicallyAndKeepsOwnership) {
   auto l = OpenOrDie(path);
   EXPECT_EQ(l->Limit(0), 2 * kGiB);
   EXPECT_NE(Ledger::Create(dir.path() + "/no/such/dir/ledger", {}), "");
+}
+
+TEST(GpuShimLedger, UntrackedBytesCountAgainstTheCapAndHostPidsAreKept) {
+  TempDir dir;
+  std::string path = dir.path() + "/ledger";
+  ASSERT_EQ(Ledger::Create(path, {{"GPU-a", 4 * kGiB}, {"GPU-b", 0}}), "");
+  auto l = OpenOrDie(path);
+  ASSERT_TRUE(l->Attach());
+  ASSERT_TRUE(l->Reserve(0, kGiB));
+  // The agent found 2 GiB the shim never saw: 1 GiB is left, not 3.
+  l->SetUntracked(0, 2 * kGiB);
+  EXPECT_EQ(l->Used(0), kGiB);
+  EXPECT_EQ(l->Untracked(0), 2 * kGiB);
+  EXPECT_EQ(l->Charged(0), 3 * kGiB);
+  EXPECT_FALSE(l->Reserve(0, kGiB + 1));
+  EXPECT_TRUE(l->Reserve(0, kGiB));
+  EXPECT_FALSE(l->Reserve(0, 1));
+  // More untracked than the cap: nothing more fits, and nothing wraps around.
+  l->SetUntracked(0, 8 * kGiB);
+  EXPECT_FALSE(l->Reserve(0, 1));
+  l->SetUntracked(0, 0);
+  EXPECT_TRUE(l->Reserve(0, 2 * kGiB));
+  // An uncapped device counts untracked bytes too but refuses nothing.
+  l->SetUntracked(1, 100 * kGiB);
+  EXPECT_TRUE(l->Reserve(1, 100 * kGiB));
+  EXPECT_EQ(l->Charged(1), 200 * kGiB);
+  // The agent writes the host PID of each slot's owner; a new owner of the slot clears it.
+  auto slots = l->Slots();
+  ASSERT_EQ(slots.size(), 1u);
+  EXPECT_EQ(slots[0].host_pid, 0);
+  l->SetHostPid(slots[0].index, 424242);
+  EXPECT_EQ(l->Slots()[0].host_pid, 424242);
+  l->Detach();
+  ASSERT_TRUE(l->Attach());
+  EXPECT_EQ(l->Slots()[0].host_pid, 0);
+  l->SetHostPid(-1, 1);  // out of range: ignored
+  l->SetHostPid(kLedgerSlots, 1);
+  l->SetUntracked(7, 1);
+}
+
+// ---- reconciliation
+// -------------------------------------------------------------------------------
+TEST(GpuShimReconcile, CountsOnlyTheContainersProcessesAndNamesThoseWithoutTheShim) {
+  std::vector<GpuProcess> on_device = {
+      {100, 3 * kGiB},  // ours, shimmed
+      {101, kGiB},      // ours, not shimmed (a static binary)
+      {200, 9 * kGiB},  // another tenant's
+      {102, 0},         // ours, a context being torn down
+  };
+  auto u = ReconcileDevice("GPU-a", 8 * kGiB, 3 * kGiB, on_device, {100, 101, 102}, {100}, {});
+  EXPECT_EQ(u.uuid, "GPU-a");
+  EXPECT_EQ(u.limit, 8 * kGiB);
+  EXPECT_EQ(u.ledger, 3 * kGiB);
+  EXPECT_EQ(u.nvml, 4 * kGiB);
+  EXPECT_EQ(u.drift, static_cast<std::int64_t>(kGiB));
+  EXPECT_EQ(u.untracked, kGiB);
+  EXPECT_EQ(u.unshimmed, std::vector<unsigned>{101});
+}
+
+TEST(GpuShimReconcile, ChargesOnlyWhatPassesTheSlackAndOnlyWhenEnforcing) {
+  ReconcilePolicy policy;
+  policy.slack = 64ull << 20;
+  std::vector<GpuProcess> procs = {{7, kGiB + (64ull << 20)}};
+  // Within the slack (rounding, the context estimate): reported, not charged.
+  auto u = ReconcileDevice("GPU-a", 0, kGiB, procs, {7}, {7}, policy);
+  EXPECT_EQ(u.drift, 64 << 20);
+  EXPECT_EQ(u.untracked, 0u);
+  procs[0].bytes += 1;
+  EXPECT_EQ(ReconcileDevice("GPU-a", 0, kGiB, procs, {7}, {7}, policy).untracked,
+            (64ull << 20) + 1);
+  policy.enforce = false;
+  u = ReconcileDevice("GPU-a", 0, kGiB, procs, {7}, {7}, policy);
+  EXPECT_EQ(u.untracked, 0u);
+  EXPECT_GT(u.drift, 0);
+  // The ledger ahead of NVML (memory reserved, not yet allocated by the driver): negative drift,
+  // nothing charged.
+  policy.enforce = true;
+  u = ReconcileDevice("GPU-a", 0, 2 * kGiB, procs, {7}, {7}, policy);
+  EXPECT_LT(u.drift, 0);
+  EXPECT_EQ(u.untracked, 0u);
+  // No processes of ours at all.
+  u = ReconcileDevice("GPU-a", 0, 0, procs, {}, {}, policy);
+  EXPECT_EQ(u.nvml, 0u);
+  EXPECT_TRUE(u.unshimmed.empty());
 }
 
 // ---- limiter

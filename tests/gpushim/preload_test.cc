@@ -344,6 +344,23 @@ TEST(GpuShimMemory, ABrokenLimitsFileIsReportedAndNothingIsLimited) {
   EXPECT_EQ(ParseMem(r.out).allocated, 5);
 }
 
+TEST(GpuShimMemory, CreatedContextsAreChargedUntilDestroyedThroughEveryAbi) {
+  FakeMachine m;
+  // 4 GiB and 512 MiB per context: eight contexts fit, the ninth does not.
+  std::string config = m.Container("c", 4 * kGiB);
+  for (char const* version : {"3020", "11040", "12050"}) {
+    auto r = m.Probe({"contexts", "10", version}, config);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.out,
+                HasSubstr("created 8 of 10 first_error 2 via libbai-gpushim.so cuCtxCreate_v"))
+        << version;
+    EXPECT_THAT(r.out, HasSubstr("after destroy created 2 of 2")) << version;
+  }
+  EXPECT_THAT(m.Probe({"contexts", "1", "12050"}, config).out, HasSubstr("cuCtxCreate_v4"));
+  EXPECT_THAT(m.Probe({"contexts", "1", "11040"}, config).out, HasSubstr("cuCtxCreate_v3"));
+  EXPECT_THAT(m.Probe({"contexts", "1", "3020"}, config).out, HasSubstr("cuCtxCreate_v2"));
+}
+
 // ---- tier 3: processes --------------------------------------------------------------------------
 TEST(GpuShimProcesses, OneContainersProcessesShareTheCapAndAKilledOneGivesBack) {
   FakeMachine m;

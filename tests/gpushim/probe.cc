@@ -19,6 +19,12 @@
 //   gpushim_probe next NAME…                     dlsym(RTLD_NEXT, NAME) from the program itself
 //   gpushim_probe cudart PATH                    the real libcudart: cudaGetDeviceCount (which
 //                                                initialises it), its error code
+//   gpushim_probe driver BYTES HOLD_S            a context, then BYTES the driver takes on its
+//                                                own (the fake's baiFakeDriverAlloc: seen by
+//                                                NVML, by no wrapped call); holds them HOLD_S
+//   gpushim_probe contexts COUNT VERSION         cuCtxCreate (as asked at VERSION) COUNT times,
+//                                                the first failure's code; then two destroyed
+//                                                and two created again
 //   gpushim_probe fork BYTES                     allocates, forks; the child allocates too and
 //                                                exits; meminfo from both sides
 #include "server-reference/gpushim/core/ledger.h"
@@ -123,6 +129,46 @@ void MemInfo() {
   nvmlReturn_t r2 = mem2(dev, &m2);
   std::printf("nvmlMemory_v2 %d total %llu reserved %llu used %llu free %llu\n", r2, m2.total,
               m2.reserved, m2.used, m2.free);
+}
+
+int Contexts(int count, int version) {
+  auto init = Get<CUresult (*)(unsigned)>("cuInit", 2000);
+  if (init(0) != CUDA_SUCCESS) Die("cuInit");
+  // The same call through every ABI: the wrapper for the one the driver hands out.
+  void* create = nullptr;
+  CUdriverProcAddressQueryResult st{};
+  if (g_gpa("cuCtxCreate", &create, version, 0, &st) != CUDA_SUCCESS) Die("cuCtxCreate");
+  auto destroy = Get<CUresult (*)(CUcontext)>("cuCtxDestroy", 4000);
+  auto make = [&](CUcontext* c) {
+    if (version >= 12050)
+      return reinterpret_cast<CUresult (*)(CUcontext*, CUctxCreateParams*, unsigned, CUdevice)>(
+          create)(c, nullptr, 0, 0);
+    if (version >= 11040)
+      return reinterpret_cast<CUresult (*)(CUcontext*, CUexecAffinityParam*, int, unsigned,
+                                           CUdevice)>(create)(c, nullptr, 0, 0, 0);
+    return reinterpret_cast<CUresult (*)(CUcontext*, unsigned, CUdevice)>(create)(c, 0, 0);
+  };
+  std::vector<CUcontext> made;
+  CUresult failed = CUDA_SUCCESS;
+  for (int i = 0; i < count; ++i) {
+    CUcontext c = nullptr;
+    failed = make(&c);
+    if (failed != CUDA_SUCCESS) break;
+    made.push_back(c);
+  }
+  std::printf("created %zu of %d first_error %d via %s\n", made.size(), count, failed,
+              Where(create).c_str());
+  int again = 0;
+  for (int i = 0; i < 2 && !made.empty(); ++i) {
+    if (destroy(made.back()) != CUDA_SUCCESS) Die("cuCtxDestroy");
+    made.pop_back();
+  }
+  for (int i = 0; i < 2; ++i) {
+    CUcontext c = nullptr;
+    if (make(&c) == CUDA_SUCCESS) ++again;
+  }
+  std::printf("after destroy created %d of 2\n", again);
+  return 0;
 }
 
 int Alloc(std::string const& kind, size_t bytes, int count, int hold_s) {
@@ -309,6 +355,14 @@ int main(int argc, char** argv) {
     if (count == nullptr) Die("no cudaGetDeviceCount");
     int n = -1;
     std::printf("cudaGetDeviceCount %d count %d\n", count(&n), n);
+    // libcudart's own resolver: where the pointer it hands out leads.
+    using ByVersion = int (*)(char const*, void**, unsigned, unsigned long long, int*);
+    if (auto entry = reinterpret_cast<ByVersion>(dlsym(rt, "cudaGetDriverEntryPointByVersion"))) {
+      void* p = nullptr;
+      int status = -1;
+      int rc = entry("cuMemAlloc", &p, 12000, 0, &status);
+      std::printf("cudaGetDriverEntryPointByVersion %d %d %s\n", rc, status, Where(p).c_str());
+    }
     return 0;
   }
   if (cmd == "ledger" && argc >= 5 && argc % 2 == 1) {
@@ -347,6 +401,17 @@ int main(int argc, char** argv) {
   if (cmd == "alloc" && argc >= 5) {
     return Alloc(argv[2], std::strtoull(argv[3], nullptr, 10), std::atoi(argv[4]),
                  argc >= 6 ? std::atoi(argv[5]) : 0);
+  }
+  if (cmd == "contexts" && argc >= 4) return Contexts(std::atoi(argv[2]), std::atoi(argv[3]));
+  if (cmd == "driver" && argc >= 4) {
+    Context();
+    auto take =
+        reinterpret_cast<int (*)(int, unsigned long long)>(dlsym(g_cuda, "baiFakeDriverAlloc"));
+    if (take == nullptr) Die("not the fake driver");
+    std::printf("driver took %d\n", take(0, std::strtoull(argv[2], nullptr, 10)));
+    std::fflush(stdout);
+    sleep(static_cast<unsigned>(std::atoi(argv[3])));
+    return 0;
   }
   if (cmd == "fork" && argc >= 3) return Fork(std::strtoull(argv[2], nullptr, 10));
   if (cmd == "launch" && argc >= 4) {

@@ -13,6 +13,10 @@
   X(cuDevicePrimaryCtxRetain)       \
   X(cuDevicePrimaryCtxRelease)      \
   X(cuDevicePrimaryCtxRelease_v2)   \
+  X(cuCtxCreate_v2)                 \
+  X(cuCtxCreate_v3)                 \
+  X(cuCtxCreate_v4)                 \
+  X(cuCtxDestroy_v2)                \
   X(cuDeviceTotalMem_v2)            \
   X(cuMemGetInfo_v2)                \
   X(cuMemAlloc_v2)                  \

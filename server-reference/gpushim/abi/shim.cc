@@ -46,6 +46,10 @@ CUresult cuGetProcAddress_v2(char const*, void**, int, unsigned long long,
 CUresult cuDevicePrimaryCtxRetain(CUcontext*, CUdevice);
 CUresult cuDevicePrimaryCtxRelease(CUdevice);
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice);
+CUresult cuCtxCreate_v2(CUcontext*, unsigned int, CUdevice);
+CUresult cuCtxCreate_v3(CUcontext*, CUexecAffinityParam*, int, unsigned int, CUdevice);
+CUresult cuCtxCreate_v4(CUcontext*, CUctxCreateParams*, unsigned int, CUdevice);
+CUresult cuCtxDestroy_v2(CUcontext);
 CUresult cuDeviceTotalMem_v2(size_t*, CUdevice);
 CUresult cuMemGetInfo_v2(size_t*, size_t*);
 CUresult cuMemAlloc_v2(CUdeviceptr*, size_t);
@@ -368,7 +372,8 @@ struct State {
   int device_count = 0;
   std::unordered_map<CUdeviceptr, Allocation> allocations;
   std::unordered_map<CUmemGenericAllocationHandle, Allocation> handles;
-  std::map<CUmemoryPool, std::pair<int, std::uint64_t>> pool_charge;  // pool → (device, bytes)
+  std::map<CUmemoryPool, std::pair<int, std::uint64_t>> pool_charge;     // pool → (device, bytes)
+  std::unordered_map<CUcontext, std::pair<int, std::uint64_t>> created;  // cuCtxCreate's
 };
 
 State& S() {
@@ -510,7 +515,7 @@ void Unreserve(int d, std::uint64_t bytes) {
 }
 
 std::uint64_t UsedOn(int d) {
-  return Accounted(d) ? S().ledger->Used(S().devices[d].ledger_index) : 0;
+  return Accounted(d) ? S().ledger->Charged(S().devices[d].ledger_index) : 0;
 }
 
 void AfterFork() {
@@ -521,6 +526,7 @@ void AfterFork() {
   s.allocations.clear();
   s.handles.clear();
   s.pool_charge.clear();
+  s.created.clear();
   for (auto& d : s.devices) {
     d.context_refs = 0;
     d.limiter.reset();
@@ -736,8 +742,13 @@ nvmlReturn_t FilterProcesses(nvmlReturn_t rc, unsigned* count, Info* infos) {
   unsigned kept = 0;
   for (unsigned i = 0; i < *count; ++i) {
     for (auto const& slot : slots) {
-      if (static_cast<unsigned>(slot.owner_pid) == infos[i].pid ||
-          static_cast<unsigned>(slot.pid) == infos[i].pid) {
+      // NVML names host PIDs: the one the agent wrote into the slot. Until it has (or with
+      // no agent: in the host's namespace), the lock owner or the process's own PID.
+      bool const same = slot.host_pid != 0
+                            ? static_cast<unsigned>(slot.host_pid) == infos[i].pid
+                            : static_cast<unsigned>(slot.owner_pid) == infos[i].pid ||
+                                  static_cast<unsigned>(slot.pid) == infos[i].pid;
+      if (same) {
         infos[kept] = infos[i];
         infos[kept].pid = static_cast<unsigned>(slot.pid);
         ++kept;
@@ -863,6 +874,59 @@ CUresult ReleaseCtx(F real, CUdevice dev) {
   return rc;
 }
 }  // namespace
+
+namespace {
+// A created context is charged like a primary one, each on its own, until destroyed.
+template <typename Call>
+CUresult CreateCtx(CUcontext* ctx, CUdevice dev, Call call) {
+  State& s = S();
+  std::uint64_t bytes = dev >= 0 && dev < s.device_count ? s.config.context_bytes : 0;
+  if (bytes > 0 && !Reserve(dev, bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
+  CUresult rc = call();
+  if (rc != CUDA_SUCCESS || ctx == nullptr) {
+    if (bytes > 0) Unreserve(dev, bytes);
+    return rc;
+  }
+  std::lock_guard lock(s.mu);
+  s.created[*ctx] = {dev, bytes};
+  return rc;
+}
+}  // namespace
+
+SHIM_API CUresult cuCtxCreate_v2(CUcontext* ctx, unsigned int flags, CUdevice dev) {
+  EnsureReady();
+  auto real = REAL(cuCtxCreate_v2);
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  return CreateCtx(ctx, dev, [&] { return real(ctx, flags, dev); });
+}
+SHIM_API CUresult cuCtxCreate_v3(CUcontext* ctx, CUexecAffinityParam* params, int count,
+                                 unsigned int flags, CUdevice dev) {
+  EnsureReady();
+  auto real = REAL(cuCtxCreate_v3);
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  return CreateCtx(ctx, dev, [&] { return real(ctx, params, count, flags, dev); });
+}
+SHIM_API CUresult cuCtxCreate_v4(CUcontext* ctx, CUctxCreateParams* params, unsigned int flags,
+                                 CUdevice dev) {
+  EnsureReady();
+  auto real = REAL(cuCtxCreate_v4);
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  return CreateCtx(ctx, dev, [&] { return real(ctx, params, flags, dev); });
+}
+SHIM_API CUresult cuCtxDestroy_v2(CUcontext ctx) {
+  EnsureReady();
+  auto real = REAL(cuCtxDestroy_v2);
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  CUresult rc = real(ctx);
+  if (rc != CUDA_SUCCESS) return rc;
+  State& s = S();
+  std::lock_guard lock(s.mu);
+  if (auto it = s.created.find(ctx); it != s.created.end()) {
+    if (it->second.second > 0) Unreserve(it->second.first, it->second.second);
+    s.created.erase(it);
+  }
+  return rc;
+}
 
 SHIM_API CUresult cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice dev) {
   return Retain(ctx, dev);
@@ -1070,7 +1134,7 @@ bool CappedView(nvmlDevice_t dev, std::uint64_t* cap, std::uint64_t* used) {
   int li = NvmlLedgerDevice(dev);
   if (li < 0 || S().ledger->Limit(li) == 0) return false;
   *cap = S().ledger->Limit(li);
-  *used = std::min(S().ledger->Used(li), *cap);
+  *used = std::min(S().ledger->Charged(li), *cap);
   return true;
 }
 }  // namespace

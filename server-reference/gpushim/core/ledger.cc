@@ -14,7 +14,7 @@ namespace bai::gpushim {
 
 namespace {
 constexpr std::uint32_t kMagic = 0x42414947;  // "BAIG"
-constexpr std::uint32_t kVersion = 1;
+constexpr std::uint32_t kVersion = 2;
 constexpr off_t kLockBase = 1 << 20;  // slot i is locked at byte kLockBase + i (past the data)
 
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
@@ -38,10 +38,11 @@ struct Ledger::Segment {
     char uuid[64];
     std::uint64_t limit;
     std::atomic<std::uint64_t> used;
+    std::atomic<std::uint64_t> untracked;
   } devices[kMaxDevices];
   struct Slot {
     std::atomic<std::int32_t> pid;
-    std::int32_t reserved;
+    std::atomic<std::int32_t> host_pid;
     std::atomic<std::uint64_t> used[kMaxDevices];
   } slots[kLedgerSlots];
 };
@@ -112,7 +113,7 @@ std::unique_ptr<Ledger> Ledger::Open(std::string const& path, std::string* error
       seg->device_count > static_cast<std::uint32_t>(kMaxDevices)) {
     ::munmap(map, sizeof(Segment));
     ::close(fd);
-    *error = "ledger " + path + " is not a version-1 ledger";
+    *error = "ledger " + path + " is not a version-" + std::to_string(kVersion) + " ledger";
     return nullptr;
   }
   return std::unique_ptr<Ledger>(new Ledger(fd, seg));
@@ -137,6 +138,10 @@ std::uint64_t Ledger::Limit(int device) const { return seg_->devices[device].lim
 std::uint64_t Ledger::Used(int device) const {
   return seg_->devices[device].used.load(std::memory_order_relaxed);
 }
+std::uint64_t Ledger::Untracked(int device) const {
+  return seg_->devices[device].untracked.load(std::memory_order_relaxed);
+}
+std::uint64_t Ledger::Charged(int device) const { return Used(device) + Untracked(device); }
 
 bool Ledger::TryLockSlot(int index) const {
   struct flock fl {};
@@ -172,6 +177,7 @@ void Ledger::ReclaimSlot(int index) {
     std::uint64_t held = slot.used[d].exchange(0);
     if (held != 0) TakeAtMost(seg_->devices[d].used, held);
   }
+  slot.host_pid.store(0);
   slot.pid.store(0);
 }
 
@@ -182,6 +188,7 @@ bool Ledger::Attach() {
     if (!TryLockSlot(i)) continue;  // a live process holds it
     // Ours now. Whatever a dead former holder left is given back first.
     if (seg_->slots[i].pid.load() != 0) ReclaimSlot(i);
+    seg_->slots[i].host_pid.store(0);
     seg_->slots[i].pid.store(me);
     slot_ = i;
     return true;
@@ -203,9 +210,12 @@ bool Ledger::Reserve(int device, std::uint64_t bytes) {
   auto& dev = seg_->devices[device];
   for (int attempt = 0; attempt < 2; ++attempt) {
     std::uint64_t cur = dev.used.load();
+    // What the ledger's processes may hold: the cap less what the agent found beyond them.
+    std::uint64_t const untracked = dev.untracked.load();
+    std::uint64_t const room = dev.limit > untracked ? dev.limit - untracked : 0;
     bool fits = true;
     do {
-      if (dev.limit != 0 && (bytes > dev.limit || cur > dev.limit - bytes)) {
+      if (dev.limit != 0 && (bytes > room || cur > room - bytes)) {
         fits = false;
         break;
       }
@@ -251,10 +261,19 @@ std::vector<LedgerSlotView> Ledger::Slots() const {
     view.index = i;
     view.pid = pid;
     view.owner_pid = i == slot_ ? static_cast<int>(::getpid()) : LockOwner(i);
+    view.host_pid = seg_->slots[i].host_pid.load();
     for (int d = 0; d < DeviceCount(); ++d) view.used.push_back(seg_->slots[i].used[d].load());
     out.push_back(std::move(view));
   }
   return out;
+}
+
+void Ledger::SetHostPid(int slot, int host_pid) {
+  if (slot >= 0 && slot < kLedgerSlots) seg_->slots[slot].host_pid.store(host_pid);
+}
+
+void Ledger::SetUntracked(int device, std::uint64_t bytes) {
+  if (device >= 0 && device < DeviceCount()) seg_->devices[device].untracked.store(bytes);
 }
 
 }  // namespace bai::gpushim

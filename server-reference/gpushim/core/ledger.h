@@ -9,7 +9,12 @@
 // is undone with `Release`. A slot is owned through a POSIX record lock on one byte of the file
 // (process-owned, dropped by the kernel when the process dies, not inherited across fork), so a
 // dead holder is found by trying its lock, not by polling /proc; the agent, outside the
-// container, reads the same lock to learn each slot's host PID.
+// container, reads the same lock to learn each slot's host PID and writes it into the slot
+// (NVML names processes by host PID; the shim inside maps them back).
+//
+// Reconciliation (reconcile.h): the agent compares the ledger with NVML's per-process usage and
+// may write what the driver shows beyond the ledger as the device's `untracked` bytes, which
+// count against the cap like the ledger's own.
 #pragma once
 
 #include "config.h"
@@ -34,6 +39,7 @@ struct LedgerSlotView {
   int index = 0;
   int pid = 0;        ///< as the process wrote it (its own PID namespace)
   int owner_pid = 0;  ///< the lock owner seen from the reader's namespace; 0: dead or free
+  int host_pid = 0;   ///< as the agent wrote it (0: not yet)
   std::vector<std::uint64_t> used;  ///< per device
 };
 
@@ -55,7 +61,12 @@ class Ledger {
   int FindDevice(std::string const& uuid) const;
   std::string DeviceUuid(int device) const;
   std::uint64_t Limit(int device) const;
+  /// What the processes' allocations hold (the ledger's own count).
   std::uint64_t Used(int device) const;
+  /// What the agent found in use beyond the ledger (reconciliation; 0 unless enforced).
+  std::uint64_t Untracked(int device) const;
+  /// What counts against the cap: Used + Untracked.
+  std::uint64_t Charged(int device) const;
 
   /// Claims a slot for the calling process (idempotent). False when every slot is held by a
   /// live process.
@@ -66,7 +77,7 @@ class Ledger {
   void ForgetSlotAfterFork();
   bool Attached() const { return slot_ >= 0; }
 
-  /// Adds `bytes` to the device if that stays within the cap (sweeping dead processes once
+  /// Adds `bytes` to the device if Charged stays within the cap (sweeping dead processes once
   /// before refusing). Requires Attach().
   bool Reserve(int device, std::uint64_t bytes);
   /// Takes bytes off this process's holding and the device (never below zero).
@@ -78,6 +89,11 @@ class Ledger {
   int SweepDead();
   /// Every slot in use, with its owner as seen from the caller's PID namespace.
   std::vector<LedgerSlotView> Slots() const;
+
+  /// Agent side (reconciliation): the host PID of a slot's owner, as Slots() found it; the
+  /// untracked bytes of a device.
+  void SetHostPid(int slot, int host_pid);
+  void SetUntracked(int device, std::uint64_t bytes);
 
   struct Segment;
 

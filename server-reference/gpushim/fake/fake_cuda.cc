@@ -13,6 +13,7 @@
 #include <dlfcn.h>
 
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 
@@ -66,6 +67,7 @@ struct Process {
   Pool* current_pool[kMaxDevices] = {};
   std::unordered_map<CUdeviceptr, Allocation> allocations;
   std::unordered_map<CUmemGenericAllocationHandle, Allocation> vmm;
+  std::unordered_map<Context*, std::unique_ptr<Context>> created;  // cuCtxCreate's
   CUdeviceptr next_ptr = 0;
   CUmemGenericAllocationHandle next_handle = 0;
 };
@@ -365,6 +367,43 @@ __attribute__((visibility("default"))) CUresult cuDevicePrimaryCtxRelease_v2(CUd
 }
 __attribute__((visibility("default"))) CUresult cuDevicePrimaryCtxRelease(CUdevice d) {
   return cuDevicePrimaryCtxRelease_v2(d);
+}
+// A created context costs what a primary one does, and becomes the thread's current one.
+__attribute__((visibility("default"))) CUresult cuCtxCreate_v2(CUcontext* ctx, unsigned int,
+                                                               CUdevice d) {
+  if (!P().initialised) return CUDA_ERROR_NOT_INITIALIZED;
+  if (d < 0 || d >= DeviceCount()) return CUDA_ERROR_INVALID_DEVICE;
+  if (ctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(P().mu);
+  if (!Fits(d, kContextBytes)) return CUDA_ERROR_OUT_OF_MEMORY;
+  Charge(d, kContextBytes);
+  auto c = std::make_unique<Context>();
+  c->device = d;
+  c->refs = 1;
+  c->stream.device = d;
+  t_current = c.get();
+  *ctx = reinterpret_cast<CUcontext>(c.get());
+  P().created.emplace(c.get(), std::move(c));
+  return CUDA_SUCCESS;
+}
+__attribute__((visibility("default"))) CUresult cuCtxCreate_v3(CUcontext* ctx, CUexecAffinityParam*,
+                                                               int, unsigned int flags,
+                                                               CUdevice d) {
+  return cuCtxCreate_v2(ctx, flags, d);
+}
+__attribute__((visibility("default"))) CUresult cuCtxCreate_v4(CUcontext* ctx, CUctxCreateParams*,
+                                                               unsigned int flags, CUdevice d) {
+  return cuCtxCreate_v2(ctx, flags, d);
+}
+__attribute__((visibility("default"))) CUresult cuCtxDestroy_v2(CUcontext ctx) {
+  if (!P().initialised) return CUDA_ERROR_NOT_INITIALIZED;
+  std::lock_guard lock(P().mu);
+  auto it = P().created.find(reinterpret_cast<Context*>(ctx));
+  if (it == P().created.end()) return CUDA_ERROR_INVALID_CONTEXT;  // a primary one, or junk
+  Uncharge(it->second->device, kContextBytes);
+  if (t_current == it->first) t_current = nullptr;
+  P().created.erase(it);
+  return CUDA_SUCCESS;
 }
 __attribute__((visibility("default"))) CUresult cuCtxSetCurrent(CUcontext ctx) {
   if (!P().initialised) return CUDA_ERROR_NOT_INITIALIZED;
@@ -717,6 +756,17 @@ __attribute__((visibility("default"))) CUgraphExec baiFakeGraphExec(unsigned lon
   return reinterpret_cast<CUgraphExec>(g);
 }
 
+/// Test hook (not a driver symbol): device memory the driver takes for the process on its own
+/// (a library's internal pool, say): in NVML's per-process figure, in no wrapped call. 0 when it
+/// fits.
+__attribute__((visibility("default"))) int baiFakeDriverAlloc(int device,
+                                                              unsigned long long bytes) {
+  if (device < 0 || device >= DeviceCount()) return CUDA_ERROR_INVALID_DEVICE;
+  if (!Fits(device, bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
+  Charge(device, bytes);
+  return CUDA_SUCCESS;
+}
+
 // ---- cuGetProcAddress --------------------------------------------------------------------------
 struct ProcEntry {
   char const* name;  // base name as callers ask for it
@@ -749,6 +799,10 @@ static ProcEntry const kProcTable[] = {
     E("cuDevicePrimaryCtxRetain", 7000, cuDevicePrimaryCtxRetain),
     E("cuDevicePrimaryCtxRelease", 7000, cuDevicePrimaryCtxRelease),
     E("cuDevicePrimaryCtxRelease", 11000, cuDevicePrimaryCtxRelease_v2),
+    E("cuCtxCreate", 3020, cuCtxCreate_v2),
+    E("cuCtxCreate", 11040, cuCtxCreate_v3),
+    E("cuCtxCreate", 12050, cuCtxCreate_v4),
+    E("cuCtxDestroy", 4000, cuCtxDestroy_v2),
     E("cuCtxSetCurrent", 4000, cuCtxSetCurrent),
     E("cuCtxGetCurrent", 4000, cuCtxGetCurrent),
     E("cuCtxGetDevice", 2000, cuCtxGetDevice),

@@ -7,6 +7,12 @@
 // processes run first-come first-served on one timeline per device, each costing
 // blocks × ns_per_block (a graph: its declared cost) of GPU time.
 //
+// A process's row is owned through a record lock on the state file, as the ledger's slots are:
+// the kernel drops it when the process dies, and the lock is seen from every PID namespace, so
+// a process in a container and the agent outside agree on who is alive. A real NVML names
+// processes by host PID; the fake learns a row's host PID when a reader in an outer namespace
+// (the agent) looks at it, and reports that from then on, in every namespace.
+//
 // Without BAI_FAKE_GPU_STATE each library keeps a private state (one process, no NVML view of
 // CUDA's usage). BAI_FAKE_GPU_COUNT (1-8, default 1) and BAI_FAKE_GPU_NS_PER_BLOCK (default
 // 1000) apply when the state is created.
@@ -50,8 +56,9 @@ struct Device {
 };
 
 struct Proc {
-  std::atomic<std::int32_t> pid;
-  std::int32_t pad;
+  std::atomic<std::int32_t> pid;       // as the process itself sees it
+  std::atomic<std::int32_t> host_pid;  // as an outer namespace sees it (0: not yet looked)
+  std::atomic<std::uint64_t> start;    // the process's start time (tells a reused PID apart)
   std::atomic<std::uint64_t> used[kMaxDevices];
   std::atomic<std::uint64_t> busy[kMaxDevices];  // GPU time of this process's launches, ns
 };
@@ -97,6 +104,12 @@ inline void InitState(State* s) {
   s->magic.store(kMagic);
 }
 
+/// The state file, kept open for the rows' record locks (-1: a private state).
+inline int& StateFd() {
+  static int fd = -1;
+  return fd;
+}
+
 /// The shared state (created on first use); never null.
 inline State* Attach() {
   static State* state = [] {
@@ -105,6 +118,7 @@ inline State* Attach() {
     if (path != nullptr && *path != '\0') {
       int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
       if (fd >= 0) {
+        fchmod(fd, 0666);  // processes of other users (a container's) share it
         flock(fd, LOCK_EX);
         struct stat st {};
         fstat(fd, &st);
@@ -116,7 +130,11 @@ inline State* Attach() {
           InitState(static_cast<State*>(map));
         }
         flock(fd, LOCK_UN);
-        close(fd);
+        if (map != MAP_FAILED) {
+          StateFd() = fd;
+        } else {
+          close(fd);
+        }
       }
     }
     if (map == MAP_FAILED) {
@@ -128,7 +146,66 @@ inline State* Attach() {
   return state;
 }
 
-inline bool Alive(std::int32_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }
+// Row i is owned through a write lock on byte sizeof(State) + i of the state file.
+inline bool RowLock(int index, int cmd, short type, pid_t* owner = nullptr) {
+  struct flock fl {};
+  fl.l_type = type;
+  fl.l_whence = SEEK_SET;
+  fl.l_start = static_cast<off_t>(sizeof(State)) + index;
+  fl.l_len = 1;
+  if (fcntl(StateFd(), cmd, &fl) != 0) return false;
+  if (owner != nullptr) *owner = fl.l_type == F_UNLCK ? -1 : fl.l_pid;
+  return true;
+}
+
+inline int RowIndex(State* s, Proc const* p) { return static_cast<int>(p - s->procs); }
+
+/// This process's start time in clock ticks since boot (/proc/self/stat field 22).
+inline std::uint64_t MyStart() {
+  static int for_pid = 0;
+  static std::uint64_t start = 0;
+  if (for_pid == getpid()) return start;
+  char buf[1024] = {};
+  int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+  if (fd >= 0) close(fd);
+  start = 0;
+  if (n > 0) {
+    char const* p = std::strrchr(buf, ')');  // the command may hold spaces
+    for (int field = 2; p != nullptr && field < 22; ++field) p = std::strchr(p + 1, ' ');
+    if (p != nullptr) start = std::strtoull(p + 1, nullptr, 10);
+  }
+  for_pid = getpid();
+  return start;
+}
+
+/// Whether the row is this process's own.
+inline bool Mine(Proc const& p) { return p.pid.load() == getpid() && p.start.load() == MyStart(); }
+
+/// The PID of the process owning the row as the caller's namespace sees it: 0 when the owner is
+/// alive but in no namespace the caller sees, -1 when no process owns the row.
+inline int Owner(State* s, Proc const& p) {
+  std::int32_t pid = p.pid.load();
+  if (pid <= 0) return -1;
+  if (StateFd() < 0) return pid == getpid() ? pid : -1;  // private: only this process
+  pid_t owner = -1;
+  if (!RowLock(RowIndex(s, &p), F_GETLK, F_WRLCK, &owner)) return -1;
+  // F_GETLK does not report the caller's own locks (held through the other fake's descriptor).
+  if (owner < 0 && Mine(p)) return pid;
+  return owner;
+}
+
+inline bool Alive(State* s, Proc const& p) { return Owner(s, p) >= 0; }
+
+/// The PID NVML reports for a live row: its host PID. A reader that sees the owner under another
+/// PID than the owner's own is in an outer namespace and records what it sees.
+inline unsigned ReportedPid(State* s, Proc& p) {
+  int owner = Owner(s, p);
+  std::int32_t own = p.pid.load();
+  if (owner > 0 && owner != own) p.host_pid.store(owner);
+  std::int32_t host = p.host_pid.load();
+  return static_cast<unsigned>(host != 0 ? host : owner > 0 ? owner : own);
+}
 
 /// This process's row (claimed on first use; a dead process's row is taken over).
 inline Proc* MyProc() {
@@ -139,21 +216,24 @@ inline Proc* MyProc() {
   State* s = Attach();
   Proc* found = nullptr;
   for (auto& p : s->procs) {
-    if (p.pid.load() == me) found = &p;
+    if (Mine(p)) found = &p;
   }
-  for (int pass = 0; found == nullptr && pass < 2; ++pass) {
-    for (auto& p : s->procs) {
-      std::int32_t cur = p.pid.load();
-      bool free_row = cur == 0 || (pass == 1 && !Alive(cur));
-      if (free_row && p.pid.compare_exchange_strong(cur, me)) {
-        for (int d = 0; d < kMaxDevices; ++d) {
-          p.used[d].store(0);
-          p.busy[d].store(0);
-        }
-        found = &p;
-        break;
-      }
+  for (auto& p : s->procs) {
+    if (found != nullptr) break;
+    if (StateFd() >= 0) {
+      // A row nobody holds (free, or its holder died): ours once locked.
+      if (Owner(s, p) >= 0 || !RowLock(RowIndex(s, &p), F_SETLK, F_WRLCK)) continue;
+    } else if (p.pid.load() != 0) {
+      continue;
     }
+    for (int d = 0; d < kMaxDevices; ++d) {
+      p.used[d].store(0);
+      p.busy[d].store(0);
+    }
+    p.host_pid.store(0);
+    p.start.store(MyStart());
+    p.pid.store(me);
+    found = &p;
   }
   cached_pid = me;
   cached = found != nullptr ? found : &s->procs[0];
@@ -165,7 +245,7 @@ inline Proc* MyProc() {
 inline std::uint64_t DeviceUsed(State* s, int device) {
   std::uint64_t sum = 0;
   for (auto& p : s->procs) {
-    if (Alive(p.pid.load())) sum += p.used[device].load();
+    if (Alive(s, p)) sum += p.used[device].load();
   }
   return sum;
 }

@@ -30,12 +30,11 @@ nvmlReturn_t Processes(nvmlDevice_t dev, unsigned int* count, Info* infos) {
   State* s = Attach();
   unsigned n = 0;
   for (auto& p : s->procs) {
-    std::int32_t pid = p.pid.load();
     std::uint64_t used = p.used[d].load();
-    if (!Alive(pid) || used == 0) continue;
+    if (used == 0 || !Alive(s, p)) continue;
     if (infos != nullptr && n < *count) {
       Info info{};
-      info.pid = static_cast<unsigned>(pid);
+      info.pid = ReportedPid(s, p);
       info.usedGpuMemory = used;
       infos[n] = info;
     }
@@ -192,8 +191,8 @@ API nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t dev,
   std::uint64_t now = NowNs();
   unsigned n = 0;
   for (auto& p : s->procs) {
-    std::int32_t pid = p.pid.load();
-    if (!Alive(pid) || p.busy[d].load() == 0) continue;
+    if (p.busy[d].load() == 0 || !Alive(s, p)) continue;
+    auto pid = static_cast<int>(ReportedPid(s, p));
     std::uint64_t busy = p.busy[d].load();
     auto [it, fresh] = last.try_emplace(pid, std::make_pair(now - 1000000000ULL, 0ULL));
     std::uint64_t span = std::max<std::uint64_t>(now - it->second.first, 1);
