@@ -5,14 +5,13 @@
 // process resumes it only for the same file (else it asks the manager to start it again).
 // Downloads: request-download, HEAD to learn the size and ETag, GET with Range/If-Range into a
 // `.bai-part` file renamed when complete; a dropped connection resumes where the file ends.
+#include "bai/protocol/tus_wire.h"
 #include "bai/vfolder_client.h"
 
 #include "libbai/internal/url.h"
 
 #include <fcntl.h>
 #include <nlohmann/json.hpp>
-#include <openssl/evp.h>
-#include <openssl/sha.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -52,12 +51,6 @@ Status Local(std::string const& what, std::string const& path, int err) {
                 what + " " + path + ": " + std::strerror(err));
 }
 
-std::string Sha256Raw(char const* data, std::size_t n) {
-  unsigned char d[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<unsigned char const*>(data), n, d);
-  return std::string(reinterpret_cast<char*>(d), sizeof d);
-}
-
 std::string Hex(std::string const& raw) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
@@ -65,15 +58,6 @@ std::string Hex(std::string const& raw) {
     out += kHex[c >> 4];
     out += kHex[c & 15];
   }
-  return out;
-}
-
-std::string Base64(std::string const& raw) {
-  std::string out(4 * ((raw.size() + 2) / 3) + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<unsigned char const*>(raw.data()),
-                          static_cast<int>(raw.size()));
-  out.resize(static_cast<std::size_t>(n));
   return out;
 }
 
@@ -123,7 +107,7 @@ json Identity(UploadItem const& item) {
 struct Chunk {
   std::int64_t offset = -1;
   std::string data;
-  std::string digest;  ///< base64
+  std::string checksum;  ///< its Upload-Checksum value
 };
 
 Chunk ReadChunk(int fd, std::int64_t offset, std::size_t want) {
@@ -138,7 +122,7 @@ Chunk ReadChunk(int fd, std::int64_t offset, std::size_t want) {
     got += static_cast<std::size_t>(n);
   }
   c.data.resize(got);
-  c.digest = Base64(Sha256Raw(c.data.data(), c.data.size()));
+  c.checksum = protocol::tus::ChunkChecksum(c.data);
   return c;
 }
 
@@ -149,9 +133,8 @@ class Uploader {
 
   Status One(UploadItem const& item, TransferReport& report) {
     std::int64_t size = item.st.st_size;
-    std::string journal = JournalDir(options_) + "/" +
-                          Hex(Sha256Raw(JournalKey(item).data(), JournalKey(item).size())) +
-                          ".json";
+    std::string journal =
+        JournalDir(options_) + "/" + Hex(protocol::tus::Sha256(JournalKey(item))) + ".json";
     bool same_file = false;
     {
       std::ifstream in(journal);
@@ -188,7 +171,7 @@ class Uploader {
       }
       if (offset < 0) {
         ApiRequest head("HEAD", "/");
-        head.headers = {{"Tus-Resumable", "1.0.0"}};
+        head.headers = {{protocol::tus::kResumableHeader, protocol::tus::kVersion}};
         auto h = client_.SendToUrl(target, head);
         if (!h.ok() || h->status >= 500) {
           if (++attempt >= kAttempts) {
@@ -202,7 +185,7 @@ class Uploader {
           result = s;
           break;
         }
-        offset = std::stoll(h->Header("upload-offset").value_or("0"));
+        offset = std::stoll(h->Header(protocol::tus::kOffsetHeader).value_or("0"));
         if (first && offset > 0) {
           std::lock_guard<std::mutex> lock(mu_);
           ++report.resumed;
@@ -220,10 +203,10 @@ class Uploader {
         break;
       }
       ApiRequest patch("PATCH", "/");
-      patch.content_type = "application/offset+octet-stream";
-      patch.headers = {{"Tus-Resumable", "1.0.0"},
-                       {"Upload-Offset", std::to_string(offset)},
-                       {"Upload-Checksum", "sha256 " + c.digest}};
+      patch.content_type = protocol::tus::kChunkType;
+      patch.headers = {{protocol::tus::kResumableHeader, protocol::tus::kVersion},
+                       {protocol::tus::kOffsetHeader, std::to_string(offset)},
+                       {protocol::tus::kChecksumHeader, c.checksum}};
       patch.body = std::move(c.data);
       if (auto next = offset + static_cast<std::int64_t>(want); next < size) {
         auto next_want = static_cast<std::size_t>(std::min<std::int64_t>(chunk, size - next));

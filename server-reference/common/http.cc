@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/common/http.h"
 
+#include <strings.h>
 #include <unistd.h>
 
 namespace bai::server {
 
 std::optional<std::string_view> HttpRequest::Header(std::string_view name) const {
+  // Header names are case-insensitive (RFC 9110 §5.1).
   for (auto const& [k, v] : headers) {
-    if (k == name) return std::string_view(v);
+    if (k.size() == name.size() && ::strncasecmp(k.data(), name.data(), k.size()) == 0) {
+      return std::string_view(v);
+    }
   }
   return std::nullopt;
 }

@@ -15,7 +15,6 @@
 #include <archive_entry.h>
 #include <fcntl.h>
 #include <openssl/crypto.h>
-#include <openssl/sha.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -66,12 +65,6 @@ std::string IsoTime(struct timespec t) {
   return buf;
 }
 
-std::string Sha256(std::string_view data) {
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<unsigned char const*>(data.data()), data.size(), digest);
-  return std::string(reinterpret_cast<char*>(digest), sizeof digest);
-}
-
 // The query parameter `key`, decoded.
 std::optional<std::string> QueryValue(server::HttpRequest const& request, std::string_view key) {
   for (auto& [k, v] : server::ParseQuery(request.query)) {
@@ -111,7 +104,7 @@ std::string Disposition(std::string const& name) {
 
 // An upload's answer headers.
 void TusHeaders(server::HttpResponse& r) {
-  r.headers.emplace_back("Tus-Resumable", tus::kVersion);
+  r.headers.emplace_back(tus::kResumableHeader, tus::kVersion);
   r.headers.emplace_back("Cache-Control", "no-store");
 }
 
@@ -538,11 +531,11 @@ StatusOr<json> StorageService::Claims(server::HttpRequest const& request,
 server::HttpResponse StorageService::Upload(server::HttpRequest const& request) const {
   if (request.method == "OPTIONS") {
     server::HttpResponse r = server::HttpResponse::NoContent();
-    r.headers.emplace_back("Tus-Resumable", tus::kVersion);
-    r.headers.emplace_back("Tus-Version", tus::kVersion);
-    r.headers.emplace_back("Tus-Max-Size", std::to_string(options_.max_chunk));
-    r.headers.emplace_back("Tus-Extension", "checksum");
-    r.headers.emplace_back("Tus-Checksum-Algorithm", "sha256");
+    r.headers.emplace_back(tus::kResumableHeader, tus::kVersion);
+    r.headers.emplace_back(tus::kVersionHeader, tus::kVersion);
+    r.headers.emplace_back(tus::kMaxSizeHeader, std::to_string(options_.max_chunk));
+    r.headers.emplace_back(tus::kExtensionHeader, tus::kChecksumExtension);
+    r.headers.emplace_back(tus::kChecksumAlgorithmHeader, tus::kChecksumAlgorithm);
     return r;
   }
   if (request.method != "HEAD" && request.method != "PATCH") {
@@ -563,16 +556,16 @@ server::HttpResponse StorageService::Upload(server::HttpRequest const& request) 
     server::HttpResponse r;
     r.status = 200;
     r.content_type = "";
-    r.headers.emplace_back("Upload-Offset", std::to_string(session->offset));
-    r.headers.emplace_back("Upload-Length", std::to_string(session->size));
+    r.headers.emplace_back(tus::kOffsetHeader, std::to_string(session->offset));
+    r.headers.emplace_back(tus::kLengthHeader, std::to_string(session->size));
     TusHeaders(r);
     return r;
   }
   tus::PatchHeaders h;
-  if (auto v = request.Header("tus-resumable")) h.tus_resumable = std::string(*v);
-  if (auto v = request.Header("upload-offset")) h.upload_offset = std::string(*v);
+  if (auto v = request.Header(tus::kResumableHeader)) h.tus_resumable = std::string(*v);
+  if (auto v = request.Header(tus::kOffsetHeader)) h.upload_offset = std::string(*v);
   if (auto v = request.Header("content-type")) h.content_type = std::string(*v);
-  if (auto v = request.Header("upload-checksum")) h.upload_checksum = std::string(*v);
+  if (auto v = request.Header(tus::kChecksumHeader)) h.upload_checksum = std::string(*v);
   if (request.Header("content-length") || !request.body.empty()) {
     h.content_length = static_cast<std::int64_t>(request.body.size());
   }
@@ -584,7 +577,7 @@ server::HttpResponse StorageService::Upload(server::HttpRequest const& request) 
   };
   if (!verdict.ok()) return refuse(verdict);
   if (!verdict.sha256.empty()) {
-    auto digest = tus::CheckChunkDigest(verdict, Sha256(request.body));
+    auto digest = tus::CheckChunkDigest(verdict, tus::Sha256(request.body));
     if (!digest.ok()) return refuse(digest);
   }
   auto after = (*volume)->Append(session->id, verdict.offset, request.body, {});
@@ -594,7 +587,7 @@ server::HttpResponse StorageService::Upload(server::HttpRequest const& request) 
     return r;
   }
   server::HttpResponse r = server::HttpResponse::NoContent();
-  r.headers.emplace_back("Upload-Offset", std::to_string(after->offset));
+  r.headers.emplace_back(tus::kOffsetHeader, std::to_string(after->offset));
   TusHeaders(r);
   return r;
 }

@@ -28,7 +28,7 @@ std::optional<std::int64_t> Number(std::string_view text) {
 PatchVerdict CheckPatch(Upload const& upload, PatchHeaders const& h) {
   if (h.tus_resumable != kVersion) {
     return Refuse(412, "storage/tus-version",
-                  "Tus-Resumable: " + std::string(kVersion) + " is required");
+                  std::string(kResumableHeader) + ": " + kVersion + " is required");
   }
   std::string type = h.content_type.value_or("");
   type = type.substr(0, type.find(';'));
@@ -40,15 +40,16 @@ PatchVerdict CheckPatch(Upload const& upload, PatchHeaders const& h) {
   auto offset = h.upload_offset ? Number(*h.upload_offset) : std::nullopt;
   if (!offset) {
     return Refuse(400, "storage/invalid-upload-offset",
-                  "Upload-Offset must be a non-negative integer");
+                  std::string(kOffsetHeader) + " must be a non-negative integer");
   }
   if (!h.content_length) {
     return Refuse(400, "storage/length-required", "a chunk needs a Content-Length");
   }
   if (*offset != upload.offset) {
     return Refuse(409, "storage/upload-offset-mismatch",
-                  "Upload-Offset is " + std::to_string(*offset) + " but the upload has " +
-                      std::to_string(upload.offset) + " bytes; resume from there (HEAD tells)");
+                  std::string(kOffsetHeader) + " is " + std::to_string(*offset) +
+                      " but the upload has " + std::to_string(upload.offset) +
+                      " bytes; resume from there (HEAD tells)");
   }
   if (*h.content_length > upload.size - upload.offset) {
     return Refuse(413, "storage/upload-too-large",
@@ -62,11 +63,13 @@ PatchVerdict CheckPatch(Upload const& upload, PatchHeaders const& h) {
     std::string_view c = *h.upload_checksum;
     auto space = c.find(' ');
     if (space == std::string_view::npos) {
-      return Refuse(400, "storage/invalid-checksum", "Upload-Checksum is 'sha256 <Base64>'");
+      return Refuse(400, "storage/invalid-checksum",
+                    std::string(kChecksumHeader) + " is '" + kChecksumAlgorithm + " <Base64>'");
     }
-    if (c.substr(0, space) != "sha256") {
+    if (c.substr(0, space) != kChecksumAlgorithm) {
       return Refuse(400, "storage/unsupported-checksum",
-                    "only sha256 checksums are supported (Tus-Checksum-Algorithm)");
+                    std::string("only ") + kChecksumAlgorithm + " checksums are supported (" +
+                        kChecksumAlgorithmHeader + ")");
     }
     auto digest = server::Base64Decode(c.substr(space + 1));
     if (!digest || digest->size() != 32) {
@@ -79,8 +82,9 @@ PatchVerdict CheckPatch(Upload const& upload, PatchHeaders const& h) {
 
 PatchVerdict CheckChunkDigest(PatchVerdict const& verdict, std::string_view digest) {
   if (verdict.sha256.empty() || verdict.sha256 == digest) return verdict;
-  return Refuse(460, "storage/checksum-mismatch",
-                "the chunk's sha256 differs from Upload-Checksum; it was not kept");
+  return Refuse(
+      460, "storage/checksum-mismatch",
+      std::string("the chunk's digest differs from ") + kChecksumHeader + "; it was not kept");
 }
 
 }  // namespace bai::storage::tus

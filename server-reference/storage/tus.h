@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "bai/protocol/tus_wire.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -12,8 +14,7 @@
 /// shell reads the headers, asks here, writes, and answers what was decided.
 namespace bai::storage::tus {
 
-inline constexpr char kVersion[] = "1.0.0";
-inline constexpr char kChunkType[] = "application/offset+octet-stream";
+using namespace protocol::tus;  // the wire's names and values (bai/protocol/tus_wire.h)
 
 /// An upload session: how large the file will be, how much of it is on the volume.
 struct Upload {

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/storage/volume.h"
 
+#include "bai/protocol/tus_wire.h"
+
 #include "server-reference/common/agent_protocol.h"
 #include "server-reference/common/unique_fd.h"
 
 #include <dirent.h>
 #include <fcntl.h>
 #include <nlohmann/json.hpp>
-#include <openssl/sha.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -59,12 +60,6 @@ Status Io(std::string const& what, int err) {
     return Status(StatusCode::kResourceExhausted, what + ": no space left on the volume");
   }
   return Status(StatusCode::kInternal, what + ": " + std::strerror(err));
-}
-
-std::string Sha256(std::string_view data) {
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<unsigned char const*>(data.data()), data.size(), digest);
-  return std::string(reinterpret_cast<char*>(digest), sizeof digest);
 }
 
 json MetaJson(UploadSession const& s) {
@@ -282,7 +277,7 @@ StatusOr<UploadSession> Volume::Append(std::string_view session_id, std::int64_t
   if (static_cast<std::int64_t>(data.size()) > s->size - s->offset) {
     return Status(StatusCode::kFailedPrecondition, "the chunk would pass the upload's size");
   }
-  if (!sha256.empty() && Sha256(data) != sha256) {
+  if (!sha256.empty() && protocol::tus::Sha256(data) != sha256) {
     return Status(StatusCode::kDataLoss, "the chunk's sha256 differs from its checksum");
   }
   std::size_t done = 0;

@@ -82,6 +82,17 @@ TEST(TusTest, OffsetsAndSizesAreEnforced) {
   EXPECT_EQ(CheckPatch({100, 100}, Good(100, 1)).status, 413) << "a complete upload takes no more";
 }
 
+TEST(TusTest, TheSdksChunkChecksumIsWhatTheProxyChecks) {
+  // FIPS 180-2's "abc" vector, in Base64.
+  EXPECT_EQ(ChunkChecksum("abc"), "sha256 ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0=");
+  auto h = Good(0, 3);
+  h.upload_checksum = ChunkChecksum("abc");
+  auto v = CheckPatch({3, 0}, h);
+  ASSERT_TRUE(v.ok()) << v.message;
+  EXPECT_TRUE(CheckChunkDigest(v, Sha256("abc")).ok());
+  EXPECT_EQ(CheckChunkDigest(v, Sha256("abd")).status, 460);
+}
+
 TEST(TusTest, ChecksumsAreSha256AndCompared) {
   std::string digest(32, '\x5a');
   auto h = Good(0, 3);

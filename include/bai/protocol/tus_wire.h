@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// Uploads on the wire: the tus 1.0 core protocol with the checksum extension
+// (sha256), as Backend.AI's storage proxy speaks it. One definition for the SDK, which sends
+// chunks, and the storage proxy, which checks them (server-reference/storage/tus.h).
+
+#include "bai/export.h"
+
+#include <string>
+#include <string_view>
+
+namespace bai::protocol::tus {
+
+inline constexpr char kVersion[] = "1.0.0";
+inline constexpr char kChunkType[] = "application/offset+octet-stream";
+inline constexpr char kChecksumAlgorithm[] = "sha256";
+inline constexpr char kChecksumExtension[] = "checksum";
+
+// Header names (compared without regard to case).
+inline constexpr char kResumableHeader[] = "Tus-Resumable";
+inline constexpr char kVersionHeader[] = "Tus-Version";
+inline constexpr char kMaxSizeHeader[] = "Tus-Max-Size";
+inline constexpr char kExtensionHeader[] = "Tus-Extension";
+inline constexpr char kChecksumAlgorithmHeader[] = "Tus-Checksum-Algorithm";
+inline constexpr char kOffsetHeader[] = "Upload-Offset";
+inline constexpr char kLengthHeader[] = "Upload-Length";
+inline constexpr char kChecksumHeader[] = "Upload-Checksum";
+
+/// The raw 32-byte SHA-256 digest of `data`.
+BAI_EXPORT std::string Sha256(std::string_view data);
+/// A chunk's Upload-Checksum value: "sha256 <Base64 of its digest>".
+BAI_EXPORT std::string ChunkChecksum(std::string_view data);
+
+}  // namespace bai::protocol::tus
