@@ -565,6 +565,43 @@ TEST_F(RuncTest, AGpuFractionGetsTheShimAndHalfTheMemory) {
   ASSERT_EQ(Bai({"session", "rm", "gpu-half"}).exit_code, 0);
 }
 
+// MPS mode with a stand-in for nvidia-cuda-mps-control (tests/agent/fake-mps): the agent starts
+// one control daemon per GPU with its own pipe directory, a kernel with a fraction gets that
+// directory and its thread percentage and pinned-memory limit, the shim still caps memory, and
+// an agent stopping with its kernels tells the daemon to quit.
+TEST_F(RuncTest, MpsModeGivesAKernelItsGpusDaemonAndShare) {
+  agent_.reset();
+  std::string path = std::string(BAI_FAKE_MPS_DIR) + ":" + std::getenv("PATH");
+  StartAgent({"--nvml-library", BAI_FAKE_NVML, "--gpu-shim", BAI_GPUSHIM_LIB, "--gpu-sharing",
+              "mps", "--stop-kernels-on-exit"},
+             {{"BAI_FAKE_GPU_COUNT", "1"}, {"ASAN_OPTIONS", ""}, {"PATH", path}});
+  std::string uuid = "GPU-b58cbfff-a7f3-2498-9d0d-4f988f981200";
+  std::string mps = state_dir_ + "/" + agent_id_ + "/mps/" + uuid;
+  EXPECT_THAT(ReadFile(mps + "/log/control.log"), HasSubstr("start CUDA_VISIBLE_DEVICES=" + uuid));
+  std::string id = Interactive("gpu-mps", R"({"cpu": 1, "mem": "1g", "cuda.shares": "0.5"})");
+  ASSERT_FALSE(id.empty());
+  ASSERT_EQ(Bai({"session", "cp", BAI_GPUSHIM_PROBE, "gpu-mps:gpushim_probe"}).exit_code, 0);
+  auto env =
+      Bai({"exec", "gpu-mps", "--", "sh", "-c",
+           "env | grep ^CUDA_ | sort; ls /opt/bai/mps/pipe; grep ^mode= /etc/bai-gpushim.conf"});
+  ASSERT_EQ(env.exit_code, 0) << env.err;
+  EXPECT_THAT(env.out, HasSubstr("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50\n"));
+  EXPECT_THAT(env.out, HasSubstr("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=40779M\n"));
+  EXPECT_THAT(env.out, HasSubstr("CUDA_MPS_PIPE_DIRECTORY=/opt/bai/mps/pipe\n"));
+  EXPECT_THAT(env.out, HasSubstr("CUDA_VISIBLE_DEVICES=0\n"));
+  EXPECT_THAT(env.out, HasSubstr("\ncontrol\n"));  // the daemon's pipe directory
+  EXPECT_THAT(env.out, HasSubstr("mode=mps\n"));
+  // The shim still holds the memory cap: half of NVML's 85520809984 bytes.
+  auto alloc = Bai({"exec", "gpu-mps", "--", "sh", "-c",
+                    "chmod +x gpushim_probe && ./gpushim_probe alloc plain 1073741824 100"});
+  EXPECT_THAT(alloc.out, HasSubstr("allocated 39 of 100 first_error 2")) << alloc.err;
+  // Stopping with its kernels, the agent stops the daemon.
+  EXPECT_EQ(agent_->Stop(SIGTERM, 60000), 0);
+  agent_.reset();
+  EXPECT_THAT(ReadFile(mps + "/log/control.log"), HasSubstr("quit"));
+  EXPECT_FALSE(fs::exists(mps + "/pipe/control.pid"));
+}
+
 // Reconciliation in a real container: the fake GPU's state is shared with the agent through a
 // mounted folder (a real GPU's is in the kernel), so NVML outside and inside see the same
 // processes. The agent writes each ledger slot's host PID; NVML inside names host PIDs, and the
