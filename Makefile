@@ -3,7 +3,7 @@
 JOBS ?= $(shell nproc)
 CTEST_LABELS_EXCLUDE = slow|gpu
 
-.PHONY: all deps build test check-asan format format-check bench tidy fuzz up clean
+.PHONY: all deps build test check-asan check-tsan format format-check bench tidy fuzz up clean
 
 all: build
 
@@ -25,6 +25,14 @@ build-asan/build.ninja:
 check-asan: deps build-asan/build.ninja
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ctest -LE '$(CTEST_LABELS_EXCLUDE)' -j $(JOBS) --output-on-failure
+
+# ThreadSanitizer over the GPU shim's core (the ledger's atomics, the limiter): only its tests.
+build-tsan/build.ninja:
+	cmake --preset tsan
+
+check-tsan: deps build-tsan/build.ninja
+	cmake --build build-tsan -j $(JOBS) --target gpushim_tests
+	cd build-tsan && ctest -R '^GpuShim(Ledger|Limiter|Config|Reconcile)' -j $(JOBS) --output-on-failure
 
 format:
 	git ls-files -z '*.cc' '*.h' 'include/*.h.in' | xargs -0 clang-format -i
@@ -55,4 +63,4 @@ up:
 	@bash scripts/up.sh
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-tsan build-fuzz

@@ -13,8 +13,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <map>
 #include <memory>
+#include <random>
+#include <thread>
+#include <vector>
 
 namespace bai::gpushim {
 namespace {
@@ -174,6 +178,58 @@ TEST(GpuShimLedger, ProcessesShareTheCapAndAKilledHolderGivesItsBytesBack) {
   waitpid(b, nullptr, 0);
   close(fd1);
   close(fd2);
+}
+
+// Threads of one process (a training job's allocator threads) and the agent's reconciler racing
+// on one ledger: the count never passes the cap and comes back to zero. Run under TSan by
+// `make check-tsan` (gpu-shim.md §6.5 tier 6).
+TEST(GpuShimLedger, ConcurrentReservationsNeverPassTheCap) {
+  TempDir dir;
+  std::string path = dir.path() + "/ledger";
+  constexpr std::uint64_t kMiB = 1ULL << 20;
+  constexpr std::uint64_t kCap = 64 * kMiB;
+  ASSERT_EQ(Ledger::Create(path, {{"GPU-a", kCap}}), "");
+  auto l = OpenOrDie(path);
+  ASSERT_TRUE(l->Attach());
+  std::atomic<bool> over{false};
+  std::atomic<bool> done{false};
+  std::atomic<int> refused{0};
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 gen(t);
+      std::vector<std::uint64_t> held;
+      for (int i = 0; i < 20000; ++i) {
+        if (held.empty() || gen() % 2 == 0) {
+          std::uint64_t bytes = (gen() % 8 + 1) * kMiB;
+          if (l->Reserve(0, bytes)) {
+            held.push_back(bytes);
+          } else {
+            ++refused;
+          }
+        } else {
+          l->Release(0, held.back());
+          held.pop_back();
+        }
+        if (l->Used(0) > kCap) over = true;
+      }
+      for (auto bytes : held) l->Release(0, bytes);
+    });
+  }
+  std::thread agent([&] {
+    for (std::uint64_t i = 0; !done; ++i) {
+      l->SetUntracked(0, (i % 2) * 16 * kMiB);
+      for (auto const& slot : l->Slots()) l->SetHostPid(slot.index, slot.owner_pid);
+    }
+    l->SetUntracked(0, 0);
+  });
+  for (auto& t : threads) t.join();
+  done = true;
+  agent.join();
+  EXPECT_FALSE(over);
+  EXPECT_GT(refused.load(), 0) << "the cap was never reached: the test proves nothing";
+  EXPECT_EQ(l->Used(0), 0u);
+  EXPECT_EQ(l->HeldByMe(0), 0u);
 }
 
 TEST(GpuShimLedger, CreateReplacesAtomicallyAndKeepsOwnership) {
