@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <utility>
@@ -117,7 +118,8 @@ std::map<std::string, std::vector<gpushim::DeviceUsage>> GpuReconciler::RunOnce(
     nvml_ = std::move(*opened);
     nvml_failed_logged_ = false;
   }
-  std::map<std::string, std::vector<gpushim::GpuProcess>> on_device;  // one query per device
+  // One query per device per pass; nullopt when NVML failed (the device is then left as it was).
+  std::map<std::string, std::optional<std::vector<gpushim::GpuProcess>>> on_device;
   for (auto const& t : targets) {
     auto& ledger = ledgers_[t.ledger];
     if (!ledger) {
@@ -126,6 +128,16 @@ std::map<std::string, std::vector<gpushim::DeviceUsage>> GpuReconciler::RunOnce(
       if (!ledger) continue;  // not written yet, or a kernel of an older agent
     }
     std::set<unsigned> container = ReadPids(t.procs);
+    if (container.empty()) {
+      // A running kernel has at least its runner: the cgroup is not where we look. Nothing is
+      // changed rather than everything cleared.
+      if (last_note_[t.session_id] != "unreadable") {
+        std::fprintf(stderr, "bai-agent: kernel %s: no processes in %s; GPU usage not reconciled\n",
+                     t.session_id.c_str(), t.procs.c_str());
+        last_note_[t.session_id] = "unreadable";
+      }
+      continue;
+    }
     std::set<unsigned> shimmed;
     for (auto const& slot : ledger->Slots()) {
       if (slot.owner_pid <= 0) continue;  // its holder died: the next reservation sweeps it
@@ -138,10 +150,15 @@ std::map<std::string, std::vector<gpushim::DeviceUsage>> GpuReconciler::RunOnce(
       auto known = on_device.find(uuid);
       if (known == on_device.end()) {
         auto procs = nvml_->ComputeProcesses(uuid);
-        known =
-            on_device.emplace(uuid, procs.ok() ? *procs : std::vector<gpushim::GpuProcess>{}).first;
+        if (!procs.ok() && failing_.insert(uuid).second) {
+          std::fprintf(stderr, "bai-agent: GPU reconciliation of %s paused: %s\n", uuid.c_str(),
+                       procs.status().message().c_str());
+        }
+        if (procs.ok()) failing_.erase(uuid);
+        known = on_device.emplace(uuid, procs.ok() ? std::optional(*procs) : std::nullopt).first;
       }
-      auto usage = gpushim::ReconcileDevice(uuid, ledger->Limit(d), ledger->Used(d), known->second,
+      if (!known->second) continue;
+      auto usage = gpushim::ReconcileDevice(uuid, ledger->Limit(d), ledger->Used(d), *known->second,
                                             container, shimmed, policy_);
       ledger->SetUntracked(d, usage.untracked);
       devices.push_back(std::move(usage));
@@ -158,8 +175,10 @@ std::map<std::string, std::vector<gpushim::DeviceUsage>> GpuReconciler::RunOnce(
     }
     out[t.session_id] = std::move(devices);
   }
+  std::set<std::string> sessions;
+  for (auto const& t : targets) sessions.insert(t.session_id);
   for (auto it = last_note_.begin(); it != last_note_.end();) {
-    it = out.count(it->first) != 0 ? std::next(it) : last_note_.erase(it);
+    it = sessions.count(it->first) != 0 ? std::next(it) : last_note_.erase(it);
   }
   return out;
 }

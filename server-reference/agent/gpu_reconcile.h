@@ -63,6 +63,7 @@ class GpuReconciler {
   bool nvml_failed_logged_ = false;
   std::map<std::string, std::unique_ptr<gpushim::Ledger>> ledgers_;  ///< by path
   std::map<std::string, std::string> last_note_;  ///< by session: the state last logged
+  std::set<std::string> failing_;                 ///< devices NVML could not list (logged once)
   std::mutex run_mu_;                             ///< one pass at a time
 
   std::mutex mu_;

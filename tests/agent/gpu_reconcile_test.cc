@@ -148,6 +148,14 @@ TEST_F(GpuReconcileTest, ReportModeChargesNothingAndAGoneKernelIsLeftAlone) {
   EXPECT_EQ(round.count("s1"), 1u);
   EXPECT_EQ(round.count("s2"), 0u);
   EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/s2.json"));
+  // A kernel whose cgroup lists no process (not where we look): left as it was, not cleared.
+  std::string error;
+  auto ledger = gpushim::Ledger::Open(ledger_, &error);
+  ASSERT_TRUE(ledger) << error;
+  ledger->SetUntracked(0, 5 * kMiB);
+  Container({});
+  EXPECT_EQ(reconciler.RunOnce().count("s1"), 0u);
+  EXPECT_EQ(ledger->Untracked(0), 5 * kMiB);
   // Kernels gone: nothing is reconciled.
   targets_.clear();
   EXPECT_TRUE(reconciler.RunOnce().empty());
