@@ -406,6 +406,15 @@ TEST(GpuShimProcesses, AForkedChildGetsItsOwnSlotAndGivesItBackOnExit) {
   EXPECT_THAT(after, HasSubstr("used " + std::to_string(512 * kMiB + kGiB)));
 }
 
+TEST(GpuShimProcesses, AnExecedProcessStartsWithNoneOfItsOldImagesMemory) {
+  // The fake driver, as the real one, frees what a process image held when it execs.
+  FakeMachine m;
+  std::string config = m.Container("c", 4 * kGiB);
+  auto r = m.Probe({"exec", std::to_string(kGiB), "meminfo"}, config, false);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("reserved 503316480 used 552402944 "));  // its new context only
+}
+
 // ---- tier 4: the limiter's closed loop ----------------------------------------------------------
 /// GPU time of each process on device 0, read from the fake GPU's shared state.
 std::map<int, std::uint64_t> BusyByPid(std::string const& state_path) {

@@ -25,6 +25,8 @@
 //   gpushim_probe contexts COUNT VERSION         cuCtxCreate (as asked at VERSION) COUNT times,
 //                                                the first failure's code; then two destroyed
 //                                                and two created again
+//   gpushim_probe exec BYTES ARGS…               a context and BYTES, then exec's itself with
+//                                                ARGS (the old image's memory is gone)
 //   gpushim_probe fork BYTES                     allocates, forks; the child allocates too and
 //                                                exits; meminfo from both sides
 #include "server-reference/gpushim/core/ledger.h"
@@ -412,6 +414,16 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     sleep(static_cast<unsigned>(std::atoi(argv[3])));
     return 0;
+  }
+  if (cmd == "exec" && argc >= 4) {
+    Context();
+    auto alloc = Get<CUresult (*)(CUdeviceptr*, size_t)>("cuMemAlloc", 3020);
+    CUdeviceptr p = 0;
+    if (alloc(&p, std::strtoull(argv[2], nullptr, 10)) != CUDA_SUCCESS) Die("alloc");
+    std::fflush(stdout);
+    argv[2] = argv[0];
+    execv("/proc/self/exe", argv + 2);
+    Die("exec");
   }
   if (cmd == "fork" && argc >= 3) return Fork(std::strtoull(argv[2], nullptr, 10));
   if (cmd == "launch" && argc >= 4) {

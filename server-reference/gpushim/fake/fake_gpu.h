@@ -33,6 +33,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 namespace bai::fakegpu {
 
@@ -207,25 +208,28 @@ inline unsigned ReportedPid(State* s, Proc& p) {
   return static_cast<unsigned>(host != 0 ? host : owner > 0 ? owner : own);
 }
 
-/// This process's row (claimed on first use; a dead process's row is taken over).
+/// This process's row (claimed on first use; a dead process's row is taken over). One per
+/// process image: a forked child claims its own, and a row this PID had before an exec (its lock
+/// went with the exec's close-on-exec descriptor, its memory with the old image) starts over.
 inline Proc* MyProc() {
-  thread_local int cached_pid = 0;
-  thread_local Proc* cached = nullptr;
+  static std::mutex mu;
+  static std::atomic<Proc*> row{nullptr};
+  static std::atomic<int> row_pid{0};  // whose `row` is (stored after it)
   int const me = getpid();
-  if (cached != nullptr && cached_pid == me) return cached;
+  if (row_pid.load(std::memory_order_acquire) == me) return row.load(std::memory_order_relaxed);
+  std::lock_guard lock(mu);
+  if (row_pid.load() == me) return row.load();
   State* s = Attach();
   Proc* found = nullptr;
   for (auto& p : s->procs) {
-    if (Mine(p)) found = &p;
-  }
-  for (auto& p : s->procs) {
-    if (found != nullptr) break;
-    if (StateFd() >= 0) {
-      // A row nobody holds (free, or its holder died): ours once locked.
-      if (Owner(s, p) >= 0 || !RowLock(RowIndex(s, &p), F_SETLK, F_WRLCK)) continue;
-    } else if (p.pid.load() != 0) {
-      continue;
+    bool claim = Mine(p);  // this PID's, from before an exec
+    if (!claim && StateFd() >= 0) {
+      // A row nobody holds (free, or its holder died).
+      claim = Owner(s, p) < 0;
+    } else if (!claim) {
+      claim = p.pid.load() == 0;
     }
+    if (!claim || (StateFd() >= 0 && !RowLock(RowIndex(s, &p), F_SETLK, F_WRLCK))) continue;
     for (int d = 0; d < kMaxDevices; ++d) {
       p.used[d].store(0);
       p.busy[d].store(0);
@@ -234,10 +238,12 @@ inline Proc* MyProc() {
     p.start.store(MyStart());
     p.pid.store(me);
     found = &p;
+    break;
   }
-  cached_pid = me;
-  cached = found != nullptr ? found : &s->procs[0];
-  return cached;
+  Proc* mine = found != nullptr ? found : &s->procs[0];
+  row.store(mine, std::memory_order_relaxed);
+  row_pid.store(me, std::memory_order_release);
+  return mine;
 }
 
 /// Device memory in use: what live processes hold (the driver frees a process's memory when it
