@@ -126,13 +126,14 @@ class RuncTest : public ::testing::Test {
   }
 
   /// An interactive session, RUNNING when this returns; its id.
-  std::string Interactive(std::string const& name, std::string const& resources) {
-    auto r = Bai({"api", "POST", "/session", "-d",
-                  json{{"name", name},
-                       {"image", "python"},
-                       {"type", "interactive"},
-                       {"config", {{"resources", json::parse(resources)}}}}
-                      .dump()});
+  /// `config`: more of the creation's config (mounts…) beside the resources.
+  std::string Interactive(std::string const& name, std::string const& resources,
+                          json config = json::object()) {
+    config["resources"] = json::parse(resources);
+    auto r =
+        Bai({"api", "POST", "/session", "-d",
+             json{{"name", name}, {"image", "python"}, {"type", "interactive"}, {"config", config}}
+                 .dump()});
     auto j = internal::ParseJson(r.out).value_or(json());
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
     return j.value("sessionId", "");
@@ -613,17 +614,9 @@ TEST_F(RuncTest, AGpuContainersProcessesAreItsOwnAndHiddenMemoryIsCharged) {
               "552402944", "--gpu-reconcile-interval", "200"},
              {{"BAI_FAKE_GPU_COUNT", "1"}, {"BAI_FAKE_GPU_STATE", state}, {"ASAN_OPTIONS", ""}});
   ASSERT_EQ(Bai({"vfolder", "create", "fakegpu"}).exit_code, 0);
-  auto r = Bai({"api", "POST", "/session", "-d",
-                json{{"name", "gpu-procs"},
-                     {"image", "python"},
-                     {"type", "interactive"},
-                     {"config",
-                      {{"resources", {{"cpu", 1}, {"mem", "1g"}, {"cuda.shares", "0.5"}}},
-                       {"mounts", {"fakegpu"}}}}}
-                    .dump()});
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  std::string id = internal::ParseJson(r.out).value_or(json()).value("sessionId", "");
-  ASSERT_FALSE(id.empty()) << r.out;
+  std::string id = Interactive("gpu-procs", R"({"cpu": 1, "mem": "1g", "cuda.shares": "0.5"})",
+                               {{"mounts", {"fakegpu"}}});
+  ASSERT_FALSE(id.empty());
   // The folder's host directory, from the kernel's OCI configuration.
   auto oci = internal::ParseJson(ReadFile(KernelDir(id) + "/config.json")).value_or(json());
   std::string folder;

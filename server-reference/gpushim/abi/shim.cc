@@ -849,12 +849,9 @@ CUresult Retain(CUcontext* ctx, CUdevice dev) {
   bool first = in_range && s.devices[dev].context_refs == 0;
   std::uint64_t bytes = s.config.context_bytes;
   // A context is device memory too: the first one per device is charged to the container.
-  if (first && bytes > 0 && !Reserve(dev, bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
-  CUresult rc = real(ctx, dev);
-  if (rc != CUDA_SUCCESS) {
-    if (first && bytes > 0) Unreserve(dev, bytes);
-    return rc;
-  }
+  auto call = [&] { return real(ctx, dev); };
+  CUresult rc = first && bytes > 0 ? Charged(dev, bytes, call) : call();
+  if (rc != CUDA_SUCCESS) return rc;
   if (in_range) ++s.devices[dev].context_refs;
   return rc;
 }
@@ -881,9 +878,9 @@ template <typename Call>
 CUresult CreateCtx(CUcontext* ctx, CUdevice dev, Call call) {
   State& s = S();
   std::uint64_t bytes = dev >= 0 && dev < s.device_count ? s.config.context_bytes : 0;
-  if (bytes > 0 && !Reserve(dev, bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
-  CUresult rc = call();
-  if (rc != CUDA_SUCCESS || ctx == nullptr) {
+  CUresult rc = bytes > 0 ? Charged(dev, bytes, call) : call();
+  if (rc != CUDA_SUCCESS) return rc;
+  if (ctx == nullptr) {  // nothing to remember it by (no driver succeeds so)
     if (bytes > 0) Unreserve(dev, bytes);
     return rc;
   }
