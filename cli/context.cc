@@ -40,6 +40,8 @@ StatusOr<Client> Context::MakeClient() {
   auto options = config->ToOptions();
   if (!options.ok()) return std::move(options).status();
   options->warning_log = [this](std::string_view w) { err_ << "warning: " << w << "\n"; };
+  // One request per command: the server's version is remembered between runs.
+  options->server_info_cache = DefaultCacheDir() + "/servers.json";
   if (globals_.debug) {
     options->debug_log = [this](std::string_view line) { err_ << "[debug] " << line << "\n"; };
   }
@@ -56,21 +58,26 @@ std::string FieldErrors(ErrorInfo const& info) {
   return out;
 }
 
+nlohmann::json ErrorJson(Status const& status) {
+  auto const& info = status.error_info();
+  nlohmann::json error = {{"code", std::string(StatusCodeName(status.code()))},
+                          {"message", status.message()}};
+  if (info.http_status != 0) error["http_status"] = info.http_status;
+  if (!info.type.empty()) error["type"] = info.type;
+  if (!info.title.empty()) error["title"] = info.title;
+  if (!info.detail.empty()) error["msg"] = info.detail;
+  if (!info.data_json.empty()) {
+    if (auto data = internal::ParseJson(info.data_json)) error["data"] = *data;
+  }
+  if (!info.request_id.empty()) error["request_id"] = info.request_id;
+  return error;
+}
+
 int ReportError(Context& ctx, Status const& status) {
   int code = ExitCodeFor(status);
   auto const& info = status.error_info();
   if (ctx.json()) {
-    nlohmann::json error = {{"code", std::string(StatusCodeName(status.code()))},
-                            {"message", status.message()}};
-    if (info.http_status != 0) error["http_status"] = info.http_status;
-    if (!info.type.empty()) error["type"] = info.type;
-    if (!info.title.empty()) error["title"] = info.title;
-    if (!info.detail.empty()) error["msg"] = info.detail;
-    if (!info.data_json.empty()) {
-      if (auto data = internal::ParseJson(info.data_json)) error["data"] = *data;
-    }
-    if (!info.request_id.empty()) error["request_id"] = info.request_id;
-    ctx.err() << nlohmann::json{{"error", error}, {"exit_code", code}}.dump() << "\n";
+    ctx.err() << nlohmann::json{{"error", ErrorJson(status)}, {"exit_code", code}}.dump() << "\n";
     return code;
   }
   ctx.err() << "error: " << status.message() << "\n" << FieldErrors(info);

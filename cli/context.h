@@ -5,6 +5,8 @@
 #include "bai/config.h"
 #include "bai/status.h"
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -53,6 +55,9 @@ class Context {
 std::string FieldErrors(ErrorInfo const& info);
 /// Prints `status` as "error: …" (and the problem details with -o json) on stderr and returns
 /// the exit code of a general command (DECISIONS.md "CLI").
+/// The `error` object of `-o json` output: code, message, and the problem's HTTP status, type,
+/// title, msg, data (field errors) and request id when it has them. One shape for every command.
+nlohmann::json ErrorJson(Status const& status);
 int ReportError(Context& ctx, Status const& status);
 
 }  // namespace bai::cli

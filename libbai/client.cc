@@ -8,6 +8,7 @@
 #include "libbai/internal/curl_transport.h"
 #include "libbai/internal/decorators.h"
 #include "libbai/internal/json_codec.h"
+#include "libbai/internal/server_info_cache.h"
 #include "libbai/internal/text.h"
 #include "libbai/internal/url.h"
 
@@ -57,7 +58,14 @@ class ClientImpl {
   StatusOr<ApiResponse> Send(ApiRequest const& request) {
     auto http = Prepare(request);
     bool idempotent = request.idempotent.value_or(IsIdempotentMethod(http.method));
-    return SendWithRetries(http, EncodeTarget(request.path), idempotent);
+    auto r = SendWithRetries(http, EncodeTarget(request.path), idempotent);
+    // A remembered version the server no longer takes (it was downgraded or replaced): ask it
+    // again and resend once. The request was refused before it did anything.
+    if (r.ok() && r->status == 400 && IsVersionRefusal(r->body) && ForgetRememberedVersion()) {
+      http = Prepare(request);
+      r = SendWithRetries(http, EncodeTarget(request.path), idempotent);
+    }
+    return r;
   }
 
   StatusOr<ApiResponse> SendStreaming(ApiRequest const& request,
@@ -91,6 +99,15 @@ class ClientImpl {
   StatusOr<ServerInfo> GetServerInfo() {
     std::lock_guard<std::mutex> lock(info_mu_);
     if (server_info_) return *server_info_;
+    auto now = options_.clock ? options_.clock() : std::chrono::system_clock::now();
+    if (!options_.server_info_cache.empty() && !skip_cache_) {
+      if (auto remembered = LoadServerInfo(options_.server_info_cache, CurrentEndpoint().url, now,
+                                           options_.server_info_max_age)) {
+        from_cache_ = true;
+        server_info_ = std::move(remembered);
+        return *server_info_;
+      }
+    }
     TransportRequest http;
     http.method = "GET";
     http.sign = false;
@@ -102,13 +119,38 @@ class ClientImpl {
       if (!status.ok()) return status;
     }
     server_info_ = ParseServerInfo(response->body);
+    from_cache_ = false;
+    if (!options_.server_info_cache.empty() && server_info_->is_backend_ai) {
+      StoreServerInfo(options_.server_info_cache, CurrentEndpoint().url, *server_info_, now);
+    }
     return *server_info_;
   }
 
   std::string ApiVersion() {
     if (options_.api_version) return *options_.api_version;
-    std::call_once(negotiate_once_, [this] { negotiated_ = Negotiate(); });
-    return negotiated_;
+    std::lock_guard<std::mutex> lock(negotiate_mu_);
+    if (!negotiated_) negotiated_ = Negotiate();
+    return *negotiated_;
+  }
+
+  // After the server refused the version: true when it came from the cache (now forgotten, and
+  // the next request negotiates afresh), false when it was the server's own answer.
+  bool ForgetRememberedVersion() {
+    {
+      std::lock_guard<std::mutex> lock(info_mu_);
+      if (!from_cache_) return false;
+      ForgetServerInfo(options_.server_info_cache, CurrentEndpoint().url);
+      server_info_.reset();
+      from_cache_ = false;
+      skip_cache_ = true;
+    }
+    std::lock_guard<std::mutex> lock(negotiate_mu_);
+    negotiated_.reset();
+    return true;
+  }
+
+  static bool IsVersionRefusal(std::string const& body) {
+    return body.find("Unsupported API version") != std::string::npos;
   }
 
  private:
@@ -250,10 +292,12 @@ class ClientImpl {
   std::atomic<std::size_t> current_endpoint_{0};
   std::once_flag transport_once_;
   std::unique_ptr<Transport> transport_;
-  std::once_flag negotiate_once_;
-  std::string negotiated_;
+  std::mutex negotiate_mu_;  // taken before info_mu_, never after
+  std::optional<std::string> negotiated_;
   std::mutex info_mu_;
   std::optional<ServerInfo> server_info_;
+  bool from_cache_ = false;  // server_info_ came from Options::server_info_cache
+  bool skip_cache_ = false;  // the cache was wrong once: ask the server from now on
 };
 
 }  // namespace internal

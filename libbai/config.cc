@@ -215,6 +215,14 @@ std::string DefaultConfigDir() {
   return std::string(home && *home ? home : ".") + "/.config/bai";
 }
 
+std::string DefaultCacheDir() {
+  if (char const* d = std::getenv("BAI_CACHE_DIR"); d && *d) return d;
+  if (char const* d = std::getenv("BAI_CONFIG_DIR"); d && *d) return std::string(d) + "/cache";
+  if (char const* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/bai";
+  char const* home = std::getenv("HOME");
+  return std::string(home && *home ? home : ".") + "/.cache/bai";
+}
+
 std::string MaskSecret(std::string const& secret) {
   if (secret.empty()) return "";
   if (secret.size() < 12) return "****";

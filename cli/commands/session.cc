@@ -227,6 +227,19 @@ int RunRm(std::vector<std::string> const& sessions, bool forced, Context& ctx) {
   json results = json::array();
   for (auto const& s : sessions) {
     auto status = api.Destroy(s, forced);
+    if (status.code() == StatusCode::kNotFound) {
+      // Already ended: the goal of `rm` holds, so cleanup traps (`trap 'bai rm x' EXIT`) pass.
+      // Only an exact name or id counts; an unknown session is still "not found" (5).
+      auto info = api.Info(s);
+      if (info.ok() && protocol::IsTerminal(info->status.status) &&
+          (info->name == s || info->id == s)) {
+        if (!ctx.json()) {
+          ctx.err() << "bai: " << s << " has already ended (" << info->status.text << ")\n";
+        }
+        results.push_back({{"session", s}, {"ok", true}, {"already_ended", true}});
+        continue;
+      }
+    }
     if (!status.ok()) {
       int c = ExitCodeFor(status);
       if (ctx.json()) {

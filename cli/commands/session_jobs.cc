@@ -462,14 +462,32 @@ int RunWait(WaitCommandOptions const& options, Context& ctx) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(limit);
   json results = json::array();
   int rc = 0;
+  // Every session is looked up before any wait: `bai wait A nosuch` fails at once (5) instead
+  // of waiting for A and then reporting nosuch.
+  std::vector<std::optional<protocol::SessionInfo>> found;
   for (auto const& ref : options.sessions) {
     auto info = sessions.Info(ref);
+    if (!info.ok() && info.status().code() == StatusCode::kNotFound) {
+      ReportError(ctx, info.status());
+      if (ctx.json()) {
+        ctx.out() << json{{"sessions", {{{"session", ref}, {"error", info.status().message()}}}},
+                          {"exit_code", kExitNotFound}}
+                         .dump()
+                  << "\n";
+      }
+      return kExitNotFound;
+    }
+    found.push_back(info.ok() ? std::optional(*std::move(info)) : std::nullopt);
     if (!info.ok()) {
       int code = done ? JobError(ctx, info.status()) : ReportError(ctx, info.status());
       if (rc == 0) rc = code;
       results.push_back({{"session", ref}, {"error", info.status().message()}});
-      continue;
     }
+  }
+  for (std::size_t i = 0; i < options.sessions.size(); ++i) {
+    auto const& ref = options.sessions[i];
+    auto const& info = found[i];
+    if (!info) continue;
     bool timed_out = false;
     WaitOptions wait;
     wait.until_running = !done;
@@ -486,7 +504,12 @@ int RunWait(WaitCommandOptions const& options, Context& ctx) {
       } else {
         rc = kExitInterrupted;
       }
-      results.push_back({{"session", ref}, {"status", "WAITING"}});
+      // Its status now ("WAITING" was no status of a session).
+      auto now = sessions.Info(info->id);
+      results.push_back({{"session", ref},
+                         {"session_id", info->id},
+                         {"status", now.ok() ? now->status.text : info->status.text},
+                         {"timed_out", timed_out}});
       break;
     }
     if (!end.ok()) {

@@ -52,12 +52,7 @@ std::optional<std::int64_t> DurationFlag(Context& ctx, char const* flag, std::st
 
 int JobError(Context& ctx, Status const& status) {
   if (ctx.json()) {
-    ctx.err() << nlohmann::json{{"exit_code", kJobBaiError},
-                                {"error",
-                                 {{"code", std::string(StatusCodeName(status.code()))},
-                                  {"message", status.message()},
-                                  {"type", status.error_info().type}}}}
-                     .dump()
+    ctx.err() << nlohmann::json{{"exit_code", kJobBaiError}, {"error", ErrorJson(status)}}.dump()
               << "\n";
   } else {
     ctx.err() << "error: " << status.message() << "\n" << FieldErrors(status.error_info());

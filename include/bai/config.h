@@ -64,6 +64,10 @@ BAI_EXPORT Status SetConfigValue(std::string const& config_dir, std::string cons
 /// The directory ResolveConfig() uses when ConfigSources::config_dir is empty.
 BAI_EXPORT std::string DefaultConfigDir();
 
+/// Where `bai` keeps what it may forget (the servers' `GET /` answers): $BAI_CACHE_DIR, else
+/// $BAI_CONFIG_DIR/cache when that is set, else $XDG_CACHE_HOME/bai, else ~/.cache/bai.
+BAI_EXPORT std::string DefaultCacheDir();
+
 /// "wJal…(40 chars)": a secret shown without revealing it.
 BAI_EXPORT std::string MaskSecret(std::string const& secret);
 

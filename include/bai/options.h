@@ -39,6 +39,12 @@ struct Options {
   std::string secret_key;
   /// Pin the API version (e.g. "v8.20240915") instead of negotiating it with `GET /`.
   std::optional<std::string> api_version;
+  /// A file remembering each endpoint's `GET /` answer for `server_info_max_age`, so that a
+  /// short-lived process (a CLI command) sends one request instead of two; a server that
+  /// refuses the remembered version is asked again and the request resent once. Empty = ask
+  /// once per Client. The `bai` tool uses DefaultCacheDir()/servers.json.
+  std::string server_info_cache;
+  std::chrono::seconds server_info_max_age{86400};
   std::string domain = "default";  ///< default domain for session creation
   std::string group = "default";   ///< default project (group) for session creation
   std::chrono::milliseconds connect_timeout{10000};

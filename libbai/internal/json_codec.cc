@@ -7,12 +7,6 @@ namespace bai::internal {
 
 using nlohmann::json;
 
-std::optional<json> ParseJson(std::string_view text) {
-  json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return std::nullopt;
-  return j;
-}
-
 bool ParseProblem(std::string_view body, ErrorInfo& info) {
   auto j = ParseJson(body);
   if (!j || !j->is_object()) return false;

@@ -6,14 +6,13 @@
 #include "bai/protocol/session_wire.h"
 #include "bai/status.h"
 
+#include "libbai/internal/json_parse.h"
+
 #include <nlohmann/json.hpp>
 
 #include <string_view>
 
 namespace bai::internal {
-
-/// Parses JSON without throwing; nullopt for malformed text.
-std::optional<nlohmann::json> ParseJson(std::string_view text);
 
 /// Fills type/title/detail/data_json from a problem+json body; false when the body is not one.
 bool ParseProblem(std::string_view body, ErrorInfo& info);

@@ -33,6 +33,11 @@ std::optional<std::int64_t> LenientInt(nlohmann::json const& value) {
 }
 
 StatusOr<nlohmann::json> ObjectOf(std::string_view text, char const* what) {
+  if (JsonDepth(text) > kMaxJsonDepth) {
+    return protocol::MakeProblemStatus(protocol::ProblemType::kInvalidApiParams,
+                                       std::string("Malformed ") + what + ": nested deeper than " +
+                                           std::to_string(kMaxJsonDepth) + " levels");
+  }
   auto j = ParseJson(text);
   if (!j || !j->is_object()) {
     return protocol::MakeProblemStatus(

@@ -152,14 +152,10 @@ int Hex(char c) {
 }
 
 // RFC 5987 `charset'lang'pct-encoded` (UTF-8 or ASCII); nullopt when not that.
-std::optional<std::string> ExtValue(std::string_view v) {
-  std::size_t q1 = v.find('\'');
-  std::size_t q2 = q1 == std::string_view::npos ? q1 : v.find('\'', q1 + 1);
-  if (q2 == std::string_view::npos) return std::nullopt;
-  std::string charset = Lower(v.substr(0, q1));
-  if (charset != "utf-8" && charset != "us-ascii") return std::nullopt;
+// %XX sequences decoded; anything else kept as it is.
+std::string PercentDecode(std::string_view v) {
   std::string out;
-  for (std::size_t i = q2 + 1; i < v.size(); ++i) {
+  for (std::size_t i = 0; i < v.size(); ++i) {
     if (v[i] == '%' && i + 2 < v.size() && Hex(v[i + 1]) >= 0 && Hex(v[i + 2]) >= 0) {
       out.push_back(static_cast<char>(Hex(v[i + 1]) * 16 + Hex(v[i + 2])));
       i += 2;
@@ -168,6 +164,15 @@ std::optional<std::string> ExtValue(std::string_view v) {
     }
   }
   return out;
+}
+
+std::optional<std::string> ExtValue(std::string_view v) {
+  std::size_t q1 = v.find('\'');
+  std::size_t q2 = q1 == std::string_view::npos ? q1 : v.find('\'', q1 + 1);
+  if (q2 == std::string_view::npos) return std::nullopt;
+  std::string charset = Lower(v.substr(0, q1));
+  if (charset != "utf-8" && charset != "us-ascii") return std::nullopt;
+  return PercentDecode(v.substr(q2 + 1));
 }
 
 std::string QuoteParam(std::string_view v) {
@@ -451,7 +456,9 @@ StatusOr<std::vector<MultipartPart>> DecodeMultipart(std::string_view content_ty
           std::optional<std::string> ext;
           for (auto& [k, v] : HeaderParams(value)) {
             if (k == "name") part.name = v;
-            if (k == "filename") part.filename = v;
+            // aiohttp (the official client) percent-encodes it ("up%2Fdata.bin") and reads
+            // it back decoded, as 24.09's manager does: decode it too.
+            if (k == "filename") part.filename = PercentDecode(v);
             if (k == "filename*") ext = ExtValue(v);
           }
           if (ext) part.filename = *ext;

@@ -85,6 +85,10 @@ SessionStatusValue ParseSessionStatus(std::string_view text) {
   return ParseIn(kSessionNames, text);
 }
 KernelStatusValue ParseKernelStatus(std::string_view text) { return ParseIn(kKernelNames, text); }
+bool IsKnownStatusName(std::string_view text) {
+  return ParseSessionStatus(text).status != S::kUnknown ||
+         ParseKernelStatus(text).status != KernelStatus::kUnknown;
+}
 std::string_view ToString(SessionStatus status) { return NameIn(kSessionNames, status); }
 std::string_view ToString(KernelStatus status) { return NameIn(kKernelNames, status); }
 TaskStatus ParseTaskStatus(std::string_view text) { return ParseIn(kTaskNames, text).status; }

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "bai/protocol/vfolder_wire.h"
 
+#include "bai/protocol/signing.h"
+
 #include "libbai/internal/json_codec.h"
 #include "libbai/internal/json_fields.h"
 
@@ -183,7 +185,9 @@ StatusOr<std::vector<VFolderInfo>> DecodeVFolderList(std::string_view json_array
   return out;
 }
 
-std::string EncodeVFolderFiles(std::vector<VFolderFile> const& files) {
+namespace {
+
+nlohmann::json FilesArray(std::vector<VFolderFile> const& files) {
   auto out = nlohmann::json::array();
   for (auto const& f : files) {
     out.push_back({{"name", f.name},
@@ -193,7 +197,53 @@ std::string EncodeVFolderFiles(std::vector<VFolderFile> const& files) {
                    {"created", f.created},
                    {"modified", f.modified}});
   }
-  return out.dump();
+  return out;
+}
+
+// Seconds since the epoch of an ISO 8601 time, with its fraction (0 when unreadable).
+double EpochSeconds(std::string const& iso) {
+  auto parsed = ParseHttpDate(iso);
+  if (!parsed) return 0;
+  double seconds = static_cast<double>(parsed->unix_seconds);
+  auto dot = iso.find('.');
+  if (dot != std::string::npos && iso.find('T') < dot) {
+    double scale = 0.1;
+    for (auto i = dot + 1; i < iso.size() && iso[i] >= '0' && iso[i] <= '9'; ++i, scale /= 10) {
+      seconds += (iso[i] - '0') * scale;
+    }
+  }
+  return seconds;
+}
+
+// "-rw-r--r--" from a type and three octal digits, as Python's stat.filemode writes it.
+std::string FileMode(VFolderFile const& f) {
+  std::string out(1, f.IsDirectory() ? 'd' : f.type == "SYMLINK" ? 'l' : '-');
+  for (std::size_t i = 0; i < 3; ++i) {
+    int bits = i < f.mode.size() && f.mode[i] >= '0' && f.mode[i] <= '7' ? f.mode[i] - '0' : 0;
+    out += (bits & 4) ? 'r' : '-';
+    out += (bits & 2) ? 'w' : '-';
+    out += (bits & 1) ? 'x' : '-';
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string EncodeVFolderFiles(std::vector<VFolderFile> const& files) {
+  return FilesArray(files).dump();
+}
+
+std::string EncodeVFolderListing(std::vector<VFolderFile> const& files) {
+  auto legacy = nlohmann::json::array();
+  for (auto const& f : files) {
+    legacy.push_back({{"filename", f.name},
+                      {"size", f.size},
+                      {"mode", FileMode(f)},
+                      {"ctime", EpochSeconds(f.created)},
+                      {"atime", 0},
+                      {"mtime", EpochSeconds(f.modified)}});
+  }
+  return nlohmann::json{{"items", FilesArray(files)}, {"files", legacy.dump()}}.dump();
 }
 
 StatusOr<std::vector<VFolderFile>> DecodeVFolderListing(std::string_view body) {

@@ -6,6 +6,7 @@
 #include "bai/version.h"
 
 #include "server-reference/agent/kernel_logs.h"
+#include "server-reference/agent/node_stats.h"
 #include "server-reference/common/agent_messages.h"
 #include "server-reference/common/agent_protocol.h"
 
@@ -56,6 +57,7 @@ struct Agent::Impl {
   net::steady_timer retry{ioc};
   std::chrono::milliseconds backoff{0};
   std::chrono::milliseconds heartbeat_interval{5000};
+  NodeSampler node_stats;  // the node's CPU and memory load, sent with each heartbeat
   std::thread thread;
   std::atomic<bool> stopping{false};
   // Each connection attempt gets a number; handlers of an older attempt do nothing, so a dying
@@ -201,7 +203,23 @@ struct Agent::Impl {
 
   void On(ap::CreateKernel const& m) { backend->Create(m); }
 
-  void On(ap::DestroyKernel const& m) { backend->Destroy(m.session_id, m.reason); }
+  void On(ap::DestroyKernel const& m) {
+    // A kernel this agent does not run (it failed to start and was reported, or ended while the
+    // manager was away) is already gone: say so, or its session waits in TERMINATING for ever.
+    bool live = false;
+    for (auto const& k : backend->Snapshot()) {
+      if (k.session_id == m.session_id && !k.Ended()) live = true;
+    }
+    if (!live) {
+      KernelReport gone;
+      gone.session_id = m.session_id;
+      gone.status = protocol::KernelStatus::kTerminated;
+      gone.reason = m.reason.empty() ? "user-requested" : m.reason;
+      Report(gone);
+      return;
+    }
+    backend->Destroy(m.session_id, m.reason);
+  }
 
   void On(ap::Execute const& m) {
     AnswerLater(m.request_id, [this, m] { return backend->Execute(m); });
@@ -298,7 +316,7 @@ struct Agent::Impl {
   }
 
   void Heartbeat() {
-    Write(ap::Encode(ap::ToManager(ap::Heartbeat{options.slots})));
+    Write(ap::Encode(ap::ToManager(ap::Heartbeat{options.slots, node_stats.Sample()})));
     heartbeat.expires_after(heartbeat_interval);
     heartbeat.async_wait([this](beast::error_code ec) {
       if (!ec) Heartbeat();

@@ -7,12 +7,29 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 namespace bai::server::agent_protocol {
 
 using internal::FieldReader;
 using nlohmann::json;
 
 namespace {
+
+// A session id from the manager: a UUID (8-4-4-4-12 hex digits). The agent builds paths and
+// cgroup names from it, so "/" or ".." must never get through.
+std::string SessionId(FieldReader& r) {
+  std::string id = r.Required("session_id");
+  bool ok = id.size() == 36;
+  for (std::size_t i = 0; ok && i < id.size(); ++i) {
+    bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+    char c = id[i];
+    ok = dash ? c == '-'
+              : ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'));
+  }
+  if (r.ok() && !ok) r.Fail("session_id", "a UUID");
+  return id;
+}
 
 // The message type names: spelled here and nowhere else.
 constexpr char kRegister[] = "register";
@@ -127,7 +144,7 @@ json KernelStatusJson(KernelStatus const& k) {
 
 KernelStatus ReadKernelStatus(FieldReader& r) {
   KernelStatus k;
-  k.session_id = r.Required("session_id");
+  k.session_id = SessionId(r);
   using protocol::KernelStatus;
   auto status = r.Required("status");
   k.status = protocol::ParseKernelStatus(status).status;
@@ -176,6 +193,12 @@ json ToJson(Register const& m) {
 json ToJson(Heartbeat const& m) {
   json j = {{"type", kHeartbeat}};
   if (m.slots) j["slots"] = SlotsJson(*m.slots);
+  if (m.stats) {
+    j["stats"] = {{"cpu_pct", m.stats->cpu_pct},
+                  {"core_pct", m.stats->core_pct},
+                  {"mem_used", m.stats->mem_used},
+                  {"mem_total", m.stats->mem_total}};
+  }
   return j;
 }
 
@@ -336,9 +359,11 @@ Register ReadRegister(FieldReader& r) {
     DeviceInfo d;
     d.kind = item.String("kind", "cuda");
     d.index = item.Int("index", 0);
+    if (d.index < 0) item.Fail("index", "not negative");
     d.uuid = item.String("uuid");
     d.name = item.String("name");
     d.memory = item.Int("memory", 0);
+    if (d.memory < 0) item.Fail("memory", "not negative");
     auto shares = protocol::Decimal::Parse(item.String("shares", "0"));
     if (!shares.ok() || shares->is_negative() || shares->is_unlimited()) {
       item.Fail("shares", "a non-negative decimal");
@@ -355,7 +380,45 @@ Register ReadRegister(FieldReader& r) {
   return m;
 }
 
-Heartbeat ReadHeartbeat(FieldReader& r) { return Heartbeat{ReadSlots(r, "slots")}; }
+Heartbeat ReadHeartbeat(FieldReader& r) {
+  Heartbeat m{ReadSlots(r, "slots"), std::nullopt};
+  auto const* stats = r.Object("stats");
+  if (!stats) return m;
+  auto number = [&](char const* key, double low, double high) -> std::optional<double> {
+    auto it = stats->find(key);
+    if (it == stats->end() || !it->is_number() || it->get<double>() < low ||
+        it->get<double>() > high) {
+      r.Fail(std::string("stats.") + key, "a number from " + std::to_string(low));
+      return std::nullopt;
+    }
+    return it->get<double>();
+  };
+  NodeStats n;
+  constexpr double kBytes = 9.0e18;  // within int64
+  auto cpu = number("cpu_pct", 0, 100);
+  auto used = number("mem_used", 0, kBytes);
+  auto total = number("mem_total", 0, kBytes);
+  auto cores = stats->find("core_pct");
+  if (cores != stats->end()) {
+    if (!cores->is_array() || cores->size() > 4096) {
+      r.Fail("stats.core_pct", "a list of at most 4096 numbers");
+    } else {
+      for (auto const& c : *cores) {
+        if (!c.is_number() || c.get<double>() < 0 || c.get<double>() > 100) {
+          r.Fail("stats.core_pct", "numbers from 0 to 100");
+          break;
+        }
+        n.core_pct.push_back(c.get<double>());
+      }
+    }
+  }
+  if (!cpu || !used || !total) return m;
+  n.cpu_pct = *cpu;
+  n.mem_used = static_cast<std::int64_t>(*used);
+  n.mem_total = static_cast<std::int64_t>(*total);
+  m.stats = std::move(n);
+  return m;
+}
 
 Response ReadResponse(FieldReader& r) {
   Response m;
@@ -380,7 +443,7 @@ TaskReport ReadTaskReport(FieldReader& r) {
 
 KernelOutput ReadKernelOutput(FieldReader& r) {
   KernelOutput m;
-  m.session_id = r.Required("session_id");
+  m.session_id = SessionId(r);
   m.offset = r.Int("offset", 0);
   if (m.offset < 0) r.Fail("offset", "not negative");
   m.chunks = ReadChunks(r, "chunks");
@@ -390,7 +453,7 @@ KernelOutput ReadKernelOutput(FieldReader& r) {
 ReadLogs ReadReadLogs(FieldReader& r) {
   ReadLogs m;
   m.request_id = r.Required("request_id");
-  m.session_id = r.Required("session_id");
+  m.session_id = SessionId(r);
   m.offset = r.Int("offset", 0);
   m.limit = r.Int("limit", 4 << 20);
   if (m.offset < 0) r.Fail("offset", "not negative");
@@ -401,7 +464,7 @@ ReadLogs ReadReadLogs(FieldReader& r) {
 KernelFiles ReadKernelFiles(FieldReader& r) {
   KernelFiles m;
   m.request_id = r.Required("request_id");
-  m.session_id = r.Required("session_id");
+  m.session_id = SessionId(r);
   m.action = r.Required("action");
   m.path = r.String("path");
   auto data = Base64Decode(r.String("data"));
@@ -418,15 +481,16 @@ Challenge ReadChallenge(FieldReader& r) { return Challenge{r.Required("nonce")};
 
 Registered ReadRegistered(FieldReader& r) {
   Registered m;
-  m.heartbeat_interval_ms = r.Int("heartbeat_interval_ms", 5000);
-  if (m.heartbeat_interval_ms <= 0) r.Fail("heartbeat_interval_ms", "positive");
+  // Clamped to 100 ms … 10 min: 2^62 overflowed the timer and the agent busy-looped.
+  m.heartbeat_interval_ms = std::clamp<std::int64_t>(r.Int("heartbeat_interval_ms", 5000),
+                                                     kMinHeartbeatMs, kMaxHeartbeatMs);
   m.scaling_group = r.String("scaling_group");
   return m;
 }
 
 CreateKernel ReadCreateKernel(FieldReader& r) {
   CreateKernel m;
-  m.session_id = r.Required("session_id");
+  m.session_id = SessionId(r);
   m.session_name = r.String("session_name");
   m.session_type = r.String("session_type", "interactive");
   m.image = r.Required("image");
@@ -457,13 +521,14 @@ CreateKernel ReadCreateKernel(FieldReader& r) {
 }
 
 DestroyKernel ReadDestroyKernel(FieldReader& r) {
-  return DestroyKernel{r.Required("session_id"), r.String("reason")};
+  auto session_id = SessionId(r);
+  return DestroyKernel{session_id, r.String("reason")};
 }
 
 Execute ReadExecute(FieldReader& r) {
   Execute m;
   m.request_id = r.Required("request_id");
-  m.session_id = r.Required("session_id");
+  m.session_id = SessionId(r);
   m.mode = r.String("mode", "query");
   m.run_id = r.String("run_id");
   m.code = r.String("code");
@@ -472,13 +537,14 @@ Execute ReadExecute(FieldReader& r) {
 }
 
 RestartKernel ReadRestartKernel(FieldReader& r) {
-  return RestartKernel{r.Required("request_id"), r.Required("session_id")};
+  auto request_id = r.Required("request_id");
+  return RestartKernel{request_id, SessionId(r)};
 }
 
 CommitKernel ReadCommitKernel(FieldReader& r) {
   CommitKernel m;
   m.request_id = r.Required("request_id");
-  m.session_id = r.Required("session_id");
+  m.session_id = SessionId(r);
   m.task_id = r.Required("task_id");
   m.filename = r.Required("filename");
   return m;

@@ -72,8 +72,19 @@ struct Register {
   std::vector<KernelStatus> kernels;
 };
 
+/// The node's load when the heartbeat left: CPU busy percent over the last interval (0–100,
+/// for the whole node and for each core) and memory in use (total minus available), from /proc.
+struct NodeStats {
+  double cpu_pct = 0;
+  std::vector<double> core_pct;
+  std::int64_t mem_used = 0;
+  std::int64_t mem_total = 0;
+  bool operator==(NodeStats const&) const = default;
+};
+
 struct Heartbeat {
   std::optional<protocol::ResourceSlots> slots;
+  std::optional<NodeStats> stats;  ///< absent from agents that cannot read /proc
 };
 
 /// The answer to a request the manager sent (execute, restart_kernel, commit_kernel); the
@@ -120,8 +131,11 @@ struct Challenge {
   std::string nonce;
 };
 
+inline constexpr std::int64_t kMinHeartbeatMs = 100;
+inline constexpr std::int64_t kMaxHeartbeatMs = 600'000;
+
 struct Registered {
-  std::int64_t heartbeat_interval_ms = 5000;
+  std::int64_t heartbeat_interval_ms = 5000;  ///< clamped to kMin/kMaxHeartbeatMs when read
   std::string scaling_group;
 };
 

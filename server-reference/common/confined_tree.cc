@@ -200,7 +200,12 @@ StatusOr<ConfinedTree> ConfinedTree::Open(std::string const& root, std::string a
                                           std::string display) {
   int fd = ::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) {
-    return Status(StatusCode::kNotFound, root + ": " + std::strerror(errno));
+    // Named as its users know it: the host path is no business of an API client (a folder
+    // purged during an upload answered with it).
+    std::string shown = !display.empty()         ? display
+                        : !absolute_root.empty() ? absolute_root
+                                                 : std::string("the directory");
+    return Status(StatusCode::kNotFound, shown + ": " + std::strerror(errno));
   }
   ConfinedTree tree(fd);
   tree.absolute_root_ = std::move(absolute_root);

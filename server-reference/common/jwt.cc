@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/common/jwt.h"
 
+#include "libbai/internal/json_codec.h"
+
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -84,14 +86,18 @@ StatusOr<json> VerifyJwt(std::string_view token, std::string_view secret, std::i
   auto payload = FromBase64Url(token.substr(dot1 + 1, dot2 - dot1 - 1));
   auto signature = FromBase64Url(token.substr(dot2 + 1));
   if (!header || !payload || !signature) return Refused("not Base64url");
-  json h = json::parse(*header, nullptr, false);
-  if (!h.is_object() || h.value("alg", "") != "HS256") return Refused("not HS256");
+  json h = internal::ParseJson(*header).value_or(json(json::value_t::discarded));
+  // `value("alg", "")` would throw on a non-string alg: look before reading.
+  auto alg = h.is_object() ? h.find("alg") : h.end();
+  if (!h.is_object() || alg == h.end() || !alg->is_string() || *alg != "HS256") {
+    return Refused("not HS256");
+  }
   std::string expected = Hmac(secret, token.substr(0, dot2));
   if (signature->size() != expected.size() ||
       CRYPTO_memcmp(signature->data(), expected.data(), expected.size()) != 0) {
     return Refused("bad signature");
   }
-  json claims = json::parse(*payload, nullptr, false);
+  json claims = internal::ParseJson(*payload).value_or(json(json::value_t::discarded));
   if (!claims.is_object()) return Refused("claims are not an object");
   auto exp = claims.find("exp");
   if (exp == claims.end() || !exp->is_number()) return Refused("no expiry");

@@ -2,6 +2,7 @@
 #include "server-reference/common/runner_messages.h"
 
 #include "libbai/internal/json_fields.h"
+#include "libbai/internal/json_parse.h"
 #include "server-reference/common/base64.h"
 
 #include <nlohmann/json.hpp>
@@ -118,7 +119,7 @@ json ToJson(StatusRequest const&) { return {{"op", kStatus}}; }
 // the reader returns nullopt for a name it does not know.
 template <class Variant, class Read>
 StatusOr<Variant> Decode(std::string_view line, char const* tag, Read read) {
-  auto j = json::parse(line, nullptr, false);
+  auto j = internal::ParseJson(line).value_or(json(json::value_t::discarded));
   if (!j.is_object()) return Status(StatusCode::kInvalidArgument, "not a JSON object");
   FieldReader r(j);
   std::string name = r.Required(tag);

@@ -4,6 +4,7 @@
 #include "bai/protocol/errors.h"
 #include "bai/protocol/vfolder_wire.h"
 
+#include "libbai/internal/json_codec.h"
 #include "server-reference/common/jwt.h"
 #include "server-reference/common/problem.h"
 #include "server-reference/common/unique_fd.h"
@@ -500,7 +501,9 @@ server::HttpResponse StorageService::HandleManager(server::HttpRequest const& re
                           "the manager's storage secret is missing or wrong");
   }
   if (request.method != "POST") return StorageProblem(405, "method-not-allowed", "use POST");
-  json args = request.body.empty() ? json::object() : json::parse(request.body, nullptr, false);
+  json args = request.body.empty()
+                  ? json::object()
+                  : internal::ParseJson(request.body).value_or(json(json::value_t::discarded));
   if (args.is_discarded() || !args.is_object()) {
     return StorageProblem(400, "malformed-body", "the body is not a JSON object");
   }

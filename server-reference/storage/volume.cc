@@ -94,16 +94,16 @@ Status Volume::CreateFolder(FolderRef const& f) const {
   if (!path.ok()) return path.status();
   std::error_code ec;
   fs::create_directories(fs::path(*path).parent_path(), ec);
-  if (ec) return Io("create " + *path, ec.value());
+  if (ec) return Io("create " + Shown(*path), ec.value());
   if (::mkdir(path->c_str(), 0755) != 0) {
     if (errno == EEXIST) return Status(StatusCode::kAlreadyExists, "the folder exists");
-    return Io("create " + *path, errno);
+    return Io("create " + Shown(*path), errno);
   }
   if (owner_uid_ >= 0 &&
       ::chown(path->c_str(), static_cast<uid_t>(owner_uid_), static_cast<gid_t>(owner_gid_)) != 0) {
     int err = errno;
     ::rmdir(path->c_str());
-    return Io("chown " + *path, err);
+    return Io("chown " + Shown(*path), err);
   }
   return Status();
 }
@@ -116,7 +116,13 @@ Status Volume::DeleteFolder(FolderRef const& f) const {
     return Status(StatusCode::kNotFound, "no such folder on " + name_);
   }
   fs::remove_all(*path, ec);  // removes links themselves, never what they point at
-  if (ec) return Io("delete " + *path, ec.value());
+  if (ec) return Io("delete " + Shown(*path), ec.value());
+  // Its unfinished uploads go with it (they were kept, and counted, for days).
+  for (auto const& u : Sessions()) {
+    if (u.folder.scope == f.scope && u.folder.id == f.id) {
+      fs::remove_all(root_ + "/" + kUploads + "/" + u.id, ec);
+    }
+  }
   return Status();
 }
 
@@ -153,7 +159,7 @@ StatusOr<server::TreeUsage> Volume::ScopeUsage(std::string_view scope) const {
 
 StatusOr<std::int64_t> Volume::FreeBytes() const {
   struct statvfs v {};
-  if (::statvfs(root_.c_str(), &v) != 0) return Io("statvfs " + root_, errno);
+  if (::statvfs(root_.c_str(), &v) != 0) return Io("statvfs " + name_, errno);
   return static_cast<std::int64_t>(v.f_bavail) * static_cast<std::int64_t>(v.f_frsize);
 }
 
@@ -200,7 +206,7 @@ StatusOr<UploadSession> Volume::StartUpload(FolderRef const& f, std::string_view
   s.size = size;
   s.created = Now();
   std::string dir = root_ + "/" + kUploads + "/" + s.id;
-  if (::mkdir(dir.c_str(), 0700) != 0) return Io("create " + dir, errno);
+  if (::mkdir(dir.c_str(), 0700) != 0) return Io("create " + Shown(dir), errno);
   server::UniqueFd data(
       ::open((dir + "/data").c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
   if (data.fd < 0) return Io("create upload", errno);

@@ -90,6 +90,10 @@ class Volume {
 
  private:
   Volume(std::string name, std::string root) : name_(std::move(name)), root_(std::move(root)) {}
+  /// A path under the volume as messages show it ("volume1:/user-…/…"), never the host path.
+  std::string Shown(std::string const& path) const {
+    return path.rfind(root_, 0) == 0 ? name_ + ":" + path.substr(root_.size()) : name_;
+  }
   std::vector<UploadSession> Sessions() const;
   std::string name_, root_;
   int owner_uid_ = -1, owner_gid_ = -1;

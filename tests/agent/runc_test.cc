@@ -286,14 +286,12 @@ TEST_F(RuncTest, MountedFoldersAreReadAndWrittenFromTheKernel) {
   EXPECT_THAT(refused.err, ::testing::HasSubstr("trash"));
 }
 
-TEST_F(RuncTest, AKernelThatCannotStartEndsInErrorWithTheReason) {
-  // 4 KiB is below what any process needs: runc refuses the memory limit.
+TEST_F(RuncTest, AKernelThatCannotStartIsRefusedBeforeRunc) {
+  // 4 KiB is below what any process needs: refused when asked for, in our words (it used to
+  // reach runc and fail later with runc's text), and nothing is left behind.
   auto r = Bai({"-o", "json", "run", "-r", "mem=4k", "shell", "--", "true"});
-  EXPECT_EQ(r.exit_code, 126) << r.out << r.err;
-  auto j = internal::ParseJson(r.out).value_or(json());
-  EXPECT_EQ(j.value("status", ""), "ERROR") << r.out;
-  EXPECT_THAT(j.value("status_info", ""), HasSubstr("kernel-creation-failed"));
-  EXPECT_THAT(j.value("status_info", ""), HasSubstr("memory limit"));
+  EXPECT_EQ(r.exit_code, 125) << r.out << r.err;
+  EXPECT_THAT(r.out + r.err, HasSubstr("at least 64m"));
   auto list = testing_util::RunProcess({"/usr/sbin/runc", "--root", RuncRoot(), "list", "-q"});
   EXPECT_EQ(list.out, "");
 }

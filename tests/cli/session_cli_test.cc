@@ -168,7 +168,14 @@ TEST_F(SessionCliTest, InfoLogsAndRm) {
   EXPECT_THAT(table.out, HasSubstr("PENDING"));
   EXPECT_THAT(table.out, HasSubstr("waiting"));
   EXPECT_EQ(Bai({"rm", "to-remove"}).exit_code, 0);
-  EXPECT_EQ(Bai({"rm", "to-remove"}).exit_code, 5) << "gone now";
+  // Hardening: rm of an ended session is done (0) with a notice, so cleanup traps pass; an
+  // unknown one is still 5.
+  auto again = Bai({"rm", "to-remove"});
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_THAT(again.err, HasSubstr("to-remove has already ended (CANCELLED)"));
+  EXPECT_EQ(json::parse(Bai({"-o", "json", "rm", "to-remove"}).out)["sessions"][0]["already_ended"],
+            true);
+  EXPECT_EQ(Bai({"rm", "no-such-session"}).exit_code, 5);
   EXPECT_EQ(Bai({"session", "info", "no-such-session"}).exit_code, 5);
 }
 
@@ -184,7 +191,8 @@ TEST_F(SessionCliTest, SessionVerbsAndTheirTopLevelAliasesAgree) {
                      "python", "--", "x"});
   ASSERT_EQ(queued.exit_code, 0) << queued.err;
   EXPECT_EQ(Bai({"session", "rm", "noun-rm"}).exit_code, 0);
-  EXPECT_EQ(Bai({"rm", "noun-rm"}).exit_code, 5) << "gone by either name";
+  EXPECT_EQ(Bai({"rm", "noun-rm"}).exit_code, 0) << "ended, by either name";
+  EXPECT_EQ(Bai({"rm", "noun-gone"}).exit_code, 5) << "unknown, by either name";
   EXPECT_EQ(Bai({"session"}).exit_code, 2) << "a noun needs a verb";
 }
 
@@ -222,6 +230,18 @@ TEST_F(SessionCliTest, CreateExecWaitAndTheLifecycleVerbs) {
   EXPECT_EQ(json::parse(queued.out)["status"], "PENDING");
   EXPECT_EQ(Bai({"wait", "later-job", "--for", "running", "--timeout", "1s"}).exit_code, 3);
   EXPECT_EQ(Bai({"wait", "later-job", "--timeout", "1s"}).exit_code, 124);
+  // Hardening: a timed-out wait reports the session's real status ("WAITING" was none).
+  auto timed = json::parse(Bai({"-o", "json", "wait", "later-job", "--timeout", "1s"}).out);
+  EXPECT_EQ(timed["sessions"][0]["status"], "PENDING");
+  EXPECT_EQ(timed["sessions"][0]["timed_out"], true);
+  // Hardening: every session is looked up first; an unknown one fails at once with 5
+  // (`bai wait later-job nosuch` waited for later-job and ignored nosuch).
+  auto unknown = Bai({"wait", "later-job", "nosuch-job"});
+  EXPECT_EQ(unknown.exit_code, 5) << unknown.err;
+  // Hardening: destroying takes exact names; `rm late` must not end later-job.
+  EXPECT_EQ(Bai({"rm", "late"}).exit_code, 5);
+  EXPECT_EQ(json::parse(Bai({"-o", "json", "session", "info", "later-job"}).out)["status"],
+            "PENDING");
   // Durations: words are usage errors, said in one line.
   auto bad = Bai({"wait", "later-job", "--timeout", "soon"});
   EXPECT_EQ(bad.exit_code, 2);

@@ -14,6 +14,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <condition_variable>
 #include <deque>
@@ -184,18 +185,32 @@ TEST_F(AgentProtocolTest, HeartbeatsKeepTheAgentAliveAndCarryCapacityChanges) {
   ASSERT_TRUE(db.Exec("UPDATE agents SET last_heartbeat = 'earlier' WHERE id = 'agent-h'").ok());
   protocol::ResourceSlots same;
   ASSERT_TRUE(protocol::ParseSlotAssignment("cpu=2,mem=2g", same).ok());
-  link.Send(ap::Encode(ap::ToManager(ap::Heartbeat{same})));
+  link.Send(ap::Encode(ap::ToManager(ap::Heartbeat{same, std::nullopt})));
   EXPECT_NE(row().Text(2), "earlier") << "the same slots: still a heartbeat";
   EXPECT_THAT(row().Text(0), ::testing::HasSubstr("\"cpu\":\"2\""));
   protocol::ResourceSlots fewer;
   ASSERT_TRUE(protocol::ParseSlotAssignment("cpu=1,mem=2g", fewer).ok());
   ASSERT_TRUE(db.Exec("UPDATE agents SET last_heartbeat = 'earlier' WHERE id = 'agent-h'").ok());
-  link.Send(ap::Encode(ap::ToManager(ap::Heartbeat{fewer})));
+  link.Send(ap::Encode(ap::ToManager(ap::Heartbeat{fewer, std::nullopt})));
   EXPECT_THAT(row().Text(0), ::testing::HasSubstr("\"cpu\":\"1\"")) << "new capacity stored";
   EXPECT_NE(row().Text(2), "earlier");
   EXPECT_EQ(row().Text(1), "ALIVE");
   link.Send(ap::Encode(ap::ToManager(ap::Heartbeat{})));
   EXPECT_THAT(row().Text(0), ::testing::HasSubstr("\"cpu\":\"1\"")) << "no slots: kept";
+  // The node's load is kept for the agent's live_stat; a heartbeat without it keeps the last.
+  auto load = [&db] {
+    auto rows = db.Query("SELECT live_stat FROM agents WHERE id = 'agent-h'");
+    return rows.ok() && rows->size() == 1u ? rows->front().OptText(0) : std::nullopt;
+  };
+  EXPECT_FALSE(load());
+  link.Send(ap::Encode(
+      ap::ToManager(ap::Heartbeat{std::nullopt, ap::NodeStats{12.5, {25, 0}, 1024, 4096}})));
+  ASSERT_TRUE(load());
+  auto stored = nlohmann::json::parse(*load());
+  EXPECT_EQ(stored["cpu_pct"], 12.5);
+  EXPECT_EQ(stored["mem_used"], 1024);
+  link.Send(ap::Encode(ap::ToManager(ap::Heartbeat{})));
+  EXPECT_TRUE(load()) << "kept";
 }
 
 TEST_F(AgentProtocolTest, AReplayedHandshakeCannotRegisterOrDisplaceTheLiveAgent) {
@@ -212,8 +227,8 @@ TEST_F(AgentProtocolTest, AReplayedHandshakeCannotRegisterOrDisplaceTheLiveAgent
   EXPECT_FALSE(live.socket->closed());
   // Messages on the unregistered connection are refused, not taken as the agent's.
   FakeLink sneaky(manager_->agents(), "agent-r");
-  sneaky.Send(ap::Encode(
-      ap::ToManager(ap::KernelStatus{"x", protocol::KernelStatus::kRunning, {}, "", {}})));
+  sneaky.Send(ap::Encode(ap::ToManager(ap::KernelStatus{
+      "00000000-0000-4000-8000-0000000000c9", protocol::KernelStatus::kRunning, {}, "", {}})));
   EXPECT_EQ(sneaky.socket->All<ap::ErrorReport>().size(), 1u);
   EXPECT_EQ(manager_->agents().Connected().count("agent-r"), 1u);
   // The agent itself reconnecting (a new challenge, answered) does replace the old link.
@@ -335,6 +350,10 @@ TEST(AgentDaemonTest, AgentRefusesMalformedManagerMessagesAndKeepsWorking) {
            R"({"type":"destroy_kernel","session_id":12})",
            R"({"type":"registered","heartbeat_interval_ms":"5000"})",
            R"({"type":"execute","request_id":"r","session_id":"s","options":{"exec":[]}})",
+           // Hardening: ids the agent would build paths and cgroup names from.
+           R"({"type":"create_kernel","session_id":"../../../x","image":"python"})",
+           R"({"type":"create_kernel","session_id":"a/b","image":"python"})",
+           R"({"type":"destroy_kernel","session_id":".."})",
            "[1,2,3]",
        }) {
     manager.Send(bad);
@@ -343,14 +362,27 @@ TEST(AgentDaemonTest, AgentRefusesMalformedManagerMessagesAndKeepsWorking) {
   }
   // Still the same connection, and still doing its work.
   ap::CreateKernel create;
-  create.session_id = "s1";
+  create.session_id = "00000000-0000-4000-8000-0000000000b1";
   create.image = "python";
   manager.Send(ap::Encode(create));
   auto started = manager.Next<ap::KernelStatus>();
   ASSERT_TRUE(started);
-  EXPECT_EQ(started->session_id, "s1");
+  EXPECT_EQ(started->session_id, "00000000-0000-4000-8000-0000000000b1");
   EXPECT_EQ(manager.connections(), 1);
   EXPECT_TRUE(a.Registered());
+  // Hardening (new user): destroying a kernel the agent does not run (it failed to start and was
+  // reported) is answered TERMINATED at once; it was ignored, and `bai rm` of a session that
+  // failed to start left it TERMINATING, holding its slots, until the agent restarted.
+  manager.Send(ap::Encode(ap::DestroyKernel{"00000000-0000-4000-8000-0000000000b2", ""}));
+  auto gone = manager.Next<ap::KernelStatus>();
+  for (int i = 0; i < 5 && gone && gone->session_id != "00000000-0000-4000-8000-0000000000b2";
+       ++i) {
+    gone = manager.Next<ap::KernelStatus>();  // b1's own progress comes first
+  }
+  ASSERT_TRUE(gone);
+  EXPECT_EQ(gone->session_id, "00000000-0000-4000-8000-0000000000b2");
+  EXPECT_EQ(gone->status, protocol::KernelStatus::kTerminated);
+  EXPECT_EQ(gone->reason, "user-requested");
   a.Stop();
 }
 

@@ -127,6 +127,17 @@ TEST_F(AgentTest, UnknownImagesAre404OnceAgentsReportTheirImages) {
                      {"enqueueOnly", true}});
   EXPECT_EQ(other.status, 404) << other.body;
   EXPECT_THAT(std::string(json::parse(other.body)["msg"]), ::testing::HasSubstr("python:3.9"));
+  // Hardening (new user): GPUs on a cluster without them waited for ever, also enqueued.
+  for (bool enqueue : {false, true}) {
+    auto gpu = Call("POST", "/session",
+                    {{"name", enqueue ? "gpu-q" : "gpu-w"},
+                     {"image", "python"},
+                     {"enqueueOnly", enqueue},
+                     {"config", {{"resources", {{"cpu", 1}, {"cuda.shares", "0.5"}}}}}});
+    EXPECT_EQ(gpu.status, 400) << gpu.body;
+    EXPECT_THAT(gpu.body,
+                ::testing::HasSubstr("No agent of the resource group offers cuda.shares"));
+  }
 }
 
 TEST_F(AgentTest, CommitRunsAsABackgroundTaskFollowedToItsEnd) {

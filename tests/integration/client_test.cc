@@ -5,6 +5,7 @@
 
 #include "bai/protocol/errors.h"
 
+#include "tests/testing_util/subprocess.h"
 #include "tests/testing_util/test_http_server.h"
 
 #include <gmock/gmock.h>
@@ -12,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <fstream>
 
 namespace bai {
 namespace {
@@ -112,6 +114,85 @@ TEST(ClientTest, NegotiatesDownToAnOlderServer) {
   ASSERT_TRUE(info.ok());
   EXPECT_EQ(info->manager, "test-server");
   EXPECT_TRUE(info->is_backend_ai);
+}
+
+// Issue 21, one request per command: with Options::server_info_cache a second process (here a
+// second Client) sends no GET /; an entry older than the maximum age is asked again.
+TEST(ClientTest, RemembersTheServersVersionBetweenClients) {
+  testing_util::TempDir dir;
+  TestHttpServer server(VerifyingHandler("v8.20240315"));
+  auto options = OptionsFor({server.url()});
+  options.server_info_cache = dir.path() + "/cache/servers.json";
+  auto now = std::chrono::system_clock::now();
+  options.clock = [&now] { return now; };
+  for (int round = 0; round < 2; ++round) {
+    auto client = Client::Create(options);
+    auto r = client->Send({"GET", "/folders"});
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(nlohmann::json::parse(r->body)["api_version"], "v8.20240315");
+  }
+  EXPECT_EQ(server.requests(), 3) << "GET / once, then one request per client";
+  now += std::chrono::hours(24) + std::chrono::seconds(1);
+  auto client = Client::Create(options);
+  ASSERT_TRUE(client->Send({"GET", "/folders"}).ok());
+  EXPECT_EQ(server.requests(), 5) << "a day later the server is asked again";
+  auto info = client->GetServerInfo();
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->manager, "test-server");
+}
+
+// A remembered version the server refuses (it was downgraded): the client asks again and
+// resends the request once; the cache then holds the new answer.
+TEST(ClientTest, ARefusedRememberedVersionIsRenegotiated) {
+  testing_util::TempDir dir;
+  std::atomic<int> refused{0};
+  TestHttpServer server([&](TestRequest const& req) {
+    TestResponse r;
+    if (req.target == "/") {
+      r.body = R"({"version": "v6.20220615", "manager": "22.03.0"})";
+      return r;
+    }
+    auto const* v = req.Header("x-backendai-version");
+    if (v && *v != "v6.20220615") {
+      ++refused;
+      r.status = 400;
+      r.content_type = "application/problem+json";
+      r.body = R"({"type": "https://api.backend.ai/probs/generic-bad-request",)"
+               R"( "title": "Bad request", "msg": "Unsupported API version."})";
+      return r;
+    }
+    r.body = R"({"ok": true})";
+    return r;
+  });
+  auto options = OptionsFor({server.url()});
+  options.server_info_cache = dir.path() + "/servers.json";
+  // What a newer manager on the same address answered yesterday.
+  {
+    std::ofstream out(options.server_info_cache);
+    out << nlohmann::json{{server.url(),
+                           {{"version", "v8.20240915"},
+                            {"manager", "24.09.0"},
+                            {"checked_at", std::chrono::duration_cast<std::chrono::seconds>(
+                                               std::chrono::system_clock::now().time_since_epoch())
+                                               .count()}}}}
+               .dump();
+  }
+  auto client = Client::Create(options);
+  auto r = client->Send({"GET", "/folders"});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(refused.load(), 1);
+  EXPECT_EQ(client->ApiVersion(), "v6.20220615");
+  auto second = Client::Create(options);
+  ASSERT_TRUE(second->Send({"GET", "/folders"}).ok());
+  EXPECT_EQ(refused.load(), 1) << "the cache was corrected";
+  // A refusal that did not come from the cache is the server's last word: no loop.
+  options.server_info_cache.clear();
+  options.api_version = "v8.20240915";
+  auto pinned = Client::Create(options);
+  auto refused_again = pinned->Send({"GET", "/folders"});
+  ASSERT_TRUE(refused_again.ok());
+  EXPECT_EQ(refused_again->status, 400);
 }
 
 TEST(ClientTest, NonBackendAiServerFallsBackWithAWarning) {

@@ -29,6 +29,7 @@ class GraphqlTest : public ::testing::Test {
     ASSERT_TRUE(m.ok()) << m.status().message();
     manager_ = std::move(*m);
     auto creds = testing_util::ReadEnvFile(manager_->bootstrap().credentials_file);
+    root_key_ = creds["BACKEND_ACCESS_KEY"];
     root_ = ClientFor(creds["BACKEND_ACCESS_KEY"], creds["BACKEND_SECRET_KEY"]);
     auto alice = manager_->store().SignUp("default", "alice@example.com", "alice", "x", "Alice A");
     auto bob = manager_->store().SignUp("default", "bob@example.com", "bob", "x", "Bob B");
@@ -96,7 +97,7 @@ class GraphqlTest : public ::testing::Test {
   ManagerConfig config_;
   std::unique_ptr<Manager> manager_;
   std::unique_ptr<Client> root_, alice_, bob_, carol_;
-  std::string alice_key_;
+  std::string alice_key_, root_key_;
 };
 
 constexpr char kList[] = R"(
@@ -181,6 +182,15 @@ TEST_F(GraphqlTest, FilterOrderStatusAndPagination) {
   EXPECT_EQ(p["total_count"], 8);
   p = page({{"status", "RUNNING"}});
   EXPECT_EQ(p["total_count"], 0);
+  // Conformance: the official client's `ps` asks for every status it knows, kernel statuses
+  // (RESIZING, SUSPENDED, BUILDING) and newer managers' (PREPARED, CREATING) among them; they are
+  // accepted and match no session (ours are never in them).
+  p = page({{"status",
+             "PENDING,SCHEDULED,PREPARING,PULLING,RUNNING,RESTARTING,TERMINATING,"
+             "RESIZING,SUSPENDED,ERROR,BUILDING,PREPARED,CREATING"}});
+  EXPECT_EQ(p["total_count"], 8);
+  p = page({{"status", "RESIZING,SUSPENDED"}});
+  EXPECT_EQ(p["total_count"], 0);
   p = page({{"filter", "name == \"x' OR '1'='1\""}});
   EXPECT_EQ(p["total_count"], 0);
 
@@ -192,6 +202,111 @@ TEST_F(GraphqlTest, FilterOrderStatusAndPagination) {
   EXPECT_EQ(r["errors"][0]["message"], "Unknown session status \"SLEEPING\" in status.");
   r = Gql(*alice_, kList, {{"limit", 100000}, {"offset", 0}});
   EXPECT_EQ(r["errors"][0]["message"], "limit must be between 0 and 1000.");
+}
+
+// Hardening (hostile testing): variables nested 100,000 levels (a 600 KB body) crashed the
+// manager, which skipped the JSON depth limit for GraphQL and recursed re-serialising them.
+// Property of the class: deep JSON anywhere in a request body (object, array, inside the
+// variables or the query's place) is refused with 400 on both endpoints, and the manager
+// still answers afterwards.
+TEST_F(GraphqlTest, DeeplyNestedJsonIsRefusedAndTheManagerLives) {
+  auto nest = [](int depth, char open, char close, std::string inner) {
+    return std::string(static_cast<std::size_t>(depth), open) + inner +
+           std::string(static_cast<std::size_t>(depth), close);
+  };
+  std::string q = R"("query": "{ agents { id } }")";
+  std::vector<std::string> bodies = {
+      "{" + q + R"(, "variables": {"v": )" + nest(100000, '[', ']', "1") + "}}",
+      "{" + q + R"(, "variables": {"a": )" + std::string(50000, ' ') + "[]}}",
+      "{" + q + R"(, "variables": {"v": )" + nest(200000, '[', ']', "") + "}}",
+      "{" + q + R"(, "x": )" + nest(65, '[', ']', "") + "}",
+  };
+  std::string deep_object;
+  for (int i = 0; i < 100000; ++i) deep_object += R"({"a":)";
+  deep_object += "1" + std::string(100000, '}');
+  bodies.push_back("{" + q + R"(, "variables": {"v": )" + deep_object + "}}");
+  for (std::string path : {"/admin/gql", "/admin/graphql"}) {
+    for (std::size_t i = 0; i < bodies.size(); ++i) {
+      ApiRequest request("POST", path);
+      request.body = bodies[i];
+      auto r = root_->Send(request);
+      ASSERT_TRUE(r.ok()) << path << " body " << i << ": " << r.status().message();
+      if (i == 1) {
+        EXPECT_EQ(r->status, 200) << "a shallow body with much whitespace is fine: " << r->body;
+      } else {
+        EXPECT_EQ(r->status, 400) << path << " body " << i << ": " << r->body;
+        EXPECT_THAT(r->body, HasSubstr("nested deeper than"));
+      }
+    }
+  }
+  auto still = Gql(*root_, "{ agents { id } }");
+  EXPECT_TRUE(still["errors"].is_null()) << still.dump();
+}
+
+// Hardening (hostile testing): a domain admin read the superadmin's secret key through
+// keypair(access_key:) (the bootstrap superadmin lives in domain `default`) and created sessions
+// for it with owner_access_key. Matrix: caller role × target role on every act-for path; an
+// admin never reads or acts for a higher role, and secret keys are their owner's and
+// superadmins' alone.
+TEST_F(GraphqlTest, NoOneActsForAHigherRoleOrReadsAnotherSecret) {
+  auto& db = manager_->store().db();
+  auto dave = manager_->store().SignUp("default", "dave@example.com", "dave", "x", "Dave D");
+  auto erin = manager_->store().SignUp("default", "erin@example.com", "erin", "x", "Erin E");
+  ASSERT_TRUE(dave.ok() && erin.ok());
+  ASSERT_TRUE(db.Exec("UPDATE users SET role = 'admin' WHERE email IN ('dave@example.com', "
+                      "'erin@example.com')")
+                  .ok());
+  auto dave_client = ClientFor(dave->first, dave->second);
+  struct Who {
+    char const* name;
+    Client* client;
+    std::string key;
+    int rank;
+  };
+  std::vector<Who> people = {{"superadmin", root_.get(), root_key_, 3},
+                             {"admin", dave_client.get(), dave->first, 2},
+                             {"user", alice_.get(), alice_key_, 1}};
+  std::vector<Who> targets = people;
+  targets.push_back({"another admin", nullptr, erin->first, 2});
+  for (auto const& caller : people) {
+    for (auto const& target : targets) {
+      bool own = caller.key == target.key;
+      bool may_act = own || (caller.rank >= 2 && target.rank <= caller.rank);
+      bool may_read_secret = own || caller.rank == 3;
+      std::string what = std::string(caller.name) + " → " + target.name;
+      // GraphQL keypair(access_key:) and its secret.
+      auto r = Gql(*caller.client, "query($ak: String) { keypair(access_key: $ak) { secret_key } }",
+                   {{"ak", target.key}});
+      if (may_act) {
+        EXPECT_FALSE(r.contains("errors")) << what << r.dump();
+        EXPECT_EQ(r["data"]["keypair"]["secret_key"].is_string(), may_read_secret) << what;
+      } else {
+        EXPECT_TRUE(r["data"]["keypair"].is_null()) << what;
+        EXPECT_TRUE(r.contains("errors")) << what;
+      }
+      // GraphQL compute_session_list(access_key:).
+      r = Gql(*caller.client,
+              "query($ak: String) { compute_session_list(limit: 5, offset: 0, access_key: $ak) "
+              "{ total_count } }",
+              {{"ak", target.key}});
+      EXPECT_EQ(r.contains("errors"), !may_act) << what << r.dump();
+      // REST: create a session for the target, and look one up as the target.
+      json body = {{"name", std::string("as-") + caller.name[0] + target.name[0]},
+                   {"image", "python"},
+                   {"enqueueOnly", true},
+                   {"owner_access_key", target.key},
+                   {"type", "batch"},
+                   {"startupCommand", "true"},
+                   {"config", {{"resources", {{"cpu", 1}, {"mem", "1g"}}}}}};
+      auto created = Post(*caller.client, "/session", body);
+      EXPECT_EQ(created.status == 201, may_act) << what << created.body;
+      auto got =
+          caller.client->Send(ApiRequest("GET", "/session/" + body["name"].get<std::string>() +
+                                                    "?owner_access_key=" + target.key));
+      ASSERT_TRUE(got.ok());
+      EXPECT_EQ(got->status == 200, may_act) << what << got->body;
+    }
+  }
 }
 
 TEST_F(GraphqlTest, ErrorsAreGraphqlErrorsNever5xx) {

@@ -133,6 +133,25 @@ TEST_F(SessionTest, AmbiguousPrefixesAndUnknownSessions) {
   EXPECT_EQ(Call("GET", "/session/exp%").status, 404) << "LIKE wildcards are literal";
 }
 
+// Hardening (new user): `bai rm p` destroyed `proj-a` through a one-letter prefix. Destroying
+// takes an exact name or id, or an id prefix of at least 8 characters; reading keeps the
+// friendly prefix match.
+TEST_F(SessionTest, DestroyingTakesAnExactNameOrALongIdPrefix) {
+  auto created = Create({{"name", "proj-a"}, {"image", "python"}});
+  std::string id = created["sessionId"];
+  EXPECT_EQ(Call("GET", "/session/p").status, 200) << "reading still matches a prefix";
+  for (std::string ref : {std::string("p"), std::string("proj"), id.substr(0, 7)}) {
+    auto r = Call("DELETE", "/session/" + ref);
+    EXPECT_EQ(r.status, 404) << ref << ": " << r.body;
+    EXPECT_THAT(r.body, HasSubstr("full name")) << ref;
+  }
+  EXPECT_EQ(json::parse(Call("GET", "/session/" + id).body)["status"], "PENDING");
+  EXPECT_EQ(Call("DELETE", "/session/" + id.substr(0, 8)).status, 200);
+  EXPECT_EQ(json::parse(Call("GET", "/session/" + id).body)["status"], "CANCELLED");
+  Create({{"name", "proj-b"}, {"image", "python"}});
+  EXPECT_EQ(Call("DELETE", "/session/proj-b").status, 200);
+}
+
 TEST_F(SessionTest, ReuseRulesByName) {
   auto first = Create({{"name", "notebook"}, {"image", "python"}});
   auto again =
@@ -171,6 +190,13 @@ TEST_F(SessionTest, ValidationErrorsNameTheField) {
       {{{"name", "amount"}, {"image", "python"}, {"config", {{"resources", {{"mem", "lots"}}}}}},
        "config.resources"},
       {{{"name", "prio"}, {"image", "python"}, {"priority", 101}}, "priority"},
+      // Hardening (new user): requests that cannot run are refused, not queued or run free.
+      {{{"name", "no-cpu"}, {"image", "python"}, {"config", {{"resources", {{"cpu", 0}}}}}},
+       "resources.cpu"},
+      {{{"name", "tiny-mem"}, {"image", "python"}, {"config", {{"resources", {{"mem", "1"}}}}}},
+       "resources.mem"},
+      {{{"name", "tiny-mem2"}, {"image", "python"}, {"config", {{"resources", {{"mem", "63m"}}}}}},
+       "resources.mem"},
       {{{"name", "envs"}, {"image", "python"}, {"config", {{"environ", {{"A", 1}}}}}},
        "config.environ"},
       {{{"name", "wait"}, {"image", "python"}, {"maxWaitSeconds", -1}}, "maxWaitSeconds"},

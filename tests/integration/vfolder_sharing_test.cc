@@ -432,6 +432,20 @@ TEST_F(VFolderSharingTest, SessionsMountWhatTheirOwnerReaches) {
   ASSERT_TRUE(bob_record.ok() && *bob_record);
   ASSERT_EQ((*bob_record)->vfolder_mounts.size(), 1u);
   EXPECT_EQ((*bob_record)->vfolder_mounts[0].permission, "ro");
+
+  // Hardening (new user, hostile testing): a folder mounted by a session that has not ended can
+  // be neither trashed nor purged (its data vanished under the job); the refusal names the
+  // sessions. Once they end, both work.
+  auto busy = Call(*alice_, "DELETE", "/folders/data");
+  EXPECT_EQ(busy.status, 400) << busy.body;
+  EXPECT_THAT(busy.body, HasSubstr("mounted by 1 session(s)"));
+  EXPECT_THAT(busy.body, HasSubstr("vfolder-operation-failed"));
+  auto shared = Call(*alice_, "DELETE", "/folders/ro-shared");
+  EXPECT_EQ(shared.status, 400) << "bob's session mounts it: " << shared.body;
+  EXPECT_EQ(Call(*alice_, "DELETE", "/session/" + id).status, 200);
+  EXPECT_EQ(Call(*alice_, "DELETE", "/folders/data").status, 204);
+  EXPECT_EQ(Call(*alice_, "POST", "/folders/purge", {{"vfolder_id", data_id}}).status, 204);
+  EXPECT_FALSE(std::filesystem::exists(mounts[0].host_path));
 }
 
 }  // namespace

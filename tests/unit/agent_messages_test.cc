@@ -41,8 +41,10 @@ TEST(AgentMessagesTest, RegisterRoundTrips) {
   m.images = {{"python", {"py", "python3"}}};
   m.devices = {{"cuda", 0, "GPU-1", "H100", 85899345920, *protocol::Decimal::Parse("2.5")}};
   m.device_policy = "fill";
-  m.kernels = {{"s1", protocol::KernelStatus::kRunning, std::nullopt, "", std::nullopt},
-               {"s2", protocol::KernelStatus::kTerminated, 3, "task-failed", std::string("out\n")}};
+  m.kernels = {{"00000000-0000-4000-8000-0000000000a1", protocol::KernelStatus::kRunning,
+                std::nullopt, "", std::nullopt},
+               {"00000000-0000-4000-8000-0000000000a2", protocol::KernelStatus::kTerminated, 3,
+                "task-failed", std::string("out\n")}};
   auto back = Only<ap::Register>(ap::DecodeToManager(ap::Encode(ap::ToManager(m))));
   EXPECT_EQ(back.version, ap::kVersion);
   EXPECT_EQ(back.proof, "abc");
@@ -65,14 +67,15 @@ TEST(AgentMessagesTest, RegisterRoundTrips) {
 }
 
 TEST(AgentMessagesTest, EveryOtherMessageRoundTrips) {
-  auto status = Only<ap::KernelStatus>(ap::DecodeToManager(ap::Encode(ap::ToManager(
-      ap::KernelStatus{"s", protocol::KernelStatus::kError, 137, "oom-killed", "x"}))));
+  auto status = Only<ap::KernelStatus>(ap::DecodeToManager(ap::Encode(
+      ap::ToManager(ap::KernelStatus{"00000000-0000-4000-8000-00000000000a",
+                                     protocol::KernelStatus::kError, 137, "oom-killed", "x"}))));
   EXPECT_EQ(status.status, protocol::KernelStatus::kError);
   EXPECT_TRUE(status.Ended());
   EXPECT_EQ(status.exit_code, 137);
   EXPECT_EQ(status.reason, "oom-killed");
   auto beat = Only<ap::Heartbeat>(
-      ap::DecodeToManager(ap::Encode(ap::ToManager(ap::Heartbeat{Slots("cpu=2")}))));
+      ap::DecodeToManager(ap::Encode(ap::ToManager(ap::Heartbeat{Slots("cpu=2"), std::nullopt}))));
   EXPECT_EQ(beat.slots, Slots("cpu=2"));
   EXPECT_FALSE(Only<ap::Heartbeat>(ap::DecodeToManager(R"({"type":"heartbeat"})")).slots);
   auto response = Only<ap::Response>(
@@ -85,7 +88,7 @@ TEST(AgentMessagesTest, EveryOtherMessageRoundTrips) {
   EXPECT_EQ(task.total_progress, 1);
 
   ap::CreateKernel create;
-  create.session_id = "s";
+  create.session_id = "00000000-0000-4000-8000-00000000000a";
   create.image = "python";
   create.resources = Slots("cpu=0.5,mem=256m");
   create.environ = {{"A", "b"}};
@@ -104,24 +107,40 @@ TEST(AgentMessagesTest, EveryOtherMessageRoundTrips) {
   EXPECT_EQ(c.batch_timeout, 60);
   EXPECT_EQ(c.devices, create.devices);
 
-  auto destroy = Only<ap::DestroyKernel>(
-      ap::DecodeToAgent(ap::Encode(ap::ToAgent(ap::DestroyKernel{"s", "user-requested"}))));
+  auto destroy = Only<ap::DestroyKernel>(ap::DecodeToAgent(ap::Encode(
+      ap::ToAgent(ap::DestroyKernel{"00000000-0000-4000-8000-00000000000a", "user-requested"}))));
   EXPECT_EQ(destroy.reason, "user-requested");
   ap::Execute exec;
-  exec.session_id = "s";
+  exec.session_id = "00000000-0000-4000-8000-00000000000a";
   exec.mode = "batch";
   exec.options = {{"exec", "make test"}};
   auto e = Only<ap::Execute>(ap::DecodeToAgent(ap::Encode(ap::WithRequestId(exec, "r9"))));
   EXPECT_EQ(e.request_id, "r9");
   EXPECT_EQ(e.options.at("exec"), "make test");
-  auto commit = Only<ap::CommitKernel>(ap::DecodeToAgent(
-      ap::Encode(ap::WithRequestId(ap::CommitKernel{"", "s", "t", "f.tar"}, "r2"))));
+  auto commit = Only<ap::CommitKernel>(ap::DecodeToAgent(ap::Encode(ap::WithRequestId(
+      ap::CommitKernel{"", "00000000-0000-4000-8000-00000000000a", "t", "f.tar"}, "r2"))));
   EXPECT_EQ(commit.filename, "f.tar");
   EXPECT_EQ(commit.request_id, "r2");
   EXPECT_EQ(Only<ap::Registered>(ap::DecodeToAgent(ap::Encode(ap::Registered{7000, "g"})))
                 .heartbeat_interval_ms,
             7000);
   EXPECT_EQ(Only<ap::Challenge>(ap::DecodeToAgent(ap::Encode(ap::Challenge{"n"}))).nonce, "n");
+  // Heartbeats carry the node's load (the agent's live_stat).
+  ap::Heartbeat loaded{std::nullopt, ap::NodeStats{37.5, {75.0, 0.0}, 3 << 20, 8 << 20}};
+  auto back = Only<ap::Heartbeat>(ap::DecodeToManager(ap::Encode(ap::ToManager(loaded))));
+  ASSERT_TRUE(back.stats);
+  EXPECT_EQ(*back.stats, *loaded.stats);
+  EXPECT_FALSE(Only<ap::Heartbeat>(ap::DecodeToManager(R"({"type":"heartbeat"})")).stats);
+  // Hardening: 2^62 ms overflowed the agent's timer (72k heartbeats in 3 s); 0 spun too.
+  EXPECT_EQ(
+      Only<ap::Registered>(
+          ap::DecodeToAgent(R"({"type":"registered","heartbeat_interval_ms":4611686018427387904})"))
+          .heartbeat_interval_ms,
+      ap::kMaxHeartbeatMs);
+  EXPECT_EQ(
+      Only<ap::Registered>(ap::DecodeToAgent(R"({"type":"registered","heartbeat_interval_ms":0})"))
+          .heartbeat_interval_ms,
+      ap::kMinHeartbeatMs);
 
   auto restart = ap::DecodeRestartReply(ap::EncodeReply(ap::RestartReply{false, "gone"}));
   ASSERT_TRUE(restart.ok());
@@ -133,8 +152,8 @@ TEST(AgentMessagesTest, EveryOtherMessageRoundTrips) {
 
 TEST(AgentMessagesTest, UnknownFieldsAreIgnored) {
   auto d = ap::DecodeToAgent(
-      R"({"type":"destroy_kernel","session_id":"s","reason":"r","future":{"x":[1]}})");
-  EXPECT_EQ(Only<ap::DestroyKernel>(d).session_id, "s");
+      R"({"type":"destroy_kernel","session_id":"00000000-0000-4000-8000-00000000000a","reason":"r","future":{"x":[1]}})");
+  EXPECT_EQ(Only<ap::DestroyKernel>(d).session_id, "00000000-0000-4000-8000-00000000000a");
 }
 
 // Each of these once aborted a daemon (nlohmann's type_error escaped the WebSocket read);
@@ -144,25 +163,38 @@ TEST(AgentMessagesTest, WronglyTypedFieldsAreRefusedNamingTheField) {
     char const* text;
     char const* field;
   };
-  for (auto const& c : std::vector<Case>{
-           {R"({"type":"register","version":"1"})", "version"},
-           {R"({"type":"register","version":2,"scaling_group":5})", "scaling_group"},
-           {R"({"type":"register","version":2,"kernels":[1,2]})", "kernels[0]"},
-           {R"({"type":"register","version":2,"slots":{"cpu":"-4"}})", "slots"},
-           {R"({"type":"register","version":2,"slots":{"cpu":"1e400"}})", "slots"},
-           {R"({"type":"register","version":2,"slots":{"cpu":"Infinity"}})", "slots.cpu"},
-           {R"({"type":"register","version":2,"images":[{"name":"p","aliases":[3]}]})",
-            "images[0]"},
-           {R"({"type":"kernel_status","session_id":12,"status":"RUNNING"})", "session_id"},
-           {R"({"type":"kernel_status","session_id":"s","status":"DANCING"})", "status"},
-           {R"({"type":"kernel_status","session_id":"s","status":"BUILDING"})", "status"},
-           {R"({"type":"response","request_id":7})", "request_id"},
-           {R"({"type":"bgtask","task_id":7})", "task_id"},
-           {R"({"type":"heartbeat","slots":[1]})", "slots"},
-           {R"({"type":"register","version":2,"devices":[{"uuid":"G","shares":"-1"}]})",
-            "devices[0]"},
-           {R"({"type":"register","version":2,"device_policy":"random"})", "device_policy"},
-       }) {
+  for (
+      auto const& c : std::vector<Case>{
+          {R"({"type":"register","version":"1"})", "version"},
+          {R"({"type":"register","version":2,"scaling_group":5})", "scaling_group"},
+          {R"({"type":"register","version":2,"kernels":[1,2]})", "kernels[0]"},
+          {R"({"type":"register","version":2,"slots":{"cpu":"-4"}})", "slots"},
+          {R"({"type":"register","version":2,"slots":{"cpu":"1e400"}})", "slots"},
+          {R"({"type":"register","version":2,"slots":{"cpu":"Infinity"}})", "slots.cpu"},
+          {R"({"type":"register","version":2,"images":[{"name":"p","aliases":[3]}]})", "images[0]"},
+          {R"({"type":"kernel_status","session_id":12,"status":"RUNNING"})", "session_id"},
+          {R"({"type":"kernel_status","session_id":"00000000-0000-4000-8000-00000000000a","status":"DANCING"})",
+           "status"},
+          {R"({"type":"kernel_status","session_id":"00000000-0000-4000-8000-00000000000a","status":"BUILDING"})",
+           "status"},
+          {R"({"type":"response","request_id":7})", "request_id"},
+          {R"({"type":"bgtask","task_id":7})", "task_id"},
+          {R"({"type":"heartbeat","slots":[1]})", "slots"},
+          {R"({"type":"register","version":2,"devices":[{"uuid":"G","shares":"-1"}]})",
+           "devices[0]"},
+          {R"({"type":"register","version":2,"device_policy":"random"})", "device_policy"},
+          // Hardening: negative device indexes and memory.
+          {R"({"type":"register","version":2,"devices":[{"uuid":"G","index":-1}]})", "devices[0]"},
+          {R"({"type":"register","version":2,"devices":[{"uuid":"G","memory":-5}]})", "devices[0]"},
+          {R"({"type":"kernel_status","session_id":"../x","status":"RUNNING"})", "session_id"},
+          {R"({"type":"heartbeat","stats":{"cpu_pct":101,"mem_used":1,"mem_total":2}})",
+           "stats.cpu_pct"},
+          {R"({"type":"heartbeat","stats":{"cpu_pct":1,"mem_used":-1,"mem_total":2}})",
+           "stats.mem_used"},
+          {R"({"type":"heartbeat","stats":{"cpu_pct":1,"mem_used":1,"mem_total":2,)"
+           R"("core_pct":[1,"x"]}})",
+           "stats.core_pct"},
+      }) {
     auto d = ap::DecodeToManager(c.text);
     ASSERT_FALSE(d.ok()) << c.text;
     EXPECT_EQ(d.status().code(), StatusCode::kInvalidArgument);
@@ -171,19 +203,24 @@ TEST(AgentMessagesTest, WronglyTypedFieldsAreRefusedNamingTheField) {
   for (
       auto const& c : std::vector<Case>{
           {R"({"type":"create_kernel","session_id":5,"image":"python"})", "session_id"},
-          {R"({"type":"create_kernel","session_id":"s","image":"p","environ":{"A":1}})",
+          // Hardening: the agent builds paths and cgroup names from session ids.
+          {R"({"type":"create_kernel","session_id":"../../../x","image":"python"})", "session_id"},
+          {R"({"type":"destroy_kernel","session_id":"00000000-0000-4000-8000-00000000000a/.."})",
+           "session_id"},
+          {R"({"type":"create_kernel","session_id":"00000000-0000-4000-8000-00000000000a","image":"p","environ":{"A":1}})",
            "environ.A"},
-          {R"({"type":"create_kernel","session_id":"s","image":"p","resources":{"cpu":"x"}})",
+          {R"({"type":"create_kernel","session_id":"00000000-0000-4000-8000-00000000000a","image":"p","resources":{"cpu":"x"}})",
            "resources"},
-          {R"({"type":"create_kernel","session_id":"s","image":"p","devices":[{"slot":"cuda.shares",)"
+          {R"({"type":"create_kernel","session_id":"00000000-0000-4000-8000-00000000000a","image":"p","devices":[{"slot":"cuda.shares",)"
            R"("uuid":"G","amount":"0"}]})",
            "devices"},
-          {R"({"type":"create_kernel","session_id":"s","image":"p","devices":{"a":1}})", "devices"},
+          {R"({"type":"create_kernel","session_id":"00000000-0000-4000-8000-00000000000a","image":"p","devices":{"a":1}})",
+           "devices"},
           {R"({"type":"destroy_kernel","session_id":5})", "session_id"},
           {R"({"type":"registered","heartbeat_interval_ms":"5000"})", "heartbeat_interval_ms"},
-          {R"({"type":"execute","request_id":"r","session_id":"s","options":{"exec":1}})",
+          {R"({"type":"execute","request_id":"r","session_id":"00000000-0000-4000-8000-00000000000a","options":{"exec":1}})",
            "options.exec"},
-          {R"({"type":"commit_kernel","request_id":"r","session_id":"s","task_id":"t"})",
+          {R"({"type":"commit_kernel","request_id":"r","session_id":"00000000-0000-4000-8000-00000000000a","task_id":"t"})",
            "filename"},
       }) {
     auto d = ap::DecodeToAgent(c.text);

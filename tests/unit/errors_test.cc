@@ -79,6 +79,14 @@ TEST(SessionStatusTest, ParsesKnownAndKeepsUnknown) {
   EXPECT_TRUE(IsEmittedStatus(SessionStatus::kCancelled));
   EXPECT_EQ(ParseKernelStatus("BUILDING").status, KernelStatus::kBuilding);
   EXPECT_EQ(ParseKernelStatus("nope").status, KernelStatus::kUnknown);
+  // The whole vocabulary filters accept (PROTOCOL.md §6), session and kernel statuses alike.
+  for (auto name : {"PENDING", "SCHEDULED", "PREPARING", "BUILDING", "PULLING", "PREPARED",
+                    "CREATING", "RUNNING", "RESTARTING", "RESIZING", "SUSPENDED", "TERMINATING",
+                    "TERMINATED", "ERROR", "CANCELLED", "RUNNING_DEGRADED"}) {
+    EXPECT_TRUE(IsKnownStatusName(name)) << name;
+  }
+  EXPECT_FALSE(IsKnownStatusName("SLEEPING"));
+  EXPECT_FALSE(IsKnownStatusName("running"));
 }
 
 TEST(SessionStatusTest, TransitionsFollowTheLifecycle) {

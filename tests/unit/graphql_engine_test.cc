@@ -166,6 +166,46 @@ TEST(GraphqlEngineTest, LimitsHoldAfterFragmentExpansion) {
               HasSubstr("nested deeper than 3 levels once its fragments are expanded"));
 }
 
+// Hardening (hostile testing): fragments F_i { ...F_{i-1} ...F_{i-1} } to depth 30 took the
+// cycle check 2^30 steps and stopped the manager; with every field @skip'ed, planning did the
+// same without planning a field. Property: for every shape and depth, the work done is linear
+// in the document plus a fixed expansion budget, and such documents are refused.
+TEST(GraphqlEngineTest, ValidationWorkStaysLinearForFragmentBombs) {
+  Limits limits;
+  std::int64_t budget = 4 * limits.max_selections;
+  for (std::string leaf : {"id", "id @skip(if: true)", "a: id @include(if: false) b: status"}) {
+    for (int depth : {1, 2, 5, 10, 20, 30, 40}) {
+      std::string q = "{ agents { ...F" + std::to_string(depth) + " } }";
+      q += " fragment F0 on Agent { " + leaf + " }";
+      for (int i = 1; i <= depth; ++i) {
+        std::string prev = "...F" + std::to_string(i - 1);
+        q += " fragment F" + std::to_string(i) + " on Agent { " + prev + " " + prev + " }";
+      }
+      auto parsed = Parse(q, limits);
+      ASSERT_TRUE(parsed.ok()) << parsed.error->message;
+      auto p = Prepare(parsed.document, BackendAiSchema(), nullptr, "", limits);
+      std::int64_t size = 4 * (depth + 2);  // selections written in the document
+      EXPECT_LE(p.work, 8 * size + budget) << leaf << " at depth " << depth;
+      if (depth >= 12) {
+        ASSERT_FALSE(p.ok()) << leaf << " at depth " << depth;
+        EXPECT_THAT(p.errors.front().message, HasSubstr("once its fragments are expanded"));
+      }
+    }
+  }
+  // A cycle behind a wide fan-out is still found, once.
+  std::string q = "{ agents { ...F20 } } fragment F0 on Agent { ...F20 }";
+  for (int i = 1; i <= 20; ++i) {
+    std::string prev = "...F" + std::to_string(i - 1);
+    q += " fragment F" + std::to_string(i) + " on Agent { " + prev + " " + prev + " }";
+  }
+  auto parsed = Parse(q, limits);
+  ASSERT_TRUE(parsed.ok());
+  auto p = Prepare(parsed.document, BackendAiSchema(), nullptr, "", limits);
+  ASSERT_FALSE(p.ok());
+  EXPECT_THAT(p.errors.front().message, HasSubstr("within itself"));
+  EXPECT_LE(p.work, 8 * 4 * 22);
+}
+
 TEST(GraphqlEngineTest, SkipAndIncludeDirectives) {
   auto p = PrepareText(
       "query($on: Boolean!) { agents { id status @include(if: $on) version "

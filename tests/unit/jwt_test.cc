@@ -52,5 +52,18 @@ TEST(JwtTest, VerifiesAStandardTokenAndRefusesForgeries) {
   }
 }
 
+// Hardening: a header whose alg is a number, an object or null is refused as any forgery is
+// (401), never an exception (it was a 500 with the JSON library's text).
+TEST(JwtTest, AHeaderWithANonStringAlgIsRefusedNotThrown) {
+  std::string token = SignJwt({{"relpath", "mine"}, {"exp", 2000}}, "k");
+  auto tail = token.substr(token.find('.'));
+  // {"alg":256} {"alg":{}} {"alg":null} [1]
+  for (std::string header : {"eyJhbGciOjI1Nn0", "eyJhbGciOnt9fQ", "eyJhbGciOm51bGx9", "WzFd"}) {
+    auto r = VerifyJwt(header + tail, "k", 1);
+    EXPECT_EQ(r.status().code(), StatusCode::kUnauthenticated) << header;
+    EXPECT_THAT(r.status().message(), HasSubstr("HS256")) << header;
+  }
+}
+
 }  // namespace
 }  // namespace bai::server

@@ -24,25 +24,32 @@ TEST_F(LoginThrottleTest, AnAddressGetsItsAttemptsPerWindowRightOrWrong) {
   EXPECT_TRUE(t.Admit("a", "other", t0_ + seconds(60)).allowed);
 }
 
-TEST_F(LoginThrottleTest, AnAccountIsRefusedAfterItsFailuresFromAnyAddress) {
+// Hardening (hostile testing): ten wrong passwords from any address locked any account,
+// superadmin included, renewably; a right password from another address was refused. Failures
+// now count per (account, address).
+TEST_F(LoginThrottleTest, FailuresLockAnAccountOnlyFromTheGuessingAddress) {
   LoginThrottle t({.per_address = 100, .failures_per_user = 2, .window = seconds(300)});
   ASSERT_TRUE(t.Admit("a", "admin", t0_).allowed);
-  t.Failed("admin", t0_);
-  ASSERT_TRUE(t.Admit("b", "admin", t0_ + seconds(1)).allowed);
-  t.Failed("admin", t0_ + seconds(1));
-  auto refused = t.Admit("c", "admin", t0_ + seconds(2));
+  t.Failed("a", "admin", t0_);
+  ASSERT_TRUE(t.Admit("a", "admin", t0_ + seconds(1)).allowed);
+  t.Failed("a", "admin", t0_ + seconds(1));
+  auto refused = t.Admit("a", "admin", t0_ + seconds(2));
   EXPECT_FALSE(refused.allowed);
   EXPECT_EQ(refused.retry_after_seconds, 298);
-  EXPECT_TRUE(t.Admit("c", "alice", t0_ + seconds(2)).allowed) << "other accounts pass";
-  EXPECT_TRUE(t.Admit("c", "admin", t0_ + seconds(300)).allowed) << "one failure left the window";
+  EXPECT_TRUE(t.Admit("b", "admin", t0_ + seconds(2)).allowed) << "the owner elsewhere passes";
+  EXPECT_TRUE(t.Admit("a", "alice", t0_ + seconds(2)).allowed) << "other accounts pass";
+  EXPECT_TRUE(t.Admit("a", "admin", t0_ + seconds(300)).allowed) << "one failure left the window";
 }
 
-TEST_F(LoginThrottleTest, ASuccessForgetsTheAccountsFailures) {
+TEST_F(LoginThrottleTest, ASuccessForgetsTheAccountsFailuresFromThatAddress) {
   LoginThrottle t({.per_address = 100, .failures_per_user = 2, .window = seconds(300)});
-  t.Failed("admin", t0_);
-  t.Succeeded("admin");
-  t.Failed("admin", t0_);
+  t.Failed("a", "admin", t0_);
+  t.Failed("b", "admin", t0_);
+  t.Succeeded("a", "admin");
+  t.Failed("a", "admin", t0_);
   EXPECT_TRUE(t.Admit("a", "admin", t0_).allowed);
+  t.Failed("b", "admin", t0_);
+  EXPECT_FALSE(t.Admit("b", "admin", t0_).allowed) << "b's failures were not forgotten";
 }
 
 TEST_F(LoginThrottleTest, MemoryStaysBoundedUnderManyAddresses) {
@@ -51,7 +58,7 @@ TEST_F(LoginThrottleTest, MemoryStaysBoundedUnderManyAddresses) {
   for (int i = 0; i < 20000; ++i) {
     auto who = "10." + std::to_string(i);
     ASSERT_TRUE(t.Admit(who, who, t0_ + seconds(i % 30)).allowed);
-    t.Failed(who, t0_ + seconds(i % 30));
+    t.Failed(who, who, t0_ + seconds(i % 30));
   }
   EXPECT_LE(t.tracked(), 1000u);
   // The newest are still limited.

@@ -124,6 +124,12 @@ TEST(SessionFilesTest, MultipartAsOtherClientsWriteIt) {
   ASSERT_EQ(parts->size(), 1u);
   EXPECT_EQ((*parts)[0].filename, "x y.txt");
   EXPECT_EQ((*parts)[0].body, "hello");
+  // Without filename*, the percent-encoded filename alone (a path in a subdirectory).
+  auto sub = DecodeMultipart("multipart/form-data; boundary=abc",
+                             "--abc\r\nContent-Disposition: form-data; name=\"src\"; "
+                             "filename=\"up%2Fdata.bin\"\r\n\r\nhi\r\n--abc--\r\n");
+  ASSERT_TRUE(sub.ok()) << sub.status().message();
+  EXPECT_EQ((*sub)[0].filename, "up/data.bin");
 }
 
 TEST(SessionFilesTest, MalformedMultipartIsAClearError) {

@@ -94,6 +94,24 @@ TEST_F(VolumeTest, AnUploadResumesAfterARestartAndAppearsWhole) {
   EXPECT_EQ(volume_->GetUpload(s->id).status().code(), StatusCode::kNotFound) << "ended";
 }
 
+// Hardening (hostile testing): purging a folder during an upload left the upload's data on the
+// volume (counted in usage for 7 days), and the next write answered with the absolute host path.
+TEST_F(VolumeTest, DeletingAFolderEndsItsUploadsAndMessagesHideHostPaths) {
+  auto s = volume_->StartUpload(folder_, "big.bin", 1000, false);
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE(volume_->Append(s->id, 0, std::string(100, 'x'), "").ok());
+  EXPECT_EQ(volume_->ScopeUsage(folder_.scope)->bytes, 1000) << "reserved while it runs";
+  ASSERT_TRUE(volume_->DeleteFolder(folder_).ok());
+  EXPECT_EQ(volume_->GetUpload(s->id).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(volume_->ScopeUsage(folder_.scope)->bytes, 0);
+  auto tree = volume_->Tree(folder_, "/");
+  ASSERT_FALSE(tree.ok());
+  EXPECT_THAT(tree.status().message(), ::testing::Not(HasSubstr(root_)));
+  auto again = volume_->StartUpload(folder_, "big.bin", 10, false);
+  ASSERT_FALSE(again.ok());
+  EXPECT_THAT(again.status().message(), ::testing::Not(HasSubstr(root_)));
+}
+
 TEST_F(VolumeTest, EmptyFilesAndReplacing) {
   auto empty = volume_->StartUpload(folder_, "empty", 0, false);
   ASSERT_TRUE(empty.ok());

@@ -4,6 +4,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <string>
 
@@ -96,6 +97,36 @@ TEST(VFolderWireTest, InvitationsDecode) {
       << "an invitation has an id";
   EXPECT_FALSE(DecodeVFolderInvitations(R"({"items": []})").ok());
   EXPECT_FALSE(DecodeVFolderInvitations("[").ok());
+}
+
+// Conformance: 24.09 answers a listing with `items` and a legacy `files` string whose times are
+// seconds since the epoch and whose mode is ls-style; 22.03 clients read only that string
+// (`datetime.fromtimestamp(file['mtime'])`), and broke on the ISO times we sent there.
+TEST(VFolderWireTest, ListingCarriesTheLegacyFilesAs2409Does) {
+  std::vector<VFolderFile> files = {
+      {"a.bin", "FILE", 300000, "644", "2024-03-15T12:34:56.250000+00:00",
+       "2024-03-15T12:34:57.500000+00:00"},
+      {"dir", "DIRECTORY", 4096, "755", "2024-03-15T12:00:00+00:00", "2024-03-15T12:00:00Z"},
+  };
+  auto j = nlohmann::json::parse(EncodeVFolderListing(files));
+  ASSERT_EQ(j["items"].size(), 2u);
+  EXPECT_EQ(j["items"][0]["modified"], "2024-03-15T12:34:57.500000+00:00");
+  ASSERT_TRUE(j["files"].is_string());
+  auto legacy = nlohmann::json::parse(j["files"].get<std::string>());
+  ASSERT_EQ(legacy.size(), 2u);
+  EXPECT_EQ(legacy[0]["filename"], "a.bin");
+  EXPECT_EQ(legacy[0]["size"], 300000);
+  EXPECT_EQ(legacy[0]["mode"], "-rw-r--r--");
+  ASSERT_TRUE(legacy[0]["mtime"].is_number());
+  EXPECT_DOUBLE_EQ(legacy[0]["mtime"].get<double>(), 1710506097.5);
+  EXPECT_DOUBLE_EQ(legacy[0]["ctime"].get<double>(), 1710506096.25);
+  EXPECT_EQ(legacy[0]["atime"], 0);
+  EXPECT_EQ(legacy[1]["mode"], "drwxr-xr-x");
+  EXPECT_DOUBLE_EQ(legacy[1]["mtime"].get<double>(), 1710504000.0);
+  // And the SDK reads the answer back from `items`.
+  auto back = DecodeVFolderListing(EncodeVFolderListing(files));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ((*back)[1].type, "DIRECTORY");
 }
 
 }  // namespace

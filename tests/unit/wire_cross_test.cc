@@ -58,7 +58,7 @@ TEST(WireCrossTest, AnSdkExecuteStepReachesTheAgentIntact) {
   ap::Execute message;
   static_cast<protocol::ExecuteStep&>(message) = *at_manager;
   message.request_id = "q1";
-  message.session_id = "s1";
+  message.session_id = "00000000-0000-4000-8000-0000000000d1";
   auto at_agent = ap::DecodeToAgent(ap::Encode(message));
   ASSERT_TRUE(at_agent.ok()) << at_agent.status().message();
   auto const* got = std::get_if<ap::Execute>(&*at_agent);
@@ -66,7 +66,7 @@ TEST(WireCrossTest, AnSdkExecuteStepReachesTheAgentIntact) {
   EXPECT_EQ(got->mode, "batch");
   EXPECT_EQ(got->run_id, "r9");
   EXPECT_EQ(got->options, step.options);
-  EXPECT_EQ(got->session_id, "s1");
+  EXPECT_EQ(got->session_id, "00000000-0000-4000-8000-0000000000d1");
 }
 
 }  // namespace

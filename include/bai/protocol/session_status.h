@@ -65,6 +65,9 @@ using KernelStatusValue = StatusValue<KernelStatus>;
 
 BAI_EXPORT SessionStatusValue ParseSessionStatus(std::string_view text);
 BAI_EXPORT KernelStatusValue ParseKernelStatus(std::string_view text);
+/// True for any session or kernel status name of Backend.AI (24.09's and newer managers'), so
+/// filters accept the whole vocabulary even where a name never describes a session.
+BAI_EXPORT bool IsKnownStatusName(std::string_view text);
 /// "ongoing", "done", "failed", "cancelled"; kUnknown for anything else.
 BAI_EXPORT TaskStatus ParseTaskStatus(std::string_view text);
 /// Wire name ("RUNNING_DEGRADED"); "UNKNOWN" for kUnknown.

@@ -94,6 +94,10 @@ struct VFolderFile {
 };
 /// The `items` array the storage proxy answers and the manager passes on (JSON text).
 BAI_EXPORT std::string EncodeVFolderFiles(std::vector<VFolderFile> const& files);
+/// What `GET /folders/{name}/files` answers, as 24.09 does: `items`, and `files`, a JSON string
+/// of the legacy entries `{filename, size, mode ("-rw-r--r--"), ctime, atime: 0, mtime}` with
+/// times as seconds since the epoch (what 22.03 clients read).
+BAI_EXPORT std::string EncodeVFolderListing(std::vector<VFolderFile> const& files);
 /// `{"items": [...]}` (the legacy `files` string is ignored).
 BAI_EXPORT StatusOr<std::vector<VFolderFile>> DecodeVFolderListing(std::string_view body);
 

@@ -229,7 +229,15 @@ void AgentRegistry::Handle(Connection const& c, ap::Heartbeat const& m) {
   // A heartbeat without slots keeps the registered ones. The usual heartbeat repeats them: one
   // UPDATE that changes nothing else. New slots are a capacity change, made under the group's
   // scheduling scope.
-  auto same = store_.Beat(c.agent_id, m.slots);
+  std::optional<std::string> load;
+  if (m.stats) {
+    load = nlohmann::json{{"cpu_pct", m.stats->cpu_pct},
+                          {"core_pct", m.stats->core_pct},
+                          {"mem_used", m.stats->mem_used},
+                          {"mem_total", m.stats->mem_total}}
+               .dump();
+  }
+  auto same = store_.Beat(c.agent_id, m.slots, load);
   if (!same.ok() || *same) return;
   auto group = store_.GroupOf(c.agent_id);
   if (!group.ok() || !*group) return;

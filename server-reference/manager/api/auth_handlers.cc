@@ -183,16 +183,16 @@ void RegisterAuthRoutes(ManagerApi& api) {
         }
         return gate->OnPool(exchange, ctx.response_headers,
                             [gate = gate.get(), account, domain = *domain, username = *username,
-                             password = *password] {
+                             password = *password, address = ctx.request.peer_address] {
                               bool mismatch = false;
                               auto response = Guard([&] {
                                 return Login(gate->store, domain, username, password, mismatch);
                               });
                               std::lock_guard<std::mutex> lock(gate->mu);
                               if (mismatch) {
-                                gate->throttle.Failed(account, gate->clock());
+                                gate->throttle.Failed(address, account, gate->clock());
                               } else if (response.status == 200) {
-                                gate->throttle.Succeeded(account);
+                                gate->throttle.Succeeded(address, account);
                               }
                               return response;
                             });

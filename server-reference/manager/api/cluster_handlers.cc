@@ -30,6 +30,17 @@ StatusOr<HttpResponse> GetConfigResourceSlots(RequestContext& ctx) {
   return JsonResponse(json(*types));
 }
 
+// GET /config/vfolder-types: the folder ownership types this manager serves.
+StatusOr<HttpResponse> GetConfigVFolderTypes(RequestContext&) {
+  return JsonResponse(json::array({"user", "group"}));
+}
+
+// GET /config/docker-registries (24.09: an alias of /resource/container-registries):
+// "PROJECT/REGISTRY" → URL. Agents here import images locally; no registry is configured.
+StatusOr<HttpResponse> GetContainerRegistries(RequestContext&) {
+  return JsonResponse(json::object());
+}
+
 // GET /resource/presets
 StatusOr<HttpResponse> GetResourcePresets(RequestContext& ctx) {
   auto presets = ctx.store.ListPresets();
@@ -169,6 +180,9 @@ StatusOr<HttpResponse> PostUserConfigBootstrapScript(RequestContext& ctx) {
 void RegisterClusterRoutes(ManagerApi& api) {
   using L = AuthLevel;
   api.Add("GET", "/config/resource-slots", L::kAnonymous, Guarded(GetConfigResourceSlots));
+  api.Add("GET", "/config/vfolder-types", L::kAnonymous, Guarded(GetConfigVFolderTypes));
+  api.Add("GET", "/config/docker-registries", L::kSuperadmin, Guarded(GetContainerRegistries));
+  api.Add("GET", "/resource/container-registries", L::kSuperadmin, Guarded(GetContainerRegistries));
   api.Add("GET", "/resource/presets", L::kUser, Guarded(GetResourcePresets));
   api.Add("POST", "/resource/check-presets", L::kUser, Guarded(PostResourceCheckPresets));
   api.Add("GET", "/scaling-groups", L::kUser, Guarded(GetScalingGroups));

@@ -198,6 +198,7 @@ class Resolver {
     if (f.name == "scaling_group" || f.name == "scaling_groups") return ScalingGroups(f);
     if (f.name == "agent" || f.name == "agents" || f.name == "agent_list") return Agents(f);
     if (f.name.rfind("vfolder", 0) == 0) return VFolders(f);
+    if (f.name == "storage_volume" || f.name == "storage_volume_list") return StorageVolumes(f);
     return Status(StatusCode::kUnimplemented, "No resolver for " + f.name + ".");
   }
 
@@ -244,6 +245,9 @@ class Resolver {
       if (!domain.empty() && domain != who_.domain) {
         return Forbidden("Admins may list only the sessions of their own domain.");
       }
+      if (!access_key.empty() && access_key != who_.access_key) {
+        if (auto kp = ActFor(who_, store_, access_key); !kp.ok()) return kp.status();
+      }
       Where(q, "s.domain_name = ?", who_.domain);
     } else {
       if (!domain.empty() && domain != who_.domain) {
@@ -269,12 +273,14 @@ class Resolver {
       std::string name = list.substr(start, comma == std::string::npos ? comma : comma - start);
       name.erase(0, name.find_first_not_of(' '));
       name.erase(name.find_last_not_of(' ') + 1);
-      auto parsed = protocol::ParseSessionStatus(internal::AsciiUpper(name));
-      if (parsed.status == protocol::SessionStatus::kUnknown) {
+      // Every name of the vocabulary is accepted, also those we never store (RESIZING is a
+      // kernel status; PREPARED a newer manager's): they match no session.
+      std::string upper = internal::AsciiUpper(name);
+      if (!protocol::IsKnownStatusName(upper)) {
         return Invalid("Unknown session status \"" + name + "\" in status.");
       }
       in += in.empty() ? "?" : ", ?";
-      q.params.emplace_back(std::string(protocol::ToString(parsed.status)));
+      q.params.emplace_back(std::move(upper));
       if (comma == std::string::npos) break;
       start = comma + 1;
     }
@@ -295,6 +301,16 @@ class Resolver {
     }
     if (q.offset < 0) return Invalid("offset must not be negative.");
     return {};
+  }
+
+  // A list answer (items, total_count) of the window's page of `items`.
+  static json PageOf(json items, ListQuery const& window) {
+    json page = json::array();
+    for (std::int64_t i = window.offset;
+         i < static_cast<std::int64_t>(items.size()) && i < window.offset + window.limit; ++i) {
+      page.push_back(std::move(items[static_cast<std::size_t>(i)]));
+    }
+    return json{{"items", std::move(page)}, {"total_count", items.size()}};
   }
 
   static Status FilterAndOrder(PlannedField const& f, graphql::ColumnMap const& columns,
@@ -415,7 +431,11 @@ class Resolver {
         {"user_id", id.email},
         {"full_name", (*kp)->full_name},
         {"access_key", id.access_key},
-        {"secret_key", (*kp)->record.secret_key},
+        // A secret key is its owner's, and superadmins': an admin acting for a user never
+        // reads it (it would let them sign as that user outside every check).
+        {"secret_key", key == who_.access_key || who_.IsSuperadmin()
+                           ? json((*kp)->record.secret_key)
+                           : json(nullptr)},
         {"is_active", (*kp)->record.keypair_active},
         {"is_admin", id.is_admin},
         {"resource_policy", (*kp)->resource_policy},
@@ -510,7 +530,8 @@ class Resolver {
             {"digest", nullptr},
             {"labels", json::array()},
             {"aliases", aliases},
-            {"size_bytes", nullptr},
+            // 24.09's column is never null; the agent does not report sizes yet (0: unknown).
+            {"size_bytes", 0},
             {"resource_limits", json::array()},
             {"supported_accelerators", json::array()},
             {"installed", true},
@@ -599,15 +620,41 @@ class Resolver {
       return Invalid(
           "agent_list does not take filter or order here; use scaling_group and status.");
     }
-    json page = json::array();
-    for (std::int64_t i = window.offset;
-         i < static_cast<std::int64_t>(items.size()) && i < window.offset + window.limit; ++i) {
-      page.push_back(std::move(items[static_cast<std::size_t>(i)]));
+    return PageOf(std::move(items), window);
+  }
+
+  // The load an agent reported, in 24.09's live_stat shape (a JSON string): `node` and
+  // `devices` metrics {current, capacity, pct, unit_hint} as its agents report them.
+  static json LiveStat(std::optional<std::string> const& stored) {
+    if (!stored) return nullptr;
+    auto load = internal::ParseJson(*stored).value_or(json::object());
+    auto metric = [](double current, double capacity, double pct, char const* unit) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.2f", pct);
+      return json{{"current", current}, {"capacity", capacity}, {"pct", buf},
+                  {"unit_hint", unit},  {"stats.max", current}, {"stats.rate", 0}};
+    };
+    auto cores = load.value("core_pct", json::array());
+    double cpu = load.value("cpu_pct", 0.0);
+    auto used = static_cast<double>(load.value("mem_used", std::int64_t{0}));
+    auto total = static_cast<double>(load.value("mem_total", std::int64_t{0}));
+    json per_core = json::object();
+    for (std::size_t i = 0; i < cores.size(); ++i) {
+      double pct = cores[i].is_number() ? cores[i].get<double>() : 0.0;
+      per_core[std::to_string(i)] = metric(pct, 100, pct, "percent");
     }
-    return json{{"items", std::move(page)}, {"total_count", items.size()}};
+    double capacity = 100.0 * static_cast<double>(std::max<std::size_t>(1, cores.size()));
+    json node = {{"cpu_util", metric(cpu * capacity / 100, capacity, cpu, "percent")},
+                 {"mem", metric(used, total, total > 0 ? 100 * used / total : 0, "bytes")}};
+    json devices = {
+        {"cpu_util", per_core},
+        {"mem", {{"root", metric(used, total, total > 0 ? 100 * used / total : 0, "bytes")}}}};
+    return json{{"node", node}, {"devices", devices}}.dump();
   }
 
   static json AgentObject(AgentRecord const& a) {
+    json load =
+        a.live_stat ? internal::ParseJson(*a.live_stat).value_or(json::object()) : json::object();
     json slot_types = json::object();
     for (auto const& [slot, type] : a.row.slot_types) slot_types[slot] = protocol::ToString(type);
     return {{"id", a.row.id},
@@ -622,16 +669,47 @@ class Resolver {
             {"architecture", a.row.architecture},
             {"first_contact", a.first_contact},
             {"lost_at", Opt(a.lost_at)},
-            {"live_stat", nullptr},
+            {"live_stat", LiveStat(a.live_stat)},
             {"version", a.row.version},
             {"compute_plugins", json{{"slot_types", slot_types}}.dump()},
             {"hardware_metadata", "{}"},
             {"auto_terminate_abusing_kernel", false},
             {"local_config", "{}"},
             {"container_count", a.container_count},
-            {"cpu_cur_pct", nullptr},
-            {"mem_cur_bytes", nullptr},
+            // 24.09 answers 0 for an agent without a live statistic.
+            {"cpu_cur_pct", load.value("cpu_pct", 0.0)},
+            {"mem_cur_bytes", load.value("mem_used", std::int64_t{0})},
             {"compute_containers", json::array()}};
+  }
+
+  // -- storage volumes (superadmins, as in 24.09) --
+
+  StatusOr<json> StorageVolumes(PlannedField const& f) {
+    if (!who_.IsSuperadmin()) return Forbidden("Only superadmins may query storage volumes.");
+    std::string id = ArgString(f, "id");
+    json items = json::array();
+    for (auto const& [host, v] : links_.Volumes()) {
+      if (f.name == "storage_volume" && host != id) continue;
+      json usage = json::object();
+      if (auto const* u = v.contains("usage") ? &v["usage"] : nullptr; u && u->contains("total")) {
+        usage = {{"capacity_bytes", (*u)["total"]}, {"used_bytes", (*u)["used"]}};
+      }
+      auto colon = host.find(':');
+      items.push_back({{"id", host},
+                       {"backend", v.value("backend", "vfs")},
+                       {"fsprefix", "."},
+                       {"path", v.value("path", "")},
+                       {"capabilities", v.value("capabilities", json::array())},
+                       {"hardware_metadata", "{}"},
+                       {"performance_metric", "{}"},
+                       {"usage", usage.dump()},
+                       {"proxy", host.substr(0, colon)},
+                       {"name", colon == std::string::npos ? host : host.substr(colon + 1)}});
+    }
+    if (f.name == "storage_volume") return items.empty() ? json(nullptr) : items[0];
+    ListQuery window;
+    if (auto st = Window(f, window); !st.ok()) return st;
+    return PageOf(std::move(items), window);
   }
 
   // -- virtual folders --

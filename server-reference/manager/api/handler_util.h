@@ -36,10 +36,15 @@ inline SyncHandler Guarded(StatusOr<server::HttpResponse> (*handler)(RequestCont
   return [handler](RequestContext& ctx) { return Guard([&] { return handler(ctx); }); };
 }
 
+/// The rank of a role for acting on others: superadmin 3, admin (by role or keypair flag) 2,
+/// anyone else 1.
+inline int RoleRank(Identity const& id) { return id.IsSuperadmin() ? 3 : id.IsAdmin() ? 2 : 1; }
+
 /// Whether `who` may act for the keypair `owner` (a session created, seen or ended for it):
-/// superadmins anywhere, admins within their own domain; the owner's keypair when so. Anyone
-/// else gets 403; an admin naming a keypair of another domain gets the same 404 as for one that
-/// does not exist, so nothing about other domains leaks.
+/// superadmins anywhere, admins within their own domain and never for a keypair of a higher
+/// role (a domain admin acting as the superadmin was an escalation); the owner's keypair when
+/// so. Anyone else gets 403; an admin naming a keypair of another domain gets the same 404 as
+/// for one that does not exist, so nothing about other domains leaks.
 inline StatusOr<KeypairRecord> ActFor(Identity const& who, Store& store, std::string const& owner) {
   if (!who.IsAdmin()) {
     return protocol::MakeProblemStatus(protocol::ProblemType::kGenericForbidden,
@@ -49,6 +54,10 @@ inline StatusOr<KeypairRecord> ActFor(Identity const& who, Store& store, std::st
   if (!kp.ok()) return kp.status();
   if (!*kp || (!who.IsSuperadmin() && (*kp)->identity.domain != who.domain)) {
     return protocol::MakeProblemStatus(protocol::ProblemType::kObjectNotFound, "No such keypair.");
+  }
+  if (RoleRank((*kp)->identity) > RoleRank(who)) {
+    return protocol::MakeProblemStatus(protocol::ProblemType::kGenericForbidden,
+                                       "Admins may not act for a keypair of a higher role.");
   }
   return **kp;
 }
@@ -69,15 +78,16 @@ inline StatusOr<std::string> ActingAccessKey(RequestContext& ctx) {
 /// The session `{id}` among those the caller may act on (ActingAccessKey); `allow_dead` also
 /// finds ended ones.
 inline StatusOr<SessionRecord> ResolveSession(SessionStore& sessions, RequestContext& ctx,
-                                              bool allow_dead) {
+                                              bool allow_dead, bool destructive = false) {
   auto key = ActingAccessKey(ctx);
   if (!key.ok()) return key.status();
-  return sessions.Resolve(ctx.params.at("id"), *key, allow_dead);
+  return sessions.Resolve(ctx.params.at("id"), *key, allow_dead, destructive);
 }
 
 /// A session that can take kernel commands: RUNNING on an agent (else 400 invalid-api-params).
-inline StatusOr<SessionRecord> ResolveRunning(SessionStore& sessions, RequestContext& ctx) {
-  auto s = ResolveSession(sessions, ctx, false);
+inline StatusOr<SessionRecord> ResolveRunning(SessionStore& sessions, RequestContext& ctx,
+                                              bool destructive = false) {
+  auto s = ResolveSession(sessions, ctx, false, destructive);
   if (!s.ok()) return s.status();
   if (s->status != protocol::SessionStatus::kRunning || !s->agent_id) {
     return protocol::MakeProblemStatus(

@@ -37,7 +37,7 @@ void LoginThrottle::Bound(std::map<std::string, Times>& map, TimePoint now) {
 
 LoginThrottle::Decision LoginThrottle::Admit(std::string const& address, std::string const& account,
                                              TimePoint now) {
-  if (auto it = accounts_.find(account); it != accounts_.end()) {
+  if (auto it = accounts_.find(Key(address, account)); it != accounts_.end()) {
     Expire(it->second, now);
     if (static_cast<int>(it->second.size()) >= limits_.failures_per_user) {
       return {false, RetryAfter(it->second, now)};
@@ -53,13 +53,15 @@ LoginThrottle::Decision LoginThrottle::Admit(std::string const& address, std::st
   return {true, 0};
 }
 
-void LoginThrottle::Failed(std::string const& account, TimePoint now) {
-  auto& fails = accounts_[account];
+void LoginThrottle::Failed(std::string const& address, std::string const& account, TimePoint now) {
+  auto& fails = accounts_[Key(address, account)];
   Expire(fails, now);
   fails.push_back(now);
   Bound(accounts_, now);
 }
 
-void LoginThrottle::Succeeded(std::string const& account) { accounts_.erase(account); }
+void LoginThrottle::Succeeded(std::string const& address, std::string const& account) {
+  accounts_.erase(Key(address, account));
+}
 
 }  // namespace bai::manager

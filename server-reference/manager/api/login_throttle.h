@@ -14,8 +14,10 @@ namespace bai::manager {
 struct LoginLimits {
   /// Attempts one client address may make per window, right or wrong.
   int per_address = 30;
-  /// Failed attempts one account (domain + username) may take per window; then every attempt
-  /// for it is refused until the oldest failure leaves the window.
+  /// Failed attempts one account (domain + username) may take per window from one address;
+  /// then that address's attempts for it are refused until the oldest failure leaves the
+  /// window. Other addresses are not hit: a guesser cannot lock the owner (or the superadmin)
+  /// out, and one address gets at most `per_address` guesses per window anyway.
   int failures_per_user = 10;
   std::chrono::seconds window{300};
   /// Addresses and accounts remembered at most (the oldest are dropped first).
@@ -23,7 +25,8 @@ struct LoginLimits {
 };
 
 /// Password-guessing throttle: a pure core (no clock, no I/O, not thread-safe; the caller locks)
-/// counting attempts per client address and failures per account over a sliding window.
+/// counting attempts per client address and failures per (account, address) over a sliding
+/// window.
 class LoginThrottle {
  public:
   using TimePoint = std::chrono::system_clock::time_point;
@@ -37,10 +40,11 @@ class LoginThrottle {
   };
   /// Counts one attempt from `address` at `account` unless it is refused.
   Decision Admit(std::string const& address, std::string const& account, TimePoint now);
-  /// The attempt failed (wrong password or unknown user): it counts against the account.
-  void Failed(std::string const& account, TimePoint now);
-  /// The attempt succeeded: the account's failures are forgotten.
-  void Succeeded(std::string const& account);
+  /// The attempt failed (wrong password or unknown user): it counts against the account from
+  /// that address.
+  void Failed(std::string const& address, std::string const& account, TimePoint now);
+  /// The attempt succeeded: the account's failures from that address are forgotten.
+  void Succeeded(std::string const& address, std::string const& account);
 
   std::size_t tracked() const { return addresses_.size() + accounts_.size(); }
 
@@ -48,6 +52,9 @@ class LoginThrottle {
   using Times = std::deque<TimePoint>;
   void Expire(Times& times, TimePoint now) const;
   std::int64_t RetryAfter(Times const& times, TimePoint now) const;
+  static std::string Key(std::string const& address, std::string const& account) {
+    return account + '\n' + address;
+  }
   void Bound(std::map<std::string, Times>& map, TimePoint now);
 
   LoginLimits limits_;

@@ -10,29 +10,6 @@ namespace bai::manager {
 
 using nlohmann::json;
 
-int JsonDepth(std::string_view text) {
-  int depth = 0;
-  int max_depth = 0;
-  bool in_string = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      max_depth = std::max(max_depth, ++depth);
-    } else if (c == '}' || c == ']') {
-      --depth;
-    }
-  }
-  return max_depth;
-}
-
 namespace {
 
 constexpr int kMaxDepth = 32;
@@ -43,7 +20,7 @@ Status Malformed(std::string const& why) {
 }
 
 StatusOr<json> ParseBody(std::string const& body) {
-  if (JsonDepth(body) > kMaxDepth) {
+  if (internal::JsonDepth(body) > kMaxDepth) {
     return Malformed("JSON nested deeper than " + std::to_string(kMaxDepth) + " levels");
   }
   auto parsed = internal::ParseJson(body);
@@ -70,7 +47,10 @@ StatusOr<Params> Params::From(server::HttpRequest const& request, ParamSource so
   if (use_body) {
     auto body = ParseBody(request.body);
     if (!body.ok()) return std::move(body).status();
-    for (auto& [k, v] : body->items()) values[k] = v;
+    // A null is an absent key: clients send `"unmanaged_path": null` for "not given".
+    for (auto& [k, v] : body->items()) {
+      if (!v.is_null()) values[k] = v;
+    }
   }
   return Params(std::move(values));
 }

@@ -52,7 +52,4 @@ class Params {
   std::map<std::string, std::string> errors_;
 };
 
-/// The nesting depth of JSON text (brackets outside strings); cheap guard before parsing.
-int JsonDepth(std::string_view text);
-
 }  // namespace bai::manager

@@ -152,6 +152,9 @@ Status ResolvePlacement(RequestContext& ctx, CreateInput& in) {
 
 // Decodes and checks a creation request (the wire codec checks the shape, this the caller's
 // rights and what the cluster knows); fills `in` or returns the problem to answer.
+// The least memory a kernel is given (the runtime, the kernel runner and an interpreter).
+constexpr std::int64_t kMinKernelMemory = 64LL << 20;
+
 Status ParseCreate(RequestContext& ctx, CreateInput& in) {
   auto p = Params::From(ctx.request);
   if (!p.ok()) return std::move(p).status();
@@ -198,6 +201,19 @@ Status ParseCreate(RequestContext& ctx, CreateInput& in) {
     }
   }
   in.session = RecordOf(r);
+  // A kernel needs some CPU and enough memory to start at all: `cpu=0` ran charged nothing and
+  // `mem=1` failed later with runc's own text. Refused now, naming the floor.
+  auto const& asked = in.session.requested;
+  if (auto cpu = asked.find("cpu"); cpu != asked.end() && !(protocol::Decimal() < cpu->second)) {
+    return MakeProblemStatus(ProblemType::kInvalidApiParams, "Input validation error",
+                             json{{"resources.cpu", "must be more than 0"}}.dump());
+  }
+  if (auto mem = asked.find("mem");
+      mem != asked.end() && mem->second < protocol::Decimal::FromInteger(kMinKernelMemory)) {
+    return MakeProblemStatus(
+        ProblemType::kInvalidApiParams, "Input validation error",
+        json{{"resources.mem", "at least 64m (a kernel cannot start in less)"}}.dump());
+  }
   return ResolvePlacement(ctx, in);
 }
 
@@ -260,7 +276,7 @@ void RegisterKernelControlRoutes(ManagerApi& api, SessionStore& sessions, AgentR
       "PATCH", "/session/{id}", AuthLevel::kUser,
       [&sessions, &agents](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange)
           -> std::optional<HttpResponse> {
-        auto s = ResolveRunning(sessions, ctx);
+        auto s = ResolveRunning(sessions, ctx, /*destructive=*/true);
         if (!s.ok()) return ProblemResponse(s.status());
         auto moved = sessions.Transition(s->id, SessionStatus::kRunning, SessionStatus::kRestarting,
                                          TransitionDetails{});
@@ -420,8 +436,10 @@ struct SessionRoutes {
     if (auto st = CheckImageKnown(ctx.store.db(), s.image); !st.ok()) return ProblemResponse(st);
     if (auto st = ResolveMounts(ctx, links, in); !st.ok()) return ProblemResponse(st);
     // Fail fast: what can never start is refused now, not queued in silence.
-    if (auto st =
-            CheckCanEverFit(ctx.store.db(), s.scaling_group, s.requested, in.request.enqueue_only);
+    // Also with enqueueOnly: a slot no agent of the group offers (cuda.shares on a cluster
+    // without GPUs) waited for ever.
+    if (auto st = CheckCanEverFit(ctx.store.db(), s.scaling_group, s.requested,
+                                  /*unoffered_ok=*/false);
         !st.ok()) {
       return ProblemResponse(st);
     }
@@ -542,7 +560,7 @@ struct SessionRoutes {
     (void)p->Bool({"forced"});
     (void)p->Bool({"recursive"});
     if (auto st = p->Check(); !st.ok()) return st;
-    auto s = ResolveSession(sessions, ctx, false);
+    auto s = ResolveSession(sessions, ctx, false, /*destructive=*/true);
     if (!s.ok()) return std::move(s).status();
     auto from = s->status;
     if (protocol::IsTerminal(from)) {

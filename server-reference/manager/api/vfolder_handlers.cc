@@ -334,9 +334,24 @@ StatusOr<Found> ById(Env& env, RequestContext& ctx) {
   return Resolve(env, *ctx.identity, hex, true);
 }
 
+// Refused while sessions that have not ended mount the folder: its data would vanish under
+// their jobs. Names them, so the user knows what to end first.
+Status CheckUnmounted(Env& env, Found const& f) {
+  auto users = env.folders.MountedBy(f.folder.id);
+  if (!users.ok()) return users.status();
+  if (users->empty()) return {};
+  std::string names;
+  for (auto const& n : *users) names += (names.empty() ? "" : ", ") + n;
+  return MakeProblemStatus(ProblemType::kVfolderOperationFailed,
+                           "The folder is mounted by " + std::to_string(users->size()) +
+                               " session(s) that have not ended: " + names +
+                               ". End them first (bai rm).");
+}
+
 StatusOr<HttpResponse> MoveToTrash(Env& env, Found const& f) {
   if (!f.access.manages()) return Denied("deletion by you (only its owner or an admin)");
   if (auto s = CheckLive(f); !s.ok()) return s;
+  if (auto s = CheckUnmounted(env, f); !s.ok()) return s;
   if (auto s = env.folders.SetStatus(f.folder.id, "delete-pending"); !s.ok()) return s;
   return HttpResponse::NoContent();
 }
@@ -347,6 +362,7 @@ StatusOr<HttpResponse> Purge(Env& env, Found const& f) {
     return MakeProblemStatus(ProblemType::kVfolderFilterStatusNotAvailable,
                              "Only a folder in the trash can be removed for good.");
   }
+  if (auto s = CheckUnmounted(env, f); !s.ok()) return s;
   if (auto s = env.folders.SetStatus(f.folder.id, "delete-ongoing"); !s.ok()) return s;
   auto gone = Storage(env, f.folder, api::kFolderDelete);
   if (!gone.ok() && gone.status().code() != StatusCode::kNotFound) {
@@ -434,8 +450,9 @@ StatusOr<HttpResponse> Files(Env& env, RequestContext& ctx) {
   if (auto s = params->Check(); !s.ok()) return s;
   auto list = Storage(env, f->folder, api::kFileList, {{"path", path.value_or("")}});
   if (!list.ok()) return list.status();
-  json items = list->value("items", json::array());
-  return JsonResponse({{"items", items}, {"files", items.dump()}});
+  auto files = p::DecodeVFolderListing(list->dump());
+  if (!files.ok()) return files.status();
+  return HttpResponse::Json(200, p::EncodeVFolderListing(*files));
 }
 
 StatusOr<HttpResponse> Mkdir(Env& env, RequestContext& ctx) {

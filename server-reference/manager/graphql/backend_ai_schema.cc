@@ -14,7 +14,7 @@ Schema Build() {
                "ComputeSessionList",
                "compute_container(id: UUID!): ComputeContainer",
                "compute_container_list(limit: Int!, offset: Int!, filter: String, order: String, "
-               "session_id: UUID!, role: String): ComputeContainerList",
+               "session_id: ID!, role: String): ComputeContainerList",
                "keypair(domain_name: String, access_key: String): KeyPair",
                "image(id: String, reference: String, architecture: String = \"x86_64\"): Image",
                "images(is_installed: Boolean, is_operation: Boolean, load_filters: [String]): "
@@ -25,9 +25,12 @@ Schema Build() {
                "agents(scaling_group: String, status: String): [Agent]",
                "agent_list(limit: Int!, offset: Int!, filter: String, order: String, "
                "scaling_group: String, status: String): AgentList",
+               "storage_volume(id: String): StorageVolume",
+               "storage_volume_list(limit: Int!, offset: Int!, filter: String, order: String): "
+               "StorageVolumeList",
                "vfolder(id: String): VirtualFolder",
                "vfolder_list(limit: Int!, offset: Int!, filter: String, order: String, "
-               "domain_name: String, group_id: String, access_key: String): VirtualFolderList",
+               "domain_name: String, group_id: UUID, access_key: String): VirtualFolderList",
                "vfolder_own_list(limit: Int!, offset: Int!, filter: String, order: String, "
                "domain_name: String, access_key: String): VirtualFolderList",
                "vfolder_invited_list(limit: Int!, offset: Int!, filter: String, order: String, "
@@ -59,6 +62,19 @@ Schema Build() {
                                 "cloneable: Boolean",
                                 "status: String",
                             });
+  s.Object("StorageVolume", {
+                                "id: ID",
+                                "backend: String",
+                                "fsprefix: String",
+                                "path: String",
+                                "capabilities: [String]",
+                                "hardware_metadata: JSONString",
+                                "performance_metric: JSONString",
+                                "usage: JSONString",
+                                "proxy: String",
+                                "name: String",
+                            });
+  s.Object("StorageVolumeList", {"items: [StorageVolume]!", "total_count: Int!"});
   s.Object("VirtualFolderList", {"items: [VirtualFolder]!", "total_count: Int!"});
   s.Object("ComputeSession",
            {

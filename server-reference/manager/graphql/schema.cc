@@ -219,6 +219,7 @@ class Preparer {
 
  private:
   Prepared Done() {
+    out_.work = work_;
     out_.errors = std::move(errors_);
     if (!out_.errors.empty()) out_.plan.fields.clear();
     return std::move(out_);
@@ -295,6 +296,7 @@ class Preparer {
   // Every fragment reachable from `sels`, reporting unknown spreads once each.
   void MarkSpreads(std::vector<Selection> const& sels, std::set<std::string>& used) {
     for (auto const& s : sels) {
+      ++work_;
       if (s.kind == Selection::Kind::kFragmentSpread) {
         if (used.count(s.name)) continue;
         Fragment const* f = FindFragment(s.name);
@@ -319,6 +321,7 @@ class Preparer {
   }
   bool SpreadsCycle(std::vector<Selection> const& sels, std::vector<std::string>& path) {
     for (auto const& s : sels) {
+      ++work_;
       if (s.kind != Selection::Kind::kFragmentSpread) {
         if (SpreadsCycle(s.selections, path)) return true;
         continue;
@@ -329,12 +332,17 @@ class Preparer {
           return true;
         }
       }
+      // A fragment explored once without a cycle has none below it: each is explored once,
+      // so the check is linear in the document (the shape F_i { ...F_{i-1} ...F_{i-1} } was
+      // exponential without this).
+      if (acyclic_.count(s.name)) continue;
       Fragment const* next = FindFragment(s.name);
       if (next == nullptr || path.size() > 64) continue;
       path.push_back(s.name);
       bool cycle = SpreadsCycle(next->selections, path);
       path.pop_back();
       if (cycle) return true;
+      acyclic_.insert(s.name);
     }
     return false;
   }
@@ -406,6 +414,7 @@ class Preparer {
       for (auto const& a : d.arguments) UsedIn(a.value, used);
     }
     for (auto const& s : sels) {
+      ++work_;
       for (auto const& a : s.arguments) UsedIn(a.value, used);
       UsedVariables(s.selections, s.directives, used, visited);
       if (s.kind == Selection::Kind::kFragmentSpread && visited.insert(s.name).second) {
@@ -622,6 +631,16 @@ class Preparer {
     }
     for (auto const& s : sels) {
       if (planned_ > limits_.max_selections) return;
+      // Every selection visited counts, also those @skip drops or that only spread fragments:
+      // expansion is bounded even when it plans no field.
+      ++work_;
+      if (++visited_ > kVisitBudget * limits_.max_selections) {
+        Fail("The query is too complex: more than " +
+             std::to_string(kVisitBudget * limits_.max_selections) +
+             " selections once its fragments are expanded.");
+        planned_ = limits_.max_selections + 1;
+        return;
+      }
       if (!Included(s.directives)) continue;
       switch (s.kind) {
         case Selection::Kind::kField: {
@@ -780,7 +799,11 @@ class Preparer {
   std::vector<Error> errors_;
   std::map<std::string, Variable> vars_;
   std::set<std::string> expanding_;
+  std::set<std::string> acyclic_;
+  static constexpr int kVisitBudget = 4;
   int planned_ = 0;
+  int visited_ = 0;
+  std::int64_t work_ = 0;
   bool depth_reported_ = false;
 };
 

@@ -98,6 +98,9 @@ struct Plan {
 struct Prepared {
   Plan plan;
   std::vector<Error> errors;
+  /// Selections visited while validating and planning: linear in the document's size, plus at
+  /// most 4 × Limits::max_selections for fragment expansion (a property the tests check).
+  std::int64_t work = 0;
   bool ok() const { return errors.empty(); }
 };
 

@@ -30,7 +30,8 @@ StatusOr<std::vector<AgentSession>> Sessions(StatusOr<std::vector<SqlRow>> rows)
 StatusOr<std::vector<AgentRecord>> AgentStore::List() {
   auto rows = db_.Query(
       "SELECT id, scaling_group, status, architecture, available_slots, slot_types, images, "
-      "version, schedulable, first_contact, last_heartbeat, lost_at FROM agents ORDER BY id");
+      "version, schedulable, first_contact, last_heartbeat, lost_at, live_stat FROM agents "
+      "ORDER BY id");
   if (!rows.ok()) return std::move(rows).status();
   auto held = db_.Query(std::string("SELECT agent_id, requested_slots FROM sessions WHERE agent_id "
                                     "IS NOT NULL AND status IN ") +
@@ -53,6 +54,7 @@ StatusOr<std::vector<AgentRecord>> AgentStore::List() {
     a.first_contact = r.TakeText(9);
     a.last_heartbeat = r.TakeText(10);
     a.lost_at = r.TakeOptText(11);
+    a.live_stat = r.TakeOptText(12);
     for (auto const& h : *held) {
       if (h.Text(0) != a.row.id) continue;
       scheduler::AddInto(a.occupied, SlotsFromColumn(h.Text(1)));
@@ -98,12 +100,14 @@ Status AgentStore::Register(AgentRow const& a, server::LockScopes const& scopes)
 }
 
 StatusOr<bool> AgentStore::Beat(std::string const& agent_id,
-                                std::optional<protocol::ResourceSlots> const& slots) {
+                                std::optional<protocol::ResourceSlots> const& slots,
+                                std::optional<std::string> const& live_stat) {
   std::string text = slots ? SlotsColumn(*slots) : std::string();
   auto n = db_.Exec(
-      "UPDATE agents SET last_heartbeat = ?, status = 'ALIVE', lost_at = NULL "
-      "WHERE id = ? AND (? = '' OR available_slots = ?)",
-      {NowIso(), agent_id, text, text});
+      "UPDATE agents SET last_heartbeat = ?, status = 'ALIVE', lost_at = NULL, "
+      "live_stat = COALESCE(?, live_stat) WHERE id = ? AND (? = '' OR available_slots = ?)",
+      {NowIso(), live_stat ? server::SqlValue(*live_stat) : server::SqlValue(nullptr), agent_id,
+       text, text});
   if (!n.ok()) return std::move(n).status();
   return *n > 0 || !slots;
 }

@@ -40,6 +40,8 @@ struct AgentRecord {
   std::optional<std::string> lost_at;
   protocol::ResourceSlots occupied;  ///< what its sessions hold
   int container_count = 0;           ///< sessions holding slots on it
+  /// Its last heartbeat's load, {cpu_pct, core_pct, mem_used, mem_total}; nullopt before one.
+  std::optional<std::string> live_stat;
 };
 
 /// A session an agent holds or is asked to act on, as the registry needs it.
@@ -63,7 +65,8 @@ class AgentStore {
   /// A heartbeat: ALIVE now. With `slots`, only when they are the stored ones: false when they
   /// changed (then SetSlots, under the group's scope).
   StatusOr<bool> Beat(std::string const& agent_id,
-                      std::optional<protocol::ResourceSlots> const& slots);
+                      std::optional<protocol::ResourceSlots> const& slots,
+                      std::optional<std::string> const& live_stat = std::nullopt);
   Status SetSlots(std::string const& agent_id, protocol::ResourceSlots const& slots,
                   server::LockScopes const& scopes);
 

@@ -191,12 +191,20 @@ server::Migration Devices() {
           }};
 }
 
+server::Migration AgentLoad() {
+  return {9,
+          "each agent's last reported CPU and memory load",
+          {
+              "ALTER TABLE agents ADD COLUMN live_stat TEXT",
+          }};
+}
+
 }  // namespace
 
 std::vector<server::Migration> const& Migrations() {
   static auto const* const kMigrations = new std::vector<server::Migration>{
-      Principals(), Sessions(), RateLimits(),    BackgroundTasks(),
-      AgentLists(), VFolders(), SessionMounts(), Devices()};
+      Principals(), Sessions(),      RateLimits(), BackgroundTasks(), AgentLists(),
+      VFolders(),   SessionMounts(), Devices(),    AgentLoad()};
   return *kMigrations;
 }
 

@@ -419,7 +419,7 @@ StatusOr<std::vector<SessionRecord>> SessionStore::ActiveByName(std::string cons
 }
 
 StatusOr<SessionRecord> SessionStore::Resolve(std::string const& ref, std::string const& owner,
-                                              bool allow_dead) {
+                                              bool allow_dead, bool destructive) {
   // Built once: this runs on every session request.
   static std::string const select =
       "SELECT " + ReadColumns() + " FROM sessions WHERE access_key = ?";
@@ -430,6 +430,8 @@ StatusOr<SessionRecord> SessionStore::Resolve(std::string const& ref, std::strin
   static std::string const by_prefix = select +
                                        " AND (id LIKE ? ESCAPE '\\' OR name LIKE ? ESCAPE '\\')" +
                                        " AND " + kActive + " ORDER BY seq";
+  static std::string const by_id_prefix =
+      select + " AND id LIKE ? ESCAPE '\\' AND " + kActive + " ORDER BY seq";
   std::vector<SessionRecord> found;
   if (LooksLikeUuid(ref)) {
     // An exact id is unambiguous, so it also finds a session that has ended (our extension:
@@ -447,11 +449,20 @@ StatusOr<SessionRecord> SessionStore::Resolve(std::string const& ref, std::strin
   }
   if (found.empty() && !ref.empty()) {
     auto pattern = EscapeLike(ref) + "%";
-    auto rows = Records(db_.Query(by_prefix, {owner, pattern, pattern}));
+    auto rows = destructive ? Records(db_.Query(by_id_prefix, {owner, pattern}))
+                            : Records(db_.Query(by_prefix, {owner, pattern, pattern}));
     if (!rows.ok()) return std::move(rows).status();
     found = *std::move(rows);
+    if (destructive && ref.size() < kMinDestructivePrefix) found.clear();
   }
-  if (found.empty()) return MakeProblemStatus(ProblemType::kObjectNotFound, "No such session.");
+  if (found.empty()) {
+    return MakeProblemStatus(ProblemType::kObjectNotFound,
+                             destructive
+                                 ? "No such session (this takes a full name, or an id or "
+                                   "its first " +
+                                       std::to_string(kMinDestructivePrefix) + "+ characters)."
+                                 : std::string("No such session."));
+  }
   if (found.size() > 1) {
     json matches = json::array();
     for (auto const& s : found) {

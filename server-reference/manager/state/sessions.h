@@ -160,8 +160,11 @@ class SessionStore {
   /// exact name among active sessions, then a unique prefix of either (DECISIONS.md "Protocol");
   /// several matches → 404 too-many-sessions-matched with data.matches, none → 404
   /// object-not-found. `allow_dead` also matches terminated sessions (logs, status history).
-  StatusOr<SessionRecord> Resolve(std::string const& ref, std::string const& owner,
-                                  bool allow_dead);
+  /// `destructive` (destroy, restart) narrows the prefix step to id prefixes of at least
+  /// kMinDestructivePrefix characters: `rm p` must never end `proj-a`.
+  StatusOr<SessionRecord> Resolve(std::string const& ref, std::string const& owner, bool allow_dead,
+                                  bool destructive = false);
+  static constexpr std::size_t kMinDestructivePrefix = 8;
   /// A page of sessions, newest first unless ordered otherwise.
   StatusOr<Page<SessionListRow>> List(ListQuery const& query);
   /// Sessions by id, in no particular order; unknown ids are left out.

@@ -102,6 +102,18 @@ Status FolderStore::Insert(FolderRecord const& f) {
   });
 }
 
+StatusOr<std::vector<std::string>> FolderStore::MountedBy(std::string const& id) {
+  // The mounts column is our own JSON (no spaces); ids are hex, so LIKE sees no wildcard.
+  auto rows = db_.Query(
+      "SELECT name FROM sessions WHERE status NOT IN ('TERMINATED', 'CANCELLED') AND "
+      "vfolder_mounts LIKE ? ORDER BY name",
+      {"%\"vfolder_id\":\"" + id + "\"%"});
+  if (!rows.ok()) return rows.status();
+  std::vector<std::string> out;
+  for (auto const& r : *rows) out.push_back(r.Text(0));
+  return out;
+}
+
 StatusOr<std::optional<FolderRecord>> FolderStore::Get(std::string const& id) {
   auto rows = db_.Query(std::string("SELECT ") + kColumns + " FROM vfolders WHERE id = ?", {id});
   if (!rows.ok()) return rows.status();

@@ -82,6 +82,8 @@ class FolderStore {
   /// the trash or gone) of that name: kAlreadyExists then.
   Status Insert(FolderRecord const& folder);
   StatusOr<std::optional<FolderRecord>> Get(std::string const& id);
+  /// Names of the sessions not yet ended that mount the folder `id` (any owner's).
+  StatusOr<std::vector<std::string>> MountedBy(std::string const& id);
   /// Folders a user may reach by name: their own, those shared with them, their projects', and
   /// for admins the project folders of `domain` (every folder for a superadmin); trash included.
   StatusOr<std::vector<FolderRecord>> Reachable(std::string const& user_id, std::string const& role,
