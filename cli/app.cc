@@ -8,12 +8,14 @@
 #include "cli/commands/config.h"
 #include "cli/commands/help.h"
 #include "cli/commands/session.h"
+#include "cli/commands/session_util.h"
 #include "cli/commands/version.h"
 #include "cli/commands/vfolder.h"
 #include "cli/context.h"
 #include "cli/exit_codes.h"
 
 #include <CLI/CLI.hpp>
+#include <signal.h>
 #include <unistd.h>
 
 #include <iostream>
@@ -80,7 +82,10 @@ int Main(int argc, char** argv, std::ostream& out, std::ostream& err, std::istre
     out << app.help();
     return 0;
   }
-  return set.action()();
+  int rc = set.action()();
+  // Stopped by SIGTERM (a CI runner cancelling the job): 143, as a shell reports it; Ctrl-C 130.
+  if (rc == kExitInterrupted && InterruptSignal() == SIGTERM) rc = 128 + SIGTERM;
+  return rc;
 }
 
 }  // namespace bai::cli

@@ -39,14 +39,14 @@ commit/events, wait --for running):
     5    not found
     6    conflict (already exists)
     7    server unreachable
-  130    interrupted (Ctrl-C)
+  130    interrupted (Ctrl-C); 143 when stopped by SIGTERM
 
 Job commands (run, exec, wait --for done):
     N    the job's own exit code, when the job ran
   124    timed out waiting for the job
   125    bai failed around the job (e.g. the session could not be created)
   126    the session ended without an exit code (cancelled, error, killed)
-  130    interrupted (Ctrl-C)
+  130    interrupted (Ctrl-C); 143 when stopped by SIGTERM
   With several sessions, `wait` returns the first non-zero job exit code.
 
 With -o json, the output always carries "exit_code", and "error" with the problem details when

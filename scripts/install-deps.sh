@@ -15,10 +15,10 @@ packages=(
   libcli11-dev libtomlplusplus-dev
   # reference server
   libboost1.81-dev libsqlite3-dev uuid-dev libjemalloc-dev libarchive-dev
-  # the agent's runc backend and the built-in python image
-  runc tar python3
-  # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev hyperfine wrk umoci
+  # the agent's runc backend and the built-in python image (its /etc gets the host's CA bundle)
+  runc tar python3 ca-certificates
+  # tests and benchmarks (the bench scripts call curl and bc)
+  libgtest-dev libgmock-dev libbenchmark-dev hyperfine wrk umoci curl bc
 )
 
 missing=()

@@ -40,7 +40,10 @@ mkdir -p "$state/logs"
 chmod 0700 "$state"
 manager_pid=
 agent_pid=
+status=0  # what `make up` exits with: non-zero once anything failed
 stop() {
+  local rc=$?
+  [[ $rc -ne 0 && $status -eq 0 ]] && status=$rc
   trap - INT TERM EXIT
   say "shutting down"
   # The agent first: it ends its kernels and reports them while the manager still listens.
@@ -53,9 +56,10 @@ stop() {
     wait "$manager_pid" 2>/dev/null || true
   fi
   say "stopped (state kept in $state)"
-  exit 0
+  exit "$status"
 }
-trap stop INT TERM EXIT
+trap stop EXIT
+trap 'exit 0' INT TERM  # Ctrl-C is the normal way to stop: 0 unless something failed before
 
 "$bin/bai-manager" --data-dir "$state/manager" --listen "127.0.0.1:$port" \
   --storage-listen "127.0.0.1:$storage_port" >>"$state/logs/manager.log" 2>&1 &
@@ -124,7 +128,10 @@ say "smoke session: bai run python -- python3 -c 'import platform; print(\"hello
 if "$bin/bai" run python -- python3 -c 'import platform; print("hello from", platform.node())'; then
   say "smoke session passed"
 else
-  say "smoke session FAILED (exit $?); see $state/logs/"
+  rc=$?
+  say "smoke session FAILED (exit $rc); see $state/logs/"
+  status=1
+  exit 1
 fi
 
 say "running; press Ctrl-C to stop"
@@ -132,4 +139,13 @@ while kill -0 "$manager_pid" 2>/dev/null && kill -0 "$agent_pid" 2>/dev/null; do
   sleep 1 &
   wait $! || true
 done
-say "a server exited; see $state/logs/"
+# Ctrl-C reaches the servers too (one process group): a server that ended cleanly (0) was
+# stopped; one that failed (a port taken, a crash) makes `make up` fail.
+code=0
+for p in "$manager_pid" "$agent_pid"; do
+  if ! kill -0 "$p" 2>/dev/null; then wait "$p" 2>/dev/null || code=$?; fi
+done
+[[ $code == 0 ]] && exit 0
+say "a server exited (exit $code); see $state/logs/"
+status=1
+exit 1

@@ -482,6 +482,9 @@ void AddCreate(CommandSet& set, CLI::App& parent) {
   create->add_option("--startup-command", o.startup_command, "The batch job's command line");
   create->add_flag("--no-wait", o.no_wait, "Return once it is queued");
   create->add_flag("--dry-run", o.dry_run, "Say whether it would fit now; create nothing");
+  create->add_flag("--reuse", o.reuse,
+                   "If a session of this --name runs the same image, take it as it is (its own "
+                   "resources and environment); without it an existing name is refused (6)");
   set.OnRun(create, [&o, &ctx = set.ctx()] { return RunCreate(o, ctx); });
 }
 

@@ -46,6 +46,7 @@ struct CreateOptions : SpecOptions {
   std::string startup_command;
   bool no_wait = false;  ///< return once queued
   bool dry_run = false;  ///< ask check-presets whether it would fit; create nothing
+  bool reuse = false;    ///< a running session of that name and image is taken as it is
 };
 /// `bai session create IMAGE`: prints the session id; waits until it runs unless --no-wait.
 int RunCreate(CreateOptions const& options, Context& ctx);

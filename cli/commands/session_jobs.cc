@@ -353,6 +353,8 @@ int RunCreate(CreateOptions const& options, Context& ctx) {
   req.type = options.type;
   if (!options.startup_command.empty()) req.startup_command = options.startup_command;
   req.enqueue_only = true;
+  // Reuse only when asked: a silent reuse ignored the new -e and -r and said "created".
+  req.reuse_if_exists = options.reuse;
   auto client = ctx.MakeClient();
   if (!client.ok()) return ReportError(ctx, client.status());
   SessionClient sessions(*client);
@@ -373,8 +375,13 @@ int RunCreate(CreateOptions const& options, Context& ctx) {
   CatchInterrupts();
   auto created = sessions.Create(req);
   if (!created.ok()) return ReportError(ctx, created.status());
-  ctx.err() << "session " << created->name << " (" << created->id << ") "
-            << (options.no_wait ? "queued" : "created") << "\n";
+  if (!created->created) {
+    ctx.err() << "session " << created->name << " (" << created->id
+              << ") reused as it is: --reuse keeps its own resources and environment\n";
+  } else {
+    ctx.err() << "session " << created->name << " (" << created->id << ") "
+              << (options.no_wait ? "queued" : "created") << "\n";
+  }
   std::string status = created->status;
   if (!options.no_wait && status != "RUNNING") {
     auto started = WaitToStart(sessions, created->id, max_wait, ctx);
@@ -400,6 +407,7 @@ int RunCreate(CreateOptions const& options, Context& ctx) {
     ctx.out() << json{{"session_id", created->id},
                       {"session_name", created->name},
                       {"status", status},
+                      {"reused", !created->created},
                       {"exit_code", failed ? kExitError : kExitOk}}
                      .dump()
               << "\n";
@@ -412,6 +420,13 @@ int RunCreate(CreateOptions const& options, Context& ctx) {
 int RunExec(ExecOptions const& options, Context& ctx) {
   if (options.command.empty()) {
     ctx.err() << "error: nothing to run: give the command after --, e.g. bai exec SESSION -- ls\n";
+    return kExitUsage;
+  }
+  // As `bai run`: input piped in would be dropped (the execute API has no stdin for a command),
+  // so it is refused rather than lost.
+  if (StdinHasData(ctx)) {
+    ctx.err() << "error: bai exec does not pass stdin to the command; put the input in a file "
+                 "in the session (bai session cp FILE SESSION:) or a vfolder, and read it there\n";
     return kExitUsage;
   }
   auto client = ctx.MakeClient();

@@ -16,8 +16,12 @@ namespace bai::cli {
 namespace {
 
 std::atomic<bool> g_interrupted{false};
+std::atomic<int> g_signal{0};
 
-void OnInterrupt(int) { g_interrupted = true; }
+void OnInterrupt(int sig) {
+  g_signal = sig;
+  g_interrupted = true;
+}
 
 }  // namespace
 
@@ -38,6 +42,7 @@ Place ParsePlace(std::string const& arg) {
 }
 
 bool Interrupted() { return g_interrupted.load(); }
+int InterruptSignal() { return g_signal.load(); }
 std::atomic<bool> const* InterruptFlag() { return &g_interrupted; }
 
 std::optional<std::int64_t> DurationFlag(Context& ctx, char const* flag, std::string const& value) {

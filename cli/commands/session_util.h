@@ -31,6 +31,8 @@ void PrintTable(Context& ctx, std::vector<std::vector<std::string>> const& rows)
 /// the command can clean up and exit 130.
 void CatchInterrupts();
 bool Interrupted();
+/// The signal that interrupted (SIGINT, SIGTERM), 0 when none did.
+int InterruptSignal();
 /// The flag Interrupted() reads, for calls that take a cancellation flag.
 std::atomic<bool> const* InterruptFlag();
 

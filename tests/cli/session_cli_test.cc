@@ -209,6 +209,11 @@ TEST_F(SessionCliTest, CreateExecWaitAndTheLifecycleVerbs) {
   auto exec_json = Bai({"-o", "json", "session", "exec", "box1", "--", "true"});
   EXPECT_EQ(json::parse(exec_json.out)["exit_code"], 0);
   EXPECT_EQ(Bai({"exec", "no-such-box", "--", "true"}).exit_code, 125);
+  // Hardening (new user): input piped into exec was dropped silently (exit 0); refused as by run.
+  auto piped = testing_util::RunProcess({testing_util::BinPath("bai"), "exec", "box1", "--", "cat"},
+                                        env_, "hi\n");
+  EXPECT_EQ(piped.exit_code, 2);
+  EXPECT_THAT(piped.err, HasSubstr("does not pass stdin"));
   // wait --for running returns at once for a running session.
   auto running = Bai({"wait", "box1", "--for", "running", "--timeout", "30s"});
   EXPECT_EQ(running.exit_code, 0) << running.err;
@@ -323,6 +328,24 @@ TEST_F(SessionCliTest, EventsArriveAsNdjsonWhenPiped) {
   EXPECT_EQ(e["event"], "session_terminated");
   EXPECT_EQ(e["sessionName"], "evented");
   EXPECT_EQ(events.Stop(SIGINT), 130);
+  // Hardening (new user): SIGTERM (a CI runner cancelling) is 143, as a shell reports it; it was
+  // 130 as for Ctrl-C.
+  testing_util::BackgroundProcess again({testing_util::BinPath("bai"), "session", "events"}, env_);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(again.Stop(SIGTERM), 143);
+}
+
+// Hardening (new user): `session create --name X` silently reused a running X, ignoring new
+// -e/-r, and said "created". Reuse is explicit (--reuse) and says so; otherwise 6.
+TEST_F(SessionCliTest, ReusingARunningSessionIsExplicit) {
+  ASSERT_EQ(Bai({"session", "create", "python", "--name", "reuse-me"}).exit_code, 0);
+  auto again = Bai({"session", "create", "python", "--name", "reuse-me", "-r", "cpu=2"});
+  EXPECT_EQ(again.exit_code, 6) << again.err;
+  EXPECT_THAT(again.err, HasSubstr("exists"));
+  auto reused = Bai({"-o", "json", "session", "create", "python", "--name", "reuse-me", "--reuse"});
+  EXPECT_EQ(reused.exit_code, 0) << reused.err;
+  EXPECT_EQ(json::parse(reused.out)["reused"], true);
+  EXPECT_THAT(reused.err, HasSubstr("reused as it is"));
 }
 
 // Ctrl-C at any moment of `bai --debug run` ends it cleanly: exit 130 (or the job's own code if

@@ -71,4 +71,18 @@ start
 grep -q "$key" "$BAI_UP_DIR/credentials.env" || { echo "FAIL: keypair changed on restart"; exit 1; }
 grep -q "smoke session passed" "$work/up.log"
 stop
-echo "make up: 1 passed, 0 failed"
+# Hardening (fresh machine): a server that cannot bind made `make up` exit 0. With the storage
+# port taken, it now stops what it started and exits non-zero.
+python3 -c 'import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); time.sleep(120)' "$storage_port" &
+holder=$!
+sleep 0.3
+rc=0
+setsid bash "$repo/scripts/up.sh" >"$work/up-busy.log" 2>&1 || rc=$?
+kill "$holder" 2>/dev/null || true
+if [[ $rc == 0 ]]; then
+  cat "$work/up-busy.log"; echo "FAIL: make up exited 0 with its storage port taken"; exit 1
+fi
+grep -q "failed to start" "$work/up-busy.log" || { cat "$work/up-busy.log"; echo "FAIL: no reason given"; exit 1; }
+echo "make up: 2 passed, 0 failed"
