@@ -696,6 +696,14 @@ StatusOr<protocol::SessionCreateRequest> SessionCreateRequestFromJson(
   if (out.type == "batch" && (!out.startup_command || out.startup_command->empty())) {
     r.Refuse("startupCommand", "required for batch sessions");
   }
+  // Stored and listed with every session: bounded, so a list of sessions stays small (64
+  // aliases over sessions with 1 MB commands made one 4 KB query answer 640 MB).
+  if (out.startup_command && out.startup_command->size() > protocol::kMaxStartupCommandBytes) {
+    r.Refuse("startupCommand", "longer than 64 KiB (put the script in a vfolder and run it)");
+  }
+  if (out.bootstrap_script && out.bootstrap_script->size() > protocol::kMaxStartupCommandBytes) {
+    r.Refuse("bootstrap_script", "longer than 64 KiB");
+  }
   out.dependencies = l.StrList({"dependencies"}, "dependencies", "a list of session ids or names");
   if (auto const* config = l.Find({"config"})) {
     if (config->is_object()) {

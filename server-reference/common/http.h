@@ -83,7 +83,9 @@ class Exchange {
 
   /// Starts a chunked `text/event-stream` response (plus `headers`).
   virtual void StartEventStream(std::vector<std::pair<std::string, std::string>> headers) = 0;
-  /// Queues one chunk of an event stream; false once the client has gone.
+  /// Queues one chunk of an event stream; false once the client has gone, or has fallen so far
+  /// behind (8 MiB waiting for it) that its connection was closed: a reader that never reads
+  /// must not hold the server's memory.
   virtual bool WriteEvent(std::string chunk) = 0;
   /// Ends an event stream cleanly.
   virtual void EndEventStream() = 0;

@@ -216,11 +216,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void QueueChunk(std::string const& data) {
-    if (!streaming_ || data.empty()) return;
+    if (!streaming_ || data.empty()) {
+      backlog_ -= data.size();
+      return;
+    }
     char size[20];
     std::snprintf(size, sizeof size, "%zx\r\n", data.size());
-    Queue(size + data + "\r\n");
+    Queue(size + data + "\r\n", {}, data.size());
   }
+
+  // Stream bytes handed over (WriteEvent) and not yet written to the socket.
+  std::atomic<std::size_t> backlog_{0};
 
   void EndStream() {
     if (!streaming_) return;
@@ -395,9 +401,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void Dispatch(HttpRequest req);
 
-  void Queue(std::string data, std::string more = {}) {
-    if (closed_) return;
+  // `counted`: the part of it that counts in backlog_ (stream chunks), given back once written.
+  void Queue(std::string data, std::string more = {}, std::size_t counted = 0) {
+    if (closed_) {
+      backlog_ -= counted;
+      return;
+    }
     queue_.push_back({std::move(data), std::move(more)});
+    counted_.push_back(counted);
     if (!writing_) DoWrite();
   }
 
@@ -413,6 +424,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void OnWrite(beast::error_code ec) {
     if (ec) return Close();
     queue_.pop_front();
+    backlog_ -= counted_.front();
+    counted_.pop_front();
     if (!queue_.empty()) return DoWrite();
     writing_ = false;
     if (file_ && !NextFilePiece()) return;
@@ -490,6 +503,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::optional<http::request_parser<http::string_body>> parser_;
   std::size_t body_limit_ = 0;                             // the limit of the request being read
   std::deque<std::pair<std::string, std::string>> queue_;  ///< writes: head, then body
+  std::deque<std::size_t> counted_;                        ///< each write's share of backlog_
   bool writing_ = false;
   std::shared_ptr<FileBody> file_;  // the file body being sent, piece by piece
   std::int64_t file_sent_ = 0;
@@ -509,6 +523,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   friend class ExchangeImpl;
   friend struct HttpServer::Impl;
 };
+
+// What may wait in memory for one event-stream reader before it is dropped.
+constexpr std::size_t kMaxStreamBacklog = 8u << 20;
 
 class ExchangeImpl : public Exchange {
  public:
@@ -533,6 +550,13 @@ class ExchangeImpl : public Exchange {
 
   bool WriteEvent(std::string chunk) override {
     if (conn_->closed()) return false;
+    // A reader that does not keep up (a follower that never reads) is dropped once this much
+    // waits for it, instead of the server holding its stream in memory without bound.
+    if (conn_->backlog_.load() + chunk.size() > kMaxStreamBacklog) {
+      conn_->Post([conn = conn_] { conn->Close(); });
+      return false;
+    }
+    conn_->backlog_ += chunk.size();
     conn_->Post([conn = conn_, c = std::move(chunk)] { conn->QueueChunk(c); });
     return true;
   }

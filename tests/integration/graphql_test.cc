@@ -309,6 +309,40 @@ TEST_F(GraphqlTest, NoOneActsForAHigherRoleOrReadsAnotherSecret) {
   }
 }
 
+// Hardening (hostile testing): one 4 KB query of 64 aliases over session lists with ~1 MB
+// startupCommands answered 640 MB and took the manager to 1.7 GiB. Commands are bounded when
+// stored (64 KiB), and each request's answer by a byte budget, refused as a GraphQL error.
+TEST_F(GraphqlTest, AnswersAndStoredCommandsAreBounded) {
+  json big = {{"name", "huge-cmd"},
+              {"image", "python"},
+              {"enqueueOnly", true},
+              {"type", "batch"},
+              {"startupCommand", std::string(200 * 1024, 'x')}};
+  auto refused = Post(*alice_, "/session", big);
+  EXPECT_EQ(refused.status, 400) << refused.body.substr(0, 300);
+  EXPECT_THAT(refused.body, HasSubstr("startupCommand"));
+  for (int i = 0; i < 12; ++i) {
+    big["name"] = "wide-" + std::to_string(i);
+    big["startupCommand"] = std::string(60 * 1024, 'y');
+    EXPECT_EQ(Post(*alice_, "/session", big).status, 201);
+  }
+  std::string q = "{";
+  for (int i = 0; i < 64; ++i) {
+    q += " a" + std::to_string(i) +
+         ": compute_session_list(limit: 100, offset: 0) { items { startup_command } }";
+  }
+  q += " }";
+  auto r = Gql(*alice_, q);
+  ASSERT_TRUE(r.contains("errors")) << "64 × 12 × 60 KiB is past the budget";
+  EXPECT_THAT(r["errors"][0]["message"].get<std::string>(), HasSubstr("would be larger than"));
+  EXPECT_LT(r.dump().size(), 40u << 20);
+  // One alias of the same list is fine.
+  auto one =
+      Gql(*alice_, "{ compute_session_list(limit: 100, offset: 0) { items { startup_command } } }");
+  EXPECT_FALSE(one.contains("errors")) << one.dump().substr(0, 300);
+  EXPECT_EQ(one["data"]["compute_session_list"]["items"].size(), 12u);
+}
+
 TEST_F(GraphqlTest, ErrorsAreGraphqlErrorsNever5xx) {
   auto r = Gql(*alice_, "{ compute_session_list(limit: 1, offset: 0) { items { nmae } } }");
   EXPECT_TRUE(r["data"].is_null());

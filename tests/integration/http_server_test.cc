@@ -83,6 +83,43 @@ std::string ReadAll(int fd) {
   return data;
 }
 
+// Hardening (hostile testing): log followers that never read grew the manager without bound
+// (10 of them: 34 → 846 MiB). An event stream whose reader falls 8 MiB behind is dropped.
+TEST(HttpServerTest, AStreamReaderThatNeverReadsIsDroppedNotBuffered) {
+  std::shared_ptr<Exchange> stream;
+  std::mutex mu;
+  std::condition_variable cv;
+  HttpServerOptions options;
+  options.port = 0;
+  auto s = HttpServer::Start(options, [&](std::shared_ptr<Exchange> ex) {
+    ex->StartEventStream({});
+    std::lock_guard<std::mutex> lock(mu);
+    stream = std::move(ex);
+    cv.notify_all();
+  });
+  ASSERT_TRUE(s.ok());
+  int fd = RawConnect((*s)->port());
+  ASSERT_GE(fd, 0);
+  int small = 4096;  // a small receive window, and nothing read
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  std::string req = "GET /follow HTTP/1.1\r\nHost: x\r\n\r\n";
+  ASSERT_EQ(::send(fd, req.data(), req.size(), MSG_NOSIGNAL), static_cast<ssize_t>(req.size()));
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return stream != nullptr; }));
+  }
+  std::string chunk(64 * 1024, 'x');
+  std::size_t accepted = 0;
+  for (int i = 0; i < 4096 && stream->WriteEvent(chunk); ++i) accepted += chunk.size();
+  EXPECT_LT(accepted, 64u << 20) << "256 MiB offered: the stream was dropped long before";
+  EXPECT_GE(accepted, 4u << 20) << "a reader a little behind is not dropped at once";
+  // The connection is closed: the client reads what was sent, then the end.
+  ReadAll(fd);
+  ::close(fd);
+  stream.reset();
+  (*s)->Stop();
+}
+
 TEST(HttpServerTest, AClientHangingUpWhileItsAnswerIsDueIsNoticedAtOnce) {
   HoldingServer server;
   std::vector<int> fds;

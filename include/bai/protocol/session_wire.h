@@ -22,6 +22,9 @@
 
 namespace bai::protocol {
 
+/// The longest `startupCommand` (and `bootstrap_script`) a manager of ours stores, in bytes.
+inline constexpr std::size_t kMaxStartupCommandBytes = 64 * 1024;
+
 /// `POST /session` (PROTOCOL.md §5.2): what to start. The encoder leaves unset optional fields
 /// and empty lists out; the decoder also reads Backend.AI's other spellings (`lang`,
 /// `clientSessionToken`, camelCase or snake_case) and lenient scalars ("true", "30").

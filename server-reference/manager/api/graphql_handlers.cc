@@ -188,7 +188,24 @@ class Resolver {
         folders_(ctx.store.db()),
         links_(links) {}
 
+  // Each top-level field (each alias) resolved, and charged to the request's budget: the
+  // bytes its answer takes. 64 aliases of a large list answered 640 MB to one 4 KB query.
   StatusOr<json> Resolve(PlannedField const& f) {
+    auto r = ResolveField(f);
+    if (!r.ok()) return r;
+    spent_ += r->dump().size();
+    if (spent_ > kMaxResponseBytes) {
+      return Invalid("The answer would be larger than " + std::to_string(kMaxResponseBytes >> 20) +
+                     " MiB: ask for fewer fields, rows or aliases.");
+    }
+    return r;
+  }
+
+ private:
+  static constexpr std::size_t kMaxResponseBytes = 32u << 20;
+  std::size_t spent_ = 0;
+
+  StatusOr<json> ResolveField(PlannedField const& f) {
     if (f.name == "compute_session") return ComputeSession(f);
     if (f.name == "compute_session_list") return ComputeSessionList(f);
     if (f.name == "compute_container") return ComputeContainer(f);
@@ -202,7 +219,6 @@ class Resolver {
     return Status(StatusCode::kUnimplemented, "No resolver for " + f.name + ".");
   }
 
- private:
   // -- sessions --
 
   StatusOr<json> ComputeSession(PlannedField const& f) {
