@@ -17,9 +17,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <thread>
 
 namespace bai::manager {
 namespace {
@@ -334,6 +336,54 @@ TEST_F(VFolderTest, QuotaRefusesBeforeAnyByte) {
   EXPECT_EQ(
       Call(*alice_, "POST", "/folders/small/request-upload", {{"path", "d"}, {"size", 0}}).status,
       412);
+}
+
+// Hardening (hostile testing): quota checks were not atomic per scope: 10 concurrent 600 KiB
+// uploads under 1 MiB were all admitted (1.2 MiB), 6 concurrent clones reached 1.6 MiB. Now the
+// check and the room it takes happen under the scope's lock.
+TEST_F(VFolderTest, ConcurrentUploadsAreAdmittedWithinTheQuota) {
+  auto id = Create(*alice_, "racy");
+  ASSERT_EQ(
+      Call(*root_, "POST", "/folders/_/quota",
+           {{"folder_host", "local:volume1"}, {"id", id}, {"input", {{"size_bytes", 1 << 20}}}})
+          .status,
+      200);
+  std::atomic<int> admitted{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 10; ++i) {
+    threads.emplace_back([&, i] {
+      auto r = Call(*alice_, "POST", "/folders/racy/request-upload",
+                    {{"path", "f" + std::to_string(i)}, {"size", 600 * 1024}});
+      if (r.status == 200) ++admitted;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(admitted.load(), 1) << "one 600 KiB upload fits in 1 MiB, two do not";
+}
+
+TEST_F(VFolderTest, ConcurrentClonesAreAdmittedWithinTheQuota) {
+  auto id = Create(*alice_, "racy");
+  ASSERT_EQ(
+      Call(*root_, "POST", "/folders/_/quota",
+           {{"folder_host", "local:volume1"}, {"id", id}, {"input", {{"size_bytes", 1 << 20}}}})
+          .status,
+      200);
+  // Clones land in the same (user) scope: 300 KiB used, 1 MiB allowed, six copies asked for at
+  // once: two fit.
+  Upload(*alice_, "racy", "data", std::string(300 * 1024, 'z'));
+  ASSERT_EQ(Call(*alice_, "POST", "/folders/racy/update-options", {{"cloneable", true}}).status,
+            201);
+  std::atomic<int> cloned{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 6; ++i) {
+    threads.emplace_back([&, i] {
+      auto r = Call(*alice_, "POST", "/folders/racy/clone",
+                    {{"target_name", "copy" + std::to_string(i)}, {"cloneable", false}});
+      if (r.status == 201) ++cloned;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(cloned.load(), 2);
 }
 
 TEST_F(VFolderTest, AnUploadOutlivesARestartOfTheProxy) {

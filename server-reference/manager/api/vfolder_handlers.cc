@@ -18,6 +18,8 @@
 #include <atomic>
 #include <functional>
 #include <list>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -66,10 +68,51 @@ class Workers {
   std::list<Worker> workers_;
 };
 
+// Quota admission, one scope at a time: the check and what makes the room taken (an upload
+// session, which the proxy counts in the scope's usage; a clone's bytes, reserved here until
+// its copy is counted) happen under the scope's lock, so concurrent uploads or clones cannot
+// all pass one check (10 uploads of 600 KiB under 1 MiB were all admitted). The lock is this
+// manager's: managers sharing a database do not share it yet.
+class QuotaGate {
+ public:
+  struct Held {
+    std::int64_t bytes = 0;
+    std::int64_t files = 0;
+  };
+  // The scope's lock, held while the caller checks and takes room.
+  std::unique_lock<std::mutex> Lock(std::string const& scope) {
+    std::mutex* m;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto& slot = scopes_[scope];
+      if (!slot) slot = std::make_unique<std::mutex>();
+      m = slot.get();
+    }
+    return std::unique_lock<std::mutex>(*m);
+  }
+  Held Reserved(std::string const& scope) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = reserved_.find(scope);
+    return it == reserved_.end() ? Held{} : it->second;
+  }
+  void Reserve(std::string const& scope, Held h, int sign) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& r = reserved_[scope];
+    r.bytes += sign * h.bytes;
+    r.files += sign * h.files;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::unique_ptr<std::mutex>> scopes_;
+  std::map<std::string, Held> reserved_;
+};
+
 struct Env {
   vfolders::FolderStore folders;
   vfolders::StorageLinks const& links;
   BackgroundTaskStore& tasks;
+  QuotaGate quota;
   Workers workers;
 };
 
@@ -551,8 +594,9 @@ Status CheckQuota(Env& env, FolderRecord const& f, std::int64_t size, std::int64
   auto used = env.links.Call(f.host, api::kScopeUsage,
                              {{"scope", vfolders::ScopeDirectory(f.quota_scope_id)}});
   if (!used.ok()) return StorageProblem(used.status());
-  auto bytes = used->value("used_bytes", std::int64_t{0});
-  auto files = used->value("file_count", std::int64_t{0});
+  auto held = env.quota.Reserved(f.quota_scope_id);
+  auto bytes = used->value("used_bytes", std::int64_t{0}) + held.bytes;
+  auto files = used->value("file_count", std::int64_t{0}) + held.files;
   if (max_bytes > 0 && bytes + size > max_bytes) {
     return MakeProblemStatus(ProblemType::kQuotaExceeded,
                              "Over the quota of " + f.quota_scope_id + ": " +
@@ -584,6 +628,8 @@ StatusOr<HttpResponse> RequestUpload(Env& env, RequestContext& ctx) {
     auto gone = Storage(env, f->folder, api::kFileCancelUpload, {{"path", *path}, {"size", *size}});
     if (!gone.ok() && gone.status().code() != StatusCode::kNotFound) return gone.status();
   }
+  // Checked and taken under the scope's lock: the upload session counts in the usage at once.
+  auto scope_lock = env.quota.Lock(f->folder.quota_scope_id);
   if (auto s = CheckQuota(env, f->folder, *size); !s.ok()) {
     // An unfinished upload of this path and size holds its room already: it may go on.
     auto again = Storage(env, f->folder, api::kFileUpload,
@@ -1017,12 +1063,17 @@ StatusOr<HttpResponse> Clone(Env& env, RequestContext& ctx) {
   }
   auto usage = Storage(env, src->folder, api::kFolderUsage);
   if (!usage.ok()) return usage.status();
-  if (auto s = CheckQuota(env, f, usage->value("used_bytes", std::int64_t{0}),
-                          usage->value("file_count", std::int64_t{0}));
-      !s.ok()) {
-    return s;
+  QuotaGate::Held copy{usage->value("used_bytes", std::int64_t{0}),
+                       usage->value("file_count", std::int64_t{0})};
+  {
+    // The copy's room is reserved until the copy itself is counted (or has failed).
+    auto scope_lock = env.quota.Lock(f.quota_scope_id);
+    if (auto s = CheckQuota(env, f, copy.bytes, copy.files); !s.ok()) return s;
+    env.quota.Reserve(f.quota_scope_id, copy, +1);
   }
+  auto unreserve = [&env, scope = f.quota_scope_id, copy] { env.quota.Reserve(scope, copy, -1); };
   if (auto s = env.folders.Insert(f); !s.ok()) {
+    unreserve();
     if (s.code() == StatusCode::kAlreadyExists) {
       return MakeProblemStatus(ProblemType::kVfolderAlreadyExists, s.message());
     }
@@ -1030,6 +1081,7 @@ StatusOr<HttpResponse> Clone(Env& env, RequestContext& ctx) {
   }
   auto task = env.tasks.Create("vfolder-clone", who.access_key, f.id, 0);
   if (!task.ok()) {
+    unreserve();
     (void)env.folders.Remove(f.id);
     return task.status();
   }
@@ -1037,8 +1089,9 @@ StatusOr<HttpResponse> Clone(Env& env, RequestContext& ctx) {
   args["dst_volume"] = f.host.substr(f.host.find(':') + 1);
   args["dst_scope"] = vfolders::ScopeDirectory(f.quota_scope_id);
   args["dst_id"] = f.id;
-  env.workers.Run([&env, f, args, src_host = src->folder.host, task_id = task->id] {
+  env.workers.Run([&env, f, args, src_host = src->folder.host, task_id = task->id, unreserve] {
     auto copied = env.links.Call(src_host, api::kFolderClone, args);
+    unreserve();  // copied: counted in the scope's usage now; failed: removed
     if (copied.ok()) {
       (void)env.folders.SetStatus(f.id, "ready");
       (void)env.tasks.Finish(task_id, p::TaskStatus::kDone, "cloned to " + f.name);
