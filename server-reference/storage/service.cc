@@ -318,6 +318,14 @@ StatusOr<json> StorageService::Manage(std::string_view op, json const& args) con
     if (auto s = v.DeleteFolder(folder); !s.ok()) return s;
     return json::object();
   }
+  if (op == api::kFolderRevoke) {
+    std::string key = *id;
+    if (args.contains("user") && args["user"].is_string())
+      key += "/" + args["user"].get<std::string>();
+    std::lock_guard<std::mutex> lock(revoked_mu_);
+    ++revoked_[key];
+    return json::object();
+  }
   if (op == api::kFolderMount) {
     auto path = v.FolderPath(folder);
     if (!path.ok()) return path.status();
@@ -461,6 +469,8 @@ StatusOr<json> StorageService::Manage(std::string_view op, json const& args) con
                    {"relpath", session->relpath},
                    {"session", session->id},
                    {"size", session->size},
+                   {"user", args.value("user", "")},
+                   {"rev", Generation(*id, args.value("user", ""))},
                    {"exp", Now() + options_.token_seconds}};
     return json{{"token", server::SignJwt(claims, options_.secret)},
                 {"url", options_.client_url + "/upload"},
@@ -483,9 +493,14 @@ StatusOr<json> StorageService::Manage(std::string_view op, json const& args) con
     auto opened = tree->OpenFile(*path);
     if (!opened.ok()) return opened.status();
     auto rel = server::RelativeBeneath(*path, "");
-    json claims = {{"op", "download"},      {"volume", v.name()},
-                   {"scope", folder.scope}, {"id", folder.id},
-                   {"relpath", *rel},       {"exp", Now() + options_.token_seconds}};
+    json claims = {{"op", "download"},
+                   {"volume", v.name()},
+                   {"scope", folder.scope},
+                   {"id", folder.id},
+                   {"relpath", *rel},
+                   {"user", args.value("user", "")},
+                   {"rev", Generation(*id, args.value("user", ""))},
+                   {"exp", Now() + options_.token_seconds}};
     return json{{"token", server::SignJwt(claims, options_.secret)},
                 {"url", options_.client_url + "/download"},
                 {"is_dir", S_ISDIR(opened->st.st_mode)}};
@@ -528,7 +543,27 @@ StatusOr<json> StorageService::Claims(server::HttpRequest const& request,
   if (claims->value("op", "") != op) {
     return Status(StatusCode::kUnauthenticated, "not a token for " + std::string(op));
   }
+  auto text = [&](char const* key) {
+    auto it = claims->find(key);
+    return it != claims->end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  auto rev = claims->find("rev");
+  if (rev == claims->end() || !rev->is_number_integer() ||
+      rev->get<std::int64_t>() != Generation(text("id"), text("user"))) {
+    return Status(StatusCode::kUnauthenticated,
+                  "the token was revoked: the folder was unshared, left or trashed since");
+  }
   return claims;
+}
+
+std::int64_t StorageService::Generation(std::string const& id, std::string const& user) const {
+  std::lock_guard<std::mutex> lock(revoked_mu_);
+  std::int64_t g = 0;
+  for (auto const& key : {id, id + "/" + user}) {
+    auto it = revoked_.find(key);
+    if (it != revoked_.end()) g += it->second;
+  }
+  return g;
 }
 
 server::HttpResponse StorageService::Upload(server::HttpRequest const& request) const {

@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -68,8 +69,16 @@ class StorageService {
   server::HttpResponse Upload(server::HttpRequest const& request) const;
   server::HttpResponse Download(server::HttpRequest const& request) const;
 
+  /// How often tokens for folder `id` (everyone's, and `user`'s) were revoked: a token carries
+  /// the number it was issued under and is refused once it changed.
+  std::int64_t Generation(std::string const& id, std::string const& user) const;
+
   StorageOptions options_;
   std::map<std::string, std::unique_ptr<Volume>> volumes_;
+  /// "ID" or "ID/USER" → how often their tokens were revoked. In memory: a restarted proxy
+  /// forgets them, and tokens issued before then work again until they expire (token_seconds).
+  mutable std::mutex revoked_mu_;
+  mutable std::map<std::string, std::int64_t> revoked_;
 };
 
 /// A problem+json answer of the storage proxy: `type` is the Backend.AI problem prefix plus

@@ -20,6 +20,9 @@ inline constexpr char kFolderDelete[] = "folder/delete";  ///< {volume, scope, i
 inline constexpr char kFolderClone[] = "folder/clone";    ///< {…, dst_volume, dst_scope, dst_id}
 inline constexpr char kFolderMount[] = "folder/mount";    ///< {…} → {path} (on the host)
 inline constexpr char kFolderUsage[] = "folder/usage";    ///< {…} → {file_count, used_bytes}
+/// {…, user?} → {}: the folder's transfer tokens issued until now stop working, only `user`'s
+/// when given (unshared, left) or everyone's (trashed, purged).
+inline constexpr char kFolderRevoke[] = "folder/revoke";
 // Files in a folder
 inline constexpr char kFileList[] = "folder/file/list";      ///< {…, path} → {items}
 inline constexpr char kFileMkdir[] = "folder/file/mkdir";    ///< {…, path, parents, exist_ok}
@@ -31,7 +34,8 @@ inline constexpr char kFileDelete[] = "folder/file/delete";  ///< {…, paths, r
 inline constexpr char kFileUpload[] = "folder/file/upload";
 /// {…, path, size} → {}: forgets the unfinished upload of that path and size (404 when none).
 inline constexpr char kFileCancelUpload[] = "folder/file/cancel-upload";
-/// {…, path} → {token, url}
+/// {…, path, user?} → {token, url}; `user` (also on kFileUpload) names whom a token is for, so
+/// that kFolderRevoke can end it.
 inline constexpr char kFileDownload[] = "folder/file/download";
 
 }  // namespace bai::storage::api

@@ -135,12 +135,36 @@ TEST_F(VFolderSharingTest, InvitationsFromInviteToLeave) {
   EXPECT_EQ(shared[0]["perm"], "rw");
   EXPECT_EQ(json::parse(Call(*bob_, "GET", "/folders/_/shared").body).size(), 0u);
 
+  // Hardening (hostile testing): transfer tokens outlived the grant by hours (a removed invitee
+  // wrote a file into the owner's folder). Tokens bob holds when he goes stop working; the
+  // owner's do not.
+  auto [up_status, bob_upload] =
+      Ticket(*bob_, "data", "request-upload", {{"path", "late.txt"}, {"size", 4}});
+  ASSERT_EQ(up_status, 200);
+  auto [down_status, bob_download] = Ticket(*bob_, "data", "request-download", {{"path", "a.txt"}});
+  ASSERT_EQ(down_status, 200);
+  auto [alice_status, alice_download] =
+      Ticket(*alice_, "data", "request-download", {{"path", "a.txt"}});
+  ASSERT_EQ(alice_status, 200);
+
   // Leaving: bob goes; he no longer reaches it. The owner cannot "leave" her own folder.
   EXPECT_EQ(Call(*alice_, "POST", "/folders/data/leave").status, 400);
   auto left = Call(*bob_, "POST", "/folders/data/leave");
   EXPECT_EQ(left.status, 200) << left.body;
   EXPECT_THAT(left.body, HasSubstr("left the shared vfolder"));
   EXPECT_EQ(Call(*bob_, "GET", "/folders/data").status, 404);
+  auto late = Patch(bob_upload, 0, "late");
+  EXPECT_EQ(late.status, 401) << late.body;
+  EXPECT_THAT(late.body, HasSubstr("revoked"));
+  EXPECT_EQ(Raw(bob_download, "GET").status, 401);
+  EXPECT_EQ(Raw(alice_download, "GET").status, 200) << "the owner's token still works";
+  // Trashing ends everyone's tokens, the owner's too.
+  Create(*alice_, "bin-me");
+  Upload(*alice_, "bin-me", "x", "xx");
+  auto [bin_status, bin_download] = Ticket(*alice_, "bin-me", "request-download", {{"path", "x"}});
+  ASSERT_EQ(bin_status, 200);
+  ASSERT_EQ(Call(*alice_, "DELETE", "/folders/bin-me").status, 204);
+  EXPECT_EQ(Raw(bin_download, "GET").status, 401);
 
   // The owner removes an invitee by user id.
   Share("data", "ro");

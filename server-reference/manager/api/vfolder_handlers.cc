@@ -211,6 +211,14 @@ StatusOr<json> Storage(Env& env, FolderRecord const& f, std::string_view op, jso
   return r;
 }
 
+// Ends transfer tokens the proxy issued for the folder: `user`'s, or everyone's when empty
+// (tokens lived for hours after an unshare or a trash: a removed invitee still wrote files).
+Status RevokeTokens(Env& env, FolderRecord const& f, std::string const& user = "") {
+  json args = json::object();
+  if (!user.empty()) args["user"] = user;
+  return Storage(env, f, api::kFolderRevoke, args).status();
+}
+
 json Summary(FolderRecord const& f, Found const* found, Identity const& who) {
   std::string perm = found ? std::string(p::ToString(found->access.permission)) : f.permission;
   return {{"name", f.name},
@@ -396,6 +404,7 @@ StatusOr<HttpResponse> MoveToTrash(Env& env, Found const& f) {
   if (auto s = CheckLive(f); !s.ok()) return s;
   if (auto s = CheckUnmounted(env, f); !s.ok()) return s;
   if (auto s = env.folders.SetStatus(f.folder.id, "delete-pending"); !s.ok()) return s;
+  if (auto s = RevokeTokens(env, f.folder); !s.ok()) return s;
   return HttpResponse::NoContent();
 }
 
@@ -632,12 +641,14 @@ StatusOr<HttpResponse> RequestUpload(Env& env, RequestContext& ctx) {
   auto scope_lock = env.quota.Lock(f->folder.quota_scope_id);
   if (auto s = CheckQuota(env, f->folder, *size); !s.ok()) {
     // An unfinished upload of this path and size holds its room already: it may go on.
-    auto again = Storage(env, f->folder, api::kFileUpload,
-                         {{"path", *path}, {"size", *size}, {"resume_only", true}});
+    auto again = Storage(
+        env, f->folder, api::kFileUpload,
+        {{"path", *path}, {"size", *size}, {"resume_only", true}, {"user", ctx.identity->user_id}});
     if (!again.ok()) return s;
     return JsonResponse({{"token", (*again)["token"]}, {"url", (*again)["url"]}});
   }
-  auto r = Storage(env, f->folder, api::kFileUpload, {{"path", *path}, {"size", *size}});
+  auto r = Storage(env, f->folder, api::kFileUpload,
+                   {{"path", *path}, {"size", *size}, {"user", ctx.identity->user_id}});
   if (!r.ok()) return r.status();
   return JsonResponse({{"token", (*r)["token"]}, {"url", (*r)["url"]}});
 }
@@ -649,7 +660,8 @@ StatusOr<HttpResponse> RequestDownload(Env& env, RequestContext& ctx) {
   if (!params.ok()) return params.status();
   auto path = params->String({"path", "file"}, true);
   if (auto s = params->Check(); !s.ok()) return s;
-  auto r = Storage(env, f->folder, api::kFileDownload, {{"path", *path}});
+  auto r = Storage(env, f->folder, api::kFileDownload,
+                   {{"path", *path}, {"user", ctx.identity->user_id}});
   if (!r.ok()) return r.status();
   return JsonResponse({{"token", (*r)["token"]}, {"url", (*r)["url"]}});
 }
@@ -939,6 +951,7 @@ StatusOr<HttpResponse> Leave(Env& env, RequestContext& ctx) {
   auto gone = env.folders.Revoke(f->folder.id, user);
   if (!gone.ok()) return gone.status();
   if (!*gone) return MakeProblemStatus(ProblemType::kObjectNotFound, "No such shared user.");
+  if (auto s = RevokeTokens(env, f->folder, user); !s.ok()) return s;
   return JsonResponse({{"msg", "left the shared vfolder"}});
 }
 
@@ -976,7 +989,10 @@ StatusOr<HttpResponse> Share(Env& env, RequestContext& ctx, bool share) {
     } else {
       auto gone = env.folders.Revoke(f->folder.id, u.user_id);
       if (!gone.ok()) return gone.status();
-      if (*gone) done.push_back(u.email);
+      if (*gone) {
+        if (auto s = RevokeTokens(env, f->folder, u.user_id); !s.ok()) return s;
+        done.push_back(u.email);
+      }
     }
   }
   if (share) return JsonResponse({{"shared_emails", done}}, 201);
