@@ -3,6 +3,7 @@
 // are in vfolder_transfer.cc.
 #include "bai/vfolder_client.h"
 
+#include "libbai/internal/json_parse.h"
 #include "libbai/internal/url.h"
 
 #include <nlohmann/json.hpp>
@@ -109,8 +110,21 @@ StatusOr<std::vector<VFolderFile>> VFolderClient::Files(std::string const& folde
 
 Status VFolderClient::Mkdir(std::string const& folder, std::string const& path, bool parents,
                             bool exist_ok) const {
-  return Done(Call(client_, "POST", Path(folder, "/mkdir"),
-                   {{"path", path}, {"parents", parents}, {"exist_ok", exist_ok}}));
+  auto s = Done(Call(client_, "POST", Path(folder, "/mkdir"),
+                     {{"path", path}, {"parents", parents}, {"exist_ok", exist_ok}}));
+  if (s.ok()) return s;
+  // A directory that is there already is a conflict (bai exits 6), not a failure.
+  auto data = internal::ParseJson(s.error_info().data_json);
+  if (data && data->contains("results") && (*data)["results"].contains("failed")) {
+    auto const& failed = (*data)["results"]["failed"];
+    bool all_exist = failed.is_array() && !failed.empty();
+    for (auto const& f : failed) all_exist = all_exist && f.is_object() && f.value("exists", false);
+    if (all_exist) {
+      ErrorInfo info = s.error_info();
+      return Status(StatusCode::kAlreadyExists, s.message(), std::move(info));
+    }
+  }
+  return s;
 }
 
 Status VFolderClient::Move(std::string const& folder, std::string const& src,

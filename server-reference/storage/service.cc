@@ -378,6 +378,9 @@ StatusOr<json> StorageService::Manage(std::string_view op, json const& args) con
     if (!list.ok()) return list.status();
     std::vector<protocol::VFolderFile> items;
     for (auto const& f : list->files) {
+      // FIFOs, sockets and devices (made inside a container that mounts the folder) are no
+      // data of a folder: listed as files, they invited downloads that cannot be served.
+      if (f.mode.empty() || (f.mode[0] != '-' && f.mode[0] != 'd' && f.mode[0] != 'l')) continue;
       // Types and times from the entry itself (List gives ls -l modes).
       struct timespec created {
       }, modified{};

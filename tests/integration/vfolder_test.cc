@@ -255,6 +255,14 @@ TEST_F(VFolderTest, PathsStayInsideTheFolder) {
   EXPECT_EQ(entries, 2u);
   EXPECT_FALSE(std::filesystem::exists("/etc/evil"));
   EXPECT_FALSE(std::filesystem::exists(dir + "/../escape"));
+  // Hardening (hostile testing): a FIFO planted in the folder was listed as a FILE; special
+  // files are no folder data: not listed, not served.
+  ASSERT_EQ(::mkfifo((dir + "/pipe").c_str(), 0644), 0);
+  auto listed = json::parse(Call(*alice_, "GET", "/folders/safe/files").body);
+  for (auto const& item : listed["items"]) EXPECT_NE(item["name"], "pipe") << listed.dump();
+  auto pipe = Call(*alice_, "POST", "/folders/safe/request-download", {{"path", "pipe"}});
+  EXPECT_GE(pipe.status, 400) << pipe.body;
+  EXPECT_LT(pipe.status, 500) << pipe.body;
 }
 
 TEST_F(VFolderTest, ProjectFoldersAndPermissions) {

@@ -534,14 +534,20 @@ StatusOr<HttpResponse> Mkdir(Env& env, RequestContext& ctx) {
   if (auto s = params->Check(); !s.ok()) return s;
   json ok = json::array(), failed = json::array();
   for (auto const& path : paths) {
-    auto r = Storage(env, f->folder, api::kFileMkdir,
-                     {{"path", path},
-                      {"parents", parents.value_or(true)},
-                      {"exist_ok", exist_ok.value_or(false)}});
+    // The proxy's own status (Storage() would fold "exists" into operation-failed).
+    json args = FolderArgs(f->folder);
+    args["path"] = path;
+    args["parents"] = parents.value_or(true);
+    args["exist_ok"] = exist_ok.value_or(false);
+    auto r = env.links.Call(f->folder.host, api::kFileMkdir, args);
     if (r.ok()) {
       ok.push_back({{"item", path}, {"msg", nullptr}});
     } else {
-      failed.push_back({{"item", path}, {"msg", r.status().message()}});
+      json one = {{"item", path}, {"msg", r.status().message()}};
+      // Our addition (other clients ignore it): tells "already there" from other failures, so
+      // the CLI can exit with its conflict code.
+      if (r.status().code() == StatusCode::kAlreadyExists) one["exists"] = true;
+      failed.push_back(std::move(one));
     }
   }
   json results = {{"results", {{"success", ok}, {"failed", failed}}}};
