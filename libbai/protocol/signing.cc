@@ -18,26 +18,32 @@ using internal::TrimSpaces;
 // HMAC through libsodium: no provider tables to search. OpenSSL 3 looks its HMAC up by name
 // the first time in a process (about a millisecond of a one-request CLI command) and its
 // one-shot HMAC() allocates contexts on every call, which made signature checks a fifth of a
-// signed request's server time; libsodium does neither.
-std::string Hmac(HashAlgorithm hash, std::string_view key, std::string_view msg) {
+// signed request's server time; libsodium does neither. One HMAC, given libsodium's state type
+// and functions for its hash.
+template <typename State, std::size_t kBytes, typename Init, typename Update, typename Finish>
+std::string Mac(Init init, Update update, Finish finish, std::string_view key,
+                std::string_view msg) {
   // Empty keys and messages are valid input; never hand a null pointer to a copy.
   static unsigned char const kEmpty = 0;
   auto const* k = key.empty() ? &kEmpty : reinterpret_cast<unsigned char const*>(key.data());
   auto const* m = msg.empty() ? &kEmpty : reinterpret_cast<unsigned char const*>(msg.data());
-  if (hash == HashAlgorithm::kSha512) {
-    crypto_auth_hmacsha512_state state;
-    unsigned char out[crypto_auth_hmacsha512_BYTES];
-    crypto_auth_hmacsha512_init(&state, k, key.size());
-    crypto_auth_hmacsha512_update(&state, m, msg.size());
-    crypto_auth_hmacsha512_final(&state, out);
-    return std::string(reinterpret_cast<char const*>(out), sizeof out);
-  }
-  crypto_auth_hmacsha256_state state;
-  unsigned char out[crypto_auth_hmacsha256_BYTES];
-  crypto_auth_hmacsha256_init(&state, k, key.size());
-  crypto_auth_hmacsha256_update(&state, m, msg.size());
-  crypto_auth_hmacsha256_final(&state, out);
+  State state;
+  unsigned char out[kBytes];
+  init(&state, k, key.size());
+  update(&state, m, msg.size());
+  finish(&state, out);
   return std::string(reinterpret_cast<char const*>(out), sizeof out);
+}
+
+std::string Hmac(HashAlgorithm hash, std::string_view key, std::string_view msg) {
+  if (hash == HashAlgorithm::kSha512) {
+    return Mac<crypto_auth_hmacsha512_state, crypto_auth_hmacsha512_BYTES>(
+        crypto_auth_hmacsha512_init, crypto_auth_hmacsha512_update, crypto_auth_hmacsha512_final,
+        key, msg);
+  }
+  return Mac<crypto_auth_hmacsha256_state, crypto_auth_hmacsha256_BYTES>(
+      crypto_auth_hmacsha256_init, crypto_auth_hmacsha256_update, crypto_auth_hmacsha256_final, key,
+      msg);
 }
 
 std::string Hex(std::string_view bytes) {

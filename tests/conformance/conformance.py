@@ -340,6 +340,16 @@ def payload(n: int, seed: str) -> bytes:
     return bytes(out[:n])
 
 
+def shows(argv: list, needle, what: str) -> Callable[["Runner"], None]:
+    """A case whose effect is what the command prints: it runs cleanly and shows `needle` (a
+    string, or a function of the runner giving one)."""
+    def run(r: "Runner"):
+        res = r.bai(*argv)
+        clean(res)
+        expect((needle(r) if callable(needle) else needle) in res.out, what)
+    return run
+
+
 # --- sessions -------------------------------------------------------------------------------
 
 def case_session_create(r: Runner):
@@ -355,12 +365,6 @@ def case_create_alias(r: Runner):
     clean(res)
     info = r.wait_status("conf-batch", {"TERMINATED", "ERROR"})
     expect(info["status"] == "TERMINATED", f"batch session ended {info['status']}")
-
-
-def case_ps(r: Runner):
-    res = r.bai("ps")
-    clean(res)
-    expect("conf-int" in res.out, "ps does not list conf-int")
 
 
 def case_session_list(r: Runner):
@@ -404,12 +408,6 @@ def case_info_alias(r: Runner):
     res = r.bai("info", sid(r, "conf-batch"))
     clean(res)
     expect("TERMINATED" in res.out, "info does not show TERMINATED for the batch session")
-
-
-def case_session_logs(r: Runner):
-    res = r.bai("session", "logs", "conf-batch")
-    clean(res)
-    expect("conformance-out" in res.out, "logs lack the job's output")
 
 
 def case_session_upload(r: Runner):
@@ -485,22 +483,19 @@ def watch_events(r: Runner, p: subprocess.Popen, name: str):
         return p.communicate()
 
 
-def case_session_events(r: Runner):
-    clean(r.bai("session", "create", "-t", "conf-ev", "-r", "cpu=1", "-r", "mem=256m", "python"))
-    r.wait_status("conf-ev", {"RUNNING"})
-    p = subprocess.Popen([r.client, "session", "events", "conf-ev"], env=r.stack.env(),
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=r.work)
-    out, err = watch_events(r, p, "conf-ev")
-    expect("session_terminated" in out, f"no termination event printed: {out[-500:]} {err[-500:]}")
-
-
-def case_events_alias(r: Runner):
-    clean(r.bai("session", "create", "-t", "conf-ev2", "-r", "cpu=1", "-r", "mem=256m", "python"))
-    r.wait_status("conf-ev2", {"RUNNING"})
-    p = subprocess.Popen([r.client, "events", "conf-ev2"], env=r.stack.env(),
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=r.work)
-    out, err = watch_events(r, p, "conf-ev2")
-    expect("session_terminated" in out, f"no termination event printed: {out[-500:]} {err[-500:]}")
+def follows_events(*argv: str) -> Callable[["Runner"], None]:
+    """A case for `session events` and its alias `events`: the termination of a session it
+    follows is printed."""
+    def run(r: Runner):
+        name = "conf-ev-" + argv[0]
+        clean(r.bai("session", "create", "-t", name, "-r", "cpu=1", "-r", "mem=256m", "python"))
+        r.wait_status(name, {"RUNNING"})
+        p = subprocess.Popen([r.client, *argv, name], env=r.stack.env(), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, cwd=r.work)
+        out, err = watch_events(r, p, name)
+        expect("session_terminated" in out,
+               f"no termination event printed: {out[-500:]} {err[-500:]}")
+    return run
 
 
 def case_session_destroy(r: Runner):
@@ -537,18 +532,6 @@ def folder(r: Runner, name: str, keys=None):
         if f["name"] == name:
             return f
     return None
-
-
-def case_vfolder_list_hosts(r: Runner):
-    res = r.bai("vfolder", "list-hosts")
-    clean(res)
-    expect("local:volume1" in res.out, "list-hosts does not show local:volume1")
-
-
-def case_vfolder_list_allowed_types(r: Runner):
-    res = r.bai("vfolder", "list-allowed-types")
-    clean(res)
-    expect("user" in res.out, "allowed types lack user")
 
 
 def case_vfolder_create(r: Runner):
@@ -715,66 +698,12 @@ def case_admin_agent_list(r: Runner):
     clean(res, "admin agent list (table)")
 
 
-def case_admin_agent_info(r: Runner):
-    res = r.bai("admin", "agent", "info", "conformance-agent")
-    clean(res)
-    expect("conformance-agent" in res.out, "agent info lacks the id")
-
-
 def case_admin_image_list(r: Runner):
     res = r.bai("admin", "image", "list")
     clean(res)
     expect("python" in res.out, "image list lacks python")
     items = r.bai_json("admin", "image", "list")["items"]
     expect(any("python" in (i.get("name") or "") for i in items), f"images: {items}")
-
-
-def case_admin_sgroup_list(r: Runner):
-    res = r.bai("admin", "scaling-group", "list")
-    clean(res)
-    expect("default" in res.out, "no default resource group")
-
-
-def case_admin_sgroup_info(r: Runner):
-    res = r.bai("admin", "scaling-group", "info", "default")
-    clean(res)
-    expect("default" in res.out, "info lacks the name")
-
-
-def case_admin_sgroup_available(r: Runner):
-    res = r.bai("admin", "scaling-group", "get-available", "default")
-    clean(res)
-    expect("default" in res.out, "no default resource group available to the default project")
-
-
-def case_admin_storage_list(r: Runner):
-    res = r.bai("admin", "storage", "list")
-    clean(res)
-    expect("local:volume1" in res.out, "storage list lacks local:volume1")
-
-
-def case_admin_storage_info(r: Runner):
-    res = r.bai("admin", "storage", "info", "local:volume1")
-    clean(res)
-    expect("local:volume1" in res.out, "storage info lacks the id")
-
-
-def case_admin_vfolder_list(r: Runner):
-    res = r.bai("admin", "vfolder", "list")
-    clean(res)
-    expect("conf-vf" in res.out, "admin vfolder list lacks conf-vf")
-
-
-def case_admin_vfolder_list_hosts(r: Runner):
-    res = r.bai("admin", "vfolder", "list-hosts")
-    clean(res)
-    expect("local:volume1" in res.out, "list-hosts lacks local:volume1")
-
-
-def case_config(r: Runner):
-    res = r.bai("config")
-    clean(res)
-    expect(r.stack.endpoint in res.out, "config does not show the endpoint")
 
 
 def case_manager_status(r: Runner):
@@ -788,12 +717,6 @@ def case_announcement_update(r: Runner):
     clean(res)
     body = r.stack.api_json("GET", "/manager/announcement")
     expect(body == {"enabled": True, "message": "conformance notice"}, f"{body}")
-
-
-def case_announcement_get(r: Runner):
-    res = r.bai("admin", "announcement", "get")
-    clean(res)
-    expect("conformance notice" in res.out, "get does not show the message")
 
 
 def case_announcement_dismiss(r: Runner):
@@ -832,12 +755,6 @@ def case_query_slots(r: Runner):
     expect("cpu" in res.out and "mem" in res.out, f"slots: {res.out}")
 
 
-def case_vfolder_types(r: Runner):
-    res = r.bai("admin", "resource", "vfolder-types")
-    clean(res)
-    expect("user" in res.out, f"types: {res.out}")
-
-
 def case_docker_registries(r: Runner):
     res = r.bai("admin", "resource", "docker-registries")
     clean(res)
@@ -846,24 +763,24 @@ def case_docker_registries(r: Runner):
 CASES = [
     Case("session create", case_session_create),
     Case("create", case_create_alias),
-    Case("ps", case_ps),
+    Case("ps", shows(["ps"], "conf-int", "ps does not list conf-int")),
     Case("session list", case_session_list),
     Case("admin session list", case_admin_session_list),
     Case("admin session info", case_admin_session_info),
     Case("session info", case_session_info),
     Case("info", case_info_alias),
-    Case("session logs", case_session_logs),
+    Case("session logs", shows(["session", "logs", "conf-batch"], "conformance-out", "logs lack the job's output")),
     Case("session upload", case_session_upload),
     Case("session ls", case_session_ls),
     Case("session download", case_session_download),
     Case("session rename", case_session_rename),
     Case("session restart", case_session_restart),
     Case("restart", case_restart_alias),
-    Case("session events", case_session_events),
-    Case("events", case_events_alias),
+    Case("session events", follows_events("session", "events")),
+    Case("events", follows_events("events")),
     Case("session destroy", case_session_destroy),
-    Case("vfolder list-hosts", case_vfolder_list_hosts),
-    Case("vfolder list-allowed-types", case_vfolder_list_allowed_types),
+    Case("vfolder list-hosts", shows(["vfolder", "list-hosts"], "local:volume1", "list-hosts does not show local:volume1")),
+    Case("vfolder list-allowed-types", shows(["vfolder", "list-allowed-types"], "user", "allowed types lack user")),
     Case("vfolder create", case_vfolder_create),
     Case("vfolder list", case_vfolder_list),
     Case("vfolder info", case_vfolder_info),
@@ -884,23 +801,23 @@ CASES = [
     Case("vfolder unshare", case_vfolder_unshare),
     Case("vfolder delete", case_vfolder_delete),
     Case("admin agent list", case_admin_agent_list),
-    Case("admin agent info", case_admin_agent_info),
+    Case("admin agent info", shows(["admin", "agent", "info", "conformance-agent"], "conformance-agent", "agent info lacks the id")),
     Case("admin image list", case_admin_image_list),
-    Case("admin scaling-group list", case_admin_sgroup_list),
-    Case("admin scaling-group info", case_admin_sgroup_info),
-    Case("admin scaling-group get-available", case_admin_sgroup_available),
-    Case("admin storage list", case_admin_storage_list),
-    Case("admin storage info", case_admin_storage_info),
-    Case("admin vfolder list", case_admin_vfolder_list),
-    Case("admin vfolder list-hosts", case_admin_vfolder_list_hosts),
-    Case("config", case_config),
+    Case("admin scaling-group list", shows(["admin", "scaling-group", "list"], "default", "no default resource group")),
+    Case("admin scaling-group info", shows(["admin", "scaling-group", "info", "default"], "default", "info lacks the name")),
+    Case("admin scaling-group get-available", shows(["admin", "scaling-group", "get-available", "default"], "default", "no default resource group available to the default project")),
+    Case("admin storage list", shows(["admin", "storage", "list"], "local:volume1", "storage list lacks local:volume1")),
+    Case("admin storage info", shows(["admin", "storage", "info", "local:volume1"], "local:volume1", "storage info lacks the id")),
+    Case("admin vfolder list", shows(["admin", "vfolder", "list"], "conf-vf", "admin vfolder list lacks conf-vf")),
+    Case("admin vfolder list-hosts", shows(["admin", "vfolder", "list-hosts"], "local:volume1", "list-hosts lacks local:volume1")),
+    Case("config", shows(["config"], lambda r: r.stack.endpoint, "config does not show the endpoint")),
     Case("admin manager status", case_manager_status),
     Case("admin announcement update", case_announcement_update),
-    Case("admin announcement get", case_announcement_get),
+    Case("admin announcement get", shows(["admin", "announcement", "get"], "conformance notice", "get does not show the message")),
     Case("admin announcement dismiss", case_announcement_dismiss),
     Case("admin announcement delete", case_announcement_delete),
     Case("admin resource query-slots", case_query_slots),
-    Case("admin resource vfolder-types", case_vfolder_types),
+    Case("admin resource vfolder-types", shows(["admin", "resource", "vfolder-types"], "user", "vfolder-types lack user")),
     Case("admin resource docker-registries", case_docker_registries),
     Case("destroy", case_destroy_alias),
     Case("admin manager freeze", case_manager_freeze),

@@ -114,6 +114,15 @@ class VFolderTest : public ::testing::Test {
     return json::parse(r.body, nullptr, false).value("id", "");
   }
 
+  // `who`'s folder `name`, with a quota of `bytes` on its scope (set by the superadmin).
+  bool CreateWithQuota(Client& who, std::string const& name, std::int64_t bytes) {
+    auto id = Create(who, name);
+    auto r =
+        Call(*root_, "POST", "/folders/_/quota",
+             {{"folder_host", "local:volume1"}, {"id", id}, {"input", {{"size_bytes", bytes}}}});
+    return r.status == 200;
+  }
+
   // url?token=… of a request-upload / request-download.
   std::pair<int, std::string> Ticket(Client& who, std::string const& folder, std::string const& op,
                                      json body) {

@@ -350,12 +350,7 @@ TEST_F(VFolderTest, QuotaRefusesBeforeAnyByte) {
 // uploads under 1 MiB were all admitted (1.2 MiB), 6 concurrent clones reached 1.6 MiB. Now the
 // check and the room it takes happen under the scope's lock.
 TEST_F(VFolderTest, ConcurrentUploadsAreAdmittedWithinTheQuota) {
-  auto id = Create(*alice_, "racy");
-  ASSERT_EQ(
-      Call(*root_, "POST", "/folders/_/quota",
-           {{"folder_host", "local:volume1"}, {"id", id}, {"input", {{"size_bytes", 1 << 20}}}})
-          .status,
-      200);
+  ASSERT_TRUE(CreateWithQuota(*alice_, "racy", 1 << 20));
   std::atomic<int> admitted{0};
   std::vector<std::thread> threads;
   for (int i = 0; i < 10; ++i) {
@@ -370,12 +365,7 @@ TEST_F(VFolderTest, ConcurrentUploadsAreAdmittedWithinTheQuota) {
 }
 
 TEST_F(VFolderTest, ConcurrentClonesAreAdmittedWithinTheQuota) {
-  auto id = Create(*alice_, "racy");
-  ASSERT_EQ(
-      Call(*root_, "POST", "/folders/_/quota",
-           {{"folder_host", "local:volume1"}, {"id", id}, {"input", {{"size_bytes", 1 << 20}}}})
-          .status,
-      200);
+  ASSERT_TRUE(CreateWithQuota(*alice_, "racy", 1 << 20));
   // Clones land in the same (user) scope: 300 KiB used, 1 MiB allowed, six copies asked for at
   // once: two fit.
   Upload(*alice_, "racy", "data", std::string(300 * 1024, 'z'));
