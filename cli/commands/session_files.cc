@@ -27,7 +27,7 @@ std::string Rfc3339(double seconds) {
 int RunSessionCopy(CopyOptions const& options, Context& ctx) {
   if (options.paths.size() < 2) {
     ctx.err() << "error: cp needs a source and a destination (SESSION:PATH on one side)\n";
-    return 2;
+    return kExitUsage;
   }
   std::vector<Place> sources;
   for (std::size_t i = 0; i + 1 < options.paths.size(); ++i) {
@@ -41,7 +41,7 @@ int RunSessionCopy(CopyOptions const& options, Context& ctx) {
       ctx.err() << "error: copy between this machine and one session: the sources all local and "
                    "the destination SESSION:PATH, or the sources all SESSION:PATH of one session "
                    "and the destination local\n";
-      return 2;
+      return kExitUsage;
     }
   }
   auto client = ctx.MakeClient();
