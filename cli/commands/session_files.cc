@@ -2,6 +2,7 @@
 // `bai session cp` and `bai session files`: a running session's /home/work from the shell.
 #include "cli/commands/session.h"
 #include "cli/commands/session_util.h"
+#include "cli/exit_codes.h"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
