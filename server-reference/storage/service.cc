@@ -310,6 +310,11 @@ StatusOr<json> StorageService::Manage(std::string_view op, json const& args) con
   auto id = Str(args, "id");
   if (!id.ok()) return id.status();
   FolderRef folder{*scope, *id};
+  // Whom a token is for (kFileUpload, kFileDownload) or whose tokens end (kFolderRevoke): the
+  // manager's user id, "" for none.
+  auto const user_it = args.find("user");
+  std::string const user =
+      user_it != args.end() && user_it->is_string() ? user_it->get<std::string>() : "";
   if (op == api::kFolderCreate) {
     if (auto s = v.CreateFolder(folder); !s.ok()) return s;
     return json::object();
@@ -319,9 +324,7 @@ StatusOr<json> StorageService::Manage(std::string_view op, json const& args) con
     return json::object();
   }
   if (op == api::kFolderRevoke) {
-    std::string key = *id;
-    if (args.contains("user") && args["user"].is_string())
-      key += "/" + args["user"].get<std::string>();
+    std::string key = user.empty() ? *id : *id + "/" + user;
     std::lock_guard<std::mutex> lock(revoked_mu_);
     ++revoked_[key];
     return json::object();
@@ -472,8 +475,8 @@ StatusOr<json> StorageService::Manage(std::string_view op, json const& args) con
                    {"relpath", session->relpath},
                    {"session", session->id},
                    {"size", session->size},
-                   {"user", args.value("user", "")},
-                   {"rev", Generation(*id, args.value("user", ""))},
+                   {"user", user},
+                   {"rev", Generation(*id, user)},
                    {"exp", Now() + options_.token_seconds}};
     return json{{"token", server::SignJwt(claims, options_.secret)},
                 {"url", options_.client_url + "/upload"},
@@ -501,8 +504,8 @@ StatusOr<json> StorageService::Manage(std::string_view op, json const& args) con
                    {"scope", folder.scope},
                    {"id", folder.id},
                    {"relpath", *rel},
-                   {"user", args.value("user", "")},
-                   {"rev", Generation(*id, args.value("user", ""))},
+                   {"user", user},
+                   {"rev", Generation(*id, user)},
                    {"exp", Now() + options_.token_seconds}};
     return json{{"token", server::SignJwt(claims, options_.secret)},
                 {"url", options_.client_url + "/download"},
