@@ -606,10 +606,12 @@ Status CheckQuota(Env& env, FolderRecord const& f, std::int64_t size, std::int64
   if (!quota.ok()) return quota.status();
   auto [max_bytes, max_files] = *quota;
   if (max_bytes <= 0 && max_files <= 0) return Status();
+  // The reservations before the usage: a clone that finishes in between (and gives its
+  // reservation back) is then counted twice for a moment, never zero times.
+  auto held = env.quota.Reserved(f.quota_scope_id);
   auto used = env.links.Call(f.host, api::kScopeUsage,
                              {{"scope", vfolders::ScopeDirectory(f.quota_scope_id)}});
   if (!used.ok()) return StorageProblem(used.status());
-  auto held = env.quota.Reserved(f.quota_scope_id);
   auto bytes = used->value("used_bytes", std::int64_t{0}) + held.bytes;
   auto files = used->value("file_count", std::int64_t{0}) + held.files;
   if (max_bytes > 0 && bytes + size > max_bytes) {
