@@ -374,7 +374,13 @@ int RunCreate(CreateOptions const& options, Context& ctx) {
   }
   CatchInterrupts();
   auto created = sessions.Create(req);
-  if (!created.ok()) return ReportError(ctx, created.status());
+  if (!created.ok()) {
+    int rc = ReportError(ctx, created.status());
+    if (created.status().code() == StatusCode::kAlreadyExists && !ctx.json()) {
+      ctx.err() << "hint: --reuse takes the running session as it is; or choose another --name\n";
+    }
+    return rc;
+  }
   if (!created->created) {
     ctx.err() << "session " << created->name << " (" << created->id
               << ") reused as it is: --reuse keeps its own resources and environment\n";

@@ -132,6 +132,7 @@ TEST_F(SessionCliTest, CommitWaitsForTheArchiveAndReportsFailures) {
   auto again = Bai({"session", "commit", "cm-cli", "--filename", "one.tar", "--wait"});
   EXPECT_EQ(again.exit_code, 1);
   EXPECT_THAT(again.err, HasSubstr("exists"));
+  EXPECT_THAT(again.err, HasSubstr("hint: --reuse"));
   EXPECT_EQ(Bai({"session", "commit", "no-such-session", "--wait"}).exit_code, 5);
 }
 
@@ -342,6 +343,7 @@ TEST_F(SessionCliTest, ReusingARunningSessionIsExplicit) {
   auto again = Bai({"session", "create", "python", "--name", "reuse-me", "-r", "cpu=2"});
   EXPECT_EQ(again.exit_code, 6) << again.err;
   EXPECT_THAT(again.err, HasSubstr("exists"));
+  EXPECT_THAT(again.err, HasSubstr("hint: --reuse"));
   auto reused = Bai({"-o", "json", "session", "create", "python", "--name", "reuse-me", "--reuse"});
   EXPECT_EQ(reused.exit_code, 0) << reused.err;
   EXPECT_EQ(json::parse(reused.out)["reused"], true);
