@@ -14,6 +14,13 @@ namespace bai::server::agent_protocol {
 using internal::FieldReader;
 using nlohmann::json;
 
+json NodeStatsJson(NodeStats const& stats) {
+  return {{"cpu_pct", stats.cpu_pct},
+          {"core_pct", stats.core_pct},
+          {"mem_used", stats.mem_used},
+          {"mem_total", stats.mem_total}};
+}
+
 namespace {
 
 // A session id from the manager: a UUID (8-4-4-4-12 hex digits). The agent builds paths and
@@ -193,12 +200,7 @@ json ToJson(Register const& m) {
 json ToJson(Heartbeat const& m) {
   json j = {{"type", kHeartbeat}};
   if (m.slots) j["slots"] = SlotsJson(*m.slots);
-  if (m.stats) {
-    j["stats"] = {{"cpu_pct", m.stats->cpu_pct},
-                  {"core_pct", m.stats->core_pct},
-                  {"mem_used", m.stats->mem_used},
-                  {"mem_total", m.stats->mem_total}};
-  }
+  if (m.stats) j["stats"] = NodeStatsJson(*m.stats);
   return j;
 }
 

@@ -8,6 +8,8 @@
 
 #include "server-reference/common/device_allocation.h"
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -81,6 +83,10 @@ struct NodeStats {
   std::int64_t mem_total = 0;
   bool operator==(NodeStats const&) const = default;
 };
+
+/// {cpu_pct, core_pct, mem_used, mem_total}: the heartbeat's `stats`, and what the manager keeps
+/// as the agent's load.
+nlohmann::json NodeStatsJson(NodeStats const& stats);
 
 struct Heartbeat {
   std::optional<protocol::ResourceSlots> slots;

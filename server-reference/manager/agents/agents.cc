@@ -230,13 +230,7 @@ void AgentRegistry::Handle(Connection const& c, ap::Heartbeat const& m) {
   // UPDATE that changes nothing else. New slots are a capacity change, made under the group's
   // scheduling scope.
   std::optional<std::string> load;
-  if (m.stats) {
-    load = nlohmann::json{{"cpu_pct", m.stats->cpu_pct},
-                          {"core_pct", m.stats->core_pct},
-                          {"mem_used", m.stats->mem_used},
-                          {"mem_total", m.stats->mem_total}}
-               .dump();
-  }
+  if (m.stats) load = ap::NodeStatsJson(*m.stats).dump();
   auto same = store_.Beat(c.agent_id, m.slots, load);
   if (!same.ok() || *same) return;
   auto group = store_.GroupOf(c.agent_id);

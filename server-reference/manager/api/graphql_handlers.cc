@@ -641,9 +641,8 @@ class Resolver {
 
   // The load an agent reported, in 24.09's live_stat shape (a JSON string): `node` and
   // `devices` metrics {current, capacity, pct, unit_hint} as its agents report them.
-  static json LiveStat(std::optional<std::string> const& stored) {
-    if (!stored) return nullptr;
-    auto load = internal::ParseJson(*stored).value_or(json::object());
+  static json LiveStat(json const& load) {
+    if (!load.is_object()) return nullptr;
     auto metric = [](double current, double capacity, double pct, char const* unit) {
       char buf[32];
       std::snprintf(buf, sizeof buf, "%.2f", pct);
@@ -660,17 +659,16 @@ class Resolver {
       per_core[std::to_string(i)] = metric(pct, 100, pct, "percent");
     }
     double capacity = 100.0 * static_cast<double>(std::max<std::size_t>(1, cores.size()));
+    json mem = metric(used, total, total > 0 ? 100 * used / total : 0, "bytes");
     json node = {{"cpu_util", metric(cpu * capacity / 100, capacity, cpu, "percent")},
-                 {"mem", metric(used, total, total > 0 ? 100 * used / total : 0, "bytes")}};
-    json devices = {
-        {"cpu_util", per_core},
-        {"mem", {{"root", metric(used, total, total > 0 ? 100 * used / total : 0, "bytes")}}}};
+                 {"mem", mem}};
+    json devices = {{"cpu_util", per_core}, {"mem", {{"root", mem}}}};
     return json{{"node", node}, {"devices", devices}}.dump();
   }
 
   static json AgentObject(AgentRecord const& a) {
-    json load =
-        a.live_stat ? internal::ParseJson(*a.live_stat).value_or(json::object()) : json::object();
+    // Its last heartbeat's load, parsed once; null before the first.
+    json load = a.live_stat ? internal::ParseJson(*a.live_stat).value_or(json::object()) : json();
     json slot_types = json::object();
     for (auto const& [slot, type] : a.row.slot_types) slot_types[slot] = protocol::ToString(type);
     return {{"id", a.row.id},
@@ -685,7 +683,7 @@ class Resolver {
             {"architecture", a.row.architecture},
             {"first_contact", a.first_contact},
             {"lost_at", Opt(a.lost_at)},
-            {"live_stat", LiveStat(a.live_stat)},
+            {"live_stat", LiveStat(load)},
             {"version", a.row.version},
             {"compute_plugins", json{{"slot_types", slot_types}}.dump()},
             {"hardware_metadata", "{}"},
@@ -693,8 +691,8 @@ class Resolver {
             {"local_config", "{}"},
             {"container_count", a.container_count},
             // 24.09 answers 0 for an agent without a live statistic.
-            {"cpu_cur_pct", load.value("cpu_pct", 0.0)},
-            {"mem_cur_bytes", load.value("mem_used", std::int64_t{0})},
+            {"cpu_cur_pct", load.is_object() ? load.value("cpu_pct", 0.0) : 0.0},
+            {"mem_cur_bytes", load.is_object() ? load.value("mem_used", std::int64_t{0}) : 0},
             {"compute_containers", json::array()}};
   }
 
