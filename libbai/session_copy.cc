@@ -2,6 +2,7 @@
 // Copies between local files and a running session's /home/work, on top of the file calls of
 // SessionClient (upload in batches within the protocol's limits; downloads as tar archives,
 // extracted without ever leaving the destination).
+#include "bai/copy_rule.h"
 #include "bai/session_client.h"
 
 #include <fcntl.h>
@@ -21,15 +22,11 @@ namespace {
 namespace fs = std::filesystem;
 namespace p = protocol;
 
-std::string Base(std::string path) {
-  while (path.size() > 1 && path.back() == '/') path.pop_back();
-  auto slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-std::string Join(std::string const& dir, std::string const& name) {
-  if (dir.empty() || dir == ".") return name;
-  return dir.back() == '/' ? dir + name : dir + "/" + name;
+PathKind LocalKind(std::string const& path) {
+  std::error_code ec;
+  auto st = fs::status(path, ec);
+  if (ec || !fs::exists(st)) return PathKind::kMissing;
+  return fs::is_directory(st) ? PathKind::kDirectory : PathKind::kFile;
 }
 
 Status Local(std::string const& what, std::string const& path, int err) {
@@ -102,14 +99,14 @@ Status WriteMember(int root_fd, std::string const& root, std::string const& rel,
   std::string parent = slash == std::string::npos ? "" : rel.substr(0, slash);
   std::string leaf = slash == std::string::npos ? rel : rel.substr(slash + 1);
   int dir = OpenDirBeneath(root_fd, parent, true);
-  if (dir < 0) return Local("cannot make directory", Join(root, parent), errno);
+  if (dir < 0) return Local("cannot make directory", JoinPath(root, parent), errno);
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
   } closer{dir};
   if (m.type == p::TarType::kDirectory) {
     if (::mkdirat(dir, leaf.c_str(), (m.mode & 0777) | 0700) != 0 && errno != EEXIST) {
-      return Local("cannot make directory", Join(root, rel), errno);
+      return Local("cannot make directory", JoinPath(root, rel), errno);
     }
     return Status();
   }
@@ -117,12 +114,12 @@ Status WriteMember(int root_fd, std::string const& root, std::string const& rel,
   std::string tmp = "." + leaf.substr(0, 200) + ".bai-" + std::to_string(rd());
   if (m.type == p::TarType::kSymlink) {
     if (::symlinkat(m.link.c_str(), dir, tmp.c_str()) != 0) {
-      return Local("cannot make link", Join(root, rel), errno);
+      return Local("cannot make link", JoinPath(root, rel), errno);
     }
   } else {
     int fd = ::openat(dir, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                       (m.mode & 0777) | 0600);
-    if (fd < 0) return Local("cannot write", Join(root, rel), errno);
+    if (fd < 0) return Local("cannot write", JoinPath(root, rel), errno);
     std::size_t off = 0;
     while (off < m.data.size()) {
       ssize_t w = ::write(fd, m.data.data() + off, m.data.size() - off);
@@ -131,7 +128,7 @@ Status WriteMember(int root_fd, std::string const& root, std::string const& rel,
         int err = w < 0 ? errno : ENOSPC;
         ::close(fd);
         ::unlinkat(dir, tmp.c_str(), 0);
-        return Local("cannot write", Join(root, rel), err);
+        return Local("cannot write", JoinPath(root, rel), err);
       }
       off += static_cast<std::size_t>(w);
     }
@@ -140,12 +137,12 @@ Status WriteMember(int root_fd, std::string const& root, std::string const& rel,
   struct stat st {};
   if (::fstatat(dir, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
     ::unlinkat(dir, tmp.c_str(), 0);
-    return Local("cannot replace", Join(root, rel), EISDIR);
+    return Local("cannot replace", JoinPath(root, rel), EISDIR);
   }
   if (::renameat(dir, tmp.c_str(), dir, leaf.c_str()) != 0) {
     int err = errno;
     ::unlinkat(dir, tmp.c_str(), 0);
-    return Local("cannot write", Join(root, rel), err);
+    return Local("cannot write", JoinPath(root, rel), err);
   }
   return Status();
 }
@@ -156,36 +153,33 @@ StatusOr<CopyReport> SessionClient::CopyToSession(std::string const& session,
                                                   std::vector<std::string> const& sources,
                                                   std::string const& destination,
                                                   bool recursive) const {
-  if (sources.empty()) return Status(StatusCode::kInvalidArgument, "nothing to copy");
   std::string dst = destination.empty() ? "." : destination;
-  bool into = sources.size() > 1 || dst.back() == '/' || dst == ".";
-  if (!into) {
-    auto listed = ListFiles(session, dst);  // an existing directory takes the sources inside
-    if (listed.ok()) into = true;
-  }
+  // An existing directory takes the sources inside (a file or nothing: listing fails).
+  PathKind kind =
+      dst == "." || ListFiles(session, dst).ok() ? PathKind::kDirectory : PathKind::kMissing;
+  std::vector<CopySource> placed;
+  for (auto const& src : sources) placed.push_back({src, LocalKind(src)});
+  auto targets = PlaceCopies(placed, dst, kind, recursive);
+  if (!targets.ok()) return targets.status();
   CopyReport report;
   std::vector<Item> items;
-  for (auto const& src : sources) {
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    auto const& src = sources[i];
+    std::string const& top = (*targets)[i];
     std::error_code ec;
-    (void)fs::symlink_status(src, ec);
-    if (ec) return Local("cannot read", src, ec.value());
-    std::string top = into ? Join(dst, Base(src)) : dst;
     if (fs::is_directory(fs::status(src, ec))) {
-      if (!recursive) {
-        return Status(StatusCode::kInvalidArgument, src + " is a directory (use -r)");
-      }
       for (auto it = fs::recursive_directory_iterator(src, ec); !ec && it != fs::end(it);
            it.increment(ec)) {
         std::string rel = fs::relative(it->path(), src).generic_string();
-        auto kind = it->symlink_status();
-        if (fs::is_directory(kind)) continue;
-        if (!fs::is_regular_file(kind)) {
+        auto what = it->symlink_status();
+        if (fs::is_directory(what)) continue;
+        if (!fs::is_regular_file(what)) {
           report.skipped.push_back(it->path().string() +
-                                   (fs::is_symlink(kind) ? ": a symbolic link" : ": not a file"));
+                                   (fs::is_symlink(what) ? ": a symbolic link" : ": not a file"));
           continue;
         }
         items.push_back(
-            {it->path().string(), Join(top, rel), static_cast<std::int64_t>(it->file_size())});
+            {it->path().string(), JoinPath(top, rel), static_cast<std::int64_t>(it->file_size())});
       }
       if (ec) return Local("cannot read", src, ec.value());
     } else if (fs::is_regular_file(fs::status(src, ec))) {
@@ -226,11 +220,32 @@ StatusOr<CopyReport> SessionClient::CopyFromSession(std::string const& session,
                                                     bool recursive) const {
   if (sources.empty()) return Status(StatusCode::kInvalidArgument, "nothing to copy");
   std::string dst = destination.empty() ? "." : destination;
+  // Everything arrives first (each archive is bounded): what a source is, file or directory,
+  // is known from its archive, and nothing is written before every source was found.
+  std::vector<std::vector<p::TarMember>> archives;
+  std::vector<CopySource> placed;
+  for (std::size_t i = 0; i < sources.size(); i += p::kSessionDownloadMaxFiles) {
+    std::vector<std::string> batch(
+        sources.begin() + static_cast<std::ptrdiff_t>(i),
+        sources.begin() +
+            static_cast<std::ptrdiff_t>(std::min(sources.size(), i + p::kSessionDownloadMaxFiles)));
+    auto got = Download(session, batch);
+    if (!got.ok()) return std::move(got).status();
+    for (std::size_t k = 0; k < got->size(); ++k) {
+      auto members = p::ReadTar((*got)[k]);
+      if (!members.ok()) return std::move(members).status();
+      bool dir = !members->empty() && members->front().type == p::TarType::kDirectory;
+      placed.push_back({batch[k], dir ? PathKind::kDirectory : PathKind::kFile});
+      archives.push_back(std::move(*members));
+    }
+  }
+  PathKind kind = LocalKind(dst);
+  auto targets = PlaceCopies(placed, dst, kind, recursive);
+  if (!targets.ok()) return targets.status();
+  bool into = CopiesInto(dst, kind);
   std::error_code ec;
-  bool into = fs::is_directory(dst, ec);
-  if (!into && (sources.size() > 1 || dst.back() == '/')) {
-    if (!fs::create_directories(dst, ec) && ec) return Local("cannot make", dst, ec.value());
-    into = true;
+  if (into && kind == PathKind::kMissing && !fs::create_directories(dst, ec) && ec) {
+    return Local("cannot make", dst, ec.value());
   }
   // Members are written beneath this directory: `dst` itself, or the one that will hold it.
   std::string root = into ? dst : fs::path(dst).parent_path().string();
@@ -242,34 +257,21 @@ StatusOr<CopyReport> SessionClient::CopyFromSession(std::string const& session,
     ~Closer() { ::close(fd); }
   } closer{root_fd};
   CopyReport report;
-  for (std::size_t i = 0; i < sources.size(); i += p::kSessionDownloadMaxFiles) {
-    std::vector<std::string> batch(
-        sources.begin() + static_cast<std::ptrdiff_t>(i),
-        sources.begin() +
-            static_cast<std::ptrdiff_t>(std::min(sources.size(), i + p::kSessionDownloadMaxFiles)));
-    auto archives = Download(session, batch);
-    if (!archives.ok()) return std::move(archives).status();
-    for (std::size_t k = 0; k < archives->size(); ++k) {
-      auto members = p::ReadTar((*archives)[k]);
-      if (!members.ok()) return std::move(members).status();
-      if (!members->empty() && members->front().type == p::TarType::kDirectory && !recursive) {
-        return Status(StatusCode::kInvalidArgument, batch[k] + " is a directory (use -r)");
+  for (auto const& members : archives) {
+    for (auto const& m : members) {
+      auto name = SafeMemberName(m.name);
+      if (!name.ok()) return std::move(name).status();
+      std::string rel = *name;
+      if (!into) {
+        // The archive's top becomes the destination's name.
+        auto slash = rel.find('/');
+        rel = LastName(dst) + (slash == std::string::npos ? "" : rel.substr(slash));
       }
-      for (auto const& m : *members) {
-        auto name = SafeMemberName(m.name);
-        if (!name.ok()) return std::move(name).status();
-        std::string rel = *name;
-        if (!into) {
-          // The archive's top becomes the destination's name.
-          auto slash = rel.find('/');
-          rel = Base(dst) + (slash == std::string::npos ? "" : rel.substr(slash));
-        }
-        if (auto s = WriteMember(root_fd, root, rel, m); !s.ok()) return s;
-        if (m.type == p::TarType::kDirectory) continue;
-        report.files += 1;
-        report.bytes += static_cast<std::int64_t>(m.data.size());
-        report.written.push_back(Join(root, rel));
-      }
+      if (auto s = WriteMember(root_fd, root, rel, m); !s.ok()) return s;
+      if (m.type == p::TarType::kDirectory) continue;
+      report.files += 1;
+      report.bytes += static_cast<std::int64_t>(m.data.size());
+      report.written.push_back(JoinPath(root, rel));
     }
   }
   return report;

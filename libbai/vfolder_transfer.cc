@@ -5,6 +5,7 @@
 // process resumes it only for the same file (else it asks the manager to start it again).
 // Downloads: request-download, HEAD to learn the size and ETag, GET with Range/If-Range into a
 // `.bai-part` file renamed when complete; a dropped connection resumes where the file ends.
+#include "bai/copy_rule.h"
 #include "bai/protocol/tus_wire.h"
 #include "bai/vfolder_client.h"
 
@@ -34,16 +35,17 @@ using nlohmann::json;
 
 constexpr int kAttempts = 20;  // per file, for connections that drop
 
-std::string Join(std::string const& dir, std::string const& name) {
-  if (dir.empty()) return name;
-  if (name.empty()) return dir;
-  return dir.back() == '/' ? dir + name : dir + "/" + name;
+// What a local path is, following links (as cp does for the paths it is given).
+PathKind LocalKind(std::string const& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return PathKind::kMissing;
+  return S_ISDIR(st.st_mode) ? PathKind::kDirectory : PathKind::kFile;
 }
 
-std::string Base(std::string path) {
-  while (path.size() > 1 && path.back() == '/') path.pop_back();
-  auto slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
+std::vector<CopySource> LocalSources(std::vector<std::string> const& paths) {
+  std::vector<CopySource> sources;
+  for (auto const& p : paths) sources.push_back({p, LocalKind(p)});
+  return sources;
 }
 
 Status Local(std::string const& what, std::string const& path, int err) {
@@ -301,22 +303,46 @@ struct DownloadItem {
 StatusOr<TransferReport> VFolderClient::Upload(std::string const& folder,
                                                std::vector<std::string> const& local_paths,
                                                TransferOptions const& options) const {
+  auto targets = PlaceCopies(LocalSources(local_paths), options.remote_dir, PathKind::kDirectory,
+                             options.recursive);
+  if (!targets.ok()) return targets.status();
+  return UploadPlaced(folder, local_paths, *targets, options);
+}
+
+StatusOr<TransferReport> VFolderClient::CopyToFolder(std::string const& folder,
+                                                     std::vector<std::string> const& local_paths,
+                                                     std::string const& destination,
+                                                     TransferOptions const& options) const {
+  std::string dst = destination;
+  while (!dst.empty() && dst.front() == '/') dst.erase(0, 1);
+  auto kind = RemoteKind(folder, dst);
+  if (!kind.ok()) return kind.status();
+  auto targets = PlaceCopies(LocalSources(local_paths), dst, *kind, options.recursive);
+  if (!targets.ok()) return targets.status();
+  if (*kind == PathKind::kMissing && !dst.empty() && dst.back() == '/') {
+    if (auto s = Mkdir(folder, dst, true, true); !s.ok()) return s;
+  }
+  return UploadPlaced(folder, local_paths, *targets, options);
+}
+
+StatusOr<TransferReport> VFolderClient::UploadPlaced(std::string const& folder,
+                                                     std::vector<std::string> const& local_paths,
+                                                     std::vector<std::string> const& targets,
+                                                     TransferOptions const& options) const {
   std::vector<UploadItem> items;
   std::vector<std::string> dirs;
   // Every source is looked at before any byte goes.
-  for (auto const& src : local_paths) {
+  for (std::size_t i = 0; i < local_paths.size(); ++i) {
+    auto const& src = local_paths[i];
     struct stat st {};
     if (::stat(src.c_str(), &st) != 0) return Local("cannot read", src, errno);
-    std::string remote = Join(options.remote_dir, Base(src));
+    std::string const& remote = targets[i];
     if (S_ISREG(st.st_mode)) {
       items.push_back({src, remote, st});
       continue;
     }
     if (!S_ISDIR(st.st_mode)) {
       return Status(StatusCode::kInvalidArgument, src + " is not a regular file or a directory");
-    }
-    if (!options.recursive) {
-      return Status(StatusCode::kInvalidArgument, src + " is a directory (upload it recursively)");
     }
     dirs.push_back(remote);
     std::error_code ec;
@@ -326,9 +352,9 @@ StatusOr<TransferReport> VFolderClient::Upload(std::string const& folder,
       struct stat est {};
       if (::lstat(it->path().c_str(), &est) != 0) return Local("cannot read", it->path(), errno);
       if (S_ISDIR(est.st_mode)) {
-        dirs.push_back(Join(remote, rel));
+        dirs.push_back(JoinPath(remote, rel));
       } else if (S_ISREG(est.st_mode)) {
-        items.push_back({it->path().string(), Join(remote, rel), est});
+        items.push_back({it->path().string(), JoinPath(remote, rel), est});
       }  // links and special files are not uploaded
     }
     if (ec) return Local("cannot read", src, ec.value());
@@ -345,10 +371,82 @@ StatusOr<TransferReport> VFolderClient::Upload(std::string const& folder,
   return report;
 }
 
+StatusOr<PathKind> VFolderClient::RemoteKind(std::string const& folder,
+                                             std::string const& path) const {
+  std::string p = path;
+  while (!p.empty() && p.back() == '/') p.pop_back();
+  while (!p.empty() && p.front() == '/') p.erase(0, 1);
+  if (p.empty() || p == ".") return PathKind::kDirectory;
+  auto slash = p.rfind('/');
+  auto list = Files(folder, slash == std::string::npos ? "" : p.substr(0, slash));
+  if (!list.ok()) {
+    if (list.status().code() == StatusCode::kNotFound) return PathKind::kMissing;
+    return list.status();
+  }
+  std::string name = LastName(p);
+  for (auto const& f : *list) {
+    if (f.name == name) return f.IsDirectory() ? PathKind::kDirectory : PathKind::kFile;
+  }
+  return PathKind::kMissing;
+}
+
+StatusOr<std::vector<CopySource>> VFolderClient::RemoteSources(
+    std::string const& folder, std::vector<std::string> const& remote_paths) const {
+  std::vector<CopySource> sources;
+  for (auto const& src : remote_paths) {
+    std::string path = src;
+    while (!path.empty() && path.back() == '/') path.pop_back();
+    while (!path.empty() && path.front() == '/') path.erase(0, 1);
+    if (path.empty() || !SafeName(LastName(path))) {
+      return Status(StatusCode::kInvalidArgument, "name a file or directory in the folder");
+    }
+    auto kind = RemoteKind(folder, path);
+    if (!kind.ok()) return kind.status();
+    if (*kind == PathKind::kMissing) {
+      return Status(StatusCode::kNotFound, "no " + path + " in " + folder);
+    }
+    sources.push_back({path, *kind});
+  }
+  return sources;
+}
+
 StatusOr<TransferReport> VFolderClient::Download(std::string const& folder,
                                                  std::vector<std::string> const& remote_paths,
                                                  std::string const& local_dir,
                                                  TransferOptions const& options) const {
+  auto sources = RemoteSources(folder, remote_paths);
+  if (!sources.ok()) return sources.status();
+  auto targets = PlaceCopies(*sources, local_dir, PathKind::kDirectory, options.recursive);
+  if (!targets.ok()) return targets.status();
+  return DownloadPlaced(folder, *sources, *targets, local_dir, options);
+}
+
+StatusOr<TransferReport> VFolderClient::CopyFromFolder(std::string const& folder,
+                                                       std::vector<std::string> const& remote_paths,
+                                                       std::string const& destination,
+                                                       TransferOptions const& options) const {
+  auto sources = RemoteSources(folder, remote_paths);
+  if (!sources.ok()) return sources.status();
+  std::string dst = destination.empty() ? "." : destination;
+  PathKind kind = LocalKind(dst);
+  auto targets = PlaceCopies(*sources, dst, kind, options.recursive);
+  if (!targets.ok()) return targets.status();
+  std::string make = CopiesInto(dst, kind) ? dst : "";
+  if (make.empty()) {
+    // A new name in a directory that must exist already (as for cp).
+    std::string parent = fs::path(dst).parent_path().string();
+    if (!parent.empty() && LocalKind(parent) != PathKind::kDirectory) {
+      return Status(StatusCode::kNotFound, "no directory " + parent + " to copy into");
+    }
+  }
+  return DownloadPlaced(folder, *sources, *targets, make, options);
+}
+
+StatusOr<TransferReport> VFolderClient::DownloadPlaced(std::string const& folder,
+                                                       std::vector<CopySource> const& sources,
+                                                       std::vector<std::string> const& targets,
+                                                       std::string const& make_dir,
+                                                       TransferOptions const& options) const {
   std::error_code ec;
   std::vector<DownloadItem> items;
   std::vector<std::pair<std::string, std::int64_t>> sizes;
@@ -364,43 +462,25 @@ StatusOr<TransferReport> VFolderClient::Download(std::string const& folder,
         return Status(StatusCode::kInvalidArgument, "the server listed a bad name: " + f.name);
       }
       if (f.IsDirectory()) {
-        if (auto s = add_dir(Join(remote, f.name), Join(local, f.name)); !s.ok()) return s;
+        if (auto s = add_dir(JoinPath(remote, f.name), JoinPath(local, f.name)); !s.ok()) return s;
       } else if (f.type == "FILE") {
-        items.push_back({Join(remote, f.name), Join(local, f.name)});
+        items.push_back({JoinPath(remote, f.name), JoinPath(local, f.name)});
       }
     }
     return Status();
   };
-  for (auto const& src : remote_paths) {
-    std::string path = src;
-    while (!path.empty() && path.back() == '/') path.pop_back();
-    while (!path.empty() && path.front() == '/') path.erase(0, 1);
-    auto slash = path.rfind('/');
-    std::string parent = slash == std::string::npos ? "" : path.substr(0, slash);
-    std::string name = Base(path);
-    if (path.empty()) {
-      return Status(StatusCode::kInvalidArgument, "name a file or directory in the folder");
-    }
-    auto list = Files(folder, parent);
-    if (!list.ok()) return list.status();
-    auto it = std::find_if(list->begin(), list->end(),
-                           [&](VFolderFile const& f) { return f.name == name; });
-    if (it == list->end() || !SafeName(name)) {
-      return Status(StatusCode::kNotFound, "no " + path + " in " + folder);
-    }
-    if (it->IsDirectory()) {
-      if (!options.recursive) {
-        return Status(StatusCode::kInvalidArgument,
-                      path + " is a directory (download it recursively)");
-      }
-      if (auto s = add_dir(path, Join(local_dir, name)); !s.ok()) return s;
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    if (sources[i].kind == PathKind::kDirectory) {
+      if (auto s = add_dir(sources[i].path, targets[i]); !s.ok()) return s;
     } else {
-      items.push_back({path, Join(local_dir, name)});
+      items.push_back({sources[i].path, targets[i]});
     }
   }
   // Made only once every source was found.
-  fs::create_directories(local_dir, ec);
-  if (ec) return Local("cannot make", local_dir, ec.value());
+  if (!make_dir.empty()) {
+    fs::create_directories(make_dir, ec);
+    if (ec) return Local("cannot make", make_dir, ec.value());
+  }
   for (auto const& d : local_dirs) {
     fs::create_directories(d, ec);
     if (ec) return Local("cannot make", d, ec.value());

@@ -146,7 +146,7 @@ int RunVFolderDownload(std::string const& folder, std::vector<std::string> const
   return Report(ctx, report);
 }
 
-int RunCp(std::vector<std::string> const& args, TransferFlags flags, Context& ctx) {
+int RunCp(std::vector<std::string> const& args, TransferFlags const& flags, Context& ctx) {
   if (args.size() < 2) {
     ctx.err() << "error: cp needs a source and a destination (VFOLDER:PATH on one side)\n";
     return kExitUsage;
@@ -166,9 +166,15 @@ int RunCp(std::vector<std::string> const& args, TransferFlags flags, Context& ct
   }
   std::vector<std::string> paths;
   for (auto const& s : sources) paths.push_back(s.path);
-  if (dst.remote.empty()) return RunVFolderDownload(folder, paths, dst.path, flags, ctx);
-  flags.dst = dst.path;
-  return RunVFolderUpload(folder, paths, flags, ctx);
+  auto client = ctx.MakeClient();
+  if (!client.ok()) return ReportError(ctx, client.status());
+  Progress progress(ctx, flags.progress);
+  VFolderClient folders(*client);
+  auto report = dst.remote.empty()
+                    ? folders.CopyFromFolder(folder, paths, dst.path, MakeTransfer(flags, progress))
+                    : folders.CopyToFolder(folder, paths, dst.path, MakeTransfer(flags, progress));
+  progress.Finish();
+  return Report(ctx, report);
 }
 
 int WithFolders(Context& ctx, std::function<Status(VFolderClient&)> const& body) {

@@ -28,8 +28,8 @@ int RunVFolderUpload(std::string const& folder, std::vector<std::string> const& 
 /// `bai vfolder download NAME PATH… [--dst DIR]`.
 int RunVFolderDownload(std::string const& folder, std::vector<std::string> const& paths,
                        std::string const& local_dir, TransferFlags const& flags, Context& ctx);
-/// `bai cp [-r] SRC… DST`, one side VFOLDER:PATH.
-int RunCp(std::vector<std::string> const& args, TransferFlags flags, Context& ctx);
+/// `bai cp [-r] SRC… DST`, one side VFOLDER:PATH, placed as cp(1) places (bai/copy_rule.h).
+int RunCp(std::vector<std::string> const& args, TransferFlags const& flags, Context& ctx);
 
 /// The `vfolder` noun (alias `vf`) and the root `cp`.
 void AddVFolderCommands(CommandSet& set);

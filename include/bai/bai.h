@@ -4,6 +4,7 @@
 /// Umbrella header: the whole public SDK.
 #include "bai/client.h"
 #include "bai/config.h"
+#include "bai/copy_rule.h"
 #include "bai/export.h"
 #include "bai/options.h"
 #include "bai/protocol/api_version.h"

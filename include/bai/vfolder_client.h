@@ -2,6 +2,7 @@
 #pragma once
 
 #include "bai/client.h"
+#include "bai/copy_rule.h"
 #include "bai/export.h"
 #include "bai/protocol/vfolder_wire.h"
 #include "bai/status.h"
@@ -153,7 +154,36 @@ class BAI_EXPORT VFolderClient {
                                     std::string const& local_dir,
                                     TransferOptions const& options = {}) const;
 
+  /// `bai cp` up: local files (and directories, with `recursive`) to `destination` in the folder
+  /// by the rule of copy_rule.h (an existing directory takes them under their own names; one
+  /// source to any other path takes that name). `options.remote_dir` is ignored.
+  StatusOr<TransferReport> CopyToFolder(std::string const& folder,
+                                        std::vector<std::string> const& local_paths,
+                                        std::string const& destination,
+                                        TransferOptions const& options = {}) const;
+  /// `bai cp` down: paths in the folder to the local `destination`, by the same rule.
+  StatusOr<TransferReport> CopyFromFolder(std::string const& folder,
+                                          std::vector<std::string> const& remote_paths,
+                                          std::string const& destination,
+                                          TransferOptions const& options = {}) const;
+
  private:
+  /// What `path` is in the folder (its parent's listing; a missing parent: kMissing).
+  StatusOr<PathKind> RemoteKind(std::string const& folder, std::string const& path) const;
+  /// The paths with their kinds; kNotFound for one that is not there.
+  StatusOr<std::vector<CopySource>> RemoteSources(
+      std::string const& folder, std::vector<std::string> const& remote_paths) const;
+  /// The transfers once every source has its target (one per source, from PlaceCopies).
+  StatusOr<TransferReport> UploadPlaced(std::string const& folder,
+                                        std::vector<std::string> const& local_paths,
+                                        std::vector<std::string> const& targets,
+                                        TransferOptions const& options) const;
+  StatusOr<TransferReport> DownloadPlaced(std::string const& folder,
+                                          std::vector<CopySource> const& sources,
+                                          std::vector<std::string> const& targets,
+                                          std::string const& make_dir,
+                                          TransferOptions const& options) const;
+
   Client client_;
 };
 

@@ -97,7 +97,7 @@ TEST_F(VFolderCliTest, TreesGoUpAndComeBackByteForByte) {
   // Without -r a directory is refused and nothing is sent.
   auto refused = Bai({"vfolder", "upload", "data", work_ + "/tree"});
   EXPECT_NE(refused.exit_code, 0);
-  EXPECT_THAT(refused.err, HasSubstr("recursively"));
+  EXPECT_THAT(refused.err, HasSubstr("-r"));
   auto up = Bai({"vfolder", "upload", "data", work_ + "/tree", "-r", "--dst", "in", "-o", "json"});
   ASSERT_EQ(up.exit_code, 0) << up.err;
   auto uj = Json(up);
@@ -107,7 +107,8 @@ TEST_F(VFolderCliTest, TreesGoUpAndComeBackByteForByte) {
   std::set<std::string> names;
   for (auto const& f : listing["files"]) names.insert(f["name"].get<std::string>());
   EXPECT_EQ(names, (std::set<std::string>{"a", "empty-dir", "top.bin"}));
-  // Down with `bai cp`, into another directory.
+  // Down with `bai cp` into a directory that exists: under the tree's own name.
+  fs::create_directories(work_ + "/back");
   auto down = Bai({"cp", "-r", "data:in/tree", work_ + "/back", "-o", "json"});
   ASSERT_EQ(down.exit_code, 0) << down.err;
   for (auto const& [p, d] : files) {
@@ -116,6 +117,7 @@ TEST_F(VFolderCliTest, TreesGoUpAndComeBackByteForByte) {
   EXPECT_TRUE(fs::is_directory(work_ + "/back/tree/empty-dir"));
   // A file by `bai cp` up, into a directory, then mv / rm-files / mkdir.
   testing_util::WriteFileBytes(work_ + "/solo.txt", "solo");
+  ASSERT_EQ(Bai({"vfolder", "mkdir", "data", "docs"}).exit_code, 0);
   ASSERT_EQ(Bai({"cp", work_ + "/solo.txt", "data:docs"}).exit_code, 0);
   EXPECT_EQ(Bai({"vfolder", "mv", "data", "docs/solo.txt", "solo2.txt"}).exit_code, 0);
   ASSERT_EQ(Bai({"vfolder", "download", "data", "solo2.txt", "--dst", work_ + "/d2"}).exit_code, 0);
@@ -149,6 +151,55 @@ TEST_F(VFolderCliTest, TreesGoUpAndComeBackByteForByte) {
 std::size_t BigBytes() {
   char const* mb = std::getenv("BAI_TEST_BIG_MB");
   return static_cast<std::size_t>(mb && *mb ? std::atoi(mb) : 160) << 20;
+}
+
+// Hardening (new user, 2): `bai cp h.txt vf:renamed.txt` made renamed.txt/h.txt, and
+// `bai cp vf:h.txt local.txt` made a directory (or failed "Not a directory" when local.txt
+// existed). Both sides now place as cp(1) and `bai session cp` do (bai/copy_rule.h).
+TEST_F(VFolderCliTest, CpRenamesAsCpDoes) {
+  ASSERT_EQ(Bai({"vfolder", "create", "vf"}).exit_code, 0);
+  testing_util::WriteFileBytes(work_ + "/h.txt", "hello");
+  // Up under a new name; then into an existing directory under its own name.
+  ASSERT_EQ(Bai({"cp", work_ + "/h.txt", "vf:renamed.txt"}).exit_code, 0);
+  auto root = Json(Bai({"vfolder", "files", "vf", "-o", "json"}));
+  ASSERT_EQ(root["files"].size(), 1u) << root.dump();
+  EXPECT_EQ(root["files"][0]["name"], "renamed.txt");
+  EXPECT_EQ(root["files"][0]["type"], "FILE");
+  ASSERT_EQ(Bai({"vfolder", "mkdir", "vf", "dir"}).exit_code, 0);
+  ASSERT_EQ(Bai({"cp", work_ + "/h.txt", "vf:dir"}).exit_code, 0);
+  EXPECT_EQ(Json(Bai({"vfolder", "files", "vf", "dir", "-o", "json"}))["files"][0]["name"],
+            "h.txt");
+  // A '/'-ended destination that does not exist is made, sources inside.
+  ASSERT_EQ(Bai({"cp", work_ + "/h.txt", "vf:new/"}).exit_code, 0);
+  EXPECT_EQ(Json(Bai({"vfolder", "files", "vf", "new", "-o", "json"}))["files"][0]["name"],
+            "h.txt");
+
+  // Down under a new name, then over an existing file (replaced), then into a directory.
+  ASSERT_EQ(Bai({"cp", "vf:renamed.txt", work_ + "/local.txt"}).exit_code, 0);
+  EXPECT_TRUE(fs::is_regular_file(work_ + "/local.txt"));
+  EXPECT_EQ(testing_util::ReadFileBytes(work_ + "/local.txt"), "hello");
+  testing_util::WriteFileBytes(work_ + "/local.txt", "old");
+  auto over = Bai({"cp", "vf:renamed.txt", work_ + "/local.txt"});
+  ASSERT_EQ(over.exit_code, 0) << over.err;
+  EXPECT_EQ(testing_util::ReadFileBytes(work_ + "/local.txt"), "hello");
+  fs::create_directories(work_ + "/in");
+  ASSERT_EQ(Bai({"cp", "vf:renamed.txt", work_ + "/in"}).exit_code, 0);
+  EXPECT_EQ(testing_util::ReadFileBytes(work_ + "/in/renamed.txt"), "hello");
+  // A directory down to a new name is that directory.
+  ASSERT_EQ(Bai({"cp", "-r", "vf:dir", work_ + "/dircopy"}).exit_code, 0);
+  EXPECT_EQ(testing_util::ReadFileBytes(work_ + "/dircopy/h.txt"), "hello");
+
+  // Refused, with nothing written: several sources to a name that is no directory, a directory
+  // without -r, a new name in a local directory that does not exist.
+  auto several = Bai({"cp", "vf:renamed.txt", "vf:dir/h.txt", work_ + "/nodir"});
+  EXPECT_EQ(several.exit_code, 1) << several.err;
+  EXPECT_THAT(several.err, HasSubstr("directory"));
+  EXPECT_FALSE(fs::exists(work_ + "/nodir"));
+  auto norec = Bai({"cp", "vf:dir", work_ + "/x"});
+  EXPECT_EQ(norec.exit_code, 1) << norec.err;
+  EXPECT_THAT(norec.err, HasSubstr("-r"));
+  EXPECT_EQ(Bai({"cp", "vf:renamed.txt", work_ + "/missing/x.txt"}).exit_code, 5);
+  EXPECT_FALSE(fs::exists(work_ + "/missing"));
 }
 
 TEST_F(VFolderCliTest, AKilledUploadIsFinishedByANewProcess) {
@@ -204,7 +255,7 @@ TEST_F(VFolderCliTest, AChangedFileIsNotResumedButSentAgain) {
   auto up = Bai({"vfolder", "upload", "jrnl", work_ + "/f.bin", "-o", "json"});
   ASSERT_EQ(up.exit_code, 0) << up.err;
   EXPECT_EQ(Json(up)["resumed"], 0);
-  auto back = Bai({"cp", "jrnl:f.bin", work_ + "/back"});
+  auto back = Bai({"cp", "jrnl:f.bin", work_ + "/back/"});
   ASSERT_EQ(back.exit_code, 0) << back.err << DiskReport(work_);
   EXPECT_TRUE(testing_util::ReadFileBytes(work_ + "/back/f.bin") == second);
 }
