@@ -21,10 +21,27 @@
 #include <iostream>
 
 namespace bai::cli {
+namespace {
+
+// Usage lines name the whole command as typed: "Usage: bai session create …" (CLI11 names only
+// the last word).
+class PathFormatter : public CLI::Formatter {
+ public:
+  std::string make_usage(CLI::App const* app, std::string /*name*/) const override {
+    std::string path;
+    for (CLI::App const* a = app; a != nullptr; a = a->get_parent()) {
+      path = a->get_name() + (path.empty() ? "" : " " + path);
+    }
+    return CLI::Formatter::make_usage(app, path);
+  }
+};
+
+}  // namespace
 
 int Main(int argc, char** argv, std::ostream& out, std::ostream& err, std::istream& in) {
   Context ctx(out, err, in, ::isatty(STDOUT_FILENO) == 1, ::isatty(STDIN_FILENO) == 1);
   CLI::App app{"bai: the Backend.AI command-line tool", "bai"};
+  app.formatter(std::make_shared<PathFormatter>());
   app.fallthrough();
   app.require_subcommand(0, 1);
   app.footer("Run `bai help exit-codes` for exit codes, `bai help environment` for settings.");

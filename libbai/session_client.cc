@@ -125,10 +125,17 @@ StatusOr<FitCheck> SessionClient::CheckFit(SessionCreateRequest const& request) 
   call.idempotent = true;
   auto j = Call(client_, call);
   if (!j.ok()) return std::move(j).status();
-  // A slot's amount left in `within` ("Infinity" and unknown slots: unlimited).
-  auto left = [](json const& within, std::string const& slot) {
+  // A slot's amount left in `within`: "Infinity" and slots the map does not name are unlimited
+  // for the keypair (no limit declared); for the resource group a slot it does not name is one
+  // no agent of it offers.
+  auto left = [](json const& within, std::string const& slot, bool unnamed_unlimited) {
     auto it = within.is_object() ? within.find(slot) : within.end();
-    if (it == within.end() || !it->is_string()) return protocol::Decimal::Unlimited();
+    if (it == within.end()) {
+      return unnamed_unlimited || !within.is_object() || within.empty()
+                 ? protocol::Decimal::Unlimited()
+                 : protocol::Decimal();
+    }
+    if (!it->is_string()) return protocol::Decimal::Unlimited();
     auto d = protocol::Decimal::Parse(it->get<std::string>());
     return d.ok() ? *d : protocol::Decimal::Unlimited();
   };
@@ -136,23 +143,32 @@ StatusOr<FitCheck> SessionClient::CheckFit(SessionCreateRequest const& request) 
   json const& group = request.scaling_group && j->contains("scaling_groups")
                           ? (*j)["scaling_groups"][*request.scaling_group]["remaining"]
                           : (*j)["scaling_group_remaining"];
+  // What the session would get: the request over the server's defaults.
+  protocol::ResourceSlots wanted = protocol::DefaultSessionSlots();
+  for (auto const& [slot, amount] : request.resources) wanted[slot] = amount;
   FitCheck out{true, ""};
-  for (auto const& [slot, amount] : request.resources) {
-    for (auto const& [what, within] :
-         {std::pair<char const*, json const*>{"the keypair's remaining ", &keypair},
-          {"the resource group's free ", &group}}) {
-      auto have = left(*within, slot);
-      if (amount > have) {
-        out.fits = false;
-        out.reason += (out.reason.empty() ? "" : "; ") + slot + "=" + amount.ToString() +
-                      " exceeds " + what + have.ToString();
-      }
+  auto say = [&out](std::string const& words) {
+    out.fits = false;
+    out.reason += (out.reason.empty() ? "" : "; ") + words;
+  };
+  for (auto const& [slot, amount] : wanted) {
+    if (amount.is_zero()) continue;
+    auto mine = left(keypair, slot, true);
+    if (amount > mine) {
+      say(slot + "=" + amount.ToString() + " exceeds the keypair's remaining " + mine.ToString());
+    }
+    bool offered = !group.is_object() || group.empty() || group.contains(slot);
+    auto free = left(group, slot, false);
+    if (!offered) {
+      say("no agent of the resource group offers " + slot);
+    } else if (amount > free) {
+      say(slot + "=" + amount.ToString() + " exceeds the resource group's free " + free.ToString());
     }
   }
   if (out.fits) {
-    out.reason = request.resources.empty()
-                     ? "no resources requested: the server's defaults apply"
-                     : "within the keypair's remaining and the resource group's free capacity";
+    out.reason =
+        std::string(request.resources.empty() ? "the server's defaults (cpu=1, mem=1g) " : "") +
+        "within the keypair's remaining and the resource group's free capacity";
   }
   return out;
 }

@@ -60,11 +60,33 @@ Exit codes: `bai help exit-codes`.
 }  // namespace
 
 void AddHelpCommands(CommandSet& set) {
-  auto& topic = set.Keep<std::string>();
-  auto* help = set.root().add_subcommand("help", "Help topics: exit-codes, environment, output");
-  help->add_option("TOPIC", topic, "exit-codes, environment or output");
-  set.OnRun(help, [&set, &topic]() -> int {
+  auto& words = set.Keep<std::vector<std::string>>();
+  auto* help = set.root().add_subcommand(
+      "help",
+      "Help on a command (bai help session create) or a topic: exit-codes, environment, "
+      "output");
+  help->add_option("TOPIC", words, "A command's words, or exit-codes, environment, output");
+  set.OnRun(help, [&set, &words]() -> int {
     Context& ctx = set.ctx();
+    std::string topic = words.empty() ? "" : words.front();
+    // A command's path: the same page as `bai … --help`.
+    CLI::App* command = &set.root();
+    for (auto const& w : words) {
+      CLI::App* next = nullptr;
+      try {
+        next = command->get_subcommand(w);
+      } catch (CLI::OptionNotFound const&) {
+      }
+      if (next == nullptr || next->get_group().empty()) {
+        command = nullptr;
+        break;
+      }
+      command = next;
+    }
+    if (command != nullptr && !words.empty()) {
+      ctx.out() << command->help();
+      return 0;
+    }
     if (topic == "exit-codes") {
       ctx.out() << ExitCodesHelp();
     } else if (topic == "environment") {
@@ -74,8 +96,11 @@ void AddHelpCommands(CommandSet& set) {
     } else if (topic.empty()) {
       ctx.out() << set.root().help();
     } else {
-      ctx.err() << "error: unknown help topic \"" << topic
-                << "\" (exit-codes, environment, output)\n";
+      std::string all;
+      for (auto const& w : words) all += (all.empty() ? "" : " ") + w;
+      ctx.err() << "error: no command or help topic \"" << all
+                << "\" (a command such as `session create`, or exit-codes, environment, "
+                   "output)\n";
       return kExitUsage;
     }
     return 0;

@@ -38,8 +38,36 @@ json InfoJson(VFolderInfo const& f) {
           {"used_bytes", f.used_bytes}};
 }
 
+// "1.5 MiB": a byte count as people read it.
+std::string HumanBytes(double bytes) {
+  static char const* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int unit = 0;
+  while (bytes >= 1024 && unit < 4) {
+    bytes /= 1024;
+    ++unit;
+  }
+  char out[32];
+  std::snprintf(out, sizeof out, unit == 0 ? "%.0f %s" : "%.1f %s", bytes, kUnits[unit]);
+  return out;
+}
+
+// "1h02m", "3m05s", "42s": what is left, at the rate so far.
+std::string HumanSeconds(double seconds) {
+  auto s = static_cast<long long>(seconds + 0.5);
+  char out[32];
+  if (s >= 3600) {
+    std::snprintf(out, sizeof out, "%lldh%02lldm", s / 3600, s % 3600 / 60);
+  } else if (s >= 60) {
+    std::snprintf(out, sizeof out, "%lldm%02llds", s / 60, s % 60);
+  } else {
+    std::snprintf(out, sizeof out, "%llds", s);
+  }
+  return out;
+}
+
 // Progress on stderr: NDJSON lines, or one bar line redrawn on a terminal (at most 5 times a
-// second, and when a file finishes).
+// second, and when a file finishes) with the size as people read it, the rate and the time left
+// for the whole transfer.
 class Progress {
  public:
   Progress(Context& ctx, std::string const& mode) : ctx_(ctx) {
@@ -62,31 +90,60 @@ class Progress {
   void Report(TransferProgress const& p) {
     std::lock_guard<std::mutex> lock(mu_);
     auto now = std::chrono::steady_clock::now();
-    auto& last = last_[p.path];
-    if (!p.finished && now - last < std::chrono::milliseconds(200)) return;
-    last = now;
+    auto& file = files_[p.path];
+    file.done = p.done;
+    file.total = p.total;
+    if (!p.finished && now - file.drawn < std::chrono::milliseconds(200)) return;
+    file.drawn = now;
+    // Bytes this process moved in all, the rate since the first report, and what is left of
+    // every file seen so far.
+    std::int64_t done = 0, total = 0;
+    for (auto const& [path, f] : files_) {
+      done += f.done;
+      total += f.total;
+    }
+    if (!started_) {
+      started_ = true;
+      start_ = now;
+      start_done_ = done;
+    }
+    double elapsed = std::chrono::duration<double>(now - start_).count();
+    double rate = elapsed > 0.2 ? static_cast<double>(done - start_done_) / elapsed : 0;
     if (kind_ == kJson) {
       ctx_.err() << json{{"path", p.path},
                          {"done", p.done},
                          {"total", p.total},
-                         {"finished", p.finished}}
+                         {"finished", p.finished},
+                         {"bytes_per_second", static_cast<std::int64_t>(rate)}}
                         .dump()
                  << "\n";
       return;
     }
     double pct =
         p.total > 0 ? 100.0 * static_cast<double>(p.done) / static_cast<double>(p.total) : 100.0;
-    char line[160];
-    std::snprintf(line, sizeof line, "\r%-40.40s %6.1f%% %10lld / %lld bytes", p.path.c_str(), pct,
-                  static_cast<long long>(p.done), static_cast<long long>(p.total));
+    std::string rate_text = rate > 0 ? HumanBytes(rate) + "/s" : "";
+    std::string eta = rate > 0 && total > done
+                          ? "  ETA " + HumanSeconds(static_cast<double>(total - done) / rate)
+                          : "";
+    char line[256];
+    std::snprintf(line, sizeof line, "\r%-32.32s %5.1f%%  %s / %s  %s%s\x1b[K", p.path.c_str(), pct,
+                  HumanBytes(static_cast<double>(p.done)).c_str(),
+                  HumanBytes(static_cast<double>(p.total)).c_str(), rate_text.c_str(), eta.c_str());
     ctx_.err() << line << std::flush;
     drawn_ = true;
   }
 
+  struct File {
+    std::int64_t done = 0, total = 0;
+    std::chrono::steady_clock::time_point drawn;
+  };
   enum { kNone, kJson, kBar } kind_ = kNone;
   Context& ctx_;
   std::mutex mu_;
-  std::map<std::string, std::chrono::steady_clock::time_point> last_;
+  std::map<std::string, File> files_;
+  bool started_ = false;
+  std::chrono::steady_clock::time_point start_;
+  std::int64_t start_done_ = 0;
   bool drawn_ = false;
 };
 
@@ -252,7 +309,7 @@ void AddVFolderCommands(CommandSet& set) {
 
   auto& one = set.Keep<std::string>();
   auto* info = noun->add_subcommand("info", "A folder's details");
-  info->add_option("NAME", one, "Folder name or id")->required();
+  info->add_option("FOLDER", one, "Folder name or id")->required();
   set.OnRun(info, [&one, &ctx] {
     return WithFolders(ctx, [&](VFolderClient& f) -> Status {
       auto v = f.Info(one);
@@ -277,7 +334,7 @@ void AddVFolderCommands(CommandSet& set) {
                         Status (VFolderClient::*call)(std::string const&) const) {
     auto& name = set.Keep<std::string>();
     auto* cmd = noun->add_subcommand(verb, help);
-    cmd->add_option("NAME", name, "Folder name or id")->required();
+    cmd->add_option("FOLDER", name, "Folder name or id")->required();
     set.OnRun(cmd, [&name, &ctx, call, words] {
       return WithFolders(ctx, [&](VFolderClient& f) -> Status {
         auto s = (f.*call)(name);
@@ -292,7 +349,7 @@ void AddVFolderCommands(CommandSet& set) {
 
   auto& rename = set.Keep<Named>();
   auto* rn = noun->add_subcommand("rename", "Rename a folder");
-  rn->add_option("NAME", rename.name, "Folder")->required();
+  rn->add_option("FOLDER", rename.name, "Folder")->required();
   rn->add_option("NEW_NAME", rename.other, "New name")->required();
   set.OnRun(rn, [&rename, &ctx] {
     return WithFolders(ctx, [&](VFolderClient& f) -> Status {
@@ -309,7 +366,7 @@ void AddVFolderCommands(CommandSet& set) {
   };
   auto& mk = set.Keep<PathsFlag>();
   auto* mkdir = noun->add_subcommand("mkdir", "Make directories in a folder (parents too)");
-  mkdir->add_option("NAME", mk.folder, "Folder")->required();
+  mkdir->add_option("FOLDER", mk.folder, "Folder")->required();
   mkdir->add_option("PATHS", mk.paths, "Directories")->required();
   mkdir->add_flag("-p,--exist-ok", mk.flag, "No error when one exists");
   set.OnRun(mkdir, [&mk, &ctx] {
@@ -324,7 +381,7 @@ void AddVFolderCommands(CommandSet& set) {
 
   auto& rmf = set.Keep<PathsFlag>();
   auto* rmfiles = noun->add_subcommand("rm-files", "Delete files (and, with -r, directories)");
-  rmfiles->add_option("NAME", rmf.folder, "Folder")->required();
+  rmfiles->add_option("FOLDER", rmf.folder, "Folder")->required();
   rmfiles->add_option("PATHS", rmf.paths, "Files and directories")->required();
   rmfiles->add_flag("-r,--recursive", rmf.flag, "Directories with everything in them");
   set.OnRun(rmfiles, [&rmf, &ctx] {
@@ -336,8 +393,8 @@ void AddVFolderCommands(CommandSet& set) {
   });
 
   auto& mv = set.Keep<PathsFlag>();
-  auto* mvc = noun->add_subcommand("mv", "Move or rename a file within a folder: NAME SRC DST");
-  mvc->add_option("NAME", mv.folder, "Folder")->required();
+  auto* mvc = noun->add_subcommand("mv", "Move or rename a file within a folder: FOLDER SRC DST");
+  mvc->add_option("FOLDER", mv.folder, "Folder")->required();
   mvc->add_option("PATHS", mv.paths, "Source and destination")->required()->expected(2);
   set.OnRun(mvc, [&mv, &ctx] {
     return WithFolders(ctx, [&](VFolderClient& f) -> Status {
@@ -350,7 +407,7 @@ void AddVFolderCommands(CommandSet& set) {
   auto& listing = set.Keep<Named>();
   auto* files = noun->add_subcommand("files", "List a directory of a folder");
   files->alias("ls-files");
-  files->add_option("NAME", listing.name, "Folder")->required();
+  files->add_option("FOLDER", listing.name, "Folder")->required();
   files->add_option("PATH", listing.other, "Directory (default: the folder's root)");
   set.OnRun(files, [&listing, &ctx] {
     return WithFolders(ctx, [&](VFolderClient& f) -> Status {
@@ -410,8 +467,8 @@ void AddVFolderCommands(CommandSet& set) {
   };
   auto& up = set.Keep<Transfer>();
   auto* upload = noun->add_subcommand(
-      "upload", "Upload files into a folder: NAME FILE… [--dst DIR]; resumes an interrupted one");
-  upload->add_option("NAME", up.folder, "Folder")->required();
+      "upload", "Upload files into a folder: FOLDER FILE… [--dst DIR]; resumes an interrupted one");
+  upload->add_option("FOLDER", up.folder, "Folder")->required();
   upload->add_option("FILES", up.paths, "Local files (directories with -r)")->required();
   upload->add_option("--dst", up.flags.dst, "Directory in the folder (default: its root)");
   add_transfer_flags(upload, up.flags);
@@ -419,8 +476,8 @@ void AddVFolderCommands(CommandSet& set) {
 
   auto& down = set.Keep<Transfer>();
   auto* download = noun->add_subcommand(
-      "download", "Download files from a folder: NAME PATH… [--dst DIR]; resumes");
-  download->add_option("NAME", down.folder, "Folder")->required();
+      "download", "Download files from a folder: FOLDER PATH… [--dst DIR]; resumes");
+  download->add_option("FOLDER", down.folder, "Folder")->required();
   download->add_option("PATHS", down.paths, "Files in the folder (directories with -r)")
       ->required();
   download->add_option("--dst", down.flags.dst, "Local directory (default: .)");

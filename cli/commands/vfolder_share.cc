@@ -82,8 +82,8 @@ void AddVFolderSharingCommands(CommandSet& set, CLI::App* noun) {
   };
 
   auto& inv = set.Keep<PeopleArgs>();
-  auto* invite = noun->add_subcommand("invite", "Invite users to your folder: NAME EMAIL…");
-  invite->add_option("NAME", inv.folder, "Folder")->required();
+  auto* invite = noun->add_subcommand("invite", "Invite users to your folder: FOLDER EMAIL…");
+  invite->add_option("FOLDER", inv.folder, "Folder")->required();
   invite->add_option("EMAILS", inv.emails, "Users' emails")->required();
   permission_option(invite, inv.permission, "ro, rw (default) or wd");
   set.OnRun(invite, [&inv, &ctx] {
@@ -158,7 +158,7 @@ void AddVFolderSharingCommands(CommandSet& set, CLI::App* noun) {
   };
   auto& lv = set.Keep<LeaveArgs>();
   auto* leave = noun->add_subcommand("leave", "Leave a folder shared with you");
-  leave->add_option("NAME", lv.folder, "Folder")->required();
+  leave->add_option("FOLDER", lv.folder, "Folder")->required();
   leave->add_option("--user", lv.user, "Owner: remove this user (UUID) instead");
   set.OnRun(leave, [&lv, &ctx] {
     return WithFolders(ctx, [&](VFolderClient& f) -> Status {
@@ -170,8 +170,8 @@ void AddVFolderSharingCommands(CommandSet& set, CLI::App* noun) {
 
   auto& sh = set.Keep<PeopleArgs>();
   auto* share = noun->add_subcommand(
-      "share", "Admins: give project members a permission on a project folder: NAME EMAIL…");
-  share->add_option("NAME", sh.folder, "Project folder")->required();
+      "share", "Admins: give project members a permission on a project folder: FOLDER EMAIL…");
+  share->add_option("FOLDER", sh.folder, "Project folder")->required();
   share->add_option("EMAILS", sh.emails, "Members' emails")->required();
   permission_option(share, sh.permission, "ro, rw (default) or wd");
   set.OnRun(share, [&sh, &ctx] {
@@ -185,8 +185,8 @@ void AddVFolderSharingCommands(CommandSet& set, CLI::App* noun) {
 
   auto& ush = set.Keep<PeopleArgs>();
   auto* unshare =
-      noun->add_subcommand("unshare", "Admins: take back members' own permission: NAME EMAIL…");
-  unshare->add_option("NAME", ush.folder, "Project folder")->required();
+      noun->add_subcommand("unshare", "Admins: take back members' own permission: FOLDER EMAIL…");
+  unshare->add_option("FOLDER", ush.folder, "Project folder")->required();
   unshare->add_option("EMAILS", ush.emails, "Members' emails")->required();
   set.OnRun(unshare, [&ush, &ctx] {
     return WithFolders(ctx, [&](VFolderClient& f) -> Status {
@@ -199,8 +199,8 @@ void AddVFolderSharingCommands(CommandSet& set, CLI::App* noun) {
 
   auto& cl = set.Keep<CloneArgs>();
   auto* clone = noun->add_subcommand(
-      "clone", "Copy a folder into a new folder of yours: NAME TARGET (waits unless --no-wait)");
-  clone->add_option("NAME", cl.folder, "Folder to copy")->required();
+      "clone", "Copy a folder into a new folder of yours: FOLDER TARGET (waits unless --no-wait)");
+  clone->add_option("FOLDER", cl.folder, "Folder to copy")->required();
   clone->add_option("TARGET", cl.request.target_name, "The new folder's name")->required();
   clone->add_option("--host", cl.request.target_host, "Storage host (default: the source's)");
   clone->add_option("--usage-mode", cl.request.usage_mode, "general, model or data")

@@ -223,6 +223,10 @@ StatusOr<Decimal> ParseSlotAmount(SlotType type, std::string_view text) {
   return value;
 }
 
+ResourceSlots DefaultSessionSlots() {
+  return {{"cpu", Decimal::FromInteger(1)}, {"mem", Decimal::FromInteger(1024LL * 1024 * 1024)}};
+}
+
 Status ParseSlotAssignment(std::string_view text, ResourceSlots& slots) {
   while (!text.empty()) {
     auto comma = text.find(',');

@@ -8,10 +8,15 @@
 #include <nlohmann/json.hpp>
 #include <sys/stat.h>
 
+#include <filesystem>
 #include <fstream>
+#include <set>
+#include <sstream>
 
 namespace bai {
 namespace {
+
+namespace fs = std::filesystem;
 
 using ::testing::HasSubstr;
 using testing_util::BinPath;
@@ -208,6 +213,65 @@ TEST_F(CliTest, HelpTopicsAndCompletion) {
            "; COMP_WORDS=(bai config s); COMP_CWORD=2; _bai; echo ${COMPREPLY[@]}"});
   EXPECT_EQ(words.exit_code, 0) << words.err;
   EXPECT_EQ(words.out, "set\n");
+}
+
+// Hardening (new user, 12): usage lines named only the last word ("Usage: create"), `bai help
+// run` was refused, completion offered `-h --help` twice and no session or folder names.
+TEST_F(CliTest, UsageHelpAndCompletionNameThingsAsTyped) {
+  auto usage = Bai({"session", "create", "--help"});
+  EXPECT_EQ(usage.exit_code, 0);
+  EXPECT_THAT(usage.out, HasSubstr("Usage: bai session create [OPTIONS] IMAGE"));
+  auto run = Bai({"help", "run"});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.out, HasSubstr("Usage: bai run "));
+  auto nested = Bai({"help", "vfolder", "upload"});
+  EXPECT_EQ(nested.exit_code, 0) << nested.err;
+  EXPECT_THAT(nested.out, HasSubstr("Usage: bai vfolder upload [OPTIONS] FOLDER FILES..."));
+  auto unknown = Bai({"help", "session", "nope"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_THAT(unknown.err, HasSubstr("session nope"));
+  EXPECT_EQ(Bai({"help", "__complete"}).exit_code, 2) << "hidden commands stay hidden";
+  EXPECT_EQ(Bai({"--help"}).out.find("__complete"), std::string::npos);
+
+  // Each completion list names a word once.
+  auto bash = Bai({"completion", "bash"}).out;
+  std::size_t lists = 0;
+  for (std::size_t at = bash.find("words=\""); at != std::string::npos;
+       at = bash.find("words=\"", at + 1)) {
+    auto end = bash.find('"', at + 7);
+    std::istringstream in(bash.substr(at + 7, end - at - 7));
+    std::set<std::string> seen;
+    for (std::string w; in >> w;) EXPECT_TRUE(seen.insert(w).second) << w << " twice";
+    ++lists;
+  }
+  EXPECT_GT(lists, 40u);
+  EXPECT_EQ(bash.find("__complete\" ;;"), std::string::npos);
+
+  // Names come from `bai __complete KIND` (a stand-in `bai` here; the real names are tested
+  // against a cluster in vfolder_cli_test): folders after `vfolder info`, sessions after `logs`,
+  // folder places and local files after `cp`, none for a flag.
+  std::string dir = config_.path();
+  std::string fake = dir + "/fakebai";
+  std::ofstream(fake) << "#!/bin/sh\n"
+                         "case \"$2\" in folders) echo data; echo docs;;"
+                         " sessions) echo job-1;; folder-places) echo data:;; esac\n";
+  fs::permissions(fake, fs::perms::owner_all);
+  std::ofstream(dir + "/local-file") << "x";
+  std::string script = dir + "/bai.bash";
+  std::ofstream(script) << bash;
+  auto complete = [&](std::string const& words, int cword) {
+    auto r = testing_util::RunProcess(
+        {"/bin/bash", "-c",
+         "cd " + dir + " && source " + script + "; COMP_WORDS=(" + fake + " " + words +
+             "); COMP_CWORD=" + std::to_string(cword) + "; _bai; echo ${COMPREPLY[@]}"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out;
+  };
+  EXPECT_EQ(complete("vfolder info d", 3), "data docs\n");
+  EXPECT_EQ(complete("logs j", 2), "job-1\n");
+  EXPECT_EQ(complete("cp local-f", 2), "local-file\n");
+  EXPECT_EQ(complete("cp da", 2), "data:\n");
+  EXPECT_EQ(complete("vfolder info --he", 3), "--help\n");
 }
 
 }  // namespace

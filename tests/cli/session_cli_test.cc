@@ -218,6 +218,9 @@ TEST_F(SessionCliTest, CreateExecWaitAndTheLifecycleVerbs) {
   auto running = Bai({"wait", "box1", "--for", "running", "--timeout", "30s"});
   EXPECT_EQ(running.exit_code, 0) << running.err;
   EXPECT_THAT(running.out, HasSubstr("box1 RUNNING"));
+  // Completion offers the live sessions by name (and "NAME:" for session cp).
+  EXPECT_EQ(Bai({"__complete", "sessions"}).out, "box1\n");
+  EXPECT_EQ(Bai({"__complete", "session-places"}).out, "box1:\n");
   // history, rename, restart.
   auto history = Bai({"-o", "json", "session", "history", "box1"});
   ASSERT_EQ(history.exit_code, 0) << history.err;
@@ -337,6 +340,29 @@ TEST_F(SessionCliTest, EventsArriveAsNdjsonWhenPiped) {
 
 // Hardening (new user): `session create --name X` silently reused a running X, ignoring new
 // -e/-r, and said "created". Reuse is explicit (--reuse) and says so; otherwise 6.
+// Hardening (new user, 3): --dry-run said "fits" for a GPU on a cluster without GPUs, and for a
+// request that left out its resources while no CPU was free (the server's defaults apply).
+TEST_F(SessionCliTest, DryRunSaysWhatWouldNotFit) {
+  auto fits = Bai({"session", "create", "--dry-run", "python"});
+  EXPECT_EQ(fits.exit_code, 0) << fits.out << fits.err;
+  EXPECT_THAT(fits.out, HasSubstr("fits: the server's defaults"));
+  auto gpu =
+      Bai({"-o", "json", "session", "create", "--dry-run", "-r", "cuda.shares=0.5", "python"});
+  EXPECT_EQ(gpu.exit_code, 1) << gpu.out << gpu.err;
+  auto g = json::parse(gpu.out);
+  EXPECT_EQ(g["fits"], false);
+  EXPECT_THAT(g["reason"].get<std::string>(),
+              HasSubstr("no agent of the resource group offers cuda.shares"));
+  // Every CPU taken (the agent has 4): a request without -r no longer fits.
+  auto big = Bai({"session", "create", "python", "--name", "all-cpus", "-r", "cpu=4"});
+  ASSERT_EQ(big.exit_code, 0) << big.err;
+  auto full = Bai({"session", "create", "--dry-run", "python"});
+  EXPECT_EQ(full.exit_code, 1) << full.out << full.err;
+  EXPECT_THAT(full.out, HasSubstr("does not fit: cpu=1 exceeds the resource group's free 0"));
+  EXPECT_EQ(Bai({"session", "create", "--dry-run", "-r", "cpu=0.5", "python"}).exit_code, 1);
+  EXPECT_EQ(Bai({"rm", "all-cpus"}).exit_code, 0);
+}
+
 TEST_F(SessionCliTest, ReusingARunningSessionIsExplicit) {
   ASSERT_EQ(Bai({"session", "create", "python", "--name", "reuse-me"}).exit_code, 0);
   auto again = Bai({"session", "create", "python", "--name", "reuse-me", "-r", "cpu=2"});

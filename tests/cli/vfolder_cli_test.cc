@@ -98,8 +98,13 @@ TEST_F(VFolderCliTest, TreesGoUpAndComeBackByteForByte) {
   auto refused = Bai({"vfolder", "upload", "data", work_ + "/tree"});
   EXPECT_NE(refused.exit_code, 0);
   EXPECT_THAT(refused.err, HasSubstr("-r"));
-  auto up = Bai({"vfolder", "upload", "data", work_ + "/tree", "-r", "--dst", "in", "-o", "json"});
+  auto up = Bai({"vfolder", "upload", "data", work_ + "/tree", "-r", "--dst", "in", "-o", "json",
+                 "--progress", "bar"});
   ASSERT_EQ(up.exit_code, 0) << up.err;
+  // Hardening (new user, 12): the bar showed raw byte counts; sizes read as people read them
+  // (the rate and time left join once there is a rate to show).
+  EXPECT_THAT(up.err, HasSubstr("3.0 MiB / 3.0 MiB"));
+  EXPECT_THAT(up.err, HasSubstr("8.0 MiB / 8.0 MiB"));
   auto uj = Json(up);
   EXPECT_EQ(uj["files"], 5);
   EXPECT_EQ(uj["written"].size(), 5u);
@@ -200,6 +205,21 @@ TEST_F(VFolderCliTest, CpRenamesAsCpDoes) {
   EXPECT_THAT(norec.err, HasSubstr("-r"));
   EXPECT_EQ(Bai({"cp", "vf:renamed.txt", work_ + "/missing/x.txt"}).exit_code, 5);
   EXPECT_FALSE(fs::exists(work_ + "/missing"));
+}
+
+// Completion names come from the manager: folders, and "NAME:" for the places of `bai cp`.
+TEST_F(VFolderCliTest, CompletionNamesAreTheCallersFolders) {
+  ASSERT_EQ(Bai({"vfolder", "create", "alpha"}).exit_code, 0);
+  ASSERT_EQ(Bai({"vfolder", "create", "beta"}).exit_code, 0);
+  auto names = Bai({"__complete", "folders"});
+  EXPECT_EQ(names.exit_code, 0) << names.err;
+  EXPECT_EQ(names.out, "alpha\nbeta\n");
+  EXPECT_EQ(Bai({"__complete", "folder-places"}).out, "alpha:\nbeta:\n");
+  // Quiet on failure: an unreachable manager prints nothing a shell would offer.
+  auto away = Bai({"__complete", "folders", "--endpoint", "http://127.0.0.1:1"});
+  EXPECT_NE(away.exit_code, 0);
+  EXPECT_EQ(away.out, "");
+  EXPECT_EQ(away.err, "");
 }
 
 TEST_F(VFolderCliTest, AKilledUploadIsFinishedByANewProcess) {

@@ -96,6 +96,10 @@ BAI_EXPORT StatusOr<Decimal> ParseSlotAmount(SlotType type, std::string_view tex
 /// Slot name → amount, ordered by name.
 using ResourceSlots = std::map<std::string, Decimal>;
 
+/// What a session gets of the slots its request leaves out: cpu 1 and mem 1 GiB (the manager
+/// fills them in; `--dry-run` checks with them).
+BAI_EXPORT ResourceSlots DefaultSessionSlots();
+
 /// Parses "cpu=2,mem=4g" (the CLI's -r syntax, also one pair at a time) into `slots`, using
 /// KnownSlotType or `kCount` for unknown names.
 BAI_EXPORT Status ParseSlotAssignment(std::string_view text, ResourceSlots& slots);

@@ -82,8 +82,7 @@ SessionRecord RecordOf(protocol::SessionCreateRequest const& r) {
   s.mount_map = r.mount_map;
   s.resource_opts = r.resource_opts;
   s.agent_list = r.agent_list;
-  s.requested = {{"cpu", protocol::Decimal::FromInteger(1)},
-                 {"mem", protocol::Decimal::FromInteger(1024LL * 1024 * 1024)}};
+  s.requested = protocol::DefaultSessionSlots();
   for (auto const& [slot, amount] : r.resources) s.requested[slot] = amount;
   return s;
 }
