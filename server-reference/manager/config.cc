@@ -90,6 +90,10 @@ Status LoadManagerConfig(std::string const& path, ManagerConfig& config) {
         (key == "auth.login_attempts_per_address" ? config.login_limits.per_address
                                                   : config.login_limits.failures_per_user) =
             static_cast<int>(*n);
+      } else if (key == "auth.signups_per_address") {
+        auto n = v.value<std::int64_t>();
+        if (!n || *n < 1 || *n > 1000000) return bad(key, "an integer from 1 to 1000000");
+        config.signups_per_address = static_cast<int>(*n);
       } else if (key == "vfolders.embedded") {
         auto b = v.value<bool>();
         if (!b) return bad(key, "true or false");

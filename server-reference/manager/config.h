@@ -30,6 +30,7 @@ namespace bai::manager {
 /// login_attempts_per_address = 30  # password logins one client address may try per window
 /// login_failures_per_user = 10     # failed logins an account takes per window, then 429
 /// login_window = 300               # seconds
+/// signups_per_address = 5          # POST /auth/signup calls one client address may make per hour
 /// [vfolders]
 /// embedded = true             # run a storage proxy "local" in this process
 /// listen = "127.0.0.1:0"      # its client-facing /upload and /download (0: any free port)
@@ -54,6 +55,7 @@ struct ManagerConfig {
   int agent_lost_forget = 3600;  ///< LOST agents holding nothing are removed this long after grace
   bool allow_signup = false;
   LoginLimits login_limits;
+  int signups_per_address = 5;  ///< per hour, right or wrong
 
   struct RemoteProxy {
     std::string name, url, secret_file;

@@ -23,6 +23,7 @@ namespace {
 
 using nlohmann::json;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing_util::RawHttp;
 using testing_util::ReadEnvFile;
 using testing_util::TempDir;
@@ -357,9 +358,21 @@ TEST_F(ManagerTest, SignupIsOffUnlessConfiguredAndThenCreatesAWorkingUser) {
   EXPECT_EQ(json::parse(logged->body)["data"]["access_key"], access);
   EXPECT_EQ(json::parse(logged->body)["data"]["role"], "user");
 
+  // Hardening (hostile, 15): a taken email and a taken username were told apart ("Email already
+  // exists"), so signup enumerated accounts; one answer for both now.
   auto again = anon.Send(signup);
   EXPECT_EQ(again->status, 400);
-  EXPECT_THAT(again->body, HasSubstr("Email already exists"));
+  EXPECT_THAT(again->body, HasSubstr("Cannot sign up with this email and username"));
+  EXPECT_THAT(again->body, Not(HasSubstr("Email")));
+  ApiRequest by_name{"POST", "/auth/signup"};
+  by_name.body = json({{"domain", "default"},
+                       {"email", "other@example.com"},
+                       {"username", "new@example.com"},
+                       {"password", "long-enough-1"}})
+                     .dump();
+  auto taken_name = anon.Send(by_name);
+  EXPECT_EQ(taken_name->status, 400);
+  EXPECT_EQ(json::parse(taken_name->body)["msg"], json::parse(again->body)["msg"]);
   signup.body =
       json({{"domain", "nowhere"}, {"email", "b@example.com"}, {"password", "12345678"}}).dump();
   EXPECT_EQ(anon.Send(signup)->status, 400);
@@ -369,6 +382,18 @@ TEST_F(ManagerTest, SignupIsOffUnlessConfiguredAndThenCreatesAWorkingUser) {
   EXPECT_EQ(bad->status, 400);
   EXPECT_THAT(bad->body, HasSubstr("email"));
   EXPECT_THAT(bad->body, HasSubstr("password"));
+  // Hardening (hostile, 15): signup was unthrottled. Five calls an hour per address (four so
+  // far passed the parameter check), then 429 with Retry-After, also for a new email.
+  signup.body =
+      json({{"domain", "default"}, {"email", "fifth@example.com"}, {"password", "long-enough-5"}})
+          .dump();
+  EXPECT_EQ(anon.Send(signup)->status, 201);
+  signup.body =
+      json({{"domain", "default"}, {"email", "sixth@example.com"}, {"password", "long-enough-6"}})
+          .dump();
+  auto flood = anon.Send(signup);
+  EXPECT_EQ(flood->status, 429) << flood->body;
+  EXPECT_FALSE(flood->Header("retry-after").value_or("").empty());
 }
 
 TEST_F(ManagerTest, BackgroundTasksFinishOnceStallAndExpire) {

@@ -43,8 +43,9 @@ struct ApiOptions {
   std::string manager_version;  ///< "bai-manager 0.1.0"
   /// Clock for signature windows and rate limits (tests move it).
   std::function<std::chrono::system_clock::time_point()> clock;
-  bool allow_signup = false;  ///< POST /auth/signup creates users; off: 403
-  LoginLimits login_limits;   ///< password-guessing throttle of POST /auth/authorize
+  bool allow_signup = false;    ///< POST /auth/signup creates users; off: 403
+  LoginLimits login_limits;     ///< password-guessing throttle of POST /auth/authorize
+  int signups_per_address = 5;  ///< POST /auth/signup calls per client address and hour
   /// Threads hashing passwords (Argon2id, 64 MiB each) and logins that may wait for one.
   int password_workers = 2;
   std::size_t password_queue = 64;

@@ -26,6 +26,13 @@ using server::ProblemResponse;
 
 namespace {
 
+LoginLimits SignupLimits(int per_address) {
+  LoginLimits l;
+  l.per_address = per_address;
+  l.window = std::chrono::hours(1);
+  return l;
+}
+
 // What password logins share: the guessing throttle and the pool that hashes off the I/O
 // threads. Owned by the routes that use it.
 struct LoginGate {
@@ -34,6 +41,7 @@ struct LoginGate {
         clock(api.options().clock),
         allow_signup(api.options().allow_signup),
         throttle(api.options().login_limits),
+        signups(SignupLimits(api.options().signups_per_address)),
         pool(api.options().password_workers, api.options().password_queue) {}
 
   /// Runs `work` (password hashing) on the pool and answers `exchange` with its response plus
@@ -47,6 +55,7 @@ struct LoginGate {
   bool allow_signup;
   std::mutex mu;
   LoginThrottle throttle;  // under mu
+  LoginThrottle signups;   // under mu: signups per address (every call counts)
   server::WorkPool pool;   // last: its destructor waits for running checks
 };
 
@@ -226,6 +235,17 @@ void RegisterAuthRoutes(ManagerApi& api) {
           p->Fail("username", "1 to 64 characters");
         }
         if (auto s = p->Check(); !s.ok()) return ProblemResponse(s);
+        {
+          // Each address makes a few signups an hour: accounts are not mass-made, and whether
+          // an address is taken cannot be probed quickly.
+          std::lock_guard<std::mutex> lock(gate->mu);
+          auto d = gate->signups.Admit(ctx.request.peer_address, "signup", gate->clock());
+          if (!d.allowed) {
+            return TooManyLogins(d.retry_after_seconds,
+                                 "Too many signups from this address; retry in " +
+                                     std::to_string(d.retry_after_seconds) + " seconds.");
+          }
+        }
         return gate->OnPool(
             exchange, ctx.response_headers,
             [gate = gate.get(), domain = *domain, email = *email, password = *password,

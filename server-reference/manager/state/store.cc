@@ -51,9 +51,10 @@ StatusOr<std::pair<std::string, std::string>> Store::SignUp(std::string const& d
         tx.Query("SELECT email FROM users WHERE email = ? OR username = ?", {email, username});
     if (!taken.ok()) return taken.status();
     if (!taken->empty()) {
+      // One answer whichever is taken: a refusal must not tell which emails have accounts.
       refusal = protocol::MakeProblemStatus(
           protocol::ProblemType::kInvalidApiParams,
-          (*taken)[0].Text(0) == email ? "Email already exists" : "Username already exists");
+          "Cannot sign up with this email and username; if you have an account, log in.");
       return refusal;
     }
     for (auto const& [sql, params] : std::vector<std::pair<std::string, std::vector<SqlValue>>>{
