@@ -327,6 +327,9 @@ int RunRestart(std::string const& session, Context& ctx) {
   auto client = ctx.MakeClient();
   if (!client.ok()) return ReportError(ctx, client.status());
   if (auto st = SessionClient(*client).Restart(session); !st.ok()) return ReportError(ctx, st);
+  // A new container: what the kernel kept in /home/work (a tmpfs) is gone; say so every time.
+  ctx.err() << "session " << session
+            << " restarted: /home/work starts empty again; files in mounted folders are kept\n";
   if (ctx.json()) ctx.out() << json{{"session", session}, {"exit_code", 0}}.dump() << "\n";
   return 0;
 }
@@ -541,8 +544,11 @@ void AddSessionCommands(CommandSet& set) {
   AddWait(set, *session, "Wait for sessions to run (--for running) or end (--for done)");
   AddOneSession(set, *session, "history", "When a session entered each status", RunHistory);
   AddRename(set, *session);
-  AddOneSession(set, *session, "restart", "Restart a session's kernel (same spec, fresh process)",
-                RunRestart);
+  AddOneSession(
+      set, *session, "restart",
+      "Restart a session's kernel (same spec, fresh process): /home/work starts empty again, "
+      "mounted folders keep their files",
+      RunRestart);
   AddRm(set, *session, "Destroy sessions (one already ending counts as destroyed)");
   AddCommit(set, *session);
   AddSessionFileCommands(set, *session);

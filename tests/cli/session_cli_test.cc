@@ -133,6 +133,16 @@ TEST_F(SessionCliTest, CommitWaitsForTheArchiveAndReportsFailures) {
   EXPECT_EQ(again.exit_code, 1);
   EXPECT_THAT(again.err, HasSubstr("exists"));
   EXPECT_EQ(Bai({"session", "commit", "no-such-session", "--wait"}).exit_code, 5);
+  // Hardening (new user, 10): two unnamed commits in the same second took the same name and the
+  // second failed; the default name carries the task's id.
+  auto first = Bai({"session", "commit", "cm-cli", "--wait"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  auto second = Bai({"session", "commit", "cm-cli", "--wait"});
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  std::string a = first.out.substr(0, first.out.find('\n'));
+  std::string b = second.out.substr(0, second.out.find('\n'));
+  EXPECT_NE(a, b);
+  EXPECT_THAT(a, ::testing::MatchesRegex(".*/cm-cli-[0-9]{8}T[0-9]{6}Z-[0-9a-f]{8}\\.tar"));
 }
 
 TEST_F(SessionCliTest, InfoLogsAndRm) {
@@ -229,7 +239,10 @@ TEST_F(SessionCliTest, CreateExecWaitAndTheLifecycleVerbs) {
   EXPECT_EQ(h["history"].back()["status"], "RUNNING");
   EXPECT_EQ(Bai({"session", "rename", "box1", "box2"}).exit_code, 0);
   EXPECT_EQ(Bai({"session", "info", "box2"}).exit_code, 0);
-  EXPECT_EQ(Bai({"session", "restart", "box2"}).exit_code, 0);
+  // Hardening (new user, 10): restart wiped /home/work without a word.
+  auto restarted = Bai({"session", "restart", "box2"});
+  EXPECT_EQ(restarted.exit_code, 0) << restarted.err;
+  EXPECT_THAT(restarted.err, HasSubstr("/home/work starts empty again"));
   EXPECT_EQ(Bai({"session", "restart", "nope-box"}).exit_code, 5);
   // create --no-wait returns once queued; a session that waits is timed out by wait.
   auto queued = Bai({"-o", "json", "session", "create", "python", "--name", "later-job", "--type",

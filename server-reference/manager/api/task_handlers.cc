@@ -38,13 +38,15 @@ bool ValidCommitFilename(std::string const& name) {
   return true;
 }
 
-std::string DefaultCommitFilename(std::string const& session_name) {
+// NAME-YYYYmmddTHHMMSSZ-TASK.tar: the task's id (unique) keeps two commits in the same second
+// apart (they collided, and the second failed "exists").
+std::string DefaultCommitFilename(std::string const& session_name, std::string const& task_id) {
   char stamp[32];
   std::time_t t = std::time(nullptr);
   std::tm utc{};
   gmtime_r(&t, &utc);
   std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &utc);
-  return session_name + "-" + stamp + ".tar";
+  return session_name + "-" + stamp + "-" + task_id.substr(0, 8) + ".tar";
 }
 
 }  // namespace
@@ -103,7 +105,7 @@ void RegisterTaskRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry& 
         auto task = tasks.Create("commit", ctx.identity->access_key, s->id, 0);
         if (!task.ok()) return ProblemResponse(task.status());
         server::agent_protocol::CommitKernel message{
-            "", s->id, task->id, filename.value_or(DefaultCommitFilename(s->name))};
+            "", s->id, task->id, filename.value_or(DefaultCommitFilename(s->name, task->id))};
         auto headers = ctx.response_headers;
         agents.Request(
             *s->agent_id, std::move(message), std::chrono::seconds(30),
