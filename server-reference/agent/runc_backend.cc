@@ -21,6 +21,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <filesystem>
@@ -112,6 +113,53 @@ json SeccompProfile() {
 std::string EnvKey(std::string const& kv) { return kv.substr(0, kv.find('=')); }
 
 }  // namespace
+
+std::vector<int> PickCpus(std::vector<int> const& allowed, std::map<int, int> const& load,
+                          protocol::Decimal const& cpu) {
+  if (allowed.empty()) return {};
+  std::size_t want = allowed.size();
+  if (!cpu.is_unlimited()) {
+    auto units = cpu.units();
+    auto whole = static_cast<std::size_t>((units + protocol::Decimal::kUnitsPerOne - 1) /
+                                          protocol::Decimal::kUnitsPerOne);
+    want = std::clamp<std::size_t>(whole, 1, allowed.size());
+  }
+  std::vector<int> order = allowed;
+  auto load_of = [&load](int c) {
+    auto it = load.find(c);
+    return it == load.end() ? 0 : it->second;
+  };
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return load_of(a) != load_of(b) ? load_of(a) < load_of(b) : a < b;
+  });
+  order.resize(want);
+  std::sort(order.begin(), order.end());
+  return order;
+}
+
+std::string CpuList(std::vector<int> cpus) {
+  std::sort(cpus.begin(), cpus.end());
+  std::string out;
+  for (std::size_t i = 0; i < cpus.size();) {
+    std::size_t j = i;
+    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+    out += (out.empty() ? "" : ",") + std::to_string(cpus[i]);
+    if (j > i) out += "-" + std::to_string(cpus[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+std::vector<int> AllowedCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> out;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return out;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) out.push_back(c);
+  }
+  return out;
+}
 
 CgroupLimits LimitsFromResources(protocol::ResourceSlots const& resources, std::int64_t pids) {
   CgroupLimits l;
@@ -322,6 +370,7 @@ std::string OciConfig(KernelSpec const& spec, Image const& image, RuncOptions co
   if (limits.cpu_quota_us >= 0) {
     resources_spec["cpu"] = {{"quota", limits.cpu_quota_us}, {"period", limits.cpu_period_us}};
   }
+  if (!layout.cpus.empty()) resources_spec["cpu"]["cpus"] = layout.cpus;
   json empty = json::array();
   // As many open files as the host allows the agent, at most 65536.
   rlimit host_nofile{};
@@ -425,6 +474,7 @@ struct RuncBackend::Kernel {
   std::string log;                           // tail of all output
   std::map<std::string, Quanta> gpu_quanta;  // GPU time quanta it holds, by device UUID
   std::vector<std::string> gpu_stamps;       // its activity stamp files (soft mode)
+  std::vector<int> cpus;                     // its cpuset (PickCpus)
 
   struct RunState {
     json console = json::array();
@@ -539,6 +589,11 @@ Status RuncBackend::Init() {
       k->spec.session_type = f.String("session_type", "interactive");
       k->spec.image = f.String("image");
       k->cgroups_path = f.String("cgroups_path");
+      if (auto cpus = saved->find("cpus"); cpus != saved->end() && cpus->is_array()) {
+        for (auto const& c : *cpus) {
+          if (c.is_number_integer()) k->cpus.push_back(c.get<int>());
+        }
+      }
       if (auto held = saved->find("gpu_quanta"); held != saved->end() && held->is_object()) {
         for (auto it = held->begin(); it != held->end(); ++it) {
           Quanta q;
@@ -722,6 +777,21 @@ void RuncBackend::Start(std::shared_ptr<Kernel> k) {
       }
     }
   }
+  // Its CPUs: the least loaded by the kernels already here.
+  std::string cpu_list;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::map<int, int> load;
+    for (auto const& [id, other] : kernels_) {
+      if (other == k) continue;
+      for (int c : other->cpus) ++load[c];
+    }
+    auto cpu = k->spec.resources.find("cpu");
+    k->cpus =
+        PickCpus(AllowedCpus(), load,
+                 cpu == k->spec.resources.end() ? protocol::Decimal::Unlimited() : cpu->second);
+    cpu_list = CpuList(k->cpus);
+  }
   json held = json::object();
   for (auto const& [uuid, q] : gpus.quanta) held[uuid] = gpushim::FormatQuanta(q);
   json saved = {{"session_id", k->spec.session_id},
@@ -730,8 +800,9 @@ void RuncBackend::Start(std::shared_ptr<Kernel> k) {
                 {"image", k->spec.image},
                 {"cgroups_path", k->cgroups_path},
                 {"container_id", k->container_id},
-                {"gpu_quanta", held}};
-  BundleLayout layout{k->dir, runner_dir_, k->cgroups_path, &gpus};
+                {"gpu_quanta", held},
+                {"cpus", k->cpus}};
+  BundleLayout layout{k->dir, runner_dir_, k->cgroups_path, &gpus, cpu_list};
   if (!WriteText(fs::path(k->dir) / "kernel.json", saved.dump()) ||
       !WriteText(fs::path(k->dir) / "config.json", OciConfig(k->spec, *image, options_, layout))) {
     return fail("cannot write the bundle in " + k->dir);

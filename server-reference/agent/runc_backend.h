@@ -83,6 +83,17 @@ std::string CgroupProcsFile(int version, std::string const& cgroups_path);
 /// 1 or 2 for this host (v2 when /sys/fs/cgroup/cgroup.controllers exists).
 int HostCgroupVersion();
 
+/// The host CPUs a kernel is pinned to (its cpuset), so that `nproc`, `os.cpu_count()` and
+/// thread pools see its share, as container runtimes show it: ceil(cpu) CPUs (at least 1, at
+/// most all), the least loaded of `allowed` by the kernels already placed (`load`: kernels per
+/// CPU), ties to the lowest number. The cpu.max quota still bounds the time. Pure.
+std::vector<int> PickCpus(std::vector<int> const& allowed, std::map<int, int> const& load,
+                          protocol::Decimal const& cpu);
+/// "0-2,5": the cpuset list syntax.
+std::string CpuList(std::vector<int> cpus);
+/// The CPUs this process may run on (sched_getaffinity).
+std::vector<int> AllowedCpus();
+
 /// The OCI runtime configuration (config.json) of one kernel: namespaces, limits, mounts, user,
 /// no capabilities, no_new_privs, the default seccomp profile.
 struct BundleLayout {
@@ -90,6 +101,7 @@ struct BundleLayout {
   std::string runner_dir;  ///< host directory with bai-kernel-runner (mounted at /opt/bai/bin)
   std::string cgroups_path;
   GpuPlan const* gpus = nullptr;  ///< the kernel's GPUs, when it has any
+  std::string cpus;               ///< its cpuset ("0-1"); empty: every CPU
 };
 std::string OciConfig(KernelSpec const& spec, Image const& image, RuncOptions const& options,
                       BundleLayout const& layout);

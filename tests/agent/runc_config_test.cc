@@ -53,7 +53,7 @@ class OciConfigTest : public ::testing::Test {
     options_.agent_id = "a1";
     options_.tmp_size = "128m";
     options_.home_size = "2g";
-    layout_ = {"/state/kernels/k", "/state/bin", "/bai/a1/k"};
+    layout_ = {"/state/kernels/k", "/state/bin", "/bai/a1/k", nullptr, "2"};
   }
   json Config() { return json::parse(OciConfig(spec_, image_, options_, layout_)); }
 
@@ -94,6 +94,7 @@ TEST_F(OciConfigTest, LimitsFromSlots) {
   json r = Config()["linux"]["resources"];
   EXPECT_EQ(r["cpu"]["quota"], 50000);
   EXPECT_EQ(r["cpu"]["period"], 100000);
+  EXPECT_EQ(r["cpu"]["cpus"], "2");
   EXPECT_EQ(r["memory"]["limit"], 268435456);
   EXPECT_EQ(r["pids"]["limit"], 4096);
   EXPECT_EQ(r["devices"][0]["allow"], false);
@@ -158,6 +159,28 @@ TEST(CgroupMapping, VersionOneAndTwo) {
   EXPECT_EQ(OomCounterFile(2, "/bai/a/k"), "/bai/a/k/memory.events");
   // The smallest quota runc accepts.
   EXPECT_EQ(LimitsFromResources(Slots(R"({"cpu": "0.001"})"), 1).cpu_quota_us, 1000);
+}
+
+// Hardening (new user, 3): inside a cpu=1 kernel nproc reported the host's CPUs, and thread
+// pools oversubscribed. A kernel is pinned to ceil(cpu) CPUs, the least loaded ones.
+TEST(CpusetTest, KernelsGetTheirShareOfCpusSpreadOverTheLeastLoaded) {
+  using protocol::Decimal;
+  std::vector<int> host = {0, 1, 2, 3};
+  auto d = [](char const* text) { return *Decimal::Parse(text); };
+  EXPECT_EQ(PickCpus(host, {}, d("1")), (std::vector<int>{0}));
+  EXPECT_EQ(PickCpus(host, {}, d("0.25")), (std::vector<int>{0}));
+  EXPECT_EQ(PickCpus(host, {}, d("1.5")), (std::vector<int>{0, 1}));
+  EXPECT_EQ(PickCpus(host, {}, d("16")), host);
+  EXPECT_EQ(PickCpus(host, {}, Decimal::Unlimited()), host);
+  // Loaded CPUs come last; ties go to the lowest.
+  EXPECT_EQ(PickCpus(host, {{0, 2}, {1, 1}}, d("2")), (std::vector<int>{2, 3}));
+  EXPECT_EQ(PickCpus(host, {{0, 1}, {1, 1}, {2, 1}, {3, 1}}, d("1")), (std::vector<int>{0}));
+  EXPECT_EQ(PickCpus({5, 9}, {{5, 1}}, d("1")), (std::vector<int>{9}));
+  EXPECT_TRUE(PickCpus({}, {}, d("1")).empty());
+  EXPECT_EQ(CpuList({0, 1, 2, 5, 7, 8}), "0-2,5,7-8");
+  EXPECT_EQ(CpuList({3}), "3");
+  EXPECT_EQ(CpuList({}), "");
+  EXPECT_FALSE(AllowedCpus().empty());
 }
 
 TEST(ImageStoreTest, BuiltinsHaveASynthesisedEtcWithoutSecrets) {

@@ -157,6 +157,14 @@ TEST_F(RuncTest, BatchJobPrintsItsOutputAndExitsWithItsCode) {
   auto argv = Bai({"run", "python", "--", "python3", "-c", "import sys; print(sys.argv[1:])", "a b",
                    "$HOME", "it's"});
   EXPECT_EQ(argv.out, "['a b', '$HOME', \"it's\"]\n");
+  // Hardening (new user, 3): nproc saw the host's CPUs inside a cpu=1 kernel.
+  auto nproc = Bai({"run", "-r", "cpu=1", "shell", "--", "nproc"});
+  EXPECT_EQ(nproc.exit_code, 0) << nproc.err;
+  EXPECT_EQ(nproc.out, "1\n");
+  auto count = Bai({"run", "-r", "cpu=1.5", "python", "--", "python3", "-c",
+                    "import os; print(len(os.sched_getaffinity(0)))"});
+  EXPECT_EQ(count.out, std::to_string(std::min<long>(2, sysconf(_SC_NPROCESSORS_ONLN))) + "\n")
+      << count.err;
 }
 
 TEST_F(RuncTest, QueryModeKeepsStateInANamedSession) {
