@@ -155,11 +155,12 @@ Status Manager::StartStorage(ManagerConfig const& config) {
 
 Manager::~Manager() {
   Stop();
+  // The API first: its slow-work pool finishes what runs, with everything it uses still here.
   // Sockets held by streams and agent links belong to the server's io_context: release them
   // while it still exists (its threads have stopped), then the server itself.
+  api_.reset();
   hub_.reset();
   agents_.reset();
-  api_.reset();
   http_.reset();
   storage_.reset();
 }

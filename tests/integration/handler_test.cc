@@ -20,6 +20,9 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 
 namespace bai::manager {
 namespace {
@@ -121,6 +124,61 @@ TEST_F(AuthHandlerTest, PasswordGuessingIsThrottledPerAccountAndPerAddress) {
   auto ok = Try(*api, "admin", password_, "198.51.100.1");
   EXPECT_EQ(ok.status, 200) << ok.body;
   EXPECT_TRUE(json::parse(ok.body)["data"].contains("secret_key"));
+}
+
+// Hardening (hostile, 6): a folder's usage (a walk of its whole tree) ran on the I/O thread, and
+// two requests for a folder of 200k files stalled GET / for 20 s. Such routes (GraphQL, folder
+// info and usage) run on the slow-work pool: while one is busy the rest of the API answers.
+TEST_F(HandlerTest, PooledRoutesLeaveTheIoThreadFree) {
+  ApiOptions o;
+  o.slow_workers = 1;
+  o.slow_queue = 1;
+  ManagerApi api(*state_.store, o);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  std::atomic<int> entered{0};
+  api.AddPooled("GET", "/slow/{name}", AuthLevel::kAnonymous, [&](RequestContext& ctx) {
+    ++entered;
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return release; });
+    return server::HttpResponse::Json(200, json{{"name", ctx.params.at("name")}}.dump());
+  });
+  api.Add("GET", "/quick", AuthLevel::kAnonymous,
+          [](RequestContext&) { return server::HttpResponse::Json(200, "{}"); });
+  auto slow = FakeExchange::Make("GET", "/slow/walk");
+  api.Handle(slow);
+  EXPECT_FALSE(slow->Answered()) << "answered on the calling thread";
+  for (int i = 0; i < 200 && entered == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(entered, 1);
+  // The worker is busy: a quick route still answers at once on the calling thread.
+  auto quick = FakeExchange::Make("GET", "/quick");
+  api.Handle(quick);
+  ASSERT_TRUE(quick->Answered());
+  EXPECT_EQ(quick->Answered()->status, 200);
+  // One may wait in the queue; the next is told to come back.
+  auto queued = FakeExchange::Make("GET", "/slow/second");
+  api.Handle(queued);
+  auto refused = FakeExchange::Make("GET", "/slow/third");
+  api.Handle(refused);
+  ASSERT_TRUE(refused->Answered());
+  EXPECT_EQ(refused->Answered()->status, 429);
+  EXPECT_EQ(json::parse(refused->Answered()->body)["type"],
+            "https://api.backend.ai/probs/rate-limit-exceeded");
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  // The path parameters outlive the call that routed them.
+  auto a = slow->Wait();
+  auto b = queued->Wait();
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(json::parse(a->body)["name"], "walk");
+  EXPECT_EQ(json::parse(b->body)["name"], "second");
+  EXPECT_NE(slow->responder(), std::this_thread::get_id());
 }
 
 TEST_F(AuthHandlerTest, PasswordChecksRunOnABoundedPoolNotOnTheCallingThread) {

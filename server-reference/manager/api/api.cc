@@ -20,6 +20,33 @@ using server::ProblemResponse;
 ManagerApi::ManagerApi(Store& store, ApiOptions options)
     : store_(store), options_(std::move(options)) {
   if (!options_.clock) options_.clock = [] { return std::chrono::system_clock::now(); };
+  slow_pool_ = std::make_unique<server::WorkPool>(options_.slow_workers, options_.slow_queue);
+}
+
+void ManagerApi::AddPooled(std::string method, std::string const& pattern, AuthLevel level,
+                           SyncHandler handler) {
+  AddAsync(std::move(method), pattern, level,
+           [this, handler = std::move(handler)](
+               RequestContext& ctx,
+               std::shared_ptr<server::Exchange> const& exchange) -> std::optional<HttpResponse> {
+             // What the context points at lives only for this call: the pool's copy owns it.
+             auto params = std::make_shared<server::PathParams>(ctx.params);
+             auto identity = ctx.identity ? std::make_shared<Identity>(*ctx.identity)
+                                          : std::shared_ptr<Identity>();
+             bool queued = slow_pool_->TrySubmit([this, handler, exchange, params, identity,
+                                                  headers = ctx.response_headers] {
+               RequestContext late{exchange->request(), *params, identity.get(), store_, headers};
+               auto response = handler(late);
+               for (auto& h : late.response_headers) response.headers.push_back(h);
+               exchange->Respond(std::move(response));
+             });
+             if (queued) return std::nullopt;
+             auto busy = ProblemResponse(
+                 MakeProblemStatus(ProblemType::kRateLimitExceeded,
+                                   "The manager is busy with long requests; retry shortly."));
+             busy.headers.emplace_back("Retry-After", "1");
+             return busy;
+           });
 }
 
 void ManagerApi::Handle(std::shared_ptr<server::Exchange> const& exchange) {

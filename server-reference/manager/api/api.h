@@ -3,6 +3,7 @@
 
 #include "server-reference/common/http.h"
 #include "server-reference/common/router.h"
+#include "server-reference/common/work_pool.h"
 #include "server-reference/manager/api/auth.h"
 #include "server-reference/manager/api/login_throttle.h"
 #include "server-reference/manager/state/store.h"
@@ -49,6 +50,9 @@ struct ApiOptions {
   /// Threads hashing passwords (Argon2id, 64 MiB each) and logins that may wait for one.
   int password_workers = 2;
   std::size_t password_queue = 64;
+  /// Threads for AddPooled handlers, and requests that may wait for one.
+  int slow_workers = 2;
+  std::size_t slow_queue = 256;
 };
 
 /// The manager's REST surface: routes with their auth level, the API-version check, signature
@@ -64,6 +68,11 @@ class ManagerApi {
   void Add(std::string method, std::string const& pattern, AuthLevel level, SyncHandler handler);
   void AddAsync(std::string method, std::string const& pattern, AuthLevel level,
                 AsyncHandler handler);
+  /// A handler whose work may take long (walking a folder's tree, a large GraphQL query): it
+  /// runs on the slow-work pool, never on an I/O thread, so the rest of the API keeps answering.
+  /// A full pool answers 429 with Retry-After.
+  void AddPooled(std::string method, std::string const& pattern, AuthLevel level,
+                 SyncHandler handler);
 
   Store& store() { return store_; }
   ApiOptions const& options() const { return options_; }
@@ -80,6 +89,7 @@ class ManagerApi {
   RateLimiter limiter_;
   KeypairCache keypairs_;
   server::Router router_;
+  std::unique_ptr<server::WorkPool> slow_pool_;  // last: its destructor waits for running work
 };
 
 }  // namespace bai::manager

@@ -826,11 +826,16 @@ class Resolver {
               {"cloneable", r.cloneable},
               {"status", r.status}};
     if (usage) {
-      auto u = links_.Call(r.host, storage::api::kFolderUsage,
-                           {{"scope", vfolders::ScopeDirectory(r.quota_scope_id)}, {"id", r.id}});
-      if (u.ok()) {
-        o["num_files"] = u->value("file_count", std::int64_t{0});
-        o["cur_size"] = u->value("used_bytes", std::int64_t{0});
+      // Once per folder and request: aliases asking again get the same walk's figures.
+      auto memo = usage_.find(r.id);
+      if (memo == usage_.end()) {
+        auto u = links_.Call(r.host, storage::api::kFolderUsage,
+                             {{"scope", vfolders::ScopeDirectory(r.quota_scope_id)}, {"id", r.id}});
+        memo = usage_.emplace(r.id, u.ok() ? *u : json()).first;
+      }
+      if (memo->second.is_object()) {
+        o["num_files"] = memo->second.value("file_count", std::int64_t{0});
+        o["cur_size"] = memo->second.value("used_bytes", std::int64_t{0});
       }
     }
     return o;
@@ -842,6 +847,7 @@ class Resolver {
   AgentStore agents_;
   vfolders::FolderStore folders_;
   vfolders::StorageLinks const& links_;
+  std::map<std::string, json> usage_;  // folder id → its usage, walked once per request
 };
 
 // Parse, prepare and execute: the response document, or the errors that stopped it.
@@ -867,7 +873,8 @@ nlohmann::ordered_json Run(RequestContext& ctx, SessionStore& sessions,
 void RegisterGraphqlRoutes(ManagerApi& api, SessionStore& sessions,
                            vfolders::StorageLinks const& links) {
   // The standard endpoint: always 200 with {data, errors}.
-  api.Add("POST", "/admin/gql", AuthLevel::kUser, [&sessions, &links](RequestContext& ctx) {
+  // Both on the slow-work pool: a query may walk folders' trees (num_files, cur_size).
+  api.AddPooled("POST", "/admin/gql", AuthLevel::kUser, [&sessions, &links](RequestContext& ctx) {
     return Guard([&]() -> StatusOr<server::HttpResponse> {
       auto request = protocol::DecodeGraphqlRequest(ctx.request.body);
       if (!request.ok()) return request.status();
@@ -875,19 +882,20 @@ void RegisterGraphqlRoutes(ManagerApi& api, SessionStore& sessions,
     });
   });
   // The legacy endpoint: data alone on success; 400 graphql-error with the errors as `data`.
-  api.Add("POST", "/admin/graphql", AuthLevel::kUser, [&sessions, &links](RequestContext& ctx) {
-    return Guard([&]() -> StatusOr<server::HttpResponse> {
-      auto request = protocol::DecodeGraphqlRequest(ctx.request.body);
-      if (!request.ok()) return request.status();
-      auto out = Run(ctx, sessions, links, *request);
-      if (out.contains("errors")) {
-        return MakeProblemStatus(ProblemType::kGraphqlError,
-                                 out["errors"][0]["message"].get<std::string>(),
-                                 out["errors"].dump());
-      }
-      return server::HttpResponse::Json(200, out["data"].dump());
-    });
-  });
+  api.AddPooled("POST", "/admin/graphql", AuthLevel::kUser,
+                [&sessions, &links](RequestContext& ctx) {
+                  return Guard([&]() -> StatusOr<server::HttpResponse> {
+                    auto request = protocol::DecodeGraphqlRequest(ctx.request.body);
+                    if (!request.ok()) return request.status();
+                    auto out = Run(ctx, sessions, links, *request);
+                    if (out.contains("errors")) {
+                      return MakeProblemStatus(ProblemType::kGraphqlError,
+                                               out["errors"][0]["message"].get<std::string>(),
+                                               out["errors"].dump());
+                    }
+                    return server::HttpResponse::Json(200, out["data"].dump());
+                  });
+                });
 }
 
 }  // namespace bai::manager

@@ -1166,10 +1166,11 @@ void RegisterVFolderRoutes(ManagerApi& api, vfolders::StorageLinks const& links,
   SyncHandler types = [](RequestContext&) { return JsonResponse(json::array({"user", "group"})); };
   api.Add("GET", "/folders/_/allowed-types", L::kUser, types);
   api.Add("GET", "/folders/_/allowed_types", L::kUser, types);
-  api.Add("GET", "/folders/_/usage", L::kSuperadmin,
-          on([](Env& e, RequestContext& c) { return Usage(e, c, false); }));
-  api.Add("GET", "/folders/_/used-bytes", L::kSuperadmin,
-          on([](Env& e, RequestContext& c) { return Usage(e, c, true); }));
+  // What walks a folder's whole tree runs off the I/O threads.
+  api.AddPooled("GET", "/folders/_/usage", L::kSuperadmin,
+                on([](Env& e, RequestContext& c) { return Usage(e, c, false); }));
+  api.AddPooled("GET", "/folders/_/used-bytes", L::kSuperadmin,
+                on([](Env& e, RequestContext& c) { return Usage(e, c, true); }));
   api.Add("GET", "/folders/_/quota", L::kUser, [](RequestContext&) {
     return server::ProblemResponse(MakeProblemStatus(
         ProblemType::kDeprecated, "Per-folder quota queries are deprecated; use quota scopes."));
@@ -1178,7 +1179,7 @@ void RegisterVFolderRoutes(ManagerApi& api, vfolders::StorageLinks const& links,
   api.Add("POST", "/folders/purge", L::kUser, by_body(Purge));
   api.Add("POST", "/folders/delete-from-trash-bin", L::kUser, by_body(Purge));
   api.Add("POST", "/folders/restore-from-trash-bin", L::kUser, by_body(Restore));
-  api.Add("GET", "/folders/{name}", L::kUser, on(Info));
+  api.AddPooled("GET", "/folders/{name}", L::kUser, on(Info));
   api.Add("DELETE", "/folders/{name}", L::kUser,
           on([](Env& e, RequestContext& c) -> StatusOr<HttpResponse> {
             auto f = ResolveFor(e, c);
