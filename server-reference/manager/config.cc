@@ -46,7 +46,7 @@ Status LoadManagerConfig(std::string const& path, ManagerConfig& config) {
     auto const* table = node.as_table();
     std::string name(section.str());
     if (!table || (name != "server" && name != "storage" && name != "agents" && name != "auth" &&
-                   name != "vfolders")) {
+                   name != "vfolders" && name != "scheduler")) {
       return Status(StatusCode::kInvalidArgument, path + ": unknown section [" + name + "]");
     }
     for (auto const& [k, v] : *table) {
@@ -90,6 +90,10 @@ Status LoadManagerConfig(std::string const& path, ManagerConfig& config) {
         (key == "auth.login_attempts_per_address" ? config.login_limits.per_address
                                                   : config.login_limits.failures_per_user) =
             static_cast<int>(*n);
+      } else if (key == "scheduler.head_wait") {
+        auto n = v.value<std::int64_t>();
+        if (!n || *n < 0 || *n > 86400 * 7) return bad(key, "seconds from 0 to 604800");
+        config.scheduler_head_wait = static_cast<int>(*n);
       } else if (key == "auth.signups_per_address") {
         auto n = v.value<std::int64_t>();
         if (!n || *n < 1 || *n > 1000000) return bad(key, "an integer from 1 to 1000000");

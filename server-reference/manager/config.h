@@ -25,6 +25,9 @@ namespace bai::manager {
 /// [agents]
 /// heartbeat_timeout = 15      # seconds of silence before an agent is LOST
 /// lost_grace = 300            # seconds a LOST agent's sessions wait before they end as ERROR
+/// [scheduler]
+/// head_wait = 600             # seconds a session that could fit waits before an agent is held
+///                             # for it (nothing else starts there; the others keep backfilling)
 /// [auth]
 /// allow_signup = false        # POST /auth/signup creates users (off: 403)
 /// login_attempts_per_address = 30  # password logins one client address may try per window
@@ -52,7 +55,8 @@ struct ManagerConfig {
   std::string database;
   int agent_heartbeat_timeout = 15;
   int agent_lost_grace = 300;
-  int agent_lost_forget = 3600;  ///< LOST agents holding nothing are removed this long after grace
+  int agent_lost_forget = 3600;   ///< LOST agents holding nothing are removed this long after grace
+  int scheduler_head_wait = 600;  ///< seconds; scheduler::Input::max_head_wait
   bool allow_signup = false;
   LoginLimits login_limits;
   int signups_per_address = 5;  ///< per hour, right or wrong

@@ -45,6 +45,7 @@ StatusOr<std::unique_ptr<Manager>> Manager::Start(ManagerConfig const& config) {
   auto state = OpenState(config);
   if (!state.ok()) return std::move(state).status();
   m->state_ = std::move(*state);
+  m->head_wait_ = std::chrono::seconds(config.scheduler_head_wait);
   m->sessions_ = std::make_unique<SessionStore>(*m->state_.db);
   m->tasks_ = std::make_unique<BackgroundTaskStore>(*m->state_.db);
   m->hub_ = std::make_unique<EventHub>(*m->sessions_, *m->tasks_);
@@ -172,7 +173,8 @@ void Manager::Stop() {
 }
 
 void Manager::Schedule(std::string const& scaling_group) {
-  auto placed = RunSchedulingPass(*state_.db, scaling_group, std::chrono::system_clock::now());
+  auto placed =
+      RunSchedulingPass(*state_.db, scaling_group, std::chrono::system_clock::now(), head_wait_);
   if (!placed.ok()) {
     std::fprintf(stderr, "bai-manager: scheduling %s failed: %s\n", scaling_group.c_str(),
                  placed.status().message().c_str());

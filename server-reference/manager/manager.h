@@ -15,6 +15,7 @@
 #include "server-reference/manager/vfolders/storage_links.h"
 #include "server-reference/storage/proxy.h"
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 
@@ -54,6 +55,7 @@ class Manager {
   Manager() = default;
   Status StartStorage(ManagerConfig const& config);
   OpenedState state_;
+  std::chrono::seconds head_wait_{600};  ///< scheduler.head_wait
   std::unique_ptr<SessionStore> sessions_;
   std::unique_ptr<BackgroundTaskStore> tasks_;
   std::unique_ptr<EventHub> hub_;

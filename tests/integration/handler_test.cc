@@ -7,6 +7,7 @@
 #include "bai/protocol/signing.h"
 
 #include "server-reference/manager/api/routes.h"
+#include "server-reference/manager/config.h"
 #include "server-reference/manager/events.h"
 #include "server-reference/manager/manager.h"
 #include "server-reference/manager/state/bgtasks.h"
@@ -21,6 +22,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <fstream>
 #include <mutex>
 #include <thread>
 
@@ -124,6 +126,24 @@ TEST_F(AuthHandlerTest, PasswordGuessingIsThrottledPerAccountAndPerAddress) {
   auto ok = Try(*api, "admin", password_, "198.51.100.1");
   EXPECT_EQ(ok.status, 200) << ok.body;
   EXPECT_TRUE(json::parse(ok.body)["data"].contains("secret_key"));
+}
+
+// The settings this hardening added: the head guarantee and the signup throttle, with their
+// ranges checked.
+TEST(ManagerConfigTest, HeadWaitAndSignupLimitAreSettings) {
+  testing_util::TempDir dir;
+  std::string path = dir.path() + "/manager.toml";
+  std::ofstream(path) << "[scheduler]\nhead_wait = 120\n[auth]\nsignups_per_address = 2\n";
+  ManagerConfig config;
+  ASSERT_TRUE(LoadManagerConfig(path, config).ok());
+  EXPECT_EQ(config.scheduler_head_wait, 120);
+  EXPECT_EQ(config.signups_per_address, 2);
+  std::ofstream(path) << "[scheduler]\nhead_wait = -1\n";
+  auto bad = LoadManagerConfig(path, config);
+  EXPECT_FALSE(bad.ok());
+  EXPECT_THAT(bad.message(), HasSubstr("scheduler.head_wait"));
+  std::ofstream(path) << "[auth]\nsignups_per_address = 0\n";
+  EXPECT_FALSE(LoadManagerConfig(path, config).ok());
 }
 
 // Hardening (hostile, 6): a folder's usage (a walk of its whole tree) ran on the I/O thread, and

@@ -175,6 +175,50 @@ TEST(SchedulerTest, HeadGuaranteeStopsBackfillAfterMaxWait) {
   EXPECT_THAT(d["small"].status_info, HasSubstr("older session"));
 }
 
+// Hardening (hostile, 7): past the head guarantee one user's request for a whole agent blocked
+// every later session of the group, even with other agents free. The head now holds one agent;
+// the others keep backfilling, and the reasons say who holds what.
+TEST(SchedulerTest, AStarvingHeadHoldsOneAgentAndTheRestBackfill) {
+  Input in;
+  in.now = std::chrono::system_clock::time_point(minutes(100));
+  in.max_head_wait = std::chrono::seconds(60);
+  in.agents = {MakeAgent("a1", "cpu=4"), MakeAgent("a2", "cpu=4"), MakeAgent("a3", "cpu=4")};
+  in.agents[0].occupied = Slots("cpu=3");  // the most free for a whole-agent request: none full
+  in.agents[1].occupied = Slots("cpu=1");
+  in.agents[2].occupied = Slots("cpu=2");
+  Session whole = MakeSession("whole", "cpu=4", 1, "AK-big");
+  whole.enqueued_at = in.now - minutes(30);
+  in.pending = {whole};
+  for (int i = 0; i < 4; ++i) {
+    Session s = MakeSession("small" + std::to_string(i), "cpu=1", 2 + i);
+    s.enqueued_at = in.now;
+    in.pending.push_back(s);
+  }
+  auto d = ByID(Schedule(in));
+  EXPECT_FALSE(d["whole"].agent_id);
+  EXPECT_THAT(d["whole"].status_info, HasSubstr("agent a2 is held for it"));
+  EXPECT_THAT(d["whole"].status_info, HasSubstr("head guarantee after 60 s"));
+  // a2 (the one nearest to free) takes nothing more; a1 and a3 take the small ones.
+  int started = 0;
+  for (int i = 0; i < 4; ++i) {
+    auto const& one = d["small" + std::to_string(i)];
+    if (one.agent_id) {
+      ++started;
+      EXPECT_NE(*one.agent_id, "a2") << i;
+    }
+  }
+  EXPECT_EQ(started, 3) << "a1 has room for 1, a3 for 2";
+  EXPECT_THAT(d["small3"].status_info, HasSubstr("agent a2 (held for whole)"));
+  // Before the guarantee nothing is held: the small ones fill a2 as well.
+  in.max_head_wait = std::chrono::seconds(3600);
+  auto early = ByID(Schedule(in));
+  EXPECT_EQ(early["small0"].agent_id, "a1");
+  EXPECT_THAT(early["whole"].status_info, ::testing::Not(HasSubstr("held")));
+  int early_started = 0;
+  for (int i = 0; i < 4; ++i) early_started += early["small" + std::to_string(i)].agent_id ? 1 : 0;
+  EXPECT_EQ(early_started, 4);
+}
+
 TEST(SchedulerTest, NotReadySessionsWaitWithTheirReason) {
   Input in;
   in.agents = {MakeAgent("a1", "cpu=4")};

@@ -223,18 +223,38 @@ std::vector<Decision> Schedule(Input const& input) {
     return a->enqueue_seq < b->enqueue_seq;
   });
 
+  // The head guarantee: a session that has waited `max_head_wait` while it could fit holds one
+  // agent that can take it; nothing else starts there until it does. Later sessions still start
+  // on the other agents (they cannot delay it there).
+  std::map<std::string, std::string> held;  // agent id -> the session it is held for
+  auto hold_for = [&](Session const& s) -> std::string {
+    std::string best;
+    double best_score = -1;
+    for (auto const& a : agents) {
+      if (held.count(a.id) || !Eligible(a, s) || !Fits(s.requested, a.capacity, {})) continue;
+      double score = 0;  // how much of the request is free there already
+      for (auto const& [slot, amount] : s.requested) {
+        if (amount.is_zero()) continue;
+        double ratio = Get(FreeOf(a), slot).ToDouble() / std::max(amount.ToDouble(), 1e-9);
+        score += std::min(ratio, 1.0);
+      }
+      if (score > best_score) {
+        best_score = score;
+        best = a.id;
+      }
+    }
+    if (!best.empty()) held[best] = s.id;
+    return best;
+  };
+  std::string const guarantee =
+      "the head guarantee after " + std::to_string(input.max_head_wait.count()) + " s";
+
   std::vector<Decision> decisions;
-  bool head_holds = false;  // a starving head blocks everything behind it
   for (Session const* s : order) {
     Decision d;
     d.session_id = s->id;
     if (!s->ready) {
       d.status_info = s->not_ready_reason;
-      decisions.push_back(std::move(d));
-      continue;
-    }
-    if (head_holds) {
-      d.status_info = "waiting: an older session that waited too long goes first";
       decisions.push_back(std::move(d));
       continue;
     }
@@ -248,8 +268,13 @@ std::vector<Decision> Schedule(Input const& input) {
     }
     Agent* chosen = nullptr;
     bool fragmented = false;  // some agent had the room in total, but not on its GPUs
+    std::string held_away;    // an agent that would fit, held for an older session
     for (auto& a : agents) {
       if (!Eligible(a, *s) || !Fits(s->requested, a.capacity, a.occupied)) continue;
+      if (auto h = held.find(a.id); h != held.end() && h->second != s->id) {
+        if (held_away.empty()) held_away = a.id + " (held for " + h->second + ")";
+        continue;
+      }
       if (!a.devices.empty()) {
         auto placed = PlaceDevices(a.devices, s->requested, a.device_policy);
         if (!placed) {
@@ -262,6 +287,7 @@ std::vector<Decision> Schedule(Input const& input) {
       chosen = &a;
       break;
     }
+    bool starving = input.now - s->enqueued_at >= input.max_head_wait;
     if (chosen) {
       AddInto(chosen->occupied, s->requested);
       if (kp != keypairs.end()) {
@@ -269,13 +295,27 @@ std::vector<Decision> Schedule(Input const& input) {
         AddInto(kp->second.occupied, s->requested);
       }
       d.agent_id = chosen->id;
+    } else if (!held_away.empty()) {
+      d.status_info = "waiting: needs " + DescribeSlots(s->requested) + "; agent " + held_away +
+                      ", an older session past " + guarantee + ", is the one with room";
     } else if (fragmented) {
       d.status_info =
           "waiting: needs " + DescribeSlots(s->requested) +
           "; the agents have that much GPU in total but not free on their individual devices";
-      if (input.now - s->enqueued_at >= input.max_head_wait) head_holds = true;
+      if (starving) {
+        if (auto agent = hold_for(*s); !agent.empty()) {
+          d.status_info += "; agent " + agent + " is held for it (" + guarantee + ")";
+        }
+      }
     } else {
-      d.status_info = WhyWaiting(agents, *s, input, head_holds);
+      bool starving_fit = false;  // could fit an agent, and waited past the guarantee
+      d.status_info = WhyWaiting(agents, *s, input, starving_fit);
+      if (starving_fit) {
+        if (auto agent = hold_for(*s); !agent.empty()) {
+          d.status_info += "; agent " + agent + " is held for it (" + guarantee +
+                           "): nothing else starts there until it does";
+        }
+      }
     }
     decisions.push_back(std::move(d));
   }

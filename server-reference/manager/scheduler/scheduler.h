@@ -74,8 +74,10 @@ struct Input {
   std::vector<Agent> agents;
   std::map<std::string, Keypair> keypairs;  ///< by access key; absent = no limits
   std::chrono::system_clock::time_point now;
-  /// Once the oldest session that fits the group has waited this long, nothing behind it starts
-  /// until it does (the head guarantee of DECISIONS.md "Scheduler").
+  /// Once a session that could fit has waited this long, one agent that can take it is held for
+  /// it: nothing else starts there until it does, while later sessions keep starting on the
+  /// other agents (the head guarantee of DECISIONS.md "Scheduler"; manager setting
+  /// scheduler.head_wait). Each starving session holds its own agent, oldest first.
   std::chrono::seconds max_head_wait{600};
 };
 
@@ -87,7 +89,8 @@ struct Decision {
   std::string status_info;                ///< why it waits, in words ("" when scheduled)
 };
 
-/// One scheduling pass for one resource group: FIFO order with backfill and a head guarantee,
+/// One scheduling pass for one resource group: FIFO order with backfill and a head guarantee
+/// (an agent held for a session that waited too long; the others keep backfilling),
 /// first-fit over agents (in the given order), exact decimal accounting that never
 /// over-allocates an agent or any one of its GPUs (devices.h), keypair concurrency and total-slot
 /// limits. Pure: no I/O, no clock.
