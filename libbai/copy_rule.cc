@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "bai/copy_rule.h"
 
+#include <sys/stat.h>
+
 namespace bai {
 
 std::string LastName(std::string path) {
@@ -13,6 +15,12 @@ std::string JoinPath(std::string const& dir, std::string const& name) {
   if (dir.empty() || dir == ".") return name;
   if (name.empty()) return dir;
   return dir.back() == '/' ? dir + name : dir + "/" + name;
+}
+
+PathKind LocalPathKind(std::string const& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return PathKind::kMissing;
+  return S_ISDIR(st.st_mode) ? PathKind::kDirectory : PathKind::kFile;
 }
 
 bool CopiesInto(std::string const& destination, PathKind destination_kind) {

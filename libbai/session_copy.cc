@@ -22,13 +22,6 @@ namespace {
 namespace fs = std::filesystem;
 namespace p = protocol;
 
-PathKind LocalKind(std::string const& path) {
-  std::error_code ec;
-  auto st = fs::status(path, ec);
-  if (ec || !fs::exists(st)) return PathKind::kMissing;
-  return fs::is_directory(st) ? PathKind::kDirectory : PathKind::kFile;
-}
-
 Status Local(std::string const& what, std::string const& path, int err) {
   return Status(err == ENOENT ? StatusCode::kNotFound : StatusCode::kFailedPrecondition,
                 what + " " + path + ": " + std::strerror(err));
@@ -158,7 +151,7 @@ StatusOr<CopyReport> SessionClient::CopyToSession(std::string const& session,
   PathKind kind =
       dst == "." || ListFiles(session, dst).ok() ? PathKind::kDirectory : PathKind::kMissing;
   std::vector<CopySource> placed;
-  for (auto const& src : sources) placed.push_back({src, LocalKind(src)});
+  for (auto const& src : sources) placed.push_back({src, LocalPathKind(src)});
   auto targets = PlaceCopies(placed, dst, kind, recursive);
   if (!targets.ok()) return targets.status();
   CopyReport report;
@@ -167,7 +160,7 @@ StatusOr<CopyReport> SessionClient::CopyToSession(std::string const& session,
     auto const& src = sources[i];
     std::string const& top = (*targets)[i];
     std::error_code ec;
-    if (fs::is_directory(fs::status(src, ec))) {
+    if (placed[i].kind == PathKind::kDirectory) {
       for (auto it = fs::recursive_directory_iterator(src, ec); !ec && it != fs::end(it);
            it.increment(ec)) {
         std::string rel = fs::relative(it->path(), src).generic_string();
@@ -239,7 +232,7 @@ StatusOr<CopyReport> SessionClient::CopyFromSession(std::string const& session,
       archives.push_back(std::move(*members));
     }
   }
-  PathKind kind = LocalKind(dst);
+  PathKind kind = LocalPathKind(dst);
   auto targets = PlaceCopies(placed, dst, kind, recursive);
   if (!targets.ok()) return targets.status();
   bool into = CopiesInto(dst, kind);

@@ -35,16 +35,9 @@ using nlohmann::json;
 
 constexpr int kAttempts = 20;  // per file, for connections that drop
 
-// What a local path is, following links (as cp does for the paths it is given).
-PathKind LocalKind(std::string const& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return PathKind::kMissing;
-  return S_ISDIR(st.st_mode) ? PathKind::kDirectory : PathKind::kFile;
-}
-
 std::vector<CopySource> LocalSources(std::vector<std::string> const& paths) {
   std::vector<CopySource> sources;
-  for (auto const& p : paths) sources.push_back({p, LocalKind(p)});
+  for (auto const& p : paths) sources.push_back({p, LocalPathKind(p)});
   return sources;
 }
 
@@ -428,14 +421,14 @@ StatusOr<TransferReport> VFolderClient::CopyFromFolder(std::string const& folder
   auto sources = RemoteSources(folder, remote_paths);
   if (!sources.ok()) return sources.status();
   std::string dst = destination.empty() ? "." : destination;
-  PathKind kind = LocalKind(dst);
+  PathKind kind = LocalPathKind(dst);
   auto targets = PlaceCopies(*sources, dst, kind, options.recursive);
   if (!targets.ok()) return targets.status();
   std::string make = CopiesInto(dst, kind) ? dst : "";
   if (make.empty()) {
     // A new name in a directory that must exist already (as for cp).
     std::string parent = fs::path(dst).parent_path().string();
-    if (!parent.empty() && LocalKind(parent) != PathKind::kDirectory) {
+    if (!parent.empty() && LocalPathKind(parent) != PathKind::kDirectory) {
       return Status(StatusCode::kNotFound, "no directory " + parent + " to copy into");
     }
   }

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Where copied files land: the one rule of `bai cp` (this machine <-> a folder) and
-// `bai session cp` (this machine <-> a session), the rule of cp(1) and scp(1). Pure: the callers
-// find out what the paths are (a stat, a listing) and move the bytes.
+// `bai session cp` (this machine <-> a session), the rule of cp(1) and scp(1). PlaceCopies is
+// pure: the callers find out what the paths are (LocalPathKind, a listing) and move the bytes.
 
 #include "bai/export.h"
 #include "bai/status.h"
@@ -33,6 +33,9 @@ BAI_EXPORT StatusOr<std::vector<std::string>> PlaceCopies(std::vector<CopySource
                                                           std::string const& destination,
                                                           PathKind destination_kind,
                                                           bool recursive);
+
+/// What a local path is, following links as cp does for the paths it is given (a stat).
+BAI_EXPORT PathKind LocalPathKind(std::string const& path);
 
 /// Whether sources go inside `destination` (the first case above).
 BAI_EXPORT bool CopiesInto(std::string const& destination, PathKind destination_kind);
