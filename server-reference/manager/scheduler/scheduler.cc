@@ -63,19 +63,25 @@ bool Eligible(Agent const& a, Session const& s) {
          OffersImage(a.images, s.image);
 }
 
+// How much of the session's request is free on the agent: per slot asked for, the share free
+// (at most 1), summed.
+double FreeScore(Agent const& a, Session const& s) {
+  double score = 0;
+  for (auto const& [slot, amount] : s.requested) {
+    if (amount.is_zero()) continue;
+    double ratio = Get(FreeOf(a), slot).ToDouble() / std::max(amount.ToDouble(), 1e-9);
+    score += std::min(ratio, 1.0);
+  }
+  return score;
+}
+
 // The agent with the most free room for the session's slots: named in the waiting message.
 Agent const* LargestFree(std::vector<Agent> const& agents, Session const& s) {
   Agent const* best = nullptr;
   double best_score = -1;
   for (auto const& a : agents) {
     if (!Eligible(a, s)) continue;
-    double score = 0;
-    for (auto const& [slot, amount] : s.requested) {
-      if (amount.is_zero()) continue;
-      auto free = Get(FreeOf(a), slot);
-      double ratio = free.ToDouble() / std::max(amount.ToDouble(), 1e-9);
-      score += std::min(ratio, 1.0);
-    }
+    double score = FreeScore(a, s);
     if (score > best_score) {
       best_score = score;
       best = &a;
@@ -232,12 +238,7 @@ std::vector<Decision> Schedule(Input const& input) {
     double best_score = -1;
     for (auto const& a : agents) {
       if (held.count(a.id) || !Eligible(a, s) || !Fits(s.requested, a.capacity, {})) continue;
-      double score = 0;  // how much of the request is free there already
-      for (auto const& [slot, amount] : s.requested) {
-        if (amount.is_zero()) continue;
-        double ratio = Get(FreeOf(a), slot).ToDouble() / std::max(amount.ToDouble(), 1e-9);
-        score += std::min(ratio, 1.0);
-      }
+      double score = FreeScore(a, s);
       if (score > best_score) {
         best_score = score;
         best = a.id;
