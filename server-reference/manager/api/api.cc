@@ -23,6 +23,22 @@ ManagerApi::ManagerApi(Store& store, ApiOptions options)
   slow_pool_ = std::make_unique<server::WorkPool>(options_.slow_workers, options_.slow_queue);
 }
 
+std::optional<HttpResponse> AnswerOnPool(server::WorkPool& pool,
+                                         std::shared_ptr<server::Exchange> const& exchange,
+                                         std::vector<std::pair<std::string, std::string>> headers,
+                                         std::function<HttpResponse()> work,
+                                         std::string const& busy_message) {
+  bool queued = pool.TrySubmit([exchange, headers = std::move(headers), work = std::move(work)] {
+    auto response = work();
+    for (auto const& h : headers) response.headers.push_back(h);
+    exchange->Respond(std::move(response));
+  });
+  if (queued) return std::nullopt;
+  auto busy = ProblemResponse(MakeProblemStatus(ProblemType::kRateLimitExceeded, busy_message));
+  busy.headers.emplace_back("Retry-After", "1");
+  return busy;
+}
+
 void ManagerApi::AddPooled(std::string method, std::string const& pattern, AuthLevel level,
                            SyncHandler handler) {
   AddAsync(std::move(method), pattern, level,
@@ -33,19 +49,15 @@ void ManagerApi::AddPooled(std::string method, std::string const& pattern, AuthL
              auto params = std::make_shared<server::PathParams>(ctx.params);
              auto identity = ctx.identity ? std::make_shared<Identity>(*ctx.identity)
                                           : std::shared_ptr<Identity>();
-             bool queued = slow_pool_->TrySubmit([this, handler, exchange, params, identity,
-                                                  headers = ctx.response_headers] {
-               RequestContext late{exchange->request(), *params, identity.get(), store_, headers};
-               auto response = handler(late);
-               for (auto& h : late.response_headers) response.headers.push_back(h);
-               exchange->Respond(std::move(response));
-             });
-             if (queued) return std::nullopt;
-             auto busy = ProblemResponse(
-                 MakeProblemStatus(ProblemType::kRateLimitExceeded,
-                                   "The manager is busy with long requests; retry shortly."));
-             busy.headers.emplace_back("Retry-After", "1");
-             return busy;
+             return AnswerOnPool(
+                 *slow_pool_, exchange, ctx.response_headers,
+                 [this, handler, exchange, params, identity] {
+                   RequestContext late{exchange->request(), *params, identity.get(), store_, {}};
+                   auto response = handler(late);
+                   for (auto& h : late.response_headers) response.headers.push_back(h);
+                   return response;
+                 },
+                 "The manager is busy with long requests; retry shortly.");
            });
 }
 

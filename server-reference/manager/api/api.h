@@ -40,6 +40,14 @@ using AsyncHandler = std::function<std::optional<server::HttpResponse>(
 class EventHub;
 class SessionStore;
 
+/// Runs `work` on `pool` and answers `exchange` later with its response plus `headers`:
+/// nullopt once queued; when the pool is full, 429 rate-limit-exceeded with `busy_message` and
+/// Retry-After: 1, to answer now.
+std::optional<server::HttpResponse> AnswerOnPool(
+    server::WorkPool& pool, std::shared_ptr<server::Exchange> const& exchange,
+    std::vector<std::pair<std::string, std::string>> headers,
+    std::function<server::HttpResponse()> work, std::string const& busy_message);
+
 struct ApiOptions {
   std::string manager_version;  ///< "bai-manager 0.1.0"
   /// Clock for signature windows and rate limits (tests move it).

@@ -92,13 +92,8 @@ StatusOr<HttpResponse> Login(Store& store, std::string const& domain, std::strin
 std::optional<HttpResponse> LoginGate::OnPool(
     std::shared_ptr<server::Exchange> const& exchange,
     std::vector<std::pair<std::string, std::string>> headers, std::function<HttpResponse()> work) {
-  bool queued = pool.TrySubmit([exchange, headers = std::move(headers), work = std::move(work)] {
-    auto response = work();
-    for (auto const& h : headers) response.headers.push_back(h);
-    exchange->Respond(std::move(response));
-  });
-  if (!queued) return TooManyLogins(1, "Too many password checks in progress; retry shortly.");
-  return std::nullopt;
+  return AnswerOnPool(pool, exchange, std::move(headers), std::move(work),
+                      "Too many password checks in progress; retry shortly.");
 }
 
 // GET /
