@@ -45,6 +45,7 @@ bench: build
 	bash bench/manager_bench.sh build 4 5
 	bash bench/session_cli_bench.sh build 40
 	bash bench/log_latency.sh build 100
+	bash bench/log_throughput.sh build 80 3
 	bash bench/vfolder_bench.sh build 1024 3
 	bash bench/gpushim_overhead.sh build 9 1
 	@if [ "$$(id -u)" = 0 ]; then build/bench/bai_kernel_start -n 20; \

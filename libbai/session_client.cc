@@ -267,6 +267,12 @@ StatusOr<std::string> SessionClient::Logs(std::string const& session) const {
   return text.is_string() ? text.get<std::string>() : text.dump();
 }
 
+StatusOr<protocol::SessionOutput> SessionClient::Output(std::string const& session) const {
+  auto body = CallBody(client_, {"GET", "/session/" + Segment(session) + "/logs?streams=true"});
+  if (!body.ok()) return std::move(body).status();
+  return protocol::DecodeSessionOutput(*body);
+}
+
 StatusOr<SessionEnd> SessionClient::FollowLogs(
     std::string const& session, std::function<void(protocol::LogEvent const&)> const& on_output,
     std::int64_t offset, std::function<bool()> const& keep_going) const {

@@ -71,16 +71,33 @@ std::string Quoted(std::string const& s) {
 }
 
 // The last `n` lines of `text`.
-std::string Tail(std::string const& text, long long n) {
-  if (n <= 0) return "";
+// Where the last `n` lines of `text` begin.
+std::size_t TailStart(std::string const& text, long long n) {
+  if (n <= 0) return text.size();
   std::size_t pos = text.size();
   if (pos > 0 && text[pos - 1] == '\n') --pos;
   while (n > 0 && pos > 0) {
     pos = text.rfind('\n', pos - 1);
-    if (pos == std::string::npos) return text;
+    if (pos == std::string::npos) return 0;
     --n;
   }
-  return n > 0 ? text : text.substr(pos + 1);
+  return n > 0 ? 0 : pos + 1;
+}
+
+// The last `n` lines of an output, each chunk keeping its stream.
+std::vector<std::pair<std::string, std::string>> TailChunks(
+    std::vector<std::pair<std::string, std::string>> const& chunks, long long n) {
+  std::string text;
+  for (auto const& [stream, data] : chunks) text += data;
+  std::size_t start = TailStart(text, n);
+  std::vector<std::pair<std::string, std::string>> out;
+  std::size_t at = 0;
+  for (auto const& [stream, data] : chunks) {
+    std::size_t end = at + data.size();
+    if (end > start) out.emplace_back(stream, data.substr(start > at ? start - at : 0));
+    at = end;
+  }
+  return out;
 }
 
 }  // namespace
@@ -144,21 +161,40 @@ int RunLogs(LogsOptions const& options, Context& ctx) {
   auto client = ctx.MakeClient();
   if (!client.ok()) return ReportError(ctx, client.status());
   SessionClient sessions(*client);
-  auto logs = sessions.Logs(options.session);
+  auto logs = sessions.Output(options.session);
   if (!logs.ok()) return ReportError(ctx, logs.status());
-  std::string text = options.tail ? Tail(*logs, *options.tail) : *logs;
+  auto chunks = options.tail ? TailChunks(logs->chunks, *options.tail) : logs->chunks;
+  // The job's stdout on stdout; its stderr, and bai's notices (where the middle of a long
+  // output was dropped), on stderr.
+  auto print = [&ctx](std::string const& stream, std::string const& text) {
+    (stream == "stdout" ? ctx.out() : ctx.err()) << text << std::flush;
+  };
   if (!options.follow) {
     if (ctx.json()) {
-      ctx.out() << json{{"session", options.session}, {"logs", text}, {"exit_code", 0}}.dump()
-                << "\n";
+      std::string merged, out_text, err_text;
+      json notices = json::array();
+      for (auto const& [stream, text] : chunks) {
+        merged += text;
+        if (stream == "stdout") out_text += text;
+        if (stream == "stderr") err_text += text;
+        if (stream == "notice") notices.push_back(text);
+      }
+      json j = {{"session", options.session},
+                {"logs", merged},
+                {"stdout", out_text},
+                {"stderr", err_text},
+                {"notices", notices},
+                {"truncated", logs->truncated},
+                {"exit_code", 0}};
+      ctx.out() << j.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
     } else {
-      ctx.out() << text;
+      for (auto const& [stream, text] : chunks) print(stream, text);
     }
     return 0;
   }
   // Follow: once it runs, its output as it is produced, until it ends.
   CatchInterrupts();
-  ctx.out() << text << std::flush;
+  for (auto const& [stream, text] : chunks) print(stream, text);
   auto info = sessions.Info(options.session);
   if (!info.ok()) return ReportError(ctx, info.status());
   if (info->status.status == protocol::SessionStatus::kPending ||
@@ -172,12 +208,7 @@ int RunLogs(LogsOptions const& options, Context& ctx) {
                            : ReportError(ctx, running.status());
     }
   }
-  auto followed = FollowToEnd(
-      sessions, info->id,
-      [&](std::string const& stream, std::string const& data) {
-        (stream == "notice" ? ctx.err() : ctx.out()) << data << std::flush;
-      },
-      static_cast<std::int64_t>(logs->size()));
+  auto followed = FollowToEnd(sessions, info->id, print, logs->next_offset);
   if (followed.interrupted) return kExitInterrupted;
   if (!followed.error.ok()) return ReportError(ctx, followed.error);
   return 0;
@@ -525,7 +556,9 @@ void AddSessionCommands(CommandSet& set) {
   AddRun(set, root, "Run a batch job, exit with its exit code (alias of `bai session run`)");
   AddList(set, root, "ps", "List sessions (alias of `bai session ls`)");
   AddExec(set, root, "Run a command in a running session (alias of `bai session exec`)");
-  AddLogs(set, root, "Print a session's output (alias of `bai session logs`)");
+  AddLogs(set, root,
+          "Print a session's output: its stdout on stdout, its stderr on stderr (alias of `bai "
+          "session logs`)");
   AddRm(set, root, "Destroy sessions (alias of `bai session rm`)");
   AddWait(set, root, "Wait for sessions to run or end (alias of `bai session wait`)");
 
@@ -539,7 +572,9 @@ void AddSessionCommands(CommandSet& set) {
   AddExec(set, *session, "Run a command in a running session: SESSION -- CMD ARG…");
   AddList(set, *session, "ls", "List sessions: active ones, or --all");
   AddOneSession(set, *session, "info", "Show a session", RunSessionInfo);
-  AddLogs(set, *session, "Print a session's output");
+  AddLogs(set, *session,
+          "Print a session's output: its stdout on stdout, its stderr on stderr; past the agent's "
+          "log limit, its head and tail with a notice where the middle was dropped");
   AddEvents(set, *session);
   AddWait(set, *session, "Wait for sessions to run (--for running) or end (--for done)");
   AddOneSession(set, *session, "history", "When a session entered each status", RunHistory);

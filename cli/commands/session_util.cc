@@ -65,6 +65,29 @@ int JobError(Context& ctx, Status const& status) {
   return kJobBaiError;
 }
 
+void PrintOutputFrom(protocol::SessionOutput const& output, std::int64_t offset,
+                     std::function<void(std::string const&, std::string const&)> const& print) {
+  // Offsets count output bytes up to next_offset; a notice counts none. From the end backwards:
+  // the chunks (and the part of one) after `offset`.
+  std::int64_t want = output.next_offset - offset;
+  if (offset <= 0) want = output.next_offset;
+  std::size_t first = output.chunks.size();
+  std::size_t skip = 0;
+  for (std::size_t i = output.chunks.size(); i-- > 0 && want > 0;) {
+    auto const& [stream, text] = output.chunks[i];
+    first = i;
+    if (stream == "notice") continue;
+    auto size = static_cast<std::int64_t>(text.size());
+    skip = size > want ? static_cast<std::size_t>(size - want) : 0;
+    want -= size;
+  }
+  if (offset <= 0) first = 0, skip = 0;
+  for (std::size_t i = first; i < output.chunks.size(); ++i) {
+    auto const& [stream, text] = output.chunks[i];
+    print(stream, i == first ? text.substr(std::min(skip, text.size())) : text);
+  }
+}
+
 FollowedJob FollowToEnd(SessionClient const& sessions, std::string const& id,
                         std::function<void(std::string const&, std::string const&)> const& print,
                         std::int64_t offset) {
@@ -100,10 +123,8 @@ FollowedJob FollowToEnd(SessionClient const& sessions, std::string const& id,
     if (!out.interrupted) out.error = end.status();
     return out;
   }
-  auto logs = sessions.Logs(id);
-  if (logs.ok() && static_cast<std::int64_t>(logs->size()) > offset) {
-    print("stdout", logs->substr(static_cast<std::size_t>(offset)));
-  }
+  auto logs = sessions.Output(id);
+  if (logs.ok()) PrintOutputFrom(*logs, offset, print);
   out.end = *end;
   return out;
 }

@@ -44,6 +44,11 @@ std::optional<std::int64_t> DurationFlag(Context& ctx, char const* flag, std::st
 /// 125.
 int JobError(Context& ctx, Status const& status);
 
+/// Prints the part of a stored output after output offset `offset` (all of it from 0), chunk by
+/// chunk with its stream.
+void PrintOutputFrom(protocol::SessionOutput const& output, std::int64_t offset,
+                     std::function<void(std::string const&, std::string const&)> const& print);
+
 /// How following a job's output ended: its end, an interrupt, or an error.
 struct FollowedJob {
   std::optional<SessionEnd> end;

@@ -166,7 +166,10 @@ class BAI_EXPORT SessionClient {
   /// Every page of List, up to `options.limit`.
   StatusOr<std::vector<SessionListItem>> ListAll(SessionListOptions options = {}) const;
   Status Destroy(std::string const& session, bool forced = false) const;
+  /// 24.09's answer: the stored output with stdout and stderr merged (and bai's notices).
   StatusOr<std::string> Logs(std::string const& session) const;
+  /// The stored output with its streams apart, and the offset to follow on from.
+  StatusOr<protocol::SessionOutput> Output(std::string const& session) const;
   /// Streams the session's output from byte `offset` as it is produced (stdout, stderr, and
   /// bai's notices such as the truncation marker) until the session ends, and returns how it
   /// ended. kUnavailable when the stream broke first (follow again from the offset reached);

@@ -11,6 +11,13 @@ namespace bai::internal {
 
 /// Appends `text` as a JSON string (quoted, control characters, '"' and '\\' escaped).
 void AppendJsonString(std::string& out, std::string_view text);
+/// The same for bytes that need not be UTF-8 (a program's output): each byte that is not part
+/// of a well-formed UTF-8 sequence becomes U+FFFD. Hundreds of MB/s: the log relay's hot path.
+void AppendJsonBytes(std::string& out, std::string_view bytes);
+
+/// Reads the JSON string starting at `text[pos]` (its opening quote) into `out` and moves `pos`
+/// past its closing quote; false (pos unspecified) for anything but a well-formed string.
+bool ReadJsonString(std::string_view text, std::size_t& pos, std::string& out);
 
 /// Writes one JSON object straight into a string, for answers that are encoded often (session
 /// info): no intermediate tree. Keys are the caller's literals and are not escaped.

@@ -721,19 +721,58 @@ StatusOr<protocol::SessionCreateRequest> SessionCreateRequestFromJson(
 namespace bai::protocol {
 
 std::string EncodeLogEvent(LogEvent const& e) {
-  json data;
+  std::string out = "event: " + e.kind + "\r\ndata: ";
   if (e.kind == "end") {
-    data = {{"status", e.status},
-            {"exit_code", OptionalInt(e.exit_code)},
-            {"status_info", e.status_info}};
+    json data = {{"status", e.status},
+                 {"exit_code", OptionalInt(e.exit_code)},
+                 {"status_info", e.status_info}};
+    out += data.dump(-1, ' ', false, json::error_handler_t::replace);
   } else {
-    data = {{"stream", e.stream}, {"data", e.data}, {"offset", e.offset}};
+    // Written by hand: the output relay's hot path (every byte a job prints passes here).
+    out.reserve(out.size() + e.data.size() + 64);
+    out += "{\"stream\":";
+    internal::AppendJsonBytes(out, e.stream);
+    out += ",\"data\":";
+    internal::AppendJsonBytes(out, e.data);
+    out += ",\"offset\":" + std::to_string(e.offset) + "}";
   }
-  return "event: " + e.kind +
-         "\r\ndata: " + data.dump(-1, ' ', false, json::error_handler_t::replace) + "\r\n\r\n";
+  out += "\r\n\r\n";
+  return out;
 }
 
+namespace {
+
+// The output event as EncodeLogEvent writes it, read without building a JSON tree: nullopt
+// for any other shape (the general decoder then reads it).
+std::optional<LogEvent> FastOutputEvent(std::string_view data) {
+  LogEvent out;
+  std::size_t pos = 0;
+  auto literal = [&](std::string_view text) {
+    if (data.substr(pos, text.size()) != text) return false;
+    pos += text.size();
+    return true;
+  };
+  if (!literal("{\"stream\":") || !internal::ReadJsonString(data, pos, out.stream) ||
+      !literal(",\"data\":") || !internal::ReadJsonString(data, pos, out.data) ||
+      !literal(",\"offset\":")) {
+    return std::nullopt;
+  }
+  std::size_t digits = pos;
+  std::int64_t offset = 0;
+  while (pos < data.size() && data[pos] >= '0' && data[pos] <= '9' && pos - digits < 18) {
+    offset = offset * 10 + (data[pos++] - '0');
+  }
+  if (pos == digits || !literal("}") || pos != data.size()) return std::nullopt;
+  out.offset = offset;
+  return out;
+}
+
+}  // namespace
+
 StatusOr<LogEvent> DecodeLogEvent(std::string_view event, std::string_view data) {
+  if (event == "output") {
+    if (auto fast = FastOutputEvent(data)) return *std::move(fast);
+  }
   auto j = ObjectOf(data, "log event");
   if (!j.ok()) return std::move(j).status();
   FieldReader r(*j);
@@ -751,6 +790,41 @@ StatusOr<LogEvent> DecodeLogEvent(std::string_view event, std::string_view data)
     r.Refuse("event", "output or end");
   }
   if (!r.ok()) return FieldProblem(r);
+  return out;
+}
+
+std::string EncodeSessionOutput(SessionOutput const& o) {
+  json chunks = json::array();
+  for (auto const& [stream, text] : o.chunks) chunks.push_back({stream, text});
+  json body = {{"result",
+                {{"chunks", std::move(chunks)},
+                 {"next_offset", o.next_offset},
+                 {"truncated", o.truncated}}}};
+  return body.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+StatusOr<SessionOutput> DecodeSessionOutput(std::string_view body) {
+  auto j = ObjectOf(body, "session output");
+  if (!j.ok()) return std::move(j).status();
+  auto result = j->find("result");
+  if (result == j->end() || !result->is_object()) {
+    return Status(StatusCode::kInternal, "session output: no result object");
+  }
+  FieldReader r(*result);
+  SessionOutput out;
+  out.next_offset = r.Int("next_offset", 0);
+  out.truncated = r.Bool("truncated", false);
+  if (!r.ok()) return FieldProblem(r);
+  auto chunks = result->find("chunks");
+  if (chunks == result->end() || !chunks->is_array()) {
+    return Status(StatusCode::kInternal, "session output: no chunks list");
+  }
+  for (auto const& c : *chunks) {
+    if (!c.is_array() || c.size() != 2 || !c[0].is_string() || !c[1].is_string()) {
+      return Status(StatusCode::kInternal, "session output: a chunk is not [stream, text]");
+    }
+    out.chunks.emplace_back(c[0].get<std::string>(), c[1].get<std::string>());
+  }
   return out;
 }
 

@@ -332,7 +332,8 @@ struct Agent::Impl {
 
   void DoWrite() {
     writing = true;
-    ws->text(true);
+    // Framed messages (a header line, then raw bytes) go as binary frames; JSON as text.
+    ws->text(queue.front().find('\n') == std::string::npos);
     ws->async_write(net::buffer(queue.front()),
                     [this, gen = generation](beast::error_code ec, std::size_t) {
                       if (gen != generation) return;
@@ -367,21 +368,20 @@ struct Agent::Impl {
 
   // Any thread: stores the output and queues it for the manager.
   void OnOutput(std::string const& session, std::string const& stream, std::string const& data) {
-    auto stored = logs->Append(session, stream, data);
+    std::int64_t offset = logs->Append(session, stream, data);
     bool schedule = false;
     {
       std::lock_guard<std::mutex> lock(out_mu);
       auto& p = pending_output[session];
       if (p.chunks.empty()) {
         p.session_id = session;
-        p.offset = stored.offset;
+        p.offset = offset;
       }
       if (!p.chunks.empty() && p.chunks.back().stream == stream) {
         p.chunks.back().data += data;
       } else {
         p.chunks.push_back({stream, data});
       }
-      if (stored.notice) p.chunks.push_back(*stored.notice);
       schedule = !flush_scheduled;
       flush_scheduled = true;
     }

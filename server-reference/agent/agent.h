@@ -31,7 +31,8 @@ struct AgentOptions {
   /// Where kernels' output is kept (KernelLogs); empty: a temporary directory, removed with
   /// the agent.
   std::string logs_dir;
-  std::int64_t max_log_bytes = 64 << 20;  ///< per kernel; past it a notice, then live only
+  std::int64_t max_log_bytes =
+      64 << 20;  ///< per kernel: its first half and last quarter to half kept
 };
 
 /// The agent's connection to the manager (docs/agent-protocol.md): dials in, registers with

@@ -2,24 +2,24 @@
 #include "server-reference/agent/kernel_logs.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 namespace bai::agent {
 
 namespace fs = std::filesystem;
 using server::agent_protocol::LogsReply;
-using server::agent_protocol::OutputChunk;
 
 namespace {
 
-char StreamCode(std::string const& stream) {
-  return stream == "stderr" ? 'e' : stream == "notice" ? 'n' : 'o';
-}
+char StreamCode(std::string const& stream) { return stream == "stderr" ? 'e' : 'o'; }
 
 std::string StreamName(char code) {
   return code == 'e' ? "stderr" : code == 'n' ? "notice" : "stdout";
@@ -57,92 +57,188 @@ bool ReadHeader(std::istream& in, char& stream, std::int64_t& length) {
   return end != nullptr && *end == '\0' && length >= 0;
 }
 
-std::string MiB(std::int64_t bytes) { return std::to_string(bytes / (1 << 20)) + " MiB"; }
+std::string MiB(std::int64_t bytes) {
+  return bytes >= (1 << 20) ? std::to_string(bytes / (1 << 20)) + " MiB"
+                            : std::to_string(bytes) + " bytes";
+}
+
+std::string Header(std::string const& stream, std::size_t length) {
+  return std::string(1, StreamCode(stream)) + " " + std::to_string(length) + "\n";
+}
+
+// A file's data bytes (and, for a tail segment, its start record); false if unreadable.
+bool Scan(std::string const& path, bool segment, std::int64_t& start, std::int64_t& bytes) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  char stream;
+  std::int64_t length;
+  start = 0;
+  bytes = 0;
+  if (segment && (!ReadHeader(in, stream, length) || stream != 's')) return false;
+  if (segment) start = length;
+  while (in && ReadHeader(in, stream, length)) {
+    if (stream != 'n') bytes += length;  // 'n': a notice record of an older release
+    in.seekg(length, std::ios::cur);
+  }
+  return true;
+}
 
 }  // namespace
 
 KernelLogs::KernelLogs(std::string dir, std::int64_t max_bytes)
-    : dir_(std::move(dir)), max_bytes_(max_bytes) {
+    : dir_(std::move(dir)),
+      head_max_(std::max<std::int64_t>(max_bytes / 2, 1)),
+      segment_max_(std::max<std::int64_t>(max_bytes / 4, 1)) {
   std::error_code ec;
   fs::create_directories(dir_, ec);
   fs::permissions(dir_, fs::perms::owner_all, ec);
 }
 
-std::string KernelLogs::Path(std::string const& session_id) const {
-  return dir_ + "/" + session_id + ".log";
+KernelLogs::~KernelLogs() {
+  for (auto& [id, st] : states_) {
+    if (st.fd >= 0) ::close(st.fd);
+  }
+}
+
+std::string KernelLogs::Path(std::string const& session_id, int segment) const {
+  return dir_ + "/" + session_id + (segment < 0 ? ".log" : ".tail" + std::to_string(segment));
 }
 
 KernelLogs::State& KernelLogs::StateOf(std::string const& session_id) {
   auto it = states_.find(session_id);
   if (it != states_.end()) return it->second;
-  State st;
   // A log from before a restart: its sizes from its records.
-  std::ifstream in(Path(session_id), std::ios::binary);
-  char stream;
-  std::int64_t length;
-  while (in && ReadHeader(in, stream, length)) {
-    if (stream == 'n') {
-      st.truncated = true;
-    } else {
-      st.stored += length;
-    }
-    in.seekg(length, std::ios::cur);
+  State st;
+  std::int64_t start = 0;
+  (void)Scan(Path(session_id), false, start, st.head);
+  st.produced = st.head;
+  for (int i = 0; i < 2; ++i) {
+    Segment& seg = st.tail[i];
+    seg.valid = Scan(Path(session_id, i), true, seg.start, seg.bytes);
+    if (seg.valid && (st.current < 0 || seg.start > st.tail[st.current].start)) st.current = i;
   }
-  st.produced = st.stored;
+  if (st.current >= 0) st.produced = st.tail[st.current].start + st.tail[st.current].bytes;
   return states_.emplace(session_id, st).first->second;
 }
 
-KernelLogs::Appended KernelLogs::Append(std::string const& session_id, std::string const& stream,
-                                        std::string const& data) {
-  Appended out;
-  if (!SafeId(session_id) || data.empty()) return out;
+bool KernelLogs::Write(State& st, std::string const& record) {
+  if (st.lost || st.fd < 0) return false;
+  off_t before = ::lseek(st.fd, 0, SEEK_END);
+  if (WriteAll(st.fd, record)) return true;
+  // A full disk: the torn record goes, and nothing more is stored (Read says so).
+  if (before >= 0) (void)::ftruncate(st.fd, before);
+  st.lost = true;
+  return false;
+}
+
+bool KernelLogs::StartSegment(State& st, std::string const& session_id, int index) {
+  if (st.fd >= 0) ::close(st.fd);
+  st.fd = ::open(Path(session_id, index).c_str(),
+                 O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+  st.tail[index] = Segment{true, st.produced, 0};
+  st.current = index;
+  if (st.fd < 0) st.lost = true;
+  return Write(st, "s " + std::to_string(st.produced) + "\n");
+}
+
+std::int64_t KernelLogs::Append(std::string const& session_id, std::string const& stream,
+                                std::string const& data) {
+  if (!SafeId(session_id) || data.empty()) return 0;
   std::lock_guard<std::mutex> lock(mu_);
   State& st = StateOf(session_id);
-  out.offset = st.produced;
-  st.produced += static_cast<std::int64_t>(data.size());
+  std::int64_t const offset = st.produced;
   st.ended = false;
-  if (st.truncated) return out;
-  int fd = ::open(Path(session_id).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  if (fd < 0) return out;
-  std::int64_t room = max_bytes_ - st.stored;
-  std::size_t keep = static_cast<std::size_t>(std::min<std::int64_t>(room, data.size()));
-  std::string record;
-  if (keep > 0) {
-    record = std::string(1, StreamCode(stream)) + " " + std::to_string(keep) + "\n";
-    record.append(data, 0, keep);
-    st.stored += static_cast<std::int64_t>(keep);
+  std::size_t at = 0;
+  while (at < data.size() && !st.lost) {
+    if (st.fd < 0) {
+      std::string path = st.current < 0 ? Path(session_id) : Path(session_id, st.current);
+      st.fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+      if (st.fd < 0) {
+        st.lost = true;
+        break;
+      }
+    }
+    std::int64_t room =
+        st.current < 0 ? head_max_ - st.head : segment_max_ - st.tail[st.current].bytes;
+    if (room <= 0) {
+      // The head is full: the tail begins; a tail segment is full: the other one continues.
+      if (!StartSegment(st, session_id, st.current < 0 ? 0 : 1 - st.current)) break;
+      continue;
+    }
+    std::size_t take = static_cast<std::size_t>(std::min<std::int64_t>(room, data.size() - at));
+    std::string record = Header(stream, take);
+    record.append(data, at, take);
+    if (!Write(st, record)) break;
+    (st.current < 0 ? st.head : st.tail[st.current].bytes) += static_cast<std::int64_t>(take);
+    st.produced += static_cast<std::int64_t>(take);
+    at += take;
   }
-  if (keep < data.size()) {
-    std::string text = "[bai: output truncated: the log keeps the first " + MiB(max_bytes_) +
-                       " of this kernel's output; later output is shown live but not stored]\n";
-    record += "n " + std::to_string(text.size()) + "\n" + text;
-    st.truncated = true;
-    out.notice = OutputChunk{"notice", text};
-  }
-  (void)WriteAll(fd, record);
-  ::close(fd);
-  return out;
+  st.produced = offset + static_cast<std::int64_t>(data.size());
+  return offset;
 }
 
 StatusOr<LogsReply> KernelLogs::Read(std::string const& session_id, std::int64_t offset,
                                      std::int64_t limit) {
-  if (!SafeId(session_id)) return Status(StatusCode::kNotFound, "no log of that session here");
-  std::ifstream in(Path(session_id), std::ios::binary);
-  if (!in) return Status(StatusCode::kNotFound, "no log of that session here");
+  if (!SafeId(session_id) || (!fs::exists(Path(session_id)) && !fs::exists(Path(session_id, 0)))) {
+    return Status(StatusCode::kNotFound, "no log of that session here");
+  }
+  // Held while reading: a tail segment may be emptied and rewritten by Append meanwhile.
+  std::lock_guard<std::mutex> lock(mu_);
+  State& st = StateOf(session_id);
   LogsReply out;
   out.ok = true;
   out.offset = offset;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    State& st = StateOf(session_id);
-    out.size = st.stored;
-    out.truncated = st.truncated;
-    out.ended = st.ended;
+  out.size = st.produced;
+  out.ended = st.ended;
+  // The pieces in offset order: the head, then the tail's segments, older first.
+  struct Piece {
+    std::string path;
+    bool segment;
+    std::int64_t start;
+    std::int64_t bytes;
+  };
+  std::vector<Piece> pieces{{Path(session_id), false, 0, st.head}};
+  if (st.current >= 0) {
+    int older = 1 - st.current;
+    if (st.tail[older].valid) {
+      pieces.push_back({Path(session_id, older), true, st.tail[older].start, st.tail[older].bytes});
+    }
+    Segment const& cur = st.tail[st.current];
+    pieces.push_back({Path(session_id, st.current), true, cur.start, cur.bytes});
   }
-  std::int64_t pos = 0;
-  std::int64_t taken = 0;
+  std::int64_t kept_end = pieces.back().start + pieces.back().bytes;
+  std::int64_t gap = pieces.size() > 1 ? pieces[1].start - st.head : 0;
+  out.truncated = gap > 0 || st.lost;
+  auto notice = [&](std::string text) { out.chunks.push_back({"notice", std::move(text)}); };
+  Piece const* piece = nullptr;
+  for (auto const& p : pieces) {
+    if (p.bytes > 0 && p.start + p.bytes > offset) {
+      piece = &p;
+      break;
+    }
+  }
+  if (piece == nullptr) {
+    if (st.lost && offset <= kept_end) {
+      notice("[bai: the log could not be written further (is the disk full?): output after " +
+             std::to_string(kept_end) + " bytes was not stored]\n");
+    }
+    return out;
+  }
+  if (offset < piece->start) {
+    notice("[bai: " + std::to_string(piece->start - st.head) +
+           " bytes of output dropped here; the log keeps a kernel's first " + MiB(head_max_) +
+           " and its last " + MiB(segment_max_) + " to " + MiB(2 * segment_max_) + "]\n");
+    offset = piece->start;
+    out.offset = offset;
+  }
+  std::ifstream in(piece->path, std::ios::binary);
+  if (!in) return out;
   char stream;
   std::int64_t length;
+  if (piece->segment && !ReadHeader(in, stream, length)) return out;  // its start record
+  std::int64_t pos = piece->start;
+  std::int64_t taken = 0;
+  std::int64_t const end = piece->start + piece->bytes;
   auto add = [&out](char code, std::string data) {
     std::string name = StreamName(code);
     if (!out.chunks.empty() && out.chunks.back().stream == name && name != "notice") {
@@ -151,23 +247,23 @@ StatusOr<LogsReply> KernelLogs::Read(std::string const& session_id, std::int64_t
       out.chunks.push_back({name, std::move(data)});
     }
   };
-  while (taken < limit && ReadHeader(in, stream, length)) {
-    if (stream == 'n' || pos + length <= offset) {
-      if (stream == 'n' && pos >= offset) {
-        std::string text(static_cast<std::size_t>(length), '\0');
-        if (!in.read(text.data(), length)) break;
-        add(stream, std::move(text));
-      } else {
-        in.seekg(length, std::ios::cur);
-        if (stream != 'n') pos += length;
-      }
+  while (taken < limit && pos < end && ReadHeader(in, stream, length)) {
+    if (stream == 'n') {  // a notice record of an older release
+      std::string text(static_cast<std::size_t>(length), '\0');
+      if (!in.read(text.data(), length)) break;
+      if (pos >= offset) add(stream, std::move(text));
+      continue;
+    }
+    if (pos + length <= offset) {
+      in.seekg(length, std::ios::cur);
+      pos += length;
       continue;
     }
     std::int64_t skip = std::max<std::int64_t>(offset - pos, 0);
     std::int64_t take = std::min(length - skip, limit - taken);
     in.seekg(skip, std::ios::cur);
     std::string data(static_cast<std::size_t>(take), '\0');
-    if (!in.read(data.data(), take)) break;  // a record still being written
+    if (!in.read(data.data(), take)) break;
     add(stream, std::move(data));
     taken += take;
     if (skip + take < length) break;
@@ -178,7 +274,12 @@ StatusOr<LogsReply> KernelLogs::Read(std::string const& session_id, std::int64_t
 
 void KernelLogs::MarkEnded(std::string const& session_id, std::chrono::hours keep) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (SafeId(session_id)) StateOf(session_id).ended = true;
+  if (SafeId(session_id)) {
+    State& st = StateOf(session_id);
+    st.ended = true;
+    if (st.fd >= 0) ::close(st.fd);
+    st.fd = -1;
+  }
   // Logs of kernels that ended long ago go (their sessions are history by then).
   std::error_code ec;
   auto now = fs::file_time_type::clock::now();
@@ -189,7 +290,8 @@ void KernelLogs::MarkEnded(std::string const& session_id, std::chrono::hours kee
     if (it != states_.end() && !it->second.ended) continue;
     auto age = now - fs::last_write_time(entry.path(), ec);
     if (!ec && age > keep) {
-      fs::remove(entry.path(), ec);
+      for (int i = -1; i < 2; ++i) fs::remove(Path(id, i), ec);
+      if (it != states_.end() && it->second.fd >= 0) ::close(it->second.fd);
       states_.erase(id);
     }
   }

@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// The output of the agent's kernels on disk: one file per kernel (`<dir>/<session_id>.log`),
-// appended as the kernel writes, read back in pages for `GET /session/{id}/logs` and for
-// followers catching up. A file is a sequence of records, each a header line
-// "<stream> <length>\n" (stream o, e or n for stdout, stderr, notice) and the bytes. A kernel
-// keeps up to `max_bytes` of output; what comes after is not stored, and one notice record says
-// so in the log itself (followers still receive it live). Offsets count the kernel's output
-// bytes, notices excluded, so the live relay and the stored log line up.
+// The output of the agent's kernels on disk, appended as the kernel writes, read back in pages
+// for `GET /session/{id}/logs` and for followers catching up. A kernel's log keeps the **head**
+// and the **tail** of its output (a CI job's final traceback is what matters most):
+//   `<dir>/<id>.log`          the first half of `max_bytes`;
+//   `<dir>/<id>.tail0|tail1`  two segments of a quarter each, written in turn: when the one being
+//                             written is full, the other is emptied and continues, so the last
+//                             quarter to half of `max_bytes` is always kept.
+// Each file is a sequence of records, a header line "<stream> <length>\n" (o, e: stdout,
+// stderr) and the bytes; a tail segment begins with "s <offset>\n", the offset of its first
+// byte. Offsets count the kernel's output bytes, so the live relay and the stored log line up;
+// what was dropped between the head and the tail reads back as one notice at that place.
 
 #include "bai/status.h"
 
@@ -16,7 +20,6 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
-#include <optional>
 #include <string>
 
 namespace bai::agent {
@@ -26,17 +29,17 @@ class KernelLogs {
   /// `dir` is created if missing; files of earlier runs are kept (a restarted agent serves
   /// them).
   KernelLogs(std::string dir, std::int64_t max_bytes);
+  ~KernelLogs();
+  KernelLogs(KernelLogs const&) = delete;
+  KernelLogs& operator=(KernelLogs const&) = delete;
 
-  struct Appended {
-    std::int64_t offset = 0;  ///< the kernel's output before these bytes
-    /// Set when this append crossed the limit: the notice now stored (relay it too).
-    std::optional<server::agent_protocol::OutputChunk> notice;
-  };
-  /// Adds output of `stream` (stdout or stderr). Thread-safe.
-  Appended Append(std::string const& session_id, std::string const& stream,
-                  std::string const& data);
-  /// Stored output from `offset`, at most `limit` bytes of it; kNotFound for a kernel this agent
-  /// has no log of.
+  /// Adds output of `stream` (stdout or stderr); returns the kernel's output offset before
+  /// these bytes. Thread-safe.
+  std::int64_t Append(std::string const& session_id, std::string const& stream,
+                      std::string const& data);
+  /// Stored output from `offset`, at most `limit` bytes of it. The reply's `offset` is where its
+  /// data starts: past `offset` when that fell in the dropped middle, whose notice then comes
+  /// first. A reply never spans two files. kNotFound for a kernel this agent has no log of.
   StatusOr<server::agent_protocol::LogsReply> Read(std::string const& session_id,
                                                    std::int64_t offset, std::int64_t limit);
   /// Nothing more will be added; logs of kernels ended more than `keep` ago are deleted.
@@ -44,17 +47,28 @@ class KernelLogs {
   std::string const& dir() const { return dir_; }
 
  private:
-  struct State {
-    std::int64_t produced = 0;  ///< output bytes so far, stored or not
-    std::int64_t stored = 0;
-    bool truncated = false;
-    bool ended = false;
+  struct Segment {
+    bool valid = false;
+    std::int64_t start = 0;  ///< the offset of its first byte
+    std::int64_t bytes = 0;
   };
-  std::string Path(std::string const& session_id) const;
-  State& StateOf(std::string const& session_id);  // mu_ held
+  struct State {
+    std::int64_t head = 0;  ///< bytes in the head file
+    Segment tail[2];
+    int current = -1;   ///< the tail segment being written; -1 while the head has room
+    int fd = -1;        ///< the file being written, open
+    bool lost = false;  ///< a write failed (disk full): nothing more is stored
+    bool ended = false;
+    std::int64_t produced = 0;  ///< output bytes so far, stored or not
+  };
+  std::string Path(std::string const& session_id, int segment = -1) const;
+  State& StateOf(std::string const& session_id);                           // mu_ held
+  bool Write(State& st, std::string const& record);                        // mu_ held
+  bool StartSegment(State& st, std::string const& session_id, int index);  // mu_ held
 
   std::string dir_;
-  std::int64_t max_bytes_;
+  std::int64_t head_max_;
+  std::int64_t segment_max_;
   std::mutex mu_;
   std::map<std::string, State> states_;
 };

@@ -134,7 +134,8 @@ int main(int argc, char** argv) {
   app.add_option("--images", options.images, "Images this agent offers")->delimiter(',');
   std::string max_log = "64m";
   app.add_option("--max-log-size", max_log,
-                 "Output kept per kernel (e.g. 64m); past it a notice, then live only");
+                 "Output kept per kernel (e.g. 64m): the first half and the last quarter to half "
+                 "of it, a notice between");
   app.add_option("--dummy-prepare-ms", prepare_ms, "dummy: start-up time of a kernel");
   app.add_option("--dummy-run-ms", run_ms, "dummy: run time of a batch job");
   app.add_option("--dummy-exit-code", exit_code, "dummy: exit code without a trailing `exit N`");

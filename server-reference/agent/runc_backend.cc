@@ -463,6 +463,49 @@ Status RunHook(std::string const& name, std::string const& state_json) {
 
 // ---------------------------------------------------------------------------------------------
 
+namespace {
+
+constexpr std::size_t kMaxConsole = 32u << 20;  // a run's output kept between two polls
+
+struct RunState {
+  /// [stream, text] since the last poll; consecutive chunks of one stream merged.
+  std::vector<std::pair<std::string, std::string>> console;
+  std::size_t console_bytes = 0;
+  std::string status = "running";  // running | waiting-input | finished
+  int exit_code = 0;
+};
+
+// Adds output to what the next poll of a run returns; consecutive chunks of one stream merge
+// (PROTOCOL.md §5.5). A run nobody polls keeps its last kMaxConsole bytes and says what it
+// dropped.
+void AddConsole(RunState& run, std::string const& stream, std::string const& data) {
+  auto& console = run.console;
+  if (!console.empty() && console.back().first == stream) {
+    console.back().second += data;
+  } else {
+    console.emplace_back(stream, data);
+  }
+  run.console_bytes += data.size();
+  if (run.console_bytes <= kMaxConsole) return;
+  std::size_t dropped = 0;
+  while (run.console_bytes > kMaxConsole / 2 && console.size() > 1) {
+    dropped += console.front().second.size();
+    run.console_bytes -= console.front().second.size();
+    console.erase(console.begin());
+  }
+  if (run.console_bytes > kMaxConsole / 2) {
+    std::size_t cut = run.console_bytes - kMaxConsole / 2;
+    console.front().second.erase(0, cut);
+    dropped += cut;
+    run.console_bytes -= cut;
+  }
+  console.insert(console.begin(),
+                 {"stderr", "[bai: " + std::to_string(dropped) +
+                                " bytes of output dropped here: not polled in time]\n"});
+}
+
+}  // namespace
+
 struct RuncBackend::Kernel {
   KernelSpec spec;
   KernelReport state;
@@ -476,11 +519,6 @@ struct RuncBackend::Kernel {
   std::vector<std::string> gpu_stamps;       // its activity stamp files (soft mode)
   std::vector<int> cpus;                     // its cpuset (PickCpus)
 
-  struct RunState {
-    json console = json::array();
-    std::string status = "running";  // running | waiting-input | finished
-    int exit_code = 0;
-  };
   std::map<std::string, RunState> runs;
   /// File requests sent to the runner, by request id; the result once it came.
   std::map<std::string, std::optional<rp::FileResult>> files;
@@ -905,10 +943,13 @@ void RuncBackend::ReadLoop(std::shared_ptr<Kernel> k) {
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     buf.append(chunk, static_cast<std::size_t>(n));
-    std::size_t pos;
-    while ((pos = buf.find('\n')) != std::string::npos) {
-      auto msg = rp::DecodeToAgent(std::string_view(buf).substr(0, pos));
-      buf.erase(0, pos + 1);
+    std::size_t start = 0;
+    for (;;) {
+      std::size_t used = 0;
+      auto taken = rp::TakeToAgent(std::string_view(buf).substr(start), used);
+      if (!taken) break;
+      start += used;
+      auto& msg = *taken;
       if (!msg.ok()) {
         std::fprintf(stderr, "bai-agent: kernel %s: refused a runner message: %s\n",
                      k->spec.session_id.c_str(), msg.status().message().c_str());
@@ -924,16 +965,14 @@ void RuncBackend::ReadLoop(std::shared_ptr<Kernel> k) {
         std::lock_guard<std::mutex> lock(mu_);
         if (auto const* out = std::get_if<rp::Output>(&*msg)) {
           k->log += out->data;
-          if (k->log.size() > kMaxLog) k->log.erase(0, k->log.size() - kMaxLog);
+          // Trimmed in steps, not per chunk: a megabyte moved per chunk was most of the
+          // agent's time relaying a large output.
+          if (k->log.size() > 2 * kMaxLog) k->log.erase(0, k->log.size() - kMaxLog);
           auto run = k->runs.find(out->run_id);
-          if (run != k->runs.end()) {
-            auto& console = run->second.console;
-            // Consecutive chunks of one stream are merged (PROTOCOL.md §5.5).
-            if (!console.empty() && console.back()[0] == out->stream) {
-              console.back()[1] = console.back()[1].get<std::string>() + out->data;
-            } else {
-              console.push_back({out->stream, out->data});
-            }
+          // The session's own batch job is read from the log store, never polled: its output
+          // is not kept twice.
+          if (run != k->runs.end() && out->run_id != kBatchRunId) {
+            AddConsole(run->second, out->stream, out->data);
           }
         } else if (auto const* fin = std::get_if<rp::Finished>(&*msg)) {
           auto run = k->runs.find(fin->run_id);
@@ -971,6 +1010,7 @@ void RuncBackend::ReadLoop(std::shared_ptr<Kernel> k) {
         return;
       }
     }
+    buf.erase(0, start);
   }
   // The runner went away: the container ended by itself (or the agent is stopping). The reader
   // owns the socket: it closes it, under both locks, so no writer uses a stale descriptor.
@@ -1233,12 +1273,9 @@ std::string RuncBackend::Execute(server::agent_protocol::Execute const& req) {
   }
   cv_.wait_for(lock, options_.flush_timeout,
                [&] { return it->second.status != "running" || k->tearing_down; });
-  for (auto const& item : it->second.console) {
-    if (item.is_array() && item.size() == 2 && item[0].is_string() && item[1].is_string()) {
-      result.console.emplace_back(item[0].get<std::string>(), item[1].get<std::string>());
-    }
-  }
-  it->second.console = json::array();
+  result.console = std::move(it->second.console);
+  it->second.console.clear();
+  it->second.console_bytes = 0;
   if (it->second.status == "finished") {
     result.exit_code = it->second.exit_code;
     k->runs.erase(it);

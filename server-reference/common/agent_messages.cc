@@ -253,6 +253,33 @@ std::vector<OutputChunk> ReadChunks(FieldReader& r, char const* key) {
   return out;
 }
 
+// Framed chunks: [stream, size] pairs in the header, their bytes one after another after it.
+std::pair<json, std::string> FrameChunks(std::vector<OutputChunk> const& chunks) {
+  std::pair<json, std::string> out{json::array(), {}};
+  for (auto const& c : chunks) {
+    out.first.push_back(json::array({c.stream, c.data.size()}));
+    out.second += c.data;
+  }
+  return out;
+}
+
+// Puts the bytes back into [stream, size] pairs (as [stream, text]); false unless the sizes
+// cover `payload` exactly.
+bool UnframeChunks(json& chunks, std::string_view payload) {
+  if (!chunks.is_array()) return false;
+  std::size_t at = 0;
+  for (auto& c : chunks) {
+    if (!c.is_array() || c.size() != 2 || !c[1].is_number_unsigned() ||
+        c[1].get<std::uint64_t>() > payload.size() - at) {
+      return false;
+    }
+    auto n = static_cast<std::size_t>(c[1].get<std::uint64_t>());
+    c[1] = std::string(payload.substr(at, n));
+    at += n;
+  }
+  return at == payload.size();
+}
+
 json ToJson(KernelOutput const& m) {
   return {{"type", kKernelOutput},
           {"session_id", m.session_id},
@@ -580,6 +607,19 @@ Variant As(FieldReader& r) {
 }  // namespace
 
 std::string Encode(ToManager const& message) {
+  if (auto const* out = std::get_if<KernelOutput>(&message)) {
+    auto [sizes, payload] = FrameChunks(out->chunks);
+    json header = {{"type", kKernelOutput},
+                   {"session_id", out->session_id},
+                   {"offset", out->offset},
+                   {"chunks", std::move(sizes)}};
+    return Dump(header) + "\n" + payload;
+  }
+  if (auto const* response = std::get_if<Response>(&message)) {
+    // The result travels as it is, after the header: never parsed and written again here.
+    return Dump({{"type", kResponse}, {"request_id", response->request_id}}) + "\n" +
+           response->result_json;
+  }
   return Dump(std::visit([](auto const& m) { return ToJson(m); }, message));
 }
 
@@ -587,7 +627,40 @@ std::string Encode(ToAgent const& message) {
   return Dump(std::visit([](auto const& m) { return ToJson(m); }, message));
 }
 
+namespace {
+
+// A framed message: kernel_output (its chunks [stream, size], the bytes after the header) or
+// response (its result after the header, as the agent wrote it).
+StatusOr<ToManager> DecodeFramed(std::string_view header_text, std::string_view payload) {
+  auto header = internal::ParseJson(header_text);
+  if (!header || !header->is_object()) return Malformed("", "not a JSON object");
+  std::string type = header->value("type", "");
+  if (type == kResponse) {
+    FieldReader r(*header);
+    Response m;
+    m.request_id = r.Required("request_id");
+    if (!r.ok()) return Malformed(kResponse, r.error());
+    m.result_json = std::string(payload);
+    return ToManager(std::move(m));
+  }
+  if (type != kKernelOutput) return Malformed(type, "only kernel_output and response are framed");
+  auto chunks = header->find("chunks");
+  if (chunks == header->end() || !UnframeChunks(*chunks, payload)) {
+    return Malformed(kKernelOutput, "chunks: [stream, size] pairs covering the bytes sent");
+  }
+  FieldReader r(*header);
+  KernelOutput m = ReadKernelOutput(r);
+  if (!r.ok()) return Malformed(kKernelOutput, r.error());
+  return ToManager(std::move(m));
+}
+
+}  // namespace
+
 StatusOr<ToManager> DecodeToManager(std::string_view text) {
+  // JSON as this codec writes it has no raw newline: one means a framed message.
+  if (auto eol = text.find('\n'); eol != std::string_view::npos) {
+    return DecodeFramed(text.substr(0, eol), text.substr(eol + 1));
+  }
   static Decoder<ToManager> const kDecode{{
       {kRegister, As<ToManager, Register, ReadRegister>},
       {kHeartbeat, As<ToManager, Heartbeat, ReadHeartbeat>},
@@ -648,17 +721,26 @@ std::string EncodeReply(LogsReply const& reply) {
     j["msg"] = reply.msg;
     return Dump(j);
   }
+  // Framed as kernel_output is: the chunks' bytes raw after the header line.
+  auto [sizes, payload] = FrameChunks(reply.chunks);
   j["offset"] = reply.offset;
-  j["chunks"] = ChunksJson(reply.chunks);
+  j["chunks"] = std::move(sizes);
   j["size"] = reply.size;
   j["ended"] = reply.ended;
   j["truncated"] = reply.truncated;
-  return Dump(j);
+  return Dump(j) + "\n" + payload;
 }
 
-StatusOr<LogsReply> DecodeLogsReply(std::string_view result_json) {
-  auto j = internal::ParseJson(result_json);
+StatusOr<LogsReply> DecodeLogsReply(std::string_view result) {
+  auto eol = result.find('\n');
+  auto j = internal::ParseJson(result.substr(0, eol));
   if (!j || !j->is_object()) return Malformed(kReadLogs, "reply is not a JSON object");
+  if (eol != std::string_view::npos) {
+    auto chunks = j->find("chunks");
+    if (chunks == j->end() || !UnframeChunks(*chunks, result.substr(eol + 1))) {
+      return Malformed(kReadLogs, "reply: chunks [stream, size] covering the bytes sent");
+    }
+  }
   FieldReader r(*j);
   LogsReply reply;
   reply.ok = r.Bool("ok", false);

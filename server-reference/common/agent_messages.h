@@ -221,7 +221,9 @@ using ToAgent = std::variant<Challenge, Registered, CreateKernel, DestroyKernel,
 /// The manager's requests that the agent answers with a Response.
 using AgentRequest = std::variant<Execute, RestartKernel, CommitKernel, ReadLogs, KernelFiles>;
 
-/// JSON text of one message, with its `type`.
+/// JSON text of one message, with its `type`. Except KernelOutput, which is framed (its bytes
+/// raw, not escaped into JSON strings; sent as a binary WebSocket frame): the JSON header with
+/// `chunks` as [stream, size] pairs, "\n", then the chunks' bytes one after another.
 std::string Encode(ToManager const& message);
 std::string Encode(ToAgent const& message);
 /// kInvalidArgument with the reason for text that is not one well-formed message.

@@ -89,6 +89,15 @@ class Exchange {
   virtual bool WriteEvent(std::string chunk) = 0;
   /// Ends an event stream cleanly.
   virtual void EndEventStream() = 0;
+  /// Bytes of the event stream handed to WriteEvent and not yet written to the client.
+  virtual std::size_t StreamBacklog() const { return 0; }
+  /// Runs `callback` once, on any thread, when the stream's backlog is below `below` (at once
+  /// if it is already); never if the connection closes first. One at a time: a later call
+  /// replaces an earlier one still waiting. Lets a producer go at its reader's pace.
+  virtual void WhenDrained(std::size_t below, std::function<void()> callback) {
+    (void)below;
+    callback();
+  }
   /// Runs `callback` once if the connection closes (client gone or server stopping) before this
   /// exchange has been answered; event streams count as unanswered until they end.
   virtual void OnClose(std::function<void()> callback) = 0;

@@ -270,6 +270,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Close() {
     if (upgraded_) return;
     if (closed_.exchange(true)) return;
+    drained_ = {};  // it may hold what holds this connection
     boost::system::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
     stream_.socket().close(ec);
@@ -426,6 +427,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     queue_.pop_front();
     backlog_ -= counted_.front();
     counted_.pop_front();
+    if (drained_ && backlog_.load() < drained_below_) std::exchange(drained_, {})();
     if (!queue_.empty()) return DoWrite();
     writing_ = false;
     if (file_ && !NextFilePiece()) return;
@@ -504,6 +506,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::size_t body_limit_ = 0;                             // the limit of the request being read
   std::deque<std::pair<std::string, std::string>> queue_;  ///< writes: head, then body
   std::deque<std::size_t> counted_;                        ///< each write's share of backlog_
+  std::function<void()> drained_;  ///< WhenDrained's callback, waiting for the backlog to fall
+  std::size_t drained_below_ = 0;
+
+ public:
+  void WhenDrained(std::size_t below, std::function<void()> callback) {
+    if (closed_) return;
+    if (backlog_.load() < below) return callback();
+    drained_below_ = below;
+    drained_ = std::move(callback);
+  }
+
+ private:
   bool writing_ = false;
   std::shared_ptr<FileBody> file_;  // the file body being sent, piece by piece
   std::int64_t file_sent_ = 0;
@@ -563,6 +577,14 @@ class ExchangeImpl : public Exchange {
 
   void EndEventStream() override {
     conn_->Post([conn = conn_] { conn->EndStream(); });
+  }
+
+  std::size_t StreamBacklog() const override { return conn_->backlog_.load(); }
+
+  void WhenDrained(std::size_t below, std::function<void()> callback) override {
+    conn_->Post([conn = conn_, below, cb = std::move(callback)]() mutable {
+      conn->WhenDrained(below, std::move(cb));
+    });
   }
 
   void OnClose(std::function<void()> callback) override {

@@ -133,7 +133,38 @@ StatusOr<Variant> Decode(std::string_view line, char const* tag, Read read) {
 }  // namespace
 
 std::string Encode(ToAgent const& message) {
+  if (auto const* out = std::get_if<Output>(&message)) {
+    json header = {{"type", out->stream == kStderr ? kStderr : kStdout},
+                   {"run_id", out->run_id},
+                   {"size", out->data.size()}};
+    return Dump(header) + "\n" + out->data;
+  }
   return Dump(std::visit([](auto const& m) { return ToJson(m); }, message));
+}
+
+std::optional<StatusOr<ToAgent>> TakeToAgent(std::string_view buffer, std::size_t& used) {
+  std::size_t eol = buffer.find('\n');
+  if (eol == std::string_view::npos) return std::nullopt;
+  std::string_view line = buffer.substr(0, eol);
+  used = eol + 1;
+  auto message = DecodeToAgent(line);
+  auto* out = message.ok() ? std::get_if<Output>(&*message) : nullptr;
+  if (out == nullptr) return message;
+  auto header = internal::ParseJson(line);
+  if (!header || !header->contains("size")) return message;  // an unframed output line
+  json const& size = (*header)["size"];
+  if (!size.is_number_unsigned() || size.get<std::uint64_t>() > (16u << 20)) {
+    return StatusOr<ToAgent>(Status(StatusCode::kInvalidArgument, "output: a bad size"));
+  }
+  auto n = static_cast<std::size_t>(size.get<std::uint64_t>());
+  if (buffer.size() < used + n + 1) return std::nullopt;
+  if (buffer[used + n] != '\n') {
+    return StatusOr<ToAgent>(
+        Status(StatusCode::kInvalidArgument, "output: its bytes do not end where its size says"));
+  }
+  out->data.assign(buffer.substr(used, n));
+  used += n + 1;
+  return message;
 }
 
 std::string Encode(ToRunner const& message) {

@@ -111,13 +111,19 @@ using ToAgent =
     std::variant<Hello, Output, WaitingInput, Finished, RunnerStatus, FileResult, Error>;
 using ToRunner = std::variant<Query, Batch, Input, Interrupt, StatusRequest, FileRequest>;
 
-/// One line of JSON (without the newline); invalid UTF-8 is replaced.
+/// One line of JSON (without the newline); invalid UTF-8 is replaced. Except Output, which
+/// travels framed, its bytes raw rather than escaped into a JSON string (a large output is
+/// relayed at memory speed, byte for byte): the header line {"type":"stdout","run_id":…,
+/// "size":N}, "\n", the N bytes — and the "\n" every line ends with, which the writer adds.
 std::string Encode(ToAgent const& message);
 std::string Encode(ToRunner const& message);
 /// kInvalidArgument with the reason for a line that is not one well-formed message
 /// ("unknown op" for an op this version does not know).
 StatusOr<ToAgent> DecodeToAgent(std::string_view line);
 StatusOr<ToRunner> DecodeToRunner(std::string_view line);
+/// The first whole message at the front of `buffer` (a line, or a framed Output with its bytes
+/// and final "\n"); `used` gets its length. nullopt while `buffer` holds less than that.
+std::optional<StatusOr<ToAgent>> TakeToAgent(std::string_view buffer, std::size_t& used);
 
 /// A FileResult alone (the agent passes it to the manager as a request's result).
 std::string EncodeFileResult(FileResult const& result);

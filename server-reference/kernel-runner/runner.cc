@@ -34,6 +34,8 @@ using nlohmann::json;
 namespace rp = bai::server::runner_protocol;
 
 constexpr std::size_t kMaxBacklog = 8u << 20;  // output kept while no agent is connected
+constexpr std::size_t kOutputMessage = 256u
+                                       << 10;  // output sent as one message once this much waits
 
 struct Options {
   std::string socket_path = "/opt/bai/run/runner.sock";
@@ -435,13 +437,17 @@ class Runner {
         if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
           if (!pending.empty()) EmitOutput(type, pending, true, run_id);
           CloseFd(fd);
+        } else if (!pending.empty()) {
+          // Drained for now: what came goes as one message (a fast writer's many small
+          // writes are not one message each).
+          EmitOutput(type, pending, false, run_id);
         }
         return;
       }
       pending.append(buf, static_cast<std::size_t>(n));
       if (std::strcmp(type, "ctl") == 0) {
         HandleControl(c);
-      } else {
+      } else if (pending.size() >= kOutputMessage) {
         EmitOutput(type, pending, false, run_id);
       }
     }

@@ -27,9 +27,9 @@ std::string Text(server::agent_protocol::LogsReply const& r, bool with_streams =
 TEST(KernelLogsTest, KeepsOrderStreamsAndOffsets) {
   TempDir dir;
   KernelLogs logs(dir.path() + "/logs", 1 << 20);
-  EXPECT_EQ(logs.Append(kId, "stdout", "one\n").offset, 0);
-  EXPECT_EQ(logs.Append(kId, "stdout", "two\n").offset, 4);
-  EXPECT_EQ(logs.Append(kId, "stderr", "oops\n").offset, 8);
+  EXPECT_EQ(logs.Append(kId, "stdout", "one\n"), 0);
+  EXPECT_EQ(logs.Append(kId, "stdout", "two\n"), 4);
+  EXPECT_EQ(logs.Append(kId, "stderr", "oops\n"), 8);
   auto all = logs.Read(kId, 0, 1000);
   ASSERT_TRUE(all.ok()) << all.status().message();
   EXPECT_EQ(Text(*all, true), "stdout:one\ntwo\nstderr:oops\n");
@@ -47,27 +47,88 @@ TEST(KernelLogsTest, KeepsOrderStreamsAndOffsets) {
   // A new process (an agent restart) reads the same log.
   KernelLogs again(dir.path() + "/logs", 1 << 20);
   EXPECT_EQ(Text(*again.Read(kId, 0, 100)), "one\ntwo\noops\n");
-  EXPECT_EQ(again.Append(kId, "stdout", "x").offset, 13);
+  EXPECT_EQ(again.Append(kId, "stdout", "x"), 13);
 }
 
-TEST(KernelLogsTest, PastTheLimitANoticeSaysSoAndNothingMoreIsStored) {
+// Reads the whole log page by page as the manager does: each page from where the last ended.
+std::vector<server::agent_protocol::LogsReply> Pages(KernelLogs& logs, std::int64_t page) {
+  std::vector<server::agent_protocol::LogsReply> out;
+  std::int64_t offset = 0;
+  for (int i = 0; i < 1000; ++i) {
+    auto r = logs.Read(kId, offset, page);
+    EXPECT_TRUE(r.ok());
+    if (!r.ok()) break;
+    std::int64_t data = 0;
+    for (auto const& c : r->chunks) data += c.stream == "notice" ? 0 : c.data.size();
+    out.push_back(*r);
+    if (data == 0) break;
+    offset = r->offset + data;
+  }
+  return out;
+}
+
+// A CI job's final traceback is at the end: past the limit the log keeps the first half and
+// the last quarter to half, a notice where the middle was dropped, offsets still lining up.
+TEST(KernelLogsTest, KeepsTheHeadAndTheTailWithANoticeBetween) {
   TempDir dir;
-  KernelLogs logs(dir.path(), 10);
-  EXPECT_FALSE(logs.Append(kId, "stdout", "12345678").notice);
-  auto crossed = logs.Append(kId, "stdout", "abcdef");
-  ASSERT_TRUE(crossed.notice);
-  EXPECT_THAT(crossed.notice->data, HasSubstr("output truncated"));
-  EXPECT_EQ(logs.Append(kId, "stderr", "later").offset, 14) << "offsets count all output";
+  KernelLogs logs(dir.path(), 40);  // head 20 bytes, tail segments of 10
+  std::string all;
+  for (int i = 0; i < 30; ++i) {
+    std::string piece = std::string(1, static_cast<char>('a' + i % 26)) + "bcd";
+    std::string stream = i == 29 ? "stderr" : "stdout";
+    EXPECT_EQ(logs.Append(kId, stream, piece), static_cast<std::int64_t>(all.size()));
+    all += piece;
+  }
+  ASSERT_EQ(all.size(), 120u);
+  auto pages = Pages(logs, 1000);
+  ASSERT_GE(pages.size(), 2u);
+  // The head: the first 20 bytes, then the next read jumps past the dropped middle.
+  EXPECT_EQ(Text(pages[0]), all.substr(0, 20));
+  EXPECT_EQ(pages[0].offset, 0);
+  EXPECT_TRUE(pages[0].truncated);
+  EXPECT_EQ(pages[0].size, 120);
+  ASSERT_FALSE(pages[1].chunks.empty());
+  EXPECT_EQ(pages[1].chunks[0].stream, "notice");
+  std::int64_t tail_start = pages[1].offset;
+  EXPECT_GE(tail_start, 100) << "at least the last quarter (10 bytes) is kept";
+  EXPECT_LE(tail_start, 110);
+  EXPECT_THAT(pages[1].chunks[0].data,
+              HasSubstr(std::to_string(tail_start - 20) + " bytes of output dropped here"));
+  std::string tail;
+  for (std::size_t i = 1; i < pages.size(); ++i) {
+    for (auto const& c : pages[i].chunks) {
+      if (c.stream != "notice") tail += c.data;
+    }
+  }
+  EXPECT_EQ(tail, all.substr(static_cast<std::size_t>(tail_start))) << "the tail, to the end";
+  EXPECT_EQ(pages[pages.size() - 2].chunks.back().stream, "stderr") << "streams stay apart";
+  EXPECT_EQ(pages[pages.size() - 2].chunks.back().data, all.substr(116));
+  // Small pages line up the same way; a page never spans the gap.
+  std::string paged;
+  for (auto const& r : Pages(logs, 3)) {
+    for (auto const& c : r.chunks) paged += c.stream == "notice" ? "|" : c.data;
+  }
+  EXPECT_EQ(paged, all.substr(0, 20) + "|" + tail);
+  // A new process (an agent restart) reads the same head and tail, and goes on at 120.
+  KernelLogs again(dir.path(), 40);
+  std::string reread;
+  for (auto const& r : Pages(again, 1000)) {
+    for (auto const& c : r.chunks) reread += c.stream == "notice" ? "|" : c.data;
+  }
+  EXPECT_EQ(reread, all.substr(0, 20) + "|" + tail);
+  EXPECT_EQ(again.Append(kId, "stdout", "z"), 120);
+}
+
+// Output that fits is kept whole, with no notice.
+TEST(KernelLogsTest, OutputWithinTheLimitHasNoNotice) {
+  TempDir dir;
+  KernelLogs logs(dir.path(), 40);
+  logs.Append(kId, "stdout", std::string(20, 'x'));
   auto r = logs.Read(kId, 0, 100);
   ASSERT_TRUE(r.ok());
-  ASSERT_EQ(r->chunks.size(), 2u);
-  EXPECT_EQ(r->chunks[0].data, "12345678ab");
-  EXPECT_EQ(r->chunks[1].stream, "notice");
-  EXPECT_TRUE(r->truncated);
-  EXPECT_EQ(r->size, 10);
-  // Read up to the limit exactly, the notice comes with the next page.
-  EXPECT_EQ(Text(*logs.Read(kId, 0, 10)), "12345678ab");
-  EXPECT_THAT(Text(*logs.Read(kId, 10, 10)), HasSubstr("output truncated"));
+  EXPECT_EQ(Text(*r), std::string(20, 'x'));
+  EXPECT_FALSE(r->truncated);
+  EXPECT_TRUE(Text(*logs.Read(kId, 20, 100)).empty());
 }
 
 TEST(KernelLogsTest, UnknownAndUnsafeSessionsHaveNoLog) {

@@ -44,17 +44,31 @@ class RunnerClient {
   }
   bool connected() const { return fd_ >= 0; }
 
+  // One message; a framed output's bytes (after its header line) become its "data".
   json Read() {
     std::size_t pos;
     while ((pos = buf_.find('\n')) == std::string::npos) {
-      char chunk[4096];
-      ssize_t n = read(fd_, chunk, sizeof chunk);
-      if (n <= 0) return json();
-      buf_.append(chunk, static_cast<std::size_t>(n));
+      if (!Fill()) return json();
     }
     auto j = json::parse(buf_.substr(0, pos), nullptr, false);
     buf_.erase(0, pos + 1);
+    if (j.is_object() && j.contains("size")) {
+      auto size = j["size"].get<std::size_t>();
+      while (buf_.size() < size + 1) {
+        if (!Fill()) return json();
+      }
+      EXPECT_EQ(buf_[size], '\n') << "a framed output ends with a newline";
+      j["data"] = buf_.substr(0, size);
+      buf_.erase(0, size + 1);
+    }
     return j;
+  }
+  bool Fill() {
+    char chunk[4096];
+    ssize_t n = read(fd_, chunk, sizeof chunk);
+    if (n <= 0) return false;
+    buf_.append(chunk, static_cast<std::size_t>(n));
+    return true;
   }
   void Send(json const& j) {
     std::string line = j.dump() + "\n";

@@ -61,10 +61,18 @@ TEST_F(SessionCliTest, RunSeparatesTheJobsStreamsAndRefusesPipedInput) {
   auto j = json::parse(Bai({"-o", "json", "run", "python", "--", "sh", "-c", "exit 2"}).out);
   EXPECT_EQ(j["stdout"], "dummy kernel ran: sh -c 'exit 2'\n");
   EXPECT_EQ(j["stderr"], "dummy kernel: exit 2\n");
-  // logs -f of an ended job prints it whole and returns.
-  auto followed = Bai({"logs", "-f", "split-job"});
-  EXPECT_EQ(followed.exit_code, 0) << followed.err;
-  EXPECT_EQ(followed.out, "dummy kernel ran: sh -c 'exit 3'\ndummy kernel: exit 3\n");
+  // logs (and logs -f of an ended job) print it whole, its streams apart as run did.
+  for (auto follow : {false, true}) {
+    auto logs = follow ? Bai({"logs", "-f", "split-job"}) : Bai({"logs", "split-job"});
+    EXPECT_EQ(logs.exit_code, 0) << logs.err;
+    EXPECT_EQ(logs.out, "dummy kernel ran: sh -c 'exit 3'\n") << "follow " << follow;
+    EXPECT_EQ(logs.err, "dummy kernel: exit 3\n") << "follow " << follow;
+  }
+  auto logs_json = json::parse(Bai({"-o", "json", "logs", "split-job"}).out);
+  EXPECT_EQ(logs_json["stdout"], "dummy kernel ran: sh -c 'exit 3'\n");
+  EXPECT_EQ(logs_json["stderr"], "dummy kernel: exit 3\n");
+  EXPECT_EQ(logs_json["logs"], "dummy kernel ran: sh -c 'exit 3'\ndummy kernel: exit 3\n");
+  EXPECT_EQ(logs_json["truncated"], false);
   // Input piped to a batch job is refused rather than silently dropped.
   auto piped = testing_util::RunProcess(
       {testing_util::BinPath("bai"), "run", "python", "--", "cat"}, env_, "some input\n");
@@ -72,26 +80,38 @@ TEST_F(SessionCliTest, RunSeparatesTheJobsStreamsAndRefusesPipedInput) {
   EXPECT_THAT(piped.err, HasSubstr("does not pass stdin to a batch job"));
 }
 
-// An agent that keeps only 24 bytes of a kernel's output: the cut is said, never silent.
+// An agent that keeps 24 bytes of a kernel's output: its first 12 and its last 6 to 12, the cut
+// said where it is, never silent (a CI job's final traceback is at the end).
 class TruncatingClusterTest : public testing_util::LocalCluster {
  protected:
   TruncatingClusterTest() { max_log_bytes_ = 24; }
 };
 
-TEST_F(TruncatingClusterTest, OutputPastTheLimitIsShownLiveAndTheCutIsSaid) {
-  auto r =
-      Bai({"run", "--name", "long-out", "python", "--", "echo", "a line longer than the limit"});
+TEST_F(TruncatingClusterTest, LogsKeepTheHeadAndTheTailAndSayWhatWasDropped) {
+  auto r = Bai({"run", "--name", "long-out", "python", "--", "echo",
+                "a line longer than the limit, then the traceback"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  // The job wrote before `bai run` was following, so it gets the stored part, and the notice
-  // on stderr (a follower present at the time would also get the rest live).
-  EXPECT_EQ(r.out, "dummy kernel ran: echo '");
-  EXPECT_THAT(r.err, HasSubstr("[bai: output truncated"));
-  // Stored: the first 24 bytes, then the notice in the log itself.
-  auto logs = Bai({"logs", "long-out"});
-  ASSERT_EQ(logs.exit_code, 0) << logs.err;
-  EXPECT_THAT(logs.out, ::testing::StartsWith("dummy kernel ran: echo '"));
-  EXPECT_THAT(logs.out, HasSubstr("[bai: output truncated: the log keeps the first"));
-  EXPECT_THAT(logs.out, Not(HasSubstr("longer than the limit")));
+  // The job wrote before `bai run` was following, so it gets the stored head and tail, and the
+  // notice on stderr (a follower present at the time gets everything live).
+  EXPECT_THAT(r.out, ::testing::StartsWith("dummy kernel"));
+  EXPECT_THAT(r.out, ::testing::EndsWith("eback'\n")) << "the end of the output is kept";
+  EXPECT_THAT(r.out, Not(HasSubstr("longer than")));
+  EXPECT_THAT(r.err, HasSubstr("bytes of output dropped here"));
+  for (auto const& logs : {Bai({"logs", "long-out"}), Bai({"logs", "-f", "long-out"})}) {
+    ASSERT_EQ(logs.exit_code, 0) << logs.err;
+    EXPECT_EQ(logs.out, r.out);
+    EXPECT_THAT(logs.err, HasSubstr("bytes of output dropped here; the log keeps a kernel's "
+                                    "first 12 bytes and its last 6 bytes to 12 bytes"));
+  }
+  // 24.09's answer (the official client's `logs`): one text, the marker in its place.
+  auto j = json::parse(Bai({"-o", "json", "logs", "long-out"}).out);
+  EXPECT_EQ(j["truncated"], true);
+  std::string merged = j["logs"];
+  EXPECT_THAT(merged, ::testing::MatchesRegex("dummy kernel\\[bai: [0-9]+ bytes of output "
+                                              "dropped here[^]]*\\]\n.*eback'\n"));
+  auto raw = Bai({"-o", "json", "api", "GET", "/session/long-out/logs"});
+  ASSERT_EQ(raw.exit_code, 0) << raw.err;
+  EXPECT_THAT(raw.out, HasSubstr("bytes of output dropped here"));
 }
 
 TEST_F(SessionCliTest, RunFailuresAroundTheJobExit125) {

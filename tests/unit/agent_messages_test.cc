@@ -241,6 +241,74 @@ TEST(AgentMessagesTest, TextThatIsNoMessageIsRefused) {
   EXPECT_FALSE(ap::DecodeRestartReply(R"({"ok":"yes"})").ok());
 }
 
+// Output travels framed (its bytes raw after a header): bytes that are not UTF-8, newlines and
+// quotes arrive exactly as written, and frames whose sizes do not cover their bytes are refused.
+TEST(AgentMessagesTest, OutputAndResponsesTravelFramedByteForByte) {
+  std::string bytes = std::string("line \"one\"\n\xff\xfe\0 two\n", 18);
+  ap::KernelOutput out{
+      "3f2b8a9e-1111-4222-8333-444455556666", 42, {{"stdout", bytes}, {"stderr", "err\n"}}};
+  std::string text = ap::Encode(ap::ToManager(out));
+  ASSERT_NE(text.find('\n'), std::string::npos);
+  EXPECT_EQ(text.substr(text.find('\n') + 1), bytes + "err\n") << "the bytes follow raw";
+  auto back = Only<ap::KernelOutput>(ap::DecodeToManager(text));
+  EXPECT_EQ(back.offset, 42);
+  ASSERT_EQ(back.chunks.size(), 2u);
+  EXPECT_EQ(back.chunks[0].data, bytes);
+  EXPECT_EQ(back.chunks[1].stream, "stderr");
+  // Sizes that overrun or fall short of the bytes, a framed type that is not framed.
+  std::string header = text.substr(0, text.find('\n') + 1);
+  EXPECT_FALSE(ap::DecodeToManager(header + bytes).ok()) << "short";
+  EXPECT_FALSE(ap::DecodeToManager(text + "x").ok()) << "bytes past the chunks";
+  EXPECT_FALSE(ap::DecodeToManager(R"({"type":"heartbeat"})"
+                                   "\nxyz")
+                   .ok());
+  EXPECT_FALSE(ap::DecodeToManager(R"({"type":"kernel_output","session_id":"3f2b8a9e-1111-4222-)"
+                                   R"(8333-444455556666","chunks":[["stdout",-1]]})"
+                                   "\n")
+                   .ok());
+  // A logs reply in a response: framed the same way, its result passed on untouched.
+  ap::LogsReply reply;
+  reply.ok = true;
+  reply.offset = 7;
+  reply.size = 100;
+  reply.truncated = true;
+  reply.chunks = {{"notice", "[bai: dropped]\n"}, {"stdout", bytes}};
+  auto response = Only<ap::Response>(
+      ap::DecodeToManager(ap::Encode(ap::ToManager(ap::Response{"r1", ap::EncodeReply(reply)}))));
+  EXPECT_EQ(response.request_id, "r1");
+  auto logs = ap::DecodeLogsReply(response.result_json);
+  ASSERT_TRUE(logs.ok()) << logs.status().message();
+  EXPECT_EQ(logs->offset, 7);
+  EXPECT_TRUE(logs->truncated);
+  ASSERT_EQ(logs->chunks.size(), 2u);
+  EXPECT_EQ(logs->chunks[1].data, bytes);
+  // The runner's output: header line, bytes, newline; taken only once whole.
+  std::string line = rp::Encode(rp::ToAgent(rp::Output{"stdout", "run1", bytes})) + "\n";
+  std::string stream = line + rp::Encode(rp::ToAgent(rp::Finished{"run1", 3})) + "\n";
+  std::size_t used = 0;
+  for (std::size_t cut = 0; cut < line.size(); ++cut) {
+    EXPECT_FALSE(rp::TakeToAgent(std::string_view(stream).substr(0, cut), used)) << cut;
+  }
+  auto first = rp::TakeToAgent(stream, used);
+  ASSERT_TRUE(first && first->ok());
+  EXPECT_EQ(used, line.size());
+  EXPECT_EQ(std::get<rp::Output>(**first).data, bytes);
+  auto second = rp::TakeToAgent(std::string_view(stream).substr(used), used);
+  ASSERT_TRUE(second && second->ok());
+  EXPECT_EQ(std::get<rp::Finished>(**second).exit_code, 3);
+  // A size that does not end at a newline, and a size past the limit, are refused.
+  std::string bad = R"({"type":"stdout","run_id":"r","size":2})"
+                    "\nabc\n";
+  auto refused = rp::TakeToAgent(bad, used);
+  ASSERT_TRUE(refused);
+  EXPECT_FALSE(refused->ok());
+  auto huge = rp::TakeToAgent(R"({"type":"stdout","run_id":"r","size":99999999999})"
+                              "\n",
+                              used);
+  ASSERT_TRUE(huge);
+  EXPECT_FALSE(huge->ok());
+}
+
 TEST(AgentMessagesTest, RegisterProofBindsSecretAgentAndNonce) {
   std::string secret(43, 's');
   auto proof = ap::RegisterProof("a1", secret, "n1");
@@ -257,7 +325,13 @@ TEST(RunnerMessagesTest, EveryMessageRoundTrips) {
   auto hello = Only<rp::Hello>(rp::DecodeToAgent(rp::Encode(rp::Hello{1, "python", 42})));
   EXPECT_EQ(hello.runtime, "python");
   EXPECT_EQ(hello.pid, 42);
-  auto out = Only<rp::Output>(rp::DecodeToAgent(rp::Encode(rp::Output{"stderr", "r", "x"})));
+  auto take = [](std::string line) {
+    std::size_t used = 0;
+    auto m = rp::TakeToAgent(line + "\n", used);
+    EXPECT_TRUE(m.has_value());
+    return m ? *m : StatusOr<rp::ToAgent>(Status(StatusCode::kInternal, "incomplete"));
+  };
+  auto out = Only<rp::Output>(take(rp::Encode(rp::Output{"stderr", "r", "x"})));
   EXPECT_EQ(out.stream, "stderr");
   EXPECT_EQ(out.data, "x");
   auto wait =
@@ -276,8 +350,9 @@ TEST(RunnerMessagesTest, EveryMessageRoundTrips) {
   EXPECT_EQ(Only<rp::Input>(rp::DecodeToRunner(rp::Encode(rp::Input{"r", "bob"}))).text, "bob");
   Only<rp::Interrupt>(rp::DecodeToRunner(rp::Encode(rp::Interrupt{})));
   Only<rp::StatusRequest>(rp::DecodeToRunner(rp::Encode(rp::StatusRequest{})));
-  // Invalid UTF-8 from a program's output is replaced, never a throw.
-  EXPECT_TRUE(rp::DecodeToAgent(rp::Encode(rp::Output{"stdout", "r", "\xff\xfe"})).ok());
+  // A program's output that is not UTF-8 travels as it is, never a throw.
+  EXPECT_EQ(Only<rp::Output>(take(rp::Encode(rp::Output{"stdout", "r", "\xff\xfe"}))).data,
+            "\xff\xfe");
 }
 
 TEST(RunnerMessagesTest, MalformedLinesAreRefused) {

@@ -348,5 +348,51 @@ TEST(SessionWireTest, InfoRoundTripsAndReadsA2409Answer) {
   EXPECT_FALSE(DecodeSessionInfo("[]").ok());
 }
 
+// The output relay's hand-written codec reads back every byte sequence as nlohmann's would
+// (bytes that are not UTF-8 become U+FFFD), and its events read with the general decoder too.
+TEST(SessionWireTest, LogEventsCarryAnyBytes) {
+  std::uint32_t seed = 12345;
+  auto next = [&seed] {
+    seed = seed * 1103515245u + 12345u;
+    return static_cast<unsigned char>(seed >> 16);
+  };
+  std::vector<std::string> samples = {"",
+                                      "plain ascii\n",
+                                      "quote \" backslash \\ tab \t cr \r",
+                                      std::string("nul \0 bell \a", 12),
+                                      "\xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+                                      "\xff\xfe bad \xc3 cut \xed\xa0\x80 surrogate \xe0\x80\x80"};
+  for (int i = 0; i < 200; ++i) {
+    std::string s;
+    for (int n = next() % 64; n > 0; --n) s.push_back(static_cast<char>(next()));
+    samples.push_back(s);
+  }
+  for (auto const& bytes : samples) {
+    LogEvent e{"output", "stderr", bytes, 123456789012LL, "", {}, ""};
+    std::string frame = EncodeLogEvent(e);
+    ASSERT_EQ(frame.rfind("event: output\r\ndata: ", 0), 0u);
+    std::string data = frame.substr(21, frame.size() - 21 - 4);
+    // What nlohmann makes of the same bytes, and of our text.
+    std::string expected = json(bytes).dump(-1, ' ', false, json::error_handler_t::replace);
+    json parsed = json::parse(data);
+    EXPECT_EQ(json(parsed["data"]).dump(), expected)
+        << json(bytes).dump(-1, ' ', false, json::error_handler_t::replace);
+    auto back = DecodeLogEvent("output", data);
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    EXPECT_EQ(back->data, parsed["data"].get<std::string>());
+    EXPECT_EQ(back->stream, "stderr");
+    EXPECT_EQ(back->offset, 123456789012LL);
+  }
+  // Other spellings of the same event (another server's, spaces, escapes) read the same.
+  auto spaced = DecodeLogEvent(
+      "output", R"({ "offset": 5, "data": "a\u00e9\ud83d\ude00\/", "stream": "stdout" })");
+  ASSERT_TRUE(spaced.ok()) << spaced.status().message();
+  EXPECT_EQ(spaced->data, "a\xc3\xa9\xf0\x9f\x98\x80/");
+  EXPECT_EQ(spaced->offset, 5);
+  EXPECT_FALSE(DecodeLogEvent("output", R"({"stream":"stdout","data":"\ud83d","offset":1})").ok());
+  EXPECT_FALSE(
+      DecodeLogEvent("output", "{\"stream\":\"stdout\",\"data\":\"a\x01\",\"offset\":1}").ok());
+}
+
 }  // namespace
 }  // namespace bai::protocol

@@ -158,6 +158,20 @@ BAI_EXPORT extern char const kSessionListItemFields[];
 /// One item object of the list; lenient as DecodeSessionInfo.
 BAI_EXPORT StatusOr<SessionListItem> DecodeSessionListItem(std::string_view json);
 
+/// `GET /session/{id}/logs?streams=true` (bai's extension; without `streams`, 24.09's
+/// `{"result": {"logs": TEXT}}` with everything merged): the stored output with its streams
+/// apart, in order. A stream is stdout, stderr or notice (bai's own words, such as the marker
+/// where the middle of a long output was dropped). `next_offset`: the output offset after the
+/// last byte, to follow on from (`?follow=true&offset=`).
+struct SessionOutput {
+  std::vector<std::pair<std::string, std::string>> chunks;  ///< [stream, text]
+  std::int64_t next_offset = 0;
+  bool truncated = false;  ///< part of the output is not in it (a notice says where)
+};
+/// The whole response body.
+BAI_EXPORT std::string EncodeSessionOutput(SessionOutput const& output);
+BAI_EXPORT StatusOr<SessionOutput> DecodeSessionOutput(std::string_view body);
+
 /// One event of `GET /session/{id}/logs?follow=true` (bai's extension, an event stream): the
 /// kernel's output as it is produced (`output`), then `end` once the session has ended.
 struct LogEvent {

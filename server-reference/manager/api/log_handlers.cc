@@ -51,30 +51,49 @@ void ReadPages(AgentRegistry& agents, std::string agent_id, std::string session_
                    if (!reply.ok()) return done(reply.status());
                    if (!reply->ok) return done(Status(StatusCode::kNotFound, reply->msg));
                    if (!page(*reply)) return done(Status());
-                   std::int64_t next = offset + DataBytes(reply->chunks);
-                   if (next == offset || next >= reply->size) return done(Status());
+                   // A reply starts past `offset` when that fell in the dropped middle.
+                   std::int64_t data = DataBytes(reply->chunks);
+                   std::int64_t next = reply->offset + data;
+                   if (data == 0 || next >= reply->size) return done(Status());
                    ReadPages(agents, agent_id, session_id, next, std::move(page), std::move(done));
                  });
 }
 
-// One follower: the backlog first, live output after it, the end last.
+// One follower of a session's output. It goes at its reader's pace: while the reader keeps up
+// it gets the output live as the agent relays it; before that (the backlog when it joins) and
+// whenever it falls behind (more than kLag waiting to be written to it), it reads the agent's
+// stored log page by page instead, each page once the one before has been written, and goes
+// live again once it has caught up. So a fast job is never slowed by its slow reader, the
+// reader misses nothing the store keeps (past the store's limit: the dropped middle's notice),
+// and the manager holds at most about kLag + one page for it. The end event comes last.
+constexpr std::size_t kLag = 6u << 20;
+constexpr std::size_t kResume = 2u << 20;
+constexpr std::int64_t kCatchUpPage = 1 << 20;
+
 struct Follower : std::enable_shared_from_this<Follower> {
   std::shared_ptr<server::Exchange> exchange;
   SessionStore& sessions;
-  OutputHub& hub;
+  AgentRegistry& agents;
+  std::string agent_id;
   std::string session_id;
   std::mutex mu;
-  std::int64_t next = 0;  // the offset of the next byte to send
-  bool backlog_done = false;
+  std::int64_t next = 0;      // the offset of the next byte to send
+  std::int64_t live_end = 0;  // the end of the output relayed live so far
+  bool catching_up = true;    // reading the stored log, not sending live output
   bool notice_sent = false;
-  bool ended = false;
+  bool ended = false;  // the live relay said the session ended
   bool finished = false;
   std::uint64_t token = 0;
-  std::vector<std::pair<std::int64_t, std::vector<ap::OutputChunk>>> waiting;  // live, early
 
-  Follower(std::shared_ptr<server::Exchange> e, SessionStore& s, OutputHub& h, std::string id,
-           std::int64_t from)
-      : exchange(std::move(e)), sessions(s), hub(h), session_id(std::move(id)), next(from) {}
+  Follower(std::shared_ptr<server::Exchange> e, SessionStore& s, AgentRegistry& a,
+           std::string agent, std::string id, std::int64_t from)
+      : exchange(std::move(e)),
+        sessions(s),
+        agents(a),
+        agent_id(std::move(agent)),
+        session_id(std::move(id)),
+        next(from),
+        live_end(from) {}
 
   // Sends what of `chunks` (starting at `offset`) is past `next`. mu held.
   void Send(std::int64_t offset, std::vector<ap::OutputChunk> const& chunks) {
@@ -114,7 +133,15 @@ struct Follower : std::enable_shared_from_this<Follower> {
     }
     exchange->WriteEvent(protocol::EncodeLogEvent(e));
     exchange->EndEventStream();
-    hub.Unsubscribe(session_id, token);
+    agents.output().Unsubscribe(session_id, token);
+  }
+
+  // The stream stops without an end (the store could not be read): the client follows again.
+  void Stop() {
+    if (finished) return;
+    finished = true;
+    exchange->EndEventStream();
+    agents.output().Unsubscribe(session_id, token);
   }
 
   void OnLive(std::int64_t offset, std::vector<ap::OutputChunk> const& chunks, bool end) {
@@ -122,28 +149,61 @@ struct Follower : std::enable_shared_from_this<Follower> {
     if (finished) return;
     if (end) {
       ended = true;
-      if (backlog_done) Finish();
+      if (!catching_up) Finish();
       return;
     }
-    if (!backlog_done) {
-      waiting.emplace_back(offset, chunks);
+    live_end = std::max(live_end, offset + DataBytes(chunks));
+    if (catching_up) return;  // the store has it; read there
+    if (exchange->StreamBacklog() > kLag) {
+      catching_up = true;
+      WaitThenCatchUp();
       return;
     }
     Send(offset, chunks);
   }
 
-  // The backlog is sent (or could not be read): what came live meanwhile, then maybe the end.
-  void BacklogDone(bool session_over) {
-    std::lock_guard<std::mutex> lock(mu);
-    backlog_done = true;
-    for (auto const& [offset, chunks] : waiting) Send(offset, chunks);
-    waiting.clear();
-    if (ended || session_over) Finish();
+  // mu held.
+  void WaitThenCatchUp() {
+    exchange->WhenDrained(kResume, [self = shared_from_this()] { self->CatchUp(); });
+  }
+
+  // One page of the stored log from `next`; then the next page, or live again once caught up.
+  void CatchUp() {
+    ap::ReadLogs request;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (finished) return;
+      request.session_id = session_id;
+      request.offset = next;
+      request.limit = kCatchUpPage;
+    }
+    agents.Request(
+        agent_id, request, std::chrono::seconds(30),
+        [self = shared_from_this()](StatusOr<std::string> result) {
+          StatusOr<ap::LogsReply> reply =
+              result.ok() ? ap::DecodeLogsReply(*result) : StatusOr<ap::LogsReply>(result.status());
+          std::lock_guard<std::mutex> lock(self->mu);
+          if (self->finished) return;
+          if (!reply.ok()) return self->Stop();
+          // No log yet (nothing written so far) reads as an empty one.
+          if (!reply->ok) reply->chunks.clear();
+          self->Send(reply->offset, reply->chunks);
+          bool more = reply->ok && DataBytes(reply->chunks) > 0 && self->next < reply->size;
+          if (more || self->next < self->live_end) {
+            if (DataBytes(reply->chunks) > 0) return self->WaitThenCatchUp();
+            // The store has nothing at `next` but the live relay went past it: go live.
+          }
+          self->catching_up = false;
+          auto now = self->sessions.Get(self->session_id);
+          if (self->ended || (now.ok() && *now && Ended((*now)->status))) self->Finish();
+        });
   }
 };
 
+// 24.09's answer; bytes that are not UTF-8 become U+FFFD (a JSON string cannot hold them).
 HttpResponse LogsResponse(std::string const& text) {
-  return JsonResponse({{"result", {{"logs", text}}}});
+  json body = {{"result", {{"logs", text}}}};
+  return HttpResponse::Json(200, body.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 std::optional<HttpResponse> GetLogs(SessionStore& sessions, AgentRegistry& agents,
@@ -152,6 +212,7 @@ std::optional<HttpResponse> GetLogs(SessionStore& sessions, AgentRegistry& agent
   auto p = Params::From(ctx.request);
   if (!p.ok()) return server::ProblemResponse(p.status());
   bool follow = p->Bool({"follow"}).value_or(false);
+  bool streams = p->Bool({"streams"}).value_or(false);
   std::int64_t from = p->Int({"offset"}, 0, std::int64_t{1} << 50).value_or(0);
   if (auto st = p->Check(); !st.ok()) return server::ProblemResponse(st);
   auto s = ResolveSession(sessions, ctx, true);
@@ -163,17 +224,47 @@ std::optional<HttpResponse> GetLogs(SessionStore& sessions, AgentRegistry& agent
   if (!follow) {
     auto stored = sessions.MainKernelLogs(s->id);
     if (!stored.ok()) return server::ProblemResponse(stored.status());
-    if (!reachable) return LogsResponse(*stored);
-    // The agent's whole log; the stored tail when it cannot be read.
-    auto text = std::make_shared<std::string>();
+    // The agent's whole log (its head and tail, a notice between); the tail the manager stored
+    // when the agent cannot be read.
+    auto fallback = [streams, started = s->agent_id.has_value(), text = *stored] {
+      if (!streams) return LogsResponse(text);
+      protocol::SessionOutput o;
+      if (started) {
+        o.chunks.push_back({"notice",
+                            "[bai: the session's agent is out of reach: this is the end of its "
+                            "output as the manager stored it, streams merged]\n"});
+        o.truncated = true;
+      }
+      if (!text.empty()) o.chunks.push_back({"stdout", text});
+      o.next_offset = static_cast<std::int64_t>(text.size());
+      return HttpResponse::Json(200, protocol::EncodeSessionOutput(o));
+    };
+    if (!reachable) return fallback();
+    auto out = std::make_shared<protocol::SessionOutput>();
     ReadPages(
         agents, *s->agent_id, s->id, 0,
-        [text](ap::LogsReply const& r) {
-          for (auto const& c : r.chunks) *text += c.data;
+        [out](ap::LogsReply const& r) {
+          for (auto const& c : r.chunks) {
+            if (!out->chunks.empty() && out->chunks.back().first == c.stream &&
+                c.stream != "notice") {
+              out->chunks.back().second += c.data;
+            } else {
+              out->chunks.emplace_back(c.stream, c.data);
+            }
+          }
+          out->next_offset = r.offset + DataBytes(r.chunks);
+          out->truncated = out->truncated || r.truncated;
           return true;
         },
-        [exchange, headers, text, fallback = *stored](Status st) {
-          RespondLate(*exchange, headers, LogsResponse(st.ok() ? *text : fallback));
+        [exchange, headers, out, streams, fallback](Status st) {
+          if (!st.ok()) return RespondLate(*exchange, headers, fallback());
+          if (streams) {
+            return RespondLate(*exchange, headers,
+                               HttpResponse::Json(200, protocol::EncodeSessionOutput(*out)));
+          }
+          std::string text;
+          for (auto const& [stream, data] : out->chunks) text += data;
+          RespondLate(*exchange, headers, LogsResponse(text));
         });
     return std::nullopt;
   }
@@ -183,12 +274,17 @@ std::optional<HttpResponse> GetLogs(SessionStore& sessions, AgentRegistry& agent
         ProblemType::kInvalidApiParams,
         "The session has not started yet; wait for it to run (bai session wait --for running)."));
   }
-  auto f = std::make_shared<Follower>(exchange, sessions, agents.output(), s->id, from);
+  auto f =
+      std::make_shared<Follower>(exchange, sessions, agents, s->agent_id.value_or(""), s->id, from);
   f->token = agents.output().Subscribe(
       s->id, [f](std::int64_t offset, std::vector<ap::OutputChunk> const& chunks, bool end) {
         f->OnLive(offset, chunks, end);
       });
-  exchange->OnClose([f] { f->hub.Unsubscribe(f->session_id, f->token); });
+  exchange->OnClose([f] {
+    std::lock_guard<std::mutex> lock(f->mu);
+    f->finished = true;
+    f->agents.output().Unsubscribe(f->session_id, f->token);
+  });
   exchange->StartEventStream(headers);
   if (!reachable) {
     // The agent is elsewhere (or gone): what the manager stored, then the end if there is one;
@@ -199,23 +295,11 @@ std::optional<HttpResponse> GetLogs(SessionStore& sessions, AgentRegistry& agent
     if (over) {
       f->Finish();
     } else {
-      f->finished = true;
-      exchange->EndEventStream();
-      agents.output().Unsubscribe(f->session_id, f->token);
+      f->Stop();
     }
     return std::nullopt;
   }
-  ReadPages(
-      agents, *s->agent_id, s->id, from,
-      [f](ap::LogsReply const& r) {
-        std::lock_guard<std::mutex> lock(f->mu);
-        f->Send(r.offset, r.chunks);
-        return !f->finished;
-      },
-      [f, &sessions, id = s->id](Status) {
-        auto now = sessions.Get(id);
-        f->BacklogDone(now.ok() && *now && Ended((*now)->status));
-      });
+  f->CatchUp();  // the backlog first
   return std::nullopt;
 }
 
