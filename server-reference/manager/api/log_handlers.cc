@@ -80,6 +80,7 @@ struct Follower : std::enable_shared_from_this<Follower> {
   std::int64_t next = 0;      // the offset of the next byte to send
   std::int64_t live_end = 0;  // the end of the output relayed live so far
   bool catching_up = true;    // reading the stored log, not sending live output
+  int empty_reads = 0;        // pages in a row that had nothing past `next`
   bool notice_sent = false;
   bool ended = false;  // the live relay said the session ended
   bool finished = false;
@@ -177,26 +178,33 @@ struct Follower : std::enable_shared_from_this<Follower> {
       request.offset = next;
       request.limit = kCatchUpPage;
     }
-    agents.Request(
-        agent_id, request, std::chrono::seconds(30),
-        [self = shared_from_this()](StatusOr<std::string> result) {
-          StatusOr<ap::LogsReply> reply =
-              result.ok() ? ap::DecodeLogsReply(*result) : StatusOr<ap::LogsReply>(result.status());
-          std::lock_guard<std::mutex> lock(self->mu);
-          if (self->finished) return;
-          if (!reply.ok()) return self->Stop();
-          // No log yet (nothing written so far) reads as an empty one.
-          if (!reply->ok) reply->chunks.clear();
-          self->Send(reply->offset, reply->chunks);
-          bool more = reply->ok && DataBytes(reply->chunks) > 0 && self->next < reply->size;
-          if (more || self->next < self->live_end) {
-            if (DataBytes(reply->chunks) > 0) return self->WaitThenCatchUp();
-            // The store has nothing at `next` but the live relay went past it: go live.
-          }
-          self->catching_up = false;
-          auto now = self->sessions.Get(self->session_id);
-          if (self->ended || (now.ok() && *now && Ended((*now)->status))) self->Finish();
-        });
+    agents.Request(agent_id, request, std::chrono::seconds(30),
+                   [self = shared_from_this()](StatusOr<std::string> result) {
+                     StatusOr<ap::LogsReply> reply = result.ok()
+                                                         ? ap::DecodeLogsReply(*result)
+                                                         : StatusOr<ap::LogsReply>(result.status());
+                     std::lock_guard<std::mutex> lock(self->mu);
+                     if (self->finished) return;
+                     if (!reply.ok()) return self->Stop();
+                     // No log yet (nothing written so far) reads as an empty one.
+                     if (!reply->ok) reply->chunks.clear();
+                     self->Send(reply->offset, reply->chunks);
+                     bool got = DataBytes(reply->chunks) > 0;
+                     bool more = reply->ok && got && self->next < reply->size;
+                     if (more || (got && self->next < self->live_end)) {
+                       self->empty_reads = 0;
+                       return self->WaitThenCatchUp();
+                     }
+                     if (!got && self->next < self->live_end && self->empty_reads++ == 0) {
+                       // Read before the agent stored what it has relayed since: once more. (It
+                       // stores before it relays, so a second empty read means it could not store
+                       // it.)
+                       return self->WaitThenCatchUp();
+                     }
+                     self->catching_up = false;
+                     auto now = self->sessions.Get(self->session_id);
+                     if (self->ended || (now.ok() && *now && Ended((*now)->status))) self->Finish();
+                   });
   }
 };
 
