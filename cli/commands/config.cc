@@ -75,7 +75,8 @@ int RunConfigList(Context& ctx) {
       server = {{"error", server_error}};
     }
     out["server"] = server;
-    ctx.out() << out.dump(2) << "\n";
+    out["exit_code"] = 0;
+    ctx.out() << out.dump() << "\n";
     return 0;
   }
   ctx.out() << "profile      " << config->profile << "\n"
@@ -108,7 +109,8 @@ int RunConfigGet(ConfigGetOptions const& options, Context& ctx) {
   if (ctx.json()) {
     ctx.out() << nlohmann::json{{"key", options.key},
                                 {"value", shown},
-                                {"source", it->second.source}}
+                                {"source", it->second.source},
+                                {"exit_code", 0}}
                      .dump()
               << "\n";
   } else {
@@ -157,7 +159,8 @@ int RunConfigSet(ConfigSetOptions const& options, Context& ctx) {
   if (ctx.json()) {
     ctx.out() << nlohmann::json{{"profile", profile},
                                 {"key", options.key},
-                                {"value", Shown(options.key, value)}}
+                                {"value", Shown(options.key, value)},
+                                {"exit_code", 0}}
                      .dump()
               << "\n";
   } else if (ctx.stdout_tty()) {

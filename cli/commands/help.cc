@@ -2,10 +2,12 @@
 #include "cli/commands/help.h"
 
 #include "cli/exit_codes.h"
+#include "cli/output_schema.h"
 
 #include <CLI/CLI.hpp>
 
 #include <ostream>
+#include <span>
 #include <string>
 
 namespace bai::cli {
@@ -52,10 +54,41 @@ JSON (-o json, or --output json, anywhere on the line):
   - amounts are JSON numbers: slots as numbers, bytes as integers ("mem": 1073741824)
   - times are RFC 3339 with an offset ("2026-11-23T03:29:04.932986+00:00")
   - a job's own exit code is "exit_code" for job commands (run, exec, wait --for done) and
-    "job_exit_code" in listings
+    "job_exit_code" in a session object
+  - one shape per noun, wherever it appears (below; "?": may be null); commands add their
+    own fields around it: `ps` {"items": [session…], "total_count"}, `session info` a session
+    with the details, `run` {"session_id", "session_name", "status", "stdout", "stderr", …},
+    `wait` and `rm` {"sessions": [{"session", …}]}, `vfolder list` {"folders": [folder…]},
+    `vfolder info` and `vfolder create` a folder, `logs` {"logs", "stdout", "stderr",
+    "notices", "truncated"}, `version` and `config list` their settings; `bai api` prints
+    the server's own answer as it came (24.09's camelCase), not these shapes
+)";
 
+constexpr char const* kOutputHelpEnd = R"(
 Exit codes: `bai help exit-codes`.
 )";
+
+std::string Fields(char const* title, std::span<output_schema::Field const> fields) {
+  std::string out = std::string(title) + "\n";
+  std::string line = " ";
+  for (auto const& f : fields) {
+    std::string item = " " + std::string(f.name) + " (" + std::string(f.type) + ")";
+    if (line.size() + item.size() + 1 > 94) {
+      out += line + "\n";
+      line = " ";
+    }
+    line += item + (&f == &fields.back() ? "" : ",");
+  }
+  return out + line + "\n";
+}
+
+std::string OutputHelp() {
+  return kOutputHelp +
+         ("\n" + Fields("A session:", output_schema::kSession) +
+          Fields("A session's details (session info):", output_schema::kSessionDetail) +
+          Fields("A virtual folder:", output_schema::kFolder)) +
+         kOutputHelpEnd;
+}
 
 }  // namespace
 
@@ -92,7 +125,7 @@ void AddHelpCommands(CommandSet& set) {
     } else if (topic == "environment") {
       ctx.out() << kEnvironmentHelp;
     } else if (topic == "output") {
-      ctx.out() << kOutputHelp;
+      ctx.out() << OutputHelp();
     } else if (topic.empty()) {
       ctx.out() << set.root().help();
     } else {

@@ -21,43 +21,10 @@ using nlohmann::json;
 
 namespace {
 
-// Slot amounts as JSON numbers: integers when whole (bytes always are), else decimals.
-json SlotNumbers(protocol::ResourceSlots const& slots) {
-  json out = json::object();
-  for (auto const& [k, v] : slots) {
-    if (v.is_unlimited()) {
-      out[k] = nullptr;
-    } else if (v.Floor() == v) {
-      out[k] = static_cast<std::int64_t>(v.units() / protocol::Decimal::kUnitsPerOne);
-    } else {
-      out[k] = v.ToDouble();
-    }
-  }
-  return out;
-}
-
 std::string SlotText(protocol::ResourceSlots const& slots) {
   std::string out;
   for (auto const& [k, v] : slots) out += (out.empty() ? "" : " ") + k + "=" + v.ToString();
   return out;
-}
-
-json ItemJson(SessionListItem const& s) {
-  return {{"id", s.id},
-          {"name", s.name},
-          {"status", s.status.text},
-          {"status_info", s.status_info},
-          {"type", s.type},
-          {"image", s.image},
-          {"access_key", s.access_key},
-          {"scaling_group", s.scaling_group},
-          {"tag", s.tag ? json(*s.tag) : json(nullptr)},
-          {"result", s.result},
-          {"job_exit_code", s.exit_code ? json(*s.exit_code) : json(nullptr)},
-          {"created_at", s.created_at},
-          {"terminated_at", s.terminated_at ? json(*s.terminated_at) : json(nullptr)},
-          {"requested_slots", SlotNumbers(s.requested)},
-          {"occupied_slots", SlotNumbers(s.occupied)}};
 }
 
 // A minilang string literal.
@@ -70,7 +37,6 @@ std::string Quoted(std::string const& s) {
   return out + "\"";
 }
 
-// The last `n` lines of `text`.
 // Where the last `n` lines of `text` begin.
 std::size_t TailStart(std::string const& text, long long n) {
   if (n <= 0) return text.size();
@@ -294,8 +260,7 @@ int RunSessionInfo(std::string const& session, Context& ctx) {
   auto info = SessionClient(*client).Info(session);
   if (!info.ok()) return ReportError(ctx, info.status());
   if (ctx.json()) {
-    auto j = json::parse(info->raw_json, nullptr, false);
-    if (!j.is_object()) j = json::object();
+    json j = InfoJson(*info);
     j["exit_code"] = 0;
     ctx.out() << j.dump() << "\n";
     return 0;

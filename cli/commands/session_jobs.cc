@@ -527,10 +527,10 @@ int RunWait(WaitCommandOptions const& options, Context& ctx) {
       }
       // Its status now ("WAITING" was no status of a session).
       auto now = sessions.Info(info->id);
-      results.push_back({{"session", ref},
-                         {"session_id", info->id},
-                         {"status", now.ok() ? now->status.text : info->status.text},
-                         {"timed_out", timed_out}});
+      json r = InfoJson(now.ok() ? *now : *info);
+      r["session"] = ref;
+      r["timed_out"] = timed_out;
+      results.push_back(std::move(r));
       break;
     }
     if (!end.ok()) {
@@ -538,7 +538,14 @@ int RunWait(WaitCommandOptions const& options, Context& ctx) {
       if (rc == 0) rc = code;
       continue;
     }
-    json r = {{"session", ref}, {"session_id", info->id}, {"status", end->status}};
+    // The session as it is now, in the one session shape (the job's exit code included).
+    json r;
+    if (ctx.json()) {
+      auto now = sessions.Info(info->id);
+      r = InfoJson(now.ok() ? *now : *info);
+    }
+    r["session"] = ref;
+    r["status"] = end->status;
     int code = 0;
     if (done) {
       code = end->exit_code ? static_cast<int>(*end->exit_code & 255) : kJobNoExitCode;

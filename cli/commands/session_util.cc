@@ -8,11 +8,13 @@
 #include <nlohmann/json.hpp>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <thread>
 
 namespace bai::cli {
+using nlohmann::json;
 namespace {
 
 std::atomic<bool> g_interrupted{false};
@@ -63,6 +65,90 @@ int JobError(Context& ctx, Status const& status) {
     ctx.err() << "error: " << status.message() << "\n" << FieldErrors(status.error_info());
   }
   return kJobBaiError;
+}
+
+namespace {
+
+// Slot amounts as JSON numbers: integers when whole (bytes always are), else decimals.
+json SlotNumbers(protocol::ResourceSlots const& slots) {
+  json out = json::object();
+  for (auto const& [k, v] : slots) {
+    if (v.is_unlimited()) {
+      out[k] = nullptr;
+    } else if (v.Floor() == v) {
+      out[k] = static_cast<std::int64_t>(v.units() / protocol::Decimal::kUnitsPerOne);
+    } else {
+      out[k] = v.ToDouble();
+    }
+  }
+  return out;
+}
+
+std::string Upper(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), ::toupper);
+  return text;
+}
+
+json OptJson(std::optional<std::string> const& v) { return v ? json(*v) : json(nullptr); }
+
+// A session's fields in bai's one shape (cli/output_schema.h kSession, `bai help output`),
+// from what a listing and what `session info` know alike.
+json SessionJson(std::string const& id, std::string const& name, std::string const& status,
+                 std::string const& status_info, std::string const& type, std::string const& image,
+                 std::string const& scaling_group, std::optional<std::string> const& tag,
+                 std::string const& result, std::optional<std::int64_t> exit_code,
+                 std::string const& created_at, std::optional<std::string> const& terminated_at,
+                 protocol::ResourceSlots const& requested,
+                 protocol::ResourceSlots const& occupied) {
+  return {{"id", id},
+          {"name", name},
+          {"status", status},
+          {"status_info", status_info},
+          {"type", Upper(type)},
+          {"image", image},
+          {"scaling_group", scaling_group},
+          {"tag", OptJson(tag)},
+          {"result", Upper(result)},
+          {"job_exit_code", exit_code ? json(*exit_code) : json(nullptr)},
+          {"created_at", created_at},
+          {"terminated_at", OptJson(terminated_at)},
+          {"requested_slots", SlotNumbers(requested)},
+          {"occupied_slots", SlotNumbers(occupied)}};
+}
+
+}  // namespace
+
+json ItemJson(SessionListItem const& s) {
+  json j = SessionJson(s.id, s.name, s.status.text, s.status_info, s.type, s.image, s.scaling_group,
+                       s.tag, s.result, s.exit_code, s.created_at, s.terminated_at, s.requested,
+                       s.occupied);
+  j["access_key"] = s.access_key;  // a listing's own: whose session (admins list others')
+  return j;
+}
+
+json InfoJson(SessionInfo const& s) {
+  json j = SessionJson(s.id, s.name, s.status.text, s.status_info, s.type, s.image, s.scaling_group,
+                       s.tag, s.result, s.exit_code, s.created_at, s.terminated_at, s.requested,
+                       s.occupied);
+  json devices = json::array();
+  for (auto const& d : s.attached_devices) {
+    devices.push_back({{"kind", d.kind},
+                       {"device_id", d.device_id},
+                       {"slot", d.slot},
+                       {"amount", d.amount.ToDouble()}});
+  }
+  j["agent_id"] = OptJson(s.agent_id);
+  j["architecture"] = s.architecture;
+  j["domain_name"] = s.domain_name;
+  j["group_id"] = s.group_id;
+  j["user_id"] = s.user_id;
+  j["environ"] = s.environ;
+  j["status_history"] = s.status_history;
+  j["startup_command"] = OptJson(s.startup_command);
+  j["num_queries"] = s.num_queries;
+  j["priority"] = s.priority;
+  j["attached_devices"] = std::move(devices);
+  return j;
 }
 
 void PrintOutputFrom(protocol::SessionOutput const& output, std::int64_t offset,

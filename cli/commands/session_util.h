@@ -7,6 +7,8 @@
 
 #include "cli/context.h"
 
+#include <nlohmann/json.hpp>
+
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -43,6 +45,11 @@ std::optional<std::int64_t> DurationFlag(Context& ctx, char const* flag, std::st
 /// A job command failed around the job: report (as JSON on stderr under -o json) and return
 /// 125.
 int JobError(Context& ctx, Status const& status);
+
+/// A session in bai's one JSON shape (cli/output_schema.h kSession): a listing's item (plus
+/// its access_key), and `session info`'s (plus kSessionDetail).
+nlohmann::json ItemJson(SessionListItem const& s);
+nlohmann::json InfoJson(SessionInfo const& s);
 
 /// Prints the part of a stored output after output offset `offset` (all of it from 0), chunk by
 /// chunk with its stream.

@@ -15,7 +15,8 @@ int RunVersion(Context& ctx) {
   if (ctx.json()) {
     // Hand-written on purpose: this path stays free of JSON library start-up work.
     ctx.out() << R"({"bai":")" << BAI_VERSION_STRING << R"(","libbai":")" << LibraryVersion()
-              << R"(","api_version":")" << api << "\"}\n";
+              << R"(","api_version":")" << api << R"(","exit_code":0})"
+              << "\n";
   } else {
     ctx.out() << "bai " << BAI_VERSION_STRING << " (libbai " << LibraryVersion() << ", API " << api
               << ")\n";

@@ -270,7 +270,10 @@ void AddVFolderCommands(CommandSet& set) {
       auto made = f.Create(create);
       if (!made.ok()) return made.status();
       if (ctx.json()) {
-        auto j = InfoJson(*made);
+        // The creation's answer lacks what `vfolder info` shows (its time, the caller's
+        // ownership and permission): the folder as info gives it, one shape for both.
+        auto info = f.Info(made->id);
+        auto j = InfoJson(info.ok() ? *info : *made);
         j["exit_code"] = 0;
         ctx.out() << j.dump() << "\n";
       } else {

@@ -120,8 +120,9 @@ class RuncTest : public ::testing::Test {
     return testing_util::RunProcess(args, env_, input);
   }
 
+  // The manager's own answer (24.09's camelCase), not bai's output shape.
   json Info(std::string const& session) {
-    auto r = Bai({"-o", "json", "session", "info", session});
+    auto r = Bai({"api", "GET", "/session/" + session});
     return internal::ParseJson(r.out).value_or(json());
   }
 

@@ -28,7 +28,7 @@ class GpuCliTest : public testing_util::LocalCluster {
     }
   }
   std::string Devices(std::string const& session) {
-    auto r = Bai({"-o", "json", "session", "info", session});
+    auto r = Bai({"api", "GET", "/session/" + session});  // the manager's 24.09 answer
     EXPECT_EQ(r.exit_code, 0) << r.err;
     auto j = json::parse(r.out, nullptr, false);
     return j.is_object() ? j.value("attachedDevices", json::object()).dump() : "";

@@ -180,8 +180,8 @@ TEST_F(SessionCliTest, InfoLogsAndRm) {
   ASSERT_EQ(info.exit_code, 0) << info.err;
   auto j = json::parse(info.out);
   EXPECT_EQ(j["status"], "TERMINATED");
-  EXPECT_EQ(j["exitCode"], 0);
-  EXPECT_EQ(j["result"], "success");
+  EXPECT_EQ(j["job_exit_code"], 0);
+  EXPECT_EQ(j["result"], "SUCCESS");
   auto logs = Bai({"logs", "kept-job"});
   EXPECT_EQ(logs.exit_code, 0) << logs.err;
   EXPECT_THAT(logs.out, HasSubstr("sleep 1"));

@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: Apache-2.0
+// `-o json` is one dialect: every command writes exactly one JSON object on stdout carrying the
+// exit code it exits with, and each noun (a session, a folder) has the one shape that
+// cli/output_schema.h defines and `bai help output` prints, wherever it appears.
+#include "cli/output_schema.h"
+
+#include "tests/testing_util/local_cluster.h"
+#include "tests/testing_util/subprocess.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <span>
+
+namespace bai {
+namespace {
+
+using nlohmann::json;
+namespace schema = cli::output_schema;
+
+using OutputSchemaTest = testing_util::LocalCluster;
+
+bool HasType(json const& v, std::string_view type) {
+  bool nullable = !type.empty() && type.back() == '?';
+  if (nullable) type.remove_suffix(1);
+  if (v.is_null()) return nullable;
+  if (type == "string") return v.is_string();
+  if (type == "integer") return v.is_number_integer();
+  if (type == "number") return v.is_number();
+  if (type == "boolean") return v.is_boolean();
+  if (type == "object") return v.is_object();
+  if (type == "array") return v.is_array();
+  return false;
+}
+
+// Every field of `fields` present with its type; camelCase twins are a second dialect.
+void ExpectShape(json const& j, std::span<schema::Field const> fields, std::string const& where) {
+  ASSERT_TRUE(j.is_object()) << where << ": " << j.dump();
+  for (auto const& f : fields) {
+    std::string name(f.name);
+    ASSERT_TRUE(j.contains(name)) << where << ": no \"" << name << "\" in " << j.dump();
+    EXPECT_TRUE(HasType(j[name], f.type))
+        << where << ": \"" << name << "\" is not " << f.type << " in " << j.dump();
+  }
+  for (auto const& [key, value] : j.items()) {
+    EXPECT_EQ(key.find_first_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ"), std::string::npos)
+        << where << ": \"" << key << "\" is not snake_case";
+  }
+}
+
+TEST_F(OutputSchemaTest, EveryCommandWritesOneObjectWithItsExitCodeAndOneShapePerNoun) {
+  std::ofstream(dir_.path() + "/in.txt") << "data\n";
+  // Each command as a user types it; the object it writes, checked whole.
+  struct Case {
+    std::vector<std::string> args;
+    int exit_code;
+  };
+  std::vector<Case> cases = {
+      {{"version"}, 0},
+      {{"config", "list"}, 0},
+      {{"config", "get", "endpoint"}, 0},
+      {{"run", "--name", "schema-job", "python", "--", "sh", "-c", "exit 3"}, 3},
+      {{"session", "create", "--name", "schema-live", "python"}, 0},
+      {{"ps", "--all"}, 0},
+      {{"session", "ls"}, 0},
+      {{"session", "info", "schema-job"}, 0},
+      {{"wait", "schema-job"}, 3},  // the job's own code, as `bai help exit-codes` says
+      {{"wait", "schema-live", "--for", "running", "--timeout", "30s"}, 0},
+      {{"logs", "schema-job"}, 0},
+      {{"session", "history", "schema-job"}, 0},
+      {{"session", "rename", "schema-live", "schema-live2"}, 0},
+      {{"rm", "schema-live2"}, 0},
+      {{"rm", "no-such-session"}, 5},
+      {{"vfolder", "create", "schema-vf"}, 0},
+      {{"vfolder", "info", "schema-vf"}, 0},
+      {{"vfolder", "list"}, 0},
+      {{"vfolder", "mkdir", "schema-vf", "d"}, 0},
+      {{"cp", dir_.path() + "/in.txt", "schema-vf:d/"}, 0},
+      {{"vfolder", "files", "schema-vf", "d"}, 0},
+  };
+  std::map<std::string, json> out;
+  for (auto const& c : cases) {
+    std::vector<std::string> args = {"-o", "json"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    auto r = Bai(args);
+    std::string line;
+    for (auto const& a : c.args) line += (line.empty() ? "" : " ") + a;
+    EXPECT_EQ(r.exit_code, c.exit_code) << line << "\n" << r.err;
+    // One document, one line, an object.
+    ASSERT_FALSE(r.out.empty()) << line << " wrote nothing on stdout\n" << r.err;
+    EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << line << ": not one line:\n" << r.out;
+    auto j = json::parse(r.out, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << line << ": not a JSON object: " << r.out;
+    ASSERT_TRUE(j.contains("exit_code") && j["exit_code"].is_number_integer())
+        << line << ": no exit_code: " << r.out;
+    EXPECT_EQ(j["exit_code"], r.exit_code) << line;
+    EXPECT_FALSE(j.contains("exitCode")) << line << ": two spellings of one field";
+    out[line] = j;
+  }
+  // Sessions: one shape in a listing, in info, in wait's results.
+  auto const& ps = out["ps --all"];
+  ASSERT_TRUE(ps.contains("items"));
+  EXPECT_GE(ps["items"].size(), 2u);
+  for (auto const& item : ps["items"]) ExpectShape(item, schema::kSession, "ps item");
+  for (auto const& item : out["session ls"]["items"]) {
+    ExpectShape(item, schema::kSession, "session ls item");
+  }
+  auto const& info = out["session info schema-job"];
+  ExpectShape(info, schema::kSession, "session info");
+  ExpectShape(info, schema::kSessionDetail, "session info");
+  EXPECT_EQ(info["job_exit_code"], 3);
+  EXPECT_EQ(info["type"], "BATCH");
+  EXPECT_EQ(info["result"], "FAILURE");
+  EXPECT_TRUE(info["requested_slots"]["cpu"].is_number()) << "slots are numbers";
+  for (auto const* waited : {"wait schema-job", "wait schema-live --for running --timeout 30s"}) {
+    ASSERT_EQ(out[waited]["sessions"].size(), 1u) << waited;
+    ExpectShape(out[waited]["sessions"][0], schema::kSession, waited);
+  }
+  EXPECT_EQ(out["wait schema-job"]["sessions"][0]["job_exit_code"], 3);
+  // The same session read two ways gives the same fields the same values.
+  for (auto const& item : ps["items"]) {
+    if (item["name"] != "schema-job") continue;
+    for (auto const& f : schema::kSession) {
+      std::string name(f.name);
+      EXPECT_EQ(item[name], info[name]) << "ps and info disagree on " << name;
+    }
+  }
+  // Folders: create answers what info and list show.
+  auto const& created = out["vfolder create schema-vf"];
+  auto const& folder = out["vfolder info schema-vf"];
+  ExpectShape(created, schema::kFolder, "vfolder create");
+  ExpectShape(folder, schema::kFolder, "vfolder info");
+  for (auto const& item : out["vfolder list"]["folders"]) {
+    ExpectShape(item, schema::kFolder, "vfolder list item");
+  }
+  for (auto const& f : schema::kFolder) {
+    std::string name(f.name);
+    if (name == "num_files" || name == "used_bytes") continue;  // changes with its contents
+    EXPECT_EQ(created[name], folder[name]) << "create and info disagree on " << name;
+  }
+  EXPECT_TRUE(created["is_owner"].get<bool>());
+  EXPECT_NE(created["created_at"], "");
+  // What `bai help output` documents is this schema.
+  auto help = Bai({"help", "output"});
+  for (std::span<schema::Field const> nouns :
+       {std::span<schema::Field const>(schema::kSession),
+        std::span<schema::Field const>(schema::kSessionDetail),
+        std::span<schema::Field const>(schema::kFolder)}) {
+    for (auto const& f : nouns) {
+      EXPECT_THAT(help.out, ::testing::HasSubstr(std::string(f.name) + " (" + std::string(f.type)))
+          << "bai help output does not document " << f.name;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace bai
