@@ -37,6 +37,37 @@ testing_util::ProcessResult OnTerminal(std::map<std::string, std::string> const&
   return testing_util::RunProcess({"/usr/bin/script", "-qefc", ShellJoin(args), "/dev/null"}, env);
 }
 
+// The README's "Trying it" block, line by line as a new user pastes it (here against the dummy
+// agent): every `build/bin/bai` command in it runs and exits as its comment says.
+TEST_F(SessionCliTest, TheReadmeCommandsRun) {
+  std::ifstream in(testing_util::DataPath("../../README.md"));
+  ASSERT_TRUE(in) << "README.md not found";
+  std::vector<std::string> commands;
+  bool trying = false, block = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("## ", 0) == 0) trying = line == "## Trying it";
+    if (trying && line.rfind("```", 0) == 0) block = !block;
+    if (trying && block && line.find("build/bin/bai ") != std::string::npos &&
+        line.rfind("#", 0) != 0) {
+      commands.push_back(line);
+    }
+  }
+  ASSERT_GE(commands.size(), 12u) << "the README's command block moved or shrank";
+  std::string bin = testing_util::BinPath("bai");
+  bin.resize(bin.size() - 3);  // the directory, with its slash
+  for (auto line : commands) {
+    for (std::size_t at = 0; (at = line.find("build/bin/", at)) != std::string::npos;) {
+      line.replace(at, 10, bin);
+      at += bin.size();
+    }
+    auto r = testing_util::RunProcess({"/bin/bash", "-c", line}, env_);
+    EXPECT_EQ(r.exit_code, 0) << line << "\n" << r.out << r.err;
+    if (line.find("exit 3'; echo $?") != std::string::npos) {
+      EXPECT_THAT(r.out, ::testing::EndsWith("3\n")) << "the job's exit code, as the README says";
+    }
+  }
+}
+
 TEST_F(SessionCliTest, RunExitsWithTheJobsCodeAndPrintsItsLogs) {
   auto ok = Bai({"run", "python", "--", "python3", "-c", "print(6*7)"});
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
