@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // `bai session cp` and `bai session files`: a running session's /home/work from the shell.
+#include "bai/protocol/dates.h"
+
 #include "cli/commands/session.h"
 #include "cli/commands/session_util.h"
 #include "cli/exit_codes.h"
@@ -15,12 +17,7 @@ namespace {
 using nlohmann::json;
 
 std::string Rfc3339(double seconds) {
-  std::time_t t = static_cast<std::time_t>(seconds);
-  std::tm utc{};
-  gmtime_r(&t, &utc);
-  char buf[40];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S+00:00", &utc);
-  return buf;
+  return protocol::FormatRfc3339Seconds(static_cast<std::int64_t>(seconds));
 }
 
 }  // namespace

@@ -217,41 +217,6 @@ bool ValidSessionName(std::string_view n) {
   return true;
 }
 
-std::optional<std::int64_t> ParseDurationSeconds(std::string_view text) {
-  if (text.empty()) return std::nullopt;
-  std::int64_t unit = 1;
-  switch (text.back()) {
-    case 's':
-      break;
-    case 'm':
-      unit = 60;
-      break;
-    case 'h':
-      unit = 3600;
-      break;
-    case 'd':
-      unit = 86400;
-      break;
-    case 'w':
-      unit = 604800;
-      break;
-    default:
-      unit = 0;
-  }
-  if (unit != 0) {
-    text.remove_suffix(1);
-  } else {
-    unit = 1;
-  }
-  if (text.empty() || text.size() > 9) return std::nullopt;
-  std::int64_t n = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') return std::nullopt;
-    n = n * 10 + (c - '0');
-  }
-  return n * unit;
-}
-
 std::string EncodeSessionCreateRequest(SessionCreateRequest const& r) {
   json body = {{"image", r.image},
                {"type", r.type},

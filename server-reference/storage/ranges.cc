@@ -63,18 +63,4 @@ RangeVerdict DecideRange(std::optional<std::string_view> range,
   return {RangeVerdict::kPartial, *from, to - *from + 1};
 }
 
-std::string HttpDate(std::int64_t epoch_seconds) {
-  std::time_t t = static_cast<std::time_t>(epoch_seconds);
-  std::tm tm{};
-  ::gmtime_r(&t, &tm);
-  static constexpr char const* kDays[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
-  static constexpr char const* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                            "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%s, %02d %s %04d %02d:%02d:%02d GMT", kDays[tm.tm_wday],
-                tm.tm_mday, kMonths[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min,
-                tm.tm_sec);
-  return buf;
-}
-
 }  // namespace bai::storage

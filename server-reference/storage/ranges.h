@@ -25,7 +25,4 @@ RangeVerdict DecideRange(std::optional<std::string_view> range,
                          std::optional<std::string_view> if_range, std::string_view etag,
                          std::string_view last_modified, std::int64_t size);
 
-/// An IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT") for `epoch_seconds`.
-std::string HttpDate(std::int64_t epoch_seconds);
-
 }  // namespace bai::storage

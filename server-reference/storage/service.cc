@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/storage/service.h"
 
+#include "bai/protocol/dates.h"
 #include "bai/protocol/errors.h"
 #include "bai/protocol/vfolder_wire.h"
 
@@ -57,13 +58,7 @@ bool Flag(json const& args, char const* key, bool fallback) {
 }
 
 std::string IsoTime(struct timespec t) {
-  std::time_t s = t.tv_sec;
-  std::tm tm{};
-  ::gmtime_r(&s, &tm);
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06ld+00:00", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, t.tv_nsec / 1000);
-  return buf;
+  return protocol::FormatRfc3339(static_cast<std::int64_t>(t.tv_sec), t.tv_nsec / 1000);
 }
 
 // The query parameter `key`, decoded.
@@ -673,7 +668,7 @@ server::HttpResponse StorageService::Download(server::HttpRequest const& request
   }
   auto const& st = opened->st;
   std::int64_t size = st.st_size;
-  std::string last_modified = HttpDate(st.st_mtim.tv_sec);
+  std::string last_modified = protocol::FormatHttpDate(st.st_mtim.tv_sec);
   char etag[64];
   std::snprintf(etag, sizeof etag, "\"%llx-%llx\"", static_cast<unsigned long long>(size),
                 static_cast<unsigned long long>(st.st_mtim.tv_sec) * 1000000000ull +

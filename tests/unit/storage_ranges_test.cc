@@ -45,10 +45,5 @@ TEST(StorageRangesTest, DecidesWhatAGetSends) {
   }
 }
 
-TEST(StorageRangesTest, HttpDates) {
-  EXPECT_EQ(HttpDate(784111777), "Sun, 06 Nov 1994 08:49:37 GMT");
-  EXPECT_EQ(HttpDate(0), "Thu, 01 Jan 1970 00:00:00 GMT");
-}
-
 }  // namespace
 }  // namespace bai::storage

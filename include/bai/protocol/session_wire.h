@@ -7,6 +7,7 @@
 // data names each bad field.
 
 #include "bai/export.h"
+#include "bai/protocol/dates.h"
 #include "bai/protocol/resource.h"
 #include "bai/protocol/session_status.h"
 #include "bai/status.h"
@@ -72,8 +73,7 @@ BAI_EXPORT StatusOr<SessionCreateRequest> DecodeSessionCreateRequest(
 /// True for a valid session name: 4–64 ASCII letters, digits, '_', '.', '-', starting and
 /// ending with a letter, digit or '_', and not the reserved "from-template".
 BAI_EXPORT bool ValidSessionName(std::string_view name);
-/// "90", "30s", "5m", "1h", "2d", "1w" → seconds; nullopt for anything else.
-BAI_EXPORT std::optional<std::int64_t> ParseDurationSeconds(std::string_view text);
+// ParseDurationSeconds: bai/protocol/dates.h.
 
 /// The answer to `POST /session` (201 created or reused, 200 still pending).
 struct SessionCreateResult {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "bai/export.h"
+#include "bai/protocol/dates.h"
 #include "bai/status.h"
 
 #include <chrono>
@@ -59,19 +60,7 @@ BAI_EXPORT std::string SignWithKey(SigningInput const& input, std::string_view d
 BAI_EXPORT std::string AuthorizationHeaderValue(std::string_view access_key,
                                                 std::string_view signature, HashAlgorithm hash);
 
-/// A parsed Date header.
-struct HttpDate {
-  std::int64_t unix_seconds = 0;  ///< the instant, seconds since the epoch (UTC)
-  int utc_offset_seconds = 0;     ///< the header's own offset (0 for Z, GMT, UTC and naive)
-  int local_yyyymmdd = 0;         ///< calendar date in that offset: the signing key date
-};
-
-/// Parses ISO 8601 ("2024-03-15T12:34:56.123+09:00", "…Z", "…" naive = UTC, date-time separator
-/// 'T' or ' ') and RFC 1123 ("Fri, 15 Mar 2024 12:34:56 GMT", also UTC/+hhmm/common US zones).
-BAI_EXPORT std::optional<HttpDate> ParseHttpDate(std::string_view text);
-
-/// "2024-03-15T12:34:56+00:00" for `t` in UTC: what the SDK sends.
-BAI_EXPORT std::string FormatRequestDate(std::chrono::system_clock::time_point t);
+// HttpDate, ParseHttpDate and FormatRequestDate: bai/protocol/dates.h.
 
 /// A parsed Authorization header.
 struct ParsedAuthorization {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Background tasks (PROTOCOL.md §5.6): the event stream that follows one, and the operation that
 // runs as one in this manager, committing a session's kernel to a tar archive on its agent.
+#include "bai/protocol/dates.h"
 #include "bai/protocol/errors.h"
 
 #include "libbai/internal/json_codec.h"
@@ -41,12 +42,8 @@ bool ValidCommitFilename(std::string const& name) {
 // NAME-YYYYmmddTHHMMSSZ-TASK.tar: the task's id (unique) keeps two commits in the same second
 // apart (they collided, and the second failed "exists").
 std::string DefaultCommitFilename(std::string const& session_name, std::string const& task_id) {
-  char stamp[32];
-  std::time_t t = std::time(nullptr);
-  std::tm utc{};
-  gmtime_r(&t, &utc);
-  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &utc);
-  return session_name + "-" + stamp + "-" + task_id.substr(0, 8) + ".tar";
+  return session_name + "-" + protocol::FormatStamp(std::chrono::system_clock::now()) + "-" +
+         task_id.substr(0, 8) + ".tar";
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/manager/graphql/minilang.h"
 
+#include "bai/protocol/dates.h"
 #include "bai/protocol/errors.h"
 
 #include "libbai/internal/text.h"
@@ -77,12 +78,7 @@ std::optional<std::string> NormaliseTime(std::string const& s) {
   tm.tm_hour = h;
   tm.tm_min = mi;
   tm.tm_sec = sec;
-  std::time_t t = timegm(&tm) - offset;
-  gmtime_r(&t, &tm);
-  char buf[64];
-  std::size_t len = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  std::snprintf(buf + len, sizeof buf - len, ".%06ld+00:00", micros);
-  return std::string(buf);
+  return protocol::FormatRfc3339(static_cast<std::int64_t>(timegm(&tm)) - offset, micros);
 }
 
 class FilterCompiler {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/manager/state/store.h"
 
+#include "bai/protocol/dates.h"
 #include "bai/protocol/errors.h"
 #include "bai/protocol/resource.h"
 
@@ -15,18 +16,7 @@ namespace bai::manager {
 
 using server::SqlValue;
 
-std::string IsoTime(std::chrono::system_clock::time_point t) {
-  auto secs = std::chrono::system_clock::to_time_t(t);
-  auto micros =
-      std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count() % 1000000;
-  if (micros < 0) micros += 1000000;
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[64];
-  std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  std::snprintf(buf + n, sizeof buf - n, ".%06lld+00:00", static_cast<long long>(micros));
-  return buf;
-}
+std::string IsoTime(std::chrono::system_clock::time_point t) { return protocol::FormatRfc3339(t); }
 
 std::string NowIso() { return IsoTime(std::chrono::system_clock::now()); }
 
