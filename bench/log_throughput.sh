@@ -62,7 +62,7 @@ for r in $(seq "$rounds"); do
   python3 -c "${job/WAIT/0}" | python3 -c "$reader" >>"$work/host.txt"
   "$build/bin/bai" run --detach --name "tput-$r" python -- python3 -c "${job/WAIT/3}" >/dev/null
   "$build/bin/bai" session wait "tput-$r" --for running --timeout 60s >/dev/null
-  ${BAI_TIME:-} "$build/bin/bai" logs -f "tput-$r" 2>${BAI_TIME_OUT:-/dev/null} | python3 -c "$reader" >>"$work/bai.txt"
+  "$build/bin/bai" logs -f "tput-$r" 2>/dev/null | python3 -c "$reader" >>"$work/bai.txt"
 done
 "$build/bin/bai" logs tput-1 >"$work/stored.txt" 2>"$work/stored.err" || true
 
