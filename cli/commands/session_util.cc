@@ -153,25 +153,7 @@ json InfoJson(SessionInfo const& s) {
 
 void PrintOutputFrom(protocol::SessionOutput const& output, std::int64_t offset,
                      std::function<void(std::string const&, std::string const&)> const& print) {
-  // Offsets count output bytes up to next_offset; a notice counts none. From the end backwards:
-  // the chunks (and the part of one) after `offset`.
-  std::int64_t want = output.next_offset - offset;
-  if (offset <= 0) want = output.next_offset;
-  std::size_t first = output.chunks.size();
-  std::size_t skip = 0;
-  for (std::size_t i = output.chunks.size(); i-- > 0 && want > 0;) {
-    auto const& [stream, text] = output.chunks[i];
-    first = i;
-    if (stream == "notice") continue;
-    auto size = static_cast<std::int64_t>(text.size());
-    skip = size > want ? static_cast<std::size_t>(size - want) : 0;
-    want -= size;
-  }
-  if (offset <= 0) first = 0, skip = 0;
-  for (std::size_t i = first; i < output.chunks.size(); ++i) {
-    auto const& [stream, text] = output.chunks[i];
-    print(stream, i == first ? text.substr(std::min(skip, text.size())) : text);
-  }
+  for (auto const& [stream, text] : protocol::OutputFrom(output, offset)) print(stream, text);
 }
 
 FollowedJob FollowToEnd(SessionClient const& sessions, std::string const& id,

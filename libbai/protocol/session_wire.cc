@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace bai::protocol {
@@ -755,6 +756,32 @@ StatusOr<LogEvent> DecodeLogEvent(std::string_view event, std::string_view data)
     r.Refuse("event", "output or end");
   }
   if (!r.ok()) return FieldProblem(r);
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> OutputFrom(SessionOutput const& output,
+                                                            std::int64_t offset) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::vector<std::int64_t> after(output.chunks.size() + 1, 0);  // data bytes from i on
+  for (std::size_t i = output.chunks.size(); i-- > 0;) {
+    auto const& [stream, text] = output.chunks[i];
+    after[i] = after[i + 1] + (stream == "notice" ? 0 : static_cast<std::int64_t>(text.size()));
+  }
+  std::int64_t pos = 0;
+  for (std::size_t i = 0; i < output.chunks.size(); ++i) {
+    auto const& [stream, text] = output.chunks[i];
+    if (stream == "notice") {
+      pos = std::max(pos, output.next_offset - after[i + 1]);
+      if (offset < pos || offset <= 0) out.emplace_back(stream, text);
+      continue;
+    }
+    auto size = static_cast<std::int64_t>(text.size());
+    if (pos + size > offset) {
+      out.emplace_back(
+          stream, text.substr(static_cast<std::size_t>(std::max<std::int64_t>(offset - pos, 0))));
+    }
+    pos += size;
+  }
   return out;
 }
 

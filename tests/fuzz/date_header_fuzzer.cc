@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Any bytes as a Date header: parse or refuse, and a parsed date must be self-consistent.
-#include "bai/protocol/signing.h"
+#include "bai/protocol/dates.h"
 
 #include <cstdint>
 #include <cstdlib>

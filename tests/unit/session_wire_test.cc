@@ -394,5 +394,30 @@ TEST(SessionWireTest, LogEventsCarryAnyBytes) {
       DecodeLogEvent("output", "{\"stream\":\"stdout\",\"data\":\"a\x01\",\"offset\":1}").ok());
 }
 
+// A stored output read on from an offset: within the head, in the dropped middle, in the tail.
+TEST(SessionWireTest, OutputFromAnOffsetSkipsWhatWasSeen) {
+  SessionOutput o;
+  // Head "abcde" (0-5), 90 bytes dropped, tail "vwxyz" (95-100) of stderr.
+  o.chunks = {{"stdout", "abcde"}, {"notice", "[dropped]\n"}, {"stderr", "vwxyz"}};
+  o.next_offset = 100;
+  o.truncated = true;
+  auto text = [&](std::int64_t from) {
+    std::string s;
+    for (auto const& [stream, t] : OutputFrom(o, from)) s += stream.substr(0, 1) + t + "|";
+    return s;
+  };
+  EXPECT_EQ(text(0), "sabcde|n[dropped]\n|svwxyz|");
+  EXPECT_EQ(text(3), "sde|n[dropped]\n|svwxyz|");
+  EXPECT_EQ(text(40), "n[dropped]\n|svwxyz|") << "from the middle: the notice, the whole tail";
+  EXPECT_EQ(text(95), "svwxyz|");
+  EXPECT_EQ(text(98), "syz|");
+  EXPECT_EQ(text(100), "");
+  // The manager's fallback (the agent out of reach): a notice first, the text after it.
+  SessionOutput f{{{"notice", "[out of reach]\n"}, {"stdout", "tail"}}, 4, true};
+  EXPECT_EQ(OutputFrom(f, 0).size(), 2u);
+  ASSERT_EQ(OutputFrom(f, 2).size(), 1u);
+  EXPECT_EQ(OutputFrom(f, 2)[0].second, "il");
+}
+
 }  // namespace
 }  // namespace bai::protocol

@@ -168,6 +168,11 @@ struct SessionOutput {
   std::int64_t next_offset = 0;
   bool truncated = false;  ///< part of the output is not in it (a notice says where)
 };
+/// The part of `output` after output offset `offset` (all of it from 0 or less), chunk by chunk:
+/// a notice counts no bytes, and where one marks a dropped middle the output after it resumes
+/// so as to end at next_offset (it is kept when `offset` falls before that point).
+BAI_EXPORT std::vector<std::pair<std::string, std::string>> OutputFrom(SessionOutput const& output,
+                                                                       std::int64_t offset);
 /// The whole response body.
 BAI_EXPORT std::string EncodeSessionOutput(SessionOutput const& output);
 BAI_EXPORT StatusOr<SessionOutput> DecodeSessionOutput(std::string_view body);
