@@ -68,7 +68,9 @@ void ReadPages(AgentRegistry& agents, std::string agent_id, std::string session_
 // and the manager holds at most about kLag + one page for it. The end event comes last.
 constexpr std::size_t kLag = 6u << 20;
 constexpr std::size_t kResume = 2u << 20;
-constexpr std::int64_t kCatchUpPage = 1 << 20;
+// A page is at most 512 KiB of output: escaped into events it stays under 3 MiB even for
+// control bytes (6 each), so kResume + a page stays under the server's 8 MiB stream limit.
+constexpr std::int64_t kCatchUpPage = 512 << 10;
 
 struct Follower : std::enable_shared_from_this<Follower> {
   std::shared_ptr<server::Exchange> exchange;
