@@ -465,10 +465,33 @@ def case_restart_alias(r: Runner):
     r.wait_status("conf-int", {"RUNNING"})
 
 
+def wait_connected(p: subprocess.Popen, port: int, timeout: float = 30) -> None:
+    """Until process `p` holds an established TCP connection to `port` (its request is out), plus
+    a moment for the server to subscribe it: a fixed sleep lost the race on a loaded machine."""
+    deadline = time.time() + timeout
+    while time.time() < deadline and p.poll() is None:
+        inodes = set()
+        try:
+            for fd in os.listdir(f"/proc/{p.pid}/fd"):
+                link = os.readlink(f"/proc/{p.pid}/fd/{fd}")
+                if link.startswith("socket:["):
+                    inodes.add(link[8:-1])
+        except OSError:
+            pass
+        with open("/proc/net/tcp") as f:
+            for line in f.readlines()[1:]:
+                cols = line.split()
+                if (cols[3] == "01" and int(cols[2].split(":")[1], 16) == port
+                        and cols[9] in inodes):
+                    time.sleep(0.5)
+                    return
+        time.sleep(0.1)
+
+
 def watch_events(r: Runner, p: subprocess.Popen, name: str):
     """Destroys `name` while `p` (the client's events command) follows it; its output once the
     session has ended (the stream stays open, as 24.09's does: the client is interrupted)."""
-    time.sleep(1.0)
+    wait_connected(p, int(r.stack.endpoint.rsplit(":", 1)[1]))
     r.stack.api("DELETE", f"/session/{name}")
     try:
         r.wait_status(name, {"TERMINATED"}, timeout=30)
