@@ -15,6 +15,9 @@ void AppendJsonString(std::string& out, std::string_view text);
 /// of a well-formed UTF-8 sequence becomes U+FFFD. Hundreds of MB/s: the log relay's hot path.
 void AppendJsonBytes(std::string& out, std::string_view bytes);
 
+/// Appends code point `cp` (at most U+10FFFF, not a surrogate) as UTF-8.
+void AppendUtf8(std::string& out, std::uint32_t cp);
+
 /// Reads the JSON string starting at `text[pos]` (its opening quote) into `out` and moves `pos`
 /// past its closing quote; false (pos unspecified) for anything but a well-formed string.
 bool ReadJsonString(std::string_view text, std::size_t& pos, std::string& out);

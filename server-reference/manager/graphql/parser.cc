@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Lexer and recursive-descent parser for executable GraphQL documents (spec §2). Recursion is
 // bounded by Limits::max_depth, so no document can exhaust the stack.
+#include "libbai/internal/json_writer.h"
 #include "server-reference/manager/graphql/document.h"
 
 #include <cstdint>
@@ -20,24 +21,6 @@ struct Token {
 bool IsNameStart(char c) { return c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
 bool IsNameChar(char c) { return IsNameStart(c) || (c >= '0' && c <= '9'); }
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-
-void AppendUtf8(std::string& out, std::uint32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
 
 // The value of a block string (spec: BlockStringValue): common indentation removed from all
 // lines but the first, leading and trailing blank lines dropped, lines joined with \n.
@@ -236,7 +219,7 @@ class Lexer {
     } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
       return Fail("Invalid Unicode escape sequence");
     }
-    AppendUtf8(out, cp);
+    internal::AppendUtf8(out, cp);
     return std::nullopt;
   }
   std::optional<Error> String(Token& t) {
