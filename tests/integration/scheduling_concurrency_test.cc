@@ -15,6 +15,7 @@
 #include "server-reference/manager/state/sessions.h"
 #include "tests/testing_util/subprocess.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -134,6 +135,71 @@ void Burst(Isolation isolation) {
 TEST_P(TwoManagersTest, ABurstOfCreatesNeverOverBooksAnAgent) {
   // Without the scope this test failed in five runs out of six (five bursts each).
   for (int round = 0; round < 5 && !HasFailure(); ++round) Burst(GetParam());
+}
+
+// Hardening (hostile, 7): the pass over the database tells the scheduler when each placed
+// session started, so an agent held for a starving session takes backfill that leaves it its
+// room, and counts that backfill in the next pass.
+TEST(SchedulingPassTest, AHeldAgentTakesOnlyBackfillThatLeavesTheHeadItsRoom) {
+  testing_util::TempDir dir;
+  ManagerConfig config;
+  config.data_dir = dir.path() + "/data";
+  auto state = OpenState(config);
+  ASSERT_TRUE(state.ok()) << state.status().message();
+  auto creds = testing_util::ReadEnvFile(state->bootstrap.credentials_file);
+  auto admin = state->store->FindKeypair(creds["BACKEND_ACCESS_KEY"]);
+  ASSERT_TRUE(admin.ok() && *admin);
+  auto group = state->store->FindGroup("default", "default");
+  ASSERT_TRUE(group.ok() && *group);
+  auto& db = *state->db;
+  ASSERT_TRUE(db.Exec("UPDATE keypair_resource_policies SET max_concurrent_sessions = 0").ok());
+  ASSERT_TRUE(db.Exec("INSERT INTO agents (id, scaling_group, status, available_slots, "
+                      "first_contact, last_heartbeat) VALUES ('a1', 'default', 'ALIVE', "
+                      "'{\"cpu\":\"8\",\"mem\":\"68719476736\"}', 'now', 'now')")
+                  .ok());
+  SessionStore sessions(db);
+  auto create = [&](std::string const& name, std::string const& slots) {
+    SessionRecord s;
+    s.id = GenerateUuid();
+    s.name = name;
+    s.access_key = (*admin)->identity.access_key;
+    s.user_id = (*admin)->identity.user_id;
+    s.domain_name = "default";
+    s.group_id = **group;
+    s.scaling_group = "default";
+    s.type = "interactive";
+    s.image = "python";
+    s.architecture = "x86_64";
+    EXPECT_TRUE(protocol::ParseSlotAssignment(slots, s.requested).ok());
+    EXPECT_TRUE(sessions.Create(s).ok());
+    return s.id;
+  };
+  auto now = std::chrono::system_clock::now();
+  auto pass = [&] { ASSERT_TRUE(RunSchedulingPass(db, "default", now).ok()); };
+  auto status_of = [&](std::string const& id) {
+    auto r = db.Query("SELECT status || ' ' || status_info FROM sessions WHERE id = ?", {id});
+    return r.ok() && !r->empty() ? (*r)[0].Text(0) : std::string("?");
+  };
+  // An interactive session placed an hour ago holds 6 of the agent's 8 CPUs.
+  auto old = create("old-one", "cpu=6,mem=1g");
+  pass();
+  ASSERT_EQ(status_of(old).substr(0, 9), "SCHEDULED");
+  ASSERT_TRUE(db.Exec("UPDATE sessions SET status_history = ? WHERE id = ?",
+                      {"{\"SCHEDULED\":\"" + IsoTime(now - std::chrono::hours(1)) + "\"}", old})
+                  .ok());
+  // A session for 7 CPUs has waited 30 minutes: past the 10-minute guarantee.
+  auto head = create("head-one", "cpu=7,mem=1g");
+  ASSERT_TRUE(db.Exec("UPDATE sessions SET created_at = ? WHERE id = ?",
+                      {IsoTime(now - std::chrono::minutes(30)), head})
+                  .ok());
+  auto small0 = create("small-0", "cpu=1,mem=1g");
+  auto small1 = create("small-1", "cpu=1,mem=1g");
+  pass();
+  EXPECT_THAT(status_of(head), ::testing::HasSubstr("agent a1 is held for it"));
+  EXPECT_EQ(status_of(small0).substr(0, 9), "SCHEDULED") << "1 + 7 CPUs fit once old-one ends";
+  EXPECT_THAT(status_of(small1), ::testing::HasSubstr("agent a1 (held for " + head + ")"));
+  pass();  // small-0 now counts as backfill, read from its status history
+  EXPECT_EQ(status_of(small1).substr(0, 7), "PENDING");
 }
 
 INSTANTIATE_TEST_SUITE_P(SqliteModes, TwoManagersTest,

@@ -165,7 +165,7 @@ TEST(SchedulerTest, HeadGuaranteeStopsBackfillAfterMaxWait) {
   in.now = std::chrono::system_clock::time_point(minutes(100));
   in.agents = {MakeAgent("a1", "cpu=4")};
   in.agents[0].occupied = Slots("cpu=3");
-  Session head = MakeSession("head", "cpu=2", 1);
+  Session head = MakeSession("head", "cpu=4", 1);  // the whole agent: no room to backfill
   head.enqueued_at = in.now - minutes(5);
   in.pending = {head, MakeSession("small", "cpu=1", 2)};
   EXPECT_EQ(ByID(Schedule(in))["small"].agent_id, "a1") << "backfill before max_head_wait";
@@ -217,6 +217,69 @@ TEST(SchedulerTest, AStarvingHeadHoldsOneAgentAndTheRestBackfill) {
   int early_started = 0;
   for (int i = 0; i < 4; ++i) early_started += early["small" + std::to_string(i)].agent_id ? 1 : 0;
   EXPECT_EQ(early_started, 4);
+}
+
+// Hardening (hostile, 7, the rest): a held agent used to take nothing more at all. What the
+// starving session needs is now reserved beside the backfill placed since the hold began; later
+// sessions that leave that room start there (they cannot delay it: it starts as soon as the
+// sessions that were there before end), the others wait with the reason.
+TEST(SchedulerTest, AHeldAgentTakesBackfillThatLeavesTheHeadItsRoom) {
+  Input in;
+  in.now = std::chrono::system_clock::time_point(minutes(100));
+  in.max_head_wait = std::chrono::seconds(60);
+  in.agents = {MakeAgent("a1", "cpu=8")};
+  in.agents[0].occupied = Slots("cpu=6");  // an interactive session from before, never ending
+  in.agents[0].placed = {{in.now - minutes(60), Slots("cpu=6"), {}}};
+  Session head = MakeSession("head", "cpu=7", 1, "AK-big");
+  head.enqueued_at = in.now - minutes(30);  // held since 29 minutes ago
+  in.pending = {head, MakeSession("small0", "cpu=1", 2), MakeSession("small1", "cpu=1", 3)};
+  auto d = ByID(Schedule(in));
+  EXPECT_FALSE(d["head"].agent_id);
+  EXPECT_THAT(d["head"].status_info, HasSubstr("agent a1 is held for it"));
+  EXPECT_THAT(d["head"].status_info, HasSubstr("its room is reserved there"));
+  EXPECT_EQ(d["small0"].agent_id, "a1") << "1 + 7 fit 8 once the old session ends";
+  EXPECT_FALSE(d["small1"].agent_id) << "2 + 7 would not";
+  EXPECT_THAT(d["small1"].status_info, HasSubstr("agent a1 (held for head)"));
+
+  // Next pass: small0 is placed there (since the hold began), so it counts as backfill; the
+  // old session's room does not (it drains).
+  in.agents[0].occupied = Slots("cpu=7");
+  in.agents[0].placed.push_back({in.now - minutes(1), Slots("cpu=1"), {}});
+  in.pending = {head, MakeSession("small1", "cpu=1", 3)};
+  d = ByID(Schedule(in));
+  EXPECT_FALSE(d["small1"].agent_id);
+  // Backfill placed before the hold began drains like the rest: it does not count.
+  in.agents[0].placed.back().scheduled_at = in.now - minutes(40);
+  d = ByID(Schedule(in));
+  EXPECT_EQ(d["small1"].agent_id, "a1");
+}
+
+// The same on GPUs: the room kept for the head is on its devices, not only in the agent's total.
+TEST(SchedulerTest, AHeldAgentKeepsTheHeadsDevicesFree) {
+  auto gpu = [](std::string uuid) {
+    Device d;
+    d.uuid = std::move(uuid);
+    return d;
+  };
+  Input in;
+  in.now = std::chrono::system_clock::time_point(minutes(100));
+  in.max_head_wait = std::chrono::seconds(60);
+  in.agents = {MakeAgent("a1", "cpu=8,cuda.shares=2")};
+  in.agents[0].devices = {gpu("GPU-0"), gpu("GPU-1")};
+  // An old session holds all of GPU-0.
+  DeviceAllocation old{"cuda.shares", "GPU-0", Decimal::FromInteger(1)};
+  in.agents[0].occupied = Slots("cpu=1,cuda.shares=1");
+  in.agents[0].devices[0].used = Decimal::FromInteger(1);
+  in.agents[0].placed = {{in.now - minutes(60), Slots("cpu=1,cuda.shares=1"), {old}}};
+  Session head = MakeSession("head", "cpu=1,cuda.shares=2", 1, "AK-big");
+  head.enqueued_at = in.now - minutes(30);
+  in.pending = {head, MakeSession("gpu-half", "cpu=1,cuda.shares=0.5", 2),
+                MakeSession("cpu-only", "cpu=1", 3)};
+  auto d = ByID(Schedule(in));
+  EXPECT_FALSE(d["head"].agent_id);
+  EXPECT_FALSE(d["gpu-half"].agent_id) << "GPU-1 has room now, but the head needs both devices";
+  EXPECT_THAT(d["gpu-half"].status_info, HasSubstr("held for head"));
+  EXPECT_EQ(d["cpu-only"].agent_id, "a1") << "it leaves the head its GPUs and CPUs";
 }
 
 TEST(SchedulerTest, NotReadySessionsWaitWithTheirReason) {

@@ -156,6 +156,42 @@ std::string WhyWaiting(std::vector<Agent> const& agents, Session const& s, Input
          DescribeSlots(free);
 }
 
+// An agent held for a starving session: what the session needs, and what was placed there since
+// the hold began (it must leave the session that room; the rest of the agent drains).
+struct Hold {
+  std::string session_id;
+  ResourceSlots needs;
+  ResourceSlots backfill;
+  std::vector<Device> backfill_devices;  // the agent's devices with only the backfill on them
+};
+
+Hold HoldOn(Agent const& a, Session const& s, std::chrono::system_clock::time_point since) {
+  Hold h;
+  h.session_id = s.id;
+  h.needs = s.requested;
+  h.backfill_devices = a.devices;
+  for (auto& d : h.backfill_devices) d.used = Decimal();
+  for (auto const& p : a.placed) {
+    if (p.scheduled_at < since) continue;
+    AddInto(h.backfill, p.slots);
+    Occupy(h.backfill_devices, p.devices);
+  }
+  return h;
+}
+
+// Whether the held session still fits `a` once the sessions there before the hold have ended,
+// with `more` (placed on `devices`) started beside the backfill.
+bool HeadFits(Hold const& h, Agent const& a, ResourceSlots const& more,
+              std::vector<DeviceAllocation> const& devices) {
+  ResourceSlots kept = h.backfill;
+  AddInto(kept, more);
+  if (!Fits(h.needs, a.capacity, kept)) return false;
+  if (a.devices.empty()) return true;
+  std::vector<Device> after = h.backfill_devices;
+  Occupy(after, devices);
+  return PlaceDevices(after, h.needs, a.device_policy).has_value();
+}
+
 }  // namespace
 
 std::string WhyNeverFits(std::vector<ResourceSlots> const& capacities,
@@ -230,21 +266,32 @@ std::vector<Decision> Schedule(Input const& input) {
   });
 
   // The head guarantee: a session that has waited `max_head_wait` while it could fit holds one
-  // agent that can take it; nothing else starts there until it does. Later sessions still start
+  // agent that can take it. What it needs stays reserved there beside the sessions placed since
+  // the hold began (the backfill), so it starts as soon as the sessions that were there before
+  // end; a later session starts there only if it leaves that room. Later sessions still start
   // on the other agents (they cannot delay it there).
-  std::map<std::string, std::string> held;  // agent id -> the session it is held for
+  std::map<std::string, Hold> held;  // agent id -> the hold on it
   auto hold_for = [&](Session const& s) -> std::string {
+    auto since = s.enqueued_at + input.max_head_wait;
     std::string best;
+    bool best_keeps = false;  // the session fits beside the agent's backfill so far
     double best_score = -1;
     for (auto const& a : agents) {
       if (held.count(a.id) || !Eligible(a, s) || !Fits(s.requested, a.capacity, {})) continue;
+      Hold h = HoldOn(a, s, since);
+      bool keeps = HeadFits(h, a, {}, {});
       double score = FreeScore(a, s);
-      if (score > best_score) {
+      if ((keeps && !best_keeps) || (keeps == best_keeps && score > best_score)) {
+        best_keeps = keeps;
         best_score = score;
         best = a.id;
       }
     }
-    if (!best.empty()) held[best] = s.id;
+    if (!best.empty()) {
+      auto a =
+          std::find_if(agents.begin(), agents.end(), [&](Agent const& x) { return x.id == best; });
+      held[best] = HoldOn(*a, s, since);
+    }
     return best;
   };
   std::string const guarantee =
@@ -272,19 +319,25 @@ std::vector<Decision> Schedule(Input const& input) {
     std::string held_away;    // an agent that would fit, held for an older session
     for (auto& a : agents) {
       if (!Eligible(a, *s) || !Fits(s->requested, a.capacity, a.occupied)) continue;
-      if (auto h = held.find(a.id); h != held.end() && h->second != s->id) {
-        if (held_away.empty()) held_away = a.id + " (held for " + h->second + ")";
-        continue;
-      }
+      std::vector<DeviceAllocation> placed;
       if (!a.devices.empty()) {
-        auto placed = PlaceDevices(a.devices, s->requested, a.device_policy);
-        if (!placed) {
+        auto where = PlaceDevices(a.devices, s->requested, a.device_policy);
+        if (!where) {
           fragmented = true;
           continue;
         }
-        d.devices = *placed;
-        Occupy(a.devices, d.devices);
+        placed = *where;
       }
+      if (auto h = held.find(a.id); h != held.end() && h->second.session_id != s->id) {
+        if (!HeadFits(h->second, a, s->requested, placed)) {
+          if (held_away.empty()) held_away = a.id + " (held for " + h->second.session_id + ")";
+          continue;
+        }
+        AddInto(h->second.backfill, s->requested);
+        Occupy(h->second.backfill_devices, placed);
+      }
+      Occupy(a.devices, placed);
+      d.devices = std::move(placed);
       chosen = &a;
       break;
     }
@@ -298,7 +351,9 @@ std::vector<Decision> Schedule(Input const& input) {
       d.agent_id = chosen->id;
     } else if (!held_away.empty()) {
       d.status_info = "waiting: needs " + DescribeSlots(s->requested) + "; agent " + held_away +
-                      ", an older session past " + guarantee + ", is the one with room";
+                      ", an older session past " + guarantee +
+                      ", is the one with room and it would take "
+                      "the room reserved there";
     } else if (fragmented) {
       d.status_info =
           "waiting: needs " + DescribeSlots(s->requested) +
@@ -314,7 +369,8 @@ std::vector<Decision> Schedule(Input const& input) {
       if (starving_fit) {
         if (auto agent = hold_for(*s); !agent.empty()) {
           d.status_info += "; agent " + agent + " is held for it (" + guarantee +
-                           "): nothing else starts there until it does";
+                           "): its room is reserved there, only what leaves that room starts "
+                           "there";
         }
       }
     }

@@ -17,6 +17,13 @@ namespace bai::manager::scheduler {
 using protocol::Decimal;
 using protocol::ResourceSlots;
 
+/// A session already placed on an agent: what it holds there and since when.
+struct Placed {
+  std::chrono::system_clock::time_point scheduled_at;
+  ResourceSlots slots;
+  std::vector<DeviceAllocation> devices;
+};
+
 /// One agent of the resource group as the scheduler sees it.
 struct Agent {
   std::string id;
@@ -29,6 +36,9 @@ struct Agent {
   /// agent's totals only (a simulated agent's --slots).
   std::vector<Device> devices;
   DevicePolicy device_policy = DevicePolicy::kEvenly;
+  /// The sessions making up `occupied`, when known: on an agent held for a starving session,
+  /// those placed since the hold began are backfill, which must leave the held session its room.
+  std::vector<Placed> placed;
 };
 
 /// A keypair's resource policy and what it uses now.
@@ -75,9 +85,11 @@ struct Input {
   std::map<std::string, Keypair> keypairs;  ///< by access key; absent = no limits
   std::chrono::system_clock::time_point now;
   /// Once a session that could fit has waited this long, one agent that can take it is held for
-  /// it: nothing else starts there until it does, while later sessions keep starting on the
-  /// other agents (the head guarantee of DECISIONS.md "Scheduler"; manager setting
-  /// scheduler.head_wait). Each starving session holds its own agent, oldest first.
+  /// it: only backfill that leaves it its room starts there (what it needs stays reserved
+  /// beside the sessions placed since the hold began, so it starts as soon as the sessions that
+  /// were there before end), while later sessions keep starting on the other agents (the head
+  /// guarantee of DECISIONS.md "Scheduler", ADR 15; manager setting scheduler.head_wait). Each
+  /// starving session holds its own agent, oldest first.
   std::chrono::seconds max_head_wait{600};
 };
 

@@ -151,15 +151,24 @@ Status ReadAgentsAndUsage(SqlExecutor& tx, std::string const& scaling_group, Pas
     st.in.agents.push_back(std::move(a));
   }
   auto holding =
-      tx.Query(std::string("SELECT agent_id, access_key, requested_slots, device_allocations FROM "
-                           "sessions WHERE status IN ") +
+      tx.Query(std::string("SELECT agent_id, access_key, requested_slots, device_allocations, "
+                           "status_history FROM sessions WHERE status IN ") +
                kHoldingStatuses);
   if (!holding.ok()) return holding.status();
   for (auto const& r : *holding) {
     auto slots = SlotsFromColumn(r.Text(2));
     if (auto it = agent_index.find(r.Text(0)); it != agent_index.end()) {
-      scheduler::AddInto(st.in.agents[it->second].occupied, slots);
-      scheduler::Occupy(st.in.agents[it->second].devices, AllocationsFromColumn(r.Text(3)));
+      auto& agent = st.in.agents[it->second];
+      scheduler::Placed placed;
+      placed.slots = slots;
+      placed.devices = AllocationsFromColumn(r.Text(3));
+      auto history = MapFromColumn(r.Text(4));
+      auto scheduled = history.find("SCHEDULED");
+      // A session without the mark (placed before it was kept) counts as placed long ago.
+      if (scheduled != history.end()) placed.scheduled_at = TimeOf(scheduled->second);
+      scheduler::AddInto(agent.occupied, slots);
+      scheduler::Occupy(agent.devices, placed.devices);
+      agent.placed.push_back(std::move(placed));
     }
     auto& u = st.usage[r.Text(1)];
     u.active_sessions += 1;
