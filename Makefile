@@ -39,6 +39,7 @@ format:
 
 format-check:
 	git ls-files -z '*.cc' '*.h' 'include/*.h.in' | xargs -0 clang-format --dry-run -Werror
+	bash scripts/check-layers.sh
 
 bench: build
 	bash bench/run.sh build

@@ -12,12 +12,12 @@
 // with the same rootfs and the same OCI config, whose process is /bin/true.
 #include "bai/client.h"
 
-#include "libbai/internal/json_codec.h"
+#include "libbai/util/json_parse.h"
 #include "server-reference/agent/agent.h"
 #include "server-reference/agent/dummy_backend.h"
 #include "server-reference/agent/images.h"
 #include "server-reference/agent/runc_backend.h"
-#include "server-reference/common/process.h"
+#include "server-reference/common/exec/process.h"
 #include "server-reference/manager/manager.h"
 
 #include <fcntl.h>

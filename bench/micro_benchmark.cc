@@ -3,7 +3,7 @@
 // string (what signing cannot go below) and a JSON parse of the same document.
 #include "bai/protocol/signing.h"
 
-#include "libbai/internal/json_codec.h"
+#include "libbai/protocol/wire_json.h"
 
 #include <benchmark/benchmark.h>
 #include <openssl/evp.h>

@@ -2,7 +2,7 @@
 #include "cli/context.h"
 
 #include "cli/exit_codes.h"
-#include "libbai/internal/json_codec.h"
+#include "libbai/util/json_parse.h"
 
 #include <nlohmann/json.hpp>
 

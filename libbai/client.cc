@@ -9,8 +9,8 @@
 #include "libbai/internal/decorators.h"
 #include "libbai/internal/json_codec.h"
 #include "libbai/internal/server_info_cache.h"
-#include "libbai/internal/text.h"
-#include "libbai/internal/url.h"
+#include "libbai/util/text.h"
+#include "libbai/util/url.h"
 
 #include <atomic>
 #include <mutex>

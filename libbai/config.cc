@@ -3,8 +3,8 @@
 
 #include "bai/protocol/api_version.h"
 
-#include "libbai/internal/text.h"
-#include "libbai/internal/url.h"
+#include "libbai/util/text.h"
+#include "libbai/util/url.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

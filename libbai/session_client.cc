@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "bai/session_client.h"
 
-#include "libbai/internal/json_codec.h"
-#include "libbai/internal/sse.h"
-#include "libbai/internal/url.h"
+#include "libbai/util/json_parse.h"
+#include "libbai/util/sse.h"
+#include "libbai/util/url.h"
 
 #include <nlohmann/json.hpp>
 

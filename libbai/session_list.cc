@@ -3,7 +3,7 @@
 #include "bai/protocol/errors.h"
 #include "bai/session_client.h"
 
-#include "libbai/internal/json_codec.h"
+#include "libbai/protocol/wire_json.h"
 
 #include <nlohmann/json.hpp>
 

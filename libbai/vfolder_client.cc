@@ -3,8 +3,8 @@
 // are in vfolder_transfer.cc.
 #include "bai/vfolder_client.h"
 
-#include "libbai/internal/json_parse.h"
-#include "libbai/internal/url.h"
+#include "libbai/util/json_parse.h"
+#include "libbai/util/url.h"
 
 #include <nlohmann/json.hpp>
 

@@ -9,7 +9,7 @@
 #include "bai/protocol/tus_wire.h"
 #include "bai/vfolder_client.h"
 
-#include "libbai/internal/url.h"
+#include "libbai/util/url.h"
 
 #include <fcntl.h>
 #include <nlohmann/json.hpp>

@@ -2,8 +2,8 @@
 #include "cli/commands/api.h"
 
 #include "cli/exit_codes.h"
-#include "libbai/internal/json_codec.h"
-#include "libbai/internal/text.h"
+#include "libbai/util/json_parse.h"
+#include "libbai/util/text.h"
 
 #include <CLI/CLI.hpp>
 

@@ -251,14 +251,34 @@ void PrintDone(Context& ctx, std::string const& words) {
   }
 }
 
-void AddVFolderCommands(CommandSet& set) {
-  auto& ctx = set.ctx();
-  auto* noun = set.root().add_subcommand("vfolder", "Virtual folders: create, list, move files");
-  noun->alias("vf");
-  noun->require_subcommand(1);
+namespace {
 
+struct Named {
+  std::string name, other;
+};
+struct PathsFlag {
+  std::string folder;
+  std::vector<std::string> paths;
+  bool flag = false;
+};
+struct Transfer {
+  std::string folder;
+  std::vector<std::string> paths;
+  TransferFlags flags;
+};
+
+void AddTransferFlags(CLI::App* cmd, TransferFlags& t) {
+  cmd->add_flag("-r,--recursive", t.recursive, "Directories with everything in them");
+  cmd->add_option("--parallel", t.parallel, "Files at once (default 4)")->check(CLI::Range(1, 64));
+  cmd->add_option("--progress", t.progress,
+                  "bar (default on a terminal), json (NDJSON on stderr) or none")
+      ->check(CLI::IsMember({"bar", "json", "none"}));
+}
+
+void AddCreate(CommandSet& set, CLI::App& noun) {
+  auto& ctx = set.ctx();
   auto& create = set.Keep<VFolderCreateRequest>();
-  auto* c = noun->add_subcommand("create", "Create a folder");
+  auto* c = noun.add_subcommand("create", "Create a folder");
   c->add_option("NAME", create.name, "Folder name")->required();
   c->add_option("--host", create.host, "Storage host PROXY:VOLUME (default: the server's)");
   c->add_option("--usage-mode", create.usage_mode, "general, model or data");
@@ -282,8 +302,11 @@ void AddVFolderCommands(CommandSet& set) {
       return Status();
     });
   });
+}
 
-  auto* ls = noun->add_subcommand("ls", "List the folders you can use");
+void AddList(CommandSet& set, CLI::App& noun) {
+  auto& ctx = set.ctx();
+  auto* ls = noun.add_subcommand("ls", "List the folders you can use");
   ls->alias("list");
   set.OnRun(ls, [&ctx] {
     return WithFolders(ctx, [&](VFolderClient& f) -> Status {
@@ -309,9 +332,12 @@ void AddVFolderCommands(CommandSet& set) {
       return Status();
     });
   });
+}
 
+void AddInfo(CommandSet& set, CLI::App& noun) {
+  auto& ctx = set.ctx();
   auto& one = set.Keep<std::string>();
-  auto* info = noun->add_subcommand("info", "A folder's details");
+  auto* info = noun.add_subcommand("info", "A folder's details");
   info->add_option("FOLDER", one, "Folder name or id")->required();
   set.OnRun(info, [&one, &ctx] {
     return WithFolders(ctx, [&](VFolderClient& f) -> Status {
@@ -329,29 +355,28 @@ void AddVFolderCommands(CommandSet& set) {
       return Status();
     });
   });
+}
 
-  struct Named {
-    std::string name, other;
-  };
-  auto add_simple = [&](char const* verb, char const* help, char const* words,
-                        Status (VFolderClient::*call)(std::string const&) const) {
-    auto& name = set.Keep<std::string>();
-    auto* cmd = noun->add_subcommand(verb, help);
-    cmd->add_option("FOLDER", name, "Folder name or id")->required();
-    set.OnRun(cmd, [&name, &ctx, call, words] {
-      return WithFolders(ctx, [&](VFolderClient& f) -> Status {
-        auto s = (f.*call)(name);
-        if (s.ok()) PrintDone(ctx, std::string(words) + " " + name);
-        return s;
-      });
+// A verb on one folder that answers nothing but success: rm, restore, purge.
+void AddOneFolder(CommandSet& set, CLI::App& noun, char const* verb, char const* help,
+                  char const* words, Status (VFolderClient::*call)(std::string const&) const) {
+  auto& ctx = set.ctx();
+  auto& name = set.Keep<std::string>();
+  auto* cmd = noun.add_subcommand(verb, help);
+  cmd->add_option("FOLDER", name, "Folder name or id")->required();
+  set.OnRun(cmd, [&name, &ctx, call, words] {
+    return WithFolders(ctx, [&](VFolderClient& f) -> Status {
+      auto s = (f.*call)(name);
+      if (s.ok()) PrintDone(ctx, std::string(words) + " " + name);
+      return s;
     });
-  };
-  add_simple("rm", "Move a folder to the trash", "trashed", &VFolderClient::Delete);
-  add_simple("restore", "Bring a folder back from the trash", "restored", &VFolderClient::Restore);
-  add_simple("purge", "Remove a folder in the trash for good", "purged", &VFolderClient::Purge);
+  });
+}
 
+void AddRename(CommandSet& set, CLI::App& noun) {
+  auto& ctx = set.ctx();
   auto& rename = set.Keep<Named>();
-  auto* rn = noun->add_subcommand("rename", "Rename a folder");
+  auto* rn = noun.add_subcommand("rename", "Rename a folder");
   rn->add_option("FOLDER", rename.name, "Folder")->required();
   rn->add_option("NEW_NAME", rename.other, "New name")->required();
   set.OnRun(rn, [&rename, &ctx] {
@@ -361,14 +386,12 @@ void AddVFolderCommands(CommandSet& set) {
       return s;
     });
   });
+}
 
-  struct PathsFlag {
-    std::string folder;
-    std::vector<std::string> paths;
-    bool flag = false;
-  };
+void AddMkdir(CommandSet& set, CLI::App& noun) {
+  auto& ctx = set.ctx();
   auto& mk = set.Keep<PathsFlag>();
-  auto* mkdir = noun->add_subcommand("mkdir", "Make directories in a folder (parents too)");
+  auto* mkdir = noun.add_subcommand("mkdir", "Make directories in a folder (parents too)");
   mkdir->add_option("FOLDER", mk.folder, "Folder")->required();
   mkdir->add_option("PATHS", mk.paths, "Directories")->required();
   mkdir->add_flag("-p,--exist-ok", mk.flag, "No error when one exists");
@@ -381,9 +404,12 @@ void AddVFolderCommands(CommandSet& set) {
       return Status();
     });
   });
+}
 
+void AddRmFiles(CommandSet& set, CLI::App& noun) {
+  auto& ctx = set.ctx();
   auto& rmf = set.Keep<PathsFlag>();
-  auto* rmfiles = noun->add_subcommand("rm-files", "Delete files (and, with -r, directories)");
+  auto* rmfiles = noun.add_subcommand("rm-files", "Delete files (and, with -r, directories)");
   rmfiles->add_option("FOLDER", rmf.folder, "Folder")->required();
   rmfiles->add_option("PATHS", rmf.paths, "Files and directories")->required();
   rmfiles->add_flag("-r,--recursive", rmf.flag, "Directories with everything in them");
@@ -394,9 +420,12 @@ void AddVFolderCommands(CommandSet& set) {
       return s;
     });
   });
+}
 
+void AddMove(CommandSet& set, CLI::App& noun) {
+  auto& ctx = set.ctx();
   auto& mv = set.Keep<PathsFlag>();
-  auto* mvc = noun->add_subcommand("mv", "Move or rename a file within a folder: FOLDER SRC DST");
+  auto* mvc = noun.add_subcommand("mv", "Move or rename a file within a folder: FOLDER SRC DST");
   mvc->add_option("FOLDER", mv.folder, "Folder")->required();
   mvc->add_option("PATHS", mv.paths, "Source and destination")->required()->expected(2);
   set.OnRun(mvc, [&mv, &ctx] {
@@ -406,9 +435,12 @@ void AddVFolderCommands(CommandSet& set) {
       return s;
     });
   });
+}
 
+void AddFiles(CommandSet& set, CLI::App& noun) {
+  auto& ctx = set.ctx();
   auto& listing = set.Keep<Named>();
-  auto* files = noun->add_subcommand("files", "List a directory of a folder");
+  auto* files = noun.add_subcommand("files", "List a directory of a folder");
   files->alias("ls-files");
   files->add_option("FOLDER", listing.name, "Folder")->required();
   files->add_option("PATH", listing.other, "Directory (default: the folder's root)");
@@ -436,8 +468,11 @@ void AddVFolderCommands(CommandSet& set) {
       return Status();
     });
   });
+}
 
-  auto* hosts = noun->add_subcommand("hosts", "Storage hosts you may create folders on");
+void AddHosts(CommandSet& set, CLI::App& noun) {
+  auto& ctx = set.ctx();
+  auto* hosts = noun.add_subcommand("hosts", "Storage hosts you may create folders on");
   set.OnRun(hosts, [&ctx] {
     return WithFolders(ctx, [&](VFolderClient& f) -> Status {
       auto h = f.Hosts();
@@ -454,48 +489,69 @@ void AddVFolderCommands(CommandSet& set) {
       return Status();
     });
   });
+}
 
-  auto add_transfer_flags = [](CLI::App* cmd, TransferFlags& t) {
-    cmd->add_flag("-r,--recursive", t.recursive, "Directories with everything in them");
-    cmd->add_option("--parallel", t.parallel, "Files at once (default 4)")
-        ->check(CLI::Range(1, 64));
-    cmd->add_option("--progress", t.progress,
-                    "bar (default on a terminal), json (NDJSON on stderr) or none")
-        ->check(CLI::IsMember({"bar", "json", "none"}));
-  };
-  struct Transfer {
-    std::string folder;
-    std::vector<std::string> paths;
-    TransferFlags flags;
-  };
+void AddUpload(CommandSet& set, CLI::App& noun) {
+  auto& ctx = set.ctx();
   auto& up = set.Keep<Transfer>();
-  auto* upload = noun->add_subcommand(
+  auto* upload = noun.add_subcommand(
       "upload", "Upload files into a folder: FOLDER FILE… [--dst DIR]; resumes an interrupted one");
   upload->add_option("FOLDER", up.folder, "Folder")->required();
   upload->add_option("FILES", up.paths, "Local files (directories with -r)")->required();
   upload->add_option("--dst", up.flags.dst, "Directory in the folder (default: its root)");
-  add_transfer_flags(upload, up.flags);
+  AddTransferFlags(upload, up.flags);
   set.OnRun(upload, [&up, &ctx] { return RunVFolderUpload(up.folder, up.paths, up.flags, ctx); });
+}
 
+void AddDownload(CommandSet& set, CLI::App& noun) {
+  auto& ctx = set.ctx();
   auto& down = set.Keep<Transfer>();
-  auto* download = noun->add_subcommand(
+  auto* download = noun.add_subcommand(
       "download", "Download files from a folder: FOLDER PATH… [--dst DIR]; resumes");
   download->add_option("FOLDER", down.folder, "Folder")->required();
   download->add_option("PATHS", down.paths, "Files in the folder (directories with -r)")
       ->required();
   download->add_option("--dst", down.flags.dst, "Local directory (default: .)");
-  add_transfer_flags(download, down.flags);
+  AddTransferFlags(download, down.flags);
   set.OnRun(download, [&down, &ctx] {
     return RunVFolderDownload(down.folder, down.paths, down.flags.dst, down.flags, ctx);
   });
+}
 
+// `bai cp`: a top-level verb, beside `bai session cp`.
+void AddCp(CommandSet& set) {
+  auto& ctx = set.ctx();
   auto& cp = set.Keep<Transfer>();
   auto* cpc = set.root().add_subcommand(
       "cp", "Copy between this machine and a folder: SRC… DST, one side VFOLDER:PATH");
   cpc->add_option("PATHS", cp.paths, "Sources, then the destination")->required();
-  add_transfer_flags(cpc, cp.flags);
+  AddTransferFlags(cpc, cp.flags);
   set.OnRun(cpc, [&cp, &ctx] { return RunCp(cp.paths, cp.flags, ctx); });
+}
 
+}  // namespace
+
+void AddVFolderCommands(CommandSet& set) {
+  auto* noun = set.root().add_subcommand("vfolder", "Virtual folders: create, list, move files");
+  noun->alias("vf");
+  noun->require_subcommand(1);
+  AddCreate(set, *noun);
+  AddList(set, *noun);
+  AddInfo(set, *noun);
+  AddOneFolder(set, *noun, "rm", "Move a folder to the trash", "trashed", &VFolderClient::Delete);
+  AddOneFolder(set, *noun, "restore", "Bring a folder back from the trash", "restored",
+               &VFolderClient::Restore);
+  AddOneFolder(set, *noun, "purge", "Remove a folder in the trash for good", "purged",
+               &VFolderClient::Purge);
+  AddRename(set, *noun);
+  AddMkdir(set, *noun);
+  AddRmFiles(set, *noun);
+  AddMove(set, *noun);
+  AddFiles(set, *noun);
+  AddHosts(set, *noun);
+  AddUpload(set, *noun);
+  AddDownload(set, *noun);
+  AddCp(set);
   AddVFolderSharingCommands(set, noun);
 }
 

@@ -3,8 +3,8 @@
 
 #include "bai/protocol/signing.h"
 
-#include "libbai/internal/json_codec.h"
-#include "libbai/internal/text.h"
+#include "libbai/util/json_parse.h"
+#include "libbai/util/text.h"
 
 namespace bai::internal {
 namespace {

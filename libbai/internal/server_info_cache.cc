@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "libbai/internal/server_info_cache.h"
 
-#include "libbai/internal/json_parse.h"
+#include "libbai/util/json_parse.h"
 
 #include <unistd.h>
 

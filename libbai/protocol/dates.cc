@@ -2,7 +2,7 @@
 // Dates and durations: the one place that reads and writes them (bai/protocol/dates.h).
 #include "bai/protocol/dates.h"
 
-#include "libbai/internal/text.h"
+#include "libbai/util/text.h"
 
 #include <cstdio>
 #include <ctime>

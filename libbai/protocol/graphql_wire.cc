@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "bai/protocol/graphql_wire.h"
 
-#include "libbai/internal/json_fields.h"
+#include "libbai/protocol/json_fields.h"
 
 #include <nlohmann/json.hpp>
 

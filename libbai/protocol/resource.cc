@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "bai/protocol/resource.h"
 
-#include "libbai/internal/text.h"
+#include "libbai/util/text.h"
 
 #include <cmath>
 

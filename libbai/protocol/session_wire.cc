@@ -5,9 +5,9 @@
 #include "bai/protocol/signing.h"
 #include "bai/protocol/vfolder_wire.h"
 
-#include "libbai/internal/json_codec.h"
-#include "libbai/internal/json_fields.h"
-#include "libbai/internal/json_writer.h"
+#include "libbai/protocol/json_fields.h"
+#include "libbai/protocol/wire_json.h"
+#include "libbai/util/json_writer.h"
 
 #include <nlohmann/json.hpp>
 

@@ -3,7 +3,7 @@
 
 #include "bai/protocol/errors.h"
 
-#include "libbai/internal/text.h"
+#include "libbai/util/text.h"
 
 #include <sodium.h>
 

@@ -3,8 +3,8 @@
 
 #include "bai/protocol/signing.h"
 
-#include "libbai/internal/json_codec.h"
-#include "libbai/internal/json_fields.h"
+#include "libbai/protocol/json_fields.h"
+#include "libbai/util/json_parse.h"
 
 #include <nlohmann/json.hpp>
 

@@ -7,8 +7,8 @@
 
 #include "server-reference/agent/kernel_logs.h"
 #include "server-reference/agent/node_stats.h"
-#include "server-reference/common/agent_messages.h"
-#include "server-reference/common/agent_protocol.h"
+#include "server-reference/common/wire/agent_messages.h"
+#include "server-reference/common/wire/agent_protocol.h"
 
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>

@@ -4,7 +4,7 @@
 #include "bai/status.h"
 
 #include "server-reference/agent/backend.h"
-#include "server-reference/common/agent_messages.h"
+#include "server-reference/common/wire/agent_messages.h"
 
 #include <chrono>
 #include <memory>

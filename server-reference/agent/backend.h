@@ -3,8 +3,8 @@
 
 #include "bai/status.h"
 
-#include "server-reference/common/agent_messages.h"
-#include "server-reference/common/runner_messages.h"
+#include "server-reference/common/wire/agent_messages.h"
+#include "server-reference/common/wire/runner_messages.h"
 
 #include <cstdint>
 #include <functional>

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/agent/dummy_backend.h"
 
-#include "libbai/internal/json_codec.h"
-#include "server-reference/common/work_files.h"
+#include "libbai/util/json_parse.h"
+#include "server-reference/common/fs/work_files.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/agent/gpus.h"
 
-#include "server-reference/common/process.h"
+#include "server-reference/common/exec/process.h"
 
 #include <dlfcn.h>
 #include <unistd.h>

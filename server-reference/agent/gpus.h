@@ -9,8 +9,8 @@
 #include "bai/status.h"
 
 #include "server-reference/agent/nvml.h"
-#include "server-reference/common/agent_messages.h"
-#include "server-reference/common/device_allocation.h"
+#include "server-reference/common/wire/agent_messages.h"
+#include "server-reference/common/wire/device_allocation.h"
 #include "server-reference/gpushim/core/config.h"
 #include "server-reference/gpushim/core/ledger.h"
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/agent/images.h"
 
-#include "libbai/internal/json_codec.h"
-#include "server-reference/common/image_ref.h"
-#include "server-reference/common/process.h"
+#include "libbai/util/json_parse.h"
+#include "server-reference/common/exec/process.h"
+#include "server-reference/common/wire/image_ref.h"
 
 #include <nlohmann/json.hpp>
 

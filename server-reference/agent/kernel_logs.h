@@ -14,7 +14,7 @@
 
 #include "bai/status.h"
 
-#include "server-reference/common/agent_messages.h"
+#include "server-reference/common/wire/agent_messages.h"
 
 #include <chrono>
 #include <cstdint>

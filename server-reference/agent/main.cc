@@ -12,7 +12,7 @@
 #include "server-reference/agent/images.h"
 #include "server-reference/agent/nvml.h"
 #include "server-reference/agent/runc_backend.h"
-#include "server-reference/common/agent_protocol.h"
+#include "server-reference/common/wire/agent_protocol.h"
 
 #include <CLI/CLI.hpp>
 #include <signal.h>

@@ -3,7 +3,7 @@
 // The node's CPU and memory load for heartbeats: pure parsers of /proc/stat and /proc/meminfo
 // and the difference of two CPU samples, with a thin sampler that reads the files.
 
-#include "server-reference/common/agent_messages.h"
+#include "server-reference/common/wire/agent_messages.h"
 
 #include <cstdint>
 #include <optional>

@@ -3,10 +3,10 @@
 
 #include "bai/protocol/resource.h"
 
-#include "libbai/internal/json_codec.h"
-#include "libbai/internal/json_fields.h"
-#include "server-reference/common/process.h"
-#include "server-reference/common/runner_messages.h"
+#include "libbai/protocol/json_fields.h"
+#include "libbai/util/json_parse.h"
+#include "server-reference/common/exec/process.h"
+#include "server-reference/common/wire/runner_messages.h"
 
 #include <fcntl.h>
 #include <net/if.h>

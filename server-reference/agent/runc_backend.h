@@ -5,7 +5,7 @@
 #include "server-reference/agent/gpu_reconcile.h"
 #include "server-reference/agent/gpus.h"
 #include "server-reference/agent/images.h"
-#include "server-reference/common/runner_messages.h"
+#include "server-reference/common/wire/runner_messages.h"
 
 #include <atomic>
 #include <chrono>

@@ -4,8 +4,8 @@
 // directory, runs query snippets in one persistent interpreter and batch commands under
 // /bin/sh -c, streams their output as NDJSON, reaps orphans, and ends its children on SIGTERM.
 // Linked statically so that any image can run it.
-#include "server-reference/common/runner_messages.h"
-#include "server-reference/common/work_files.h"
+#include "server-reference/common/fs/work_files.h"
+#include "server-reference/common/wire/runner_messages.h"
 #include "server-reference/kernel-runner/drivers.h"
 
 #include <errno.h>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "server-reference/common/http.h"
+#include "server-reference/common/http/http.h"
 #include "server-reference/manager/state/bgtasks.h"
 #include "server-reference/manager/state/sessions.h"
 

@@ -3,8 +3,8 @@
 
 #include "bai/status.h"
 
-#include "server-reference/common/database.h"
-#include "server-reference/common/http_server.h"
+#include "server-reference/common/db/database.h"
+#include "server-reference/common/http/http_server.h"
 #include "server-reference/manager/agents/agents.h"
 #include "server-reference/manager/api/api.h"
 #include "server-reference/manager/config.h"

@@ -4,7 +4,7 @@
 //               [--manager-listen HOST:PORT] [--public-url URL] --secret-file FILE
 // The secret file is made (mode 0600, 256 random bits) when it does not exist; give the manager
 // the same file (`[[storage.proxies]] secret_file`).
-#include "server-reference/common/agent_protocol.h"
+#include "server-reference/common/wire/agent_protocol.h"
 #include "server-reference/storage/proxy.h"
 
 #include <CLI/CLI.hpp>

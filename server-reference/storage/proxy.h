@@ -3,7 +3,7 @@
 
 #include "bai/status.h"
 
-#include "server-reference/common/http_server.h"
+#include "server-reference/common/http/http_server.h"
 #include "server-reference/storage/service.h"
 
 #include <atomic>

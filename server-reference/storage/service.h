@@ -3,7 +3,7 @@
 
 #include "bai/status.h"
 
-#include "server-reference/common/http.h"
+#include "server-reference/common/http/http.h"
 #include "server-reference/storage/volume.h"
 
 #include <nlohmann/json.hpp>
@@ -72,6 +72,26 @@ class StorageService {
   /// How often tokens for folder `id` (everyone's, and `user`'s) were revoked: a token carries
   /// the number it was issued under and is refused once it changed.
   std::int64_t Generation(std::string const& id, std::string const& user) const;
+
+  /// One manager-facing operation's handler (Manage's table): what it works on, resolved first.
+  struct Call;
+  using Handler = StatusOr<nlohmann::json> (StorageService::*)(Call const&) const;
+  StatusOr<nlohmann::json> ListVolumes(Call const& c) const;
+  StatusOr<nlohmann::json> ScopeUsage(Call const& c) const;
+  StatusOr<nlohmann::json> CreateFolder(Call const& c) const;
+  StatusOr<nlohmann::json> DeleteFolder(Call const& c) const;
+  StatusOr<nlohmann::json> RevokeTokens(Call const& c) const;
+  StatusOr<nlohmann::json> MountPath(Call const& c) const;
+  StatusOr<nlohmann::json> FolderUsage(Call const& c) const;
+  StatusOr<nlohmann::json> CloneFolder(Call const& c) const;
+  StatusOr<nlohmann::json> ListFiles(Call const& c) const;
+  StatusOr<nlohmann::json> MakeDirectory(Call const& c) const;
+  StatusOr<nlohmann::json> RenameFile(Call const& c) const;
+  StatusOr<nlohmann::json> MoveFile(Call const& c) const;
+  StatusOr<nlohmann::json> DeleteFiles(Call const& c) const;
+  StatusOr<nlohmann::json> StartUpload(Call const& c) const;
+  StatusOr<nlohmann::json> CancelUpload(Call const& c) const;
+  StatusOr<nlohmann::json> StartDownload(Call const& c) const;
 
   StorageOptions options_;
   std::map<std::string, std::unique_ptr<Volume>> volumes_;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/storage/tus.h"
 
-#include "server-reference/common/base64.h"
+#include "server-reference/common/wire/base64.h"
 
 #include <charconv>
 

@@ -3,8 +3,8 @@
 
 #include "bai/protocol/tus_wire.h"
 
-#include "server-reference/common/agent_protocol.h"
-#include "server-reference/common/unique_fd.h"
+#include "server-reference/common/fs/unique_fd.h"
+#include "server-reference/common/wire/agent_protocol.h"
 
 #include <dirent.h>
 #include <fcntl.h>

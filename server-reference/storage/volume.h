@@ -3,7 +3,7 @@
 
 #include "bai/status.h"
 
-#include "server-reference/common/confined_tree.h"
+#include "server-reference/common/fs/confined_tree.h"
 
 #include <cstdint>
 #include <memory>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The runc backend's pure parts: the OCI config, cgroup mapping (v1 and v2), images.
-#include "libbai/internal/json_codec.h"
+#include "libbai/protocol/wire_json.h"
 #include "server-reference/agent/images.h"
 #include "server-reference/agent/runc_backend.h"
 #include "tests/testing_util/subprocess.h"

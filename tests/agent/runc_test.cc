@@ -3,7 +3,7 @@
 // Label `root`: these need root, runc and cgroups (CI runs them as root). Every agent here has
 // its own id and state directory, so its containers and cgroups are its own and are removed at
 // the end of each test.
-#include "libbai/internal/json_codec.h"
+#include "libbai/util/json_parse.h"
 #include "server-reference/agent/runc_backend.h"
 #include "server-reference/manager/manager.h"
 #include "tests/testing_util/subprocess.h"

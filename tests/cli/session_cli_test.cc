@@ -5,7 +5,7 @@
 #include "bai/protocol/resource.h"
 #include "bai/session_client.h"
 
-#include "libbai/internal/json_codec.h"
+#include "libbai/util/json_parse.h"
 #include "tests/testing_util/local_cluster.h"
 #include "tests/testing_util/subprocess.h"
 

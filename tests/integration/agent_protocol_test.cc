@@ -2,12 +2,12 @@
 // Both daemons against hostile or broken peers on the control channel: malformed messages are
 // refused and logged, the process and (where it can go on) the connection survive, a replayed
 // handshake cannot displace the live agent, long-LOST agents are forgotten.
-#include "server-reference/common/agent_protocol.h"
+#include "server-reference/common/wire/agent_protocol.h"
 
 #include "server-reference/agent/agent.h"
 #include "server-reference/agent/dummy_backend.h"
-#include "server-reference/common/agent_messages.h"
-#include "server-reference/common/http_server.h"
+#include "server-reference/common/http/http_server.h"
+#include "server-reference/common/wire/agent_messages.h"
 #include "server-reference/manager/manager.h"
 #include "tests/testing_util/raw_http.h"
 #include "tests/testing_util/subprocess.h"

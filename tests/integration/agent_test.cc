@@ -5,9 +5,9 @@
 
 #include "bai/client.h"
 
-#include "libbai/internal/json_codec.h"
+#include "libbai/util/json_parse.h"
 #include "server-reference/agent/dummy_backend.h"
-#include "server-reference/common/agent_protocol.h"
+#include "server-reference/common/wire/agent_protocol.h"
 #include "server-reference/manager/manager.h"
 #include "server-reference/manager/state/bootstrap.h"
 #include "tests/testing_util/raw_http.h"

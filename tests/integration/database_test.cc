@@ -2,7 +2,7 @@
 // The SQLite store's read-lock keeper (database_sqlite.cc): it holds a read transaction open so
 // that reads skip two fcntl calls. It must change nothing a reader sees, must not stop other
 // processes, and must keep the WAL from growing while it pins frames.
-#include "server-reference/common/database.h"
+#include "server-reference/common/db/database.h"
 
 #include "tests/testing_util/subprocess.h"
 

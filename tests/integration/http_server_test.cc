@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The HTTP server's connection handling, against raw sockets.
-#include "server-reference/common/http_server.h"
+#include "server-reference/common/http/http_server.h"
 
 #include "tests/testing_util/raw_http.h"
 #include "tests/testing_util/subprocess.h"

@@ -8,7 +8,7 @@
 // scope from RunSchedulingPass makes the second case over-book agents (docs/adr/0009).
 #include "bai/protocol/resource.h"
 
-#include "libbai/internal/json_codec.h"
+#include "libbai/protocol/wire_json.h"
 #include "server-reference/manager/manager.h"
 #include "server-reference/manager/scheduler/scheduling.h"
 #include "server-reference/manager/state/bootstrap.h"

@@ -4,7 +4,7 @@
 // request, hands the exchange to ManagerApi::Handle and reads the response (now or, for handlers
 // that answer later, by waiting for it).
 
-#include "server-reference/common/http.h"
+#include "server-reference/common/http/http.h"
 
 #include <chrono>
 #include <condition_variable>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tests/testing_util/raw_http.h"
 
-#include "libbai/internal/text.h"
+#include "libbai/util/text.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

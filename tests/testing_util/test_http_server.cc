@@ -6,7 +6,7 @@
 #include "bai/protocol/signing.h"
 
 #include "libbai/internal/json_codec.h"
-#include "libbai/internal/text.h"
+#include "libbai/util/text.h"
 
 #include <arpa/inet.h>
 #include <boost/beast/http/status.hpp>

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The internal protocol codecs: manager ⇄ agent and agent ⇄ kernel runner.
-#include "server-reference/common/agent_messages.h"
+#include "server-reference/common/wire/agent_messages.h"
 
-#include "server-reference/common/agent_protocol.h"
-#include "server-reference/common/runner_messages.h"
+#include "server-reference/common/wire/agent_protocol.h"
+#include "server-reference/common/wire/runner_messages.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

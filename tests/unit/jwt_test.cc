@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// HS256 tokens (server-reference/common/jwt.h): what the storage proxy signs it accepts, and
+// HS256 tokens (server-reference/common/wire/jwt.h): what the storage proxy signs it accepts, and
 // nothing else.
-#include "server-reference/common/jwt.h"
+#include "server-reference/common/wire/jwt.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

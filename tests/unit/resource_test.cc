@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "bai/protocol/resource.h"
 
-#include "libbai/internal/json_codec.h"
+#include "libbai/protocol/wire_json.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "libbai/internal/sse.h"
+#include "libbai/util/sse.h"
 
 #include "bai/session_client.h"
 

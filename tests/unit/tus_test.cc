@@ -3,7 +3,7 @@
 // is written, and says what to do.
 #include "server-reference/storage/tus.h"
 
-#include "server-reference/common/base64.h"
+#include "server-reference/common/wire/base64.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

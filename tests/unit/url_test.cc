@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "libbai/internal/url.h"
+#include "libbai/util/url.h"
 
 #include <gtest/gtest.h>
 

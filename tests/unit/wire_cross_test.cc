@@ -3,7 +3,7 @@
 // decoders, and the SDK's execute step through the manager → agent message.
 #include "bai/protocol/session_wire.h"
 
-#include "server-reference/common/agent_messages.h"
+#include "server-reference/common/wire/agent_messages.h"
 #include "server-reference/manager/events.h"
 #include "server-reference/manager/state/bgtasks.h"
 

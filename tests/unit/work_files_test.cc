@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// A kernel's work directory as file requests see it (server-reference/common/work_files.h):
+// A kernel's work directory as file requests see it (server-reference/common/fs/work_files.h):
 // confinement (paths, symbolic links planted inside), atomic writes, listings, archives that GNU
 // tar reads, and the limits.
-#include "server-reference/common/work_files.h"
+#include "server-reference/common/fs/work_files.h"
 
 #include "tests/testing_util/subprocess.h"
 

@@ -629,10 +629,21 @@ CUresult AllocFromPool(CUdeviceptr* dptr, size_t size, CUmemoryPool pool, CUstre
   return CUDA_SUCCESS;
 }
 
-/// After the driver freed `p`: what it held goes back (a pool's charge is settled instead).
-/// Pointers the shim never saw are left to the driver.
-void Forget(CUdeviceptr p) {
+/// Driver call → when it succeeded, what the object held goes back: the one shape of every
+/// release (the inverse of Charged). `give_back` runs under the shim's lock; a failed call keeps
+/// the charge (the object still exists).
+template <typename Call, typename GiveBack>
+CUresult Released(Call call, GiveBack give_back) {
+  CUresult rc = call();
+  if (rc != CUDA_SUCCESS) return rc;
   std::lock_guard lock(S().mu);
+  give_back();
+  return rc;
+}
+
+/// After the driver freed `p`: what it held goes back (a pool's charge is settled instead).
+/// Pointers the shim never saw are left to the driver. Under the shim's lock.
+void Forget(CUdeviceptr p) {
   auto it = S().allocations.find(p);
   if (it == S().allocations.end()) return;
   Allocation a = it->second;
@@ -647,9 +658,7 @@ void Forget(CUdeviceptr p) {
 CUresult FreeAsync(CUdeviceptr p, CUstream stream, bool ptsz) {
   auto f = ptsz ? REAL(cuMemFreeAsync_ptsz) : REAL(cuMemFreeAsync);
   if (f == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
-  CUresult rc = f(p, stream);
-  if (rc == CUDA_SUCCESS) Forget(p);
-  return rc;
+  return Released([&] { return f(p, stream); }, [&] { Forget(p); });
 }
 
 /// Reserve → driver call → roll back when the driver refuses: the one shape of every charged
@@ -859,16 +868,16 @@ CUresult Retain(CUcontext* ctx, CUdevice dev) {
 template <typename F>
 CUresult ReleaseCtx(F real, CUdevice dev) {
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  CUresult rc = real(dev);
-  State& s = S();
-  if (rc == CUDA_SUCCESS && dev >= 0 && dev < s.device_count) {
-    std::lock_guard lock(s.mu);
-    if (s.devices[dev].context_refs > 0 && --s.devices[dev].context_refs == 0 &&
-        s.config.context_bytes > 0) {
-      Unreserve(dev, s.config.context_bytes);
-    }
-  }
-  return rc;
+  return Released([&] { return real(dev); },
+                  [&] {
+                    State& s = S();
+                    if (dev < 0 || dev >= s.device_count) return;
+                    // The last release of a device's primary context gives back its charge.
+                    if (s.devices[dev].context_refs > 0 && --s.devices[dev].context_refs == 0 &&
+                        s.config.context_bytes > 0) {
+                      Unreserve(dev, s.config.context_bytes);
+                    }
+                  });
 }
 }  // namespace
 
@@ -914,15 +923,14 @@ SHIM_API CUresult cuCtxDestroy_v2(CUcontext ctx) {
   EnsureReady();
   auto real = REAL(cuCtxDestroy_v2);
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  CUresult rc = real(ctx);
-  if (rc != CUDA_SUCCESS) return rc;
-  State& s = S();
-  std::lock_guard lock(s.mu);
-  if (auto it = s.created.find(ctx); it != s.created.end()) {
-    if (it->second.second > 0) Unreserve(it->second.first, it->second.second);
-    s.created.erase(it);
-  }
-  return rc;
+  return Released([&] { return real(ctx); },
+                  [&] {
+                    State& s = S();
+                    if (auto it = s.created.find(ctx); it != s.created.end()) {
+                      if (it->second.second > 0) Unreserve(it->second.first, it->second.second);
+                      s.created.erase(it);
+                    }
+                  });
 }
 
 SHIM_API CUresult cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice dev) {
@@ -1003,9 +1011,7 @@ SHIM_API CUresult cuMemFree_v2(CUdeviceptr p) {
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   // Unknown pointers (allocated before the shim saw them, or by a path it does not wrap) are the
   // driver's business: forward and return its answer.
-  CUresult rc = real(p);
-  if (rc == CUDA_SUCCESS) Forget(p);
-  return rc;
+  return Released([&] { return real(p); }, [&] { Forget(p); });
 }
 
 SHIM_API CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t size, CUstream s) {
@@ -1038,18 +1044,17 @@ SHIM_API CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep) {
 SHIM_API CUresult cuMemPoolDestroy(CUmemoryPool pool) {
   auto real = REAL(cuMemPoolDestroy);
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  CUresult rc = real(pool);
-  if (rc != CUDA_SUCCESS) return rc;
-  std::lock_guard lock(S().mu);
-  auto it = S().pool_charge.find(pool);
-  if (it != S().pool_charge.end()) {
-    Unreserve(it->second.first, it->second.second);
-    S().pool_charge.erase(it);
-  }
-  for (auto a = S().allocations.begin(); a != S().allocations.end();) {
-    a = a->second.pool == pool ? S().allocations.erase(a) : std::next(a);
-  }
-  return rc;
+  return Released([&] { return real(pool); },
+                  [&] {
+                    auto it = S().pool_charge.find(pool);
+                    if (it != S().pool_charge.end()) {
+                      Unreserve(it->second.first, it->second.second);
+                      S().pool_charge.erase(it);
+                    }
+                    for (auto a = S().allocations.begin(); a != S().allocations.end();) {
+                      a = a->second.pool == pool ? S().allocations.erase(a) : std::next(a);
+                    }
+                  });
 }
 
 SHIM_API CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
@@ -1075,15 +1080,14 @@ SHIM_API CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
 SHIM_API CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
   auto real = REAL(cuMemRelease);
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  CUresult rc = real(handle);
-  if (rc != CUDA_SUCCESS) return rc;
-  std::lock_guard lock(S().mu);
-  auto it = S().handles.find(handle);
-  if (it != S().handles.end()) {
-    Unreserve(it->second.device, it->second.bytes);
-    S().handles.erase(it);
-  }
-  return rc;
+  return Released([&] { return real(handle); },
+                  [&] {
+                    auto it = S().handles.find(handle);
+                    if (it != S().handles.end()) {
+                      Unreserve(it->second.device, it->second.bytes);
+                      S().handles.erase(it);
+                    }
+                  });
 }
 
 // ---- launches

@@ -4,9 +4,9 @@
 #include "bai/protocol/errors.h"
 #include "bai/protocol/signing.h"
 
-#include "libbai/internal/json_codec.h"
-#include "libbai/internal/json_fields.h"
-#include "server-reference/common/agent_protocol.h"
+#include "libbai/protocol/json_fields.h"
+#include "libbai/util/json_parse.h"
+#include "server-reference/common/wire/agent_protocol.h"
 #include "server-reference/manager/scheduler/scheduling.h"
 #include "server-reference/manager/state/agent_store.h"
 #include "server-reference/manager/state/store.h"

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "server-reference/common/agent_messages.h"
-#include "server-reference/common/database.h"
-#include "server-reference/common/http.h"
+#include "server-reference/common/db/database.h"
+#include "server-reference/common/http/http.h"
+#include "server-reference/common/wire/agent_messages.h"
 #include "server-reference/manager/agents/output_hub.h"
 #include "server-reference/manager/state/agent_store.h"
 #include "server-reference/manager/state/bgtasks.h"

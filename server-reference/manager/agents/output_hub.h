@@ -5,7 +5,7 @@
 // subscribe per session. Memory only: a follower that joins late reads the backlog from the
 // agent's stored log first (offsets line the two up).
 
-#include "server-reference/common/agent_messages.h"
+#include "server-reference/common/wire/agent_messages.h"
 
 #include <cstdint>
 #include <functional>

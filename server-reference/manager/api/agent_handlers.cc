@@ -2,8 +2,8 @@
 // The agents' WebSocket endpoint: the cluster-secret handshake, then the registry's handlers.
 #include "bai/protocol/errors.h"
 
-#include "server-reference/common/agent_protocol.h"
-#include "server-reference/common/problem.h"
+#include "server-reference/common/http/problem.h"
+#include "server-reference/common/wire/agent_protocol.h"
 #include "server-reference/manager/agents/agents.h"
 #include "server-reference/manager/api/routes.h"
 

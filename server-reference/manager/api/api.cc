@@ -4,7 +4,7 @@
 #include "bai/protocol/api_version.h"
 #include "bai/protocol/errors.h"
 
-#include "server-reference/common/problem.h"
+#include "server-reference/common/http/problem.h"
 #include "server-reference/manager/api/handler_util.h"
 
 #include <nlohmann/json.hpp>

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "server-reference/common/http.h"
-#include "server-reference/common/router.h"
-#include "server-reference/common/work_pool.h"
+#include "server-reference/common/exec/work_pool.h"
+#include "server-reference/common/http/http.h"
+#include "server-reference/common/http/router.h"
 #include "server-reference/manager/api/auth.h"
 #include "server-reference/manager/api/login_throttle.h"
 #include "server-reference/manager/state/store.h"

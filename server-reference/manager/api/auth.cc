@@ -4,7 +4,7 @@
 #include "bai/protocol/errors.h"
 #include "bai/protocol/signing.h"
 
-#include "libbai/internal/json_codec.h"
+#include "libbai/util/json_parse.h"
 
 #include <arpa/inet.h>
 

@@ -4,8 +4,8 @@
 #include "bai/protocol/api_version.h"
 #include "bai/protocol/errors.h"
 
-#include "server-reference/common/problem.h"
-#include "server-reference/common/work_pool.h"
+#include "server-reference/common/exec/work_pool.h"
+#include "server-reference/common/http/problem.h"
 #include "server-reference/manager/api/handler_util.h"
 #include "server-reference/manager/api/login_throttle.h"
 #include "server-reference/manager/api/params.h"

@@ -4,7 +4,7 @@
 #include "bai/protocol/api_version.h"
 #include "bai/protocol/errors.h"
 
-#include "libbai/internal/json_codec.h"
+#include "libbai/protocol/wire_json.h"
 #include "server-reference/manager/api/handler_util.h"
 #include "server-reference/manager/api/params.h"
 #include "server-reference/manager/api/routes.h"

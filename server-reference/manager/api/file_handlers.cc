@@ -7,9 +7,9 @@
 #include "bai/protocol/errors.h"
 #include "bai/protocol/session_files.h"
 
-#include "server-reference/common/agent_protocol.h"
-#include "server-reference/common/runner_messages.h"
-#include "server-reference/common/work_files.h"
+#include "server-reference/common/fs/work_files.h"
+#include "server-reference/common/wire/agent_protocol.h"
+#include "server-reference/common/wire/runner_messages.h"
 #include "server-reference/manager/agents/agents.h"
 #include "server-reference/manager/api/handler_util.h"
 #include "server-reference/manager/api/routes.h"

@@ -7,8 +7,8 @@
 #include "bai/protocol/errors.h"
 #include "bai/protocol/graphql_wire.h"
 
-#include "libbai/internal/json_codec.h"
-#include "libbai/internal/text.h"
+#include "libbai/util/json_parse.h"
+#include "libbai/util/text.h"
 #include "server-reference/manager/api/handler_util.h"
 #include "server-reference/manager/api/routes.h"
 #include "server-reference/manager/graphql/backend_ai_schema.h"

@@ -4,8 +4,8 @@
 #include "bai/protocol/errors.h"
 #include "bai/status.h"
 
-#include "server-reference/common/http.h"
-#include "server-reference/common/problem.h"
+#include "server-reference/common/http/http.h"
+#include "server-reference/common/http/problem.h"
 #include "server-reference/manager/api/api.h"
 #include "server-reference/manager/api/params.h"
 #include "server-reference/manager/state/sessions.h"

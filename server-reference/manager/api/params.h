@@ -3,7 +3,7 @@
 
 #include "bai/status.h"
 
-#include "server-reference/common/http.h"
+#include "server-reference/common/http/http.h"
 
 #include <nlohmann/json.hpp>
 

@@ -5,8 +5,8 @@
 #include "bai/protocol/session_wire.h"
 #include "bai/protocol/signing.h"
 
-#include "libbai/internal/json_codec.h"
-#include "server-reference/common/problem.h"
+#include "libbai/protocol/wire_json.h"
+#include "server-reference/common/http/problem.h"
 #include "server-reference/manager/agents/agents.h"
 #include "server-reference/manager/api/handler_util.h"
 #include "server-reference/manager/api/params.h"

@@ -4,8 +4,8 @@
 #include "bai/protocol/dates.h"
 #include "bai/protocol/errors.h"
 
-#include "libbai/internal/json_codec.h"
-#include "server-reference/common/problem.h"
+#include "libbai/util/json_parse.h"
+#include "server-reference/common/http/problem.h"
 #include "server-reference/manager/agents/agents.h"
 #include "server-reference/manager/api/handler_util.h"
 #include "server-reference/manager/api/params.h"

@@ -4,7 +4,7 @@
 #include "bai/protocol/dates.h"
 #include "bai/protocol/errors.h"
 
-#include "libbai/internal/text.h"
+#include "libbai/util/text.h"
 
 #include <cctype>
 #include <cstdio>

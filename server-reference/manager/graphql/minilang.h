@@ -14,7 +14,7 @@
 
 #include "bai/status.h"
 
-#include "server-reference/common/database.h"
+#include "server-reference/common/db/database.h"
 
 #include <map>
 #include <string>

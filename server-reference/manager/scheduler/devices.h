@@ -6,7 +6,7 @@
 
 #include "bai/protocol/resource.h"
 
-#include "server-reference/common/device_allocation.h"
+#include "server-reference/common/wire/device_allocation.h"
 
 #include <optional>
 #include <string>

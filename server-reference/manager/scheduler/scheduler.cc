@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/manager/scheduler/scheduler.h"
 
-#include "server-reference/common/image_ref.h"
+#include "server-reference/common/wire/image_ref.h"
 
 #include <algorithm>
 

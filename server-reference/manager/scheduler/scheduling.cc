@@ -4,7 +4,7 @@
 #include "bai/protocol/errors.h"
 #include "bai/protocol/signing.h"
 
-#include "libbai/internal/json_codec.h"
+#include "libbai/protocol/wire_json.h"
 #include "server-reference/manager/scheduler/scheduler.h"
 #include "server-reference/manager/state/columns.h"
 #include "server-reference/manager/state/sessions.h"

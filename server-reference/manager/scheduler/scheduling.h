@@ -3,7 +3,7 @@
 
 #include "bai/status.h"
 
-#include "server-reference/common/database.h"
+#include "server-reference/common/db/database.h"
 #include "server-reference/manager/state/store.h"
 
 #include <array>

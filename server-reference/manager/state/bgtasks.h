@@ -4,7 +4,7 @@
 #include "bai/protocol/session_status.h"
 #include "bai/status.h"
 
-#include "server-reference/common/database.h"
+#include "server-reference/common/db/database.h"
 
 #include <chrono>
 #include <cstdint>

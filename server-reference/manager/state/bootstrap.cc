@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/manager/state/bootstrap.h"
 
-#include "libbai/internal/json_codec.h"
+#include "libbai/util/json_parse.h"
 
 #include <fcntl.h>
 #include <nlohmann/json.hpp>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/manager/state/columns.h"
 
-#include "libbai/internal/json_codec.h"
+#include "libbai/protocol/wire_json.h"
 
 #include <nlohmann/json.hpp>
 

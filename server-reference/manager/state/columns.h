@@ -6,8 +6,8 @@
 
 #include "bai/protocol/resource.h"
 
-#include "server-reference/common/agent_messages.h"
-#include "server-reference/common/device_allocation.h"
+#include "server-reference/common/wire/agent_messages.h"
+#include "server-reference/common/wire/device_allocation.h"
 
 #include <map>
 #include <string>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "server-reference/common/database.h"
+#include "server-reference/common/db/database.h"
 
 #include <vector>
 

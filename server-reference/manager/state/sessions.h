@@ -6,8 +6,8 @@
 #include "bai/protocol/session_wire.h"
 #include "bai/status.h"
 
-#include "server-reference/common/database.h"
-#include "server-reference/common/device_allocation.h"
+#include "server-reference/common/db/database.h"
+#include "server-reference/common/wire/device_allocation.h"
 #include "server-reference/manager/graphql/minilang.h"
 #include "server-reference/manager/state/store.h"
 

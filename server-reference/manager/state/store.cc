@@ -5,7 +5,7 @@
 #include "bai/protocol/errors.h"
 #include "bai/protocol/resource.h"
 
-#include "libbai/internal/json_codec.h"
+#include "libbai/util/json_parse.h"
 #include "server-reference/manager/state/bootstrap.h"
 #include "server-reference/manager/state/columns.h"
 

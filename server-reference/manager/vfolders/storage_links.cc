@@ -4,7 +4,7 @@
 #include "bai/client.h"
 
 #include "libbai/internal/curl_transport.h"
-#include "libbai/internal/url.h"
+#include "libbai/util/url.h"
 #include "server-reference/storage/storage_api.h"
 
 #include <memory>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/manager/vfolders/store.h"
 
-#include "server-reference/common/agent_protocol.h"
+#include "server-reference/common/wire/agent_protocol.h"
 #include "server-reference/manager/state/store.h"
 
 #include <cctype>

@@ -3,7 +3,7 @@
 
 #include "bai/status.h"
 
-#include "server-reference/common/database.h"
+#include "server-reference/common/db/database.h"
 #include "server-reference/manager/graphql/minilang.h"
 #include "server-reference/manager/vfolders/access.h"
 

@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: Apache-2.0
+// The wire types' codecs on JSON already parsed (nlohmann), for code that holds a parsed document
+// (the manager merges query and body parameters first; list pages decode items in place). The
+// text codecs are in the public headers (bai/protocol/*_wire.h).
+#pragma once
+
+#include "bai/protocol/resource.h"
+#include "bai/protocol/session_wire.h"
+#include "bai/status.h"
+
+#include "libbai/util/json_parse.h"
+
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace bai::internal {
+
+/// {"cpu": "2", "mem": "4294967296"}: amounts as strings, as on the wire.
+nlohmann::json SlotsToJson(protocol::ResourceSlots const& slots);
+
+/// Accepts strings and numbers; `slot_type` gives each slot's type (KnownSlotType when null).
+/// Errors name the slot.
+StatusOr<protocol::ResourceSlots> SlotsFromJson(
+    nlohmann::json const& json,
+    std::function<std::optional<protocol::SlotType>(std::string const&)> const& slot_type = {});
+
+/// DecodeSessionCreateRequest on an object already parsed (the manager merges query and body
+/// parameters first).
+StatusOr<protocol::SessionCreateRequest> SessionCreateRequestFromJson(
+    nlohmann::json const& object, protocol::SlotTypeLookup const& slot_types);
+
+/// DecodeSessionListItem on an item of a parsed list (no text round trip per item).
+protocol::SessionListItem SessionListItemFromJson(nlohmann::json const& object);
+
+}  // namespace bai::internal

@@ -1,0 +1,734 @@
+// SPDX-License-Identifier: Apache-2.0
+// The only translation unit of the HTTP server that includes Boost.Beast/Asio.
+#include "server-reference/common/http/http_server.h"
+
+#include "bai/protocol/errors.h"
+
+#include "libbai/util/text.h"
+#include "server-reference/common/http/problem.h"
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <deque>
+#include <future>
+#include <limits>
+#include <list>
+#include <mutex>
+#include <thread>
+
+namespace bai::server {
+namespace {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+// The standard reason phrase ("Too Many Requests"), from Beast's table.
+std::string Reason(int status) {
+  auto phrase = boost::beast::http::obsolete_reason(
+      boost::beast::http::int_to_status(static_cast<unsigned>(status)));
+  return phrase.empty() ? "Status" : std::string(phrase);
+}
+
+}  // namespace
+
+class Connection;
+class WsSession;
+class ExchangeImpl;
+
+struct HttpServer::Impl {
+  HttpServerOptions options;
+  Handler handler;
+  net::io_context ioc;
+  tcp::acceptor acceptor{ioc};
+  std::vector<std::thread> threads;
+  std::mutex mu;
+  std::list<std::weak_ptr<Connection>> connections;
+  std::list<std::weak_ptr<WsSession>> websockets;
+  std::atomic<bool> stopped{false};
+  std::uint16_t port = 0;
+
+  void Accept();
+};
+
+namespace websocket = beast::websocket;
+
+// An upgraded connection: a read loop feeding on_message and a write queue.
+class WsSession : public WebSocket, public std::enable_shared_from_this<WsSession> {
+ public:
+  WsSession(beast::tcp_stream stream, WebSocketHandlers handlers)
+      : ws_(std::move(stream)), handlers_(std::move(handlers)) {}
+
+  void Start(http::request<http::string_body> request) {
+    ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
+    ws_.read_message_max(16 << 20);
+    ws_.async_accept(request, [self = shared_from_this()](beast::error_code ec) {
+      if (ec) return self->Finish();
+      if (self->handlers_.on_open) self->handlers_.on_open(self);
+      self->DoRead();
+    });
+  }
+
+  bool Send(std::string text) override {
+    if (closed_) return false;
+    net::post(ws_.get_executor(), [self = shared_from_this(), t = std::move(text)]() mutable {
+      if (self->closed_) return;
+      self->queue_.push_back(std::move(t));
+      if (!self->writing_) self->DoWrite();
+    });
+    return true;
+  }
+
+  void Close() override {
+    net::post(ws_.get_executor(), [self = shared_from_this()] {
+      if (self->closed_ || self->closing_) return;
+      self->closing_ = true;
+      self->ws_.async_close(websocket::close_code::normal,
+                            [self](beast::error_code) { self->Finish(); });
+    });
+  }
+
+  // Immediate, for server stop: no close handshake. `done` runs once the socket is closed.
+  void Abort(std::function<void()> done) {
+    net::post(ws_.get_executor(), [self = shared_from_this(), done = std::move(done)] {
+      boost::system::error_code ec;
+      beast::get_lowest_layer(self->ws_).socket().close(ec);
+      self->Finish();
+      done();
+    });
+  }
+
+ private:
+  void DoRead() {
+    ws_.async_read(buffer_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      if (ec) return self->Finish();
+      std::string text = beast::buffers_to_string(self->buffer_.data());
+      self->buffer_.consume(self->buffer_.size());
+      try {
+        if (self->handlers_.on_message) self->handlers_.on_message(self, text);
+      } catch (std::exception const& e) {
+        // A handler that throws loses its connection, never the process.
+        std::fprintf(stderr, "websocket message handler failed: %s\n", e.what());
+        self->Close();
+        return;
+      }
+      self->DoRead();
+    });
+  }
+
+  void DoWrite() {
+    writing_ = true;
+    ws_.text(true);
+    ws_.async_write(net::buffer(queue_.front()),
+                    [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                      if (ec) return self->Finish();
+                      self->queue_.pop_front();
+                      if (self->queue_.empty()) {
+                        self->writing_ = false;
+                      } else {
+                        self->DoWrite();
+                      }
+                    });
+  }
+
+  void Finish() {
+    if (closed_.exchange(true)) return;
+    if (handlers_.on_close) handlers_.on_close();
+    handlers_ = {};  // drop captured references, breaking cycles
+  }
+
+  websocket::stream<beast::tcp_stream> ws_;
+  WebSocketHandlers handlers_;
+  beast::flat_buffer buffer_;
+  std::deque<std::string> queue_;
+  bool writing_ = false;
+  bool closing_ = false;
+  std::atomic<bool> closed_{false};
+};
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(tcp::socket socket, HttpServer::Impl& server)
+      : stream_(std::move(socket)), server_(server) {}
+
+  void Start() {
+    boost::system::error_code ec;
+    auto ep = stream_.socket().remote_endpoint(ec);
+    if (!ec) peer_ = ep.address().to_string();
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->DoRead(); });
+  }
+
+  template <typename F>
+  void Post(F&& f) {
+    net::post(stream_.get_executor(), std::forward<F>(f));
+  }
+
+  bool closed() const { return closed_.load(); }
+
+  void WriteResponse(HttpResponse r, bool head) {
+    std::string out;
+    out.reserve(256);
+    out += "HTTP/1.1 ";
+    out += std::to_string(r.status);
+    out += ' ';
+    out += Reason(r.status);
+    out += "\r\nServer: BackendAI\r\n";
+    if (!r.content_type.empty()) out += "Content-Type: " + r.content_type + "\r\n";
+    for (auto const& [k, v] : r.headers) out += k + ": " + v + "\r\n";
+    std::int64_t length = r.file ? r.file->length : static_cast<std::int64_t>(r.body.size());
+    if (r.status != 204) out += "Content-Length: " + std::to_string(length) + "\r\n";
+    if (!keep_alive_) out += "Connection: close\r\n";
+    out += "\r\n";
+    after_write_ = keep_alive_ ? AfterWrite::kRead : AfterWrite::kClose;
+    if (r.file && !head && r.status != 204) {
+      // The head now, the file piece by piece as the writes complete (OnWrite).
+      file_ = std::move(r.file);
+      file_sent_ = 0;
+      Queue(std::move(out));
+      return;
+    }
+    // The body goes out as a second buffer of the same write, not copied behind the head.
+    Queue(std::move(out), head || r.status == 204 ? std::string() : std::move(r.body));
+  }
+
+  void StartStream(std::vector<std::pair<std::string, std::string>> const& headers) {
+    std::string out =
+        "HTTP/1.1 200 OK\r\nServer: BackendAI\r\nContent-Type: text/event-stream\r\n"
+        "Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n";
+    for (auto const& [k, v] : headers) out += k + ": " + v + "\r\n";
+    out += "\r\n";
+    streaming_ = true;
+    after_write_ = AfterWrite::kNothing;
+    Queue(std::move(out));
+    WatchForHangUp();
+  }
+
+  void QueueChunk(std::string const& data) {
+    if (!streaming_ || data.empty()) {
+      backlog_ -= data.size();
+      return;
+    }
+    char size[20];
+    std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+    Queue(size + data + "\r\n", {}, data.size());
+  }
+
+  // Stream bytes handed over (WriteEvent) and not yet written to the socket.
+  std::atomic<std::size_t> backlog_{0};
+
+  void EndStream() {
+    if (!streaming_) return;
+    streaming_ = false;
+    after_write_ = AfterWrite::kClose;
+    Queue("0\r\n\r\n");
+  }
+
+  void AddCloseCallback(void const* exchange, std::function<void()> cb) {
+    if (closed_) {
+      cb();
+      return;
+    }
+    close_callbacks_.emplace_back(exchange, std::move(cb));
+  }
+  // An answered exchange no longer cares: a keep-alive connection would otherwise gather one
+  // callback per request until it closes.
+  void DropCloseCallbacks(void const* exchange) {
+    std::erase_if(close_callbacks_, [exchange](auto const& c) { return c.first == exchange; });
+  }
+
+  bool is_upgrade() const { return upgrade_request_.has_value(); }
+
+  void Upgrade(WebSocketHandlers handlers) {
+    if (closed_ || !upgrade_request_) return;
+    upgraded_ = true;
+    auto ws = std::make_shared<WsSession>(std::move(stream_), std::move(handlers));
+    {
+      std::lock_guard<std::mutex> lock(server_.mu);
+      server_.websockets.remove_if([](auto const& w) { return w.expired(); });
+      server_.websockets.push_back(ws);
+    }
+    ws->Start(std::move(*upgrade_request_));
+    upgrade_request_.reset();
+    // This connection object is done; the socket belongs to the WebSocket now.
+    closed_ = true;
+    auto callbacks = std::move(close_callbacks_);
+    for (auto& [exchange, cb] : callbacks) cb();
+  }
+
+  void Close() {
+    if (upgraded_) return;
+    if (closed_.exchange(true)) return;
+    drained_ = {};  // it may hold what holds this connection
+    boost::system::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+    stream_.socket().close(ec);
+    auto callbacks = std::move(close_callbacks_);
+    for (auto& [exchange, cb] : callbacks) cb();
+  }
+
+ private:
+  enum class AfterWrite { kRead, kClose, kNothing };
+  static constexpr std::uint64_t kDirectBodyBytes = 1 << 20;
+
+  void DoRead() {
+    if (closed_) return;
+    parser_.emplace();
+    body_limit_ = server_.options.max_body_bytes;
+    parser_->body_limit(body_limit_);
+    parser_->header_limit(static_cast<std::uint32_t>(server_.options.max_header_bytes));
+    stream_.expires_after(first_request_ ? server_.options.read_timeout
+                                         : server_.options.idle_timeout);
+    if (!server_.options.body_limit_for) {
+      http::async_read(
+          stream_, buffer_, *parser_,
+          [self = shared_from_this()](beast::error_code ec, std::size_t) { self->OnRead(ec); });
+      return;
+    }
+    // The headers first: the path decides how large a body may be. (Beast compares a
+    // Content-Length with the limit as the headers end, so the limit is checked here instead.)
+    parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
+    http::async_read_header(
+        stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+          if (ec) return self->OnRead(ec);
+          auto const& head = self->parser_->get();
+          std::string_view target = head.target();
+          std::size_t limit = self->server_.options.body_limit_for(
+              head.method_string(), target.substr(0, target.find('?')));
+          if (limit) self->body_limit_ = limit;
+          auto length = self->parser_->content_length();
+          if (length && *length > self->body_limit_) return self->OnRead(http::error::body_limit);
+          self->parser_->body_limit(self->body_limit_);
+          if (self->parser_->is_done()) return self->OnRead(ec);
+          // A client that waits for leave to send its body (curl does for bodies over 1 MiB)
+          // gets it at once instead of after its own timeout.
+          if (beast::iequals(head[http::field::expect], "100-continue")) {
+            auto go = std::make_shared<std::string>("HTTP/1.1 100 Continue\r\n\r\n");
+            return net::async_write(self->stream_, net::buffer(*go),
+                                    [self, go, length](beast::error_code ec2, std::size_t) {
+                                      if (ec2) return self->OnRead(ec2);
+                                      self->ReadBody(length);
+                                    });
+          }
+          self->ReadBody(length);
+        });
+  }
+
+  void ReadBody(boost::optional<std::uint64_t> length) {
+    if (length && *length > kDirectBodyBytes) return ReadLargeBody(*length);
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->OnRead(ec); });
+  }
+
+  // A large body of known length (a storage upload's chunk): read straight into one string with
+  // as few reads as the socket allows. Beast's own loop reads
+  // at most 64 KiB per operation, a timer and a strand hop each: ~35 MiB/s on this machine.
+  void ReadLargeBody(std::uint64_t length) {
+    // The body goes into the message itself (no second copy through the parser).
+    auto& body = parser_->get().body();
+    body.resize(static_cast<std::size_t>(length));
+    std::size_t have = std::min<std::size_t>(buffer_.size(), body.size());
+    net::buffer_copy(net::buffer(body), buffer_.data(), have);
+    buffer_.consume(have);
+    net::async_read(
+        stream_, net::buffer(body.data() + have, body.size() - have),
+        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->OnRead(ec); });
+  }
+
+  // The request is refused before its body was read: answer, then drain what the client still
+  // sends (see Linger) so that it reads the answer instead of a reset.
+  void Reject(int status, protocol::ProblemType type, std::string detail) {
+    keep_alive_ = false;
+    linger_ = true;
+    auto r = ProblemResponse(protocol::MakeProblemStatus(type, std::move(detail)));
+    r.status = status;  // 431 has no problem type of its own
+    WriteResponse(std::move(r), false);
+  }
+
+  void OnRead(beast::error_code ec) {
+    first_request_ = false;
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
+        ec == net::error::operation_aborted || closed_) {
+      return Close();
+    }
+    if (ec == http::error::body_limit) {
+      return Reject(413, protocol::ProblemType::kRequestTooLarge,
+                    "The request body is larger than " + std::to_string(body_limit_) + " bytes.");
+    }
+    if (ec == http::error::header_limit) {
+      return Reject(431, protocol::ProblemType::kGenericBadRequest, "Request headers too large.");
+    }
+    if (ec) {
+      // A malformed request gets a 400 before the connection closes; a dropped one just closes.
+      bool parse_error =
+          ec.category() == http::make_error_code(http::error::bad_method).category() &&
+          ec != http::error::partial_message;
+      if (!parse_error) return Close();
+      return Reject(400, protocol::ProblemType::kGenericBadRequest,
+                    "Malformed HTTP request: " + ec.message());
+    }
+    stream_.expires_never();
+    auto msg = parser_->release();
+    keep_alive_ = msg.keep_alive();
+    if (websocket::is_upgrade(msg)) upgrade_request_ = msg;
+    HttpRequest req;
+    req.method = std::string(msg.method_string());
+    req.target = std::string(msg.target());
+    auto q = req.target.find('?');
+    req.path = req.target.substr(0, q);
+    if (q != std::string::npos) req.query = req.target.substr(q + 1);
+    req.headers.reserve(16);
+    for (auto const& field : msg) {
+      req.headers.emplace_back(internal::AsciiLower(field.name_string()),
+                               std::string(field.value()));
+    }
+    req.body = std::move(msg.body());
+    req.peer_address = peer_;
+    head_ = req.method == "HEAD";
+    Dispatch(std::move(req));
+  }
+
+  void Dispatch(HttpRequest req);
+
+  // `counted`: the part of it that counts in backlog_ (stream chunks), given back once written.
+  void Queue(std::string data, std::string more = {}, std::size_t counted = 0) {
+    if (closed_) {
+      backlog_ -= counted;
+      return;
+    }
+    queue_.push_back({std::move(data), std::move(more)});
+    counted_.push_back(counted);
+    if (!writing_) DoWrite();
+  }
+
+  void DoWrite() {
+    writing_ = true;
+    net::async_write(
+        stream_,
+        std::array<net::const_buffer, 2>{net::buffer(queue_.front().first),
+                                         net::buffer(queue_.front().second)},
+        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->OnWrite(ec); });
+  }
+
+  void OnWrite(beast::error_code ec) {
+    if (ec) return Close();
+    queue_.pop_front();
+    backlog_ -= counted_.front();
+    counted_.pop_front();
+    if (drained_ && backlog_.load() < drained_below_) std::exchange(drained_, {})();
+    if (!queue_.empty()) return DoWrite();
+    writing_ = false;
+    if (file_ && !NextFilePiece()) return;
+    if (after_write_ == AfterWrite::kRead) {
+      after_write_ = AfterWrite::kNothing;
+      DoRead();
+    } else if (after_write_ == AfterWrite::kClose) {
+      if (linger_) return Linger();
+      Close();
+    }
+  }
+
+  // Queues the next piece of the file being sent; false while it is not done (or it failed and
+  // the connection closes: its Content-Length can no longer be kept).
+  bool NextFilePiece() {
+    constexpr std::int64_t kPiece = 256 * 1024;
+    std::int64_t left = file_->length - file_sent_;
+    if (left <= 0) {
+      file_.reset();
+      return true;
+    }
+    std::string piece(static_cast<std::size_t>(std::min(left, kPiece)), '\0');
+    ssize_t n;
+    do {
+      n = ::pread(file_->fd, piece.data(), piece.size(),
+                  static_cast<off_t>(file_->offset + file_sent_));
+    } while (n < 0 && errno == EINTR);
+    if (n <= 0) {
+      file_.reset();
+      Close();
+      return false;
+    }
+    piece.resize(static_cast<std::size_t>(n));
+    file_sent_ += n;
+    Queue(std::move(piece));
+    return false;
+  }
+
+  // Closing a socket with unread input makes the kernel send a reset, which destroys the answer
+  // still on its way to the client. So: end our side, read and drop the client's input until it
+  // ends its side too (or kLingerLimit passes), then close.
+  static constexpr auto kLingerLimit = std::chrono::seconds(10);
+  void Linger() {
+    boost::system::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    if (ec) return Close();
+    stream_.expires_after(kLingerLimit);
+    Drain();
+  }
+  void Drain() {
+    stream_.async_read_some(net::buffer(hangup_buffer_),
+                            [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                              if (ec) return self->Close();
+                              self->Drain();
+                            });
+  }
+
+  // While an answer is due nothing reads the socket, so a client that gives up would hold it
+  // (and whatever waits for the answer) until then: watch for it hanging up.
+  void WatchWhileAnswerDue(std::weak_ptr<ExchangeImpl> exchange);
+
+  // While streaming, the only way to notice a vanished client is a read that fails.
+  void WatchForHangUp() {
+    stream_.socket().async_read_some(
+        net::buffer(hangup_buffer_),
+        [self = shared_from_this()](beast::error_code ec, std::size_t) {
+          if (ec) return self->Close();
+          self->WatchForHangUp();
+        });
+  }
+
+  beast::tcp_stream stream_;
+  HttpServer::Impl& server_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::size_t body_limit_ = 0;                             // the limit of the request being read
+  std::deque<std::pair<std::string, std::string>> queue_;  ///< writes: head, then body
+  std::deque<std::size_t> counted_;                        ///< each write's share of backlog_
+  std::function<void()> drained_;  ///< WhenDrained's callback, waiting for the backlog to fall
+  std::size_t drained_below_ = 0;
+
+ public:
+  void WhenDrained(std::size_t below, std::function<void()> callback) {
+    if (closed_) return;
+    if (backlog_.load() < below) return callback();
+    drained_below_ = below;
+    drained_ = std::move(callback);
+  }
+
+ private:
+  bool writing_ = false;
+  std::shared_ptr<FileBody> file_;  // the file body being sent, piece by piece
+  std::int64_t file_sent_ = 0;
+  bool keep_alive_ = true;
+  bool streaming_ = false;
+  bool head_ = false;
+  bool first_request_ = true;
+  AfterWrite after_write_ = AfterWrite::kNothing;
+  std::atomic<bool> closed_{false};
+  std::vector<std::pair<void const*, std::function<void()>>> close_callbacks_;
+  std::string peer_;
+  char hangup_buffer_[512];
+  std::optional<http::request<http::string_body>> upgrade_request_;
+  bool upgraded_ = false;
+  bool linger_ = false;
+
+  friend class ExchangeImpl;
+  friend struct HttpServer::Impl;
+};
+
+// What may wait in memory for one event-stream reader before it is dropped.
+constexpr std::size_t kMaxStreamBacklog = 8u << 20;
+
+class ExchangeImpl : public Exchange {
+ public:
+  ExchangeImpl(std::shared_ptr<Connection> conn, HttpRequest request, bool head)
+      : conn_(std::move(conn)), request_(std::move(request)), head_(head) {}
+
+  HttpRequest const& request() const override { return request_; }
+  bool answered() const { return answered_.load(); }
+
+  void Respond(HttpResponse response) override {
+    if (answered_.exchange(true)) return;
+    conn_->Post([conn = conn_, r = std::move(response), head = head_, self = this]() mutable {
+      conn->WriteResponse(std::move(r), head);
+      conn->DropCloseCallbacks(self);
+    });
+  }
+
+  void StartEventStream(std::vector<std::pair<std::string, std::string>> headers) override {
+    if (answered_.exchange(true)) return;
+    conn_->Post([conn = conn_, h = std::move(headers)] { conn->StartStream(h); });
+  }
+
+  bool WriteEvent(std::string chunk) override {
+    if (conn_->closed()) return false;
+    // A reader that does not keep up (a follower that never reads) is dropped once this much
+    // waits for it, instead of the server holding its stream in memory without bound.
+    if (conn_->backlog_.load() + chunk.size() > kMaxStreamBacklog) {
+      conn_->Post([conn = conn_] { conn->Close(); });
+      return false;
+    }
+    conn_->backlog_ += chunk.size();
+    conn_->Post([conn = conn_, c = std::move(chunk)] { conn->QueueChunk(c); });
+    return true;
+  }
+
+  void EndEventStream() override {
+    conn_->Post([conn = conn_] { conn->EndStream(); });
+  }
+
+  std::size_t StreamBacklog() const override { return conn_->backlog_.load(); }
+
+  void WhenDrained(std::size_t below, std::function<void()> callback) override {
+    conn_->Post([conn = conn_, below, cb = std::move(callback)]() mutable {
+      conn->WhenDrained(below, std::move(cb));
+    });
+  }
+
+  void OnClose(std::function<void()> callback) override {
+    conn_->Post([conn = conn_, cb = std::move(callback), self = this]() mutable {
+      conn->AddCloseCallback(self, std::move(cb));
+    });
+  }
+
+  bool IsWebSocketUpgrade() const override { return conn_->is_upgrade(); }
+
+  void AcceptWebSocket(WebSocketHandlers handlers) override {
+    if (answered_.exchange(true)) return;
+    conn_->Post([conn = conn_, h = std::move(handlers)]() mutable { conn->Upgrade(std::move(h)); });
+  }
+
+ private:
+  std::shared_ptr<Connection> conn_;
+  HttpRequest request_;
+  bool head_;
+  std::atomic<bool> answered_{false};
+};
+
+void Connection::Dispatch(HttpRequest req) {
+  auto exchange = std::make_shared<ExchangeImpl>(shared_from_this(), std::move(req), head_);
+  try {
+    server_.handler(exchange);
+  } catch (std::exception const& e) {
+    // A handler bug must not take the server down; the client gets a 500.
+    exchange->Respond(ProblemResponse(protocol::MakeProblemStatus(
+        protocol::ProblemType::kInternalServerError, std::string("unhandled error: ") + e.what())));
+  }
+  if (!exchange->answered() && !upgrade_request_) WatchWhileAnswerDue(exchange);
+}
+
+void Connection::WatchWhileAnswerDue(std::weak_ptr<ExchangeImpl> exchange) {
+  stream_.socket().async_wait(
+      tcp::socket::wait_read,
+      [self = shared_from_this(), exchange = std::move(exchange)](beast::error_code ec) mutable {
+        if (self->closed_) return;
+        auto x = exchange.lock();
+        if (!x || x->answered()) return;  // the answer came; reading resumes after it
+        if (ec) return self->Close();
+        // Readiness alone proves nothing (it can be reported with no data, e.g. after another
+        // read took the bytes): only a peek that reads the end of the stream is a hang-up.
+        // Bytes of a pipelined next request stay unread until this answer is written.
+        char probe;
+        auto n = ::recv(self->stream_.socket().native_handle(), &probe, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n > 0) return;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+          return self->WatchWhileAnswerDue(std::move(exchange));
+        }
+        self->Close();
+      });
+}
+
+void HttpServer::Impl::Accept() {
+  acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
+    if (stopped) return;
+    if (!ec) {
+      socket.set_option(tcp::no_delay(true), ec);
+      auto conn = std::make_shared<Connection>(std::move(socket), *this);
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        connections.remove_if([](auto const& w) { return w.expired(); });
+        connections.push_back(conn);
+      }
+      conn->Start();
+    }
+    Accept();
+  });
+}
+
+StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions options,
+                                                        Handler handler) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = std::move(options);
+  impl->handler = std::move(handler);
+  boost::system::error_code ec;
+  auto address = net::ip::make_address(impl->options.address, ec);
+  if (ec) {
+    return Status(StatusCode::kInvalidArgument,
+                  "invalid listen address \"" + impl->options.address + "\"");
+  }
+  tcp::endpoint endpoint(address, impl->options.port);
+  impl->acceptor.open(endpoint.protocol(), ec);
+  if (!ec) impl->acceptor.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) impl->acceptor.bind(endpoint, ec);
+  if (!ec) impl->acceptor.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return Status(StatusCode::kUnavailable, "cannot listen on " + impl->options.address + ":" +
+                                                std::to_string(impl->options.port) + ": " +
+                                                ec.message());
+  }
+  impl->port = impl->acceptor.local_endpoint().port();
+  impl->Accept();
+  int threads = std::max(1, impl->options.threads);
+  for (int i = 0; i < threads; ++i) {
+    impl->threads.emplace_back([io = &impl->ioc] { io->run(); });
+  }
+  return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
+}
+
+HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+HttpServer::~HttpServer() { Stop(); }
+
+std::uint16_t HttpServer::port() const { return impl_->port; }
+
+void HttpServer::Stop() {
+  if (impl_->stopped.exchange(true)) return;
+  net::post(impl_->ioc, [this] {
+    boost::system::error_code ec;
+    impl_->acceptor.close(ec);
+  });
+  // Close every connection on its own strand and wait for those closes (their close callbacks
+  // end event streams and long polls), then stop whatever still waits on timers.
+  std::vector<std::future<void>> closed;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    for (auto& w : impl_->connections) {
+      auto c = w.lock();
+      if (!c) continue;
+      auto done = std::make_shared<std::promise<void>>();
+      closed.push_back(done->get_future());
+      c->Post([c, done] {
+        c->Close();
+        done->set_value();
+      });
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    for (auto& w : impl_->websockets) {
+      auto ws = w.lock();
+      if (!ws) continue;
+      auto done = std::make_shared<std::promise<void>>();
+      closed.push_back(done->get_future());
+      ws->Abort([done] { done->set_value(); });
+    }
+  }
+  for (auto& f : closed) f.wait_for(std::chrono::seconds(2));
+  impl_->ioc.stop();
+  for (auto& t : impl_->threads) t.join();
+  impl_->threads.clear();
+}
+
+}  // namespace bai::server

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "bai/status.h"
+
+#include "server-reference/common/http/http.h"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace bai::server {
+
+struct HttpServerOptions {
+  std::string address = "127.0.0.1";
+  std::uint16_t port = 8081;  ///< 0 = any free port (see HttpServer::port())
+  int threads = 2;
+  std::size_t max_body_bytes = 1 << 20;  ///< larger bodies get 413
+  /// A larger limit for some requests (file uploads), chosen from the method and path once the
+  /// headers are read; returns 0 for "max_body_bytes". Empty: max_body_bytes for all.
+  std::function<std::size_t(std::string_view method, std::string_view path)> body_limit_for;
+  std::size_t max_header_bytes = 16 * 1024;  ///< larger headers get 431
+  std::chrono::seconds read_timeout{30};     ///< for one request's headers and body
+  std::chrono::seconds idle_timeout{75};     ///< keep-alive connection without a request
+};
+
+/// An HTTP/1.1 server on Boost.Beast: keep-alive, one strand per connection, limits and timeouts
+/// on every read, event streams, graceful stop. All Beast and Asio code is behind this class.
+class HttpServer {
+ public:
+  /// Binds and listens; the handler runs on the connection's strand.
+  static StatusOr<std::unique_ptr<HttpServer>> Start(HttpServerOptions options, Handler handler);
+  ~HttpServer();
+
+  std::uint16_t port() const;
+
+  /// Stops accepting, closes every connection (event streams end), joins the threads.
+  void Stop();
+
+  struct Impl;  ///< defined in http_server.cc only
+
+ private:
+  explicit HttpServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace bai::server
