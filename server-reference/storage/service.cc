@@ -304,7 +304,7 @@ StatusOr<json> StorageService::Manage(std::string_view op, json const& args) con
   }
   if (!args.is_object()) return Status(StatusCode::kInvalidArgument, "arguments are an object");
   Needs needs = found->second.needs;
-  Call c{args};
+  Call c{args, nullptr, {}, {}, nullptr};
   if (needs == Needs::kNothing) return (this->*found->second.run)(c);
   auto volume_name = Str(args, "volume");
   if (!volume_name.ok()) return volume_name.status();
