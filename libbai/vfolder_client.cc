@@ -17,6 +17,17 @@ std::string Path(std::string const& folder, std::string const& rest = {}) {
   return "/folders/" + internal::EncodeSegment(folder) + rest;
 }
 
+// A request whose body a wire codec encoded.
+StatusOr<ApiResponse> CallWith(Client const& client, std::string method, std::string path,
+                               std::string body) {
+  ApiRequest r(std::move(method), std::move(path));
+  r.body = std::move(body);
+  auto response = client.Send(r);
+  if (!response.ok()) return response.status();
+  if (auto s = CheckResponse(*response); !s.ok()) return s;
+  return response;
+}
+
 StatusOr<ApiResponse> Call(Client const& client, std::string method, std::string path,
                            json const& body = nullptr) {
   ApiRequest r(std::move(method), std::move(path));
@@ -32,15 +43,10 @@ Status Done(StatusOr<ApiResponse> const& r) { return r.ok() ? Status() : r.statu
 }  // namespace
 
 StatusOr<VFolderInfo> VFolderClient::Create(VFolderCreateRequest const& request) const {
-  json body = {{"name", request.name}, {"cloneable", request.cloneable}};
-  if (!request.host.empty()) body["host"] = request.host;
-  if (!request.usage_mode.empty()) body["usage_mode"] = request.usage_mode;
-  if (!request.permission.empty()) body["permission"] = request.permission;
-  if (!request.group.empty()) body["group"] = request.group;
   if (auto s = protocol::CheckVFolderName(request.name, !request.group.empty()); !s.ok()) {
     return s;
   }
-  auto r = Call(client_, "POST", "/folders", body);
+  auto r = CallWith(client_, "POST", "/folders", protocol::EncodeVFolderCreateRequest(request));
   if (!r.ok()) return r.status();
   return protocol::DecodeVFolderInfo(r->body);
 }
@@ -223,20 +229,13 @@ StatusOr<std::vector<std::string>> VFolderClient::Unshare(
 StatusOr<VFolderCloneResult> VFolderClient::Clone(std::string const& folder,
                                                   VFolderCloneRequest const& request) const {
   if (auto s = protocol::CheckVFolderName(request.target_name); !s.ok()) return s;
-  json body = {{"target_name", request.target_name}, {"cloneable", request.cloneable}};
-  if (!request.target_host.empty()) body["target_host"] = request.target_host;
-  if (!request.usage_mode.empty()) body["usage_mode"] = request.usage_mode;
   if (!request.permission.empty()) {
     if (auto s = CheckPermission(request.permission); !s.ok()) return s;
-    body["permission"] = request.permission;
   }
-  auto r = Call(client_, "POST", Path(folder, "/clone"), body);
+  auto r = CallWith(client_, "POST", Path(folder, "/clone"),
+                    protocol::EncodeVFolderCloneRequest(request));
   if (!r.ok()) return r.status();
-  auto j = json::parse(r->body, nullptr, false);
-  if (!j.is_object() || !j.value("bgtask_id", json()).is_string()) {
-    return Status(StatusCode::kInternal, "Malformed clone answer: no 'bgtask_id'");
-  }
-  return VFolderCloneResult{j.value("id", ""), j.value("name", ""), j["bgtask_id"]};
+  return protocol::DecodeVFolderCloneResult(r->body);
 }
 
 }  // namespace bai

@@ -20,29 +20,9 @@ using VFolderInfo = protocol::VFolderInfo;
 using VFolderFile = protocol::VFolderFile;
 using VFolderInvitation = protocol::VFolderInvitation;
 
-struct VFolderCreateRequest {
-  std::string name;
-  std::string host;        ///< "" = the server's default
-  std::string usage_mode;  ///< "" = general
-  std::string permission;  ///< "" = rw
-  std::string group;       ///< a project (name or id): a project folder
-  bool cloneable = false;
-};
-
-/// `POST /folders/{name}/clone`: a copy as a new user folder of the caller.
-struct VFolderCloneRequest {
-  std::string target_name;
-  std::string target_host;  ///< "" = the source's (must be on the same storage proxy)
-  std::string usage_mode;   ///< "" = the source's
-  std::string permission;   ///< "" = rw
-  bool cloneable = false;
-};
-/// The new folder (status `cloning` until the task ends) and the background task copying it.
-struct VFolderCloneResult {
-  std::string id;
-  std::string name;
-  std::string task_id;
-};
+using VFolderCreateRequest = protocol::VFolderCreateRequest;
+using VFolderCloneRequest = protocol::VFolderCloneRequest;
+using VFolderCloneResult = protocol::VFolderCloneResult;
 
 /// `GET /folders/_/hosts`.
 struct VFolderHosts {

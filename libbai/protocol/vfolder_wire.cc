@@ -4,6 +4,7 @@
 #include "bai/protocol/signing.h"
 
 #include "libbai/protocol/json_fields.h"
+#include "libbai/protocol/wire_json.h"
 #include "libbai/util/json_parse.h"
 
 #include <nlohmann/json.hpp>
@@ -136,6 +137,24 @@ Status CheckVFolderName(std::string_view name, bool project_folder) {
 
 namespace {
 
+using nlohmann::json;
+
+json NullIfEmpty(std::string const& text) { return text.empty() ? json(nullptr) : json(text); }
+
+// One string field under its name or its legacy alias (the first present wins).
+std::string Either(internal::FieldReader& r, char const* key, char const* alias) {
+  auto v = r.OptString(key);
+  return v ? *v : r.String(alias);
+}
+
+bool LenientFlag(internal::FieldReader& r, json const& object, char const* key) {
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return false;
+  auto b = internal::LenientBool(*it);
+  if (!b) r.Fail(key, "a boolean");
+  return b.value_or(false);
+}
+
 VFolderInfo InfoFrom(internal::FieldReader& r) {
   VFolderInfo f;
   f.id = r.Required("id");
@@ -148,16 +167,162 @@ VFolderInfo InfoFrom(internal::FieldReader& r) {
   f.ownership_type = r.String("ownership_type", r.String("type", "user"));
   f.user = r.String("user");
   f.group = r.String("group");
+  f.user_email = r.String("user_email");
+  f.group_name = r.String("group_name");
   f.creator = r.String("creator");
-  f.created_at = r.String("created_at");
+  f.created_at = Either(r, "created_at", "created");
+  f.last_used = r.String("last_used");
   f.is_owner = r.Bool("is_owner", false);
   f.cloneable = r.Bool("cloneable", false);
-  f.num_files = r.Int("num_files", 0);
+  f.max_files = r.Int("max_files", 0);
+  f.max_size = r.Int("max_size", 0);
+  f.num_files = r.OptInt("num_files").value_or(r.Int("numFiles", 0));
   f.used_bytes = r.Int("used_bytes", 0);
   return f;
 }
 
+json FolderObject(VFolderInfo const& f, VFolderAnswer answer, std::string_view bgtask_id) {
+  json j = {{"id", f.id},
+            {"name", f.name},
+            {"host", f.host},
+            {"usage_mode", f.usage_mode},
+            {"permission", f.permission},
+            {"user", NullIfEmpty(f.user)},
+            {"group", NullIfEmpty(f.group)},
+            {"cloneable", f.cloneable}};
+  switch (answer) {
+    case VFolderAnswer::kCreated:
+      j["quota_scope_id"] = f.quota_scope_id;
+      j["max_size"] = f.max_size;
+      j["creator"] = f.creator;
+      j["ownership_type"] = f.ownership_type;
+      j["status"] = f.status;
+      break;
+    case VFolderAnswer::kListed:
+      j["quota_scope_id"] = f.quota_scope_id;
+      j["status"] = f.status;
+      j["created_at"] = f.created_at;
+      j["is_owner"] = f.is_owner;
+      j["creator"] = f.creator;
+      j["user_email"] = NullIfEmpty(f.user_email);
+      j["group_name"] = NullIfEmpty(f.group_name);
+      j["ownership_type"] = f.ownership_type;
+      j["type"] = f.ownership_type;
+      j["max_files"] = f.max_files;
+      j["max_size"] = f.max_size;
+      j["cur_size"] = f.used_bytes;
+      break;
+    case VFolderAnswer::kInfo:
+      j["quota_scope_id"] = f.quota_scope_id;
+      j["status"] = f.status;
+      j["numFiles"] = f.num_files;
+      j["num_files"] = f.num_files;
+      j["used_bytes"] = f.used_bytes;
+      j["created"] = f.created_at;
+      j["created_at"] = f.created_at;
+      j["last_used"] = NullIfEmpty(f.last_used);
+      j["type"] = f.ownership_type;
+      j["is_owner"] = f.is_owner;
+      j["max_size"] = f.max_size;
+      j["cur_size"] = f.used_bytes;
+      break;
+    case VFolderAnswer::kCloned:
+      j["creator"] = f.creator;
+      j["ownership_type"] = f.ownership_type;
+      j["bgtask_id"] = std::string(bgtask_id);
+      break;
+  }
+  return j;
+}
+
 }  // namespace
+
+std::string EncodeVFolderCreateRequest(VFolderCreateRequest const& request) {
+  json body = {{"name", request.name}, {"cloneable", request.cloneable}};
+  if (!request.host.empty()) body["host"] = request.host;
+  if (!request.usage_mode.empty()) body["usage_mode"] = request.usage_mode;
+  if (!request.permission.empty()) body["permission"] = request.permission;
+  if (!request.group.empty()) body["group"] = request.group;
+  return body.dump();
+}
+
+StatusOr<VFolderCreateRequest> DecodeVFolderCreateRequest(std::string_view json_object) {
+  auto j = internal::ObjectOf(json_object, "folder creation");
+  if (!j.ok()) return j.status();
+  return internal::VFolderCreateRequestFromJson(*j);
+}
+
+}  // namespace bai::protocol
+
+namespace bai::internal {
+
+StatusOr<protocol::VFolderCreateRequest> VFolderCreateRequestFromJson(
+    nlohmann::json const& object) {
+  using namespace protocol;
+  auto const* j = &object;
+  internal::FieldReader r(*j);
+  VFolderCreateRequest out;
+  out.name = r.Required("name");
+  out.host = Either(r, "host", "folder_host");
+  out.usage_mode = Either(r, "usage_mode", "usageMode");
+  out.permission = r.String("permission");
+  out.group = Either(r, "group", "groupId");
+  if (out.group.empty()) out.group = r.String("group_id");
+  out.cloneable = LenientFlag(r, *j, "cloneable");
+  for (char const* key : {"unmanaged_path", "unmanagedPath"}) {
+    auto it = j->find(key);
+    if (it != j->end() && !it->is_null()) {
+      r.Refuse("unmanaged_path", "unmanaged folders are not supported by this server");
+    }
+  }
+  if (!r.ok()) return internal::FieldProblem(r);
+  return out;
+}
+
+StatusOr<protocol::VFolderCloneRequest> VFolderCloneRequestFromJson(nlohmann::json const& object) {
+  using namespace protocol;
+  auto const* j = &object;
+  internal::FieldReader r(*j);
+  VFolderCloneRequest out;
+  out.target_name = Either(r, "target_name", "targetName");
+  if (out.target_name.empty()) r.Fail("target_name", "a non-empty string");
+  out.target_host = Either(r, "target_host", "targetHost");
+  if (out.target_host.empty()) out.target_host = r.String("folder_host");
+  out.usage_mode = Either(r, "usage_mode", "usageMode");
+  out.permission = r.String("permission");
+  out.cloneable = LenientFlag(r, *j, "cloneable");
+  if (!r.ok()) return internal::FieldProblem(r);
+  return out;
+}
+
+}  // namespace bai::internal
+
+namespace bai::protocol {
+
+std::string EncodeVFolderCloneRequest(VFolderCloneRequest const& request) {
+  json body = {{"target_name", request.target_name}, {"cloneable", request.cloneable}};
+  if (!request.target_host.empty()) body["target_host"] = request.target_host;
+  if (!request.usage_mode.empty()) body["usage_mode"] = request.usage_mode;
+  if (!request.permission.empty()) body["permission"] = request.permission;
+  return body.dump();
+}
+
+StatusOr<VFolderCloneRequest> DecodeVFolderCloneRequest(std::string_view json_object) {
+  auto j = internal::ObjectOf(json_object, "clone request");
+  if (!j.ok()) return j.status();
+  return internal::VFolderCloneRequestFromJson(*j);
+}
+
+std::string EncodeVFolderInfo(VFolderInfo const& folder, VFolderAnswer answer,
+                              std::string_view bgtask_id) {
+  return FolderObject(folder, answer, bgtask_id).dump();
+}
+
+std::string EncodeVFolderList(std::vector<VFolderInfo> const& folders) {
+  json out = json::array();
+  for (auto const& f : folders) out.push_back(FolderObject(f, VFolderAnswer::kListed, {}));
+  return out.dump();
+}
 
 StatusOr<VFolderInfo> DecodeVFolderInfo(std::string_view json_object) {
   auto j = internal::ObjectOf(json_object, "folder");
@@ -166,6 +331,15 @@ StatusOr<VFolderInfo> DecodeVFolderInfo(std::string_view json_object) {
   auto f = InfoFrom(r);
   if (!r.ok()) return internal::FieldProblem(r);
   return f;
+}
+
+StatusOr<VFolderCloneResult> DecodeVFolderCloneResult(std::string_view json_object) {
+  auto j = internal::ObjectOf(json_object, "clone answer");
+  if (!j.ok()) return j.status();
+  internal::FieldReader r(*j);
+  VFolderCloneResult out{r.String("id"), r.String("name"), r.Required("bgtask_id")};
+  if (!r.ok()) return internal::FieldProblem(r);
+  return out;
 }
 
 StatusOr<std::vector<VFolderInfo>> DecodeVFolderList(std::string_view json_array) {
@@ -272,6 +446,10 @@ StatusOr<std::vector<VFolderFile>> DecodeVFolderListing(std::string_view body) {
   return out;
 }
 
+std::string EncodeTransferTicket(TransferTicket const& ticket) {
+  return json{{"token", ticket.token}, {"url", ticket.url}}.dump();
+}
+
 StatusOr<TransferTicket> DecodeTransferTicket(std::string_view json_object) {
   auto j = internal::ObjectOf(json_object, "ticket");
   if (!j.ok()) return j.status();
@@ -279,6 +457,22 @@ StatusOr<TransferTicket> DecodeTransferTicket(std::string_view json_object) {
   TransferTicket t{r.Required("token"), r.Required("url")};
   if (!r.ok()) return internal::FieldProblem(r);
   return t;
+}
+
+std::string EncodeVFolderInvitations(std::vector<VFolderInvitation> const& invitations) {
+  json out = json::array();
+  for (auto const& i : invitations) {
+    out.push_back({{"id", i.id},
+                   {"inviter", i.inviter},
+                   {"invitee", i.invitee},
+                   {"perm", i.permission},
+                   {"state", i.state},
+                   {"created_at", i.created_at},
+                   {"modified_at", i.modified_at},
+                   {"vfolder_id", i.vfolder_id},
+                   {"vfolder_name", i.vfolder_name}});
+  }
+  return json{{"invitations", out}}.dump();
 }
 
 StatusOr<std::vector<VFolderInvitation>> DecodeVFolderInvitations(std::string_view body) {
@@ -304,6 +498,7 @@ StatusOr<std::vector<VFolderInvitation>> DecodeVFolderInvitations(std::string_vi
     i.permission = r.String("perm");
     i.state = r.String("state", "pending");
     i.created_at = r.String("created_at");
+    i.modified_at = r.String("modified_at");
     if (!r.ok()) return internal::FieldProblem(r);
     out.push_back(std::move(i));
   }

@@ -6,6 +6,7 @@
 
 #include "bai/protocol/resource.h"
 #include "bai/protocol/session_wire.h"
+#include "bai/protocol/vfolder_wire.h"
 #include "bai/status.h"
 
 #include "libbai/util/json_parse.h"
@@ -34,5 +35,10 @@ StatusOr<protocol::SessionCreateRequest> SessionCreateRequestFromJson(
 
 /// DecodeSessionListItem on an item of a parsed list (no text round trip per item).
 protocol::SessionListItem SessionListItemFromJson(nlohmann::json const& object);
+
+/// DecodeVFolderCreateRequest / DecodeVFolderCloneRequest on parameters already parsed (the
+/// manager reads the body, or the query when the body is empty; query values are strings).
+StatusOr<protocol::VFolderCreateRequest> VFolderCreateRequestFromJson(nlohmann::json const& object);
+StatusOr<protocol::VFolderCloneRequest> VFolderCloneRequestFromJson(nlohmann::json const& object);
 
 }  // namespace bai::internal

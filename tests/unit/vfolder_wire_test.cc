@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <set>
 #include <string>
 
 namespace bai::protocol {
@@ -127,6 +128,149 @@ TEST(VFolderWireTest, ListingCarriesTheLegacyFilesAs2409Does) {
   auto back = DecodeVFolderListing(EncodeVFolderListing(files));
   ASSERT_TRUE(back.ok());
   EXPECT_EQ((*back)[1].type, "DIRECTORY");
+}
+
+// Issue 21 (one codec for vfolders): the four answers a folder appears in carry 24.09's fields
+// (PROTOCOL.md §7), legacy names included, and each reads back into the same struct.
+std::set<std::string> Keys(std::string const& text) {
+  std::set<std::string> out;
+  auto const object = nlohmann::json::parse(text);
+  for (auto const& [k, v] : object.items()) out.insert(k);
+  return out;
+}
+
+VFolderInfo Sample() {
+  VFolderInfo f;
+  f.id = "0123456789abcdef0123456789abcdef";
+  f.name = "data";
+  f.host = "local:volume1";
+  f.quota_scope_id = "user:u1";
+  f.status = "ready";
+  f.usage_mode = "model";
+  f.permission = "wd";
+  f.ownership_type = "user";
+  f.user = "u1";
+  f.user_email = "a@x";
+  f.creator = "a@x";
+  f.created_at = "2026-11-25T10:00:00Z";
+  f.is_owner = true;
+  f.cloneable = true;
+  f.num_files = 3;
+  f.used_bytes = 1234;
+  return f;
+}
+
+TEST(VFolderWireTest, EachAnswerHasThe2409Fields) {
+  auto f = Sample();
+  using S = std::set<std::string>;
+  EXPECT_EQ(Keys(EncodeVFolderInfo(f, VFolderAnswer::kCreated)),
+            (S{"id", "name", "quota_scope_id", "host", "usage_mode", "permission", "max_size",
+               "creator", "ownership_type", "user", "group", "cloneable", "status"}));
+  EXPECT_EQ(Keys(EncodeVFolderInfo(f, VFolderAnswer::kListed)),
+            (S{"name",       "id",         "quota_scope_id", "host",       "status",
+               "usage_mode", "created_at", "is_owner",       "permission", "user",
+               "group",      "creator",    "user_email",     "group_name", "ownership_type",
+               "type",       "cloneable",  "max_files",      "max_size",   "cur_size"}));
+  EXPECT_EQ(Keys(EncodeVFolderInfo(f, VFolderAnswer::kInfo)),
+            (S{"name",       "id",         "host",       "quota_scope_id", "status",
+               "numFiles",   "num_files",  "used_bytes", "created",        "created_at",
+               "last_used",  "user",       "group",      "type",           "is_owner",
+               "permission", "usage_mode", "cloneable",  "max_size",       "cur_size"}));
+  EXPECT_EQ(Keys(EncodeVFolderInfo(f, VFolderAnswer::kCloned, "task-1")),
+            (S{"id", "name", "host", "usage_mode", "permission", "creator", "ownership_type",
+               "user", "group", "cloneable", "bgtask_id"}));
+  // Absent owners and times are null, as 24.09 writes them.
+  auto info = nlohmann::json::parse(EncodeVFolderInfo(f, VFolderAnswer::kInfo));
+  EXPECT_TRUE(info["group"].is_null());
+  EXPECT_TRUE(info["last_used"].is_null());
+  EXPECT_EQ(info["numFiles"], 3);
+  EXPECT_EQ(info["cur_size"], 1234);
+}
+
+TEST(VFolderWireTest, AnswersReadBackIntoTheSameFolder) {
+  auto f = Sample();
+  auto info = DecodeVFolderInfo(EncodeVFolderInfo(f, VFolderAnswer::kInfo));
+  ASSERT_TRUE(info.ok()) << info.status().message();
+  EXPECT_EQ(info->ownership_type, "user") << "read from the legacy `type`";
+  EXPECT_EQ(info->num_files, 3);
+  EXPECT_EQ(info->used_bytes, 1234);
+  EXPECT_EQ(info->created_at, f.created_at);
+  EXPECT_TRUE(info->is_owner);
+  EXPECT_EQ(info->group, "") << "null reads as absent";
+  auto list = DecodeVFolderList(EncodeVFolderList({f, f}));
+  ASSERT_TRUE(list.ok()) << list.status().message();
+  ASSERT_EQ(list->size(), 2u);
+  EXPECT_EQ((*list)[1].user_email, "a@x");
+  EXPECT_EQ((*list)[1].permission, "wd");
+  auto clone = DecodeVFolderCloneResult(EncodeVFolderInfo(f, VFolderAnswer::kCloned, "task-1"));
+  ASSERT_TRUE(clone.ok()) << clone.status().message();
+  EXPECT_EQ(clone->task_id, "task-1");
+  EXPECT_EQ(clone->id, f.id);
+  EXPECT_FALSE(DecodeVFolderCloneResult(EncodeVFolderInfo(f, VFolderAnswer::kCreated)).ok())
+      << "a clone answer names its task";
+  // Older answers: `numFiles` and `created` alone.
+  auto legacy = DecodeVFolderInfo(R"({"id": "i", "name": "n", "numFiles": 7, "created": "t"})");
+  ASSERT_TRUE(legacy.ok());
+  EXPECT_EQ(legacy->num_files, 7);
+  EXPECT_EQ(legacy->created_at, "t");
+}
+
+TEST(VFolderWireTest, CreateAndCloneRequestsTakeTheAliasesAndRefuseUnmanagedPaths) {
+  VFolderCreateRequest c{"data", "local:volume1", "model", "ro", "proj", true};
+  auto back = DecodeVFolderCreateRequest(EncodeVFolderCreateRequest(c));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->name, "data");
+  EXPECT_EQ(back->host, "local:volume1");
+  EXPECT_EQ(back->usage_mode, "model");
+  EXPECT_EQ(back->permission, "ro");
+  EXPECT_EQ(back->group, "proj");
+  EXPECT_TRUE(back->cloneable);
+  // What 22.03's client sends: unmanaged_path null (absent), camelCase names, "true".
+  auto old = DecodeVFolderCreateRequest(
+      R"({"name": "d", "folder_host": "local:volume1", "usageMode": "data", "groupId": "g",
+          "unmanaged_path": null, "cloneable": "true"})");
+  ASSERT_TRUE(old.ok()) << old.status().message();
+  EXPECT_EQ(old->host, "local:volume1");
+  EXPECT_EQ(old->usage_mode, "data");
+  EXPECT_EQ(old->group, "g");
+  EXPECT_TRUE(old->cloneable);
+  auto unmanaged = DecodeVFolderCreateRequest(R"({"name": "d", "unmanaged_path": "/srv/x"})");
+  ASSERT_FALSE(unmanaged.ok());
+  EXPECT_THAT(unmanaged.status().error_info().data_json, HasSubstr("unmanaged_path"));
+  EXPECT_FALSE(DecodeVFolderCreateRequest(R"({"host": "local:volume1"})").ok()) << "no name";
+  EXPECT_FALSE(DecodeVFolderCreateRequest(R"({"name": "d", "cloneable": "maybe"})").ok());
+
+  VFolderCloneRequest k{"copy", "local:volume1", "", "rw", false};
+  auto kb = DecodeVFolderCloneRequest(EncodeVFolderCloneRequest(k));
+  ASSERT_TRUE(kb.ok()) << kb.status().message();
+  EXPECT_EQ(kb->target_name, "copy");
+  EXPECT_EQ(kb->target_host, "local:volume1");
+  auto camel = DecodeVFolderCloneRequest(R"({"targetName": "c2", "targetHost": "h"})");
+  ASSERT_TRUE(camel.ok()) << camel.status().message();
+  EXPECT_EQ(camel->target_name, "c2");
+  EXPECT_EQ(camel->target_host, "h");
+  EXPECT_FALSE(DecodeVFolderCloneRequest(R"({"cloneable": true})").ok()) << "no target name";
+}
+
+TEST(VFolderWireTest, InvitationsAndTicketsRoundTrip) {
+  VFolderInvitation i;
+  i.id = "i1";
+  i.vfolder_id = "f1";
+  i.vfolder_name = "data";
+  i.inviter = "a@x";
+  i.invitee = "b@x";
+  i.permission = "ro";
+  i.state = "pending";
+  i.created_at = "t1";
+  i.modified_at = "t2";
+  auto text = EncodeVFolderInvitations({i});
+  EXPECT_EQ(nlohmann::json::parse(text)["invitations"][0]["perm"], "ro") << "24.09's key";
+  auto back = DecodeVFolderInvitations(text);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ((*back)[0].modified_at, "t2");
+  auto ticket = DecodeTransferTicket(EncodeTransferTicket({"tok", "http://s/upload"}));
+  ASSERT_TRUE(ticket.ok());
+  EXPECT_EQ(ticket->Target(), "http://s/upload?token=tok");
 }
 
 }  // namespace

@@ -62,7 +62,34 @@ inline constexpr std::size_t kVFolderNameMax = 64;
 /// and profile files such as .bashrc and .bash_profile).
 BAI_EXPORT Status CheckVFolderName(std::string_view name, bool project_folder = false);
 
-/// A folder as `GET /folders` lists it and `GET /folders/{name}` describes it (PROTOCOL.md §7).
+/// `POST /folders`: a new folder.
+struct VFolderCreateRequest {
+  std::string name;
+  std::string host;        ///< "" = the server's default
+  std::string usage_mode;  ///< "" = general
+  std::string permission;  ///< "" = rw
+  std::string group;       ///< a project (name or id): a project folder
+  bool cloneable = false;
+};
+BAI_EXPORT std::string EncodeVFolderCreateRequest(VFolderCreateRequest const& request);
+/// Lenient as 24.09 is: `folder_host` for `host`, `usageMode`, `groupId`/`group_id` for
+/// `group`, "true" for true; a null counts as absent; `unmanaged_path` (other than null) is
+/// refused (not supported). Errors name the field (invalid-api-params).
+BAI_EXPORT StatusOr<VFolderCreateRequest> DecodeVFolderCreateRequest(std::string_view json_object);
+
+/// `POST /folders/{name}/clone`: a copy as a new user folder of the caller.
+struct VFolderCloneRequest {
+  std::string target_name;
+  std::string target_host;  ///< "" = the source's (must be on the same storage proxy)
+  std::string usage_mode;   ///< "" = the source's
+  std::string permission;   ///< "" = rw
+  bool cloneable = false;
+};
+BAI_EXPORT std::string EncodeVFolderCloneRequest(VFolderCloneRequest const& request);
+BAI_EXPORT StatusOr<VFolderCloneRequest> DecodeVFolderCloneRequest(std::string_view json_object);
+
+/// A folder as the answers of `/folders` give it (PROTOCOL.md §7). One struct for the four
+/// answers; each answer carries the fields 24.09 puts in it (VFolderAnswer).
 struct VFolderInfo {
   std::string id;  ///< 32 hex digits
   std::string name;
@@ -72,16 +99,40 @@ struct VFolderInfo {
   std::string usage_mode;
   std::string permission;      ///< what the caller may do: ro, rw, wd
   std::string ownership_type;  ///< user, group
-  std::string user, group;     ///< owner ids ("" when none)
+  std::string user, group;     ///< owner ids ("" when none: null on the wire)
+  std::string user_email;      ///< the owning user's (lists only; "" for a project's)
+  std::string group_name;      ///< the owning project's (lists only; "" for a user's)
   std::string creator;
   std::string created_at;
+  std::string last_used;  ///< info only; "" = never (null)
   bool is_owner = false;
   bool cloneable = false;
-  std::int64_t num_files = 0;   ///< info only
-  std::int64_t used_bytes = 0;  ///< info only
+  std::int64_t max_files = 0, max_size = 0;  ///< per-folder quotas: 0 (quota scopes instead)
+  std::int64_t num_files = 0;                ///< info only
+  std::int64_t used_bytes = 0;               ///< info only (also its `cur_size`)
 };
+/// Which answer a folder is encoded for; each has 24.09's fields, legacy names included:
+///  kCreated: `POST /folders` (201);
+///  kListed:  an entry of `GET /folders` (`type` beside `ownership_type`);
+///  kInfo:    `GET /folders/{name}` (`numFiles` and `created` beside `num_files`, `created_at`);
+///  kCloned:  `POST /folders/{name}/clone` (201, with the task's `bgtask_id`).
+enum class VFolderAnswer { kCreated, kListed, kInfo, kCloned };
+BAI_EXPORT std::string EncodeVFolderInfo(VFolderInfo const& folder, VFolderAnswer answer,
+                                         std::string_view bgtask_id = {});
+/// `GET /folders`'s answer: an array of kListed entries.
+BAI_EXPORT std::string EncodeVFolderList(std::vector<VFolderInfo> const& folders);
+/// Any of the four answers (missing fields keep their defaults; `type` stands in for
+/// `ownership_type`).
 BAI_EXPORT StatusOr<VFolderInfo> DecodeVFolderInfo(std::string_view json_object);
 BAI_EXPORT StatusOr<std::vector<VFolderInfo>> DecodeVFolderList(std::string_view json_array);
+
+/// What the clone answer says beyond the folder: the background task copying it.
+struct VFolderCloneResult {
+  std::string id;  ///< the new folder (status `cloning` until the task ends)
+  std::string name;
+  std::string task_id;  ///< `bgtask_id`
+};
+BAI_EXPORT StatusOr<VFolderCloneResult> DecodeVFolderCloneResult(std::string_view json_object);
 
 /// One entry of a folder's listing (`GET /folders/{name}/files` → `items`).
 struct VFolderFile {
@@ -110,8 +161,10 @@ struct VFolderInvitation {
   std::string permission;        ///< `perm` on the wire
   std::string state;             ///< pending, accepted, rejected, canceled
   std::string created_at;
+  std::string modified_at;
 };
 /// `{"invitations": [...]}`.
+BAI_EXPORT std::string EncodeVFolderInvitations(std::vector<VFolderInvitation> const& invitations);
 BAI_EXPORT StatusOr<std::vector<VFolderInvitation>> DecodeVFolderInvitations(std::string_view body);
 
 /// What request-upload and request-download answer: where to go and the token to show there.
@@ -121,6 +174,7 @@ struct TransferTicket {
   /// The URL with the token as its query parameter.
   std::string Target() const { return url + "?token=" + token; }
 };
+BAI_EXPORT std::string EncodeTransferTicket(TransferTicket const& ticket);
 BAI_EXPORT StatusOr<TransferTicket> DecodeTransferTicket(std::string_view json_object);
 
 }  // namespace bai::protocol

@@ -5,6 +5,7 @@
 #include "bai/protocol/errors.h"
 #include "bai/protocol/vfolder_wire.h"
 
+#include "libbai/protocol/wire_json.h"
 #include "server-reference/manager/api/handler_util.h"
 #include "server-reference/manager/api/routes.h"
 #include "server-reference/manager/state/bgtasks.h"
@@ -219,26 +220,36 @@ Status RevokeTokens(Env& env, FolderRecord const& f, std::string const& user = "
   return Storage(env, f, api::kFolderRevoke, args).status();
 }
 
-json Summary(FolderRecord const& f, Found const* found, Identity const& who) {
-  std::string perm = found ? std::string(p::ToString(found->access.permission)) : f.permission;
-  return {{"name", f.name},
-          {"id", f.id},
-          {"quota_scope_id", f.quota_scope_id},
-          {"host", f.host},
-          {"status", f.status},
-          {"usage_mode", f.usage_mode},
-          {"created_at", f.created_at},
-          {"is_owner", f.user_id == who.user_id},
-          {"permission", perm},
-          {"user", f.user_id.empty() ? json(nullptr) : json(f.user_id)},
-          {"group", f.group_id.empty() ? json(nullptr) : json(f.group_id)},
-          {"creator", f.creator},
-          {"ownership_type", f.ownership_type},
-          {"type", f.ownership_type},
-          {"cloneable", f.cloneable},
-          {"max_files", 0},
-          {"max_size", 0},
-          {"cur_size", 0}};
+// A folder as the caller sees it (their permission, whether they own it), for the wire codec.
+p::VFolderInfo InfoOf(FolderRecord const& f, Found const* found, Identity const& who) {
+  p::VFolderInfo out;
+  out.id = f.id;
+  out.name = f.name;
+  out.host = f.host;
+  out.quota_scope_id = f.quota_scope_id;
+  out.status = f.status;
+  out.usage_mode = f.usage_mode;
+  out.permission = found ? std::string(p::ToString(found->access.permission)) : f.permission;
+  out.ownership_type = f.ownership_type;
+  out.user = f.user_id;
+  out.group = f.group_id;
+  out.creator = f.creator;
+  out.created_at = f.created_at;
+  out.last_used = f.last_used;
+  out.is_owner = !f.user_id.empty() && f.user_id == who.user_id;
+  out.cloneable = f.cloneable;
+  return out;
+}
+
+HttpResponse FolderResponse(p::VFolderInfo const& f, p::VFolderAnswer answer, int status = 200,
+                            std::string_view bgtask_id = {}) {
+  return HttpResponse::Json(status, p::EncodeVFolderInfo(f, answer, bgtask_id));
+}
+
+// The proxy's {token, url} for a transfer, passed on as request-upload/download answer it.
+HttpResponse TicketResponse(json const& proxy_answer) {
+  return HttpResponse::Json(200, p::EncodeTransferTicket({proxy_answer.value("token", ""),
+                                                          proxy_answer.value("url", "")}));
 }
 
 // ---- handlers ---------------------------------------------------------------------------------
@@ -246,24 +257,18 @@ json Summary(FolderRecord const& f, Found const* found, Identity const& who) {
 StatusOr<HttpResponse> Create(Env& env, RequestContext& ctx) {
   auto params = Params::From(ctx.request);
   if (!params.ok()) return params.status();
-  auto name = params->String({"name"}, true);
-  auto host = params->String({"host", "folder_host"});
-  auto usage_mode = params->String({"usage_mode", "usageMode"});
-  auto permission = params->String({"permission"});
-  auto group = params->String({"group", "groupId", "group_id"});
-  auto cloneable = params->Bool({"cloneable"});
-  if (params->Raw({"unmanaged_path", "unmanagedPath"})) {
-    params->Fail("unmanaged_path", "unmanaged folders are not supported by this server");
-  }
-  if (auto s = params->Check(); !s.ok()) return s;
+  auto request = internal::VFolderCreateRequestFromJson(params->values());
+  if (!request.ok()) return request.status();
+  std::optional<std::string> group;
+  if (!request->group.empty()) group = request->group;
   Identity const& who = *ctx.identity;
   FolderRecord f;
   f.id = vfolders::NewFolderId();
-  f.name = *name;
-  f.host = host.value_or(env.links.default_host);
-  f.usage_mode = usage_mode.value_or("general");
-  f.permission = permission.value_or("rw");
-  f.cloneable = cloneable.value_or(false);
+  f.name = request->name;
+  f.host = request->host.empty() ? env.links.default_host : request->host;
+  f.usage_mode = request->usage_mode.empty() ? "general" : request->usage_mode;
+  f.permission = request->permission.empty() ? "rw" : request->permission;
+  f.cloneable = request->cloneable;
   f.creator = who.email;
   f.domain = who.domain;
   f.created_at = NowIso();
@@ -308,20 +313,7 @@ StatusOr<HttpResponse> Create(Env& env, RequestContext& ctx) {
     (void)env.folders.Remove(f.id);
     return made.status();
   }
-  json out = {{"id", f.id},
-              {"name", f.name},
-              {"quota_scope_id", f.quota_scope_id},
-              {"host", f.host},
-              {"usage_mode", f.usage_mode},
-              {"permission", f.permission},
-              {"max_size", 0},
-              {"creator", f.creator},
-              {"ownership_type", f.ownership_type},
-              {"user", f.user_id.empty() ? json(nullptr) : json(f.user_id)},
-              {"group", f.group_id.empty() ? json(nullptr) : json(f.group_id)},
-              {"cloneable", f.cloneable},
-              {"status", f.status}};
-  return JsonResponse(out, 201);
+  return FolderResponse(InfoOf(f, nullptr, who), p::VFolderAnswer::kCreated, 201);
 }
 
 StatusOr<HttpResponse> List(Env& env, RequestContext& ctx) {
@@ -338,30 +330,32 @@ StatusOr<HttpResponse> List(Env& env, RequestContext& ctx) {
   as_user.role = "user";
   auto folders = env.folders.Visible(as_user);
   if (!folders.ok()) return folders.status();
-  json out = json::array();
+  auto names = env.folders.Names(*folders);
+  if (!names.ok()) return names.status();
+  std::vector<p::VFolderInfo> out;
   for (auto const& v : *folders) {
     if (group && vfolders::FolderIdHex(v.folder.group_id) != vfolders::FolderIdHex(*group))
       continue;
     Found found{v.folder, v.access};
-    out.push_back(Summary(v.folder, &found, who));
+    auto& info = out.emplace_back(InfoOf(v.folder, &found, who));
+    if (auto e = names->user_emails.find(v.folder.user_id); e != names->user_emails.end()) {
+      info.user_email = e->second;
+    }
+    if (auto g = names->group_names.find(v.folder.group_id); g != names->group_names.end()) {
+      info.group_name = g->second;
+    }
   }
-  return JsonResponse(out);
+  return HttpResponse::Json(200, p::EncodeVFolderList(out));
 }
 
 StatusOr<HttpResponse> Info(Env& env, RequestContext& ctx) {
   auto f = ResolveFor(env, ctx);
   if (!f.ok()) return f.status();
   auto usage = Storage(env, f->folder, api::kFolderUsage);
-  json out = Summary(f->folder, &*f, *ctx.identity);
-  std::int64_t files = usage.ok() ? usage->value("file_count", std::int64_t{0}) : 0;
-  std::int64_t bytes = usage.ok() ? usage->value("used_bytes", std::int64_t{0}) : 0;
-  out["numFiles"] = files;
-  out["num_files"] = files;
-  out["used_bytes"] = bytes;
-  out["cur_size"] = bytes;
-  out["created"] = f->folder.created_at;
-  out["last_used"] = f->folder.last_used.empty() ? json(nullptr) : json(f->folder.last_used);
-  return JsonResponse(out);
+  auto info = InfoOf(f->folder, &*f, *ctx.identity);
+  info.num_files = usage.ok() ? usage->value("file_count", std::int64_t{0}) : 0;
+  info.used_bytes = usage.ok() ? usage->value("used_bytes", std::int64_t{0}) : 0;
+  return FolderResponse(info, p::VFolderAnswer::kInfo);
 }
 
 StatusOr<HttpResponse> IdOf(Env& env, RequestContext& ctx) {
@@ -653,12 +647,12 @@ StatusOr<HttpResponse> RequestUpload(Env& env, RequestContext& ctx) {
         env, f->folder, api::kFileUpload,
         {{"path", *path}, {"size", *size}, {"resume_only", true}, {"user", ctx.identity->user_id}});
     if (!again.ok()) return s;
-    return JsonResponse({{"token", (*again)["token"]}, {"url", (*again)["url"]}});
+    return TicketResponse(*again);
   }
   auto r = Storage(env, f->folder, api::kFileUpload,
                    {{"path", *path}, {"size", *size}, {"user", ctx.identity->user_id}});
   if (!r.ok()) return r.status();
-  return JsonResponse({{"token", (*r)["token"]}, {"url", (*r)["url"]}});
+  return TicketResponse(*r);
 }
 
 StatusOr<HttpResponse> RequestDownload(Env& env, RequestContext& ctx) {
@@ -671,7 +665,7 @@ StatusOr<HttpResponse> RequestDownload(Env& env, RequestContext& ctx) {
   auto r = Storage(env, f->folder, api::kFileDownload,
                    {{"path", *path}, {"user", ctx.identity->user_id}});
   if (!r.ok()) return r.status();
-  return JsonResponse({{"token", (*r)["token"]}, {"url", (*r)["url"]}});
+  return TicketResponse(*r);
 }
 
 StatusOr<HttpResponse> Hosts(Env& env, RequestContext&) {
@@ -834,24 +828,26 @@ StatusOr<HttpResponse> Invite(Env& env, RequestContext& ctx) {
   return JsonResponse({{"invited_ids", invited}}, 201);
 }
 
-json InvitationJson(vfolders::InvitationRecord const& i) {
-  return {{"id", i.id},
-          {"inviter", i.inviter},
-          {"invitee", i.invitee},
-          {"perm", i.permission},
-          {"state", i.state},
-          {"created_at", i.created_at},
-          {"modified_at", i.modified_at},
-          {"vfolder_id", i.vfolder_id},
-          {"vfolder_name", i.vfolder_name}};
+p::VFolderInvitation InvitationOf(vfolders::InvitationRecord const& i) {
+  p::VFolderInvitation out;
+  out.id = i.id;
+  out.vfolder_id = i.vfolder_id;
+  out.vfolder_name = i.vfolder_name;
+  out.inviter = i.inviter;
+  out.invitee = i.invitee;
+  out.permission = i.permission;
+  out.state = i.state;
+  out.created_at = i.created_at;
+  out.modified_at = i.modified_at;
+  return out;
 }
 
 StatusOr<HttpResponse> Invitations(Env& env, RequestContext& ctx, bool sent) {
   auto list = env.folders.PendingInvitations(ctx.identity->email, sent);
   if (!list.ok()) return list.status();
-  json out = json::array();
-  for (auto const& i : *list) out.push_back(InvitationJson(i));
-  return JsonResponse({{"invitations", out}});
+  std::vector<p::VFolderInvitation> out;
+  for (auto const& i : *list) out.push_back(InvitationOf(i));
+  return HttpResponse::Json(200, p::EncodeVFolderInvitations(out));
 }
 
 // The pending invitation named by `inv_id` that concerns the caller as `invitee` or inviter.
@@ -1046,14 +1042,13 @@ StatusOr<HttpResponse> Clone(Env& env, RequestContext& ctx) {
   if (!src.ok()) return src.status();
   auto params = Params::From(ctx.request);
   if (!params.ok()) return params.status();
-  auto name = params->String({"target_name", "targetName"}, true);
-  auto host = params->String({"target_host", "targetHost", "folder_host"});
-  auto usage_mode = params->String({"usage_mode", "usageMode"});
-  std::string perm = PermissionParam(*params, {"permission"});
-  auto cloneable = params->Bool({"cloneable"});
-  if (usage_mode && !p::ParseVFolderUsageMode(*usage_mode)) {
+  auto request = internal::VFolderCloneRequestFromJson(params->values());
+  if (!request.ok()) return request.status();
+  if (!request->usage_mode.empty() && !p::ParseVFolderUsageMode(request->usage_mode)) {
     params->Fail("usage_mode", "general, model or data");
   }
+  std::string perm = request->permission.empty() ? "rw" : request->permission;
+  if (!p::ParseVFolderPermission(perm)) params->Fail("permission", "ro, rw or wd");
   if (auto s = params->Check(); !s.ok()) return s;
   if (!src->folder.cloneable && !src->access.manages()) {
     return Denied("cloning (it is not cloneable)");
@@ -1061,11 +1056,11 @@ StatusOr<HttpResponse> Clone(Env& env, RequestContext& ctx) {
   Identity const& who = *ctx.identity;
   FolderRecord f;
   f.id = vfolders::NewFolderId();
-  f.name = *name;
-  f.host = host.value_or(src->folder.host);
-  f.usage_mode = usage_mode.value_or(src->folder.usage_mode);
+  f.name = request->target_name;
+  f.host = request->target_host.empty() ? src->folder.host : request->target_host;
+  f.usage_mode = request->usage_mode.empty() ? src->folder.usage_mode : request->usage_mode;
   f.permission = perm;
-  f.cloneable = cloneable.value_or(false);
+  f.cloneable = request->cloneable;
   f.creator = who.email;
   f.domain = who.domain;
   f.created_at = NowIso();
@@ -1124,18 +1119,7 @@ StatusOr<HttpResponse> Clone(Env& env, RequestContext& ctx) {
       (void)env.tasks.Finish(task_id, p::TaskStatus::kFailed, copied.status().message());
     }
   });
-  return JsonResponse({{"id", f.id},
-                       {"name", f.name},
-                       {"host", f.host},
-                       {"usage_mode", f.usage_mode},
-                       {"permission", f.permission},
-                       {"creator", f.creator},
-                       {"ownership_type", "user"},
-                       {"user", f.user_id},
-                       {"group", nullptr},
-                       {"cloneable", f.cloneable},
-                       {"bgtask_id", task->id}},
-                      201);
+  return FolderResponse(InfoOf(f, nullptr, who), p::VFolderAnswer::kCloned, 201, task->id);
 }
 
 }  // namespace
