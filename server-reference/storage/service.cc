@@ -44,19 +44,6 @@ StatusOr<std::string> Str(json const& args, char const* key, bool required = tru
   return it->get<std::string>();
 }
 
-StatusOr<std::int64_t> Size(json const& args) {
-  auto it = args.find("size");
-  if (it == args.end() || !it->is_number_integer()) {
-    return Status(StatusCode::kInvalidArgument, "'size' must be a number of bytes");
-  }
-  return it->get<std::int64_t>();
-}
-
-bool Flag(json const& args, char const* key, bool fallback) {
-  auto it = args.find(key);
-  return it != args.end() && it->is_boolean() ? it->get<bool>() : fallback;
-}
-
 std::string IsoTime(struct timespec t) {
   return protocol::FormatRfc3339(static_cast<std::int64_t>(t.tv_sec), t.tv_nsec / 1000);
 }
@@ -261,42 +248,53 @@ int StorageService::ExpireUploads() const {
 }
 
 // What an operation works on, resolved before its handler runs: its arguments, and as far as
-// the operation needs them the volume, the folder (with whom a token is for, or whose tokens
-// end: the manager's user id, "" for none) and the folder's tree.
+// the operation needs them the volume, the folder and the folder's tree.
 struct StorageService::Call {
   json const& args;
   Volume const* volume = nullptr;
   FolderRef folder;
-  std::string user;
   server::ConfinedTree* tree = nullptr;
 };
 
 namespace {
+
 enum class Needs { kNothing, kVolume, kFolder, kTree };
+
+// Decodes the operation's arguments (storage_api.h), runs `body` on them and encodes its answer:
+// every handler reads and writes the contract's types only.
+template <class Op, class Body>
+StatusOr<json> Typed(json const& args, Body body) {
+  auto op = api::FromJson<Op>(args);
+  if (!op.ok()) return op.status();
+  StatusOr<typename Op::Answer> answer = body(*op);
+  if (!answer.ok()) return answer.status();
+  return api::ToJson(*answer);
+}
+
 }  // namespace
 
 StatusOr<json> StorageService::Manage(std::string_view op, json const& args) const {
-  struct Op {
+  struct Entry {
     Needs needs;
     Handler run;
   };
-  static std::map<std::string_view, Op> const kOps = {
-      {api::kVolumes, {Needs::kNothing, &StorageService::ListVolumes}},
-      {api::kScopeUsage, {Needs::kVolume, &StorageService::ScopeUsage}},
-      {api::kFolderCreate, {Needs::kFolder, &StorageService::CreateFolder}},
-      {api::kFolderDelete, {Needs::kFolder, &StorageService::DeleteFolder}},
-      {api::kFolderRevoke, {Needs::kFolder, &StorageService::RevokeTokens}},
-      {api::kFolderMount, {Needs::kFolder, &StorageService::MountPath}},
-      {api::kFolderUsage, {Needs::kTree, &StorageService::FolderUsage}},
-      {api::kFolderClone, {Needs::kTree, &StorageService::CloneFolder}},
-      {api::kFileList, {Needs::kTree, &StorageService::ListFiles}},
-      {api::kFileMkdir, {Needs::kTree, &StorageService::MakeDirectory}},
-      {api::kFileRename, {Needs::kTree, &StorageService::RenameFile}},
-      {api::kFileMove, {Needs::kTree, &StorageService::MoveFile}},
-      {api::kFileDelete, {Needs::kTree, &StorageService::DeleteFiles}},
-      {api::kFileUpload, {Needs::kFolder, &StorageService::StartUpload}},
-      {api::kFileCancelUpload, {Needs::kFolder, &StorageService::CancelUpload}},
-      {api::kFileDownload, {Needs::kTree, &StorageService::StartDownload}},
+  static std::map<std::string_view, Entry> const kOps = {
+      {api::ListVolumes::kOp, {Needs::kNothing, &StorageService::ListVolumes}},
+      {api::GetScopeUsage::kOp, {Needs::kVolume, &StorageService::ScopeUsage}},
+      {api::CreateFolder::kOp, {Needs::kFolder, &StorageService::CreateFolder}},
+      {api::DeleteFolder::kOp, {Needs::kFolder, &StorageService::DeleteFolder}},
+      {api::RevokeTokens::kOp, {Needs::kFolder, &StorageService::RevokeTokens}},
+      {api::MountPath::kOp, {Needs::kFolder, &StorageService::MountPath}},
+      {api::GetFolderUsage::kOp, {Needs::kTree, &StorageService::FolderUsage}},
+      {api::CloneFolder::kOp, {Needs::kTree, &StorageService::CloneFolder}},
+      {api::ListFiles::kOp, {Needs::kTree, &StorageService::ListFiles}},
+      {api::MakeDirectory::kOp, {Needs::kTree, &StorageService::MakeDirectory}},
+      {api::RenameFile::kOp, {Needs::kTree, &StorageService::RenameFile}},
+      {api::MoveFile::kOp, {Needs::kTree, &StorageService::MoveFile}},
+      {api::DeleteFiles::kOp, {Needs::kTree, &StorageService::DeleteFiles}},
+      {api::StartUpload::kOp, {Needs::kFolder, &StorageService::StartUpload}},
+      {api::CancelUpload::kOp, {Needs::kFolder, &StorageService::CancelUpload}},
+      {api::StartDownload::kOp, {Needs::kTree, &StorageService::StartDownload}},
   };
   auto found = kOps.find(op);
   if (found == kOps.end()) {
@@ -304,7 +302,7 @@ StatusOr<json> StorageService::Manage(std::string_view op, json const& args) con
   }
   if (!args.is_object()) return Status(StatusCode::kInvalidArgument, "arguments are an object");
   Needs needs = found->second.needs;
-  Call c{args, nullptr, {}, {}, nullptr};
+  Call c{args, nullptr, {}, nullptr};
   if (needs == Needs::kNothing) return (this->*found->second.run)(c);
   auto volume_name = Str(args, "volume");
   if (!volume_name.ok()) return volume_name.status();
@@ -312,13 +310,9 @@ StatusOr<json> StorageService::Manage(std::string_view op, json const& args) con
   if (!volume.ok()) return volume.status();
   c.volume = *volume;
   if (needs == Needs::kVolume) return (this->*found->second.run)(c);
-  auto scope = Str(args, "scope");
-  if (!scope.ok()) return scope.status();
-  auto id = Str(args, "id");
-  if (!id.ok()) return id.status();
-  c.folder = FolderRef{*scope, *id};
-  auto const user_it = args.find("user");
-  if (user_it != args.end() && user_it->is_string()) c.user = user_it->get<std::string>();
+  auto address = api::FromJson<api::FolderAddress>(args);
+  if (!address.ok()) return address.status();
+  c.folder = FolderRef{address->scope, address->id};
   if (needs == Needs::kFolder) return (this->*found->second.run)(c);
   auto tree = c.volume->Tree(c.folder, "");
   if (!tree.ok()) {
@@ -332,265 +326,235 @@ StatusOr<json> StorageService::Manage(std::string_view op, json const& args) con
   return (this->*found->second.run)(c);
 }
 
-StatusOr<json> StorageService::ListVolumes(Call const&) const {
-  json out = json::array();
-  for (auto const& [name, v] : volumes_) {
-    struct statvfs fs {};
-    json usage = json::object();
-    if (::statvfs(v->root().c_str(), &fs) == 0) {
-      auto total = static_cast<std::int64_t>(fs.f_blocks) * static_cast<std::int64_t>(fs.f_frsize);
-      auto free = static_cast<std::int64_t>(fs.f_bavail) * static_cast<std::int64_t>(fs.f_frsize);
-      auto used =
-          total - static_cast<std::int64_t>(fs.f_bfree) * static_cast<std::int64_t>(fs.f_frsize);
-      usage = {{"total", total},
-               {"used", used},
-               {"free", free},
-               {"percentage",
-                total > 0 ? 100.0 * static_cast<double>(used) / static_cast<double>(total) : 0.0}};
+StatusOr<json> StorageService::ListVolumes(Call const& c) const {
+  return Typed<api::ListVolumes>(c.args, [&](api::ListVolumes const&) -> StatusOr<api::Volumes> {
+    api::Volumes out;
+    for (auto const& [name, v] : volumes_) {
+      api::VolumeInfo info;
+      info.name = name;
+      info.path = v->root();
+      info.capabilities = {"vfolder", "quota"};
+      struct statvfs fs {};
+      if (::statvfs(v->root().c_str(), &fs) == 0) {
+        api::VolumeUsage u;
+        auto unit = static_cast<std::int64_t>(fs.f_frsize);
+        u.total = static_cast<std::int64_t>(fs.f_blocks) * unit;
+        u.free = static_cast<std::int64_t>(fs.f_bavail) * unit;
+        u.used = u.total - static_cast<std::int64_t>(fs.f_bfree) * unit;
+        u.percentage =
+            u.total > 0 ? 100.0 * static_cast<double>(u.used) / static_cast<double>(u.total) : 0.0;
+        info.usage = u;
+      }
+      out.volumes.push_back(std::move(info));
     }
-    out.push_back({{"name", name},
-                   {"backend", "vfs"},
-                   {"path", v->root()},
-                   {"capabilities", json::array({"vfolder", "quota"})},
-                   {"usage", usage}});
-  }
-  return json{{"volumes", out}};
+    return out;
+  });
 }
 
 StatusOr<json> StorageService::ScopeUsage(Call const& c) const {
-  Volume const& v = *c.volume;
-  json const& args = c.args;
-  auto scope = Str(args, "scope");
-  if (!scope.ok()) return scope.status();
-  auto used = v.ScopeUsage(*scope);
-  if (!used.ok()) return used.status();
-  return json{{"file_count", used->files}, {"used_bytes", used->bytes}};
+  return Typed<api::GetScopeUsage>(c.args,
+                                   [&](api::GetScopeUsage const& op) -> StatusOr<api::Usage> {
+                                     auto used = c.volume->ScopeUsage(op.scope);
+                                     if (!used.ok()) return used.status();
+                                     return api::Usage{used->files, used->bytes};
+                                   });
 }
 
 StatusOr<json> StorageService::CreateFolder(Call const& c) const {
-  if (auto s = c.volume->CreateFolder(c.folder); !s.ok()) return s;
-  return json::object();
+  return Typed<api::CreateFolder>(c.args, [&](api::CreateFolder const&) -> StatusOr<api::Nothing> {
+    if (auto s = c.volume->CreateFolder(c.folder); !s.ok()) return s;
+    return api::Nothing{};
+  });
 }
 
 StatusOr<json> StorageService::DeleteFolder(Call const& c) const {
-  if (auto s = c.volume->DeleteFolder(c.folder); !s.ok()) return s;
-  return json::object();
+  return Typed<api::DeleteFolder>(c.args, [&](api::DeleteFolder const&) -> StatusOr<api::Nothing> {
+    if (auto s = c.volume->DeleteFolder(c.folder); !s.ok()) return s;
+    return api::Nothing{};
+  });
 }
 
 StatusOr<json> StorageService::RevokeTokens(Call const& c) const {
-  std::string key = c.user.empty() ? c.folder.id : c.folder.id + "/" + c.user;
-  std::lock_guard<std::mutex> lock(revoked_mu_);
-  ++revoked_[key];
-  return json::object();
+  return Typed<api::RevokeTokens>(
+      c.args, [&](api::RevokeTokens const& op) -> StatusOr<api::Nothing> {
+        std::string key = op.user.empty() ? c.folder.id : c.folder.id + "/" + op.user;
+        std::lock_guard<std::mutex> lock(revoked_mu_);
+        ++revoked_[key];
+        return api::Nothing{};
+      });
 }
 
 StatusOr<json> StorageService::MountPath(Call const& c) const {
-  auto path = c.volume->FolderPath(c.folder);
-  if (!path.ok()) return path.status();
-  return json{{"path", *path}};
+  return Typed<api::MountPath>(c.args, [&](api::MountPath const&) -> StatusOr<api::HostPath> {
+    auto path = c.volume->FolderPath(c.folder);
+    if (!path.ok()) return path.status();
+    return api::HostPath{*path};
+  });
 }
 
 StatusOr<json> StorageService::FolderUsage(Call const& c) const {
-  auto used = c.tree->Usage();
-  if (!used.ok()) return used.status();
-  return json{{"file_count", used->files}, {"used_bytes", used->bytes}};
+  return Typed<api::GetFolderUsage>(c.args,
+                                    [&](api::GetFolderUsage const&) -> StatusOr<api::Usage> {
+                                      auto used = c.tree->Usage();
+                                      if (!used.ok()) return used.status();
+                                      return api::Usage{used->files, used->bytes};
+                                    });
 }
 
 StatusOr<json> StorageService::CloneFolder(Call const& c) const {
-  json const& args = c.args;
-  auto* tree = c.tree;
-  auto dst_volume_name = Str(args, "dst_volume");
-  auto dst_scope = Str(args, "dst_scope");
-  auto dst_id = Str(args, "dst_id");
-  for (auto* s : {&dst_volume_name, &dst_scope, &dst_id}) {
-    if (!s->ok()) return s->status();
-  }
-  auto dst_volume = FindVolume(*dst_volume_name);
-  if (!dst_volume.ok()) return dst_volume.status();
-  FolderRef dst{*dst_scope, *dst_id};
-  if (auto s = (*dst_volume)->CreateFolder(dst); !s.ok()) return s;
-  auto dst_tree = (*dst_volume)->Tree(dst, "");
-  if (!dst_tree.ok()) return dst_tree.status();
-  auto copied = tree->Walk("", [&](server::TreeEntry const& e) -> Status {
-    auto slash = e.name.find('/');
-    if (slash == std::string::npos) return Status();  // the root: made above
-    std::string rel = e.name.substr(slash + 1);
-    if (S_ISDIR(e.st.st_mode)) return dst_tree->Mkdir(rel, false, true);
-    if (S_ISLNK(e.st.st_mode)) return dst_tree->Symlink(rel, e.link);
-    return dst_tree->WriteFrom(rel, e.fd);
+  return Typed<api::CloneFolder>(c.args, [&](api::CloneFolder const& op) -> StatusOr<api::Nothing> {
+    auto dst_volume = FindVolume(op.dst_volume);
+    if (!dst_volume.ok()) return dst_volume.status();
+    FolderRef dst{op.dst_scope, op.dst_id};
+    if (auto s = (*dst_volume)->CreateFolder(dst); !s.ok()) return s;
+    auto dst_tree = (*dst_volume)->Tree(dst, "");
+    if (!dst_tree.ok()) return dst_tree.status();
+    auto copied = c.tree->Walk("", [&](server::TreeEntry const& e) -> Status {
+      auto slash = e.name.find('/');
+      if (slash == std::string::npos) return Status();  // the root: made above
+      std::string rel = e.name.substr(slash + 1);
+      if (S_ISDIR(e.st.st_mode)) return dst_tree->Mkdir(rel, false, true);
+      if (S_ISLNK(e.st.st_mode)) return dst_tree->Symlink(rel, e.link);
+      return dst_tree->WriteFrom(rel, e.fd);
+    });
+    if (!copied.ok()) {
+      (void)(*dst_volume)->DeleteFolder(dst);
+      return copied;
+    }
+    return api::Nothing{};
   });
-  if (!copied.ok()) {
-    (void)(*dst_volume)->DeleteFolder(dst);
-    return copied;
-  }
-  return json::object();
 }
 
 StatusOr<json> StorageService::ListFiles(Call const& c) const {
-  json const& args = c.args;
-  auto* tree = c.tree;
-  auto path = Str(args, "path", false);
-  if (!path.ok()) return path.status();
-  auto list = tree->List(*path);
-  if (!list.ok()) return list.status();
-  std::vector<protocol::VFolderFile> items;
-  for (auto const& f : list->files) {
-    // FIFOs, sockets and devices (made inside a container that mounts the folder) are no
-    // data of a folder: listed as files, they invited downloads that cannot be served.
-    if (f.mode.empty() || (f.mode[0] != '-' && f.mode[0] != 'd' && f.mode[0] != 'l')) continue;
-    // Types and times from the entry itself (List gives ls -l modes).
-    struct timespec created {
-    }, modified{};
-    created.tv_sec = static_cast<std::time_t>(f.ctime);
-    created.tv_nsec = static_cast<long>((f.ctime - static_cast<double>(created.tv_sec)) * 1e9);
-    modified.tv_sec = static_cast<std::time_t>(f.mtime);
-    modified.tv_nsec = static_cast<long>((f.mtime - static_cast<double>(modified.tv_sec)) * 1e9);
-    unsigned perm = 0;
-    for (int i = 0; i < 9; ++i) {
-      if (f.mode.size() > static_cast<std::size_t>(i + 1) && f.mode[i + 1] != '-' &&
-          f.mode[i + 1] != 'S' && f.mode[i + 1] != 'T') {
-        perm |= 1u << (8 - i);
+  return Typed<api::ListFiles>(c.args, [&](api::ListFiles const& op) -> StatusOr<api::Listing> {
+    auto list = c.tree->List(op.path);
+    if (!list.ok()) return list.status();
+    api::Listing out;
+    for (auto const& f : list->files) {
+      // FIFOs, sockets and devices (made inside a container that mounts the folder) are no
+      // data of a folder: listed as files, they invited downloads that cannot be served.
+      if (f.mode.empty() || (f.mode[0] != '-' && f.mode[0] != 'd' && f.mode[0] != 'l')) continue;
+      // Types and times from the entry itself (List gives ls -l modes).
+      struct timespec created {
+      }, modified{};
+      created.tv_sec = static_cast<std::time_t>(f.ctime);
+      created.tv_nsec = static_cast<long>((f.ctime - static_cast<double>(created.tv_sec)) * 1e9);
+      modified.tv_sec = static_cast<std::time_t>(f.mtime);
+      modified.tv_nsec = static_cast<long>((f.mtime - static_cast<double>(modified.tv_sec)) * 1e9);
+      unsigned perm = 0;
+      for (int i = 0; i < 9; ++i) {
+        if (f.mode.size() > static_cast<std::size_t>(i + 1) && f.mode[i + 1] != '-' &&
+            f.mode[i + 1] != 'S' && f.mode[i + 1] != 'T') {
+          perm |= 1u << (8 - i);
+        }
       }
+      char octal[8];
+      std::snprintf(octal, sizeof octal, "%03o", perm);
+      protocol::VFolderFile item;
+      item.name = f.filename;
+      item.type = f.mode[0] == 'd' ? "DIRECTORY" : f.mode[0] == 'l' ? "SYMLINK" : "FILE";
+      item.size = f.size;
+      item.mode = octal;
+      item.created = IsoTime(created);
+      item.modified = IsoTime(modified);
+      out.items.push_back(std::move(item));
     }
-    char octal[8];
-    std::snprintf(octal, sizeof octal, "%03o", perm);
-    protocol::VFolderFile item;
-    item.name = f.filename;
-    item.type = f.mode[0] == 'd' ? "DIRECTORY" : f.mode[0] == 'l' ? "SYMLINK" : "FILE";
-    item.size = f.size;
-    item.mode = octal;
-    item.created = IsoTime(created);
-    item.modified = IsoTime(modified);
-    items.push_back(std::move(item));
-  }
-  return json{{"items", json::parse(protocol::EncodeVFolderFiles(items))}};
+    return out;
+  });
 }
 
 StatusOr<json> StorageService::MakeDirectory(Call const& c) const {
-  json const& args = c.args;
-  auto* tree = c.tree;
-  auto path = Str(args, "path");
-  if (!path.ok()) return path.status();
-  if (auto s = tree->Mkdir(*path, Flag(args, "parents", true), Flag(args, "exist_ok", false));
-      !s.ok()) {
-    return s;
-  }
-  return json::object();
+  return Typed<api::MakeDirectory>(
+      c.args, [&](api::MakeDirectory const& op) -> StatusOr<api::Nothing> {
+        if (auto s = c.tree->Mkdir(op.path, op.parents, op.exist_ok); !s.ok()) {
+          return s;
+        }
+        return api::Nothing{};
+      });
 }
 
 StatusOr<json> StorageService::RenameFile(Call const& c) const {
-  json const& args = c.args;
-  auto* tree = c.tree;
-  auto path = Str(args, "path");
-  auto new_name = Str(args, "new_name");
-  if (!path.ok()) return path.status();
-  if (!new_name.ok()) return new_name.status();
-  if (auto s = tree->Rename(*path, *new_name); !s.ok()) return s;
-  return json::object();
+  return Typed<api::RenameFile>(c.args, [&](api::RenameFile const& op) -> StatusOr<api::Nothing> {
+    if (auto s = c.tree->Rename(op.path, op.new_name); !s.ok()) return s;
+    return api::Nothing{};
+  });
 }
 
 StatusOr<json> StorageService::MoveFile(Call const& c) const {
-  json const& args = c.args;
-  auto* tree = c.tree;
-  auto src = Str(args, "src");
-  auto dst = Str(args, "dst");
-  if (!src.ok()) return src.status();
-  if (!dst.ok()) return dst.status();
-  if (auto s = tree->Move(*src, *dst); !s.ok()) return s;
-  return json::object();
+  return Typed<api::MoveFile>(c.args, [&](api::MoveFile const& op) -> StatusOr<api::Nothing> {
+    if (auto s = c.tree->Move(op.src, op.dst); !s.ok()) return s;
+    return api::Nothing{};
+  });
 }
 
 StatusOr<json> StorageService::DeleteFiles(Call const& c) const {
-  json const& args = c.args;
-  auto* tree = c.tree;
-  auto it = args.find("paths");
-  if (it == args.end() || !it->is_array()) {
-    return Status(StatusCode::kInvalidArgument, "'paths' must be a list of paths");
-  }
-  for (auto const& p : *it) {
-    if (!p.is_string()) return Status(StatusCode::kInvalidArgument, "paths are strings");
-    if (auto rel = server::RelativeBeneath(p.get<std::string>(), ""); !rel.ok()) {
-      return rel.status();
+  return Typed<api::DeleteFiles>(c.args, [&](api::DeleteFiles const& op) -> StatusOr<api::Nothing> {
+    // Every path is checked before any is removed.
+    for (auto const& p : op.paths) {
+      if (auto rel = server::RelativeBeneath(p, ""); !rel.ok()) return rel.status();
     }
-  }
-  // Every path is checked before any is removed.
-  for (auto const& p : *it) {
-    if (auto s = tree->Remove(p.get<std::string>(), Flag(args, "recursive", false)); !s.ok()) {
-      return s;
+    for (auto const& p : op.paths) {
+      if (auto s = c.tree->Remove(p, op.recursive); !s.ok()) return s;
     }
-  }
-  return json::object();
+    return api::Nothing{};
+  });
 }
 
 StatusOr<json> StorageService::StartUpload(Call const& c) const {
-  json const& args = c.args;
-  Volume const& v = *c.volume;
-  FolderRef const& folder = c.folder;
-  std::string const& user = c.user;
-  auto path = Str(args, "path");
-  if (!path.ok()) return path.status();
-  auto size = Size(args);
-  if (!size.ok()) return size.status();
-  auto session = Flag(args, "resume_only", false) ? v.FindUpload(folder, *path, *size)
-                                                  : v.StartUpload(folder, *path, *size, true);
-  if (!session.ok()) return session.status();
-  if (session->size == 0) {
-    // Nothing to send: the empty file appears now.
-    auto done = v.Append(session->id, 0, {}, {});
-    if (!done.ok()) return done.status();
-  }
-  json claims = {{"op", "upload"},
-                 {"volume", v.name()},
-                 {"scope", folder.scope},
-                 {"id", folder.id},
-                 {"relpath", session->relpath},
-                 {"session", session->id},
-                 {"size", session->size},
-                 {"user", user},
-                 {"rev", Generation(c.folder.id, user)},
-                 {"exp", Now() + options_.token_seconds}};
-  return json{{"token", server::SignJwt(claims, options_.secret)},
-              {"url", options_.client_url + "/upload"},
-              {"session", session->id},
-              {"offset", session->offset}};
+  return Typed<api::StartUpload>(
+      c.args, [&](api::StartUpload const& op) -> StatusOr<api::UploadTicket> {
+        Volume const& v = *c.volume;
+        auto session = op.resume_only ? v.FindUpload(c.folder, op.path, op.size)
+                                      : v.StartUpload(c.folder, op.path, op.size, true);
+        if (!session.ok()) return session.status();
+        if (session->size == 0) {
+          // Nothing to send: the empty file appears now.
+          auto done = v.Append(session->id, 0, {}, {});
+          if (!done.ok()) return done.status();
+        }
+        json claims = {{"op", "upload"},
+                       {"volume", v.name()},
+                       {"scope", c.folder.scope},
+                       {"id", c.folder.id},
+                       {"relpath", session->relpath},
+                       {"session", session->id},
+                       {"size", session->size},
+                       {"user", op.user},
+                       {"rev", Generation(c.folder.id, op.user)},
+                       {"exp", Now() + options_.token_seconds}};
+        return api::UploadTicket{server::SignJwt(claims, options_.secret),
+                                 options_.client_url + "/upload", session->id, session->offset};
+      });
 }
 
 StatusOr<json> StorageService::CancelUpload(Call const& c) const {
-  json const& args = c.args;
-  Volume const& v = *c.volume;
-  FolderRef const& folder = c.folder;
-  auto path = Str(args, "path");
-  if (!path.ok()) return path.status();
-  auto size = Size(args);
-  if (!size.ok()) return size.status();
-  auto session = v.FindUpload(folder, *path, *size);
-  if (!session.ok()) return session.status();
-  if (auto s = v.CancelUpload(session->id); !s.ok()) return s;
-  return json::object();
+  return Typed<api::CancelUpload>(c.args,
+                                  [&](api::CancelUpload const& op) -> StatusOr<api::Nothing> {
+                                    auto session = c.volume->FindUpload(c.folder, op.path, op.size);
+                                    if (!session.ok()) return session.status();
+                                    if (auto s = c.volume->CancelUpload(session->id); !s.ok())
+                                      return s;
+                                    return api::Nothing{};
+                                  });
 }
 
 StatusOr<json> StorageService::StartDownload(Call const& c) const {
-  json const& args = c.args;
-  Volume const& v = *c.volume;
-  FolderRef const& folder = c.folder;
-  std::string const& user = c.user;
-  auto* tree = c.tree;
-  auto path = Str(args, "path");
-  if (!path.ok()) return path.status();
-  auto opened = tree->OpenFile(*path);
-  if (!opened.ok()) return opened.status();
-  auto rel = server::RelativeBeneath(*path, "");
-  json claims = {{"op", "download"},
-                 {"volume", v.name()},
-                 {"scope", folder.scope},
-                 {"id", folder.id},
-                 {"relpath", *rel},
-                 {"user", user},
-                 {"rev", Generation(c.folder.id, user)},
-                 {"exp", Now() + options_.token_seconds}};
-  return json{{"token", server::SignJwt(claims, options_.secret)},
-              {"url", options_.client_url + "/download"},
-              {"is_dir", S_ISDIR(opened->st.st_mode)}};
+  return Typed<api::StartDownload>(
+      c.args, [&](api::StartDownload const& op) -> StatusOr<api::DownloadTicket> {
+        auto opened = c.tree->OpenFile(op.path);
+        if (!opened.ok()) return opened.status();
+        auto rel = server::RelativeBeneath(op.path, "");
+        json claims = {{"op", "download"},
+                       {"volume", c.volume->name()},
+                       {"scope", c.folder.scope},
+                       {"id", c.folder.id},
+                       {"relpath", *rel},
+                       {"user", op.user},
+                       {"rev", Generation(c.folder.id, op.user)},
+                       {"exp", Now() + options_.token_seconds}};
+        return api::DownloadTicket{server::SignJwt(claims, options_.secret),
+                                   options_.client_url + "/download", S_ISDIR(opened->st.st_mode)};
+      });
 }
 
 server::HttpResponse StorageService::HandleManager(server::HttpRequest const& request) const {

@@ -705,15 +705,13 @@ class Resolver {
     for (auto const& [host, v] : links_.Volumes()) {
       if (f.name == "storage_volume" && host != id) continue;
       json usage = json::object();
-      if (auto const* u = v.contains("usage") ? &v["usage"] : nullptr; u && u->contains("total")) {
-        usage = {{"capacity_bytes", (*u)["total"]}, {"used_bytes", (*u)["used"]}};
-      }
+      if (v.usage) usage = {{"capacity_bytes", v.usage->total}, {"used_bytes", v.usage->used}};
       auto colon = host.find(':');
       items.push_back({{"id", host},
-                       {"backend", v.value("backend", "vfs")},
+                       {"backend", v.backend},
                        {"fsprefix", "."},
-                       {"path", v.value("path", "")},
-                       {"capabilities", v.value("capabilities", json::array())},
+                       {"path", v.path},
+                       {"capabilities", v.capabilities},
                        {"hardware_metadata", "{}"},
                        {"performance_metric", "{}"},
                        {"usage", usage.dump()},
@@ -829,13 +827,13 @@ class Resolver {
       // Once per folder and request: aliases asking again get the same walk's figures.
       auto memo = usage_.find(r.id);
       if (memo == usage_.end()) {
-        auto u = links_.Call(r.host, storage::api::kFolderUsage,
-                             {{"scope", vfolders::ScopeDirectory(r.quota_scope_id)}, {"id", r.id}});
-        memo = usage_.emplace(r.id, u.ok() ? *u : json()).first;
+        auto u = links_.Ask(r.host, storage::api::GetFolderUsage{},
+                            vfolders::ScopeDirectory(r.quota_scope_id), r.id);
+        memo = usage_.emplace(r.id, u.ok() ? std::optional(*u) : std::nullopt).first;
       }
-      if (memo->second.is_object()) {
-        o["num_files"] = memo->second.value("file_count", std::int64_t{0});
-        o["cur_size"] = memo->second.value("used_bytes", std::int64_t{0});
+      if (memo->second) {
+        o["num_files"] = memo->second->file_count;
+        o["cur_size"] = memo->second->used_bytes;
       }
     }
     return o;
@@ -847,7 +845,8 @@ class Resolver {
   AgentStore agents_;
   vfolders::FolderStore folders_;
   vfolders::StorageLinks const& links_;
-  std::map<std::string, json> usage_;  // folder id → its usage, walked once per request
+  // folder id → its usage (none when the proxy failed), walked once per request
+  std::map<std::string, std::optional<storage::api::Usage>> usage_;
 };
 
 // Parse, prepare and execute: the response document, or the errors that stopped it.

@@ -391,14 +391,13 @@ Status ResolveMounts(RequestContext& ctx, vfolders::StorageLinks const& links, C
     }
   }
   for (auto const& m : *plan) {
-    auto where = links.Call(
-        m.folder.host, storage::api::kFolderMount,
-        {{"scope", vfolders::ScopeDirectory(m.folder.quota_scope_id)}, {"id", m.folder.id}});
+    auto where = links.Ask(m.folder.host, storage::api::MountPath{},
+                           vfolders::ScopeDirectory(m.folder.quota_scope_id), m.folder.id);
     if (!where.ok()) {
       return MakeProblemStatus(ProblemType::kStorageProxyError,
                                "mount " + m.folder.name + ": " + where.status().message());
     }
-    s.vfolder_mounts.push_back({m.folder.name, m.folder.id, where->value("path", ""), m.kernel_path,
+    s.vfolder_mounts.push_back({m.folder.name, m.folder.id, where->path, m.kernel_path,
                                 std::string(protocol::ToString(m.permission))});
   }
   return Status();

@@ -198,16 +198,11 @@ Status StorageProblem(Status const& s) {
   }
 }
 
-json FolderArgs(FolderRecord const& f) {
-  return {{"scope", vfolders::ScopeDirectory(f.quota_scope_id)}, {"id", f.id}};
-}
-
-StatusOr<json> Storage(Env& env, FolderRecord const& f, std::string_view op, json extra = {}) {
-  json args = FolderArgs(f);
-  if (extra.is_object()) {
-    for (auto& [k, v] : extra.items()) args[k] = v;
-  }
-  auto r = env.links.Call(f.host, op, args);
+// Operation `op` (storage_api.h) on folder `f`'s proxy, typed both ways; the proxy's errors
+// as problems (StorageProblem).
+template <class Op>
+StatusOr<typename Op::Answer> Storage(Env& env, FolderRecord const& f, Op const& op = {}) {
+  auto r = env.links.Ask(f.host, op, vfolders::ScopeDirectory(f.quota_scope_id), f.id);
   if (!r.ok()) return StorageProblem(r.status());
   return r;
 }
@@ -215,9 +210,7 @@ StatusOr<json> Storage(Env& env, FolderRecord const& f, std::string_view op, jso
 // Ends transfer tokens the proxy issued for the folder: `user`'s, or everyone's when empty
 // (tokens lived for hours after an unshare or a trash: a removed invitee still wrote files).
 Status RevokeTokens(Env& env, FolderRecord const& f, std::string const& user = "") {
-  json args = json::object();
-  if (!user.empty()) args["user"] = user;
-  return Storage(env, f, api::kFolderRevoke, args).status();
+  return Storage(env, f, api::RevokeTokens{user}).status();
 }
 
 // A folder as the caller sees it (their permission, whether they own it), for the wire codec.
@@ -247,9 +240,9 @@ HttpResponse FolderResponse(p::VFolderInfo const& f, p::VFolderAnswer answer, in
 }
 
 // The proxy's {token, url} for a transfer, passed on as request-upload/download answer it.
-HttpResponse TicketResponse(json const& proxy_answer) {
-  return HttpResponse::Json(200, p::EncodeTransferTicket({proxy_answer.value("token", ""),
-                                                          proxy_answer.value("url", "")}));
+template <class Ticket>
+HttpResponse TicketResponse(Ticket const& t) {
+  return HttpResponse::Json(200, p::EncodeTransferTicket({t.token, t.url}));
 }
 
 // ---- handlers ---------------------------------------------------------------------------------
@@ -309,7 +302,7 @@ StatusOr<HttpResponse> Create(Env& env, RequestContext& ctx) {
     }
     return s;
   }
-  if (auto made = Storage(env, f, api::kFolderCreate); !made.ok()) {
+  if (auto made = Storage(env, f, api::CreateFolder{}); !made.ok()) {
     (void)env.folders.Remove(f.id);
     return made.status();
   }
@@ -351,10 +344,10 @@ StatusOr<HttpResponse> List(Env& env, RequestContext& ctx) {
 StatusOr<HttpResponse> Info(Env& env, RequestContext& ctx) {
   auto f = ResolveFor(env, ctx);
   if (!f.ok()) return f.status();
-  auto usage = Storage(env, f->folder, api::kFolderUsage);
+  auto usage = Storage(env, f->folder, api::GetFolderUsage{});
   auto info = InfoOf(f->folder, &*f, *ctx.identity);
-  info.num_files = usage.ok() ? usage->value("file_count", std::int64_t{0}) : 0;
-  info.used_bytes = usage.ok() ? usage->value("used_bytes", std::int64_t{0}) : 0;
+  info.num_files = usage.ok() ? usage->file_count : 0;
+  info.used_bytes = usage.ok() ? usage->used_bytes : 0;
   return FolderResponse(info, p::VFolderAnswer::kInfo);
 }
 
@@ -410,7 +403,7 @@ StatusOr<HttpResponse> Purge(Env& env, Found const& f) {
   }
   if (auto s = CheckUnmounted(env, f); !s.ok()) return s;
   if (auto s = env.folders.SetStatus(f.folder.id, "delete-ongoing"); !s.ok()) return s;
-  auto gone = Storage(env, f.folder, api::kFolderDelete);
+  auto gone = Storage(env, f.folder, api::DeleteFolder{});
   if (!gone.ok() && gone.status().code() != StatusCode::kNotFound) {
     (void)env.folders.SetStatus(f.folder.id, "delete-error");
     return gone.status();
@@ -494,11 +487,9 @@ StatusOr<HttpResponse> Files(Env& env, RequestContext& ctx) {
   if (!params.ok()) return params.status();
   auto path = params->String({"path"});
   if (auto s = params->Check(); !s.ok()) return s;
-  auto list = Storage(env, f->folder, api::kFileList, {{"path", path.value_or("")}});
+  auto list = Storage(env, f->folder, api::ListFiles{path.value_or("")});
   if (!list.ok()) return list.status();
-  auto files = p::DecodeVFolderListing(list->dump());
-  if (!files.ok()) return files.status();
-  return HttpResponse::Json(200, p::EncodeVFolderListing(*files));
+  return HttpResponse::Json(200, p::EncodeVFolderListing(list->items));
 }
 
 StatusOr<HttpResponse> Mkdir(Env& env, RequestContext& ctx) {
@@ -529,11 +520,9 @@ StatusOr<HttpResponse> Mkdir(Env& env, RequestContext& ctx) {
   json ok = json::array(), failed = json::array();
   for (auto const& path : paths) {
     // The proxy's own status (Storage() would fold "exists" into operation-failed).
-    json args = FolderArgs(f->folder);
-    args["path"] = path;
-    args["parents"] = parents.value_or(true);
-    args["exist_ok"] = exist_ok.value_or(false);
-    auto r = env.links.Call(f->folder.host, api::kFileMkdir, args);
+    auto r = env.links.Ask(
+        f->folder.host, api::MakeDirectory{path, parents.value_or(true), exist_ok.value_or(false)},
+        vfolders::ScopeDirectory(f->folder.quota_scope_id), f->folder.id);
     if (r.ok()) {
       ok.push_back({{"item", path}, {"msg", nullptr}});
     } else {
@@ -553,7 +542,10 @@ StatusOr<HttpResponse> Mkdir(Env& env, RequestContext& ctx) {
   return JsonResponse(results, failed.empty() ? 200 : 207);
 }
 
-StatusOr<HttpResponse> FileOp(Env& env, RequestContext& ctx, std::string_view op,
+// A file operation whose arguments are strings named differently on the two sides
+// ({wire name, the proxy's}).
+template <class Op>
+StatusOr<HttpResponse> FileOp(Env& env, RequestContext& ctx,
                               std::initializer_list<std::pair<char const*, char const*>> fields) {
   auto f = ForWork(env, ctx, true);
   if (!f.ok()) return f.status();
@@ -565,7 +557,9 @@ StatusOr<HttpResponse> FileOp(Env& env, RequestContext& ctx, std::string_view op
     if (v) args[ours] = *v;
   }
   if (auto s = params->Check(); !s.ok()) return s;
-  auto r = Storage(env, f->folder, op, args);
+  auto op = api::FromJson<Op>(args);
+  if (!op.ok()) return MakeProblemStatus(ProblemType::kInvalidApiParams, op.status().message());
+  auto r = Storage(env, f->folder, *op);
   if (!r.ok()) return r.status();
   return JsonResponse(json::object());
 }
@@ -575,11 +569,11 @@ StatusOr<HttpResponse> DeleteFiles(Env& env, RequestContext& ctx) {
   if (!f.ok()) return f.status();
   auto params = Params::From(ctx.request);
   if (!params.ok()) return params.status();
-  json paths = json::array();
+  std::vector<std::string> paths;
   if (auto const* raw = params->Raw({"files"}); raw && raw->is_array()) {
     for (auto const& v : *raw) {
       if (v.is_string())
-        paths.push_back(v);
+        paths.push_back(v.get<std::string>());
       else
         params->Fail("files", "a list of paths");
     }
@@ -588,8 +582,7 @@ StatusOr<HttpResponse> DeleteFiles(Env& env, RequestContext& ctx) {
   }
   auto recursive = params->Bool({"recursive"});
   if (auto s = params->Check(); !s.ok()) return s;
-  auto r = Storage(env, f->folder, api::kFileDelete,
-                   {{"paths", paths}, {"recursive", recursive.value_or(false)}});
+  auto r = Storage(env, f->folder, api::DeleteFiles{paths, recursive.value_or(false)});
   if (!r.ok()) return r.status();
   return JsonResponse(json::object());
 }
@@ -603,11 +596,10 @@ Status CheckQuota(Env& env, FolderRecord const& f, std::int64_t size, std::int64
   // The reservations before the usage: a clone that finishes in between (and gives its
   // reservation back) is then counted twice for a moment, never zero times.
   auto held = env.quota.Reserved(f.quota_scope_id);
-  auto used = env.links.Call(f.host, api::kScopeUsage,
-                             {{"scope", vfolders::ScopeDirectory(f.quota_scope_id)}});
+  auto used = env.links.Ask(f.host, api::GetScopeUsage{vfolders::ScopeDirectory(f.quota_scope_id)});
   if (!used.ok()) return StorageProblem(used.status());
-  auto bytes = used->value("used_bytes", std::int64_t{0}) + held.bytes;
-  auto files = used->value("file_count", std::int64_t{0}) + held.files;
+  auto bytes = used->used_bytes + held.bytes;
+  auto files = used->file_count + held.files;
   if (max_bytes > 0 && bytes + size > max_bytes) {
     return MakeProblemStatus(ProblemType::kQuotaExceeded,
                              "Over the quota of " + f.quota_scope_id + ": " +
@@ -636,21 +628,19 @@ StatusOr<HttpResponse> RequestUpload(Env& env, RequestContext& ctx) {
   auto restart = params->Bool({"restart"});
   if (auto s = params->Check(); !s.ok()) return s;
   if (restart.value_or(false)) {
-    auto gone = Storage(env, f->folder, api::kFileCancelUpload, {{"path", *path}, {"size", *size}});
+    auto gone = Storage(env, f->folder, api::CancelUpload{*path, *size});
     if (!gone.ok() && gone.status().code() != StatusCode::kNotFound) return gone.status();
   }
   // Checked and taken under the scope's lock: the upload session counts in the usage at once.
   auto scope_lock = env.quota.Lock(f->folder.quota_scope_id);
   if (auto s = CheckQuota(env, f->folder, *size); !s.ok()) {
     // An unfinished upload of this path and size holds its room already: it may go on.
-    auto again = Storage(
-        env, f->folder, api::kFileUpload,
-        {{"path", *path}, {"size", *size}, {"resume_only", true}, {"user", ctx.identity->user_id}});
+    auto again =
+        Storage(env, f->folder, api::StartUpload{*path, *size, true, ctx.identity->user_id});
     if (!again.ok()) return s;
     return TicketResponse(*again);
   }
-  auto r = Storage(env, f->folder, api::kFileUpload,
-                   {{"path", *path}, {"size", *size}, {"user", ctx.identity->user_id}});
+  auto r = Storage(env, f->folder, api::StartUpload{*path, *size, false, ctx.identity->user_id});
   if (!r.ok()) return r.status();
   return TicketResponse(*r);
 }
@@ -662,8 +652,7 @@ StatusOr<HttpResponse> RequestDownload(Env& env, RequestContext& ctx) {
   if (!params.ok()) return params.status();
   auto path = params->String({"path", "file"}, true);
   if (auto s = params->Check(); !s.ok()) return s;
-  auto r = Storage(env, f->folder, api::kFileDownload,
-                   {{"path", *path}, {"user", ctx.identity->user_id}});
+  auto r = Storage(env, f->folder, api::StartDownload{*path, ctx.identity->user_id});
   if (!r.ok()) return r.status();
   return TicketResponse(*r);
 }
@@ -672,14 +661,12 @@ StatusOr<HttpResponse> Hosts(Env& env, RequestContext&) {
   json allowed = json::array(), info = json::object();
   for (auto const& [host, v] : env.links.Volumes()) {
     allowed.push_back(host);
-    json usage = v.value("usage", json::object());
-    info[host] = {{"backend", v.value("backend", "vfs")},
-                  {"capabilities", v.value("capabilities", json::array())},
-                  {"usage",
-                   {{"percentage", usage.value("percentage", 0.0)},
-                    {"used", usage.value("used", std::int64_t{0})},
-                    {"total", usage.value("total", std::int64_t{0})}}},
-                  {"sftp_scaling_groups", json::array()}};
+    api::VolumeUsage usage = v.usage.value_or(api::VolumeUsage{});
+    info[host] = {
+        {"backend", v.backend},
+        {"capabilities", v.capabilities},
+        {"usage", {{"percentage", usage.percentage}, {"used", usage.used}, {"total", usage.total}}},
+        {"sftp_scaling_groups", json::array()}};
   }
   json def = env.links.default_host.empty() ? json(nullptr) : json(env.links.default_host);
   return JsonResponse({{"default", def}, {"allowed", allowed}, {"volume_info", info}});
@@ -707,10 +694,10 @@ StatusOr<FolderRecord> AdminTarget(Env& env, RequestContext& ctx) {
 StatusOr<HttpResponse> Usage(Env& env, RequestContext& ctx, bool bytes_only) {
   auto f = AdminTarget(env, ctx);
   if (!f.ok()) return f.status();
-  auto u = Storage(env, *f, api::kFolderUsage);
+  auto u = Storage(env, *f, api::GetFolderUsage{});
   if (!u.ok()) return u.status();
-  if (bytes_only) return JsonResponse({{"used_bytes", (*u)["used_bytes"]}});
-  return JsonResponse({{"file_count", (*u)["file_count"]}, {"used_bytes", (*u)["used_bytes"]}});
+  if (bytes_only) return JsonResponse({{"used_bytes", u->used_bytes}});
+  return JsonResponse({{"file_count", u->file_count}, {"used_bytes", u->used_bytes}});
 }
 
 StatusOr<HttpResponse> SetQuota(Env& env, RequestContext& ctx) {
@@ -1080,10 +1067,9 @@ StatusOr<HttpResponse> Clone(Env& env, RequestContext& ctx) {
                              "A folder is cloned within its storage proxy ('" +
                                  ProxyOf(src->folder.host) + "'), not to '" + f.host + "'.");
   }
-  auto usage = Storage(env, src->folder, api::kFolderUsage);
+  auto usage = Storage(env, src->folder, api::GetFolderUsage{});
   if (!usage.ok()) return usage.status();
-  QuotaGate::Held copy{usage->value("used_bytes", std::int64_t{0}),
-                       usage->value("file_count", std::int64_t{0})};
+  QuotaGate::Held copy{usage->used_bytes, usage->file_count};
   {
     // The copy's room is reserved until the copy itself is counted (or has failed).
     auto scope_lock = env.quota.Lock(f.quota_scope_id);
@@ -1104,12 +1090,10 @@ StatusOr<HttpResponse> Clone(Env& env, RequestContext& ctx) {
     (void)env.folders.Remove(f.id);
     return task.status();
   }
-  json args = FolderArgs(src->folder);
-  args["dst_volume"] = f.host.substr(f.host.find(':') + 1);
-  args["dst_scope"] = vfolders::ScopeDirectory(f.quota_scope_id);
-  args["dst_id"] = f.id;
-  env.workers.Run([&env, f, args, src_host = src->folder.host, task_id = task->id, unreserve] {
-    auto copied = env.links.Call(src_host, api::kFolderClone, args);
+  api::CloneFolder clone{f.host.substr(f.host.find(':') + 1),
+                         vfolders::ScopeDirectory(f.quota_scope_id), f.id};
+  env.workers.Run([&env, f, clone, source = src->folder, task_id = task->id, unreserve] {
+    auto copied = Storage(env, source, clone);
     unreserve();  // copied: counted in the scope's usage now; failed: removed
     if (copied.ok()) {
       (void)env.folders.SetStatus(f.id, "ready");
@@ -1175,13 +1159,13 @@ void RegisterVFolderRoutes(ManagerApi& api, vfolders::StorageLinks const& links,
   api.Add("POST", "/folders/{name}/mkdir", L::kUser, on(Mkdir));
   api.Add("GET", "/folders/{name}/files", L::kUser, on(Files));
   for (auto const* path : {"/folders/{name}/rename-file", "/folders/{name}/rename_file"}) {
-    api.Add("POST", path, L::kUser, on([](Env& e, RequestContext& c) {
-              return FileOp(e, c, api::kFileRename,
-                            {{"target_path", "path"}, {"new_name", "new_name"}});
-            }));
+    api.Add(
+        "POST", path, L::kUser, on([](Env& e, RequestContext& c) {
+          return FileOp<api::RenameFile>(e, c, {{"target_path", "path"}, {"new_name", "new_name"}});
+        }));
   }
   api.Add("POST", "/folders/{name}/move-file", L::kUser, on([](Env& e, RequestContext& c) {
-            return FileOp(e, c, api::kFileMove, {{"src", "src"}, {"dst", "dst"}});
+            return FileOp<api::MoveFile>(e, c, {{"src", "src"}, {"dst", "dst"}});
           }));
   api.Add("POST", "/folders/{name}/delete-files", L::kUser, on(DeleteFiles));
   api.Add("DELETE", "/folders/{name}/delete-files", L::kUser, on(DeleteFiles));

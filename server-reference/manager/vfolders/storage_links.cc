@@ -57,14 +57,15 @@ StatusOr<nlohmann::json> StorageLinks::Call(std::string const& host, std::string
   return it->second(op, args);
 }
 
-std::map<std::string, nlohmann::json> StorageLinks::Volumes() const {
-  std::map<std::string, nlohmann::json> out;
+std::map<std::string, storage::api::VolumeInfo> StorageLinks::Volumes() const {
+  std::map<std::string, storage::api::VolumeInfo> out;
   for (auto const& [proxy, call] : links_) {
-    auto v = call(storage::api::kVolumes, nlohmann::json::object());
+    auto v =
+        call(storage::api::ListVolumes::kOp, storage::api::ToJson(storage::api::ListVolumes{}));
     if (!v.ok()) continue;
-    for (auto const& vol : v->value("volumes", nlohmann::json::array())) {
-      out[proxy + ":" + vol.value("name", "")] = vol;
-    }
+    auto list = storage::api::FromJson<storage::api::Volumes>(*v);
+    if (!list.ok()) continue;
+    for (auto& vol : list->volumes) out[proxy + ":" + vol.name] = std::move(vol);
   }
   return out;
 }

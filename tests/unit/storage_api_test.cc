@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: Apache-2.0
+// The storage proxy's manager-facing contract (server-reference/storage/storage_api.h): every
+// operation and answer reads back from what it writes, missing or mistyped arguments are
+// refused naming the field, and the proxy serves each operation through those types.
+#include "server-reference/storage/storage_api.h"
+
+#include "server-reference/storage/service.h"
+#include "tests/testing_util/subprocess.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace bai::storage {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+template <class T>
+T RoundTrip(T const& value) {
+  auto back = api::FromJson<T>(api::ToJson(value));
+  EXPECT_TRUE(back.ok()) << back.status().message();
+  return back.ok() ? *back : T{};
+}
+
+TEST(StorageApiTest, OperationsAndAnswersReadBackWhatTheyWrite) {
+  auto up = RoundTrip(api::StartUpload{"a/b.bin", 42, true, "u1"});
+  EXPECT_EQ(up.path, "a/b.bin");
+  EXPECT_EQ(up.size, 42);
+  EXPECT_TRUE(up.resume_only);
+  EXPECT_EQ(up.user, "u1");
+  auto del = RoundTrip(api::DeleteFiles{{"x", "y/z"}, true});
+  EXPECT_EQ(del.paths, (std::vector<std::string>{"x", "y/z"}));
+  EXPECT_TRUE(del.recursive);
+  auto mk = RoundTrip(api::MakeDirectory{"d", false, true});
+  EXPECT_FALSE(mk.parents);
+  EXPECT_TRUE(mk.exist_ok);
+  auto clone = RoundTrip(api::CloneFolder{"volume2", "user-x", "id2"});
+  EXPECT_EQ(clone.dst_volume, "volume2");
+  EXPECT_EQ(RoundTrip(api::StartDownload{"", "u2"}).path, "") << "the root, zipped";
+  EXPECT_EQ(RoundTrip(api::GetScopeUsage{"project-y"}).scope, "project-y");
+  EXPECT_EQ(RoundTrip(api::RevokeTokens{"u3"}).user, "u3");
+
+  api::Volumes volumes;
+  volumes.volumes.push_back(
+      {"volume1", "vfs", "/srv/v1", {"vfolder", "quota"}, api::VolumeUsage{100, 40, 60, 40.0}});
+  volumes.volumes.push_back({"volume2", "vfs", "/srv/v2", {}, std::nullopt});
+  auto v = RoundTrip(volumes);
+  ASSERT_EQ(v.volumes.size(), 2u);
+  ASSERT_TRUE(v.volumes[0].usage);
+  EXPECT_EQ(v.volumes[0].usage->free, 60);
+  EXPECT_FALSE(v.volumes[1].usage) << "an unmeasured volume stays unmeasured";
+  auto ticket = RoundTrip(api::UploadTicket{"tok", "http://s/upload", "sess", 7});
+  EXPECT_EQ(ticket.offset, 7);
+  api::Listing listing;
+  listing.items.push_back(
+      {"f.txt", "FILE", 3, "644", "2026-01-01T00:00:00Z", "2026-01-02T00:00:00Z"});
+  EXPECT_EQ(RoundTrip(listing).items.at(0).modified, "2026-01-02T00:00:00Z");
+  EXPECT_EQ(RoundTrip(api::Usage{5, 6}).used_bytes, 6);
+}
+
+TEST(StorageApiTest, MissingOrMistypedArgumentsAreRefusedByName) {
+  auto no_size = api::FromJson<api::StartUpload>(json{{"path", "a"}});
+  ASSERT_FALSE(no_size.ok());
+  EXPECT_EQ(no_size.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(no_size.status().message(), HasSubstr("size"));
+  EXPECT_FALSE(api::FromJson<api::StartUpload>(json{{"path", "a"}, {"size", -1}}).ok());
+  auto paths = api::FromJson<api::DeleteFiles>(json{{"paths", {"a", 3}}});
+  ASSERT_FALSE(paths.ok());
+  EXPECT_THAT(paths.status().message(), HasSubstr("paths"));
+  EXPECT_FALSE(api::FromJson<api::RenameFile>(json{{"path", "a"}}).ok()) << "no new_name";
+  EXPECT_FALSE(api::FromJson<api::MakeDirectory>(json{{"path", "a"}, {"parents", "yes"}}).ok());
+  EXPECT_FALSE(api::FromJson<api::FolderAddress>(json{{"volume", "v"}, {"scope", "s"}}).ok());
+  EXPECT_FALSE(api::FromJson<api::CloneFolder>(json::array()).ok()) << "not an object";
+}
+
+// The proxy serves each operation through the contract: a typed call in, a typed answer out,
+// and the same refusals when the manager (or anyone holding the secret) sends bad arguments.
+TEST(StorageApiTest, TheProxyServesTheContract) {
+  testing_util::TempDir dir;
+  std::filesystem::create_directories(dir.path() + "/v1");
+  StorageOptions o;
+  o.volumes = {{"volume1", dir.path() + "/v1"}};
+  o.secret = "a-secret-of-32-characters-at-most";
+  o.client_url = "http://127.0.0.1:1";
+  auto service = StorageService::Open(o);
+  ASSERT_TRUE(service.ok()) << service.status().message();
+  auto& svc = **service;
+  api::FolderAddress where{"volume1", "user-" + std::string(32, 'a'), std::string(32, 'b')};
+  auto call = [&](auto const& op) -> StatusOr<typename std::decay_t<decltype(op)>::Answer> {
+    using Op = std::decay_t<decltype(op)>;
+    json args = api::ToJson(op);
+    json const address = api::ToJson(where);
+    for (auto const& [k, val] : address.items()) args[k] = val;
+    auto r = svc.Manage(Op::kOp, args);
+    if (!r.ok()) return r.status();
+    return api::FromJson<typename Op::Answer>(*r);
+  };
+  ASSERT_TRUE(call(api::CreateFolder{}).ok());
+  ASSERT_TRUE(call(api::MakeDirectory{"docs", true, false}).ok());
+  auto again = call(api::MakeDirectory{"docs", true, false});
+  EXPECT_EQ(again.status().code(), StatusCode::kAlreadyExists);
+  auto up = call(api::StartUpload{"docs/empty.txt", 0, false, "u1"});
+  ASSERT_TRUE(up.ok()) << up.status().message();
+  EXPECT_EQ(up->url, "http://127.0.0.1:1/upload");
+  auto list = call(api::ListFiles{"docs"});
+  ASSERT_TRUE(list.ok()) << list.status().message();
+  ASSERT_EQ(list->items.size(), 1u) << "a 0-byte upload appears at once";
+  EXPECT_EQ(list->items[0].name, "empty.txt");
+  auto usage = call(api::GetFolderUsage{});
+  ASSERT_TRUE(usage.ok());
+  EXPECT_EQ(usage->file_count, 1) << "files, not directories";
+  auto down = call(api::StartDownload{"docs", "u1"});
+  ASSERT_TRUE(down.ok());
+  EXPECT_TRUE(down->is_dir);
+  auto vols = svc.Manage(api::ListVolumes::kOp, json::object());
+  ASSERT_TRUE(vols.ok());
+  auto typed = api::FromJson<api::Volumes>(*vols);
+  ASSERT_TRUE(typed.ok());
+  EXPECT_EQ(typed->volumes.at(0).name, "volume1");
+  // Bad arguments are refused before anything is touched; unknown operations are 404.
+  json bad = api::ToJson(where);
+  bad["paths"] = "docs";
+  auto refused = svc.Manage(api::DeleteFiles::kOp, bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(call(api::ListFiles{"docs"}).ok());
+  EXPECT_EQ(svc.Manage("folder/explode", bad).status().code(), StatusCode::kNotFound);
+  json no_id = {{"volume", "volume1"}, {"scope", where.scope}};
+  EXPECT_EQ(svc.Manage(api::GetFolderUsage::kOp, no_id).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace bai::storage
