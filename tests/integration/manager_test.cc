@@ -126,6 +126,56 @@ TEST_F(ManagerTest, BootstrapWritesCredentialsOnceWithMode0600) {
   EXPECT_EQ(r->status, 200) << r->body;
 }
 
+// Issue 21 (item 3): where 24.09 answers by the caller's API version, so do we, decided in one
+// place (manager/api/dialect.*). A v6 client's `config` may not carry clusterSize (a top-level
+// parameter since v6); a v5 client's may, but not mount_options (v6); `GET /manager/status`
+// shows each caller its own version as the pair 24.09 writes.
+TEST_F(ManagerTest, AnswersFollowTheCallersApiVersionAs2409s) {
+  auto status_as = [&](std::string version) {
+    Raw r;
+    r.target = "/manager/status";
+    r.version = std::move(version);
+    auto answer = Send(r);
+    EXPECT_EQ(answer.status, 200) << answer.body;
+    return json::parse(answer.body)["nodes"][0]["api_version"];
+  };
+  EXPECT_EQ(status_as("v6.20220315"), json::array({6, "20220315"}));
+  EXPECT_EQ(status_as("v8.20240915"), json::array({8, "20240915"}));
+  EXPECT_EQ(status_as("v4.20190615"), json::array({4, "20190615"}));
+
+  auto create_as = [&](std::string version, json config) {
+    Raw r;
+    r.method = "POST";
+    r.target = "/session";
+    r.version = std::move(version);
+    r.content_type = "application/json";
+    static int n = 0;
+    r.body = json{{"name", "dialect-" + std::to_string(++n)},
+                  {"image", "python"},
+                  {"config", std::move(config)}}
+                 .dump();
+    return Send(r);
+  };
+  auto v6_cluster = create_as("v6.20220315", {{"clusterSize", 1}});
+  EXPECT_EQ(v6_cluster.status, 400) << v6_cluster.body;
+  EXPECT_THAT(v6_cluster.body, HasSubstr("config.clusterSize"));
+  EXPECT_THAT(v6_cluster.body, HasSubstr("top-level"));
+  auto v5_options = create_as("v5.20191215", {{"mount_options", json::object()}});
+  EXPECT_EQ(v5_options.status, 400) << v5_options.body;
+  EXPECT_THAT(v5_options.body, HasSubstr("config.mount_options"));
+  auto v42_resources = create_as("v4.20190115", {{"resources", {{"cpu", "1"}}}});
+  EXPECT_EQ(v42_resources.status, 400) << "v4 before 20190315 had no config.resources";
+  // What each version does take is not refused for it.
+  for (auto const& [version, config] : std::vector<std::pair<std::string, json>>{
+           {"v5.20191215", {{"clusterSize", 1}, {"preopen_ports", json::array()}}},
+           {"v6.20220315", {{"mount_options", json::object()}, {"agent_list", nullptr}}},
+           {"v8.20240915", {{"resources", {{"cpu", "1"}}}, {"scaling_group", "default"}}}}) {
+    auto r = create_as(version, config);
+    EXPECT_THAT(r.body, Not(HasSubstr("is not allowed key"))) << version << ": " << r.body;
+    EXPECT_NE(r.status, 400) << version << ": " << r.body;
+  }
+}
+
 TEST_F(ManagerTest, VersionProbeAndHealth) {
   auto client = MakeClient("", "");
   auto info = client.GetServerInfo();

@@ -5,6 +5,7 @@
 #include "bai/protocol/errors.h"
 
 #include "libbai/protocol/wire_json.h"
+#include "server-reference/manager/api/dialect.h"
 #include "server-reference/manager/api/handler_util.h"
 #include "server-reference/manager/api/params.h"
 #include "server-reference/manager/api/routes.h"
@@ -118,7 +119,8 @@ StatusOr<HttpResponse> GetManagerStatus(RequestContext& ctx, std::string const& 
                {"active_sessions", *active},
                {"status", s},
                {"version", manager_version},
-               {"api_version", protocol::kCurrentApiVersion.ToString()}};
+               // The caller's own version, as 24.09 shows it ([major, "YYYYMMDD"]).
+               {"api_version", DialectOf(ctx.request).VersionPair()}};
   return JsonResponse(
       {{"nodes", json::array({node})}, {"status", s}, {"active_sessions", *active}});
 }

@@ -8,6 +8,7 @@
 #include "libbai/protocol/wire_json.h"
 #include "server-reference/common/http/problem.h"
 #include "server-reference/manager/agents/agents.h"
+#include "server-reference/manager/api/dialect.h"
 #include "server-reference/manager/api/handler_util.h"
 #include "server-reference/manager/api/params.h"
 #include "server-reference/manager/api/routes.h"
@@ -169,6 +170,14 @@ Status ParseCreate(RequestContext& ctx, CreateInput& in) {
     }
     return protocol::KnownSlotType(slot);
   };
+  // The keys `config` takes depend on the caller's API version (24.09's creation_config_v2…v5).
+  if (auto const* config = p->Raw({"config"})) {
+    auto refused = RefusedConfigKeys(DialectOf(ctx.request), *config);
+    if (!refused.empty()) {
+      return MakeProblemStatus(ProblemType::kInvalidApiParams, "Input validation error",
+                               json(refused).dump());
+    }
+  }
   auto request = internal::SessionCreateRequestFromJson(p->values(), slot_types);
   if (cluster && !cluster->ok()) return cluster->status();
   if (!request.ok()) return std::move(request).status();
