@@ -12,11 +12,11 @@ namespace {
 using P = protocol::VFolderPermission;
 
 VisibleFolder Folder(std::string id, std::string name, Relation relation, P permission,
-                     std::string status = "ready") {
+                     protocol::VFolderStatus status = protocol::VFolderStatus::kReady) {
   VisibleFolder v;
   v.folder.id = std::move(id);
   v.folder.name = std::move(name);
-  v.folder.status = std::move(status);
+  v.folder.status = status;
   v.access.relation = relation;
   v.access.permission = permission;
   return v;
@@ -31,8 +31,10 @@ class VFolderMountsTest : public ::testing::Test {
       Folder(Id('b'), "data", Relation::kInvited, P::kReadOnly),
       Folder(Id('c'), "shared", Relation::kInvited, P::kReadOnly),
       Folder(Id('d'), "proj", Relation::kMember, P::kReadWrite),
-      Folder(Id('e'), "old", Relation::kOwner, P::kReadWriteDelete, "delete-pending"),
-      Folder(Id('f'), "busy", Relation::kOwner, P::kReadWriteDelete, "cloning"),
+      Folder(Id('e'), "old", Relation::kOwner, P::kReadWriteDelete,
+             protocol::VFolderStatus::kDeletePending),
+      Folder(Id('f'), "busy", Relation::kOwner, P::kReadWriteDelete,
+             protocol::VFolderStatus::kCloning),
   };
 };
 
@@ -101,8 +103,8 @@ TEST_F(VFolderMountsTest, TheOwnersDotFoldersComeToEverySession) {
   auto with_dots = visible_;
   with_dots.push_back(Folder(Id('1'), ".local", Relation::kOwner, P::kReadWriteDelete));
   with_dots.push_back(Folder(Id('2'), ".theirs", Relation::kInvited, P::kReadOnly));
-  with_dots.push_back(
-      Folder(Id('3'), ".trashed", Relation::kOwner, P::kReadWriteDelete, "delete-pending"));
+  with_dots.push_back(Folder(Id('3'), ".trashed", Relation::kOwner, P::kReadWriteDelete,
+                             protocol::VFolderStatus::kDeletePending));
   auto plan = PlanMounts({}, with_dots);
   ASSERT_TRUE(plan.ok());
   ASSERT_EQ(plan->size(), 1u);

@@ -822,7 +822,7 @@ class Resolver {
               {"num_files", nullptr},
               {"cur_size", nullptr},
               {"cloneable", r.cloneable},
-              {"status", r.status}};
+              {"status", protocol::ToString(r.status)}};
     if (usage) {
       // Once per folder and request: aliases asking again get the same walk's figures.
       auto memo = usage_.find(r.id);

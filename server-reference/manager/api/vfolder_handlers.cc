@@ -220,7 +220,7 @@ p::VFolderInfo InfoOf(FolderRecord const& f, Found const* found, Identity const&
   out.name = f.name;
   out.host = f.host;
   out.quota_scope_id = f.quota_scope_id;
-  out.status = f.status;
+  out.status = std::string(p::ToString(f.status));
   out.usage_mode = f.usage_mode;
   out.permission = found ? std::string(p::ToString(found->access.permission)) : f.permission;
   out.ownership_type = f.ownership_type;
@@ -390,22 +390,24 @@ StatusOr<HttpResponse> MoveToTrash(Env& env, Found const& f) {
   if (!f.access.manages()) return Denied("deletion by you (only its owner or an admin)");
   if (auto s = CheckLive(f); !s.ok()) return s;
   if (auto s = CheckUnmounted(env, f); !s.ok()) return s;
-  if (auto s = env.folders.SetStatus(f.folder.id, "delete-pending"); !s.ok()) return s;
+  if (auto s = env.folders.SetStatus(f.folder.id, p::VFolderStatus::kDeletePending); !s.ok())
+    return s;
   if (auto s = RevokeTokens(env, f.folder); !s.ok()) return s;
   return HttpResponse::NoContent();
 }
 
 StatusOr<HttpResponse> Purge(Env& env, Found const& f) {
   if (!f.access.manages()) return Denied("deletion by you (only its owner or an admin)");
-  if (f.folder.status != "delete-pending") {
+  if (f.folder.status != p::VFolderStatus::kDeletePending) {
     return MakeProblemStatus(ProblemType::kVfolderFilterStatusNotAvailable,
                              "Only a folder in the trash can be removed for good.");
   }
   if (auto s = CheckUnmounted(env, f); !s.ok()) return s;
-  if (auto s = env.folders.SetStatus(f.folder.id, "delete-ongoing"); !s.ok()) return s;
+  if (auto s = env.folders.SetStatus(f.folder.id, p::VFolderStatus::kDeleteOngoing); !s.ok())
+    return s;
   auto gone = Storage(env, f.folder, api::DeleteFolder{});
   if (!gone.ok() && gone.status().code() != StatusCode::kNotFound) {
-    (void)env.folders.SetStatus(f.folder.id, "delete-error");
+    (void)env.folders.SetStatus(f.folder.id, p::VFolderStatus::kDeleteError);
     return gone.status();
   }
   if (auto s = env.folders.Remove(f.folder.id); !s.ok()) return s;
@@ -414,7 +416,7 @@ StatusOr<HttpResponse> Purge(Env& env, Found const& f) {
 
 StatusOr<HttpResponse> Restore(Env& env, Found const& f) {
   if (!f.access.manages()) return Denied("restoring by you");
-  if (f.folder.status != "delete-pending") {
+  if (f.folder.status != p::VFolderStatus::kDeletePending) {
     return MakeProblemStatus(ProblemType::kVfolderFilterStatusNotAvailable,
                              "The folder is not in the trash.");
   }
@@ -423,7 +425,7 @@ StatusOr<HttpResponse> Restore(Env& env, Found const& f) {
     return MakeProblemStatus(ProblemType::kVfolderAlreadyExists,
                              s.message() + "; rename that one first");
   }
-  if (auto s = env.folders.SetStatus(f.folder.id, "ready"); !s.ok()) return s;
+  if (auto s = env.folders.SetStatus(f.folder.id, p::VFolderStatus::kReady); !s.ok()) return s;
   return HttpResponse::NoContent();
 }
 
@@ -1008,7 +1010,7 @@ StatusOr<HttpResponse> SharedWith(Env& env, RequestContext& ctx) {
       out.push_back(
           {{"vfolder_id", v.folder.id},
            {"vfolder_name", v.folder.name},
-           {"status", v.folder.status},
+           {"status", p::ToString(v.folder.status)},
            {"owner", v.folder.ownership_type == "user" ? v.folder.user_id : v.folder.group_id},
            {"type", v.folder.ownership_type},
            {"shared_to", {{"uuid", g.user_id}, {"email", g.email}}},
@@ -1054,7 +1056,7 @@ StatusOr<HttpResponse> Clone(Env& env, RequestContext& ctx) {
   f.ownership_type = "user";
   f.user_id = who.user_id;
   f.quota_scope_id = "user:" + who.user_id;
-  f.status = "cloning";
+  f.status = p::VFolderStatus::kCloning;
   if (auto s = p::CheckVFolderName(f.name, false); !s.ok()) {
     return MakeProblemStatus(ProblemType::kInvalidApiParams, s.message());
   }
@@ -1096,7 +1098,7 @@ StatusOr<HttpResponse> Clone(Env& env, RequestContext& ctx) {
     auto copied = Storage(env, source, clone);
     unreserve();  // copied: counted in the scope's usage now; failed: removed
     if (copied.ok()) {
-      (void)env.folders.SetStatus(f.id, "ready");
+      (void)env.folders.SetStatus(f.id, p::VFolderStatus::kReady);
       (void)env.tasks.Finish(task_id, p::TaskStatus::kDone, "cloned to " + f.name);
     } else {
       (void)env.folders.Remove(f.id);

@@ -80,9 +80,10 @@ StatusOr<std::vector<PlannedMount>> PlanMounts(std::vector<MountRequest> const& 
     }
     if (!found) return Status(StatusCode::kNotFound, "No such virtual folder: " + r.folder);
     auto const& f = found->folder;
-    if (f.status != "ready" && f.status != "mounted") {
-      return Status(StatusCode::kFailedPrecondition,
-                    "mount " + r.folder + ": the folder is " + f.status + ", not ready");
+    if (f.status != p::VFolderStatus::kReady && f.status != p::VFolderStatus::kMounted) {
+      return Status(StatusCode::kFailedPrecondition, "mount " + r.folder + ": the folder is " +
+                                                         std::string(p::ToString(f.status)) +
+                                                         ", not ready");
     }
     std::optional<p::VFolderPermission> asked;
     if (r.permission) {
@@ -104,7 +105,7 @@ StatusOr<std::vector<PlannedMount>> PlanMounts(std::vector<MountRequest> const& 
   for (auto const& v : visible) {
     auto const& f = v.folder;
     if (v.access.relation != Relation::kOwner || f.name.empty() || f.name[0] != '.' ||
-        f.status != "ready") {
+        f.status != p::VFolderStatus::kReady) {
       continue;
     }
     bool asked = std::any_of(out.begin(), out.end(),

@@ -28,7 +28,8 @@ FolderRecord FromRow(server::SqlRow& r) {
   f.creator = r.TakeText(9);
   f.domain = r.TakeText(10);
   f.cloneable = r.Bool(11);
-  f.status = r.TakeText(12);
+  // A status this build does not know (a newer manager's) reads as an error, never as ready.
+  f.status = protocol::ParseVFolderStatus(r.TakeText(12)).value_or(protocol::VFolderStatus::kError);
   f.created_at = r.TakeText(13);
   f.last_used = r.TakeText(14);
   return f;
@@ -97,7 +98,8 @@ Status FolderStore::Insert(FolderRecord const& f) {
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         {f.id, f.name, f.host, f.quota_scope_id, f.usage_mode, f.permission, f.ownership_type,
          OrNull(f.user_id), OrNull(f.group_id), f.creator, f.domain,
-         std::int64_t{f.cloneable ? 1 : 0}, f.status, f.created_at});
+         std::int64_t{f.cloneable ? 1 : 0}, std::string(protocol::ToString(f.status)),
+         f.created_at});
     return r.ok() ? Status() : r.status();
   });
 }
@@ -158,7 +160,7 @@ StatusOr<std::vector<VisibleFolder>> FolderStore::Visible(CallerFacts caller) {
   for (auto& r : *grants) shared[r.TakeText(0)] = r.TakeText(1);
   std::vector<VisibleFolder> out;
   for (auto& f : *all) {
-    if (f.status == "delete-complete") continue;
+    if (f.status == protocol::VFolderStatus::kDeleteComplete) continue;
     FolderFacts facts;
     facts.ownership = f.ownership_type == "group" ? protocol::VFolderOwnership::kGroup
                                                   : protocol::VFolderOwnership::kUser;
@@ -375,8 +377,9 @@ StatusOr<std::vector<GrantRecord>> FolderStore::Grants(std::string const& folder
   return out;
 }
 
-Status FolderStore::SetStatus(std::string const& id, std::string const& status) {
-  auto r = db_.Exec("UPDATE vfolders SET status = ? WHERE id = ?", {status, id});
+Status FolderStore::SetStatus(std::string const& id, protocol::VFolderStatus status) {
+  auto r = db_.Exec("UPDATE vfolders SET status = ? WHERE id = ?",
+                    {std::string(protocol::ToString(status)), id});
   return r.ok() ? Status() : r.status();
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "bai/protocol/vfolder_wire.h"
 #include "bai/status.h"
 
 #include "server-reference/common/db/database.h"
@@ -29,7 +30,7 @@ struct FolderRecord {
   std::string creator;   ///< email
   std::string domain;
   bool cloneable = false;
-  std::string status = "ready";
+  protocol::VFolderStatus status = protocol::VFolderStatus::kReady;
   std::string created_at;
   std::string last_used;
 };
@@ -120,7 +121,7 @@ class FolderStore {
   /// Takes a grant away; false when there was none.
   StatusOr<bool> Revoke(std::string const& folder_id, std::string const& user_id);
   StatusOr<std::vector<GrantRecord>> Grants(std::string const& folder_id);
-  Status SetStatus(std::string const& id, std::string const& status);
+  Status SetStatus(std::string const& id, protocol::VFolderStatus status);
   /// kAlreadyExists when the owner has another live folder called `name`.
   Status Rename(std::string const& id, std::string const& name);
   Status SetOptions(std::string const& id, std::optional<bool> cloneable,
@@ -140,7 +141,11 @@ graphql::ColumnMap const& FolderListColumns();
 /// A folder id as stored (32 lowercase hex digits) from any spelling: dashes and case dropped.
 std::string FolderIdHex(std::string const& id);
 /// In the trash (delete-pending) or on its way out.
-inline bool InTrash(FolderRecord const& f) { return f.status.rfind("delete-", 0) == 0; }
+inline bool InTrash(FolderRecord const& f) {
+  using S = protocol::VFolderStatus;
+  return f.status == S::kDeletePending || f.status == S::kDeleteOngoing ||
+         f.status == S::kDeleteComplete || f.status == S::kDeleteError;
+}
 
 /// A new folder id: a random (version 4) UUID as 32 hex digits.
 std::string NewFolderId();
