@@ -362,12 +362,14 @@ Status SessionClient::WatchEvents(SessionEventFilter const& filter,
 }
 
 StatusOr<CommitResult> SessionClient::Commit(std::string const& session,
-                                             std::string const& filename) const {
+                                             std::string const& filename,
+                                             std::string const& folder) const {
   ApiRequest req;
   req.method = "POST";
   req.path = "/session/" + Segment(session) + "/commit";
   json body = json::object();
   if (!filename.empty()) body["filename"] = filename;
+  if (!folder.empty()) body["folder"] = folder;
   req.body = body.dump();
   auto j = Call(client_, req);
   if (!j.ok()) return std::move(j).status();

@@ -334,7 +334,7 @@ int RunSessionCommit(CommitOptions const& options, Context& ctx) {
   auto client = ctx.MakeClient();
   if (!client.ok()) return ReportError(ctx, client.status());
   SessionClient sessions(*client);
-  auto started = sessions.Commit(options.session, options.filename);
+  auto started = sessions.Commit(options.session, options.filename, options.folder);
   if (!started.ok()) return ReportError(ctx, started.status());
   if (!options.wait) {
     if (ctx.json()) {
@@ -499,9 +499,15 @@ void AddRename(CommandSet& set, CLI::App& parent) {
 void AddCommit(CommandSet& set, CLI::App& parent) {
   auto& o = set.Keep<CommitOptions>();
   auto* commit = parent.add_subcommand(
-      "commit", "Archive a running session's files (/home/work, /tmp) into a tar on its agent");
+      "commit",
+      "Archive a running session's files (/home/work, /tmp) into a tar: in a folder with "
+      "--folder (fetch it with `bai cp FOLDER:FILE .`, delete it with `bai vfolder rm-files`), "
+      "else on its agent");
   commit->add_option("SESSION", o.session, kSessionRef)->required();
-  commit->add_option("--filename", o.filename, "Archive file name (default: SESSION-TIME.tar)");
+  commit->add_option("--filename", o.filename,
+                     "Archive file name (default: SESSION-TIME-TASK.tar)");
+  commit->add_option("--folder", o.folder,
+                     "A virtual folder of the session's owner to write it into (writable)");
   commit->add_flag("--wait", o.wait, "Wait until it is written; exit 1 if it failed");
   set.OnRun(commit, [&o, &ctx = set.ctx()] { return RunSessionCommit(o, ctx); });
 }

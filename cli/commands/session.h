@@ -100,9 +100,11 @@ int RunRestart(std::string const& session, Context& ctx);
 struct CommitOptions {
   std::string session;
   std::string filename;  ///< empty: the server names it
+  std::string folder;    ///< empty: on the agent; else into this virtual folder
   bool wait = false;     ///< follow the task; exit 0 when done, 1 when it failed
 };
-/// `bai session commit`: the kernel's writable files into a tar archive on its agent.
+/// `bai session commit`: the kernel's writable files into a tar archive on its agent, or into
+/// a folder.
 int RunSessionCommit(CommitOptions const& options, Context& ctx);
 
 struct CopyOptions {

@@ -40,7 +40,7 @@ struct SessionEvent {
 struct CommitResult {
   std::string task_id;
   std::string kernel_id;
-  std::string path;  ///< on the session's agent
+  std::string path;  ///< on the session's agent, or FOLDER:FILE when committed into a folder
 };
 
 /// One event of `/events/background-task` (PROTOCOL.md §5.6).
@@ -217,9 +217,12 @@ class BAI_EXPORT SessionClient {
   StatusOr<SessionEnd> WaitForEnd(std::string const& session_id,
                                   WaitOptions const& options = {}) const;
 
-  /// Commits the kernel of a RUNNING session to a tar file on its agent (`filename` empty: the
-  /// server names it after the session and the time). Returns at once; follow the task.
-  StatusOr<CommitResult> Commit(std::string const& session, std::string const& filename = {}) const;
+  /// Commits the kernel of a RUNNING session to a tar file on its agent, or into `folder` (one of
+  /// the session owner's virtual folders they may write; bai's extension), where VFolderClient
+  /// downloads and deletes it (`filename` empty: the server names it after the session and the
+  /// task). Returns at once; follow the task.
+  StatusOr<CommitResult> Commit(std::string const& session, std::string const& filename = {},
+                                std::string const& folder = {}) const;
 
   /// Follows a background task to its end: `on_update` sees every event; returns the last one.
   /// An unknown task is kNotFound.

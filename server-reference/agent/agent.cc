@@ -284,7 +284,7 @@ struct Agent::Impl {
   // A commit answers at once (where the file goes, or why not) and then runs as a background
   // task: `bgtask` messages report it ongoing and then done or failed.
   void Commit(ap::CommitKernel const& m) {
-    auto path = backend->CommitTarget(m.session_id, m.filename);
+    auto path = backend->CommitTarget(m.session_id, m.filename, m.directory);
     ap::CommitReply reply;
     reply.ok = path.ok();
     if (path.ok()) {
@@ -303,12 +303,14 @@ struct Agent::Impl {
       PostWrite(
           ap::Encode(ap::ToManager(ap::TaskReport{task, status, std::move(message), current, 1})));
     };
-    RunDetached([this, session = m.session_id, target = *path, report] {
+    // Into a folder, the task's words name the file, not the volume's path on this host.
+    std::string shown = m.directory.empty() ? *path : m.filename + " in the folder";
+    RunDetached([this, session = m.session_id, target = *path, shown, report] {
       using protocol::TaskStatus;
       report(TaskStatus::kOngoing, "archiving the kernel's files", 0);
       Status s = backend->Commit(session, target);
       if (s.ok()) {
-        report(TaskStatus::kDone, "committed to " + target, 1);
+        report(TaskStatus::kDone, "committed to " + shown, 1);
       } else {
         report(TaskStatus::kFailed, s.message(), 0);
       }

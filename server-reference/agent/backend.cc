@@ -10,10 +10,26 @@
 namespace bai::agent {
 
 StatusOr<std::string> CommitFile(std::string const& commit_dir, std::string const& session_id,
-                                 std::string const& filename) {
+                                 std::string const& filename, std::string const& directory) {
   bool bare = !filename.empty() && filename.size() <= 128 && filename[0] != '.' &&
               filename.find('/') == std::string::npos;
   if (!bare) return Status(StatusCode::kInvalidArgument, "a commit file name is a bare name");
+  if (!directory.empty()) {
+    // A virtual folder's directory on this host: it must be one (not a link to elsewhere).
+    struct stat dst {};
+    if (directory[0] != '/' || ::lstat(directory.c_str(), &dst) != 0 || !S_ISDIR(dst.st_mode)) {
+      return Status(StatusCode::kNotFound,
+                    "the folder is not on this agent's host (volumes must be mounted at the same "
+                    "path on the storage host and on every agent)");
+    }
+    std::string path = directory + "/" + filename;
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0) {
+      return Status(StatusCode::kAlreadyExists,
+                    "the folder has a file " + filename + " already; choose another file name");
+    }
+    return path;
+  }
   if (commit_dir.empty()) return Status(StatusCode::kFailedPrecondition, "commits are off");
   std::string dir = commit_dir + "/" + session_id;
   // The parents (the state directory's per-agent folder) may not exist yet on a fresh agent.

@@ -21,10 +21,12 @@ using KernelSpec = server::agent_protocol::CreateKernel;
 /// A kernel's state as reported to the manager: the kernel_status message.
 using KernelReport = server::agent_protocol::KernelStatus;
 
-/// `<commit_dir>/<session_id>/<filename>` for a commit, its directories made (0700); an error
-/// for a name that is not bare, or when the file exists (a commit never overwrites).
+/// `<commit_dir>/<session_id>/<filename>` for a commit, its directories made (0700), or
+/// `<directory>/<filename>` when a folder's host directory is given (it must exist and be a
+/// directory, not a link); an error for a name that is not bare, or when the file exists (a
+/// commit never overwrites).
 StatusOr<std::string> CommitFile(std::string const& commit_dir, std::string const& session_id,
-                                 std::string const& filename);
+                                 std::string const& filename, std::string const& directory = {});
 
 /// Runs kernels. Implementations: DummyBackend (simulated), RuncBackend (containers).
 /// Backends call Emit() from any thread; it reaches the reporter set by the agent.
@@ -63,9 +65,11 @@ class KernelBackend {
   virtual Status Restart(std::string const& session_id) = 0;
 
   /// The file a commit of the session's running kernel called `filename` (a bare name) will
-  /// be written to on this agent; an error when the kernel is not running or the file exists.
+  /// be written to on this agent (in `directory` when given: a virtual folder's directory on
+  /// this host); an error when the kernel is not running or the file exists.
   virtual StatusOr<std::string> CommitTarget(std::string const& session_id,
-                                             std::string const& filename) = 0;
+                                             std::string const& filename,
+                                             std::string const& directory) = 0;
   /// Archives what the kernel changed into the tar file `path` (from CommitTarget): images are
   /// read-only, so that is its writable directories /home/work and /tmp, without the vfolders
   /// mounted there (they persist on their own). Takes as long as the archive does.

@@ -121,9 +121,10 @@ Status DummyBackend::CheckRunning(std::string const& session_id) {
 Status DummyBackend::Restart(std::string const& session_id) { return CheckRunning(session_id); }
 
 StatusOr<std::string> DummyBackend::CommitTarget(std::string const& session_id,
-                                                 std::string const& filename) {
+                                                 std::string const& filename,
+                                                 std::string const& directory) {
   if (auto s = CheckRunning(session_id); !s.ok()) return s;
-  return CommitFile(options_.commit_dir, session_id, filename);
+  return CommitFile(options_.commit_dir, session_id, filename, directory);
 }
 
 server::runner_protocol::FileResult DummyBackend::Files(

@@ -38,8 +38,8 @@ class DummyBackend : public KernelBackend {
   std::string Execute(server::agent_protocol::Execute const& request) override;
   /// Simulated: a running kernel restarts at once.
   Status Restart(std::string const& session_id) override;
-  StatusOr<std::string> CommitTarget(std::string const& session_id,
-                                     std::string const& filename) override;
+  StatusOr<std::string> CommitTarget(std::string const& session_id, std::string const& filename,
+                                     std::string const& directory) override;
   /// Simulated: writes an empty tar archive.
   Status Commit(std::string const& session_id, std::string const& path) override;
   /// On the kernel's own directory under `home_dir` (made on first use, removed with the kernel).

@@ -1131,9 +1131,10 @@ Status RuncBackend::Restart(std::string const& session_id) {
 }
 
 StatusOr<std::string> RuncBackend::CommitTarget(std::string const& session_id,
-                                                std::string const& filename) {
+                                                std::string const& filename,
+                                                std::string const& directory) {
   if (auto running = Running(session_id); !running.ok()) return running.status();
-  return CommitFile(options_.state_dir + "/commits", session_id, filename);
+  return CommitFile(options_.state_dir + "/commits", session_id, filename, directory);
 }
 
 Status RuncBackend::Commit(std::string const& session_id, std::string const& path) {

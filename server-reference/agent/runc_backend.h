@@ -129,8 +129,8 @@ class RuncBackend : public KernelBackend {
   void Acknowledge(std::string const& session_id) override;
   std::string Execute(server::agent_protocol::Execute const& request) override;
   Status Restart(std::string const& session_id) override;
-  StatusOr<std::string> CommitTarget(std::string const& session_id,
-                                     std::string const& filename) override;
+  StatusOr<std::string> CommitTarget(std::string const& session_id, std::string const& filename,
+                                     std::string const& directory) override;
   Status Commit(std::string const& session_id, std::string const& path) override;
   /// Relayed to the kernel runner, which works inside the container as the work user.
   server::runner_protocol::FileResult Files(

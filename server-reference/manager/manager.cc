@@ -81,7 +81,7 @@ StatusOr<std::unique_ptr<Manager>> Manager::Start(ManagerConfig const& config) {
   RegisterExecuteRoutes(*m->api_, *m->sessions_, *m->agents_);
   RegisterLogRoutes(*m->api_, *m->sessions_, *m->agents_);
   RegisterSessionFileRoutes(*m->api_, *m->sessions_, *m->agents_);
-  RegisterTaskRoutes(*m->api_, *m->sessions_, *m->agents_, *m->tasks_, *m->hub_);
+  RegisterTaskRoutes(*m->api_, *m->sessions_, *m->agents_, *m->tasks_, *m->hub_, m->links_);
   if (auto s = m->StartStorage(config); !s.ok()) return s;
   RegisterVFolderRoutes(*m->api_, m->links_, *m->tasks_);
   m->hub_->Every(std::chrono::milliseconds(100), [raw] { raw->agents_->ExpireRequests(); });

@@ -196,6 +196,41 @@ TEST_F(SessionCliTest, CommitWaitsForTheArchiveAndReportsFailures) {
   EXPECT_THAT(a, ::testing::MatchesRegex(".*/cm-cli-[0-9]{8}T[0-9]{6}Z-[0-9a-f]{8}\\.tar"));
 }
 
+// Hardening (new user, 10): a commit wrote a tar on the agent host that no command could fetch
+// or delete. With --folder it goes into one of the owner's folders, where the folder commands
+// fetch and delete it; the answer names it FOLDER:FILE, never a host path.
+TEST_F(SessionCliTest, CommitIntoAFolderIsFetchedAndDeletedWithTheFolderCommands) {
+  ASSERT_EQ(Bai({"vfolder", "create", "snaps"}).exit_code, 0);
+  auto created =
+      Bai({"api", "POST", "/session", "-d", R"({"name": "cm-fold", "image": "python"})"});
+  ASSERT_EQ(created.exit_code, 0) << created.err;
+  auto done = Bai({"session", "commit", "cm-fold", "--folder", "snaps", "--filename", "s.tar",
+                   "--wait"});
+  ASSERT_EQ(done.exit_code, 0) << done.err;
+  EXPECT_EQ(done.out.substr(0, done.out.find('\n')), "snaps:s.tar");
+  EXPECT_THAT(done.err + done.out, Not(HasSubstr(dir_.path()))) << "no host path shown";
+  auto files = Bai({"-o", "json", "vfolder", "files", "snaps"});
+  ASSERT_EQ(files.exit_code, 0) << files.err;
+  auto listed = json::parse(files.out)["files"];
+  ASSERT_EQ(listed.size(), 1u) << files.out;
+  EXPECT_EQ(listed[0]["name"], "s.tar");
+  EXPECT_EQ(listed[0]["size"], 1024) << "the dummy kernel's empty archive";
+  std::string local = dir_.path() + "/got.tar";
+  auto fetched = Bai({"cp", "snaps:s.tar", local});
+  ASSERT_EQ(fetched.exit_code, 0) << fetched.err;
+  EXPECT_EQ(std::filesystem::file_size(local), 1024u);
+  // The same name again is refused (a commit never overwrites), before any task runs.
+  auto again = Bai({"session", "commit", "cm-fold", "--folder", "snaps", "--filename", "s.tar"});
+  EXPECT_EQ(again.exit_code, 1) << again.err;
+  EXPECT_THAT(again.err, HasSubstr("already"));
+  ASSERT_EQ(Bai({"vfolder", "rm-files", "snaps", "s.tar"}).exit_code, 0);
+  auto after = Bai({"-o", "json", "vfolder", "files", "snaps"});
+  EXPECT_TRUE(json::parse(after.out)["files"].empty()) << after.out;
+  // A folder the owner does not have is not found.
+  auto nosuch = Bai({"session", "commit", "cm-fold", "--folder", "nosuch"});
+  EXPECT_EQ(nosuch.exit_code, 5) << nosuch.err;
+}
+
 TEST_F(SessionCliTest, InfoLogsAndRm) {
   auto detached = Bai({"run", "--detach", "--name", "kept-job", "python", "--", "sleep", "1"});
   ASSERT_EQ(detached.exit_code, 0) << detached.err;

@@ -118,9 +118,17 @@ TEST(AgentMessagesTest, EveryOtherMessageRoundTrips) {
   EXPECT_EQ(e.request_id, "r9");
   EXPECT_EQ(e.options.at("exec"), "make test");
   auto commit = Only<ap::CommitKernel>(ap::DecodeToAgent(ap::Encode(ap::WithRequestId(
-      ap::CommitKernel{"", "00000000-0000-4000-8000-00000000000a", "t", "f.tar"}, "r2"))));
+      ap::CommitKernel{"", "00000000-0000-4000-8000-00000000000a", "t", "f.tar", "/srv/v1/x"},
+      "r2"))));
   EXPECT_EQ(commit.filename, "f.tar");
   EXPECT_EQ(commit.request_id, "r2");
+  EXPECT_EQ(commit.directory, "/srv/v1/x");
+  EXPECT_FALSE(ap::DecodeToAgent(ap::Encode(ap::WithRequestId(
+                                     ap::CommitKernel{"", "00000000-0000-4000-8000-00000000000a",
+                                                      "t", "f.tar", "relative/dir"},
+                                     "r3")))
+                   .ok())
+      << "a folder's directory is an absolute path";
   EXPECT_EQ(Only<ap::Registered>(ap::DecodeToAgent(ap::Encode(ap::Registered{7000, "g"})))
                 .heartbeat_interval_ms,
             7000);

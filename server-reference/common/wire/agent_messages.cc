@@ -356,11 +356,8 @@ json ToJson(RestartKernel const& m) {
 }
 
 json ToJson(CommitKernel const& m) {
-  return {{"type", kCommitKernel},
-          {"request_id", m.request_id},
-          {"session_id", m.session_id},
-          {"task_id", m.task_id},
-          {"filename", m.filename}};
+  return {{"type", kCommitKernel}, {"request_id", m.request_id}, {"session_id", m.session_id},
+          {"task_id", m.task_id},  {"filename", m.filename},     {"directory", m.directory}};
 }
 
 // --- decoders ---------------------------------------------------------------------------------
@@ -576,6 +573,8 @@ CommitKernel ReadCommitKernel(FieldReader& r) {
   m.session_id = SessionId(r);
   m.task_id = r.Required("task_id");
   m.filename = r.Required("filename");
+  m.directory = r.String("directory");
+  if (!m.directory.empty() && m.directory[0] != '/') r.Fail("directory", "an absolute path");
   return m;
 }
 

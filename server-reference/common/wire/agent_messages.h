@@ -192,6 +192,9 @@ struct CommitKernel {
   std::string session_id;
   std::string task_id;
   std::string filename;
+  /// "" = the agent's own commit store; else the host directory of a virtual folder (the
+  /// manager resolved it for the session's owner) that the tar goes into.
+  std::string directory;
 };
 
 /// The kernel's stored output from byte `offset`, at most `limit` bytes (the agent keeps it on

@@ -4,11 +4,15 @@
 // them all. Each file named below holds that area's handlers as named functions.
 
 #include "server-reference/manager/api/api.h"
+#include "server-reference/manager/state/sessions.h"
+#include "server-reference/manager/vfolders/mounts.h"
 
 #include <cstddef>
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace bai::manager {
 
@@ -62,8 +66,17 @@ void RegisterVFolderRoutes(ManagerApi& api, vfolders::StorageLinks const& links,
                            BackgroundTaskStore& tasks);
 
 /// Background tasks: GET /events/background-task, and the session commit that runs as one
-/// (task_handlers.cc).
+/// (task_handlers.cc; a commit may go into one of the owner's folders on `links`' proxies).
 void RegisterTaskRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry& agents,
-                        BackgroundTaskStore& tasks, EventHub& hub);
+                        BackgroundTaskStore& tasks, EventHub& hub,
+                        vfolders::StorageLinks const& links);
+
+/// Folders of session `s`'s owner for the session's use (vfolders::PlanMounts among those the
+/// owner reaches; the owner's dot-folders follow the requested ones), each with its host
+/// directory from its proxy; refusals as problems (object-not-found, vfolder-permission-error…).
+/// Defined in session_handlers.cc; session creation and commits into a folder use it.
+StatusOr<std::vector<std::pair<vfolders::PlannedMount, std::string>>> ResolveOwnerFolders(
+    RequestContext& ctx, SessionRecord const& s, vfolders::StorageLinks const& links,
+    std::vector<vfolders::MountRequest> const& requests);
 
 }  // namespace bai::manager

@@ -372,7 +372,20 @@ Status ResolveMounts(RequestContext& ctx, vfolders::StorageLinks const& links, C
     }
     requests.push_back(std::move(m));
   }
-  auto& s = in.session;
+  auto resolved = ResolveOwnerFolders(ctx, in.session, links, requests);
+  if (!resolved.ok()) return resolved.status();
+  for (auto const& [m, host_path] : *resolved) {
+    in.session.vfolder_mounts.push_back({m.folder.name, m.folder.id, host_path, m.kernel_path,
+                                         std::string(protocol::ToString(m.permission))});
+  }
+  return Status();
+}
+
+}  // namespace
+
+StatusOr<std::vector<std::pair<vfolders::PlannedMount, std::string>>> ResolveOwnerFolders(
+    RequestContext& ctx, SessionRecord const& s, vfolders::StorageLinks const& links,
+    std::vector<vfolders::MountRequest> const& requests) {
   vfolders::CallerFacts owner;
   owner.user_id = s.user_id;
   owner.domain = s.domain_name;
@@ -399,6 +412,7 @@ Status ResolveMounts(RequestContext& ctx, vfolders::StorageLinks const& links, C
         return MakeProblemStatus(ProblemType::kInvalidApiParams, st.message());
     }
   }
+  std::vector<std::pair<vfolders::PlannedMount, std::string>> out;
   for (auto const& m : *plan) {
     auto where = links.Ask(m.folder.host, storage::api::MountPath{},
                            vfolders::ScopeDirectory(m.folder.quota_scope_id), m.folder.id);
@@ -406,11 +420,12 @@ Status ResolveMounts(RequestContext& ctx, vfolders::StorageLinks const& links, C
       return MakeProblemStatus(ProblemType::kStorageProxyError,
                                "mount " + m.folder.name + ": " + where.status().message());
     }
-    s.vfolder_mounts.push_back({m.folder.name, m.folder.id, where->path, m.kernel_path,
-                                std::string(protocol::ToString(m.permission))});
+    out.emplace_back(m, where->path);
   }
-  return Status();
+  return out;
 }
+
+namespace {
 
 // The session routes' handlers, with what they share.
 struct SessionRoutes {

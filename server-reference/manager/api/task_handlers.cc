@@ -13,6 +13,7 @@
 #include "server-reference/manager/events.h"
 #include "server-reference/manager/state/bgtasks.h"
 #include "server-reference/manager/state/sessions.h"
+#include "server-reference/manager/vfolders/storage_links.h"
 
 #include <nlohmann/json.hpp>
 
@@ -49,7 +50,8 @@ std::string DefaultCommitFilename(std::string const& session_name, std::string c
 }  // namespace
 
 void RegisterTaskRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry& agents,
-                        BackgroundTaskStore& tasks, EventHub& hub) {
+                        BackgroundTaskStore& tasks, EventHub& hub,
+                        vfolders::StorageLinks const& links) {
   // Unknown, expired or someone else's task: 404 before the stream opens (DECISIONS.md; 24.09
   // opened and closed an empty stream).
   api.AddAsync(
@@ -73,16 +75,19 @@ void RegisterTaskRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry& 
       });
 
   // Commit: the agent archives what the kernel changed (its writable directories) into a tar
-  // file on the agent; 201 at once with the task to follow, as Backend.AI answers.
+  // file on the agent, or (bai's `folder`) into one of the session owner's folders where
+  // `bai vfolder download` fetches it and `rm-files` deletes it; 201 at once with the task to
+  // follow, as Backend.AI answers.
   api.AddAsync(
       "POST", "/session/{id}/commit", AuthLevel::kUser,
-      [&sessions, &agents, &tasks](
+      [&sessions, &agents, &tasks, &links](
           RequestContext& ctx,
           std::shared_ptr<server::Exchange> const& exchange) -> std::optional<HttpResponse> {
         auto p = Params::From(ctx.request);
         if (!p.ok()) return ProblemResponse(p.status());
         auto filename = p->String({"filename", "fname"});
         (void)p->String({"login_session_token"});
+        auto folder = p->String({"folder"});
         if (filename && !ValidCommitFilename(*filename)) {
           p->Fail("filename",
                   "letters, digits, '.', '_' and '-' only, at most 128, no leading '.'");
@@ -99,24 +104,37 @@ void RegisterTaskRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry& 
               ProblemType::kInvalidApiParams,
               "A commit of this session is already running (task " + (*running)->id + ")."));
         }
+        // Into a folder: the owner's, writable by them, resolved as a mount would be.
+        std::string directory, shown_prefix;
+        if (folder) {
+          auto found =
+              ResolveOwnerFolders(ctx, *s, links, {vfolders::MountRequest{*folder, {}, "rw"}});
+          if (!found.ok()) return ProblemResponse(found.status());
+          directory = found->front().second;
+          shown_prefix = found->front().first.folder.name + ":";
+        }
         auto task = tasks.Create("commit", ctx.identity->access_key, s->id, 0);
         if (!task.ok()) return ProblemResponse(task.status());
         server::agent_protocol::CommitKernel message{
-            "", s->id, task->id, filename.value_or(DefaultCommitFilename(s->name, task->id))};
+            "", s->id, task->id, filename.value_or(DefaultCommitFilename(s->name, task->id)),
+            directory};
+        std::string file = message.filename;
         auto headers = ctx.response_headers;
         agents.Request(
             *s->agent_id, std::move(message), std::chrono::seconds(30),
-            [&tasks, exchange, headers, task_id = task->id,
-             kernel_id = *kernel](StatusOr<std::string> result) {
+            [&tasks, exchange, headers, task_id = task->id, kernel_id = *kernel,
+             shown =
+                 shown_prefix.empty() ? "" : shown_prefix + file](StatusOr<std::string> result) {
               auto reply = result.ok()
                                ? server::agent_protocol::DecodeCommitReply(*result)
                                : StatusOr<server::agent_protocol::CommitReply>(result.status());
               if (reply.ok() && reply->ok) {
-                RespondLate(
-                    *exchange, headers,
-                    JsonResponse(
-                        {{"bgtask_id", task_id}, {"kernel", kernel_id}, {"path", reply->path}},
-                        201));
+                // In a folder, the path is FOLDER:FILE (what `bai cp` takes), never the host's.
+                RespondLate(*exchange, headers,
+                            JsonResponse({{"bgtask_id", task_id},
+                                          {"kernel", kernel_id},
+                                          {"path", shown.empty() ? reply->path : shown}},
+                                         201));
                 return;
               }
               std::string why = AgentFailure(result, reply, "refused");
