@@ -204,8 +204,8 @@ TEST_F(SessionCliTest, CommitIntoAFolderIsFetchedAndDeletedWithTheFolderCommands
   auto created =
       Bai({"api", "POST", "/session", "-d", R"({"name": "cm-fold", "image": "python"})"});
   ASSERT_EQ(created.exit_code, 0) << created.err;
-  auto done = Bai({"session", "commit", "cm-fold", "--folder", "snaps", "--filename", "s.tar",
-                   "--wait"});
+  auto done =
+      Bai({"session", "commit", "cm-fold", "--folder", "snaps", "--filename", "s.tar", "--wait"});
   ASSERT_EQ(done.exit_code, 0) << done.err;
   EXPECT_EQ(done.out.substr(0, done.out.find('\n')), "snaps:s.tar");
   EXPECT_THAT(done.err + done.out, Not(HasSubstr(dir_.path()))) << "no host path shown";
