@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -483,6 +484,47 @@ TEST_F(RuncTest, ALargeLogArrivesWhole) {
   auto logs = Bai({"logs", "big-log"});
   ASSERT_EQ(logs.exit_code, 0) << logs.err;
   EXPECT_EQ(logs.out, r.out);
+}
+
+// Hardening (hostile 5, the rest): a follower that reads slowly. `bai logs -f` writes into a
+// pipe nobody reads for three seconds while the job prints 20 MB, so the manager's stream to it
+// backs up past its lag limit and the follower switches to catching up from the agent's stored
+// log, page by page; then the pipe is read a little at a time. Every byte arrives, in order.
+TEST_F(RuncTest, AFollowerThatReadsSlowlyStillGetsEveryByteInOrder) {
+  auto started = Bai({"run", "--detach", "--name", "slow-read", "python", "--", "python3", "-c",
+                      "import sys\nfor i in range(2000000): sys.stdout.write('%09d\\n' % i)"});
+  ASSERT_EQ(started.exit_code, 0) << started.err;
+  std::string command = "env";
+  for (auto const& [k, v] : env_) command += " " + k + "='" + v + "'";
+  command += " " + testing_util::BinPath("bai") + " logs -f slow-read";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // nobody reads: everything backs up
+  std::string got;
+  char buf[4096];
+  std::size_t n;
+  int pauses = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) {
+    got.append(buf, n);
+    if (got.size() / (1 << 20) > static_cast<std::size_t>(pauses) && pauses < 8) {
+      ++pauses;  // a slow reader for the first megabytes
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
+  int status = ::pclose(pipe);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  std::string want;
+  want.reserve(20000000);
+  char line[16];
+  for (int i = 0; i < 2000000; ++i) {
+    std::snprintf(line, sizeof line, "%09d\n", i);
+    want += line;
+  }
+  ASSERT_EQ(got.size(), want.size());
+  auto diff = std::mismatch(got.begin(), got.end(), want.begin());
+  EXPECT_TRUE(diff.first == got.end())
+      << "first difference at byte " << (diff.first - got.begin()) << ": "
+      << got.substr(static_cast<std::size_t>(diff.first - got.begin()), 40);
 }
 
 // Files go in and out through the kernel runner, inside the container, as the work user; links
