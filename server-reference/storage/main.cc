@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
   // them the files so mounted folders are theirs to write.
   std::string file_owner = ::geteuid() == 0 ? "1000:1000" : "";
   std::vector<std::string> volumes;
+  std::int64_t usage_cache_seconds = 10;
   app.add_option("--name", name, "Proxy name: hosts are NAME:VOLUME");
   app.add_option("--volume", volumes, "NAME=DIRECTORY, repeatable")->required();
   app.add_option("--client-listen", client_listen, "HOST:PORT of /upload and /download");
@@ -56,10 +57,16 @@ int main(int argc, char** argv) {
   app.add_option("--file-owner", file_owner,
                  "UID:GID owning folders and files (the kernels' work user; default 1000:1000 "
                  "as root, '' for this process)");
+  app.add_option("--usage-cache-seconds", usage_cache_seconds,
+                 "How long a folder's usage (a walk of its files) is kept; changes made "
+                 "through the proxy show at once, a kernel's after at most this long (0: walk "
+                 "every time)")
+      ->check(CLI::Range(0, 86400));
   CLI11_PARSE(app, argc, argv);
 
   bai::storage::StorageOptions options;
   options.name = name;
+  options.usage_cache_seconds = usage_cache_seconds;
   if (auto s = bai::storage::SetFileOwner(file_owner, options); !s.ok()) return Fail(s.message());
   for (auto const& v : volumes) {
     auto eq = v.find('=');

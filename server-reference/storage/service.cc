@@ -370,6 +370,7 @@ StatusOr<json> StorageService::CreateFolder(Call const& c) const {
 StatusOr<json> StorageService::DeleteFolder(Call const& c) const {
   return Typed<api::DeleteFolder>(c.args, [&](api::DeleteFolder const&) -> StatusOr<api::Nothing> {
     if (auto s = c.volume->DeleteFolder(c.folder); !s.ok()) return s;
+    UsageChanged(c.volume->name(), c.folder);
     return api::Nothing{};
   });
 }
@@ -392,13 +393,59 @@ StatusOr<json> StorageService::MountPath(Call const& c) const {
   });
 }
 
+namespace {
+std::string UsageKey(std::string const& volume, FolderRef const& folder) {
+  return volume + "/" + folder.scope + "/" + folder.id;
+}
+}  // namespace
+
+void StorageService::UsageChanged(std::string const& volume, FolderRef const& folder) const {
+  std::lock_guard<std::mutex> lock(usage_mu_);
+  auto it = usage_.find(UsageKey(volume, folder));
+  if (it == usage_.end()) return;
+  it->second.valid = false;
+  ++it->second.generation;  // a walk running now reports, but does not keep, its figures
+}
+
+// A folder's usage is a walk of its whole tree (200,000 files took seconds): kept for
+// usage_cache_seconds, and askers at the same time share one walk (hostile finding 6).
 StatusOr<json> StorageService::FolderUsage(Call const& c) const {
-  return Typed<api::GetFolderUsage>(c.args,
-                                    [&](api::GetFolderUsage const&) -> StatusOr<api::Usage> {
-                                      auto used = c.tree->Usage();
-                                      if (!used.ok()) return used.status();
-                                      return api::Usage{used->files, used->bytes};
-                                    });
+  return Typed<api::GetFolderUsage>(
+      c.args, [&](api::GetFolderUsage const&) -> StatusOr<api::Usage> {
+        auto const ttl = std::chrono::seconds(options_.usage_cache_seconds);
+        std::string key = UsageKey(c.volume->name(), c.folder);
+        std::uint64_t generation = 0;
+        {
+          std::unique_lock<std::mutex> lock(usage_mu_);
+          for (;;) {
+            auto& e = usage_[key];
+            if (e.valid && std::chrono::steady_clock::now() < e.expires) {
+              return api::Usage{e.files, e.bytes};
+            }
+            if (!e.walking || ttl.count() <= 0) {
+              e.walking = ttl.count() > 0;
+              generation = e.generation;
+              break;
+            }
+            usage_cv_.wait(lock);
+          }
+        }
+        auto used = c.tree->Usage();
+        if (ttl.count() > 0) {
+          std::lock_guard<std::mutex> lock(usage_mu_);
+          auto& e = usage_[key];
+          e.walking = false;
+          if (used.ok() && e.generation == generation) {
+            e.valid = true;
+            e.files = used->files;
+            e.bytes = used->bytes;
+            e.expires = std::chrono::steady_clock::now() + ttl;
+          }
+          usage_cv_.notify_all();
+        }
+        if (!used.ok()) return used.status();
+        return api::Usage{used->files, used->bytes};
+      });
 }
 
 StatusOr<json> StorageService::CloneFolder(Call const& c) const {
@@ -417,6 +464,7 @@ StatusOr<json> StorageService::CloneFolder(Call const& c) const {
       if (S_ISLNK(e.st.st_mode)) return dst_tree->Symlink(rel, e.link);
       return dst_tree->WriteFrom(rel, e.fd);
     });
+    UsageChanged(op.dst_volume, dst);
     if (!copied.ok()) {
       (void)(*dst_volume)->DeleteFolder(dst);
       return copied;
@@ -469,6 +517,7 @@ StatusOr<json> StorageService::MakeDirectory(Call const& c) const {
         if (auto s = c.tree->Mkdir(op.path, op.parents, op.exist_ok); !s.ok()) {
           return s;
         }
+        UsageChanged(c.volume->name(), c.folder);
         return api::Nothing{};
       });
 }
@@ -476,6 +525,7 @@ StatusOr<json> StorageService::MakeDirectory(Call const& c) const {
 StatusOr<json> StorageService::RenameFile(Call const& c) const {
   return Typed<api::RenameFile>(c.args, [&](api::RenameFile const& op) -> StatusOr<api::Nothing> {
     if (auto s = c.tree->Rename(op.path, op.new_name); !s.ok()) return s;
+    UsageChanged(c.volume->name(), c.folder);
     return api::Nothing{};
   });
 }
@@ -483,6 +533,7 @@ StatusOr<json> StorageService::RenameFile(Call const& c) const {
 StatusOr<json> StorageService::MoveFile(Call const& c) const {
   return Typed<api::MoveFile>(c.args, [&](api::MoveFile const& op) -> StatusOr<api::Nothing> {
     if (auto s = c.tree->Move(op.src, op.dst); !s.ok()) return s;
+    UsageChanged(c.volume->name(), c.folder);
     return api::Nothing{};
   });
 }
@@ -494,7 +545,9 @@ StatusOr<json> StorageService::DeleteFiles(Call const& c) const {
       if (auto rel = server::RelativeBeneath(p, ""); !rel.ok()) return rel.status();
     }
     for (auto const& p : op.paths) {
-      if (auto s = c.tree->Remove(p, op.recursive); !s.ok()) return s;
+      auto s = c.tree->Remove(p, op.recursive);
+      UsageChanged(c.volume->name(), c.folder);  // what went before a failure is gone too
+      if (!s.ok()) return s;
     }
     return api::Nothing{};
   });
@@ -511,6 +564,7 @@ StatusOr<json> StorageService::StartUpload(Call const& c) const {
           // Nothing to send: the empty file appears now.
           auto done = v.Append(session->id, 0, {}, {});
           if (!done.ok()) return done.status();
+          UsageChanged(v.name(), c.folder);
         }
         json claims = {{"op", "upload"},
                        {"volume", v.name()},
@@ -672,6 +726,9 @@ server::HttpResponse StorageService::Upload(server::HttpRequest const& request) 
     auto r = FromStatus(after.status());
     TusHeaders(r);
     return r;
+  }
+  if (after->complete()) {  // the file is in its folder now
+    UsageChanged((*volume)->name(), {claims->value("scope", ""), claims->value("id", "")});
   }
   server::HttpResponse r = server::HttpResponse::NoContent();
   r.headers.emplace_back(tus::kOffsetHeader, std::to_string(after->offset));

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -31,7 +33,11 @@ struct StorageOptions {
   std::int64_t token_seconds = 6 * 3600;               ///< a token's lifetime
   std::int64_t upload_expire_seconds = 7 * 24 * 3600;  ///< unfinished uploads kept this long
   std::int64_t max_chunk = 64 << 20;                   ///< largest tus PATCH body
-  std::function<std::int64_t()> now;                   ///< seconds since the epoch (tests move it)
+  /// A folder's usage (a walk of its tree) is kept this long for the next asker; changes made
+  /// through this proxy drop it at once, a kernel's writes show after at most this long.
+  /// Concurrent askers share one walk. 0: walk every time.
+  std::int64_t usage_cache_seconds = 10;
+  std::function<std::int64_t()> now;  ///< seconds since the epoch (tests move it)
   /// Owner of every folder and file on the volumes (Volume::SetOwner); -1: this process.
   int owner_uid = -1, owner_gid = -1;
 };
@@ -99,6 +105,20 @@ class StorageService {
   /// forgets them, and tokens issued before then work again until they expire (token_seconds).
   mutable std::mutex revoked_mu_;
   mutable std::map<std::string, std::int64_t> revoked_;
+
+  /// Folder usage, by "volume/scope/id" (options_.usage_cache_seconds).
+  struct CachedUsage {
+    bool valid = false;
+    bool walking = false;          ///< someone walks the tree now: wait for their figures
+    std::uint64_t generation = 0;  ///< bumped by every change made through this proxy
+    std::chrono::steady_clock::time_point expires;
+    std::int64_t files = 0, bytes = 0;
+  };
+  /// Forgets the folder's cached usage (a change went through this proxy).
+  void UsageChanged(std::string const& volume, FolderRef const& folder) const;
+  mutable std::mutex usage_mu_;
+  mutable std::condition_variable usage_cv_;
+  mutable std::map<std::string, CachedUsage> usage_;
 };
 
 /// A problem+json answer of the storage proxy: `type` is the Backend.AI problem prefix plus

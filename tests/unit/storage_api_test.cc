@@ -10,8 +10,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 namespace bai::storage {
 namespace {
@@ -132,6 +134,56 @@ TEST(StorageApiTest, TheProxyServesTheContract) {
   json no_id = {{"volume", "volume1"}, {"scope", where.scope}};
   EXPECT_EQ(svc.Manage(api::GetFolderUsage::kOp, no_id).status().code(),
             StatusCode::kInvalidArgument);
+}
+
+// Hardening (hostile 6, the rest): a folder's usage is a walk of its tree; it is kept for a
+// while (concurrent askers share one walk) and dropped at once by a change made through the
+// proxy. A kernel's own writes show when the figures expire.
+TEST(StorageApiTest, FolderUsageIsKeptAndDroppedByChangesThroughTheProxy) {
+  for (std::int64_t ttl : {3600, 0}) {
+    testing_util::TempDir dir;
+    std::filesystem::create_directories(dir.path() + "/v1");
+    StorageOptions o;
+    o.volumes = {{"volume1", dir.path() + "/v1"}};
+    o.secret = "a-secret-of-32-characters-at-most";
+    o.client_url = "http://127.0.0.1:1";
+    o.usage_cache_seconds = ttl;
+    auto service = StorageService::Open(o);
+    ASSERT_TRUE(service.ok()) << service.status().message();
+    auto& svc = **service;
+    api::FolderAddress where{"volume1", "user-" + std::string(32, 'a'), std::string(32, 'c')};
+    auto run = [&](auto const& op) {
+      using Op = std::decay_t<decltype(op)>;
+      json args = api::ToJson(op);
+      json const address = api::ToJson(where);
+      for (auto const& [k, val] : address.items()) args[k] = val;
+      auto r = svc.Manage(Op::kOp, args);
+      EXPECT_TRUE(r.ok()) << Op::kOp << ": " << r.status().message();
+      return r.ok() ? api::FromJson<typename Op::Answer>(*r)
+                    : StatusOr<typename Op::Answer>(r.status());
+    };
+    ASSERT_TRUE(run(api::CreateFolder{}).ok());
+    auto path = run(api::MountPath{});
+    ASSERT_TRUE(path.ok());
+    auto files = [&] { return run(api::GetFolderUsage{})->file_count; };
+    EXPECT_EQ(files(), 0);
+    std::ofstream(path->path + "/by-kernel.txt") << "written inside a session";
+    EXPECT_EQ(files(), ttl > 0 ? 0 : 1) << "a kernel's write shows once the figures expire";
+    ASSERT_TRUE(run(api::MakeDirectory{"d", true, false}).ok());
+    EXPECT_EQ(files(), 1) << "a change through the proxy drops the kept figures";
+    ASSERT_TRUE(run(api::StartUpload{"d/empty", 0, false, ""}).ok());
+    EXPECT_EQ(files(), 2) << "an upload that completes is a change";
+    ASSERT_TRUE(run(api::DeleteFiles{{"by-kernel.txt"}, false}).ok());
+    EXPECT_EQ(files(), 1);
+    // Askers at the same time get the same figures.
+    std::vector<std::thread> askers;
+    std::atomic<int> agreed{0};
+    for (int i = 0; i < 8; ++i) {
+      askers.emplace_back([&] { agreed += files() == 1 ? 1 : 0; });
+    }
+    for (auto& t : askers) t.join();
+    EXPECT_EQ(agreed, 8);
+  }
 }
 
 }  // namespace
