@@ -9,7 +9,6 @@ build=${1:-build}
 lines=${2:-100}
 if [[ $(id -u) != 0 ]]; then echo "log latency bench skipped: needs root (runc)"; exit 0; fi
 work=$(mktemp -d)
-port=$((20000 + RANDOM % 20000))
 cleanup() {
   [[ -n "${apid:-}" ]] && kill "$apid" 2>/dev/null
   [[ -n "${mpid:-}" ]] && kill "$mpid" 2>/dev/null
@@ -18,17 +17,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$build/bin/bai-manager" --data-dir "$work/data" --listen "127.0.0.1:$port" >"$work/m.out" 2>&1 &
-mpid=$!
-for _ in $(seq 50); do grep -q listening "$work/m.out" && break; sleep 0.1; done
-"$build/bin/bai-agent" --manager "http://127.0.0.1:$port" --id bench-logs --backend runc \
-  --cluster-secret-file "$work/data/cluster-secret" --state-dir "$work/agent" \
-  --stop-kernels-on-exit --slots cpu=2,mem=2g >"$work/a.out" 2>&1 &
-apid=$!
-export BACKEND_ENDPOINT="http://127.0.0.1:$port" BAI_CONFIG_DIR="$work/cfg"
-set -a; . "$work/data/admin-credentials.env"; set +a
-for _ in $(seq 100); do "$build/bin/bai" -o json api GET /config/resource-slots 2>/dev/null | grep -q cpu && break; sleep 0.1; done
-sleep 1
+. "$(dirname "$0")/lib/stack.sh"
+bench_stack "$build" "$work" bench-logs
 
 # The job waits 3 s before its first line, so that every line is written while followed.
 job="import time
@@ -42,7 +32,7 @@ for line in sys.stdin:
     try: print("%.6f" % (time.time() - float(line)))
     except ValueError: pass'
 python3 -c "${job/time.sleep(3)/pass}" | python3 -c "$reader" >"$work/floor.txt"
-"$build/bin/bai" run --detach --name latency python -- python3 -c "$job" >/dev/null 2>&1
+bench_run_detached "$build" --name latency python -- python3 -c "$job"
 "$build/bin/bai" session wait latency --for running --timeout 60s >/dev/null
 "$build/bin/bai" logs -f latency 2>/dev/null | python3 -c "$reader" >"$work/bai.txt"
 

@@ -11,7 +11,6 @@ mb=${2:-80}
 rounds=${3:-3}
 if [[ $(id -u) != 0 ]]; then echo "log throughput bench skipped: needs root (runc)"; exit 0; fi
 work=$(mktemp -d)
-port=$((20000 + RANDOM % 20000))
 cleanup() {
   [[ -n "${apid:-}" ]] && kill "$apid" 2>/dev/null
   [[ -n "${mpid:-}" ]] && kill "$mpid" 2>/dev/null
@@ -20,17 +19,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$build/bin/bai-manager" --data-dir "$work/data" --listen "127.0.0.1:$port" >"$work/m.out" 2>&1 &
-mpid=$!
-for _ in $(seq 50); do grep -q listening "$work/m.out" && break; sleep 0.1; done
-"$build/bin/bai-agent" --manager "http://127.0.0.1:$port" --id bench-tput --backend runc \
-  --cluster-secret-file "$work/data/cluster-secret" --state-dir "$work/agent" \
-  --stop-kernels-on-exit --slots cpu=2,mem=2g >"$work/a.out" 2>&1 &
-apid=$!
-export BACKEND_ENDPOINT="http://127.0.0.1:$port" BAI_CONFIG_DIR="$work/cfg"
-set -a; . "$work/data/admin-credentials.env"; set +a
-for _ in $(seq 100); do "$build/bin/bai" -o json api GET /config/resource-slots 2>/dev/null | grep -q cpu && break; sleep 0.1; done
-sleep 1
+. "$(dirname "$0")/lib/stack.sh"
+bench_stack "$build" "$work" bench-tput
 
 lines=$((mb * 1000 * 1000 / 80))
 # The job waits before its first line (when followed), prints its clock, then the lines.
@@ -60,7 +50,7 @@ sys.stdout.flush()
 for b in iter(lambda: inp.read1(1 << 20), b''): pass"
 for r in $(seq "$rounds"); do
   python3 -c "${job/WAIT/0}" | python3 -c "$reader" >>"$work/host.txt"
-  "$build/bin/bai" run --detach --name "tput-$r" python -- python3 -c "${job/WAIT/3}" >/dev/null
+  bench_run_detached "$build" --name "tput-$r" python -- python3 -c "${job/WAIT/3}"
   "$build/bin/bai" session wait "tput-$r" --for running --timeout 60s >/dev/null
   "$build/bin/bai" logs -f "tput-$r" 2>/dev/null | python3 -c "$reader" >>"$work/bai.txt"
 done
