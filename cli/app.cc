@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <iostream>
+#include <string_view>
 
 namespace bai::cli {
 namespace {
@@ -36,6 +37,38 @@ class PathFormatter : public CLI::Formatter {
   }
 };
 
+enum class Noun { kAll, kVersion, kConfig, kApi, kSession, kVFolder };
+
+// The noun whose commands the first word after the global options names.
+Noun NounOf(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string_view word = argv[i];
+    if (word == "-o" || word == "--output" || word == "--profile" || word == "--endpoint") {
+      ++i;  // and its value
+      continue;
+    }
+    if (!word.empty() && word[0] == '-') {
+      // --debug, --output=json, -ojson; --help and anything unknown: the whole tree.
+      if (word == "--debug" || word.rfind("--output=", 0) == 0 ||
+          word.rfind("--profile=", 0) == 0 || word.rfind("--endpoint=", 0) == 0 ||
+          (word.size() > 2 && word.rfind("-o", 0) == 0)) {
+        continue;
+      }
+      return Noun::kAll;
+    }
+    if (word == "version") return Noun::kVersion;
+    if (word == "config") return Noun::kConfig;
+    if (word == "api") return Noun::kApi;
+    if (word == "session" || word == "run" || word == "ps" || word == "exec" || word == "logs" ||
+        word == "rm" || word == "wait") {
+      return Noun::kSession;
+    }
+    if (word == "vfolder" || word == "vf" || word == "cp") return Noun::kVFolder;
+    return Noun::kAll;
+  }
+  return Noun::kAll;
+}
+
 }  // namespace
 
 int Main(int argc, char** argv, std::ostream& out, std::ostream& err, std::istream& in) {
@@ -51,15 +84,36 @@ int Main(int argc, char** argv, std::ostream& out, std::ostream& err, std::istre
   app.add_option("--profile", g.profile, "Configuration profile to use");
   app.add_option("--endpoint", g.endpoint, "Manager URL (overrides profile and environment)");
 
-  // Each noun adds its own commands.
+  // Each noun adds its own commands: only the named one's when the first word names one (the
+  // tree is a measurable part of a command's start-up), every noun's for help, completion, no
+  // command or a word no noun knows (so the usage errors and help stay whole).
   CommandSet set(app, ctx);
-  AddVersionCommands(set);
-  AddConfigCommands(set);
-  AddApiCommands(set);
-  AddSessionCommands(set);
-  AddVFolderCommands(set);
-  AddCompletionCommands(set);
-  AddHelpCommands(set);
+  switch (NounOf(argc, argv)) {
+    case Noun::kVersion:
+      AddVersionCommands(set);
+      break;
+    case Noun::kConfig:
+      AddConfigCommands(set);
+      break;
+    case Noun::kApi:
+      AddApiCommands(set);
+      break;
+    case Noun::kSession:
+      AddSessionCommands(set);
+      break;
+    case Noun::kVFolder:
+      AddVFolderCommands(set);
+      break;
+    case Noun::kAll:
+      AddVersionCommands(set);
+      AddConfigCommands(set);
+      AddApiCommands(set);
+      AddSessionCommands(set);
+      AddVFolderCommands(set);
+      AddCompletionCommands(set);
+      AddHelpCommands(set);
+      break;
+  }
 
   try {
     app.parse(argc, argv);
