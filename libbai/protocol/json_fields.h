@@ -6,9 +6,11 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace bai::internal {
 
@@ -101,5 +103,91 @@ StatusOr<nlohmann::json> ObjectOf(std::string_view text, char const* what);
 /// 400 invalid-api-params naming every field `r` refused, as the manager's own validation
 /// answers.
 Status FieldProblem(FieldReader const& r);
+
+// The value of the first of `keys` present (not null) in `j`, the spellings of one field;
+// `found` (when given) says which spelling, or the first when none is present.
+inline nlohmann::json const* FirstPresent(nlohmann::json const& j,
+                                          std::initializer_list<char const*> keys,
+                                          char const** found = nullptr) {
+  for (char const* k : keys) {
+    auto it = j.find(k);
+    if (it != j.end() && !it->is_null()) {
+      if (found) *found = k;
+      return &*it;
+    }
+  }
+  if (found) *found = *keys.begin();
+  return nullptr;
+}
+
+// Reads request fields under any of their spellings, with the leniency of request parameters
+// (booleans and integers may come as strings); an error names the field's first spelling.
+class Lenient {
+ public:
+  Lenient(nlohmann::json const& object, FieldReader& r) : object_(object), r_(r) {}
+
+  nlohmann::json const* Find(std::initializer_list<char const*> names) const {
+    return FirstPresent(object_, names);
+  }
+  std::optional<std::string> Str(std::initializer_list<char const*> names) {
+    auto const* v = Find(names);
+    if (v == nullptr) return std::nullopt;
+    if (!v->is_string()) return r_.Fail(*names.begin(), "a string"), std::nullopt;
+    return v->get<std::string>();
+  }
+  std::optional<bool> Bool(std::initializer_list<char const*> names) {
+    auto const* v = Find(names);
+    if (v == nullptr) return std::nullopt;
+    auto b = LenientBool(*v);
+    if (!b) r_.Fail(*names.begin(), "a boolean");
+    return b;
+  }
+  std::optional<std::int64_t> Int(std::initializer_list<char const*> names, std::int64_t min,
+                                  std::int64_t max) {
+    auto const* v = Find(names);
+    if (v == nullptr) return std::nullopt;
+    auto n = LenientInt(*v);
+    if (!n) return r_.Fail(*names.begin(), "an integer"), std::nullopt;
+    if (*n < min || *n > max) {
+      r_.Fail(*names.begin(), "between " + std::to_string(min) + " and " + std::to_string(max));
+      return std::nullopt;
+    }
+    return n;
+  }
+  /// An object of strings with non-empty keys, reported as `field`.
+  std::map<std::string, std::string> StrMap(std::initializer_list<char const*> names,
+                                            std::string const& field) {
+    std::map<std::string, std::string> out;
+    auto const* v = Find(names);
+    if (v == nullptr) return out;
+    bool ok = v->is_object();
+    if (ok) {
+      for (auto const& [k, item] : v->items()) {
+        ok = ok && item.is_string() && !k.empty();
+        if (ok) out[k] = item.get<std::string>();
+      }
+    }
+    if (!ok) r_.Fail(field, "an object of strings");
+    return out;
+  }
+  /// A list of non-empty strings, reported as `field`.
+  std::vector<std::string> StrList(std::initializer_list<char const*> names,
+                                   std::string const& field, char const* what) {
+    std::vector<std::string> out;
+    auto const* v = Find(names);
+    if (v == nullptr) return out;
+    bool ok = v->is_array();
+    for (auto const& item : ok ? *v : nlohmann::json::array()) {
+      ok = ok && item.is_string() && !item.get_ref<std::string const&>().empty();
+      if (ok) out.push_back(item.get<std::string>());
+    }
+    if (!ok) r_.Fail(field, what);
+    return out;
+  }
+
+ private:
+  nlohmann::json const& object_;
+  FieldReader& r_;
+};
 
 }  // namespace bai::internal

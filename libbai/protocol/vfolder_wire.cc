@@ -141,21 +141,8 @@ using nlohmann::json;
 
 json NullIfEmpty(std::string const& text) { return text.empty() ? json(nullptr) : json(text); }
 
-// One string field under its name or its legacy alias (the first present wins).
-std::string Either(internal::FieldReader& r, char const* key, char const* alias) {
-  auto v = r.OptString(key);
-  return v ? *v : r.String(alias);
-}
-
-bool LenientFlag(internal::FieldReader& r, json const& object, char const* key) {
-  auto it = object.find(key);
-  if (it == object.end() || it->is_null()) return false;
-  auto b = internal::LenientBool(*it);
-  if (!b) r.Fail(key, "a boolean");
-  return b.value_or(false);
-}
-
-VFolderInfo InfoFrom(internal::FieldReader& r) {
+VFolderInfo InfoFrom(json const& object, internal::FieldReader& r) {
+  internal::Lenient l(object, r);
   VFolderInfo f;
   f.id = r.Required("id");
   f.name = r.Required("name");
@@ -170,7 +157,7 @@ VFolderInfo InfoFrom(internal::FieldReader& r) {
   f.user_email = r.String("user_email");
   f.group_name = r.String("group_name");
   f.creator = r.String("creator");
-  f.created_at = Either(r, "created_at", "created");
+  f.created_at = l.Str({"created_at", "created"}).value_or("");
   f.last_used = r.String("last_used");
   f.is_owner = r.Bool("is_owner", false);
   f.cloneable = r.Bool("cloneable", false);
@@ -258,39 +245,34 @@ namespace bai::internal {
 
 StatusOr<protocol::VFolderCreateRequest> VFolderCreateRequestFromJson(
     nlohmann::json const& object) {
-  using namespace protocol;
-  auto const* j = &object;
-  internal::FieldReader r(*j);
+  using namespace protocol;  // the request types
+  internal::FieldReader r(object);
+  internal::Lenient l(object, r);
   VFolderCreateRequest out;
   out.name = r.Required("name");
-  out.host = Either(r, "host", "folder_host");
-  out.usage_mode = Either(r, "usage_mode", "usageMode");
-  out.permission = r.String("permission");
-  out.group = Either(r, "group", "groupId");
-  if (out.group.empty()) out.group = r.String("group_id");
-  out.cloneable = LenientFlag(r, *j, "cloneable");
-  for (char const* key : {"unmanaged_path", "unmanagedPath"}) {
-    auto it = j->find(key);
-    if (it != j->end() && !it->is_null()) {
-      r.Refuse("unmanaged_path", "unmanaged folders are not supported by this server");
-    }
+  out.host = l.Str({"host", "folder_host"}).value_or("");
+  out.usage_mode = l.Str({"usage_mode", "usageMode"}).value_or("");
+  out.permission = l.Str({"permission"}).value_or("");
+  out.group = l.Str({"group", "groupId", "group_id"}).value_or("");
+  out.cloneable = l.Bool({"cloneable"}).value_or(false);
+  if (l.Find({"unmanaged_path", "unmanagedPath"}) != nullptr) {
+    r.Refuse("unmanaged_path", "unmanaged folders are not supported by this server");
   }
   if (!r.ok()) return internal::FieldProblem(r);
   return out;
 }
 
 StatusOr<protocol::VFolderCloneRequest> VFolderCloneRequestFromJson(nlohmann::json const& object) {
-  using namespace protocol;
-  auto const* j = &object;
-  internal::FieldReader r(*j);
+  using namespace protocol;  // the request types
+  internal::FieldReader r(object);
+  internal::Lenient l(object, r);
   VFolderCloneRequest out;
-  out.target_name = Either(r, "target_name", "targetName");
+  out.target_name = l.Str({"target_name", "targetName"}).value_or("");
   if (out.target_name.empty()) r.Fail("target_name", "a non-empty string");
-  out.target_host = Either(r, "target_host", "targetHost");
-  if (out.target_host.empty()) out.target_host = r.String("folder_host");
-  out.usage_mode = Either(r, "usage_mode", "usageMode");
-  out.permission = r.String("permission");
-  out.cloneable = LenientFlag(r, *j, "cloneable");
+  out.target_host = l.Str({"target_host", "targetHost", "folder_host"}).value_or("");
+  out.usage_mode = l.Str({"usage_mode", "usageMode"}).value_or("");
+  out.permission = l.Str({"permission"}).value_or("");
+  out.cloneable = l.Bool({"cloneable"}).value_or(false);
   if (!r.ok()) return internal::FieldProblem(r);
   return out;
 }
@@ -328,7 +310,7 @@ StatusOr<VFolderInfo> DecodeVFolderInfo(std::string_view json_object) {
   auto j = internal::ObjectOf(json_object, "folder");
   if (!j.ok()) return j.status();
   internal::FieldReader r(*j);
-  auto f = InfoFrom(r);
+  auto f = InfoFrom(*j, r);
   if (!r.ok()) return internal::FieldProblem(r);
   return f;
 }
@@ -353,7 +335,7 @@ StatusOr<std::vector<VFolderInfo>> DecodeVFolderList(std::string_view json_array
       return Status(StatusCode::kInvalidArgument, "Malformed folder list: an entry is no object");
     }
     internal::FieldReader r(item);
-    out.push_back(InfoFrom(r));
+    out.push_back(InfoFrom(item, r));
     if (!r.ok()) return internal::FieldProblem(r);
   }
   return out;

@@ -28,6 +28,24 @@ using Isolation = server::SqliteOptions::Isolation;
 
 class TwoManagersTest : public ::testing::TestWithParam<Isolation> {};
 
+// A session of `owner` in the default group and resource group, to be created.
+SessionRecord QueuedSession(KeypairRecord const& owner, std::string const& group_id,
+                            std::string name, std::string const& slots) {
+  SessionRecord s;
+  s.id = GenerateUuid();
+  s.name = std::move(name);
+  s.access_key = owner.identity.access_key;
+  s.user_id = owner.identity.user_id;
+  s.domain_name = "default";
+  s.group_id = group_id;
+  s.scaling_group = "default";
+  s.type = "interactive";
+  s.image = "python";
+  s.architecture = "x86_64";
+  EXPECT_TRUE(protocol::ParseSlotAssignment(slots, s.requested).ok());
+  return s;
+}
+
 // One burst on a fresh database.
 void Burst(Isolation isolation) {
   testing_util::TempDir dir;
@@ -94,18 +112,9 @@ void Burst(Isolation isolation) {
         }
       };
       for (int i = 0; i < kPerManager; ++i) {
-        SessionRecord s;
-        s.id = GenerateUuid();
-        s.name = "burst-" + std::to_string(m) + "-" + std::to_string(i);
-        s.access_key = (*admin)->identity.access_key;
-        s.user_id = (*admin)->identity.user_id;
-        s.domain_name = "default";
-        s.group_id = **group;
-        s.scaling_group = "default";
-        s.type = "interactive";
-        s.image = "python";
-        s.architecture = "x86_64";
-        EXPECT_TRUE(protocol::ParseSlotAssignment("cpu=1,mem=1g", s.requested).ok());
+        auto s =
+            QueuedSession(**admin, **group, "burst-" + std::to_string(m) + "-" + std::to_string(i),
+                          "cpu=1,mem=1g");
         if (!sessions.Create(s).ok()) ++failures;
         pass();
       }
@@ -159,18 +168,7 @@ TEST(SchedulingPassTest, AHeldAgentTakesOnlyBackfillThatLeavesTheHeadItsRoom) {
                   .ok());
   SessionStore sessions(db);
   auto create = [&](std::string const& name, std::string const& slots) {
-    SessionRecord s;
-    s.id = GenerateUuid();
-    s.name = name;
-    s.access_key = (*admin)->identity.access_key;
-    s.user_id = (*admin)->identity.user_id;
-    s.domain_name = "default";
-    s.group_id = **group;
-    s.scaling_group = "default";
-    s.type = "interactive";
-    s.image = "python";
-    s.architecture = "x86_64";
-    EXPECT_TRUE(protocol::ParseSlotAssignment(slots, s.requested).ok());
+    auto s = QueuedSession(**admin, **group, name, slots);
     EXPECT_TRUE(sessions.Create(s).ok());
     return s.id;
   };

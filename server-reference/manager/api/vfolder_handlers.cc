@@ -817,26 +817,10 @@ StatusOr<HttpResponse> Invite(Env& env, RequestContext& ctx) {
   return JsonResponse({{"invited_ids", invited}}, 201);
 }
 
-p::VFolderInvitation InvitationOf(vfolders::InvitationRecord const& i) {
-  p::VFolderInvitation out;
-  out.id = i.id;
-  out.vfolder_id = i.vfolder_id;
-  out.vfolder_name = i.vfolder_name;
-  out.inviter = i.inviter;
-  out.invitee = i.invitee;
-  out.permission = i.permission;
-  out.state = i.state;
-  out.created_at = i.created_at;
-  out.modified_at = i.modified_at;
-  return out;
-}
-
 StatusOr<HttpResponse> Invitations(Env& env, RequestContext& ctx, bool sent) {
   auto list = env.folders.PendingInvitations(ctx.identity->email, sent);
   if (!list.ok()) return list.status();
-  std::vector<p::VFolderInvitation> out;
-  for (auto const& i : *list) out.push_back(InvitationOf(i));
-  return HttpResponse::Json(200, p::EncodeVFolderInvitations(out));
+  return HttpResponse::Json(200, p::EncodeVFolderInvitations(*list));
 }
 
 // The pending invitation named by `inv_id` that concerns the caller as `invitee` or inviter.

@@ -41,18 +41,9 @@ struct VisibleFolder {
   Access access;
 };
 
-/// One row of `vfolder_invitations`, with the folder's name.
-struct InvitationRecord {
-  std::string id;  ///< a dashed UUID
-  std::string vfolder_id;
-  std::string vfolder_name;
-  std::string inviter;  ///< emails
-  std::string invitee;
-  std::string permission;
-  std::string state;  ///< pending, accepted, rejected, canceled
-  std::string created_at;
-  std::string modified_at;
-};
+/// One row of `vfolder_invitations`, with the folder's name: the wire type itself (its id a
+/// dashed UUID).
+using InvitationRecord = protocol::VFolderInvitation;
 
 /// A user granted a permission on a folder (an accepted invitation or a project share).
 struct GrantRecord {
