@@ -433,13 +433,18 @@ StatusOr<ExecuteStep> DecodeExecuteStep(std::string_view text) {
 std::string EncodeExecuteResult(ExecuteResult const& result) {
   json console = json::array();
   for (auto const& [stream, text] : result.console) console.push_back({stream, text});
-  return json{{"runId", result.run_id},
-              {"status", result.status},
-              {"exitCode", OptionalInt(result.exit_code)},
-              {"console", console},
-              {"options", json::object()},
-              {"files", json::array()}}
-      .dump();
+  json options = json::object();
+  if (result.status == "waiting-input") {
+    options = {{"prompt", result.prompt}, {"is_password", result.is_password}};
+  }
+  json j = {{"runId", result.run_id},
+            {"status", result.status},
+            {"exitCode", OptionalInt(result.exit_code)},
+            {"console", console},
+            {"options", options},
+            {"files", json::array()}};
+  if (!result.msg.empty()) j["msg"] = result.msg;
+  return j.dump();
 }
 
 StatusOr<ExecuteResult> DecodeExecuteResult(std::string_view text) {
@@ -457,6 +462,11 @@ StatusOr<ExecuteResult> DecodeExecuteResult(std::string_view text) {
       }
     }
   }
+  if (auto const* o = r.Object("options")) {
+    if (auto p = o->find("prompt"); p != o->end() && p->is_string()) out.prompt = *p;
+    if (auto p = o->find("is_password"); p != o->end() && p->is_boolean()) out.is_password = *p;
+  }
+  out.msg = r.String("msg");
   // API v1 servers answer with stdout/stderr fields instead of a console list.
   for (char const* stream : {"stdout", "stderr"}) {
     if (auto t = r.OptString(stream); t && !t->empty()) out.console.emplace_back(stream, *t);

@@ -473,6 +473,8 @@ struct RunState {
   std::size_t console_bytes = 0;
   std::string status = "running";  // running | waiting-input | finished
   int exit_code = 0;
+  std::string prompt;  ///< of the latest waiting-input
+  bool is_password = false;
 };
 
 // Adds output to what the next poll of a run returns; consecutive chunks of one stream merge
@@ -992,7 +994,11 @@ void RuncBackend::ReadLoop(std::shared_ptr<Kernel> k) {
           if (pending != k->files.end()) pending->second = std::move(*file);
         } else if (auto const* waiting = std::get_if<rp::WaitingInput>(&*msg)) {
           auto run = k->runs.find(waiting->run_id);
-          if (run != k->runs.end()) run->second.status = "waiting-input";
+          if (run != k->runs.end()) {
+            run->second.status = "waiting-input";
+            run->second.prompt = waiting->prompt;
+            run->second.is_password = waiting->is_password;
+          }
         }
       }
       cv_.notify_all();
@@ -1272,8 +1278,18 @@ std::string RuncBackend::Execute(server::agent_protocol::Execute const& req) {
     result.exit_code = mode == "interrupt" ? 0 : 130;
     return protocol::EncodeExecuteResult(result);
   }
-  cv_.wait_for(lock, options_.flush_timeout,
-               [&] { return it->second.status != "running" || k->tearing_down; });
+  auto ended = [&] { return it->second.status != "running" || k->tearing_down; };
+  if (req.flush_ms > 0) {
+    // Streamed: output goes out once a flush interval has passed, not only at the wait's end.
+    auto flush = std::chrono::milliseconds(req.flush_ms);
+    if (!cv_.wait_for(lock, std::min(flush, options_.flush_timeout), ended) &&
+        it->second.console.empty()) {
+      cv_.wait_for(lock, options_.flush_timeout - std::min(flush, options_.flush_timeout),
+                   [&] { return ended() || !it->second.console.empty(); });
+    }
+  } else {
+    cv_.wait_for(lock, options_.flush_timeout, ended);
+  }
   result.console = std::move(it->second.console);
   it->second.console.clear();
   it->second.console_bytes = 0;
@@ -1282,6 +1298,8 @@ std::string RuncBackend::Execute(server::agent_protocol::Execute const& req) {
     k->runs.erase(it);
   } else if (it->second.status == "waiting-input") {
     result.status = "waiting-input";
+    result.prompt = it->second.prompt;
+    result.is_password = it->second.is_password;
   } else if (k->tearing_down) {
     result.exit_code = 130;
     k->runs.erase(it);

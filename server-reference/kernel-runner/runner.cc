@@ -37,6 +37,32 @@ constexpr std::size_t kMaxBacklog = 8u << 20;  // output kept while no agent is 
 constexpr std::size_t kOutputMessage = 256u
                                        << 10;  // output sent as one message once this much waits
 
+struct Step {
+  char const* kind;  // clean | build | exec
+  std::string const& command;
+};
+
+// A batch step's shell command. "*" asks for the runtime's default, as Backend.AI's kernel
+// runners decide it: clean does nothing; build runs `make` where there is a Makefile, else (python)
+// installs a setup.py project; exec runs main.py (python) or main.sh (shell), 127 without one.
+std::string StepCommand(Step const& step, std::string const& runtime) {
+  if (step.command != "*") return step.command;
+  std::string kind = step.kind;
+  bool python = runtime == "python";
+  if (kind == "build") {
+    return python ? "if [ -f Makefile ]; then make; "
+                    "elif [ -f setup.py ]; then python3 -u -m pip install --user -e .; fi"
+                  : "if [ -f Makefile ]; then make; fi";
+  }
+  if (kind == "exec") {
+    std::string main = python ? "main.py" : "main.sh";
+    std::string run = python ? "exec python3 -u main.py" : "exec /bin/sh main.sh";
+    return "if [ -f " + main + " ]; then " + run + "; else echo 'cannot find the main script (\"" +
+           main + "\").' >&2; exit 127; fi";
+  }
+  return "";
+}
+
 struct Options {
   std::string socket_path = "/opt/bai/run/runner.sock";
   std::string runtime = "shell";  // python | shell
@@ -265,8 +291,10 @@ class Runner {
     BatchRun b;
     b.run.run_id = m.run_id;
     b.run.mode = "batch";
-    for (std::string const* step : {&m.clean, &m.build, &m.exec}) {
-      if (!step->empty()) b.run.steps.push_back(*step);
+    for (auto step : {Step{"clean", m.clean}, Step{"build", m.build}, Step{"exec", m.exec}}) {
+      if (auto command = StepCommand(step, o_.runtime); !command.empty()) {
+        b.run.steps.push_back(std::move(command));
+      }
     }
     batches_.emplace(m.run_id, std::move(b));
     NextBatchStep(m.run_id);

@@ -148,6 +148,10 @@ void EventHub::Loop() {
   }
 }
 
+void EventHub::Watch(std::function<void(EventRecord const&)> watcher) {
+  watchers_.push_back(std::move(watcher));
+}
+
 void EventHub::Tick() {
   auto now = std::chrono::steady_clock::now();
   std::vector<std::function<void()>> due;
@@ -166,6 +170,9 @@ void EventHub::Tick() {
 
   auto events = sessions_.EventsAfter(last_seq_, 1000);
   if (!events.ok()) return;
+  for (auto const& e : *events) {
+    for (auto const& watch : watchers_) watch(e);
+  }
   std::vector<Waiter> ready;
   {
     std::lock_guard<std::mutex> lock(mu_);

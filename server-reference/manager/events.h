@@ -51,6 +51,10 @@ class EventHub {
                     std::shared_ptr<server::Exchange> exchange,
                     std::function<void(std::string const& status)> done);
 
+  /// Calls `watcher` on the hub's thread with every later event, whichever manager wrote it
+  /// (the stream registry ends a session's streams when it ends). Register before Start().
+  void Watch(std::function<void(EventRecord const&)> watcher);
+
   /// Open event streams (for tests and /manager/status).
   std::size_t StreamCount();
 
@@ -99,6 +103,7 @@ class EventHub {
   std::list<Waiter> waiters_;
   std::list<TaskStream> task_streams_;
   std::vector<Job> jobs_;
+  std::vector<std::function<void(EventRecord const&)>> watchers_;
   std::chrono::steady_clock::time_point next_ping_;
 };
 

@@ -79,6 +79,8 @@ StatusOr<std::unique_ptr<Manager>> Manager::Start(ManagerConfig const& config) {
       m->state_.cluster_secret);
   RegisterAgentRoutes(*m->api_, *m->agents_, m->state_.cluster_secret);
   RegisterExecuteRoutes(*m->api_, *m->sessions_, *m->agents_);
+  RegisterStreamRoutes(*m->api_, *m->sessions_, *m->agents_, m->streams_);
+  m->hub_->Watch([raw](EventRecord const& e) { raw->streams_.OnEvent(e.session_id, e.name); });
   RegisterLogRoutes(*m->api_, *m->sessions_, *m->agents_);
   RegisterSessionFileRoutes(*m->api_, *m->sessions_, *m->agents_);
   RegisterTaskRoutes(*m->api_, *m->sessions_, *m->agents_, *m->tasks_, *m->hub_, m->links_);

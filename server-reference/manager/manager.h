@@ -12,6 +12,7 @@
 #include "server-reference/manager/state/bootstrap.h"
 #include "server-reference/manager/state/sessions.h"
 #include "server-reference/manager/state/store.h"
+#include "server-reference/manager/streams/stream_registry.h"
 #include "server-reference/manager/vfolders/storage_links.h"
 #include "server-reference/storage/proxy.h"
 
@@ -42,6 +43,7 @@ class Manager {
   AgentRegistry& agents() { return *agents_; }
   EventHub& events() { return *hub_; }
   BackgroundTaskStore& tasks() { return *tasks_; }
+  streams::StreamRegistry& streams() { return streams_; }
   std::string const& cluster_secret() const { return state_.cluster_secret; }
   /// Runs a scheduling pass for `scaling_group` now (also runs every 5 s and after each
   /// creation).
@@ -55,6 +57,7 @@ class Manager {
   Manager() = default;
   Status StartStorage(ManagerConfig const& config);
   OpenedState state_;
+  streams::StreamRegistry streams_;      ///< before the hub and the server, which use it
   std::chrono::seconds head_wait_{600};  ///< scheduler.head_wait
   std::unique_ptr<SessionStore> sessions_;
   std::unique_ptr<BackgroundTaskStore> tasks_;

@@ -41,7 +41,6 @@ SKIP = 77
 # table must be complete.
 NOT_RUN: dict[str, str] = {
     # Streams (WebSocket): issue 23.
-    "run": "not served yet: streaming execute (#23)",
     "app": "not served yet: service-port tunnels (#23)",
     "apps": "not served yet: `/stream/.../apps` (#23)",
     "proxy": "not served yet: a local WebSocket proxy to `/stream` (#23)",
@@ -783,6 +782,29 @@ def case_docker_registries(r: Runner):
     clean(res)
 
 
+# --- streams --------------------------------------------------------------------------------
+
+def case_run(r: Runner):
+    """`run` streams its execution over /stream/session/{id}/execute: query mode, input() read
+    from the client's stdin, batch mode with an uploaded file; --rm ends each session."""
+    _needs_runc(r)
+    res = r.bai("run", "--rm", "-t", "conf-run-q", "python", "-c", "print(6*7)")
+    clean(res)
+    expect("42" in res.out.split(), f"query output: {res.out!r}")
+    info = r.session("conf-run-q")
+    expect(info is None or info.get("status") in ("TERMINATING", "TERMINATED"),
+           f"--rm left the session {info and info.get('status')}")
+    res = r.bai("run", "--rm", "-t", "conf-run-in", "python", "-c",
+                "x = input('name? '); print('hello ' + x)", stdin="bai\n")
+    clean(res)
+    expect("hello bai" in res.out, f"input() answered from stdin: {res.out!r}")
+    r.file("conf_main.py", b"import sys\nprint('batch', sum(range(10)))\n")
+    res = r.bai("run", "--rm", "-t", "conf-run-b", "--exec", "python3 conf_main.py", "python",
+                "conf_main.py")
+    clean(res)
+    expect("batch 45" in res.out, f"batch output: {res.out!r}")
+
+
 CASES = [
     Case("session create", case_session_create),
     Case("create", case_create_alias),
@@ -843,6 +865,7 @@ CASES = [
     Case("admin resource vfolder-types", shows(["admin", "resource", "vfolder-types"], "user", "vfolder-types lack user")),
     Case("admin resource docker-registries", case_docker_registries),
     Case("destroy", case_destroy_alias),
+    Case("run", case_run),
     Case("admin manager freeze", case_manager_freeze),
     Case("admin manager unfreeze", case_manager_unfreeze),
 ]

@@ -45,7 +45,7 @@ class FakeSocket : public server::WebSocket {
     sent_.push_back(std::move(text));
     return !closed_;
   }
-  void Close() override {
+  void Close(int, std::string) override {
     std::lock_guard<std::mutex> lock(mu_);
     closed_ = true;
   }
@@ -85,7 +85,7 @@ struct FakeLink {
     handlers.on_open(socket);
   }
   ~FakeLink() {
-    if (handlers.on_close) handlers.on_close();
+    if (handlers.on_close) handlers.on_close(1000);
   }
   void Send(std::string const& text) { handlers.on_message(socket, text); }
   std::string Nonce() {

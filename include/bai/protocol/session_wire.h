@@ -211,8 +211,17 @@ struct ExecuteResult {
   std::string status;  ///< continued, waiting-input, finished, exec-timeout, …
   std::optional<std::int64_t> exit_code;
   std::vector<std::pair<std::string, std::string>> console;  ///< [stream, text], in order
-  std::string raw_json;                                      ///< as decoded (empty when encoding)
+  /// `options` of a `waiting-input` result: the prompt `input()` printed and whether the
+  /// answer should not be echoed (getpass).
+  std::string prompt;
+  bool is_password = false;
+  /// Why, for the statuses a streamed execute ends with on failure: `error`,
+  /// `server-restarting` (PROTOCOL.md §5.7).
+  std::string msg;
+  std::string raw_json;  ///< as decoded (empty when encoding)
 };
+/// The `result` object of `POST /session/{id}`, and each frame of the streamed execute
+/// (`/stream/session/{id}/execute`, where 24.09 sends the same fields but `runId`).
 BAI_EXPORT std::string EncodeExecuteResult(ExecuteResult const& result);
 /// Also reads API v1 answers (stdout/stderr fields instead of a console list). A result
 /// without a status is refused.

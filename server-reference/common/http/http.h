@@ -54,21 +54,40 @@ struct HttpResponse {
   static HttpResponse NoContent();
 };
 
-/// An accepted WebSocket. Send() and Close() may be called from any thread; messages are text
-/// frames.
+/// An accepted WebSocket. Every method may be called from any thread.
 class WebSocket {
  public:
   virtual ~WebSocket() = default;
   /// Queues a text message; false once the socket is closed.
   virtual bool Send(std::string text) = 0;
-  virtual void Close() = 0;
+  /// Queues a binary message; false once the socket is closed.
+  virtual bool SendBinary(std::string bytes) { return Send(std::move(bytes)); }
+  /// Closes with `code` (RFC 6455 7.4) and `reason` once what is queued has been written.
+  virtual void Close(int code, std::string reason) = 0;
+  void Close() { Close(1000, {}); }
+  /// Bytes queued by Send/SendBinary and not yet written.
+  virtual std::size_t Backlog() const { return 0; }
+  /// Runs `callback` once, on any thread, when the backlog is below `below` (at once if it
+  /// is); never if the socket closes first. One at a time: a later call replaces an earlier
+  /// one still waiting. Lets a relay go at its reader's pace.
+  virtual void WhenDrained(std::size_t below, std::function<void()> callback) {
+    (void)below;
+    callback();
+  }
+  /// Stops reading frames (true) or starts again: a relay whose other side is slow takes no
+  /// more from this one, so TCP's window pushes back on the sender.
+  virtual void PauseReading(bool paused) { (void)paused; }
 };
 
 /// Callbacks of an accepted WebSocket, run on its strand.
 struct WebSocketHandlers {
   std::function<void(std::shared_ptr<WebSocket> const&)> on_open;
+  /// A text frame (and a binary one when `on_binary` is not set).
   std::function<void(std::shared_ptr<WebSocket> const&, std::string const&)> on_message;
-  std::function<void()> on_close;  ///< once, however the socket ended
+  std::function<void(std::shared_ptr<WebSocket> const&, std::string const&)> on_binary;
+  /// Once, however the socket ended: `code` is the peer's close code, 1000 after our own
+  /// Close, 1006 when the connection ended without a close frame.
+  std::function<void(int code)> on_close;
 };
 
 /// One request in flight. A handler answers it exactly once, now or later, from any thread:

@@ -65,7 +65,8 @@ struct HttpServer::Impl {
 
 namespace websocket = beast::websocket;
 
-// An upgraded connection: a read loop feeding on_message and a write queue.
+// An upgraded connection: a read loop feeding the handlers and a write queue of text and
+// binary frames. State is touched only on the socket's strand, except the atomics.
 class WsSession : public WebSocket, public std::enable_shared_from_this<WsSession> {
  public:
   WsSession(beast::tcp_stream stream, WebSocketHandlers handlers)
@@ -75,28 +76,38 @@ class WsSession : public WebSocket, public std::enable_shared_from_this<WsSessio
     ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
     ws_.read_message_max(16 << 20);
     ws_.async_accept(request, [self = shared_from_this()](beast::error_code ec) {
-      if (ec) return self->Finish();
+      if (ec) return self->Finish(1006);
       if (self->handlers_.on_open) self->handlers_.on_open(self);
-      self->DoRead();
+      self->MaybeRead();
     });
   }
 
-  bool Send(std::string text) override {
-    if (closed_) return false;
-    net::post(ws_.get_executor(), [self = shared_from_this(), t = std::move(text)]() mutable {
-      if (self->closed_) return;
-      self->queue_.push_back(std::move(t));
-      if (!self->writing_) self->DoWrite();
-    });
-    return true;
-  }
+  bool Send(std::string text) override { return Queue(std::move(text), false); }
+  bool SendBinary(std::string bytes) override { return Queue(std::move(bytes), true); }
 
-  void Close() override {
-    net::post(ws_.get_executor(), [self = shared_from_this()] {
+  void Close(int code, std::string reason) override {
+    net::post(ws_.get_executor(), [self = shared_from_this(), code, r = std::move(reason)] {
       if (self->closed_ || self->closing_) return;
       self->closing_ = true;
-      self->ws_.async_close(websocket::close_code::normal,
-                            [self](beast::error_code) { self->Finish(); });
+      self->close_reason_ = websocket::close_reason(static_cast<websocket::close_code>(code), r);
+      if (!self->writing_) self->DoClose();
+    });
+  }
+
+  std::size_t Backlog() const override { return backlog_.load(); }
+
+  void WhenDrained(std::size_t below, std::function<void()> callback) override {
+    net::post(ws_.get_executor(), [self = shared_from_this(), below, cb = std::move(callback)] {
+      if (self->closed_) return;
+      if (self->backlog_.load() < below) return cb();
+      self->drained_ = {below, std::move(cb)};
+    });
+  }
+
+  void PauseReading(bool paused) override {
+    net::post(ws_.get_executor(), [self = shared_from_this(), paused] {
+      self->paused_ = paused;
+      if (!paused) self->MaybeRead();
     });
   }
 
@@ -105,55 +116,103 @@ class WsSession : public WebSocket, public std::enable_shared_from_this<WsSessio
     net::post(ws_.get_executor(), [self = shared_from_this(), done = std::move(done)] {
       boost::system::error_code ec;
       beast::get_lowest_layer(self->ws_).socket().close(ec);
-      self->Finish();
+      self->Finish(1001);
       done();
     });
   }
 
  private:
-  void DoRead() {
+  struct Frame {
+    std::string data;
+    bool binary;
+  };
+
+  bool Queue(std::string data, bool binary) {
+    if (closed_) return false;
+    backlog_ += data.size();
+    net::post(ws_.get_executor(),
+              [self = shared_from_this(), d = std::move(data), binary]() mutable {
+                if (self->closed_ || self->closing_) {
+                  self->backlog_ -= d.size();
+                  return;
+                }
+                self->queue_.push_back({std::move(d), binary});
+                if (!self->writing_) self->DoWrite();
+              });
+    return true;
+  }
+
+  void MaybeRead() {
+    if (reading_ || paused_ || closed_) return;
+    reading_ = true;
     ws_.async_read(buffer_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
-      if (ec) return self->Finish();
-      std::string text = beast::buffers_to_string(self->buffer_.data());
+      self->reading_ = false;
+      if (ec) {
+        int code = 1006;
+        if (ec == websocket::error::closed) code = self->ws_.reason().code;
+        return self->Finish(code);
+      }
+      std::string data = beast::buffers_to_string(self->buffer_.data());
       self->buffer_.consume(self->buffer_.size());
+      bool binary = self->ws_.got_binary();
       try {
-        if (self->handlers_.on_message) self->handlers_.on_message(self, text);
+        if (binary && self->handlers_.on_binary) {
+          self->handlers_.on_binary(self, data);
+        } else if (self->handlers_.on_message) {
+          self->handlers_.on_message(self, data);
+        }
       } catch (std::exception const& e) {
         // A handler that throws loses its connection, never the process.
         std::fprintf(stderr, "websocket message handler failed: %s\n", e.what());
-        self->Close();
+        self->Close(1011, "internal error");
         return;
       }
-      self->DoRead();
+      self->MaybeRead();
     });
   }
 
   void DoWrite() {
     writing_ = true;
-    ws_.text(true);
-    ws_.async_write(net::buffer(queue_.front()),
+    ws_.binary(queue_.front().binary);
+    ws_.async_write(net::buffer(queue_.front().data),
                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                      if (ec) return self->Finish();
+                      self->writing_ = false;
+                      if (ec) return self->Finish(1006);
+                      self->backlog_ -= self->queue_.front().data.size();
                       self->queue_.pop_front();
-                      if (self->queue_.empty()) {
-                        self->writing_ = false;
-                      } else {
-                        self->DoWrite();
+                      if (self->drained_.second && self->backlog_.load() < self->drained_.first) {
+                        auto cb = std::move(self->drained_.second);
+                        self->drained_ = {};
+                        cb();
                       }
+                      if (!self->queue_.empty()) return self->DoWrite();
+                      if (self->closing_) self->DoClose();
                     });
   }
 
-  void Finish() {
+  void DoClose() {
+    ws_.async_close(close_reason_, [self = shared_from_this()](beast::error_code) {
+      self->Finish(self->close_reason_.code);
+    });
+  }
+
+  void Finish(int code) {
     if (closed_.exchange(true)) return;
-    if (handlers_.on_close) handlers_.on_close();
+    drained_ = {};
+    if (handlers_.on_close) handlers_.on_close(code);
     handlers_ = {};  // drop captured references, breaking cycles
   }
 
   websocket::stream<beast::tcp_stream> ws_;
   WebSocketHandlers handlers_;
   beast::flat_buffer buffer_;
-  std::deque<std::string> queue_;
+  std::deque<Frame> queue_;
+  std::atomic<std::size_t> backlog_{0};
+  std::pair<std::size_t, std::function<void()>> drained_;
+  websocket::close_reason close_reason_;
   bool writing_ = false;
+  bool reading_ = false;
+  bool paused_ = false;
   bool closing_ = false;
   std::atomic<bool> closed_{false};
 };

@@ -346,9 +346,9 @@ json ToJson(DestroyKernel const& m) {
 }
 
 json ToJson(Execute const& m) {
-  return {{"type", kExecute},    {"request_id", m.request_id}, {"session_id", m.session_id},
-          {"mode", m.mode},      {"run_id", m.run_id},         {"code", m.code},
-          {"options", m.options}};
+  return {{"type", kExecute},     {"request_id", m.request_id}, {"session_id", m.session_id},
+          {"mode", m.mode},       {"run_id", m.run_id},         {"code", m.code},
+          {"options", m.options}, {"flush_ms", m.flush_ms}};
 }
 
 json ToJson(RestartKernel const& m) {
@@ -559,6 +559,7 @@ Execute ReadExecute(FieldReader& r) {
   m.run_id = r.String("run_id");
   m.code = r.String("code");
   m.options = ReadStringMap(r, "options");
+  m.flush_ms = std::max<std::int64_t>(0, r.Int("flush_ms", 0));
   return m;
 }
 

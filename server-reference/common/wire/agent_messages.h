@@ -180,6 +180,10 @@ struct DestroyKernel {
 struct Execute : protocol::ExecuteStep {
   std::string request_id;
   std::string session_id;
+  /// When above 0, the agent answers `continued` as soon as the run has output and this long
+  /// has passed (a streamed execute relays output as it comes); 0: only at the end of its
+  /// wait, as for a REST step.
+  std::int64_t flush_ms = 0;
 };
 
 struct RestartKernel {

@@ -79,7 +79,7 @@ server::WebSocketHandlers AgentRegistry::Handlers(std::string const& agent_id) {
   h.on_message = [this, conn](std::shared_ptr<server::WebSocket> const&, std::string const& text) {
     OnMessage(*conn, text);
   };
-  h.on_close = [this, conn] {
+  h.on_close = [this, conn](int) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = links_.find(conn->agent_id);
     if (it != links_.end() && it->second.socket == conn->socket) links_.erase(it);

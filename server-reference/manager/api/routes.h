@@ -23,6 +23,9 @@ class SessionStore;
 namespace vfolders {
 class StorageLinks;
 }
+namespace streams {
+class StreamRegistry;
+}
 
 /// `GET /`, `/health`, `/auth` and `/auth/test`, `/auth/authorize` (throttled, hashing on a
 /// bounded pool), `/auth/signup`, `/auth/role` (auth_handlers.cc).
@@ -46,6 +49,11 @@ void RegisterExecuteRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistr
 /// PATCH /session/{id} (restart) and /session/{id}/interrupt, relayed to the agent
 /// (session_handlers.cc).
 void RegisterKernelControlRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry& agents);
+
+/// The WebSocket streams of a session, `/stream/session/{id}/execute` (stream_handlers.cc);
+/// each registered in `registry`, which ends them with their session.
+void RegisterStreamRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry& agents,
+                          streams::StreamRegistry& registry);
 
 /// `POST /admin/gql` and the legacy `/admin/graphql`: the GraphQL engine over the stores,
 /// scoped by role (graphql_handlers.cc).
