@@ -6,6 +6,8 @@ find_package(Threads REQUIRED)
 find_package(CURL 7.88 REQUIRED)
 find_package(OpenSSL 3 REQUIRED COMPONENTS Crypto)
 pkg_check_modules(sodium REQUIRED IMPORTED_TARGET libsodium)
+# The SDK's WebSocket client (libbai/internal/lws_websocket.cc only).
+pkg_check_modules(libwebsockets REQUIRED IMPORTED_TARGET libwebsockets>=4.1)
 find_package(nlohmann_json 3.11 REQUIRED)
 find_package(tomlplusplus 3.3 REQUIRED)
 

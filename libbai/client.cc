@@ -41,6 +41,10 @@ class SharedTransport : public Transport {
                                       std::function<bool(std::string_view)> on_data) override {
     return inner_->SendStreaming(request, std::move(on_data));
   }
+  StatusOr<std::unique_ptr<WebSocketConnection>> OpenWebSocket(
+      TransportRequest const& request) override {
+    return inner_->OpenWebSocket(request);
+  }
 
  private:
   std::shared_ptr<Transport> inner_;
@@ -72,6 +76,45 @@ class ClientImpl {
                                       std::function<bool(std::string_view)> on_data) {
     auto http = Prepare(request);
     return SendWithRetries(http, EncodeTarget(request.path), /*idempotent=*/false, on_data);
+  }
+
+  // A WebSocket upgrade of GET `path`: signed with no Content-Type (so as
+  // application/octet-stream, PROTOCOL.md §2.2), moving to the next endpoint when a connection is
+  // refused. An upgrade refused with an HTTP status is asked again as a plain GET, whose answer
+  // (the server's problem document: unknown session, bad parameter, auth) becomes the Status.
+  StatusOr<std::unique_ptr<WebSocketConnection>> OpenWebSocket(ApiRequest const& request) {
+    TransportRequest http;
+    http.method = "GET";
+    http.headers = request.headers;
+    http.sign = request.sign && !options_.access_key.empty();
+    http.api_version = ApiVersion();
+    http.headers.emplace_back("X-BackendAI-Version", http.api_version);
+    std::string target = EncodeTarget(request.path);
+    std::size_t failovers = 0;
+    while (true) {
+      std::size_t index = current_endpoint_.load();
+      Endpoint const& endpoint = endpoints_[index % endpoints_.size()];
+      http.origin = endpoint.origin;
+      http.host = endpoint.host;
+      http.target = endpoint.base_path + target;
+      auto socket = Wire().OpenWebSocket(http);
+      if (socket.ok()) return socket;
+      if (IsConnectFailure(socket.status()) && failovers + 1 < endpoints_.size()) {
+        ++failovers;
+        current_endpoint_.compare_exchange_strong(index, index + 1);
+        Warn(socket.status().message() + "; trying " + CurrentEndpoint().url);
+        continue;
+      }
+      if (socket.status().error_info().http_status >= 400) {
+        ApiRequest plain("GET", request.path);
+        plain.headers = request.headers;
+        plain.sign = request.sign;
+        if (auto answer = Send(plain); answer.ok()) {
+          if (auto st = CheckResponse(*answer); !st.ok()) return st;
+        }
+      }
+      return socket;
+    }
   }
 
   // A request to a URL the manager handed out: never signed, no API version, no failover.
@@ -304,6 +347,34 @@ class ClientImpl {
 
 Transport::~Transport() = default;
 
+StatusOr<std::unique_ptr<WebSocketConnection>> Transport::OpenWebSocket(TransportRequest const&) {
+  return Status(StatusCode::kUnimplemented, "this transport does not open WebSockets");
+}
+
+WebSocketConnection::~WebSocketConnection() = default;
+
+Status WebSocketCloseStatus(int code, std::string_view reason) {
+  if (code == 1000) return Status();
+  std::string text = "the WebSocket closed with " + std::to_string(code);
+  if (!reason.empty()) text += " (" + std::string(reason) + ")";
+  switch (code) {
+    case 1001:
+      return Status(StatusCode::kUnavailable, text + ": the server side went away");
+    case 1013:
+      return Status(StatusCode::kUnavailable, text + ": try again later");
+    case 1006:
+      return Status(StatusCode::kUnavailable, text + ": the connection was lost");
+    case 1008:
+      return Status(StatusCode::kPermissionDenied, text);
+    case 1009:
+      return Status(StatusCode::kResourceExhausted, text + ": a message was too large");
+    case 1011:
+      return Status(StatusCode::kInternal, text + ": the server met an error");
+    default:
+      return Status(StatusCode::kUnknown, text);
+  }
+}
+
 void StreamCancel::Cancel() {
   std::lock_guard<std::mutex> lock(mu_);
   cancelled_ = true;
@@ -367,6 +438,11 @@ StatusOr<ApiResponse> Client::SendToUrlStreaming(
     std::function<bool(std::string_view)> on_data) const {
   return impl_->SendToUrl(url, request, on_data);
 }
+StatusOr<std::unique_ptr<WebSocketConnection>> Client::OpenWebSocket(
+    ApiRequest const& request) const {
+  return impl_->OpenWebSocket(request);
+}
+
 StatusOr<ServerInfo> Client::GetServerInfo() const { return impl_->GetServerInfo(); }
 std::string Client::ApiVersion() const { return impl_->ApiVersion(); }
 Options const& Client::options() const { return impl_->options(); }

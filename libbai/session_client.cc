@@ -117,6 +117,73 @@ StatusOr<ExecuteResult> SessionClient::Execute(std::string const& session,
   return out;
 }
 
+StatusOr<int> SessionClient::ExecuteStream(std::string const& session, std::string const& code,
+                                           StreamExecuteOptions const& options) const {
+  auto ws =
+      client_.OpenWebSocket(ApiRequest("GET", "/stream/session/" + Segment(session) + "/execute"));
+  if (!ws.ok()) return std::move(ws).status();
+  auto& socket = **ws;
+  struct Detach {
+    std::shared_ptr<StreamCancel> const& cancel;
+    ~Detach() {
+      if (cancel) cancel->Detach();
+    }
+  } detach{options.cancel};
+  if (options.cancel) {
+    auto* raw = &socket;
+    options.cancel->Attach([raw] { raw->Cancel(); });
+    if (options.cancel->cancelled()) socket.Cancel();
+  }
+  ExecuteStep first;
+  first.mode = options.mode;
+  first.code = code;
+  first.options = options.options;
+  if (auto st = socket.Send({protocol::EncodeExecuteStep(first), false}); !st.ok()) return st;
+  while (true) {
+    auto e = socket.Receive(std::chrono::seconds(1));
+    if (e.kind == WebSocketEvent::Kind::kTimeout) continue;
+    if (e.kind == WebSocketEvent::Kind::kClosed) {
+      auto st = socket.CloseStatus();
+      if (!st.ok()) return st;
+      return Status(StatusCode::kUnavailable, "the execute stream closed before the run finished");
+    }
+    if (e.message.binary) continue;  // no part of the protocol
+    auto frame = protocol::DecodeExecuteResult(e.message.data);
+    if (!frame.ok()) {
+      return Status(StatusCode::kInternal, "malformed execute frame: " + frame.status().message());
+    }
+    if (options.on_output) {
+      for (auto const& [stream, text] : frame->console) options.on_output(stream, text);
+    }
+    if (frame->status == "finished") return static_cast<int>(frame->exit_code.value_or(0));
+    if (frame->status == "error" || frame->status == "server-restarting") {
+      return Status(frame->status == "error" ? StatusCode::kInternal : StatusCode::kUnavailable,
+                    frame->msg.empty() ? "the server ended the run" : frame->msg);
+    }
+    if (frame->status == "waiting-input") {
+      if (!options.on_input) {
+        socket.Cancel();
+        return Status(StatusCode::kFailedPrecondition,
+                      "the code waits for input and no input callback was given");
+      }
+      auto line = options.on_input(frame->prompt, frame->is_password);
+      if (!line.ok()) {
+        socket.Cancel();
+        return std::move(line).status();
+      }
+      if (auto st = socket.Send({*line, false}); !st.ok()) return st;
+    }
+  }
+}
+
+StatusOr<std::vector<protocol::ServicePort>> SessionClient::ListApps(
+    std::string const& session) const {
+  auto r = client_.Send(ApiRequest("GET", "/stream/session/" + Segment(session) + "/apps"));
+  if (!r.ok()) return std::move(r).status();
+  if (auto st = CheckResponse(*r); !st.ok()) return st;
+  return protocol::DecodeApps(r->body);
+}
+
 StatusOr<FitCheck> SessionClient::CheckFit(SessionCreateRequest const& request) const {
   ApiRequest call("POST", "/resource/check-presets");
   json body = {{"group", request.group.empty() ? "default" : request.group}};

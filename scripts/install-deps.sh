@@ -11,7 +11,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   clang clang-format libclang-rt-14-dev
   # libbai and the CLI
-  libcurl4-openssl-dev libssl-dev libsodium-dev nlohmann-json3-dev
+  libcurl4-openssl-dev libwebsockets-dev libssl-dev libsodium-dev nlohmann-json3-dev
   libcli11-dev libtomlplusplus-dev
   # reference server
   libboost1.81-dev libsqlite3-dev uuid-dev libjemalloc-dev libarchive-dev

@@ -66,6 +66,10 @@ class BAI_EXPORT Client {
   StatusOr<ApiResponse> SendToUrlStreaming(std::string_view url, ApiRequest const& request,
                                            std::function<bool(std::string_view)> on_data) const;
 
+  /// Opens a WebSocket to `request.path` (a GET upgrade, signed as PROTOCOL.md §2.2; method and
+  /// body are ignored), moving to the next endpoint when a connection is refused. An upgrade the
+  /// server refuses fails with its problem document as the Status (404 unknown session…).
+  StatusOr<std::unique_ptr<WebSocketConnection>> OpenWebSocket(ApiRequest const& request) const;
   /// `GET /`, fetched once and cached.
   StatusOr<ServerInfo> GetServerInfo() const;
 

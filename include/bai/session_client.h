@@ -5,6 +5,7 @@
 #include "bai/export.h"
 #include "bai/protocol/graphql_wire.h"
 #include "bai/protocol/resource.h"
+#include "bai/protocol/service_ports.h"
 #include "bai/protocol/session_files.h"
 #include "bai/protocol/session_status.h"
 #include "bai/protocol/session_wire.h"
@@ -199,6 +200,25 @@ class BAI_EXPORT SessionClient {
 
   /// One execute step in a RUNNING session.
   StatusOr<ExecuteResult> Execute(std::string const& session, ExecuteStep const& step) const;
+
+  /// Runs `code` over the streamed execute WebSocket (`/stream/session/{id}/execute`, one run
+  /// per socket): output goes to `on_output(stream, text)` as the server relays it; when the
+  /// code waits for input (`waiting-input`) `on_input(prompt, is_password)` gives the line (an
+  /// error ends the run). Returns the run's exit code; a server error frame or a close before
+  /// the end is an error Status (close codes as WebSocketCloseStatus). `cancel` ends it from
+  /// another thread with kCancelled, and the server interrupts the run.
+  struct StreamExecuteOptions {
+    std::string mode = "query";                  ///< query | batch
+    std::map<std::string, std::string> options;  ///< batch: clean, build, exec
+    std::function<void(std::string const& stream, std::string const& text)> on_output;
+    std::function<StatusOr<std::string>(std::string const& prompt, bool is_password)> on_input;
+    std::shared_ptr<StreamCancel> cancel;
+  };
+  StatusOr<int> ExecuteStream(std::string const& session, std::string const& code,
+                              StreamExecuteOptions const& options) const;
+
+  /// The session's apps (service ports), `GET /stream/session/{id}/apps`.
+  StatusOr<std::vector<protocol::ServicePort>> ListApps(std::string const& session) const;
 
   /// Streams events until `on_event` returns false (ok), the stream ends, or `keep_going`
   /// (asked about once a second while the stream is quiet) returns false (ok). The stream is

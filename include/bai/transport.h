@@ -8,6 +8,7 @@
 #include "bai/export.h"
 #include "bai/status.h"
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -82,6 +83,53 @@ struct TransportRequest {
   std::shared_ptr<StreamCancel> cancel;  ///< from ApiRequest::cancel
 };
 
+/// One WebSocket message: a text or a binary frame's payload.
+struct WebSocketMessage {
+  std::string data;
+  bool binary = false;
+};
+
+/// What WebSocketConnection::Receive found.
+struct WebSocketEvent {
+  enum class Kind {
+    kMessage,  ///< `message` arrived
+    kTimeout,  ///< nothing within the time asked; the socket is still open
+    kClosed,   ///< the socket is closed: CloseStatus() says how
+  };
+  Kind kind = Kind::kTimeout;
+  WebSocketMessage message;
+};
+
+/// An open WebSocket (RFC 6455). Thread-safe: one thread may wait in Receive while others Send,
+/// Close or Cancel. Memory is bounded both ways: Send blocks while the outgoing queue is full,
+/// and a full incoming queue stops reading from the network until Receive takes some, so a slow
+/// reader pushes back on the server instead of growing this process.
+class BAI_EXPORT WebSocketConnection {
+ public:
+  virtual ~WebSocketConnection();
+  /// Queues a message, waiting while the outgoing queue is full; fails once the socket is closed
+  /// (with CloseStatus(), or kCancelled after Cancel()).
+  virtual Status Send(WebSocketMessage message) = 0;
+  /// Waits up to `timeout` for the next message (messages already received come before the
+  /// close).
+  virtual WebSocketEvent Receive(std::chrono::milliseconds timeout) = 0;
+  /// Starts a clean close with `code` and `reason` once queued messages are written.
+  virtual void Close(int code, std::string reason) = 0;
+  /// From any thread: ends the connection at once (no close handshake); waiting Send and
+  /// Receive return at once.
+  virtual void Cancel() = 0;
+  /// How the socket closed: ok for a normal close (1000); otherwise the close code as a Status
+  /// (1001 going away and 1013 try again later: kUnavailable; 1011: kInternal; 1008:
+  /// kPermissionDenied; 1009: kResourceExhausted; 1006, no close frame: kUnavailable; after
+  /// Cancel(): kCancelled), the code in the message. Ok while the socket is open.
+  virtual Status CloseStatus() const = 0;
+  /// The close code received (1006 when none came); 0 while open.
+  virtual int close_code() const = 0;
+};
+
+/// The Status for a WebSocket close `code` with `reason` (as WebSocketConnection::CloseStatus).
+BAI_EXPORT Status WebSocketCloseStatus(int code, std::string_view reason);
+
 /// Moves bytes. Implementations must be thread-safe: one Client sends from many threads.
 class BAI_EXPORT Transport {
  public:
@@ -96,6 +144,12 @@ class BAI_EXPORT Transport {
   /// from `on_data` ends the transfer (not an error). Other statuses are buffered as usual.
   virtual StatusOr<ApiResponse> SendStreaming(TransportRequest const& request,
                                               std::function<bool(std::string_view)> on_data) = 0;
+  /// Opens a WebSocket with a GET upgrade of `request` (no body; signed like any request when
+  /// `sign` is set, PROTOCOL.md §2.2). Returns once the upgrade is answered. A refusal with an
+  /// HTTP status fails with ErrorInfo::http_status set; the default implementation fails with
+  /// kUnimplemented.
+  virtual StatusOr<std::unique_ptr<WebSocketConnection>> OpenWebSocket(
+      TransportRequest const& request);
 };
 
 }  // namespace bai

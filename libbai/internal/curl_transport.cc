@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "libbai/internal/curl_transport.h"
 
+#include "libbai/internal/lws_websocket.h"
 #include "libbai/util/text.h"
 
 #include <curl/curl.h>
@@ -156,6 +157,17 @@ class CurlTransport : public Transport {
 
   StatusOr<ApiResponse> Send(TransportRequest const& request) override {
     return SendStreaming(request, {});
+  }
+
+  // WebSockets go through libwebsockets (libcurl 7.88 has no WebSocket API on by default).
+  StatusOr<std::unique_ptr<WebSocketConnection>> OpenWebSocket(
+      TransportRequest const& request) override {
+    LwsWebSocketOptions o;
+    o.connect_timeout = options_.connect_timeout;
+    o.verify_tls = options_.verify_tls;
+    o.ca_bundle = options_.ca_bundle;
+    o.user_agent = options_.user_agent;
+    return OpenLwsWebSocket(request, o);
   }
 
   StatusOr<ApiResponse> SendStreaming(TransportRequest const& request,

@@ -31,7 +31,23 @@ class SigningTransport : public Transport {
 
   StatusOr<ApiResponse> SendStreaming(TransportRequest const& request,
                                       std::function<bool(std::string_view)> on_data) override {
-    if (!request.sign || access_key_.empty()) return Forward(*inner_, request, on_data);
+    auto signed_request = Signed(request);
+    if (!signed_request.ok()) return std::move(signed_request).status();
+    return Forward(*inner_, *signed_request, on_data);
+  }
+
+  // The upgrade is signed like any GET; without a Content-Type it is signed as
+  // application/octet-stream (PROTOCOL.md §2.2).
+  StatusOr<std::unique_ptr<WebSocketConnection>> OpenWebSocket(
+      TransportRequest const& request) override {
+    auto signed_request = Signed(request);
+    if (!signed_request.ok()) return std::move(signed_request).status();
+    return inner_->OpenWebSocket(*signed_request);
+  }
+
+ private:
+  StatusOr<TransportRequest> Signed(TransportRequest const& request) {
+    if (!request.sign || access_key_.empty()) return request;
     TransportRequest signed_request = request;
     protocol::SigningInput input;
     input.method = request.method;
@@ -45,10 +61,9 @@ class SigningTransport : public Transport {
     signed_request.headers.emplace_back("Date", input.date);
     signed_request.headers.emplace_back(
         "Authorization", protocol::AuthorizationHeaderValue(access_key_, *signature, input.hash));
-    return Forward(*inner_, signed_request, on_data);
+    return signed_request;
   }
 
- private:
   std::unique_ptr<Transport> inner_;
   std::string access_key_;
   std::string secret_key_;
@@ -123,6 +138,20 @@ class LoggingTransport : public Transport {
     for (auto const& [k, v] : response->headers) sink_("< " + k + ": " + v);
     if (!response->body.empty()) sink_("< " + Cut(response->body));
     return response;
+  }
+
+  StatusOr<std::unique_ptr<WebSocketConnection>> OpenWebSocket(
+      TransportRequest const& request) override {
+    sink_("> " + request.method + " " + request.origin + request.target + " (WebSocket)");
+    sink_("> Host: " + request.host);
+    for (auto const& [k, v] : request.headers) {
+      bool auth = EqualsIgnoreCase(k, "authorization");
+      sink_("> " + k + ": " + (auth ? RedactAuthorization(v) : v));
+    }
+    auto socket = inner_->OpenWebSocket(request);
+    sink_(socket.ok() ? std::string("< HTTP 101 (WebSocket open)")
+                      : "! " + socket.status().message());
+    return socket;
   }
 
  private:

@@ -99,6 +99,17 @@ std::string DummyBackend::Execute(server::agent_protocol::Execute const& req) {
     result.exit_code = 130;
     return protocol::EncodeExecuteResult(result);
   }
+  // A query calling input() waits for its input, which the next step's code then echoes.
+  if (req.mode == "query" && req.code.find("input(") != std::string::npos) {
+    result.status = "waiting-input";
+    result.prompt = "input? ";
+    return protocol::EncodeExecuteResult(result);
+  }
+  if (req.mode == "input") {
+    result.exit_code = 0;
+    result.console.emplace_back("stdout", req.code + "\n");
+    return protocol::EncodeExecuteResult(result);
+  }
   // Batch mode runs options.exec; the simulation echoes what it would run.
   auto exec = req.options.find("exec");
   std::string const& code =

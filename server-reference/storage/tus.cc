@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/storage/tus.h"
 
-#include "server-reference/common/wire/base64.h"
+#include "libbai/util/base64.h"
 
 #include <charconv>
 
@@ -71,7 +71,7 @@ PatchVerdict CheckPatch(Upload const& upload, PatchHeaders const& h) {
                     std::string("only ") + kChecksumAlgorithm + " checksums are supported (" +
                         kChecksumAlgorithmHeader + ")");
     }
-    auto digest = server::Base64Decode(c.substr(space + 1));
+    auto digest = internal::Base64Decode(c.substr(space + 1));
     if (!digest || digest->size() != 32) {
       return Refuse(400, "storage/invalid-checksum", "the sha256 digest is not 32 bytes in Base64");
     }

@@ -142,5 +142,68 @@ TEST_F(SdkSeamTest, WaitForEndStopsWhenCancelledAndForUnknownSessions) {
   EXPECT_EQ(unknown.status().code(), StatusCode::kNotFound);
 }
 
+// The WebSocket upgrade goes through the same signing layer as any request and is signed as
+// PROTOCOL.md §2.2 says: path and query, no Content-Type sent, application/octet-stream signed
+// (vector V3); a refused upgrade is asked again as a plain GET for the server's problem.
+TEST(WebSocketSeamTest, TheUpgradeIsSignedAsVectorV3AndARefusalCarriesTheProblem) {
+  auto transport = std::make_shared<MockTransport>();
+  Options o;
+  o.endpoints = {"https://api.example.com:8443"};
+  o.access_key = "AKIAIOSFODNN7EXAMPLE";
+  o.secret_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
+  o.api_version = "v9.20250722";
+  o.transport = transport;
+  o.retry.max_attempts = 1;
+  o.clock = [] {  // 2025-07-22T23:59:59+00:00
+    return std::chrono::system_clock::time_point(std::chrono::seconds(1753228799));
+  };
+  auto client = Client::Create(o);
+  ASSERT_TRUE(client.ok());
+  TransportRequest seen;
+  ErrorInfo refused;
+  refused.http_status = 404;
+  EXPECT_CALL(*transport, OpenWebSocket(_))
+      .WillOnce(
+          Invoke([&](TransportRequest const& r) -> StatusOr<std::unique_ptr<WebSocketConnection>> {
+            seen = r;
+            return Status(StatusCode::kFailedPrecondition, "upgrade answered 404", refused);
+          }));
+  EXPECT_CALL(*transport, Send(Field(&TransportRequest::target,
+                                     "/stream/session/3f2e1d0c-0b0a-4988-8776-655443322110/pty")))
+      .WillOnce(Return(JsonAnswer(
+          404,
+          R"({"type":"https://api.backend.ai/probs/session-not-found","title":"No such session."})")));
+  auto socket = client->OpenWebSocket(
+      ApiRequest("GET", "/stream/session/3f2e1d0c-0b0a-4988-8776-655443322110/pty"));
+  ASSERT_FALSE(socket.ok());
+  EXPECT_EQ(socket.status().code(), StatusCode::kNotFound) << socket.status().message();
+  EXPECT_EQ(socket.status().error_info().http_status, 404);
+  EXPECT_EQ(seen.method, "GET");
+  EXPECT_EQ(seen.host, "api.example.com:8443");
+  EXPECT_EQ(seen.target, "/stream/session/3f2e1d0c-0b0a-4988-8776-655443322110/pty");
+  std::string authorization, content_type, date;
+  for (auto const& [k, v] : seen.headers) {
+    if (k == "Authorization") authorization = v;
+    if (k == "Content-Type") content_type = v;
+    if (k == "Date") date = v;
+  }
+  EXPECT_EQ(date, "2025-07-22T23:59:59+00:00");
+  EXPECT_EQ(content_type, "") << "a WebSocket upgrade sends no Content-Type";
+  EXPECT_EQ(authorization,
+            "BackendAI signMethod=HMAC-SHA256, credential=AKIAIOSFODNN7EXAMPLE:"
+            "64a5e88c94eef1341d4b600e84e5b9e387756bf7a4513dbe4b9b8c615bfee65f");
+}
+
+TEST(WebSocketSeamTest, CloseCodesBecomeStatuses) {
+  EXPECT_TRUE(WebSocketCloseStatus(1000, "").ok());
+  EXPECT_EQ(WebSocketCloseStatus(1001, "").code(), StatusCode::kUnavailable);
+  EXPECT_EQ(WebSocketCloseStatus(1013, "").code(), StatusCode::kUnavailable);
+  EXPECT_EQ(WebSocketCloseStatus(1011, "boom").code(), StatusCode::kInternal);
+  EXPECT_THAT(WebSocketCloseStatus(1011, "boom").message(), HasSubstr("1011 (boom)"));
+  EXPECT_EQ(WebSocketCloseStatus(1006, "").code(), StatusCode::kUnavailable);
+  EXPECT_EQ(WebSocketCloseStatus(1009, "").code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(WebSocketCloseStatus(1008, "").code(), StatusCode::kPermissionDenied);
+}
+
 }  // namespace
 }  // namespace bai

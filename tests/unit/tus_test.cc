@@ -3,7 +3,7 @@
 // is written, and says what to do.
 #include "server-reference/storage/tus.h"
 
-#include "server-reference/common/wire/base64.h"
+#include "libbai/util/base64.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -96,7 +96,7 @@ TEST(TusTest, TheSdksChunkChecksumIsWhatTheProxyChecks) {
 TEST(TusTest, ChecksumsAreSha256AndCompared) {
   std::string digest(32, '\x5a');
   auto h = Good(0, 3);
-  h.upload_checksum = "sha256 " + server::Base64Encode(digest);
+  h.upload_checksum = "sha256 " + internal::Base64Encode(digest);
   auto v = CheckPatch({3, 0}, h);
   ASSERT_TRUE(v.ok()) << v.message;
   EXPECT_EQ(v.sha256, digest);
@@ -104,7 +104,7 @@ TEST(TusTest, ChecksumsAreSha256AndCompared) {
   auto wrong = CheckChunkDigest(v, std::string(32, '\0'));
   EXPECT_EQ(wrong.status, 460);
   EXPECT_EQ(wrong.problem, "storage/checksum-mismatch");
-  h.upload_checksum = "md5 " + server::Base64Encode(std::string(16, 'x'));
+  h.upload_checksum = "md5 " + internal::Base64Encode(std::string(16, 'x'));
   EXPECT_EQ(CheckPatch({3, 0}, h).problem, "storage/unsupported-checksum");
   h.upload_checksum = "sha256 not-base64!";
   EXPECT_EQ(CheckPatch({3, 0}, h).problem, "storage/invalid-checksum");

@@ -31,6 +31,8 @@ class MockTransport : public Transport {
   MOCK_METHOD(StatusOr<ApiResponse>, SendStreaming,
               (TransportRequest const& request, std::function<bool(std::string_view)> on_data),
               (override));
+  MOCK_METHOD(StatusOr<std::unique_ptr<WebSocketConnection>>, OpenWebSocket,
+              (TransportRequest const& request), (override));
 };
 
 /// A response with `status` and a JSON body.

@@ -3,11 +3,14 @@
 
 #include "libbai/protocol/json_fields.h"
 #include "libbai/protocol/wire_json.h"
-#include "server-reference/common/wire/base64.h"
+#include "libbai/util/base64.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+
+using bai::internal::Base64Decode;
+using bai::internal::Base64Encode;
 
 namespace bai::server::agent_protocol {
 

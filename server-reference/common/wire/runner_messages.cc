@@ -2,12 +2,15 @@
 #include "server-reference/common/wire/runner_messages.h"
 
 #include "libbai/protocol/json_fields.h"
+#include "libbai/util/base64.h"
 #include "libbai/util/json_parse.h"
-#include "server-reference/common/wire/base64.h"
 
 #include <nlohmann/json.hpp>
 
 #include <map>
+
+using bai::internal::Base64Decode;
+using bai::internal::Base64Encode;
 
 namespace bai::server::runner_protocol {
 
@@ -221,6 +224,59 @@ StatusOr<ToRunner> DecodeToRunner(std::string_view line) {
 }
 
 std::string EncodeFileResult(FileResult const& result) { return Dump(ToJson(result)); }
+
+std::string EncodeStreamOpen(StreamOpen const& m) {
+  json j = {{"kind", m.kind}};
+  if (m.kind == "pty") {
+    j["rows"] = m.rows;
+    j["cols"] = m.cols;
+  } else {
+    j["port"] = m.port;
+  }
+  return j.dump();
+}
+
+StatusOr<StreamOpen> DecodeStreamOpen(std::string_view line) {
+  auto j = internal::ParseJson(line);
+  if (!j || !j->is_object()) return Status(StatusCode::kInvalidArgument, "not a JSON object");
+  FieldReader r(*j);
+  StreamOpen m;
+  m.kind = r.Required("kind");
+  if (m.kind == "pty") {
+    m.rows = static_cast<int>(r.Int("rows", 24));
+    m.cols = static_cast<int>(r.Int("cols", 80));
+    if (m.rows < 1 || m.rows > 10000) r.Fail("rows", "1 to 10000");
+    if (m.cols < 1 || m.cols > 10000) r.Fail("cols", "1 to 10000");
+  } else if (m.kind == "tcp") {
+    m.port = static_cast<int>(r.Int("port", 0));
+    if (m.port < 1 || m.port > 65535) r.Fail("port", "1 to 65535");
+  } else if (!m.kind.empty()) {
+    r.Fail("kind", "pty or tcp");
+  }
+  if (!r.ok()) return Status(StatusCode::kInvalidArgument, r.error());
+  return m;
+}
+
+std::string EncodeStreamReady(StreamReady const& m) {
+  json j = {{"ok", m.ok}};
+  if (!m.ok) {
+    j["code"] = m.code;
+    j["msg"] = m.msg;
+  }
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+StatusOr<StreamReady> DecodeStreamReady(std::string_view line) {
+  auto j = internal::ParseJson(line);
+  if (!j || !j->is_object()) return Status(StatusCode::kInvalidArgument, "not a JSON object");
+  FieldReader r(*j);
+  StreamReady m;
+  m.ok = r.Bool("ok", false);
+  m.code = static_cast<int>(r.Int("code", 1011));
+  m.msg = r.String("msg");
+  if (!r.ok()) return Status(StatusCode::kInvalidArgument, r.error());
+  return m;
+}
 
 StatusOr<FileResult> DecodeFileResult(std::string_view text) {
   auto m = DecodeToAgent(text);

@@ -125,6 +125,27 @@ StatusOr<ToRunner> DecodeToRunner(std::string_view line);
 /// and final "\n"); `used` gets its length. nullopt while `buffer` holds less than that.
 std::optional<StatusOr<ToAgent>> TakeToAgent(std::string_view buffer, std::size_t& used);
 
+// --- the stream socket (`stream.sock` beside the runner's socket) ------------------------------
+
+/// The first line on a connection to the stream socket: what the connection is for.
+struct StreamOpen {
+  std::string kind;  ///< pty | tcp
+  int rows = 24;     ///< pty: the terminal's size
+  int cols = 80;
+  int port = 0;  ///< tcp: the container port to connect to (on 127.0.0.1)
+};
+/// The runner's answer, one line; after an ok: pty frames (protocol::PtyFrame, one per line)
+/// both ways, or the TCP connection's raw bytes both ways.
+struct StreamReady {
+  bool ok = false;
+  int code = 0;  ///< when not ok: the WebSocket close code it means (1013 refused, 1011 other)
+  std::string msg;
+};
+std::string EncodeStreamOpen(StreamOpen const& m);
+StatusOr<StreamOpen> DecodeStreamOpen(std::string_view line);
+std::string EncodeStreamReady(StreamReady const& m);
+StatusOr<StreamReady> DecodeStreamReady(std::string_view line);
+
 /// A FileResult alone (the agent passes it to the manager as a request's result).
 std::string EncodeFileResult(FileResult const& result);
 StatusOr<FileResult> DecodeFileResult(std::string_view text);

@@ -8,7 +8,7 @@
 
 /// Standard Base64 (RFC 4648 §4, padded): how bytes travel inside the JSON messages between the
 /// daemons. Header-only: the static kernel runner uses it too.
-namespace bai::server {
+namespace bai::internal {
 
 inline std::string Base64Encode(std::string_view in) {
   static constexpr char kAlphabet[] =
@@ -65,4 +65,4 @@ inline std::optional<std::string> Base64Decode(std::string_view in) {
   return out;
 }
 
-}  // namespace bai::server
+}  // namespace bai::internal

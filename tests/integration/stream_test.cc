@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: Apache-2.0
+// The WebSocket streams end to end: libbai's client (libwebsockets) against bai-manager's
+// /stream/session/{id}/… with a simulated agent; and the client's own guarantees (close codes,
+// cancellation, bounded buffering) against a bare server WebSocket.
+#include "bai/client.h"
+#include "bai/session_client.h"
+
+#include "server-reference/common/http/http_server.h"
+#include "tests/testing_util/local_cluster.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <future>
+#include <thread>
+
+namespace bai {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+class StreamTest : public testing_util::LocalCluster {
+ protected:
+  void SetUp() override {
+    LocalCluster::SetUp();
+    root_ = ClientFor(env_["BACKEND_ACCESS_KEY"], env_["BACKEND_SECRET_KEY"]);
+  }
+
+  std::unique_ptr<Client> ClientFor(std::string const& ak, std::string const& sk) {
+    Options o;
+    o.endpoints = {env_["BACKEND_ENDPOINT"]};
+    o.access_key = ak;
+    o.secret_key = sk;
+    o.retry.max_attempts = 1;
+    return std::make_unique<Client>(*Client::Create(o));
+  }
+
+  // A running interactive session's id.
+  std::string Running(std::string const& name) {
+    auto r = Bai({"session", "create", "--name", name, "python"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    auto info = root_->Send(ApiRequest("GET", "/session/" + name));
+    EXPECT_TRUE(info.ok());
+    return json::parse(info->body).value("sessionId", "");
+  }
+
+  static json Next(WebSocketConnection& ws) {
+    auto e = ws.Receive(std::chrono::seconds(10));
+    EXPECT_EQ(e.kind, WebSocketEvent::Kind::kMessage);
+    return json::parse(e.message.data, nullptr, false);
+  }
+
+  static void ExpectClosed(WebSocketConnection& ws, int code) {
+    auto e = ws.Receive(std::chrono::seconds(10));
+    EXPECT_EQ(e.kind, WebSocketEvent::Kind::kClosed) << e.message.data;
+    EXPECT_EQ(ws.close_code(), code);
+  }
+
+  std::unique_ptr<Client> root_;
+};
+
+TEST_F(StreamTest, AQueryRunsOverTheExecuteStreamAndClosesNormally) {
+  auto id = Running("ws-query");
+  auto ws = root_->OpenWebSocket(ApiRequest("GET", "/stream/session/" + id + "/execute"));
+  ASSERT_TRUE(ws.ok()) << ws.status().message();
+  ASSERT_TRUE(
+      (*ws)->Send({R"j({"code": "print(6*7)", "mode": "query", "options": {}})j", false}).ok());
+  auto frame = Next(**ws);
+  EXPECT_EQ(frame["status"], "finished");
+  EXPECT_EQ(frame["exitCode"], 0);
+  EXPECT_EQ(frame["console"], json::parse(R"j([["stdout", "print(6*7)\n"]])j"));
+  ExpectClosed(**ws, 1000);
+  EXPECT_TRUE((*ws)->CloseStatus().ok());
+}
+
+TEST_F(StreamTest, WaitingInputIsAnsweredWithAPlainTextFrame) {
+  Running("ws-input");
+  // By name: the path takes a name or an id.
+  auto ws = root_->OpenWebSocket(ApiRequest("GET", "/stream/session/ws-input/execute"));
+  ASSERT_TRUE(ws.ok()) << ws.status().message();
+  ASSERT_TRUE((*ws)->Send({R"j({"code": "x = input()", "mode": "query"})j", false}).ok());
+  auto frame = Next(**ws);
+  EXPECT_EQ(frame["status"], "waiting-input");
+  EXPECT_EQ(frame["options"]["prompt"], "input? ");
+  ASSERT_TRUE((*ws)->Send({"forty two", false}).ok());
+  frame = Next(**ws);
+  EXPECT_EQ(frame["status"], "finished");
+  EXPECT_EQ(frame["console"][0][1], "forty two\n");
+  ExpectClosed(**ws, 1000);
+}
+
+TEST_F(StreamTest, ABadFirstFrameGetsAnErrorFrame) {
+  Running("ws-bad");
+  auto ws = root_->OpenWebSocket(ApiRequest("GET", "/stream/session/ws-bad/execute"));
+  ASSERT_TRUE(ws.ok()) << ws.status().message();
+  ASSERT_TRUE((*ws)->Send({R"({"code": "1", "mode": "sideways"})", false}).ok());
+  auto frame = Next(**ws);
+  EXPECT_EQ(frame["status"], "error");
+  EXPECT_THAT(frame["msg"].get<std::string>(), HasSubstr("Invalid API parameters"));
+  ExpectClosed(**ws, 1000);
+}
+
+TEST_F(StreamTest, RefusalsComeBeforeTheUpgradeAsProblems) {
+  Running("ws-mine");
+  // Unknown session.
+  auto ws = root_->OpenWebSocket(ApiRequest("GET", "/stream/session/no-such-session/execute"));
+  ASSERT_FALSE(ws.ok());
+  EXPECT_EQ(ws.status().error_info().http_status, 404) << ws.status().message();
+  EXPECT_EQ(ws.status().code(), StatusCode::kNotFound);
+  // A stranger's keypair does not reach another user's session.
+  auto stranger = manager_->store().SignUp("default", "eve@example.com", "eve", "x", "Eve");
+  ASSERT_TRUE(stranger.ok());
+  auto eve = ClientFor(stranger->first, stranger->second);
+  ws = eve->OpenWebSocket(ApiRequest("GET", "/stream/session/ws-mine/execute"));
+  ASSERT_FALSE(ws.ok());
+  EXPECT_EQ(ws.status().error_info().http_status, 404) << ws.status().message();
+  // A wrong secret.
+  auto forger = ClientFor(env_["BACKEND_ACCESS_KEY"], "not-the-secret");
+  ws = forger->OpenWebSocket(ApiRequest("GET", "/stream/session/ws-mine/execute"));
+  ASSERT_FALSE(ws.ok());
+  EXPECT_EQ(ws.status().error_info().http_status, 401) << ws.status().message();
+  // A plain GET on a stream route.
+  auto plain = root_->Send(ApiRequest("GET", "/stream/session/ws-mine/execute"));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->status, 400) << plain->body;
+}
+
+TEST_F(StreamTest, EveryStreamEndsWith1001WhenItsSessionIsDestroyed) {
+  Running("ws-end");
+  std::vector<std::unique_ptr<WebSocketConnection>> sockets;
+  for (int i = 0; i < 3; ++i) {
+    auto ws = root_->OpenWebSocket(ApiRequest("GET", "/stream/session/ws-end/execute"));
+    ASSERT_TRUE(ws.ok()) << ws.status().message();
+    sockets.push_back(std::move(*ws));
+  }
+  for (int i = 0; i < 100 && manager_->streams().Count() < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(manager_->streams().Count(), 3u);
+  auto r = root_->Send(ApiRequest("DELETE", "/session/ws-end"));
+  ASSERT_TRUE(r.ok());
+  for (auto& ws : sockets) {
+    auto frame = Next(*ws);
+    EXPECT_EQ(frame["status"], "error");
+    EXPECT_THAT(frame["msg"].get<std::string>(), HasSubstr("session"));
+    ExpectClosed(*ws, 1001);
+    EXPECT_EQ(ws->CloseStatus().code(), StatusCode::kUnavailable);
+  }
+  for (int i = 0; i < 100 && manager_->streams().Count() != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(manager_->streams().Count(), 0u);
+}
+
+TEST_F(StreamTest, CancelFromAnotherThreadWakesAWaitingReceive) {
+  Running("ws-cancel");
+  auto ws = root_->OpenWebSocket(ApiRequest("GET", "/stream/session/ws-cancel/execute"));
+  ASSERT_TRUE(ws.ok()) << ws.status().message();
+  auto* socket = ws->get();
+  auto waiting = std::async(std::launch::async,
+                            [socket] { return socket->Receive(std::chrono::seconds(30)); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto start = std::chrono::steady_clock::now();
+  socket->Cancel();
+  ASSERT_EQ(waiting.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  EXPECT_EQ(waiting.get().kind, WebSocketEvent::Kind::kClosed);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  EXPECT_EQ(socket->CloseStatus().code(), StatusCode::kCancelled);
+  EXPECT_EQ(socket->Send({"late", false}).code(), StatusCode::kCancelled);
+}
+
+// The SDK's surfaces over the streams: ExecuteStream with input from a callback, ListApps.
+TEST_F(StreamTest, ExecuteStreamRelaysOutputAndAnswersInputFromACallback) {
+  Running("ws-sdk");
+  SessionClient sessions(*root_);
+  std::string out;
+  SessionClient::StreamExecuteOptions o;
+  o.on_output = [&](std::string const& stream, std::string const& text) {
+    out += stream + ":" + text;
+  };
+  auto code = sessions.ExecuteStream("ws-sdk", "print(1)", o);
+  ASSERT_TRUE(code.ok()) << code.status().message();
+  EXPECT_EQ(*code, 0);
+  EXPECT_EQ(out, "stdout:print(1)\n");
+  // input() without a callback is an error, not a hang.
+  auto no_input = sessions.ExecuteStream("ws-sdk", "input()", o);
+  EXPECT_EQ(no_input.status().code(), StatusCode::kFailedPrecondition);
+  std::string asked;
+  o.on_input = [&](std::string const& prompt, bool) -> StatusOr<std::string> {
+    asked = prompt;
+    return std::string("typed");
+  };
+  out.clear();
+  code = sessions.ExecuteStream("ws-sdk", "input()", o);
+  ASSERT_TRUE(code.ok()) << code.status().message();
+  EXPECT_EQ(asked, "input? ");
+  EXPECT_EQ(out, "stdout:typed\n");
+  // Batch mode runs options.exec; a failing exit code passes through.
+  o.mode = "batch";
+  o.options = {{"exec", "make test; exit 3"}};
+  code = sessions.ExecuteStream("ws-sdk", "", o);
+  ASSERT_TRUE(code.ok()) << code.status().message();
+  EXPECT_EQ(*code, 3);
+  auto unknown = sessions.ExecuteStream("no-such-session", "1", {});
+  EXPECT_EQ(unknown.status().code(), StatusCode::kNotFound) << unknown.status().message();
+}
+
+// The client against a bare server WebSocket: a reader that does not read holds back the
+// sender instead of buffering without bound, and every byte arrives in order after it resumes.
+TEST(WebSocketClientTest, ASlowReaderPushesBackAndLosesNothing) {
+  constexpr std::size_t kFrame = 64 << 10;
+  constexpr int kFrames = 1024;  // 64 MiB
+  std::atomic<int> queued{0};
+  server::HttpServerOptions options;
+  options.port = 0;
+  auto server = server::HttpServer::Start(options, [&](std::shared_ptr<server::Exchange> exchange) {
+    server::WebSocketHandlers h;
+    h.on_open = [&](std::shared_ptr<server::WebSocket> const& ws) {
+      // Sends frame after frame, never more than 1 MiB ahead of what the socket took.
+      auto pump = std::make_shared<std::function<void()>>();
+      *pump = [&, ws, pump] {
+        while (queued < kFrames && ws->Backlog() < (1u << 20)) {
+          std::string frame(kFrame, static_cast<char>('a' + queued % 26));
+          ++queued;
+          ws->SendBinary(std::move(frame));
+        }
+        if (queued < kFrames) ws->WhenDrained(1u << 20, *pump);
+      };
+      (*pump)();
+    };
+    exchange->AcceptWebSocket(std::move(h));
+  });
+  ASSERT_TRUE(server.ok()) << server.status().message();
+  Options o;
+  o.endpoints = {"http://127.0.0.1:" + std::to_string((*server)->port())};
+  o.api_version = "v8.20240915";
+  auto client = Client::Create(o);
+  ASSERT_TRUE(client.ok());
+  auto ws = client->OpenWebSocket(ApiRequest("GET", "/flood"));
+  ASSERT_TRUE(ws.ok()) << ws.status().message();
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  int stalled_at = queued.load();
+  // The client's queue (4 MiB) plus both kernels' socket buffers: far from all 64 MiB.
+  EXPECT_LT(stalled_at, kFrames / 2) << "the sender was not held back";
+  for (int i = 0; i < kFrames; ++i) {
+    auto e = (*ws)->Receive(std::chrono::seconds(10));
+    ASSERT_EQ(e.kind, WebSocketEvent::Kind::kMessage) << "frame " << i;
+    ASSERT_TRUE(e.message.binary);
+    ASSERT_EQ(e.message.data.size(), kFrame);
+    ASSERT_EQ(e.message.data[0], static_cast<char>('a' + i % 26)) << "frame " << i;
+  }
+  (*ws)->Close(1000, "done");
+  auto end = (*ws)->Receive(std::chrono::seconds(5));
+  EXPECT_EQ(end.kind, WebSocketEvent::Kind::kClosed);
+  EXPECT_TRUE((*ws)->CloseStatus().ok()) << (*ws)->CloseStatus().message();
+}
+
+}  // namespace
+}  // namespace bai
