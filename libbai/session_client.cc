@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "bai/session_client.h"
 
+#include "bai/protocol/pty_wire.h"
+
 #include "libbai/util/json_parse.h"
 #include "libbai/util/sse.h"
 #include "libbai/util/url.h"
@@ -174,6 +176,60 @@ StatusOr<int> SessionClient::ExecuteStream(std::string const& session, std::stri
       if (auto st = socket.Send({*line, false}); !st.ok()) return st;
     }
   }
+}
+
+StatusOr<std::unique_ptr<Terminal>> SessionClient::OpenTerminal(std::string const& session,
+                                                                int rows, int cols) const {
+  auto ws = client_.OpenWebSocket(ApiRequest("GET", "/stream/session/" + Segment(session) +
+                                                        "/pty?rows=" + std::to_string(rows) +
+                                                        "&cols=" + std::to_string(cols)));
+  if (!ws.ok()) return std::move(ws).status();
+  return std::make_unique<Terminal>(std::move(*ws));
+}
+
+Status Terminal::Write(std::string_view bytes) {
+  return socket_->Send(
+      {protocol::EncodePtyFrame({protocol::PtyFrame::Type::kStdin, std::string(bytes)}), false});
+}
+
+Status Terminal::Resize(int rows, int cols) {
+  protocol::PtyFrame f;
+  f.type = protocol::PtyFrame::Type::kResize;
+  f.rows = rows;
+  f.cols = cols;
+  return socket_->Send({protocol::EncodePtyFrame(f), false});
+}
+
+Status Terminal::Restart() {
+  protocol::PtyFrame f;
+  f.type = protocol::PtyFrame::Type::kRestart;
+  return socket_->Send({protocol::EncodePtyFrame(f), false});
+}
+
+StatusOr<Terminal::Output> Terminal::Read(std::chrono::milliseconds timeout) {
+  Output out;
+  auto e = socket_->Receive(timeout);
+  if (e.kind == WebSocketEvent::Kind::kTimeout) return out;
+  if (e.kind == WebSocketEvent::Kind::kClosed) {
+    auto st = socket_->CloseStatus();
+    if (!st.ok()) return st;
+    return Status(StatusCode::kAborted, "the terminal closed without an exit code");
+  }
+  auto frame = protocol::DecodePtyFrame(e.message.data);
+  if (!frame.ok()) return frame.status();
+  switch (frame->type) {
+    case protocol::PtyFrame::Type::kOut:
+      out.data = std::move(frame->data);
+      break;
+    case protocol::PtyFrame::Type::kExit:
+      out.exit_code = frame->code;
+      break;
+    case protocol::PtyFrame::Type::kError:
+      return Status(StatusCode::kInternal, "the terminal says: " + frame->data);
+    default:
+      break;
+  }
+  return out;
 }
 
 StatusOr<std::vector<protocol::ServicePort>> SessionClient::ListApps(

@@ -417,6 +417,18 @@ void AddExec(CommandSet& set, CLI::App& parent, std::string const& description) 
   set.OnRun(exec, [&o, &ctx = set.ctx()] { return RunExec(o, ctx); });
 }
 
+void AddShell(CommandSet& set, CLI::App& parent, std::string const& description) {
+  auto& o = set.Keep<ShellOptions>();
+  auto* shell = parent.add_subcommand("shell", description);
+  shell->add_option("SESSION", o.session, kSessionRef)->required();
+  shell->footer(
+      "A login shell in the session's container as its work user, on a real terminal: the "
+      "window size follows yours, Ctrl-C goes to the remote program, `~.` at the start of a "
+      "line detaches, and bai exits with the shell's exit code. Needs a terminal: for scripts, "
+      "use bai exec SESSION -- CMD.");
+  set.OnRun(shell, [&o, &ctx = set.ctx()] { return RunShell(o, ctx); });
+}
+
 void AddList(CommandSet& set, CLI::App& parent, std::string const& name,
              std::string const& description) {
   auto& o = set.Keep<ListOptions>();
@@ -527,6 +539,7 @@ void AddSessionCommands(CommandSet& set) {
   AddRun(set, root, "Run a batch job, exit with its exit code (alias of `bai session run`)");
   AddList(set, root, "ps", "List sessions (alias of `bai session ls`)");
   AddExec(set, root, "Run a command in a running session (alias of `bai session exec`)");
+  AddShell(set, root, "Open a terminal in a running session (alias of `bai session shell`)");
   AddLogs(set, root,
           "Print a session's output: its stdout on stdout, its stderr on stderr (alias of `bai "
           "session logs`)");
@@ -535,12 +548,13 @@ void AddSessionCommands(CommandSet& set) {
 
   auto* session = root.add_subcommand(
       "session",
-      "Compute sessions: create, run, exec, ls, info, logs, events, wait, history, rename, "
+      "Compute sessions: create, run, exec, shell, ls, info, logs, events, wait, history, rename, "
       "restart, rm, commit, cp, files");
   session->require_subcommand(1);
   AddCreate(set, *session);
   AddRun(set, *session, "Run a batch job and exit with its exit code: IMAGE -- CMD ARG…");
   AddExec(set, *session, "Run a command in a running session: SESSION -- CMD ARG…");
+  AddShell(set, *session, "Open a terminal in a running session (a login shell)");
   AddList(set, *session, "ls", "List sessions: active ones, or --all");
   AddOneSession(set, *session, "info", "Show a session", RunSessionInfo);
   AddLogs(set, *session,

@@ -59,6 +59,14 @@ struct ExecOptions {
 /// code passed through.
 int RunExec(ExecOptions const& options, Context& ctx);
 
+struct ShellOptions {
+  std::string session;
+};
+/// `bai shell SESSION` (alias of `bai session shell`): a terminal in the session — raw mode,
+/// window size kept in step, Ctrl-C to the remote program, `~.` detaches, the shell's exit code
+/// passed through. Refuses when stdin is not a terminal.
+int RunShell(ShellOptions const& options, Context& ctx);
+
 struct WaitCommandOptions {
   std::vector<std::string> sessions;
   std::string until = "done";  ///< running or done

@@ -4,6 +4,7 @@
 #include "bai/client.h"
 #include "bai/export.h"
 #include "bai/protocol/graphql_wire.h"
+#include "bai/protocol/pty_wire.h"
 #include "bai/protocol/resource.h"
 #include "bai/protocol/service_ports.h"
 #include "bai/protocol/session_files.h"
@@ -153,6 +154,32 @@ struct CopyReport {
 /// req.startup_command = "python3 train.py";
 /// auto created = sessions.Create(req);
 /// @endcode
+/// A terminal in a running session (`/stream/session/{id}/pty`): a login shell as the session's
+/// work user on a real pseudo-terminal. Write from one thread while another Reads; Cancel from
+/// any.
+class BAI_EXPORT Terminal {
+ public:
+  explicit Terminal(std::unique_ptr<WebSocketConnection> socket) : socket_(std::move(socket)) {}
+  /// Sends keystrokes as typed (Ctrl-C is "\x03": it reaches the remote program).
+  Status Write(std::string_view bytes);
+  /// The terminal's new size (the remote program gets SIGWINCH).
+  Status Resize(int rows, int cols);
+  /// A fresh shell on the same terminal.
+  Status Restart();
+  struct Output {
+    std::string data;              ///< what the terminal printed (empty when nothing came)
+    std::optional<int> exit_code;  ///< the shell has ended with this code: nothing more comes
+  };
+  /// What the terminal printed within `timeout`. An error once the stream broke or the server
+  /// ended it (its close status: the session ended, 1001 kUnavailable).
+  StatusOr<Output> Read(std::chrono::milliseconds timeout);
+  /// Ends the terminal from any thread (the remote shell is hung up).
+  void Cancel() { socket_->Cancel(); }
+
+ private:
+  std::unique_ptr<WebSocketConnection> socket_;
+};
+
 class BAI_EXPORT SessionClient {
  public:
   explicit SessionClient(Client client) : client_(std::move(client)) {}
@@ -216,6 +243,10 @@ class BAI_EXPORT SessionClient {
   };
   StatusOr<int> ExecuteStream(std::string const& session, std::string const& code,
                               StreamExecuteOptions const& options) const;
+
+  /// Opens a terminal of `rows`×`cols` in a RUNNING session.
+  StatusOr<std::unique_ptr<Terminal>> OpenTerminal(std::string const& session, int rows = 24,
+                                                   int cols = 80) const;
 
   /// The session's apps (service ports), `GET /stream/session/{id}/apps`.
   StatusOr<std::vector<protocol::ServicePort>> ListApps(std::string const& session) const;

@@ -5,8 +5,11 @@
 #include "bai/protocol/resource.h"
 #include "bai/version.h"
 
+#include "libbai/internal/lws_websocket.h"
+#include "libbai/util/url.h"
 #include "server-reference/agent/kernel_logs.h"
 #include "server-reference/agent/node_stats.h"
+#include "server-reference/agent/stream_bridge.h"
 #include "server-reference/common/wire/agent_messages.h"
 #include "server-reference/common/wire/agent_protocol.h"
 
@@ -20,6 +23,7 @@
 #include <deque>
 #include <filesystem>
 #include <mutex>
+#include <set>
 #include <thread>
 
 namespace bai::agent {
@@ -76,6 +80,8 @@ struct Agent::Impl {
   bool flush_scheduled = false;
   net::steady_timer flush_timer{ioc};
 
+  std::mutex streams_mu;  // the data streams open now (cancelled when the agent stops)
+  std::set<WebSocketConnection*> streams;
   std::mutex exec_mu;  // execute steps in flight on their own threads
   std::condition_variable exec_cv;
   int executing = 0;
@@ -249,6 +255,66 @@ struct Agent::Impl {
       Status s = backend->Restart(session);
       return ap::EncodeReply(ap::RestartReply{s.ok(), s.message()});
     });
+  }
+
+  // A data stream (docs/agent-protocol.md, "Data streams"): the kernel's stream socket, then
+  // the WebSocket to the manager that pairs with the client's; bridged on a thread of its own.
+  // A refusal by the kernel still opens the WebSocket, to close it with the refusal's code.
+  void On(ap::OpenStream const& m) {
+    RunDetached([this, m] {
+      auto fd = backend->OpenStream(m.session_id, {m.kind, m.rows, m.cols, m.port});
+      auto endpoint = internal::ParseEndpoint(options.manager_url);
+      if (!endpoint.ok()) {
+        if (fd.ok()) close(*fd);
+        return;
+      }
+      TransportRequest r;
+      r.method = "GET";
+      r.origin = endpoint->origin;
+      r.host = endpoint->host;
+      r.target = endpoint->base_path + ap::kStreamPath + m.stream_id;
+      r.sign = false;
+      r.headers = {{ap::kAuthHeader, ap::MakeAuth(options.agent_id, options.cluster_secret,
+                                                  std::chrono::system_clock::now())},
+                   {ap::kStreamProofHeader,
+                    ap::StreamProof(options.agent_id, options.cluster_secret, m.stream_id)}};
+      auto opened = internal::OpenLwsWebSocket(r, {});
+      if (!opened.ok()) {
+        std::fprintf(stderr, "bai-agent: cannot open stream %s: %s\n", m.stream_id.c_str(),
+                     opened.status().message().c_str());
+        if (fd.ok()) close(*fd);
+        return;
+      }
+      auto& socket = **opened;
+      {
+        std::lock_guard<std::mutex> lock(streams_mu);
+        if (stopping) {
+          if (fd.ok()) close(*fd);
+          return;
+        }
+        streams.insert(&socket);
+      }
+      if (fd.ok()) {
+        BridgeStream(*fd, socket, m.kind == "pty");
+      } else {
+        socket.Close(fd.status().code() == StatusCode::kUnavailable ? 1013 : 1011,
+                     fd.status().message().substr(0, 120));
+        for (int i = 0; i < 50; ++i) {
+          if (socket.Receive(std::chrono::milliseconds(100)).kind ==
+              WebSocketEvent::Kind::kClosed) {
+            break;
+          }
+        }
+      }
+      std::lock_guard<std::mutex> lock(streams_mu);
+      streams.erase(&socket);
+    });
+  }
+
+  // Ends every open data stream (the agent is stopping).
+  void CancelStreams() {
+    std::lock_guard<std::mutex> lock(streams_mu);
+    for (auto* s : streams) s->Cancel();
   }
 
   void On(ap::ErrorReport const& m) {
@@ -498,7 +564,12 @@ void Agent::Stop() {
   });
   if (impl_->thread.joinable()) impl_->thread.join();
   impl_->SetRegistered(false);
-  // Execute steps still running hold the backend; they end within its flush timeout.
+  // Execute steps still running hold the backend; they end within its flush timeout. Data
+  // streams would last as long as their users: they are ended.
+  {
+    std::lock_guard<std::mutex> lock(impl_->streams_mu);  // no new stream after this
+  }
+  impl_->CancelStreams();
   std::unique_lock<std::mutex> lock(impl_->exec_mu);
   impl_->exec_cv.wait(lock, [this] { return impl_->executing == 0; });
 }

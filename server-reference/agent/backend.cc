@@ -1,13 +1,48 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/agent/backend.h"
 
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 
 namespace bai::agent {
+
+StatusOr<int> HandshakeStream(int fd, server::runner_protocol::StreamOpen const& open) {
+  namespace rp = server::runner_protocol;
+  std::string line = rp::EncodeStreamOpen(open) + "\n";
+  if (::send(fd, line.data(), line.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(line.size())) {
+    close(fd);
+    return Status(StatusCode::kInternal, "the kernel's stream socket did not take the request");
+  }
+  // The answer, byte by byte: what follows it belongs to the stream.
+  std::string answer;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  while (answer.size() < 4096) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd p{fd, POLLIN, 0};
+    if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+    char c;
+    if (read(fd, &c, 1) != 1) break;
+    if (c == '\n') {
+      auto ready = rp::DecodeStreamReady(answer);
+      if (ready.ok() && ready->ok) return fd;
+      close(fd);
+      if (!ready.ok()) return Status(StatusCode::kInternal, "a malformed stream answer");
+      return Status(ready->code == 1013 ? StatusCode::kUnavailable : StatusCode::kInternal,
+                    ready->msg);
+    }
+    answer.push_back(c);
+  }
+  close(fd);
+  return Status(StatusCode::kInternal, "the kernel did not answer the stream request");
+}
 
 StatusOr<std::string> CommitFile(std::string const& commit_dir, std::string const& session_id,
                                  std::string const& filename, std::string const& directory) {

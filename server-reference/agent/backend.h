@@ -25,6 +25,10 @@ using KernelReport = server::agent_protocol::KernelStatus;
 /// `<directory>/<filename>` when a folder's host directory is given (it must exist and be a
 /// directory, not a link); an error for a name that is not bare, or when the file exists (a
 /// commit never overwrites).
+/// Sends `open` on `fd`, a connection to a kernel's stream socket, and reads the answer: `fd`
+/// when accepted; else the refusal (closing `fd`), kUnavailable for close code 1013.
+StatusOr<int> HandshakeStream(int fd, server::runner_protocol::StreamOpen const& open);
+
 StatusOr<std::string> CommitFile(std::string const& commit_dir, std::string const& session_id,
                                  std::string const& filename, std::string const& directory = {});
 
@@ -79,6 +83,12 @@ class KernelBackend {
   /// kNotFound when the kernel is not running.
   virtual server::runner_protocol::FileResult Files(
       std::string const& session_id, server::runner_protocol::FileRequest const& request) = 0;
+  /// A data stream into the running kernel (docs/agent-protocol.md, "Data streams"): a
+  /// connected socket on which `open` was accepted, ready for pty frames or the TCP bytes.
+  /// Refusals: kNotFound (no such running kernel), kUnavailable (the port refuses: close code
+  /// 1013), others (1011), with the runner's message.
+  virtual StatusOr<int> OpenStream(std::string const& session_id,
+                                   server::runner_protocol::StreamOpen const& open) = 0;
 
  protected:
   /// Sends `r` to the reporter; the reporter runs outside the lock.

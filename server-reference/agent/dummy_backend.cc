@@ -3,8 +3,11 @@
 
 #include "libbai/util/json_parse.h"
 #include "server-reference/common/fs/work_files.h"
+#include "server-reference/kernel-runner/stream_serve.h"
 
 #include <nlohmann/json.hpp>
+#include <signal.h>
+#include <sys/socket.h>
 
 #include <array>
 #include <filesystem>
@@ -136,6 +139,27 @@ StatusOr<std::string> DummyBackend::CommitTarget(std::string const& session_id,
                                                  std::string const& directory) {
   if (auto s = CheckRunning(session_id); !s.ok()) return s;
   return CommitFile(options_.commit_dir, session_id, filename, directory);
+}
+
+StatusOr<int> DummyBackend::OpenStream(std::string const& session_id,
+                                       server::runner_protocol::StreamOpen const& open) {
+  if (auto s = CheckRunning(session_id); !s.ok()) return s;
+  server::StreamServeOptions o;
+  o.workdir = "/tmp";
+  static std::regex const kId("[0-9A-Za-z-]{1,64}");
+  if (!options_.home_dir.empty() && std::regex_match(session_id, kId)) {
+    std::error_code ec;
+    std::filesystem::create_directories(options_.home_dir + "/" + session_id, ec);
+    if (!ec) o.workdir = options_.home_dir + "/" + session_id;
+  }
+  o.env = {"HOME=" + o.workdir, "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"};
+  sigemptyset(&o.child_mask);
+  int pair[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+    return Status(StatusCode::kInternal, "socketpair failed");
+  }
+  std::thread([fd = pair[1], o] { server::ServeStream(fd, o); }).detach();
+  return HandshakeStream(pair[0], open);
 }
 
 server::runner_protocol::FileResult DummyBackend::Files(

@@ -43,6 +43,11 @@ class DummyBackend : public KernelBackend {
   /// Simulated: writes an empty tar archive.
   Status Commit(std::string const& session_id, std::string const& path) override;
   /// On the kernel's own directory under `home_dir` (made on first use, removed with the kernel).
+  /// Served in a thread of the agent by the kernel runner's own stream code: a real login
+  /// shell on a pseudo-terminal in the kernel's directory under `home_dir`, or a connection to
+  /// 127.0.0.1:PORT on this host (a simulated kernel's services are the host's).
+  StatusOr<int> OpenStream(std::string const& session_id,
+                           server::runner_protocol::StreamOpen const& open) override;
   server::runner_protocol::FileResult Files(
       std::string const& session_id, server::runner_protocol::FileRequest const& request) override;
 

@@ -1182,6 +1182,25 @@ Status RuncBackend::Commit(std::string const& session_id, std::string const& pat
   return Status();
 }
 
+StatusOr<int> RuncBackend::OpenStream(std::string const& session_id, rp::StreamOpen const& open) {
+  auto running = Running(session_id);
+  if (!running.ok()) return running.status();
+  int dir_fd = ::open(((*running)->dir + "/run").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) return Status(StatusCode::kNotFound, "the kernel has no run directory");
+  std::string path = "/proc/self/fd/" + std::to_string(dir_fd) + "/stream.sock";
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  bool connected = fd >= 0 && connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  close(dir_fd);
+  if (!connected) {
+    if (fd >= 0) close(fd);
+    return Status(StatusCode::kInternal, "cannot reach the kernel's stream socket");
+  }
+  return HandshakeStream(fd, open);
+}
+
 rp::FileResult RuncBackend::Files(std::string const& session_id, rp::FileRequest const& request) {
   rp::FileResult result;
   result.request_id = request.request_id;

@@ -135,6 +135,9 @@ class RuncBackend : public KernelBackend {
   /// Relayed to the kernel runner, which works inside the container as the work user.
   server::runner_protocol::FileResult Files(
       std::string const& session_id, server::runner_protocol::FileRequest const& request) override;
+  /// Through the runner's `stream.sock` in the kernel's run directory.
+  StatusOr<int> OpenStream(std::string const& session_id,
+                           server::runner_protocol::StreamOpen const& open) override;
 
   /// The runc container id and cgroup path of a kernel (for tests and `bai-agent` tooling).
   std::string ContainerId(std::string const& session_id) const;

@@ -7,6 +7,7 @@
 #include "server-reference/common/fs/work_files.h"
 #include "server-reference/common/wire/runner_messages.h"
 #include "server-reference/kernel-runner/drivers.h"
+#include "server-reference/kernel-runner/stream_serve.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -129,6 +130,7 @@ class Runner {
       std::vector<pollfd> fds;
       fds.push_back({sigfd_, POLLIN, 0});
       if (!stopping_) fds.push_back({listen_fd_, POLLIN, 0});
+      if (!stopping_) fds.push_back({stream_fd_, POLLIN, 0});
       if (client_ >= 0) fds.push_back({client_, POLLIN, 0});
       for (Child* c : Children()) {
         for (int fd : {c->out, c->err, c->ctl}) {
@@ -145,6 +147,8 @@ class Runner {
           OnSignal();
         } else if (p.fd == listen_fd_) {
           Accept();
+        } else if (p.fd == stream_fd_) {
+          AcceptStream();
         } else if (p.fd == client_) {
           ReadClient();
         } else {
@@ -154,6 +158,7 @@ class Runner {
       StartNext();
     }
     unlink(o_.socket_path.c_str());
+    unlink(stream_path_.c_str());
     return 0;
   }
 
@@ -176,35 +181,69 @@ class Runner {
     return 1;
   }
 
+  // The control socket, and beside it the stream socket (terminals, service ports). The agent
+  // connects to the control socket only after it listens: the stream socket is made first.
   bool Listen() {
+    auto slash = o_.socket_path.rfind('/');
+    std::string dir = slash == std::string::npos ? "." : o_.socket_path.substr(0, slash);
+    stream_path_ = dir + "/stream.sock";
+    stream_fd_ = ListenAt(stream_path_);
+    listen_fd_ = ListenAt(o_.socket_path);
+    return stream_fd_ >= 0 && listen_fd_ >= 0;
+  }
+
+  int ListenAt(std::string const& path) {
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
-    if (o_.socket_path.size() >= sizeof(addr.sun_path)) {
+    if (path.size() >= sizeof(addr.sun_path)) {
       std::fprintf(stderr, "bai-kernel-runner: socket path too long\n");
-      return false;
+      return -1;
     }
-    std::memcpy(addr.sun_path, o_.socket_path.c_str(), o_.socket_path.size() + 1);
-    unlink(o_.socket_path.c_str());
-    listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    std::string tmp = o_.socket_path + ".tmp";
+    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    unlink(path.c_str());
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    std::string tmp = path + ".tmp";
     // Bind under a temporary name and rename, so the agent never connects to a socket that is
     // not listening yet.
     sockaddr_un tmp_addr = addr;
-    if (tmp.size() >= sizeof(tmp_addr.sun_path)) tmp = o_.socket_path;
+    if (tmp.size() >= sizeof(tmp_addr.sun_path)) tmp = path;
     std::memcpy(tmp_addr.sun_path, tmp.c_str(), tmp.size() + 1);
     unlink(tmp.c_str());
-    if (listen_fd_ < 0 ||
-        bind(listen_fd_, reinterpret_cast<sockaddr*>(&tmp_addr), sizeof(tmp_addr)) != 0 ||
-        listen(listen_fd_, 4) != 0) {
+    if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&tmp_addr), sizeof(tmp_addr)) != 0 ||
+        listen(fd, 16) != 0) {
       Fail("listen");
-      return false;
+      return -1;
     }
     chmod(tmp.c_str(), 0600);
-    if (tmp != o_.socket_path && rename(tmp.c_str(), o_.socket_path.c_str()) != 0) {
+    if (tmp != path && rename(tmp.c_str(), path.c_str()) != 0) {
       Fail("rename socket");
-      return false;
+      return -1;
     }
-    return true;
+    return fd;
+  }
+
+  // A stream connection is served by a process of its own (server::ServeStream), so a busy
+  // terminal or tunnel never holds up the runs; the runner reaps it like any child.
+  void AcceptStream() {
+    int fd = accept4(stream_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) return;
+    pid_t pid = fork();
+    if (pid == 0) {
+      for (int* own : {&listen_fd_, &stream_fd_, &client_, &sigfd_}) CloseFd(*own);
+      for (Child* c : Children()) {
+        for (int* p : {&c->in, &c->out, &c->err, &c->ctl}) CloseFd(*p);
+      }
+      sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
+      signal(SIGPIPE, SIG_IGN);
+      bai::server::StreamServeOptions so;
+      so.workdir = o_.workdir;
+      for (char** e = environ; *e; ++e) so.env.emplace_back(*e);
+      so.child_mask = old_mask_;
+      bai::server::ServeStream(fd, so);
+      _exit(0);
+    }
+    if (pid > 0) stream_helpers_.push_back(pid);
+    close(fd);
   }
 
   void Accept() {
@@ -559,12 +598,14 @@ class Runner {
         for (Child* c : Children()) {
           if (c->Alive()) kill(-c->pid, SIGTERM);
         }
+        for (pid_t helper : stream_helpers_) kill(helper, SIGTERM);
       }
     }
     // Reap everything: our own children and, as PID 1, every orphan of the container.
     int status;
     pid_t pid;
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+      std::erase(stream_helpers_, pid);
       std::string batch_id;
       for (auto const& [id, b] : batches_) {
         if (b.child.pid == pid) batch_id = id;
@@ -588,7 +629,9 @@ class Runner {
 
   Options o_;
   sigset_t old_mask_{};
-  int sigfd_ = -1, listen_fd_ = -1, client_ = -1;
+  int sigfd_ = -1, listen_fd_ = -1, client_ = -1, stream_fd_ = -1;
+  std::string stream_path_;
+  std::vector<pid_t> stream_helpers_;  ///< processes serving stream connections
   std::string in_buf_;
   std::deque<std::string> backlog_;
   std::size_t backlog_bytes_ = 0;

@@ -79,7 +79,11 @@ StatusOr<std::unique_ptr<Manager>> Manager::Start(ManagerConfig const& config) {
       m->state_.cluster_secret);
   RegisterAgentRoutes(*m->api_, *m->agents_, m->state_.cluster_secret);
   RegisterExecuteRoutes(*m->api_, *m->sessions_, *m->agents_);
-  RegisterStreamRoutes(*m->api_, *m->sessions_, *m->agents_, m->streams_);
+  RegisterStreamRoutes(*m->api_, *m->sessions_, *m->agents_, m->streams_, m->broker_,
+                       m->state_.cluster_secret);
+  m->hub_->Every(std::chrono::seconds(1), [raw] {
+    for (auto& w : raw->broker_.Expire(std::chrono::steady_clock::now())) w.expired();
+  });
   m->hub_->Watch([raw](EventRecord const& e) { raw->streams_.OnEvent(e.session_id, e.name); });
   RegisterLogRoutes(*m->api_, *m->sessions_, *m->agents_);
   RegisterSessionFileRoutes(*m->api_, *m->sessions_, *m->agents_);

@@ -12,6 +12,7 @@
 #include "server-reference/manager/state/bootstrap.h"
 #include "server-reference/manager/state/sessions.h"
 #include "server-reference/manager/state/store.h"
+#include "server-reference/manager/streams/stream_broker.h"
 #include "server-reference/manager/streams/stream_registry.h"
 #include "server-reference/manager/vfolders/storage_links.h"
 #include "server-reference/storage/proxy.h"
@@ -57,7 +58,8 @@ class Manager {
   Manager() = default;
   Status StartStorage(ManagerConfig const& config);
   OpenedState state_;
-  streams::StreamRegistry streams_;      ///< before the hub and the server, which use it
+  streams::StreamRegistry streams_;  ///< before the hub and the server, which use it
+  streams::AgentStreamBroker broker_;
   std::chrono::seconds head_wait_{600};  ///< scheduler.head_wait
   std::unique_ptr<SessionStore> sessions_;
   std::unique_ptr<BackgroundTaskStore> tasks_;

@@ -60,6 +60,17 @@ TEST_F(SessionCliTest, TheReadmeCommandsRun) {
       line.replace(at, 10, bin);
       at += bin.size();
     }
+    if (line.find("bai shell ") != std::string::npos) {
+      // A terminal command: on a pseudo-terminal, with what a user would type.
+      auto r = testing_util::RunProcess(
+          {"/bin/bash", "-c",
+           "(sleep 0.5; echo 'echo in-the-$((6*7)); exit 4') | script -qefc " + ShellJoin({line}) +
+               " /dev/null"},
+          env_);
+      EXPECT_EQ(r.exit_code, 4) << line << "\n" << r.out << r.err;
+      EXPECT_THAT(r.out, HasSubstr("in-the-42")) << line;
+      continue;
+    }
     auto r = testing_util::RunProcess({"/bin/bash", "-c", line}, env_);
     EXPECT_EQ(r.exit_code, 0) << line << "\n" << r.out << r.err;
     if (line.find("exit 3'; echo $?") != std::string::npos) {

@@ -208,6 +208,78 @@ TEST_F(StreamTest, ExecuteStreamRelaysOutputAndAnswersInputFromACallback) {
   EXPECT_EQ(unknown.status().code(), StatusCode::kNotFound) << unknown.status().message();
 }
 
+// Reads the terminal until `needle` has been printed (or its exit, or 10 s).
+std::string ReadUntil(Terminal& t, std::string const& needle, std::optional<int>* exit = nullptr) {
+  std::string seen;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline && seen.find(needle) == std::string::npos) {
+    auto out = t.Read(std::chrono::milliseconds(200));
+    if (!out.ok()) break;
+    seen += out->data;
+    if (out->exit_code) {
+      if (exit) *exit = out->exit_code;
+      break;
+    }
+  }
+  return seen;
+}
+
+// A terminal through manager, agent and the runner's stream code (the simulated agent serves it
+// with a real shell on a real pseudo-terminal of this host).
+TEST_F(StreamTest, ATerminalRunsAShellResizesAndPassesItsExitCode) {
+  Running("ws-pty");
+  SessionClient sessions(*root_);
+  auto t = sessions.OpenTerminal("ws-pty", 30, 100);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  ASSERT_TRUE((*t)->Write("stty size; echo hi-$((6*7))\n").ok());
+  auto seen = ReadUntil(**t, "hi-42");
+  EXPECT_THAT(seen, HasSubstr("30 100"));
+  EXPECT_THAT(seen, HasSubstr("hi-42"));
+  ASSERT_TRUE((*t)->Resize(40, 120).ok());
+  ASSERT_TRUE((*t)->Write("stty size\n").ok());
+  EXPECT_THAT(ReadUntil(**t, "40 120"), HasSubstr("40 120"));
+  // Ctrl-C reaches the remote program, not this process.
+  ASSERT_TRUE((*t)->Write("sleep 30; echo after\n").ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_TRUE((*t)->Write("\x03").ok());
+  ASSERT_TRUE((*t)->Write("echo interrupted-$?\n").ok());
+  EXPECT_THAT(ReadUntil(**t, "interrupted-130"), HasSubstr("interrupted-130"));
+  // Several terminals per session.
+  auto second = sessions.OpenTerminal("ws-pty");
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  ASSERT_TRUE((*second)->Write("echo second-$((1+1))\n").ok());
+  EXPECT_THAT(ReadUntil(**second, "second-2"), HasSubstr("second-2"));
+  ASSERT_TRUE((*t)->Write("exit 7\n").ok());
+  std::optional<int> code;
+  ReadUntil(**t, "never printed", &code);
+  ASSERT_TRUE(code.has_value());
+  EXPECT_EQ(*code, 7);
+  // The second terminal ends with its session.
+  ASSERT_TRUE(root_->Send(ApiRequest("DELETE", "/session/ws-pty")).ok());
+  StatusOr<Terminal::Output> last = Terminal::Output{};
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (last.ok() && std::chrono::steady_clock::now() < deadline) {
+    last = (*second)->Read(std::chrono::milliseconds(200));
+  }
+  ASSERT_FALSE(last.ok());
+  EXPECT_EQ(last.status().code(), StatusCode::kUnavailable) << last.status().message();
+}
+
+TEST_F(StreamTest, ATerminalIsTheOwnersOnly) {
+  Running("ws-pty-own");
+  auto stranger = manager_->store().SignUp("default", "mallory@example.com", "mallory", "x", "M");
+  ASSERT_TRUE(stranger.ok());
+  SessionClient theirs(*ClientFor(stranger->first, stranger->second));
+  auto t = theirs.OpenTerminal("ws-pty-own");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), StatusCode::kNotFound) << t.status().message();
+  // Nor can anyone pose as the agent's side of a stream.
+  auto forged =
+      root_->OpenWebSocket(ApiRequest("GET", "/agent/stream/0123456789abcdef0123456789abcdef"));
+  ASSERT_FALSE(forged.ok());
+  EXPECT_EQ(forged.status().error_info().http_status, 401);
+}
+
 // The client against a bare server WebSocket: a reader that does not read holds back the
 // sender instead of buffering without bound, and every byte arrives in order after it resumes.
 TEST(WebSocketClientTest, ASlowReaderPushesBackAndLosesNothing) {

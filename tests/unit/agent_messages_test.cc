@@ -230,6 +230,15 @@ TEST(AgentMessagesTest, WronglyTypedFieldsAreRefusedNamingTheField) {
            "options.exec"},
           {R"({"type":"commit_kernel","request_id":"r","session_id":"00000000-0000-4000-8000-00000000000a","task_id":"t"})",
            "filename"},
+          // Data streams: the id is 32 lowercase hex, the kind pty or tcp, sizes and ports sane.
+          {R"({"type":"open_stream","stream_id":"../x","session_id":"00000000-0000-4000-8000-00000000000a","kind":"pty"})",
+           "stream_id"},
+          {R"({"type":"open_stream","stream_id":"0123456789abcdef0123456789abcdef","session_id":"00000000-0000-4000-8000-00000000000a","kind":"udp"})",
+           "kind"},
+          {R"({"type":"open_stream","stream_id":"0123456789abcdef0123456789abcdef","session_id":"00000000-0000-4000-8000-00000000000a","kind":"tcp","port":70000})",
+           "port"},
+          {R"({"type":"open_stream","stream_id":"0123456789abcdef0123456789abcdef","session_id":"00000000-0000-4000-8000-00000000000a","kind":"pty","rows":0})",
+           "rows"},
       }) {
     auto d = ap::DecodeToAgent(c.text);
     ASSERT_FALSE(d.ok()) << c.text;

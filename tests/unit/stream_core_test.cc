@@ -2,6 +2,7 @@
 // The pure cores of the manager's WebSocket streams (server-reference/manager/streams/),
 // driven without sockets or agents.
 #include "server-reference/manager/streams/execute_run.h"
+#include "server-reference/manager/streams/stream_broker.h"
 #include "server-reference/manager/streams/stream_registry.h"
 
 #include <gtest/gtest.h>
@@ -163,6 +164,31 @@ TEST(StreamRegistryTest, EndsEveryStreamOfAnEndingSessionOnce) {
     EXPECT_TRUE(StreamRegistry::IsEnding(e)) << e;
   }
   EXPECT_FALSE(StreamRegistry::IsEnding("session_scheduled"));
+}
+
+TEST(StreamBrokerTest, AStreamIsClaimedOnceByItsAgentBeforeItsDeadline) {
+  StreamBroker<int> broker;
+  auto t0 = StreamBroker<int>::Clock::now();
+  auto deadline = t0 + std::chrono::seconds(15);
+  broker.Expect("s1", "agent-a", deadline, 1);
+  broker.Expect("s2", "agent-a", deadline, 2);
+  broker.Expect("s3", "agent-b", deadline, 3);
+  // Another agent cannot take it, and that uses nothing up.
+  EXPECT_EQ(broker.Claim("s1", "agent-b", t0).status().code(), StatusCode::kPermissionDenied);
+  auto w = broker.Claim("s1", "agent-a", t0);
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(*w, 1);
+  EXPECT_EQ(broker.Claim("s1", "agent-a", t0).status().code(), StatusCode::kNotFound)
+      << "used once";
+  EXPECT_EQ(broker.Claim("nope", "agent-a", t0).status().code(), StatusCode::kNotFound);
+  // Late: refused, and handed back by Expire to end its client.
+  EXPECT_EQ(broker.Claim("s2", "agent-a", deadline + std::chrono::seconds(1)).status().code(),
+            StatusCode::kNotFound);
+  broker.Forget("s3");
+  EXPECT_EQ(broker.Pending(), 1u);
+  auto expired = broker.Expire(deadline + std::chrono::seconds(1));
+  EXPECT_EQ(expired, std::vector<int>{2});
+  EXPECT_EQ(broker.Pending(), 0u);
 }
 
 }  // namespace

@@ -58,6 +58,7 @@ constexpr char kCommitKernel[] = "commit_kernel";
 constexpr char kKernelOutput[] = "kernel_output";
 constexpr char kReadLogs[] = "read_logs";
 constexpr char kKernelFiles[] = "kernel_files";
+constexpr char kOpenStream[] = "open_stream";
 
 std::string Dump(json const& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
@@ -309,6 +310,12 @@ json ToJson(KernelFiles const& m) {
   return j;
 }
 
+json ToJson(OpenStream const& m) {
+  return {{"type", kOpenStream}, {"stream_id", m.stream_id}, {"session_id", m.session_id},
+          {"kind", m.kind},      {"rows", m.rows},           {"cols", m.cols},
+          {"port", m.port}};
+}
+
 json ToJson(ErrorReport const& m) { return {{"type", kError}, {"msg", m.msg}}; }
 
 json ToJson(Challenge const& m) { return {{"type", kChallenge}, {"nonce", m.nonce}}; }
@@ -487,6 +494,24 @@ ReadLogs ReadReadLogs(FieldReader& r) {
   m.limit = r.Int("limit", 4 << 20);
   if (m.offset < 0) r.Fail("offset", "not negative");
   if (m.limit <= 0) r.Fail("limit", "positive");
+  return m;
+}
+
+OpenStream ReadOpenStream(FieldReader& r) {
+  OpenStream m;
+  m.stream_id = r.Required("stream_id");
+  bool hex = m.stream_id.size() == 32;
+  for (char c : m.stream_id) hex = hex && ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'));
+  if (!hex) r.Fail("stream_id", "32 lowercase hex characters");
+  m.session_id = SessionId(r);
+  m.kind = r.Required("kind");
+  if (m.kind != "pty" && m.kind != "tcp") r.Fail("kind", "pty or tcp");
+  m.rows = static_cast<int>(r.Int("rows", 24));
+  m.cols = static_cast<int>(r.Int("cols", 80));
+  m.port = static_cast<int>(r.Int("port", 0));
+  if (m.rows < 1 || m.rows > 10000) r.Fail("rows", "1 to 10000");
+  if (m.cols < 1 || m.cols > 10000) r.Fail("cols", "1 to 10000");
+  if (m.kind == "tcp" && (m.port < 1 || m.port > 65535)) r.Fail("port", "1 to 65535");
   return m;
 }
 
@@ -687,6 +712,7 @@ StatusOr<ToAgent> DecodeToAgent(std::string_view text) {
       {kCommitKernel, As<ToAgent, CommitKernel, ReadCommitKernel>},
       {kReadLogs, As<ToAgent, ReadLogs, ReadReadLogs>},
       {kKernelFiles, As<ToAgent, KernelFiles, ReadKernelFiles>},
+      {kOpenStream, As<ToAgent, OpenStream, ReadOpenStream>},
       {kError, As<ToAgent, ErrorReport, ReadError>},
   }};
   return kDecode(text);

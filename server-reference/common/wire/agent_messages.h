@@ -221,10 +221,23 @@ struct KernelFiles {
   std::int64_t limit = 0;
 };
 
+/// Open a data stream to the session's kernel (docs/agent-protocol.md, "Data streams"): the
+/// agent connects to the kernel's stream socket (`kind` pty: a login shell of `rows`×`cols`;
+/// tcp: 127.0.0.1:`port` in the kernel) and opens the WebSocket `/agent/stream/<stream_id>`.
+struct OpenStream {
+  std::string stream_id;  ///< 32 hex characters
+  std::string session_id;
+  std::string kind;  ///< pty | tcp
+  int rows = 24;
+  int cols = 80;
+  int port = 0;
+};
+
 using ToManager = std::variant<Register, Heartbeat, KernelStatus, Response, TaskReport,
                                KernelOutput, ErrorReport>;
-using ToAgent = std::variant<Challenge, Registered, CreateKernel, DestroyKernel, Execute,
-                             RestartKernel, CommitKernel, ReadLogs, KernelFiles, ErrorReport>;
+using ToAgent =
+    std::variant<Challenge, Registered, CreateKernel, DestroyKernel, Execute, RestartKernel,
+                 CommitKernel, ReadLogs, KernelFiles, OpenStream, ErrorReport>;
 /// The manager's requests that the agent answers with a Response.
 using AgentRequest = std::variant<Execute, RestartKernel, CommitKernel, ReadLogs, KernelFiles>;
 

@@ -95,4 +95,14 @@ bool VerifyRegisterProof(std::string const& proof, std::string const& agent_id,
   return !nonce.empty() && SameText(proof, RegisterProof(agent_id, cluster_secret, nonce));
 }
 
+std::string StreamProof(std::string const& agent_id, std::string const& cluster_secret,
+                        std::string const& stream_id) {
+  return HexMac(cluster_secret, "bai-agent-stream\n" + agent_id + "\n" + stream_id);
+}
+
+bool VerifyStreamProof(std::string const& proof, std::string const& agent_id,
+                       std::string const& cluster_secret, std::string const& stream_id) {
+  return !stream_id.empty() && SameText(proof, StreamProof(agent_id, cluster_secret, stream_id));
+}
+
 }  // namespace bai::server::agent_protocol

@@ -37,6 +37,17 @@ std::string RegisterProof(std::string const& agent_id, std::string const& cluste
 bool VerifyRegisterProof(std::string const& proof, std::string const& agent_id,
                          std::string const& cluster_secret, std::string const& nonce);
 
+/// Data streams (terminals, service-port tunnels): the manager sends `open_stream` with a fresh
+/// stream id; the agent opens `GET kStreamPath + STREAM_ID` with kAuthHeader and kStreamProofHeader
+/// = StreamProof(...), and the manager pairs that WebSocket with the client's.
+inline constexpr char kStreamPath[] = "/agent/stream/";
+inline constexpr char kStreamProofHeader[] = "X-BAI-Stream-Proof";
+/// HEX(HMAC-SHA256(cluster_secret, "bai-agent-stream\n" AGENT_ID "\n" STREAM_ID)).
+std::string StreamProof(std::string const& agent_id, std::string const& cluster_secret,
+                        std::string const& stream_id);
+bool VerifyStreamProof(std::string const& proof, std::string const& agent_id,
+                       std::string const& cluster_secret, std::string const& stream_id);
+
 /// Agent ids: 1–64 characters of letters, digits, '.', '_', '-'.
 bool ValidAgentId(std::string const& id);
 

@@ -97,6 +97,16 @@ void AgentRegistry::Send(std::string const& agent_id, ap::ToAgent const& message
   if (ws) ws->Send(ap::Encode(message));
 }
 
+bool AgentRegistry::Notify(std::string const& agent_id, ap::ToAgent const& message) {
+  std::shared_ptr<server::WebSocket> ws;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = links_.find(agent_id);
+    if (it != links_.end()) ws = it->second.socket;
+  }
+  return ws && ws->Send(ap::Encode(message));
+}
+
 bool AgentRegistry::IsLink(Connection const& c) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = links_.find(c.agent_id);

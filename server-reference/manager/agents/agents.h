@@ -53,6 +53,8 @@ class AgentRegistry {
   /// kernel-execution-failed after `timeout`. Runs `done` on an I/O or the hub's thread.
   void Request(std::string const& agent_id, server::agent_protocol::AgentRequest request,
                std::chrono::milliseconds timeout, std::function<void(StatusOr<std::string>)> done);
+  /// Sends a one-way `message` to `agent_id`; false when it is not connected to this manager.
+  bool Notify(std::string const& agent_id, server::agent_protocol::ToAgent const& message);
   /// Fails requests whose time is up; call often (the hub does, every 100 ms).
   void ExpireRequests();
 

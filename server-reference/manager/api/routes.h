@@ -25,7 +25,11 @@ class StorageLinks;
 }
 namespace streams {
 class StreamRegistry;
-}
+template <class Waiter>
+class StreamBroker;
+struct StreamWaiter;
+using AgentStreamBroker = StreamBroker<StreamWaiter>;
+}  // namespace streams
 
 /// `GET /`, `/health`, `/auth` and `/auth/test`, `/auth/authorize` (throttled, hashing on a
 /// bounded pool), `/auth/signup`, `/auth/role` (auth_handlers.cc).
@@ -53,7 +57,8 @@ void RegisterKernelControlRoutes(ManagerApi& api, SessionStore& sessions, AgentR
 /// The WebSocket streams of a session, `/stream/session/{id}/execute` (stream_handlers.cc);
 /// each registered in `registry`, which ends them with their session.
 void RegisterStreamRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry& agents,
-                          streams::StreamRegistry& registry);
+                          streams::StreamRegistry& registry, streams::AgentStreamBroker& broker,
+                          std::string cluster_secret);
 
 /// `POST /admin/gql` and the legacy `/admin/graphql`: the GraphQL engine over the stores,
 /// scoped by role (graphql_handlers.cc).

@@ -5,14 +5,18 @@
 #include "bai/protocol/errors.h"
 
 #include "server-reference/common/http/problem.h"
+#include "server-reference/common/wire/agent_protocol.h"
 #include "server-reference/manager/agents/agents.h"
 #include "server-reference/manager/api/handler_util.h"
+#include "server-reference/manager/api/params.h"
 #include "server-reference/manager/api/routes.h"
 #include "server-reference/manager/state/bootstrap.h"
 #include "server-reference/manager/streams/execute_run.h"
+#include "server-reference/manager/streams/stream_broker.h"
 #include "server-reference/manager/streams/stream_registry.h"
 
 #include <algorithm>
+#include <cctype>
 #include <memory>
 #include <mutex>
 
@@ -121,6 +125,178 @@ class ExecuteStream : public std::enable_shared_from_this<ExecuteStream> {
   std::uint64_t token_ = 0;
 };
 
+// A relayed stream (terminal, service-port tunnel): the client's WebSocket and the one its
+// session's agent opens for it (docs/agent-protocol.md, "Data streams"), frames passed both
+// ways unchanged, each side read only as fast as the other takes.
+class RelayStream : public std::enable_shared_from_this<RelayStream> {
+ public:
+  RelayStream(AgentRegistry& agents, streams::StreamRegistry& registry,
+              streams::AgentStreamBroker& broker, std::string agent_id,
+              server::agent_protocol::OpenStream open)
+      : agents_(agents),
+        registry_(registry),
+        broker_(broker),
+        agent_id_(std::move(agent_id)),
+        open_(std::move(open)) {}
+
+  server::WebSocketHandlers ClientHandlers() {
+    server::WebSocketHandlers h;
+    auto self = shared_from_this();
+    h.on_open = [self](std::shared_ptr<server::WebSocket> const& ws) { self->ClientOpened(ws); };
+    h.on_message = [self](std::shared_ptr<server::WebSocket> const& ws, std::string const& t) {
+      self->FromClient(ws, t, false);
+    };
+    h.on_binary = [self](std::shared_ptr<server::WebSocket> const& ws, std::string const& b) {
+      self->FromClient(ws, b, true);
+    };
+    h.on_close = [self](int) {
+      std::shared_ptr<server::WebSocket> agent;
+      {
+        std::lock_guard<std::mutex> lock(self->mu_);
+        self->client_gone_ = true;
+        agent = std::move(self->agent_);
+        self->client_.reset();
+      }
+      if (agent) agent->Close(1000, "the client closed the stream");
+      self->registry_.Remove(self->token_);
+      self->broker_.Forget(self->open_.stream_id);
+    };
+    return h;
+  }
+
+ private:
+  static constexpr std::size_t kHigh = 1 << 20;
+  static constexpr std::size_t kLow = 256 << 10;
+
+  static void Forward(std::shared_ptr<server::WebSocket> const& from,
+                      std::shared_ptr<server::WebSocket> const& to, std::string const& data,
+                      bool binary) {
+    if (!to) return;
+    binary ? to->SendBinary(data) : to->Send(data);
+    if (to->Backlog() > kHigh) {
+      from->PauseReading(true);
+      std::weak_ptr<server::WebSocket> weak = from;
+      to->WhenDrained(kLow, [weak] {
+        if (auto f = weak.lock()) f->PauseReading(false);
+      });
+    }
+  }
+
+  // A client frame goes to the agent's side, or waits for it: the client may write before the
+  // agent has connected (reading pauses meanwhile, after a frame or so has come).
+  void FromClient(std::shared_ptr<server::WebSocket> const& ws, std::string const& data,
+                  bool binary) {
+    std::shared_ptr<server::WebSocket> agent;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!agent_) {
+        early_.push_back({data, binary});
+        return;
+      }
+      agent = agent_;
+    }
+    Forward(ws, agent, data, binary);
+  }
+
+  void ClientOpened(std::shared_ptr<server::WebSocket> const& ws) {
+    ws->PauseReading(true);  // until the agent's side is there to take it
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      client_ = ws;
+    }
+    std::weak_ptr<RelayStream> weak = shared_from_this();
+    token_ = registry_.Add(open_.session_id, [weak](std::string const&) {
+      if (auto s = weak.lock()) s->CloseBoth(1001, "the session has ended");
+    });
+    streams::StreamWaiter waiter;
+    waiter.pair = [weak]() -> std::optional<server::WebSocketHandlers> {
+      auto s = weak.lock();
+      if (!s) return std::nullopt;
+      std::lock_guard<std::mutex> lock(s->mu_);
+      if (s->client_gone_) return std::nullopt;
+      return s->AgentHandlers();
+    };
+    waiter.expired = [weak] {
+      if (auto s = weak.lock()) s->CloseBoth(1011, "the agent did not open the stream");
+    };
+    broker_.Expect(open_.stream_id, agent_id_,
+                   std::chrono::steady_clock::now() + std::chrono::seconds(15), std::move(waiter));
+    if (!agents_.Notify(agent_id_, open_)) {
+      broker_.Forget(open_.stream_id);
+      CloseBoth(1011, "the session's agent is not connected to this manager");
+    }
+  }
+
+  server::WebSocketHandlers AgentHandlers() {
+    server::WebSocketHandlers h;
+    auto self = shared_from_this();
+    h.on_open = [self](std::shared_ptr<server::WebSocket> const& ws) {
+      std::shared_ptr<server::WebSocket> client;
+      {
+        std::lock_guard<std::mutex> lock(self->mu_);
+        if (self->client_gone_) {
+          ws->Close(1000, "the client has gone");
+          return;
+        }
+        self->agent_ = ws;
+        client = self->client_;
+        for (auto& [data, binary] : self->early_) binary ? ws->SendBinary(data) : ws->Send(data);
+        self->early_.clear();
+      }
+      if (client) client->PauseReading(false);
+    };
+    auto relay = [self](std::shared_ptr<server::WebSocket> const& ws, std::string const& data,
+                        bool binary) {
+      std::shared_ptr<server::WebSocket> client;
+      {
+        std::lock_guard<std::mutex> lock(self->mu_);
+        client = self->client_;
+      }
+      Forward(ws, client, data, binary);
+    };
+    h.on_message = [relay](auto const& ws, std::string const& t) { relay(ws, t, false); };
+    h.on_binary = [relay](auto const& ws, std::string const& b) { relay(ws, b, true); };
+    h.on_close = [self](int code) {
+      // The kernel's side ended (1000 a shell's exit, 1001 a service's close, 1013 refused…):
+      // the client hears the same; a dropped agent link is an internal error to it.
+      self->CloseBoth(code == 1006 || code == 1005 ? 1011 : code,
+                      code == 1006 ? "the agent's stream was lost" : "");
+    };
+    return h;
+  }
+
+  void CloseBoth(int code, std::string const& why) {
+    std::shared_ptr<server::WebSocket> client, agent;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      client = client_;
+      agent = std::move(agent_);
+    }
+    if (agent) agent->Close(code == 1011 ? 1001 : 1000, why);
+    if (client) client->Close(code, why);
+  }
+
+  AgentRegistry& agents_;
+  streams::StreamRegistry& registry_;
+  streams::AgentStreamBroker& broker_;
+  std::string agent_id_;
+  server::agent_protocol::OpenStream open_;
+  std::mutex mu_;
+  std::shared_ptr<server::WebSocket> client_;
+  std::shared_ptr<server::WebSocket> agent_;
+  bool client_gone_ = false;
+  std::vector<std::pair<std::string, bool>> early_;  ///< client frames before the agent came
+  std::uint64_t token_ = 0;
+};
+
+std::string NewStreamId() {
+  std::string id = GenerateUuid();
+  id.erase(std::remove(id.begin(), id.end(), '-'), id.end());
+  std::transform(id.begin(), id.end(), id.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return id;
+}
+
 std::optional<HttpResponse> NotAnUpgrade() {
   // 24.09 (aiohttp) answers a plain GET on a WebSocket route with 400 too.
   return ProblemResponse(
@@ -130,7 +306,71 @@ std::optional<HttpResponse> NotAnUpgrade() {
 }  // namespace
 
 void RegisterStreamRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry& agents,
-                          streams::StreamRegistry& registry) {
+                          streams::StreamRegistry& registry, streams::AgentStreamBroker& broker,
+                          std::string cluster_secret) {
+  // A terminal: a login shell in the session's main kernel (PROTOCOL.md §5.7's frames; bai's
+  // optional `rows` and `cols` give its first size).
+  api.AddAsync(
+      "GET", "/stream/session/{id}/pty", AuthLevel::kUser,
+      [&sessions, &agents, &registry, &broker](
+          RequestContext& ctx,
+          std::shared_ptr<server::Exchange> const& exchange) -> std::optional<HttpResponse> {
+        auto p = Params::From(ctx.request, ParamSource::kStandard);
+        if (!p.ok()) return ProblemResponse(p.status());
+        auto rows = p->Int({"rows"}, 1, 10000);
+        auto cols = p->Int({"cols"}, 1, 10000);
+        if (auto st = p->Check(); !st.ok()) return ProblemResponse(st);
+        auto s = ResolveRunning(sessions, ctx);
+        if (!s.ok()) return ProblemResponse(s.status());
+        if (!exchange->IsWebSocketUpgrade()) return NotAnUpgrade();
+        (void)sessions.CountQuery(s->id);
+        server::agent_protocol::OpenStream open;
+        open.stream_id = NewStreamId();
+        open.session_id = s->id;
+        open.kind = "pty";
+        open.rows = static_cast<int>(rows.value_or(24));
+        open.cols = static_cast<int>(cols.value_or(80));
+        auto relay =
+            std::make_shared<RelayStream>(agents, registry, broker, *s->agent_id, std::move(open));
+        exchange->AcceptWebSocket(relay->ClientHandlers());
+        return std::nullopt;
+      });
+
+  // The agents' side of data streams: paired with the client's by the stream id.
+  api.AddAsync(
+      "GET", std::string(server::agent_protocol::kStreamPath) + "{stream}", AuthLevel::kAnonymous,
+      [clock = api.options().clock, &broker, secret = std::move(cluster_secret)](
+          RequestContext& ctx,
+          std::shared_ptr<server::Exchange> const& exchange) -> std::optional<HttpResponse> {
+        auto header = ctx.request.Header("x-bai-agent-auth");
+        auto proof = ctx.request.Header("x-bai-stream-proof");
+        if (!header || !proof) {
+          return ProblemResponse(
+              MakeProblemStatus(ProblemType::kAuthFailed, "Agent credentials required."));
+        }
+        auto agent = server::agent_protocol::VerifyAuth(std::string(*header), secret, clock());
+        if (!agent.ok()) return ProblemResponse(agent.status());
+        std::string stream_id = ctx.params.at("stream");
+        if (!server::agent_protocol::VerifyStreamProof(std::string(*proof), *agent, secret,
+                                                       stream_id)) {
+          return ProblemResponse(
+              MakeProblemStatus(ProblemType::kAuthFailed, "Wrong stream proof."));
+        }
+        if (!exchange->IsWebSocketUpgrade()) return NotAnUpgrade();
+        auto waiter = broker.Claim(stream_id, *agent, std::chrono::steady_clock::now());
+        if (!waiter.ok()) {
+          return ProblemResponse(
+              MakeProblemStatus(ProblemType::kObjectNotFound, waiter.status().message()));
+        }
+        auto handlers = waiter->pair();
+        if (!handlers) {
+          return ProblemResponse(
+              MakeProblemStatus(ProblemType::kObjectNotFound, "The stream's client has gone."));
+        }
+        exchange->AcceptWebSocket(std::move(*handlers));
+        return std::nullopt;
+      });
+
   api.AddAsync(
       "GET", "/stream/session/{id}/execute", AuthLevel::kUser,
       [&sessions, &agents, &registry](

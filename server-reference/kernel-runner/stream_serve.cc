@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server-reference/kernel-runner/stream_serve.h"
+
+#include "bai/protocol/pty_wire.h"
+
+#include "server-reference/common/wire/runner_messages.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pty.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace bai::server {
+namespace {
+
+namespace rp = runner_protocol;
+using protocol::PtyFrame;
+
+constexpr std::size_t kBuffer = 256 << 10;  // per direction
+constexpr std::size_t kMaxLine = 1 << 20;
+
+using Clock = std::chrono::steady_clock;
+
+int MillisLeft(Clock::time_point deadline) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  return left.count() < 0 ? 0 : static_cast<int>(left.count());
+}
+
+bool WriteAll(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      pollfd p{fd, POLLOUT, 0};
+      poll(&p, 1, 1000);
+      continue;
+    }
+    if (n <= 0) return false;
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+// Reads up to the first '\n' within the deadline; what came after it stays in `rest`.
+bool ReadLine(int fd, Clock::time_point deadline, std::string& line, std::string& rest) {
+  std::string buf;
+  while (true) {
+    auto nl = buf.find('\n');
+    if (nl != std::string::npos) {
+      line = buf.substr(0, nl);
+      rest = buf.substr(nl + 1);
+      return true;
+    }
+    if (buf.size() > kMaxLine) return false;
+    pollfd p{fd, POLLIN, 0};
+    int r = poll(&p, 1, MillisLeft(deadline));
+    if (r <= 0) return false;
+    char chunk[4096];
+    ssize_t n = read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    buf.append(chunk, static_cast<std::size_t>(n));
+  }
+}
+
+void Reply(int fd, bool ok, int code, std::string msg) {
+  WriteAll(fd, rp::EncodeStreamReady({ok, code, std::move(msg)}) + "\n");
+}
+
+// Moves what `from` has into `to`'s buffer: false at the end of `from` (or an error).
+bool ReadInto(int from, std::string& to) {
+  char chunk[64 << 10];
+  ssize_t n = read(from, chunk, std::min(sizeof chunk, kBuffer - std::min(kBuffer, to.size())));
+  if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+  if (n == 0) return false;
+  to.append(chunk, static_cast<std::size_t>(n));
+  return true;
+}
+
+// Writes what it can of `buf` to `fd`; false on an error.
+bool Flush(int fd, std::string& buf) {
+  if (buf.empty()) return true;
+  ssize_t n = send(fd, buf.data(), buf.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (n < 0 && errno == ENOTSOCK) n = write(fd, buf.data(), buf.size());
+  if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+  buf.erase(0, static_cast<std::size_t>(n));
+  return true;
+}
+
+void SetNonBlocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
+
+// --- tcp ----------------------------------------------------------------------------------------
+
+void ServeTcp(int fd, int port, std::string pending, StreamServeOptions const& o) {
+  int peer = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int err = 0;
+  if (connect(peer, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    err = errno;
+    if (err == EINPROGRESS) {
+      pollfd p{peer, POLLOUT, 0};
+      if (poll(&p, 1, static_cast<int>(o.connect_timeout.count())) <= 0) {
+        err = ETIMEDOUT;
+      } else {
+        socklen_t len = sizeof err;
+        getsockopt(peer, SOL_SOCKET, SO_ERROR, &err, &len);
+      }
+    }
+  }
+  if (err != 0) {
+    close(peer);
+    if (err == ECONNREFUSED) {
+      Reply(fd, false, 1013,
+            "nothing listens on port " + std::to_string(port) + " in the kernel (yet)");
+    } else {
+      Reply(fd, false, 1011,
+            "cannot connect to port " + std::to_string(port) + ": " + std::strerror(err));
+    }
+    close(fd);
+    return;
+  }
+  Reply(fd, true, 0, "");
+  SetNonBlocking(fd);
+  std::string to_peer = std::move(pending), to_fd;
+  bool fd_eof = false, peer_eof = false, fd_shut = false, peer_shut = false;
+  while (true) {
+    if (fd_eof && to_peer.empty() && !peer_shut) {
+      shutdown(peer, SHUT_WR);
+      peer_shut = true;
+    }
+    if (peer_eof && to_fd.empty() && !fd_shut) {
+      shutdown(fd, SHUT_WR);
+      fd_shut = true;
+    }
+    if (peer_shut && fd_shut) break;
+    pollfd p[2] = {{fd, 0, 0}, {peer, 0, 0}};
+    if (!fd_eof && to_peer.size() < kBuffer) p[0].events |= POLLIN;
+    if (!to_fd.empty()) p[0].events |= POLLOUT;
+    if (!peer_eof && to_fd.size() < kBuffer) p[1].events |= POLLIN;
+    if (!to_peer.empty()) p[1].events |= POLLOUT;
+    if (poll(p, 2, -1) < 0 && errno != EINTR) break;
+    if ((p[0].revents & (POLLIN | POLLHUP)) && !fd_eof && !ReadInto(fd, to_peer)) fd_eof = true;
+    if ((p[1].revents & (POLLIN | POLLHUP)) && !peer_eof && !ReadInto(peer, to_fd)) {
+      peer_eof = true;
+    }
+    if (!Flush(peer, to_peer) || !Flush(fd, to_fd)) break;
+    if ((p[0].revents & (POLLERR | POLLNVAL)) || (p[1].revents & (POLLERR | POLLNVAL))) break;
+  }
+  close(peer);
+  close(fd);
+}
+
+// --- pty ----------------------------------------------------------------------------------------
+
+struct Shell {
+  pid_t pid = -1;
+  int master = -1;
+};
+
+Shell StartShell(StreamServeOptions const& o, int rows, int cols) {
+  winsize ws{};
+  ws.ws_row = static_cast<unsigned short>(rows);
+  ws.ws_col = static_cast<unsigned short>(cols);
+  std::string shell = o.shell;
+  if (shell.empty()) shell = access("/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh";
+  // Everything the child needs is made before the fork: the agent that serves simulated
+  // kernels is multi-threaded, and a forked child may only exec.
+  std::vector<std::string> env = o.env;
+  env.push_back("TERM=xterm-256color");
+  env.push_back("SHELL=" + shell);
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::string argv0 = "-" + shell.substr(shell.rfind('/') + 1);  // a login shell
+  char* argv[] = {argv0.data(), nullptr};
+  Shell s;
+  s.pid = forkpty(&s.master, nullptr, nullptr, &ws);
+  if (s.pid == 0) {
+    sigprocmask(SIG_SETMASK, &o.child_mask, nullptr);
+    signal(SIGPIPE, SIG_DFL);
+    if (chdir(o.workdir.c_str()) != 0 && chdir("/") != 0) _exit(127);
+    execve(shell.c_str(), argv, envp.data());
+    _exit(127);
+  }
+  if (s.pid > 0) SetNonBlocking(s.master);
+  return s;
+}
+
+int CodeOf(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+void ServePty(int fd, rp::StreamOpen const& open, std::string pending,
+              StreamServeOptions const& o) {
+  Shell shell = StartShell(o, open.rows, open.cols);
+  if (shell.pid < 0) {
+    Reply(fd, false, 1011, std::string("cannot start a shell: ") + std::strerror(errno));
+    close(fd);
+    return;
+  }
+  Reply(fd, true, 0, "");
+  SetNonBlocking(fd);
+  std::string in = std::move(pending), to_master, to_fd;
+  bool fd_eof = false, restarting = false;
+  int exit_code = -1;
+  while (true) {
+    // Lines from the client.
+    for (auto nl = in.find('\n'); nl != std::string::npos; nl = in.find('\n')) {
+      auto frame = protocol::DecodePtyFrame(std::string_view(in).substr(0, nl));
+      in.erase(0, nl + 1);
+      if (!frame.ok()) {
+        to_fd +=
+            protocol::EncodePtyFrame({PtyFrame::Type::kError, frame.status().message()}) + "\n";
+        continue;
+      }
+      switch (frame->type) {
+        case PtyFrame::Type::kStdin:
+          to_master += frame->data;
+          break;
+        case PtyFrame::Type::kResize: {
+          winsize ws{};
+          ws.ws_row = static_cast<unsigned short>(frame->rows);
+          ws.ws_col = static_cast<unsigned short>(frame->cols);
+          ioctl(shell.master, TIOCSWINSZ, &ws);  // the kernel sends SIGWINCH
+          break;
+        }
+        case PtyFrame::Type::kRestart:
+          restarting = true;
+          kill(-shell.pid, SIGHUP);
+          break;
+        default:
+          break;  // ping keeps nothing alive here; out/exit/error are not the client's
+      }
+    }
+    if (in.size() > kMaxLine) break;
+    if (fd_eof) break;
+    // The shell's end: drain what the terminal still holds, then report (or restart).
+    int status;
+    if (exit_code < 0 && waitpid(shell.pid, &status, WNOHANG) == shell.pid) {
+      exit_code = CodeOf(status);
+    }
+    if (exit_code >= 0) {
+      std::string rest;
+      while (ReadInto(shell.master, rest) && !rest.empty() && rest.size() < kBuffer) {
+      }
+      if (!rest.empty()) to_fd += protocol::EncodePtyFrame({PtyFrame::Type::kOut, rest}) + "\n";
+      close(shell.master);
+      if (restarting) {
+        restarting = false;
+        exit_code = -1;
+        shell = StartShell(o, open.rows, open.cols);
+        if (shell.pid < 0) break;
+        continue;
+      }
+      to_fd += protocol::EncodePtyFrame({PtyFrame::Type::kExit, "", 0, 0, exit_code}) + "\n";
+      SetNonBlocking(fd);
+      auto deadline = Clock::now() + std::chrono::seconds(5);
+      while (!to_fd.empty() && Clock::now() < deadline) {
+        if (!Flush(fd, to_fd)) break;
+        pollfd p{fd, POLLOUT, 0};
+        poll(&p, 1, 100);
+      }
+      close(fd);
+      return;
+    }
+    pollfd p[2] = {{fd, 0, 0}, {shell.master, 0, 0}};
+    if (in.size() < kMaxLine) p[0].events |= POLLIN;
+    if (!to_fd.empty()) p[0].events |= POLLOUT;
+    if (to_fd.size() < kBuffer) p[1].events |= POLLIN;
+    if (!to_master.empty()) p[1].events |= POLLOUT;
+    if (poll(p, 2, 200) < 0 && errno != EINTR) break;
+    if (p[0].revents & (POLLIN | POLLHUP)) {
+      if (!ReadInto(fd, in)) fd_eof = true;
+    }
+    if (p[1].revents & POLLIN) {
+      std::string out;
+      if (ReadInto(shell.master, out) && !out.empty()) {
+        to_fd += protocol::EncodePtyFrame({PtyFrame::Type::kOut, out}) + "\n";
+      }
+    }
+    if (!Flush(shell.master, to_master)) to_master.clear();
+    if (!Flush(fd, to_fd)) break;
+    if (p[0].revents & (POLLERR | POLLNVAL)) break;
+  }
+  // The client went away: hang up the shell, as a terminal does when its line drops.
+  kill(-shell.pid, SIGHUP);
+  close(shell.master);
+  for (int i = 0; i < 20; ++i) {
+    int status;
+    if (waitpid(shell.pid, &status, WNOHANG) == shell.pid) break;
+    if (i == 10) kill(-shell.pid, SIGKILL);
+    usleep(50000);
+  }
+  close(fd);
+}
+
+}  // namespace
+
+void ServeStream(int fd, StreamServeOptions const& o) {
+  std::string line, rest;
+  if (!ReadLine(fd, Clock::now() + o.header_timeout, line, rest)) {
+    close(fd);
+    return;
+  }
+  auto open = rp::DecodeStreamOpen(line);
+  if (!open.ok()) {
+    Reply(fd, false, 1011, "bad stream request: " + open.status().message());
+    close(fd);
+    return;
+  }
+  if (open->kind == "tcp") {
+    ServeTcp(fd, open->port, std::move(rest), o);
+  } else {
+    ServePty(fd, *open, std::move(rest), o);
+  }
+}
+
+}  // namespace bai::server

@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <signal.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace bai::server {
+
+struct StreamServeOptions {
+  std::string shell;  ///< "" → /bin/bash where it exists, else /bin/sh
+  std::string workdir = "/home/work";
+  std::vector<std::string> env;  ///< the shell's environment (KEY=VALUE); TERM is added
+  sigset_t child_mask{};         ///< the signal mask a shell starts with
+  std::chrono::milliseconds header_timeout{10000};
+  std::chrono::milliseconds connect_timeout{5000};
+};
+
+/// Serves one connection to the kernel runner's stream socket (docs/agent-protocol.md, "Data
+/// streams"): reads its StreamOpen line, answers StreamReady, then relays until both sides are
+/// done. `pty`: a login shell on a new pseudo-terminal, PtyFrame lines both ways (stdin, resize,
+/// ping, restart in; out, then exit with the shell's code). `tcp`: a connection to
+/// 127.0.0.1:PORT, its bytes raw both ways, each direction buffered at most 256 KiB (a slow side
+/// holds the other back), half-closes passed on. Blocks; closes `fd`. Used by the runner (in a
+/// process of its own per stream) and by the simulated agent (in a thread).
+void ServeStream(int fd, StreamServeOptions const& options);
+
+}  // namespace bai::server
