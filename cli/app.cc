@@ -60,7 +60,7 @@ Noun NounOf(int argc, char** argv) {
     if (word == "config") return Noun::kConfig;
     if (word == "api") return Noun::kApi;
     if (word == "session" || word == "run" || word == "ps" || word == "exec" || word == "logs" ||
-        word == "rm" || word == "wait" || word == "shell") {
+        word == "rm" || word == "wait" || word == "shell" || word == "app") {
       return Noun::kSession;
     }
     if (word == "vfolder" || word == "vf" || word == "cp") return Noun::kVFolder;

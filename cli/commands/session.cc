@@ -391,6 +391,9 @@ void AddSpecFlags(CLI::App* cmd, SpecOptions& o) {
   cmd->add_option("--tag", o.tag, "A free-form tag");
   cmd->add_option("--priority", o.priority, "Queue priority 0–100 (default 10)")
       ->check(CLI::Range(0, 100));
+  cmd->add_option("--preopen", o.preopen,
+                  "A container port to reach as an app with bai app (repeatable; 1025–65534)")
+      ->check(CLI::Range(1025, 65534));
   cmd->add_option("--depends", o.depends, "Start after this session succeeded (repeatable)")
       ->allow_extra_args(false);
   cmd->add_option("--starts-at", o.starts_at, "Start at a time (RFC 3339) or after a delay (30m)");
@@ -427,6 +430,32 @@ void AddShell(CommandSet& set, CLI::App& parent, std::string const& description)
       "line detaches, and bai exits with the shell's exit code. Needs a terminal: for scripts, "
       "use bai exec SESSION -- CMD.");
   set.OnRun(shell, [&o, &ctx = set.ctx()] { return RunShell(o, ctx); });
+}
+
+void AddApp(CommandSet& set, CLI::App& parent) {
+  auto& o = set.Keep<AppOptions>();
+  auto* app = parent.add_subcommand(
+      "app", "Reach an app of a running session (Jupyter, an HTTP service…) at a local port");
+  app->add_option("SESSION", o.session, kSessionRef);
+  app->add_option("APP", o.app, "The app's name (bai app ls SESSION)");
+  app->add_option("-b,--bind", o.bind, "Local [HOST:]PORT to listen on (default 127.0.0.1:8080)");
+  app->add_option("--arg", o.arguments, "An argument for the app: \"--option value\" (repeatable)");
+  app->add_option("-e,--env", o.envs, "An environment variable for the app: KEY=VALUE");
+  app->footer(
+      "Each connection to the local port is carried to the app inside the session over a "
+      "WebSocket of its own through the manager (nothing of the kernel listens anywhere else). "
+      "The app is started first when it is not running. Ctrl-C stops the tunnel.");
+  auto& ls_session = set.Keep<AppOptions>();
+  auto* ls = app->add_subcommand("ls", "List a session's apps");
+  ls->add_option("SESSION", ls_session.session, kSessionRef)->required();
+  set.OnRun(ls, [&ls_session, &ctx = set.ctx()] { return RunAppList(ls_session, ctx); });
+  set.OnRunDefault(app, [&o, &ctx = set.ctx()] {
+    if (o.session.empty() || o.app.empty()) {
+      ctx.err() << "error: bai app SESSION APP [-b [HOST:]PORT], or bai app ls SESSION\n";
+      return static_cast<int>(kExitUsage);
+    }
+    return RunApp(o, ctx);
+  });
 }
 
 void AddList(CommandSet& set, CLI::App& parent, std::string const& name,
@@ -540,6 +569,7 @@ void AddSessionCommands(CommandSet& set) {
   AddList(set, root, "ps", "List sessions (alias of `bai session ls`)");
   AddExec(set, root, "Run a command in a running session (alias of `bai session exec`)");
   AddShell(set, root, "Open a terminal in a running session (alias of `bai session shell`)");
+  AddApp(set, root);
   AddLogs(set, root,
           "Print a session's output: its stdout on stdout, its stderr on stderr (alias of `bai "
           "session logs`)");

@@ -22,6 +22,7 @@ struct SpecOptions {
   std::string tag;
   std::optional<int> priority;
   std::vector<std::string> depends;  ///< sessions that must succeed first
+  std::vector<int> preopen;          ///< container ports served as apps (`bai app`)
   std::string starts_at;             ///< a time or a delay ("30m"), batch only
   std::string timeout;               ///< a duration: the job is stopped after it
   std::string max_wait;              ///< a duration: give up waiting to start after it
@@ -66,6 +67,19 @@ struct ShellOptions {
 /// window size kept in step, Ctrl-C to the remote program, `~.` detaches, the shell's exit code
 /// passed through. Refuses when stdin is not a terminal.
 int RunShell(ShellOptions const& options, Context& ctx);
+
+struct AppOptions {
+  std::string session;
+  std::string app;
+  std::string bind;                    ///< [HOST:]PORT; empty: 127.0.0.1:8080
+  std::vector<std::string> arguments;  ///< "--option value"
+  std::vector<std::string> envs;       ///< KEY=VALUE
+};
+/// `bai app SESSION APP [-b [HOST:]PORT]`: a local port tunnelled to the app, one WebSocket per
+/// connection; prints the URL; Ctrl-C stops it.
+int RunApp(AppOptions const& options, Context& ctx);
+/// `bai app ls SESSION`: the session's apps.
+int RunAppList(AppOptions const& options, Context& ctx);
 
 struct WaitCommandOptions {
   std::vector<std::string> sessions;

@@ -180,6 +180,39 @@ class BAI_EXPORT Terminal {
   std::unique_ptr<WebSocketConnection> socket_;
 };
 
+struct AppTunnelOptions {
+  std::string app;                               ///< the app's name (`/stream/session/{id}/apps`)
+  std::optional<int> port;                       ///< one of the app's ports; default its first
+  std::map<std::string, std::string> arguments;  ///< option → value ("" for a flag)
+  std::map<std::string, std::string> envs;
+  std::string bind_host = "127.0.0.1";
+  int bind_port = 8080;  ///< 0: any free port (see port())
+  /// A connection's failure (the app refused, the session ended): the local peer also gets an
+  /// HTTP 503 naming it, as from the official client.
+  std::function<void(Status const&)> on_error;
+};
+
+/// A local TCP listener whose every connection is tunnelled to an app of a running session, one
+/// WebSocket (`/stream/session/{id}/tcpproxy`) per connection as the official client does:
+/// nothing of the app is published anywhere but here. Serves on threads of its own until Stop
+/// (or destruction).
+class BAI_EXPORT AppTunnel {
+ public:
+  static StatusOr<std::unique_ptr<AppTunnel>> Open(Client client, std::string const& session,
+                                                   AppTunnelOptions const& options);
+  ~AppTunnel();
+  AppTunnel(AppTunnel const&) = delete;
+  AppTunnel& operator=(AppTunnel const&) = delete;
+  int port() const;            ///< the local port listened on
+  std::size_t served() const;  ///< connections tunnelled so far
+  void Stop();                 ///< closes the listener and every connection
+
+ private:
+  struct Impl;
+  explicit AppTunnel(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
 class BAI_EXPORT SessionClient {
  public:
   explicit SessionClient(Client client) : client_(std::move(client)) {}

@@ -322,6 +322,7 @@ class LwsConnection : public WebSocketConnection {
   static int Callback(lws* wsi, lws_callback_reasons reason, void* user, void* in,
                       std::size_t len) {
     (void)user;
+    if (!wsi) return 0;  // context-wide notifications this client does not use
     auto* self = static_cast<LwsConnection*>(lws_context_user(lws_get_context(wsi)));
     if (!self) return 0;
     switch (reason) {

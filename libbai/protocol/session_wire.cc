@@ -21,6 +21,7 @@ using internal::FieldProblem;
 using internal::FieldReader;
 using internal::FirstPresent;
 using internal::Lenient;
+using internal::LenientInt;
 using internal::ObjectOf;
 using nlohmann::json;
 
@@ -71,6 +72,23 @@ void ReadCreateConfig(json const& config, SlotTypeLookup const& slot_types, Fiel
   }
   out.agent_list =
       c.StrList({"agent_list", "agentList"}, "config.agent_list", "a list of agent ids");
+  if (auto const* pp = c.Find({"preopen_ports", "preopenPorts"}); pp && !pp->is_null()) {
+    bool ok = pp->is_array();
+    for (auto const& item : ok ? *pp : json::array()) {
+      auto n = LenientInt(item);
+      if (!n || *n <= 1024 || *n >= 65535 || IsReservedServicePort(static_cast<int>(*n)) ||
+          std::find(out.preopen_ports.begin(), out.preopen_ports.end(), *n) !=
+              out.preopen_ports.end()) {
+        ok = false;
+        break;
+      }
+      out.preopen_ports.push_back(static_cast<int>(*n));
+    }
+    if (!ok) {
+      r.Fail("config.preopen_ports",
+             "a list of distinct ports above 1024 and below 65535, none of 2000-2003, 2200, 7681");
+    }
+  }
   auto const* res = c.Find({"resources"});
   if (res == nullptr) return;
   if (!res->is_object()) return r.Fail("config.resources", "an object of slot amounts");
@@ -171,6 +189,7 @@ std::string EncodeSessionCreateRequest(SessionCreateRequest const& r) {
   }
   if (!r.resource_opts.empty()) config["resource_opts"] = r.resource_opts;
   if (!r.agent_list.empty()) config["agent_list"] = r.agent_list;
+  if (!r.preopen_ports.empty()) config["preopen_ports"] = r.preopen_ports;
   body["config"] = std::move(config);
   return body.dump();
 }
@@ -250,6 +269,7 @@ std::string EncodeSessionInfo(SessionInfo const& s) {
         {{"device_id", d.device_id}, {"data", {{d.slot, d.amount.ToString()}}}});
   }
   w.Raw("attachedDevices", devices.dump());
+  w.Raw("servicePorts", EncodeApps(s.service_ports));
   w.Close();
   return out;
 }
@@ -352,6 +372,9 @@ StatusOr<SessionInfo> DecodeSessionInfo(std::string_view text) {
         }
       }
     }
+  }
+  if (auto it = j->find("servicePorts"); it != j->end() && it->is_array()) {
+    if (auto apps = DecodeApps(it->dump()); apps.ok()) out.service_ports = std::move(*apps);
   }
   out.raw_json = std::string(text);
   return out;

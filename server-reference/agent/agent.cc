@@ -16,6 +16,7 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include <atomic>
@@ -262,7 +263,12 @@ struct Agent::Impl {
   // A refusal by the kernel still opens the WebSocket, to close it with the refusal's code.
   void On(ap::OpenStream const& m) {
     RunDetached([this, m] {
-      auto fd = backend->OpenStream(m.session_id, {m.kind, m.rows, m.cols, m.port});
+      server::runner_protocol::StreamOpen open;
+      open.kind = m.kind;
+      open.rows = m.rows;
+      open.cols = m.cols;
+      open.port = m.port;
+      auto fd = backend->OpenStream(m.session_id, open);
       auto endpoint = internal::ParseEndpoint(options.manager_url);
       if (!endpoint.ok()) {
         if (fd.ok()) close(*fd);
@@ -308,6 +314,27 @@ struct Agent::Impl {
       }
       std::lock_guard<std::mutex> lock(streams_mu);
       streams.erase(&socket);
+    });
+  }
+
+  void On(ap::StartService const& m) {
+    AnswerLater(m.request_id, [this, m] {
+      server::runner_protocol::StreamOpen open;
+      open.kind = "service";
+      open.port = m.port;
+      open.name = m.name;
+      open.arguments = m.arguments;
+      open.envs = m.envs;
+      std::string status;
+      auto fd = backend->OpenStream(m.session_id, open, &status);
+      nlohmann::json result;
+      if (fd.ok()) {
+        close(*fd);
+        result = {{"status", status.empty() ? "started" : status}};
+      } else {
+        result = {{"status", "failed"}, {"error", fd.status().message()}};
+      }
+      return result.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     });
   }
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/agent/backend.h"
 
+#include "libbai/util/json_parse.h"
+
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -10,10 +12,61 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 namespace bai::agent {
 
-StatusOr<int> HandshakeStream(int fd, server::runner_protocol::StreamOpen const& open) {
+StatusOr<std::vector<protocol::ServicePort>> KernelApps(
+    std::map<std::string, std::string> const& labels, std::vector<int> const& preopen_ports,
+    std::string const& defs_dir) {
+  auto label = [&labels](char const* key) {
+    auto it = labels.find(key);
+    return it == labels.end() ? std::string() : it->second;
+  };
+  auto apps = protocol::ParseServicePortsLabel(label("ai.backend.service-ports"),
+                                               label("ai.backend.endpoint-ports"));
+  if (!apps.ok()) {
+    return Status(StatusCode::kInvalidArgument,
+                  "the image's ai.backend.service-ports label: " + apps.status().message());
+  }
+  for (int port : preopen_ports) {
+    for (auto const& a : *apps) {
+      for (int used : a.container_ports) {
+        if (used == port) {
+          return Status(StatusCode::kInvalidArgument,
+                        "the preopen port " + std::to_string(port) + " is the image's " + a.name);
+        }
+      }
+    }
+    apps->push_back({std::to_string(port), "preopen", {port}, false, std::nullopt, {}, {}});
+  }
+  for (auto& a : *apps) {
+    if (defs_dir.empty()) break;
+    std::ifstream in(defs_dir + "/" + a.name + ".json");
+    if (!in) continue;
+    std::stringstream text;
+    text << in.rdbuf();
+    auto def = internal::ParseJson(text.str());
+    if (!def || !def->is_object()) continue;
+    if (auto it = def->find("url_template"); it != def->end() && it->is_string()) {
+      a.url_template = it->get<std::string>();
+    }
+    for (auto [key, field] : {std::pair{"allowed_arguments", &a.allowed_arguments},
+                              std::pair{"allowed_envs", &a.allowed_envs}}) {
+      if (auto it = def->find(key); it != def->end() && it->is_array()) {
+        for (auto const& v : *it) {
+          if (v.is_string()) field->push_back(v.get<std::string>());
+        }
+      }
+    }
+  }
+  apps->push_back({"terminal", "pty", {}, false, std::nullopt, {}, {}});
+  return apps;
+}
+
+StatusOr<int> HandshakeStream(int fd, server::runner_protocol::StreamOpen const& open,
+                              std::string* status) {
   namespace rp = server::runner_protocol;
   std::string line = rp::EncodeStreamOpen(open) + "\n";
   if (::send(fd, line.data(), line.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(line.size())) {
@@ -32,7 +85,10 @@ StatusOr<int> HandshakeStream(int fd, server::runner_protocol::StreamOpen const&
     if (read(fd, &c, 1) != 1) break;
     if (c == '\n') {
       auto ready = rp::DecodeStreamReady(answer);
-      if (ready.ok() && ready->ok) return fd;
+      if (ready.ok() && ready->ok) {
+        if (status) *status = ready->status;
+        return fd;
+      }
       close(fd);
       if (!ready.ok()) return Status(StatusCode::kInternal, "a malformed stream answer");
       return Status(ready->code == 1013 ? StatusCode::kUnavailable : StatusCode::kInternal,

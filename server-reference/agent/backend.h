@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "bai/protocol/service_ports.h"
 #include "bai/status.h"
 
 #include "server-reference/common/wire/agent_messages.h"
@@ -8,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -25,9 +27,19 @@ using KernelReport = server::agent_protocol::KernelStatus;
 /// `<directory>/<filename>` when a folder's host directory is given (it must exist and be a
 /// directory, not a link); an error for a name that is not bare, or when the file exists (a
 /// commit never overwrites).
+/// A kernel's apps (service ports): its image's `ai.backend.service-ports` label (refused with
+/// 24.09's messages: reserved or repeated ports…), the preopen ports asked for, and the intrinsic
+/// `terminal` (protocol `pty`, reached through /stream/session/{id}/pty); each with the URL
+/// template and the allowed arguments and environment of its service definition
+/// (`<defs_dir>/NAME.json`, when there is one).
+StatusOr<std::vector<protocol::ServicePort>> KernelApps(
+    std::map<std::string, std::string> const& labels, std::vector<int> const& preopen_ports,
+    std::string const& defs_dir);
+
 /// Sends `open` on `fd`, a connection to a kernel's stream socket, and reads the answer: `fd`
 /// when accepted; else the refusal (closing `fd`), kUnavailable for close code 1013.
-StatusOr<int> HandshakeStream(int fd, server::runner_protocol::StreamOpen const& open);
+StatusOr<int> HandshakeStream(int fd, server::runner_protocol::StreamOpen const& open,
+                              std::string* status = nullptr);
 
 StatusOr<std::string> CommitFile(std::string const& commit_dir, std::string const& session_id,
                                  std::string const& filename, std::string const& directory = {});
@@ -87,8 +99,10 @@ class KernelBackend {
   /// connected socket on which `open` was accepted, ready for pty frames or the TCP bytes.
   /// Refusals: kNotFound (no such running kernel), kUnavailable (the port refuses: close code
   /// 1013), others (1011), with the runner's message.
+  /// `status`, when given, gets the answer's status (a service: started or running).
   virtual StatusOr<int> OpenStream(std::string const& session_id,
-                                   server::runner_protocol::StreamOpen const& open) = 0;
+                                   server::runner_protocol::StreamOpen const& open,
+                                   std::string* status = nullptr) = 0;
 
  protected:
   /// Sends `r` to the reporter; the reporter runs outside the lock.

@@ -42,7 +42,13 @@ DummyBackend::~DummyBackend() {
 }
 
 void DummyBackend::Create(KernelSpec const& spec) {
-  KernelReport preparing{spec.session_id, protocol::KernelStatus::kPreparing, std::nullopt, "", ""};
+  KernelReport preparing{
+      spec.session_id, protocol::KernelStatus::kPreparing, std::nullopt, "", "", {}};
+  // A simulated kernel's apps are its preopen ports (served by this host's 127.0.0.1:PORT) and
+  // the terminal.
+  if (auto apps = KernelApps({}, spec.preopen_ports, ""); apps.ok()) {
+    preparing.service_ports = std::move(*apps);
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (kernels_.count(spec.session_id)) return;  // a repeated create is a no-op
@@ -142,7 +148,8 @@ StatusOr<std::string> DummyBackend::CommitTarget(std::string const& session_id,
 }
 
 StatusOr<int> DummyBackend::OpenStream(std::string const& session_id,
-                                       server::runner_protocol::StreamOpen const& open) {
+                                       server::runner_protocol::StreamOpen const& open,
+                                       std::string* status) {
   if (auto s = CheckRunning(session_id); !s.ok()) return s;
   server::StreamServeOptions o;
   o.workdir = "/tmp";
@@ -154,12 +161,13 @@ StatusOr<int> DummyBackend::OpenStream(std::string const& session_id,
   }
   o.env = {"HOME=" + o.workdir, "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"};
   sigemptyset(&o.child_mask);
+  o.service_defs.clear();  // a simulated kernel's services are this host's: nothing to start
   int pair[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
     return Status(StatusCode::kInternal, "socketpair failed");
   }
   std::thread([fd = pair[1], o] { server::ServeStream(fd, o); }).detach();
-  return HandshakeStream(pair[0], open);
+  return HandshakeStream(pair[0], open, status);
 }
 
 server::runner_protocol::FileResult DummyBackend::Files(

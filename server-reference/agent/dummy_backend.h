@@ -47,7 +47,8 @@ class DummyBackend : public KernelBackend {
   /// shell on a pseudo-terminal in the kernel's directory under `home_dir`, or a connection to
   /// 127.0.0.1:PORT on this host (a simulated kernel's services are the host's).
   StatusOr<int> OpenStream(std::string const& session_id,
-                           server::runner_protocol::StreamOpen const& open) override;
+                           server::runner_protocol::StreamOpen const& open,
+                           std::string* status) override;
   server::runner_protocol::FileResult Files(
       std::string const& session_id, server::runner_protocol::FileRequest const& request) override;
 

@@ -19,7 +19,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr int kBuiltinVersion = 3;
+constexpr int kBuiltinVersion = 4;
 
 /// Host /etc entries a built-in image gets a copy of: what programs need to run, nothing secret
 /// (no shadow, no ssh keys, no agent files).
@@ -184,6 +184,33 @@ Status ImageStore::EnsureBuiltins() {
     }
     fs::copy_file("/etc/ssl/certs/ca-certificates.crt",
                   rootfs / "etc/ssl/certs/ca-certificates.crt", ec);
+    // The python image's apps: a static HTTP server over /home/work, and Jupyter where the host
+    // has Debian's python3-notebook (its /usr is the image's).
+    std::string service_ports;
+    if (std::string(b.runtime) == "python") {
+      fs::create_directories(rootfs / "etc/backend.ai/service-defs", ec);
+      json http = {{"command",
+                    {"{runtime_path}", "-m", "http.server", "--bind", "127.0.0.1", "--directory",
+                     "/home/work", "{ports[0]}"}},
+                   {"url_template", "http://{host}:{port}/"}};
+      if (auto s = WriteFile(rootfs / "etc/backend.ai/service-defs/http.json", http.dump(2) + "\n");
+          !s.ok())
+        return s;
+      service_ports = "http:http:8000";
+      if (fs::exists("/usr/bin/jupyter-notebook")) {
+        json jupyter = {
+            {"command",
+             {"/usr/bin/jupyter-notebook", "--no-browser", "--ip=127.0.0.1", "--port={ports[0]}",
+              "--NotebookApp.token=", "--NotebookApp.password=", "--notebook-dir=/home/work"}},
+            {"url_template", "http://{host}:{port}/"},
+            {"allowed_envs", {"JUPYTER_TOKEN"}}};
+        if (auto s = WriteFile(rootfs / "etc/backend.ai/service-defs/jupyter.json",
+                               jupyter.dump(2) + "\n");
+            !s.ok())
+          return s;
+        service_ports += ",jupyter:http:8888";
+      }
+    }
     json aliases = json::array({std::string(b.name) + ":latest"});
     // The interpreter's version as a tag ("python:3.11"), so a tagged reference to another
     // version is refused instead of silently running this one.
@@ -201,7 +228,7 @@ Status ImageStore::EnsureBuiltins() {
                      {"labels",
                       {{"ai.backend.runtime-type", b.runtime},
                        {"ai.backend.runtime-path", b.path},
-                       {"ai.backend.service-ports", ""},
+                       {"ai.backend.service-ports", service_ports},
                        {"ai.backend.resource.min.cpu", "0.1"},
                        {"ai.backend.resource.min.mem", "64m"}}}};
     if (auto s = WriteFile(tmp / "manifest.json", manifest.dump(2) + "\n"); !s.ok()) return s;

@@ -648,7 +648,7 @@ Status RuncBackend::Init() {
     auto state = server::RunProcess(Runc({"state", k->container_id}), server::StdoutOnly());
     auto sj = internal::ParseJson(state.output);
     bool running = state.exit_code == 0 && sj && sj->value("status", "") == "running";
-    k->state = {k->spec.session_id, protocol::KernelStatus::kRunning, std::nullopt, "", ""};
+    k->state = {k->spec.session_id, protocol::KernelStatus::kRunning, std::nullopt, "", "", {}};
     if (running && !k->spec.session_id.empty() && ConnectRunner(*k, std::chrono::seconds(2))) {
       for (auto const& [uuid, q] : k->gpu_quanta) {
         quanta_.Hold(uuid, q);
@@ -661,8 +661,12 @@ Status RuncBackend::Init() {
     server::RunProcess(Runc({"delete", "--force", k->container_id}));
     fs::remove_all(entry.path(), ec);
     if (!k->spec.session_id.empty()) {
-      k->state = {k->spec.session_id, protocol::KernelStatus::kTerminated, std::nullopt,
-                  "agent-restarted", ""};
+      k->state = {k->spec.session_id,
+                  protocol::KernelStatus::kTerminated,
+                  std::nullopt,
+                  "agent-restarted",
+                  "",
+                  {}};
       std::lock_guard<std::mutex> lock(mu_);
       kernels_[k->spec.session_id] = k;
     }
@@ -722,7 +726,7 @@ std::string RuncBackend::CgroupsPath(std::string const& session_id) const {
 void RuncBackend::Create(KernelSpec const& spec) {
   auto k = std::make_shared<Kernel>();
   k->spec = spec;
-  k->state = {spec.session_id, protocol::KernelStatus::kPreparing, std::nullopt, "", ""};
+  k->state = {spec.session_id, protocol::KernelStatus::kPreparing, std::nullopt, "", "", {}};
   // runc ids allow [A-Za-z0-9_+.-]; the agent id keeps runs of different agents apart.
   k->container_id = options_.agent_id + "." + spec.session_id;
   k->dir = options_.state_dir + "/kernels/" + spec.session_id;
@@ -767,6 +771,13 @@ void RuncBackend::Start(std::shared_ptr<Kernel> k) {
   };
   auto image = options_.images->Find(k->spec.image);
   if (!image.ok()) return fail(image.status().message());
+  auto apps = KernelApps(image->labels, k->spec.preopen_ports,
+                         image->rootfs + "/etc/backend.ai/service-defs");
+  if (!apps.ok()) return fail(apps.status().message());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    k->state.service_ports = *apps;
+  }
   std::error_code ec;
   fs::create_directories(fs::path(k->dir) / "run", ec);
   if (ec) return fail("cannot create " + k->dir + ": " + ec.message());
@@ -1111,7 +1122,7 @@ Status RuncBackend::Restart(std::string const& session_id) {
   Teardown(old, "restarting", std::nullopt, /*report=*/false);
   auto fresh = std::make_shared<Kernel>();
   fresh->spec = old->spec;
-  fresh->state = {session_id, protocol::KernelStatus::kPreparing, std::nullopt, "", ""};
+  fresh->state = {session_id, protocol::KernelStatus::kPreparing, std::nullopt, "", "", {}};
   fresh->container_id = old->container_id;
   fresh->dir = old->dir;
   fresh->cgroups_path = old->cgroups_path;
@@ -1182,7 +1193,8 @@ Status RuncBackend::Commit(std::string const& session_id, std::string const& pat
   return Status();
 }
 
-StatusOr<int> RuncBackend::OpenStream(std::string const& session_id, rp::StreamOpen const& open) {
+StatusOr<int> RuncBackend::OpenStream(std::string const& session_id, rp::StreamOpen const& open,
+                                      std::string* status) {
   auto running = Running(session_id);
   if (!running.ok()) return running.status();
   int dir_fd = ::open(((*running)->dir + "/run").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -1198,7 +1210,7 @@ StatusOr<int> RuncBackend::OpenStream(std::string const& session_id, rp::StreamO
     if (fd >= 0) close(fd);
     return Status(StatusCode::kInternal, "cannot reach the kernel's stream socket");
   }
-  return HandshakeStream(fd, open);
+  return HandshakeStream(fd, open, status);
 }
 
 rp::FileResult RuncBackend::Files(std::string const& session_id, rp::FileRequest const& request) {

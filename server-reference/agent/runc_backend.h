@@ -137,7 +137,8 @@ class RuncBackend : public KernelBackend {
       std::string const& session_id, server::runner_protocol::FileRequest const& request) override;
   /// Through the runner's `stream.sock` in the kernel's run directory.
   StatusOr<int> OpenStream(std::string const& session_id,
-                           server::runner_protocol::StreamOpen const& open) override;
+                           server::runner_protocol::StreamOpen const& open,
+                           std::string* status) override;
 
   /// The runc container id and cgroup path of a kernel (for tests and `bai-agent` tooling).
   std::string ContainerId(std::string const& session_id) const;

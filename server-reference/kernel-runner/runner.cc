@@ -237,6 +237,8 @@ class Runner {
       signal(SIGPIPE, SIG_IGN);
       bai::server::StreamServeOptions so;
       so.workdir = o_.workdir;
+      so.run_dir = stream_path_.substr(0, stream_path_.rfind('/'));
+      so.runtime_path = o_.runtime == "python" ? o_.python : o_.shell;
       for (char** e = environ; *e; ++e) so.env.emplace_back(*e);
       so.child_mask = old_mask_;
       bai::server::ServeStream(fd, so);

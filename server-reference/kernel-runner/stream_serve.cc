@@ -8,14 +8,19 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <nlohmann/json.hpp>
 #include <poll.h>
 #include <pty.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 namespace bai::server {
@@ -72,7 +77,7 @@ bool ReadLine(int fd, Clock::time_point deadline, std::string& line, std::string
 }
 
 void Reply(int fd, bool ok, int code, std::string msg) {
-  WriteAll(fd, rp::EncodeStreamReady({ok, code, std::move(msg)}) + "\n");
+  WriteAll(fd, rp::EncodeStreamReady({ok, code, std::move(msg), ""}) + "\n");
 }
 
 // Moves what `from` has into `to`'s buffer: false at the end of `from` (or an error).
@@ -307,6 +312,189 @@ void ServePty(int fd, rp::StreamOpen const& open, std::string pending,
   close(fd);
 }
 
+// --- service ------------------------------------------------------------------------------------
+
+bool PortOpen(int port) {
+  int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bool open = connect(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  close(s);
+  return open;
+}
+
+// "{ports[0]}", "{runtime_path}" in a definition's strings.
+std::string Expand(std::string text, rp::StreamOpen const& open, StreamServeOptions const& o) {
+  auto replace = [&text](std::string const& from, std::string const& to) {
+    for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+      text.replace(at, from.size(), to);
+    }
+  };
+  replace("{ports[0]}", std::to_string(open.port));
+  replace("{runtime_path}", o.runtime_path);
+  return text;
+}
+
+std::string ReadFile(std::string const& path, std::size_t limit = 1 << 20) {
+  std::string out;
+  int f = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (f < 0) return out;
+  char buf[4096];
+  ssize_t n;
+  while (out.size() < limit && (n = read(f, buf, sizeof buf)) > 0) {
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  close(f);
+  return out;
+}
+
+bool IsSafeName(std::string const& name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') return false;
+  }
+  return true;
+}
+
+// Why `open` cannot start (empty: it can), and the command and environment it runs with.
+std::string PlanService(rp::StreamOpen const& open, StreamServeOptions const& o,
+                        std::vector<std::string>& argv, std::vector<std::string>& env) {
+  if (!IsSafeName(open.name)) return "no such app";
+  std::string text = ReadFile(o.service_defs + "/" + open.name + ".json");
+  if (text.empty()) return "the image has no service definition for " + open.name;
+  auto def = nlohmann::json::parse(text, nullptr, false);
+  if (!def.is_object()) return "the service definition of " + open.name + " is not a JSON object";
+  auto allowed = [&def](char const* key, std::string const& what) {
+    auto it = def.find(key);
+    if (it == def.end() || !it->is_array()) return false;
+    for (auto const& v : *it) {
+      if (v.is_string() && v.get<std::string>() == what) return true;
+    }
+    return false;
+  };
+  for (auto const& [k, v] : open.arguments) {
+    if (!allowed("allowed_arguments", k)) return "the argument " + k + " is not allowed";
+  }
+  for (auto const& [k, v] : open.envs) {
+    if (!allowed("allowed_envs", k)) return "the environment variable " + k + " is not allowed";
+  }
+  auto command = def.find("command");
+  if (command != def.end() && command->is_string()) {
+    argv = {"/bin/sh", "-c", Expand(command->get<std::string>(), open, o)};
+  } else if (command != def.end() && command->is_array() && !command->empty()) {
+    for (auto const& c : *command) {
+      if (!c.is_string()) return "the service definition's command is not a list of strings";
+      argv.push_back(Expand(c.get<std::string>(), open, o));
+    }
+  } else {
+    return "the service definition of " + open.name + " has no command";
+  }
+  for (auto const& [k, v] : open.arguments) {
+    argv.push_back(k);
+    if (!v.empty()) argv.push_back(v);
+  }
+  env = o.env;
+  if (auto e = def.find("env"); e != def.end() && e->is_object()) {
+    for (auto const& [k, v] : e->items()) {
+      if (v.is_string()) env.push_back(k + "=" + Expand(v.get<std::string>(), open, o));
+    }
+  }
+  for (auto const& [k, v] : open.envs) env.push_back(k + "=" + v);
+  if (auto pre = def.find("prestart"); pre != def.end() && pre->is_array()) {
+    for (auto const& action : *pre) {
+      std::string kind = action.is_object() ? action.value("action", "") : "";
+      auto args = action.is_object() ? action.value("args", nlohmann::json::object())
+                                     : nlohmann::json::object();
+      if (kind == "mkdir" && args.contains("path") && args["path"].is_string()) {
+        (void)mkdir(Expand(args["path"], open, o).c_str(), 0755);
+      } else if (kind == "write_file" && args.contains("filename") && args.contains("body")) {
+        int f = ::open(Expand(args.value("filename", ""), open, o).c_str(),
+                       O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (f < 0) return "prestart write_file failed";
+        WriteAll(f, Expand(args.value("body", ""), open, o));
+        close(f);
+      } else if (kind == "log") {
+        // Nothing to keep: the service's output is its log.
+      } else {
+        return "the service definition's prestart action \"" + kind + "\" is not supported";
+      }
+    }
+  }
+  return "";
+}
+
+void ServeService(int fd, rp::StreamOpen const& open, StreamServeOptions const& o) {
+  auto reply = [fd](bool ok, std::string status, std::string msg) {
+    rp::StreamReady r{ok, ok ? 0 : 1011, std::move(msg), std::move(status)};
+    WriteAll(fd, rp::EncodeStreamReady(r) + "\n");
+    close(fd);
+  };
+  if (o.service_defs.empty()) return reply(true, "running", "");
+  std::string pid_file = o.run_dir + "/svc-" + open.name + ".pid";
+  // One start at a time per session; a service already up is not started again.
+  int lock = ::open((o.run_dir + "/svc.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock >= 0) flock(lock, LOCK_EX);
+  struct Unlock {
+    int fd;
+    ~Unlock() {
+      if (fd >= 0) close(fd);
+    }
+  } unlock{lock};
+  if (IsSafeName(open.name)) {
+    pid_t old = static_cast<pid_t>(std::atoi(ReadFile(pid_file, 32).c_str()));
+    if (old > 0 && kill(old, 0) == 0) return reply(true, "running", "");
+  }
+  std::vector<std::string> argv, env;
+  if (auto why = PlanService(open, o, argv, env); !why.empty()) return reply(false, "", why);
+  std::vector<char*> cargv, cenv;
+  for (auto& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  for (auto& e : env) cenv.push_back(e.data());
+  cenv.push_back(nullptr);
+  std::string log = o.run_dir + "/svc-" + open.name + ".log";
+  pid_t pid = fork();
+  if (pid == 0) {
+    setsid();
+    sigprocmask(SIG_SETMASK, &o.child_mask, nullptr);
+    signal(SIGPIPE, SIG_DFL);
+    int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int null = ::open("/dev/null", O_RDONLY);
+    if (null >= 0) dup2(null, 0);
+    if (out >= 0) {
+      dup2(out, 1);
+      dup2(out, 2);
+    }
+    if (chdir(o.workdir.c_str()) != 0 && chdir("/") != 0) _exit(127);
+    execvpe(cargv[0], cargv.data(), cenv.data());
+    _exit(127);
+  }
+  if (pid < 0) return reply(false, "", std::string("fork failed: ") + std::strerror(errno));
+  int pf = ::open(pid_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (pf >= 0) {
+    WriteAll(pf, std::to_string(pid));
+    close(pf);
+  }
+  auto deadline = Clock::now() + o.service_timeout;
+  while (Clock::now() < deadline) {
+    if (PortOpen(open.port)) return reply(true, "started", "");
+    int status;
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      unlink(pid_file.c_str());
+      std::string tail = ReadFile(log);
+      if (tail.size() > 400) tail = "…" + tail.substr(tail.size() - 400);
+      return reply(false, "",
+                   open.name + " exited with " + std::to_string(CodeOf(status)) +
+                       " before its port " + std::to_string(open.port) + " opened: " + tail);
+    }
+    usleep(100000);
+  }
+  return reply(false, "",
+               open.name + " did not open its port " + std::to_string(open.port) + " within " +
+                   std::to_string(o.service_timeout.count() / 1000) + " s");
+}
+
 }  // namespace
 
 void ServeStream(int fd, StreamServeOptions const& o) {
@@ -321,7 +509,9 @@ void ServeStream(int fd, StreamServeOptions const& o) {
     close(fd);
     return;
   }
-  if (open->kind == "tcp") {
+  if (open->kind == "service") {
+    ServeService(fd, *open, o);
+  } else if (open->kind == "tcp") {
     ServeTcp(fd, open->port, std::move(rest), o);
   } else {
     ServePty(fd, *open, std::move(rest), o);

@@ -16,12 +16,21 @@ struct StreamServeOptions {
   sigset_t child_mask{};         ///< the signal mask a shell starts with
   std::chrono::milliseconds header_timeout{10000};
   std::chrono::milliseconds connect_timeout{5000};
+  /// service: where the image's service definitions are, and where a started service's pid and
+  /// output files go (`svc-NAME.pid`, `svc-NAME.log`); empty `service_defs`: services are not
+  /// started here (the simulated agent's are its host's) and the answer is "running".
+  std::string service_defs = "/etc/backend.ai/service-defs";
+  std::string run_dir = "/opt/bai/run";
+  std::string runtime_path = "/usr/bin/python3";
+  std::chrono::milliseconds service_timeout{30000};  ///< for its port to open
 };
 
 /// Serves one connection to the kernel runner's stream socket (docs/agent-protocol.md, "Data
 /// streams"): reads its StreamOpen line, answers StreamReady, then relays until both sides are
-/// done. `pty`: a login shell on a new pseudo-terminal, PtyFrame lines both ways (stdin, resize,
-/// ping, restart in; out, then exit with the shell's code). `tcp`: a connection to
+/// done. `service`: starts an app from its service definition once (a pid file in `run_dir`
+/// says whether it runs), waits for its port, answers `started` or `running` (or why it failed)
+/// and ends. `pty`: a login shell on a new pseudo-terminal, PtyFrame lines both ways (stdin,
+/// resize, ping, restart in; out, then exit with the shell's code). `tcp`: a connection to
 /// 127.0.0.1:PORT, its bytes raw both ways, each direction buffered at most 256 KiB (a slow side
 /// holds the other back), half-closes passed on. Blocks; closes `fd`. Used by the runner (in a
 /// process of its own per stream) and by the simulated agent (in a thread).

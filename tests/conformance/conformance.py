@@ -41,8 +41,6 @@ SKIP = 77
 # table must be complete.
 NOT_RUN: dict[str, str] = {
     # Streams (WebSocket): issue 23.
-    "app": "not served yet: service-port tunnels (#23)",
-    "apps": "not served yet: `/stream/.../apps` (#23)",
     "proxy": "not served yet: a local WebSocket proxy to `/stream` (#23)",
     "ssh": "not served yet: sshd service port (#23)",
     "scp": "not served yet: sshd service port (#23)",
@@ -805,6 +803,62 @@ def case_run(r: Runner):
     expect("batch 45" in res.out, f"batch output: {res.out!r}")
 
 
+def case_apps(r: Runner):
+    """`apps` lists the session's apps from /stream/session/{id}/apps."""
+    _needs_runc(r)
+    res = r.bai("session", "create", "-t", "conf-apps", "-r", "cpu=1", "-r", "mem=256m", "python")
+    clean(res)
+    r.wait_status("conf-apps", {"RUNNING"})
+    res = r.bai("apps", "conf-apps")
+    clean(res)
+    expect("http" in res.text() and "terminal" in res.text(), f"apps: {res.text()!r}")
+
+
+def case_app(r: Runner):
+    """`app SESSION http -b PORT` tunnels the built-in image's HTTP service (started on demand
+    inside the container) to a local port; fetched with curl, byte for byte."""
+    _needs_runc(r)
+    data = payload(1_000_000, "app-tunnel")
+    r.file("app/served.bin", data)
+    clean(r.bai("session", "upload", "conf-apps", "app/served.bin"))
+    port = free_port()
+    env = r.stack.env()
+    proc = subprocess.Popen([r.client, "app", "conf-apps", "http", "-b", str(port)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            cwd=r.work)
+    try:
+        got = None
+        deadline = time.time() + 30
+        while time.time() < deadline and got is None:
+            p = subprocess.run(["curl", "-sf", f"http://127.0.0.1:{port}/app/served.bin"],
+                               capture_output=True, timeout=30)
+            if p.returncode == 0:
+                got = p.stdout
+            else:
+                time.sleep(0.5)
+        expect(got is not None, "curl through the official client's tunnel failed")
+        expect(hashlib.sha256(got).digest() == hashlib.sha256(data).digest(),
+               f"the tunnelled file differs ({len(got)} bytes)")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            out, _ = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, _ = proc.communicate()
+        r.log.append(("app conf-apps http -b " + str(port), proc.returncode, out[-2000:], ""))
+    r.stack.api("DELETE", "/session/conf-apps")
+
+
+def free_port() -> int:
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
 CASES = [
     Case("session create", case_session_create),
     Case("create", case_create_alias),
@@ -866,6 +920,8 @@ CASES = [
     Case("admin resource docker-registries", case_docker_registries),
     Case("destroy", case_destroy_alias),
     Case("run", case_run),
+    Case("apps", case_apps),
+    Case("app", case_app),
     Case("admin manager freeze", case_manager_freeze),
     Case("admin manager unfreeze", case_manager_unfreeze),
 ]

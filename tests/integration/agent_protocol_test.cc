@@ -228,7 +228,7 @@ TEST_F(AgentProtocolTest, AReplayedHandshakeCannotRegisterOrDisplaceTheLiveAgent
   // Messages on the unregistered connection are refused, not taken as the agent's.
   FakeLink sneaky(manager_->agents(), "agent-r");
   sneaky.Send(ap::Encode(ap::ToManager(ap::KernelStatus{
-      "00000000-0000-4000-8000-0000000000c9", protocol::KernelStatus::kRunning, {}, "", {}})));
+      "00000000-0000-4000-8000-0000000000c9", protocol::KernelStatus::kRunning, {}, "", {}, {}})));
   EXPECT_EQ(sneaky.socket->All<ap::ErrorReport>().size(), 1u);
   EXPECT_EQ(manager_->agents().Connected().count("agent-r"), 1u);
   // The agent itself reconnecting (a new challenge, answered) does replace the old link.

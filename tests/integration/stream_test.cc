@@ -8,12 +8,17 @@
 #include "server-reference/common/http/http_server.h"
 #include "tests/testing_util/local_cluster.h"
 
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <nlohmann/json.hpp>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <future>
+#include <mutex>
 #include <thread>
 
 namespace bai {
@@ -278,6 +283,159 @@ TEST_F(StreamTest, ATerminalIsTheOwnersOnly) {
       root_->OpenWebSocket(ApiRequest("GET", "/agent/stream/0123456789abcdef0123456789abcdef"));
   ASSERT_FALSE(forged.ok());
   EXPECT_EQ(forged.status().error_info().http_status, 401);
+}
+
+// A TCP echo server on this host (a simulated kernel's preopen ports are its host's).
+class EchoServer {
+ public:
+  EchoServer() {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    EXPECT_EQ(listen(fd_, 128), 0);
+    socklen_t len = sizeof a;
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] {
+      while (true) {
+        int c = accept(fd_, nullptr, nullptr);
+        if (c < 0) return;
+        std::thread([c] {
+          char buf[65536];
+          ssize_t n;
+          while ((n = read(c, buf, sizeof buf)) > 0) {
+            if (write(c, buf, static_cast<std::size_t>(n)) != n) break;
+          }
+          close(c);
+        }).detach();
+      }
+    });
+  }
+  ~EchoServer() {
+    shutdown(fd_, SHUT_RDWR);
+    close(fd_);
+    thread_.join();
+  }
+  int port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+int Connect(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  return fd;
+}
+
+// Sends `data` through a new connection to `port` and reads as much back.
+std::string RoundTrip(int port, std::string const& data) {
+  int fd = Connect(port);
+  std::thread writer([fd, &data] {
+    std::string_view rest = data;
+    while (!rest.empty()) {
+      ssize_t n = write(fd, rest.data(), rest.size());
+      if (n <= 0) return;
+      rest.remove_prefix(static_cast<std::size_t>(n));
+    }
+  });
+  std::string got;
+  char buf[65536];
+  while (got.size() < data.size()) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n <= 0) break;
+    got.append(buf, static_cast<std::size_t>(n));
+  }
+  writer.join();
+  close(fd);
+  return got;
+}
+
+TEST_F(StreamTest, AppsAreListedAndTunnelsCarryEveryByteOfManyConnections) {
+  EchoServer echo;
+  int dead = 0;
+  {
+    EchoServer gone;  // a port nothing listens on once it is closed
+    dead = gone.port();
+  }
+  auto r = Bai({"session", "create", "--name", "ws-apps", "--preopen", std::to_string(echo.port()),
+                "--preopen", std::to_string(dead), "python"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  SessionClient sessions(*root_);
+  auto apps = sessions.ListApps("ws-apps");
+  ASSERT_TRUE(apps.ok()) << apps.status().message();
+  std::vector<std::string> names;
+  for (auto const& a : *apps) names.push_back(a.name + ":" + a.protocol);
+  EXPECT_EQ(names, (std::vector<std::string>{std::to_string(echo.port()) + ":preopen",
+                                             std::to_string(dead) + ":preopen", "terminal:pty"}));
+
+  AppTunnelOptions o;
+  o.app = std::to_string(echo.port());
+  o.bind_port = 0;
+  auto tunnel = AppTunnel::Open(*root_, "ws-apps", o);
+  ASSERT_TRUE(tunnel.ok()) << tunnel.status().message();
+  std::string big(4 << 20, '\0');
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>((i * 131) ^ (i >> 9));
+  EXPECT_TRUE(RoundTrip((*tunnel)->port(), big) == big) << "4 MiB byte for byte";
+  std::vector<std::future<bool>> many;
+  for (int i = 0; i < 50; ++i) {
+    many.push_back(std::async(std::launch::async, [port = (*tunnel)->port(), i] {
+      std::string data(10000 + i, static_cast<char>('a' + i % 26));
+      return RoundTrip(port, data) == data;
+    }));
+  }
+  for (auto& f : many) EXPECT_TRUE(f.get());
+  EXPECT_EQ((*tunnel)->served(), 51u);
+
+  // Nothing listens: the connection is closed with 1013, which the local peer hears as a 503.
+  std::vector<Status> errors;
+  std::mutex mu;
+  o.app = std::to_string(dead);
+  o.on_error = [&](Status const& s) {
+    std::lock_guard<std::mutex> lock(mu);
+    errors.push_back(s);
+  };
+  auto refused = AppTunnel::Open(*root_, "ws-apps", o);
+  ASSERT_TRUE(refused.ok());
+  int fd = Connect((*refused)->port());
+  std::string answer;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) answer.append(buf, static_cast<std::size_t>(n));
+  close(fd);
+  EXPECT_THAT(answer, ::testing::StartsWith("HTTP/1.1 503"));
+  (*refused)->Stop();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ASSERT_FALSE(errors.empty());
+    EXPECT_EQ(errors[0].code(), StatusCode::kUnavailable);
+    EXPECT_THAT(errors[0].message(), HasSubstr("1013"));
+  }
+  // Unknown apps and the terminal are refused before any upgrade.
+  auto unknown =
+      root_->OpenWebSocket(ApiRequest("GET", "/stream/session/ws-apps/tcpproxy?app=nope"));
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().error_info().http_status, 404);
+  auto terminal =
+      root_->OpenWebSocket(ApiRequest("GET", "/stream/session/ws-apps/tcpproxy?app=terminal"));
+  ASSERT_FALSE(terminal.ok());
+  EXPECT_EQ(terminal.status().error_info().http_status, 400);
+  // A stranger's keypair reaches no app of this session.
+  auto stranger = manager_->store().SignUp("default", "trudy@example.com", "trudy", "x", "T");
+  ASSERT_TRUE(stranger.ok());
+  auto theirs = ClientFor(stranger->first, stranger->second);
+  auto denied = theirs->OpenWebSocket(
+      ApiRequest("GET", "/stream/session/ws-apps/tcpproxy?app=" + std::to_string(echo.port())));
+  ASSERT_FALSE(denied.ok());
+  EXPECT_EQ(denied.status().error_info().http_status, 404);
 }
 
 // The client against a bare server WebSocket: a reader that does not read holds back the

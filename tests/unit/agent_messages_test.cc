@@ -41,10 +41,18 @@ TEST(AgentMessagesTest, RegisterRoundTrips) {
   m.images = {{"python", {"py", "python3"}}};
   m.devices = {{"cuda", 0, "GPU-1", "H100", 85899345920, *protocol::Decimal::Parse("2.5")}};
   m.device_policy = "fill";
-  m.kernels = {{"00000000-0000-4000-8000-0000000000a1", protocol::KernelStatus::kRunning,
-                std::nullopt, "", std::nullopt},
-               {"00000000-0000-4000-8000-0000000000a2", protocol::KernelStatus::kTerminated, 3,
-                "task-failed", std::string("out\n")}};
+  m.kernels = {{"00000000-0000-4000-8000-0000000000a1",
+                protocol::KernelStatus::kRunning,
+                std::nullopt,
+                "",
+                std::nullopt,
+                {{"web", "http", {8080}, false, "http://{host}:{port}/", {}, {}}}},
+               {"00000000-0000-4000-8000-0000000000a2",
+                protocol::KernelStatus::kTerminated,
+                3,
+                "task-failed",
+                std::string("out\n"),
+                {}}};
   auto back = Only<ap::Register>(ap::DecodeToManager(ap::Encode(ap::ToManager(m))));
   EXPECT_EQ(back.version, ap::kVersion);
   EXPECT_EQ(back.proof, "abc");
@@ -64,12 +72,19 @@ TEST(AgentMessagesTest, RegisterRoundTrips) {
   EXPECT_EQ(back.kernels[1].exit_code, 3);
   EXPECT_EQ(back.kernels[1].logs, "out\n");
   EXPECT_FALSE(back.kernels[0].exit_code);
+  ASSERT_EQ(back.kernels[0].service_ports.size(), 1u);
+  EXPECT_EQ(back.kernels[0].service_ports[0].url_template, "http://{host}:{port}/");
+  EXPECT_EQ(back.kernels[0].service_ports[0].container_ports, std::vector<int>{8080});
 }
 
 TEST(AgentMessagesTest, EveryOtherMessageRoundTrips) {
-  auto status = Only<ap::KernelStatus>(ap::DecodeToManager(ap::Encode(
-      ap::ToManager(ap::KernelStatus{"00000000-0000-4000-8000-00000000000a",
-                                     protocol::KernelStatus::kError, 137, "oom-killed", "x"}))));
+  auto status = Only<ap::KernelStatus>(ap::DecodeToManager(
+      ap::Encode(ap::ToManager(ap::KernelStatus{"00000000-0000-4000-8000-00000000000a",
+                                                protocol::KernelStatus::kError,
+                                                137,
+                                                "oom-killed",
+                                                "x",
+                                                {}}))));
   EXPECT_EQ(status.status, protocol::KernelStatus::kError);
   EXPECT_TRUE(status.Ended());
   EXPECT_EQ(status.exit_code, 137);

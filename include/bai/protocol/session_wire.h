@@ -9,6 +9,7 @@
 #include "bai/export.h"
 #include "bai/protocol/dates.h"
 #include "bai/protocol/resource.h"
+#include "bai/protocol/service_ports.h"
 #include "bai/protocol/session_status.h"
 #include "bai/status.h"
 
@@ -57,6 +58,9 @@ struct SessionCreateRequest {
   std::map<std::string, std::string> mount_permissions;
   std::map<std::string, std::string> resource_opts;  ///< e.g. {"shmem": "1g"}
   std::vector<std::string> agent_list;               ///< superadmins: only these agents
+  /// Container ports to serve as apps of protocol `preopen` (`config.preopen_ports`): each
+  /// above 1024, below 65535, not reserved (IsReservedServicePort), no repeats.
+  std::vector<int> preopen_ports;
   std::optional<std::string> callback_url;
   int cluster_size = 1;
   std::string cluster_mode = "single-node";  ///< or multi-node
@@ -125,6 +129,9 @@ struct SessionInfo {
   std::optional<std::string> startup_command;
   int priority = 10;
   std::vector<AttachedDevice> attached_devices;  ///< GPUs it holds, per device
+  /// bai's `servicePorts`: the apps of the main kernel (as `/stream/session/{id}/apps` lists
+  /// them), once it runs.
+  std::vector<ServicePort> service_ports;
 };
 /// Written directly rather than through a JSON tree: clients poll this while they wait.
 BAI_EXPORT std::string EncodeSessionInfo(SessionInfo const& info);

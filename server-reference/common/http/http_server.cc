@@ -148,8 +148,9 @@ class WsSession : public WebSocket, public std::enable_shared_from_this<WsSessio
     ws_.async_read(buffer_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
       self->reading_ = false;
       if (ec) {
-        int code = 1006;
-        if (ec == websocket::error::closed) code = self->ws_.reason().code;
+        // The peer's close code when its close frame came (even if the connection then broke
+        // before the handshake finished); 1006 when none did.
+        int code = self->ws_.reason().code != 0 ? self->ws_.reason().code : 1006;
         return self->Finish(code);
       }
       std::string data = beast::buffers_to_string(self->buffer_.data());

@@ -59,6 +59,7 @@ constexpr char kKernelOutput[] = "kernel_output";
 constexpr char kReadLogs[] = "read_logs";
 constexpr char kKernelFiles[] = "kernel_files";
 constexpr char kOpenStream[] = "open_stream";
+constexpr char kStartService[] = "start_service";
 
 std::string Dump(json const& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
@@ -150,6 +151,8 @@ json KernelStatusJson(KernelStatus const& k) {
             {"reason", k.reason}};
   if (k.exit_code) j["exit_code"] = *k.exit_code;
   if (k.logs) j["logs"] = *k.logs;
+  if (!k.service_ports.empty())
+    j["service_ports"] = json::parse(protocol::EncodeApps(k.service_ports));
   return j;
 }
 
@@ -166,6 +169,14 @@ KernelStatus ReadKernelStatus(FieldReader& r) {
   k.exit_code = r.OptInt("exit_code");
   k.reason = r.String("reason");
   k.logs = r.OptString("logs");
+  if (auto const* ports = r.Array("service_ports")) {
+    auto apps = protocol::DecodeApps(ports->dump());
+    if (apps.ok()) {
+      k.service_ports = std::move(*apps);
+    } else {
+      r.Fail("service_ports", "a list of apps (" + apps.status().message() + ")");
+    }
+  }
   return k;
 }
 
@@ -316,6 +327,16 @@ json ToJson(OpenStream const& m) {
           {"port", m.port}};
 }
 
+json ToJson(StartService const& m) {
+  return {{"type", kStartService},
+          {"request_id", m.request_id},
+          {"session_id", m.session_id},
+          {"name", m.name},
+          {"port", m.port},
+          {"arguments", m.arguments},
+          {"envs", m.envs}};
+}
+
 json ToJson(ErrorReport const& m) { return {{"type", kError}, {"msg", m.msg}}; }
 
 json ToJson(Challenge const& m) { return {{"type", kChallenge}, {"nonce", m.nonce}}; }
@@ -348,7 +369,8 @@ json ToJson(CreateKernel const& m) {
           {"bootstrap_script", optional(m.bootstrap_script)},
           {"batch_timeout", optional(m.batch_timeout)},
           {"access_key", m.access_key},
-          {"devices", DeviceAllocationsToJson(m.devices)}};
+          {"devices", DeviceAllocationsToJson(m.devices)},
+          {"preopen_ports", m.preopen_ports}};
 }
 
 json ToJson(DestroyKernel const& m) {
@@ -515,6 +537,18 @@ OpenStream ReadOpenStream(FieldReader& r) {
   return m;
 }
 
+StartService ReadStartService(FieldReader& r) {
+  StartService m;
+  m.request_id = r.Required("request_id");
+  m.session_id = SessionId(r);
+  m.name = r.Required("name");
+  m.port = static_cast<int>(r.Int("port", 0));
+  if (m.port < 1 || m.port > 65535) r.Fail("port", "1 to 65535");
+  m.arguments = ReadStringMap(r, "arguments");
+  m.envs = ReadStringMap(r, "envs");
+  return m;
+}
+
 KernelFiles ReadKernelFiles(FieldReader& r) {
   KernelFiles m;
   m.request_id = r.Required("request_id");
@@ -569,6 +603,16 @@ CreateKernel ReadCreateKernel(FieldReader& r) {
       m.devices = *parsed;
     } else {
       r.Fail("devices", "a list of device allocations (" + parsed.status().message() + ")");
+    }
+  }
+  if (auto const* ports = r.Array("preopen_ports")) {
+    for (auto const& p : *ports) {
+      if (!p.is_number_integer() || p.get<std::int64_t>() <= 1024 ||
+          p.get<std::int64_t>() >= 65535) {
+        r.Fail("preopen_ports", "a list of ports above 1024 and below 65535");
+        break;
+      }
+      m.preopen_ports.push_back(p.get<int>());
     }
   }
   return m;
@@ -713,6 +757,7 @@ StatusOr<ToAgent> DecodeToAgent(std::string_view text) {
       {kReadLogs, As<ToAgent, ReadLogs, ReadReadLogs>},
       {kKernelFiles, As<ToAgent, KernelFiles, ReadKernelFiles>},
       {kOpenStream, As<ToAgent, OpenStream, ReadOpenStream>},
+      {kStartService, As<ToAgent, StartService, ReadStartService>},
       {kError, As<ToAgent, ErrorReport, ReadError>},
   }};
   return kDecode(text);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "bai/protocol/resource.h"
+#include "bai/protocol/service_ports.h"
 #include "bai/protocol/session_status.h"
 #include "bai/protocol/session_wire.h"
 #include "bai/status.h"
@@ -51,6 +52,8 @@ struct KernelStatus {
   std::optional<std::int64_t> exit_code;
   std::string reason;
   std::optional<std::string> logs;
+  /// RUNNING: the kernel's apps (image labels, preopen ports, the intrinsic terminal).
+  std::vector<protocol::ServicePort> service_ports;
 
   /// TERMINATED or ERROR: the kernel is gone.
   bool Ended() const {
@@ -167,6 +170,7 @@ struct CreateKernel {
   std::optional<std::int64_t> batch_timeout;
   std::string access_key;
   std::vector<DeviceAllocation> devices;  ///< the GPUs the scheduler gave this kernel
+  std::vector<int> preopen_ports;         ///< config.preopen_ports: apps of protocol preopen
 };
 
 struct DestroyKernel {
@@ -233,13 +237,27 @@ struct OpenStream {
   int port = 0;
 };
 
+/// Start an app of the session's kernel once (POST /session/{id}/start-service, and before a
+/// tunnel to it): its service definition's command with the user's allowed `arguments` and
+/// `envs`; the agent answers with `response`, `result` {`status`: started | running | failed,
+/// `error`?} once its port accepts connections.
+struct StartService {
+  std::string request_id;
+  std::string session_id;
+  std::string name;
+  int port = 0;
+  std::map<std::string, std::string> arguments;
+  std::map<std::string, std::string> envs;
+};
+
 using ToManager = std::variant<Register, Heartbeat, KernelStatus, Response, TaskReport,
                                KernelOutput, ErrorReport>;
 using ToAgent =
     std::variant<Challenge, Registered, CreateKernel, DestroyKernel, Execute, RestartKernel,
-                 CommitKernel, ReadLogs, KernelFiles, OpenStream, ErrorReport>;
+                 CommitKernel, ReadLogs, KernelFiles, OpenStream, StartService, ErrorReport>;
 /// The manager's requests that the agent answers with a Response.
-using AgentRequest = std::variant<Execute, RestartKernel, CommitKernel, ReadLogs, KernelFiles>;
+using AgentRequest =
+    std::variant<Execute, RestartKernel, CommitKernel, ReadLogs, KernelFiles, StartService>;
 
 /// JSON text of one message, with its `type`. Except KernelOutput, which is framed (its bytes
 /// raw, not escaped into JSON strings; sent as a binary WebSocket frame): the JSON header with

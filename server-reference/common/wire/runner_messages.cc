@@ -233,7 +233,12 @@ std::string EncodeStreamOpen(StreamOpen const& m) {
   } else {
     j["port"] = m.port;
   }
-  return j.dump();
+  if (m.kind == "service") {
+    j["name"] = m.name;
+    j["arguments"] = m.arguments;
+    j["envs"] = m.envs;
+  }
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 StatusOr<StreamOpen> DecodeStreamOpen(std::string_view line) {
@@ -247,11 +252,25 @@ StatusOr<StreamOpen> DecodeStreamOpen(std::string_view line) {
     m.cols = static_cast<int>(r.Int("cols", 80));
     if (m.rows < 1 || m.rows > 10000) r.Fail("rows", "1 to 10000");
     if (m.cols < 1 || m.cols > 10000) r.Fail("cols", "1 to 10000");
-  } else if (m.kind == "tcp") {
+  } else if (m.kind == "tcp" || m.kind == "service") {
     m.port = static_cast<int>(r.Int("port", 0));
     if (m.port < 1 || m.port > 65535) r.Fail("port", "1 to 65535");
+    if (m.kind == "service") {
+      m.name = r.Required("name");
+      for (auto [key, field] : {std::pair{"arguments", &m.arguments}, std::pair{"envs", &m.envs}}) {
+        if (auto const* o = r.Object(key)) {
+          for (auto const& [k, v] : o->items()) {
+            if (!v.is_string()) {
+              r.Fail(key, "an object of strings");
+              break;
+            }
+            (*field)[k] = v.get<std::string>();
+          }
+        }
+      }
+    }
   } else if (!m.kind.empty()) {
-    r.Fail("kind", "pty or tcp");
+    r.Fail("kind", "pty, tcp or service");
   }
   if (!r.ok()) return Status(StatusCode::kInvalidArgument, r.error());
   return m;
@@ -259,6 +278,7 @@ StatusOr<StreamOpen> DecodeStreamOpen(std::string_view line) {
 
 std::string EncodeStreamReady(StreamReady const& m) {
   json j = {{"ok", m.ok}};
+  if (!m.status.empty()) j["status"] = m.status;
   if (!m.ok) {
     j["code"] = m.code;
     j["msg"] = m.msg;
@@ -274,6 +294,7 @@ StatusOr<StreamReady> DecodeStreamReady(std::string_view line) {
   m.ok = r.Bool("ok", false);
   m.code = static_cast<int>(r.Int("code", 1011));
   m.msg = r.String("msg");
+  m.status = r.String("status");
   if (!r.ok()) return Status(StatusCode::kInvalidArgument, r.error());
   return m;
 }

@@ -4,6 +4,7 @@
 #include "bai/status.h"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -129,10 +130,16 @@ std::optional<StatusOr<ToAgent>> TakeToAgent(std::string_view buffer, std::size_
 
 /// The first line on a connection to the stream socket: what the connection is for.
 struct StreamOpen {
-  std::string kind;  ///< pty | tcp
+  std::string kind;  ///< pty | tcp | service
   int rows = 24;     ///< pty: the terminal's size
   int cols = 80;
-  int port = 0;  ///< tcp: the container port to connect to (on 127.0.0.1)
+  int port = 0;  ///< tcp: the container port to connect to (on 127.0.0.1); service: its port
+  /// service: start the app `name` (its service definition) once, with the user's `arguments`
+  /// (option → value, "" for a flag) and `envs`, each within the definition's allow-lists; the
+  /// answer comes once its port accepts connections, and the connection ends.
+  std::string name;
+  std::map<std::string, std::string> arguments;
+  std::map<std::string, std::string> envs;
 };
 /// The runner's answer, one line; after an ok: pty frames (protocol::PtyFrame, one per line)
 /// both ways, or the TCP connection's raw bytes both ways.
@@ -140,6 +147,7 @@ struct StreamReady {
   bool ok = false;
   int code = 0;  ///< when not ok: the WebSocket close code it means (1013 refused, 1011 other)
   std::string msg;
+  std::string status;  ///< service: started | running
 };
 std::string EncodeStreamOpen(StreamOpen const& m);
 StatusOr<StreamOpen> DecodeStreamOpen(std::string_view line);

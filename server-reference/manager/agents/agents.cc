@@ -40,6 +40,11 @@ ap::CreateKernel CreateMessage(SessionRecord const& r) {
   m.batch_timeout = r.batch_timeout;
   m.access_key = r.access_key;
   m.devices = r.devices;
+  for (auto const& p : r.service_ports) {
+    if (p.protocol == "preopen" && !p.container_ports.empty()) {
+      m.preopen_ports.push_back(p.container_ports.front());
+    }
+  }
   for (auto const& v : r.vfolder_mounts) {
     m.mounts.push_back({v.name, v.host_path, v.kernel_path, v.permission});
   }
@@ -311,6 +316,7 @@ void AgentRegistry::Handle(Connection const& c, ap::KernelStatus const& m) {
   if (status == protocol::KernelStatus::kPreparing && current == SessionStatus::kScheduled) {
     (void)sessions_.Transition(session_id, current, SessionStatus::kPreparing, d);
   } else if (status == protocol::KernelStatus::kRunning) {
+    if (!m.service_ports.empty()) (void)sessions_.SetServicePorts(session_id, m.service_ports);
     if (current == SessionStatus::kScheduled) {
       (void)sessions_.Transition(session_id, current, SessionStatus::kPreparing, d);
       current = SessionStatus::kPreparing;

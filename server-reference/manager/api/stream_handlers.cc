@@ -3,6 +3,7 @@
 // thin shell around a pure core in ../streams/: it carries out the core's actions on the socket
 // and the agent, and registers the stream so that it ends with its session.
 #include "bai/protocol/errors.h"
+#include "bai/protocol/service_ports.h"
 
 #include "server-reference/common/http/problem.h"
 #include "server-reference/common/wire/agent_protocol.h"
@@ -14,6 +15,8 @@
 #include "server-reference/manager/streams/execute_run.h"
 #include "server-reference/manager/streams/stream_broker.h"
 #include "server-reference/manager/streams/stream_registry.h"
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -273,7 +276,16 @@ class RelayStream : public std::enable_shared_from_this<RelayStream> {
       agent = std::move(agent_);
     }
     if (agent) agent->Close(code == 1011 ? 1001 : 1000, why);
-    if (client) client->Close(code, why);
+    if (!client) return;
+    if (open_.kind == "tcp" && code != 1000 && code != 1001) {
+      // RFC 6455's first registry, and so libwebsockets, refuse 1012-1014 as protocol errors:
+      // a tunnel's refusal is also said in a text frame before the close (24.09's clients
+      // ignore text frames on a tunnel), {"close_code", "reason"}.
+      std::string reason = why;
+      if (reason.empty() && code == 1013) reason = "nothing listens on the app's port (yet)";
+      client->Send(nlohmann::json{{"close_code", code}, {"reason", reason}}.dump());
+    }
+    client->Close(code, why);
   }
 
   AgentRegistry& agents_;
@@ -295,6 +307,93 @@ std::string NewStreamId() {
   std::transform(id.begin(), id.end(), id.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return id;
+}
+
+// What an app request names (24.09's stream_proxy and start_service parameters): the app
+// (`app`, alias `service`), optionally one of its ports, and the user's `arguments` and `envs`
+// as JSON text of an object.
+struct AppRequest {
+  protocol::ServicePort app;
+  int port = 0;
+  std::map<std::string, std::string> arguments;
+  std::map<std::string, std::string> envs;
+};
+
+StatusOr<AppRequest> ReadAppRequest(Params& p, SessionRecord const& s) {
+  auto name = p.String({"app", "service"}, true);
+  auto port = p.Int({"port"}, 1024, 65535);
+  AppRequest out;
+  for (auto [key, field] : {std::pair{"arguments", &out.arguments}, std::pair{"envs", &out.envs}}) {
+    auto const* raw = p.Raw({key});
+    if (raw == nullptr || raw->is_null()) continue;
+    nlohmann::json j =
+        raw->is_string() ? nlohmann::json::parse(raw->get<std::string>(), nullptr, false) : *raw;
+    if (!j.is_object()) {
+      p.Fail(key, "a JSON object (as text)");
+      continue;
+    }
+    for (auto const& [k, v] : j.items()) {
+      // 24.09's arguments take a value, null (a flag) or a list of values.
+      if (v.is_string()) {
+        (*field)[k] = v.get<std::string>();
+      } else if (v.is_null()) {
+        (*field)[k] = "";
+      } else if (v.is_number()) {
+        (*field)[k] = v.dump();
+      } else {
+        p.Fail(key, "an object of strings");
+        break;
+      }
+    }
+  }
+  if (auto st = p.Check(); !st.ok()) return st;
+  auto it = std::find_if(s.service_ports.begin(), s.service_ports.end(),
+                         [&](protocol::ServicePort const& a) { return a.name == *name; });
+  if (it == s.service_ports.end()) {
+    return MakeProblemStatus(ProblemType::kObjectNotFound, "No such app service.");
+  }
+  out.app = *it;
+  if (out.app.protocol == "pty") {
+    return MakeProblemStatus(ProblemType::kInvalidApiParams,
+                             "The app \"" + *name +
+                                 "\" is a terminal: open it with /stream/session/{id}/pty "
+                                 "(bai shell), not as a tunnel.");
+  }
+  if (port) {
+    auto const& ports = out.app.container_ports;
+    if (std::find(ports.begin(), ports.end(), *port) == ports.end()) {
+      return MakeProblemStatus(ProblemType::kInvalidApiParams,
+                               "Invalid port: " + std::to_string(*port) + " is not one of " +
+                                   out.app.name + "'s ports.");
+    }
+    out.port = static_cast<int>(*port);
+  } else if (!out.app.container_ports.empty()) {
+    out.port = out.app.container_ports.front();
+  }
+  return out;
+}
+
+// Starts the app in the session's kernel (once; a preopen port is the user's to serve) and
+// calls `done` with the agent's {status, error?}, or the transport's failure.
+void StartApp(AgentRegistry& agents, SessionRecord const& s, AppRequest const& a,
+              std::function<void(StatusOr<nlohmann::json>)> done) {
+  if (a.app.protocol == "preopen") return done(nlohmann::json{{"status", "running"}});
+  server::agent_protocol::StartService m;
+  m.session_id = s.id;
+  m.name = a.app.name;
+  m.port = a.port;
+  m.arguments = a.arguments;
+  m.envs = a.envs;
+  agents.Request(*s.agent_id, std::move(m), std::chrono::seconds(60),
+                 [done = std::move(done)](StatusOr<std::string> result) {
+                   if (!result.ok()) return done(result.status());
+                   auto j = nlohmann::json::parse(*result, nullptr, false);
+                   if (!j.is_object()) {
+                     return done(MakeProblemStatus(ProblemType::kInternalServerError,
+                                                   "The agent's answer is malformed."));
+                   }
+                   done(std::move(j));
+                 });
 }
 
 std::optional<HttpResponse> NotAnUpgrade() {
@@ -333,6 +432,98 @@ void RegisterStreamRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry
         auto relay =
             std::make_shared<RelayStream>(agents, registry, broker, *s->agent_id, std::move(open));
         exchange->AcceptWebSocket(relay->ClientHandlers());
+        return std::nullopt;
+      });
+
+  // The session's apps (24.09: a plain GET, not a WebSocket).
+  api.Add("GET", "/stream/session/{id}/apps", AuthLevel::kUser,
+          [&sessions](RequestContext& ctx) -> HttpResponse {
+            auto s = ResolveSession(sessions, ctx, false);
+            if (!s.ok()) return ProblemResponse(s.status());
+            return HttpResponse::Json(200, protocol::EncodeApps(s->service_ports));
+          });
+
+  // One TCP connection to an app, over one WebSocket (BINARY frames both ways): the app is
+  // started first (24.09 answers 500 when it fails to); 1013 when nothing listens yet, 1001
+  // when the app closes its end.
+  for (char const* route : {"/stream/session/{id}/tcpproxy", "/stream/session/{id}/httpproxy"}) {
+    api.AddAsync(
+        "GET", route, AuthLevel::kUser,
+        [&sessions, &agents, &registry, &broker](
+            RequestContext& ctx,
+            std::shared_ptr<server::Exchange> const& exchange) -> std::optional<HttpResponse> {
+          auto p = Params::From(ctx.request, ParamSource::kStandard);
+          if (!p.ok()) return ProblemResponse(p.status());
+          auto s = ResolveRunning(sessions, ctx);
+          if (!s.ok()) return ProblemResponse(s.status());
+          auto a = ReadAppRequest(*p, *s);
+          if (!a.ok()) return ProblemResponse(a.status());
+          if (!exchange->IsWebSocketUpgrade()) return NotAnUpgrade();
+          (void)sessions.CountQuery(s->id);
+          auto headers = ctx.response_headers;
+          auto session = *s;
+          int port = a->port;
+          StartApp(agents, session, *a,
+                   [&agents, &registry, &broker, exchange, headers, session,
+                    port](StatusOr<nlohmann::json> started) {
+                     if (!started.ok()) {
+                       return RespondLate(*exchange, headers, ProblemResponse(started.status()));
+                     }
+                     if (started->value("status", "") == "failed") {
+                       return RespondLate(
+                           *exchange, headers,
+                           ProblemResponse(MakeProblemStatus(
+                               ProblemType::kInternalServerError,
+                               "Failed to launch the app service: " +
+                                   started->value("error", std::string("no reason given")))));
+                     }
+                     server::agent_protocol::OpenStream open;
+                     open.stream_id = NewStreamId();
+                     open.session_id = session.id;
+                     open.kind = "tcp";
+                     open.port = port;
+                     auto relay = std::make_shared<RelayStream>(agents, registry, broker,
+                                                                *session.agent_id, std::move(open));
+                     exchange->AcceptWebSocket(relay->ClientHandlers());
+                   });
+          return std::nullopt;
+        });
+  }
+
+  // Starts an app once and waits for its port (24.09 then registers it with an app-proxy
+  // coordinator and answers {token, wsproxy_addr}; bai has no coordinator: the tunnel is
+  // /tcpproxy, and the answer is the app's state).
+  api.AddAsync(
+      "POST", "/session/{id}/start-service", AuthLevel::kUser,
+      [&sessions, &agents](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange)
+          -> std::optional<HttpResponse> {
+        auto p = Params::From(ctx.request, ParamSource::kBoth);
+        if (!p.ok()) return ProblemResponse(p.status());
+        (void)p->String({"login_session_token"});
+        auto s = ResolveRunning(sessions, ctx);
+        if (!s.ok()) return ProblemResponse(s.status());
+        auto a = ReadAppRequest(*p, *s);
+        if (!a.ok()) return ProblemResponse(a.status());
+        auto headers = ctx.response_headers;
+        std::string name = a->app.name;
+        int port = a->port;
+        StartApp(agents, *s, *a, [exchange, headers, name, port](StatusOr<nlohmann::json> started) {
+          if (!started.ok()) {
+            return RespondLate(*exchange, headers, ProblemResponse(started.status()));
+          }
+          if (started->value("status", "") == "failed") {
+            return RespondLate(*exchange, headers,
+                               ProblemResponse(MakeProblemStatus(
+                                   ProblemType::kInternalServerError,
+                                   "Failed to launch the app service: " +
+                                       started->value("error", std::string("no reason given")))));
+          }
+          RespondLate(*exchange, headers,
+                      HttpResponse::Json(200, nlohmann::json{{"status", (*started)["status"]},
+                                                             {"app", name},
+                                                             {"port", port}}
+                                                  .dump()));
+        });
         return std::nullopt;
       });
 

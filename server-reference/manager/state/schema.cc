@@ -191,6 +191,14 @@ server::Migration Devices() {
           }};
 }
 
+server::Migration ServicePorts() {
+  return {10,
+          "each session's apps (service ports)",
+          {
+              "ALTER TABLE sessions ADD COLUMN service_ports TEXT NOT NULL DEFAULT '[]'",
+          }};
+}
+
 server::Migration AgentLoad() {
   return {9,
           "each agent's last reported CPU and memory load",
@@ -204,7 +212,7 @@ server::Migration AgentLoad() {
 std::vector<server::Migration> const& Migrations() {
   static auto const* const kMigrations = new std::vector<server::Migration>{
       Principals(), Sessions(),      RateLimits(), BackgroundTasks(), AgentLists(),
-      VFolders(),   SessionMounts(), Devices(),    AgentLoad()};
+      VFolders(),   SessionMounts(), Devices(),    AgentLoad(),       ServicePorts()};
   return *kMigrations;
 }
 

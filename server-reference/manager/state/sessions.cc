@@ -27,7 +27,7 @@ constexpr char kColumns[] =
     "architecture, cluster_size, status, status_info, status_history, requested_slots, agent_id, "
     "environ, mounts, mount_map, resource_opts, startup_command, bootstrap_script, tag, priority, "
     "starts_at, batch_timeout, dependencies, callback_url, result, exit_code, created_at, "
-    "terminated_at, agent_list, vfolder_mounts";
+    "terminated_at, agent_list, vfolder_mounts, service_ports";
 // What reads select: the inserted columns plus counters the manager keeps (never inserted).
 std::string const& ReadColumns() {
   static std::string const kRead = std::string(kColumns) + ", num_queries, device_allocations";
@@ -111,6 +111,7 @@ SessionRecord FromRow(SqlRow& r) {
   s.terminated_at = r.TakeOptText(i++);
   s.agent_list = ListFromColumn(r.Text(i++));
   s.vfolder_mounts = MountsFromColumn(r.Text(i++));
+  if (auto apps = protocol::DecodeApps(r.Text(i++)); apps.ok()) s.service_ports = std::move(*apps);
   s.num_queries = r.Int(i++);
   s.devices = AllocationsFromColumn(r.Text(i++));
   return s;
@@ -358,7 +359,7 @@ Status SessionStore::Create(SessionRecord& s) {
     auto r = tx.Exec(
         std::string("INSERT INTO sessions (") + kColumns +
             ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         {s.id,
          s.seq,
          s.name,
@@ -393,7 +394,8 @@ Status SessionStore::Create(SessionRecord& s) {
          s.created_at,
          Opt(s.terminated_at),
          ListColumn(s.agent_list),
-         MountsColumn(s.vfolder_mounts)});
+         MountsColumn(s.vfolder_mounts),
+         protocol::EncodeApps(s.service_ports)});
     if (!r.ok()) return r.status();
     auto k = tx.Exec(
         "INSERT INTO kernels (id, session_id, cluster_role, cluster_idx, status, created_at) "
@@ -559,6 +561,13 @@ StatusOr<std::string> SessionStore::MainKernelId(std::string const& session_id) 
   return (*rows)[0].Text(0);
 }
 
+Status SessionStore::SetServicePorts(std::string const& id,
+                                     std::vector<protocol::ServicePort> const& ports) {
+  return db_
+      .Exec("UPDATE sessions SET service_ports = ? WHERE id = ?", {protocol::EncodeApps(ports), id})
+      .status();
+}
+
 Status SessionStore::CountQuery(std::string const& id) {
   return db_.Exec("UPDATE sessions SET num_queries = num_queries + 1 WHERE id = ?", {id}).status();
 }
@@ -653,6 +662,7 @@ protocol::SessionInfo InfoOf(SessionRecord const& s) {
   info.priority = s.priority;
   for (auto const& d : s.devices)
     info.attached_devices.push_back({"cuda", d.uuid, d.slot, d.amount});
+  info.service_ports = s.service_ports;
   return info;
 }
 

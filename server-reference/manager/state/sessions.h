@@ -2,6 +2,7 @@
 #pragma once
 
 #include "bai/protocol/resource.h"
+#include "bai/protocol/service_ports.h"
 #include "bai/protocol/session_status.h"
 #include "bai/protocol/session_wire.h"
 #include "bai/status.h"
@@ -52,6 +53,9 @@ struct SessionRecord {
   std::map<std::string, std::string> mount_map;
   std::vector<SessionMount> vfolder_mounts;
   std::vector<server::DeviceAllocation> devices;  ///< GPUs the scheduler gave it (read only)
+  /// The main kernel's apps: the preopen ports asked for at creation, then what its agent
+  /// reported when it started (image labels, preopen ports, the intrinsic terminal).
+  std::vector<protocol::ServicePort> service_ports;
   std::map<std::string, std::string> resource_opts;
   std::optional<std::string> startup_command;
   std::optional<std::string> bootstrap_script;
@@ -189,6 +193,8 @@ class SessionStore {
 
   /// One more execute request for the session (numQueriesExecuted).
   Status CountQuery(std::string const& id);
+  /// The main kernel's apps, as its agent reported them.
+  Status SetServicePorts(std::string const& id, std::vector<protocol::ServicePort> const& ports);
   /// The resource groups where sessions wait (PENDING).
   StatusOr<std::vector<std::string>> GroupsWithPending();
   /// Running batch sessions that have a batch_timeout.
