@@ -21,6 +21,8 @@ namespace {
 
 enum class State { kConnecting, kOpen, kClosed };
 
+constexpr std::size_t kRxBuffer = 256 << 10;
+
 class LwsConnection : public WebSocketConnection {
  public:
   explicit LwsConnection(LwsWebSocketOptions options) : options_(std::move(options)) {}
@@ -62,7 +64,9 @@ class LwsConnection : public WebSocketConnection {
     static std::once_flag quiet;
     std::call_once(quiet, [] { lws_set_log_level(0, nullptr); });
 
-    protocols_[0] = {"bai", &LwsConnection::Callback, 0, 0, 0, nullptr, 0};
+    // A large receive buffer: libwebsockets reads at most this much per service round (its
+    // default, 4 KiB, held a tunnel to a few MB/s).
+    protocols_[0] = {"bai", &LwsConnection::Callback, 0, kRxBuffer, 0, nullptr, 0};
     protocols_[1] = {nullptr, nullptr, 0, 0, 0, nullptr, 0};
     lws_context_creation_info info;
     std::memset(&info, 0, sizeof info);

@@ -75,6 +75,9 @@ class WsSession : public WebSocket, public std::enable_shared_from_this<WsSessio
   void Start(http::request<http::string_body> request) {
     ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
     ws_.read_message_max(16 << 20);
+    // Whole messages in one frame, written in one go: a relayed tunnel's 64 KiB messages were
+    // otherwise cut into 4 KiB frames, a write each.
+    ws_.auto_fragment(false);
     ws_.async_accept(request, [self = shared_from_this()](beast::error_code ec) {
       if (ec) return self->Finish(1006);
       if (self->handlers_.on_open) self->handlers_.on_open(self);
