@@ -115,7 +115,14 @@ class LwsConnection : public WebSocketConnection {
     serving_ = true;
     thread_ = std::thread([this] { Serve(); });
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [this] { return state_ != State::kConnecting; });
+    // libwebsockets' own timeouts end a connect or upgrade that hangs; this bound is a backstop.
+    if (!cv_.wait_for(lock, options_.connect_timeout + std::chrono::seconds(5),
+                      [this] { return state_ != State::kConnecting || cancelled_; })) {
+      lock.unlock();
+      Cancel();
+      return Status(StatusCode::kDeadlineExceeded,
+                    request.origin + request.target + ": the WebSocket upgrade timed out");
+    }
     if (state_ == State::kOpen) return Status();
     ErrorInfo e;
     e.http_status = http_status_;

@@ -75,7 +75,9 @@ StatusOr<int> HandshakeStream(int fd, server::runner_protocol::StreamOpen const&
   }
   // The answer, byte by byte: what follows it belongs to the stream.
   std::string answer;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  // A service's answer waits for its port (30 s at most in the runner); others come at once.
+  auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(open.kind == "service" ? 45 : 15);
   while (answer.size() < 4096) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());

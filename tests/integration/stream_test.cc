@@ -444,22 +444,26 @@ TEST(WebSocketClientTest, ASlowReaderPushesBackAndLosesNothing) {
   constexpr std::size_t kFrame = 64 << 10;
   constexpr int kFrames = 1024;  // 64 MiB
   std::atomic<int> queued{0};
+  // The sender's pump, held here (not by itself: a function owning its own pointer leaks).
+  std::function<void()> pump;
   server::HttpServerOptions options;
   options.port = 0;
   auto server = server::HttpServer::Start(options, [&](std::shared_ptr<server::Exchange> exchange) {
     server::WebSocketHandlers h;
     h.on_open = [&](std::shared_ptr<server::WebSocket> const& ws) {
       // Sends frame after frame, never more than 1 MiB ahead of what the socket took.
-      auto pump = std::make_shared<std::function<void()>>();
-      *pump = [&, ws, pump] {
-        while (queued < kFrames && ws->Backlog() < (1u << 20)) {
+      std::weak_ptr<server::WebSocket> weak = ws;
+      pump = [&, weak] {
+        auto socket = weak.lock();
+        if (!socket) return;
+        while (queued < kFrames && socket->Backlog() < (1u << 20)) {
           std::string frame(kFrame, static_cast<char>('a' + queued % 26));
           ++queued;
-          ws->SendBinary(std::move(frame));
+          socket->SendBinary(std::move(frame));
         }
-        if (queued < kFrames) ws->WhenDrained(1u << 20, *pump);
+        if (queued < kFrames) socket->WhenDrained(1u << 20, [&] { pump(); });
       };
-      (*pump)();
+      pump();
     };
     exchange->AcceptWebSocket(std::move(h));
   });
