@@ -216,10 +216,13 @@ class Stack:
             agent += ["--images", "python,shell", "--dummy-prepare-ms", "50"]
         alog = open(os.path.join(self.dir, "agent.log"), "w")
         self.procs.append(subprocess.Popen(agent, stdout=alog, stderr=alog))
-        deadline = time.time() + 30
+        # The agent is ready once it is ALIVE (resource slots are known before it registers: a
+        # first case creating a session could be answered PENDING, "no agent serves it").
+        deadline = time.time() + 60
+        query = {"query": '{ agents(status: "ALIVE") { id } }'}
         while time.time() < deadline:
-            r = self.api("GET", "/config/resource-slots")
-            if r.rc == 0 and '"cpu"' in r.out:
+            r = self.api("POST", "/admin/gql", query)
+            if r.rc == 0 and "conformance-agent" in r.out:
                 return
             time.sleep(0.2)
         raise RuntimeError("the agent did not register; see " + alog.name)
