@@ -16,8 +16,8 @@ bin=$(cd "$build/bin" && pwd)
 work=$(mktemp -d)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-port=$(free_port)
+. "$(dirname "$0")/lib/stack.sh"
+port=$(bench_free_port)
 "$bin/bai-manager" --data-dir "$work/m" --listen "127.0.0.1:$port" >"$work/m.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do grep -q "listening on" "$work/m.log" && break; sleep 0.1; done
@@ -31,7 +31,7 @@ export BACKEND_ENDPOINT=http://127.0.0.1:$port BAI_CONFIG_DIR=$work/cfg
 mkdir "$work/www"
 truncate -s $((mib << 20)) "$work/www/big.bin"
 head -c 100 /dev/zero >"$work/www/small.txt"
-svc=$(free_port)
+svc=$(bench_free_port)
 python3 - "$work/www" "$svc" >"$work/svc.log" 2>&1 <<'PY' &
 import functools, http.server, socket, sys
 class H(http.server.SimpleHTTPRequestHandler):
@@ -49,7 +49,7 @@ for _ in $(seq 120); do
   "$bin/bai" session create --name bench-apps --preopen "$svc" python >/dev/null 2>&1 && break
   sleep 0.5
 done
-tun=$(free_port)
+tun=$(bench_free_port)
 "$bin/bai" app bench-apps "$svc" -b "$tun" >"$work/app.out" 2>"$work/app.err" &
 pids+=($!)
 for _ in $(seq 100); do grep -q http "$work/app.out" && break; sleep 0.1; done

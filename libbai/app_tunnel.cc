@@ -2,6 +2,7 @@
 // AppTunnel: local TCP connections to a session's app, one WebSocket (/tcpproxy) each.
 #include "bai/session_client.h"
 
+#include "libbai/util/fd_io.h"
 #include "libbai/util/url.h"
 
 #include <arpa/inet.h>
@@ -44,16 +45,6 @@ std::string Escape(std::string const& s) {
   return out;
 }
 
-bool SendAll(int fd, std::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return true;
-}
-
 }  // namespace
 
 struct AppTunnel::Impl {
@@ -80,8 +71,9 @@ struct AppTunnel::Impl {
     auto ws = client.OpenWebSocket(ApiRequest("GET", path));
     if (!ws.ok()) {
       // As the official client: the local peer hears why, as an HTTP 503.
-      SendAll(fd, "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n\r\nWebSocket reply: " +
-                      ws.status().message());
+      internal::WriteAll(
+          fd, "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n\r\nWebSocket reply: " +
+                  ws.status().message());
       if (on_error) on_error(ws.status());
       close(fd);
       conn->done = true;
@@ -117,12 +109,13 @@ struct AppTunnel::Impl {
         continue;
       }
       answered = true;
-      if (!SendAll(fd, e.message.data)) break;
+      if (!internal::WriteAll(fd, e.message.data)) break;
     }
     auto st = said ? *said : socket->CloseStatus();
     if (!st.ok() && !answered && st.code() != StatusCode::kCancelled) {
-      SendAll(fd, "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n\r\nWebSocket reply: " +
-                      st.message());
+      internal::WriteAll(
+          fd, "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n\r\nWebSocket reply: " +
+                  st.message());
     }
     if (!st.ok() && st.code() != StatusCode::kCancelled && socket->close_code() != 1001 &&
         on_error) {

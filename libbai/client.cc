@@ -92,19 +92,10 @@ class ClientImpl {
     std::string target = EncodeTarget(request.path);
     std::size_t failovers = 0;
     while (true) {
-      std::size_t index = current_endpoint_.load();
-      Endpoint const& endpoint = endpoints_[index % endpoints_.size()];
-      http.origin = endpoint.origin;
-      http.host = endpoint.host;
-      http.target = endpoint.base_path + target;
+      std::size_t index = Aim(http, target);
       auto socket = Wire().OpenWebSocket(http);
       if (socket.ok()) return socket;
-      if (IsConnectFailure(socket.status()) && failovers + 1 < endpoints_.size()) {
-        ++failovers;
-        current_endpoint_.compare_exchange_strong(index, index + 1);
-        Warn(socket.status().message() + "; trying " + CurrentEndpoint().url);
-        continue;
-      }
+      if (FailOver(socket.status(), index, failovers)) continue;
       if (socket.status().error_info().http_status >= 400) {
         ApiRequest plain("GET", request.path);
         plain.headers = request.headers;
@@ -267,6 +258,26 @@ class ClientImpl {
     return endpoints_[current_endpoint_.load() % endpoints_.size()];
   }
 
+  // Points `http` at the current endpoint (origin, Host, base path + `target`); returns its index.
+  std::size_t Aim(TransportRequest& http, std::string const& target) {
+    std::size_t index = current_endpoint_.load();
+    Endpoint const& endpoint = endpoints_[index % endpoints_.size()];
+    http.origin = endpoint.origin;
+    http.host = endpoint.host;
+    http.target = endpoint.base_path + target;
+    return index;
+  }
+
+  // After `failure` on endpoint `index`: a refused connection means nothing was sent, so any
+  // request may move to the next endpoint (true, and it becomes current) while one is left.
+  bool FailOver(Status const& failure, std::size_t index, std::size_t& failovers) {
+    if (!IsConnectFailure(failure) || failovers + 1 >= endpoints_.size()) return false;
+    ++failovers;
+    current_endpoint_.compare_exchange_strong(index, index + 1);
+    Warn(failure.message() + "; trying " + CurrentEndpoint().url);
+    return true;
+  }
+
   static bool Retryable(ApiResponse const& r) {
     return r.status == 502 || r.status == 503 || r.status == 504 ||
            (r.status == 429 && r.Header("retry-after"));
@@ -296,19 +307,10 @@ class ClientImpl {
     int attempt = 0;
     std::size_t failovers = 0;
     while (true) {
-      std::size_t index = current_endpoint_.load();
-      Endpoint const& endpoint = endpoints_[index % endpoints_.size()];
-      http.origin = endpoint.origin;
-      http.host = endpoint.host;
-      http.target = endpoint.base_path + target;
+      std::size_t index = Aim(http, target);
       ++attempt;
       auto response = on_data ? Wire().SendStreaming(http, on_data) : Wire().Send(http);
-      // A refused connection means nothing was sent: any request may move to the next endpoint.
-      if (!response.ok() && IsConnectFailure(response.status()) &&
-          failovers + 1 < endpoints_.size()) {
-        ++failovers;
-        current_endpoint_.compare_exchange_strong(index, index + 1);
-        Warn(response.status().message() + "; trying " + CurrentEndpoint().url);
+      if (!response.ok() && FailOver(response.status(), index, failovers)) {
         --attempt;
         continue;
       }

@@ -86,14 +86,7 @@ int RunApp(AppOptions const& options, Context& ctx) {
     auto space = arg.find(' ');
     t.arguments[arg.substr(0, space)] = space == std::string::npos ? "" : arg.substr(space + 1);
   }
-  for (auto const& e : options.envs) {
-    auto eq = e.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      ctx.err() << "error: -e takes KEY=VALUE, not \"" << e << "\"\n";
-      return kExitUsage;
-    }
-    t.envs[e.substr(0, eq)] = e.substr(eq + 1);
-  }
+  if (!ReadEnvFlags(ctx, options.envs, t.envs)) return kExitUsage;
   auto client = ctx.MakeClient();
   if (!client.ok()) return JobError(ctx, client.status());
   SessionClient sessions(*client);

@@ -68,14 +68,7 @@ int ApplySpec(SpecOptions const& o, SessionCreateRequest& req, Context& ctx,
       return kExitUsage;
     }
   }
-  for (auto const& e : o.env) {
-    auto eq = e.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      ctx.err() << "error: -e " << e << ": expected KEY=VALUE\n";
-      return kExitUsage;
-    }
-    req.environ[e.substr(0, eq)] = e.substr(eq + 1);
-  }
+  if (!ReadEnvFlags(ctx, o.env, req.environ)) return kExitUsage;
   for (auto const& m : o.mounts) {
     // VFOLDER[:PATH][:ro|:rw|:wd]
     std::string name = m.substr(0, m.find(':'));

@@ -47,6 +47,19 @@ bool Interrupted() { return g_interrupted.load(); }
 int InterruptSignal() { return g_signal.load(); }
 std::atomic<bool> const* InterruptFlag() { return &g_interrupted; }
 
+bool ReadEnvFlags(Context& ctx, std::vector<std::string> const& flags,
+                  std::map<std::string, std::string>& into) {
+  for (auto const& e : flags) {
+    auto eq = e.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      ctx.err() << "error: -e " << e << ": expected KEY=VALUE\n";
+      return false;
+    }
+    into[e.substr(0, eq)] = e.substr(eq + 1);
+  }
+  return true;
+}
+
 std::optional<std::int64_t> DurationFlag(Context& ctx, char const* flag, std::string const& value) {
   auto seconds = protocol::ParseDurationSeconds(value);
   if (!seconds || *seconds <= 0) {

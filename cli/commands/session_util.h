@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,6 +42,11 @@ std::atomic<bool> const* InterruptFlag();
 /// A duration flag ("30s", "5m", "1h", "2d", or seconds): seconds, or a usage error printed
 /// as "error: --FLAG VALUE: …" (nullopt).
 std::optional<std::int64_t> DurationFlag(Context& ctx, char const* flag, std::string const& value);
+
+/// `-e KEY=VALUE` flags into `into`; false after saying "error: -e FLAG: expected KEY=VALUE" for
+/// one without a key or an '='.
+bool ReadEnvFlags(Context& ctx, std::vector<std::string> const& flags,
+                  std::map<std::string, std::string>& into);
 
 /// A job command failed around the job: report (as JSON on stderr under -o json) and return
 /// 125.

@@ -223,7 +223,7 @@ class LwsConnection : public WebSocketConnection {
     while (true) {
       lws_service(context_, 0);
       std::lock_guard<std::mutex> lock(mu_);
-      if (done_) break;
+      if (state_ == State::kClosed) break;
     }
     {
       std::lock_guard<std::mutex> lock(wake_mu_);
@@ -316,6 +316,7 @@ class LwsConnection : public WebSocketConnection {
     return 0;
   }
 
+  // The connection is over (the first reason given counts); the service loop stops.
   void Ended(int code, std::string reason) {
     std::lock_guard<std::mutex> lock(mu_);
     if (state_ != State::kClosed) {
@@ -323,10 +324,9 @@ class LwsConnection : public WebSocketConnection {
       close_reason_in_ = std::move(reason);
       state_ = State::kClosed;
     }
-    done_ = true;
     cv_.notify_all();
     // The callback runs inside lws_service, which would go on to poll until its next timer:
-    // wake it so that Serve sees done_.
+    // wake it so that Serve sees the end.
     lws_cancel_service(context_);
   }
 
@@ -357,18 +357,16 @@ class LwsConnection : public WebSocketConnection {
         return 0;
       }
       case LWS_CALLBACK_CLIENT_CONNECTION_ERROR: {
-        std::lock_guard<std::mutex> lock(self->mu_);
-        self->http_status_ = static_cast<int>(lws_http_client_http_response(wsi));
-        if (self->http_status_ == 101 || self->http_status_ < 0) self->http_status_ = 0;
-        self->error_ = in ? std::string(static_cast<char const*>(in),
-                                        strnlen(static_cast<char const*>(in), len ? len : 256))
-                          : "";
-        self->wsi_ = nullptr;
-        self->state_ = State::kClosed;
-        self->close_code_in_ = 1006;
-        self->done_ = true;
-        self->cv_.notify_all();
-        lws_cancel_service(self->context_);
+        {
+          std::lock_guard<std::mutex> lock(self->mu_);
+          self->http_status_ = static_cast<int>(lws_http_client_http_response(wsi));
+          if (self->http_status_ == 101 || self->http_status_ < 0) self->http_status_ = 0;
+          self->error_ = in ? std::string(static_cast<char const*>(in),
+                                          strnlen(static_cast<char const*>(in), len ? len : 256))
+                            : "";
+          self->wsi_ = nullptr;
+        }
+        self->Ended(1006, "");
         return 0;
       }
       case LWS_CALLBACK_CLIENT_RECEIVE:
@@ -406,15 +404,11 @@ class LwsConnection : public WebSocketConnection {
         return 0;
       }
       case LWS_CALLBACK_WSI_DESTROY: {
-        std::lock_guard<std::mutex> lock(self->mu_);
-        if (self->wsi_ == wsi) self->wsi_ = nullptr;
-        if (self->state_ != State::kClosed) {
-          self->state_ = State::kClosed;
-          self->close_code_in_ = 1006;
+        {
+          std::lock_guard<std::mutex> lock(self->mu_);
+          if (self->wsi_ == wsi) self->wsi_ = nullptr;
         }
-        self->done_ = true;
-        self->cv_.notify_all();
-        lws_cancel_service(self->context_);
+        self->Ended(1006, "");
         return 0;
       }
       case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
@@ -443,7 +437,6 @@ class LwsConnection : public WebSocketConnection {
   std::condition_variable cv_;
   lws* wsi_ = nullptr;
   State state_ = State::kConnecting;
-  bool done_ = false;
   bool cancelled_ = false;
   bool closing_ = false;
   bool we_closed_ = false;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/agent/backend.h"
 
+#include "libbai/util/fd_io.h"
 #include "libbai/util/json_parse.h"
 
 #include <poll.h>
@@ -69,7 +70,7 @@ StatusOr<int> HandshakeStream(int fd, server::runner_protocol::StreamOpen const&
                               std::string* status) {
   namespace rp = server::runner_protocol;
   std::string line = rp::EncodeStreamOpen(open) + "\n";
-  if (::send(fd, line.data(), line.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(line.size())) {
+  if (!internal::WriteAll(fd, line)) {
     close(fd);
     return Status(StatusCode::kInternal, "the kernel's stream socket did not take the request");
   }

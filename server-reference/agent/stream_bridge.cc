@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/agent/stream_bridge.h"
 
+#include "libbai/util/fd_io.h"
+
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -10,19 +12,7 @@
 #include <thread>
 
 namespace bai::agent {
-namespace {
-
-bool WriteAll(int fd, std::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return true;
-}
-
-}  // namespace
+using internal::WriteAll;
 
 void BridgeStream(int fd, WebSocketConnection& ws, bool pty) {
   // Kernel → manager.

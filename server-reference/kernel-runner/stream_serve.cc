@@ -3,6 +3,7 @@
 
 #include "bai/protocol/pty_wire.h"
 
+#include "libbai/util/fd_io.h"
 #include "server-reference/common/wire/runner_messages.h"
 
 #include <arpa/inet.h>
@@ -27,6 +28,7 @@ namespace bai::server {
 namespace {
 
 namespace rp = runner_protocol;
+using internal::WriteAll;
 using protocol::PtyFrame;
 
 constexpr std::size_t kBuffer = 256 << 10;  // per direction
@@ -37,21 +39,6 @@ using Clock = std::chrono::steady_clock;
 int MillisLeft(Clock::time_point deadline) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
   return left.count() < 0 ? 0 : static_cast<int>(left.count());
-}
-
-bool WriteAll(int fd, std::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      pollfd p{fd, POLLOUT, 0};
-      poll(&p, 1, 1000);
-      continue;
-    }
-    if (n <= 0) return false;
-    data.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return true;
 }
 
 // Reads up to the first '\n' within the deadline; what came after it stays in `rest`.

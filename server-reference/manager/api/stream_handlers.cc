@@ -374,10 +374,11 @@ StatusOr<AppRequest> ReadAppRequest(Params& p, SessionRecord const& s) {
 }
 
 // Starts the app in the session's kernel (once; a preopen port is the user's to serve) and
-// calls `done` with the agent's {status, error?}, or the transport's failure.
+// calls `done` with its state ("started" or "running"), or why not: the transport's failure, or
+// the app's (24.09's 500 "Failed to launch the app service").
 void StartApp(AgentRegistry& agents, SessionRecord const& s, AppRequest const& a,
-              std::function<void(StatusOr<nlohmann::json>)> done) {
-  if (a.app.protocol == "preopen") return done(nlohmann::json{{"status", "running"}});
+              std::function<void(StatusOr<std::string>)> done) {
+  if (a.app.protocol == "preopen") return done(std::string("running"));
   server::agent_protocol::StartService m;
   m.session_id = s.id;
   m.name = a.app.name;
@@ -388,11 +389,13 @@ void StartApp(AgentRegistry& agents, SessionRecord const& s, AppRequest const& a
                  [done = std::move(done)](StatusOr<std::string> result) {
                    if (!result.ok()) return done(result.status());
                    auto j = nlohmann::json::parse(*result, nullptr, false);
-                   if (!j.is_object()) {
-                     return done(MakeProblemStatus(ProblemType::kInternalServerError,
-                                                   "The agent's answer is malformed."));
-                   }
-                   done(std::move(j));
+                   std::string status = j.is_object() ? j.value("status", "") : "";
+                   if (status == "started" || status == "running") return done(status);
+                   done(MakeProblemStatus(ProblemType::kInternalServerError,
+                                          status == "failed"
+                                              ? "Failed to launch the app service: " +
+                                                    j.value("error", std::string("no reason given"))
+                                              : std::string("The agent's answer is malformed.")));
                  });
 }
 
@@ -465,17 +468,9 @@ void RegisterStreamRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry
           int port = a->port;
           StartApp(agents, session, *a,
                    [&agents, &registry, &broker, exchange, headers, session,
-                    port](StatusOr<nlohmann::json> started) {
+                    port](StatusOr<std::string> started) {
                      if (!started.ok()) {
                        return RespondLate(*exchange, headers, ProblemResponse(started.status()));
-                     }
-                     if (started->value("status", "") == "failed") {
-                       return RespondLate(
-                           *exchange, headers,
-                           ProblemResponse(MakeProblemStatus(
-                               ProblemType::kInternalServerError,
-                               "Failed to launch the app service: " +
-                                   started->value("error", std::string("no reason given")))));
                      }
                      server::agent_protocol::OpenStream open;
                      open.stream_id = NewStreamId();
@@ -507,22 +502,14 @@ void RegisterStreamRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry
         auto headers = ctx.response_headers;
         std::string name = a->app.name;
         int port = a->port;
-        StartApp(agents, *s, *a, [exchange, headers, name, port](StatusOr<nlohmann::json> started) {
+        StartApp(agents, *s, *a, [exchange, headers, name, port](StatusOr<std::string> started) {
           if (!started.ok()) {
             return RespondLate(*exchange, headers, ProblemResponse(started.status()));
           }
-          if (started->value("status", "") == "failed") {
-            return RespondLate(*exchange, headers,
-                               ProblemResponse(MakeProblemStatus(
-                                   ProblemType::kInternalServerError,
-                                   "Failed to launch the app service: " +
-                                       started->value("error", std::string("no reason given")))));
-          }
-          RespondLate(*exchange, headers,
-                      HttpResponse::Json(200, nlohmann::json{{"status", (*started)["status"]},
-                                                             {"app", name},
-                                                             {"port", port}}
-                                                  .dump()));
+          RespondLate(
+              *exchange, headers,
+              HttpResponse::Json(
+                  200, nlohmann::json{{"status", *started}, {"app", name}, {"port", port}}.dump()));
         });
         return std::nullopt;
       });

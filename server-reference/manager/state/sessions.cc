@@ -111,7 +111,10 @@ SessionRecord FromRow(SqlRow& r) {
   s.terminated_at = r.TakeOptText(i++);
   s.agent_list = ListFromColumn(r.Text(i++));
   s.vfolder_mounts = MountsFromColumn(r.Text(i++));
-  if (auto apps = protocol::DecodeApps(r.Text(i++)); apps.ok()) s.service_ports = std::move(*apps);
+  // Most sessions have no apps until they run: no parse on the scheduler's reads then.
+  if (auto text = r.Text(i++); text != "[]") {
+    if (auto apps = protocol::DecodeApps(text); apps.ok()) s.service_ports = std::move(*apps);
+  }
   s.num_queries = r.Int(i++);
   s.devices = AllocationsFromColumn(r.Text(i++));
   return s;
