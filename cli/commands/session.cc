@@ -394,6 +394,10 @@ void AddSpecFlags(CLI::App* cmd, SpecOptions& o) {
   cmd->add_option("--preopen", o.preopen,
                   "A container port to reach as an app with bai app (repeatable; 1025–65534)")
       ->check(CLI::Range(1025, 65534));
+  cmd->add_option("--network", o.network,
+                  "The kernel's network: bridge (an address of its own, NAT to the outside) or "
+                  "none (loopback only); default: the agent's (none unless configured)")
+      ->check(CLI::IsMember({"bridge", "none"}));
   cmd->add_option("--depends", o.depends, "Start after this session succeeded (repeatable)")
       ->allow_extra_args(false);
   cmd->add_option("--starts-at", o.starts_at, "Start at a time (RFC 3339) or after a delay (30m)");

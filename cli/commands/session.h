@@ -23,6 +23,7 @@ struct SpecOptions {
   std::optional<int> priority;
   std::vector<std::string> depends;  ///< sessions that must succeed first
   std::vector<int> preopen;          ///< container ports served as apps (`bai app`)
+  std::string network;               ///< bridge, none; empty: the agent's default
   std::string starts_at;             ///< a time or a delay ("30m"), batch only
   std::string timeout;               ///< a duration: the job is stopped after it
   std::string max_wait;              ///< a duration: give up waiting to start after it

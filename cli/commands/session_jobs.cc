@@ -61,6 +61,7 @@ int ApplySpec(SpecOptions const& o, SessionCreateRequest& req, Context& ctx,
   req.priority = o.priority;
   req.dependencies = o.depends;
   req.preopen_ports = o.preopen;
+  req.network = o.network;
   if (!o.starts_at.empty()) req.starts_at = o.starts_at;
   for (auto const& r : o.resources) {
     if (auto s = protocol::ParseSlotAssignment(r, req.resources); !s.ok()) {

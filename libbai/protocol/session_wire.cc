@@ -89,6 +89,10 @@ void ReadCreateConfig(json const& config, SlotTypeLookup const& slot_types, Fiel
              "a list of distinct ports above 1024 and below 65535, none of 2000-2003, 2200, 7681");
     }
   }
+  out.network = c.Str({"network"}).value_or("");
+  if (!out.network.empty() && out.network != "bridge" && out.network != "none") {
+    r.Fail("config.network", "bridge or none");
+  }
   auto const* res = c.Find({"resources"});
   if (res == nullptr) return;
   if (!res->is_object()) return r.Fail("config.resources", "an object of slot amounts");
@@ -190,6 +194,7 @@ std::string EncodeSessionCreateRequest(SessionCreateRequest const& r) {
   if (!r.resource_opts.empty()) config["resource_opts"] = r.resource_opts;
   if (!r.agent_list.empty()) config["agent_list"] = r.agent_list;
   if (!r.preopen_ports.empty()) config["preopen_ports"] = r.preopen_ports;
+  if (!r.network.empty()) config["network"] = r.network;
   body["config"] = std::move(config);
   return body.dump();
 }

@@ -4,7 +4,7 @@
 //             [--backend runc|dummy] [--state-dir DIR] [--slots cpu=4,mem=8g]
 //   bai-agent image import SOURCE --name NAME [--tag TAG] [--state-dir DIR]
 //   bai-agent image list [--state-dir DIR]
-//   bai-agent hook loopback-up          (run by runc as an OCI createRuntime hook)
+//   bai-agent hook loopback-up|network-up ARGS   (run by runc as OCI createRuntime hooks)
 #include "bai/protocol/resource.h"
 
 #include "server-reference/agent/agent.h"
@@ -15,8 +15,11 @@
 #include "server-reference/common/wire/agent_protocol.h"
 
 #include <CLI/CLI.hpp>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -29,6 +32,28 @@ std::string SelfDir() {
   std::error_code ec;
   auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   return ec ? std::string(".") : exe.parent_path().string();
+}
+
+// The manager's IPv4 addresses when it is not on this host's loopback: bridge-mode kernels are
+// kept from them (its control ports are no business of a kernel's).
+std::vector<std::uint32_t> ManagerAddresses(std::string const& url) {
+  std::string host = url.substr(url.find("://") == std::string::npos ? 0 : url.find("://") + 3);
+  host = host.substr(0, host.find_first_of("/"));
+  if (!host.empty() && host.front() == '[') return {};  // IPv6: kernels have no IPv6 route
+  host = host.substr(0, host.find(':'));
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  addrinfo* found = nullptr;
+  std::vector<std::uint32_t> out;
+  if (host.empty() || getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0) return out;
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    auto address = ntohl(reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr.s_addr);
+    if ((address >> 24) != 127 && std::find(out.begin(), out.end(), address) == out.end()) {
+      out.push_back(address);
+    }
+  }
+  freeaddrinfo(found);
+  return out;
 }
 
 int ImageCommand(int argc, char** argv) {
@@ -61,7 +86,7 @@ int ImageCommand(int argc, char** argv) {
 int main(int argc, char** argv) {
   if (argc >= 3 && std::string(argv[1]) == "hook") {
     std::string state(std::istreambuf_iterator<char>(std::cin), {});
-    auto s = bai::agent::RunHook(argv[2], state);
+    auto s = bai::agent::RunHook(argv[2], state, std::vector<std::string>(argv + 3, argv + argc));
     if (!s.ok()) {
       std::cerr << "bai-agent hook " << argv[2] << ": " << s.message() << "\n";
       return 1;
@@ -123,6 +148,18 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(100, 3600000));
   app.add_option("--gpu-reconcile-slack", reconcile_slack,
                  "Excess over the ledger that is not charged (rounding, context estimates)");
+  std::string network_pool = "10.220.0.0/16", network_nat = "on";
+  app.add_option("--network", runc.network_default,
+                 "runc: a kernel's network when its session does not choose: none (loopback "
+                 "only) or bridge")
+      ->check(CLI::IsMember({"none", "bridge"}));
+  app.add_option("--network-pool", network_pool,
+                 "runc: bridge mode's addresses (the bridge takes the first); 'off': no bridge "
+                 "mode on this agent");
+  app.add_option("--network-bridge", runc.bridge->bridge, "runc: bridge mode's Linux bridge");
+  app.add_option("--network-nat", network_nat,
+                 "runc: masquerade kernels' traffic leaving the host (off: the pool is routed)")
+      ->check(CLI::IsMember({"on", "off"}));
   bool stop_kernels = false;
   app.add_flag("--stop-kernels-on-exit", stop_kernels,
                "On SIGTERM/SIGINT end every kernel (default: they keep running and a restarted "
@@ -231,6 +268,26 @@ int main(int argc, char** argv) {
   std::unique_ptr<bai::agent::KernelBackend> kernels;
   std::unique_ptr<bai::agent::ImageStore> images;
   if (backend == "runc") {
+    if (network_pool == "off") {
+      runc.bridge.reset();
+      if (runc.network_default == bai::agent::kNetworkBridge) {
+        std::cerr << "bai-agent: --network bridge needs a --network-pool\n";
+        return 2;
+      }
+    } else {
+      auto pool = bai::agent::ParseIpv4Net(network_pool);
+      if (!pool.ok()) {
+        std::cerr << "bai-agent: --network-pool: " << pool.status().message() << "\n";
+        return 2;
+      }
+      runc.bridge->pool = *pool;
+      runc.bridge->nat = network_nat == "on";
+      runc.bridge->blocked = ManagerAddresses(options.manager_url);
+      if (auto s = bai::agent::ValidateBridgeConfig(*runc.bridge); !s.ok()) {
+        std::cerr << "bai-agent: --network-bridge: " << s.message() << "\n";
+        return 2;
+      }
+    }
     images = std::make_unique<bai::agent::ImageStore>(state_dir + "/images");
     if (auto s = images->EnsureBuiltins(); !s.ok()) {
       std::cerr << "bai-agent: images: " << s.message() << "\n";

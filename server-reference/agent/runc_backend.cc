@@ -5,6 +5,7 @@
 
 #include "libbai/protocol/json_fields.h"
 #include "libbai/util/json_parse.h"
+#include "server-reference/agent/network_host.h"
 #include "server-reference/common/exec/process.h"
 #include "server-reference/common/wire/runner_messages.h"
 
@@ -27,7 +28,9 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
+#include <utility>
 
 namespace bai::agent {
 namespace fs = std::filesystem;
@@ -306,6 +309,10 @@ std::string OciConfig(KernelSpec const& spec, Image const& image, RuncOptions co
   add("/home/work", "tmpfs", "tmpfs",
       {"nosuid", "nodev", "mode=755", "uid=" + uid, "gid=" + gid, "size=" + o.home_size});
   add("/tmp", "tmpfs", "tmpfs", {"nosuid", "nodev", "mode=1777", "size=" + o.tmp_size});
+  if (layout.network != nullptr) {
+    add("/etc/resolv.conf", "bind", layout.kernel_dir + "/resolv.conf",
+        {"bind", "ro", "nosuid", "nodev", "noexec"});
+  }
   add("/opt/bai/bin", "bind", layout.runner_dir, {"bind", "ro", "nosuid", "nodev"});
   add("/opt/bai/run", "bind", layout.kernel_dir + "/run",
       {"bind", "rw", "nosuid", "nodev", "noexec"});
@@ -415,9 +422,10 @@ std::string OciConfig(KernelSpec const& spec, Image const& image, RuncOptions co
                    {"readonlyPaths",
                     {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}}}}};
   if (!o.hook_path.empty()) {
-    // Raises loopback in the new network namespace (network mode "private").
-    config["hooks"] = {{"createRuntime",
-                        {{{"path", o.hook_path}, {"args", {"bai-agent", "hook", "loopback-up"}}}}}};
+    // Raises loopback in the new network namespace (mode "none"), or puts it on the bridge.
+    json args = layout.network != nullptr ? json(NetworkHookArgs(*layout.network))
+                                          : json({"bai-agent", "hook", "loopback-up"});
+    config["hooks"] = {{"createRuntime", {{{"path", o.hook_path}, {"args", args}}}}};
   }
   return config.dump(2);
 }
@@ -435,10 +443,14 @@ std::optional<long long> StatePid(std::string const& state_json) {
 
 }  // namespace
 
-Status RunHook(std::string const& name, std::string const& state_json) {
-  if (name != "loopback-up") return Status(StatusCode::kInvalidArgument, "unknown hook " + name);
+Status RunHook(std::string const& name, std::string const& state_json,
+               std::vector<std::string> const& args) {
+  if (name != "loopback-up" && name != "network-up") {
+    return Status(StatusCode::kInvalidArgument, "unknown hook " + name);
+  }
   auto pid = StatePid(state_json);
   if (!pid) return Status(StatusCode::kInvalidArgument, "no container pid in the hook's state");
+  if (name == "network-up") return RunNetworkHook(static_cast<long>(*pid), args);
   std::string ns = "/proc/" + std::to_string(*pid) + "/ns/net";
   int fd = open(ns.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) {
@@ -520,6 +532,7 @@ struct RuncBackend::Kernel {
   std::map<std::string, Quanta> gpu_quanta;  // GPU time quanta it holds, by device UUID
   std::vector<std::string> gpu_stamps;       // its activity stamp files (soft mode)
   std::vector<int> cpus;                     // its cpuset (PickCpus)
+  KernelNetwork net;                         // bridge mode: its veth and address; else 0
 
   std::map<std::string, RunState> runs;
   /// File requests sent to the runner, by request id; the result once it came.
@@ -634,6 +647,14 @@ Status RuncBackend::Init() {
           if (c.is_number_integer()) k->cpus.push_back(c.get<int>());
         }
       }
+      if (auto net = saved->find("network"); net != saved->end() && net->is_object()) {
+        auto address = ParseIpv4(net->value("address", ""));
+        auto gateway = ParseIpv4(net->value("gateway", ""));
+        if (address.ok() && gateway.ok()) {
+          k->net = {net->value("bridge", ""), net->value("host_if", ""), *address,
+                    net->value("prefix", 0), *gateway};
+        }
+      }
       if (auto held = saved->find("gpu_quanta"); held != saved->end() && held->is_object()) {
         for (auto it = held->begin(); it != held->end(); ++it) {
           Quanta q;
@@ -681,12 +702,22 @@ Status RuncBackend::Init() {
       server::RunProcess(Runc({"delete", "--force", id}));
     }
   }
+  bool bridged = false;
   for (auto& k : adopt) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       kernels_[k->spec.session_id] = k;
     }
+    bridged = bridged || k->net.address != 0;
     Spawn([this, k] { ReadLoop(k); });
+  }
+  if (bridged && options_.bridge) {
+    // Re-adopted kernels keep their veths on the bridge; the rules are loaded again (an
+    // agent upgrade may have changed them) in one nft transaction.
+    std::lock_guard<std::mutex> lock(bridge_mu_);
+    auto s = EnsureBridge(*options_.bridge, options_.state_dir + "/network.nft");
+    if (!s.ok()) return Status(s.code(), "bridge network: " + s.message());
+    bridge_ready_ = true;
   }
   if (!options_.gpus.empty() && options_.gpu_reconcile_interval.count() > 0) {
     reconciler_ = std::make_unique<GpuReconciler>(options_.nvml_library, options_.gpu_reconcile,
@@ -694,6 +725,35 @@ Status RuncBackend::Init() {
     reconciler_->Start(options_.gpu_reconcile_interval);
   }
   return Status();
+}
+
+StatusOr<KernelNetwork> RuncBackend::JoinBridge(Kernel& k) {
+  if (!options_.bridge) {
+    return Status(StatusCode::kFailedPrecondition,
+                  "network mode bridge is off on this agent (bai-agent --network-pool)");
+  }
+  BridgeConfig const& config = *options_.bridge;
+  {
+    std::lock_guard<std::mutex> lock(bridge_mu_);
+    if (!bridge_ready_) {
+      auto s = EnsureBridge(config, options_.state_dir + "/network.nft");
+      if (!s.ok()) return Status(s.code(), "cannot set up the bridge network: " + s.message());
+      bridge_ready_ = true;
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  std::set<std::uint32_t> used;
+  for (auto const& [id, other] : kernels_) {
+    if (other->net.address != 0) used.insert(other->net.address);
+  }
+  auto address = PickAddress(config.pool, used);
+  if (!address) {
+    return Status(StatusCode::kResourceExhausted,
+                  "no free address in the network pool " + FormatIpv4Net(config.pool));
+  }
+  k.net = {config.bridge, HostInterface(k.spec.session_id), *address, config.pool.prefix,
+           Gateway(config.pool)};
+  return k.net;
 }
 
 std::vector<ReconcileTarget> RuncBackend::ReconcileTargets() const {
@@ -767,6 +827,12 @@ void RuncBackend::Start(std::shared_ptr<Kernel> k) {
     server::RunProcess(Runc({"delete", "--force", k->container_id}));
     std::error_code ignored;
     fs::remove_all(k->dir, ignored);
+    KernelNetwork net;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      net = std::exchange(k->net, KernelNetwork{});
+    }
+    if (net.address != 0) DeleteHostInterface(net.host_if);
     return true;
   };
   auto image = options_.images->Find(k->spec.image);
@@ -843,6 +909,17 @@ void RuncBackend::Start(std::shared_ptr<Kernel> k) {
                  cpu == k->spec.resources.end() ? protocol::Decimal::Unlimited() : cpu->second);
     cpu_list = CpuList(k->cpus);
   }
+  std::string mode = k->spec.network.empty() ? options_.network_default : k->spec.network;
+  KernelNetwork net;
+  if (mode == kNetworkBridge) {
+    auto joined = JoinBridge(*k);
+    if (!joined.ok()) return fail(joined.status().message());
+    net = *joined;
+    if (!WriteText(fs::path(k->dir) / "resolv.conf",
+                   KernelResolvConf(ReadText("/etc/resolv.conf")))) {
+      return fail("cannot write " + k->dir + "/resolv.conf");
+    }
+  }
   json held = json::object();
   for (auto const& [uuid, q] : gpus.quanta) held[uuid] = gpushim::FormatQuanta(q);
   json saved = {{"session_id", k->spec.session_id},
@@ -853,7 +930,13 @@ void RuncBackend::Start(std::shared_ptr<Kernel> k) {
                 {"container_id", k->container_id},
                 {"gpu_quanta", held},
                 {"cpus", k->cpus}};
-  BundleLayout layout{k->dir, runner_dir_, k->cgroups_path, &gpus, cpu_list};
+  if (net.address != 0) {
+    saved["network"] = {{"mode", mode},           {"bridge", net.bridge},
+                        {"host_if", net.host_if}, {"address", FormatIpv4(net.address)},
+                        {"prefix", net.prefix},   {"gateway", FormatIpv4(net.gateway)}};
+  }
+  BundleLayout layout{k->dir, runner_dir_, k->cgroups_path,
+                      &gpus,  cpu_list,    net.address != 0 ? &net : nullptr};
   if (!WriteText(fs::path(k->dir) / "kernel.json", saved.dump()) ||
       !WriteText(fs::path(k->dir) / "config.json", OciConfig(k->spec, *image, options_, layout))) {
     return fail("cannot write the bundle in " + k->dir);
@@ -1075,9 +1158,20 @@ void RuncBackend::Teardown(std::shared_ptr<Kernel> k, std::string reason,
     }
   }
   fs::remove_all(k->dir, ec);
+  KernelNetwork net;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    net = k->net;
+  }
+  if (net.address != 0) {
+    // Gone with the container's namespace already, normally; a restart of the same session
+    // reuses the name, so it must not linger.
+    DeleteHostInterface(net.host_if);
+  }
   KernelReport done;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    k->net = {};
     for (auto const& [uuid, q] : k->gpu_quanta) quanta_.Give(uuid, q);
     k->gpu_quanta.clear();
     for (auto const& stamp : k->gpu_stamps) fs::remove(stamp, ec);

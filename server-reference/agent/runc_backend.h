@@ -5,6 +5,7 @@
 #include "server-reference/agent/gpu_reconcile.h"
 #include "server-reference/agent/gpus.h"
 #include "server-reference/agent/images.h"
+#include "server-reference/agent/network_plan.h"
 #include "server-reference/common/wire/runner_messages.h"
 
 #include <atomic>
@@ -47,6 +48,11 @@ struct RuncOptions {
   std::string nvml_library = "libnvidia-ml.so.1";
   gpushim::ReconcilePolicy gpu_reconcile;
   std::chrono::milliseconds gpu_reconcile_interval{2000};
+  /// A kernel's network when its session does not say (network_plan.h): "none" (DECISIONS.md:
+  /// loopback only) or "bridge".
+  std::string network_default = kNetworkNone;
+  /// Bridge mode's bridge, pool and NAT; nullopt: bridge mode is off on this agent.
+  std::optional<BridgeConfig> bridge = BridgeConfig{};
 };
 
 /// A virtual folder of create_kernel's `mounts` where the kernel sees it: the default kernel
@@ -102,6 +108,9 @@ struct BundleLayout {
   std::string cgroups_path;
   GpuPlan const* gpus = nullptr;  ///< the kernel's GPUs, when it has any
   std::string cpus;               ///< its cpuset ("0-1"); empty: every CPU
+  /// Its place on the bridge (bridge mode); nullptr: loopback only. Bridge mode mounts
+  /// `kernel_dir`/resolv.conf as /etc/resolv.conf.
+  KernelNetwork const* network = nullptr;
 };
 std::string OciConfig(KernelSpec const& spec, Image const& image, RuncOptions const& options,
                       BundleLayout const& layout);
@@ -109,8 +118,10 @@ std::string OciConfig(KernelSpec const& spec, Image const& image, RuncOptions co
 std::string ActivityBoardDir(RuncOptions const& options, std::string const& uuid);
 
 /// Runs an OCI hook of ours with the container state (JSON on stdin): `loopback-up` raises `lo`
-/// in the container's new network namespace (network mode "private": loopback only).
-Status RunHook(std::string const& name, std::string const& state_json);
+/// in the container's new network namespace (network mode "none": loopback only);
+/// `network-up ARGS` puts it on the agent's bridge (NetworkHookArgs).
+Status RunHook(std::string const& name, std::string const& state_json,
+               std::vector<std::string> const& args = {});
 
 /// Kernels as runc containers, with the kernel runner as their first process (DECISIONS.md
 /// "Containers", "Kernel runner"). Kernel state lives under `state_dir`, so a restarted agent
@@ -160,6 +171,8 @@ class RuncBackend : public KernelBackend {
   std::vector<std::string> Runc(std::vector<std::string> args) const;
   /// The running kernels with a GPU ledger, for the reconciler.
   std::vector<ReconcileTarget> ReconcileTargets() const;
+  /// Bridge mode for a starting kernel: the bridge (set up on first use), a free address.
+  StatusOr<KernelNetwork> JoinBridge(Kernel& k);
   void Spawn(std::function<void()> fn);
 
   RuncOptions options_;
@@ -178,6 +191,8 @@ class RuncBackend : public KernelBackend {
   std::vector<Worker> threads_;
   bool stopping_ = false;
   QuantaMap quanta_;  ///< GPU time quanta held by this agent's kernels
+  std::mutex bridge_mu_;
+  bool bridge_ready_ = false;  ///< EnsureBridge succeeded in this run of the agent
   std::unique_ptr<GpuReconciler> reconciler_;
 };
 

@@ -61,6 +61,10 @@ struct SessionCreateRequest {
   /// Container ports to serve as apps of protocol `preopen` (`config.preopen_ports`): each
   /// above 1024, below 65535, not reserved (IsReservedServicePort), no repeats.
   std::vector<int> preopen_ports;
+  /// The kernel's network (`config.network`, a bai extension): "bridge" (its own address on
+  /// the agent's bridge, NAT to the outside) or "none" (loopback only); empty: the agent's
+  /// default, "none" unless its operator chose otherwise.
+  std::string network;
   std::optional<std::string> callback_url;
   int cluster_size = 1;
   std::string cluster_mode = "single-node";  ///< or multi-node

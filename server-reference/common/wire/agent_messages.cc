@@ -370,7 +370,8 @@ json ToJson(CreateKernel const& m) {
           {"batch_timeout", optional(m.batch_timeout)},
           {"access_key", m.access_key},
           {"devices", DeviceAllocationsToJson(m.devices)},
-          {"preopen_ports", m.preopen_ports}};
+          {"preopen_ports", m.preopen_ports},
+          {"network", m.network}};
 }
 
 json ToJson(DestroyKernel const& m) {
@@ -614,6 +615,10 @@ CreateKernel ReadCreateKernel(FieldReader& r) {
       }
       m.preopen_ports.push_back(p.get<int>());
     }
+  }
+  m.network = r.String("network");
+  if (!m.network.empty() && m.network != "bridge" && m.network != "none") {
+    r.Fail("network", "bridge or none");
   }
   return m;
 }

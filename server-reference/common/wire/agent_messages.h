@@ -171,6 +171,8 @@ struct CreateKernel {
   std::string access_key;
   std::vector<DeviceAllocation> devices;  ///< the GPUs the scheduler gave this kernel
   std::vector<int> preopen_ports;         ///< config.preopen_ports: apps of protocol preopen
+  /// config.network: "bridge", "none", or empty for the agent's default (--network).
+  std::string network;
 };
 
 struct DestroyKernel {

@@ -40,6 +40,7 @@ ap::CreateKernel CreateMessage(SessionRecord const& r) {
   m.batch_timeout = r.batch_timeout;
   m.access_key = r.access_key;
   m.devices = r.devices;
+  m.network = r.network;
   for (auto const& p : r.service_ports) {
     if (p.protocol == "preopen" && !p.container_ports.empty()) {
       m.preopen_ports.push_back(p.container_ports.front());

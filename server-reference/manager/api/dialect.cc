@@ -54,6 +54,8 @@ Dialect DialectOf(protocol::ApiVersion version) {
                             {"instanceMemory"}, {"instanceCores"}, {"instanceGPUs"},
                             {"instanceTPUs"}};
   }
+  // bai's extension, in every version: the kernel's network (bridge, none).
+  d.create_config_keys.push_back({"network"});
   return d;
 }
 

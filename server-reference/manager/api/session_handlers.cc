@@ -83,6 +83,7 @@ SessionRecord RecordOf(protocol::SessionCreateRequest const& r) {
   s.mount_map = r.mount_map;
   s.resource_opts = r.resource_opts;
   s.agent_list = r.agent_list;
+  s.network = r.network;
   for (int port : r.preopen_ports) {
     s.service_ports.push_back(
         {std::to_string(port), "preopen", {port}, false, std::nullopt, {}, {}});

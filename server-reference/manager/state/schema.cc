@@ -199,6 +199,14 @@ server::Migration ServicePorts() {
           }};
 }
 
+server::Migration Networks() {
+  return {11,
+          "each session's network mode (bridge, none; empty: the agent's default)",
+          {
+              "ALTER TABLE sessions ADD COLUMN network TEXT NOT NULL DEFAULT ''",
+          }};
+}
+
 server::Migration AgentLoad() {
   return {9,
           "each agent's last reported CPU and memory load",
@@ -211,8 +219,8 @@ server::Migration AgentLoad() {
 
 std::vector<server::Migration> const& Migrations() {
   static auto const* const kMigrations = new std::vector<server::Migration>{
-      Principals(), Sessions(),      RateLimits(), BackgroundTasks(), AgentLists(),
-      VFolders(),   SessionMounts(), Devices(),    AgentLoad(),       ServicePorts()};
+      Principals(),    Sessions(), RateLimits(), BackgroundTasks(), AgentLists(), VFolders(),
+      SessionMounts(), Devices(),  AgentLoad(),  ServicePorts(),    Networks()};
   return *kMigrations;
 }
 

@@ -27,7 +27,7 @@ constexpr char kColumns[] =
     "architecture, cluster_size, status, status_info, status_history, requested_slots, agent_id, "
     "environ, mounts, mount_map, resource_opts, startup_command, bootstrap_script, tag, priority, "
     "starts_at, batch_timeout, dependencies, callback_url, result, exit_code, created_at, "
-    "terminated_at, agent_list, vfolder_mounts, service_ports";
+    "terminated_at, agent_list, vfolder_mounts, service_ports, network";
 // What reads select: the inserted columns plus counters the manager keeps (never inserted).
 std::string const& ReadColumns() {
   static std::string const kRead = std::string(kColumns) + ", num_queries, device_allocations";
@@ -115,6 +115,7 @@ SessionRecord FromRow(SqlRow& r) {
   if (auto text = r.Text(i++); text != "[]") {
     if (auto apps = protocol::DecodeApps(text); apps.ok()) s.service_ports = std::move(*apps);
   }
+  s.network = r.TakeText(i++);
   s.num_queries = r.Int(i++);
   s.devices = AllocationsFromColumn(r.Text(i++));
   return s;
@@ -362,7 +363,7 @@ Status SessionStore::Create(SessionRecord& s) {
     auto r = tx.Exec(
         std::string("INSERT INTO sessions (") + kColumns +
             ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         {s.id,
          s.seq,
          s.name,
@@ -398,7 +399,8 @@ Status SessionStore::Create(SessionRecord& s) {
          Opt(s.terminated_at),
          ListColumn(s.agent_list),
          MountsColumn(s.vfolder_mounts),
-         protocol::EncodeApps(s.service_ports)});
+         protocol::EncodeApps(s.service_ports),
+         s.network});
     if (!r.ok()) return r.status();
     auto k = tx.Exec(
         "INSERT INTO kernels (id, session_id, cluster_role, cluster_idx, status, created_at) "

@@ -57,6 +57,7 @@ struct SessionRecord {
   /// reported when it started (image labels, preopen ports, the intrinsic terminal).
   std::vector<protocol::ServicePort> service_ports;
   std::map<std::string, std::string> resource_opts;
+  std::string network;  ///< bridge, none; empty: the agent's default
   std::optional<std::string> startup_command;
   std::optional<std::string> bootstrap_script;
   std::optional<std::string> tag;
