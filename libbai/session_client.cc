@@ -240,6 +240,14 @@ StatusOr<std::vector<protocol::ServicePort>> SessionClient::ListApps(
   return protocol::DecodeApps(r->body);
 }
 
+Status SessionClient::StopApp(std::string const& session, std::string const& app) const {
+  ApiRequest call("POST", "/session/" + Segment(session) + "/shutdown-service");
+  call.body = json{{"service_name", app}}.dump();
+  auto r = client_.Send(call);
+  if (!r.ok()) return std::move(r).status();
+  return CheckResponse(*r);
+}
+
 StatusOr<FitCheck> SessionClient::CheckFit(SessionCreateRequest const& request) const {
   ApiRequest call("POST", "/resource/check-presets");
   json body = {{"group", request.group.empty() ? "default" : request.group}};

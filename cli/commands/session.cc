@@ -453,6 +453,11 @@ void AddApp(CommandSet& set, CLI::App& parent) {
   auto* ls = app->add_subcommand("ls", "List a session's apps");
   ls->add_option("SESSION", ls_session.session, kSessionRef)->required();
   set.OnRun(ls, [&ls_session, &ctx = set.ctx()] { return RunAppList(ls_session, ctx); });
+  auto& stop_app = set.Keep<AppOptions>();
+  auto* stop = app->add_subcommand("stop", "End an app's service (the next tunnel starts it)");
+  stop->add_option("SESSION", stop_app.session, kSessionRef)->required();
+  stop->add_option("APP", stop_app.app, "The app's name (bai app ls)")->required();
+  set.OnRun(stop, [&stop_app, &ctx = set.ctx()] { return RunAppStop(stop_app, ctx); });
   set.OnRunDefault(app, [&o, &ctx = set.ctx()] {
     if (o.session.empty() || o.app.empty()) {
       ctx.err() << "error: bai app SESSION APP [-b [HOST:]PORT], or bai app ls SESSION\n";

@@ -81,6 +81,8 @@ struct AppOptions {
 int RunApp(AppOptions const& options, Context& ctx);
 /// `bai app ls SESSION`: the session's apps.
 int RunAppList(AppOptions const& options, Context& ctx);
+/// `bai app stop SESSION APP`: ends the app's service.
+int RunAppStop(AppOptions const& options, Context& ctx);
 
 struct WaitCommandOptions {
   std::vector<std::string> sessions;

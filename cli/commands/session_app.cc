@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// `bai app SESSION APP`: a local port tunnelled to a session's app; `bai app ls SESSION`.
+// `bai app SESSION APP`: a local port tunnelled to a session's app; `bai app ls SESSION`;
+// `bai app stop SESSION APP`.
 #include "bai/session_client.h"
 
 #include "cli/commands/session.h"
@@ -41,6 +42,25 @@ bool ParseBind(std::string const& bind, std::string& host, int& port) {
 }
 
 }  // namespace
+
+int RunAppStop(AppOptions const& options, Context& ctx) {
+  auto client = ctx.MakeClient();
+  if (!client.ok()) return JobError(ctx, client.status());
+  if (auto st = SessionClient(*client).StopApp(options.session, options.app); !st.ok()) {
+    return JobError(ctx, st);
+  }
+  if (ctx.json()) {
+    ctx.out() << json{{"session", options.session},
+                      {"app", options.app},
+                      {"stopped", true},
+                      {"exit_code", 0}}
+                     .dump()
+              << "\n";
+  } else {
+    ctx.err() << options.app << " of " << options.session << " stopped\n";
+  }
+  return 0;
+}
 
 int RunAppList(AppOptions const& options, Context& ctx) {
   auto client = ctx.MakeClient();

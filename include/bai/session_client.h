@@ -283,6 +283,9 @@ class BAI_EXPORT SessionClient {
 
   /// The session's apps (service ports), `GET /stream/session/{id}/apps`.
   StatusOr<std::vector<protocol::ServicePort>> ListApps(std::string const& session) const;
+  /// Ends an app's service (`POST /session/{id}/shutdown-service`); the next tunnel to it
+  /// starts it again. Ok when it was not running.
+  Status StopApp(std::string const& session, std::string const& app) const;
 
   /// Streams events until `on_event` returns false (ok), the stream ends, or `keep_going`
   /// (asked about once a second while the stream is quiet) returns false (ok). The stream is

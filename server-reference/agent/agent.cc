@@ -320,7 +320,7 @@ struct Agent::Impl {
   void On(ap::StartService const& m) {
     AnswerLater(m.request_id, [this, m] {
       server::runner_protocol::StreamOpen open;
-      open.kind = "service";
+      open.kind = m.stop ? "service-stop" : "service";
       open.port = m.port;
       open.name = m.name;
       open.arguments = m.arguments;

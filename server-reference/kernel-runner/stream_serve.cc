@@ -482,6 +482,54 @@ void ServeService(int fd, rp::StreamOpen const& open, StreamServeOptions const& 
                    std::to_string(o.service_timeout.count() / 1000) + " s");
 }
 
+// A process that has exited and waits for its parent (init) to reap it.
+bool IsZombie(pid_t pid) {
+  std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat", 512);
+  auto close_paren = stat.rfind(')');
+  return close_paren != std::string::npos && close_paren + 2 < stat.size() &&
+         stat[close_paren + 2] == 'Z';
+}
+
+// Ends a service started by ServeService: its process group (it called setsid), SIGTERM and
+// SIGKILL after 5 s; a second start then starts it afresh.
+void StopService(int fd, rp::StreamOpen const& open, StreamServeOptions const& o) {
+  auto reply = [fd](bool ok, std::string status, std::string msg) {
+    rp::StreamReady r{ok, ok ? 0 : 1011, std::move(msg), std::move(status)};
+    WriteAll(fd, rp::EncodeStreamReady(r) + "\n");
+    close(fd);
+  };
+  if (!IsSafeName(open.name)) return reply(false, "", "no such service " + open.name);
+  std::string pid_file = o.run_dir + "/svc-" + open.name + ".pid";
+  int lock = ::open((o.run_dir + "/svc.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock >= 0) flock(lock, LOCK_EX);
+  struct Unlock {
+    int fd;
+    ~Unlock() {
+      if (fd >= 0) close(fd);
+    }
+  } unlock{lock};
+  pid_t pid = static_cast<pid_t>(std::atoi(ReadFile(pid_file, 32).c_str()));
+  if (pid <= 0 || kill(pid, 0) != 0) {
+    unlink(pid_file.c_str());
+    return reply(true, "not-running", "");
+  }
+  kill(-pid, SIGTERM);
+  auto deadline = Clock::now() + std::chrono::seconds(5);
+  bool gone = false;
+  while (!gone && Clock::now() < deadline) {
+    int status;
+    // The runner's child when this serve process started it; reaped here then.
+    gone = waitpid(pid, &status, WNOHANG) == pid || kill(pid, 0) != 0 || IsZombie(pid);
+    if (!gone) usleep(50000);
+  }
+  if (!gone) {
+    kill(-pid, SIGKILL);
+    waitpid(pid, nullptr, WNOHANG);
+  }
+  unlink(pid_file.c_str());
+  reply(true, "stopped", "");
+}
+
 }  // namespace
 
 void ServeStream(int fd, StreamServeOptions const& o) {
@@ -498,6 +546,8 @@ void ServeStream(int fd, StreamServeOptions const& o) {
   }
   if (open->kind == "service") {
     ServeService(fd, *open, o);
+  } else if (open->kind == "service-stop") {
+    StopService(fd, *open, o);
   } else if (open->kind == "tcp") {
     ServeTcp(fd, open->port, std::move(rest), o);
   } else {

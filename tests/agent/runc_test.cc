@@ -36,6 +36,40 @@ TEST_F(RuncTest, BatchJobPrintsItsOutputAndExitsWithItsCode) {
       << count.err;
 }
 
+TEST_F(RuncTest, AnAppStartsOnceStopsAndStartsAgain) {
+  ASSERT_FALSE(Interactive("apps", R"({"cpu":1,"mem":"256m"})").empty());
+  auto start = [&] {
+    auto r = Bai({"api", "POST", "/session/apps/start-service", "-d", R"({"app":"http"})"});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    return internal::ParseJson(r.out).value_or(json()).value("status", "");
+  };
+  auto probe = [&] {
+    return Bai({"run", "python", "--name", "apps", "-c",
+                "import socket\ntry:\n    socket.create_connection(('127.0.0.1', 8000), "
+                "timeout=3).close(); print('open')\nexcept Exception as e:\n    "
+                "print(type(e).__name__)"})
+        .out;
+  };
+  EXPECT_EQ(start(), "started");
+  EXPECT_EQ(start(), "running");  // once
+  EXPECT_EQ(probe(), "open\n");
+  auto stop = Bai({"app", "stop", "apps", "http"});
+  EXPECT_EQ(stop.exit_code, 0) << stop.err;
+  EXPECT_EQ(stop.err, "http of apps stopped\n");
+  EXPECT_EQ(probe(), "ConnectionRefusedError\n");
+  // Stopping what is not running is fine; a terminal or an unknown app is refused.
+  EXPECT_EQ(Bai({"app", "stop", "apps", "http"}).exit_code, 0);
+  auto terminal = Bai({"app", "stop", "apps", "terminal"});
+  EXPECT_NE(terminal.exit_code, 0);
+  EXPECT_THAT(terminal.err, HasSubstr("terminal"));
+  auto unknown = Bai({"app", "stop", "apps", "nope"});
+  EXPECT_NE(unknown.exit_code, 0);
+  EXPECT_THAT(unknown.err, HasSubstr("No such app service"));
+  EXPECT_EQ(start(), "started");  // afresh
+  EXPECT_EQ(probe(), "open\n");
+  Bai({"rm", "apps"});
+}
+
 TEST_F(RuncTest, QueryModeKeepsStateInANamedSession) {
   auto a = Bai({"run", "python", "--name", "repl", "-c", "x = 6 * 7"});
   EXPECT_EQ(a.exit_code, 0) << a.err;

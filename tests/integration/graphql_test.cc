@@ -111,6 +111,30 @@ constexpr char kList[] = R"(
     }
   })";
 
+TEST_F(GraphqlTest, ASessionsAppsAreItsServicePorts) {
+  json body = {{"name", "web-apps"},
+               {"image", "python"},
+               {"enqueueOnly", true},
+               {"type", "interactive"},
+               {"config", {{"resources", {{"cpu", 1}, {"mem", "1g"}}}, {"preopen_ports", {8080}}}}};
+  auto r = Post(*alice_, "/session", body);
+  ASSERT_EQ(r.status, 201) << r.body;
+  std::string id = json::parse(r.body, nullptr, false).value("sessionId", "");
+  auto g = Gql(*alice_,
+               "query($id: UUID!) { compute_session(id: $id) { service_ports "
+               "containers { preopen_ports } } }",
+               {{"id", id}});
+  auto const& s = g["data"]["compute_session"];
+  ASSERT_TRUE(s.is_object()) << g.dump();
+  // JSONString: the app list as text, as 24.09 sends it.
+  auto ports = json::parse(s["service_ports"].get<std::string>(), nullptr, false);
+  ASSERT_TRUE(ports.is_array()) << s.dump();
+  ASSERT_EQ(ports.size(), 1u) << ports.dump();
+  EXPECT_EQ(ports[0]["name"], "8080");
+  EXPECT_EQ(ports[0]["protocol"], "preopen");
+  EXPECT_EQ(s["containers"][0]["preopen_ports"], json::array({8080})) << s.dump();
+}
+
 TEST_F(GraphqlTest, OfficialListQueryScopedByRole) {
   std::string a1 = Create(*alice_, "a-train");
   Create(*alice_, "a-eval");

@@ -331,6 +331,7 @@ json ToJson(StartService const& m) {
   return {{"type", kStartService},
           {"request_id", m.request_id},
           {"session_id", m.session_id},
+          {"stop", m.stop},
           {"name", m.name},
           {"port", m.port},
           {"arguments", m.arguments},
@@ -542,6 +543,7 @@ StartService ReadStartService(FieldReader& r) {
   StartService m;
   m.request_id = r.Required("request_id");
   m.session_id = SessionId(r);
+  m.stop = r.Bool("stop", false);
   m.name = r.Required("name");
   m.port = static_cast<int>(r.Int("port", 0));
   if (m.port < 1 || m.port > 65535) r.Fail("port", "1 to 65535");

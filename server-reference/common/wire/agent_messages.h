@@ -242,10 +242,12 @@ struct OpenStream {
 /// Start an app of the session's kernel once (POST /session/{id}/start-service, and before a
 /// tunnel to it): its service definition's command with the user's allowed `arguments` and
 /// `envs`; the agent answers with `response`, `result` {`status`: started | running | failed,
-/// `error`?} once its port accepts connections.
+/// `error`?} once its port accepts connections. With `stop` (POST …/shutdown-service), its
+/// process group is ended instead: `status` stopped | not-running | failed.
 struct StartService {
   std::string request_id;
   std::string session_id;
+  bool stop = false;
   std::string name;
   int port = 0;
   std::map<std::string, std::string> arguments;

@@ -233,6 +233,7 @@ std::string EncodeStreamOpen(StreamOpen const& m) {
   } else {
     j["port"] = m.port;
   }
+  if (m.kind == "service-stop") j["name"] = m.name;
   if (m.kind == "service") {
     j["name"] = m.name;
     j["arguments"] = m.arguments;
@@ -269,8 +270,10 @@ StatusOr<StreamOpen> DecodeStreamOpen(std::string_view line) {
         }
       }
     }
+  } else if (m.kind == "service-stop") {
+    m.name = r.Required("name");
   } else if (!m.kind.empty()) {
-    r.Fail("kind", "pty, tcp or service");
+    r.Fail("kind", "pty, tcp, service or service-stop");
   }
   if (!r.ok()) return Status(StatusCode::kInvalidArgument, r.error());
   return m;

@@ -130,13 +130,14 @@ std::optional<StatusOr<ToAgent>> TakeToAgent(std::string_view buffer, std::size_
 
 /// The first line on a connection to the stream socket: what the connection is for.
 struct StreamOpen {
-  std::string kind;  ///< pty | tcp | service
+  std::string kind;  ///< pty | tcp | service | service-stop
   int rows = 24;     ///< pty: the terminal's size
   int cols = 80;
   int port = 0;  ///< tcp: the container port to connect to (on 127.0.0.1); service: its port
   /// service: start the app `name` (its service definition) once, with the user's `arguments`
   /// (option → value, "" for a flag) and `envs`, each within the definition's allow-lists; the
-  /// answer comes once its port accepts connections, and the connection ends.
+  /// answer comes once its port accepts connections, and the connection ends. service-stop:
+  /// end the app `name`'s process group (SIGTERM, SIGKILL after 5 s).
   std::string name;
   std::map<std::string, std::string> arguments;
   std::map<std::string, std::string> envs;
@@ -147,7 +148,7 @@ struct StreamReady {
   bool ok = false;
   int code = 0;  ///< when not ok: the WebSocket close code it means (1013 refused, 1011 other)
   std::string msg;
-  std::string status;  ///< service: started | running
+  std::string status;  ///< service: started | running; service-stop: stopped | not-running
 };
 std::string EncodeStreamOpen(StreamOpen const& m);
 StatusOr<StreamOpen> DecodeStreamOpen(std::string_view line);

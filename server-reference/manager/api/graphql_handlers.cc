@@ -6,6 +6,7 @@
 // projects the selected fields.
 #include "bai/protocol/errors.h"
 #include "bai/protocol/graphql_wire.h"
+#include "bai/protocol/service_ports.h"
 
 #include "libbai/util/json_parse.h"
 #include "libbai/util/text.h"
@@ -123,7 +124,7 @@ json SessionObject(SessionRecord const& s, std::string const& user_email,
       {"agent_ids", s.agent_id ? json::array({*s.agent_id}) : json::array()},
       {"resource_opts", MapColumn(s.resource_opts)},
       {"scaling_group", s.scaling_group},
-      {"service_ports", "[]"},
+      {"service_ports", protocol::EncodeApps(s.service_ports)},
       {"mounts", s.mounts},
       {"vfolder_mounts", MountedNames(s)},
       {"occupying_slots", occupied},
@@ -133,6 +134,14 @@ json SessionObject(SessionRecord const& s, std::string const& user_email,
       {"inference_metrics", nullptr},
       {"exit_code", Opt(s.exit_code)},
   };
+}
+
+json PreopenPorts(SessionRecord const& s) {
+  json out = json::array();
+  for (auto const& a : s.service_ports) {
+    if (a.protocol == "preopen" && !a.container_ports.empty()) out.push_back(a.container_ports[0]);
+  }
+  return out;
 }
 
 json ContainerObject(KernelRecord const& k, SessionRecord const& s) {
@@ -167,7 +176,7 @@ json ContainerObject(KernelRecord const& k, SessionRecord const& s) {
       {"occupied_slots", k.agent_id ? SlotsColumn(s.requested) : "{}"},
       {"live_stat", nullptr},
       {"last_stat", nullptr},
-      {"preopen_ports", json::array()},
+      {"preopen_ports", PreopenPorts(s)},
   };
 }
 

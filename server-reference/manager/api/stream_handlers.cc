@@ -514,6 +514,58 @@ void RegisterStreamRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry
         return std::nullopt;
       });
 
+  // Ends an app's service (24.09: `service_name`, 204). A preopen port is the user's own:
+  // nothing to end. Started again by the next start-service or tunnel.
+  api.AddAsync(
+      "POST", "/session/{id}/shutdown-service", AuthLevel::kUser,
+      [&sessions, &agents](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange)
+          -> std::optional<HttpResponse> {
+        auto p = Params::From(ctx.request, ParamSource::kBoth);
+        if (!p.ok()) return ProblemResponse(p.status());
+        auto name = p->String({"service_name"}, true);
+        if (auto st = p->Check(); !st.ok()) return ProblemResponse(st);
+        auto s = ResolveRunning(sessions, ctx);
+        if (!s.ok()) return ProblemResponse(s.status());
+        auto it = std::find_if(s->service_ports.begin(), s->service_ports.end(),
+                               [&](protocol::ServicePort const& a) { return a.name == *name; });
+        if (it == s->service_ports.end()) {
+          return ProblemResponse(
+              MakeProblemStatus(ProblemType::kObjectNotFound, "No such app service."));
+        }
+        if (it->protocol == "pty") {
+          return ProblemResponse(MakeProblemStatus(
+              ProblemType::kInvalidApiParams,
+              "The app \"" + *name + "\" is a terminal: it ends with its shell."));
+        }
+        if (it->protocol == "preopen" || it->container_ports.empty()) {
+          return HttpResponse::NoContent();
+        }
+        server::agent_protocol::StartService m;
+        m.session_id = s->id;
+        m.stop = true;
+        m.name = it->name;
+        m.port = it->container_ports.front();
+        auto headers = ctx.response_headers;
+        agents.Request(
+            *s->agent_id, std::move(m), std::chrono::seconds(30),
+            [exchange, headers](StatusOr<std::string> result) {
+              auto j =
+                  result.ok() ? nlohmann::json::parse(*result, nullptr, false) : nlohmann::json();
+              std::string status = j.is_object() ? j.value("status", "") : "";
+              if (status == "stopped" || status == "not-running") {
+                return RespondLate(*exchange, headers, HttpResponse::NoContent());
+              }
+              RespondLate(*exchange, headers,
+                          ProblemResponse(!result.ok()
+                                              ? result.status()
+                                              : MakeProblemStatus(ProblemType::kInternalServerError,
+                                                                  "Failed to shut down the app "
+                                                                  "service: " +
+                                                                      j.value("error", status))));
+            });
+        return std::nullopt;
+      });
+
   // The agents' side of data streams: paired with the client's by the stream id.
   api.AddAsync(
       "GET", std::string(server::agent_protocol::kStreamPath) + "{stream}", AuthLevel::kAnonymous,
