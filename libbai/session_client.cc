@@ -178,11 +178,12 @@ StatusOr<int> SessionClient::ExecuteStream(std::string const& session, std::stri
   }
 }
 
-StatusOr<std::unique_ptr<Terminal>> SessionClient::OpenTerminal(std::string const& session,
-                                                                int rows, int cols) const {
-  auto ws = client_.OpenWebSocket(ApiRequest("GET", "/stream/session/" + Segment(session) +
-                                                        "/pty?rows=" + std::to_string(rows) +
-                                                        "&cols=" + std::to_string(cols)));
+StatusOr<std::unique_ptr<Terminal>> SessionClient::OpenTerminal(
+    std::string const& session, int rows, int cols, std::vector<std::string> const& command) const {
+  std::string path = "/stream/session/" + Segment(session) + "/pty?rows=" + std::to_string(rows) +
+                     "&cols=" + std::to_string(cols);
+  if (!command.empty()) path += "&command=" + internal::EncodeSegment(json(command).dump());
+  auto ws = client_.OpenWebSocket(ApiRequest("GET", path));
   if (!ws.ok()) return std::move(ws).status();
   return std::make_unique<Terminal>(std::move(*ws));
 }

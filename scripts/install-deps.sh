@@ -21,6 +21,8 @@ packages=(
   iproute2 nftables util-linux
   # tests and benchmarks (the bench scripts call curl and bc)
   libgtest-dev libgmock-dev libbenchmark-dev hyperfine wrk umoci curl bc
+  # terminal tests drive bai shell through tmux and script(1)
+  tmux bsdutils
 )
 
 missing=()

@@ -421,6 +421,11 @@ void AddExec(CommandSet& set, CLI::App& parent, std::string const& description) 
   auto* exec = parent.add_subcommand("exec", description);
   exec->add_option("SESSION", o.session, kSessionRef)->required();
   exec->add_option("COMMAND", o.command, "The command, after --");
+  exec->add_flag("-i,--interactive", o.interactive,
+                 "With -t: your keys go to the command (-it, as docker exec)");
+  exec->add_flag("-t,--tty", o.tty,
+                 "Run it on a terminal in the container, as bai shell does (needs one here: "
+                 "window size, Ctrl-C to the command, ~. detaches, its exit code)");
   set.OnRun(exec, [&o, &ctx = set.ctx()] { return RunExec(o, ctx); });
 }
 

@@ -56,6 +56,8 @@ int RunCreate(CreateOptions const& options, Context& ctx);
 struct ExecOptions {
   std::string session;
   std::vector<std::string> command;
+  bool interactive = false;  ///< -i: the terminal's keys go to the command
+  bool tty = false;          ///< -t: on a terminal in the container (bai shell's)
 };
 /// `bai session exec SESSION -- CMD…` (alias `bai exec`): output streamed, the command's exit
 /// code passed through.
@@ -68,6 +70,8 @@ struct ShellOptions {
 /// window size kept in step, Ctrl-C to the remote program, `~.` detaches, the shell's exit code
 /// passed through. Refuses when stdin is not a terminal.
 int RunShell(ShellOptions const& options, Context& ctx);
+/// The terminal of RunShell running `command` (empty: a login shell); stdin must be a terminal.
+int RunTerminal(std::string const& session, std::vector<std::string> const& command, Context& ctx);
 
 struct AppOptions {
   std::string session;

@@ -423,6 +423,19 @@ int RunExec(ExecOptions const& options, Context& ctx) {
     ctx.err() << "error: nothing to run: give the command after --, e.g. bai exec SESSION -- ls\n";
     return kExitUsage;
   }
+  if (options.interactive || options.tty) {
+    if (!options.tty) {
+      ctx.err() << "error: -i alone is not supported: bai exec passes no stdin to a command "
+                   "(put input in a file or a vfolder); use -it on a terminal\n";
+      return kExitUsage;
+    }
+    if (!ctx.stdin_tty()) {
+      ctx.err() << "error: -t needs a terminal, and stdin is not one; drop -it to run "
+                   "without one\n";
+      return kExitUsage;
+    }
+    return RunTerminal(options.session, options.command, ctx);
+  }
   // As `bai run`: input piped in would be dropped (the execute API has no stdin for a command),
   // so it is refused rather than lost.
   if (StdinHasData(ctx)) {

@@ -98,11 +98,16 @@ int RunShell(ShellOptions const& options, Context& ctx) {
               << (options.session.empty() ? "SESSION" : options.session) << " -- CMD\n";
     return kExitUsage;
   }
+  return RunTerminal(options.session, {}, ctx);
+}
+
+int RunTerminal(std::string const& session, std::vector<std::string> const& command, Context& ctx) {
+  ShellOptions options{session};
   auto client = ctx.MakeClient();
   if (!client.ok()) return JobError(ctx, client.status());
   SessionClient sessions(*client);
   auto [rows, cols] = WindowSize();
-  auto terminal = sessions.OpenTerminal(options.session, rows, cols);
+  auto terminal = sessions.OpenTerminal(options.session, rows, cols, command);
   if (!terminal.ok()) return JobError(ctx, terminal.status());
   auto& t = **terminal;
 

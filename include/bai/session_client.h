@@ -277,9 +277,11 @@ class BAI_EXPORT SessionClient {
   StatusOr<int> ExecuteStream(std::string const& session, std::string const& code,
                               StreamExecuteOptions const& options) const;
 
-  /// Opens a terminal of `rows`×`cols` in a RUNNING session.
-  StatusOr<std::unique_ptr<Terminal>> OpenTerminal(std::string const& session, int rows = 24,
-                                                   int cols = 80) const;
+  /// Opens a terminal of `rows`×`cols` in a RUNNING session: a login shell, or `command` (the
+  /// program first, looked up in the kernel's PATH) when given.
+  StatusOr<std::unique_ptr<Terminal>> OpenTerminal(
+      std::string const& session, int rows = 24, int cols = 80,
+      std::vector<std::string> const& command = {}) const;
 
   /// The session's apps (service ports), `GET /stream/session/{id}/apps`.
   StatusOr<std::vector<protocol::ServicePort>> ListApps(std::string const& session) const;

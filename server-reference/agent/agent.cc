@@ -265,6 +265,7 @@ struct Agent::Impl {
     RunDetached([this, m] {
       server::runner_protocol::StreamOpen open;
       open.kind = m.kind;
+      open.command = m.command;
       open.rows = m.rows;
       open.cols = m.cols;
       open.port = m.port;

@@ -160,7 +160,8 @@ struct Shell {
   int master = -1;
 };
 
-Shell StartShell(StreamServeOptions const& o, int rows, int cols) {
+Shell StartShell(StreamServeOptions const& o, int rows, int cols,
+                 std::vector<std::string> const& command) {
   winsize ws{};
   ws.ws_row = static_cast<unsigned short>(rows);
   ws.ws_col = static_cast<unsigned short>(cols);
@@ -175,14 +176,24 @@ Shell StartShell(StreamServeOptions const& o, int rows, int cols) {
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
   std::string argv0 = "-" + shell.substr(shell.rfind('/') + 1);  // a login shell
-  char* argv[] = {argv0.data(), nullptr};
+  std::vector<std::string> args = command;
+  if (args.empty()) args = {argv0};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::string not_found = "bai: " + args[0] + ": cannot run it (not found or not executable)\r\n";
   Shell s;
   s.pid = forkpty(&s.master, nullptr, nullptr, &ws);
   if (s.pid == 0) {
     sigprocmask(SIG_SETMASK, &o.child_mask, nullptr);
     signal(SIGPIPE, SIG_DFL);
     if (chdir(o.workdir.c_str()) != 0 && chdir("/") != 0) _exit(127);
-    execve(shell.c_str(), argv, envp.data());
+    if (command.empty()) {
+      execve(shell.c_str(), argv.data(), envp.data());
+    } else {
+      execvpe(argv[0], argv.data(), envp.data());  // PATH from the kernel's environment
+    }
+    (void)!write(2, not_found.data(), not_found.size());
     _exit(127);
   }
   if (s.pid > 0) SetNonBlocking(s.master);
@@ -197,7 +208,7 @@ int CodeOf(int status) {
 
 void ServePty(int fd, rp::StreamOpen const& open, std::string pending,
               StreamServeOptions const& o) {
-  Shell shell = StartShell(o, open.rows, open.cols);
+  Shell shell = StartShell(o, open.rows, open.cols, open.command);
   if (shell.pid < 0) {
     Reply(fd, false, 1011, std::string("cannot start a shell: ") + std::strerror(errno));
     close(fd);
@@ -253,7 +264,7 @@ void ServePty(int fd, rp::StreamOpen const& open, std::string pending,
       if (restarting) {
         restarting = false;
         exit_code = -1;
-        shell = StartShell(o, open.rows, open.cols);
+        shell = StartShell(o, open.rows, open.cols, open.command);
         if (shell.pid < 0) break;
         continue;
       }

@@ -3,6 +3,8 @@
 // Label `root`: these need root, runc and cgroups (CI runs them as root). Every agent here has
 // its own id and state directory, so its containers and cgroups are its own and are removed at
 // the end of each test.
+#include "bai/session_client.h"
+
 #include "tests/agent/runc_fixture.h"
 
 #include <gmock/gmock.h>
@@ -68,6 +70,77 @@ TEST_F(RuncTest, AnAppStartsOnceStopsAndStartsAgain) {
   EXPECT_EQ(start(), "started");  // afresh
   EXPECT_EQ(probe(), "open\n");
   Bai({"rm", "apps"});
+}
+
+// bai shell and bai exec -it in a real container, driven through tmux as a person would: the
+// work user's login shell on a terminal of its own, the window size following tmux's, Ctrl-C
+// reaching the remote program, the exit code passed through.
+TEST_F(RuncTest, ATerminalInTheContainerFollowsTheWindowAndCtrlC) {
+  if (access("/usr/bin/tmux", X_OK) != 0) GTEST_SKIP() << "needs tmux (scripts/install-deps.sh)";
+  ASSERT_FALSE(Interactive("term", R"({"cpu":1,"mem":"256m"})").empty());
+  std::string sock = "bai-rt-" + std::to_string(getpid());
+  std::string env;
+  for (auto const& [k, v] : env_) env += k + "=" + ShellJoin({v}) + " ";
+  std::string done = dir_.path() + "/term.exit";
+  auto tmux = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"/usr/bin/tmux", "-L", sock});
+    return testing_util::RunProcess(args);
+  };
+  // Polls the screen until it shows `text` (10 s).
+  std::string target = "t";
+  auto screen_shows = [&](std::string const& text) {
+    for (int i = 0; i < 200; ++i) {
+      auto pane = tmux({"capture-pane", "-p", "-t", target});
+      if (pane.out.find(text) != std::string::npos) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ADD_FAILURE() << "the screen never showed " << text << ":\n"
+                  << tmux({"capture-pane", "-p", "-t", target}).out;
+    return false;
+  };
+  ASSERT_EQ(tmux({"new-session", "-d", "-s", "t", "-x", "100", "-y", "30",
+                  "env " + env + ShellJoin({testing_util::BinPath("bai")}) +
+                      " shell term; echo $? > " + done + "; sleep 5"})
+                .exit_code,
+            0);
+  // Typed once the shell shows its prompt (a login shell may drop what came before).
+  ASSERT_TRUE(screen_shows("$"));
+  tmux({"send-keys", "-t", "t", "echo u-$(id -u)-$(tty | cut -c1-8)-; stty size", "Enter"});
+  EXPECT_TRUE(screen_shows("u-1000-/dev/pts-"));
+  EXPECT_TRUE(screen_shows("30 100"));
+  tmux({"resize-window", "-t", "t", "-x", "120", "-y", "40"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  tmux({"send-keys", "-t", "t", "clear; stty size", "Enter"});
+  EXPECT_TRUE(screen_shows("40 120"));
+  tmux({"send-keys", "-t", "t", "sleep 30", "Enter"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  tmux({"send-keys", "-t", "t", "C-c"});
+  tmux({"send-keys", "-t", "t", "echo after-$?", "Enter"});
+  EXPECT_TRUE(screen_shows("after-130"));
+  tmux({"send-keys", "-t", "t", "exit 4", "Enter"});
+  for (int i = 0; i < 200 && ReadFile(done).empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(ReadFile(done), "4\n");
+  // bai exec -it: the command instead of a shell, its exit code.
+  std::string done2 = dir_.path() + "/exec.exit";
+  target = "e";
+  ASSERT_EQ(tmux({"new-session", "-d", "-s", "e", "-x", "80", "-y", "24",
+                  "env " + env + ShellJoin({testing_util::BinPath("bai")}) +
+                      " exec -it term -- python3 -c " +
+                      ShellJoin({"print('py-' + input('name? ')); exit(6)"}) + "; echo $? > " +
+                      done2 + "; sleep 5"})
+                .exit_code,
+            0);
+  EXPECT_TRUE(screen_shows("name?"));  // the pane drops trailing blanks
+  tmux({"send-keys", "-t", "e", "work", "Enter"});
+  EXPECT_TRUE(screen_shows("py-work"));
+  for (int i = 0; i < 200 && ReadFile(done2).empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(ReadFile(done2), "6\n");
+  tmux({"kill-server"});
+  Bai({"rm", "term"});
 }
 
 TEST_F(RuncTest, QueryModeKeepsStateInANamedSession) {

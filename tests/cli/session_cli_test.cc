@@ -65,13 +65,17 @@ TEST_F(SessionCliTest, TheReadmeCommandsRun) {
       // conformance case `app` (the official client) and StreamTest's tunnels (bai's AppTunnel).
       continue;
     }
-    if (line.find("bai shell ") != std::string::npos) {
-      // A terminal command: on a pseudo-terminal, with what a user would type.
-      auto r = testing_util::RunProcess(
-          {"/bin/bash", "-c",
-           "(sleep 0.5; echo 'echo in-the-$((6*7)); exit 4') | script -qefc " + ShellJoin({line}) +
-               " /dev/null"},
-          env_);
+    bool shell = line.find("bai shell ") != std::string::npos;
+    if (shell || line.find("bai exec -it ") != std::string::npos) {
+      // A terminal command: on a pseudo-terminal, with what a user would type (a shell's
+      // commands, or Python's for `exec -it … python3`).
+      std::string typed =
+          shell ? "echo in-the-$((6*7)); exit 4" : "print(\"in-the-%d\" % (6*7)); exit(4)";
+      auto r =
+          testing_util::RunProcess({"/bin/bash", "-c",
+                                    "(sleep 1; echo " + ShellJoin({typed}) + ") | script -qefc " +
+                                        ShellJoin({line}) + " /dev/null"},
+                                   env_);
       EXPECT_EQ(r.exit_code, 4) << line << "\n" << r.out << r.err;
       EXPECT_THAT(r.out, HasSubstr("in-the-42")) << line;
       continue;
@@ -519,6 +523,37 @@ TEST_F(SessionCliTest, DebugRunSurvivesInterruptsAtAnyMoment) {
 }
 
 // The same commands talk to people on a terminal and to programs through a pipe.
+// bai exec -it: the command on a terminal in the session (the simulated agent's is its host's),
+// typed input reaching it, its exit code passed through; refused politely without a terminal.
+TEST_F(SessionCliTest, ExecItRunsTheCommandOnATerminal) {
+  ASSERT_EQ(Bai({"session", "create", "--name", "tty-exec", "python"}).exit_code, 0);
+  std::string exec = ShellJoin({testing_util::BinPath("bai"), "exec", "-it", "tty-exec", "--", "sh",
+                                "-c", "read x; echo got-$x-$(tty | cut -c1-8); exit 5"});
+  auto r = testing_util::RunProcess(
+      {"/bin/bash", "-c",
+       "(sleep 0.5; echo hello) | script -qefc " + ShellJoin({exec}) + " /dev/null"},
+      env_);
+  EXPECT_EQ(r.exit_code, 5) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("got-hello-/dev/pts")) << "on a terminal of its own";
+  auto missing = testing_util::RunProcess(
+      {"/bin/bash", "-c",
+       "script -qefc " +
+           ShellJoin({ShellJoin({testing_util::BinPath("bai"), "exec", "-it", "tty-exec", "--",
+                                 "no-such-program-here"})}) +
+           " /dev/null"},
+      env_);
+  EXPECT_EQ(missing.exit_code, 127) << missing.out;
+  EXPECT_THAT(missing.out, HasSubstr("no-such-program-here: cannot run it"));
+  // Without a terminal, and -i alone: usage errors that say what to do.
+  auto piped = Bai({"exec", "-it", "tty-exec", "--", "true"});
+  EXPECT_EQ(piped.exit_code, 2);
+  EXPECT_THAT(piped.err, HasSubstr("-t needs a terminal"));
+  auto alone = Bai({"exec", "-i", "tty-exec", "--", "true"});
+  EXPECT_EQ(alone.exit_code, 2);
+  EXPECT_THAT(alone.err, HasSubstr("-i alone is not supported"));
+  Bai({"rm", "tty-exec"});
+}
+
 TEST_F(SessionCliTest, OnATerminalCommandsTalkToPeople) {
   // No sessions: said on a terminal, silent (empty output) in a pipe.
   auto none = OnTerminal(env_, {"ps"});

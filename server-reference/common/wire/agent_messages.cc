@@ -324,7 +324,7 @@ json ToJson(KernelFiles const& m) {
 json ToJson(OpenStream const& m) {
   return {{"type", kOpenStream}, {"stream_id", m.stream_id}, {"session_id", m.session_id},
           {"kind", m.kind},      {"rows", m.rows},           {"cols", m.cols},
-          {"port", m.port}};
+          {"port", m.port},      {"command", m.command}};
 }
 
 json ToJson(StartService const& m) {
@@ -536,6 +536,7 @@ OpenStream ReadOpenStream(FieldReader& r) {
   if (m.rows < 1 || m.rows > 10000) r.Fail("rows", "1 to 10000");
   if (m.cols < 1 || m.cols > 10000) r.Fail("cols", "1 to 10000");
   if (m.kind == "tcp" && (m.port < 1 || m.port > 65535)) r.Fail("port", "1 to 65535");
+  m.command = ReadStringList(r, "command");
   return m;
 }
 

@@ -237,6 +237,7 @@ struct OpenStream {
   int rows = 24;
   int cols = 80;
   int port = 0;
+  std::vector<std::string> command;  ///< pty: run this (bai exec -it), not a login shell
 };
 
 /// Start an app of the session's kernel once (POST /session/{id}/start-service, and before a

@@ -230,6 +230,7 @@ std::string EncodeStreamOpen(StreamOpen const& m) {
   if (m.kind == "pty") {
     j["rows"] = m.rows;
     j["cols"] = m.cols;
+    if (!m.command.empty()) j["command"] = m.command;
   } else {
     j["port"] = m.port;
   }
@@ -253,6 +254,15 @@ StatusOr<StreamOpen> DecodeStreamOpen(std::string_view line) {
     m.cols = static_cast<int>(r.Int("cols", 80));
     if (m.rows < 1 || m.rows > 10000) r.Fail("rows", "1 to 10000");
     if (m.cols < 1 || m.cols > 10000) r.Fail("cols", "1 to 10000");
+    if (auto const* c = r.Array("command")) {
+      for (auto const& a : *c) {
+        if (!a.is_string()) {
+          r.Fail("command", "a list of strings");
+          break;
+        }
+        m.command.push_back(a.get<std::string>());
+      }
+    }
   } else if (m.kind == "tcp" || m.kind == "service") {
     m.port = static_cast<int>(r.Int("port", 0));
     if (m.port < 1 || m.port > 65535) r.Fail("port", "1 to 65535");

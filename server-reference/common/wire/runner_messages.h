@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 /// Every message between the agent and the kernel runner (docs/agent-protocol.md, "Agent ⇄
 /// kernel runner": NDJSON over a Unix socket) as a struct, with the one codec both use. The
@@ -133,6 +134,7 @@ struct StreamOpen {
   std::string kind;  ///< pty | tcp | service | service-stop
   int rows = 24;     ///< pty: the terminal's size
   int cols = 80;
+  std::vector<std::string> command;  ///< pty: this program (PATH searched), not a login shell
   int port = 0;  ///< tcp: the container port to connect to (on 127.0.0.1); service: its port
   /// service: start the app `name` (its service definition) once, with the user's `arguments`
   /// (option → value, "" for a flag) and `envs`, each within the definition's allow-lists; the

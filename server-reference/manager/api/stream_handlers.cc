@@ -421,6 +421,17 @@ void RegisterStreamRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry
         if (!p.ok()) return ProblemResponse(p.status());
         auto rows = p->Int({"rows"}, 1, 10000);
         auto cols = p->Int({"cols"}, 1, 10000);
+        // bai's `command` (a JSON list of strings): that program instead of a login shell.
+        std::vector<std::string> command;
+        if (auto text = p->String({"command"})) {
+          auto j = nlohmann::json::parse(*text, nullptr, false);
+          bool ok = j.is_array() && !j.empty() && j.size() <= 4096;
+          for (auto const& a : ok ? j : nlohmann::json::array()) {
+            ok = ok && a.is_string();
+            if (ok) command.push_back(a.get<std::string>());
+          }
+          if (!ok) p->Fail("command", "a JSON list of strings, the program first");
+        }
         if (auto st = p->Check(); !st.ok()) return ProblemResponse(st);
         auto s = ResolveRunning(sessions, ctx);
         if (!s.ok()) return ProblemResponse(s.status());
@@ -430,6 +441,7 @@ void RegisterStreamRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry
         open.stream_id = NewStreamId();
         open.session_id = s->id;
         open.kind = "pty";
+        open.command = std::move(command);
         open.rows = static_cast<int>(rows.value_or(24));
         open.cols = static_cast<int>(cols.value_or(80));
         auto relay =
