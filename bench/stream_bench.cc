@@ -9,7 +9,10 @@
 //  - 1,000 idle open streams: the manager's RSS growth and CPU time while they idle 5 s
 //    (target: ≤ 64 MiB, no measurable CPU).
 //
-//   stream_bench BIN_DIR [-n SAMPLES] [--streams N]
+//  - 200 open terminals (--terminals N), each with its shell: the manager's and the agent's RSS
+//    growth.
+//
+//   stream_bench BIN_DIR [-n SAMPLES] [--streams N] [--terminals N]
 #include "bai/client.h"
 #include "bai/session_client.h"
 
@@ -159,17 +162,21 @@ std::vector<double> LocalEcho(int n) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: stream_bench BIN_DIR [-n SAMPLES] [--streams N]\n");
+    std::fprintf(stderr,
+                 "usage: stream_bench BIN_DIR [-n SAMPLES] [--streams N] [--terminals N]\n");
     return 2;
   }
   std::string bin = argv[1];
   int samples = 200;
   int idle = 1000;
+  int terminals_wanted = 200;
   for (int i = 2; i + 1 < argc; ++i) {
     if (std::string(argv[i]) == "-n")
       samples = std::atoi(argv[++i]);
     else if (std::string(argv[i]) == "--streams")
       idle = std::atoi(argv[++i]);
+    else if (std::string(argv[i]) == "--terminals")
+      terminals_wanted = std::atoi(argv[++i]);
   }
   signal(SIGPIPE, SIG_IGN);
   std::string work = fs::temp_directory_path() / ("bai-stream-bench-" + std::to_string(getpid()));
@@ -285,6 +292,35 @@ int main(int argc, char** argv) {
       "%.2f s over 5 s idle (targets: <= 64 MiB, no measurable CPU)\n",
       open.size(), (rss1 - rss0) / 1024.0, rss0 / 1024.0, rss1 / 1024.0, cpu1 - cpu0);
   open.clear();
+
+  // Open terminals: a shell each (the simulated agent's are its host's), every one answering.
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  long m0 = RssKb(manager), a0 = RssKb(agent);
+  std::vector<std::unique_ptr<bai::Terminal>> terminals;
+  for (int i = 0; i < terminals_wanted; ++i) {
+    auto term = sessions.OpenTerminal("stream-bench");
+    if (!term.ok()) {
+      std::fprintf(stderr, "stream_bench: terminal %d: %s\n", i, term.status().message().c_str());
+      break;
+    }
+    terminals.push_back(std::move(*term));
+  }
+  int answered = 0;
+  for (auto& term : terminals) {
+    (void)term->Write("echo ok\n");
+    answered += ReadUntil(*term, 'k') ? 1 : 0;
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  long m1 = RssKb(manager), a1 = RssKb(agent);
+  std::printf(
+      "stream_bench: %zu open terminals (%d answered): manager RSS +%.1f MiB (%.1f KiB each), "
+      "agent RSS +%.1f MiB (bound: manager <= 64 MiB for 1000 streams)\n",
+      terminals.size(), answered, (m1 - m0) / 1024.0,
+      terminals.empty() ? 0.0
+                        : static_cast<double>(m1 - m0) / static_cast<double>(terminals.size()),
+      (a1 - a0) / 1024.0);
+  for (auto& term : terminals) term->Cancel();
+  terminals.clear();
   cleanup();
   return 0;
 }

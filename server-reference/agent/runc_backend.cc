@@ -1398,22 +1398,34 @@ std::string RuncBackend::Execute(server::agent_protocol::Execute const& req) {
     if (it != k->runs.end()) it->second.status = "running";
   }
   if (op) SendToRunner(*k, *op);
-  auto it = k->runs.find(run_id);
-  if (it == k->runs.end()) {
+  if (k->runs.find(run_id) == k->runs.end()) {
     result.exit_code = mode == "interrupt" ? 0 : 130;
     return protocol::EncodeExecuteResult(result);
   }
-  auto ended = [&] { return it->second.status != "running" || k->tearing_down; };
+  // Another request may wait on the same run meanwhile (an interrupt beside a poll) and take
+  // its end: the run is looked up again after every wait, never held across one.
+  auto ended = [&] {
+    auto r = k->runs.find(run_id);
+    return r == k->runs.end() || r->second.status != "running" || k->tearing_down;
+  };
   if (req.flush_ms > 0) {
     // Streamed: output goes out once a flush interval has passed, not only at the wait's end.
     auto flush = std::chrono::milliseconds(req.flush_ms);
-    if (!cv_.wait_for(lock, std::min(flush, options_.flush_timeout), ended) &&
-        it->second.console.empty()) {
+    auto has_output = [&] {
+      auto r = k->runs.find(run_id);
+      return r != k->runs.end() && !r->second.console.empty();
+    };
+    if (!cv_.wait_for(lock, std::min(flush, options_.flush_timeout), ended) && !has_output()) {
       cv_.wait_for(lock, options_.flush_timeout - std::min(flush, options_.flush_timeout),
-                   [&] { return ended() || !it->second.console.empty(); });
+                   [&] { return ended() || has_output(); });
     }
   } else {
     cv_.wait_for(lock, options_.flush_timeout, ended);
+  }
+  auto it = k->runs.find(run_id);
+  if (it == k->runs.end()) {  // its end went to the other request
+    result.exit_code = mode == "interrupt" ? 0 : 130;
+    return protocol::EncodeExecuteResult(result);
   }
   result.console = std::move(it->second.console);
   it->second.console.clear();

@@ -9,6 +9,8 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 namespace bai {
 namespace {
@@ -141,6 +143,87 @@ TEST_F(RuncTest, ATerminalInTheContainerFollowsTheWindowAndCtrlC) {
   EXPECT_EQ(ReadFile(done2), "6\n");
   tmux({"kill-server"});
   Bai({"rm", "term"});
+}
+
+// The built-in image's HTTP app through bai app, from a real container: a 100 MB file byte
+// for byte, and 50 requests at once.
+TEST_F(RuncTest, AnHttpAppIsFetchedWholeThroughBaiApp) {
+  ASSERT_FALSE(Interactive("webapp", R"({"cpu":1,"mem":"512m"})").empty());
+  auto made = Bai(
+      {"run", "python", "--name", "webapp", "-c",
+       "import hashlib, random\n"
+       "data = random.Random(7).randbytes(100 << 20)\n"
+       "open('/home/work/big.bin', 'wb').write(data)\n"
+       "for i in range(5): open(f'/home/work/small{i}.txt', 'w').write(f'small-{i}\\n' * 1000)\n"
+       "print(hashlib.sha256(data).hexdigest())"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  ASSERT_EQ(made.out.size(), 65u) << made.out;
+  int port = 0;
+  for (int candidate = 20000 + getpid() % 20000; port == 0; ++candidate) {
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<std::uint16_t>(candidate));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) port = candidate;
+    close(s);
+  }
+  testing_util::BackgroundProcess app(
+      {testing_util::BinPath("bai"), "app", "webapp", "http", "-b", std::to_string(port)}, env_);
+  ASSERT_THAT(app.WaitForLine("http://", 60000), HasSubstr(std::to_string(port)))
+      << app.Transcript();
+  auto fetched = testing_util::RunProcess(
+      {"/usr/bin/python3", "-c",
+       "import concurrent.futures, hashlib, sys, urllib.request\n"
+       "base = sys.argv[1]\n"
+       "h = hashlib.sha256()\n"
+       "with urllib.request.urlopen(base + 'big.bin', timeout=120) as r:\n"
+       "    while True:\n"
+       "        b = r.read(1 << 20)\n"
+       "        if not b: break\n"
+       "        h.update(b)\n"
+       "print(h.hexdigest())\n"
+       "def get(i):\n"
+       "    body = urllib.request.urlopen(base + f'small{i % 5}.txt', timeout=60).read()\n"
+       "    return body == (f'small-{i % 5}\\n' * 1000).encode()\n"
+       "with concurrent.futures.ThreadPoolExecutor(50) as pool:\n"
+       "    print(sum(pool.map(get, range(50))))\n",
+       "http://127.0.0.1:" + std::to_string(port) + "/"});
+  EXPECT_EQ(fetched.exit_code, 0) << fetched.err;
+  EXPECT_EQ(fetched.out, made.out + "50\n") << fetched.err;
+  Bai({"rm", "webapp"});
+}
+
+// A client that leaves /stream/session/{id}/execute mid-run interrupts its run: the kernel's
+// interpreter is free for the next query at once, not after the 60 s the snippet would take.
+TEST_F(RuncTest, AClientLeavingTheExecuteStreamInterruptsItsRun) {
+  ASSERT_FALSE(Interactive("leaver", R"({"cpu":1,"mem":"256m"})").empty());
+  Options o;
+  o.endpoints = {url_};
+  o.access_key = env_["BACKEND_ACCESS_KEY"];
+  o.secret_key = env_["BACKEND_SECRET_KEY"];
+  auto client = Client::Create(o);
+  ASSERT_TRUE(client.ok()) << client.status().message();
+  SessionClient sessions(*client);
+  SessionClient::StreamExecuteOptions run;
+  run.cancel = std::make_shared<StreamCancel>();
+  std::string seen;
+  run.on_output = [&](std::string const&, std::string const& text) {
+    seen += text;
+    if (seen.find("started") != std::string::npos) run.cancel->Cancel();
+  };
+  auto t0 = std::chrono::steady_clock::now();
+  (void)sessions.ExecuteStream(
+      "leaver", "import time\nprint('started', flush=True)\ntime.sleep(60)\nprint('finished')",
+      run);
+  EXPECT_THAT(seen, HasSubstr("started"));
+  auto next = Bai({"run", "python", "--name", "leaver", "-c", "print('free')"});
+  EXPECT_EQ(next.out, "free\n") << next.err << "agent alive " << (kill(agent_->pid(), 0) == 0)
+                                << " connected " << manager_->agents().Connected().count(agent_id_);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30))
+      << "the left run was not interrupted";
+  EXPECT_THAT(seen, Not(HasSubstr("finished")));
+  Bai({"rm", "leaver"});
 }
 
 TEST_F(RuncTest, QueryModeKeepsStateInANamedSession) {
