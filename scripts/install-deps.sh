@@ -17,6 +17,8 @@ packages=(
   libboost1.81-dev libsqlite3-dev uuid-dev libjemalloc-dev libarchive-dev
   # the agent's runc backend and the built-in python image (its /etc gets the host's CA bundle)
   runc tar python3 ca-certificates
+  # the built-in python image's jupyter app (its /usr is the host's)
+  jupyter-notebook
   # bridge networking (bai-agent --network bridge): ip, nft; nsenter and unshare for its test
   iproute2 nftables util-linux
   # tests and benchmarks (the bench scripts call curl and bc)

@@ -149,8 +149,15 @@ Status ImageStore::EnsureBuiltins() {
        {Builtin{"python", "python", "/usr/bin/python3"}, Builtin{"shell", "shell", "/bin/sh"}}) {
     fs::path dir = fs::path(root_) / b.name;
     auto existing = ReadJson(dir / "manifest.json");
+    // Jupyter is part of the python image where the host has it: installing or removing
+    // Debian's jupyter-notebook later rebuilds the image, as a new version does.
+    bool with_jupyter =
+        std::string(b.runtime) == "python" && fs::exists("/usr/bin/jupyter-notebook");
     // Never rebuilt in place: a running kernel may have this rootfs mounted.
-    if (existing.ok() && existing->value("builtin_version", 0) == kBuiltinVersion) continue;
+    if (existing.ok() && existing->value("builtin_version", 0) == kBuiltinVersion &&
+        existing->value("jupyter", false) == with_jupyter) {
+      continue;
+    }
     if (!fs::exists(b.path)) continue;  // e.g. no python3 on this host: no python image
     fs::path tmp = fs::path(root_) / (std::string(".") + b.name + ".new");
     fs::remove_all(tmp, ec);
@@ -197,7 +204,7 @@ Status ImageStore::EnsureBuiltins() {
           !s.ok())
         return s;
       service_ports = "http:http:8000";
-      if (fs::exists("/usr/bin/jupyter-notebook")) {
+      if (with_jupyter) {
         json jupyter = {
             {"command",
              {"/usr/bin/jupyter-notebook", "--no-browser", "--ip=127.0.0.1", "--port={ports[0]}",
@@ -223,6 +230,7 @@ Status ImageStore::EnsureBuiltins() {
     json manifest = {{"name", b.name},
                      {"aliases", aliases},
                      {"builtin_version", kBuiltinVersion},
+                     {"jupyter", with_jupyter},
                      {"host_mounts", host_mounts},
                      {"env", json::array({"LANG=C.UTF-8"})},
                      {"labels",

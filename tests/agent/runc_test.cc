@@ -145,6 +145,20 @@ TEST_F(RuncTest, ATerminalInTheContainerFollowsTheWindowAndCtrlC) {
   Bai({"rm", "term"});
 }
 
+// A loopback port nothing listens on now.
+int FreePort() {
+  for (int candidate = 20000 + getpid() % 20000;; ++candidate) {
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<std::uint16_t>(candidate));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bool free = bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    close(s);
+    if (free) return candidate;
+  }
+}
+
 // The built-in image's HTTP app through bai app, from a real container: a 100 MB file byte
 // for byte, and 50 requests at once.
 TEST_F(RuncTest, AnHttpAppIsFetchedWholeThroughBaiApp) {
@@ -158,16 +172,7 @@ TEST_F(RuncTest, AnHttpAppIsFetchedWholeThroughBaiApp) {
        "print(hashlib.sha256(data).hexdigest())"});
   ASSERT_EQ(made.exit_code, 0) << made.err;
   ASSERT_EQ(made.out.size(), 65u) << made.out;
-  int port = 0;
-  for (int candidate = 20000 + getpid() % 20000; port == 0; ++candidate) {
-    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<std::uint16_t>(candidate));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) port = candidate;
-    close(s);
-  }
+  int port = FreePort();
   testing_util::BackgroundProcess app(
       {testing_util::BinPath("bai"), "app", "webapp", "http", "-b", std::to_string(port)}, env_);
   ASSERT_THAT(app.WaitForLine("http://", 60000), HasSubstr(std::to_string(port)))
@@ -224,6 +229,32 @@ TEST_F(RuncTest, AClientLeavingTheExecuteStreamInterruptsItsRun) {
       << "the left run was not interrupted";
   EXPECT_THAT(seen, Not(HasSubstr("finished")));
   Bai({"rm", "leaver"});
+}
+
+// Jupyter, where the host has Debian's jupyter-notebook (the built-in python image then
+// declares it): started through bai app, its API answers.
+TEST_F(RuncTest, JupyterIsAnAppWhereTheHostHasIt) {
+  if (access("/usr/bin/jupyter-notebook", X_OK) != 0) {
+    GTEST_SKIP() << "the host has no /usr/bin/jupyter-notebook (Debian's jupyter-notebook): the "
+                    "built-in image declares no jupyter app";
+  }
+  ASSERT_FALSE(Interactive("notebook", R"({"cpu":1,"mem":"1g"})").empty());
+  auto apps = Bai({"-o", "json", "app", "ls", "notebook"});
+  EXPECT_THAT(apps.out, HasSubstr("\"jupyter\"")) << apps.err;
+  int port = FreePort();
+  testing_util::BackgroundProcess app(
+      {testing_util::BinPath("bai"), "app", "notebook", "jupyter", "-b", std::to_string(port)},
+      env_);
+  ASSERT_THAT(app.WaitForLine("http://", 60000), HasSubstr(std::to_string(port)))
+      << app.Transcript();
+  auto api = testing_util::RunProcess(
+      {"/usr/bin/python3", "-c",
+       "import json, sys, urllib.request\n"
+       "print(json.load(urllib.request.urlopen(sys.argv[1], timeout=30))['version'][:2])",
+       "http://127.0.0.1:" + std::to_string(port) + "/api"});
+  EXPECT_EQ(api.exit_code, 0) << api.err;
+  EXPECT_THAT(api.out, ::testing::MatchesRegex("[0-9]\\.\n")) << api.err;
+  Bai({"rm", "notebook"});
 }
 
 TEST_F(RuncTest, QueryModeKeepsStateInANamedSession) {
