@@ -135,6 +135,95 @@ TEST_F(GraphqlTest, ASessionsAppsAreItsServicePorts) {
   EXPECT_EQ(s["containers"][0]["preopen_ports"], json::array({8080})) << s.dump();
 }
 
+constexpr char kCreateDomain[] = R"(
+  mutation($name: String!, $input: DomainInput!) {
+    create_domain(name: $name, props: $input) {
+      ok msg domain { name description is_active total_resource_slots allowed_docker_registries
+                      scaling_groups created_at }
+    }
+  })";
+
+// Domains through GraphQL as 24.09: superadmins create, change, deactivate and purge them;
+// admins and users get {ok: false, msg: "no permission to execute …"}; nobody but a
+// superadmin reads another domain.
+TEST_F(GraphqlTest, DomainsAreTheSuperadminsAndMutationsAnswerOkAndMsg) {
+  json input = {{"description", "Lab"},
+                {"total_resource_slots", R"({"cpu": "8", "mem": "16g"})"},
+                {"allowed_docker_registries", {"cr.example.com"}}};
+  auto made = Gql(*root_, kCreateDomain, {{"name", "lab"}, {"input", input}});
+  auto const& c = made["data"]["create_domain"];
+  ASSERT_EQ(c["ok"], true) << made.dump();
+  EXPECT_EQ(c["msg"], "success");
+  EXPECT_EQ(c["domain"]["name"], "lab");
+  EXPECT_EQ(c["domain"]["description"], "Lab");
+  EXPECT_EQ(c["domain"]["is_active"], true);
+  EXPECT_EQ(json::parse(c["domain"]["total_resource_slots"].get<std::string>()),
+            json({{"cpu", "8"}, {"mem", "17179869184"}}));  // exact, in bytes, as 24.09
+  EXPECT_EQ(c["domain"]["allowed_docker_registries"], json::array({"cr.example.com"}));
+  // Again: an integrity error, not a 5xx.
+  auto again = Gql(*root_, kCreateDomain, {{"name", "lab"}, {"input", json::object()}});
+  EXPECT_EQ(again["data"]["create_domain"]["ok"], false);
+  EXPECT_THAT(again["data"]["create_domain"]["msg"].get<std::string>(),
+              HasSubstr("integrity error"));
+  auto bad =
+      Gql(*root_, kCreateDomain, {{"name", "lab2"}, {"input", {{"total_resource_slots", "[1]"}}}});
+  EXPECT_EQ(bad["data"]["create_domain"]["ok"], false);
+  EXPECT_THAT(bad["data"]["create_domain"]["msg"].get<std::string>(),
+              HasSubstr("total_resource_slots"));
+
+  // Every mutation, by every role below superadmin: refused with 24.09's message, nothing done.
+  for (auto* who : {alice_.get(), carol_.get()}) {
+    for (auto const& [mutation, text] : std::vector<std::pair<std::string, std::string>>{
+             {"create_domain", R"(create_domain(name: "x", props: {}) { ok msg })"},
+             {"modify_domain",
+              R"(modify_domain(name: "lab", props: {description: "mine"}) { ok msg })"},
+             {"delete_domain", R"(delete_domain(name: "lab") { ok msg })"},
+             {"purge_domain", R"(purge_domain(name: "lab") { ok msg })"}}) {
+      auto r = Gql(*who, "mutation { " + text + " }");
+      EXPECT_EQ(r["data"][mutation],
+                json({{"ok", false}, {"msg", "no permission to execute " + mutation}}))
+          << r.dump();
+    }
+  }
+  EXPECT_EQ(Gql(*root_, R"({ domain(name: "lab") { description is_active } })")["data"]["domain"],
+            json({{"description", "Lab"}, {"is_active", true}}));
+
+  // Reading: one's own domain; another's is not found; the list is the superadmin's.
+  EXPECT_EQ(Gql(*alice_, "{ domain { name } }")["data"]["domain"]["name"], "default");
+  auto other = Gql(*carol_, R"({ domain(name: "default") { name } })");
+  EXPECT_TRUE(other["data"]["domain"].is_null());
+  EXPECT_THAT(other["errors"][0]["message"].get<std::string>(), HasSubstr("No such domain"));
+  auto listed = Gql(*root_, "{ domains { name scaling_groups } }");
+  EXPECT_THAT(Names(listed["data"]["domains"]), ::testing::ElementsAre("default", "lab", "other"));
+  EXPECT_EQ(listed["data"]["domains"][0]["scaling_groups"], json::array({"default"}));
+  EXPECT_FALSE(Gql(*alice_, "{ domains { name } }")["errors"].empty());
+
+  // Modify (a rename carries what it holds), soft delete, purge.
+  auto renamed = Gql(*root_, R"(mutation { modify_domain(name: "lab", props: {name: "lab-2",
+                                 description: null}) { ok msg domain { name description } } })");
+  EXPECT_EQ(renamed["data"]["modify_domain"],
+            json({{"ok", true},
+                  {"msg", "success"},
+                  {"domain", {{"name", "lab-2"}, {"description", "Lab"}}}}))
+      << renamed.dump();
+  EXPECT_EQ(Gql(*root_, R"(mutation { modify_domain(name: "nope", props: {}) { ok msg } })")
+                ["data"]["modify_domain"]["msg"],
+            "no matching modifydomain");
+  EXPECT_EQ(Gql(*root_,
+                R"(mutation { delete_domain(name: "lab-2") { ok msg } })")["data"]["delete_domain"],
+            json({{"ok", true}, {"msg", "success"}}));
+  EXPECT_EQ(Gql(*root_, R"({ domains(is_active: false) { name } })")["data"]["domains"],
+            json::array({{{"name", "lab-2"}}}));
+  // A domain with users is not purged; an empty one is.
+  EXPECT_EQ(
+      Gql(*root_, R"(mutation { purge_domain(name: "other") { ok msg } })")["data"]["purge_domain"],
+      json({{"ok", false}, {"msg", "There are users bound to the domain. Remove users first."}}));
+  EXPECT_EQ(
+      Gql(*root_, R"(mutation { purge_domain(name: "lab-2") { ok msg } })")["data"]["purge_domain"],
+      json({{"ok", true}, {"msg", "success"}}));
+  EXPECT_TRUE(Gql(*root_, R"({ domain(name: "lab-2") { name } })")["data"]["domain"].is_null());
+}
+
 TEST_F(GraphqlTest, OfficialListQueryScopedByRole) {
   std::string a1 = Create(*alice_, "a-train");
   Create(*alice_, "a-eval");

@@ -10,6 +10,7 @@
 
 #include "libbai/util/json_parse.h"
 #include "libbai/util/text.h"
+#include "server-reference/manager/api/admin_graphql.h"
 #include "server-reference/manager/api/handler_util.h"
 #include "server-reference/manager/api/routes.h"
 #include "server-reference/manager/graphql/backend_ai_schema.h"
@@ -215,6 +216,7 @@ class Resolver {
   std::size_t spent_ = 0;
 
   StatusOr<json> ResolveField(PlannedField const& f) {
+    if (auto admin = ResolveAdminField(who_, store_.db(), f)) return *std::move(admin);
     if (f.name == "compute_session") return ComputeSession(f);
     if (f.name == "compute_session_list") return ComputeSessionList(f);
     if (f.name == "compute_container") return ComputeContainer(f);

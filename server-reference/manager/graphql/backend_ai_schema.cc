@@ -37,7 +37,52 @@ Schema Build() {
                "domain_name: String, access_key: String): VirtualFolderList",
                "vfolder_project_list(limit: Int!, offset: Int!, filter: String, order: String, "
                "domain_name: String, access_key: String): VirtualFolderList",
+               "domain(name: String): Domain",
+               "domains(is_active: Boolean): [Domain]",
            });
+  // Administration (streams-admin-console.md §B.2): classic mutations answering {ok, msg, …}.
+  s.mutation_type = "Mutations";
+  s.Object("Mutations", {
+                            "create_domain(name: String!, props: DomainInput!): CreateDomain",
+                            "modify_domain(name: String!, props: ModifyDomainInput!): ModifyDomain",
+                            "delete_domain(name: String!): DeleteDomain",
+                            "purge_domain(name: String!): PurgeDomain",
+                        });
+  s.Object("Domain", {
+                         "name: String",
+                         "description: String",
+                         "is_active: Boolean",
+                         "created_at: DateTime",
+                         "modified_at: DateTime",
+                         "total_resource_slots: JSONString",
+                         "allowed_vfolder_hosts: JSONString",
+                         "allowed_docker_registries: [String]",
+                         "integration_id: String",
+                         "scaling_groups: [String]",
+                     });
+  // 22.03's client sends allowed_vfolder_hosts as a list, 24.09's as an object: JSONString
+  // takes either.
+  s.Input("DomainInput", {
+                             "description: String = \"\"",
+                             "is_active: Boolean = true",
+                             "total_resource_slots: JSONString = \"{}\"",
+                             "allowed_vfolder_hosts: JSONString = \"{}\"",
+                             "allowed_docker_registries: [String] = []",
+                             "integration_id: String",
+                         });
+  s.Input("ModifyDomainInput", {
+                                   "name: String",
+                                   "description: String",
+                                   "is_active: Boolean",
+                                   "total_resource_slots: JSONString",
+                                   "allowed_vfolder_hosts: JSONString",
+                                   "allowed_docker_registries: [String]",
+                                   "integration_id: String",
+                               });
+  s.Object("CreateDomain", {"ok: Boolean", "msg: String", "domain: Domain"});
+  s.Object("ModifyDomain", {"ok: Boolean", "msg: String", "domain: Domain"});
+  s.Object("DeleteDomain", {"ok: Boolean", "msg: String"});
+  s.Object("PurgeDomain", {"ok: Boolean", "msg: String"});
   s.Object("VirtualFolder", {
                                 "id: UUID",
                                 "host: String",

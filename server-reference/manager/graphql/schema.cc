@@ -166,19 +166,39 @@ FieldDef const* TypeDef::Field(std::string_view field_name) const {
 Schema::Schema() {
   for (char const* name :
        {"Int", "Float", "String", "Boolean", "ID", "BigInt", "UUID", "DateTime", "JSONString"}) {
-    types_.emplace(name, TypeDef{TypeKind::kScalar, name, {}, {}});
+    types_.emplace(name, TypeDef{TypeKind::kScalar, name, {}, {}, {}});
   }
 }
 
 Schema& Schema::Object(std::string name, std::vector<std::string> const& fields) {
-  TypeDef t{TypeKind::kObject, name, {}, {}};
+  TypeDef t{TypeKind::kObject, name, {}, {}, {}};
   for (auto const& f : fields) t.fields.push_back(ParseFieldDef(f));
   types_[std::move(name)] = std::move(t);
   return *this;
 }
 
+Schema& Schema::Input(std::string name, std::vector<std::string> const& fields) {
+  TypeDef t{TypeKind::kInputObject, name, {}, {}, {}};
+  for (auto const& text : fields) {
+    std::string_view f = text;
+    std::size_t colon = f.find(':');
+    if (colon == std::string_view::npos) BadDefinition(f);
+    InputValueDef in;
+    in.name = std::string(Trim(f.substr(0, colon)));
+    std::string_view rest = f.substr(colon + 1);
+    std::size_t eq = rest.find('=');
+    auto type = TypeRef::Parse(Trim(rest.substr(0, eq)));
+    if (!type || !IsName(in.name)) BadDefinition(f);
+    in.type = *type;
+    if (eq != std::string_view::npos) in.default_value = json::parse(Trim(rest.substr(eq + 1)));
+    t.inputs.push_back(std::move(in));
+  }
+  types_[std::move(name)] = std::move(t);
+  return *this;
+}
+
 Schema& Schema::Enum(std::string name, std::vector<std::string> values) {
-  types_[name] = TypeDef{TypeKind::kEnum, name, {}, std::move(values)};
+  types_[name] = TypeDef{TypeKind::kEnum, name, {}, std::move(values), {}};
   return *this;
 }
 
@@ -462,6 +482,43 @@ class Preparer {
     }
     TypeDef const* t = schema_.Find(type.name);
     std::string const& n = type.name;
+    if (t != nullptr && t->kind == TypeKind::kInputObject) {
+      if (!v.is_object()) {
+        Fail(what + " got invalid value " + v.dump() + "; expected type " + Quote(type.ToString()) +
+                 ".",
+             where);
+        return Invalid();
+      }
+      json out = json::object();
+      bool bad = false;
+      for (auto const& [key, value] : v.items()) {
+        if (!InputField(*t, key)) {
+          Fail(what + " got invalid value " + v.dump() + "; field " + Quote(key) +
+                   " is not defined by type " + Quote(t->name) + ".",
+               where);
+          bad = true;
+        }
+      }
+      for (auto const& in : t->inputs) {
+        auto it = v.find(in.name);
+        if (it == v.end()) {
+          if (in.default_value) {
+            out[in.name] = *in.default_value;
+          } else if (in.type.non_null) {
+            Fail(what + " got invalid value " + v.dump() + "; field " +
+                     Quote(t->name + "." + in.name) + " of required type " +
+                     Quote(in.type.ToString()) + " was not provided.",
+                 where);
+            bad = true;
+          }
+          continue;
+        }
+        json one = CoerceJsonValue(*it, in.type, what + " field " + Quote(in.name), where);
+        if (IsInvalid(one)) bad = true;
+        out[in.name] = std::move(one);
+      }
+      return bad ? Invalid() : out;
+    }
     bool ok = false;
     json out = v;
     if (t != nullptr && t->kind == TypeKind::kEnum) {
@@ -491,6 +548,13 @@ class Preparer {
         what + " got invalid value " + v.dump() + "; expected type " + Quote(type.ToString()) + ".",
         where);
     return Invalid();
+  }
+
+  static InputValueDef const* InputField(TypeDef const& t, std::string_view name) {
+    for (auto const& in : t.inputs) {
+      if (in.name == name) return &in;
+    }
+    return nullptr;
   }
 
   static bool IsEnumValue(TypeDef const& t, std::string const& s) {
@@ -549,6 +613,48 @@ class Preparer {
         if (bad) return std::nullopt;
         out.push_back(one ? *one : json(nullptr));
       }
+      return out;
+    }
+    if (TypeDef const* t = schema_.Find(type.name);
+        t != nullptr && t->kind == TypeKind::kInputObject) {
+      if (v.kind != Value::Kind::kObject) {
+        Fail(what + " has an invalid value; expected type " + Quote(type.ToString()) + ".",
+             v.location);
+        bad = true;
+        return std::nullopt;
+      }
+      json out = json::object();
+      for (std::size_t i = 0; i < v.names.size(); ++i) {
+        InputValueDef const* in = InputField(*t, v.names[i]);
+        if (in == nullptr) {
+          Fail("Field " + Quote(v.names[i]) + " is not defined by type " + Quote(t->name) + ".",
+               v.items[i].location);
+          bad = true;
+          continue;
+        }
+        if (out.contains(in->name)) {
+          Fail("There can be only one input field named " + Quote(in->name) + ".",
+               v.items[i].location);
+          bad = true;
+          continue;
+        }
+        auto one =
+            CoerceValue(v.items[i], in->type, "Field " + Quote(t->name + "." + in->name), bad);
+        if (bad) continue;
+        if (one) out[in->name] = *one;  // an unset variable: absent
+      }
+      for (auto const& in : t->inputs) {
+        if (out.contains(in.name)) continue;
+        if (in.default_value) {
+          out[in.name] = *in.default_value;
+        } else if (in.type.non_null) {
+          Fail("Field " + Quote(t->name + "." + in.name) + " of required type " +
+                   Quote(in.type.ToString()) + " was not provided.",
+               v.location);
+          bad = true;
+        }
+      }
+      if (bad) return std::nullopt;
       return out;
     }
     if (auto scalar = CoerceScalarLiteral(v, type)) return scalar;

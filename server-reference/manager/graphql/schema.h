@@ -46,13 +46,14 @@ struct FieldDef {
   std::vector<InputValueDef> args;
 };
 
-enum class TypeKind { kScalar, kEnum, kObject };
+enum class TypeKind { kScalar, kEnum, kObject, kInputObject };
 
 struct TypeDef {
   TypeKind kind = TypeKind::kScalar;
   std::string name;
-  std::vector<FieldDef> fields;     ///< kObject
-  std::vector<std::string> values;  ///< kEnum
+  std::vector<FieldDef> fields;       ///< kObject
+  std::vector<std::string> values;    ///< kEnum
+  std::vector<InputValueDef> inputs;  ///< kInputObject
 
   FieldDef const* Field(std::string_view field_name) const;
 };
@@ -66,6 +67,10 @@ class Schema {
   /// "name(arg: Type = default, …): Type", defaults written as JSON.
   Schema& Object(std::string name, std::vector<std::string> const& fields);
   Schema& Enum(std::string name, std::vector<std::string> values);
+  /// Adds an input object type (mutations' `props`): fields as "name: Type" or
+  /// "name: Type = default" (JSON). Coerced values carry every given field and the defaulted
+  /// ones; an absent field without a default stays absent (resolvers tell "not given").
+  Schema& Input(std::string name, std::vector<std::string> const& fields);
 
   TypeDef const* Find(std::string_view name) const;
   std::string query_type = "Query";

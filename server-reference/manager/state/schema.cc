@@ -207,6 +207,17 @@ server::Migration Networks() {
           }};
 }
 
+server::Migration DomainFields() {
+  return {12,
+          "domains' vfolder hosts, registries, integration id and modification time",
+          {
+              "ALTER TABLE domains ADD COLUMN allowed_vfolder_hosts TEXT NOT NULL DEFAULT '{}'",
+              "ALTER TABLE domains ADD COLUMN allowed_docker_registries TEXT NOT NULL DEFAULT '[]'",
+              "ALTER TABLE domains ADD COLUMN integration_id TEXT",
+              "ALTER TABLE domains ADD COLUMN modified_at TEXT",
+          }};
+}
+
 server::Migration AgentLoad() {
   return {9,
           "each agent's last reported CPU and memory load",
@@ -220,7 +231,7 @@ server::Migration AgentLoad() {
 std::vector<server::Migration> const& Migrations() {
   static auto const* const kMigrations = new std::vector<server::Migration>{
       Principals(),    Sessions(), RateLimits(), BackgroundTasks(), AgentLists(), VFolders(),
-      SessionMounts(), Devices(),  AgentLoad(),  ServicePorts(),    Networks()};
+      SessionMounts(), Devices(),  AgentLoad(),  ServicePorts(),    Networks(),   DomainFields()};
   return *kMigrations;
 }
 

@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server-reference/manager/api/admin_graphql.h"
+
+#include "bai/protocol/errors.h"
+
+#include "libbai/protocol/wire_json.h"
+#include "libbai/util/json_parse.h"
+#include "server-reference/manager/admin/roles.h"
+#include "server-reference/manager/state/domains.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace bai::manager {
+
+namespace {
+
+using graphql::PlannedField;
+using nlohmann::json;
+
+json Outcome(bool ok, std::string msg) { return json{{"ok", ok}, {"msg", std::move(msg)}}; }
+
+// A given, non-null input field.
+json const* Given(json const& props, char const* name) {
+  auto it = props.find(name);
+  return it == props.end() || it->is_null() ? nullptr : &*it;
+}
+
+bool ValidDomainName(std::string const& name) {
+  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+  });
+}
+
+// A JSONString holding slot amounts ("8g", 8589934592, "1.5"), stored as 24.09 does
+// (ResourceSlot.from_user_input): exact decimal strings, sizes in bytes.
+StatusOr<std::string> SlotsText(json const& value) {
+  std::string text = value.is_string() ? value.get<std::string>() : value.dump();
+  if (text.empty()) return std::string("{}");
+  auto j = internal::ParseJson(text);
+  if (!j || !j->is_object()) {
+    return Status(StatusCode::kInvalidArgument,
+                  "total_resource_slots: a JSON object of slot amounts");
+  }
+  auto slots = internal::SlotsFromJson(*j);
+  if (!slots.ok()) {
+    return Status(StatusCode::kInvalidArgument,
+                  "total_resource_slots: " + slots.status().message());
+  }
+  return internal::SlotsToJson(*slots).dump();
+}
+
+json DomainJson(protocol::Domain const& d) {
+  return internal::ParseJson(protocol::EncodeDomain(d)).value_or(json(nullptr));
+}
+
+class AdminResolver {
+ public:
+  AdminResolver(Identity const& who, server::Database& db)
+      : who_(who), role_(admin::RoleOf(who)), domains_(db) {}
+
+  std::optional<StatusOr<json>> Resolve(PlannedField const& f) {
+    if (f.name == "domain") return Domain(f);
+    if (f.name == "domains") return Domains(f);
+    bool mutation = f.name == "create_domain" || f.name == "modify_domain" ||
+                    f.name == "delete_domain" || f.name == "purge_domain";
+    if (!mutation) return std::nullopt;
+    if (!admin::MayRun(role_, f.name)) return Outcome(false, "no permission to execute " + f.key);
+    if (f.name == "create_domain") return CreateDomain(f);
+    if (f.name == "modify_domain") return ModifyDomain(f);
+    if (f.name == "delete_domain") return DeleteDomain(f);
+    return PurgeDomain(f);
+  }
+
+ private:
+  StatusOr<json> Domain(PlannedField const& f) {
+    auto it = f.args.find("name");
+    std::string name = it != f.args.end() && it->is_string() ? it->get<std::string>() : who_.domain;
+    if (role_ != admin::Role::kSuperadmin && name != who_.domain) {
+      return protocol::MakeProblemStatus(protocol::ProblemType::kObjectNotFound, "No such domain.");
+    }
+    auto d = domains_.Get(name);
+    if (!d.ok()) return d.status();
+    return *d ? DomainJson(**d) : json(nullptr);
+  }
+
+  StatusOr<json> Domains(PlannedField const& f) {
+    if (role_ != admin::Role::kSuperadmin) {
+      return protocol::MakeProblemStatus(protocol::ProblemType::kGenericForbidden,
+                                         "Only superadmins may list domains.");
+    }
+    auto it = f.args.find("is_active");
+    std::optional<bool> active;
+    if (it != f.args.end() && it->is_boolean()) active = it->get<bool>();
+    auto list = domains_.List(active);
+    if (!list.ok()) return list.status();
+    json out = json::array();
+    for (auto const& d : *list) out.push_back(DomainJson(d));
+    return out;
+  }
+
+  StatusOr<json> CreateDomain(PlannedField const& f) {
+    protocol::Domain d;
+    d.name = f.args.value("name", "");
+    if (!ValidDomainName(d.name)) {
+      return Outcome(false, "invalid name: 1 to 64 letters, digits, '_', '-' or '.'");
+    }
+    json const& props = f.args["props"];
+    if (auto const* v = Given(props, "description")) d.description = v->get<std::string>();
+    if (auto const* v = Given(props, "is_active")) d.is_active = v->get<bool>();
+    if (auto const* v = Given(props, "total_resource_slots")) {
+      auto slots = SlotsText(*v);
+      if (!slots.ok()) return Outcome(false, slots.status().message());
+      d.total_resource_slots = *slots;
+    }
+    if (auto const* v = Given(props, "allowed_vfolder_hosts")) {
+      d.allowed_vfolder_hosts = v->is_string() ? v->get<std::string>() : v->dump();
+    }
+    if (auto const* v = Given(props, "allowed_docker_registries")) {
+      for (auto const& r : *v) {
+        if (r.is_string()) d.allowed_docker_registries.push_back(r.get<std::string>());
+      }
+    }
+    if (auto const* v = Given(props, "integration_id")) d.integration_id = v->get<std::string>();
+    auto s = domains_.Create(d);
+    if (s.code() == StatusCode::kAlreadyExists) {
+      return json{{"ok", false}, {"msg", "integrity error: " + s.message()}, {"domain", nullptr}};
+    }
+    if (!s.ok()) return s;
+    auto made = domains_.Get(d.name);
+    if (!made.ok()) return made.status();
+    return json{
+        {"ok", true}, {"msg", "success"}, {"domain", *made ? DomainJson(**made) : json(nullptr)}};
+  }
+
+  StatusOr<json> ModifyDomain(PlannedField const& f) {
+    std::string name = f.args.value("name", "");
+    json const& props = f.args["props"];
+    DomainChanges c;
+    if (auto const* v = Given(props, "name")) {
+      if (!ValidDomainName(v->get<std::string>())) {
+        return Outcome(false, "invalid name: 1 to 64 letters, digits, '_', '-' or '.'");
+      }
+      c.name = v->get<std::string>();
+    }
+    if (auto const* v = Given(props, "description")) c.description = v->get<std::string>();
+    if (auto const* v = Given(props, "is_active")) c.is_active = v->get<bool>();
+    if (auto const* v = Given(props, "total_resource_slots")) {
+      auto slots = SlotsText(*v);
+      if (!slots.ok()) return Outcome(false, slots.status().message());
+      c.total_resource_slots = *slots;
+    }
+    if (auto const* v = Given(props, "allowed_vfolder_hosts")) {
+      c.allowed_vfolder_hosts = v->is_string() ? v->get<std::string>() : v->dump();
+    }
+    if (auto const* v = Given(props, "allowed_docker_registries")) {
+      c.allowed_docker_registries.emplace();
+      for (auto const& r : *v) {
+        if (r.is_string()) c.allowed_docker_registries->push_back(r.get<std::string>());
+      }
+    }
+    if (auto const* v = Given(props, "integration_id")) c.integration_id = v->get<std::string>();
+    auto s = domains_.Modify(name, c);
+    if (s.code() == StatusCode::kNotFound) {
+      return json{{"ok", false}, {"msg", "no matching modifydomain"}, {"domain", nullptr}};
+    }
+    if (s.code() == StatusCode::kAlreadyExists) {
+      return json{{"ok", false}, {"msg", "integrity error: " + s.message()}, {"domain", nullptr}};
+    }
+    if (!s.ok()) return s;
+    auto now = domains_.Get(c.name.value_or(name));
+    if (!now.ok()) return now.status();
+    return json{{"ok", true}, {"msg", "success"}, {"domain", *now ? DomainJson(**now) : json()}};
+  }
+
+  StatusOr<json> DeleteDomain(PlannedField const& f) {
+    DomainChanges c;
+    c.is_active = false;  // 24.09: a soft delete
+    auto s = domains_.Modify(f.args.value("name", ""), c);
+    if (s.code() == StatusCode::kNotFound) return Outcome(false, "no matching deletedomain");
+    if (!s.ok()) return s;
+    return Outcome(true, "success");
+  }
+
+  StatusOr<json> PurgeDomain(PlannedField const& f) {
+    auto s = domains_.Purge(f.args.value("name", ""));
+    if (s.code() == StatusCode::kNotFound) return Outcome(false, "no matching purgedomain");
+    if (s.code() == StatusCode::kFailedPrecondition) return Outcome(false, s.message());
+    if (!s.ok()) return s;
+    return Outcome(true, "success");
+  }
+
+  Identity const& who_;
+  admin::Role role_;
+  DomainStore domains_;
+};
+
+}  // namespace
+
+std::optional<StatusOr<json>> ResolveAdminField(Identity const& who, server::Database& db,
+                                                PlannedField const& f) {
+  AdminResolver r(who, db);
+  return r.Resolve(f);
+}
+
+}  // namespace bai::manager
