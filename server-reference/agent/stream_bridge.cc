@@ -51,6 +51,14 @@ void BridgeStream(int fd, WebSocketConnection& ws, bool pty) {
   }
   shutdown(fd, SHUT_RDWR);  // ends the reader above, and tells the kernel side
   up.join();
+  // The reader has queued its last frames (a shell's exit) and the close: let them go out and
+  // the close handshake finish before tearing down. Cancelling at once cut them off when the
+  // loop above ended first (a command that exits at once: the client's first frame met a
+  // closed socket), and the client got 1011 instead of the exit code.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::chrono::steady_clock::now() < deadline &&
+         ws.Receive(std::chrono::milliseconds(100)).kind != WebSocketEvent::Kind::kClosed) {
+  }
   ws.Cancel();
   close(fd);
 }
