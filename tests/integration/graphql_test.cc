@@ -224,6 +224,93 @@ TEST_F(GraphqlTest, DomainsAreTheSuperadminsAndMutationsAnswerOkAndMsg) {
   EXPECT_TRUE(Gql(*root_, R"({ domain(name: "lab-2") { name } })")["data"]["domain"].is_null());
 }
 
+// Projects: superadmins anywhere, admins in their own domain (another domain's admin gets
+// "no permission"), users neither; membership by user_update_mode; reading scoped by role.
+TEST_F(GraphqlTest, ProjectsAreManagedWithinTheAdminsDomain) {
+  constexpr char kCreate[] = R"(mutation($name: String!, $input: GroupInput!) {
+      create_group(name: $name, props: $input) { ok msg group { id name domain_name type
+                                                                total_resource_slots } } })";
+  auto made = Gql(
+      *root_, kCreate,
+      {{"name", "vision"}, {"input", {{"domain_name", "default"}, {"description", "CV team"}}}});
+  auto const& c = made["data"]["create_group"];
+  ASSERT_EQ(c["ok"], true) << made.dump();
+  std::string gid = c["group"]["id"];
+  EXPECT_EQ(c["group"]["domain_name"], "default");
+  EXPECT_EQ(c["group"]["type"], "GENERAL");
+  EXPECT_EQ(Gql(*root_, kCreate,
+                {{"name", "vision"},
+                 {"input", {{"domain_name", "default"}}}})["data"]["create_group"]["ok"],
+            false);
+  // Carol, admin of "other": not in "default", but in her own domain.
+  EXPECT_EQ(
+      Gql(*carol_, kCreate,
+          {{"name", "x"}, {"input", {{"domain_name", "default"}}}})["data"]["create_group"]["msg"],
+      "no permission to execute create_group");
+  auto hers = Gql(*carol_, kCreate, {{"name", "carols"}, {"input", {{"domain_name", "other"}}}});
+  ASSERT_EQ(hers["data"]["create_group"]["ok"], true) << hers.dump();
+  std::string carols = hers["data"]["create_group"]["group"]["id"];
+  for (auto const& text :
+       {R"(modify_group(gid: "GID", props: {description: "x"}) { ok msg })",
+        R"(delete_group(gid: "GID") { ok msg })", R"(purge_group(gid: "GID") { ok msg })"}) {
+    std::string q = std::string("mutation { ") + text + " }";
+    q.replace(q.find("GID"), 3, gid);
+    auto r = Gql(*carol_, q);
+    EXPECT_THAT(r["data"].begin()->at("msg").get<std::string>(),
+                HasSubstr("no permission to execute"))
+        << r.dump();
+    auto a = Gql(*alice_, q);
+    EXPECT_THAT(a["data"].begin()->at("msg").get<std::string>(),
+                HasSubstr("no permission to execute"))
+        << a.dump();
+  }
+  // Membership: alice joins, sees it; bob does not.
+  auto alice_id =
+      manager_->store().db().Query("SELECT uuid FROM users WHERE email = 'alice@example.com'");
+  ASSERT_TRUE(alice_id.ok());
+  auto joined =
+      Gql(*root_,
+          "mutation($gid: UUID!, $input: ModifyGroupInput!) { modify_group(gid: $gid, "
+          "props: $input) { ok msg } }",
+          {{"gid", gid},
+           {"input", {{"user_update_mode", "add"}, {"user_uuids", {alice_id->front().Text(0)}}}}});
+  EXPECT_EQ(joined["data"]["modify_group"], json({{"ok", true}, {"msg", "success"}}))
+      << joined.dump();
+  std::string query = R"(query($gid: UUID!) { group(id: $gid) { name description } })";
+  EXPECT_EQ(Gql(*alice_, query, {{"gid", gid}})["data"]["group"],
+            json({{"name", "vision"}, {"description", "CV team"}}));
+  EXPECT_TRUE(Gql(*bob_, query, {{"gid", gid}})["data"]["group"].is_null());
+  EXPECT_TRUE(Gql(*carol_, query, {{"gid", gid}})["data"]["group"].is_null());
+  EXPECT_THAT(Names(Gql(*carol_, "{ groups { name } }")["data"]["groups"]),
+              ::testing::ElementsAre("carols"));
+  auto all = Names(Gql(*root_, "{ groups { name } }")["data"]["groups"]);
+  EXPECT_THAT(all, ::testing::IsSupersetOf({"carols", "vision", "default"}));
+  EXPECT_EQ(Gql(*root_, R"({ groups_by_name(name: "vision") { id } })")["data"]["groups_by_name"],
+            json::array({{{"id", gid}}}));
+  // Nothing to change, an unknown mode, an unknown project: 24.09's answers.
+  EXPECT_EQ(Gql(*root_, "mutation { modify_group(gid: \"" + gid +
+                            "\", props: {}) { ok msg } }")["data"]["modify_group"]["msg"],
+            "nothing to update");
+  EXPECT_THAT(Gql(*root_, "mutation { modify_group(gid: \"" + gid +
+                              "\", props: {user_update_mode: \"swap\", user_uuids: [\"x\"]}) { "
+                              "ok msg } }")["data"]["modify_group"]["msg"]
+                  .get<std::string>(),
+              HasSubstr("invalid user_update_mode"));
+  EXPECT_EQ(Gql(*root_, R"(mutation { purge_group(gid: "00000000-0000-4000-8000-000000000000") {
+                              ok msg } })")["data"]["purge_group"]["msg"],
+            "no matching purgegroup");
+  // Carol manages her own; delete is soft, purge removes.
+  EXPECT_EQ(Gql(*carol_, "mutation { delete_group(gid: \"" + carols +
+                             "\") { ok msg } }")["data"]["delete_group"],
+            json({{"ok", true}, {"msg", "success"}}));
+  EXPECT_EQ(Gql(*carol_, R"({ groups(is_active: false) { name } })")["data"]["groups"],
+            json::array({{{"name", "carols"}}}));
+  EXPECT_EQ(Gql(*carol_, "mutation { purge_group(gid: \"" + carols +
+                             "\") { ok msg } }")["data"]["purge_group"],
+            json({{"ok", true}, {"msg", "success"}}));
+  EXPECT_TRUE(Gql(*carol_, "{ groups { name } }")["data"]["groups"].empty());
+}
+
 TEST_F(GraphqlTest, OfficialListQueryScopedByRole) {
   std::string a1 = Create(*alice_, "a-train");
   Create(*alice_, "a-eval");

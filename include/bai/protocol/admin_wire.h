@@ -28,6 +28,26 @@ struct Domain {
   std::vector<std::string> scaling_groups;  ///< the resource groups associated with it
 };
 
+/// A project ("group"), as 24.09's `Group` object.
+struct Group {
+  std::string id;  ///< UUID
+  std::string name;
+  std::string description;
+  bool is_active = true;
+  std::string created_at;
+  std::string modified_at;
+  std::string domain_name;
+  std::string type = "GENERAL";
+  std::string total_resource_slots = "{}";
+  std::string allowed_vfolder_hosts = "{}";
+  std::optional<std::string> integration_id;
+  std::string resource_policy = "default";
+  std::vector<std::string> scaling_groups;
+};
+
+BAI_EXPORT std::string EncodeGroup(Group const& group);
+BAI_EXPORT StatusOr<Group> DecodeGroup(std::string_view json);
+
 /// The JSON object text of a domain (24.09's field names; JSONString fields as text).
 BAI_EXPORT std::string EncodeDomain(Domain const& domain);
 BAI_EXPORT StatusOr<Domain> DecodeDomain(std::string_view json);

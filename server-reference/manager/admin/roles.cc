@@ -16,10 +16,9 @@ struct Rule {
 
 // 24.09.14 models/*.py, each mutation class's allowed_roles.
 constexpr std::array kRules{
-    Rule{"create_domain", false},
-    Rule{"modify_domain", false},
-    Rule{"delete_domain", false},
-    Rule{"purge_domain", false},
+    Rule{"create_domain", false}, Rule{"modify_domain", false}, Rule{"delete_domain", false},
+    Rule{"purge_domain", false},  Rule{"create_group", true},   Rule{"modify_group", true},
+    Rule{"delete_group", true},   Rule{"purge_group", true},
 };
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "libbai/util/json_parse.h"
 #include "server-reference/manager/admin/roles.h"
 #include "server-reference/manager/state/domains.h"
+#include "server-reference/manager/state/groups.h"
 
 #include <algorithm>
 #include <cctype>
@@ -50,6 +51,10 @@ StatusOr<std::string> SlotsText(json const& value) {
   return internal::SlotsToJson(*slots).dump();
 }
 
+json GroupJson(protocol::Group const& g) {
+  return internal::ParseJson(protocol::EncodeGroup(g)).value_or(json(nullptr));
+}
+
 json DomainJson(protocol::Domain const& d) {
   return internal::ParseJson(protocol::EncodeDomain(d)).value_or(json(nullptr));
 }
@@ -57,22 +62,213 @@ json DomainJson(protocol::Domain const& d) {
 class AdminResolver {
  public:
   AdminResolver(Identity const& who, server::Database& db)
-      : who_(who), role_(admin::RoleOf(who)), domains_(db) {}
+      : who_(who), role_(admin::RoleOf(who)), db_(db), domains_(db), groups_(db) {}
 
   std::optional<StatusOr<json>> Resolve(PlannedField const& f) {
     if (f.name == "domain") return Domain(f);
     if (f.name == "domains") return Domains(f);
-    bool mutation = f.name == "create_domain" || f.name == "modify_domain" ||
-                    f.name == "delete_domain" || f.name == "purge_domain";
-    if (!mutation) return std::nullopt;
-    if (!admin::MayRun(role_, f.name)) return Outcome(false, "no permission to execute " + f.key);
+    if (f.name == "group") return Group(f);
+    if (f.name == "groups" || f.name == "groups_by_name") return Groups(f);
+    static constexpr std::string_view kMutations[] = {
+        "create_domain", "modify_domain", "delete_domain", "purge_domain",
+        "create_group",  "modify_group",  "delete_group",  "purge_group"};
+    if (std::find(std::begin(kMutations), std::end(kMutations), f.name) == std::end(kMutations)) {
+      return std::nullopt;
+    }
+    if (!admin::MayRun(role_, f.name)) return Denied(f);
     if (f.name == "create_domain") return CreateDomain(f);
     if (f.name == "modify_domain") return ModifyDomain(f);
     if (f.name == "delete_domain") return DeleteDomain(f);
-    return PurgeDomain(f);
+    if (f.name == "purge_domain") return PurgeDomain(f);
+    if (f.name == "create_group") return CreateGroup(f);
+    if (f.name == "modify_group") return ModifyGroup(f);
+    if (f.name == "delete_group") return DeleteGroup(f);
+    return PurgeGroup(f);
   }
 
  private:
+  static json Denied(PlannedField const& f) {
+    return Outcome(false, "no permission to execute " + f.key);
+  }
+
+  // Superadmins anywhere; admins within their own domain (24.09's privileged_mutation).
+  bool MayManage(std::string const& domain) const {
+    return role_ == admin::Role::kSuperadmin ||
+           (role_ == admin::Role::kAdmin && domain == who_.domain);
+  }
+
+  // Superadmins see every project, admins their domain's, others those they belong to.
+  StatusOr<bool> MaySee(protocol::Group const& g) {
+    if (role_ == admin::Role::kSuperadmin) return true;
+    if (g.domain_name != who_.domain) return false;
+    if (role_ == admin::Role::kAdmin) return true;
+    auto member =
+        db_.Query("SELECT 1 FROM association_groups_users WHERE group_id = ? AND user_id = ?",
+                  {g.id, who_.user_id});
+    if (!member.ok()) return member.status();
+    return !member->empty();
+  }
+
+  StatusOr<json> Group(PlannedField const& f) {
+    auto g = groups_.Get(f.args.value("id", ""));
+    if (!g.ok()) return g.status();
+    if (!*g) return json(nullptr);
+    auto visible = MaySee(**g);
+    if (!visible.ok()) return visible.status();
+    return *visible ? GroupJson(**g) : json(nullptr);
+  }
+
+  StatusOr<json> Groups(PlannedField const& f) {
+    std::string domain = f.args.contains("domain_name") && f.args["domain_name"].is_string()
+                             ? f.args["domain_name"].get<std::string>()
+                             : std::string();
+    if (role_ != admin::Role::kSuperadmin) {
+      if (!domain.empty() && domain != who_.domain) return json::array();
+      domain = who_.domain;
+    }
+    std::optional<bool> active;
+    if (auto it = f.args.find("is_active"); it != f.args.end() && it->is_boolean()) {
+      active = it->get<bool>();
+    }
+    auto list = groups_.List(domain, f.args.value("name", ""), active);
+    if (!list.ok()) return list.status();
+    json out = json::array();
+    for (auto const& g : *list) {
+      auto visible = MaySee(g);
+      if (!visible.ok()) return visible.status();
+      if (*visible) out.push_back(GroupJson(g));
+    }
+    return out;
+  }
+
+  StatusOr<json> CreateGroup(PlannedField const& f) {
+    json const& props = f.args["props"];
+    protocol::Group g;
+    g.name = f.args.value("name", "");
+    g.domain_name = props.value("domain_name", "");
+    if (!MayManage(g.domain_name)) return Denied(f);
+    if (!ValidDomainName(g.name)) {
+      return Outcome(false, "invalid name: 1 to 64 letters, digits, '_', '-' or '.'");
+    }
+    if (auto const* v = Given(props, "type")) g.type = v->get<std::string>();
+    if (g.type != "GENERAL" && g.type != "MODEL_STORE") {
+      return Outcome(false, "type: GENERAL or MODEL_STORE");
+    }
+    if (auto const* v = Given(props, "description")) g.description = v->get<std::string>();
+    if (auto const* v = Given(props, "is_active")) g.is_active = v->get<bool>();
+    if (auto const* v = Given(props, "total_resource_slots")) {
+      auto slots = SlotsText(*v);
+      if (!slots.ok()) return Outcome(false, slots.status().message());
+      g.total_resource_slots = *slots;
+    }
+    if (auto const* v = Given(props, "allowed_vfolder_hosts")) {
+      g.allowed_vfolder_hosts = v->is_string() ? v->get<std::string>() : v->dump();
+    }
+    if (auto const* v = Given(props, "integration_id"); v && !v->get<std::string>().empty()) {
+      g.integration_id = v->get<std::string>();
+    }
+    if (auto const* v = Given(props, "resource_policy")) g.resource_policy = v->get<std::string>();
+    auto id = groups_.Create(g);
+    if (id.status().code() == StatusCode::kAlreadyExists ||
+        id.status().code() == StatusCode::kNotFound) {
+      return json{
+          {"ok", false}, {"msg", "integrity error: " + id.status().message()}, {"group", nullptr}};
+    }
+    if (!id.ok()) return id.status();
+    auto made = groups_.Get(*id);
+    if (!made.ok()) return made.status();
+    return json{
+        {"ok", true}, {"msg", "success"}, {"group", *made ? GroupJson(**made) : json(nullptr)}};
+  }
+
+  StatusOr<json> ModifyGroup(PlannedField const& f) {
+    std::string id = f.args.value("gid", "");
+    json const& props = f.args["props"];
+    auto g = groups_.Get(id);
+    if (!g.ok()) return g.status();
+    if (!*g) return json{{"ok", false}, {"msg", "no such group"}, {"group", nullptr}};
+    if (!MayManage((*g)->domain_name)) return Denied(f);
+    GroupChanges c;
+    if (auto const* v = Given(props, "name")) {
+      if (!ValidDomainName(v->get<std::string>())) {
+        return Outcome(false, "invalid name: 1 to 64 letters, digits, '_', '-' or '.'");
+      }
+      c.name = v->get<std::string>();
+    }
+    if (auto const* v = Given(props, "description")) c.description = v->get<std::string>();
+    if (auto const* v = Given(props, "is_active")) c.is_active = v->get<bool>();
+    if (auto const* v = Given(props, "domain_name")) {
+      if (!MayManage(v->get<std::string>())) return Denied(f);
+      c.domain_name = v->get<std::string>();
+    }
+    if (auto const* v = Given(props, "total_resource_slots")) {
+      auto slots = SlotsText(*v);
+      if (!slots.ok()) return Outcome(false, slots.status().message());
+      c.total_resource_slots = *slots;
+    }
+    if (auto const* v = Given(props, "allowed_vfolder_hosts")) {
+      c.allowed_vfolder_hosts = v->is_string() ? v->get<std::string>() : v->dump();
+    }
+    if (auto const* v = Given(props, "integration_id")) c.integration_id = v->get<std::string>();
+    if (auto const* v = Given(props, "resource_policy")) c.resource_policy = v->get<std::string>();
+    if (auto const* v = Given(props, "user_update_mode")) {
+      c.user_update_mode = v->get<std::string>();
+      if (c.user_update_mode != "add" && c.user_update_mode != "remove") {
+        return Outcome(false, "invalid user_update_mode: add or remove");
+      }
+    }
+    if (auto const* v = Given(props, "user_uuids"); v && !c.user_update_mode.empty()) {
+      for (auto const& u : *v) {
+        if (u.is_string()) c.user_uuids.push_back(u.get<std::string>());
+      }
+    }
+    bool fields = c.name || c.description || c.is_active || c.domain_name ||
+                  c.total_resource_slots || c.allowed_vfolder_hosts || c.integration_id ||
+                  c.resource_policy;
+    if (!fields && c.user_uuids.empty()) {
+      return json{{"ok", false}, {"msg", "nothing to update"}, {"group", nullptr}};
+    }
+    auto s = groups_.Modify(id, c);
+    if (s.code() == StatusCode::kNotFound) {
+      return json{{"ok", false}, {"msg", "no such group"}, {"group", nullptr}};
+    }
+    if (s.code() == StatusCode::kAlreadyExists) {
+      return json{{"ok", false}, {"msg", "integrity error: " + s.message()}, {"group", nullptr}};
+    }
+    if (s.code() == StatusCode::kInvalidArgument) {
+      return json{{"ok", false}, {"msg", s.message()}, {"group", nullptr}};
+    }
+    if (!s.ok()) return s;
+    auto now = groups_.Get(id);
+    if (!now.ok()) return now.status();
+    return json{{"ok", true}, {"msg", "success"}, {"group", *now ? GroupJson(**now) : json()}};
+  }
+
+  StatusOr<json> DeleteGroup(PlannedField const& f) {
+    std::string id = f.args.value("gid", "");
+    auto g = groups_.Get(id);
+    if (!g.ok()) return g.status();
+    if (!*g) return Outcome(false, "no matching deletegroup");
+    if (!MayManage((*g)->domain_name)) return Denied(f);
+    GroupChanges c;
+    c.is_active = false;  // 24.09: inactive, its integration id cleared
+    c.integration_id = "";
+    if (auto s = groups_.Modify(id, c); !s.ok()) return s;
+    return Outcome(true, "success");
+  }
+
+  StatusOr<json> PurgeGroup(PlannedField const& f) {
+    std::string id = f.args.value("gid", "");
+    auto g = groups_.Get(id);
+    if (!g.ok()) return g.status();
+    if (!*g) return Outcome(false, "no matching purgegroup");
+    if (!MayManage((*g)->domain_name)) return Denied(f);
+    auto s = groups_.Purge(id);
+    if (s.code() == StatusCode::kFailedPrecondition) return Outcome(false, s.message());
+    if (!s.ok()) return s;
+    return Outcome(true, "success");
+  }
+
   StatusOr<json> Domain(PlannedField const& f) {
     auto it = f.args.find("name");
     std::string name = it != f.args.end() && it->is_string() ? it->get<std::string>() : who_.domain;
@@ -192,7 +388,9 @@ class AdminResolver {
 
   Identity const& who_;
   admin::Role role_;
+  server::Database& db_;
   DomainStore domains_;
+  GroupStore groups_;
 };
 
 }  // namespace

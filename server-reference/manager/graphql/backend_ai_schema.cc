@@ -39,6 +39,9 @@ Schema Build() {
                "domain_name: String, access_key: String): VirtualFolderList",
                "domain(name: String): Domain",
                "domains(is_active: Boolean): [Domain]",
+               "group(id: UUID!, domain_name: String): Group",
+               "groups(domain_name: String, is_active: Boolean): [Group]",
+               "groups_by_name(name: String!, domain_name: String): [Group]",
            });
   // Administration (streams-admin-console.md §B.2): classic mutations answering {ok, msg, …}.
   s.mutation_type = "Mutations";
@@ -47,6 +50,10 @@ Schema Build() {
                             "modify_domain(name: String!, props: ModifyDomainInput!): ModifyDomain",
                             "delete_domain(name: String!): DeleteDomain",
                             "purge_domain(name: String!): PurgeDomain",
+                            "create_group(name: String!, props: GroupInput!): CreateGroup",
+                            "modify_group(gid: UUID!, props: ModifyGroupInput!): ModifyGroup",
+                            "delete_group(gid: UUID!): DeleteGroup",
+                            "purge_group(gid: UUID!): PurgeGroup",
                         });
   s.Object("Domain", {
                          "name: String",
@@ -79,6 +86,49 @@ Schema Build() {
                                    "allowed_docker_registries: [String]",
                                    "integration_id: String",
                                });
+  s.Object("Group", {
+                        "id: UUID",
+                        "name: String",
+                        "description: String",
+                        "is_active: Boolean",
+                        "created_at: DateTime",
+                        "modified_at: DateTime",
+                        "domain_name: String",
+                        "type: String",
+                        "total_resource_slots: JSONString",
+                        "allowed_vfolder_hosts: JSONString",
+                        "integration_id: String",
+                        "resource_policy: String",
+                        "scaling_groups: [String]",
+                    });
+  s.Input("GroupInput", {
+                            "type: String = \"GENERAL\"",
+                            "description: String = \"\"",
+                            "is_active: Boolean = true",
+                            "domain_name: String!",
+                            "total_resource_slots: JSONString = \"{}\"",
+                            "allowed_vfolder_hosts: JSONString = \"{}\"",
+                            "integration_id: String = \"\"",
+                            "resource_policy: String = \"default\"",
+                            "container_registry: JSONString",
+                        });
+  s.Input("ModifyGroupInput", {
+                                  "name: String",
+                                  "description: String",
+                                  "is_active: Boolean",
+                                  "domain_name: String",
+                                  "total_resource_slots: JSONString",
+                                  "user_update_mode: String",
+                                  "user_uuids: [String]",
+                                  "allowed_vfolder_hosts: JSONString",
+                                  "integration_id: String",
+                                  "resource_policy: String",
+                                  "container_registry: JSONString",
+                              });
+  s.Object("CreateGroup", {"ok: Boolean", "msg: String", "group: Group"});
+  s.Object("ModifyGroup", {"ok: Boolean", "msg: String", "group: Group"});
+  s.Object("DeleteGroup", {"ok: Boolean", "msg: String"});
+  s.Object("PurgeGroup", {"ok: Boolean", "msg: String"});
   s.Object("CreateDomain", {"ok: Boolean", "msg: String", "domain: Domain"});
   s.Object("ModifyDomain", {"ok: Boolean", "msg: String", "domain: Domain"});
   s.Object("DeleteDomain", {"ok: Boolean", "msg: String"});

@@ -218,6 +218,18 @@ server::Migration DomainFields() {
           }};
 }
 
+server::Migration GroupFields() {
+  return {13,
+          "projects' type, vfolder hosts, integration id, policy and modification time",
+          {
+              "ALTER TABLE groups ADD COLUMN type TEXT NOT NULL DEFAULT 'GENERAL'",
+              "ALTER TABLE groups ADD COLUMN allowed_vfolder_hosts TEXT NOT NULL DEFAULT '{}'",
+              "ALTER TABLE groups ADD COLUMN integration_id TEXT",
+              "ALTER TABLE groups ADD COLUMN resource_policy TEXT NOT NULL DEFAULT 'default'",
+              "ALTER TABLE groups ADD COLUMN modified_at TEXT",
+          }};
+}
+
 server::Migration AgentLoad() {
   return {9,
           "each agent's last reported CPU and memory load",
@@ -230,8 +242,9 @@ server::Migration AgentLoad() {
 
 std::vector<server::Migration> const& Migrations() {
   static auto const* const kMigrations = new std::vector<server::Migration>{
-      Principals(),    Sessions(), RateLimits(), BackgroundTasks(), AgentLists(), VFolders(),
-      SessionMounts(), Devices(),  AgentLoad(),  ServicePorts(),    Networks(),   DomainFields()};
+      Principals(), Sessions(),      RateLimits(), BackgroundTasks(), AgentLists(),
+      VFolders(),   SessionMounts(), Devices(),    AgentLoad(),       ServicePorts(),
+      Networks(),   DomainFields(),  GroupFields()};
   return *kMigrations;
 }
 
