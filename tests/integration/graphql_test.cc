@@ -198,6 +198,20 @@ TEST_F(GraphqlTest, DomainsAreTheSuperadminsAndMutationsAnswerOkAndMsg) {
   EXPECT_EQ(listed["data"]["domains"][0]["scaling_groups"], json::array({"default"}));
   EXPECT_FALSE(Gql(*alice_, "{ domains { name } }")["errors"].empty());
 
+  // A rename carries what the domain holds (its users and projects point at the name).
+  auto moved = Gql(*root_, R"(mutation { modify_domain(name: "other", props: {name: "other-2"}) {
+                                  ok msg } })");
+  EXPECT_EQ(moved["data"]["modify_domain"]["ok"], true) << moved.dump();
+  auto carol_domain = manager_->store().db().Query(
+      "SELECT domain_name FROM users WHERE email = 'carol@example.com'");
+  ASSERT_TRUE(carol_domain.ok() && carol_domain->size() == 1u);
+  EXPECT_EQ(carol_domain->front().Text(0), "other-2");
+  EXPECT_EQ(Gql(*root_, R"(mutation { modify_domain(name: "other-2", props: {name: "default"}) {
+                              ok msg } })")["data"]["modify_domain"]["ok"],
+            false);  // taken
+  ASSERT_EQ(Gql(*root_, R"(mutation { modify_domain(name: "other-2", props: {name: "other"}) {
+                              ok msg } })")["data"]["modify_domain"]["ok"],
+            true);
   // Modify (a rename carries what it holds), soft delete, purge.
   auto renamed = Gql(*root_, R"(mutation { modify_domain(name: "lab", props: {name: "lab-2",
                                  description: null}) { ok msg domain { name description } } })");

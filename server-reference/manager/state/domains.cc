@@ -101,7 +101,6 @@ Status DomainStore::Modify(std::string const& name, DomainChanges const& c) {
     sets += std::string(", ") + column + " = ?";
     params.push_back(std::move(value));
   };
-  if (c.name) set("name", *c.name);
   if (c.description) set("description", *c.description);
   if (c.is_active) set("is_active", std::int64_t{*c.is_active ? 1 : 0});
   if (c.total_resource_slots) set("total_resource_slots", *c.total_resource_slots);
@@ -110,33 +109,42 @@ Status DomainStore::Modify(std::string const& name, DomainChanges const& c) {
     set("allowed_docker_registries", nlohmann::json(*c.allowed_docker_registries).dump());
   }
   if (c.integration_id) set("integration_id", *c.integration_id);
-  params.push_back(name);
-  // A rename carries the domain's users, projects and sessions with it.
+  bool rename = c.name && *c.name != name;
+  params.push_back(rename ? *c.name : name);
   Status result;
   auto tx = db_.Transaction([&](server::SqlExecutor& db) -> Status {
-    auto n = db.Exec("UPDATE domains SET " + sets + " WHERE name = ?", params);
-    if (!n.ok()) {
-      if (IsUniqueViolation(n.status())) {
-        result = Status(StatusCode::kAlreadyExists,
-                        "duplicate key value violates unique constraint: the domain \"" +
-                            c.name.value_or(name) + "\" exists");
-        return result;
+    if (rename) {
+      // Foreign keys point at the name: a copy under the new name first, then what the domain
+      // holds moves to it (users, projects, sessions, folders, resource-group links), then the
+      // old row goes.
+      auto copied =
+          db.Exec(std::string("INSERT INTO domains (") + kColumns + ") SELECT ?, " +
+                      (std::string(kColumns).substr(std::string(kColumns).find(',') + 1)) +
+                      " FROM domains WHERE name = ?",
+                  {*c.name, name});
+      if (!copied.ok()) {
+        if (IsUniqueViolation(copied.status())) {
+          return result = Status(StatusCode::kAlreadyExists,
+                                 "duplicate key value violates unique constraint: the domain \"" +
+                                     *c.name + "\" exists");
+        }
+        return copied.status();
       }
-      return n.status();
-    }
-    if (*n == 0) {
-      result = Status(StatusCode::kNotFound, "no such domain");
-      return result;
-    }
-    if (c.name && *c.name != name) {
+      if (*copied == 0) return result = Status(StatusCode::kNotFound, "no such domain");
       for (char const* sql : {"UPDATE groups SET domain_name = ? WHERE domain_name = ?",
                               "UPDATE users SET domain_name = ? WHERE domain_name = ?",
                               "UPDATE sessions SET domain_name = ? WHERE domain_name = ?",
+                              "UPDATE vfolders SET domain_name = ? WHERE domain_name = ?",
                               "UPDATE sgroups_for_domains SET domain = ? WHERE domain = ?"}) {
         auto moved = db.Exec(sql, {*c.name, name});
         if (!moved.ok()) return moved.status();
       }
+      auto gone = db.Exec("DELETE FROM domains WHERE name = ?", {name});
+      if (!gone.ok()) return gone.status();
     }
+    auto n = db.Exec("UPDATE domains SET " + sets + " WHERE name = ?", params);
+    if (!n.ok()) return n.status();
+    if (*n == 0) return result = Status(StatusCode::kNotFound, "no such domain");
     return Status();
   });
   return result.ok() ? tx : result;
