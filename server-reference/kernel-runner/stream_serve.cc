@@ -423,23 +423,38 @@ std::string PlanService(rp::StreamOpen const& open, StreamServeOptions const& o,
   return "";
 }
 
-void ServeService(int fd, rp::StreamOpen const& open, StreamServeOptions const& o) {
-  auto reply = [fd](bool ok, std::string status, std::string msg) {
+// The session's service lock: one start or stop at a time, held while this lives.
+class ServiceLock {
+ public:
+  explicit ServiceLock(std::string const& run_dir)
+      : fd_(::open((run_dir + "/svc.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600)) {
+    if (fd_ >= 0) flock(fd_, LOCK_EX);
+  }
+  ~ServiceLock() {
+    if (fd_ >= 0) close(fd_);
+  }
+  ServiceLock(ServiceLock const&) = delete;
+  ServiceLock& operator=(ServiceLock const&) = delete;
+
+ private:
+  int fd_;
+};
+
+// A service request's answer; the connection ends with it.
+auto ServiceReply(int fd) {
+  return [fd](bool ok, std::string status, std::string msg) {
     rp::StreamReady r{ok, ok ? 0 : 1011, std::move(msg), std::move(status)};
     WriteAll(fd, rp::EncodeStreamReady(r) + "\n");
     close(fd);
   };
+}
+
+void ServeService(int fd, rp::StreamOpen const& open, StreamServeOptions const& o) {
+  auto reply = ServiceReply(fd);
   if (o.service_defs.empty()) return reply(true, "running", "");
   std::string pid_file = o.run_dir + "/svc-" + open.name + ".pid";
   // One start at a time per session; a service already up is not started again.
-  int lock = ::open((o.run_dir + "/svc.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (lock >= 0) flock(lock, LOCK_EX);
-  struct Unlock {
-    int fd;
-    ~Unlock() {
-      if (fd >= 0) close(fd);
-    }
-  } unlock{lock};
+  ServiceLock lock(o.run_dir);
   if (IsSafeName(open.name)) {
     pid_t old = static_cast<pid_t>(std::atoi(ReadFile(pid_file, 32).c_str()));
     if (old > 0 && kill(old, 0) == 0) return reply(true, "running", "");
@@ -504,21 +519,10 @@ bool IsZombie(pid_t pid) {
 // Ends a service started by ServeService: its process group (it called setsid), SIGTERM and
 // SIGKILL after 5 s; a second start then starts it afresh.
 void StopService(int fd, rp::StreamOpen const& open, StreamServeOptions const& o) {
-  auto reply = [fd](bool ok, std::string status, std::string msg) {
-    rp::StreamReady r{ok, ok ? 0 : 1011, std::move(msg), std::move(status)};
-    WriteAll(fd, rp::EncodeStreamReady(r) + "\n");
-    close(fd);
-  };
+  auto reply = ServiceReply(fd);
   if (!IsSafeName(open.name)) return reply(false, "", "no such service " + open.name);
   std::string pid_file = o.run_dir + "/svc-" + open.name + ".pid";
-  int lock = ::open((o.run_dir + "/svc.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (lock >= 0) flock(lock, LOCK_EX);
-  struct Unlock {
-    int fd;
-    ~Unlock() {
-      if (fd >= 0) close(fd);
-    }
-  } unlock{lock};
+  ServiceLock lock(o.run_dir);
   pid_t pid = static_cast<pid_t>(std::atoi(ReadFile(pid_file, 32).c_str()));
   if (pid <= 0 || kill(pid, 0) != 0) {
     unlink(pid_file.c_str());

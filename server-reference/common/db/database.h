@@ -17,6 +17,10 @@ namespace bai::server {
 /// when columns are declared INTEGER).
 using SqlValue = std::variant<std::nullptr_t, std::int64_t, double, std::string>;
 
+/// Whether a failed statement broke a UNIQUE constraint (SQLite's "UNIQUE constraint failed",
+/// PostgreSQL's "violates unique constraint"): the caller answers "already exists".
+bool IsUniqueViolation(Status const& status);
+
 /// One result row; columns in SELECT order.
 class SqlRow {
  public:

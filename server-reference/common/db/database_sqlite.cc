@@ -16,6 +16,11 @@
 
 namespace bai::server {
 
+bool IsUniqueViolation(Status const& status) {
+  return status.message().find("UNIQUE") != std::string::npos ||
+         status.message().find("unique") != std::string::npos;
+}
+
 std::string SqlRow::Text(std::size_t i) const {
   auto const& v = values_[i];
   if (auto s = std::get_if<std::string>(&v)) return *s;

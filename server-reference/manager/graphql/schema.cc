@@ -65,6 +65,22 @@ std::vector<std::string_view> SplitTopLevel(std::string_view s) {
   throw std::logic_error("bad GraphQL schema definition: " + std::string(what));
 }
 
+// "name: Type" or "name: Type = <JSON default>" (an argument, or an input object's field);
+// `whole` is the definition it came from, for the error.
+InputValueDef ParseInputValueDef(std::string_view text, std::string_view whole) {
+  InputValueDef a;
+  std::size_t c = text.find(':');
+  if (c == std::string_view::npos) BadDefinition(whole);
+  a.name = std::string(Trim(text.substr(0, c)));
+  std::string_view rest = text.substr(c + 1);
+  std::size_t eq = rest.find('=');
+  auto type = TypeRef::Parse(Trim(rest.substr(0, eq)));
+  if (!type || !IsName(a.name)) BadDefinition(whole);
+  a.type = *type;
+  if (eq != std::string_view::npos) a.default_value = json::parse(Trim(rest.substr(eq + 1)));
+  return a;
+}
+
 FieldDef ParseFieldDef(std::string_view text) {
   FieldDef f;
   std::size_t open = text.find('(');
@@ -74,17 +90,7 @@ FieldDef ParseFieldDef(std::string_view text) {
     if (close == std::string_view::npos || close < open) BadDefinition(text);
     f.name = std::string(Trim(text.substr(0, open)));
     for (auto arg : SplitTopLevel(text.substr(open + 1, close - open - 1))) {
-      InputValueDef a;
-      std::size_t c = arg.find(':');
-      if (c == std::string_view::npos) BadDefinition(text);
-      a.name = std::string(Trim(arg.substr(0, c)));
-      std::string_view rest = arg.substr(c + 1);
-      std::size_t eq = rest.find('=');
-      auto type = TypeRef::Parse(Trim(rest.substr(0, eq)));
-      if (!type || !IsName(a.name)) BadDefinition(text);
-      a.type = *type;
-      if (eq != std::string_view::npos) a.default_value = json::parse(Trim(rest.substr(eq + 1)));
-      f.args.push_back(std::move(a));
+      f.args.push_back(ParseInputValueDef(arg, text));
     }
     colon = text.find(':', close);
   } else {
@@ -179,20 +185,7 @@ Schema& Schema::Object(std::string name, std::vector<std::string> const& fields)
 
 Schema& Schema::Input(std::string name, std::vector<std::string> const& fields) {
   TypeDef t{TypeKind::kInputObject, name, {}, {}, {}};
-  for (auto const& text : fields) {
-    std::string_view f = text;
-    std::size_t colon = f.find(':');
-    if (colon == std::string_view::npos) BadDefinition(f);
-    InputValueDef in;
-    in.name = std::string(Trim(f.substr(0, colon)));
-    std::string_view rest = f.substr(colon + 1);
-    std::size_t eq = rest.find('=');
-    auto type = TypeRef::Parse(Trim(rest.substr(0, eq)));
-    if (!type || !IsName(in.name)) BadDefinition(f);
-    in.type = *type;
-    if (eq != std::string_view::npos) in.default_value = json::parse(Trim(rest.substr(eq + 1)));
-    t.inputs.push_back(std::move(in));
-  }
+  for (auto const& text : fields) t.inputs.push_back(ParseInputValueDef(text, text));
   types_[std::move(name)] = std::move(t);
   return *this;
 }

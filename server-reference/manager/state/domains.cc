@@ -35,11 +35,6 @@ protocol::Domain FromRow(server::SqlRow& r) {
   return d;
 }
 
-bool IsUniqueViolation(Status const& s) {
-  return s.message().find("UNIQUE") != std::string::npos ||
-         s.message().find("unique") != std::string::npos;
-}
-
 }  // namespace
 
 StatusOr<std::optional<protocol::Domain>> DomainStore::Get(std::string const& name) {
@@ -84,7 +79,7 @@ Status DomainStore::Create(protocol::Domain const& d) {
        d.allowed_vfolder_hosts, nlohmann::json(d.allowed_docker_registries).dump(),
        d.integration_id ? SqlValue(*d.integration_id) : SqlValue(nullptr)});
   if (!r.ok()) {
-    if (IsUniqueViolation(r.status())) {
+    if (server::IsUniqueViolation(r.status())) {
       return Status(
           StatusCode::kAlreadyExists,
           "duplicate key value violates unique constraint: the domain \"" + d.name + "\" exists");
@@ -123,7 +118,7 @@ Status DomainStore::Modify(std::string const& name, DomainChanges const& c) {
                       " FROM domains WHERE name = ?",
                   {*c.name, name});
       if (!copied.ok()) {
-        if (IsUniqueViolation(copied.status())) {
+        if (server::IsUniqueViolation(copied.status())) {
           return result = Status(StatusCode::kAlreadyExists,
                                  "duplicate key value violates unique constraint: the domain \"" +
                                      *c.name + "\" exists");

@@ -33,11 +33,6 @@ protocol::Group FromRow(server::SqlRow& r) {
   return g;
 }
 
-bool IsUniqueViolation(Status const& s) {
-  return s.message().find("UNIQUE") != std::string::npos ||
-         s.message().find("unique") != std::string::npos;
-}
-
 std::string NewId() {
   uuid_t u;
   uuid_generate_random(u);
@@ -88,10 +83,7 @@ StatusOr<std::vector<protocol::Group>> GroupStore::List(std::string const& domai
     sql += " AND name = ?";
     params.push_back(name);
   }
-  if (is_active) {
-    sql += " AND is_active = ?";
-    params.push_back(std::int64_t{*is_active ? 1 : 0});
-  }
+  if (is_active) sql += *is_active ? " AND is_active = 1" : " AND is_active = 0";
   auto rows = db_.Query(sql + " ORDER BY domain_name, name", params);
   if (!rows.ok()) return rows.status();
   std::vector<protocol::Group> out;
@@ -117,7 +109,7 @@ StatusOr<std::string> GroupStore::Create(protocol::Group const& g) {
          g.type, g.total_resource_slots, g.allowed_vfolder_hosts,
          g.integration_id ? SqlValue(*g.integration_id) : SqlValue(nullptr), g.resource_policy});
     if (!r.ok()) {
-      if (IsUniqueViolation(r.status())) return result = Taken(g.domain_name, g.name);
+      if (server::IsUniqueViolation(r.status())) return result = Taken(g.domain_name, g.name);
       return r.status();
     }
     return Status();
@@ -149,7 +141,7 @@ Status GroupStore::Modify(std::string const& id, GroupChanges const& c) {
   auto tx = db_.Transaction([&](server::SqlExecutor& db) -> Status {
     auto n = db.Exec("UPDATE groups SET " + sets + " WHERE id = ?", params);
     if (!n.ok()) {
-      if (IsUniqueViolation(n.status())) {
+      if (server::IsUniqueViolation(n.status())) {
         return result = Taken(c.domain_name.value_or("its domain"), c.name.value_or(""));
       }
       return n.status();
