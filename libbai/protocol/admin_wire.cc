@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "bai/protocol/admin_wire.h"
 
+#include "libbai/protocol/wire_json.h"
 #include "libbai/util/json_parse.h"
 
 #include <nlohmann/json.hpp>
@@ -8,6 +9,58 @@
 namespace bai::protocol {
 
 using json = nlohmann::json;
+
+namespace {
+
+std::string Dump(json const& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+json OptText(std::string const& text) { return text.empty() ? json(nullptr) : json(text); }
+
+// Reads an object's fields leniently: missing and null read as the default.
+class Fields {
+ public:
+  explicit Fields(json const& j) : j_(j) {}
+  std::string Str(char const* key) const {
+    auto it = j_.find(key);
+    if (it == j_.end() || it->is_null()) return {};
+    return it->is_string() ? it->get<std::string>() : it->dump();
+  }
+  bool Bool(char const* key, bool fallback) const {
+    auto it = j_.find(key);
+    return it != j_.end() && it->is_boolean() ? it->get<bool>() : fallback;
+  }
+  std::int64_t Int(char const* key, std::int64_t fallback = 0) const {
+    auto it = j_.find(key);
+    return it != j_.end() && it->is_number() ? it->get<std::int64_t>() : fallback;
+  }
+  std::optional<std::int64_t> OptInt(char const* key) const {
+    auto it = j_.find(key);
+    if (it == j_.end() || !it->is_number()) return std::nullopt;
+    return it->get<std::int64_t>();
+  }
+  std::vector<std::string> Strings(char const* key) const {
+    std::vector<std::string> out;
+    if (auto it = j_.find(key); it != j_.end() && it->is_array()) {
+      for (auto const& v : *it) {
+        if (v.is_string()) out.push_back(v.get<std::string>());
+      }
+    }
+    return out;
+  }
+
+ private:
+  json const& j_;
+};
+
+StatusOr<json> Object(std::string_view text, char const* what) {
+  auto j = internal::ParseJson(text);
+  if (!j || !j->is_object()) {
+    return Status(StatusCode::kInvalidArgument, std::string(what) + ": not an object");
+  }
+  return *std::move(j);
+}
+
+}  // namespace
 
 std::string EncodeDomain(Domain const& d) {
   json j = {{"name", d.name},
@@ -104,6 +157,210 @@ StatusOr<Domain> DecodeDomain(std::string_view text) {
   }
   if (d.name.empty()) return Status(StatusCode::kInvalidArgument, "a domain without a name");
   return d;
+}
+
+std::string EncodeUser(User const& u) { return Dump(internal::UserToJson(u)); }
+
+}  // namespace bai::protocol
+
+namespace bai::internal {
+
+using json = nlohmann::json;
+using protocol::KeyPair;
+using protocol::KeypairResourcePolicy;
+using protocol::OptText;
+using protocol::ScopeResourcePolicy;
+using protocol::User;
+
+json UserToJson(User const& u) {
+  json groups = json::array();
+  for (auto const& g : u.groups) groups.push_back({{"id", g.id}, {"name", g.name}});
+  return json({{"id", u.uuid},
+               {"uuid", u.uuid},
+               {"username", u.username},
+               {"email", u.email},
+               {"need_password_change", u.need_password_change},
+               {"full_name", u.full_name},
+               {"description", u.description},
+               {"is_active", u.is_active},
+               {"status", u.status},
+               {"status_info", OptText(u.status_info)},
+               {"created_at", u.created_at},
+               {"modified_at", OptText(u.modified_at)},
+               {"domain_name", u.domain_name},
+               {"role", u.role},
+               {"resource_policy", u.resource_policy},
+               {"allowed_client_ip",
+                u.allowed_client_ip.empty() ? json(nullptr) : json(u.allowed_client_ip)},
+               {"totp_activated", u.totp_activated},
+               {"sudo_session_enabled", u.sudo_session_enabled},
+               {"main_access_key", OptText(u.main_access_key)},
+               {"groups", groups}});
+}
+
+json KeyPairToJson(KeyPair const& k) {
+  return json({{"access_key", k.access_key},
+               {"secret_key", OptText(k.secret_key)},
+               {"user_id", k.user_id},
+               {"user", k.user},
+               {"full_name", k.full_name},
+               {"user_info", {{"email", k.user_id}, {"full_name", k.full_name}}},
+               {"is_active", k.is_active},
+               {"is_admin", k.is_admin},
+               {"resource_policy", k.resource_policy},
+               {"created_at", k.created_at},
+               {"modified_at", OptText(k.modified_at)},
+               {"last_used", OptText(k.last_used)},
+               {"rate_limit", k.rate_limit},
+               {"num_queries", k.num_queries},
+               {"ssh_public_key", OptText(k.ssh_public_key)},
+               {"domain_name", k.domain_name}});
+}
+
+json KeypairResourcePolicyToJson(KeypairResourcePolicy const& p) {
+  return json({{"name", p.name},
+               {"created_at", p.created_at},
+               {"default_for_unspecified", p.default_for_unspecified},
+               {"total_resource_slots", p.total_resource_slots},
+               {"max_session_lifetime", p.max_session_lifetime},
+               {"max_concurrent_sessions", p.max_concurrent_sessions},
+               {"max_concurrent_sftp_sessions", p.max_concurrent_sftp_sessions},
+               {"max_containers_per_session", p.max_containers_per_session},
+               {"idle_timeout", p.idle_timeout},
+               {"allowed_vfolder_hosts", p.allowed_vfolder_hosts},
+               {"max_pending_session_count",
+                p.max_pending_session_count ? json(*p.max_pending_session_count) : json(nullptr)},
+               {"max_pending_session_resource_slots",
+                p.max_pending_session_resource_slots ? json(*p.max_pending_session_resource_slots)
+                                                     : json(nullptr)},
+               {"max_vfolder_count", p.max_vfolder_count},
+               {"max_vfolder_size", p.max_vfolder_size},
+               {"max_quota_scope_size", p.max_quota_scope_size}});
+}
+
+json ScopeResourcePolicyToJson(ScopeResourcePolicy const& p, bool user) {
+  json j = {{"name", p.name},
+            {"created_at", p.created_at},
+            {"max_vfolder_count", p.max_vfolder_count},
+            {"max_quota_scope_size", p.max_quota_scope_size}};
+  if (user) {
+    j["max_session_count_per_model_session"] = p.max_session_count_per_model_session;
+    j["max_customized_image_count"] = p.max_customized_image_count;
+  }
+  return j;
+}
+
+}  // namespace bai::internal
+
+namespace bai::protocol {
+
+std::string EncodeKeyPair(KeyPair const& k) { return Dump(internal::KeyPairToJson(k)); }
+
+std::string EncodeKeypairResourcePolicy(KeypairResourcePolicy const& p) {
+  return Dump(internal::KeypairResourcePolicyToJson(p));
+}
+
+std::string EncodeScopeResourcePolicy(ScopeResourcePolicy const& p, bool user) {
+  return Dump(internal::ScopeResourcePolicyToJson(p, user));
+}
+
+StatusOr<User> DecodeUser(std::string_view text) {
+  auto j = Object(text, "a user");
+  if (!j.ok()) return j.status();
+  Fields f(*j);
+  User u;
+  u.uuid = f.Str("uuid");
+  u.username = f.Str("username");
+  u.email = f.Str("email");
+  u.need_password_change = f.Bool("need_password_change", false);
+  u.full_name = f.Str("full_name");
+  u.description = f.Str("description");
+  u.is_active = f.Bool("is_active", true);
+  if (auto s = f.Str("status"); !s.empty()) u.status = s;
+  u.status_info = f.Str("status_info");
+  u.created_at = f.Str("created_at");
+  u.modified_at = f.Str("modified_at");
+  u.domain_name = f.Str("domain_name");
+  if (auto r = f.Str("role"); !r.empty()) u.role = r;
+  if (auto p = f.Str("resource_policy"); !p.empty()) u.resource_policy = p;
+  u.allowed_client_ip = f.Strings("allowed_client_ip");
+  u.totp_activated = f.Bool("totp_activated", false);
+  u.sudo_session_enabled = f.Bool("sudo_session_enabled", false);
+  u.main_access_key = f.Str("main_access_key");
+  if (auto it = j->find("groups"); it != j->end() && it->is_array()) {
+    for (auto const& g : *it) {
+      if (g.is_object()) u.groups.push_back({Fields(g).Str("id"), Fields(g).Str("name")});
+    }
+  }
+  if (u.email.empty()) return Status(StatusCode::kInvalidArgument, "a user without an email");
+  return u;
+}
+
+StatusOr<KeyPair> DecodeKeyPair(std::string_view text) {
+  auto j = Object(text, "a keypair");
+  if (!j.ok()) return j.status();
+  Fields f(*j);
+  KeyPair k;
+  k.access_key = f.Str("access_key");
+  k.secret_key = f.Str("secret_key");
+  k.user_id = f.Str("user_id");
+  k.user = f.Str("user");
+  k.full_name = f.Str("full_name");
+  k.is_active = f.Bool("is_active", true);
+  k.is_admin = f.Bool("is_admin", false);
+  if (auto p = f.Str("resource_policy"); !p.empty()) k.resource_policy = p;
+  k.created_at = f.Str("created_at");
+  k.modified_at = f.Str("modified_at");
+  k.last_used = f.Str("last_used");
+  k.rate_limit = f.Int("rate_limit");
+  k.num_queries = f.Int("num_queries");
+  k.ssh_public_key = f.Str("ssh_public_key");
+  k.domain_name = f.Str("domain_name");
+  if (k.access_key.empty()) {
+    return Status(StatusCode::kInvalidArgument, "a keypair without an access key");
+  }
+  return k;
+}
+
+StatusOr<KeypairResourcePolicy> DecodeKeypairResourcePolicy(std::string_view text) {
+  auto j = Object(text, "a keypair resource policy");
+  if (!j.ok()) return j.status();
+  Fields f(*j);
+  KeypairResourcePolicy p;
+  p.name = f.Str("name");
+  p.created_at = f.Str("created_at");
+  if (auto d = f.Str("default_for_unspecified"); !d.empty()) p.default_for_unspecified = d;
+  if (auto t = f.Str("total_resource_slots"); !t.empty()) p.total_resource_slots = t;
+  p.max_session_lifetime = f.Int("max_session_lifetime");
+  p.max_concurrent_sessions = f.Int("max_concurrent_sessions");
+  p.max_concurrent_sftp_sessions = f.Int("max_concurrent_sftp_sessions", 1);
+  p.max_containers_per_session = f.Int("max_containers_per_session", 1);
+  p.idle_timeout = f.Int("idle_timeout");
+  if (auto h = f.Str("allowed_vfolder_hosts"); !h.empty()) p.allowed_vfolder_hosts = h;
+  p.max_pending_session_count = f.OptInt("max_pending_session_count");
+  if (auto s = f.Str("max_pending_session_resource_slots"); !s.empty()) {
+    p.max_pending_session_resource_slots = s;
+  }
+  p.max_vfolder_count = f.Int("max_vfolder_count");
+  p.max_vfolder_size = f.Int("max_vfolder_size");
+  p.max_quota_scope_size = f.Int("max_quota_scope_size");
+  if (p.name.empty()) return Status(StatusCode::kInvalidArgument, "a policy without a name");
+  return p;
+}
+
+StatusOr<ScopeResourcePolicy> DecodeScopeResourcePolicy(std::string_view text) {
+  auto j = Object(text, "a resource policy");
+  if (!j.ok()) return j.status();
+  Fields f(*j);
+  ScopeResourcePolicy p;
+  p.name = f.Str("name");
+  p.created_at = f.Str("created_at");
+  p.max_vfolder_count = f.Int("max_vfolder_count");
+  p.max_quota_scope_size = f.Int("max_quota_scope_size");
+  p.max_session_count_per_model_session = f.Int("max_session_count_per_model_session");
+  p.max_customized_image_count = f.Int("max_customized_image_count", 3);
+  if (p.name.empty()) return Status(StatusCode::kInvalidArgument, "a policy without a name");
+  return p;
 }
 
 }  // namespace bai::protocol

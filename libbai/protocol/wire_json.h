@@ -4,6 +4,7 @@
 // text codecs are in the public headers (bai/protocol/*_wire.h).
 #pragma once
 
+#include "bai/protocol/admin_wire.h"
 #include "bai/protocol/resource.h"
 #include "bai/protocol/session_wire.h"
 #include "bai/protocol/vfolder_wire.h"
@@ -40,5 +41,12 @@ protocol::SessionListItem SessionListItemFromJson(nlohmann::json const& object);
 /// manager reads the body, or the query when the body is empty; query values are strings).
 StatusOr<protocol::VFolderCreateRequest> VFolderCreateRequestFromJson(nlohmann::json const& object);
 StatusOr<protocol::VFolderCloneRequest> VFolderCloneRequestFromJson(nlohmann::json const& object);
+
+/// The administration objects as JSON (Encode* in bai/protocol/admin_wire.h dumps these): the
+/// manager builds GraphQL answers from them without a text round trip per row.
+nlohmann::json UserToJson(protocol::User const& user);
+nlohmann::json KeyPairToJson(protocol::KeyPair const& keypair);
+nlohmann::json KeypairResourcePolicyToJson(protocol::KeypairResourcePolicy const& policy);
+nlohmann::json ScopeResourcePolicyToJson(protocol::ScopeResourcePolicy const& policy, bool user);
 
 }  // namespace bai::internal

@@ -47,24 +47,6 @@ NOT_RUN: dict[str, str] = {
     "session ssh": "not served yet: sshd service port (#23)",
     "session scp": "not served yet: sshd service port (#23)",
     # Administration: issue 24.
-    "admin user add": "not served yet: user mutations (#24)",
-    "admin user delete": "not served yet: user mutations (#24)",
-    "admin user info": "not served yet: `user` query (#24)",
-    "admin user list": "not served yet: `user_list` query (#24)",
-    "admin user purge": "not served yet: user mutations (#24)",
-    "admin user update": "not served yet: user mutations (#24)",
-    "admin keypair activate": "not served yet: keypair mutations (#24)",
-    "admin keypair add": "not served yet: keypair mutations (#24)",
-    "admin keypair deactivate": "not served yet: keypair mutations (#24)",
-    "admin keypair delete": "not served yet: keypair mutations (#24)",
-    "admin keypair info": "not served yet: the 22.03 keypair fields (#24)",
-    "admin keypair list": "not served yet: `keypair_list` query (#24)",
-    "admin keypair update": "not served yet: keypair mutations (#24)",
-    "admin keypair-resource-policy add": "not served yet: policy mutations (#24)",
-    "admin keypair-resource-policy delete": "not served yet: policy mutations (#24)",
-    "admin keypair-resource-policy info": "not served yet: policy queries (#24)",
-    "admin keypair-resource-policy list": "not served yet: policy queries (#24)",
-    "admin keypair-resource-policy update": "not served yet: policy mutations (#24)",
     "admin image alias": "not served yet: image mutations (#24)",
     "admin image dealias": "not served yet: image mutations (#24)",
     "admin image rescan": "not served yet: registry rescans (#24)",
@@ -869,6 +851,158 @@ def case_group_purge(r: Runner):
     expect(project_now(r) is None, "still there")
 
 
+ADMIN_USER = "conformance-made@example.com"
+
+
+def user_now(r: Runner):
+    return r.stack.gql("query($e: String) { user(email: $e) { email username full_name role "
+                       "status main_access_key } }", {"e": ADMIN_USER})["user"]
+
+
+def keys_of(r: Runner, email: str):
+    return r.stack.gql("query($e: String) { keypairs(email: $e) { access_key is_active is_admin "
+                       "rate_limit resource_policy } }", {"e": email})["keypairs"]
+
+
+def case_user_add(r: Runner):
+    res = r.bai("admin", "user", "add", "default", ADMIN_USER, "made-pass-1", "-u", "conf-made",
+                "-n", "Made By Client")
+    clean(res)
+    u = user_now(r)
+    expect(u is not None and u["username"] == "conf-made" and u["status"] == "active",
+           f"user: {u}")
+    keys = keys_of(r, ADMIN_USER)
+    expect(len(keys) == 1 and keys[0]["access_key"] == u["main_access_key"],
+           f"create_user made no main keypair: {keys}")
+
+
+def case_user_info(r: Runner):
+    res = r.bai("admin", "user", "info", "-e", ADMIN_USER)
+    clean(res)
+    expect("conf-made" in res.out and ADMIN_USER in res.out, f"info: {res.out}")
+
+
+def case_user_list(r: Runner):
+    res = r.bai("admin", "user", "list")
+    clean(res)
+    expect(ADMIN_USER in res.out and USER_EMAIL in res.out, f"list: {res.out}")
+
+
+def case_user_update(r: Runner):
+    res = r.bai("admin", "user", "update", ADMIN_USER, "-n", "Renamed By Client")
+    clean(res)
+    expect(user_now(r)["full_name"] == "Renamed By Client", f"not changed: {user_now(r)}")
+
+
+def case_user_delete(r: Runner):
+    res = r.bai("admin", "user", "delete", ADMIN_USER, stdin="y\n")
+    clean(res)
+    expect(user_now(r)["status"] == "deleted", f"not deleted: {user_now(r)}")
+    expect(all(not k["is_active"] for k in keys_of(r, ADMIN_USER)), "its keypairs stay active")
+
+
+def case_user_purge(r: Runner):
+    res = r.bai("admin", "user", "purge", ADMIN_USER, stdin="y\n")
+    clean(res)
+    expect(user_now(r) is None, "still there")
+
+
+def made_key(r: Runner):
+    keys = [k for k in keys_of(r, USER_EMAIL) if k["access_key"] != USER_KEYS[0]]
+    return keys[0] if keys else None
+
+
+def case_keypair_add(r: Runner):
+    res = r.bai("admin", "keypair", "add", USER_EMAIL, "default", "-r", "777")
+    clean(res)
+    k = made_key(r)
+    expect(k is not None and k["rate_limit"] == 777 and k["is_active"], f"keypair: {k}")
+    expect(k["access_key"] in res.out, f"add does not print the new key: {res.out}")
+
+
+def case_keypair_list(r: Runner):
+    res = r.bai("admin", "keypair", "list", "-u", USER_EMAIL)
+    clean(res)
+    expect(USER_KEYS[0] in res.out and made_key(r)["access_key"] in res.out, f"list: {res.out}")
+
+
+def case_keypair_info(r: Runner):
+    res = r.bai("admin", "keypair", "info")
+    clean(res)
+    expect(r.stack.admin[0] in res.out, f"info lacks the caller's key: {res.out}")
+
+
+def case_keypair_update(r: Runner):
+    res = r.bai("admin", "keypair", "update", made_key(r)["access_key"], "-r", "888")
+    clean(res)
+    expect(made_key(r)["rate_limit"] == 888, f"not changed: {made_key(r)}")
+
+
+def case_keypair_deactivate(r: Runner):
+    res = r.bai("admin", "keypair", "deactivate", made_key(r)["access_key"])
+    clean(res)
+    expect(made_key(r)["is_active"] is False, "still active")
+
+
+def case_keypair_activate(r: Runner):
+    res = r.bai("admin", "keypair", "activate", made_key(r)["access_key"])
+    clean(res)
+    expect(made_key(r)["is_active"] is True, "still inactive")
+
+
+def case_keypair_delete(r: Runner):
+    ak = made_key(r)["access_key"]
+    res = r.bai("admin", "keypair", "delete", ak)
+    clean(res)
+    expect(made_key(r) is None, f"{ak} still there")
+
+
+POLICY = "conformance-policy"
+
+
+def policy_now(r: Runner):
+    return r.stack.gql("query($n: String) { keypair_resource_policy(name: $n) { name "
+                       "total_resource_slots max_concurrent_sessions idle_timeout } }",
+                       {"n": POLICY})["keypair_resource_policy"]
+
+
+def case_policy_add(r: Runner):
+    res = r.bai("admin", "keypair-resource-policy", "add", POLICY, "--total-resource-slots",
+                '{"cpu": "4", "mem": "8g"}', "--max-concurrent-sessions", "3",
+                "--idle-timeout", "600")
+    clean(res)
+    p = policy_now(r)
+    expect(p is not None and p["max_concurrent_sessions"] == 3 and p["idle_timeout"] == 600,
+           f"policy: {p}")
+    expect(json.loads(p["total_resource_slots"]).get("mem") == str(8 << 30),
+           f"slots not normalised: {p}")
+
+
+def case_policy_info(r: Runner):
+    res = r.bai("admin", "keypair-resource-policy", "info", POLICY)
+    clean(res)
+    expect(POLICY in res.out, f"info: {res.out}")
+
+
+def case_policy_list(r: Runner):
+    res = r.bai("admin", "keypair-resource-policy", "list")
+    clean(res)
+    expect(POLICY in res.out and "default" in res.out, f"list: {res.out}")
+
+
+def case_policy_update(r: Runner):
+    res = r.bai("admin", "keypair-resource-policy", "update", POLICY,
+                "--max-concurrent-sessions", "5")
+    clean(res)
+    expect(policy_now(r)["max_concurrent_sessions"] == 5, f"not changed: {policy_now(r)}")
+
+
+def case_policy_delete(r: Runner):
+    res = r.bai("admin", "keypair-resource-policy", "delete", POLICY, stdin="y\n")
+    clean(res)
+    expect(policy_now(r) is None, "still there")
+
+
 def case_query_slots(r: Runner):
     res = r.bai("admin", "resource", "query-slots")
     clean(res)
@@ -1036,6 +1170,24 @@ CASES = [
     Case("admin group remove-users", case_group_remove_users),
     Case("admin group delete", case_group_delete),
     Case("admin group purge", case_group_purge),
+    Case("admin user add", case_user_add),
+    Case("admin user info", case_user_info),
+    Case("admin user list", case_user_list),
+    Case("admin user update", case_user_update),
+    Case("admin user delete", case_user_delete),
+    Case("admin user purge", case_user_purge),
+    Case("admin keypair add", case_keypair_add),
+    Case("admin keypair list", case_keypair_list),
+    Case("admin keypair info", case_keypair_info),
+    Case("admin keypair update", case_keypair_update),
+    Case("admin keypair deactivate", case_keypair_deactivate),
+    Case("admin keypair activate", case_keypair_activate),
+    Case("admin keypair delete", case_keypair_delete),
+    Case("admin keypair-resource-policy add", case_policy_add),
+    Case("admin keypair-resource-policy info", case_policy_info),
+    Case("admin keypair-resource-policy list", case_policy_list),
+    Case("admin keypair-resource-policy update", case_policy_update),
+    Case("admin keypair-resource-policy delete", case_policy_delete),
     Case("admin manager freeze", case_manager_freeze),
     Case("admin manager unfreeze", case_manager_unfreeze),
 ]

@@ -7,6 +7,7 @@
 #include "bai/export.h"
 #include "bai/status.h"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -51,6 +52,98 @@ BAI_EXPORT StatusOr<Group> DecodeGroup(std::string_view json);
 /// The JSON object text of a domain (24.09's field names; JSONString fields as text).
 BAI_EXPORT std::string EncodeDomain(Domain const& domain);
 BAI_EXPORT StatusOr<Domain> DecodeDomain(std::string_view json);
+
+/// A project a user belongs to, as `User.groups { id name }`.
+struct GroupRef {
+  std::string id;
+  std::string name;
+};
+
+/// A user, as 24.09's `User` object (the password is never read back).
+struct User {
+  std::string uuid;
+  std::string username;
+  std::string email;
+  bool need_password_change = false;
+  std::string full_name;
+  std::string description;
+  bool is_active = true;
+  std::string status = "active";  ///< active, inactive, deleted, before-verification
+  std::string status_info;
+  std::string created_at;
+  std::string modified_at;
+  std::string domain_name;
+  std::string role = "user";                   ///< superadmin, admin, user, monitor
+  std::string resource_policy = "default";     ///< a user resource policy
+  std::vector<std::string> allowed_client_ip;  ///< addresses or CIDR blocks; empty: any
+  bool totp_activated = false;
+  bool sudo_session_enabled = false;
+  std::string main_access_key;
+  std::vector<GroupRef> groups;
+};
+
+BAI_EXPORT std::string EncodeUser(User const& user);
+BAI_EXPORT StatusOr<User> DecodeUser(std::string_view json);
+
+/// A keypair, as 24.09's `KeyPair` object. `secret_key` is empty where the reader may not see
+/// it (anyone but its owner and superadmins).
+struct KeyPair {
+  std::string access_key;
+  std::string secret_key;
+  std::string user_id;  ///< the owner's email (24.09's name)
+  std::string user;     ///< the owner's UUID
+  std::string full_name;
+  bool is_active = true;
+  bool is_admin = false;
+  std::string resource_policy = "default";
+  std::string created_at;
+  std::string modified_at;
+  std::string last_used;
+  std::int64_t rate_limit = 0;
+  std::int64_t num_queries = 0;
+  std::string ssh_public_key;
+  std::string domain_name;  ///< the owner's domain (not a 24.09 field of KeyPair; bai adds it)
+};
+
+BAI_EXPORT std::string EncodeKeyPair(KeyPair const& keypair);
+BAI_EXPORT StatusOr<KeyPair> DecodeKeyPair(std::string_view json);
+
+/// A keypair resource policy, as 24.09's `KeyPairResourcePolicy`. Zero means "no limit" for
+/// counts and times, as in 24.09.
+struct KeypairResourcePolicy {
+  std::string name;
+  std::string created_at;
+  std::string default_for_unspecified = "UNLIMITED";  ///< or LIMITED
+  std::string total_resource_slots = "{}";            ///< JSON object text
+  std::int64_t max_session_lifetime = 0;              ///< seconds
+  std::int64_t max_concurrent_sessions = 0;
+  std::int64_t max_concurrent_sftp_sessions = 1;
+  std::int64_t max_containers_per_session = 1;
+  std::int64_t idle_timeout = 0;             ///< seconds
+  std::string allowed_vfolder_hosts = "{}";  ///< JSON text: host → permissions
+  std::optional<std::int64_t> max_pending_session_count;
+  std::optional<std::string> max_pending_session_resource_slots;  ///< JSON object text
+  std::int64_t max_vfolder_count = 0;  ///< 22.03's field (24.09 moved it to user policies)
+  std::int64_t max_vfolder_size = 0;   ///< 22.03's field, bytes
+  std::int64_t max_quota_scope_size = 0;
+};
+
+BAI_EXPORT std::string EncodeKeypairResourcePolicy(KeypairResourcePolicy const& policy);
+BAI_EXPORT StatusOr<KeypairResourcePolicy> DecodeKeypairResourcePolicy(std::string_view json);
+
+/// A user (kind "user") or project (kind "project") resource policy: 24.09's
+/// `UserResourcePolicy` / `ProjectResourcePolicy` (projects have only the first two limits).
+struct ScopeResourcePolicy {
+  std::string name;
+  std::string created_at;
+  std::int64_t max_vfolder_count = 0;     ///< 0: no limit
+  std::int64_t max_quota_scope_size = 0;  ///< bytes; 0: no limit
+  std::int64_t max_session_count_per_model_session = 0;
+  std::int64_t max_customized_image_count = 3;
+};
+
+BAI_EXPORT std::string EncodeScopeResourcePolicy(ScopeResourcePolicy const& policy, bool user);
+BAI_EXPORT StatusOr<ScopeResourcePolicy> DecodeScopeResourcePolicy(std::string_view json);
 
 /// A classic mutation's answer (`{ok, msg, …}`): "success", "no matching <mutation>",
 /// "integrity error: …", "no permission to execute <field>".

@@ -16,9 +16,30 @@ struct Rule {
 
 // 24.09.14 models/*.py, each mutation class's allowed_roles.
 constexpr std::array kRules{
-    Rule{"create_domain", false}, Rule{"modify_domain", false}, Rule{"delete_domain", false},
-    Rule{"purge_domain", false},  Rule{"create_group", true},   Rule{"modify_group", true},
-    Rule{"delete_group", true},   Rule{"purge_group", true},
+    Rule{"create_domain", false},
+    Rule{"modify_domain", false},
+    Rule{"delete_domain", false},
+    Rule{"purge_domain", false},
+    Rule{"create_group", true},
+    Rule{"modify_group", true},
+    Rule{"delete_group", true},
+    Rule{"purge_group", true},
+    Rule{"create_user", false},
+    Rule{"modify_user", false},
+    Rule{"delete_user", false},
+    Rule{"purge_user", false},
+    Rule{"create_keypair", false},
+    Rule{"modify_keypair", false},
+    Rule{"delete_keypair", false},
+    Rule{"create_keypair_resource_policy", false},
+    Rule{"modify_keypair_resource_policy", false},
+    Rule{"delete_keypair_resource_policy", false},
+    Rule{"create_user_resource_policy", false},
+    Rule{"modify_user_resource_policy", false},
+    Rule{"delete_user_resource_policy", false},
+    Rule{"create_project_resource_policy", false},
+    Rule{"modify_project_resource_policy", false},
+    Rule{"delete_project_resource_policy", false},
 };
 
 }  // namespace
@@ -28,6 +49,13 @@ Role RoleOf(Identity const& who) {
   if (who.IsAdmin()) return Role::kAdmin;
   if (who.role == "monitor") return Role::kMonitor;
   return Role::kUser;
+}
+
+bool IsMutation(std::string_view field) {
+  for (auto const& r : kRules) {
+    if (r.mutation == field) return true;
+  }
+  return false;
 }
 
 bool MayRun(Role role, std::string_view mutation) {

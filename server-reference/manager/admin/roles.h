@@ -16,6 +16,9 @@ enum class Role { kMonitor, kUser, kAdmin, kSuperadmin };
 /// monitor; user.
 Role RoleOf(Identity const& who);
 
+/// Whether the table names `field` (a mutation of administration).
+bool IsMutation(std::string_view field);
+
 /// Whether `role` may run `mutation` (a field of the Mutations type); unknown mutations: nobody.
 bool MayRun(Role role, std::string_view mutation);
 

@@ -6,6 +6,7 @@
 #include "libbai/protocol/wire_json.h"
 #include "libbai/util/json_parse.h"
 #include "server-reference/manager/admin/roles.h"
+#include "server-reference/manager/api/admin_fields.h"
 #include "server-reference/manager/state/domains.h"
 #include "server-reference/manager/state/groups.h"
 
@@ -19,13 +20,8 @@ namespace {
 using graphql::PlannedField;
 using nlohmann::json;
 
-json Outcome(bool ok, std::string msg) { return json{{"ok", ok}, {"msg", std::move(msg)}}; }
-
-// A given, non-null input field.
-json const* Given(json const& props, char const* name) {
-  auto it = props.find(name);
-  return it == props.end() || it->is_null() ? nullptr : &*it;
-}
+using admin::Given;
+using admin::Outcome;
 
 bool ValidDomainName(std::string const& name) {
   return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
@@ -69,13 +65,6 @@ class AdminResolver {
     if (f.name == "domains") return Domains(f);
     if (f.name == "group") return Group(f);
     if (f.name == "groups" || f.name == "groups_by_name") return Groups(f);
-    static constexpr std::string_view kMutations[] = {
-        "create_domain", "modify_domain", "delete_domain", "purge_domain",
-        "create_group",  "modify_group",  "delete_group",  "purge_group"};
-    if (std::find(std::begin(kMutations), std::end(kMutations), f.name) == std::end(kMutations)) {
-      return std::nullopt;
-    }
-    if (!admin::MayRun(role_, f.name)) return Denied(f);
     if (f.name == "create_domain") return CreateDomain(f);
     if (f.name == "modify_domain") return ModifyDomain(f);
     if (f.name == "delete_domain") return DeleteDomain(f);
@@ -83,13 +72,12 @@ class AdminResolver {
     if (f.name == "create_group") return CreateGroup(f);
     if (f.name == "modify_group") return ModifyGroup(f);
     if (f.name == "delete_group") return DeleteGroup(f);
-    return PurgeGroup(f);
+    if (f.name == "purge_group") return PurgeGroup(f);
+    return std::nullopt;
   }
 
  private:
-  static json Denied(PlannedField const& f) {
-    return Outcome(false, "no permission to execute " + f.key);
-  }
+  static json Denied(PlannedField const& f) { return admin::Denied(f); }
 
   // Superadmins anywhere; admins within their own domain (24.09's privileged_mutation).
   bool MayManage(std::string const& domain) const {
@@ -397,8 +385,11 @@ class AdminResolver {
 
 std::optional<StatusOr<json>> ResolveAdminField(Identity const& who, server::Database& db,
                                                 PlannedField const& f) {
-  AdminResolver r(who, db);
-  return r.Resolve(f);
+  admin::Context ctx{who, admin::RoleOf(who), db};
+  if (admin::IsMutation(f.name) && !admin::MayRun(ctx.role, f.name)) return admin::Denied(f);
+  if (auto v = AdminResolver(who, db).Resolve(f)) return v;
+  if (auto v = admin::ResolveUserField(ctx, f)) return v;
+  return admin::ResolvePolicyField(ctx, f);
 }
 
 }  // namespace bai::manager

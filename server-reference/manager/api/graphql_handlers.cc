@@ -11,6 +11,7 @@
 #include "libbai/util/json_parse.h"
 #include "libbai/util/text.h"
 #include "server-reference/manager/api/admin_graphql.h"
+#include "server-reference/manager/api/graphql_util.h"
 #include "server-reference/manager/api/handler_util.h"
 #include "server-reference/manager/api/routes.h"
 #include "server-reference/manager/graphql/backend_ai_schema.h"
@@ -33,23 +34,17 @@ using nlohmann::json;
 using protocol::MakeProblemStatus;
 using protocol::ProblemType;
 
-constexpr std::int64_t kMaxPageSize = 1000;
-
-Status Forbidden(std::string message) {
-  return MakeProblemStatus(ProblemType::kGenericForbidden, std::move(message));
-}
-Status Invalid(std::string message) {
-  return MakeProblemStatus(ProblemType::kInvalidApiParams, std::move(message));
-}
+using gql::ArgString;
+using gql::FilterAndOrder;
+using gql::Forbidden;
+using gql::Invalid;
+using gql::kMaxPageSize;
+using gql::Where;
+using gql::Window;
 
 json Opt(std::optional<std::string> const& v) { return v ? json(*v) : json(nullptr); }
 json Opt(std::optional<std::int64_t> const& v) { return v ? json(*v) : json(nullptr); }
 json OrNull(std::string const& v) { return v.empty() ? json(nullptr) : json(v); }
-
-std::string ArgString(PlannedField const& f, char const* name) {
-  auto it = f.args.find(name);
-  return it != f.args.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 // The registry part of an image reference ("cr.backend.ai/stable/python:3.9" →
 // "cr.backend.ai"); "" for a local name.
@@ -315,21 +310,6 @@ class Resolver {
     return {};
   }
 
-  static void Where(ListQuery& q, std::string condition, std::string value) {
-    q.where.push_back(std::move(condition));
-    q.params.emplace_back(std::move(value));
-  }
-
-  static Status Window(PlannedField const& f, ListQuery& q) {
-    q.limit = f.args.value("limit", std::int64_t{0});
-    q.offset = f.args.value("offset", std::int64_t{0});
-    if (q.limit < 0 || q.limit > kMaxPageSize) {
-      return Invalid("limit must be between 0 and " + std::to_string(kMaxPageSize) + ".");
-    }
-    if (q.offset < 0) return Invalid("offset must not be negative.");
-    return {};
-  }
-
   // A list answer (items, total_count) of the window's page of `items`.
   static json PageOf(json items, ListQuery const& window) {
     json page = json::array();
@@ -338,22 +318,6 @@ class Resolver {
       page.push_back(std::move(items[static_cast<std::size_t>(i)]));
     }
     return json{{"items", std::move(page)}, {"total_count", items.size()}};
-  }
-
-  static Status FilterAndOrder(PlannedField const& f, graphql::ColumnMap const& columns,
-                               ListQuery& q) {
-    if (auto filter = ArgString(f, "filter"); !filter.empty()) {
-      auto c = graphql::CompileFilter(filter, columns);
-      if (!c.ok()) return c.status();
-      q.where.push_back(c->sql);
-      for (auto& p : c->params) q.params.push_back(std::move(p));
-    }
-    if (auto order = ArgString(f, "order"); !order.empty()) {
-      auto o = graphql::CompileOrder(order, columns);
-      if (!o.ok()) return o.status();
-      q.order = *std::move(o);
-    }
-    return {};
   }
 
   // The objects of `rows`, with containers and dependencies fetched (once for the page) only

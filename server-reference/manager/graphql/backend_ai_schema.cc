@@ -4,6 +4,162 @@
 namespace bai::graphql {
 namespace {
 
+// Users, keypairs and the three kinds of resource policies (24.09's models/user.py,
+// keypair.py, resource_policy.py), with their inputs and payloads.
+void AddPrincipals(Schema& s) {
+  s.Object("UserGroup", {"id: UUID", "name: String"});
+  s.Object("User", {
+                       "id: ID",
+                       "uuid: UUID",
+                       "username: String",
+                       "email: String",
+                       "need_password_change: Boolean",
+                       "full_name: String",
+                       "description: String",
+                       "is_active: Boolean",
+                       "status: String",
+                       "status_info: String",
+                       "created_at: DateTime",
+                       "modified_at: DateTime",
+                       "domain_name: String",
+                       "role: String",
+                       "resource_policy: String",
+                       "allowed_client_ip: [String]",
+                       "totp_activated: Boolean",
+                       "sudo_session_enabled: Boolean",
+                       "main_access_key: String",
+                       "groups: [UserGroup]",
+                   });
+  s.Object("UserList", {"items: [User]!", "total_count: Int!"});
+  s.Object("KeyPairList", {"items: [KeyPair]!", "total_count: Int!"});
+  // 22.03's client leaves username and need_password_change out; 24.09 requires them.
+  s.Input("UserInput", {
+                           "username: String",
+                           "password: String!",
+                           "need_password_change: Boolean = false",
+                           "full_name: String = \"\"",
+                           "description: String = \"\"",
+                           "is_active: Boolean",
+                           "status: String",
+                           "domain_name: String = \"default\"",
+                           "role: String = \"user\"",
+                           "group_ids: [String]",
+                           "allowed_client_ip: [String]",
+                           "totp_activated: Boolean = false",
+                           "resource_policy: String = \"default\"",
+                           "sudo_session_enabled: Boolean = false",
+                       });
+  s.Input("ModifyUserInput", {
+                                 "username: String",
+                                 "password: String",
+                                 "need_password_change: Boolean",
+                                 "full_name: String",
+                                 "description: String",
+                                 "is_active: Boolean",
+                                 "status: String",
+                                 "domain_name: String",
+                                 "role: String",
+                                 "group_ids: [String]",
+                                 "allowed_client_ip: [String]",
+                                 "totp_activated: Boolean",
+                                 "resource_policy: String",
+                                 "sudo_session_enabled: Boolean",
+                                 "main_access_key: String",
+                             });
+  s.Input("PurgeUserInput", {"purge_shared_vfolders: Boolean = false"});
+  s.Input("KeyPairInput", {
+                              "is_active: Boolean = true",
+                              "is_admin: Boolean = false",
+                              "resource_policy: String!",
+                              "concurrency_limit: Int",
+                              "rate_limit: Int!",
+                          });
+  s.Input("ModifyKeyPairInput", {
+                                    "is_active: Boolean",
+                                    "is_admin: Boolean",
+                                    "resource_policy: String",
+                                    "concurrency_limit: Int",
+                                    "rate_limit: Int",
+                                });
+  s.Object("KeyPairResourcePolicy", {
+                                        "name: String",
+                                        "created_at: DateTime",
+                                        "default_for_unspecified: String",
+                                        "total_resource_slots: JSONString",
+                                        "max_session_lifetime: Int",
+                                        "max_concurrent_sessions: Int",
+                                        "max_concurrent_sftp_sessions: Int",
+                                        "max_containers_per_session: Int",
+                                        "idle_timeout: BigInt",
+                                        "allowed_vfolder_hosts: JSONString",
+                                        "max_pending_session_count: Int",
+                                        "max_pending_session_resource_slots: JSONString",
+                                        "max_vfolder_count: Int",
+                                        "max_vfolder_size: BigInt",
+                                        "max_quota_scope_size: BigInt",
+                                    });
+  // One input shape for create and modify: 22.03's client sends every field (null when not
+  // given); a create without a value takes the column's default.
+  std::vector<std::string> keypair_policy_input = {
+      "default_for_unspecified: String",
+      "total_resource_slots: JSONString",
+      "max_session_lifetime: Int",
+      "max_concurrent_sessions: Int",
+      "max_concurrent_sftp_sessions: Int",
+      "max_containers_per_session: Int",
+      "idle_timeout: BigInt",
+      "allowed_vfolder_hosts: JSONString",
+      "max_pending_session_count: Int",
+      "max_pending_session_resource_slots: JSONString",
+      "max_vfolder_count: Int",
+      "max_vfolder_size: BigInt",
+      "max_quota_scope_size: BigInt",
+  };
+  s.Input("CreateKeyPairResourcePolicyInput", keypair_policy_input);
+  s.Input("ModifyKeyPairResourcePolicyInput", keypair_policy_input);
+  s.Object("UserResourcePolicy", {
+                                     "name: String",
+                                     "created_at: DateTime",
+                                     "max_vfolder_count: Int",
+                                     "max_quota_scope_size: BigInt",
+                                     "max_session_count_per_model_session: Int",
+                                     "max_customized_image_count: Int",
+                                 });
+  std::vector<std::string> user_policy_input = {
+      "max_vfolder_count: Int",
+      "max_quota_scope_size: BigInt",
+      "max_session_count_per_model_session: Int",
+      "max_customized_image_count: Int",
+  };
+  s.Input("CreateUserResourcePolicyInput", user_policy_input);
+  s.Input("ModifyUserResourcePolicyInput", user_policy_input);
+  s.Object("ProjectResourcePolicy", {
+                                        "name: String",
+                                        "created_at: DateTime",
+                                        "max_vfolder_count: Int",
+                                        "max_quota_scope_size: BigInt",
+                                    });
+  std::vector<std::string> project_policy_input = {"max_vfolder_count: Int",
+                                                   "max_quota_scope_size: BigInt"};
+  s.Input("CreateProjectResourcePolicyInput", project_policy_input);
+  s.Input("ModifyProjectResourcePolicyInput", project_policy_input);
+  s.Object("CreateUser", {"ok: Boolean", "msg: String", "user: User"});
+  s.Object("ModifyUser", {"ok: Boolean", "msg: String", "user: User"});
+  s.Object("CreateKeyPair", {"ok: Boolean", "msg: String", "keypair: KeyPair"});
+  for (char const* name :
+       {"DeleteUser", "PurgeUser", "ModifyKeyPair", "DeleteKeyPair", "ModifyKeyPairResourcePolicy",
+        "DeleteKeyPairResourcePolicy", "ModifyUserResourcePolicy", "DeleteUserResourcePolicy",
+        "ModifyProjectResourcePolicy", "DeleteProjectResourcePolicy"}) {
+    s.Object(name, {"ok: Boolean", "msg: String"});
+  }
+  s.Object("CreateKeyPairResourcePolicy",
+           {"ok: Boolean", "msg: String", "resource_policy: KeyPairResourcePolicy"});
+  s.Object("CreateUserResourcePolicy",
+           {"ok: Boolean", "msg: String", "resource_policy: UserResourcePolicy"});
+  s.Object("CreateProjectResourcePolicy",
+           {"ok: Boolean", "msg: String", "resource_policy: ProjectResourcePolicy"});
+}
+
 Schema Build() {
   Schema s;
   s.Object("Query",
@@ -42,6 +198,22 @@ Schema Build() {
                "group(id: UUID!, domain_name: String): Group",
                "groups(domain_name: String, is_active: Boolean): [Group]",
                "groups_by_name(name: String!, domain_name: String): [Group]",
+               "user(domain_name: String, email: String): User",
+               "user_from_uuid(domain_name: String, user_id: ID): User",
+               "users(domain_name: String, group_id: UUID, is_active: Boolean, status: String): "
+               "[User]",
+               "user_list(limit: Int!, offset: Int!, filter: String, order: String, "
+               "domain_name: String, group_id: UUID, is_active: Boolean, status: String): "
+               "UserList",
+               "keypairs(domain_name: String, email: String, is_active: Boolean): [KeyPair]",
+               "keypair_list(limit: Int!, offset: Int!, filter: String, order: String, "
+               "domain_name: String, email: String, is_active: Boolean): KeyPairList",
+               "keypair_resource_policy(name: String): KeyPairResourcePolicy",
+               "keypair_resource_policies: [KeyPairResourcePolicy]",
+               "user_resource_policy(name: String): UserResourcePolicy",
+               "user_resource_policies: [UserResourcePolicy]",
+               "project_resource_policy(name: String!): ProjectResourcePolicy",
+               "project_resource_policies: [ProjectResourcePolicy]",
            });
   // Administration (streams-admin-console.md §B.2): classic mutations answering {ok, msg, …}.
   s.mutation_type = "Mutations";
@@ -54,7 +226,39 @@ Schema Build() {
                             "modify_group(gid: UUID!, props: ModifyGroupInput!): ModifyGroup",
                             "delete_group(gid: UUID!): DeleteGroup",
                             "purge_group(gid: UUID!): PurgeGroup",
+                            "create_user(email: String!, props: UserInput!): CreateUser",
+                            "modify_user(email: String!, props: ModifyUserInput!): ModifyUser",
+                            "delete_user(email: String!): DeleteUser",
+                            "purge_user(email: String!, props: PurgeUserInput!): PurgeUser",
+                            "create_keypair(user_id: String!, props: KeyPairInput!): "
+                            "CreateKeyPair",
+                            "modify_keypair(access_key: String!, props: ModifyKeyPairInput!): "
+                            "ModifyKeyPair",
+                            "delete_keypair(access_key: String!): DeleteKeyPair",
+                            "create_keypair_resource_policy(name: String!, "
+                            "props: CreateKeyPairResourcePolicyInput!): "
+                            "CreateKeyPairResourcePolicy",
+                            "modify_keypair_resource_policy(name: String!, "
+                            "props: ModifyKeyPairResourcePolicyInput!): "
+                            "ModifyKeyPairResourcePolicy",
+                            "delete_keypair_resource_policy(name: String!): "
+                            "DeleteKeyPairResourcePolicy",
+                            "create_user_resource_policy(name: String!, "
+                            "props: CreateUserResourcePolicyInput!): CreateUserResourcePolicy",
+                            "modify_user_resource_policy(name: String!, "
+                            "props: ModifyUserResourcePolicyInput!): ModifyUserResourcePolicy",
+                            "delete_user_resource_policy(name: String!): "
+                            "DeleteUserResourcePolicy",
+                            "create_project_resource_policy(name: String!, "
+                            "props: CreateProjectResourcePolicyInput!): "
+                            "CreateProjectResourcePolicy",
+                            "modify_project_resource_policy(name: String!, "
+                            "props: ModifyProjectResourcePolicyInput!): "
+                            "ModifyProjectResourcePolicy",
+                            "delete_project_resource_policy(name: String!): "
+                            "DeleteProjectResourcePolicy",
                         });
+  AddPrincipals(s);
   s.Object("Domain", {
                          "name: String",
                          "description: String",

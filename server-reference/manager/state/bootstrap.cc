@@ -132,6 +132,12 @@ StatusOr<BootstrapResult> Bootstrap(Store& store, std::string const& data_dir) {
          "max_containers_per_session, created_at) VALUES ('default', 30, 1, ?) "
          "ON CONFLICT DO NOTHING",
          {now}},
+        {"INSERT INTO user_resource_policies (name, created_at) VALUES ('default', ?) "
+         "ON CONFLICT DO NOTHING",
+         {now}},
+        {"INSERT INTO project_resource_policies (name, created_at) VALUES ('default', ?) "
+         "ON CONFLICT DO NOTHING",
+         {now}},
         {"INSERT INTO groups (id, name, domain_name, description, created_at) VALUES (?, "
          "'default', 'default', 'The default project', ?) ON CONFLICT DO NOTHING",
          {group_id, now}},

@@ -230,6 +230,54 @@ server::Migration GroupFields() {
           }};
 }
 
+server::Migration UserFields() {
+  return {
+      14,
+      "users' and keypairs' 24.09 fields; user and project resource policies",
+      {
+          "ALTER TABLE users ADD COLUMN need_password_change INTEGER NOT NULL DEFAULT 0",
+          "ALTER TABLE users ADD COLUMN description TEXT NOT NULL DEFAULT ''",
+          "ALTER TABLE users ADD COLUMN status_info TEXT",
+          "ALTER TABLE users ADD COLUMN modified_at TEXT",
+          "ALTER TABLE users ADD COLUMN password_changed_at TEXT",
+          "ALTER TABLE users ADD COLUMN totp_activated INTEGER NOT NULL DEFAULT 0",
+          "ALTER TABLE users ADD COLUMN sudo_session_enabled INTEGER NOT NULL DEFAULT 0",
+          "ALTER TABLE users ADD COLUMN resource_policy TEXT NOT NULL DEFAULT 'default'",
+          // NULL: the user's first keypair (admin keys first, then the oldest) is the main one.
+          "ALTER TABLE users ADD COLUMN main_access_key TEXT",
+          "ALTER TABLE keypairs ADD COLUMN modified_at TEXT",
+          "ALTER TABLE keypairs ADD COLUMN last_used TEXT",
+          "ALTER TABLE keypairs ADD COLUMN ssh_public_key TEXT",
+          "ALTER TABLE keypairs ADD COLUMN ssh_private_key TEXT",
+          "ALTER TABLE keypair_resource_policies ADD COLUMN max_concurrent_sftp_sessions "
+          "INTEGER NOT NULL DEFAULT 1",
+          "ALTER TABLE keypair_resource_policies ADD COLUMN allowed_vfolder_hosts TEXT NOT NULL "
+          "DEFAULT '{}'",
+          "ALTER TABLE keypair_resource_policies ADD COLUMN max_pending_session_resource_slots "
+          "TEXT",
+          "ALTER TABLE keypair_resource_policies ADD COLUMN max_vfolder_count INTEGER NOT NULL "
+          "DEFAULT 0",
+          "ALTER TABLE keypair_resource_policies ADD COLUMN max_vfolder_size INTEGER NOT NULL "
+          "DEFAULT 0",
+          "ALTER TABLE keypair_resource_policies ADD COLUMN max_quota_scope_size INTEGER NOT "
+          "NULL DEFAULT 0",
+          "CREATE TABLE user_resource_policies (name TEXT PRIMARY KEY, "
+          "max_vfolder_count INTEGER NOT NULL DEFAULT 0, "
+          "max_quota_scope_size INTEGER NOT NULL DEFAULT 0, "
+          "max_session_count_per_model_session INTEGER NOT NULL DEFAULT 0, "
+          "max_customized_image_count INTEGER NOT NULL DEFAULT 3, created_at TEXT NOT NULL)",
+          "CREATE TABLE project_resource_policies (name TEXT PRIMARY KEY, "
+          "max_vfolder_count INTEGER NOT NULL DEFAULT 0, "
+          "max_quota_scope_size INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL)",
+          // A database made by an earlier release has a default keypair policy: its users and
+          // projects get default policies of the same age (a new one gets them at bootstrap).
+          "INSERT INTO user_resource_policies (name, created_at) SELECT name, created_at FROM "
+          "keypair_resource_policies WHERE name = 'default'",
+          "INSERT INTO project_resource_policies (name, created_at) SELECT name, created_at "
+          "FROM keypair_resource_policies WHERE name = 'default'",
+      }};
+}
+
 server::Migration AgentLoad() {
   return {9,
           "each agent's last reported CPU and memory load",
@@ -242,9 +290,9 @@ server::Migration AgentLoad() {
 
 std::vector<server::Migration> const& Migrations() {
   static auto const* const kMigrations = new std::vector<server::Migration>{
-      Principals(), Sessions(),      RateLimits(), BackgroundTasks(), AgentLists(),
-      VFolders(),   SessionMounts(), Devices(),    AgentLoad(),       ServicePorts(),
-      Networks(),   DomainFields(),  GroupFields()};
+      Principals(), Sessions(),      RateLimits(),  BackgroundTasks(), AgentLists(),
+      VFolders(),   SessionMounts(), Devices(),     AgentLoad(),       ServicePorts(),
+      Networks(),   DomainFields(),  GroupFields(), UserFields()};
   return *kMigrations;
 }
 

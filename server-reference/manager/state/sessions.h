@@ -10,6 +10,7 @@
 #include "server-reference/common/db/database.h"
 #include "server-reference/common/wire/device_allocation.h"
 #include "server-reference/manager/graphql/minilang.h"
+#include "server-reference/manager/state/page.h"
 #include "server-reference/manager/state/store.h"
 
 #include <cstdint>
@@ -99,21 +100,8 @@ struct SessionListRow {
   std::string main_kernel_id;
 };
 
-/// One page of a list: conditions over the query's tables (`s` sessions, `u` users, `g` groups;
-/// `k` kernels for kernel lists) with their bound values, an ORDER BY list, and the window.
-struct ListQuery {
-  std::vector<std::string> where;
-  std::vector<server::SqlValue> params;
-  std::string order;  ///< "" = the list's default order
-  std::int64_t limit = 100;
-  std::int64_t offset = 0;
-};
-
-template <class Row>
-struct Page {
-  std::vector<Row> rows;
-  std::int64_t total = 0;  ///< rows matching, over all pages
-};
+// ListQuery for sessions: conditions over `s` sessions, `u` users, `g` groups; `k` kernels
+// for kernel lists.
 
 /// The fields a session list filters and orders by (GraphQL `filter`/`order`), over List's
 /// query.

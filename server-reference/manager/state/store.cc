@@ -152,8 +152,10 @@ StatusOr<std::optional<LoginRecord>> Store::FindLogin(std::string const& domain,
 StatusOr<std::optional<std::pair<std::string, std::string>>> Store::ActiveKeypairOf(
     std::string const& user_id) {
   auto rows = db_.Query(
-      "SELECT access_key, secret_key FROM keypairs WHERE user_id = ? AND is_active = 1 "
-      "ORDER BY is_admin DESC, created_at ASC LIMIT 1",
+      "SELECT k.access_key, k.secret_key FROM keypairs k JOIN users u ON u.uuid = k.user_id "
+      "WHERE k.user_id = ? AND k.is_active = 1 "
+      "ORDER BY CASE WHEN k.access_key = u.main_access_key THEN 0 ELSE 1 END, "
+      "k.is_admin DESC, k.created_at ASC LIMIT 1",
       {user_id});
   if (!rows.ok()) return std::move(rows).status();
   if (rows->empty()) return std::optional<std::pair<std::string, std::string>>();

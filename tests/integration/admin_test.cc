@@ -1,0 +1,456 @@
+// SPDX-License-Identifier: Apache-2.0
+// Administration over /admin/gql against an in-process bai-manager: users (create with a main
+// keypair, modify, soft delete, purge), keypairs, the three kinds of resource policies, each
+// mutation's role check for every role (user, monitor, admin of this domain and of another,
+// superadmin), and reads scoped as 24.09 scopes them.
+#include "bai/client.h"
+
+#include "server-reference/manager/manager.h"
+#include "tests/testing_util/subprocess.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <thread>
+
+namespace bai::manager {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+using testing_util::TempDir;
+
+class AdminTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    config_.data_dir = dir_.path() + "/data";
+    config_.listen_port = 0;
+    auto m = Manager::Start(config_);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    manager_ = std::move(*m);
+    auto creds = testing_util::ReadEnvFile(manager_->bootstrap().credentials_file);
+    root_ = ClientFor(creds["BACKEND_ACCESS_KEY"], creds["BACKEND_SECRET_KEY"]);
+    auto& db = manager_->store().db();
+    ASSERT_TRUE(
+        db.Exec("INSERT INTO domains (name, created_at) VALUES ('other', '2026-01-01')").ok());
+    alice_ = SignUp("default", "alice");
+    dave_ = SignUp("default", "dave", "admin");
+    mona_ = SignUp("default", "mona", "monitor");
+    carol_ = SignUp("other", "carol", "admin");
+  }
+
+  std::unique_ptr<Client> SignUp(std::string const& domain, std::string const& name,
+                                 std::string const& role = "user") {
+    std::string email = name + "@example.com";
+    auto keys = manager_->store().SignUp(domain, email, name, "x", name);
+    EXPECT_TRUE(keys.ok()) << keys.status().message();
+    if (!keys.ok()) return nullptr;
+    EXPECT_TRUE(manager_->store()
+                    .db()
+                    .Exec("UPDATE users SET role = ? WHERE email = ?", {role, email})
+                    .ok());
+    return ClientFor(keys->first, keys->second);
+  }
+
+  std::unique_ptr<Client> ClientFor(std::string const& ak, std::string const& sk) {
+    Options o;
+    o.endpoints = {"http://127.0.0.1:" + std::to_string(manager_->port())};
+    o.access_key = ak;
+    o.secret_key = sk;
+    o.retry.max_attempts = 1;
+    return std::make_unique<Client>(*Client::Create(o));
+  }
+
+  // The response of /admin/gql (always 200).
+  json Gql(Client& who, std::string const& query, json variables = nullptr) {
+    json body = {{"query", query}};
+    if (!variables.is_null()) body["variables"] = variables;
+    ApiRequest request("POST", "/admin/gql");
+    request.body = body.dump();
+    auto r = who.Send(request);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    if (!r.ok()) return json();
+    EXPECT_EQ(r->status, 200) << r->body;
+    return json::parse(r->body, nullptr, false);
+  }
+
+  // The payload of a one-field mutation.
+  json Mutate(Client& who, std::string const& field_text) {
+    auto r = Gql(who, "mutation { " + field_text + " }");
+    if (!r.contains("data") || !r["data"].is_object() || r["data"].empty()) return r;
+    return r["data"].begin().value();
+  }
+
+  std::string DefaultProject() {
+    auto rows = manager_->store().db().Query(
+        "SELECT id FROM groups WHERE domain_name = 'default' AND name = 'default'");
+    return rows.ok() && !rows->empty() ? rows->front().Text(0) : "";
+  }
+
+  int Status(Client& who) {
+    ApiRequest request("POST", "/admin/gql");
+    request.body = json{{"query", "{ user { email } }"}}.dump();
+    auto r = who.Send(request);
+    return r.ok() ? r->status : -1;
+  }
+
+  TempDir dir_;
+  ManagerConfig config_;
+  std::unique_ptr<Manager> manager_;
+  std::unique_ptr<Client> root_, alice_, dave_, mona_, carol_;
+};
+
+constexpr char kCreateUser[] = R"(
+  mutation($email: String!, $input: UserInput!) {
+    create_user(email: $email, props: $input) {
+      ok msg user { uuid email username domain_name role status main_access_key
+                    groups { id name } } } })";
+
+constexpr char kKeypairs[] = R"(
+  query($email: String) { keypairs(email: $email) { access_key secret_key is_active is_admin
+                                                   resource_policy user_id } })";
+
+TEST_F(AdminTest, CreateUserMakesItsMainKeypairAndTheUserCanSignIn) {
+  std::string project = DefaultProject();
+  auto made = Gql(*root_, kCreateUser,
+                  {{"email", "erin@example.com"},
+                   {"input",
+                    {{"password", "erin-secret-1"},
+                     {"username", "erin"},
+                     {"domain_name", "default"},
+                     {"group_ids", {project}},
+                     {"need_password_change", false}}}});
+  auto const& c = made["data"]["create_user"];
+  ASSERT_EQ(c["ok"], true) << made.dump();
+  EXPECT_EQ(c["user"]["email"], "erin@example.com");
+  EXPECT_EQ(c["user"]["role"], "user");
+  EXPECT_EQ(c["user"]["status"], "active");
+  EXPECT_EQ(c["user"]["groups"], json::array({{{"id", project}, {"name", "default"}}}));
+  std::string main_key = c["user"]["main_access_key"];
+
+  auto keys = Gql(*root_, kKeypairs, {{"email", "erin@example.com"}})["data"]["keypairs"];
+  ASSERT_EQ(keys.size(), 1u) << keys.dump();
+  EXPECT_EQ(keys[0]["access_key"], main_key);
+  EXPECT_EQ(keys[0]["is_active"], true);
+  EXPECT_EQ(keys[0]["is_admin"], false);
+  EXPECT_EQ(keys[0]["resource_policy"], "default");
+  auto erin = ClientFor(main_key, keys[0]["secret_key"]);
+  auto self = Gql(*erin, "{ user { email username groups { name } } }");
+  EXPECT_EQ(self["data"]["user"], json({{"email", "erin@example.com"},
+                                        {"username", "erin"},
+                                        {"groups", {{{"name", "default"}}}}}))
+      << self.dump();
+  // The password logs in too, and answers the main keypair.
+  ApiRequest login("POST", "/auth/authorize");
+  login.body = json{{"type", "keypair"},
+                    {"domain", "default"},
+                    {"username", "erin"},
+                    {"password", "erin-secret-1"}}
+                   .dump();
+  auto logged = root_->Send(login);
+  ASSERT_TRUE(logged.ok());
+  EXPECT_EQ(logged->status, 200) << logged->body;
+  EXPECT_EQ(json::parse(logged->body, nullptr, false)["data"]["access_key"], main_key);
+
+  // Taken email and username, unknown domain or policy, bad role: integrity errors, ok false.
+  for (auto const& [email, input] : std::vector<std::pair<std::string, json>>{
+           {"erin@example.com", {{"password", "x"}}},
+           {"erin2@example.com", {{"password", "x"}, {"username", "erin"}}},
+           {"erin3@example.com", {{"password", "x"}, {"domain_name", "nowhere"}}},
+           {"erin4@example.com", {{"password", "x"}, {"resource_policy", "nowhere"}}},
+       }) {
+    auto r = Gql(*root_, kCreateUser, {{"email", email}, {"input", input}});
+    EXPECT_EQ(r["data"]["create_user"]["ok"], false) << r.dump();
+    EXPECT_THAT(r["data"]["create_user"]["msg"].get<std::string>(), HasSubstr("integrity error"));
+  }
+  auto bad_role =
+      Gql(*root_, kCreateUser,
+          {{"email", "erin5@example.com"}, {"input", {{"password", "x"}, {"role", "emperor"}}}});
+  EXPECT_THAT(bad_role["data"]["create_user"]["msg"].get<std::string>(), HasSubstr("invalid role"));
+}
+
+TEST_F(AdminTest, ModifyDeleteAndPurgeUsers) {
+  auto made = Gql(*root_, kCreateUser,
+                  {{"email", "fay@example.com"}, {"input", {{"password", "fay-pass-1"}}}});
+  ASSERT_EQ(made["data"]["create_user"]["ok"], true) << made.dump();
+  std::string main_key = made["data"]["create_user"]["user"]["main_access_key"];
+  EXPECT_EQ(made["data"]["create_user"]["user"]["username"], "fay@example.com");
+
+  // Promoted: the keypair becomes an admin's; nothing to change and unknown users answer as
+  // 24.09 does.
+  auto promoted = Mutate(*root_, R"(modify_user(email: "fay@example.com", props: {role: "admin",
+                                   full_name: "Fay F"}) { ok msg user { role full_name } })");
+  EXPECT_EQ(promoted, json({{"ok", true},
+                            {"msg", "success"},
+                            {"user", {{"role", "admin"}, {"full_name", "Fay F"}}}}));
+  auto keys = Gql(*root_, kKeypairs, {{"email", "fay@example.com"}})["data"]["keypairs"];
+  ASSERT_EQ(keys.size(), 1u);
+  EXPECT_EQ(keys[0]["is_admin"], true);
+  EXPECT_EQ(Mutate(*root_, R"(modify_user(email: "fay@example.com", props: {}) { ok msg })"),
+            json({{"ok", false}, {"msg", "nothing to update"}}));
+  EXPECT_EQ(Mutate(*root_, R"(modify_user(email: "nobody@x.org", props: {full_name: "N"}) {
+                                ok msg })"),
+            json({{"ok", false}, {"msg", "no matching modifyuser"}}));
+  auto fay = ClientFor(main_key, keys[0]["secret_key"]);
+  EXPECT_EQ(Status(*fay), 200);
+
+  // Delete is soft: the user stays, "deleted", and can no longer sign requests.
+  EXPECT_EQ(Mutate(*root_, R"(delete_user(email: "fay@example.com") { ok msg })"),
+            json({{"ok", true}, {"msg", "success"}}));
+  auto after = Gql(*root_, R"({ user(email: "fay@example.com") { status status_info
+                                                                   is_active } })");
+  EXPECT_EQ(
+      after["data"]["user"],
+      json({{"status", "deleted"}, {"status_info", "admin-requested"}, {"is_active", false}}));
+  EXPECT_EQ(
+      Gql(*root_, kKeypairs, {{"email", "fay@example.com"}})["data"]["keypairs"][0]["is_active"],
+      false);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2100));  // the keypair cache's TTL
+  EXPECT_EQ(Status(*fay), 401);
+
+  // Purge refuses while a session runs (or is queued), then removes the user and keys.
+  auto& db = manager_->store().db();
+  auto uuid = db.Query("SELECT uuid FROM users WHERE email = 'fay@example.com'");
+  ASSERT_TRUE(uuid.ok() && !uuid->empty());
+  ASSERT_TRUE(db.Exec("INSERT INTO sessions (id, seq, name, access_key, user_id, domain_name, "
+                      "group_id, scaling_group, type, image, architecture, status, created_at) "
+                      "VALUES ('s-fay', 990001, 'fay-job', ?, ?, 'default', 'g', 'default', "
+                      "'batch', 'python', 'x86_64', 'PENDING', '2026-01-01')",
+                      {main_key, uuid->front().Text(0)})
+                  .ok());
+  auto refused = Mutate(*root_, R"(purge_user(email: "fay@example.com", props: {}) { ok msg })");
+  EXPECT_EQ(refused["ok"], false);
+  EXPECT_THAT(refused["msg"].get<std::string>(), HasSubstr("active kernels"));
+  ASSERT_TRUE(db.Exec("UPDATE sessions SET status = 'TERMINATED' WHERE id = 's-fay'").ok());
+  EXPECT_EQ(Mutate(*root_, R"(purge_user(email: "fay@example.com", props: {}) { ok msg })"),
+            json({{"ok", true}, {"msg", "success"}}));
+  EXPECT_TRUE(
+      Gql(*root_, R"({ user(email: "fay@example.com") { email } })")["data"]["user"].is_null());
+  auto left = db.Query("SELECT COUNT(*) FROM keypairs WHERE access_key = ?", {main_key});
+  ASSERT_TRUE(left.ok());
+  EXPECT_EQ(left->front().Int(0), 0);
+  EXPECT_EQ(Mutate(*root_, R"(purge_user(email: "fay@example.com", props: {}) { ok msg })"),
+            json({{"ok", false}, {"msg", "no matching purgeuser"}}));
+}
+
+TEST_F(AdminTest, KeypairsAreCreatedDeactivatedAndDeleted) {
+  auto made = Mutate(*root_, R"(create_keypair(user_id: "alice@example.com",
+      props: {resource_policy: "default", rate_limit: 500}) {
+        ok msg keypair { access_key secret_key is_active rate_limit user_id } })");
+  ASSERT_EQ(made["ok"], true) << made.dump();
+  EXPECT_EQ(made["keypair"]["rate_limit"], 500);
+  EXPECT_EQ(made["keypair"]["user_id"], "alice@example.com");
+  std::string ak = made["keypair"]["access_key"];
+  std::string sk = made["keypair"]["secret_key"];
+  auto second = ClientFor(ak, sk);
+  // Alice sees her two keys with their secrets; Dave (admin here) sees them without; Carol
+  // (admin elsewhere) does not see them.
+  auto mine = Gql(*alice_, "{ keypairs { access_key secret_key } }")["data"]["keypairs"];
+  ASSERT_EQ(mine.size(), 2u) << mine.dump();
+  for (auto const& k : mine) EXPECT_FALSE(k["secret_key"].is_null());
+  auto seen = Gql(*dave_, R"({ keypairs(email: "alice@example.com") { access_key secret_key }
+                           })")["data"]["keypairs"];
+  ASSERT_EQ(seen.size(), 2u) << seen.dump();
+  for (auto const& k : seen) EXPECT_TRUE(k["secret_key"].is_null());
+  EXPECT_TRUE(
+      Gql(*carol_, R"({ keypairs(email: "alice@example.com") { access_key } })")["data"]["keypairs"]
+          .empty());
+  auto others = Gql(*alice_, R"({ keypairs(email: "dave@example.com") { access_key } })");
+  EXPECT_TRUE(others.contains("errors")) << others.dump();
+
+  // Deactivated, the key no longer signs (it was never cached: its first use comes after).
+  EXPECT_EQ(Mutate(*root_, "modify_keypair(access_key: \"" + ak +
+                               "\", props: {is_active: false}) { ok msg }"),
+            json({{"ok", true}, {"msg", "success"}}));
+  EXPECT_EQ(Status(*second), 401);
+  EXPECT_EQ(Mutate(*root_, "modify_keypair(access_key: \"" + ak +
+                               "\", props: {resource_policy: \"nowhere\"}) { ok msg }")["ok"],
+            false);
+  // The main key is not deleted; the other is.
+  std::string main =
+      Gql(*alice_, "{ user { main_access_key } }")["data"]["user"]["main_access_key"];
+  ASSERT_FALSE(main.empty());
+  EXPECT_NE(main, ak);
+  EXPECT_EQ(Mutate(*root_, "delete_keypair(access_key: \"" + main + "\") { ok msg }"),
+            json({{"ok", false}, {"msg", "the keypair is used as main access key by any user"}}));
+  EXPECT_EQ(Mutate(*root_, "delete_keypair(access_key: \"" + ak + "\") { ok msg }"),
+            json({{"ok", true}, {"msg", "success"}}));
+  EXPECT_EQ(Mutate(*root_, "delete_keypair(access_key: \"" + ak + "\") { ok msg }"),
+            json({{"ok", false}, {"msg", "no matching deletekeypair"}}));
+  auto list = Gql(*root_, R"({ keypair_list(limit: 10, offset: 0,
+                                            filter: "email == \"alice@example.com\"") {
+                                 total_count items { access_key } } })");
+  EXPECT_EQ(list["data"]["keypair_list"]["total_count"], 1) << list.dump();
+}
+
+TEST_F(AdminTest, UserReadsAreScopedByRole) {
+  // Users and monitors read themselves only.
+  EXPECT_EQ(Gql(*alice_, "{ user { email role } }")["data"]["user"],
+            json({{"email", "alice@example.com"}, {"role", "user"}}));
+  EXPECT_TRUE(Gql(*alice_, R"({ user(email: "dave@example.com") { email } })").contains("errors"));
+  EXPECT_TRUE(Gql(*mona_, "{ users { email } }").contains("errors"));
+  EXPECT_TRUE(
+      Gql(*alice_, "{ user_list(limit: 10, offset: 0) { total_count } }").contains("errors"));
+  // Admins list their domain; another domain is refused; superadmins list all.
+  auto emails = [](json const& items) {
+    std::vector<std::string> out;
+    for (auto const& u : items) out.push_back(u["email"]);
+    return out;
+  };
+  auto dave = Gql(*dave_,
+                  "{ user_list(limit: 100, offset: 0, order: \"email\") { total_count "
+                  "items { email } } }");
+  EXPECT_THAT(emails(dave["data"]["user_list"]["items"]),
+              ::testing::ElementsAre("admin@bai.local", "alice@example.com", "dave@example.com",
+                                     "mona@example.com"))
+      << dave.dump();
+  EXPECT_EQ(dave["data"]["user_list"]["total_count"], 4);
+  EXPECT_TRUE(Gql(*dave_, R"({ users(domain_name: "other") { email } })").contains("errors"));
+  EXPECT_TRUE(
+      Gql(*dave_, R"({ user(email: "carol@example.com") { email } })")["data"]["user"].is_null());
+  EXPECT_THAT(emails(Gql(*carol_, "{ users { email } }")["data"]["users"]),
+              ::testing::ElementsAre("carol@example.com"));
+  auto all = Gql(*root_, R"({ user_list(limit: 2, offset: 1, filter: "role == \"admin\"",
+                                        order: "-email") { total_count items { email } } })");
+  EXPECT_EQ(all["data"]["user_list"]["total_count"], 2) << all.dump();
+  EXPECT_THAT(emails(all["data"]["user_list"]["items"]),
+              ::testing::ElementsAre("carol@example.com"));
+  auto by_group = Gql(*root_, "{ users(group_id: \"" + DefaultProject() + "\") { email } }");
+  EXPECT_EQ(by_group["data"]["users"].size(), 4u) << by_group.dump();
+  auto bad = Gql(*root_, R"({ user_list(limit: 5, offset: 0, filter: "password == \"x\"") {
+                               total_count } })");
+  EXPECT_TRUE(bad.contains("errors")) << bad.dump();
+}
+
+TEST_F(AdminTest, ResourcePoliciesOfThreeKinds) {
+  auto made = Mutate(*root_, R"(create_keypair_resource_policy(name: "small", props: {
+      default_for_unspecified: "LIMITED", total_resource_slots: "{\"cpu\": 2, \"mem\": \"1g\"}",
+      max_concurrent_sessions: 2, max_containers_per_session: 1, idle_timeout: 600,
+      max_pending_session_count: 3}) {
+        ok msg resource_policy { name total_resource_slots max_concurrent_sessions idle_timeout
+                                 max_pending_session_count default_for_unspecified } })");
+  ASSERT_EQ(made["ok"], true) << made.dump();
+  auto const& p = made["resource_policy"];
+  EXPECT_EQ(json::parse(p["total_resource_slots"].get<std::string>()),
+            json({{"cpu", "2"}, {"mem", "1073741824"}}));
+  EXPECT_EQ(p["max_pending_session_count"], 3);
+  EXPECT_EQ(p["default_for_unspecified"], "LIMITED");
+  EXPECT_THAT(Mutate(*root_, R"(create_keypair_resource_policy(name: "small", props: {
+                                  max_concurrent_sessions: 1}) { ok msg })")["msg"]
+                  .get<std::string>(),
+              HasSubstr("integrity error"));
+  EXPECT_THAT(Mutate(*root_, R"(create_keypair_resource_policy(name: "bad", props: {
+                                  total_resource_slots: "{\"mem\": \"lots\"}"}) { ok msg })")["msg"]
+                  .get<std::string>(),
+              HasSubstr("total_resource_slots"));
+  EXPECT_EQ(Mutate(*root_, R"(modify_keypair_resource_policy(name: "small",
+                                props: {max_concurrent_sessions: 5}) { ok msg })"),
+            json({{"ok", true}, {"msg", "success"}}));
+  EXPECT_EQ(Mutate(*root_, R"(modify_keypair_resource_policy(name: "huge",
+                                props: {max_concurrent_sessions: 5}) { ok msg })"),
+            json({{"ok", false}, {"msg", "no matching modifykeypairresourcepolicy"}}));
+  // In use: not deleted.
+  auto alice_key = Gql(*alice_, "{ keypair { access_key } }")["data"]["keypair"]["access_key"];
+  EXPECT_EQ(Mutate(*root_, "modify_keypair(access_key: \"" + alice_key.get<std::string>() +
+                               "\", props: {resource_policy: \"small\"}) { ok msg }")["ok"],
+            true);
+  auto in_use = Mutate(*root_, R"(delete_keypair_resource_policy(name: "small") { ok msg })");
+  EXPECT_EQ(in_use["ok"], false);
+  EXPECT_THAT(in_use["msg"].get<std::string>(), HasSubstr("keypairs still use"));
+  // Alice sees her keypair's policy only; admins see all.
+  EXPECT_EQ(Gql(*alice_, "{ keypair_resource_policies { name max_concurrent_sessions } }")
+                ["data"]["keypair_resource_policies"],
+            json::array({{{"name", "small"}, {"max_concurrent_sessions", 5}}}));
+  EXPECT_EQ(Gql(*alice_,
+                "{ keypair_resource_policy { name } }")["data"]["keypair_resource_policy"]["name"],
+            "small");
+  EXPECT_EQ(
+      Gql(*dave_, "{ keypair_resource_policies { name } }")["data"]["keypair_resource_policies"]
+          .size(),
+      2u);
+
+  // User and project policies.
+  EXPECT_EQ(Mutate(*root_, R"(create_user_resource_policy(name: "few-folders",
+                                props: {max_vfolder_count: 2, max_quota_scope_size: 1048576}) {
+                                ok msg resource_policy { name max_vfolder_count
+                                                         max_customized_image_count } })"),
+            json({{"ok", true},
+                  {"msg", "success"},
+                  {"resource_policy",
+                   {{"name", "few-folders"},
+                    {"max_vfolder_count", 2},
+                    {"max_customized_image_count", 3}}}}));
+  EXPECT_EQ(Mutate(*root_, R"(modify_user(email: "alice@example.com",
+                                props: {resource_policy: "few-folders"}) { ok msg })")["ok"],
+            true);
+  EXPECT_EQ(
+      Gql(*alice_,
+          "{ user_resource_policy { name max_vfolder_count } }")["data"]["user_resource_policy"],
+      json({{"name", "few-folders"}, {"max_vfolder_count", 2}}));
+  EXPECT_EQ(Mutate(*root_, R"(delete_user_resource_policy(name: "few-folders") { ok msg })")["ok"],
+            false);
+  EXPECT_EQ(Mutate(*root_, R"(create_project_resource_policy(name: "lab",
+                                props: {max_vfolder_count: 10}) { ok msg })"),
+            json({{"ok", true}, {"msg", "success"}}));
+  EXPECT_EQ(Gql(*root_, R"({ project_resource_policy(name: "lab") { max_vfolder_count } })")
+                ["data"]["project_resource_policy"],
+            json({{"max_vfolder_count", 10}}));
+  EXPECT_TRUE(Gql(*alice_, "{ project_resource_policies { name } }").contains("errors"));
+  EXPECT_EQ(Mutate(*root_, R"(delete_project_resource_policy(name: "lab") { ok msg })"),
+            json({{"ok", true}, {"msg", "success"}}));
+}
+
+// Every user, keypair and policy mutation is the superadmin's (24.09's allowed_roles): each
+// other role is refused with 24.09's message and nothing changes.
+TEST_F(AdminTest, RoleMatrixForPrincipalMutations) {
+  std::vector<std::string> mutations = {
+      R"(create_user(email: "m@x.org", props: {password: "p"}) { ok msg })",
+      R"(modify_user(email: "alice@example.com", props: {full_name: "Z"}) { ok msg })",
+      R"(delete_user(email: "alice@example.com") { ok msg })",
+      R"(purge_user(email: "alice@example.com", props: {}) { ok msg })",
+      R"(create_keypair(user_id: "alice@example.com",
+                        props: {resource_policy: "default", rate_limit: 1}) { ok msg })",
+      R"(modify_keypair(access_key: "AKIAX", props: {is_active: false}) { ok msg })",
+      R"(delete_keypair(access_key: "AKIAX") { ok msg })",
+      R"(create_keypair_resource_policy(name: "z", props: {}) { ok msg })",
+      R"(modify_keypair_resource_policy(name: "default", props: {idle_timeout: 1}) { ok msg })",
+      R"(delete_keypair_resource_policy(name: "default") { ok msg })",
+      R"(create_user_resource_policy(name: "z", props: {}) { ok msg })",
+      R"(modify_user_resource_policy(name: "default", props: {max_vfolder_count: 1}) { ok msg })",
+      R"(delete_user_resource_policy(name: "default") { ok msg })",
+      R"(create_project_resource_policy(name: "z", props: {}) { ok msg })",
+      R"(modify_project_resource_policy(name: "default", props: {max_vfolder_count: 1}) {
+           ok msg })",
+      R"(delete_project_resource_policy(name: "default") { ok msg })",
+  };
+  int refusals = 0;
+  for (auto const& m : mutations) {
+    std::string field = m.substr(0, m.find('('));
+    for (Client* who : {alice_.get(), mona_.get(), dave_.get(), carol_.get()}) {
+      auto r = Mutate(*who, m);
+      EXPECT_EQ(r, json({{"ok", false}, {"msg", "no permission to execute " + field}}))
+          << field << ": " << r.dump();
+      refusals += r.value("msg", "") == "no permission to execute " + field;
+    }
+  }
+  EXPECT_EQ(refusals, static_cast<int>(mutations.size()) * 4);
+  // Nothing changed.
+  EXPECT_EQ(
+      Gql(*root_, R"({ user(email: "alice@example.com") { full_name status } })")["data"]["user"],
+      json({{"full_name", "alice"}, {"status", "active"}}));
+  EXPECT_TRUE(Gql(*root_, R"({ user(email: "m@x.org") { email } })")["data"]["user"].is_null());
+  EXPECT_EQ(Gql(*root_,
+                "{ keypair_resource_policies { name idle_timeout } }")["data"]
+                                                                      ["keypair_resource_policies"],
+            json::array({{{"name", "default"}, {"idle_timeout", 0}}}));
+  // The superadmin may run each (the answers differ; none is a refusal by role).
+  for (auto const& m : mutations) {
+    auto r = Mutate(*root_, m);
+    EXPECT_THAT(r.value("msg", ""), ::testing::Not(HasSubstr("no permission"))) << m;
+  }
+}
+
+}  // namespace
+}  // namespace bai::manager

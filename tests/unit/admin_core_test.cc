@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: Apache-2.0
+// Administration's pure parts: the role table (who may run which mutation) and the reading of
+// resource-policy inputs (slots normalised, bad values named, 22.03's host lists accepted), and
+// the admin wire types' round trips.
+#include "bai/protocol/admin_wire.h"
+
+#include "server-reference/manager/admin/roles.h"
+#include "server-reference/manager/state/policies.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <variant>
+
+namespace bai::manager {
+namespace {
+
+using nlohmann::json;
+
+TEST(AdminRoles, TableMatches2409AllowedRoles) {
+  using admin::Role;
+  for (char const* m : {"create_group", "modify_group", "delete_group", "purge_group"}) {
+    EXPECT_TRUE(admin::MayRun(Role::kAdmin, m)) << m;
+    EXPECT_FALSE(admin::MayRun(Role::kUser, m)) << m;
+    EXPECT_FALSE(admin::MayRun(Role::kMonitor, m)) << m;
+  }
+  for (char const* m : {"create_domain", "create_user", "purge_user", "create_keypair",
+                        "delete_keypair", "create_keypair_resource_policy",
+                        "modify_user_resource_policy", "delete_project_resource_policy"}) {
+    EXPECT_TRUE(admin::IsMutation(m)) << m;
+    EXPECT_TRUE(admin::MayRun(Role::kSuperadmin, m)) << m;
+    EXPECT_FALSE(admin::MayRun(Role::kAdmin, m)) << m;
+    EXPECT_FALSE(admin::MayRun(Role::kUser, m)) << m;
+  }
+  EXPECT_FALSE(admin::IsMutation("compute_session_list"));
+  EXPECT_FALSE(admin::MayRun(Role::kSuperadmin, "drop_everything"));
+}
+
+std::string Text(PolicyValues const& v, std::string const& column) {
+  for (auto const& [c, value] : v) {
+    if (c == column && std::holds_alternative<std::string>(value)) {
+      return std::get<std::string>(value);
+    }
+  }
+  return "<absent>";
+}
+
+TEST(PolicyInput, SlotsAreNormalisedAndBadValuesNamed) {
+  auto v = PolicyValuesFromInput(PolicyKind::kKeypair,
+                                 {{"total_resource_slots", R"({"cpu": 2, "mem": "1g"})"},
+                                  {"default_for_unspecified", "limited"},
+                                  {"max_concurrent_sessions", 3},
+                                  {"idle_timeout", nullptr},
+                                  {"unknown_field", 1}});
+  ASSERT_TRUE(v.ok()) << v.status().message();
+  EXPECT_EQ(json::parse(Text(*v, "total_resource_slots")),
+            json({{"cpu", "2"}, {"mem", "1073741824"}}));
+  EXPECT_EQ(Text(*v, "default_for_unspecified"), "LIMITED");
+  EXPECT_EQ(v->size(), 3u);  // null and unknown fields are not set
+
+  for (auto const& [field, value] :
+       std::vector<std::pair<std::string, json>>{{"total_resource_slots", R"({"mem": "lots"})"},
+                                                 {"total_resource_slots", "[1]"},
+                                                 {"default_for_unspecified", "SOMETIMES"},
+                                                 {"max_concurrent_sessions", -1},
+                                                 {"max_concurrent_sessions", "3"}}) {
+    auto bad = PolicyValuesFromInput(PolicyKind::kKeypair, {{field, value}});
+    ASSERT_FALSE(bad.ok()) << field << " " << value.dump();
+    EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(bad.status().message().find(field), std::string::npos) << bad.status().message();
+  }
+}
+
+TEST(PolicyInput, HostListsInEveryShape) {
+  for (auto const& input : {json("local"), json("local, nfs"), json("['local', 'nfs']"),
+                            json(R"(["local","nfs"])"), json::array({"local", "nfs"})}) {
+    auto v = PolicyValuesFromInput(PolicyKind::kKeypair, {{"allowed_vfolder_hosts", input}});
+    ASSERT_TRUE(v.ok()) << input.dump();
+    auto hosts = json::parse(Text(*v, "allowed_vfolder_hosts"));
+    EXPECT_EQ(hosts[0], "local") << input.dump();
+  }
+  auto map = PolicyValuesFromInput(
+      PolicyKind::kKeypair, {{"allowed_vfolder_hosts", R"({"local": ["mount-in-session"]})"}});
+  ASSERT_TRUE(map.ok());
+  EXPECT_EQ(json::parse(Text(*map, "allowed_vfolder_hosts")),
+            json({{"local", {"mount-in-session"}}}));
+  // A kind's fields only: a user policy has no slots.
+  auto user = PolicyValuesFromInput(PolicyKind::kUser,
+                                    {{"total_resource_slots", "{}"}, {"max_vfolder_count", 4}});
+  ASSERT_TRUE(user.ok());
+  EXPECT_EQ(user->size(), 1u);
+}
+
+TEST(AdminWire, UserKeypairAndPoliciesRoundTrip) {
+  protocol::User u;
+  u.uuid = "00000000-0000-4000-8000-000000000001";
+  u.email = "a@example.com";
+  u.username = "a";
+  u.role = "admin";
+  u.allowed_client_ip = {"10.0.0.0/8"};
+  u.groups = {{"g1", "default"}};
+  u.main_access_key = "AKIA1";
+  auto back = protocol::DecodeUser(protocol::EncodeUser(u));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->role, "admin");
+  EXPECT_EQ(back->allowed_client_ip, u.allowed_client_ip);
+  ASSERT_EQ(back->groups.size(), 1u);
+  EXPECT_EQ(back->groups[0].name, "default");
+  EXPECT_EQ(back->main_access_key, "AKIA1");
+  EXPECT_FALSE(protocol::DecodeUser("{}").ok());
+
+  protocol::KeyPair k;
+  k.access_key = "AKIA2";
+  k.user_id = "a@example.com";
+  k.rate_limit = 500;
+  auto kb = protocol::DecodeKeyPair(protocol::EncodeKeyPair(k));
+  ASSERT_TRUE(kb.ok());
+  EXPECT_EQ(kb->rate_limit, 500);
+  EXPECT_TRUE(kb->secret_key.empty());  // hidden secrets stay hidden (null on the wire)
+
+  protocol::KeypairResourcePolicy p;
+  p.name = "small";
+  p.max_pending_session_count = 3;
+  p.total_resource_slots = R"({"cpu":"2"})";
+  auto pb = protocol::DecodeKeypairResourcePolicy(protocol::EncodeKeypairResourcePolicy(p));
+  ASSERT_TRUE(pb.ok());
+  EXPECT_EQ(pb->max_pending_session_count, std::optional<std::int64_t>(3));
+  EXPECT_EQ(pb->total_resource_slots, p.total_resource_slots);
+  EXPECT_FALSE(pb->max_pending_session_resource_slots.has_value());
+
+  protocol::ScopeResourcePolicy s;
+  s.name = "lab";
+  s.max_vfolder_count = 7;
+  auto sb = protocol::DecodeScopeResourcePolicy(protocol::EncodeScopeResourcePolicy(s, false));
+  ASSERT_TRUE(sb.ok());
+  EXPECT_EQ(sb->max_vfolder_count, 7);
+}
+
+}  // namespace
+}  // namespace bai::manager
