@@ -6,11 +6,13 @@
 #include "bai/client.h"
 
 #include "server-reference/manager/manager.h"
+#include "server-reference/manager/state/schema.h"
 #include "tests/testing_util/subprocess.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <thread>
@@ -450,6 +452,105 @@ TEST_F(AdminTest, RoleMatrixForPrincipalMutations) {
     auto r = Mutate(*root_, m);
     EXPECT_THAT(r.value("msg", ""), ::testing::Not(HasSubstr("no permission"))) << m;
   }
+}
+
+}  // namespace
+}  // namespace bai::manager
+
+namespace bai::manager {
+namespace {
+
+// A database made by the previous release (schema version 13, before users' 24.09 fields and
+// the user and project policies), with what its bootstrap and a user left in it, opens under
+// this release: every row is kept, and administration works on them.
+TEST(AdminMigrationTest, APreviousReleasesDatabaseKeepsItsSessionsAndFolders) {
+  TempDir dir;
+  ManagerConfig config;
+  config.data_dir = dir.path() + "/data";
+  config.listen_port = 0;
+  ASSERT_EQ(::mkdir(config.data_dir.c_str(), 0700), 0);
+  {
+    auto db = server::OpenSqlite(config.DatabasePath());
+    ASSERT_TRUE(db.ok()) << db.status().message();
+    std::vector<server::Migration> previous(Migrations().begin(), Migrations().begin() + 13);
+    ASSERT_EQ(previous.back().version, 13);
+    ASSERT_TRUE(server::Migrate(**db, previous).ok());
+    for (char const* sql : {
+             "INSERT INTO domains (name, created_at) VALUES ('default', '2026-01-01T00:00:00Z')",
+             "INSERT INTO keypair_resource_policies (name, max_concurrent_sessions, created_at) "
+             "VALUES ('default', 30, '2026-01-01T00:00:00Z')",
+             "INSERT INTO groups (id, name, domain_name, created_at) VALUES ('g-1', 'default', "
+             "'default', '2026-01-01T00:00:00Z')",
+             "INSERT INTO scaling_groups (name, created_at) VALUES ('default', "
+             "'2026-01-01T00:00:00Z')",
+             "INSERT INTO users (uuid, username, email, password_hash, role, domain_name, "
+             "created_at) VALUES ('u-root', 'admin', 'admin@bai.local', 'x', 'superadmin', "
+             "'default', '2026-01-01T00:00:00Z')",
+             "INSERT INTO users (uuid, username, email, password_hash, domain_name, created_at) "
+             "VALUES ('u-old', 'old', 'old@example.com', 'x', 'default', "
+             "'2026-01-02T00:00:00Z')",
+             "INSERT INTO association_groups_users VALUES ('g-1', 'u-old')",
+             "INSERT INTO keypairs (access_key, secret_key, user_id, is_admin, resource_policy, "
+             "created_at) VALUES ('AKIAROOT', 'root-secret', 'u-root', 1, 'default', "
+             "'2026-01-01T00:00:00Z')",
+             "INSERT INTO keypairs (access_key, secret_key, user_id, resource_policy, created_at) "
+             "VALUES ('AKIAOLD', 'old-secret', 'u-old', 'default', '2026-01-02T00:00:00Z')",
+             "INSERT INTO sessions (id, seq, name, access_key, user_id, domain_name, group_id, "
+             "scaling_group, type, image, architecture, status, result, created_at, "
+             "terminated_at) VALUES ('s-old', 1, 'old-job', 'AKIAOLD', 'u-old', 'default', 'g-1', "
+             "'default', 'batch', 'python', 'x86_64', 'TERMINATED', 'success', "
+             "'2026-01-03T00:00:00Z', '2026-01-03T01:00:00Z')",
+             "INSERT INTO vfolders (id, name, host, quota_scope_id, ownership_type, user_id, "
+             "creator, domain_name, created_at) VALUES ('f0000000000000000000000000000001', "
+             "'old-data', 'local:volume1', 'user:u-old', 'user', 'u-old', 'old@example.com', "
+             "'default', '2026-01-03T00:00:00Z')",
+             "INSERT INTO manager_settings (key, value) VALUES ('bootstrapped_at', "
+             "'2026-01-01T00:00:00Z')",
+         }) {
+      auto r = (*db)->Exec(sql);
+      ASSERT_TRUE(r.ok()) << sql << ": " << r.status().message();
+    }
+  }
+  auto m = Manager::Start(config);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  Options o;
+  o.endpoints = {"http://127.0.0.1:" + std::to_string((*m)->port())};
+  o.access_key = "AKIAROOT";
+  o.secret_key = "root-secret";
+  o.retry.max_attempts = 1;
+  auto root = Client::Create(o);
+  ASSERT_TRUE(root.ok());
+  auto gql = [&](std::string const& q) {
+    ApiRequest r("POST", "/admin/gql");
+    r.body = json{{"query", q}}.dump();
+    auto res = root->Send(r);
+    EXPECT_TRUE(res.ok());
+    return res.ok() ? json::parse(res->body, nullptr, false) : json();
+  };
+  auto user = gql(R"({ user(email: "old@example.com") { username status resource_policy
+                                                       main_access_key groups { name } } })");
+  EXPECT_EQ(user["data"]["user"], json({{"username", "old"},
+                                        {"status", "active"},
+                                        {"resource_policy", "default"},
+                                        {"main_access_key", "AKIAOLD"},
+                                        {"groups", {{{"name", "default"}}}}}))
+      << user.dump();
+  auto sessions = gql(R"({ compute_session_list(limit: 10, offset: 0, status: "TERMINATED") {
+                            items { name result } } })");
+  EXPECT_EQ(sessions["data"]["compute_session_list"]["items"],
+            json::array({{{"name", "old-job"}, {"result", "SUCCESS"}}}))
+      << sessions.dump();
+  auto folders = gql("{ vfolder_list(limit: 10, offset: 0) { items { name host } } }");
+  EXPECT_EQ(folders["data"]["vfolder_list"]["items"],
+            json::array({{{"name", "old-data"}, {"host", "local:volume1"}}}))
+      << folders.dump();
+  EXPECT_EQ(gql("{ user_resource_policies { name } project_resource_policies { name } }")["data"],
+            json({{"user_resource_policies", {{{"name", "default"}}}},
+                  {"project_resource_policies", {{{"name", "default"}}}}}));
+  // Administration works on the migrated rows: a new user in the old domain.
+  auto made = gql(R"(mutation { create_user(email: "new@example.com",
+                       props: {password: "pw-123456", group_ids: ["g-1"]}) { ok msg } })");
+  EXPECT_EQ(made["data"]["create_user"], json({{"ok", true}, {"msg", "success"}})) << made.dump();
 }
 
 }  // namespace

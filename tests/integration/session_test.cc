@@ -220,9 +220,19 @@ TEST_F(SessionTest, ValidationErrorsNameTheField) {
   EXPECT_THAT(sg.body, HasSubstr("No such scaling group."));
   auto grp = Call("POST", "/session", {{"name", "which"}, {"image", "python"}, {"group", "nope"}});
   EXPECT_EQ(grp.status, 404);
+  // More containers than the keypair's policy allows (1 by default) is refused naming the
+  // limit; within a policy that allows them, multi-container sessions are not served yet.
   auto multi =
       Call("POST", "/session", {{"name", "multi"}, {"image", "python"}, {"cluster_size", 2}});
+  EXPECT_EQ(multi.status, 412);
+  EXPECT_THAT(multi.body, HasSubstr("max_containers_per_session"));
+  ASSERT_TRUE(manager_->store()
+                  .db()
+                  .Exec("UPDATE keypair_resource_policies SET max_containers_per_session = 4")
+                  .ok());
+  multi = Call("POST", "/session", {{"name", "multi"}, {"image", "python"}, {"cluster_size", 2}});
   EXPECT_EQ(multi.status, 400);
+  EXPECT_THAT(multi.body, HasSubstr("Multi-container"));
 }
 
 TEST_F(SessionTest, MaxWaitSecondsAnswersTimeoutAndTheSessionStays) {

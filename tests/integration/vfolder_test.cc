@@ -475,3 +475,54 @@ TEST(VFolderRemoteTest, AManagerUsesABaiStorageOverItsApi) {
 
 }  // namespace
 }  // namespace bai::manager
+
+namespace bai::manager {
+namespace {
+
+// Administration's folder policies: allowed_vfolder_hosts (domain, project, keypair policy;
+// unconfigured allows every host), the user policy's max_vfolder_count, and its
+// max_quota_scope_size capping uploads.
+TEST_F(VFolderTest, FolderPoliciesHold) {
+  auto gql = [&](std::string const& mutation) {
+    auto r = Call(*root_, "POST", "/admin/gql", {{"query", "mutation { " + mutation + " }"}});
+    return json::parse(r.body, nullptr, false)["data"].begin().value();
+  };
+  // Hosts: the domain names another host only: refused, naming the setting.
+  ASSERT_EQ(gql(R"(modify_domain(name: "default", props: {
+                     allowed_vfolder_hosts: "{\"other:vol\": [\"create-vfolder\"]}"}) { ok })")
+                ["ok"],
+            true);
+  auto refused = Call(*alice_, "POST", "/folders", {{"name", "hosted"}});
+  EXPECT_EQ(refused.status, 400) << refused.body;
+  EXPECT_THAT(refused.body, HasSubstr("allowed_vfolder_hosts"));
+  // The keypair's policy adds the host (a list: every permission): allowed.
+  ASSERT_EQ(gql(R"(modify_keypair_resource_policy(name: "default", props: {
+                     allowed_vfolder_hosts: "[\"local:volume1\"]"}) { ok })")["ok"],
+            true);
+  Create(*alice_, "hosted");
+  // Count: a user policy of two folders.
+  ASSERT_EQ(gql(R"(create_user_resource_policy(name: "two", props: {max_vfolder_count: 2,
+                     max_quota_scope_size: 1000}) { ok })")["ok"],
+            true);
+  ASSERT_EQ(gql(R"(modify_user(email: "alice@example.com", props: {resource_policy: "two"}) {
+                     ok })")["ok"],
+            true);
+  Create(*alice_, "second");
+  auto third = Call(*alice_, "POST", "/folders", {{"name", "third"}});
+  EXPECT_EQ(third.status, 400) << third.body;
+  EXPECT_THAT(third.body, HasSubstr("max_vfolder_count"));
+  // Bob (the default policy) is not limited.
+  for (auto const* name : {"b1", "b2", "b3"}) Create(*bob_, name);
+  // Quota: 1000 bytes for Alice's scope.
+  auto big = Call(*alice_, "POST", "/folders/hosted/request-upload",
+                  {{"path", "big.bin"}, {"size", 4000}});
+  EXPECT_EQ(big.status, 412) << big.body;
+  EXPECT_THAT(big.body, HasSubstr("quota"));
+  EXPECT_EQ(Call(*alice_, "POST", "/folders/hosted/request-upload",
+                 {{"path", "small.bin"}, {"size", 500}})
+                .status,
+            200);
+}
+
+}  // namespace
+}  // namespace bai::manager

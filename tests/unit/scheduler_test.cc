@@ -324,3 +324,96 @@ TEST(SchedulerTest, AnAgentListPinsTheSessionToThoseAgents) {
 
 }  // namespace
 }  // namespace bai::manager::scheduler
+
+namespace bai::manager::scheduler {
+namespace {
+
+TEST(SchedulerPolicyTest, DomainAndProjectLimitsHoldAndAreNamed) {
+  Input in;
+  in.agents = {MakeAgent("a1", "cpu=16,mem=64g")};
+  auto in_scope = [](Session s, std::string domain, std::string project) {
+    s.domain_name = std::move(domain);
+    s.group_id = std::move(project);
+    return s;
+  };
+  in.domains["lab"] = Scope{Slots("cpu=4"), Slots("cpu=3")};
+  in.projects["p1"] = Scope{Slots("mem=8g"), Slots("mem=2g")};
+  in.pending = {
+      in_scope(MakeSession("d-over", "cpu=2,mem=1g", 1), "lab", "p0"),
+      in_scope(MakeSession("d-fits", "cpu=1,mem=1g", 2), "lab", "p0"),
+      in_scope(MakeSession("d-full", "cpu=1,mem=1g", 3), "lab", "p0"),  // the pass filled it
+      in_scope(MakeSession("p-fits", "cpu=1,mem=6g", 4, "AK2"), "other", "p1"),
+      in_scope(MakeSession("p-over", "cpu=1,mem=1g", 5, "AK2"), "other", "p1"),
+      in_scope(MakeSession("free", "cpu=8,mem=8g", 6, "AK3"), "other", "p2"),
+  };
+  auto d = ByID(Schedule(in));
+  EXPECT_FALSE(d["d-over"].agent_id);
+  EXPECT_EQ(d["d-over"].status_info,
+            "waiting: domain lab limit cpu=4 (using cpu=3, needs cpu=2 more)");
+  EXPECT_EQ(d["d-fits"].agent_id, "a1");
+  EXPECT_THAT(d["d-full"].status_info, HasSubstr("domain lab limit cpu=4 (using cpu=4"));
+  EXPECT_EQ(d["p-fits"].agent_id, "a1");
+  EXPECT_EQ(d["p-over"].status_info,
+            "waiting: project limit mem=8g (using mem=8g, needs mem=1g more)");
+  EXPECT_EQ(d["free"].agent_id, "a1");  // slots absent from a limit are unlimited
+}
+
+TEST(SchedulerPolicyTest, KeypairLimitsNameTheLimit) {
+  Input in;
+  in.agents = {MakeAgent("a1", "cpu=16,mem=64g")};
+  Keypair k;
+  k.max_concurrent_sessions = 1;
+  in.keypairs["AK1"] = k;
+  Keypair limited;
+  limited.total_resource_slots = Slots("cpu=2");
+  limited.unspecified_unlimited = false;  // LIMITED: mem, absent from the limit, is zero
+  in.keypairs["AK2"] = limited;
+  in.pending = {MakeSession("one", "cpu=1", 1), MakeSession("two", "cpu=1", 2),
+                MakeSession("mem", "cpu=1,mem=1g", 3, "AK2"),
+                MakeSession("cpu", "cpu=1", 4, "AK2")};
+  auto d = ByID(Schedule(in));
+  EXPECT_EQ(d["one"].agent_id, "a1");
+  EXPECT_EQ(d["two"].status_info, "waiting: the keypair already runs 1 sessions (limit 1)");
+  EXPECT_THAT(d["mem"].status_info, HasSubstr("keypair limit mem=0"));
+  EXPECT_EQ(d["cpu"].agent_id, "a1");
+}
+
+TEST(SchedulerPolicyTest, AdmissionRefusesNamingTheLimit) {
+  AdmissionLimits l;
+  EXPECT_EQ(WhyRefused(l, {}, 8, Slots("cpu=100")), "");  // no limits
+  l.max_containers_per_session = 1;
+  EXPECT_THAT(WhyRefused(l, {}, 2, Slots("cpu=1")), HasSubstr("max_containers_per_session"));
+  EXPECT_EQ(WhyRefused(l, {}, 1, Slots("cpu=1")), "");
+  l.max_pending_session_count = 2;
+  EXPECT_EQ(WhyRefused(l, {1, Slots("cpu=1")}, 1, Slots("cpu=1")), "");
+  EXPECT_THAT(WhyRefused(l, {2, Slots("cpu=2")}, 1, Slots("cpu=1")),
+              HasSubstr("more than 2 pending session(s)"));
+  l.max_pending_session_count.reset();
+  l.max_pending_session_resource_slots = Slots("cpu=4");
+  EXPECT_EQ(WhyRefused(l, {5, Slots("cpu=3")}, 1, Slots("cpu=1,mem=1g")), "");
+  EXPECT_THAT(WhyRefused(l, {5, Slots("cpu=3")}, 1, Slots("cpu=2")),
+              HasSubstr("max_pending_session_resource_slots cpu=4"));
+}
+
+TEST(SchedulerPolicyTest, IdleAndLifetimeLimits) {
+  using std::chrono::seconds;
+  auto t0 = std::chrono::system_clock::time_point(seconds(1'000'000));
+  LiveSession s;
+  s.id = "s";
+  s.running_since = t0;
+  EXPECT_EQ(WhyExpired(s, t0 + seconds(100000)), "");  // no limits
+  s.idle_timeout = 60;
+  EXPECT_EQ(WhyExpired(s, t0 + seconds(59)), "");
+  EXPECT_EQ(WhyExpired(s, t0 + seconds(60)), "idle-timeout");
+  s.last_activity = t0 + seconds(50);  // activity starts the clock over
+  EXPECT_EQ(WhyExpired(s, t0 + seconds(100)), "");
+  EXPECT_EQ(WhyExpired(s, t0 + seconds(110)), "idle-timeout");
+  s.batch = true;  // batch jobs are never idle
+  EXPECT_EQ(WhyExpired(s, t0 + seconds(1000)), "");
+  s.max_session_lifetime = 600;
+  EXPECT_EQ(WhyExpired(s, t0 + seconds(599)), "");
+  EXPECT_EQ(WhyExpired(s, t0 + seconds(600)), "max-session-lifetime");
+}
+
+}  // namespace
+}  // namespace bai::manager::scheduler

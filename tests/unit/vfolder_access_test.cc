@@ -58,3 +58,31 @@ TEST(VFolderAccessTest, TheMatrix) {
 
 }  // namespace
 }  // namespace bai::manager::vfolders
+
+namespace bai::manager::vfolders {
+namespace {
+
+TEST(VFolderHostPolicyTest, UnionOfDomainProjectsAndKeypair) {
+  // Nothing configured anywhere: every host.
+  EXPECT_FALSE(AllowedHosts({"{}", "{}", "[]"}).has_value());
+  EXPECT_EQ(WhyHostRefused(AllowedHosts({"{}"}), "local:v", "create-vfolder"), "");
+  // An object names permissions; a list allows everything on its hosts; the union holds.
+  auto allowed = AllowedHosts({R"({"nfs:a": ["mount-in-session"]})", "[\"local:v\"]", "bad"});
+  ASSERT_TRUE(allowed.has_value());
+  EXPECT_EQ(WhyHostRefused(allowed, "local:v", "create-vfolder"), "");
+  EXPECT_EQ(WhyHostRefused(allowed, "nfs:a", "mount-in-session"), "");
+  EXPECT_NE(WhyHostRefused(allowed, "nfs:a", "create-vfolder").find("'create-vfolder'"),
+            std::string::npos);
+  auto why = WhyHostRefused(allowed, "s3:x", "create-vfolder");
+  EXPECT_NE(why.find("local:v, nfs:a"), std::string::npos) << why;
+}
+
+TEST(VFolderHostPolicyTest, CountLimit) {
+  EXPECT_EQ(WhyCountRefused(100, 0, false), "");
+  EXPECT_EQ(WhyCountRefused(1, 2, false), "");
+  EXPECT_NE(WhyCountRefused(2, 2, false).find("max_vfolder_count"), std::string::npos);
+  EXPECT_NE(WhyCountRefused(3, 2, true).find("project"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace bai::manager::vfolders

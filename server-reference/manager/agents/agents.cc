@@ -58,7 +58,8 @@ AgentRegistry::AgentRegistry(server::Database& db, SessionStore& sessions,
                              BackgroundTaskStore& tasks, AgentOptions options,
                              std::function<void(std::string const&)> schedule,
                              std::function<void()> wake, std::string cluster_secret)
-    : store_(db),
+    : db_(db),
+      store_(db),
       sessions_(sessions),
       tasks_(tasks),
       options_(options),
@@ -104,6 +105,7 @@ void AgentRegistry::Send(std::string const& agent_id, ap::ToAgent const& message
 }
 
 bool AgentRegistry::Notify(std::string const& agent_id, ap::ToAgent const& message) {
+  if (auto const* open = std::get_if<ap::OpenStream>(&message)) Touch(open->session_id);
   std::shared_ptr<server::WebSocket> ws;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -369,6 +371,16 @@ void AgentRegistry::Handle(Connection const& c, ap::KernelStatus const& m) {
 void AgentRegistry::Request(std::string const& agent_id, ap::AgentRequest request,
                             std::chrono::milliseconds timeout,
                             std::function<void(StatusOr<std::string>)> done) {
+  // What a user does with a session counts as activity; the manager's own reads do not.
+  std::visit(
+      [this](auto const& r) {
+        using T = std::decay_t<decltype(r)>;
+        if constexpr (std::is_same_v<T, ap::Execute> || std::is_same_v<T, ap::KernelFiles> ||
+                      std::is_same_v<T, ap::StartService> || std::is_same_v<T, ap::RestartKernel>) {
+          Touch(r.session_id);
+        }
+      },
+      request);
   std::shared_ptr<server::WebSocket> socket;
   std::string id;
   {
@@ -470,6 +482,12 @@ void AgentRegistry::ForgetLostAgents() {
                           options_.lost_forget);
 }
 
+void AgentRegistry::Touch(std::string const& session_id) {
+  auto now = std::chrono::system_clock::now();
+  std::lock_guard<std::mutex> lock(activity_mu_);
+  activity_[session_id] = now;
+}
+
 void AgentRegistry::Tick() {
   // Silent agents become LOST; their sessions keep their status and say why.
   auto now = std::chrono::system_clock::now();
@@ -502,6 +520,22 @@ void AgentRegistry::Tick() {
     }
   }
   ForgetLostAgents();
+  // Activity seen here since the last tick, then sessions past their policy's time limits.
+  std::map<std::string, std::chrono::system_clock::time_point> activity;
+  {
+    std::lock_guard<std::mutex> lock(activity_mu_);
+    activity.swap(activity_);
+  }
+  (void)RecordActivity(db_, activity);
+  if (auto timed_out = ExpiredSessions(db_, now); timed_out.ok()) {
+    for (auto const& [id, why] : *timed_out) {
+      TransitionDetails d;
+      d.status_info = why;
+      d.event = "session_terminating";
+      d.reason = why;
+      (void)sessions_.Transition(id, SessionStatus::kRunning, SessionStatus::kTerminating, d);
+    }
+  }
   // Batch jobs past their batch_timeout are stopped.
   auto batches = sessions_.RunningBatchesWithTimeout();
   if (batches.ok()) {

@@ -58,6 +58,10 @@ class AgentRegistry {
   /// Fails requests whose time is up; call often (the hub does, every 100 ms).
   void ExpireRequests();
 
+  /// The session's user did something with it now (execute, a stream message, app traffic, a
+  /// file transfer): the idle_timeout clock starts over. Cheap; written out by Tick.
+  void Touch(std::string const& session_id);
+
   /// Agents connected to this manager now.
   std::set<std::string> Connected();
   /// Kernel output relayed by the agents connected here, for followers.
@@ -96,6 +100,7 @@ class AgentRegistry {
   void Send(std::string const& agent_id, server::agent_protocol::ToAgent const& message);
   void ForgetLostAgents();
 
+  server::Database& db_;
   AgentStore store_;
   SessionStore& sessions_;
   BackgroundTaskStore& tasks_;
@@ -113,6 +118,8 @@ class AgentRegistry {
   std::map<std::string, Pending> pending_;  ///< request_id → waiting caller
   std::uint64_t next_request_ = 0;
   OutputHub output_;
+  std::mutex activity_mu_;
+  std::map<std::string, std::chrono::system_clock::time_point> activity_;  ///< since last Tick
 };
 
 }  // namespace bai::manager

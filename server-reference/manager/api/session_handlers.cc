@@ -196,10 +196,6 @@ Status ParseCreate(RequestContext& ctx, CreateInput& in) {
     return MakeProblemStatus(ProblemType::kInsufficientPrivilege,
                              "Only superadmins may pick agents (config.agent_list).");
   }
-  if (r.cluster_size > 1 || r.cluster_mode == "multi-node") {
-    return MakeProblemStatus(ProblemType::kNotImplemented,
-                             "Multi-container sessions are not supported by this manager yet.");
-  }
   // GPU slots go on individual devices: whole devices, and fractions in steps of 0.01.
   for (auto const& [slot, amount] : r.resources) {
     bool whole =
@@ -470,7 +466,19 @@ struct SessionRoutes {
         !st.ok()) {
       return ProblemResponse(st);
     }
-    if (auto st = sessions.Create(s); !st.ok()) return ProblemResponse(st);
+    auto admit = [&](server::SqlExecutor& tx) -> Status {
+      if (auto st = AdmitSession(tx, s.access_key, in.request.cluster_size, s.requested);
+          !st.ok()) {
+        return st;
+      }
+      // After the policy's own refusal, which names its limit.
+      if (in.request.cluster_size > 1 || in.request.cluster_mode == "multi-node") {
+        return MakeProblemStatus(ProblemType::kNotImplemented,
+                                 "Multi-container sessions are not supported by this manager yet.");
+      }
+      return Status();
+    };
+    if (auto st = sessions.Create(s, admit); !st.ok()) return ProblemResponse(st);
     schedule(s.scaling_group);
     hub.Wake();
     std::string const pending(protocol::ToString(SessionStatus::kPending));

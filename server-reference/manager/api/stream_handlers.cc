@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <memory>
 #include <mutex>
@@ -170,6 +171,8 @@ class RelayStream : public std::enable_shared_from_this<RelayStream> {
  private:
   static constexpr std::size_t kHigh = 1 << 20;
   static constexpr std::size_t kLow = 256 << 10;
+  static constexpr std::chrono::steady_clock::duration kTouchEvery = std::chrono::seconds(1);
+  std::atomic<std::chrono::steady_clock::rep> last_touch_{0};
 
   static void Forward(std::shared_ptr<server::WebSocket> const& from,
                       std::shared_ptr<server::WebSocket> const& to, std::string const& data,
@@ -185,10 +188,20 @@ class RelayStream : public std::enable_shared_from_this<RelayStream> {
     }
   }
 
+  // Traffic either way is the user's activity (idle_timeout): noted at most once a second.
+  void Active() {
+    auto now = std::chrono::steady_clock::now();
+    auto last = last_touch_.load(std::memory_order_relaxed);
+    if (now.time_since_epoch().count() - last < kTouchEvery.count()) return;
+    last_touch_.store(now.time_since_epoch().count(), std::memory_order_relaxed);
+    agents_.Touch(open_.session_id);
+  }
+
   // A client frame goes to the agent's side, or waits for it: the client may write before the
   // agent has connected (reading pauses meanwhile, after a frame or so has come).
   void FromClient(std::shared_ptr<server::WebSocket> const& ws, std::string const& data,
                   bool binary) {
+    Active();
     std::shared_ptr<server::WebSocket> agent;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -250,6 +263,7 @@ class RelayStream : public std::enable_shared_from_this<RelayStream> {
     };
     auto relay = [self](std::shared_ptr<server::WebSocket> const& ws, std::string const& data,
                         bool binary) {
+      self->Active();
       std::shared_ptr<server::WebSocket> client;
       {
         std::lock_guard<std::mutex> lock(self->mu_);

@@ -247,6 +247,47 @@ HttpResponse TicketResponse(Ticket const& t) {
 
 // ---- handlers ---------------------------------------------------------------------------------
 
+// The policies a new folder passes (streams-admin-console.md §B): its host is among the
+// caller's allowed_vfolder_hosts with create-vfolder, and its owner (user or project) stays
+// within its resource policy's max_vfolder_count. 400s as 24.09 answers them.
+Status CheckFolderPolicies(RequestContext& ctx, FolderRecord const& f) {
+  auto& db = ctx.store.db();
+  Identity const& who = *ctx.identity;
+  std::vector<std::string> configs;
+  for (auto const& [sql, key] : std::vector<std::pair<char const*, std::string>>{
+           {"SELECT allowed_vfolder_hosts FROM domains WHERE name = ?", who.domain},
+           {"SELECT g.allowed_vfolder_hosts FROM groups g JOIN association_groups_users a ON "
+            "a.group_id = g.id WHERE a.user_id = ?",
+            who.user_id},
+           {"SELECT p.allowed_vfolder_hosts FROM keypairs k JOIN keypair_resource_policies p ON "
+            "p.name = k.resource_policy WHERE k.access_key = ?",
+            who.access_key}}) {
+    auto rows = db.Query(sql, {key});
+    if (!rows.ok()) return rows.status();
+    for (auto const& r : *rows) configs.push_back(r.Text(0));
+  }
+  auto why = vfolders::WhyHostRefused(vfolders::AllowedHosts(configs), f.host, "create-vfolder");
+  if (!why.empty()) return MakeProblemStatus(ProblemType::kInvalidApiParams, why);
+  bool project = f.ownership_type == "group";
+  auto limit = db.Query(
+      project ? "SELECT p.max_vfolder_count FROM groups g JOIN project_resource_policies p ON "
+                "p.name = g.resource_policy WHERE g.id = ?"
+              : "SELECT p.max_vfolder_count FROM users u JOIN user_resource_policies p ON p.name "
+                "= u.resource_policy WHERE u.uuid = ?",
+      {project ? f.group_id : f.user_id});
+  if (!limit.ok()) return limit.status();
+  if (limit->empty() || limit->front().Int(0) <= 0) return Status();
+  auto count = db.Query(project ? "SELECT COUNT(*) FROM vfolders WHERE group_id = ? AND status "
+                                  "NOT LIKE 'delete-%'"
+                                : "SELECT COUNT(*) FROM vfolders WHERE user_id = ? AND status NOT "
+                                  "LIKE 'delete-%'",
+                        {project ? f.group_id : f.user_id});
+  if (!count.ok()) return count.status();
+  why = vfolders::WhyCountRefused(count->front().Int(0), limit->front().Int(0), project);
+  if (!why.empty()) return MakeProblemStatus(ProblemType::kInvalidApiParams, why);
+  return Status();
+}
+
 StatusOr<HttpResponse> Create(Env& env, RequestContext& ctx) {
   auto params = Params::From(ctx.request);
   if (!params.ok()) return params.status();
@@ -296,6 +337,7 @@ StatusOr<HttpResponse> Create(Env& env, RequestContext& ctx) {
     return MakeProblemStatus(ProblemType::kVfolderCreationFailed,
                              "No storage host '" + f.host + "' (see GET /folders/_/hosts).");
   }
+  if (auto s = CheckFolderPolicies(ctx, f); !s.ok()) return s;
   if (auto s = env.folders.Insert(f); !s.ok()) {
     if (s.code() == StatusCode::kAlreadyExists) {
       return MakeProblemStatus(ProblemType::kVfolderAlreadyExists, s.message());

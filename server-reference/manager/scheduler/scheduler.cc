@@ -90,26 +90,35 @@ Agent const* LargestFree(std::vector<Agent> const& agents, Session const& s) {
   return best;
 }
 
+// Why `requested` would pass `whose` limit (slots absent from it: unlimited unless
+// `unspecified_unlimited` is false), or nullopt.
+std::optional<std::string> SlotLimitBlock(std::string const& whose, ResourceSlots const& limits,
+                                          bool unspecified_unlimited, ResourceSlots const& occupied,
+                                          ResourceSlots const& requested) {
+  for (auto const& [slot, amount] : requested) {
+    if (amount.is_zero()) continue;
+    auto limit_it = limits.find(slot);
+    Decimal limit = limit_it != limits.end()
+                        ? limit_it->second
+                        : (unspecified_unlimited ? Decimal::Unlimited() : Decimal());
+    auto after = Get(occupied, slot).Add(amount);
+    if (!after || *after > limit) {
+      ResourceSlots one{{slot, limit}};
+      ResourceSlots used{{slot, Get(occupied, slot)}};
+      return "waiting: " + whose + " limit " + DescribeSlots(one) + " (using " +
+             DescribeSlots(used) + ", needs " + DescribeSlots({{slot, amount}}) + " more)";
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> KeypairBlock(Session const& s, Keypair const& k) {
   if (k.max_concurrent_sessions > 0 && k.active_sessions >= k.max_concurrent_sessions) {
     return "waiting: the keypair already runs " + std::to_string(k.active_sessions) +
            " sessions (limit " + std::to_string(k.max_concurrent_sessions) + ")";
   }
-  for (auto const& [slot, amount] : s.requested) {
-    if (amount.is_zero()) continue;
-    auto limit_it = k.total_resource_slots.find(slot);
-    Decimal limit = limit_it != k.total_resource_slots.end()
-                        ? limit_it->second
-                        : (k.unspecified_unlimited ? Decimal::Unlimited() : Decimal());
-    auto after = Get(k.occupied, slot).Add(amount);
-    if (!after || *after > limit) {
-      ResourceSlots one{{slot, limit}};
-      ResourceSlots used{{slot, Get(k.occupied, slot)}};
-      return "waiting: keypair limit " + DescribeSlots(one) + " (using " + DescribeSlots(used) +
-             ", needs " + DescribeSlots({{slot, amount}}) + " more)";
-    }
-  }
-  return std::nullopt;
+  return SlotLimitBlock("keypair", k.total_resource_slots, k.unspecified_unlimited, k.occupied,
+                        s.requested);
 }
 
 std::string Joined(std::vector<std::string> const& items) {
@@ -256,9 +265,48 @@ std::string DescribeSlots(ResourceSlots const& slots) {
   return out.empty() ? "nothing" : out;
 }
 
+std::string WhyRefused(AdmissionLimits const& limits, PendingUsage const& pending,
+                       std::int64_t cluster_size, ResourceSlots const& requested) {
+  if (limits.max_containers_per_session > 0 && cluster_size > limits.max_containers_per_session) {
+    return "You cannot create session with more than " +
+           std::to_string(limits.max_containers_per_session) +
+           " containers (the keypair's max_containers_per_session).";
+  }
+  if (limits.max_pending_session_count && pending.sessions >= *limits.max_pending_session_count) {
+    return "You cannot create more than " + std::to_string(*limits.max_pending_session_count) +
+           " pending session(s) (the keypair's max_pending_session_count; " +
+           std::to_string(pending.sessions) + " wait now).";
+  }
+  if (limits.max_pending_session_resource_slots &&
+      !limits.max_pending_session_resource_slots->empty()) {
+    if (auto block = SlotLimitBlock("pending", *limits.max_pending_session_resource_slots, true,
+                                    pending.slots, requested)) {
+      return "Your pending session quota is exceeded: the keypair's "
+             "max_pending_session_resource_slots " +
+             DescribeSlots(*limits.max_pending_session_resource_slots) +
+             " (waiting now: " + DescribeSlots(pending.slots) + ").";
+    }
+  }
+  return "";
+}
+
+std::string WhyExpired(LiveSession const& s, std::chrono::system_clock::time_point now) {
+  using std::chrono::seconds;
+  if (s.max_session_lifetime > 0 && now - s.running_since >= seconds(s.max_session_lifetime)) {
+    return "max-session-lifetime";
+  }
+  if (s.idle_timeout > 0 && !s.batch) {
+    auto last = std::max(s.running_since, s.last_activity.value_or(s.running_since));
+    if (now - last >= seconds(s.idle_timeout)) return "idle-timeout";
+  }
+  return "";
+}
+
 std::vector<Decision> Schedule(Input const& input) {
   std::vector<Agent> agents = input.agents;
   std::map<std::string, Keypair> keypairs = input.keypairs;
+  std::map<std::string, Scope> domains = input.domains;
+  std::map<std::string, Scope> projects = input.projects;
   std::vector<Session const*> order;
   for (auto const& s : input.pending) order.push_back(&s);
   std::stable_sort(order.begin(), order.end(), [](Session const* a, Session const* b) {
@@ -307,12 +355,22 @@ std::vector<Decision> Schedule(Input const& input) {
       continue;
     }
     auto kp = keypairs.find(s->access_key);
-    if (kp != keypairs.end()) {
-      if (auto block = KeypairBlock(*s, kp->second)) {
-        d.status_info = *block;
-        decisions.push_back(std::move(d));
-        continue;
-      }
+    auto domain = domains.find(s->domain_name);
+    auto project = projects.find(s->group_id);
+    std::optional<std::string> block;
+    if (kp != keypairs.end()) block = KeypairBlock(*s, kp->second);
+    if (!block && domain != domains.end()) {
+      block = SlotLimitBlock("domain " + s->domain_name, domain->second.limit, true,
+                             domain->second.occupied, s->requested);
+    }
+    if (!block && project != projects.end()) {
+      block = SlotLimitBlock("project", project->second.limit, true, project->second.occupied,
+                             s->requested);
+    }
+    if (block) {
+      d.status_info = *block;
+      decisions.push_back(std::move(d));
+      continue;
     }
     Agent* chosen = nullptr;
     bool fragmented = false;  // some agent had the room in total, but not on its GPUs
@@ -348,6 +406,8 @@ std::vector<Decision> Schedule(Input const& input) {
         kp->second.active_sessions += 1;
         AddInto(kp->second.occupied, s->requested);
       }
+      if (domain != domains.end()) AddInto(domain->second.occupied, s->requested);
+      if (project != projects.end()) AddInto(project->second.occupied, s->requested);
       d.agent_id = chosen->id;
     } else if (!held_away.empty()) {
       d.status_info = "waiting: needs " + DescribeSlots(s->requested) + "; agent " + held_away +

@@ -50,9 +50,18 @@ struct Keypair {
   ResourceSlots occupied;
 };
 
+/// A domain's or project's total_resource_slots and what its sessions hold now. Slots absent
+/// from the limit are unlimited (24.09's domain and group limits).
+struct Scope {
+  ResourceSlots limit;
+  ResourceSlots occupied;
+};
+
 struct Session {
   std::string id;
   std::string access_key;
+  std::string domain_name;
+  std::string group_id;
   std::string architecture = "x86_64";
   std::string image;
   ResourceSlots requested;
@@ -83,6 +92,8 @@ struct Input {
   std::vector<Session> pending;
   std::vector<Agent> agents;
   std::map<std::string, Keypair> keypairs;  ///< by access key; absent = no limits
+  std::map<std::string, Scope> domains;     ///< by name; absent = no limits
+  std::map<std::string, Scope> projects;    ///< by id; absent = no limits
   std::chrono::system_clock::time_point now;
   /// Once a session that could fit has waited this long, one agent that can take it is held for
   /// it: only backfill that leaves it its room starts there (what it needs stays reserved
@@ -105,8 +116,43 @@ struct Decision {
 /// (an agent held for a session that waited too long; the others keep backfilling),
 /// first-fit over agents (in the given order), exact decimal accounting that never
 /// over-allocates an agent or any one of its GPUs (devices.h), keypair concurrency and total-slot
-/// limits. Pure: no I/O, no clock.
+/// limits, domain and project total-slot limits. A session a limit holds back waits with the
+/// limit named in its status_info. Pure: no I/O, no clock.
 std::vector<Decision> Schedule(Input const& input);
+
+/// What a keypair's policy says about submitting a session (24.09 checks these at enqueue and
+/// in its scheduler's predicates; bai refuses at submission, when the user can act on it).
+struct AdmissionLimits {
+  std::int64_t max_containers_per_session = 0;  ///< 0 = unlimited
+  std::optional<std::int64_t> max_pending_session_count;
+  std::optional<ResourceSlots> max_pending_session_resource_slots;
+};
+
+/// The keypair's sessions waiting now.
+struct PendingUsage {
+  std::int64_t sessions = 0;
+  ResourceSlots slots;
+};
+
+/// Why a new session of `cluster_size` containers requesting `requested` is refused, naming
+/// the limit; "" when it is admitted.
+std::string WhyRefused(AdmissionLimits const& limits, PendingUsage const& pending,
+                       std::int64_t cluster_size, ResourceSlots const& requested);
+
+/// A RUNNING session under its keypair policy's time limits.
+struct LiveSession {
+  std::string id;
+  bool batch = false;  ///< batch jobs work unattended: never idle (they have batch_timeout)
+  std::chrono::system_clock::time_point running_since;
+  /// The last execute, stream message, app traffic or file transfer; none: running_since.
+  std::optional<std::chrono::system_clock::time_point> last_activity;
+  std::int64_t idle_timeout = 0;          ///< seconds; 0 = none
+  std::int64_t max_session_lifetime = 0;  ///< seconds since it started; 0 = none
+};
+
+/// Why `s` ends now: "max-session-lifetime" or "idle-timeout" (the status_info it ends with),
+/// or "" when it runs on.
+std::string WhyExpired(LiveSession const& s, std::chrono::system_clock::time_point now);
 
 /// "cpu=4 mem=8g cuda.shares=0.5": slot maps in words (sizes in binary units when exact).
 std::string DescribeSlots(ResourceSlots const& slots);

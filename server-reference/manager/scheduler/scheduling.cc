@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/manager/scheduler/scheduling.h"
 
+#include "bai/protocol/dates.h"
 #include "bai/protocol/errors.h"
 #include "bai/protocol/signing.h"
 
@@ -13,6 +14,7 @@
 
 #include <map>
 #include <set>
+#include <tuple>
 
 namespace bai::manager {
 
@@ -59,6 +61,8 @@ struct PassState {
   std::vector<std::string> to_cancel;           // sessions whose dependencies failed
   std::set<std::string> access_keys;
   std::map<std::string, scheduler::Keypair> usage;  // by access key: what its sessions hold
+  std::map<std::string, protocol::ResourceSlots> domain_usage;   // by domain name
+  std::map<std::string, protocol::ResourceSlots> project_usage;  // by project id
 };
 
 // Whether `s` waits for starts_at or its dependencies; a failed dependency cancels it.
@@ -97,7 +101,8 @@ Status ReadQueue(SqlExecutor& tx, std::string const& scaling_group,
                  std::chrono::system_clock::time_point now, PassState& st) {
   auto pending = tx.Query(
       "SELECT id, access_key, architecture, requested_slots, seq, created_at, starts_at, "
-      "dependencies, status_info, image, agent_list FROM sessions WHERE scaling_group = ? AND "
+      "dependencies, status_info, image, agent_list, domain_name, group_id FROM sessions WHERE "
+      "scaling_group = ? AND "
       "status = 'PENDING' ORDER BY seq",
       {scaling_group});
   if (!pending.ok()) return pending.status();
@@ -109,6 +114,8 @@ Status ReadQueue(SqlExecutor& tx, std::string const& scaling_group,
     s.requested = SlotsFromColumn(r.Text(3));
     s.image = r.Text(9);
     s.agent_list = ListFromColumn(r.Text(10));
+    s.domain_name = r.Text(11);
+    s.group_id = r.Text(12);
     s.enqueue_seq = r.Int(4);
     s.enqueued_at = TimeOf(r.Text(5));
     st.old_info[s.id] = r.Text(8);
@@ -152,7 +159,7 @@ Status ReadAgentsAndUsage(SqlExecutor& tx, std::string const& scaling_group, Pas
   }
   auto holding =
       tx.Query(std::string("SELECT agent_id, access_key, requested_slots, device_allocations, "
-                           "status_history FROM sessions WHERE status IN ") +
+                           "status_history, domain_name, group_id FROM sessions WHERE status IN ") +
                kHoldingStatuses);
   if (!holding.ok()) return holding.status();
   for (auto const& r : *holding) {
@@ -173,6 +180,8 @@ Status ReadAgentsAndUsage(SqlExecutor& tx, std::string const& scaling_group, Pas
     auto& u = st.usage[r.Text(1)];
     u.active_sessions += 1;
     scheduler::AddInto(u.occupied, slots);
+    scheduler::AddInto(st.domain_usage[r.Text(5)], slots);
+    scheduler::AddInto(st.project_usage[r.Text(6)], slots);
   }
   return Status();
 }
@@ -192,6 +201,27 @@ Status ReadPolicies(SqlExecutor& tx, PassState& st) {
     kp.total_resource_slots = SlotsFromColumn((*policy)[0].Text(1));
     kp.unspecified_unlimited = (*policy)[0].Text(2) != "LIMITED";
     st.in.keypairs[ak] = kp;
+  }
+  // Domains' and projects' total_resource_slots ("{}": no limit, left out of the input).
+  std::set<std::string> domains;
+  std::set<std::string> projects;
+  for (auto const& s : st.in.pending) {
+    domains.insert(s.domain_name);
+    projects.insert(s.group_id);
+  }
+  for (auto const& [names, sql, target, usage] :
+       {std::tuple{&domains, "SELECT total_resource_slots FROM domains WHERE name = ?",
+                   &st.in.domains, &st.domain_usage},
+        std::tuple{&projects, "SELECT total_resource_slots FROM groups WHERE id = ?",
+                   &st.in.projects, &st.project_usage}}) {
+    for (auto const& name : *names) {
+      auto rows = tx.Query(sql, {name});
+      if (!rows.ok()) return rows.status();
+      if (rows->empty()) continue;
+      auto limit = SlotsFromColumn(rows->front().Text(0));
+      if (limit.empty()) continue;
+      (*target)[name] = scheduler::Scope{std::move(limit), (*usage)[name]};
+    }
   }
   return Status();
 }
@@ -236,6 +266,76 @@ StatusOr<int> ApplyDecisions(SqlExecutor& tx, PassState const& st,
 }
 
 }  // namespace
+
+Status AdmitSession(SqlExecutor& tx, std::string const& access_key, std::int64_t cluster_size,
+                    protocol::ResourceSlots const& requested) {
+  auto policy = tx.Query(
+      "SELECT p.max_containers_per_session, p.max_pending_session_count, "
+      "p.max_pending_session_resource_slots FROM keypairs k JOIN keypair_resource_policies p "
+      "ON k.resource_policy = p.name WHERE k.access_key = ?",
+      {access_key});
+  if (!policy.ok()) return policy.status();
+  if (policy->empty()) return Status();
+  auto const& row = policy->front();
+  scheduler::AdmissionLimits limits;
+  limits.max_containers_per_session = row.Int(0);
+  if (!row.IsNull(1)) limits.max_pending_session_count = row.Int(1);
+  if (auto slots = row.OptText(2))
+    limits.max_pending_session_resource_slots = SlotsFromColumn(*slots);
+  scheduler::PendingUsage pending;
+  if (limits.max_pending_session_count || limits.max_pending_session_resource_slots) {
+    auto waiting =
+        tx.Query("SELECT requested_slots FROM sessions WHERE access_key = ? AND status = 'PENDING'",
+                 {access_key});
+    if (!waiting.ok()) return waiting.status();
+    for (auto const& r : *waiting) {
+      pending.sessions += 1;
+      scheduler::AddInto(pending.slots, SlotsFromColumn(r.Text(0)));
+    }
+  }
+  auto why = scheduler::WhyRefused(limits, pending, cluster_size, requested);
+  if (why.empty()) return Status();
+  return protocol::MakeProblemStatus(protocol::ProblemType::kQuotaExceeded, why);
+}
+
+Status RecordActivity(
+    server::Database& db,
+    std::map<std::string, std::chrono::system_clock::time_point> const& activity) {
+  for (auto const& [id, when] : activity) {
+    std::string at = protocol::FormatRfc3339(when);
+    auto r = db.Exec(
+        "UPDATE sessions SET last_activity = ? WHERE id = ? AND (last_activity IS NULL OR "
+        "last_activity < ?)",
+        {at, id, at});
+    if (!r.ok()) return r.status();
+  }
+  return Status();
+}
+
+StatusOr<std::map<std::string, std::string>> ExpiredSessions(
+    server::Database& db, std::chrono::system_clock::time_point now) {
+  auto rows = db.Query(
+      "SELECT s.id, s.type, s.status_history, s.last_activity, p.idle_timeout, "
+      "p.max_session_lifetime FROM sessions s JOIN keypairs k ON k.access_key = s.access_key "
+      "JOIN keypair_resource_policies p ON p.name = k.resource_policy WHERE s.status = "
+      "'RUNNING' AND (p.idle_timeout > 0 OR p.max_session_lifetime > 0)");
+  if (!rows.ok()) return rows.status();
+  std::map<std::string, std::string> out;
+  for (auto const& r : *rows) {
+    auto history = MapFromColumn(r.Text(2));
+    auto running = history.find("RUNNING");
+    if (running == history.end()) continue;
+    scheduler::LiveSession s;
+    s.id = r.Text(0);
+    s.batch = r.Text(1) == "batch";
+    s.running_since = TimeOf(running->second);
+    if (auto last = r.OptText(3)) s.last_activity = TimeOf(*last);
+    s.idle_timeout = r.Int(4);
+    s.max_session_lifetime = r.Int(5);
+    if (auto why = scheduler::WhyExpired(s, now); !why.empty()) out[s.id] = why;
+  }
+  return out;
+}
 
 std::string SchedulingScope(std::string const& scaling_group) {
   return "scheduling:" + scaling_group;

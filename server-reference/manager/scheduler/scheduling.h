@@ -8,6 +8,7 @@
 
 #include <array>
 #include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,22 @@ std::string SchedulingScope(std::string const& scaling_group);
 StatusOr<int> RunSchedulingPass(server::Database& db, std::string const& scaling_group,
                                 std::chrono::system_clock::time_point now,
                                 std::chrono::seconds max_head_wait = std::chrono::seconds(600));
+
+/// The keypair policy's admission check for a new session (scheduler::WhyRefused over the
+/// keypair's waiting sessions), inside the submission's transaction: 412 quota-exceeded naming
+/// the limit.
+Status AdmitSession(server::SqlExecutor& tx, std::string const& access_key,
+                    std::int64_t cluster_size, protocol::ResourceSlots const& requested);
+
+/// Writes the last activity of each session in `activity` (a later time only: several managers
+/// record it).
+Status RecordActivity(server::Database& db,
+                      std::map<std::string, std::chrono::system_clock::time_point> const& activity);
+
+/// RUNNING sessions past their keypair policy's max_session_lifetime or idle_timeout
+/// (scheduler::WhyExpired): session id → the status_info to end it with.
+StatusOr<std::map<std::string, std::string>> ExpiredSessions(
+    server::Database& db, std::chrono::system_clock::time_point now);
 
 /// Whether an agent that is not LOST serves `scaling_group`: with none, a new session cannot
 /// start until one registers.

@@ -278,6 +278,14 @@ server::Migration UserFields() {
       }};
 }
 
+server::Migration SessionActivity() {
+  return {15,
+          "when each session last saw its user (execute, streams, apps, files)",
+          {
+              "ALTER TABLE sessions ADD COLUMN last_activity TEXT",
+          }};
+}
+
 server::Migration AgentLoad() {
   return {9,
           "each agent's last reported CPU and memory load",
@@ -292,7 +300,7 @@ std::vector<server::Migration> const& Migrations() {
   static auto const* const kMigrations = new std::vector<server::Migration>{
       Principals(), Sessions(),      RateLimits(),  BackgroundTasks(), AgentLists(),
       VFolders(),   SessionMounts(), Devices(),     AgentLoad(),       ServicePorts(),
-      Networks(),   DomainFields(),  GroupFields(), UserFields()};
+      Networks(),   DomainFields(),  GroupFields(), UserFields(),      SessionActivity()};
   return *kMigrations;
 }
 

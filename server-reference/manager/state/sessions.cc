@@ -350,13 +350,17 @@ StatusOr<Page<KernelRecord>> SessionStore::ListKernels(ListQuery const& q) {
                                  "k.cluster_idx, k.id", KernelFromRow);
 }
 
-Status SessionStore::Create(SessionRecord& s) {
+Status SessionStore::Create(SessionRecord& s,
+                            std::function<Status(server::SqlExecutor&)> const& admit) {
   std::string now = NowIso();
   s.created_at = now;
   s.status = protocol::SessionStatus::kPending;
   s.status_history = {{std::string(protocol::ToString(s.status)), now}};
   // The next queue position is read, then written: under the queue's scope.
   return db_.Transaction({kQueueScope}, [&](SqlExecutor& tx) -> Status {
+    if (admit) {
+      if (auto refused = admit(tx); !refused.ok()) return refused;
+    }
     auto seq = tx.Query("SELECT COALESCE(MAX(seq), 0) + 1 FROM sessions");
     if (!seq.ok()) return seq.status();
     s.seq = (*seq)[0].Int(0);

@@ -14,6 +14,7 @@
 #include "server-reference/manager/state/store.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -145,8 +146,11 @@ class SessionStore {
  public:
   explicit SessionStore(server::Database& db) : db_(db) {}
 
-  /// Inserts a PENDING session with its main kernel and a `session_enqueued` event.
-  Status Create(SessionRecord& session);
+  /// Inserts a PENDING session with its main kernel and a `session_enqueued` event. `admit`,
+  /// when given, runs first inside the same transaction (which holds the queue's scope, so two
+  /// submissions never both pass a count); its error refuses the session.
+  Status Create(SessionRecord& session,
+                std::function<Status(server::SqlExecutor&)> const& admit = {});
 
   StatusOr<std::optional<SessionRecord>> Get(std::string const& id);
   /// Resolves a path's session reference for `owner`: exact UUID (ended sessions too), then

@@ -3,9 +3,12 @@
 
 #include "bai/protocol/vfolder_wire.h"
 
+#include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 /// Who may do what in a virtual folder, as a pure function (no I/O): the handlers gather the
 /// facts, ask here, and refuse or go on. Tested as a table in tests/unit/vfolder_access_test.cc.
@@ -51,5 +54,24 @@ struct Access {
 /// project folders of their domain; a superadmin `wd` on every folder. A user folder is
 /// private: a domain admin who is neither its owner nor invited does not reach it.
 Access Decide(FolderFacts const& folder, CallerFacts const& caller);
+
+/// Storage host → the folder operations allowed there (24.09's names: create-vfolder,
+/// modify-vfolder, delete-vfolder, mount-in-session, upload-file, download-file, invite-others,
+/// set-user-specific-permission).
+using HostPermissions = std::map<std::string, std::set<std::string>>;
+
+/// The hosts a user may use: the union of the allowed_vfolder_hosts of their domain, their
+/// projects and their keypair's policy (24.09's union). Each is JSON text: an object host →
+/// permissions, or a list of hosts (every permission there). nullopt when none names a host:
+/// an install that never configured hosts allows every host (24.09 would allow none).
+std::optional<HostPermissions> AllowedHosts(std::vector<std::string> const& configs);
+
+/// Why `permission` on `host` is refused ("" when allowed), naming where hosts are configured.
+std::string WhyHostRefused(std::optional<HostPermissions> const& allowed, std::string const& host,
+                           std::string const& permission);
+
+/// Why one more folder is refused to an owner that has `existing` with a limit of `max_count`
+/// (0: none), or "".
+std::string WhyCountRefused(std::int64_t existing, std::int64_t max_count, bool project);
 
 }  // namespace bai::manager::vfolders

@@ -420,8 +420,25 @@ StatusOr<std::pair<std::int64_t, std::int64_t>> FolderStore::Quota(std::string c
   auto rows =
       db_.Query("SELECT max_bytes, max_files FROM quota_scopes WHERE scope_id = ?", {scope_id});
   if (!rows.ok()) return rows.status();
-  if (rows->empty()) return std::pair<std::int64_t, std::int64_t>{0, 0};
-  return std::pair<std::int64_t, std::int64_t>{(*rows)[0].Int(0), (*rows)[0].Int(1)};
+  std::int64_t max_bytes = rows->empty() ? 0 : (*rows)[0].Int(0);
+  std::int64_t max_files = rows->empty() ? 0 : (*rows)[0].Int(1);
+  // The owner's resource policy caps the scope too (max_quota_scope_size; 0: no cap): the
+  // smaller of the two limits holds.
+  bool project = scope_id.rfind("project:", 0) == 0;
+  bool user = scope_id.rfind("user:", 0) == 0;
+  if (project || user) {
+    std::string owner = scope_id.substr(scope_id.find(':') + 1);
+    auto cap = db_.Query(
+        project ? "SELECT p.max_quota_scope_size FROM groups g JOIN project_resource_policies p "
+                  "ON p.name = g.resource_policy WHERE g.id = ?"
+                : "SELECT p.max_quota_scope_size FROM users u JOIN user_resource_policies p ON "
+                  "p.name = u.resource_policy WHERE u.uuid = ?",
+        {owner});
+    if (!cap.ok()) return cap.status();
+    std::int64_t policy = cap->empty() ? 0 : cap->front().Int(0);
+    if (policy > 0 && (max_bytes == 0 || policy < max_bytes)) max_bytes = policy;
+  }
+  return std::pair<std::int64_t, std::int64_t>{max_bytes, max_files};
 }
 
 Status FolderStore::SetQuota(std::string const& scope_id, std::int64_t max_bytes,
