@@ -563,13 +563,13 @@ class Resolver {
               {"is_active", g.is_active},
               {"is_public", g.is_public},
               {"created_at", g.created_at},
-              {"wsproxy_addr", nullptr},
-              {"wsproxy_api_token", nullptr},
+              {"wsproxy_addr", Opt(g.wsproxy_addr)},
+              {"wsproxy_api_token", Opt(g.wsproxy_api_token)},
               {"driver", "static"},
-              {"driver_opts", "{}"},
+              {"driver_opts", g.driver_opts},
               {"scheduler", g.scheduler},
               {"scheduler_opts", g.scheduler_opts},
-              {"use_host_network", false}};
+              {"use_host_network", g.use_host_network}};
     // The per-status fields answer for the status their selection names.
     auto status_arg = [&](char const* field) {
       PlannedField const* sub = f.Find(field);

@@ -286,6 +286,17 @@ server::Migration SessionActivity() {
           }};
 }
 
+server::Migration ResourceGroupFields() {
+  return {16,
+          "resource groups' driver options, app-proxy address and host networking",
+          {
+              "ALTER TABLE scaling_groups ADD COLUMN driver_opts TEXT NOT NULL DEFAULT '{}'",
+              "ALTER TABLE scaling_groups ADD COLUMN wsproxy_addr TEXT",
+              "ALTER TABLE scaling_groups ADD COLUMN wsproxy_api_token TEXT",
+              "ALTER TABLE scaling_groups ADD COLUMN use_host_network INTEGER NOT NULL DEFAULT 0",
+          }};
+}
+
 server::Migration AgentLoad() {
   return {9,
           "each agent's last reported CPU and memory load",
@@ -300,7 +311,7 @@ std::vector<server::Migration> const& Migrations() {
   static auto const* const kMigrations = new std::vector<server::Migration>{
       Principals(), Sessions(),      RateLimits(),  BackgroundTasks(), AgentLists(),
       VFolders(),   SessionMounts(), Devices(),     AgentLoad(),       ServicePorts(),
-      Networks(),   DomainFields(),  GroupFields(), UserFields(),      SessionActivity()};
+      Networks(),   DomainFields(),  GroupFields(), UserFields(),      SessionActivity(), ResourceGroupFields()};
   return *kMigrations;
 }
 

@@ -126,13 +126,14 @@ StatusOr<std::optional<KeypairDetails>> Store::FindKeypairDetails(std::string co
 
 StatusOr<std::vector<ScalingGroupRecord>> Store::ScalingGroups() {
   auto rows = db_.Query(
-      "SELECT name, description, is_active, is_public, scheduler, scheduler_opts, created_at "
+      "SELECT name, description, is_active, is_public, scheduler, scheduler_opts, created_at, "
+      "driver_opts, wsproxy_addr, wsproxy_api_token, use_host_network "
       "FROM scaling_groups ORDER BY name");
   if (!rows.ok()) return std::move(rows).status();
   std::vector<ScalingGroupRecord> out;
   for (auto& r : *rows) {
     out.push_back({r.TakeText(0), r.TakeText(1), r.Bool(2), r.Bool(3), r.TakeText(4), r.TakeText(5),
-                   r.TakeText(6)});
+                   r.TakeText(6), r.TakeText(7), r.TakeOptText(8), r.TakeOptText(9), r.Bool(10)});
   }
   return out;
 }

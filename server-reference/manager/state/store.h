@@ -72,6 +72,10 @@ struct ScalingGroupRecord {
   std::string scheduler;
   std::string scheduler_opts;  ///< JSON text
   std::string created_at;
+  std::string driver_opts = "{}";  ///< JSON text
+  std::optional<std::string> wsproxy_addr;
+  std::optional<std::string> wsproxy_api_token;
+  bool use_host_network = false;
 };
 
 /// Typed queries over the manager's database. Every method is one statement or one
