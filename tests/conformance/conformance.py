@@ -50,11 +50,6 @@ NOT_RUN: dict[str, str] = {
     "admin image alias": "not served yet: image mutations (#24)",
     "admin image dealias": "not served yet: image mutations (#24)",
     "admin image rescan": "not served yet: registry rescans (#24)",
-    "admin scaling-group add": "not served yet: resource-group mutations (#24)",
-    "admin scaling-group associate-scaling-group": "not served yet: resource-group mutations (#24)",
-    "admin scaling-group delete": "not served yet: resource-group mutations (#24)",
-    "admin scaling-group dissociate-scaling-group": "not served yet: resource-group mutations (#24)",
-    "admin scaling-group update": "not served yet: resource-group mutations (#24)",
     "admin resource usage-per-month": "not served yet: usage REST (#24)",
     "admin resource usage-per-period": "not served yet: usage REST (#24)",
     "admin resource recalculate-usage": "not served yet: usage REST (#24)",
@@ -1003,6 +998,57 @@ def case_policy_delete(r: Runner):
     expect(policy_now(r) is None, "still there")
 
 
+SGROUP = "conformance-sgroup"
+
+
+def sgroup_now(r: Runner):
+    found = r.stack.gql("{ scaling_groups { name description is_active } }")["scaling_groups"]
+    return next((g for g in found if g["name"] == SGROUP), None)
+
+
+def sgroups_of_default(r: Runner):
+    found = r.stack.gql('{ scaling_groups_for_domain(domain: "default") { name } }')
+    return {g["name"] for g in found["scaling_groups_for_domain"]}
+
+
+def case_sgroup_add(r: Runner):
+    res = r.bai("admin", "scaling-group", "add", SGROUP, "-d", "Made by the official client")
+    clean(res)
+    g = sgroup_now(r)
+    expect(g is not None and g["description"] == "Made by the official client", f"group: {g}")
+
+
+def case_sgroup_update(r: Runner):
+    res = r.bai("admin", "scaling-group", "update", SGROUP, "-d", "Changed")
+    clean(res)
+    expect(sgroup_now(r)["description"] == "Changed", f"not changed: {sgroup_now(r)}")
+
+
+def case_sgroup_associate(r: Runner):
+    res = r.bai("admin", "scaling-group", "associate-scaling-group", SGROUP, "default")
+    clean(res)
+    expect(SGROUP in sgroups_of_default(r), "not associated with the default domain")
+
+
+def case_sgroup_dissociate(r: Runner):
+    res = r.bai("admin", "scaling-group", "dissociate-scaling-group", SGROUP, "default")
+    # 22.03.2's command prints its success with item_name='scaling_group', which the mutation
+    # (24.09's too) does not answer: KeyError after the dissociation is done. Only that failure
+    # is forgiven; the effect is checked.
+    if res.rc != 0:
+        expect("KeyError: 'scaling_group'" in res.text() and "print_mutation_result" in res.text(),
+               f"dissociate failed otherwise: {res.text()[-400:]}")
+    else:
+        clean(res)
+    expect(SGROUP not in sgroups_of_default(r), "still associated")
+
+
+def case_sgroup_delete(r: Runner):
+    res = r.bai("admin", "scaling-group", "delete", SGROUP, stdin="y\n")
+    clean(res)
+    expect(sgroup_now(r) is None, "still there")
+
+
 def case_query_slots(r: Runner):
     res = r.bai("admin", "resource", "query-slots")
     clean(res)
@@ -1188,6 +1234,11 @@ CASES = [
     Case("admin keypair-resource-policy list", case_policy_list),
     Case("admin keypair-resource-policy update", case_policy_update),
     Case("admin keypair-resource-policy delete", case_policy_delete),
+    Case("admin scaling-group add", case_sgroup_add),
+    Case("admin scaling-group update", case_sgroup_update),
+    Case("admin scaling-group associate-scaling-group", case_sgroup_associate),
+    Case("admin scaling-group dissociate-scaling-group", case_sgroup_dissociate),
+    Case("admin scaling-group delete", case_sgroup_delete),
     Case("admin manager freeze", case_manager_freeze),
     Case("admin manager unfreeze", case_manager_unfreeze),
 ]

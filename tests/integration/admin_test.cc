@@ -555,3 +555,127 @@ TEST(AdminMigrationTest, APreviousReleasesDatabaseKeepsItsSessionsAndFolders) {
 
 }  // namespace
 }  // namespace bai::manager
+
+namespace bai::manager {
+namespace {
+
+TEST_F(AdminTest, PresetsResourceGroupsAndAssociations) {
+  // Presets: created with slots normalised, listed over REST too, changed, deleted.
+  auto made = Mutate(*root_, R"(create_resource_preset(name: "small",
+      props: {resource_slots: "{\"cpu\": 1, \"mem\": \"2g\"}", shared_memory: "64m"}) {
+        ok msg resource_preset { name resource_slots shared_memory } })");
+  ASSERT_EQ(made["ok"], true) << made.dump();
+  EXPECT_EQ(json::parse(made["resource_preset"]["resource_slots"].get<std::string>()),
+            json({{"cpu", "1"}, {"mem", "2147483648"}}));
+  EXPECT_EQ(made["resource_preset"]["shared_memory"], 64 << 20);
+  ApiRequest presets("GET", "/resource/presets");
+  auto listed = alice_->Send(presets);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_THAT(listed->body, HasSubstr("\"small\""));
+  EXPECT_THAT(Mutate(*root_, R"(create_resource_preset(name: "bad",
+                                  props: {resource_slots: "{\"cpu\": \"many\"}"}) { ok msg })")
+                  ["msg"]
+                      .get<std::string>(),
+              HasSubstr("resource_slots"));
+  EXPECT_EQ(Mutate(*root_, R"(modify_resource_preset(name: "small",
+                                props: {shared_memory: "1g"}) { ok msg })"),
+            json({{"ok", true}, {"msg", "success"}}));
+  EXPECT_EQ(
+      Gql(*root_,
+          R"({ resource_preset(name: "small") { shared_memory } })")["data"]["resource_preset"]
+                                                                    ["shared_memory"],
+      1 << 30);
+  EXPECT_EQ(Mutate(*root_, R"(delete_resource_preset(name: "small") { ok msg })"),
+            json({{"ok", true}, {"msg", "success"}}));
+  EXPECT_EQ(Mutate(*root_, R"(delete_resource_preset(name: "small") { ok msg })")["msg"],
+            "no matching deleteresourcepreset");
+
+  // Resource groups: only what bai implements is accepted.
+  EXPECT_THAT(Mutate(*root_, R"(create_scaling_group(name: "gpu",
+                                  props: {driver: "static", scheduler: "drf"}) { ok msg })")["msg"]
+                  .get<std::string>(),
+              HasSubstr("only \"fifo\""));
+  auto group = Mutate(*root_, R"(create_scaling_group(name: "gpu", props: {driver: "static",
+      scheduler: "fifo", description: "GPU nodes", is_public: false}) {
+        ok msg scaling_group { name description is_public scheduler } })");
+  ASSERT_EQ(group["ok"], true) << group.dump();
+  EXPECT_EQ(group["scaling_group"]["is_public"], false);
+  EXPECT_EQ(Mutate(*root_, R"(modify_scaling_group(name: "gpu", props: {description: "H100"}) {
+                                ok msg })"),
+            json({{"ok", true}, {"msg", "success"}}));
+  // Alice cannot use it until her domain (or project, or keypair) is associated with it.
+  auto alice_groups = [&] {
+    std::vector<std::string> names;
+    auto r = Gql(*alice_, "{ scaling_groups { name } }");
+    EXPECT_FALSE(r.contains("errors")) << r.dump();
+    for (auto const& g : r["data"]["scaling_groups"]) {
+      names.push_back(g["name"]);
+    }
+    return names;
+  };
+  EXPECT_THAT(alice_groups(), ::testing::ElementsAre("default"));
+  EXPECT_EQ(Mutate(*root_, R"(associate_scaling_group_with_domain(scaling_group: "gpu",
+                                domain: "default") { ok msg })"),
+            json({{"ok", true}, {"msg", "success"}}));
+  EXPECT_THAT(alice_groups(), ::testing::ElementsAre("default", "gpu"));
+  EXPECT_EQ(Gql(*root_, R"({ scaling_groups_for_domain(domain: "default") { name } })")
+                ["data"]["scaling_groups_for_domain"],
+            json::array({{{"name", "default"}}, {{"name", "gpu"}}}));
+  EXPECT_THAT(Mutate(*root_, R"(associate_scaling_group_with_domain(scaling_group: "gpu",
+                                  domain: "nowhere") { ok msg })")["msg"]
+                  .get<std::string>(),
+              HasSubstr("no such domain"));
+  EXPECT_EQ(Mutate(*root_, R"(disassociate_scaling_group_with_domain(scaling_group: "gpu",
+                                domain: "default") { ok msg })")["ok"],
+            true);
+  EXPECT_THAT(alice_groups(), ::testing::ElementsAre("default"));
+  std::string alice_key =
+      Gql(*alice_, "{ keypair { access_key } }")["data"]["keypair"]["access_key"];
+  EXPECT_EQ(Mutate(*root_,
+                   "associate_scaling_groups_with_keypair(scaling_groups: [\"gpu\"], "
+                   "access_key: \"" +
+                       alice_key + "\") { ok msg }")["ok"],
+            true);
+  EXPECT_THAT(alice_groups(), ::testing::ElementsAre("default", "gpu"));
+  // Deleted once nothing uses it (its associations go with it).
+  EXPECT_EQ(Mutate(*root_, R"(delete_scaling_group(name: "gpu") { ok msg })"),
+            json({{"ok", true}, {"msg", "success"}}));
+  EXPECT_THAT(alice_groups(), ::testing::ElementsAre("default"));
+  // The default group has an agent row: not deleted.
+  ASSERT_TRUE(manager_->store()
+                  .db()
+                  .Exec("INSERT INTO agents (id, scaling_group, status, first_contact, "
+                        "last_heartbeat) VALUES ('ag-1', 'default', 'ALIVE', '2026-01-01', "
+                        "'2026-01-01')")
+                  .ok());
+  EXPECT_THAT(Mutate(*root_, R"(delete_scaling_group(name: "default") { ok msg })")["msg"]
+                  .get<std::string>(),
+              HasSubstr("agents belong"));
+  // modify_agent: schedulable off, moved to another group.
+  ASSERT_EQ(Mutate(*root_, R"(create_scaling_group(name: "spare", props: {driver: "static",
+                                scheduler: "fifo"}) { ok })")["ok"],
+            true);
+  EXPECT_EQ(Mutate(*root_, R"(modify_agent(id: "ag-1", props: {schedulable: false,
+                                scaling_group: "spare"}) { ok msg })"),
+            json({{"ok", true}, {"msg", "success"}}));
+  auto agent = manager_->store().db().Query(
+      "SELECT schedulable, scaling_group FROM agents WHERE id = 'ag-1'");
+  ASSERT_TRUE(agent.ok() && !agent->empty());
+  EXPECT_FALSE(agent->front().Bool(0));
+  EXPECT_EQ(agent->front().Text(1), "spare");
+  EXPECT_THAT(Mutate(*root_, R"(modify_agent(id: "ag-1", props: {scaling_group: "nowhere"}) {
+                                  ok msg })")["msg"]
+                  .get<std::string>(),
+              HasSubstr("no such resource group"));
+  // None of it is anyone's but the superadmin's.
+  for (Client* who : {alice_.get(), dave_.get(), carol_.get(), mona_.get()}) {
+    EXPECT_EQ(Mutate(*who, R"(modify_agent(id: "ag-1", props: {schedulable: true}) { ok msg })"),
+              json({{"ok", false}, {"msg", "no permission to execute modify_agent"}}));
+    EXPECT_EQ(Mutate(*who, R"(create_scaling_group(name: "x", props: {driver: "static",
+                                 scheduler: "fifo"}) { ok msg })")["ok"],
+              false);
+  }
+}
+
+}  // namespace
+}  // namespace bai::manager

@@ -50,5 +50,6 @@ inline nlohmann::json const* Given(nlohmann::json const& props, char const* name
 
 FieldResult ResolveUserField(Context const& ctx, graphql::PlannedField const& f);
 FieldResult ResolvePolicyField(Context const& ctx, graphql::PlannedField const& f);
+FieldResult ResolveResourceField(Context const& ctx, graphql::PlannedField const& f);
 
 }  // namespace bai::manager::admin

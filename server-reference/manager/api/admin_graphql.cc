@@ -389,6 +389,7 @@ std::optional<StatusOr<json>> ResolveAdminField(Identity const& who, server::Dat
   if (admin::IsMutation(f.name) && !admin::MayRun(ctx.role, f.name)) return admin::Denied(f);
   if (auto v = AdminResolver(who, db).Resolve(f)) return v;
   if (auto v = admin::ResolveUserField(ctx, f)) return v;
+  if (auto v = admin::ResolveResourceField(ctx, f)) return v;
   return admin::ResolvePolicyField(ctx, f);
 }
 

@@ -19,6 +19,7 @@
 #include "server-reference/manager/scheduler/scheduler.h"
 #include "server-reference/manager/state/agent_store.h"
 #include "server-reference/manager/state/columns.h"
+#include "server-reference/manager/state/resource_groups.h"
 #include "server-reference/manager/vfolders/storage_links.h"
 #include "server-reference/manager/vfolders/store.h"
 #include "server-reference/storage/storage_api.h"
@@ -218,7 +219,10 @@ class Resolver {
     if (f.name == "compute_container_list") return ComputeContainerList(f);
     if (f.name == "keypair") return Keypair(f);
     if (f.name == "image" || f.name == "images") return Images(f);
-    if (f.name == "scaling_group" || f.name == "scaling_groups") return ScalingGroups(f);
+    if (f.name == "scaling_group" || f.name == "scaling_groups" ||
+        f.name.rfind("scaling_groups_for_", 0) == 0) {
+      return ScalingGroups(f);
+    }
     if (f.name == "agent" || f.name == "agents" || f.name == "agent_list") return Agents(f);
     if (f.name.rfind("vfolder", 0) == 0) return VFolders(f);
     if (f.name == "storage_volume" || f.name == "storage_volume_list") return StorageVolumes(f);
@@ -533,6 +537,22 @@ class Resolver {
   StatusOr<json> ScalingGroups(PlannedField const& f) {
     auto all = store_.ScalingGroups();
     if (!all.ok()) return all.status();
+    // scaling_groups_for_{domain,user_group,keypair}: those associated with it directly
+    // (superadmins'; 24.09's privileged queries).
+    std::optional<std::set<std::string>> associated;
+    if (f.name.rfind("scaling_groups_for_", 0) == 0) {
+      if (!who_.IsSuperadmin()) return Forbidden("Only superadmins query associations.");
+      AssociationKind kind = f.name == "scaling_groups_for_domain" ? AssociationKind::kDomain
+                             : f.name == "scaling_groups_for_user_group"
+                                 ? AssociationKind::kProject
+                                 : AssociationKind::kKeypair;
+      char const* arg = kind == AssociationKind::kDomain    ? "domain"
+                        : kind == AssociationKind::kProject ? "user_group"
+                                                            : "access_key";
+      auto names = ResourceGroupStore(store_.db()).AssociatedWith(kind, ArgString(f, arg));
+      if (!names.ok()) return names.status();
+      associated.emplace(names->begin(), names->end());
+    }
     std::set<std::string> allowed;
     if (!who_.IsSuperadmin()) {
       auto names = store_.AllowedScalingGroups(who_, "");
@@ -547,12 +567,13 @@ class Resolver {
     for (auto const& g : *all) {
       if (!who_.IsSuperadmin() && !allowed.count(g.name)) continue;
       if (!name.empty() && g.name != name) continue;
+      if (associated && !associated->count(g.name)) continue;
       if (active != f.args.end() && active->is_boolean() && active->get<bool>() != g.is_active) {
         continue;
       }
       out.push_back(GroupObject(g, *agents, f));
     }
-    if (f.name == "scaling_groups") return out;
+    if (f.name != "scaling_group") return out;
     return out.empty() ? json(nullptr) : out[0];
   }
 

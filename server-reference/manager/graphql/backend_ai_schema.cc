@@ -4,6 +4,76 @@
 namespace bai::graphql {
 namespace {
 
+// Resource presets, resource groups with their associations, and modify_agent (24.09's
+// resource_preset.py, scaling_group.py, agent.py).
+void AddResources(Schema& s) {
+  s.Object("ResourcePreset",
+           {"name: String", "resource_slots: JSONString", "shared_memory: BigInt"});
+  s.Input("CreateResourcePresetInput", {"resource_slots: JSONString!", "shared_memory: String"});
+  s.Input("ModifyResourcePresetInput", {"resource_slots: JSONString", "shared_memory: String"});
+  s.Input("CreateScalingGroupInput", {
+                                         "description: String = \"\"",
+                                         "is_active: Boolean = true",
+                                         "is_public: Boolean = true",
+                                         "wsproxy_addr: String",
+                                         "wsproxy_api_token: String",
+                                         "driver: String!",
+                                         "driver_opts: JSONString = \"{}\"",
+                                         "scheduler: String!",
+                                         "scheduler_opts: JSONString = \"{}\"",
+                                         "use_host_network: Boolean = false",
+                                     });
+  s.Input("ModifyScalingGroupInput", {
+                                         "description: String",
+                                         "is_active: Boolean",
+                                         "is_public: Boolean",
+                                         "wsproxy_addr: String",
+                                         "wsproxy_api_token: String",
+                                         "driver: String",
+                                         "driver_opts: JSONString",
+                                         "scheduler: String",
+                                         "scheduler_opts: JSONString",
+                                         "use_host_network: Boolean",
+                                     });
+  s.Input("ModifyAgentInput", {"schedulable: Boolean", "scaling_group: String"});
+  s.Object("CreateResourcePreset",
+           {"ok: Boolean", "msg: String", "resource_preset: ResourcePreset"});
+  s.Object("CreateScalingGroup", {"ok: Boolean", "msg: String", "scaling_group: ScalingGroup"});
+  std::vector<std::string> mutations = {
+      "create_resource_preset(name: String!, props: CreateResourcePresetInput!): "
+      "CreateResourcePreset",
+      "modify_resource_preset(name: String!, props: ModifyResourcePresetInput!): OkMsg",
+      "delete_resource_preset(name: String!): OkMsg",
+      "create_scaling_group(name: String!, props: CreateScalingGroupInput!): CreateScalingGroup",
+      "modify_scaling_group(name: String!, props: ModifyScalingGroupInput!): OkMsg",
+      "delete_scaling_group(name: String!): OkMsg",
+      "associate_scaling_group_with_domain(scaling_group: String!, domain: String!): OkMsg",
+      "disassociate_scaling_group_with_domain(scaling_group: String!, domain: String!): OkMsg",
+      "associate_scaling_group_with_user_group(scaling_group: String!, user_group: UUID!): OkMsg",
+      "disassociate_scaling_group_with_user_group(scaling_group: String!, user_group: UUID!): "
+      "OkMsg",
+      "associate_scaling_group_with_keypair(scaling_group: String!, access_key: String!): OkMsg",
+      "disassociate_scaling_group_with_keypair(scaling_group: String!, access_key: String!): "
+      "OkMsg",
+      "associate_scaling_groups_with_domain(scaling_groups: [String]!, domain: String!): OkMsg",
+      "disassociate_scaling_groups_with_domain(scaling_groups: [String]!, domain: String!): "
+      "OkMsg",
+      "associate_scaling_groups_with_user_group(scaling_groups: [String]!, user_group: UUID!): "
+      "OkMsg",
+      "disassociate_scaling_groups_with_user_group(scaling_groups: [String]!, "
+      "user_group: UUID!): OkMsg",
+      "associate_scaling_groups_with_keypair(scaling_groups: [String]!, access_key: String!): "
+      "OkMsg",
+      "disassociate_scaling_groups_with_keypair(scaling_groups: [String]!, "
+      "access_key: String!): OkMsg",
+      "disassociate_all_scaling_groups_with_domain(domain: String!): OkMsg",
+      "disassociate_all_scaling_groups_with_group(user_group: UUID!): OkMsg",
+      "modify_agent(id: String!, props: ModifyAgentInput!): OkMsg",
+  };
+  s.Object("OkMsg", {"ok: Boolean", "msg: String"});
+  s.Extend("Mutations", mutations);
+}
+
 // Users, keypairs and the three kinds of resource policies (24.09's models/user.py,
 // keypair.py, resource_policy.py), with their inputs and payloads.
 void AddPrincipals(Schema& s) {
@@ -214,6 +284,13 @@ Schema Build() {
                "user_resource_policies: [UserResourcePolicy]",
                "project_resource_policy(name: String!): ProjectResourcePolicy",
                "project_resource_policies: [ProjectResourcePolicy]",
+               "resource_preset(name: String!): ResourcePreset",
+               "resource_presets: [ResourcePreset]",
+               "scaling_groups_for_domain(domain: String!, is_active: Boolean): [ScalingGroup]",
+               "scaling_groups_for_user_group(user_group: String!, is_active: Boolean): "
+               "[ScalingGroup]",
+               "scaling_groups_for_keypair(access_key: String!, is_active: Boolean): "
+               "[ScalingGroup]",
            });
   // Administration (streams-admin-console.md §B.2): classic mutations answering {ok, msg, …}.
   s.mutation_type = "Mutations";
@@ -259,6 +336,7 @@ Schema Build() {
                             "DeleteProjectResourcePolicy",
                         });
   AddPrincipals(s);
+  AddResources(s);
   s.Object("Domain", {
                          "name: String",
                          "description: String",

@@ -183,6 +183,13 @@ Schema& Schema::Object(std::string name, std::vector<std::string> const& fields)
   return *this;
 }
 
+Schema& Schema::Extend(std::string_view name, std::vector<std::string> const& fields) {
+  auto it = types_.find(name);
+  if (it == types_.end()) return Object(std::string(name), fields);
+  for (auto const& f : fields) it->second.fields.push_back(ParseFieldDef(f));
+  return *this;
+}
+
 Schema& Schema::Input(std::string name, std::vector<std::string> const& fields) {
   TypeDef t{TypeKind::kInputObject, name, {}, {}, {}};
   for (auto const& text : fields) t.inputs.push_back(ParseInputValueDef(text, text));

@@ -66,6 +66,8 @@ class Schema {
   /// Adds an object type from a compact definition: fields as "name: Type" or
   /// "name(arg: Type = default, …): Type", defaults written as JSON.
   Schema& Object(std::string name, std::vector<std::string> const& fields);
+  /// Adds fields to an object type defined before (one area's mutations into `Mutations`).
+  Schema& Extend(std::string_view name, std::vector<std::string> const& fields);
   Schema& Enum(std::string name, std::vector<std::string> values);
   /// Adds an input object type (mutations' `props`): fields as "name: Type" or
   /// "name: Type = default" (JSON). Coerced values carry every given field and the defaulted
