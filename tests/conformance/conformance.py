@@ -727,6 +727,10 @@ def case_manager_freeze(r: Runner):
     res = r.bai("admin", "manager", "freeze")
     clean(res)
     expect(r.stack.api_json("GET", "/manager/status")["status"] == "frozen", "not frozen")
+    # Frozen, it changes nothing: the client's next mutation is refused.
+    r.bai("admin", "domain", "add", "conformance-frozen")
+    found = r.stack.gql('{ domain(name: "conformance-frozen") { name } }')["domain"]
+    expect(found is None, "a domain was created while the manager was frozen")
 
 
 def case_manager_unfreeze(r: Runner):

@@ -679,3 +679,36 @@ TEST_F(AdminTest, PresetsResourceGroupsAndAssociations) {
 
 }  // namespace
 }  // namespace bai::manager
+
+namespace bai::manager {
+namespace {
+
+TEST_F(AdminTest, AFrozenManagerChangesNothing) {
+  ApiRequest freeze("PUT", "/manager/status");
+  freeze.body = R"({"status": "frozen"})";
+  auto frozen = root_->Send(freeze);
+  ASSERT_TRUE(frozen.ok());
+  ASSERT_EQ(frozen->status, 204) << frozen->body;
+  auto refused = Gql(*root_, R"(mutation { create_domain(name: "icy", props: {}) { ok msg } })");
+  ASSERT_TRUE(refused.contains("errors")) << refused.dump();
+  EXPECT_THAT(refused["errors"][0]["message"].get<std::string>(), HasSubstr("frozen"));
+  // Reads go on; new sessions and folders wait.
+  EXPECT_EQ(Gql(*alice_, "{ user { email } }")["data"]["user"]["email"], "alice@example.com");
+  ApiRequest session("POST", "/session");
+  session.body = R"({"name": "during", "image": "python", "enqueueOnly": true})";
+  auto s = alice_->Send(session);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->status, 503) << s->body;
+  EXPECT_THAT(s->body, HasSubstr("server-frozen"));
+  ApiRequest folder("POST", "/folders");
+  folder.body = R"({"name": "during"})";
+  auto f = alice_->Send(folder);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->status, 503) << f->body;
+  freeze.body = R"({"status": "running"})";
+  ASSERT_TRUE(root_->Send(freeze).ok());
+  EXPECT_EQ(Mutate(*root_, R"(create_domain(name: "icy", props: {}) { ok msg })")["ok"], true);
+}
+
+}  // namespace
+}  // namespace bai::manager

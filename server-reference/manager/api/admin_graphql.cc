@@ -386,7 +386,19 @@ class AdminResolver {
 std::optional<StatusOr<json>> ResolveAdminField(Identity const& who, server::Database& db,
                                                 PlannedField const& f) {
   admin::Context ctx{who, admin::RoleOf(who), db};
-  if (admin::IsMutation(f.name) && !admin::MayRun(ctx.role, f.name)) return admin::Denied(f);
+  if (admin::IsMutation(f.name)) {
+    // 24.09's GQLMutationUnfrozenRequiredMiddleware: no mutation while the manager is frozen.
+    auto frozen = db.Query(
+        "SELECT 1 FROM manager_settings WHERE key = 'status' AND value = "
+        "'frozen'");
+    if (!frozen.ok()) return frozen.status();
+    if (!frozen->empty()) {
+      return protocol::MakeProblemStatus(protocol::ProblemType::kServerFrozen,
+                                         "The manager is frozen: no changes until it is "
+                                         "unfrozen (PUT /manager/status).");
+    }
+    if (!admin::MayRun(ctx.role, f.name)) return admin::Denied(f);
+  }
   if (auto v = AdminResolver(who, db).Resolve(f)) return v;
   if (auto v = admin::ResolveUserField(ctx, f)) return v;
   if (auto v = admin::ResolveResourceField(ctx, f)) return v;

@@ -161,6 +161,7 @@ Status ResolvePlacement(RequestContext& ctx, CreateInput& in) {
 constexpr std::int64_t kMinKernelMemory = 64LL << 20;
 
 Status ParseCreate(RequestContext& ctx, CreateInput& in) {
+  if (auto frozen = ctx.store.RefuseWhileFrozen(); !frozen.ok()) return frozen;
   auto p = Params::From(ctx.request);
   if (!p.ok()) return std::move(p).status();
   auto const& who = *ctx.identity;

@@ -289,6 +289,7 @@ Status CheckFolderPolicies(RequestContext& ctx, FolderRecord const& f) {
 }
 
 StatusOr<HttpResponse> Create(Env& env, RequestContext& ctx) {
+  if (auto frozen = ctx.store.RefuseWhileFrozen(); !frozen.ok()) return frozen;
   auto params = Params::From(ctx.request);
   if (!params.ok()) return params.status();
   auto request = internal::VFolderCreateRequestFromJson(params->values());

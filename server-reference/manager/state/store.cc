@@ -164,6 +164,15 @@ StatusOr<std::optional<std::pair<std::string, std::string>>> Store::ActiveKeypai
       std::make_pair((*rows)[0].Text(0), (*rows)[0].Text(1)));
 }
 
+Status Store::RefuseWhileFrozen() {
+  auto status = GetSetting("status");
+  if (!status.ok()) return status.status();
+  if (status->value_or("running") != "frozen") return Status();
+  return protocol::MakeProblemStatus(
+      protocol::ProblemType::kServerFrozen,
+      "The manager is frozen for maintenance: try again once it is unfrozen.");
+}
+
 StatusOr<std::vector<PresetRecord>> Store::ListPresets() {
   auto rows =
       db_.Query("SELECT name, resource_slots, shared_memory FROM resource_presets ORDER BY name");

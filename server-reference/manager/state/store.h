@@ -131,6 +131,9 @@ class Store {
   StatusOr<std::int64_t> ActiveSessionCount();
 
   StatusOr<std::optional<std::string>> GetSetting(std::string const& key);
+  /// 503 server-frozen while an administrator has frozen the manager (PUT /manager/status):
+  /// what changes state (new sessions, folders, administration) waits for the unfreeze.
+  Status RefuseWhileFrozen();
   Status SetSetting(std::string const& key, std::string const& value);
   StatusOr<std::string> GetBootstrapScript(std::string const& access_key);
   Status SetBootstrapScript(std::string const& access_key, std::string const& script);
