@@ -3,6 +3,7 @@
 #include "cli/app.h"
 
 #include "cli/command_set.h"
+#include "cli/commands/admin.h"
 #include "cli/commands/api.h"
 #include "cli/commands/completion.h"
 #include "cli/commands/config.h"
@@ -37,7 +38,7 @@ class PathFormatter : public CLI::Formatter {
   }
 };
 
-enum class Noun { kAll, kVersion, kConfig, kApi, kSession, kVFolder };
+enum class Noun { kAll, kVersion, kConfig, kApi, kSession, kVFolder, kAdmin };
 
 // The noun whose commands the first word after the global options names.
 Noun NounOf(int argc, char** argv) {
@@ -64,6 +65,7 @@ Noun NounOf(int argc, char** argv) {
       return Noun::kSession;
     }
     if (word == "vfolder" || word == "vf" || word == "cp") return Noun::kVFolder;
+    if (word == "admin" || word == "user") return Noun::kAdmin;
     return Noun::kAll;
   }
   return Noun::kAll;
@@ -104,12 +106,18 @@ int Main(int argc, char** argv, std::ostream& out, std::ostream& err, std::istre
     case Noun::kVFolder:
       AddVFolderCommands(set);
       break;
+    case Noun::kAdmin:
+      AddAdminCommands(set);
+      AddUserCommands(set);
+      break;
     case Noun::kAll:
       AddVersionCommands(set);
       AddConfigCommands(set);
       AddApiCommands(set);
       AddSessionCommands(set);
       AddVFolderCommands(set);
+      AddAdminCommands(set);
+      AddUserCommands(set);
       AddCompletionCommands(set);
       AddHelpCommands(set);
       break;

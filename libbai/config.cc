@@ -31,7 +31,7 @@ constexpr KeySpec kKeys[] = {
     {"access_key", "ACCESS_KEY", ""},
     {"secret_key", "SECRET_KEY", ""},
     {"api_version", nullptr, ""},
-    {"domain", "DOMAIN", "default"},
+    {"domain", "DOMAIN", ""},  // "": the user's own domain
     {"group", "GROUP", "default"},
     {"connect_timeout", "CONNECTION_TIMEOUT", "10"},
     {"read_timeout", "READ_TIMEOUT", "0"},

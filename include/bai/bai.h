@@ -2,6 +2,7 @@
 #pragma once
 
 /// Umbrella header: the whole public SDK.
+#include "bai/admin_client.h"
 #include "bai/client.h"
 #include "bai/config.h"
 #include "bai/copy_rule.h"

@@ -45,8 +45,9 @@ struct Options {
   /// once per Client. The `bai` tool uses DefaultCacheDir()/servers.json.
   std::string server_info_cache;
   std::chrono::seconds server_info_max_age{86400};
-  std::string domain = "default";  ///< default domain for session creation
-  std::string group = "default";   ///< default project (group) for session creation
+  /// The domain sessions are created in; "" (the default) sends none: the user's own domain.
+  std::string domain;
+  std::string group = "default";  ///< default project (group) for session creation
   std::chrono::milliseconds connect_timeout{10000};
   std::chrono::milliseconds read_timeout{0};  ///< longest silence while reading; 0 = none
   bool verify_tls = true;

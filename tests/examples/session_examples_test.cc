@@ -43,5 +43,18 @@ TEST_F(SessionExamplesTest, ListSessionsReadsEveryPage) {
   EXPECT_THAT(some.err, HasSubstr("4 sessions in 2 pages"));
 }
 
+TEST_F(SessionExamplesTest, CreateUserMakesAUserWithTwoKeypairs) {
+  auto made = testing_util::RunProcess(
+      {testing_util::BinPath("example_create_user"), "ex-user@example.com"}, env_,
+      "ex-password-1\n");
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  EXPECT_THAT(made.out, HasSubstr("user ex-user@example.com"));
+  EXPECT_THAT(made.out, HasSubstr("2 keypairs"));
+  auto again = testing_util::RunProcess(
+      {testing_util::BinPath("example_create_user"), "ex-user@example.com"}, env_, "x\n");
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_THAT(again.err, HasSubstr("is taken"));
+}
+
 }  // namespace
 }  // namespace bai

@@ -29,7 +29,7 @@ TEST(ConfigTest, DefaultsWithoutFiles) {
   EXPECT_EQ(c->profile, "default");
   EXPECT_EQ(c->values.at("endpoint").value, "http://127.0.0.1:8081");
   EXPECT_EQ(c->values.at("endpoint").source, "default");
-  EXPECT_EQ(c->values.at("domain").value, "default");
+  EXPECT_EQ(c->values.at("domain").value, "");  // the user's own domain
   EXPECT_EQ(c->values.size(), ConfigKeys().size());
 }
 

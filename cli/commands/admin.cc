@@ -1,0 +1,784 @@
+// SPDX-License-Identifier: Apache-2.0
+// `bai admin domain|project|user|keypair|policy …` and `bai user me`: administration through
+// AdminClient. Tables on a terminal, `-o json` documents with the 24.09 field names, secrets
+// printed once, when they are made.
+#include "cli/commands/admin.h"
+
+#include "bai/admin_client.h"
+
+#include "cli/commands/session_util.h"
+#include "cli/commands/vfolder.h"
+#include "libbai/protocol/wire_json.h"
+#include "libbai/util/json_parse.h"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <sodium.h>
+
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace bai::cli {
+
+namespace {
+
+using nlohmann::json;
+
+int WithAdmin(Context& ctx, std::function<Status(AdminClient&)> const& body) {
+  auto client = ctx.MakeClient();
+  if (!client.ok()) return ReportError(ctx, client.status());
+  AdminClient admin(*client);
+  Status s = body(admin);
+  if (!s.ok()) return ReportError(ctx, s);
+  return 0;
+}
+
+void PrintJson(Context& ctx, json doc) {
+  doc["exit_code"] = 0;
+  ctx.out() << doc.dump() << "\n";
+}
+
+std::string YesNo(bool b) { return b ? "yes" : "no"; }
+
+// A slot map's JSON text in words ("cpu=4 mem=8g"; "-" for none).
+std::string SlotsWords(std::string const& text) {
+  auto j = internal::ParseJson(text);
+  if (!j || !j->is_object() || j->empty()) return "-";
+  std::string out;
+  for (auto const& [k, v] : j->items()) {
+    out += (out.empty() ? "" : " ") + k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
+  }
+  return out;
+}
+
+// A JSON object flag ("{\"cpu\": 4}"), or "cpu=4,mem=8g".
+StatusOr<std::string> SlotsFlag(std::string const& flag, std::string const& value) {
+  if (value.empty()) return std::string("{}");
+  if (value.front() == '{') {
+    auto j = internal::ParseJson(value);
+    if (!j || !j->is_object()) {
+      return Status(StatusCode::kInvalidArgument, flag + ": not a JSON object");
+    }
+    return j->dump();
+  }
+  protocol::ResourceSlots slots;
+  if (auto s = protocol::ParseSlotAssignment(value, slots); !s.ok()) {
+    return Status(StatusCode::kInvalidArgument, flag + ": " + s.message());
+  }
+  return internal::SlotsToJson(slots).dump();
+}
+
+// 18 random bytes as URL-safe text: a password made for the user, printed once.
+std::string RandomPassword() {
+  if (sodium_init() < 0) return "";
+  unsigned char raw[18];
+  randombytes_buf(raw, sizeof raw);
+  char text[64];
+  sodium_bin2base64(text, sizeof text, raw, sizeof raw, sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+  return text;
+}
+
+// ---- domains -------------------------------------------------------------------------------
+
+void AddDomains(CommandSet& set, CLI::App& admin) {
+  auto& ctx = set.ctx();
+  auto* noun = admin.add_subcommand("domain", "Domains (superadmins)");
+  noun->require_subcommand(1);
+  auto* ls = noun->add_subcommand("ls", "List domains");
+  ls->alias("list");
+  set.OnRun(ls, [&ctx] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      auto all = a.Domains();
+      if (!all.ok()) return all.status();
+      if (ctx.json()) {
+        json items = json::array();
+        for (auto const& d : *all) items.push_back(json::parse(protocol::EncodeDomain(d)));
+        PrintJson(ctx, {{"domains", items}});
+        return Status();
+      }
+      std::vector<std::vector<std::string>> rows{
+          {"NAME", "ACTIVE", "TOTAL SLOTS", "RESOURCE GROUPS", "DESCRIPTION"}};
+      for (auto const& d : *all) {
+        std::string groups;
+        for (auto const& g : d.scaling_groups) groups += (groups.empty() ? "" : ",") + g;
+        rows.push_back({d.name, YesNo(d.is_active), SlotsWords(d.total_resource_slots),
+                        groups.empty() ? "-" : groups, d.description});
+      }
+      PrintTable(ctx, rows);
+      return Status();
+    });
+  });
+  struct Create {
+    protocol::Domain d;
+    std::string slots;
+  };
+  auto& c = set.Keep<Create>();
+  auto* create = noun->add_subcommand("create", "Create a domain");
+  create->alias("add");
+  create->add_option("NAME", c.d.name, "Domain name")->required();
+  create->add_option("-d,--description", c.d.description, "Description");
+  create->add_option("--slots", c.slots, "Total resource slots: cpu=8,mem=32g or JSON");
+  set.OnRun(create, [&ctx, &c] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      auto slots = SlotsFlag("--slots", c.slots);
+      if (!slots.ok()) return slots.status();
+      c.d.total_resource_slots = *slots;
+      auto made = a.CreateDomain(c.d);
+      if (!made.ok()) return made.status();
+      if (ctx.json()) {
+        PrintJson(ctx, {{"domain", json::parse(protocol::EncodeDomain(*made))}});
+      } else {
+        ctx.out() << "created domain " << made->name << "\n";
+      }
+      return Status();
+    });
+  });
+  struct Remove {
+    std::string name;
+    bool purge = false;
+  };
+  auto& r = set.Keep<Remove>();
+  auto* rm = noun->add_subcommand("rm", "Deactivate a domain (--purge: delete it, when empty)");
+  rm->add_option("NAME", r.name, "Domain name")->required();
+  rm->add_flag("--purge", r.purge, "Delete it for good");
+  set.OnRun(rm, [&ctx, &r] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      auto s = a.DeleteDomain(r.name, r.purge);
+      if (s.ok()) PrintDone(ctx, (r.purge ? "purged domain " : "deactivated domain ") + r.name);
+      return s;
+    });
+  });
+}
+
+// ---- projects ------------------------------------------------------------------------------
+
+// A project by id or name (within `domain`, "" = the caller's view).
+StatusOr<protocol::Group> FindProject(AdminClient& a, std::string const& ref,
+                                      std::string const& domain) {
+  auto all = a.Projects(domain);
+  if (!all.ok()) return all.status();
+  std::vector<protocol::Group> named;
+  for (auto const& g : *all) {
+    if (g.id == ref) return g;
+    if (g.name == ref) named.push_back(g);
+  }
+  if (named.size() == 1) return named.front();
+  if (named.empty()) return Status(StatusCode::kNotFound, "no project " + ref);
+  return Status(StatusCode::kInvalidArgument,
+                "several domains have a project " + ref + ": give --domain or its id");
+}
+
+void AddProjects(CommandSet& set, CLI::App& admin) {
+  auto& ctx = set.ctx();
+  auto* noun = admin.add_subcommand("project", "Projects (groups) and their members");
+  noun->alias("group");
+  noun->require_subcommand(1);
+  auto& domain = set.Keep<std::string>();
+  auto* ls = noun->add_subcommand("ls", "List projects");
+  ls->alias("list");
+  ls->add_option("--domain", domain, "Only this domain's");
+  set.OnRun(ls, [&ctx, &domain] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      auto all = a.Projects(domain);
+      if (!all.ok()) return all.status();
+      if (ctx.json()) {
+        json items = json::array();
+        for (auto const& g : *all) items.push_back(json::parse(protocol::EncodeGroup(g)));
+        PrintJson(ctx, {{"projects", items}});
+        return Status();
+      }
+      std::vector<std::vector<std::string>> rows{
+          {"NAME", "DOMAIN", "ACTIVE", "TOTAL SLOTS", "ID", "DESCRIPTION"}};
+      for (auto const& g : *all) {
+        rows.push_back({g.name, g.domain_name, YesNo(g.is_active),
+                        SlotsWords(g.total_resource_slots), g.id, g.description});
+      }
+      PrintTable(ctx, rows);
+      return Status();
+    });
+  });
+  struct Create {
+    protocol::Group g;
+    std::string slots;
+  };
+  auto& c = set.Keep<Create>();
+  auto* create = noun->add_subcommand("create", "Create a project");
+  create->alias("add");
+  create->add_option("NAME", c.g.name, "Project name")->required();
+  create->add_option("--domain", c.g.domain_name, "Its domain")->default_val("default");
+  create->add_option("-d,--description", c.g.description, "Description");
+  create->add_option("--slots", c.slots, "Total resource slots: cpu=8,mem=32g or JSON");
+  set.OnRun(create, [&ctx, &c] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      auto slots = SlotsFlag("--slots", c.slots);
+      if (!slots.ok()) return slots.status();
+      c.g.total_resource_slots = *slots;
+      auto made = a.CreateProject(c.g);
+      if (!made.ok()) return made.status();
+      if (ctx.json()) {
+        PrintJson(ctx, {{"project", json::parse(protocol::EncodeGroup(*made))}});
+      } else {
+        ctx.out() << "created project " << made->name << " (" << made->id << ") in "
+                  << made->domain_name << "\n";
+      }
+      return Status();
+    });
+  });
+  struct Remove {
+    std::string ref, domain;
+    bool purge = false;
+  };
+  auto& r = set.Keep<Remove>();
+  auto* rm = noun->add_subcommand("rm", "Deactivate a project (--purge: delete it, when empty)");
+  rm->add_option("PROJECT", r.ref, "Name or id")->required();
+  rm->add_option("--domain", r.domain, "Its domain (when the name is in several)");
+  rm->add_flag("--purge", r.purge, "Delete it for good");
+  set.OnRun(rm, [&ctx, &r] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      auto p = FindProject(a, r.ref, r.domain);
+      if (!p.ok()) return p.status();
+      auto s = a.DeleteProject(p->id, r.purge);
+      if (s.ok()) PrintDone(ctx, (r.purge ? "purged project " : "deactivated project ") + r.ref);
+      return s;
+    });
+  });
+}
+
+// ---- users ---------------------------------------------------------------------------------
+
+json UserJson(protocol::User const& u) { return internal::UserToJson(u); }
+
+void PrintUser(Context& ctx, protocol::User const& u) {
+  std::string groups;
+  for (auto const& g : u.groups) groups += (groups.empty() ? "" : ", ") + g.name;
+  std::vector<std::vector<std::string>> rows{{"email", u.email},
+                                             {"username", u.username},
+                                             {"full name", u.full_name},
+                                             {"role", u.role},
+                                             {"status", u.status},
+                                             {"domain", u.domain_name},
+                                             {"projects", groups},
+                                             {"resource policy", u.resource_policy},
+                                             {"main access key", u.main_access_key},
+                                             {"created", u.created_at},
+                                             {"id", u.uuid}};
+  PrintTable(ctx, rows);
+}
+
+// Project names or ids into ids (within `domain`).
+StatusOr<std::vector<std::string>> ProjectIds(AdminClient& a, std::vector<std::string> const& refs,
+                                              std::string const& domain) {
+  std::vector<std::string> ids;
+  for (auto const& ref : refs) {
+    auto p = FindProject(a, ref, domain);
+    if (!p.ok()) return p.status();
+    ids.push_back(p->id);
+  }
+  return ids;
+}
+
+StatusOr<std::string> ReadPasswordStdin(Context& ctx) {
+  std::string line;
+  if (!std::getline(ctx.in(), line) || line.empty()) {
+    return Status(StatusCode::kInvalidArgument, "--password-stdin: no password on stdin");
+  }
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  return line;
+}
+
+void AddUsers(CommandSet& set, CLI::App& admin) {
+  auto& ctx = set.ctx();
+  auto* noun = admin.add_subcommand("user", "Users and their main keypairs");
+  noun->require_subcommand(1);
+  auto& filter = set.Keep<UserFilter>();
+  auto* ls = noun->add_subcommand("ls", "List users");
+  ls->alias("list");
+  ls->add_option("--domain", filter.domain_name, "Only this domain's");
+  ls->add_option("--project", filter.project_id, "Only this project's members (its id)");
+  ls->add_option("--status", filter.status, "active, inactive, deleted");
+  set.OnRun(ls, [&ctx, &filter] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      auto all = a.Users(filter);
+      if (!all.ok()) return all.status();
+      if (ctx.json()) {
+        json items = json::array();
+        for (auto const& u : *all) items.push_back(UserJson(u));
+        PrintJson(ctx, {{"users", items}});
+        return Status();
+      }
+      std::vector<std::vector<std::string>> rows{
+          {"EMAIL", "USERNAME", "ROLE", "STATUS", "DOMAIN", "POLICY", "CREATED"}};
+      for (auto const& u : *all) {
+        rows.push_back({u.email, u.username, u.role, u.status, u.domain_name, u.resource_policy,
+                        u.created_at.substr(0, 19)});
+      }
+      PrintTable(ctx, rows);
+      return Status();
+    });
+  });
+  auto& email = set.Keep<std::string>();
+  auto* info = noun->add_subcommand("info", "A user's details");
+  info->add_option("EMAIL", email, "The user's email")->required();
+  set.OnRun(info, [&ctx, &email] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      auto u = a.User(email);
+      if (!u.ok()) return u.status();
+      if (!*u) return Status(StatusCode::kNotFound, "no user " + email);
+      if (ctx.json()) {
+        PrintJson(ctx, {{"user", UserJson(**u)}});
+      } else {
+        PrintUser(ctx, **u);
+      }
+      return Status();
+    });
+  });
+  struct Create {
+    NewUserRequest r;
+    std::string password;
+    bool password_stdin = false;
+    std::vector<std::string> projects;
+  };
+  auto& c = set.Keep<Create>();
+  auto* create = noun->add_subcommand(
+      "create", "Create a user and its main keypair; prints the secret key once");
+  create->alias("add");
+  create->add_option("EMAIL", c.r.email, "The user's email")->required();
+  create->add_flag("--password-stdin", c.password_stdin, "Read the password from stdin");
+  create->add_option("--password", c.password,
+                     "The password (visible to other users of this machine; prefer "
+                     "--password-stdin; neither: one is made and printed once)");
+  create->add_option("-u,--username", c.r.username, "Username (default: the email)");
+  create->add_option("-n,--name", c.r.full_name, "Full name");
+  create->add_option("--domain", c.r.domain_name, "Domain")->default_val("default");
+  create->add_option("--role", c.r.role, "user, admin, superadmin, monitor")->default_val("user");
+  create->add_option("--project", c.projects, "A project to join (name or id; repeatable)");
+  create->add_option("--policy", c.r.resource_policy, "User resource policy")
+      ->default_val("default");
+  create->add_flag("--need-password-change", c.r.need_password_change,
+                   "Ask for a new password at the first login");
+  set.OnRun(create, [&ctx, &c] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      bool made_password = false;
+      if (c.password_stdin) {
+        auto p = ReadPasswordStdin(ctx);
+        if (!p.ok()) return p.status();
+        c.r.password = *p;
+      } else if (!c.password.empty()) {
+        c.r.password = c.password;
+      } else {
+        c.r.password = RandomPassword();
+        made_password = true;
+      }
+      auto ids = ProjectIds(a, c.projects, c.r.domain_name);
+      if (!ids.ok()) return ids.status();
+      c.r.project_ids = *ids;
+      auto made = a.CreateUser(c.r);
+      if (!made.ok()) return made.status();
+      // The main keypair's secret, read once now (superadmins read secrets).
+      std::string secret;
+      auto keys = a.Keypairs(made->email);
+      if (keys.ok()) {
+        for (auto const& k : *keys) {
+          if (k.access_key == made->main_access_key) secret = k.secret_key;
+        }
+      }
+      if (ctx.json()) {
+        json doc = {{"user", UserJson(*made)},
+                    {"access_key", made->main_access_key},
+                    {"secret_key", secret}};
+        if (made_password) doc["password"] = c.r.password;
+        PrintJson(ctx, doc);
+        return Status();
+      }
+      ctx.out() << "created user " << made->email << " in " << made->domain_name << "\n"
+                << "access key: " << made->main_access_key << "\n"
+                << "secret key: " << secret << "\n";
+      if (made_password) ctx.out() << "password:   " << c.r.password << "\n";
+      ctx.out() << "(shown once: keep them now)\n";
+      return Status();
+    });
+  });
+  struct Update {
+    std::string email;
+    UserUpdate u;
+    std::string role, status, name, policy, domain;
+    bool password_stdin = false;
+    std::vector<std::string> projects;
+  };
+  auto& up = set.Keep<Update>();
+  auto* update = noun->add_subcommand("update", "Change a user (only the flags given)");
+  update->add_option("EMAIL", up.email, "The user's email")->required();
+  update->add_option("--role", up.role, "user, admin, superadmin, monitor");
+  update->add_option("--status", up.status, "active, inactive");
+  update->add_option("-n,--name", up.name, "Full name");
+  update->add_option("--policy", up.policy, "User resource policy");
+  update->add_option("--domain", up.domain, "Move to this domain");
+  update->add_option("--project", up.projects, "Its projects, replacing the current ones");
+  update->add_flag("--password-stdin", up.password_stdin, "A new password, read from stdin");
+  set.OnRun(update, [&ctx, &up] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      if (!up.role.empty()) up.u.role = up.role;
+      if (!up.status.empty()) up.u.status = up.status;
+      if (!up.name.empty()) up.u.full_name = up.name;
+      if (!up.policy.empty()) up.u.resource_policy = up.policy;
+      if (!up.domain.empty()) up.u.domain_name = up.domain;
+      if (up.password_stdin) {
+        auto p = ReadPasswordStdin(ctx);
+        if (!p.ok()) return p.status();
+        up.u.password = *p;
+      }
+      if (!up.projects.empty()) {
+        auto ids = ProjectIds(a, up.projects, up.domain);
+        if (!ids.ok()) return ids.status();
+        up.u.project_ids = *ids;
+      }
+      auto changed = a.ModifyUser(up.email, up.u);
+      if (!changed.ok()) return changed.status();
+      if (ctx.json()) {
+        PrintJson(ctx, {{"user", UserJson(*changed)}});
+      } else {
+        ctx.out() << "updated user " << changed->email << "\n";
+      }
+      return Status();
+    });
+  });
+  struct Remove {
+    std::string email;
+    bool purge = false;
+  };
+  auto& r = set.Keep<Remove>();
+  auto* rm = noun->add_subcommand(
+      "rm", "Mark a user deleted and deactivate its keypairs (--purge: remove it for good)");
+  rm->add_option("EMAIL", r.email, "The user's email")->required();
+  rm->add_flag("--purge", r.purge, "Remove the user, its keypairs and ended sessions");
+  set.OnRun(rm, [&ctx, &r] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      auto s = a.DeleteUser(r.email, r.purge);
+      if (s.ok()) PrintDone(ctx, (r.purge ? "purged user " : "deleted user ") + r.email);
+      return s;
+    });
+  });
+}
+
+// ---- keypairs ------------------------------------------------------------------------------
+
+// A keypair in listings: never its secret (shown once, at creation).
+json KeypairJson(protocol::KeyPair k) {
+  k.secret_key.clear();
+  json j = internal::KeyPairToJson(k);
+  j.erase("secret_key");
+  return j;
+}
+
+void PrintKeypairs(Context& ctx, std::vector<protocol::KeyPair> const& keys) {
+  if (ctx.json()) {
+    json items = json::array();
+    for (auto const& k : keys) items.push_back(KeypairJson(k));
+    PrintJson(ctx, {{"keypairs", items}});
+    return;
+  }
+  std::vector<std::vector<std::string>> rows{
+      {"ACCESS KEY", "USER", "ACTIVE", "ADMIN", "POLICY", "RATE LIMIT", "CREATED"}};
+  for (auto const& k : keys) {
+    rows.push_back({k.access_key, k.user_id, YesNo(k.is_active), YesNo(k.is_admin),
+                    k.resource_policy, std::to_string(k.rate_limit), k.created_at.substr(0, 19)});
+  }
+  PrintTable(ctx, rows);
+}
+
+void AddKeypairs(CommandSet& set, CLI::App& admin) {
+  auto& ctx = set.ctx();
+  auto* noun = admin.add_subcommand("keypair", "Keypairs of any user");
+  noun->require_subcommand(1);
+  auto& user = set.Keep<std::string>();
+  auto* ls = noun->add_subcommand("ls", "List keypairs (secrets are never listed)");
+  ls->alias("list");
+  ls->add_option("--user", user, "Only this user's (email)");
+  set.OnRun(ls, [&ctx, &user] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      auto keys = a.Keypairs(user);
+      if (!keys.ok()) return keys.status();
+      PrintKeypairs(ctx, *keys);
+      return Status();
+    });
+  });
+  struct Create {
+    std::string email, policy = "default";
+    std::int64_t rate_limit = 10000;
+    bool admin = false;
+  };
+  auto& c = set.Keep<Create>();
+  auto* create = noun->add_subcommand("create", "A new keypair for a user; prints its secret once");
+  create->alias("add");
+  create->add_option("EMAIL", c.email, "The user's email")->required();
+  create->add_option("--policy", c.policy, "Keypair resource policy")->default_val("default");
+  create->add_option("--rate-limit", c.rate_limit, "Requests per 15 minutes")->default_val(10000);
+  create->add_flag("--admin", c.admin, "An admin keypair");
+  set.OnRun(create, [&ctx, &c] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      auto k = a.CreateKeypair(c.email, c.policy, c.rate_limit, c.admin);
+      if (!k.ok()) return k.status();
+      if (ctx.json()) {
+        json doc = {{"keypair", KeypairJson(*k)}, {"secret_key", k->secret_key}};
+        PrintJson(ctx, doc);
+      } else {
+        ctx.out() << "access key: " << k->access_key << "\nsecret key: " << k->secret_key
+                  << "\n(shown once: keep it now)\n";
+      }
+      return Status();
+    });
+  });
+  auto& key = set.Keep<std::string>();
+  for (auto [verb, help, active] :
+       {std::tuple{"activate", "Let a keypair sign requests again", true},
+        std::tuple{"deactivate", "Stop a keypair signing requests", false}}) {
+    auto* cmd = noun->add_subcommand(verb, help);
+    cmd->add_option("ACCESS_KEY", key, "The access key")->required();
+    set.OnRun(cmd, [&ctx, &key, active = active] {
+      return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+        auto s = a.SetKeypairActive(key, active);
+        if (s.ok()) PrintDone(ctx, (active ? "activated " : "deactivated ") + key);
+        return s;
+      });
+    });
+  }
+  struct Update {
+    std::string key, policy;
+  };
+  auto& u = set.Keep<Update>();
+  auto* update = noun->add_subcommand("update", "Change a keypair's resource policy");
+  update->add_option("ACCESS_KEY", u.key, "The access key")->required();
+  update->add_option("--policy", u.policy, "Keypair resource policy")->required();
+  set.OnRun(update, [&ctx, &u] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      auto s = a.SetKeypairPolicy(u.key, u.policy);
+      if (s.ok()) PrintDone(ctx, u.key + " now under " + u.policy);
+      return s;
+    });
+  });
+  auto* rm = noun->add_subcommand("rm", "Delete a keypair (not a user's main one)");
+  rm->add_option("ACCESS_KEY", key, "The access key")->required();
+  set.OnRun(rm, [&ctx, &key] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      auto s = a.DeleteKeypair(key);
+      if (s.ok()) PrintDone(ctx, "deleted " + key);
+      return s;
+    });
+  });
+}
+
+// ---- keypair resource policies -------------------------------------------------------------
+
+struct PolicyFlags {
+  std::string name, slots, unspecified, idle, lifetime;
+  std::optional<std::int64_t> max_sessions, max_pending, max_containers;
+};
+
+void AddPolicyFlags(CLI::App* cmd, PolicyFlags& f) {
+  cmd->add_option("NAME", f.name, "Policy name")->required();
+  cmd->add_option("--slots", f.slots, "Total resource slots: cpu=8,mem=32g or JSON");
+  cmd->add_option("--unspecified", f.unspecified,
+                  "Slots not in --slots: unlimited or limited (none)");
+  cmd->add_option("--max-sessions", f.max_sessions, "Sessions at once (0: no limit)");
+  cmd->add_option("--max-pending", f.max_pending, "Sessions waiting at once");
+  cmd->add_option("--max-containers", f.max_containers, "Containers per session");
+  cmd->add_option("--idle-timeout", f.idle, "End sessions idle this long (30m, 2h; 0: never)");
+  cmd->add_option("--max-lifetime", f.lifetime, "End sessions after this long (0: never)");
+}
+
+// The flags given, applied to `p`; a usage error names the flag.
+Status ApplyPolicyFlags(Context& ctx, PolicyFlags const& f, protocol::KeypairResourcePolicy& p) {
+  if (!f.slots.empty()) {
+    auto slots = SlotsFlag("--slots", f.slots);
+    if (!slots.ok()) return slots.status();
+    p.total_resource_slots = *slots;
+  }
+  if (!f.unspecified.empty()) {
+    if (f.unspecified != "limited" && f.unspecified != "unlimited") {
+      return Status(StatusCode::kInvalidArgument, "--unspecified: limited or unlimited");
+    }
+    p.default_for_unspecified = f.unspecified == "limited" ? "LIMITED" : "UNLIMITED";
+  }
+  if (f.max_sessions) p.max_concurrent_sessions = *f.max_sessions;
+  if (f.max_pending) p.max_pending_session_count = *f.max_pending;
+  if (f.max_containers) p.max_containers_per_session = *f.max_containers;
+  for (auto [flag, text, target] :
+       {std::tuple{"--idle-timeout", &f.idle, &p.idle_timeout},
+        std::tuple{"--max-lifetime", &f.lifetime, &p.max_session_lifetime}}) {
+    if (text->empty()) continue;
+    auto seconds = DurationFlag(ctx, flag, *text);
+    if (!seconds) return Status(StatusCode::kInvalidArgument, std::string(flag) + ": a duration");
+    *target = *seconds;
+  }
+  return Status();
+}
+
+void PrintPolicies(Context& ctx, std::vector<protocol::KeypairResourcePolicy> const& all) {
+  if (ctx.json()) {
+    json items = json::array();
+    for (auto const& p : all) items.push_back(internal::KeypairResourcePolicyToJson(p));
+    PrintJson(ctx, {{"policies", items}});
+    return;
+  }
+  std::vector<std::vector<std::string>> rows{{"NAME", "TOTAL SLOTS", "UNSPECIFIED", "SESSIONS",
+                                              "PENDING", "CONTAINERS", "IDLE", "LIFETIME"}};
+  auto secs = [](std::int64_t s) { return s == 0 ? std::string("-") : std::to_string(s) + "s"; };
+  for (auto const& p : all) {
+    rows.push_back(
+        {p.name, SlotsWords(p.total_resource_slots),
+         p.default_for_unspecified == "LIMITED" ? "none" : "unlimited",
+         p.max_concurrent_sessions ? std::to_string(p.max_concurrent_sessions) : "-",
+         p.max_pending_session_count ? std::to_string(*p.max_pending_session_count) : "-",
+         std::to_string(p.max_containers_per_session), secs(p.idle_timeout),
+         secs(p.max_session_lifetime)});
+  }
+  PrintTable(ctx, rows);
+}
+
+void AddPolicies(CommandSet& set, CLI::App& admin) {
+  auto& ctx = set.ctx();
+  auto* noun = admin.add_subcommand("policy", "Keypair resource policies (what a key may use)");
+  noun->require_subcommand(1);
+  auto* ls = noun->add_subcommand("ls", "List keypair resource policies");
+  ls->alias("list");
+  set.OnRun(ls, [&ctx] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      auto all = a.KeypairPolicies();
+      if (!all.ok()) return all.status();
+      PrintPolicies(ctx, *all);
+      return Status();
+    });
+  });
+  auto& c = set.Keep<PolicyFlags>();
+  auto* create = noun->add_subcommand("create", "Create a keypair resource policy");
+  create->alias("add");
+  AddPolicyFlags(create, c);
+  set.OnRun(create, [&ctx, &c] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      protocol::KeypairResourcePolicy p;
+      p.name = c.name;
+      p.max_concurrent_sessions = 30;  // 24.09's CLI default
+      if (auto s = ApplyPolicyFlags(ctx, c, p); !s.ok()) return s;
+      auto made = a.CreateKeypairPolicy(p);
+      if (!made.ok()) return made.status();
+      PrintPolicies(ctx, {*made});
+      return Status();
+    });
+  });
+  auto& u = set.Keep<PolicyFlags>();
+  auto* update = noun->add_subcommand("update", "Change a policy (only the flags given)");
+  AddPolicyFlags(update, u);
+  set.OnRun(update, [&ctx, &u] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      auto all = a.KeypairPolicies();
+      if (!all.ok()) return all.status();
+      auto it =
+          std::find_if(all->begin(), all->end(), [&](auto const& p) { return p.name == u.name; });
+      if (it == all->end()) return Status(StatusCode::kNotFound, "no policy " + u.name);
+      protocol::KeypairResourcePolicy p = *it;
+      if (auto s = ApplyPolicyFlags(ctx, u, p); !s.ok()) return s;
+      if (auto s = a.ModifyKeypairPolicy(p); !s.ok()) return s;
+      PrintPolicies(ctx, {p});
+      return Status();
+    });
+  });
+  auto& name = set.Keep<std::string>();
+  auto* rm = noun->add_subcommand("rm", "Delete a policy no keypair uses");
+  rm->add_option("NAME", name, "Policy name")->required();
+  set.OnRun(rm, [&ctx, &name] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      auto s = a.DeleteKeypairPolicy(name);
+      if (s.ok()) PrintDone(ctx, "deleted policy " + name);
+      return s;
+    });
+  });
+}
+
+// ---- resource groups -----------------------------------------------------------------------
+
+void AddResourceGroups(CommandSet& set, CLI::App& admin) {
+  auto& ctx = set.ctx();
+  auto* noun = admin.add_subcommand("resource-group", "Who may use which resource group");
+  noun->alias("sgroup");
+  noun->require_subcommand(1);
+  struct Assoc {
+    std::string group, domain, project, keypair;
+  };
+  for (bool on : {true, false}) {
+    auto& a = set.Keep<Assoc>();
+    auto* cmd =
+        noun->add_subcommand(on ? "associate" : "dissociate",
+                             on ? "Let a domain, project or keypair use a resource group"
+                                : "Stop a domain, project or keypair using a resource group");
+    cmd->add_option("GROUP", a.group, "Resource group")->required();
+    auto* d = cmd->add_option("--domain", a.domain, "A domain");
+    auto* p = cmd->add_option("--project", a.project, "A project (name or id)");
+    auto* k = cmd->add_option("--keypair", a.keypair, "An access key");
+    d->excludes(p)->excludes(k);
+    p->excludes(k);
+    set.OnRun(cmd, [&ctx, &a, on] {
+      return WithAdmin(ctx, [&](AdminClient& admin_client) -> Status {
+        std::string kind = !a.domain.empty()    ? "domain"
+                           : !a.project.empty() ? "project"
+                           : !a.keypair.empty() ? "keypair"
+                                                : "";
+        if (kind.empty()) {
+          return Status(StatusCode::kInvalidArgument, "give --domain, --project or --keypair");
+        }
+        std::string target = kind == "domain" ? a.domain : a.keypair;
+        if (kind == "project") {
+          auto found = FindProject(admin_client, a.project, "");
+          if (!found.ok()) return found.status();
+          target = found->id;
+        }
+        auto s = admin_client.AssociateResourceGroup(a.group, kind, target, on);
+        if (s.ok()) {
+          PrintDone(ctx, std::string(on ? "associated " : "dissociated ") + a.group +
+                             (on ? " with " : " from ") + kind + " " +
+                             (kind == "project" ? a.project : target));
+        }
+        return s;
+      });
+    });
+  }
+}
+
+}  // namespace
+
+void AddAdminCommands(CommandSet& set) {
+  auto* admin = set.root().add_subcommand("admin",
+                                          "Administration: domains, projects, users, "
+                                          "keypairs, policies");
+  admin->require_subcommand(1);
+  AddDomains(set, *admin);
+  AddProjects(set, *admin);
+  AddUsers(set, *admin);
+  AddKeypairs(set, *admin);
+  AddPolicies(set, *admin);
+  AddResourceGroups(set, *admin);
+}
+
+void AddUserCommands(CommandSet& set) {
+  auto& ctx = set.ctx();
+  auto* noun = set.root().add_subcommand("user", "Your own account");
+  noun->require_subcommand(1);
+  auto* me = noun->add_subcommand("me", "Who you are: your user, role, domain and projects");
+  set.OnRun(me, [&ctx] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      auto u = a.User();
+      if (!u.ok()) return u.status();
+      if (!*u) return Status(StatusCode::kNotFound, "the server does not know this keypair's user");
+      if (ctx.json()) {
+        PrintJson(ctx, {{"user", UserJson(**u)}});
+      } else {
+        PrintUser(ctx, **u);
+      }
+      return Status();
+    });
+  });
+}
+
+}  // namespace bai::cli

@@ -1,0 +1,13 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "cli/command_set.h"
+
+namespace bai::cli {
+
+/// The `admin` noun: `domain|project|user|keypair|policy` with `ls|create|update|rm|…`.
+void AddAdminCommands(CommandSet& set);
+/// The `user` noun: `me`.
+void AddUserCommands(CommandSet& set);
+
+}  // namespace bai::cli

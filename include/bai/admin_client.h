@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// Administration over `POST /admin/gql` (streams-admin-console.md §B): domains, projects,
+// users, keypairs and keypair resource policies, with the typed objects of
+// bai/protocol/admin_wire.h (one codec with the manager). A mutation the server refuses
+// (`{ok: false, msg}`) is an error Status carrying its message: kPermissionDenied for a role
+// refusal, kNotFound for "no matching …", kAlreadyExists for a name or email taken,
+// kFailedPrecondition for other integrity errors and
+// refusals of purges, kInvalidArgument for the rest.
+
+#include "bai/client.h"
+#include "bai/export.h"
+#include "bai/protocol/admin_wire.h"
+#include "bai/status.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace bai {
+
+/// A new user: create_user's props. The main keypair is made by the server.
+struct NewUserRequest {
+  std::string email;
+  std::string password;
+  std::string username;  ///< "" = the email
+  std::string full_name;
+  std::string domain_name = "default";
+  std::string role = "user";
+  std::string resource_policy = "default";  ///< a user resource policy
+  std::vector<std::string> project_ids;
+  bool need_password_change = false;
+};
+
+/// modify_user's props: each field given changes.
+struct UserUpdate {
+  std::optional<std::string> password;
+  std::optional<std::string> full_name;
+  std::optional<std::string> role;
+  std::optional<std::string> status;  ///< active, inactive
+  std::optional<std::string> domain_name;
+  std::optional<std::string> resource_policy;
+  std::optional<bool> need_password_change;
+  std::optional<std::vector<std::string>> project_ids;  ///< replaces the memberships
+};
+
+/// Which users to list (each narrows; empty: any).
+struct UserFilter {
+  std::string domain_name;
+  std::string project_id;
+  std::string status;
+};
+
+class BAI_EXPORT AdminClient {
+ public:
+  explicit AdminClient(Client client) : client_(std::move(client)) {}
+
+  StatusOr<std::vector<protocol::Domain>> Domains() const;
+  StatusOr<protocol::Domain> CreateDomain(protocol::Domain const& domain) const;
+  /// Soft (inactive) unless `purge` (which the server refuses while the domain has users,
+  /// projects or sessions).
+  Status DeleteDomain(std::string const& name, bool purge) const;
+
+  /// Projects of `domain_name` ("": the caller's, or every domain for a superadmin).
+  StatusOr<std::vector<protocol::Group>> Projects(std::string const& domain_name = "") const;
+  StatusOr<protocol::Group> CreateProject(protocol::Group const& project) const;
+  /// By id; soft unless `purge`.
+  Status DeleteProject(std::string const& id, bool purge) const;
+
+  /// Every user matching `filter`, fetched a page at a time.
+  StatusOr<std::vector<protocol::User>> Users(UserFilter const& filter = {}) const;
+  /// The user of `email` ("": the caller); nullopt when there is none (or it is not visible).
+  StatusOr<std::optional<protocol::User>> User(std::string const& email = "") const;
+  StatusOr<protocol::User> CreateUser(NewUserRequest const& request) const;
+  StatusOr<protocol::User> ModifyUser(std::string const& email, UserUpdate const& update) const;
+  /// Soft (status deleted, keypairs inactive) unless `purge`.
+  Status DeleteUser(std::string const& email, bool purge) const;
+
+  /// Keypairs of `email` ("": every keypair the caller may see). Secrets are empty where the
+  /// caller may not read them.
+  StatusOr<std::vector<protocol::KeyPair>> Keypairs(std::string const& email = "") const;
+  /// A new keypair for the user of `email`, with its secret (shown once).
+  StatusOr<protocol::KeyPair> CreateKeypair(std::string const& email,
+                                            std::string const& resource_policy = "default",
+                                            std::int64_t rate_limit = 10000,
+                                            bool is_admin = false) const;
+  Status SetKeypairActive(std::string const& access_key, bool active) const;
+  Status SetKeypairPolicy(std::string const& access_key, std::string const& policy) const;
+  Status DeleteKeypair(std::string const& access_key) const;
+
+  /// Lets a domain (kind "domain", by name), project ("project", by id) or keypair ("keypair",
+  /// by access key) use resource group `group` (`on` false: no longer).
+  Status AssociateResourceGroup(std::string const& group, std::string const& kind,
+                                std::string const& target, bool on) const;
+  /// The resource groups associated with a domain directly (superadmins).
+  StatusOr<std::vector<std::string>> ResourceGroupsOfDomain(std::string const& domain) const;
+
+  StatusOr<std::vector<protocol::KeypairResourcePolicy>> KeypairPolicies() const;
+  /// Creates it with every field of `policy`.
+  StatusOr<protocol::KeypairResourcePolicy> CreateKeypairPolicy(
+      protocol::KeypairResourcePolicy const& policy) const;
+  /// Sets every field of `policy` on the policy of its name.
+  Status ModifyKeypairPolicy(protocol::KeypairResourcePolicy const& policy) const;
+  Status DeleteKeypairPolicy(std::string const& name) const;
+
+ private:
+  Client client_;
+};
+
+}  // namespace bai

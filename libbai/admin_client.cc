@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: Apache-2.0
+// AdminClient: administration queries and mutations over /admin/gql, decoded with the admin
+// wire codecs the manager encodes with.
+#include "bai/admin_client.h"
+
+#include "bai/protocol/errors.h"
+#include "bai/protocol/graphql_wire.h"
+#include "bai/session_client.h"
+
+#include "libbai/util/json_parse.h"
+
+#include <nlohmann/json.hpp>
+
+namespace bai {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr char kDomainFields[] =
+    "name description is_active created_at modified_at total_resource_slots "
+    "allowed_vfolder_hosts allowed_docker_registries integration_id scaling_groups";
+constexpr char kGroupFields[] =
+    "id name description is_active created_at modified_at domain_name type "
+    "total_resource_slots allowed_vfolder_hosts integration_id resource_policy scaling_groups";
+constexpr char kUserFields[] =
+    "uuid username email need_password_change full_name description is_active status "
+    "status_info created_at modified_at domain_name role resource_policy allowed_client_ip "
+    "totp_activated sudo_session_enabled main_access_key groups { id name }";
+constexpr char kKeypairFields[] =
+    "access_key secret_key user_id user full_name is_active is_admin resource_policy created_at "
+    "modified_at last_used rate_limit num_queries ssh_public_key";
+constexpr char kPolicyFields[] =
+    "name created_at default_for_unspecified total_resource_slots max_session_lifetime "
+    "max_concurrent_sessions max_concurrent_sftp_sessions max_containers_per_session "
+    "idle_timeout allowed_vfolder_hosts max_pending_session_count "
+    "max_pending_session_resource_slots max_vfolder_count max_vfolder_size "
+    "max_quota_scope_size";
+
+std::string Fields(char const* list) { return std::string(" { ") + list + " }"; }
+
+StatusOr<json> Run(Client const& client, std::string const& query, json variables = nullptr) {
+  protocol::GraphqlRequest request;
+  request.query = query;
+  if (!variables.is_null()) request.variables_json = variables.dump();
+  auto data = RunGraphql(client, request);
+  if (!data.ok()) return data.status();
+  auto j = internal::ParseJson(*data);
+  if (!j || !j->is_object()) return Status(StatusCode::kInternal, "malformed GraphQL data");
+  return *std::move(j);
+}
+
+// A mutation's payload, or its refusal as a Status.
+StatusOr<json> Mutate(Client const& client, std::string const& field, std::string const& query,
+                      json variables) {
+  auto data = Run(client, query, std::move(variables));
+  if (!data.ok()) return data.status();
+  json const& payload = (*data)[field];
+  if (!payload.is_object()) return Status(StatusCode::kInternal, "no answer to " + field);
+  if (payload.value("ok", false)) return payload;
+  std::string msg = payload.value("msg", "refused");
+  StatusCode code = StatusCode::kInvalidArgument;
+  if (msg.rfind("no permission", 0) == 0) {
+    code = StatusCode::kPermissionDenied;
+  } else if (msg.rfind("no matching", 0) == 0) {
+    code = StatusCode::kNotFound;
+  } else if (msg.find("duplicate key") != std::string::npos) {
+    code = StatusCode::kAlreadyExists;
+  } else if (msg.rfind("integrity error", 0) == 0 || msg.find("first") != std::string::npos ||
+             msg.find("Terminate") != std::string::npos) {
+    code = StatusCode::kFailedPrecondition;
+  }
+  return Status(code, field + ": " + msg);
+}
+
+template <class T, class Decode>
+StatusOr<std::vector<T>> DecodeAll(json const& items, Decode decode) {
+  std::vector<T> out;
+  if (!items.is_array()) return out;
+  for (auto const& item : items) {
+    auto one = decode(item.dump());
+    if (!one.ok()) return one.status();
+    out.push_back(*std::move(one));
+  }
+  return out;
+}
+
+json PolicyProps(protocol::KeypairResourcePolicy const& p) {
+  json props = {{"default_for_unspecified", p.default_for_unspecified},
+                {"total_resource_slots", p.total_resource_slots},
+                {"max_session_lifetime", p.max_session_lifetime},
+                {"max_concurrent_sessions", p.max_concurrent_sessions},
+                {"max_concurrent_sftp_sessions", p.max_concurrent_sftp_sessions},
+                {"max_containers_per_session", p.max_containers_per_session},
+                {"idle_timeout", p.idle_timeout},
+                {"allowed_vfolder_hosts", p.allowed_vfolder_hosts},
+                {"max_vfolder_count", p.max_vfolder_count},
+                {"max_vfolder_size", p.max_vfolder_size},
+                {"max_quota_scope_size", p.max_quota_scope_size}};
+  if (p.max_pending_session_count) {
+    props["max_pending_session_count"] = *p.max_pending_session_count;
+  }
+  if (p.max_pending_session_resource_slots) {
+    props["max_pending_session_resource_slots"] = *p.max_pending_session_resource_slots;
+  }
+  return props;
+}
+
+}  // namespace
+
+StatusOr<std::vector<protocol::Domain>> AdminClient::Domains() const {
+  auto data = Run(client_, "{ domains" + Fields(kDomainFields) + " }");
+  if (!data.ok()) return data.status();
+  return DecodeAll<protocol::Domain>((*data)["domains"], protocol::DecodeDomain);
+}
+
+StatusOr<protocol::Domain> AdminClient::CreateDomain(protocol::Domain const& d) const {
+  json props = {{"description", d.description},
+                {"is_active", d.is_active},
+                {"total_resource_slots", d.total_resource_slots},
+                {"allowed_vfolder_hosts", d.allowed_vfolder_hosts},
+                {"allowed_docker_registries", d.allowed_docker_registries}};
+  auto r = Mutate(client_, "create_domain",
+                  "mutation($name: String!, $props: DomainInput!) { create_domain(name: $name, "
+                  "props: $props) { ok msg domain" +
+                      Fields(kDomainFields) + " } }",
+                  {{"name", d.name}, {"props", props}});
+  if (!r.ok()) return r.status();
+  return protocol::DecodeDomain((*r)["domain"].dump());
+}
+
+Status AdminClient::DeleteDomain(std::string const& name, bool purge) const {
+  std::string field = purge ? "purge_domain" : "delete_domain";
+  return Mutate(client_, field,
+                "mutation($name: String!) { " + field + "(name: $name) { ok msg } }",
+                {{"name", name}})
+      .status();
+}
+
+StatusOr<std::vector<protocol::Group>> AdminClient::Projects(std::string const& domain) const {
+  json vars = json::object();
+  if (!domain.empty()) vars["d"] = domain;
+  auto data = Run(
+      client_, "query($d: String) { groups(domain_name: $d)" + Fields(kGroupFields) + " }", vars);
+  if (!data.ok()) return data.status();
+  return DecodeAll<protocol::Group>((*data)["groups"], protocol::DecodeGroup);
+}
+
+StatusOr<protocol::Group> AdminClient::CreateProject(protocol::Group const& g) const {
+  json props = {{"domain_name", g.domain_name},
+                {"description", g.description},
+                {"is_active", g.is_active},
+                {"type", g.type},
+                {"total_resource_slots", g.total_resource_slots},
+                {"resource_policy", g.resource_policy}};
+  auto r = Mutate(client_, "create_group",
+                  "mutation($name: String!, $props: GroupInput!) { create_group(name: $name, "
+                  "props: $props) { ok msg group" +
+                      Fields(kGroupFields) + " } }",
+                  {{"name", g.name}, {"props", props}});
+  if (!r.ok()) return r.status();
+  return protocol::DecodeGroup((*r)["group"].dump());
+}
+
+Status AdminClient::DeleteProject(std::string const& id, bool purge) const {
+  std::string field = purge ? "purge_group" : "delete_group";
+  return Mutate(client_, field, "mutation($id: UUID!) { " + field + "(gid: $id) { ok msg } }",
+                {{"id", id}})
+      .status();
+}
+
+StatusOr<std::vector<protocol::User>> AdminClient::Users(UserFilter const& filter) const {
+  std::vector<protocol::User> out;
+  constexpr std::int64_t kPage = 1000;
+  for (std::int64_t offset = 0;; offset += kPage) {
+    json vars = {{"limit", kPage}, {"offset", offset}};
+    if (!filter.domain_name.empty()) vars["d"] = filter.domain_name;
+    if (!filter.project_id.empty()) vars["g"] = filter.project_id;
+    if (!filter.status.empty()) vars["s"] = filter.status;
+    auto data = Run(client_,
+                    "query($limit: Int!, $offset: Int!, $d: String, $g: UUID, $s: String) { "
+                    "user_list(limit: $limit, offset: $offset, domain_name: $d, group_id: $g, "
+                    "status: $s, order: \"email\") { total_count items" +
+                        Fields(kUserFields) + " } }",
+                    vars);
+    if (!data.ok()) return data.status();
+    json const& list = (*data)["user_list"];
+    auto page = DecodeAll<protocol::User>(list["items"], protocol::DecodeUser);
+    if (!page.ok()) return page.status();
+    for (auto& u : *page) out.push_back(std::move(u));
+    if (static_cast<std::int64_t>(page->size()) < kPage ||
+        static_cast<std::int64_t>(out.size()) >= list.value("total_count", std::int64_t{0})) {
+      return out;
+    }
+  }
+}
+
+StatusOr<std::optional<protocol::User>> AdminClient::User(std::string const& email) const {
+  json vars = json::object();
+  if (!email.empty()) vars["e"] = email;
+  auto data =
+      Run(client_, "query($e: String) { user(email: $e)" + Fields(kUserFields) + " }", vars);
+  if (!data.ok()) return data.status();
+  json const& u = (*data)["user"];
+  if (u.is_null()) return std::optional<protocol::User>();
+  auto decoded = protocol::DecodeUser(u.dump());
+  if (!decoded.ok()) return decoded.status();
+  return std::optional<protocol::User>(*std::move(decoded));
+}
+
+StatusOr<protocol::User> AdminClient::CreateUser(NewUserRequest const& r) const {
+  json props = {{"password", r.password},
+                {"username", r.username.empty() ? r.email : r.username},
+                {"full_name", r.full_name},
+                {"domain_name", r.domain_name},
+                {"role", r.role},
+                {"resource_policy", r.resource_policy},
+                {"group_ids", r.project_ids},
+                {"need_password_change", r.need_password_change}};
+  auto m = Mutate(client_, "create_user",
+                  "mutation($email: String!, $props: UserInput!) { create_user(email: $email, "
+                  "props: $props) { ok msg user" +
+                      Fields(kUserFields) + " } }",
+                  {{"email", r.email}, {"props", props}});
+  if (!m.ok()) return m.status();
+  return protocol::DecodeUser((*m)["user"].dump());
+}
+
+StatusOr<protocol::User> AdminClient::ModifyUser(std::string const& email,
+                                                 UserUpdate const& u) const {
+  json props = json::object();
+  if (u.password) props["password"] = *u.password;
+  if (u.full_name) props["full_name"] = *u.full_name;
+  if (u.role) props["role"] = *u.role;
+  if (u.status) props["status"] = *u.status;
+  if (u.domain_name) props["domain_name"] = *u.domain_name;
+  if (u.resource_policy) props["resource_policy"] = *u.resource_policy;
+  if (u.need_password_change) props["need_password_change"] = *u.need_password_change;
+  if (u.project_ids) props["group_ids"] = *u.project_ids;
+  auto m = Mutate(client_, "modify_user",
+                  "mutation($email: String!, $props: ModifyUserInput!) { modify_user(email: "
+                  "$email, props: $props) { ok msg user" +
+                      Fields(kUserFields) + " } }",
+                  {{"email", email}, {"props", props}});
+  if (!m.ok()) return m.status();
+  return protocol::DecodeUser((*m)["user"].dump());
+}
+
+Status AdminClient::DeleteUser(std::string const& email, bool purge) const {
+  if (purge) {
+    return Mutate(client_, "purge_user",
+                  "mutation($email: String!) { purge_user(email: $email, props: {}) { ok msg } }",
+                  {{"email", email}})
+        .status();
+  }
+  return Mutate(client_, "delete_user",
+                "mutation($email: String!) { delete_user(email: $email) { ok msg } }",
+                {{"email", email}})
+      .status();
+}
+
+StatusOr<std::vector<protocol::KeyPair>> AdminClient::Keypairs(std::string const& email) const {
+  json vars = json::object();
+  if (!email.empty()) vars["e"] = email;
+  auto data =
+      Run(client_, "query($e: String) { keypairs(email: $e)" + Fields(kKeypairFields) + " }", vars);
+  if (!data.ok()) return data.status();
+  return DecodeAll<protocol::KeyPair>((*data)["keypairs"], protocol::DecodeKeyPair);
+}
+
+StatusOr<protocol::KeyPair> AdminClient::CreateKeypair(std::string const& email,
+                                                       std::string const& resource_policy,
+                                                       std::int64_t rate_limit,
+                                                       bool is_admin) const {
+  auto m = Mutate(client_, "create_keypair",
+                  "mutation($u: String!, $props: KeyPairInput!) { create_keypair(user_id: $u, "
+                  "props: $props) { ok msg keypair" +
+                      Fields(kKeypairFields) + " } }",
+                  {{"u", email},
+                   {"props",
+                    {{"resource_policy", resource_policy},
+                     {"rate_limit", rate_limit},
+                     {"is_admin", is_admin},
+                     {"is_active", true}}}});
+  if (!m.ok()) return m.status();
+  return protocol::DecodeKeyPair((*m)["keypair"].dump());
+}
+
+Status AdminClient::SetKeypairActive(std::string const& access_key, bool active) const {
+  return Mutate(client_, "modify_keypair",
+                "mutation($ak: String!, $a: Boolean) { modify_keypair(access_key: $ak, props: "
+                "{is_active: $a}) { ok msg } }",
+                {{"ak", access_key}, {"a", active}})
+      .status();
+}
+
+Status AdminClient::SetKeypairPolicy(std::string const& access_key,
+                                     std::string const& policy) const {
+  return Mutate(client_, "modify_keypair",
+                "mutation($ak: String!, $p: String) { modify_keypair(access_key: $ak, props: "
+                "{resource_policy: $p}) { ok msg } }",
+                {{"ak", access_key}, {"p", policy}})
+      .status();
+}
+
+Status AdminClient::DeleteKeypair(std::string const& access_key) const {
+  return Mutate(client_, "delete_keypair",
+                "mutation($ak: String!) { delete_keypair(access_key: $ak) { ok msg } }",
+                {{"ak", access_key}})
+      .status();
+}
+
+Status AdminClient::AssociateResourceGroup(std::string const& group, std::string const& kind,
+                                           std::string const& target, bool on) const {
+  std::string suffix, arg, type;
+  if (kind == "domain") {
+    suffix = "domain", arg = "domain", type = "String!";
+  } else if (kind == "project") {
+    suffix = "user_group", arg = "user_group", type = "UUID!";
+  } else if (kind == "keypair") {
+    suffix = "keypair", arg = "access_key", type = "String!";
+  } else {
+    return Status(StatusCode::kInvalidArgument, "associate with a domain, project or keypair");
+  }
+  std::string field =
+      std::string(on ? "associate" : "disassociate") + "_scaling_group_with_" + suffix;
+  return Mutate(client_, field,
+                "mutation($g: String!, $t: " + type + ") { " + field + "(scaling_group: $g, " +
+                    arg + ": $t) { ok msg } }",
+                {{"g", group}, {"t", target}})
+      .status();
+}
+
+StatusOr<std::vector<std::string>> AdminClient::ResourceGroupsOfDomain(
+    std::string const& domain) const {
+  auto data = Run(client_, "query($d: String!) { scaling_groups_for_domain(domain: $d) { name } }",
+                  {{"d", domain}});
+  if (!data.ok()) return data.status();
+  std::vector<std::string> out;
+  for (auto const& g : (*data)["scaling_groups_for_domain"]) out.push_back(g.value("name", ""));
+  return out;
+}
+
+StatusOr<std::vector<protocol::KeypairResourcePolicy>> AdminClient::KeypairPolicies() const {
+  auto data = Run(client_, "{ keypair_resource_policies" + Fields(kPolicyFields) + " }");
+  if (!data.ok()) return data.status();
+  return DecodeAll<protocol::KeypairResourcePolicy>((*data)["keypair_resource_policies"],
+                                                    protocol::DecodeKeypairResourcePolicy);
+}
+
+StatusOr<protocol::KeypairResourcePolicy> AdminClient::CreateKeypairPolicy(
+    protocol::KeypairResourcePolicy const& p) const {
+  auto m = Mutate(client_, "create_keypair_resource_policy",
+                  "mutation($n: String!, $props: CreateKeyPairResourcePolicyInput!) { "
+                  "create_keypair_resource_policy(name: $n, props: $props) { ok msg "
+                  "resource_policy" +
+                      Fields(kPolicyFields) + " } }",
+                  {{"n", p.name}, {"props", PolicyProps(p)}});
+  if (!m.ok()) return m.status();
+  return protocol::DecodeKeypairResourcePolicy((*m)["resource_policy"].dump());
+}
+
+Status AdminClient::ModifyKeypairPolicy(protocol::KeypairResourcePolicy const& p) const {
+  return Mutate(client_, "modify_keypair_resource_policy",
+                "mutation($n: String!, $props: ModifyKeyPairResourcePolicyInput!) { "
+                "modify_keypair_resource_policy(name: $n, props: $props) { ok msg } }",
+                {{"n", p.name}, {"props", PolicyProps(p)}})
+      .status();
+}
+
+Status AdminClient::DeleteKeypairPolicy(std::string const& name) const {
+  return Mutate(client_, "delete_keypair_resource_policy",
+                "mutation($n: String!) { delete_keypair_resource_policy(name: $n) { ok msg } }",
+                {{"n", name}})
+      .status();
+}
+
+}  // namespace bai

@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: Apache-2.0
+// The README's administration walk-through with bai alone, on a whole in-process cluster: from
+// an empty install a superadmin makes a domain, a project, a keypair policy and a user in them;
+// the user (with the keys printed once) runs a session under the policy; the policy holds.
+// Also each admin command's -o json document and errors.
+#include "tests/testing_util/local_cluster.h"
+#include "tests/testing_util/subprocess.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <thread>
+
+namespace bai {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+class AdminCliTest : public testing_util::LocalCluster {
+ protected:
+  // `bai -o json ARGS…` as the superadmin (or with `env` instead): the document, with the exit
+  // code checked.
+  json Json(std::vector<std::string> args, int exit_code = 0,
+            std::map<std::string, std::string> const* env = nullptr, std::string input = {}) {
+    args.insert(args.begin(), {testing_util::BinPath("bai"), "-o", "json"});
+    auto r = testing_util::RunProcess(args, env ? *env : env_, input);
+    std::string line;
+    for (auto const& a : args) line += " " + a;
+    EXPECT_EQ(r.exit_code, exit_code) << line << "\n" << r.out << r.err;
+    auto j = json::parse(r.out.empty() ? r.err : r.out, nullptr, false);
+    EXPECT_TRUE(j.is_object()) << line << ": " << r.out << r.err;
+    return j;
+  }
+};
+
+TEST_F(AdminCliTest, FromAnEmptyInstallToAUsersSessionUnderAPolicy) {
+  // 1. A domain, allowed the default resource group, and a project in it.
+  auto domain = Json({"admin", "domain", "create", "research", "-d", "Research lab"});
+  EXPECT_EQ(domain["domain"]["name"], "research");
+  Json({"admin", "resource-group", "associate", "default", "--domain", "research"});
+  auto project = Json({"admin", "project", "create", "vision", "--domain", "research"});
+  std::string project_id = project["project"]["id"];
+  EXPECT_EQ(project["project"]["domain_name"], "research");
+  // 2. A keypair policy: one session at a time, at most 2 CPUs.
+  auto policy = Json({"admin", "policy", "create", "small", "--slots", "cpu=2", "--max-sessions",
+                      "1", "--idle-timeout", "1h"});
+  EXPECT_EQ(policy["policies"][0]["idle_timeout"], 3600);
+  // 3. A user in the domain and project; the password from stdin; keys printed once.
+  auto user = Json({"admin", "user", "create", "ana@research.org", "--domain", "research",
+                    "--project", "vision", "-n", "Ana", "--password-stdin"},
+                   0, nullptr, "ana-password-1\n");
+  std::string ak = user["access_key"];
+  std::string sk = user["secret_key"];
+  ASSERT_FALSE(ak.empty());
+  ASSERT_FALSE(sk.empty());
+  EXPECT_EQ(user["user"]["groups"][0]["name"], "vision");
+  EXPECT_FALSE(user.contains("password"));  // given, so not echoed
+  Json({"admin", "keypair", "update", ak, "--policy", "small"});
+  // Listings never show a secret again.
+  auto keys = Json({"admin", "keypair", "ls", "--user", "ana@research.org"});
+  ASSERT_EQ(keys["keypairs"].size(), 1u);
+  EXPECT_FALSE(keys["keypairs"][0].contains("secret_key"));
+  EXPECT_EQ(keys["keypairs"][0]["resource_policy"], "small");
+  auto users = Json({"admin", "user", "ls", "--domain", "research"});
+  ASSERT_EQ(users["users"].size(), 1u);
+  EXPECT_EQ(users["users"][0]["email"], "ana@research.org");
+
+  // 4. Ana, with her keys: who she is, then a job in her project.
+  auto ana = env_;
+  ana["BACKEND_ACCESS_KEY"] = ak;
+  ana["BACKEND_SECRET_KEY"] = sk;
+  auto me = Json({"user", "me"}, 0, &ana);
+  EXPECT_EQ(me["user"]["email"], "ana@research.org");
+  EXPECT_EQ(me["user"]["domain_name"], "research");
+  auto job = testing_util::RunProcess(
+      {testing_util::BinPath("bai"), "-o", "json", "run", "--name", "ana-job", "--group", "vision",
+       "-r", "cpu=1", "python", "--", "sh", "-c", "exit 0"},
+      ana);
+  EXPECT_EQ(job.exit_code, 0) << job.out << job.err;
+  // The policy holds: three CPUs are more than it allows at once.
+  auto big = testing_util::RunProcess(
+      {testing_util::BinPath("bai"), "session", "create", "--name", "ana-big", "--group", "vision",
+       "-r", "cpu=3", "--no-wait", "python"},
+      ana);
+  EXPECT_EQ(big.exit_code, 0) << big.err;
+  auto waiting = Json({"session", "info", "ana-big"}, 0, &ana);
+  for (int i = 0; i < 50 && waiting.value("status_info", "").empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    waiting = Json({"session", "info", "ana-big"}, 0, &ana);
+  }
+  EXPECT_EQ(waiting["status"], "PENDING");
+  EXPECT_THAT(waiting.value("status_info", ""), HasSubstr("keypair limit cpu=2"));
+  // Ana is no administrator.
+  auto denied = Json({"admin", "domain", "create", "mine"}, 4, &ana);
+  EXPECT_THAT(denied.dump(), HasSubstr("no permission"));
+}
+
+TEST_F(AdminCliTest, ErrorsAndDeletion) {
+  Json({"admin", "user", "create", "bo@example.com", "--password", "bo-password-1"});
+  auto dup = Json({"admin", "user", "create", "bo@example.com", "--password", "x"}, 6);
+  EXPECT_THAT(dup.dump(), HasSubstr("integrity error"));
+  EXPECT_THAT(Json({"admin", "user", "info", "nobody@example.com"}, 5).dump(),
+              HasSubstr("no user"));
+  auto made = Json({"admin", "keypair", "create", "bo@example.com", "--rate-limit", "500"});
+  std::string second = made["keypair"]["access_key"];
+  EXPECT_FALSE(made["secret_key"].get<std::string>().empty());
+  Json({"admin", "keypair", "deactivate", second});
+  auto keys = Json({"admin", "keypair", "ls", "--user", "bo@example.com"});
+  ASSERT_EQ(keys["keypairs"].size(), 2u);
+  Json({"admin", "keypair", "rm", second});
+  Json({"admin", "user", "update", "bo@example.com", "--role", "admin", "-n", "Bo"});
+  auto info = Json({"admin", "user", "info", "bo@example.com"});
+  EXPECT_EQ(info["user"]["role"], "admin");
+  EXPECT_EQ(info["user"]["full_name"], "Bo");
+  Json({"admin", "user", "rm", "bo@example.com"});
+  EXPECT_EQ(Json({"admin", "user", "info", "bo@example.com"})["user"]["status"], "deleted");
+  Json({"admin", "user", "rm", "bo@example.com", "--purge"});
+  Json({"admin", "user", "info", "bo@example.com"}, 5);
+  // A made password is printed once, with the keys.
+  auto made_pw = Json({"admin", "user", "create", "cy@example.com"});
+  EXPECT_GE(made_pw.value("password", "").size(), 20u);
+  // Policies: a bad flag is named; a used policy is not deleted.
+  EXPECT_THAT(Json({"admin", "policy", "create", "p1", "--slots", "cpu=lots"}, 1).dump(),
+              HasSubstr("--slots"));
+  Json({"admin", "policy", "create", "p1", "--slots", "cpu=4", "--max-pending", "2"});
+  auto updated = Json({"admin", "policy", "update", "p1", "--max-sessions", "3"});
+  EXPECT_EQ(updated["policies"][0]["max_concurrent_sessions"], 3);
+  EXPECT_EQ(updated["policies"][0]["max_pending_session_count"], 2);
+  EXPECT_THAT(Json({"admin", "policy", "rm", "default"}, 1).dump(), HasSubstr("still use"));
+  Json({"admin", "policy", "rm", "p1"});
+  // Domains and projects: soft, then purged.
+  Json({"admin", "domain", "create", "tmp"});
+  Json({"admin", "project", "create", "scratch", "--domain", "tmp"});
+  Json({"admin", "project", "rm", "scratch", "--purge"});
+  Json({"admin", "domain", "rm", "tmp"});
+  auto domains = Json({"admin", "domain", "ls"});
+  bool inactive = false;
+  for (auto const& d : domains["domains"]) {
+    if (d["name"] == "tmp") inactive = d["is_active"] == false;
+  }
+  EXPECT_TRUE(inactive);
+  Json({"admin", "domain", "rm", "tmp", "--purge"});
+}
+
+}  // namespace
+}  // namespace bai
