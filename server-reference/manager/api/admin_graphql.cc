@@ -283,29 +283,50 @@ class AdminResolver {
     return out;
   }
 
+  // The fields create_domain and modify_domain share, as changes; an error is the answer's msg.
+  static StatusOr<DomainChanges> DomainProps(json const& props) {
+    DomainChanges c;
+    if (auto const* v = Given(props, "name")) {
+      if (!ValidDomainName(v->get<std::string>())) {
+        return Status(StatusCode::kInvalidArgument,
+                      "invalid name: 1 to 64 letters, digits, '_', '-' or '.'");
+      }
+      c.name = v->get<std::string>();
+    }
+    if (auto const* v = Given(props, "description")) c.description = v->get<std::string>();
+    if (auto const* v = Given(props, "is_active")) c.is_active = v->get<bool>();
+    if (auto const* v = Given(props, "total_resource_slots")) {
+      auto slots = SlotsText(*v);
+      if (!slots.ok()) return slots.status();
+      c.total_resource_slots = *slots;
+    }
+    if (auto const* v = Given(props, "allowed_vfolder_hosts")) {
+      c.allowed_vfolder_hosts = v->is_string() ? v->get<std::string>() : v->dump();
+    }
+    if (auto const* v = Given(props, "allowed_docker_registries")) {
+      c.allowed_docker_registries.emplace();
+      for (auto const& r : *v) {
+        if (r.is_string()) c.allowed_docker_registries->push_back(r.get<std::string>());
+      }
+    }
+    if (auto const* v = Given(props, "integration_id")) c.integration_id = v->get<std::string>();
+    return c;
+  }
+
   StatusOr<json> CreateDomain(PlannedField const& f) {
     protocol::Domain d;
     d.name = f.args.value("name", "");
     if (!ValidDomainName(d.name)) {
       return Outcome(false, "invalid name: 1 to 64 letters, digits, '_', '-' or '.'");
     }
-    json const& props = f.args["props"];
-    if (auto const* v = Given(props, "description")) d.description = v->get<std::string>();
-    if (auto const* v = Given(props, "is_active")) d.is_active = v->get<bool>();
-    if (auto const* v = Given(props, "total_resource_slots")) {
-      auto slots = SlotsText(*v);
-      if (!slots.ok()) return Outcome(false, slots.status().message());
-      d.total_resource_slots = *slots;
-    }
-    if (auto const* v = Given(props, "allowed_vfolder_hosts")) {
-      d.allowed_vfolder_hosts = v->is_string() ? v->get<std::string>() : v->dump();
-    }
-    if (auto const* v = Given(props, "allowed_docker_registries")) {
-      for (auto const& r : *v) {
-        if (r.is_string()) d.allowed_docker_registries.push_back(r.get<std::string>());
-      }
-    }
-    if (auto const* v = Given(props, "integration_id")) d.integration_id = v->get<std::string>();
+    auto c = DomainProps(f.args["props"]);
+    if (!c.ok()) return Outcome(false, c.status().message());
+    d.description = c->description.value_or("");
+    d.is_active = c->is_active.value_or(true);
+    d.total_resource_slots = c->total_resource_slots.value_or("{}");
+    d.allowed_vfolder_hosts = c->allowed_vfolder_hosts.value_or("{}");
+    d.allowed_docker_registries = c->allowed_docker_registries.value_or(std::vector<std::string>{});
+    d.integration_id = c->integration_id;
     auto s = domains_.Create(d);
     if (s.code() == StatusCode::kAlreadyExists) {
       return json{{"ok", false}, {"msg", "integrity error: " + s.message()}, {"domain", nullptr}};
@@ -319,31 +340,9 @@ class AdminResolver {
 
   StatusOr<json> ModifyDomain(PlannedField const& f) {
     std::string name = f.args.value("name", "");
-    json const& props = f.args["props"];
-    DomainChanges c;
-    if (auto const* v = Given(props, "name")) {
-      if (!ValidDomainName(v->get<std::string>())) {
-        return Outcome(false, "invalid name: 1 to 64 letters, digits, '_', '-' or '.'");
-      }
-      c.name = v->get<std::string>();
-    }
-    if (auto const* v = Given(props, "description")) c.description = v->get<std::string>();
-    if (auto const* v = Given(props, "is_active")) c.is_active = v->get<bool>();
-    if (auto const* v = Given(props, "total_resource_slots")) {
-      auto slots = SlotsText(*v);
-      if (!slots.ok()) return Outcome(false, slots.status().message());
-      c.total_resource_slots = *slots;
-    }
-    if (auto const* v = Given(props, "allowed_vfolder_hosts")) {
-      c.allowed_vfolder_hosts = v->is_string() ? v->get<std::string>() : v->dump();
-    }
-    if (auto const* v = Given(props, "allowed_docker_registries")) {
-      c.allowed_docker_registries.emplace();
-      for (auto const& r : *v) {
-        if (r.is_string()) c.allowed_docker_registries->push_back(r.get<std::string>());
-      }
-    }
-    if (auto const* v = Given(props, "integration_id")) c.integration_id = v->get<std::string>();
+    auto changes = DomainProps(f.args["props"]);
+    if (!changes.ok()) return Outcome(false, changes.status().message());
+    DomainChanges const& c = *changes;
     auto s = domains_.Modify(name, c);
     if (s.code() == StatusCode::kNotFound) {
       return json{{"ok", false}, {"msg", "no matching modifydomain"}, {"domain", nullptr}};
