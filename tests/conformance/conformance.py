@@ -47,8 +47,6 @@ NOT_RUN: dict[str, str] = {
     "session ssh": "not served yet: sshd service port (#23)",
     "session scp": "not served yet: sshd service port (#23)",
     # Administration: issue 24.
-    "admin image alias": "not served yet: image mutations (#24)",
-    "admin image dealias": "not served yet: image mutations (#24)",
     "admin image rescan": "not served yet: registry rescans (#24)",
     "admin resource usage-per-month": "not served yet: usage REST (#24)",
     "admin resource usage-per-period": "not served yet: usage REST (#24)",
@@ -1053,6 +1051,23 @@ def case_sgroup_delete(r: Runner):
     expect(sgroup_now(r) is None, "still there")
 
 
+def image_aliases(r: Runner):
+    found = r.stack.gql("{ images { name aliases } }")["images"]
+    return {a for img in found for a in (img.get("aliases") or [])}
+
+
+def case_image_alias(r: Runner):
+    res = r.bai("admin", "image", "alias", "conformance-py", "python")
+    clean(res)
+    expect("conformance-py" in image_aliases(r), f"no alias: {image_aliases(r)}")
+
+
+def case_image_dealias(r: Runner):
+    res = r.bai("admin", "image", "dealias", "conformance-py")
+    clean(res)
+    expect("conformance-py" not in image_aliases(r), "the alias stays")
+
+
 def case_query_slots(r: Runner):
     res = r.bai("admin", "resource", "query-slots")
     clean(res)
@@ -1243,6 +1258,8 @@ CASES = [
     Case("admin scaling-group associate-scaling-group", case_sgroup_associate),
     Case("admin scaling-group dissociate-scaling-group", case_sgroup_dissociate),
     Case("admin scaling-group delete", case_sgroup_delete),
+    Case("admin image alias", case_image_alias),
+    Case("admin image dealias", case_image_dealias),
     Case("admin manager freeze", case_manager_freeze),
     Case("admin manager unfreeze", case_manager_unfreeze),
 ]

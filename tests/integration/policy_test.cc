@@ -204,3 +204,20 @@ TEST_F(PolicyTest, SessionsEndAtTheirMaximumLifetime) {
 
 }  // namespace
 }  // namespace bai::manager
+
+namespace bai::manager {
+namespace {
+
+TEST_F(PolicyTest, AnImageAliasStandsForItsImage) {
+  EXPECT_EQ(Mutate(R"(alias_image(alias: "py3", target: "python") { ok msg })"),
+            json({{"ok", true}, {"msg", "success"}}));
+  ASSERT_EQ(Create("aliased", {{"image", "py3"}}).status, 201);
+  EXPECT_EQ(Session("aliased")["image"], "python");
+  EXPECT_EQ(Mutate(R"(dealias_image(alias: "py3") { ok msg })"),
+            json({{"ok", true}, {"msg", "success"}}));
+  EXPECT_EQ(Mutate(R"(dealias_image(alias: "py3") { ok msg })")["msg"],
+            "no matching dealiasimage");
+}
+
+}  // namespace
+}  // namespace bai::manager

@@ -61,6 +61,8 @@ constexpr std::array kRules{
     Rule{"disassociate_all_scaling_groups_with_domain", false},
     Rule{"disassociate_all_scaling_groups_with_group", false},
     Rule{"modify_agent", false},
+    Rule{"alias_image", false},
+    Rule{"dealias_image", false},
 };
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include "libbai/util/json_parse.h"
 #include "server-reference/manager/api/admin_fields.h"
 #include "server-reference/manager/api/graphql_util.h"
+#include "server-reference/manager/scheduler/scheduling.h"
 #include "server-reference/manager/state/columns.h"
 #include "server-reference/manager/state/resource_groups.h"
 
@@ -61,7 +62,8 @@ json SharedMemoryValue(std::optional<std::string> const& text) {
 
 class ResourceFields {
  public:
-  explicit ResourceFields(Context const& ctx) : groups_(ctx.db), presets_(ctx.db), store_(ctx.db) {}
+  explicit ResourceFields(Context const& ctx)
+      : db_(ctx.db), groups_(ctx.db), presets_(ctx.db), store_(ctx.db) {}
 
   FieldResult Resolve(PlannedField const& f) {
     if (f.name == "resource_preset" || f.name == "resource_presets") return Presets(f);
@@ -72,6 +74,8 @@ class ResourceFields {
     if (f.name == "modify_scaling_group") return ModifyGroup(f);
     if (f.name == "delete_scaling_group") return DeleteGroup(f);
     if (f.name == "modify_agent") return ModifyAgent(f);
+    if (f.name == "alias_image") return AliasImage(f);
+    if (f.name == "dealias_image") return DealiasImage(f);
     if (f.name.rfind("disassociate_all_scaling_groups_with_", 0) == 0) return DissociateAll(f);
     if (f.name.rfind("associate_scaling_group", 0) == 0 ||
         f.name.rfind("disassociate_scaling_group", 0) == 0) {
@@ -297,6 +301,35 @@ class ResourceFields {
     return Outcome(true, "success");
   }
 
+  // alias_image: the target must be an image some agent offers (by name or alias).
+  StatusOr<json> AliasImage(PlannedField const& f) {
+    std::string alias = gql::ArgString(f, "alias");
+    std::string target = gql::ArgString(f, "target");
+    std::string arch = gql::ArgString(f, "architecture");
+    if (arch.empty()) arch = "x86_64";
+    if (alias.empty() || alias.size() > 256) return Outcome(false, "invalid alias");
+    auto resolved = ResolveImageAlias(db_, target);
+    if (!resolved.ok()) return resolved.status();
+    if (auto known = CheckImageKnown(db_, *resolved); !known.ok()) {
+      return Outcome(false, "no matching image: " + target);
+    }
+    auto r = db_.Exec(
+        "INSERT INTO image_aliases (alias, target, architecture, created_at) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (alias) DO UPDATE SET target = excluded.target, "
+        "architecture = excluded.architecture",
+        {alias, *resolved, arch, NowIso()});
+    if (!r.ok()) return r.status();
+    return Outcome(true, "success");
+  }
+
+  StatusOr<json> DealiasImage(PlannedField const& f) {
+    auto n = db_.Exec("DELETE FROM image_aliases WHERE alias = ?", {gql::ArgString(f, "alias")});
+    if (!n.ok()) return n.status();
+    if (*n == 0) return Outcome(false, "no matching dealiasimage");
+    return Outcome(true, "success");
+  }
+
+  server::Database& db_;
   ResourceGroupStore groups_;
   PresetStore presets_;
   Store store_;

@@ -488,6 +488,13 @@ class Resolver {
         img["installed_agents"].push_back(a.row.id);
       }
     }
+    // A superadmin's aliases (alias_image) join the agents' own.
+    auto defined = store_.db().Query("SELECT alias, target, architecture FROM image_aliases");
+    if (!defined.ok()) return defined.status();
+    for (auto const& r : *defined) {
+      auto it = images.find(r.Text(1) + "@" + r.Text(2));
+      if (it != images.end()) it->second["aliases"].push_back(r.Text(0));
+    }
     if (f.name == "images") {
       json out = json::array();
       for (auto& [key, img] : images) out.push_back(std::move(img));

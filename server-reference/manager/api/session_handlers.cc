@@ -457,6 +457,9 @@ struct SessionRoutes {
       }
       return CreatedResponse(old, std::string(protocol::ToString(old.status)), false);
     }
+    auto target = ResolveImageAlias(ctx.store.db(), s.image);
+    if (!target.ok()) return ProblemResponse(target.status());
+    s.image = *target;  // a superadmin's alias stands for its image
     if (auto st = CheckImageKnown(ctx.store.db(), s.image); !st.ok()) return ProblemResponse(st);
     if (auto st = ResolveMounts(ctx, links, in); !st.ok()) return ProblemResponse(st);
     // Fail fast: what can never start is refused now, not queued in silence.

@@ -69,6 +69,9 @@ void AddResources(Schema& s) {
       "disassociate_all_scaling_groups_with_domain(domain: String!): OkMsg",
       "disassociate_all_scaling_groups_with_group(user_group: UUID!): OkMsg",
       "modify_agent(id: String!, props: ModifyAgentInput!): OkMsg",
+      "alias_image(alias: String!, target: String!, architecture: String = \"x86_64\"): "
+      "OkMsg",
+      "dealias_image(alias: String!, architecture: String = \"x86_64\"): OkMsg",
   };
   s.Object("OkMsg", {"ok: Boolean", "msg: String"});
   s.Extend("Mutations", mutations);

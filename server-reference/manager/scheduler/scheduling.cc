@@ -519,6 +519,12 @@ Status CheckCanEverFit(server::Database& db, std::string const& scaling_group,
   return protocol::MakeProblemStatus(protocol::ProblemType::kInvalidApiParams, why);
 }
 
+StatusOr<std::string> ResolveImageAlias(server::Database& db, std::string const& reference) {
+  auto rows = db.Query("SELECT target FROM image_aliases WHERE alias = ?", {reference});
+  if (!rows.ok()) return rows.status();
+  return rows->empty() ? reference : rows->front().Text(0);
+}
+
 Status CheckImageKnown(server::Database& db, std::string const& reference) {
   auto rows = db.Query("SELECT images FROM agents");
   if (!rows.ok()) return rows.status();

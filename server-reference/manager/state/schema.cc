@@ -297,6 +297,15 @@ server::Migration ResourceGroupFields() {
           }};
 }
 
+server::Migration ImageAliases() {
+  return {17,
+          "image aliases a superadmin defines (alias_image)",
+          {
+              "CREATE TABLE image_aliases (alias TEXT PRIMARY KEY, target TEXT NOT NULL, "
+              "architecture TEXT NOT NULL DEFAULT 'x86_64', created_at TEXT NOT NULL)",
+          }};
+}
+
 server::Migration AgentLoad() {
   return {9,
           "each agent's last reported CPU and memory load",
@@ -309,9 +318,11 @@ server::Migration AgentLoad() {
 
 std::vector<server::Migration> const& Migrations() {
   static auto const* const kMigrations = new std::vector<server::Migration>{
-      Principals(), Sessions(),      RateLimits(),  BackgroundTasks(), AgentLists(),
-      VFolders(),   SessionMounts(), Devices(),     AgentLoad(),       ServicePorts(),
-      Networks(),   DomainFields(),  GroupFields(), UserFields(),      SessionActivity(), ResourceGroupFields()};
+      Principals(),  Sessions(),     RateLimits(),      BackgroundTasks(),
+      AgentLists(),  VFolders(),     SessionMounts(),   Devices(),
+      AgentLoad(),   ServicePorts(), Networks(),        DomainFields(),
+      GroupFields(), UserFields(),   SessionActivity(), ResourceGroupFields(),
+      ImageAliases()};
   return *kMigrations;
 }
 
