@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: Apache-2.0
+// What policy checks cost a scheduling pass (issue 24): a resource group with 10,000 pending
+// sessions of 1,000 keypairs, scheduled by RunSchedulingPass over a real SQLite database, once
+// with every keypair under a policy without limits and no domain or project limits (the
+// baseline), once with each keypair under its own policy (concurrency and total slots) and the
+// domain and the projects limited too. Same rows, same agents; passes after the first (which
+// places what fits and writes every waiting session's reason) are timed, alternating the two
+// databases; the figure is the ratio of the medians.
+//
+//   scheduling_bench [--sessions N] [--keypairs K] [--passes P]
+#include "server-reference/common/db/database.h"
+#include "server-reference/manager/scheduler/scheduling.h"
+#include "server-reference/manager/state/bootstrap.h"
+#include "server-reference/manager/state/schema.h"
+#include "server-reference/manager/state/store.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+using bai::Status;
+using bai::server::SqlExecutor;
+using bai::server::SqlValue;
+using Clock = std::chrono::steady_clock;
+
+struct Setup {
+  int sessions = 10000;
+  int keypairs = 1000;
+  int passes = 7;
+};
+
+bool Check(Status const& s, char const* what) {
+  if (s.ok()) return true;
+  std::fprintf(stderr, "%s: %s\n", what, s.message().c_str());
+  return false;
+}
+
+// A manager database with `k` users/keypairs, `n` pending sessions spread over them, and ten
+// agents of cpu=4 (so 40 one-CPU sessions fit and the rest wait). `limited`: per-keypair
+// policies and domain/project limits.
+std::unique_ptr<bai::server::Database> Build(std::string const& dir, Setup const& s, bool limited) {
+  std::filesystem::create_directories(dir);
+  auto db = bai::server::OpenSqlite(dir + "/manager.db");
+  if (!db.ok() || !Check(bai::server::Migrate(**db, bai::manager::Migrations()), "migrate")) {
+    return nullptr;
+  }
+  bai::manager::Store store(**db);
+  if (!bai::manager::Bootstrap(store, dir).ok()) return nullptr;
+  auto ok = (*db)->Transaction([&](SqlExecutor& tx) -> Status {
+    auto exec = [&](std::string const& sql, std::vector<SqlValue> p = {}) {
+      auto r = tx.Exec(sql, std::move(p));
+      return r.ok() ? Status() : r.status();
+    };
+    std::string now = "2026-01-01T00:00:00+00:00";
+    std::vector<std::string> projects;
+    for (int g = 0; g < 10; ++g) {
+      std::string id = "g-" + std::to_string(g);
+      projects.push_back(id);
+      if (auto st = exec("INSERT INTO groups (id, name, domain_name, created_at, "
+                         "total_resource_slots) VALUES (?, ?, 'default', ?, ?)",
+                         {id, "p" + std::to_string(g), now,
+                          limited ? std::string(R"({"cpu": "1000"})") : std::string("{}")});
+          !st.ok()) {
+        return st;
+      }
+    }
+    if (limited) {
+      if (auto st = exec("UPDATE domains SET total_resource_slots = '{\"cpu\": \"5000\"}'");
+          !st.ok()) {
+        return st;
+      }
+    }
+    if (auto st = exec("UPDATE keypair_resource_policies SET max_concurrent_sessions = 0");
+        !st.ok()) {
+      return st;
+    }
+    for (int k = 0; k < s.keypairs; ++k) {
+      std::string n = std::to_string(k);
+      std::string policy = limited ? "kp-" + n : "default";
+      if (limited) {
+        if (auto st = exec("INSERT INTO keypair_resource_policies (name, total_resource_slots, "
+                           "max_concurrent_sessions, created_at) VALUES (?, ?, 3, ?)",
+                           {policy, std::string(R"({"cpu": "8", "mem": "68719476736"})"), now});
+            !st.ok()) {
+          return st;
+        }
+      }
+      if (auto st = exec("INSERT INTO users (uuid, username, email, password_hash, domain_name, "
+                         "created_at) VALUES (?, ?, ?, 'x', 'default', ?)",
+                         {"u-" + n, "user" + n, "user" + n + "@bench", now});
+          !st.ok()) {
+        return st;
+      }
+      if (auto st = exec("INSERT INTO keypairs (access_key, secret_key, user_id, "
+                         "resource_policy, created_at) VALUES (?, 's', ?, ?, ?)",
+                         {"AK" + n, "u-" + n, policy, now});
+          !st.ok()) {
+        return st;
+      }
+    }
+    for (int a = 0; a < 10; ++a) {
+      if (auto st = exec("INSERT INTO agents (id, scaling_group, status, available_slots, "
+                         "first_contact, last_heartbeat) VALUES (?, 'default', 'ALIVE', "
+                         "'{\"cpu\": \"4\", \"mem\": \"68719476736\"}', ?, ?)",
+                         {"agent-" + std::to_string(a), now, now});
+          !st.ok()) {
+        return st;
+      }
+    }
+    for (int i = 0; i < s.sessions; ++i) {
+      int k = i % s.keypairs;
+      if (auto st = exec("INSERT INTO sessions (id, seq, name, access_key, user_id, domain_name, "
+                         "group_id, scaling_group, type, image, architecture, status, "
+                         "requested_slots, created_at) VALUES (?, ?, ?, ?, ?, 'default', ?, "
+                         "'default', 'batch', 'python', 'x86_64', 'PENDING', "
+                         "'{\"cpu\": \"1\", \"mem\": \"1073741824\"}', ?)",
+                         {"s-" + std::to_string(i), std::int64_t{i + 1}, "job" + std::to_string(i),
+                          "AK" + std::to_string(k), "u-" + std::to_string(k),
+                          projects[static_cast<std::size_t>(k) % projects.size()], now});
+          !st.ok()) {
+        return st;
+      }
+    }
+    return Status();
+  });
+  if (!Check(ok, "rows")) return nullptr;
+  return std::move(*db);
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Setup s;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string flag = argv[i];
+    int value = std::atoi(argv[i + 1]);
+    if (flag == "--sessions") s.sessions = value;
+    if (flag == "--keypairs") s.keypairs = value;
+    if (flag == "--passes") s.passes = value;
+  }
+  auto root =
+      std::filesystem::temp_directory_path() / ("bai-sched-bench-" + std::to_string(::getpid()));
+  auto plain = Build(root / "plain", s, false);
+  auto limited = Build(root / "limited", s, true);
+  if (!plain || !limited) return 1;
+  auto now = std::chrono::system_clock::now();
+  std::vector<double> t_plain, t_limited;
+  for (int pass = 0; pass <= s.passes; ++pass) {
+    for (bool with : {false, true}) {
+      auto& db = with ? *limited : *plain;
+      auto start = Clock::now();
+      auto placed = bai::manager::RunSchedulingPass(db, "default", now);
+      double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+      if (!placed.ok()) {
+        std::fprintf(stderr, "pass: %s\n", placed.status().message().c_str());
+        return 1;
+      }
+      if (pass == 0) {
+        std::printf("first pass %-8s placed %d (%.0f ms)\n", with ? "limited" : "plain", *placed,
+                    ms);
+        continue;  // places what fits and writes every reason: not the steady state
+      }
+      (with ? t_limited : t_plain).push_back(ms);
+    }
+  }
+  double a = Median(t_plain);
+  double b = Median(t_limited);
+  std::printf("scheduling pass, %d pending sessions, %d keypairs (median of %d passes)\n",
+              s.sessions, s.keypairs, s.passes);
+  std::printf("  no limits (baseline)        %8.1f ms\n", a);
+  std::printf("  keypair, domain and project %8.1f ms\n", b);
+  std::printf("  ratio %.2fx (policy checks cost %+.0f%%; target <= +20%%)\n", b / a,
+              (b / a - 1) * 100);
+  std::filesystem::remove_all(root);
+  return 0;
+}
