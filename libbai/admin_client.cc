@@ -7,9 +7,13 @@
 #include "bai/protocol/graphql_wire.h"
 #include "bai/session_client.h"
 
+#include "libbai/protocol/wire_json.h"
 #include "libbai/util/json_parse.h"
 
 #include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <future>
 
 namespace bai {
 
@@ -169,29 +173,44 @@ Status AdminClient::DeleteProject(std::string const& id, bool purge) const {
       .status();
 }
 
+constexpr std::int64_t kPage = 1000;  // the server's largest page
+
 StatusOr<std::vector<protocol::User>> AdminClient::Users(UserFilter const& filter) const {
-  std::vector<protocol::User> out;
-  constexpr std::int64_t kPage = 1000;
-  for (std::int64_t offset = 0;; offset += kPage) {
+  auto fetch = [this, &filter](std::int64_t offset) {
     json vars = {{"limit", kPage}, {"offset", offset}};
     if (!filter.domain_name.empty()) vars["d"] = filter.domain_name;
     if (!filter.project_id.empty()) vars["g"] = filter.project_id;
     if (!filter.status.empty()) vars["s"] = filter.status;
-    auto data = Run(client_,
-                    "query($limit: Int!, $offset: Int!, $d: String, $g: UUID, $s: String) { "
-                    "user_list(limit: $limit, offset: $offset, domain_name: $d, group_id: $g, "
-                    "status: $s, order: \"email\") { total_count items" +
-                        Fields(kUserFields) + " } }",
-                    vars);
+    return Run(client_,
+               "query($limit: Int!, $offset: Int!, $d: String, $g: UUID, $s: String) { "
+               "user_list(limit: $limit, offset: $offset, domain_name: $d, group_id: $g, "
+               "status: $s, order: \"email\") { total_count items" +
+                   Fields(kUserFields) + " } }",
+               vars);
+  };
+  std::vector<protocol::User> out;
+  auto data = fetch(0);
+  for (std::int64_t offset = 0;; offset += kPage) {
     if (!data.ok()) return data.status();
-    json const& list = (*data)["user_list"];
-    auto page = DecodeAll<protocol::User>(list["items"], protocol::DecodeUser);
-    if (!page.ok()) return page.status();
-    for (auto& u : *page) out.push_back(std::move(u));
-    if (static_cast<std::int64_t>(page->size()) < kPage ||
-        static_cast<std::int64_t>(out.size()) >= list.value("total_count", std::int64_t{0})) {
-      return out;
+    json page = std::move((*data)["user_list"]);
+    std::int64_t total = page.value("total_count", std::int64_t{0});
+    std::size_t got = page["items"].is_array() ? page["items"].size() : 0;
+    bool last = static_cast<std::int64_t>(got) < kPage ||
+                static_cast<std::int64_t>(out.size() + got) >= total;
+    // The next page is asked for while this one is decoded (each page is a separate request
+    // and the list is ordered, so pages never overlap).
+    std::future<StatusOr<json>> next;
+    if (!last) next = std::async(std::launch::async, fetch, offset + kPage);
+    out.reserve(static_cast<std::size_t>(std::max<std::int64_t>(total, 0)));
+    if (got > 0) {
+      for (auto const& item : page["items"]) {
+        auto u = internal::UserFromJson(item);
+        if (!u.ok()) return u.status();  // the future's destructor waits for its request
+        out.push_back(*std::move(u));
+      }
     }
+    if (last) return out;
+    data = next.get();
   }
 }
 

@@ -267,8 +267,18 @@ std::string EncodeScopeResourcePolicy(ScopeResourcePolicy const& p, bool user) {
 StatusOr<User> DecodeUser(std::string_view text) {
   auto j = Object(text, "a user");
   if (!j.ok()) return j.status();
-  Fields f(*j);
-  User u;
+  return internal::UserFromJson(*j);
+}
+
+}  // namespace bai::protocol
+
+namespace bai::internal {
+
+StatusOr<protocol::User> UserFromJson(nlohmann::json const& object) {
+  if (!object.is_object()) return Status(StatusCode::kInvalidArgument, "a user: not an object");
+  json const* j = &object;
+  protocol::Fields f(*j);
+  protocol::User u;
   u.uuid = f.Str("uuid");
   u.username = f.Str("username");
   u.email = f.Str("email");
@@ -289,12 +299,18 @@ StatusOr<User> DecodeUser(std::string_view text) {
   u.main_access_key = f.Str("main_access_key");
   if (auto it = j->find("groups"); it != j->end() && it->is_array()) {
     for (auto const& g : *it) {
-      if (g.is_object()) u.groups.push_back({Fields(g).Str("id"), Fields(g).Str("name")});
+      if (g.is_object()) {
+        u.groups.push_back({protocol::Fields(g).Str("id"), protocol::Fields(g).Str("name")});
+      }
     }
   }
   if (u.email.empty()) return Status(StatusCode::kInvalidArgument, "a user without an email");
   return u;
 }
+
+}  // namespace bai::internal
+
+namespace bai::protocol {
 
 StatusOr<KeyPair> DecodeKeyPair(std::string_view text) {
   auto j = Object(text, "a keypair");

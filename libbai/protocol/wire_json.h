@@ -45,6 +45,8 @@ StatusOr<protocol::VFolderCloneRequest> VFolderCloneRequestFromJson(nlohmann::js
 /// The administration objects as JSON (Encode* in bai/protocol/admin_wire.h dumps these): the
 /// manager builds GraphQL answers from them without a text round trip per row.
 nlohmann::json UserToJson(protocol::User const& user);
+/// DecodeUser on an item of a parsed list (no text round trip per item).
+StatusOr<protocol::User> UserFromJson(nlohmann::json const& object);
 nlohmann::json KeyPairToJson(protocol::KeyPair const& keypair);
 nlohmann::json KeypairResourcePolicyToJson(protocol::KeypairResourcePolicy const& policy);
 nlohmann::json ScopeResourcePolicyToJson(protocol::ScopeResourcePolicy const& policy, bool user);

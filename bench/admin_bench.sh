@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# `bai admin user ls -o json` over 10,000 users against curl sending the same signed requests
+# (bai pages the list, 1,000 users a request: curl sends the same bodies, read from bai's own
+# --debug log, on one keep-alive connection), medians of hyperfine runs in the same run.
+# Target (issue 24): ≤ 1.5×. The users are written straight into the manager's database
+# (create_user hashes each password with Argon2: 10,000 of them would take many minutes).
+# Usage: bench/admin_bench.sh BUILD_DIR [RUNS] [USERS]
+set -euo pipefail
+build=${1:-build}
+runs=${2:-20}
+users=${3:-10000}
+work=$(mktemp -d)
+port=$((20000 + RANDOM % 20000))
+cleanup() { [[ -n "${pid:-}" ]] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+
+"$build/bin/bai-manager" --data-dir "$work/data" --listen "127.0.0.1:$port" --threads 2 >"$work/out" 2>&1 &
+pid=$!
+for _ in $(seq 50); do grep -q listening "$work/out" && break; sleep 0.1; done
+export BACKEND_ENDPOINT="http://127.0.0.1:$port" BAI_CONFIG_DIR="$work/cfg"
+set -a; . "$work/data/admin-credentials.env"; set +a
+url="http://127.0.0.1:$port"
+
+/usr/bin/python3 - "$work/data/manager.db" "$users" <<'PY'
+import sqlite3, sys, uuid
+db = sqlite3.connect(sys.argv[1], timeout=30)
+n = int(sys.argv[2])
+now = "2026-11-25T00:00:00+00:00"
+gid = db.execute("SELECT id FROM groups WHERE name = 'default'").fetchone()[0]
+rows = [(str(uuid.uuid4()), f"user{i}", f"user{i}@bench.example", "x", f"User {i}", now)
+        for i in range(n)]
+db.executemany("INSERT INTO users (uuid, username, email, password_hash, full_name, domain_name, "
+               "created_at) VALUES (?, ?, ?, ?, ?, 'default', ?)", rows)
+db.executemany("INSERT INTO association_groups_users (group_id, user_id) VALUES (?, ?)",
+               [(gid, r[0]) for r in rows])
+db.commit()
+PY
+
+count=$("$build/bin/bai" -o json admin user ls | /usr/bin/python3 -c 'import json,sys; print(len(json.load(sys.stdin)["users"]))')
+"$build/bin/bai" --debug -o json admin user ls 2>&1 >/dev/null |
+  sed -n 's/^\[debug\] > \({"query".*\)$/\1/p' >"$work/bodies"
+pages=$(wc -l <"$work/bodies")
+mapfile -t gql < <("$build/bench/bai_sign_request" POST /admin/gql "127.0.0.1:$port" \
+                    "$BACKEND_ACCESS_KEY" "$BACKEND_SECRET_KEY" application/json)
+args=()
+i=0
+while IFS= read -r body; do
+  printf '%s' "$body" >"$work/body$i.json"
+  [[ $i -gt 0 ]] && args+=(--next)
+  args+=(-sf -o /dev/null -X POST "$url/admin/gql" -H "${gql[0]}" -H "${gql[1]}" -H "${gql[2]}"
+         -H "${gql[3]}" --data-binary "@$work/body$i.json")
+  i=$((i + 1))
+done <"$work/bodies"
+printf '%q ' curl "${args[@]}" >"$work/curl.sh"
+
+hyperfine -N --warmup 2 --runs "$runs" --export-json "$work/users.json" \
+  -n "bai" "$build/bin/bai -o json admin user ls" \
+  -n "curl" "bash $work/curl.sh" >/dev/null 2>&1
+hyperfine -N --warmup 2 --runs "$runs" --export-json "$work/bash.json" -n "bash" "bash -c true" \
+  >/dev/null 2>&1
+
+/usr/bin/python3 - "$work" "$runs" "$count" "$pages" <<'PY'
+import json, sys
+work, runs, count, pages = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+m = {r["command"]: r["median"] for r in json.load(open(f"{work}/users.json"))["results"]}
+shell = json.load(open(f"{work}/bash.json"))["results"][0]["median"]
+bai, curl = m["bai"], m["curl"] - shell  # curl ran under bash: its start-up is taken off
+ratio = bai / curl
+print(f"bai admin user ls -o json over {count} users ({pages} pages) vs curl, same signed "
+      f"requests (hyperfine, {runs} runs, medians)")
+print(f"  bai {bai*1000:.1f} ms, curl {curl*1000:.1f} ms (bash start-up {shell*1000:.1f} ms "
+      f"taken off): {ratio:.2f}x (target <= 1.5x) {'met' if ratio <= 1.5 else 'MISSED'}")
+PY
