@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <deque>
 #include <future>
 
 namespace bai {
@@ -188,29 +189,38 @@ StatusOr<std::vector<protocol::User>> AdminClient::Users(UserFilter const& filte
                    Fields(kUserFields) + " } }",
                vars);
   };
+  // The first page says how many there are; the rest are asked for a few at a time (each page
+  // is its own request over the ordered list, so pages never overlap), decoded in order.
+  constexpr std::size_t kInFlight = 4;
   std::vector<protocol::User> out;
-  auto data = fetch(0);
-  for (std::int64_t offset = 0;; offset += kPage) {
+  auto decode = [&out](StatusOr<json>& data, std::int64_t& total) -> Status {
     if (!data.ok()) return data.status();
-    json page = std::move((*data)["user_list"]);
-    std::int64_t total = page.value("total_count", std::int64_t{0});
-    std::size_t got = page["items"].is_array() ? page["items"].size() : 0;
-    bool last = static_cast<std::int64_t>(got) < kPage ||
-                static_cast<std::int64_t>(out.size() + got) >= total;
-    // The next page is asked for while this one is decoded (each page is a separate request
-    // and the list is ordered, so pages never overlap).
-    std::future<StatusOr<json>> next;
-    if (!last) next = std::async(std::launch::async, fetch, offset + kPage);
-    out.reserve(static_cast<std::size_t>(std::max<std::int64_t>(total, 0)));
-    if (got > 0) {
-      for (auto const& item : page["items"]) {
-        auto u = internal::UserFromJson(item);
-        if (!u.ok()) return u.status();  // the future's destructor waits for its request
-        out.push_back(*std::move(u));
-      }
+    json& page = (*data)["user_list"];
+    total = page.value("total_count", std::int64_t{0});
+    if (!page["items"].is_array()) return Status();
+    for (auto const& item : page["items"]) {
+      auto u = internal::UserFromJson(item);
+      if (!u.ok()) return u.status();
+      out.push_back(*std::move(u));
     }
-    if (last) return out;
-    data = next.get();
+    return Status();
+  };
+  auto first = fetch(0);
+  std::int64_t total = 0;
+  if (auto s = decode(first, total); !s.ok()) return s;
+  out.reserve(static_cast<std::size_t>(std::max<std::int64_t>(total, 0)));
+  std::deque<std::future<StatusOr<json>>> pending;
+  std::int64_t next = kPage;
+  while (true) {
+    while (pending.size() < kInFlight && next < total) {
+      pending.push_back(std::async(std::launch::async, fetch, next));
+      next += kPage;
+    }
+    if (pending.empty()) return out;
+    auto data = pending.front().get();
+    pending.pop_front();
+    std::int64_t ignored = 0;
+    if (auto s = decode(data, ignored); !s.ok()) return s;  // the others finish as they go
   }
 }
 
