@@ -177,17 +177,18 @@ TEST_F(PolicyTest, KeypairDomainAndProjectSlotsAreHeld) {
 }
 
 TEST_F(PolicyTest, IdleSessionsEndAndActiveOnesRunOn) {
-  UsePolicy("idle_timeout: 3, max_concurrent_sessions: 10");
+  UsePolicy("idle_timeout: 4, max_concurrent_sessions: 10");
   ASSERT_EQ(Create("idle").status, 201);
   ASSERT_EQ(Create("busy").status, 201);
   WaitFor("idle", "RUNNING");
   WaitFor("busy", "RUNNING");
-  // "busy" executes code every second; "idle" does nothing.
-  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(6);
+  // "busy" executes code every half second (well inside the timeout, even on a slow
+  // sanitizer build); "idle" does nothing.
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(7);
   while (std::chrono::steady_clock::now() < until) {
     Send("POST", "/session/busy",
          {{"mode", "query"}, {"runId", "r1"}, {"code", "print(1)"}, {"options", json::object()}});
-    std::this_thread::sleep_for(std::chrono::seconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
   auto idle = WaitFor("idle", "TERMINATED", std::chrono::seconds(10));
   EXPECT_EQ(idle.value("statusInfo", ""), "idle-timeout") << idle.dump();
