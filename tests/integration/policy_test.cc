@@ -216,8 +216,7 @@ TEST_F(PolicyTest, AnImageAliasStandsForItsImage) {
   EXPECT_EQ(Session("aliased")["image"], "python");
   EXPECT_EQ(Mutate(R"(dealias_image(alias: "py3") { ok msg })"),
             json({{"ok", true}, {"msg", "success"}}));
-  EXPECT_EQ(Mutate(R"(dealias_image(alias: "py3") { ok msg })")["msg"],
-            "no matching dealiasimage");
+  EXPECT_EQ(Mutate(R"(dealias_image(alias: "py3") { ok msg })")["msg"], "no matching dealiasimage");
 }
 
 }  // namespace
