@@ -444,6 +444,10 @@ struct SessionRoutes {
     if (auto st = ParseCreate(ctx, in); !st.ok()) return ProblemResponse(st);
     auto& s = in.session;
     bool reuse = in.request.reuse_if_exists;
+    // A superadmin's alias stands for its image (before --reuse compares images).
+    auto target = ResolveImageAlias(ctx.store.db(), s.image);
+    if (!target.ok()) return ProblemResponse(target.status());
+    s.image = *target;
     auto existing = sessions.ActiveByName(s.access_key, s.name);
     if (!existing.ok()) return ProblemResponse(existing.status());
     if (!existing->empty()) {
@@ -457,9 +461,6 @@ struct SessionRoutes {
       }
       return CreatedResponse(old, std::string(protocol::ToString(old.status)), false);
     }
-    auto target = ResolveImageAlias(ctx.store.db(), s.image);
-    if (!target.ok()) return ProblemResponse(target.status());
-    s.image = *target;  // a superadmin's alias stands for its image
     if (auto st = CheckImageKnown(ctx.store.db(), s.image); !st.ok()) return ProblemResponse(st);
     if (auto st = ResolveMounts(ctx, links, in); !st.ok()) return ProblemResponse(st);
     // Fail fast: what can never start is refused now, not queued in silence.
