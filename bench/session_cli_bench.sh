@@ -12,15 +12,11 @@ set -euo pipefail
 build=${1:-build}
 runs=${2:-40}
 work=$(mktemp -d)
-port=$((20000 + RANDOM % 20000))
-cleanup() { [[ -n "${pid:-}" ]] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
+cleanup() { [[ -n "${mpid:-}" ]] && kill "$mpid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
-
-"$build/bin/bai-manager" --data-dir "$work/data" --listen "127.0.0.1:$port" --threads 2 >"$work/out" 2>&1 &
-pid=$!
-for _ in $(seq 50); do grep -q listening "$work/out" && break; sleep 0.1; done
-export BACKEND_ENDPOINT="http://127.0.0.1:$port" BAI_CONFIG_DIR="$work/cfg"
-set -a; . "$work/data/admin-credentials.env"; set +a
+. "$(dirname "$0")/lib/stack.sh"
+bench_manager "$build" "$work" --threads 2
+port=$bench_port
 url="http://127.0.0.1:$port"
 
 # Sessions that stay queued (they start in an hour), created with one replayed signature.

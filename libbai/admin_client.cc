@@ -90,24 +90,12 @@ StatusOr<std::vector<T>> DecodeAll(json const& items, Decode decode) {
   return out;
 }
 
+// A policy as create/modify's props: the object the manager answers with, less what is not
+// an input (its name is an argument; its creation time is the server's).
 json PolicyProps(protocol::KeypairResourcePolicy const& p) {
-  json props = {{"default_for_unspecified", p.default_for_unspecified},
-                {"total_resource_slots", p.total_resource_slots},
-                {"max_session_lifetime", p.max_session_lifetime},
-                {"max_concurrent_sessions", p.max_concurrent_sessions},
-                {"max_concurrent_sftp_sessions", p.max_concurrent_sftp_sessions},
-                {"max_containers_per_session", p.max_containers_per_session},
-                {"idle_timeout", p.idle_timeout},
-                {"allowed_vfolder_hosts", p.allowed_vfolder_hosts},
-                {"max_vfolder_count", p.max_vfolder_count},
-                {"max_vfolder_size", p.max_vfolder_size},
-                {"max_quota_scope_size", p.max_quota_scope_size}};
-  if (p.max_pending_session_count) {
-    props["max_pending_session_count"] = *p.max_pending_session_count;
-  }
-  if (p.max_pending_session_resource_slots) {
-    props["max_pending_session_resource_slots"] = *p.max_pending_session_resource_slots;
-  }
+  json props = internal::KeypairResourcePolicyToJson(p);
+  props.erase("name");
+  props.erase("created_at");
   return props;
 }
 

@@ -4,16 +4,20 @@
 # (2 CPUs, 2 GiB) with their state in WORK, exports BACKEND_* and BAI_CONFIG_DIR for `bai`,
 # sets mpid/apid (the caller's cleanup kills them) and returns once the manager answers; fails
 # with the servers' output when they do not come up.
+# bench_manager BUILD WORK [FLAG…]: bai-manager alone (FLAGs added to its command line), with
+# the same exports, mpid and bench_port.
 # bench_run_detached BUILD ARGS…: `bai run --detach ARGS…`, retried until the agent has
 # registered its images (a fresh agent takes a moment), failing with bai's error after 60 s.
 bench_free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-bench_stack() {
-  local build=$1 work=$2 id=$3 port
-  port=$(bench_free_port)
-  "$build/bin/bai-manager" --data-dir "$work/data" --listen "127.0.0.1:$port" >"$work/m.out" 2>&1 &
+bench_manager() {
+  local build=$1 work=$2
+  shift 2
+  bench_port=$(bench_free_port)
+  "$build/bin/bai-manager" --data-dir "$work/data" --listen "127.0.0.1:$bench_port" "$@" \
+    >"$work/m.out" 2>&1 &
   mpid=$!
   for _ in $(seq 100); do grep -q listening "$work/m.out" && break; sleep 0.1; done
   if ! grep -q listening "$work/m.out"; then
@@ -21,14 +25,19 @@ bench_stack() {
     cat "$work/m.out" >&2
     return 1
   fi
-  "$build/bin/bai-agent" --manager "http://127.0.0.1:$port" --id "$id" --backend runc \
-    --cluster-secret-file "$work/data/cluster-secret" --state-dir "$work/agent" \
-    --stop-kernels-on-exit --slots cpu=2,mem=2g >"$work/a.out" 2>&1 &
-  apid=$!
-  export BACKEND_ENDPOINT="http://127.0.0.1:$port" BAI_CONFIG_DIR="$work/cfg"
+  export BACKEND_ENDPOINT="http://127.0.0.1:$bench_port" BAI_CONFIG_DIR="$work/cfg"
   set -a
   . "$work/data/admin-credentials.env"
   set +a
+}
+
+bench_stack() {
+  local build=$1 work=$2 id=$3
+  bench_manager "$build" "$work" || return 1
+  "$build/bin/bai-agent" --manager "http://127.0.0.1:$bench_port" --id "$id" --backend runc \
+    --cluster-secret-file "$work/data/cluster-secret" --state-dir "$work/agent" \
+    --stop-kernels-on-exit --slots cpu=2,mem=2g >"$work/a.out" 2>&1 &
+  apid=$!
 }
 
 bench_run_detached() {

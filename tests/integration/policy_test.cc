@@ -85,6 +85,18 @@ class PolicyTest : public testing_util::LocalCluster {
     return s;
   }
 
+  // A waiting session once the scheduler has said why it waits (its status_info), or its last
+  // answer after 10 s.
+  json WaitForReason(std::string const& name) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    json s = Session(name);
+    while (s.value("statusInfo", "").empty() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      s = Session(name);
+    }
+    return s;
+  }
+
   std::unique_ptr<Client> root_;
 };
 
@@ -95,13 +107,9 @@ TEST_F(PolicyTest, ConcurrencyPendingCountAndContainersAreHeld) {
   ASSERT_EQ(Create("second").status, 201);
   auto second = Session("second");
   EXPECT_EQ(second["status"], "PENDING");
-  auto info = WaitFor("second", "PENDING");
+  WaitFor("second", "PENDING");
   // "why pending" names the limit.
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (info.value("statusInfo", "").empty() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    info = Session("second");
-  }
+  auto info = WaitForReason("second");
   EXPECT_EQ(info.value("statusInfo", ""), "waiting: the keypair already runs 1 sessions (limit 1)")
       << info.dump();
   // One waits: the next is refused at once, naming the limit.
@@ -125,12 +133,7 @@ TEST_F(PolicyTest, KeypairDomainAndProjectSlotsAreHeld) {
   ASSERT_EQ(k1.status, 201) << k1.body;
   WaitFor("kp-one", "RUNNING");
   ASSERT_EQ(Create("kp-two").status, 201);
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  json k2;
-  do {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    k2 = Session("kp-two");
-  } while (k2.value("statusInfo", "").empty() && std::chrono::steady_clock::now() < deadline);
+  auto k2 = WaitForReason("kp-two");
   EXPECT_EQ(k2["status"], "PENDING");
   EXPECT_EQ(k2.value("statusInfo", ""),
             "waiting: keypair limit cpu=2 (using cpu=2, needs cpu=1 more)");
@@ -147,12 +150,7 @@ TEST_F(PolicyTest, KeypairDomainAndProjectSlotsAreHeld) {
             201);
   WaitFor("dom-one", "RUNNING");
   ASSERT_EQ(Create("dom-two").status, 201);
-  json d2;
-  deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  do {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    d2 = Session("dom-two");
-  } while (d2.value("statusInfo", "").empty() && std::chrono::steady_clock::now() < deadline);
+  auto d2 = WaitForReason("dom-two");
   EXPECT_EQ(d2.value("statusInfo", ""),
             "waiting: domain default limit mem=2g (using mem=2g, needs mem=1g more)");
   EXPECT_EQ(Send("DELETE", "/session/dom-two").status / 100, 2);
@@ -166,12 +164,7 @@ TEST_F(PolicyTest, KeypairDomainAndProjectSlotsAreHeld) {
   ASSERT_EQ(Create("proj-one").status, 201);
   WaitFor("proj-one", "RUNNING");
   ASSERT_EQ(Create("proj-two").status, 201);
-  json g2;
-  deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  do {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    g2 = Session("proj-two");
-  } while (g2.value("statusInfo", "").empty() && std::chrono::steady_clock::now() < deadline);
+  auto g2 = WaitForReason("proj-two");
   EXPECT_EQ(g2.value("statusInfo", ""),
             "waiting: project limit cpu=1 (using cpu=1, needs cpu=1 more)");
 }

@@ -21,6 +21,9 @@ using SqlValue = std::variant<std::nullptr_t, std::int64_t, double, std::string>
 /// PostgreSQL's "violates unique constraint"): the caller answers "already exists".
 bool IsUniqueViolation(Status const& status);
 
+/// A boolean as SQL stores it (an integer 0/1).
+inline SqlValue SqlBool(bool b) { return std::int64_t{b ? 1 : 0}; }
+
 /// One result row; columns in SELECT order.
 class SqlRow {
  public:
@@ -51,6 +54,11 @@ class SqlExecutor {
   virtual StatusOr<std::vector<SqlRow>> Query(std::string const& sql,
                                               std::vector<SqlValue> params = {}) = 0;
 };
+
+/// `missing` when `sql` (with `params`) returns no row: a store's check that what a change
+/// refers to exists ("SELECT 1 FROM domains WHERE name = ?"). A failed query is its error.
+Status ExpectRow(SqlExecutor& db, std::string const& sql, std::vector<SqlValue> params,
+                 Status missing);
 
 /// Named locks a transaction holds, exclusively and across every process on the database, from
 /// its start to its end (docs/adr/0009-database-locking.md). A transaction that reads state and

@@ -21,6 +21,13 @@ bool IsUniqueViolation(Status const& status) {
          status.message().find("unique") != std::string::npos;
 }
 
+Status ExpectRow(SqlExecutor& db, std::string const& sql, std::vector<SqlValue> params,
+                 Status missing) {
+  auto rows = db.Query(sql, std::move(params));
+  if (!rows.ok()) return rows.status();
+  return rows->empty() ? missing : Status();
+}
+
 std::string SqlRow::Text(std::size_t i) const {
   auto const& v = values_[i];
   if (auto s = std::get_if<std::string>(&v)) return *s;

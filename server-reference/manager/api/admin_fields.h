@@ -42,6 +42,16 @@ inline nlohmann::json Denied(graphql::PlannedField const& f) {
   return Outcome(false, "no permission to execute " + f.key);
 }
 
+/// 24.09's "no matching <mutation class>" (simple_db_mutate): the field's name without its
+/// underscores, as graphene names the class ("modify_user" → "no matching modifyuser").
+inline std::string NoMatching(graphql::PlannedField const& f) {
+  std::string cls;
+  for (char c : f.name) {
+    if (c != '_') cls.push_back(c);
+  }
+  return "no matching " + cls;
+}
+
 /// A given, non-null input field.
 inline nlohmann::json const* Given(nlohmann::json const& props, char const* name) {
   auto it = props.find(name);

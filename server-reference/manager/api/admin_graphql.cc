@@ -9,6 +9,7 @@
 #include "server-reference/manager/api/admin_fields.h"
 #include "server-reference/manager/state/domains.h"
 #include "server-reference/manager/state/groups.h"
+#include "server-reference/manager/state/policies.h"
 
 #include <algorithm>
 #include <cctype>
@@ -21,6 +22,7 @@ using graphql::PlannedField;
 using nlohmann::json;
 
 using admin::Given;
+using admin::NoMatching;
 using admin::Outcome;
 
 bool ValidDomainName(std::string const& name) {
@@ -29,22 +31,10 @@ bool ValidDomainName(std::string const& name) {
   });
 }
 
-// A JSONString holding slot amounts ("8g", 8589934592, "1.5"), stored as 24.09 does
-// (ResourceSlot.from_user_input): exact decimal strings, sizes in bytes.
+// total_resource_slots (SlotMapInput); "" is no limit, as 22.03's client sends it.
 StatusOr<std::string> SlotsText(json const& value) {
-  std::string text = value.is_string() ? value.get<std::string>() : value.dump();
-  if (text.empty()) return std::string("{}");
-  auto j = internal::ParseJson(text);
-  if (!j || !j->is_object()) {
-    return Status(StatusCode::kInvalidArgument,
-                  "total_resource_slots: a JSON object of slot amounts");
-  }
-  auto slots = internal::SlotsFromJson(*j);
-  if (!slots.ok()) {
-    return Status(StatusCode::kInvalidArgument,
-                  "total_resource_slots: " + slots.status().message());
-  }
-  return internal::SlotsToJson(*slots).dump();
+  if (value.is_string() && value.get<std::string>().empty()) return std::string("{}");
+  return SlotMapInput(value, "total_resource_slots");
 }
 
 json GroupJson(protocol::Group const& g) {
@@ -236,7 +226,7 @@ class AdminResolver {
     std::string id = f.args.value("gid", "");
     auto g = groups_.Get(id);
     if (!g.ok()) return g.status();
-    if (!*g) return Outcome(false, "no matching deletegroup");
+    if (!*g) return Outcome(false, NoMatching(f));
     if (!MayManage((*g)->domain_name)) return Denied(f);
     GroupChanges c;
     c.is_active = false;  // 24.09: inactive, its integration id cleared
@@ -249,7 +239,7 @@ class AdminResolver {
     std::string id = f.args.value("gid", "");
     auto g = groups_.Get(id);
     if (!g.ok()) return g.status();
-    if (!*g) return Outcome(false, "no matching purgegroup");
+    if (!*g) return Outcome(false, NoMatching(f));
     if (!MayManage((*g)->domain_name)) return Denied(f);
     auto s = groups_.Purge(id);
     if (s.code() == StatusCode::kFailedPrecondition) return Outcome(false, s.message());
@@ -345,7 +335,7 @@ class AdminResolver {
     DomainChanges const& c = *changes;
     auto s = domains_.Modify(name, c);
     if (s.code() == StatusCode::kNotFound) {
-      return json{{"ok", false}, {"msg", "no matching modifydomain"}, {"domain", nullptr}};
+      return json{{"ok", false}, {"msg", NoMatching(f)}, {"domain", nullptr}};
     }
     if (s.code() == StatusCode::kAlreadyExists) {
       return json{{"ok", false}, {"msg", "integrity error: " + s.message()}, {"domain", nullptr}};
@@ -360,14 +350,14 @@ class AdminResolver {
     DomainChanges c;
     c.is_active = false;  // 24.09: a soft delete
     auto s = domains_.Modify(f.args.value("name", ""), c);
-    if (s.code() == StatusCode::kNotFound) return Outcome(false, "no matching deletedomain");
+    if (s.code() == StatusCode::kNotFound) return Outcome(false, NoMatching(f));
     if (!s.ok()) return s;
     return Outcome(true, "success");
   }
 
   StatusOr<json> PurgeDomain(PlannedField const& f) {
     auto s = domains_.Purge(f.args.value("name", ""));
-    if (s.code() == StatusCode::kNotFound) return Outcome(false, "no matching purgedomain");
+    if (s.code() == StatusCode::kNotFound) return Outcome(false, NoMatching(f));
     if (s.code() == StatusCode::kFailedPrecondition) return Outcome(false, s.message());
     if (!s.ok()) return s;
     return Outcome(true, "success");
@@ -387,15 +377,7 @@ std::optional<StatusOr<json>> ResolveAdminField(Identity const& who, server::Dat
   admin::Context ctx{who, admin::RoleOf(who), db};
   if (admin::IsMutation(f.name)) {
     // 24.09's GQLMutationUnfrozenRequiredMiddleware: no mutation while the manager is frozen.
-    auto frozen = db.Query(
-        "SELECT 1 FROM manager_settings WHERE key = 'status' AND value = "
-        "'frozen'");
-    if (!frozen.ok()) return frozen.status();
-    if (!frozen->empty()) {
-      return protocol::MakeProblemStatus(protocol::ProblemType::kServerFrozen,
-                                         "The manager is frozen: no changes until it is "
-                                         "unfrozen (PUT /manager/status).");
-    }
+    if (auto frozen = Store(db).RefuseWhileFrozen(); !frozen.ok()) return frozen;
     if (!admin::MayRun(ctx.role, f.name)) return admin::Denied(f);
   }
   if (auto v = AdminResolver(who, db).Resolve(f)) return v;

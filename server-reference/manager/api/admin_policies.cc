@@ -153,27 +153,17 @@ class PolicyFields {
     if (!values.ok()) return Outcome(false, values.status().message());
     if (values->empty()) return Outcome(false, "nothing to update");
     auto s = store_.Modify(kind, gql::ArgString(f, "name"), *values);
-    if (s.code() == StatusCode::kNotFound) return Outcome(false, "no matching " + Lower(f.name));
+    if (s.code() == StatusCode::kNotFound) return Outcome(false, NoMatching(f));
     if (!s.ok()) return s;
     return Outcome(true, "success");
   }
 
   StatusOr<json> Delete(PlannedField const& f, PolicyKind kind) {
     auto s = store_.Delete(kind, gql::ArgString(f, "name"));
-    if (s.code() == StatusCode::kNotFound) return Outcome(false, "no matching " + Lower(f.name));
+    if (s.code() == StatusCode::kNotFound) return Outcome(false, NoMatching(f));
     if (s.code() == StatusCode::kFailedPrecondition) return Outcome(false, s.message());
     if (!s.ok()) return s;
     return Outcome(true, "success");
-  }
-
-  // 24.09's "no matching <class name lowercased>": modify_keypair_resource_policy →
-  // modifykeypairresourcepolicy.
-  static std::string Lower(std::string const& field) {
-    std::string out;
-    for (char c : field) {
-      if (c != '_') out.push_back(c);
-    }
-    return out;
   }
 
   Context const& ctx_;

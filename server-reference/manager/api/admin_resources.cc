@@ -8,6 +8,7 @@
 #include "server-reference/manager/api/graphql_util.h"
 #include "server-reference/manager/scheduler/scheduling.h"
 #include "server-reference/manager/state/columns.h"
+#include "server-reference/manager/state/policies.h"
 #include "server-reference/manager/state/resource_groups.h"
 
 #include <cstdlib>
@@ -31,16 +32,6 @@ StatusOr<std::string> ObjectText(json const& v, char const* field) {
     return Status(StatusCode::kInvalidArgument, std::string(field) + ": a JSON object");
   }
   return j->dump();
-}
-
-StatusOr<std::string> SlotsText(json const& v) {
-  auto text = ObjectText(v, "resource_slots");
-  if (!text.ok()) return text;
-  auto slots = internal::SlotsFromJson(*internal::ParseJson(*text));
-  if (!slots.ok()) {
-    return Status(StatusCode::kInvalidArgument, "resource_slots: " + slots.status().message());
-  }
-  return internal::SlotsToJson(*slots).dump();
 }
 
 // "64m", "1g" or bytes: shared memory in bytes (24.09's BigInt), as text.
@@ -104,7 +95,7 @@ class ResourceFields {
     std::string name = gql::ArgString(f, "name");
     json const& props = f.args["props"];
     if (name.empty()) return Refused("invalid name", "resource_preset");
-    auto slots = SlotsText(props["resource_slots"]);
+    auto slots = SlotMapInput(props["resource_slots"], "resource_slots");
     if (!slots.ok()) return Refused(slots.status().message(), "resource_preset");
     std::optional<std::string> shm;
     if (auto const* v = Given(props, "shared_memory")) {
@@ -126,7 +117,7 @@ class ResourceFields {
     json const& props = f.args["props"];
     std::optional<std::string> slots, shm;
     if (auto const* v = Given(props, "resource_slots")) {
-      auto s = SlotsText(*v);
+      auto s = SlotMapInput(*v, "resource_slots");
       if (!s.ok()) return Outcome(false, s.status().message());
       slots = *s;
     }
@@ -136,8 +127,7 @@ class ResourceFields {
       shm = *s;
     }
     auto s = presets_.Modify(gql::ArgString(f, "name"), slots, shm);
-    if (s.code() == StatusCode::kNotFound)
-      return Outcome(false, "no matching modifyresourcepreset");
+    if (s.code() == StatusCode::kNotFound) return Outcome(false, NoMatching(f));
     if (s.code() == StatusCode::kInvalidArgument) return Outcome(false, s.message());
     if (!s.ok()) return s;
     return Outcome(true, "success");
@@ -145,8 +135,7 @@ class ResourceFields {
 
   StatusOr<json> DeletePreset(PlannedField const& f) {
     auto s = presets_.Delete(gql::ArgString(f, "name"));
-    if (s.code() == StatusCode::kNotFound)
-      return Outcome(false, "no matching deleteresourcepreset");
+    if (s.code() == StatusCode::kNotFound) return Outcome(false, NoMatching(f));
     if (!s.ok()) return s;
     return Outcome(true, "success");
   }
@@ -226,7 +215,7 @@ class ResourceFields {
     ResourceGroupChanges c;
     if (auto s = ReadGroup(f.args["props"], c); !s.ok()) return Outcome(false, s.message());
     auto s = groups_.Modify(gql::ArgString(f, "name"), c);
-    if (s.code() == StatusCode::kNotFound) return Outcome(false, "no matching modifyscalinggroup");
+    if (s.code() == StatusCode::kNotFound) return Outcome(false, NoMatching(f));
     if (s.code() == StatusCode::kInvalidArgument) return Outcome(false, s.message());
     if (!s.ok()) return s;
     return Outcome(true, "success");
@@ -234,7 +223,7 @@ class ResourceFields {
 
   StatusOr<json> DeleteGroup(PlannedField const& f) {
     auto s = groups_.Delete(gql::ArgString(f, "name"));
-    if (s.code() == StatusCode::kNotFound) return Outcome(false, "no matching deletescalinggroup");
+    if (s.code() == StatusCode::kNotFound) return Outcome(false, NoMatching(f));
     if (s.code() == StatusCode::kFailedPrecondition) return Outcome(false, s.message());
     if (!s.ok()) return s;
     return Outcome(true, "success");
@@ -267,11 +256,7 @@ class ResourceFields {
     for (auto const& name : names) {
       auto s = groups_.Associate(kind, name, target, on);
       if (s.code() == StatusCode::kNotFound) {
-        std::string cls;
-        for (char c : f.name) {
-          if (c != '_') cls.push_back(c);
-        }
-        return Outcome(false, "no matching " + cls + ": " + s.message());
+        return Outcome(false, NoMatching(f) + ": " + s.message());
       }
       if (!s.ok()) return s;
     }
@@ -295,7 +280,7 @@ class ResourceFields {
     if (!schedulable && !group) return Outcome(false, "nothing to update");
     auto s = groups_.ModifyAgent(gql::ArgString(f, "id"), schedulable, group);
     if (s.code() == StatusCode::kNotFound) {
-      return Outcome(false, "no matching modifyagent: " + s.message());
+      return Outcome(false, NoMatching(f) + ": " + s.message());
     }
     if (!s.ok()) return s;
     return Outcome(true, "success");
@@ -325,7 +310,7 @@ class ResourceFields {
   StatusOr<json> DealiasImage(PlannedField const& f) {
     auto n = db_.Exec("DELETE FROM image_aliases WHERE alias = ?", {gql::ArgString(f, "alias")});
     if (!n.ok()) return n.status();
-    if (*n == 0) return Outcome(false, "no matching dealiasimage");
+    if (*n == 0) return Outcome(false, NoMatching(f));
     return Outcome(true, "success");
   }
 

@@ -3,6 +3,7 @@
 // streams-admin-console.md §B.2). Reads are scoped as 24.09's scoped_query: superadmins see
 // everyone, admins their domain, users and monitors themselves.
 #include "libbai/protocol/wire_json.h"
+#include "libbai/util/text.h"
 #include "server-reference/manager/api/admin_fields.h"
 #include "server-reference/manager/api/graphql_util.h"
 #include "server-reference/manager/state/bootstrap.h"
@@ -24,11 +25,6 @@ constexpr std::string_view kStatuses[] = {"active", "inactive", "deleted", "befo
 template <std::size_t N>
 bool OneOf(std::string const& value, std::string_view const (&allowed)[N]) {
   return std::find(std::begin(allowed), std::end(allowed), value) != std::end(allowed);
-}
-
-std::string Lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
 }
 
 std::vector<std::string> Strings(json const& v) {
@@ -117,7 +113,7 @@ class UserFields {
       q.where.push_back(*active ? "u.status = 'active'" : "u.status <> 'active'");
     }
     if (auto status = gql::ArgString(f, "status"); !status.empty()) {
-      gql::Where(q, "u.status = ?", Lower(status));
+      gql::Where(q, "u.status = ?", internal::AsciiLower(status));
     }
     if (paged) {
       if (auto s = gql::Window(f, q); !s.ok()) return s;
@@ -155,11 +151,20 @@ class UserFields {
     auto page = keypairs_.List(q);
     if (!page.ok()) return page.status();
     std::map<std::string, std::int64_t> used;
-    if (f.Selects("concurrency_used") ||
-        (paged && f.Find("items") && f.Find("items")->Selects("concurrency_used"))) {
+    bool count = f.Selects("concurrency_used") ||
+                 (paged && f.Find("items") && f.Find("items")->Selects("concurrency_used"));
+    if (count && !page->rows.empty()) {
+      // The sessions not ended of this page's keys only (a page holds at most 1,000).
+      std::string marks;
+      std::vector<server::SqlValue> keys;
+      for (auto const& k : page->rows) {
+        marks += marks.empty() ? "?" : ", ?";
+        keys.emplace_back(k.access_key);
+      }
       auto rows = ctx_.db.Query(
-          "SELECT access_key, COUNT(*) FROM sessions WHERE status NOT IN ('TERMINATED', "
-          "'CANCELLED', 'ERROR') GROUP BY access_key");
+          "SELECT access_key, COUNT(*) FROM sessions WHERE access_key IN (" + marks +
+              ") AND status NOT IN ('TERMINATED', 'CANCELLED', 'ERROR') GROUP BY access_key",
+          keys);
       if (!rows.ok()) return rows.status();
       for (auto const& r : *rows) used[r.Text(0)] = r.Int(1);
     }
@@ -192,7 +197,7 @@ class UserFields {
     if (auto const* v = Given(props, "description")) u.description = v->get<std::string>();
     auto const* status = Given(props, "status");
     if (status) {
-      u.status = Lower(status->get<std::string>());
+      u.status = internal::AsciiLower(status->get<std::string>());
     } else if (auto const* active = Given(props, "is_active")) {
       u.status = active->get<bool>() ? "active" : "inactive";
     }
@@ -201,7 +206,7 @@ class UserFields {
     }
     u.is_active = u.status == "active";
     u.domain_name = props.value("domain_name", "default");
-    if (auto const* v = Given(props, "role")) u.role = Lower(v->get<std::string>());
+    if (auto const* v = Given(props, "role")) u.role = internal::AsciiLower(v->get<std::string>());
     if (!OneOf(u.role, kRoles)) {
       return Refused("invalid role: superadmin, admin, user or monitor", "user");
     }
@@ -248,7 +253,7 @@ class UserFields {
     c.full_name = text("full_name");
     c.description = text("description");
     if (auto status = text("status")) {
-      c.status = Lower(*status);
+      c.status = internal::AsciiLower(*status);
     } else if (auto active = flag("is_active")) {
       c.status = *active ? "active" : "inactive";
     }
@@ -256,7 +261,7 @@ class UserFields {
       return Refused("invalid status: active, inactive, deleted or before-verification", "user");
     }
     c.domain_name = text("domain_name");
-    if (auto role = text("role")) c.role = Lower(*role);
+    if (auto role = text("role")) c.role = internal::AsciiLower(*role);
     if (c.role && !OneOf(*c.role, kRoles)) {
       return Refused("invalid role: superadmin, admin, user or monitor", "user");
     }
@@ -271,7 +276,7 @@ class UserFields {
     }
     if (c.Empty()) return Refused("nothing to update", "user");
     auto s = users_.Modify(email, c);
-    if (s.code() == StatusCode::kNotFound) return Refused("no matching modifyuser", "user");
+    if (s.code() == StatusCode::kNotFound) return Refused(NoMatching(f), "user");
     if (s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kAlreadyExists) {
       return Refused("integrity error: " + s.message(), "user");
     }
@@ -285,7 +290,7 @@ class UserFields {
 
   StatusOr<json> DeleteUser(PlannedField const& f) {
     auto s = users_.SoftDelete(gql::ArgString(f, "email"));
-    if (s.code() == StatusCode::kNotFound) return Outcome(false, "no matching deleteuser");
+    if (s.code() == StatusCode::kNotFound) return Outcome(false, NoMatching(f));
     if (!s.ok()) return s;
     return Outcome(true, "success");
   }
@@ -294,7 +299,7 @@ class UserFields {
     std::string email = gql::ArgString(f, "email");
     if (email == ctx_.who.email) return Outcome(false, "You cannot purge yourself.");
     auto s = users_.Purge(email);
-    if (s.code() == StatusCode::kNotFound) return Outcome(false, "no matching purgeuser");
+    if (s.code() == StatusCode::kNotFound) return Outcome(false, NoMatching(f));
     if (s.code() == StatusCode::kFailedPrecondition) return Outcome(false, s.message());
     if (!s.ok()) return s;
     return Outcome(true, "success");
@@ -338,7 +343,7 @@ class UserFields {
       return Outcome(false, "nothing to update");
     }
     auto s = keypairs_.Modify(gql::ArgString(f, "access_key"), *c);
-    if (s.code() == StatusCode::kNotFound) return Outcome(false, "no matching modifykeypair");
+    if (s.code() == StatusCode::kNotFound) return Outcome(false, NoMatching(f));
     if (s.code() == StatusCode::kInvalidArgument) {
       return Outcome(false, "integrity error: " + s.message());
     }
@@ -348,7 +353,7 @@ class UserFields {
 
   StatusOr<json> DeleteKeypair(PlannedField const& f) {
     auto s = keypairs_.Delete(gql::ArgString(f, "access_key"));
-    if (s.code() == StatusCode::kNotFound) return Outcome(false, "no matching deletekeypair");
+    if (s.code() == StatusCode::kNotFound) return Outcome(false, NoMatching(f));
     if (s.code() == StatusCode::kFailedPrecondition) return Outcome(false, s.message());
     if (!s.ok()) return s;
     return Outcome(true, "success");

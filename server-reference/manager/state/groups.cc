@@ -2,9 +2,8 @@
 #include "server-reference/manager/state/groups.h"
 
 #include "libbai/util/json_parse.h"
+#include "server-reference/manager/state/bootstrap.h"
 #include "server-reference/manager/state/store.h"
-
-#include <uuid/uuid.h>
 
 namespace bai::manager {
 
@@ -31,14 +30,6 @@ protocol::Group FromRow(server::SqlRow& r) {
   g.integration_id = r.TakeOptText(10);
   g.resource_policy = r.TakeText(11);
   return g;
-}
-
-std::string NewId() {
-  uuid_t u;
-  uuid_generate_random(u);
-  char text[37];
-  uuid_unparse_lower(u, text);
-  return text;
 }
 
 Status Taken(std::string const& domain, std::string const& name) {
@@ -93,7 +84,7 @@ StatusOr<std::vector<protocol::Group>> GroupStore::List(std::string const& domai
 }
 
 StatusOr<std::string> GroupStore::Create(protocol::Group const& g) {
-  std::string id = NewId();
+  std::string id = GenerateUuid();
   std::string now = NowIso();
   Status result;
   auto tx = db_.Transaction([&](server::SqlExecutor& db) -> Status {
@@ -105,8 +96,8 @@ StatusOr<std::string> GroupStore::Create(protocol::Group const& g) {
     auto r = db.Exec(
         std::string("INSERT INTO groups (") + kColumns +
             ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        {id, g.name, g.description, std::int64_t{g.is_active ? 1 : 0}, now, now, g.domain_name,
-         g.type, g.total_resource_slots, g.allowed_vfolder_hosts,
+        {id, g.name, g.description, server::SqlBool(g.is_active), now, now, g.domain_name, g.type,
+         g.total_resource_slots, g.allowed_vfolder_hosts,
          g.integration_id ? SqlValue(*g.integration_id) : SqlValue(nullptr), g.resource_policy});
     if (!r.ok()) {
       if (server::IsUniqueViolation(r.status())) return result = Taken(g.domain_name, g.name);
@@ -128,7 +119,7 @@ Status GroupStore::Modify(std::string const& id, GroupChanges const& c) {
   };
   if (c.name) set("name", *c.name);
   if (c.description) set("description", *c.description);
-  if (c.is_active) set("is_active", std::int64_t{*c.is_active ? 1 : 0});
+  if (c.is_active) set("is_active", server::SqlBool(*c.is_active));
   if (c.domain_name) set("domain_name", *c.domain_name);
   if (c.total_resource_slots) set("total_resource_slots", *c.total_resource_slots);
   if (c.allowed_vfolder_hosts) set("allowed_vfolder_hosts", *c.allowed_vfolder_hosts);

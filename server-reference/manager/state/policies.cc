@@ -3,6 +3,7 @@
 
 #include "libbai/protocol/wire_json.h"
 #include "libbai/util/json_parse.h"
+#include "libbai/util/text.h"
 #include "server-reference/manager/state/store.h"
 
 namespace bai::manager {
@@ -104,19 +105,15 @@ StatusOr<SqlValue> Convert(Field const& f, json const& v) {
       return SqlValue(v.get<std::int64_t>());
     }
     case Type::kDefaultMode: {
-      std::string mode = v.is_string() ? v.get<std::string>() : "";
-      for (auto& c : mode) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      std::string mode = internal::AsciiUpper(v.is_string() ? v.get<std::string>() : "");
       if (mode != "LIMITED" && mode != "UNLIMITED") return Bad(f.name, "LIMITED or UNLIMITED");
       return SqlValue(mode);
     }
     case Type::kSlots:
     case Type::kOptSlots: {
-      auto j = JsonOf(v, f.name);
-      if (!j.ok()) return j.status();
-      if (!j->is_object()) return Bad(f.name, "a JSON object of slot amounts");
-      auto slots = internal::SlotsFromJson(*j);
-      if (!slots.ok()) return Bad(f.name, slots.status().message());
-      return SqlValue(internal::SlotsToJson(*slots).dump());
+      auto text = SlotMapInput(v, f.name);
+      if (!text.ok()) return text.status();
+      return SqlValue(*std::move(text));
     }
     case Type::kJson: {
       auto j = JsonOf(v, f.name);
@@ -159,6 +156,15 @@ constexpr char kKeypairColumns[] =
     "p.max_vfolder_size, p.max_quota_scope_size";
 
 }  // namespace
+
+StatusOr<std::string> SlotMapInput(json const& value, std::string const& field) {
+  auto j = JsonOf(value, field.c_str());
+  if (!j.ok()) return j.status();
+  if (!j->is_object()) return Bad(field.c_str(), "a JSON object of slot amounts");
+  auto slots = internal::SlotsFromJson(*j);
+  if (!slots.ok()) return Bad(field.c_str(), slots.status().message());
+  return internal::SlotsToJson(*slots).dump();
+}
 
 StatusOr<PolicyValues> PolicyValuesFromInput(PolicyKind kind, json const& props) {
   PolicyValues out;

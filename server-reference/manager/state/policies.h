@@ -30,6 +30,11 @@ using PolicyValues = std::vector<std::pair<std::string, server::SqlValue>>;
 /// kInvalidArgument naming the field.
 StatusOr<PolicyValues> PolicyValuesFromInput(PolicyKind kind, nlohmann::json const& props);
 
+/// A JSONString input holding slot amounts ({"cpu": 2, "mem": "8g"}; JSON text or the object
+/// itself), normalised as 24.09's ResourceSlot.from_user_input stores them: exact decimal
+/// strings, sizes in bytes. The JSON object text, or kInvalidArgument naming `field`.
+StatusOr<std::string> SlotMapInput(nlohmann::json const& value, std::string const& field);
+
 class PolicyStore {
  public:
   explicit PolicyStore(server::Database& db) : db_(db) {}

@@ -9,8 +9,6 @@ using server::SqlValue;
 
 namespace {
 
-std::int64_t Flag(bool b) { return b ? 1 : 0; }
-
 SqlValue OptValue(std::optional<std::string> const& v) {
   return v && !v->empty() ? SqlValue(*v) : SqlValue(nullptr);
 }
@@ -40,12 +38,6 @@ AssociationTable const& TableOf(AssociationKind kind) {
   return kKeypair;
 }
 
-Status Missing(server::SqlExecutor& db, char const* sql, std::string const& key, Status missing) {
-  auto rows = db.Query(sql, {key});
-  if (!rows.ok()) return rows.status();
-  return rows->empty() ? missing : Status();
-}
-
 }  // namespace
 
 Status ResourceGroupStore::Create(ScalingGroupRecord const& g) {
@@ -53,9 +45,9 @@ Status ResourceGroupStore::Create(ScalingGroupRecord const& g) {
       "INSERT INTO scaling_groups (name, description, is_active, is_public, scheduler, "
       "scheduler_opts, created_at, driver_opts, wsproxy_addr, wsproxy_api_token, "
       "use_host_network) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-      {g.name, g.description, Flag(g.is_active), Flag(g.is_public), g.scheduler, g.scheduler_opts,
-       NowIso(), g.driver_opts, OptValue(g.wsproxy_addr), OptValue(g.wsproxy_api_token),
-       Flag(g.use_host_network)});
+      {g.name, g.description, server::SqlBool(g.is_active), server::SqlBool(g.is_public),
+       g.scheduler, g.scheduler_opts, NowIso(), g.driver_opts, OptValue(g.wsproxy_addr),
+       OptValue(g.wsproxy_api_token), server::SqlBool(g.use_host_network)});
   if (!r.ok() && server::IsUniqueViolation(r.status())) {
     return Status(StatusCode::kAlreadyExists,
                   "duplicate key value violates unique constraint: a resource group named \"" +
@@ -72,14 +64,14 @@ Status ResourceGroupStore::Modify(std::string const& name, ResourceGroupChanges 
     params.push_back(std::move(value));
   };
   if (c.description) set("description", *c.description);
-  if (c.is_active) set("is_active", Flag(*c.is_active));
-  if (c.is_public) set("is_public", Flag(*c.is_public));
+  if (c.is_active) set("is_active", server::SqlBool(*c.is_active));
+  if (c.is_public) set("is_public", server::SqlBool(*c.is_public));
   if (c.scheduler) set("scheduler", *c.scheduler);
   if (c.scheduler_opts) set("scheduler_opts", *c.scheduler_opts);
   if (c.driver_opts) set("driver_opts", *c.driver_opts);
   if (c.wsproxy_addr) set("wsproxy_addr", OptValue(c.wsproxy_addr));
   if (c.wsproxy_api_token) set("wsproxy_api_token", OptValue(c.wsproxy_api_token));
-  if (c.use_host_network) set("use_host_network", Flag(*c.use_host_network));
+  if (c.use_host_network) set("use_host_network", server::SqlBool(*c.use_host_network));
   if (sets.empty()) return Status(StatusCode::kInvalidArgument, "nothing to update");
   params.emplace_back(name);
   auto n = db_.Exec("UPDATE scaling_groups SET " + sets + " WHERE name = ?", params);
@@ -90,8 +82,8 @@ Status ResourceGroupStore::Modify(std::string const& name, ResourceGroupChanges 
 Status ResourceGroupStore::Delete(std::string const& name) {
   Status refusal;
   auto tx = db_.Transaction({SchedulingScope(name)}, [&](server::SqlExecutor& db) -> Status {
-    if (auto s = Missing(db, "SELECT 1 FROM scaling_groups WHERE name = ?", name,
-                         Status(StatusCode::kNotFound, "no such resource group"));
+    if (auto s = server::ExpectRow(db, "SELECT 1 FROM scaling_groups WHERE name = ?", {name},
+                                   Status(StatusCode::kNotFound, "no such resource group"));
         !s.ok()) {
       return refusal = s;
     }
@@ -123,13 +115,13 @@ Status ResourceGroupStore::Associate(AssociationKind kind, std::string const& gr
   AssociationTable const& t = TableOf(kind);
   Status refusal;
   auto tx = db_.Transaction([&](server::SqlExecutor& db) -> Status {
-    if (auto s = Missing(db, "SELECT 1 FROM scaling_groups WHERE name = ?", group,
-                         Status(StatusCode::kNotFound, "no such resource group"));
+    if (auto s = server::ExpectRow(db, "SELECT 1 FROM scaling_groups WHERE name = ?", {group},
+                                   Status(StatusCode::kNotFound, "no such resource group"));
         !s.ok()) {
       return refusal = s;
     }
-    if (auto s = Missing(db, t.target_sql, target,
-                         Status(StatusCode::kNotFound, std::string("no such ") + t.what));
+    if (auto s = server::ExpectRow(db, t.target_sql, {target},
+                                   Status(StatusCode::kNotFound, std::string("no such ") + t.what));
         !s.ok()) {
       return refusal = s;
     }
@@ -175,8 +167,9 @@ Status ResourceGroupStore::ModifyAgent(std::string const& agent_id, std::optiona
   Status refusal;
   auto tx = db_.Transaction(scopes, [&](server::SqlExecutor& db) -> Status {
     if (scaling_group) {
-      if (auto s = Missing(db, "SELECT 1 FROM scaling_groups WHERE name = ?", *scaling_group,
-                           Status(StatusCode::kNotFound, "no such resource group"));
+      if (auto s =
+              server::ExpectRow(db, "SELECT 1 FROM scaling_groups WHERE name = ?", {*scaling_group},
+                                Status(StatusCode::kNotFound, "no such resource group"));
           !s.ok()) {
         return refusal = s;
       }
@@ -185,8 +178,8 @@ Status ResourceGroupStore::ModifyAgent(std::string const& agent_id, std::optiona
       if (!n.ok()) return n.status();
     }
     if (schedulable) {
-      auto n =
-          db.Exec("UPDATE agents SET schedulable = ? WHERE id = ?", {Flag(*schedulable), agent_id});
+      auto n = db.Exec("UPDATE agents SET schedulable = ? WHERE id = ?",
+                       {server::SqlBool(*schedulable), agent_id});
       if (!n.ok()) return n.status();
     }
     return Status();

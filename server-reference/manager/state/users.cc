@@ -13,8 +13,6 @@ using server::SqlValue;
 
 namespace {
 
-std::int64_t Flag(bool b) { return b ? 1 : 0; }
-
 // A keypair's rate limit when create_user makes it (24.09's DEFAULT_KEYPAIR_RATE_LIMIT).
 constexpr std::int64_t kDefaultRateLimit = 10000;
 
@@ -133,12 +131,6 @@ StatusOr<Page<Row>> PageOf(server::SqlExecutor& db, std::string const& columns,
   return page;
 }
 
-Status Exists(server::SqlExecutor& db, char const* sql, std::string const& key, Status missing) {
-  auto rows = db.Query(sql, {key});
-  if (!rows.ok()) return rows.status();
-  return rows->empty() ? missing : Status();
-}
-
 Status NoPolicy(char const* kind, std::string const& name) {
   return Status(StatusCode::kInvalidArgument,
                 std::string("no ") + kind + " resource policy \"" + name + "\"");
@@ -225,13 +217,14 @@ StatusOr<std::pair<protocol::User, protocol::KeyPair>> UserStore::Create(NewUser
   u.main_access_key = access_key;
   Status refusal;
   auto tx = db_.Transaction([&](server::SqlExecutor& db) -> Status {
-    if (auto s = Exists(db, "SELECT 1 FROM domains WHERE name = ?", u.domain_name,
-                        Status(StatusCode::kNotFound, "no such domain \"" + u.domain_name + "\""));
+    if (auto s = server::ExpectRow(
+            db, "SELECT 1 FROM domains WHERE name = ?", {u.domain_name},
+            Status(StatusCode::kNotFound, "no such domain \"" + u.domain_name + "\""));
         !s.ok()) {
       return refusal = s;
     }
-    if (auto s = Exists(db, "SELECT 1 FROM user_resource_policies WHERE name = ?",
-                        u.resource_policy, NoPolicy("user", u.resource_policy));
+    if (auto s = server::ExpectRow(db, "SELECT 1 FROM user_resource_policies WHERE name = ?",
+                                   {u.resource_policy}, NoPolicy("user", u.resource_policy));
         !s.ok()) {
       return refusal = s;
     }
@@ -252,20 +245,20 @@ StatusOr<std::pair<protocol::User, protocol::KeyPair>> UserStore::Create(NewUser
         "allowed_client_ip, totp_activated, sudo_session_enabled, main_access_key, created_at, "
         "modified_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'admin-requested', ?, ?, ?, ?, ?, ?, ?, ?, "
         "?)",
-        {u.uuid, u.username, u.email, n.password_hash, Flag(u.need_password_change), u.full_name,
-         u.description, u.status, u.domain_name, u.role, u.resource_policy,
+        {u.uuid, u.username, u.email, n.password_hash, server::SqlBool(u.need_password_change),
+         u.full_name, u.description, u.status, u.domain_name, u.role, u.resource_policy,
          u.allowed_client_ip.empty() ? SqlValue(nullptr)
                                      : SqlValue(ListColumn(u.allowed_client_ip)),
-         Flag(u.totp_activated), Flag(u.sudo_session_enabled), access_key, u.created_at,
-         u.created_at});
+         server::SqlBool(u.totp_activated), server::SqlBool(u.sudo_session_enabled), access_key,
+         u.created_at, u.created_at});
     if (!r.ok()) return r.status();
     bool admin = u.role == "admin" || u.role == "superadmin";
     r = db.Exec(
         "INSERT INTO keypairs (access_key, secret_key, user_id, is_active, is_admin, "
         "resource_policy, rate_limit, created_at, modified_at) VALUES (?, ?, ?, ?, ?, 'default', "
         "?, ?, ?)",
-        {access_key, secret_key, u.uuid, Flag(u.status == "active"), Flag(admin), kDefaultRateLimit,
-         u.created_at, u.created_at});
+        {access_key, secret_key, u.uuid, server::SqlBool(u.status == "active"),
+         server::SqlBool(admin), kDefaultRateLimit, u.created_at, u.created_at});
     if (!r.ok()) return r.status();
     auto ids = n.group_ids;
     auto store = db.Query("SELECT id FROM groups WHERE domain_name = ? AND type = 'MODEL_STORE'",
@@ -309,16 +302,16 @@ Status UserStore::Modify(std::string const& email, UserChanges const& c) {
       }
     }
     if (c.domain_name) {
-      if (auto s = Exists(
-              db, "SELECT 1 FROM domains WHERE name = ?", *c.domain_name,
+      if (auto s = server::ExpectRow(
+              db, "SELECT 1 FROM domains WHERE name = ?", {*c.domain_name},
               Status(StatusCode::kInvalidArgument, "no such domain \"" + *c.domain_name + "\""));
           !s.ok()) {
         return refusal = s;
       }
     }
     if (c.resource_policy) {
-      if (auto s = Exists(db, "SELECT 1 FROM user_resource_policies WHERE name = ?",
-                          *c.resource_policy, NoPolicy("user", *c.resource_policy));
+      if (auto s = server::ExpectRow(db, "SELECT 1 FROM user_resource_policies WHERE name = ?",
+                                     {*c.resource_policy}, NoPolicy("user", *c.resource_policy));
           !s.ok()) {
         return refusal = s;
       }
@@ -335,7 +328,8 @@ Status UserStore::Modify(std::string const& email, UserChanges const& c) {
       set("password_hash", *c.password_hash);
       set("password_changed_at", now);
     }
-    if (c.need_password_change) set("need_password_change", Flag(*c.need_password_change));
+    if (c.need_password_change)
+      set("need_password_change", server::SqlBool(*c.need_password_change));
     if (c.full_name) set("full_name", *c.full_name);
     if (c.description) set("description", *c.description);
     if (c.status) {
@@ -349,9 +343,10 @@ Status UserStore::Modify(std::string const& email, UserChanges const& c) {
                                    ? SqlValue(nullptr)
                                    : SqlValue(ListColumn(*c.allowed_client_ip)));
     }
-    if (c.totp_activated) set("totp_activated", Flag(*c.totp_activated));
+    if (c.totp_activated) set("totp_activated", server::SqlBool(*c.totp_activated));
     if (c.resource_policy) set("resource_policy", *c.resource_policy);
-    if (c.sudo_session_enabled) set("sudo_session_enabled", Flag(*c.sudo_session_enabled));
+    if (c.sudo_session_enabled)
+      set("sudo_session_enabled", server::SqlBool(*c.sudo_session_enabled));
     if (c.main_access_key) set("main_access_key", *c.main_access_key);
     params.push_back(uuid);
     auto n = db.Exec("UPDATE users SET " + sets + " WHERE uuid = ?", params);
@@ -505,8 +500,8 @@ StatusOr<protocol::KeyPair> KeypairStore::Create(std::string const& email,
     if (user->empty()) {
       return refusal = Status(StatusCode::kNotFound, "no user with the email \"" + email + "\"");
     }
-    if (auto s = Exists(db, "SELECT 1 FROM keypair_resource_policies WHERE name = ?", policy,
-                        NoPolicy("keypair", policy));
+    if (auto s = server::ExpectRow(db, "SELECT 1 FROM keypair_resource_policies WHERE name = ?",
+                                   {policy}, NoPolicy("keypair", policy));
         !s.ok()) {
       return refusal = s;
     }
@@ -515,9 +510,9 @@ StatusOr<protocol::KeyPair> KeypairStore::Create(std::string const& email,
         "INSERT INTO keypairs (access_key, secret_key, user_id, is_active, is_admin, "
         "resource_policy, rate_limit, created_at, modified_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, "
         "?)",
-        {access_key, secret_key, user->front().Text(0), Flag(c.is_active.value_or(true)),
-         Flag(c.is_admin.value_or(false)), policy, c.rate_limit.value_or(kDefaultRateLimit), now,
-         now});
+        {access_key, secret_key, user->front().Text(0), server::SqlBool(c.is_active.value_or(true)),
+         server::SqlBool(c.is_admin.value_or(false)), policy,
+         c.rate_limit.value_or(kDefaultRateLimit), now, now});
     return r.ok() ? Status() : r.status();
   });
   if (!refusal.ok()) return refusal;
@@ -532,8 +527,8 @@ Status KeypairStore::Modify(std::string const& access_key, KeypairChanges const&
   Status refusal;
   auto tx = db_.Transaction([&](server::SqlExecutor& db) -> Status {
     if (c.resource_policy) {
-      if (auto s = Exists(db, "SELECT 1 FROM keypair_resource_policies WHERE name = ?",
-                          *c.resource_policy, NoPolicy("keypair", *c.resource_policy));
+      if (auto s = server::ExpectRow(db, "SELECT 1 FROM keypair_resource_policies WHERE name = ?",
+                                     {*c.resource_policy}, NoPolicy("keypair", *c.resource_policy));
           !s.ok()) {
         return refusal = s;
       }
@@ -544,8 +539,8 @@ Status KeypairStore::Modify(std::string const& access_key, KeypairChanges const&
       sets += std::string(", ") + column + " = ?";
       params.push_back(std::move(value));
     };
-    if (c.is_active) set("is_active", Flag(*c.is_active));
-    if (c.is_admin) set("is_admin", Flag(*c.is_admin));
+    if (c.is_active) set("is_active", server::SqlBool(*c.is_active));
+    if (c.is_admin) set("is_admin", server::SqlBool(*c.is_admin));
     if (c.resource_policy) set("resource_policy", *c.resource_policy);
     if (c.rate_limit) set("rate_limit", *c.rate_limit);
     params.push_back(access_key);
@@ -560,8 +555,8 @@ Status KeypairStore::Modify(std::string const& access_key, KeypairChanges const&
 Status KeypairStore::Delete(std::string const& access_key) {
   Status refusal;
   auto tx = db_.Transaction([&](server::SqlExecutor& db) -> Status {
-    if (auto s = Exists(db, "SELECT 1 FROM keypairs WHERE access_key = ?", access_key,
-                        Status(StatusCode::kNotFound, "no such keypair"));
+    if (auto s = server::ExpectRow(db, "SELECT 1 FROM keypairs WHERE access_key = ?", {access_key},
+                                   Status(StatusCode::kNotFound, "no such keypair"));
         !s.ok()) {
       return refusal = s;
     }
