@@ -65,7 +65,7 @@ Noun NounOf(int argc, char** argv) {
       return Noun::kSession;
     }
     if (word == "vfolder" || word == "vf" || word == "cp") return Noun::kVFolder;
-    if (word == "admin" || word == "user") return Noun::kAdmin;
+    if (word == "admin" || word == "user" || word == "dotfile") return Noun::kAdmin;
     return Noun::kAll;
   }
   return Noun::kAll;
@@ -81,7 +81,8 @@ int Main(int argc, char** argv, std::ostream& out, std::ostream& err, std::istre
   app.require_subcommand(0, 1);
   app.footer("Run `bai help exit-codes` for exit codes, `bai help environment` for settings.");
   auto& g = ctx.globals();
-  app.add_option("-o,--output", g.output, "Output format")->check(CLI::IsMember({"json", "table"}));
+  app.add_option("-o,--output", g.output, "Output format: table, json, or csv (tables only)")
+      ->check(CLI::IsMember({"json", "table", "csv"}));
   app.add_flag("--debug", g.debug, "Log requests and responses to stderr (secrets redacted)");
   app.add_option("--profile", g.profile, "Configuration profile to use");
   app.add_option("--endpoint", g.endpoint, "Manager URL (overrides profile and environment)");
@@ -109,6 +110,7 @@ int Main(int argc, char** argv, std::ostream& out, std::ostream& err, std::istre
     case Noun::kAdmin:
       AddAdminCommands(set);
       AddUserCommands(set);
+      AddDotfileCommands(set);
       break;
     case Noun::kAll:
       AddVersionCommands(set);
@@ -118,6 +120,7 @@ int Main(int argc, char** argv, std::ostream& out, std::ostream& err, std::istre
       AddVFolderCommands(set);
       AddAdminCommands(set);
       AddUserCommands(set);
+      AddDotfileCommands(set);
       AddCompletionCommands(set);
       AddHelpCommands(set);
       break;

@@ -30,6 +30,8 @@ class Context {
 
   GlobalOptions& globals() { return globals_; }
   bool json() const { return globals_.output == "json"; }
+  /// `-o csv`: tables as CSV (RFC 4180 quoting; a header row, then one row per line).
+  bool csv() const { return globals_.output == "csv"; }
   std::ostream& out() { return out_; }
   std::ostream& err() { return err_; }
   std::istream& in() { return in_; }

@@ -9,6 +9,7 @@
 
 #include "libbai/protocol/wire_json.h"
 #include "libbai/util/json_parse.h"
+#include "libbai/util/url.h"
 
 #include <nlohmann/json.hpp>
 
@@ -390,6 +391,80 @@ Status AdminClient::DeleteKeypairPolicy(std::string const& name) const {
                 "mutation($n: String!) { delete_keypair_resource_policy(name: $n) { ok msg } }",
                 {{"n", name}})
       .status();
+}
+
+StatusOr<std::vector<protocol::ProjectUsage>> AdminClient::Usage(
+    std::string const& start, std::string const& end, std::string const& project_id) const {
+  auto compact = [](std::string date) {
+    date.erase(std::remove(date.begin(), date.end(), '-'), date.end());
+    return date;
+  };
+  json params = {{"start_date", compact(start)}, {"end_date", compact(end)}};
+  if (!project_id.empty()) params["project_id"] = project_id;
+  ApiRequest request("GET", "/resource/usage/period");
+  // 24.09 reads a GET's parameters from its JSON body, as the official client sends them.
+  request.body = params.dump();
+  auto response = client_.Send(request);
+  if (!response.ok()) return response.status();
+  if (auto s = CheckResponse(*response); !s.ok()) return s;
+  return protocol::DecodeProjectUsages(response->body);
+}
+
+namespace {
+
+// The endpoint and the owner's parameters.
+std::pair<std::string, json> DotfileTarget(AdminClient::DotfileOwner const& o) {
+  json params = json::object();
+  if (!o.project.empty()) {
+    params["group"] = o.project;
+    if (!o.domain.empty()) params["domain"] = o.domain;
+    return {"/group-config/dotfiles", params};
+  }
+  if (!o.domain.empty()) {
+    params["domain"] = o.domain;
+    return {"/domain-config/dotfiles", params};
+  }
+  return {"/user-config/dotfiles", params};
+}
+
+std::string Query(json const& params) {
+  std::string q;
+  for (auto const& [k, v] : params.items()) {
+    q += (q.empty() ? "?" : "&") + k + "=" + internal::EncodeSegment(v.get<std::string>());
+  }
+  return q;
+}
+
+}  // namespace
+
+StatusOr<std::vector<protocol::Dotfile>> AdminClient::Dotfiles(DotfileOwner const& owner) const {
+  auto [path, params] = DotfileTarget(owner);
+  auto response = client_.Send(ApiRequest("GET", path + Query(params)));
+  if (!response.ok()) return response.status();
+  if (auto s = CheckResponse(*response); !s.ok()) return s;
+  return protocol::DecodeDotfiles(response->body);
+}
+
+Status AdminClient::PutDotfile(protocol::Dotfile const& dotfile, bool replace,
+                               DotfileOwner const& owner) const {
+  if (auto s = protocol::CheckDotfile(dotfile); !s.ok()) return s;
+  auto [path, params] = DotfileTarget(owner);
+  params["path"] = dotfile.path;
+  params["permission"] = dotfile.permission;
+  params["data"] = dotfile.data;
+  ApiRequest request(replace ? "PATCH" : "POST", path);
+  request.body = params.dump();
+  auto response = client_.Send(request);
+  if (!response.ok()) return response.status();
+  return CheckResponse(*response);
+}
+
+Status AdminClient::DeleteDotfile(std::string const& file, DotfileOwner const& owner) const {
+  auto [path, params] = DotfileTarget(owner);
+  params["path"] = file;
+  auto response = client_.Send(ApiRequest("DELETE", path + Query(params)));
+  if (!response.ok()) return response.status();
+  return CheckResponse(*response);
 }
 
 }  // namespace bai

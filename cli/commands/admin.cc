@@ -16,7 +16,10 @@
 #include <sodium.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -750,12 +753,112 @@ void AddResourceGroups(CommandSet& set, CLI::App& admin) {
   }
 }
 
+// ---- usage ---------------------------------------------------------------------------------
+
+// "2026-11-01..2026-11-30" (or "20261101..20261130") → its two dates; "2026-11" → that month.
+StatusOr<std::pair<std::string, std::string>> PeriodFlag(std::string const& text) {
+  auto dots = text.find("..");
+  if (dots != std::string::npos) return std::make_pair(text.substr(0, dots), text.substr(dots + 2));
+  int y = 0, m = 0;
+  char rest = 0;
+  if (std::sscanf(text.c_str(), "%4d-%2d%c", &y, &m, &rest) == 2 && m >= 1 && m <= 12) {
+    static int const kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int last = kDays[m - 1] + (m == 2 && ((y % 4 == 0 && y % 100 != 0) || y % 400 == 0));
+    char a[16], b[16];
+    std::snprintf(a, sizeof a, "%04d-%02d-01", y, m);
+    std::snprintf(b, sizeof b, "%04d-%02d-%02d", y, m, last);
+    return std::make_pair(std::string(a), std::string(b));
+  }
+  return Status(
+      StatusCode::kInvalidArgument,
+      "--period: START..END (2026-11-01..2026-11-30) or a month (2026-11), not \"" + text + "\"");
+}
+
+// "1:02:03" from 24.09's "1:02:03.250000" (whole seconds read better in a table).
+std::string ShortDuration(std::optional<std::string> const& text) {
+  if (!text) return "running";
+  auto dot = text->find('.');
+  return dot == std::string::npos ? *text : text->substr(0, dot);
+}
+
+std::string Number(double v, int decimals) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+void AddUsage(CommandSet& set, CLI::App& admin) {
+  auto& ctx = set.ctx();
+  struct Flags {
+    std::string period, project;
+  };
+  auto& f = set.Keep<Flags>();
+  auto* cmd = admin.add_subcommand(
+      "usage", "What sessions used over a period: CPU time, memory peak, I/O, per project");
+  cmd->add_option("--period", f.period, "START..END (2026-11-01..2026-11-30) or a month (2026-11)")
+      ->required();
+  cmd->add_option("--project", f.project, "Only this project (name or id)");
+  set.OnRun(cmd, [&ctx, &f] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      auto period = PeriodFlag(f.period);
+      if (!period.ok()) return period.status();
+      std::string project_id;
+      if (!f.project.empty()) {
+        auto found = FindProject(a, f.project, "");
+        if (!found.ok()) return found.status();
+        project_id = found->id;
+      }
+      auto usage = a.Usage(period->first, period->second, project_id);
+      if (!usage.ok()) return usage.status();
+      if (ctx.json()) {
+        PrintJson(ctx, {{"period", {{"start", period->first}, {"end", period->second}}},
+                        {"projects", json::parse(protocol::EncodeProjectUsages(*usage))}});
+        return Status();
+      }
+      // CSV keeps raw units (bytes, CPU milliseconds) for spreadsheets; the table reads easily.
+      bool raw = ctx.csv();
+      auto bytes = [raw](std::int64_t b) {
+        return raw ? std::to_string(b) : HumanBytes(static_cast<double>(b));
+      };
+      auto cpu = [raw](double ms) { return raw ? Number(ms, 0) : Number(ms / 1000, 1) + "s"; };
+      std::vector<std::vector<std::string>> rows{
+          {"PROJECT", "SESSION", "USER", "STARTED", "DURATION", "STATUS",
+           raw ? "CPU_ALLOCATED" : "CPU", raw ? "CPU_TIME_MS" : "CPU TIME",
+           raw ? "MEM_ALLOCATED" : "MEM", raw ? "MEM_PEAK" : "MEM PEAK", raw ? "IO_READ" : "READ",
+           raw ? "IO_WRITE" : "WRITTEN", "GPU"}};
+      for (auto const& p : *usage) {
+        for (auto const& s : p.sessions) {
+          auto const& u = s.total_usage;
+          rows.push_back({p.project_name, s.session_name, s.user_email,
+                          raw ? s.created_at : s.created_at.substr(0, 16),
+                          ShortDuration(s.used_time), s.status, Number(u.cpu_allocated, 1),
+                          cpu(u.cpu_used), bytes(u.mem_allocated), bytes(u.mem_used),
+                          bytes(u.io_read), bytes(u.io_write), Number(u.gpu_allocated, 2)});
+        }
+        if (!raw) {
+          auto const& t = p.total_usage;
+          rows.push_back({p.project_name, "(" + std::to_string(p.sessions.size()) + " sessions)",
+                          "", "", "", "total", Number(t.cpu_allocated, 1), cpu(t.cpu_used),
+                          bytes(t.mem_allocated), bytes(t.mem_used), bytes(t.io_read),
+                          bytes(t.io_write), Number(t.gpu_allocated, 2)});
+        }
+      }
+      if (usage->empty() && !raw) {
+        ctx.out() << "no sessions from " << period->first << " to " << period->second << "\n";
+        return Status();
+      }
+      PrintTable(ctx, rows);
+      return Status();
+    });
+  });
+}
+
 }  // namespace
 
 void AddAdminCommands(CommandSet& set) {
   auto* admin = set.root().add_subcommand("admin",
                                           "Administration: domains, projects, users, "
-                                          "keypairs, policies");
+                                          "keypairs, policies, resource groups, usage");
   admin->require_subcommand(1);
   AddDomains(set, *admin);
   AddProjects(set, *admin);
@@ -763,6 +866,7 @@ void AddAdminCommands(CommandSet& set) {
   AddKeypairs(set, *admin);
   AddPolicies(set, *admin);
   AddResourceGroups(set, *admin);
+  AddUsage(set, *admin);
 }
 
 void AddUserCommands(CommandSet& set) {
@@ -781,6 +885,111 @@ void AddUserCommands(CommandSet& set) {
         PrintUser(ctx, **u);
       }
       return Status();
+    });
+  });
+}
+
+void AddDotfileCommands(CommandSet& set) {
+  auto& ctx = set.ctx();
+  auto* noun = set.root().add_subcommand(
+      "dotfile",
+      "Files written into each new session's /home/work: yours, a project's, a domain's");
+  noun->require_subcommand(1);
+  struct Flags {
+    std::string path, file, data, perm = "644", project, domain;
+    bool has_data = false;
+  };
+  auto owner_flags = [](CLI::App* cmd, Flags& f) {
+    auto* p = cmd->add_option("--project", f.project, "A project's (admins write; members read)");
+    cmd->add_option("--domain", f.domain, "A domain's (or the project's domain)");
+    (void)p;
+  };
+  auto owner = [](Flags const& f) { return AdminClient::DotfileOwner{f.project, f.domain}; };
+
+  auto& l = set.Keep<Flags>();
+  auto* ls = noun->add_subcommand("ls", "List dotfiles");
+  ls->alias("list");
+  owner_flags(ls, l);
+  set.OnRun(ls, [&ctx, &l, owner] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      auto all = a.Dotfiles(owner(l));
+      if (!all.ok()) return all.status();
+      if (ctx.json()) {
+        PrintJson(ctx, {{"dotfiles", json::parse(protocol::EncodeDotfiles(*all))}});
+        return Status();
+      }
+      std::vector<std::vector<std::string>> rows{{"PATH", "PERMISSION", "SIZE"}};
+      for (auto const& d : *all) {
+        rows.push_back({d.path, d.permission, std::to_string(d.data.size())});
+      }
+      PrintTable(ctx, rows);
+      return Status();
+    });
+  });
+
+  auto& g = set.Keep<Flags>();
+  auto* get = noun->add_subcommand("get", "Print a dotfile's contents");
+  get->add_option("PATH", g.path, "Its path (.bashrc, /home/work/.vimrc)")->required();
+  owner_flags(get, g);
+  set.OnRun(get, [&ctx, &g, owner] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      auto all = a.Dotfiles(owner(g));
+      if (!all.ok()) return all.status();
+      std::string wanted = g.path.rfind("/home/work/", 0) == 0 ? g.path.substr(11) : g.path;
+      for (auto const& d : *all) {
+        if (d.path != wanted) continue;
+        if (ctx.json()) {
+          PrintJson(ctx, {{"dotfile", json::parse(protocol::EncodeDotfiles({d}))[0]}});
+        } else {
+          ctx.out() << d.data;
+        }
+        return Status();
+      }
+      return Status(StatusCode::kNotFound, "no dotfile " + g.path);
+    });
+  });
+
+  auto& s = set.Keep<Flags>();
+  auto* put = noun->add_subcommand(
+      "set", "Create or replace a dotfile from a file, --data, or standard input");
+  put->add_option("PATH", s.path, "Its path in /home/work (.bashrc)")->required();
+  auto* from = put->add_option("-f,--file", s.file, "Read the contents from this file");
+  put->add_option("--data", s.data, "The contents")->excludes(from);
+  put->add_option("--perm", s.perm, "Permission bits, three octal digits")->capture_default_str();
+  owner_flags(put, s);
+  set.OnRun(put, [&ctx, &s, owner, put] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      protocol::Dotfile d{s.path, s.perm, s.data};
+      if (!s.file.empty()) {
+        std::ifstream in(s.file, std::ios::binary);
+        if (!in) return Status(StatusCode::kNotFound, "cannot read " + s.file);
+        d.data.assign(std::istreambuf_iterator<char>(in), {});
+      } else if (put->count("--data") == 0) {
+        if (ctx.stdin_tty()) {
+          return Status(StatusCode::kInvalidArgument,
+                        "give the contents with -f FILE or --data, or pipe them in");
+        }
+        d.data.assign(std::istreambuf_iterator<char>(ctx.in()), {});
+      }
+      auto made = a.PutDotfile(d, false, owner(s));
+      if (made.code() == StatusCode::kInvalidArgument &&
+          made.message().find("already exists") != std::string::npos) {
+        made = a.PutDotfile(d, true, owner(s));
+      }
+      if (made.ok()) PrintDone(ctx, "dotfile " + d.path + " set");
+      return made;
+    });
+  });
+
+  auto& r = set.Keep<Flags>();
+  auto* rm = noun->add_subcommand("rm", "Delete a dotfile");
+  rm->add_option("PATH", r.path, "Its path")->required();
+  owner_flags(rm, r);
+  set.OnRun(rm, [&ctx, &r, owner] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      auto done = a.DeleteDotfile(r.path, owner(r));
+      if (done.ok()) PrintDone(ctx, "dotfile " + r.path + " deleted");
+      return done;
     });
   });
 }

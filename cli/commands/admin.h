@@ -9,5 +9,7 @@ namespace bai::cli {
 void AddAdminCommands(CommandSet& set);
 /// The `user` noun: `me`.
 void AddUserCommands(CommandSet& set);
+/// The `dotfile` noun: `ls|get|set|rm`, one's own or (admins) a project's or a domain's.
+void AddDotfileCommands(CommandSet& set);
 
 }  // namespace bai::cli

@@ -38,19 +38,6 @@ json InfoJson(VFolderInfo const& f) {
           {"used_bytes", f.used_bytes}};
 }
 
-// "1.5 MiB": a byte count as people read it.
-std::string HumanBytes(double bytes) {
-  static char const* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int unit = 0;
-  while (bytes >= 1024 && unit < 4) {
-    bytes /= 1024;
-    ++unit;
-  }
-  char out[32];
-  std::snprintf(out, sizeof out, unit == 0 ? "%.0f %s" : "%.1f %s", bytes, kUnits[unit]);
-  return out;
-}
-
 // "1h02m", "3m05s", "42s": what is left, at the rate so far.
 std::string HumanSeconds(double seconds) {
   auto s = static_cast<long long>(seconds + 0.5);
@@ -241,6 +228,18 @@ int WithFolders(Context& ctx, std::function<Status(VFolderClient&)> const& body)
   Status s = body(folders);
   if (!s.ok()) return ReportError(ctx, s);
   return 0;
+}
+
+std::string HumanBytes(double bytes) {
+  static char const* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int unit = 0;
+  while (bytes >= 1024 && unit < 4) {
+    bytes /= 1024;
+    ++unit;
+  }
+  char out[32];
+  std::snprintf(out, sizeof out, unit == 0 ? "%.0f %s" : "%.1f %s", bytes, kUnits[unit]);
+  return out;
 }
 
 void PrintDone(Context& ctx, std::string const& words) {

@@ -41,5 +41,7 @@ void AddVFolderSharingCommands(CommandSet& set, CLI::App* noun);
 int WithFolders(Context& ctx, std::function<Status(VFolderClient&)> const& body);
 /// Prints `{"exit_code": 0}` under -o json, else `words` when stdout is a terminal.
 void PrintDone(Context& ctx, std::string const& words);
+/// "1.5 MiB": a byte count as people read it.
+std::string HumanBytes(double bytes);
 
 }  // namespace bai::cli

@@ -11,6 +11,7 @@
 #include "bai/client.h"
 #include "bai/export.h"
 #include "bai/protocol/admin_wire.h"
+#include "bai/protocol/usage_wire.h"
 #include "bai/status.h"
 
 #include <optional>
@@ -102,6 +103,26 @@ class BAI_EXPORT AdminClient {
   /// Sets every field of `policy` on the policy of its name.
   Status ModifyKeypairPolicy(protocol::KeypairResourcePolicy const& policy) const;
   Status DeleteKeypairPolicy(std::string const& name) const;
+
+  /// Whose dotfiles: the caller's own (both empty; any user), a project's (`project`, an id or
+  /// a name in `domain` or the caller's domain) or a domain's (`domain` alone).
+  struct DotfileOwner {
+    std::string project;
+    std::string domain;
+  };
+  StatusOr<std::vector<protocol::Dotfile>> Dotfiles(DotfileOwner const& owner = {}) const;
+  /// Creates the dotfile, or with `replace` changes an existing one (kNotFound when there is
+  /// none); a project's and a domain's need an admin.
+  Status PutDotfile(protocol::Dotfile const& dotfile, bool replace,
+                    DotfileOwner const& owner = {}) const;
+  Status DeleteDotfile(std::string const& path, DotfileOwner const& owner = {}) const;
+
+  /// What sessions used from `start` to `end` (dates "2026-11-01" or "20261101", both
+  /// included; at most 100 days), of one project when `project_id` is given: GET
+  /// /resource/usage/period (superadmins).
+  StatusOr<std::vector<protocol::ProjectUsage>> Usage(std::string const& start,
+                                                      std::string const& end,
+                                                      std::string const& project_id = "") const;
 
  private:
   Client client_;

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 namespace bai::protocol {
 
 using json = nlohmann::json;
@@ -377,6 +379,79 @@ StatusOr<ScopeResourcePolicy> DecodeScopeResourcePolicy(std::string_view text) {
   p.max_customized_image_count = f.Int("max_customized_image_count", 3);
   if (p.name.empty()) return Status(StatusCode::kInvalidArgument, "a policy without a name");
   return p;
+}
+
+std::string EncodeDotfiles(std::vector<Dotfile> const& dotfiles) {
+  json out = json::array();
+  for (auto const& d : dotfiles) {
+    out.push_back({{"path", d.path}, {"permission", d.permission}, {"data", d.data}});
+  }
+  return Dump(out);
+}
+
+std::string EncodeDotfile(Dotfile const& d) {
+  return Dump({{"path", d.path}, {"perm", d.permission}, {"data", d.data}});
+}
+
+namespace {
+
+Dotfile ReadDotfile(json const& j) {
+  Fields f(j);
+  Dotfile d;
+  d.path = f.Str("path");
+  d.permission = j.contains("permission") ? f.Str("permission") : f.Str("perm");
+  d.data = f.Str("data");
+  return d;
+}
+
+}  // namespace
+
+StatusOr<std::vector<Dotfile>> DecodeDotfiles(std::string_view text) {
+  auto j = internal::ParseJson(text);
+  if (!j || !j->is_array()) return Status(StatusCode::kInvalidArgument, "dotfiles: not a list");
+  std::vector<Dotfile> out;
+  for (auto const& item : *j) {
+    if (item.is_object()) out.push_back(ReadDotfile(item));
+  }
+  return out;
+}
+
+StatusOr<Dotfile> DecodeDotfile(std::string_view text) {
+  auto j = Object(text, "dotfile");
+  if (!j.ok()) return j.status();
+  return ReadDotfile(*j);
+}
+
+Status CheckDotfile(Dotfile const& d) {
+  auto bad = [](std::string const& why) { return Status(StatusCode::kInvalidArgument, why); };
+  if (d.permission.size() != 3 || !std::all_of(d.permission.begin(), d.permission.end(),
+                                               [](char c) { return c >= '0' && c <= '7'; })) {
+    return bad("permission: three octal digits (644), not \"" + d.permission + "\"");
+  }
+  std::string_view path = d.path;
+  constexpr std::string_view kHome = "/home/work/";
+  if (path.substr(0, kHome.size()) == kHome) path.remove_prefix(kHome.size());
+  if (path.empty() || path.front() == '/') {
+    return bad("path: a file beneath /home/work (\".bashrc\", \"/home/work/.vimrc\"), not \"" +
+               d.path + "\"");
+  }
+  std::size_t pos = 0;
+  while (pos <= path.size()) {
+    auto slash = path.find('/', pos);
+    if (slash == std::string_view::npos) slash = path.size();
+    auto part = path.substr(pos, slash - pos);
+    if (part.empty() || part == "." || part == "..") {
+      return bad("path: \"" + d.path + "\" must stay beneath /home/work (no empty, . or .. parts)");
+    }
+    if (part.find('\0') != std::string_view::npos) return bad("path: a NUL byte");
+    pos = slash + 1;
+  }
+  static constexpr std::string_view kReserved[] = {
+      ".terminfo", ".jupyter", ".ssh", ".ssh/authorized_keys", ".local", ".config"};
+  for (auto r : kReserved) {
+    if (path == r) return bad("dotfile path is reserved for internal operations.");
+  }
+  return Status();
 }
 
 }  // namespace bai::protocol

@@ -412,7 +412,8 @@ struct Agent::Impl {
   }
 
   void Heartbeat() {
-    Write(ap::Encode(ap::ToManager(ap::Heartbeat{options.slots, node_stats.Sample()})));
+    Write(ap::Encode(
+        ap::ToManager(ap::Heartbeat{options.slots, node_stats.Sample(), backend->Usage()})));
     heartbeat.expires_after(heartbeat_interval);
     heartbeat.async_wait([this](beast::error_code ec) {
       if (!ec) Heartbeat();

@@ -66,6 +66,9 @@ class KernelBackend {
   virtual void Destroy(std::string const& session_id, std::string const& reason) = 0;
   /// Every kernel the backend knows, live or finished-but-unreported, with its latest state.
   virtual std::vector<KernelReport> Snapshot() = 0;
+  /// What each running kernel has used so far, by session id (sent with heartbeats); kernels
+  /// whose figures cannot be read are left out.
+  virtual std::map<std::string, server::agent_protocol::KernelUsage> Usage() { return {}; }
   /// Forget finished kernels that have been reported.
   virtual void Acknowledge(std::string const& session_id) = 0;
 

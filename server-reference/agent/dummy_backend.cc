@@ -69,9 +69,53 @@ void DummyBackend::Destroy(std::string const& session_id, std::string const& rea
     it->second.state.status = protocol::KernelStatus::kTerminated;
     it->second.state.reason = reason.empty() ? "user-requested" : reason;
     it->second.state.exit_code = 137;  // as if SIGKILLed after SIGTERM
+    it->second.state.usage = Simulated(it->second, std::chrono::steady_clock::now());
     done = it->second.state;
   }
   Emit(done);
+}
+
+server::agent_protocol::KernelUsage DummyBackend::Simulated(
+    Kernel const& k, std::chrono::steady_clock::time_point now) {
+  constexpr std::int64_t kMemory = 32 << 20;
+  server::agent_protocol::KernelUsage u;
+  if (k.running_since) {
+    u.cpu_used_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(now - *k.running_since).count();
+  }
+  u.mem_current = u.mem_peak = kMemory;
+  return u;
+}
+
+void DummyBackend::WriteDotfiles(std::string const& session_id, Kernel& k) {
+  static std::regex const kId("[0-9A-Za-z-]{1,64}");
+  if (options_.home_dir.empty() || k.spec.dotfiles.empty() || !std::regex_match(session_id, kId))
+    return;
+  std::string home = options_.home_dir + "/" + session_id;
+  std::error_code ec;
+  std::filesystem::create_directories(home, ec);
+  for (auto const& d : k.spec.dotfiles) {
+    server::runner_protocol::FileRequest write;
+    write.action = server::runner_protocol::kFileWrite;
+    write.path = d.path;
+    write.data = d.data;
+    write.mode = std::stoi(d.permission, nullptr, 8);
+    auto r = server::AnswerFileRequest(home, write);
+    if (!r.status.ok()) {
+      k.state.logs = k.state.logs.value_or("") + "bai: dotfile " + d.path +
+                     " not written: " + r.status.message() + "\n";
+    }
+  }
+}
+
+std::map<std::string, server::agent_protocol::KernelUsage> DummyBackend::Usage() {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto now = std::chrono::steady_clock::now();
+  std::map<std::string, server::agent_protocol::KernelUsage> out;
+  for (auto const& [id, k] : kernels_) {
+    if (k.state.status == protocol::KernelStatus::kRunning) out[id] = Simulated(k, now);
+  }
+  return out;
 }
 
 std::vector<KernelReport> DummyBackend::Snapshot() {
@@ -225,7 +269,9 @@ void DummyBackend::Loop() {
         continue;
       }
       if (k.state.status == protocol::KernelStatus::kPreparing) {
+        WriteDotfiles(id, k);
         k.state.status = protocol::KernelStatus::kRunning;
+        k.running_since = now;
         k.next = now + options_.run_time;
         reports.push_back(k.state);
         if (k.spec.session_type == "batch") {
@@ -239,6 +285,7 @@ void DummyBackend::Loop() {
         k.state.status = protocol::KernelStatus::kTerminated;
         k.state.exit_code = ExitCodeOf(k.spec.startup_command, options_.default_exit_code);
         k.state.reason = "task-finished";
+        k.state.usage = Simulated(k, now);
         k.state.logs = "dummy kernel ran: " + k.spec.startup_command.value_or("") + "\n";
         if (*k.state.exit_code != 0) {
           std::string text = "dummy kernel: exit " + std::to_string(*k.state.exit_code) + "\n";

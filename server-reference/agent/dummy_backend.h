@@ -32,6 +32,9 @@ class DummyBackend : public KernelBackend {
   void Create(KernelSpec const& spec) override;
   void Destroy(std::string const& session_id, std::string const& reason) override;
   std::vector<KernelReport> Snapshot() override;
+  /// Simulated (nothing runs): CPU time is the time the kernel has been running, as if it kept
+  /// one core busy; memory is a constant 32 MiB; no I/O.
+  std::map<std::string, server::agent_protocol::KernelUsage> Usage() override;
   void Acknowledge(std::string const& session_id) override;
   /// Simulated: a query echoes its code on stdout and finishes with exit code 0 (or N for a
   /// trailing `exit N`); input mode finishes with the input echoed.
@@ -57,8 +60,14 @@ class DummyBackend : public KernelBackend {
     KernelSpec spec;
     KernelReport state;
     std::chrono::steady_clock::time_point next;  ///< when its next step happens
+    std::optional<std::chrono::steady_clock::time_point> running_since = std::nullopt;
   };
+  /// The simulated figures: one core busy since it started running, kDummyMemory held.
+  static server::agent_protocol::KernelUsage Simulated(Kernel const& k,
+                                                       std::chrono::steady_clock::time_point now);
   void Loop();
+  /// Into the kernel's simulated /home/work (home_dir), as a runner would.
+  void WriteDotfiles(std::string const& session_id, Kernel& k);
   /// NotFound unless the session's kernel is RUNNING.
   Status CheckRunning(std::string const& session_id);
 

@@ -5,6 +5,7 @@
 
 #include "libbai/protocol/json_fields.h"
 #include "libbai/util/json_parse.h"
+#include "server-reference/agent/kernel_usage.h"
 #include "server-reference/agent/network_host.h"
 #include "server-reference/common/exec/process.h"
 #include "server-reference/common/wire/runner_messages.h"
@@ -958,6 +959,7 @@ void RuncBackend::Start(std::shared_ptr<Kernel> k) {
     if (destroyed_meanwhile()) return;
     return fail("the kernel runner did not answer");
   }
+  WriteDotfiles(*k);
   KernelReport running;
   bool batch = false;
   {
@@ -972,6 +974,39 @@ void RuncBackend::Start(std::shared_ptr<Kernel> k) {
   Emit(running);
   if (batch) SendToRunner(*k, rp::Batch{kBatchRunId, "", "", *k->spec.startup_command});
   ReadLoop(k);
+}
+
+void RuncBackend::WriteDotfiles(Kernel& k) {
+  // Before the kernel is RUNNING no reader owns the socket: each answer is read here, in turn.
+  int n = 0;
+  for (auto const& d : k.spec.dotfiles) {
+    rp::FileRequest write;
+    write.request_id = "dotfile-" + std::to_string(n++);
+    write.action = rp::kFileWrite;
+    write.path = d.path;
+    write.data = d.data;
+    write.mode = std::stoi(d.permission, nullptr, 8);
+    SendToRunner(k, write);
+    std::string line;
+    char c;
+    timeval tv{10, 0};
+    setsockopt(k.sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    while (read(k.sock, &c, 1) == 1 && c != '\n' && line.size() < (1 << 20)) line.push_back(c);
+    timeval none{0, 0};
+    setsockopt(k.sock, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);
+    auto answer = rp::DecodeToAgent(line);
+    std::string why = "no answer";
+    if (answer.ok()) {
+      if (auto const* r = std::get_if<rp::FileResult>(&*answer)) {
+        if (r->status.ok()) continue;
+        why = r->status.message();
+      }
+    }
+    // A dotfile that cannot be written (a directory of that name…) does not stop the kernel;
+    // its log says so.
+    std::lock_guard<std::mutex> lock(mu_);
+    k.log += "bai: dotfile " + d.path + " not written: " + why + "\n";
+  }
 }
 
 void RuncBackend::SendToRunner(Kernel& k, rp::ToRunner const& message) {
@@ -1024,6 +1059,32 @@ bool RuncBackend::OomKilled(Kernel const& k) const {
   static std::regex const kOom(R"((^|\n)oom_kill (\d+))");
   std::smatch m;
   return std::regex_search(text, m, kOom) && std::stoll(m[2]) > 0;
+}
+
+std::optional<server::agent_protocol::KernelUsage> RuncBackend::Sample(Kernel const& k) const {
+  auto usage = ReadCgroupUsage(cgroup_version_, k.cgroups_path);
+  if (!usage) return std::nullopt;
+  if (!k.spec.devices.empty()) {
+    usage->gpu_mem = GpuMemoryHeld(ReadText(fs::path(k.dir) / "gpu-usage.json")).value_or(0);
+  }
+  return usage;
+}
+
+std::map<std::string, server::agent_protocol::KernelUsage> RuncBackend::Usage() {
+  std::vector<std::shared_ptr<Kernel>> running;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto const& [id, k] : kernels_) {
+      if (k->state.status == protocol::KernelStatus::kRunning && !k->tearing_down)
+        running.push_back(k);
+    }
+  }
+  // Fields read here (spec, dir, cgroups_path) are fixed while the kernel lives.
+  std::map<std::string, server::agent_protocol::KernelUsage> out;
+  for (auto const& k : running) {
+    if (auto u = Sample(*k)) out[k->spec.session_id] = *u;
+  }
+  return out;
 }
 
 void RuncBackend::ReadLoop(std::shared_ptr<Kernel> k) {
@@ -1150,6 +1211,8 @@ void RuncBackend::Teardown(std::shared_ptr<Kernel> k, std::string reason,
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   }
+  // The last figures, before the cgroup goes with the container (its last_stat).
+  auto usage = Sample(*k);
   server::RunProcess(Runc({"delete", "--force", k->container_id}));
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -1180,6 +1243,7 @@ void RuncBackend::Teardown(std::shared_ptr<Kernel> k, std::string reason,
     k->state.reason = reason;
     k->state.exit_code = exit_code;
     k->state.logs = k->log;
+    k->state.usage = usage;
     done = k->state;
   }
   if (report) Emit(done);

@@ -137,6 +137,8 @@ class RuncBackend : public KernelBackend {
   void Create(KernelSpec const& spec) override;
   void Destroy(std::string const& session_id, std::string const& reason) override;
   std::vector<KernelReport> Snapshot() override;
+  /// From each running kernel's cgroup and, with a GPU, its gpu-usage.json.
+  std::map<std::string, server::agent_protocol::KernelUsage> Usage() override;
   void Acknowledge(std::string const& session_id) override;
   std::string Execute(server::agent_protocol::Execute const& request) override;
   Status Restart(std::string const& session_id) override;
@@ -164,10 +166,14 @@ class RuncBackend : public KernelBackend {
   void Teardown(std::shared_ptr<Kernel> k, std::string reason,
                 std::optional<std::int64_t> exit_code, bool report);
   bool ConnectRunner(Kernel& k, std::chrono::milliseconds timeout);
+  /// Writes the spec's dotfiles through the just-connected runner, as the work user.
+  void WriteDotfiles(Kernel& k);
   /// Writes one message to the kernel's runner (dropped when it is not connected).
   static void SendToRunner(Kernel& k, server::runner_protocol::ToRunner const& message);
   /// Whether the kernel's cgroup counted an OOM kill (read before the cgroup is deleted).
   bool OomKilled(Kernel const& k) const;
+  /// What the kernel used (its cgroup, its GPU memory); nullopt once the cgroup is gone.
+  std::optional<server::agent_protocol::KernelUsage> Sample(Kernel const& k) const;
   std::vector<std::string> Runc(std::vector<std::string> args) const;
   /// The running kernels with a GPU ledger, for the reconciler.
   std::vector<ReconcileTarget> ReconcileTargets() const;

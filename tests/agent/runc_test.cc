@@ -3,6 +3,7 @@
 // Label `root`: these need root, runc and cgroups (CI runs them as root). Every agent here has
 // its own id and state directory, so its containers and cgroups are its own and are removed at
 // the end of each test.
+#include "bai/protocol/usage_wire.h"
 #include "bai/session_client.h"
 
 #include "tests/agent/runc_fixture.h"
@@ -401,6 +402,85 @@ TEST_F(RuncTest, MemoryLimitKillsAndReportsOom) {
   EXPECT_EQ(r.exit_code, 137) << r.out << r.err;
   EXPECT_EQ(j.value("status_info", ""), "oom-killed") << r.out;
   EXPECT_THAT(j.value("logs", ""), Not(HasSubstr("survived")));
+}
+
+// Usage (issue 24): the agent reads each kernel's cgroup while it runs (live_stat, with the
+// heartbeat) and just before the cgroup goes (last_stat); the manager reports both.
+TEST_F(RuncTest, UsageIsReadFromTheKernelsCgroup) {
+  auto today = [] {
+    auto t = std::time(nullptr);
+    char buf[16];
+    std::strftime(buf, sizeof buf, "%Y%m%d", std::gmtime(&t));
+    return std::string(buf);
+  }();
+  auto period = [&] {
+    auto r =
+        Bai({"api", "GET", "/resource/usage/period?start_date=" + today + "&end_date=" + today});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    auto projects = protocol::DecodeProjectUsages(r.out);
+    EXPECT_TRUE(projects.ok()) << r.out;
+    std::map<std::string, protocol::SessionUsage> by_name;
+    if (projects.ok()) {
+      for (auto const& p : *projects) {
+        for (auto const& s : p.sessions) by_name[s.session_name] = s;
+      }
+    }
+    return by_name;
+  };
+  // A job that keeps a core busy for about 1.5 s and touches 96 MiB.
+  auto job =
+      Bai({"run", "--name", "busy-job", "-r", "cpu=1,mem=512m", "python", "--", "python3", "-c",
+           "import time\nb = bytearray(96 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\n"
+           "t = time.process_time()\nwhile time.process_time() - t < 1.5: pass\nprint('ok')"});
+  ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
+  auto ended = period();
+  ASSERT_TRUE(ended.count("busy-job"));
+  auto const& u = ended["busy-job"].total_usage;
+  EXPECT_GE(u.cpu_used, 1400) << ended["busy-job"].last_stat;
+  EXPECT_LT(u.cpu_used, 60000);
+  EXPECT_GE(u.mem_used, 96 << 20) << ended["busy-job"].last_stat;
+  EXPECT_EQ(u.mem_allocated, std::int64_t{512} << 20);
+  EXPECT_EQ(u.cpu_allocated, 1);
+  EXPECT_TRUE(ended["busy-job"].used_time.has_value());
+
+  // A running session's figures arrive with the heartbeats and grow.
+  ASSERT_FALSE(Interactive("busy-live", R"({"cpu":1,"mem":"256m"})").empty());
+  auto run = Bai({"exec", "busy-live", "--", "python3", "-c",
+                  "import time\nt = time.process_time()\n"
+                  "while time.process_time() - t < 1.0: pass"});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  double live = 0;
+  for (int i = 0; i < 100 && live < 900; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    auto now = period();
+    if (now.count("busy-live")) live = now["busy-live"].total_usage.cpu_used;
+  }
+  EXPECT_GE(live, 900);
+  EXPECT_EQ(Bai({"rm", "busy-live"}).exit_code, 0);
+}
+
+// Dotfiles (issue 24): written through the runner as the work user before the kernel runs, with
+// their permission bits; a project's first, then the user's over the same path.
+TEST_F(RuncTest, DotfilesAreInTheKernelsHomeBeforeItRuns) {
+  auto put = [&](std::string const& scope, json body) {
+    auto r = Bai({"api", "POST", "/" + scope + "-config/dotfiles", "-d", body.dump()});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  };
+  put("group", {{"group", "default"},
+                {"domain", "default"},
+                {"path", ".rc"},
+                {"permission", "644"},
+                {"data", "project\n"}});
+  put("group", {{"group", "default"},
+                {"domain", "default"},
+                {"path", "tools/conf"},
+                {"permission", "640"},
+                {"data", "shared\n"}});
+  put("user", {{"path", ".rc"}, {"permission", "600"}, {"data", "mine\n"}});
+  auto r = Bai({"run", "python", "--", "sh", "-c",
+                "cat ~/.rc ~/tools/conf; stat -c '%a %u' ~/.rc ~/tools/conf"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "mine\nshared\n600 1000\n640 1000\n");
 }
 
 TEST_F(RuncTest, SessionsCannotSeeEachOthersProcessesOrFiles) {

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <ctime>
 #include <thread>
 
 namespace bai {
@@ -96,6 +97,23 @@ TEST_F(AdminCliTest, FromAnEmptyInstallToAUsersSessionUnderAPolicy) {
   // Ana is no administrator.
   auto denied = Json({"admin", "domain", "create", "mine"}, 4, &ana);
   EXPECT_THAT(denied.dump(), HasSubstr("no permission"));
+
+  // 5. The superadmin sees what her job used, in her project.
+  auto t = std::time(nullptr);
+  char month[16];
+  std::strftime(month, sizeof month, "%Y-%m", std::gmtime(&t));
+  auto usage = Json({"admin", "usage", "--period", month, "--project", "vision"});
+  ASSERT_EQ(usage["projects"].size(), 1u) << usage.dump();
+  EXPECT_EQ(usage["projects"][0]["project_name"], "vision");
+  bool found = false;
+  for (auto const& [id, s] : usage["projects"][0]["sessions"].items()) {
+    if (s["session_name"] != "ana-job") continue;
+    found = true;
+    EXPECT_EQ(s["user_email"], "ana@research.org");
+    EXPECT_EQ(s["total_usage"]["cpu_allocated"], 1.0);
+    EXPECT_GT(s["total_usage"]["cpu_used"].get<double>(), 0);  // the dummy kernel's ~100 ms
+  }
+  EXPECT_TRUE(found) << usage.dump().substr(0, 2000);
 }
 
 TEST_F(AdminCliTest, ErrorsAndDeletion) {

@@ -48,9 +48,6 @@ NOT_RUN: dict[str, str] = {
     "session scp": "not served yet: sshd service port (#23)",
     # Administration: issue 24.
     "admin image rescan": "not served yet: registry rescans (#24)",
-    "admin resource usage-per-month": "not served yet: usage REST (#24)",
-    "admin resource usage-per-period": "not served yet: usage REST (#24)",
-    "admin resource recalculate-usage": "not served yet: usage REST (#24)",
     "admin manager scheduler exclude-agents": "not served yet: scheduler control (#24)",
     "admin manager scheduler include-agents": "not served yet: scheduler control (#24)",
     "admin license show": "not served: an enterprise licence query with no meaning here",
@@ -66,11 +63,6 @@ NOT_RUN: dict[str, str] = {
     "admin vfolder mount-host": "not served: deprecated admin endpoint (DECISIONS.md, Storage)",
     "admin vfolder umount-host": "not served: deprecated admin endpoint (DECISIONS.md, Storage)",
     "admin vfolder perf-metric": "not served yet: storage performance metrics (#25)",
-    "dotfile create": "not served yet: dotfiles (#24)",
-    "dotfile delete": "not served yet: dotfiles (#24)",
-    "dotfile get": "not served yet: dotfiles (#24)",
-    "dotfile list": "not served yet: dotfiles (#24)",
-    "dotfile update": "not served yet: dotfiles (#24)",
     "session-template create": "not served yet: session templates (#24)",
     "session-template delete": "not served yet: session templates (#24)",
     "session-template get": "not served yet: session templates (#24)",
@@ -1079,6 +1071,100 @@ def case_docker_registries(r: Runner):
     clean(res)
 
 
+# --- dotfiles -------------------------------------------------------------------------------
+
+def _dotfiles(r: Runner, query: str = ""):
+    return {d["path"]: d for d in r.stack.api_json("GET", "/user-config/dotfiles" + query)}
+
+
+def case_dotfile_create(r: Runner):
+    """The caller's own dotfile from a file, and a project's (an admin's) from standard input."""
+    res = r.bai("dotfile", "create", ".conformance-rc", "--perm", "600", "-f",
+                r.file("rc", b"export CONFORMANCE=1\n"))
+    clean(res)
+    got = _dotfiles(r).get(".conformance-rc")
+    expect(got is not None, "the dotfile is not stored")
+    expect(got["data"] == "export CONFORMANCE=1\n" and got["permission"] == "600", f"stored {got}")
+    res = r.bai("dotfile", "create", ".conformance-group-rc", "-g", "default", "-d", "default",
+                stdin="group line\n")
+    clean(res)
+    group = {d["path"]: d for d in r.stack.api_json(
+        "GET", "/group-config/dotfiles?group=default&domain=default")}
+    expect(".conformance-group-rc" in group, f"the project's dotfiles: {list(group)}")
+    expect(group[".conformance-group-rc"]["permission"] == "755", "22.03's default permission")
+    again = r.bai("dotfile", "create", ".conformance-rc", "-f", r.file("rc", b"x"))
+    expect(again.rc != 0 and "already exists" in again.text(), f"a second create: {again.text()}")
+    bad = r.bai("dotfile", "create", "../escape", "-f", r.file("rc", b"x"))
+    expect(bad.rc != 0 and "/home/work" in bad.text(), f"an escaping path: {bad.text()}")
+
+
+def case_dotfile_get(r: Runner):
+    res = r.bai("dotfile", "get", ".conformance-rc")
+    clean(res)
+    expect("export CONFORMANCE=1" in res.out, res.out)
+
+
+def case_dotfile_list(r: Runner):
+    res = r.bai("dotfile", "list")
+    clean(res)
+    expect(".conformance-rc" in res.out and "600" in res.out, res.out)
+
+
+def case_dotfile_update(r: Runner):
+    res = r.bai("dotfile", "update", ".conformance-rc", "--perm", "644", "-f",
+                r.file("rc2", b"export CONFORMANCE=2\n"))
+    clean(res)
+    got = _dotfiles(r)[".conformance-rc"]
+    expect(got["data"] == "export CONFORMANCE=2\n" and got["permission"] == "644", f"now {got}")
+
+
+def case_dotfile_delete(r: Runner):
+    res = r.bai("dotfile", "delete", ".conformance-rc", "-f")
+    clean(res)
+    expect(".conformance-rc" not in _dotfiles(r), "the dotfile stays")
+    res = r.bai("dotfile", "delete", ".conformance-group-rc", "-f", "-g", "default", "-d",
+                "default")
+    clean(res)
+    missing = r.bai("dotfile", "get", ".conformance-rc")
+    expect(missing.rc != 0, "a deleted dotfile is still found")
+
+
+def _default_project(r: Runner) -> str:
+    groups = r.stack.gql('{ groups(domain_name: "default") { id name } }')["groups"]
+    return next(g["id"] for g in groups if g["name"] == "default")
+
+
+def case_usage_per_month(r: Runner):
+    """The month's sessions of the default project, with their usage (the batch session of
+    `create` ended in it)."""
+    gid = _default_project(r)
+    res = r.bai("admin", "resource", "usage-per-month", time.strftime("%Y%m", time.gmtime()), gid)
+    clean(res)
+    expect(f"Group: default ({gid})" in res.out, f"no project in: {res.out[:500]}")
+    expect("Identity: conf-batch" in res.out, f"no conf-batch session in: {res.out[:1500]}")
+
+
+def case_usage_per_period(r: Runner):
+    """22.03 prints only a single project's object and 24.09 answers a list, so the client
+    prints nothing; the answer it got is checked through the same request."""
+    gid = _default_project(r)
+    day = time.strftime("%Y%m%d", time.gmtime())
+    res = r.bai("admin", "resource", "usage-per-period", gid, day, day)
+    clean(res)
+    body = r.stack.api_json("GET", f"/resource/usage/period?group_id={gid}&start_date={day}"
+                                   f"&end_date={day}")
+    names = [s["session_name"] for p in body for s in p["sessions"].values()]
+    expect("conf-batch" in names, f"sessions of the period: {names}")
+    bad = r.bai("admin", "resource", "usage-per-period", gid, day, "2000101")
+    expect("end_date" in bad.text() or "YYYYMMDD" in bad.text(), f"bad date: {bad.text()[-300:]}")
+
+
+def case_recalculate_usage(r: Runner):
+    res = r.bai("admin", "resource", "recalculate-usage")
+    clean(res)
+    expect("re-calculated" in res.out, res.out)
+
+
 # --- streams --------------------------------------------------------------------------------
 
 def case_run(r: Runner):
@@ -1217,6 +1303,14 @@ CASES = [
     Case("admin resource query-slots", case_query_slots),
     Case("admin resource vfolder-types", shows(["admin", "resource", "vfolder-types"], "user", "vfolder-types lack user")),
     Case("admin resource docker-registries", case_docker_registries),
+    Case("admin resource usage-per-month", case_usage_per_month),
+    Case("dotfile create", case_dotfile_create),
+    Case("dotfile get", case_dotfile_get),
+    Case("dotfile list", case_dotfile_list),
+    Case("dotfile update", case_dotfile_update),
+    Case("dotfile delete", case_dotfile_delete),
+    Case("admin resource usage-per-period", case_usage_per_period),
+    Case("admin resource recalculate-usage", case_recalculate_usage),
     Case("destroy", case_destroy_alias),
     Case("run", case_run),
     Case("apps", case_apps),

@@ -152,4 +152,29 @@ struct MutationResult {
   std::string msg;
 };
 
+/// A dotfile (`/user-config/dotfiles`, `/group-config/…`, `/domain-config/…`): a file written
+/// into every new kernel's /home/work — the domain's first, then the project's, then the
+/// user's, each replacing a file of the same path.
+struct Dotfile {
+  std::string path;                ///< relative to /home/work (or absolute beneath it)
+  std::string permission = "644";  ///< three octal digits
+  std::string data;
+};
+
+/// The list answer: [{path, permission, data}].
+BAI_EXPORT std::string EncodeDotfiles(std::vector<Dotfile> const& dotfiles);
+BAI_EXPORT StatusOr<std::vector<Dotfile>> DecodeDotfiles(std::string_view json);
+/// One dotfile as 24.09's get answers it: {path, perm, data} (also reads `permission`).
+BAI_EXPORT std::string EncodeDotfile(Dotfile const& dotfile);
+BAI_EXPORT StatusOr<Dotfile> DecodeDotfile(std::string_view json);
+
+/// The most a user, project or domain keeps: 100 dotfiles, 64 KiB of them together (24.09).
+inline constexpr std::size_t kMaxDotfiles = 100;
+inline constexpr std::size_t kMaxDotfileBytes = 64 * 1024;
+
+/// Whether a dotfile may have this path and permission: a path beneath /home/work ("a/b",
+/// "/home/work/a/b"; no "..", no empty parts), not one bai writes itself (.terminfo, .jupyter,
+/// .ssh, .ssh/authorized_keys, .local, .config), and three octal digits. The error says which.
+BAI_EXPORT Status CheckDotfile(Dotfile const& dotfile);
+
 }  // namespace bai::protocol

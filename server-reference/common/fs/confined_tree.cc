@@ -341,6 +341,13 @@ Status ConfinedTree::Write(std::string_view path, std::string_view data) const {
   return WriteWith(path, [data](int file) { return WriteAll(file, data.data(), data.size()); });
 }
 
+Status ConfinedTree::Write(std::string_view path, std::string_view data, mode_t mode) const {
+  return WriteWith(path, [data, mode](int file) {
+    if (int err = WriteAll(file, data.data(), data.size())) return err;
+    return ::fchmod(file, mode & 07777) == 0 ? 0 : errno;
+  });
+}
+
 Status ConfinedTree::CheckWritable(std::string_view path) const {
   auto rel = RelativeBeneath(path, absolute_root_);
   if (!rel.ok()) return rel.status();

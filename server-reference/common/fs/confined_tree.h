@@ -73,6 +73,8 @@ class ConfinedTree {
   /// Writes a file, making its parent directories; the file appears whole or not at all
   /// (a temporary name, then rename). kFailedPrecondition when the path is a directory.
   Status Write(std::string_view path, std::string_view data) const;
+  /// The same, the file's permission bits set to `mode` (dotfiles: 0600 keys stay private).
+  Status Write(std::string_view path, std::string_view data, mode_t mode) const;
   /// A regular file's bytes; kResourceExhausted past `limit`.
   StatusOr<std::string> Read(std::string_view path, std::int64_t limit) const;
   /// A tar archive of a file or a directory (recursive; symbolic links stored, not followed),

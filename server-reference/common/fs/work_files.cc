@@ -21,7 +21,9 @@ runner_protocol::FileResult AnswerFileRequest(std::string const& root,
       r.status = list.status();
     }
   } else if (request.action == rp::kFileWrite) {
-    r.status = tree->Write(request.path, request.data);
+    r.status = request.mode
+                   ? tree->Write(request.path, request.data, static_cast<mode_t>(request.mode))
+                   : tree->Write(request.path, request.data);
   } else if (request.action == rp::kFileRead || request.action == rp::kFileArchive) {
     auto data = request.action == rp::kFileRead ? tree->Read(request.path, request.limit)
                                                 : tree->Archive(request.path, request.limit);

@@ -24,6 +24,14 @@ json NodeStatsJson(NodeStats const& stats) {
           {"mem_total", stats.mem_total}};
 }
 
+json KernelUsageJson(KernelUsage const& u) {
+  json j = {{"cpu_used_ms", u.cpu_used_ms}, {"mem_current", u.mem_current},
+            {"mem_peak", u.mem_peak},       {"mem_limit", u.mem_limit},
+            {"io_read", u.io_read},         {"io_write", u.io_write}};
+  if (u.gpu_mem) j["gpu_mem"] = *u.gpu_mem;
+  return j;
+}
+
 namespace {
 
 // A session id from the manager: a UUID (8-4-4-4-12 hex digits). The agent builds paths and
@@ -153,7 +161,45 @@ json KernelStatusJson(KernelStatus const& k) {
   if (k.logs) j["logs"] = *k.logs;
   if (!k.service_ports.empty())
     j["service_ports"] = json::parse(protocol::EncodeApps(k.service_ports));
+  if (k.usage) j["usage"] = KernelUsageJson(*k.usage);
   return j;
+}
+
+// Usage figures: non-negative integers; `where` names the object in errors.
+std::optional<KernelUsage> ReadUsage(json const& j, std::string const& where, FieldReader& r) {
+  if (!j.is_object()) {
+    r.Fail(where, "an object");
+    return std::nullopt;
+  }
+  KernelUsage u;
+  bool ok = true;
+  auto field = [&](char const* key, std::int64_t& out, bool required) {
+    auto it = j.find(key);
+    if (it == j.end()) {
+      if (required) {
+        r.Fail(where + "." + key, "a non-negative integer");
+        ok = false;
+      }
+      return false;
+    }
+    if (!it->is_number_integer() || it->get<std::int64_t>() < 0) {
+      r.Fail(where + "." + key, "a non-negative integer");
+      ok = false;
+      return false;
+    }
+    out = it->get<std::int64_t>();
+    return true;
+  };
+  field("cpu_used_ms", u.cpu_used_ms, true);
+  field("mem_current", u.mem_current, true);
+  field("mem_peak", u.mem_peak, true);
+  field("mem_limit", u.mem_limit, false);
+  field("io_read", u.io_read, true);
+  field("io_write", u.io_write, true);
+  std::int64_t gpu = 0;
+  if (field("gpu_mem", gpu, false)) u.gpu_mem = gpu;
+  if (!ok) return std::nullopt;
+  return u;
 }
 
 KernelStatus ReadKernelStatus(FieldReader& r) {
@@ -177,6 +223,7 @@ KernelStatus ReadKernelStatus(FieldReader& r) {
       r.Fail("service_ports", "a list of apps (" + apps.status().message() + ")");
     }
   }
+  if (auto const* usage = r.Object("usage")) k.usage = ReadUsage(*usage, "usage", r);
   return k;
 }
 
@@ -216,6 +263,11 @@ json ToJson(Heartbeat const& m) {
   json j = {{"type", kHeartbeat}};
   if (m.slots) j["slots"] = SlotsJson(*m.slots);
   if (m.stats) j["stats"] = NodeStatsJson(*m.stats);
+  if (!m.usage.empty()) {
+    json usage = json::object();
+    for (auto const& [id, u] : m.usage) usage[id] = KernelUsageJson(u);
+    j["usage"] = usage;
+  }
   return j;
 }
 
@@ -372,7 +424,8 @@ json ToJson(CreateKernel const& m) {
           {"access_key", m.access_key},
           {"devices", DeviceAllocationsToJson(m.devices)},
           {"preopen_ports", m.preopen_ports},
-          {"network", m.network}};
+          {"network", m.network},
+          {"dotfiles", json::parse(protocol::EncodeDotfiles(m.dotfiles))}};
 }
 
 json ToJson(DestroyKernel const& m) {
@@ -441,7 +494,22 @@ Register ReadRegister(FieldReader& r) {
 }
 
 Heartbeat ReadHeartbeat(FieldReader& r) {
-  Heartbeat m{ReadSlots(r, "slots"), std::nullopt};
+  Heartbeat m{ReadSlots(r, "slots"), std::nullopt, {}};
+  if (auto const* usage = r.Object("usage")) {
+    for (auto const& [id, u] : usage->items()) {
+      // Keys are session ids: the same check as a message's session_id.
+      json wrapped = {{"session_id", id}};
+      FieldReader key(wrapped);
+      SessionId(key);
+      if (!key.ok()) {
+        r.Fail("usage", "an object keyed by session ids");
+        break;
+      }
+      auto read = ReadUsage(u, "usage." + id, r);
+      if (!read) break;
+      m.usage[id] = *read;
+    }
+  }
   auto const* stats = r.Object("stats");
   if (!stats) return m;
   auto number = [&](char const* key, double low, double high) -> std::optional<double> {
@@ -617,6 +685,16 @@ CreateKernel ReadCreateKernel(FieldReader& r) {
         break;
       }
       m.preopen_ports.push_back(p.get<int>());
+    }
+  }
+  if (auto const* dotfiles = r.Array("dotfiles")) {
+    auto parsed = protocol::DecodeDotfiles(dotfiles->dump());
+    if (parsed.ok()) m.dotfiles = std::move(*parsed);
+    for (auto const& d : m.dotfiles) {
+      if (auto s = protocol::CheckDotfile(d); !s.ok()) {
+        r.Fail("dotfiles", "dotfiles beneath /home/work (" + s.message() + ")");
+        break;
+      }
     }
   }
   m.network = r.String("network");

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "bai/protocol/admin_wire.h"
 #include "bai/protocol/resource.h"
 #include "bai/protocol/service_ports.h"
 #include "bai/protocol/session_status.h"
@@ -44,6 +45,21 @@ struct DeviceInfo {
   protocol::Decimal shares;
 };
 
+/// What a kernel has used, read from its cgroup (and the GPU reconciler's figures): CPU time,
+/// memory now and at its peak, bytes read and written on block devices, GPU memory held.
+struct KernelUsage {
+  std::int64_t cpu_used_ms = 0;
+  std::int64_t mem_current = 0;
+  std::int64_t mem_peak = 0;
+  std::int64_t mem_limit = 0;  ///< 0: none known
+  std::int64_t io_read = 0;
+  std::int64_t io_write = 0;
+  std::optional<std::int64_t> gpu_mem;  ///< absent: the kernel has no GPU
+  bool operator==(KernelUsage const&) const = default;
+};
+
+nlohmann::json KernelUsageJson(KernelUsage const& usage);
+
 /// A kernel's state: the `kernel_status` message, and an entry of `register.kernels`.
 struct KernelStatus {
   std::string session_id;
@@ -54,6 +70,8 @@ struct KernelStatus {
   std::optional<std::string> logs;
   /// RUNNING: the kernel's apps (image labels, preopen ports, the intrinsic terminal).
   std::vector<protocol::ServicePort> service_ports;
+  /// TERMINATED or ERROR: what it used, read just before its cgroup went (its last_stat).
+  std::optional<KernelUsage> usage = std::nullopt;
 
   /// TERMINATED or ERROR: the kernel is gone.
   bool Ended() const {
@@ -94,6 +112,8 @@ nlohmann::json NodeStatsJson(NodeStats const& stats);
 struct Heartbeat {
   std::optional<protocol::ResourceSlots> slots;
   std::optional<NodeStats> stats;  ///< absent from agents that cannot read /proc
+  /// Each running kernel's usage so far, by session id (their live_stat).
+  std::map<std::string, KernelUsage> usage = {};
 };
 
 /// The answer to a request the manager sent (execute, restart_kernel, commit_kernel); the
@@ -173,6 +193,9 @@ struct CreateKernel {
   std::vector<int> preopen_ports;         ///< config.preopen_ports: apps of protocol preopen
   /// config.network: "bridge", "none", or empty for the agent's default (--network).
   std::string network;
+  /// Written into /home/work before the kernel is RUNNING, in order (the domain's, the
+  /// project's, the user's): each checked again with CheckDotfile by the agent.
+  std::vector<protocol::Dotfile> dotfiles;
 };
 
 struct DestroyKernel {

@@ -70,6 +70,7 @@ json ToJson(FileRequest const& m) {
   json j = {{"op", kFile}, {"request_id", m.request_id}, {"action", m.action}, {"path", m.path}};
   if (!m.data.empty()) j["data"] = Base64Encode(m.data);
   if (m.limit) j["limit"] = m.limit;
+  if (m.mode) j["mode"] = m.mode;
   return j;
 }
 
@@ -217,7 +218,7 @@ StatusOr<ToRunner> DecodeToRunner(std::string_view line) {
         if (op == kStatus) return StatusRequest{};
         if (op == kFile) {
           return FileRequest{r.String("request_id"), r.String("action"), r.String("path"),
-                             BytesField(r, "data"), r.Int("limit", 0)};
+                             BytesField(r, "data"),  r.Int("limit", 0),  r.Int("mode", 0) & 0777};
         }
         return std::nullopt;
       });

@@ -97,6 +97,7 @@ struct FileRequest {
   std::string path;        ///< relative to /home/work (or absolute under it)
   std::string data;        ///< write: the file's bytes
   std::int64_t limit = 0;  ///< read, archive: the most bytes to answer with
+  std::int64_t mode = 0;   ///< write: the file's permission bits (0: the default, 0644)
 };
 inline constexpr char kFileList[] = "list";
 inline constexpr char kFileWrite[] = "write";

@@ -9,7 +9,9 @@
 #include "server-reference/common/wire/agent_protocol.h"
 #include "server-reference/manager/scheduler/scheduling.h"
 #include "server-reference/manager/state/agent_store.h"
+#include "server-reference/manager/state/dotfiles.h"
 #include "server-reference/manager/state/store.h"
+#include "server-reference/manager/usage/usage.h"
 
 #include <nlohmann/json.hpp>
 
@@ -249,6 +251,11 @@ void AgentRegistry::Handle(Connection const& c, ap::Heartbeat const& m) {
   // scheduling scope.
   std::optional<std::string> load;
   if (m.stats) load = ap::NodeStatsJson(*m.stats).dump();
+  if (!m.usage.empty()) {
+    std::map<std::string, std::string> stats;
+    for (auto const& [id, u] : m.usage) stats[id] = usage::StatJson(u).dump();
+    (void)sessions_.SetLiveStats(c.agent_id, stats);
+  }
   auto same = store_.Beat(c.agent_id, m.slots, load);
   if (!same.ok() || *same) return;
   auto group = store_.GroupOf(c.agent_id);
@@ -307,6 +314,12 @@ void AgentRegistry::Handle(Connection const& c, ap::KernelStatus const& m) {
        status == protocol::KernelStatus::kRunning)) {
     // Cancelled or failed while the agent was starting it: the manager does not want it.
     Send(c.agent_id, ap::DestroyKernel{session_id, "not-wanted"});
+  }
+  if (m.Ended()) {
+    // Its final figures (or, from an agent that could not read them, the last heartbeat's).
+    std::optional<std::string> stat;
+    if (m.usage) stat = usage::StatJson(*m.usage).dump();
+    (void)sessions_.SetLastStat(session_id, stat);
   }
   if (m.logs) {
     std::string log_text = *m.logs;
@@ -471,7 +484,11 @@ void AgentRegistry::Dispatch() {
       }
       auto s = sessions_.Get(id);
       if (!s.ok() || !*s) continue;
-      Send(agent_id, CreateMessage(**s));
+      auto message = CreateMessage(**s);
+      auto dotfiles =
+          DotfileStore(db_).ForKernel((*s)->domain_name, (*s)->group_id, (*s)->access_key);
+      if (dotfiles.ok()) message.dotfiles = std::move(*dotfiles);
+      Send(agent_id, message);
     }
   }
 }

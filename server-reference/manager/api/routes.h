@@ -66,6 +66,12 @@ void RegisterGraphqlRoutes(ManagerApi& api, SessionStore& sessions,
                            vfolders::StorageLinks const& links);
 
 /// `GET /session/{id}/logs`, whole or followed, read from the session's agent (log_handlers.cc).
+/// /user-config/dotfiles, /group-config/dotfiles, /domain-config/dotfiles.
+void RegisterDotfileRoutes(ManagerApi& api);
+
+/// /resource/usage/{month,period}, /resource/stats/{user,admin}/month, recalculate-usage.
+void RegisterUsageRoutes(ManagerApi& api, SessionStore& sessions);
+
 void RegisterLogRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry& agents);
 
 /// A running session's files: `/session/{id}/files`, `/upload`, `/download`, `/download_single`,

@@ -306,6 +306,38 @@ server::Migration ImageAliases() {
           }};
 }
 
+server::Migration SessionStats() {
+  return {18,
+          "what each session used: live_stat while it runs, last_stat at its end",
+          {
+              "ALTER TABLE sessions ADD COLUMN live_stat TEXT",
+              "ALTER TABLE sessions ADD COLUMN last_stat TEXT",
+              "CREATE INDEX sessions_created ON sessions (created_at)",
+          }};
+}
+
+server::Migration UserConfig() {
+  return {19,
+          "dotfiles of keypairs, projects and domains; session templates; error logs",
+          {
+              "CREATE TABLE dotfiles (scope TEXT NOT NULL, owner TEXT NOT NULL, "
+              "path TEXT NOT NULL, permission TEXT NOT NULL, data TEXT NOT NULL, "
+              "modified_at TEXT NOT NULL, PRIMARY KEY (scope, owner, path))",
+              "CREATE TABLE session_templates (id TEXT PRIMARY KEY, name TEXT NOT NULL, "
+              "type TEXT NOT NULL DEFAULT 'task', is_active INTEGER NOT NULL DEFAULT 1, "
+              "domain_name TEXT NOT NULL, group_id TEXT, user_uuid TEXT NOT NULL, "
+              "template TEXT NOT NULL, created_at TEXT NOT NULL)",
+              "CREATE INDEX session_templates_owner ON session_templates (user_uuid)",
+              "CREATE TABLE error_logs (id TEXT PRIMARY KEY, created_at TEXT NOT NULL, "
+              "severity TEXT NOT NULL, source TEXT NOT NULL, user_uuid TEXT, "
+              "is_read INTEGER NOT NULL DEFAULT 0, is_cleared INTEGER NOT NULL DEFAULT 0, "
+              "message TEXT NOT NULL, context_lang TEXT NOT NULL DEFAULT '', "
+              "context_env TEXT NOT NULL DEFAULT '{}', request_url TEXT, request_status INTEGER, "
+              "traceback TEXT)",
+              "CREATE INDEX error_logs_created ON error_logs (created_at)",
+          }};
+}
+
 server::Migration AgentLoad() {
   return {9,
           "each agent's last reported CPU and memory load",
@@ -318,11 +350,11 @@ server::Migration AgentLoad() {
 
 std::vector<server::Migration> const& Migrations() {
   static auto const* const kMigrations = new std::vector<server::Migration>{
-      Principals(),  Sessions(),     RateLimits(),      BackgroundTasks(),
-      AgentLists(),  VFolders(),     SessionMounts(),   Devices(),
-      AgentLoad(),   ServicePorts(), Networks(),        DomainFields(),
-      GroupFields(), UserFields(),   SessionActivity(), ResourceGroupFields(),
-      ImageAliases()};
+      Principals(),   Sessions(),     RateLimits(),      BackgroundTasks(),
+      AgentLists(),   VFolders(),     SessionMounts(),   Devices(),
+      AgentLoad(),    ServicePorts(), Networks(),        DomainFields(),
+      GroupFields(),  UserFields(),   SessionActivity(), ResourceGroupFields(),
+      ImageAliases(), SessionStats(), UserConfig()};
   return *kMigrations;
 }
 

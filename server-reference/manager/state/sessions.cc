@@ -577,6 +577,67 @@ Status SessionStore::SetServicePorts(std::string const& id,
       .status();
 }
 
+Status SessionStore::SetLiveStats(std::string const& agent_id,
+                                  std::map<std::string, std::string> const& stats) {
+  if (stats.empty()) return Status();
+  return db_.Transaction([&](SqlExecutor& tx) -> Status {
+    for (auto const& [id, stat] : stats) {
+      auto r = tx.Exec(
+          "UPDATE sessions SET live_stat = ? WHERE id = ? AND agent_id = ? AND "
+          "terminated_at IS NULL",
+          {stat, id, agent_id});
+      if (!r.ok()) return r.status();
+    }
+    return Status();
+  });
+}
+
+Status SessionStore::SetLastStat(std::string const& id, std::optional<std::string> const& stat) {
+  return db_
+      .Exec("UPDATE sessions SET last_stat = COALESCE(?, last_stat, live_stat) WHERE id = ?",
+            {stat ? SqlValue(*stat) : SqlValue(nullptr), id})
+      .status();
+}
+
+StatusOr<std::vector<UsageRecord>> SessionStore::Usage(UsageQuery const& q) {
+  static std::size_t const extra = [] {
+    std::size_t n = 1;
+    for (char c : ReadColumns()) n += c == ',';
+    return n;
+  }();
+  std::string sql = "SELECT " + ListColumns() +
+                    ", COALESCE(u.email, ''), COALESCE(u.full_name, ''), COALESCE(g.name, ''), "
+                    "COALESCE((SELECT k.id FROM kernels k WHERE k.session_id = s.id AND "
+                    "k.cluster_role = 'main'), ''), COALESCE(s.last_stat, s.live_stat, '')" +
+                    std::string(kListFrom) +
+                    " WHERE s.created_at < ? AND (s.terminated_at IS NULL OR s.terminated_at >= ?)";
+  std::vector<SqlValue> params{q.end, q.start};
+  if (q.group_id) {
+    sql += " AND s.group_id = ?";
+    params.emplace_back(*q.group_id);
+  }
+  if (q.user_id) {
+    sql += " AND s.user_id = ?";
+    params.emplace_back(*q.user_id);
+  }
+  sql += " ORDER BY s.created_at, s.seq";
+  auto rows = db_.Query(sql, params);
+  if (!rows.ok()) return std::move(rows).status();
+  std::vector<UsageRecord> out;
+  out.reserve(rows->size());
+  for (auto& r : *rows) {
+    UsageRecord u;
+    u.row.session = FromRow(r);
+    u.row.user_email = r.TakeText(extra);
+    u.row.full_name = r.TakeText(extra + 1);
+    u.row.group_name = r.TakeText(extra + 2);
+    u.row.main_kernel_id = r.TakeText(extra + 3);
+    u.stat = r.TakeText(extra + 4);
+    out.push_back(std::move(u));
+  }
+  return out;
+}
+
 Status SessionStore::CountQuery(std::string const& id) {
   return db_.Exec("UPDATE sessions SET num_queries = num_queries + 1 WHERE id = ?", {id}).status();
 }

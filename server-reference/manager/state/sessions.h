@@ -110,6 +110,22 @@ graphql::ColumnMap const& SessionListColumns();
 /// The same for kernel lists (ListKernels).
 graphql::ColumnMap const& KernelListColumns();
 
+/// A session for usage reports: the list row and its stat (last_stat once it ended, else
+/// live_stat; empty when its agent never reported one).
+struct UsageRecord {
+  SessionListRow row;
+  std::string stat;
+};
+
+/// Sessions whose life overlaps [start, end) (RFC 3339 times): created before `end` and still
+/// running or ended at or after `start`; of one project or one user when given.
+struct UsageQuery {
+  std::string start;
+  std::string end;
+  std::optional<std::string> group_id;
+  std::optional<std::string> user_id;
+};
+
 /// One row of the event log.
 struct EventRecord {
   std::int64_t seq = 0;
@@ -188,6 +204,13 @@ class SessionStore {
   Status CountQuery(std::string const& id);
   /// The main kernel's apps, as its agent reported them.
   Status SetServicePorts(std::string const& id, std::vector<protocol::ServicePort> const& ports);
+  /// Each running session's stat from its agent's heartbeat (24.09's live_stat JSON), by
+  /// session id; sessions of other agents or already ended are left alone.
+  Status SetLiveStats(std::string const& agent_id, std::map<std::string, std::string> const& stats);
+  /// The session's final stat; nullopt keeps the one recorded, or else the last live_stat.
+  Status SetLastStat(std::string const& id, std::optional<std::string> const& stat);
+  /// The sessions a usage report covers, oldest first.
+  StatusOr<std::vector<UsageRecord>> Usage(UsageQuery const& query);
   /// The resource groups where sessions wait (PENDING).
   StatusOr<std::vector<std::string>> GroupsWithPending();
   /// Running batch sessions that have a batch_timeout.
