@@ -53,9 +53,13 @@ double Num(json const& j, char const* key) {
   auto it = j.find(key);
   return it != j.end() && it->is_number() ? it->get<double>() : 0;
 }
+// Integers as sent; a float within range is truncated; anything else reads as 0.
 std::int64_t Int(json const& j, char const* key) {
   auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<std::int64_t>() : 0;
+  if (it == j.end() || !it->is_number()) return 0;
+  if (it->is_number_integer()) return it->get<std::int64_t>();
+  double d = it->get<double>();
+  return d > -9.2e18 && d < 9.2e18 ? static_cast<std::int64_t>(d) : 0;
 }
 std::vector<std::string> Strs(json const& j, char const* key) {
   std::vector<std::string> out;
@@ -204,7 +208,7 @@ StatusOr<std::vector<ProjectUsage>> DecodeProjectUsages(std::string_view text) {
         u.terminated_at = OptStr(s, "terminated_at");
         u.used_time = OptStr(s, "used_time");
         if (auto d = s.find("used_days"); d != s.end() && d->is_number_integer())
-          u.used_days = d->get<std::int64_t>();
+          u.used_days = Int(s, "used_days");
         u.images = Strs(s, "images");
         u.agents = Strs(s, "agents");
         if (auto st = s.find("last_stat"); st != s.end()) u.last_stat = st->dump();

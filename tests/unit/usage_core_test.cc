@@ -63,6 +63,9 @@ TEST(UsageCoreTest, StatIn2409ShapeAndBack) {
   EXPECT_EQ(theirs.mem_peak, 15);
   EXPECT_EQ(theirs.io_write, 3);
   EXPECT_EQ(FromStat("nonsense"), ap::KernelUsage{});
+  // Out of range or negative: nothing known, never an overflow.
+  EXPECT_EQ(FromStat(R"({"cpu_used":{"current":"1e30"},"mem":{"current":-5}})").cpu_used_ms, 0);
+  EXPECT_EQ(FromStat(R"({"mem":{"current":-5}})").mem_current, 0);
 }
 
 TEST(UsageCoreTest, Windows) {

@@ -37,23 +37,29 @@ std::int64_t Field(json const& stat, char const* metric, char const* key) {
   if (m == stat.end() || !m->is_object()) return 0;
   auto v = m->find(key);
   if (v == m->end()) return 0;
-  if (v->is_number()) return static_cast<std::int64_t>(v->get<double>());
-  if (!v->is_string()) return 0;
-  try {
-    return static_cast<std::int64_t>(std::stod(v->get<std::string>()));
-  } catch (...) {
-    return 0;
+  double d = 0;
+  if (v->is_number()) {
+    d = v->get<double>();
+  } else if (v->is_string()) {
+    try {
+      d = std::stod(v->get<std::string>());
+    } catch (...) {
+      return 0;
+    }
   }
+  // Figures are non-negative and within int64; anything else reads as nothing known.
+  if (!(d >= 0 && d < 9.2e18)) return 0;
+  return static_cast<std::int64_t>(d);
 }
 
 // Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).
-std::int64_t DaysFromCivil(std::int64_t y, unsigned m, unsigned d) {
+std::int64_t DaysFromCivil(std::int64_t y, int m, int d) {
   y -= m <= 2;
   std::int64_t const era = (y >= 0 ? y : y - 399) / 400;
-  unsigned const yoe = static_cast<unsigned>(y - era * 400);
-  unsigned const doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  unsigned const doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
+  std::int64_t const yoe = y - era * 400;
+  std::int64_t const doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+  std::int64_t const doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
 }
 
 bool Digits(std::string_view text, std::size_t n) {
