@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <ctime>
+
 namespace bai {
 namespace {
 
@@ -54,6 +56,23 @@ TEST_F(SessionExamplesTest, CreateUserMakesAUserWithTwoKeypairs) {
       {testing_util::BinPath("example_create_user"), "ex-user@example.com"}, env_, "x\n");
   EXPECT_EQ(again.exit_code, 1);
   EXPECT_THAT(again.err, HasSubstr("is taken"));
+}
+
+TEST_F(SessionExamplesTest, PrintUsageShowsTheDaysSessions) {
+  ASSERT_EQ(Bai({"run", "--name", "ex-usage", "python", "--", "true"}).exit_code, 0);
+  auto t = std::time(nullptr);
+  char day[16];
+  std::strftime(day, sizeof day, "%Y-%m-%d", std::gmtime(&t));
+  auto shown =
+      testing_util::RunProcess({testing_util::BinPath("example_print_usage"), day, day}, env_);
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_THAT(shown.out, HasSubstr("project default"));
+  EXPECT_THAT(shown.out, HasSubstr("ex-usage"));
+  EXPECT_THAT(shown.out, HasSubstr("TERMINATED"));
+  auto bad = testing_util::RunProcess(
+      {testing_util::BinPath("example_print_usage"), "2026-01-01", "2026-12-31"}, env_);
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_THAT(bad.err, HasSubstr("100 days"));
 }
 
 }  // namespace
