@@ -5,6 +5,7 @@
 #include "cli/commands/admin.h"
 
 #include "bai/admin_client.h"
+#include "bai/protocol/dates.h"
 
 #include "cli/commands/session_util.h"
 #include "cli/commands/vfolder.h"
@@ -761,13 +762,16 @@ StatusOr<std::pair<std::string, std::string>> PeriodFlag(std::string const& text
   if (dots != std::string::npos) return std::make_pair(text.substr(0, dots), text.substr(dots + 2));
   int y = 0, m = 0;
   char rest = 0;
-  if (std::sscanf(text.c_str(), "%4d-%2d%c", &y, &m, &rest) == 2 && m >= 1 && m <= 12) {
-    static int const kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    int last = kDays[m - 1] + (m == 2 && ((y % 4 == 0 && y % 100 != 0) || y % 400 == 0));
-    char a[16], b[16];
-    std::snprintf(a, sizeof a, "%04d-%02d-01", y, m);
-    std::snprintf(b, sizeof b, "%04d-%02d-%02d", y, m, last);
-    return std::make_pair(std::string(a), std::string(b));
+  if (std::sscanf(text.c_str(), "%4d-%2d%c", &y, &m, &rest) == 2) {
+    char first[16];
+    std::snprintf(first, sizeof first, "%04d-%02d-01", y, m);
+    if (auto start = protocol::ParseHttpDate(std::string(first) + "T00:00:00Z")) {
+      // The last day: the one before the next month's first (31 days on always lands in it).
+      std::string next = protocol::FormatRfc3339(start->unix_seconds + 31 * 86400, 0);
+      auto after = protocol::ParseHttpDate(next.substr(0, 8) + "01T00:00:00Z");
+      return std::make_pair(std::string(first),
+                            protocol::FormatRfc3339(after->unix_seconds - 86400, 0).substr(0, 10));
+    }
   }
   return Status(
       StatusCode::kInvalidArgument,

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "bai/protocol/admin_wire.h"
 
+#include "libbai/protocol/json_fields.h"
 #include "libbai/protocol/wire_json.h"
 #include "libbai/util/json_parse.h"
 
@@ -18,41 +19,7 @@ std::string Dump(json const& j) { return j.dump(-1, ' ', false, json::error_hand
 
 json OptText(std::string const& text) { return text.empty() ? json(nullptr) : json(text); }
 
-// Reads an object's fields leniently: missing and null read as the default.
-class Fields {
- public:
-  explicit Fields(json const& j) : j_(j) {}
-  std::string Str(char const* key) const {
-    auto it = j_.find(key);
-    if (it == j_.end() || it->is_null()) return {};
-    return it->is_string() ? it->get<std::string>() : it->dump();
-  }
-  bool Bool(char const* key, bool fallback) const {
-    auto it = j_.find(key);
-    return it != j_.end() && it->is_boolean() ? it->get<bool>() : fallback;
-  }
-  std::int64_t Int(char const* key, std::int64_t fallback = 0) const {
-    auto it = j_.find(key);
-    return it != j_.end() && it->is_number() ? it->get<std::int64_t>() : fallback;
-  }
-  std::optional<std::int64_t> OptInt(char const* key) const {
-    auto it = j_.find(key);
-    if (it == j_.end() || !it->is_number()) return std::nullopt;
-    return it->get<std::int64_t>();
-  }
-  std::vector<std::string> Strings(char const* key) const {
-    std::vector<std::string> out;
-    if (auto it = j_.find(key); it != j_.end() && it->is_array()) {
-      for (auto const& v : *it) {
-        if (v.is_string()) out.push_back(v.get<std::string>());
-      }
-    }
-    return out;
-  }
-
- private:
-  json const& j_;
-};
+using Fields = internal::AnswerFields;
 
 StatusOr<json> Object(std::string_view text, char const* what) {
   auto j = internal::ParseJson(text);

@@ -120,6 +120,56 @@ inline nlohmann::json const* FirstPresent(nlohmann::json const& j,
   return nullptr;
 }
 
+/// Reads the fields of an answer's object leniently, for the SDK's decoders of what a manager
+/// sent: a missing or null field, or one of another type, reads as the default; JSONString
+/// fields that arrive as JSON read as their text.
+class AnswerFields {
+ public:
+  explicit AnswerFields(nlohmann::json const& j) : j_(j) {}
+  std::string Str(char const* key) const {
+    auto it = j_.find(key);
+    if (it == j_.end() || it->is_null()) return {};
+    return it->is_string() ? it->get<std::string>() : it->dump();
+  }
+  std::optional<std::string> OptStr(char const* key) const {
+    auto it = j_.find(key);
+    if (it == j_.end() || it->is_null()) return std::nullopt;
+    return Str(key);
+  }
+  bool Bool(char const* key, bool fallback) const {
+    auto it = j_.find(key);
+    return it != j_.end() && it->is_boolean() ? it->get<bool>() : fallback;
+  }
+  double Num(char const* key) const {
+    auto it = j_.find(key);
+    return it != j_.end() && it->is_number() ? it->get<double>() : 0;
+  }
+  /// An integer; a float within range is truncated; anything else reads as `fallback`.
+  std::int64_t Int(char const* key, std::int64_t fallback = 0) const {
+    return OptInt(key).value_or(fallback);
+  }
+  std::optional<std::int64_t> OptInt(char const* key) const {
+    auto it = j_.find(key);
+    if (it == j_.end() || !it->is_number()) return std::nullopt;
+    if (it->is_number_integer()) return it->get<std::int64_t>();
+    double d = it->get<double>();
+    if (!(d > -9.2e18 && d < 9.2e18)) return std::nullopt;
+    return static_cast<std::int64_t>(d);
+  }
+  std::vector<std::string> Strings(char const* key) const {
+    std::vector<std::string> out;
+    if (auto it = j_.find(key); it != j_.end() && it->is_array()) {
+      for (auto const& v : *it) {
+        if (v.is_string()) out.push_back(v.get<std::string>());
+      }
+    }
+    return out;
+  }
+
+ private:
+  nlohmann::json const& j_;
+};
+
 // Reads request fields under any of their spellings, with the leniency of request parameters
 // (booleans and integers may come as strings); an error names the field's first spelling.
 class Lenient {

@@ -1,28 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "bai/protocol/usage_wire.h"
 
+#include "libbai/protocol/json_fields.h"
+#include "libbai/protocol/wire_json.h"
 #include "libbai/util/json_parse.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 
-namespace bai::protocol {
+namespace bai::internal {
 
-using json = nlohmann::json;
-
-namespace {
-
-json Opt(std::optional<std::string> const& v) { return v ? json(*v) : json(nullptr); }
-json Text(std::string const& v) { return v.empty() ? json(nullptr) : json(v); }
-
-void Union(std::vector<std::string>& into, std::vector<std::string> const& from) {
-  for (auto const& v : from) {
-    if (std::find(into.begin(), into.end(), v) == into.end()) into.push_back(v);
-  }
-}
-
-json UsageJson(ResourceUsage const& u) {
+nlohmann::json ResourceUsageJson(protocol::ResourceUsage const& u) {
   return {{"nfs", u.nfs},
           {"cpu_allocated", u.cpu_allocated},
           {"cpu_used", u.cpu_used},
@@ -39,55 +28,43 @@ json UsageJson(ResourceUsage const& u) {
           {"gpu_allocated", u.gpu_allocated}};
 }
 
-// Lenient readers: a missing or null field reads as the default.
-std::string Str(json const& j, char const* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-std::optional<std::string> OptStr(json const& j, char const* key) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_string()) return std::nullopt;
-  return it->get<std::string>();
-}
-double Num(json const& j, char const* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<double>() : 0;
-}
-// Integers as sent; a float within range is truncated; anything else reads as 0.
-std::int64_t Int(json const& j, char const* key) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return 0;
-  if (it->is_number_integer()) return it->get<std::int64_t>();
-  double d = it->get<double>();
-  return d > -9.2e18 && d < 9.2e18 ? static_cast<std::int64_t>(d) : 0;
-}
-std::vector<std::string> Strs(json const& j, char const* key) {
-  std::vector<std::string> out;
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_array()) return out;
-  for (auto const& v : *it) {
-    if (v.is_string()) out.push_back(v.get<std::string>());
+}  // namespace bai::internal
+
+namespace bai::protocol {
+
+using json = nlohmann::json;
+
+namespace {
+
+json Opt(std::optional<std::string> const& v) { return v ? json(*v) : json(nullptr); }
+json Text(std::string const& v) { return v.empty() ? json(nullptr) : json(v); }
+
+void Union(std::vector<std::string>& into, std::vector<std::string> const& from) {
+  for (auto const& v : from) {
+    if (std::find(into.begin(), into.end(), v) == into.end()) into.push_back(v);
   }
-  return out;
 }
+
+using internal::ResourceUsageJson;
 
 ResourceUsage ReadUsage(json const& j) {
   ResourceUsage u;
   if (!j.is_object()) return u;
-  u.nfs = Strs(j, "nfs");
-  u.cpu_allocated = Num(j, "cpu_allocated");
-  u.cpu_used = Num(j, "cpu_used");
-  u.mem_allocated = Int(j, "mem_allocated");
-  u.mem_used = Int(j, "mem_used");
-  u.shared_memory = Int(j, "shared_memory");
-  u.disk_allocated = Int(j, "disk_allocated");
-  u.disk_used = Int(j, "disk_used");
-  u.io_read = Int(j, "io_read");
-  u.io_write = Int(j, "io_write");
-  u.device_type = Strs(j, "device_type");
-  u.smp = Num(j, "smp");
-  u.gpu_mem_allocated = Num(j, "gpu_mem_allocated");
-  u.gpu_allocated = Num(j, "gpu_allocated");
+  internal::AnswerFields f(j);
+  u.nfs = f.Strings("nfs");
+  u.cpu_allocated = f.Num("cpu_allocated");
+  u.cpu_used = f.Num("cpu_used");
+  u.mem_allocated = f.Int("mem_allocated");
+  u.mem_used = f.Int("mem_used");
+  u.shared_memory = f.Int("shared_memory");
+  u.disk_allocated = f.Int("disk_allocated");
+  u.disk_used = f.Int("disk_used");
+  u.io_read = f.Int("io_read");
+  u.io_write = f.Int("io_write");
+  u.device_type = f.Strings("device_type");
+  u.smp = f.Num("smp");
+  u.gpu_mem_allocated = f.Num("gpu_mem_allocated");
+  u.gpu_allocated = f.Num("gpu_allocated");
   return u;
 }
 
@@ -154,10 +131,10 @@ std::string EncodeProjectUsages(std::vector<ProjectUsage> const& projects) {
       kernel["kernel_id"] = Text(s.kernel_id);
       kernel["agent"] = s.agents.empty() ? json(nullptr) : json(s.agents.front());
       kernel["group_unit"] = "kernel";
-      kernel["total_usage"] = UsageJson(s.total_usage);
+      kernel["total_usage"] = ResourceUsageJson(s.total_usage);
       json session = Base(&s, p.project_id, p.project_name, p.domain_name);
       session["group_unit"] = "session";
-      session["total_usage"] = UsageJson(s.total_usage);
+      session["total_usage"] = ResourceUsageJson(s.total_usage);
       session["kernels"] = json::object();
       if (!s.kernel_id.empty()) session["kernels"][s.kernel_id] = kernel;
       sessions[s.session_id] = session;
@@ -165,7 +142,7 @@ std::string EncodeProjectUsages(std::vector<ProjectUsage> const& projects) {
     json project = Base(nullptr, p.project_id, p.project_name, p.domain_name);
     project["agents"] = p.agents;
     project["group_unit"] = "project";
-    project["total_usage"] = UsageJson(p.total_usage);
+    project["total_usage"] = ResourceUsageJson(p.total_usage);
     project["sessions"] = sessions;
     out.push_back(project);
   }
@@ -180,37 +157,38 @@ StatusOr<std::vector<ProjectUsage>> DecodeProjectUsages(std::string_view text) {
   std::vector<ProjectUsage> out;
   for (auto const& p : *j) {
     if (!p.is_object()) return Status(StatusCode::kInvalidArgument, "usage report: not a project");
+    internal::AnswerFields pf(p);
     ProjectUsage project;
-    project.project_id = Str(p, "project_id");
-    project.project_name = Str(p, "project_name");
-    project.domain_name = Str(p, "domain_name");
-    project.agents = Strs(p, "agents");
+    project.project_id = pf.Str("project_id");
+    project.project_name = pf.Str("project_name");
+    project.domain_name = pf.Str("domain_name");
+    project.agents = pf.Strings("agents");
     project.total_usage = ReadUsage(p.value("total_usage", json::object()));
     auto sessions = p.find("sessions");
     if (sessions != p.end() && sessions->is_object()) {
       for (auto const& [id, s] : sessions->items()) {
         if (!s.is_object()) continue;
+        internal::AnswerFields f(s);
         SessionUsage u;
         u.session_id = id;
-        u.session_name = Str(s, "session_name");
+        u.session_name = f.Str("session_name");
         if (auto k = s.find("kernels"); k != s.end() && k->is_object() && !k->empty())
           u.kernel_id = k->begin().key();
-        u.access_key = Str(s, "access_key");
-        u.user_id = Str(s, "user_id");
-        u.user_email = Str(s, "user_email");
-        u.full_name = Str(s, "full_name");
+        u.access_key = f.Str("access_key");
+        u.user_id = f.Str("user_id");
+        u.user_email = f.Str("user_email");
+        u.full_name = f.Str("full_name");
         u.project_id = project.project_id;
         u.project_name = project.project_name;
-        u.domain_name = Str(s, "domain_name");
-        u.status = Str(s, "status");
-        u.status_info = Str(s, "status_info");
-        u.created_at = Str(s, "created_at");
-        u.terminated_at = OptStr(s, "terminated_at");
-        u.used_time = OptStr(s, "used_time");
-        if (auto d = s.find("used_days"); d != s.end() && d->is_number_integer())
-          u.used_days = Int(s, "used_days");
-        u.images = Strs(s, "images");
-        u.agents = Strs(s, "agents");
+        u.domain_name = f.Str("domain_name");
+        u.status = f.Str("status");
+        u.status_info = f.Str("status_info");
+        u.created_at = f.Str("created_at");
+        u.terminated_at = f.OptStr("terminated_at");
+        u.used_time = f.OptStr("used_time");
+        u.used_days = f.OptInt("used_days");
+        u.images = f.Strings("images");
+        u.agents = f.Strings("agents");
         if (auto st = s.find("last_stat"); st != s.end()) u.last_stat = st->dump();
         u.total_usage = ReadUsage(s.value("total_usage", json::object()));
         project.sessions.push_back(std::move(u));

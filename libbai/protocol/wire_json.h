@@ -7,6 +7,7 @@
 #include "bai/protocol/admin_wire.h"
 #include "bai/protocol/resource.h"
 #include "bai/protocol/session_wire.h"
+#include "bai/protocol/usage_wire.h"
 #include "bai/protocol/vfolder_wire.h"
 #include "bai/status.h"
 
@@ -50,5 +51,9 @@ StatusOr<protocol::User> UserFromJson(nlohmann::json const& object);
 nlohmann::json KeyPairToJson(protocol::KeyPair const& keypair);
 nlohmann::json KeypairResourcePolicyToJson(protocol::KeypairResourcePolicy const& policy);
 nlohmann::json ScopeResourcePolicyToJson(protocol::ScopeResourcePolicy const& policy, bool user);
+
+/// 24.09's ResourceUsage object (nfs, cpu_allocated … gpu_allocated): usage reports' totals,
+/// and the manager's usage/month rows, which carry the same fields.
+nlohmann::json ResourceUsageJson(protocol::ResourceUsage const& usage);
 
 }  // namespace bai::internal

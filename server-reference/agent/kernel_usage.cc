@@ -2,11 +2,11 @@
 #include "server-reference/agent/kernel_usage.h"
 
 #include "libbai/util/json_parse.h"
+#include "server-reference/agent/node_stats.h"
 
 #include <nlohmann/json.hpp>
 
 #include <charconv>
-#include <fstream>
 #include <sstream>
 
 namespace bai::agent {
@@ -36,14 +36,6 @@ std::optional<std::int64_t> KeyedValue(std::string_view text, std::string_view k
     pos = end + 1;
   }
   return std::nullopt;
-}
-
-std::string Slurp(std::string const& path) {
-  std::ifstream in(path);
-  if (!in) return {};
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
 }
 
 }  // namespace
@@ -114,16 +106,16 @@ std::optional<KernelUsage> ReadCgroupUsage(int version, std::string const& path,
                                            std::string const& root) {
   if (version == 2) {
     std::string dir = root + path + "/";
-    return ParseCgroupV2({Slurp(dir + "cpu.stat"), Slurp(dir + "memory.current"),
-                          Slurp(dir + "memory.peak"), Slurp(dir + "memory.max"),
-                          Slurp(dir + "io.stat")});
+    return ParseCgroupV2({ReadWholeFile(dir + "cpu.stat"), ReadWholeFile(dir + "memory.current"),
+                          ReadWholeFile(dir + "memory.peak"), ReadWholeFile(dir + "memory.max"),
+                          ReadWholeFile(dir + "io.stat")});
   }
-  std::string blkio = Slurp(root + "/blkio" + path + "/blkio.throttle.io_service_bytes");
-  if (blkio.empty()) blkio = Slurp(root + "/blkio" + path + "/blkio.io_service_bytes");
-  return ParseCgroupV1({Slurp(root + "/cpuacct" + path + "/cpuacct.usage"),
-                        Slurp(root + "/memory" + path + "/memory.usage_in_bytes"),
-                        Slurp(root + "/memory" + path + "/memory.max_usage_in_bytes"),
-                        Slurp(root + "/memory" + path + "/memory.limit_in_bytes"), blkio});
+  std::string blkio = ReadWholeFile(root + "/blkio" + path + "/blkio.throttle.io_service_bytes");
+  if (blkio.empty()) blkio = ReadWholeFile(root + "/blkio" + path + "/blkio.io_service_bytes");
+  return ParseCgroupV1({ReadWholeFile(root + "/cpuacct" + path + "/cpuacct.usage"),
+                        ReadWholeFile(root + "/memory" + path + "/memory.usage_in_bytes"),
+                        ReadWholeFile(root + "/memory" + path + "/memory.max_usage_in_bytes"),
+                        ReadWholeFile(root + "/memory" + path + "/memory.limit_in_bytes"), blkio});
 }
 
 }  // namespace bai::agent

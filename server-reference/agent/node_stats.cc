@@ -44,14 +44,14 @@ double Percent(CpuTimes::Line const& a, CpuTimes::Line const& b) {
   return std::clamp(pct, 0.0, 100.0);
 }
 
-std::string ReadFile(char const* path) {
-  std::ifstream in(path);
+}  // namespace
+
+std::string ReadWholeFile(std::string const& path) {
+  std::ifstream in(path, std::ios::binary);
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
 }
-
-}  // namespace
 
 std::optional<CpuTimes> ParseProcStat(std::string_view text) {
   CpuTimes out;
@@ -97,8 +97,8 @@ server::agent_protocol::NodeStats Load(CpuTimes const& before, CpuTimes const& a
 }
 
 std::optional<server::agent_protocol::NodeStats> NodeSampler::Sample() {
-  auto cpu = ParseProcStat(ReadFile("/proc/stat"));
-  auto mem = ParseMeminfo(ReadFile("/proc/meminfo"));
+  auto cpu = ParseProcStat(ReadWholeFile("/proc/stat"));
+  auto mem = ParseMeminfo(ReadWholeFile("/proc/meminfo"));
   if (!cpu || !mem) return std::nullopt;
   auto stats = Load(last_.value_or(CpuTimes{}), *cpu, *mem);
   last_ = std::move(cpu);

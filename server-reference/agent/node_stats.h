@@ -7,10 +7,15 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
 namespace bai::agent {
+
+/// A file read whole (what /proc, /sys and the agent's state files hold): empty when it cannot
+/// be read. For the samplers here, kernel_usage and the runc backend.
+std::string ReadWholeFile(std::string const& path);
 
 /// Jiffies from /proc/stat: busy and total, for the node ("cpu") and each core ("cpuN").
 struct CpuTimes {

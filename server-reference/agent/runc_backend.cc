@@ -7,6 +7,7 @@
 #include "libbai/util/json_parse.h"
 #include "server-reference/agent/kernel_usage.h"
 #include "server-reference/agent/network_host.h"
+#include "server-reference/agent/node_stats.h"
 #include "server-reference/common/exec/process.h"
 #include "server-reference/common/wire/runner_messages.h"
 
@@ -42,13 +43,6 @@ namespace {
 
 constexpr std::size_t kMaxLog = 1u << 20;  // the tail of a kernel's output kept for /logs
 constexpr char kBatchRunId[] = "batch-job";
-
-std::string ReadText(fs::path const& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 bool WriteText(fs::path const& p, std::string const& text) {
   std::ofstream out(p, std::ios::binary | std::ios::trunc);
@@ -631,7 +625,7 @@ Status RuncBackend::Init() {
   // Re-adopt or clean up what an earlier run of this agent left.
   std::vector<std::shared_ptr<Kernel>> adopt;
   for (auto const& entry : fs::directory_iterator(fs::path(options_.state_dir) / "kernels", ec)) {
-    auto saved = internal::ParseJson(ReadText(entry.path() / "kernel.json"));
+    auto saved = internal::ParseJson(ReadWholeFile(entry.path() / "kernel.json"));
     auto k = std::make_shared<Kernel>();
     k->dir = entry.path().string();
     k->container_id = options_.agent_id + "." + entry.path().filename().string();
@@ -917,7 +911,7 @@ void RuncBackend::Start(std::shared_ptr<Kernel> k) {
     if (!joined.ok()) return fail(joined.status().message());
     net = *joined;
     if (!WriteText(fs::path(k->dir) / "resolv.conf",
-                   KernelResolvConf(ReadText("/etc/resolv.conf")))) {
+                   KernelResolvConf(ReadWholeFile("/etc/resolv.conf")))) {
       return fail("cannot write " + k->dir + "/resolv.conf");
     }
   }
@@ -950,7 +944,7 @@ void RuncBackend::Start(std::shared_ptr<Kernel> k) {
                                       k->dir + "/init.pid", k->container_id}),
                                 run_options);
   if (run.exit_code != 0) {
-    std::string log = ReadText(k->dir + "/runc.log");
+    std::string log = ReadWholeFile(k->dir + "/runc.log");
     if (log.size() > 2000) log = log.substr(log.size() - 2000);
     return fail("runc run failed (" + std::to_string(run.exit_code) + "): " + log);
   }
@@ -1055,7 +1049,8 @@ bool RuncBackend::ConnectRunner(Kernel& k, std::chrono::milliseconds timeout) {
 
 bool RuncBackend::OomKilled(Kernel const& k) const {
   // Not a path join: the v2 file name is absolute within the cgroup root.
-  std::string text = ReadText("/sys/fs/cgroup/" + OomCounterFile(cgroup_version_, k.cgroups_path));
+  std::string text =
+      ReadWholeFile("/sys/fs/cgroup/" + OomCounterFile(cgroup_version_, k.cgroups_path));
   static std::regex const kOom(R"((^|\n)oom_kill (\d+))");
   std::smatch m;
   return std::regex_search(text, m, kOom) && std::stoll(m[2]) > 0;
@@ -1065,7 +1060,7 @@ std::optional<server::agent_protocol::KernelUsage> RuncBackend::Sample(Kernel co
   auto usage = ReadCgroupUsage(cgroup_version_, k.cgroups_path);
   if (!usage) return std::nullopt;
   if (!k.spec.devices.empty()) {
-    usage->gpu_mem = GpuMemoryHeld(ReadText(fs::path(k.dir) / "gpu-usage.json")).value_or(0);
+    usage->gpu_mem = GpuMemoryHeld(ReadWholeFile(fs::path(k.dir) / "gpu-usage.json")).value_or(0);
   }
   return usage;
 }
@@ -1200,10 +1195,11 @@ void RuncBackend::Teardown(std::shared_ptr<Kernel> k, std::string reason,
   if (fs::exists(fs::path(k->dir) / "init.pid", ec)) {
     // SIGTERM, a grace period, then SIGKILL (DECISIONS.md "Containers").
     server::RunProcess(Runc({"kill", k->container_id, "TERM"}));
-    pid_t pid = static_cast<pid_t>(std::atoll(ReadText(fs::path(k->dir) / "init.pid").c_str()));
+    pid_t pid =
+        static_cast<pid_t>(std::atoll(ReadWholeFile(fs::path(k->dir) / "init.pid").c_str()));
     auto deadline = std::chrono::steady_clock::now() + options_.grace;
     while (pid > 0 && kill(pid, 0) == 0 && std::chrono::steady_clock::now() < deadline) {
-      std::string stat = ReadText("/proc/" + std::to_string(pid) + "/stat");
+      std::string stat = ReadWholeFile("/proc/" + std::to_string(pid) + "/stat");
       auto close_paren = stat.rfind(')');
       if (close_paren != std::string::npos && close_paren + 2 < stat.size() &&
           stat[close_paren + 2] == 'Z')

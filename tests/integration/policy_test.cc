@@ -22,24 +22,6 @@ using ::testing::HasSubstr;
 
 class PolicyTest : public testing_util::LocalCluster {
  protected:
-  void SetUp() override {
-    LocalCluster::SetUp();
-    Options o;
-    o.endpoints = {env_["BACKEND_ENDPOINT"]};
-    o.access_key = env_["BACKEND_ACCESS_KEY"];
-    o.secret_key = env_["BACKEND_SECRET_KEY"];
-    o.retry.max_attempts = 1;
-    root_ = std::make_unique<Client>(*Client::Create(o));
-  }
-
-  ApiResponse Send(std::string const& method, std::string const& path, json const& body = {}) {
-    ApiRequest r(method, path);
-    if (!body.is_null()) r.body = body.dump();
-    auto res = root_->Send(r);
-    EXPECT_TRUE(res.ok()) << res.status().message();
-    return res.ok() ? *res : ApiResponse{};
-  }
-
   json Mutate(std::string const& text) {
     auto r = Send("POST", "/admin/gql", {{"query", "mutation { " + text + " }"}});
     auto j = json::parse(r.body, nullptr, false);
@@ -64,25 +46,6 @@ class PolicyTest : public testing_util::LocalCluster {
                  {"config", {{"resources", {{"cpu", 1}, {"mem", "1g"}}}}}};
     body.update(extra);
     return Send("POST", "/session", body);
-  }
-
-  json Session(std::string const& name) {
-    return json::parse(Send("GET", "/session/" + name).body, nullptr, false);
-  }
-
-  // Waits until the session's status is `status` (the scheduler runs every few seconds and
-  // after each creation); its last answer.
-  json WaitFor(std::string const& name, std::string const& status,
-               std::chrono::seconds limit = std::chrono::seconds(20)) {
-    auto deadline = std::chrono::steady_clock::now() + limit;
-    json s;
-    while (std::chrono::steady_clock::now() < deadline) {
-      s = Session(name);
-      if (s.value("status", "") == status) return s;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    ADD_FAILURE() << name << " never became " << status << ": " << s.dump();
-    return s;
   }
 
   // A waiting session once the scheduler has said why it waits (its status_info), or its last

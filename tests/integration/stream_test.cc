@@ -30,20 +30,6 @@ using ::testing::HasSubstr;
 
 class StreamTest : public testing_util::LocalCluster {
  protected:
-  void SetUp() override {
-    LocalCluster::SetUp();
-    root_ = ClientFor(env_["BACKEND_ACCESS_KEY"], env_["BACKEND_SECRET_KEY"]);
-  }
-
-  std::unique_ptr<Client> ClientFor(std::string const& ak, std::string const& sk) {
-    Options o;
-    o.endpoints = {env_["BACKEND_ENDPOINT"]};
-    o.access_key = ak;
-    o.secret_key = sk;
-    o.retry.max_attempts = 1;
-    return std::make_unique<Client>(*Client::Create(o));
-  }
-
   // A running interactive session's id.
   std::string Running(std::string const& name) {
     auto r = Bai({"session", "create", "--name", name, "python"});
@@ -64,8 +50,6 @@ class StreamTest : public testing_util::LocalCluster {
     EXPECT_EQ(e.kind, WebSocketEvent::Kind::kClosed) << e.message.data;
     EXPECT_EQ(ws.close_code(), code);
   }
-
-  std::unique_ptr<Client> root_;
 };
 
 TEST_F(StreamTest, AQueryRunsOverTheExecuteStreamAndClosesNormally) {

@@ -29,53 +29,13 @@ using ::testing::HasSubstr;
 
 class UserConfigTest : public testing_util::LocalCluster {
  protected:
-  void SetUp() override {
-    LocalCluster::SetUp();
-    root_ = std::make_unique<Client>(
-        *Client::Create(OptionsFor(env_["BACKEND_ACCESS_KEY"], env_["BACKEND_SECRET_KEY"])));
-  }
-
-  Options OptionsFor(std::string const& ak, std::string const& sk) {
-    Options o;
-    o.endpoints = {env_["BACKEND_ENDPOINT"]};
-    o.access_key = ak;
-    o.secret_key = sk;
-    o.retry.max_attempts = 1;
-    return o;
-  }
-
-  static ApiResponse Send(Client const& c, std::string const& method, std::string const& path,
-                          json const& body = {}) {
-    ApiRequest r(method, path);
-    if (!body.is_null()) r.body = body.dump();
-    auto res = c.Send(r);
-    EXPECT_TRUE(res.ok()) << res.status().message();
-    return res.ok() ? *res : ApiResponse{};
-  }
-
   // A plain user of the default domain and project, as a client.
-  Client NewUser() {
+  std::unique_ptr<Client> NewUser() {
     auto r = Bai({"-o", "json", "admin", "user", "create", "plain@example.com", "--password",
                   "plain-password-1", "--project", "default"});
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
     auto j = json::parse(r.out, nullptr, false);
-    return *Client::Create(OptionsFor(j.value("access_key", ""), j.value("secret_key", "")));
-  }
-
-  json Session(std::string const& name) {
-    return json::parse(Send(*root_, "GET", "/session/" + name).body, nullptr, false);
-  }
-
-  json WaitFor(std::string const& name, std::string const& status) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    json s;
-    while (std::chrono::steady_clock::now() < deadline) {
-      s = Session(name);
-      if (s.value("status", "") == status) return s;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    ADD_FAILURE() << name << " never became " << status << ": " << s.dump();
-    return s;
+    return ClientFor(j.value("access_key", ""), j.value("secret_key", ""));
   }
 
   static std::string Today() {
@@ -84,8 +44,6 @@ class UserConfigTest : public testing_util::LocalCluster {
     std::strftime(buf, sizeof buf, "%Y%m%d", std::gmtime(&t));
     return buf;
   }
-
-  std::unique_ptr<Client> root_;
 };
 
 TEST_F(UserConfigTest, DotfilesReachNewKernelsDomainThenProjectThenUser) {
@@ -164,8 +122,8 @@ TEST_F(UserConfigTest, DotfilesRefuseBadPathsDuplicatesAndExcess) {
 TEST_F(UserConfigTest, UsersReadTheirProjectsDotfilesAndOnlyAdminsWriteThem) {
   AdminClient admin(*root_);
   ASSERT_TRUE(admin.PutDotfile({".team", "644", "team\n"}, false, {"default", "default"}).ok());
-  Client plain = NewUser();
-  AdminClient user(plain);
+  auto plain = NewUser();
+  AdminClient user(*plain);
   auto read = user.Dotfiles({"default", ""});
   ASSERT_TRUE(read.ok()) << read.status().message();
   EXPECT_EQ(read->size(), 1u);
@@ -176,7 +134,7 @@ TEST_F(UserConfigTest, UsersReadTheirProjectsDotfilesAndOnlyAdminsWriteThem) {
   // Their own, and nobody else's.
   EXPECT_TRUE(user.PutDotfile({".mine", "644", "x"}, false).ok());
   auto other =
-      Send(plain, "GET", "/user-config/dotfiles?owner_access_key=" + env_["BACKEND_ACCESS_KEY"]);
+      Send(*plain, "GET", "/user-config/dotfiles?owner_access_key=" + env_["BACKEND_ACCESS_KEY"]);
   EXPECT_EQ(other.status, 403) << other.body;
   EXPECT_EQ(admin.Dotfiles()->size(), 0u);  // the user's went to the user
 }
@@ -249,12 +207,12 @@ TEST_F(UserConfigTest, UsageReportsEachSessionsFigures) {
   EXPECT_EQ(
       Send(*root_, "GET", "/resource/usage/period?start_date=20250101&end_date=20251231").status,
       400);
-  Client plain = NewUser();
+  auto plain = NewUser();
   EXPECT_EQ(
-      Send(plain, "GET", "/resource/usage/period?start_date=" + day + "&end_date=" + day).status,
+      Send(*plain, "GET", "/resource/usage/period?start_date=" + day + "&end_date=" + day).status,
       401);
   // Everyone sees their own monthly bins: 2880 of 15 minutes; the user has no sessions.
-  auto bins = json::parse(Send(plain, "GET", "/resource/stats/user/month").body, nullptr, false);
+  auto bins = json::parse(Send(*plain, "GET", "/resource/stats/user/month").body, nullptr, false);
   ASSERT_EQ(bins.size(), 2880u);
   EXPECT_EQ(bins.back()["num_sessions"]["value"], 0);
   auto all = json::parse(Send(*root_, "GET", "/resource/stats/admin/month").body, nullptr, false);

@@ -4,6 +4,7 @@
 #include "bai/protocol/dates.h"
 #include "bai/protocol/resource.h"
 
+#include "libbai/protocol/wire_json.h"
 #include "libbai/util/json_parse.h"
 
 #include <algorithm>
@@ -52,42 +53,29 @@ std::int64_t Field(json const& stat, char const* metric, char const* key) {
   return static_cast<std::int64_t>(d);
 }
 
-// Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).
-std::int64_t DaysFromCivil(std::int64_t y, int m, int d) {
-  y -= m <= 2;
-  std::int64_t const era = (y >= 0 ? y : y - 399) / 400;
-  std::int64_t const yoe = y - era * 400;
-  std::int64_t const doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-  std::int64_t const doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + doe - 719468;
-}
-
 bool Digits(std::string_view text, std::size_t n) {
   return text.size() == n &&
          std::all_of(text.begin(), text.end(), [](char c) { return std::isdigit(c); });
 }
 
-int Num(std::string_view text) {
-  int v = 0;
-  for (char c : text) v = v * 10 + (c - '0');
-  return v;
-}
-
-bool ValidDate(int y, int m, int d) {
-  static int const kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  if (y < 1970 || m < 1 || m > 12 || d < 1) return false;
-  bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-  return d <= kDays[m - 1] + (m == 2 && leap ? 1 : 0);
+// Midnight (UTC) of YYYY, MM, DD given as digits, checked as the protocol's dates are; years
+// before 1970 are not ones usage could cover.
+std::optional<std::int64_t> Midnight(std::string_view y, std::string_view m, std::string_view d) {
+  if (y < "1970") return std::nullopt;
+  auto date = protocol::ParseHttpDate(std::string(y) + "-" + std::string(m) + "-" + std::string(d) +
+                                      "T00:00:00Z");
+  if (!date) return std::nullopt;
+  return date->unix_seconds;
 }
 
 StatusOr<std::int64_t> DayStart(std::string_view text, char const* name) {
-  if (!Digits(text, 8) ||
-      !ValidDate(Num(text.substr(0, 4)), Num(text.substr(4, 2)), Num(text.substr(6, 2)))) {
+  auto start = Digits(text, 8) ? Midnight(text.substr(0, 4), text.substr(4, 2), text.substr(6, 2))
+                               : std::nullopt;
+  if (!start) {
     return Status(StatusCode::kInvalidArgument,
                   std::string(name) + ": a date as YYYYMMDD, not \"" + std::string(text) + "\"");
   }
-  return DaysFromCivil(Num(text.substr(0, 4)), Num(text.substr(4, 2)), Num(text.substr(6, 2))) *
-         86400;
+  return *start;
 }
 
 std::int64_t Amount(protocol::ResourceSlots const& slots, char const* name) {
@@ -195,14 +183,15 @@ StatusOr<Window> PeriodWindow(std::string_view start, std::string_view end) {
 }
 
 StatusOr<Window> MonthWindow(std::string_view text) {
-  if (!Digits(text, 6) || !ValidDate(Num(text.substr(0, 4)), Num(text.substr(4, 2)), 1)) {
+  auto start =
+      Digits(text, 6) ? Midnight(text.substr(0, 4), text.substr(4, 2), "01") : std::nullopt;
+  if (!start) {
     return Status(StatusCode::kInvalidArgument,
                   "month: a month as YYYYMM, not \"" + std::string(text) + "\"");
   }
-  int y = Num(text.substr(0, 4));
-  int m = Num(text.substr(4, 2));
-  return Window{DaysFromCivil(y, m, 1) * 86400,
-                DaysFromCivil(m == 12 ? y + 1 : y, m == 12 ? 1 : m + 1, 1) * 86400};
+  // The next month's first day: 31 days on from the 1st always lands in it.
+  std::string next = protocol::FormatRfc3339(*start + 31 * 86400, 0);
+  return Window{*start, *Midnight(next.substr(0, 4), next.substr(5, 2), "01")};
 }
 
 std::vector<protocol::ProjectUsage> ProjectUsages(std::vector<UsageRecord> const& records) {
@@ -231,67 +220,47 @@ std::vector<protocol::ProjectUsage> ProjectUsages(std::vector<UsageRecord> const
 json MonthGroups(std::vector<protocol::ProjectUsage> const& projects) {
   json out = json::array();
   for (auto const& p : projects) {
-    auto const& t = p.total_usage;
     json c_infos = json::array();
     for (auto const& s : p.sessions) {
-      auto const& u = s.total_usage;
+      // Each row carries the ResourceUsage fields, then what identifies the session.
+      json c = internal::ResourceUsageJson(s.total_usage);
       auto last = internal::ParseJson(s.last_stat);
-      c_infos.push_back({{"id", s.kernel_id},
-                         {"session_id", s.session_id},
-                         {"container_id", nullptr},
-                         {"domain_name", s.domain_name},
-                         {"group_id", p.project_id},
-                         {"group_name", p.project_name},
-                         {"name", s.session_name},
-                         {"access_key", s.access_key},
-                         {"email", s.user_email},
-                         {"full_name", s.full_name},
-                         {"agent", s.agents.empty() ? json(nullptr) : json(s.agents.front())},
-                         {"cpu_allocated", u.cpu_allocated},
-                         {"cpu_used", u.cpu_used},
-                         {"mem_allocated", u.mem_allocated},
-                         {"mem_used", u.mem_used},
-                         {"shared_memory", u.shared_memory},
-                         {"disk_allocated", u.disk_allocated},
-                         {"disk_used", u.disk_used},
-                         {"io_read", u.io_read},
-                         {"io_write", u.io_write},
-                         {"used_time", s.used_time ? json(*s.used_time) : json(nullptr)},
-                         {"used_days", s.used_days ? json(*s.used_days) : json(nullptr)},
-                         {"device_type", u.device_type},
-                         {"smp", u.smp},
-                         {"gpu_mem_allocated", u.gpu_mem_allocated},
-                         {"gpu_allocated", u.gpu_allocated},
-                         {"nfs", u.nfs},
-                         {"image_id", s.images.empty() ? "" : s.images.front()},
-                         {"image_name", s.images.empty() ? "" : s.images.front()},
-                         {"created_at", s.created_at},
-                         // 24.09 writes str(None) for a running session.
-                         {"terminated_at", s.terminated_at.value_or("None")},
-                         {"status", s.status},
-                         {"status_info", s.status_info},
-                         {"status_changed", s.terminated_at.value_or(s.created_at)},
-                         {"status_history", json::object()},
-                         {"cluster_mode", "single-node"},
-                         {"last_stat", last ? *last : json(nullptr)}});
+      c.update({{"id", s.kernel_id},
+                {"session_id", s.session_id},
+                {"container_id", nullptr},
+                {"domain_name", s.domain_name},
+                {"group_id", p.project_id},
+                {"group_name", p.project_name},
+                {"name", s.session_name},
+                {"access_key", s.access_key},
+                {"email", s.user_email},
+                {"full_name", s.full_name},
+                {"agent", s.agents.empty() ? json(nullptr) : json(s.agents.front())},
+                {"used_time", s.used_time ? json(*s.used_time) : json(nullptr)},
+                {"used_days", s.used_days ? json(*s.used_days) : json(nullptr)},
+                {"image_id", s.images.empty() ? "" : s.images.front()},
+                {"image_name", s.images.empty() ? "" : s.images.front()},
+                {"created_at", s.created_at},
+                // 24.09 writes str(None) for a running session.
+                {"terminated_at", s.terminated_at.value_or("None")},
+                {"status", s.status},
+                {"status_info", s.status_info},
+                {"status_changed", s.terminated_at.value_or(s.created_at)},
+                {"status_history", json::object()},
+                {"cluster_mode", "single-node"},
+                {"last_stat", last ? *last : json(nullptr)}});
+      c_infos.push_back(std::move(c));
     }
-    out.push_back({{"domain_name", p.domain_name},
-                   {"g_id", p.project_id},
-                   {"g_name", p.project_name},
-                   {"g_cpu_allocated", t.cpu_allocated},
-                   {"g_cpu_used", t.cpu_used},
-                   {"g_mem_allocated", t.mem_allocated},
-                   {"g_mem_used", t.mem_used},
-                   {"g_shared_memory", t.shared_memory},
-                   {"g_disk_allocated", t.disk_allocated},
-                   {"g_disk_used", t.disk_used},
-                   {"g_io_read", t.io_read},
-                   {"g_io_write", t.io_write},
-                   {"g_device_type", t.device_type},
-                   {"g_smp", t.smp},
-                   {"g_gpu_mem_allocated", t.gpu_mem_allocated},
-                   {"g_gpu_allocated", t.gpu_allocated},
-                   {"c_infos", c_infos}});
+    // The project's totals: the same fields as g_* (24.09 keeps no g_nfs).
+    json group = {{"domain_name", p.domain_name},
+                  {"g_id", p.project_id},
+                  {"g_name", p.project_name},
+                  {"c_infos", std::move(c_infos)}};
+    json const totals = internal::ResourceUsageJson(p.total_usage);
+    for (auto const& [key, value] : totals.items()) {
+      if (key != "nfs") group["g_" + key] = value;
+    }
+    out.push_back(std::move(group));
   }
   return out;
 }
