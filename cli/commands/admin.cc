@@ -841,7 +841,9 @@ void AddUsage(CommandSet& set, CLI::App& admin) {
         }
         if (!raw) {
           auto const& t = p.total_usage;
-          rows.push_back({p.project_name, "(" + std::to_string(p.sessions.size()) + " sessions)",
+          rows.push_back({p.project_name,
+                          "(" + std::to_string(p.sessions.size()) +
+                              (p.sessions.size() == 1 ? " session)" : " sessions)"),
                           "", "", "", "total", Number(t.cpu_allocated, 1), cpu(t.cpu_used),
                           bytes(t.mem_allocated), bytes(t.mem_used), bytes(t.io_read),
                           bytes(t.io_write), Number(t.gpu_allocated, 2)});
