@@ -65,7 +65,9 @@ Noun NounOf(int argc, char** argv) {
       return Noun::kSession;
     }
     if (word == "vfolder" || word == "vf" || word == "cp") return Noun::kVFolder;
-    if (word == "admin" || word == "user" || word == "dotfile") return Noun::kAdmin;
+    if (word == "admin" || word == "user" || word == "dotfile" || word == "template") {
+      return Noun::kAdmin;
+    }
     return Noun::kAll;
   }
   return Noun::kAll;
@@ -111,6 +113,7 @@ int Main(int argc, char** argv, std::ostream& out, std::ostream& err, std::istre
       AddAdminCommands(set);
       AddUserCommands(set);
       AddDotfileCommands(set);
+      AddTemplateCommands(set);
       break;
     case Noun::kAll:
       AddVersionCommands(set);
@@ -121,6 +124,7 @@ int Main(int argc, char** argv, std::ostream& out, std::ostream& err, std::istre
       AddAdminCommands(set);
       AddUserCommands(set);
       AddDotfileCommands(set);
+      AddTemplateCommands(set);
       AddCompletionCommands(set);
       AddHelpCommands(set);
       break;

@@ -467,4 +467,68 @@ Status AdminClient::DeleteDotfile(std::string const& file, DotfileOwner const& o
   return CheckResponse(*response);
 }
 
+StatusOr<std::vector<protocol::SessionTemplateInfo>> AdminClient::Templates(bool all) const {
+  auto response =
+      client_.Send(ApiRequest("GET", std::string("/template/session") + (all ? "?all=true" : "")));
+  if (!response.ok()) return response.status();
+  if (auto s = CheckResponse(*response); !s.ok()) return s;
+  return protocol::DecodeSessionTemplates(response->body);
+}
+
+StatusOr<std::string> AdminClient::TemplateText(std::string const& id,
+                                                std::string const& format) const {
+  auto response = client_.Send(ApiRequest(
+      "GET", "/template/session/" + internal::EncodeSegment(id) + Query({{"format", format}})));
+  if (!response.ok()) return response.status();
+  if (auto s = CheckResponse(*response); !s.ok()) return s;
+  return response->body;
+}
+
+StatusOr<std::vector<std::string>> AdminClient::CreateTemplates(std::string const& payload,
+                                                                std::string const& project) const {
+  ApiRequest request("POST", "/template/session");
+  json body = {{"payload", payload}};
+  if (!project.empty()) body["group"] = project;
+  request.body = body.dump();
+  auto response = client_.Send(request);
+  if (!response.ok()) return response.status();
+  if (auto s = CheckResponse(*response); !s.ok()) return s;
+  auto answer = json::parse(response->body, nullptr, false);
+  std::vector<std::string> ids;
+  for (auto const& item : answer.is_array() ? answer : json::array({answer})) {
+    if (item.is_object() && item.contains("id") && item["id"].is_string()) {
+      ids.push_back(item["id"].get<std::string>());
+    }
+  }
+  if (ids.empty()) return Status(StatusCode::kInternal, "the server answered no template id");
+  return ids;
+}
+
+Status AdminClient::UpdateTemplate(std::string const& id, std::string const& payload) const {
+  ApiRequest request("PUT", "/template/session/" + internal::EncodeSegment(id));
+  request.body = json({{"payload", payload}}).dump();
+  auto response = client_.Send(request);
+  if (!response.ok()) return response.status();
+  return CheckResponse(*response);
+}
+
+Status AdminClient::DeleteTemplate(std::string const& id) const {
+  auto response =
+      client_.Send(ApiRequest("DELETE", "/template/session/" + internal::EncodeSegment(id)));
+  if (!response.ok()) return response.status();
+  return CheckResponse(*response);
+}
+
+StatusOr<protocol::SessionCreateResult> AdminClient::CreateFromTemplate(
+    std::string const& id, std::map<std::string, std::string> const& overrides) const {
+  ApiRequest request("POST", "/session/_/create-from-template");
+  json body = {{"template_id", id}, {"enqueueOnly", true}};
+  for (auto const& [key, value] : overrides) body[key] = value;
+  request.body = body.dump();
+  auto response = client_.Send(request);
+  if (!response.ok()) return response.status();
+  if (auto s = CheckResponse(*response); !s.ok()) return s;
+  return protocol::DecodeSessionCreateResult(response->body);
+}
+
 }  // namespace bai

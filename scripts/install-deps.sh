@@ -14,7 +14,7 @@ packages=(
   libcurl4-openssl-dev libwebsockets-dev libssl-dev libsodium-dev nlohmann-json3-dev
   libcli11-dev libtomlplusplus-dev
   # reference server
-  libboost1.81-dev libsqlite3-dev uuid-dev libjemalloc-dev libarchive-dev
+  libboost1.81-dev libsqlite3-dev uuid-dev libjemalloc-dev libarchive-dev libyaml-dev
   # the agent's runc backend and the built-in python image (its /etc gets the host's CA bundle)
   runc tar python3 ca-certificates
   # the built-in python image's jupyter app (its /usr is the host's)

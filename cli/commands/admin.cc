@@ -21,6 +21,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <map>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -996,6 +997,147 @@ void AddDotfileCommands(CommandSet& set) {
       auto done = a.DeleteDotfile(r.path, owner(r));
       if (done.ok()) PrintDone(ctx, "dotfile " + r.path + " deleted");
       return done;
+    });
+  });
+}
+
+void AddTemplateCommands(CommandSet& set) {
+  auto& ctx = set.ctx();
+  auto* noun = set.root().add_subcommand(
+      "template", "Session templates: a session's image, command, resources and folders, stored");
+  noun->require_subcommand(1);
+  struct Flags {
+    std::string id, file, project, format = "yaml", name, command;
+    bool all = false;
+  };
+  // A payload from -f FILE or standard input.
+  auto read_payload = [&ctx](Flags const& f) -> StatusOr<std::string> {
+    std::string text;
+    if (!f.file.empty()) {
+      std::ifstream in(f.file, std::ios::binary);
+      if (!in) return Status(StatusCode::kNotFound, "cannot read " + f.file);
+      text.assign(std::istreambuf_iterator<char>(in), {});
+    } else {
+      if (ctx.stdin_tty()) {
+        return Status(StatusCode::kInvalidArgument,
+                      "give the template with -f FILE, or pipe it in");
+      }
+      text.assign(std::istreambuf_iterator<char>(ctx.in()), {});
+    }
+    return text;
+  };
+
+  auto& l = set.Keep<Flags>();
+  auto* ls = noun->add_subcommand("ls", "List your templates");
+  ls->alias("list");
+  ls->add_flag("-a,--all", l.all, "Every template you may manage (admins: the domain's)");
+  set.OnRun(ls, [&ctx, &l] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      auto all = a.Templates(l.all);
+      if (!all.ok()) return all.status();
+      if (ctx.json()) {
+        PrintJson(ctx, {{"templates", json::parse(protocol::EncodeSessionTemplates(*all))}});
+        return Status();
+      }
+      std::vector<std::vector<std::string>> rows{
+          {"ID", "NAME", "IMAGE", "TYPE", "PROJECT", "OWNER"}};
+      for (auto const& t : *all) {
+        auto body = internal::ParseJson(t.template_json);
+        std::string image = "-", type = "-";
+        if (body && body->contains("spec") && (*body)["spec"].is_object()) {
+          auto const& spec = (*body)["spec"];
+          type = spec.value("session_type", "-");
+          if (spec.contains("kernel") && spec["kernel"].is_object()) {
+            image = spec["kernel"].value("image", "-");
+          }
+        }
+        rows.push_back({t.id, t.name, image, type, t.group_name.empty() ? "-" : t.group_name,
+                        t.user_email.empty() ? t.user : t.user_email});
+      }
+      PrintTable(ctx, rows);
+      return Status();
+    });
+  });
+
+  auto& g = set.Keep<Flags>();
+  auto* get = noun->add_subcommand("get", "Print a template (YAML; -o json: JSON)");
+  get->add_option("ID", g.id, "The template's id")->required();
+  set.OnRun(get, [&ctx, &g] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      auto text = a.TemplateText(g.id, ctx.json() ? "json" : "yaml");
+      if (!text.ok()) return text.status();
+      ctx.out() << *text;
+      if (text->empty() || text->back() != '\n') ctx.out() << "\n";
+      return Status();
+    });
+  });
+
+  auto& c = set.Keep<Flags>();
+  auto* create = noun->add_subcommand(
+      "create", "Store a template (YAML or JSON) from -f FILE or standard input; prints its id");
+  create->add_option("-f,--file", c.file, "The template file");
+  create->add_option("--project", c.project, "The project it belongs to (default: default)");
+  set.OnRun(create, [&ctx, &c, read_payload] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      auto payload = read_payload(c);
+      if (!payload.ok()) return payload.status();
+      auto ids = a.CreateTemplates(*payload, c.project);
+      if (!ids.ok()) return ids.status();
+      if (ctx.json()) {
+        PrintJson(ctx, {{"ids", *ids}});
+      } else {
+        for (auto const& id : *ids) ctx.out() << id << "\n";
+      }
+      return Status();
+    });
+  });
+
+  auto& u = set.Keep<Flags>();
+  auto* update =
+      noun->add_subcommand("update", "Replace a template from -f FILE or standard input");
+  update->add_option("ID", u.id, "The template's id")->required();
+  update->add_option("-f,--file", u.file, "The template file");
+  set.OnRun(update, [&ctx, &u, read_payload] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      auto payload = read_payload(u);
+      if (!payload.ok()) return payload.status();
+      auto done = a.UpdateTemplate(u.id, *payload);
+      if (done.ok()) PrintDone(ctx, "template " + u.id + " updated");
+      return done;
+    });
+  });
+
+  auto& r = set.Keep<Flags>();
+  auto* rm = noun->add_subcommand("rm", "Delete a template");
+  rm->add_option("ID", r.id, "The template's id")->required();
+  set.OnRun(rm, [&ctx, &r] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      auto done = a.DeleteTemplate(r.id);
+      if (done.ok()) PrintDone(ctx, "template " + r.id + " deleted");
+      return done;
+    });
+  });
+
+  auto& s = set.Keep<Flags>();
+  auto* run = noun->add_subcommand(
+      "run", "Queue a session from a template; prints its name (follow it with bai logs -f)");
+  run->add_option("ID", s.id, "The template's id")->required();
+  run->add_option("-n,--name", s.name, "The session's name");
+  run->add_option("-c,--command", s.command, "A command instead of the template's");
+  set.OnRun(run, [&ctx, &s] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      std::map<std::string, std::string> overrides;
+      if (!s.name.empty()) overrides["name"] = s.name;
+      if (!s.command.empty()) overrides["startupCommand"] = s.command;
+      auto made = a.CreateFromTemplate(s.id, overrides);
+      if (!made.ok()) return made.status();
+      if (ctx.json()) {
+        PrintJson(
+            ctx, {{"session", {{"id", made->id}, {"name", made->name}, {"status", made->status}}}});
+      } else {
+        ctx.out() << made->name << "\n";
+      }
+      return Status();
     });
   });
 }

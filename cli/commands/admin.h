@@ -11,5 +11,7 @@ void AddAdminCommands(CommandSet& set);
 void AddUserCommands(CommandSet& set);
 /// The `dotfile` noun: `ls|get|set|rm`, one's own or (admins) a project's or a domain's.
 void AddDotfileCommands(CommandSet& set);
+/// The `template` noun: session templates, `ls|get|create|update|rm|run`.
+void AddTemplateCommands(CommandSet& set);
 
 }  // namespace bai::cli

@@ -11,9 +11,11 @@
 #include "bai/client.h"
 #include "bai/export.h"
 #include "bai/protocol/admin_wire.h"
+#include "bai/protocol/session_wire.h"
 #include "bai/protocol/usage_wire.h"
 #include "bai/status.h"
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -116,6 +118,22 @@ class BAI_EXPORT AdminClient {
   Status PutDotfile(protocol::Dotfile const& dotfile, bool replace,
                     DotfileOwner const& owner = {}) const;
   Status DeleteDotfile(std::string const& path, DotfileOwner const& owner = {}) const;
+
+  /// Session templates: the caller's own, or with `all` every one an admin reaches.
+  StatusOr<std::vector<protocol::SessionTemplateInfo>> Templates(bool all = false) const;
+  /// One template as the server writes it: "yaml" or "json" text ({template, name, …}).
+  StatusOr<std::string> TemplateText(std::string const& id, std::string const& format) const;
+  /// Stores the templates of `payload` (YAML or JSON: a template, or a list of {name,
+  /// template}) in `project` (empty: "default"); their ids.
+  StatusOr<std::vector<std::string>> CreateTemplates(std::string const& payload,
+                                                     std::string const& project = "") const;
+  /// Replaces a template with the one of `payload`.
+  Status UpdateTemplate(std::string const& id, std::string const& payload) const;
+  Status DeleteTemplate(std::string const& id) const;
+  /// Queues a session from a template: `overrides` are create fields that win over the
+  /// template's (name, startupCommand, config.resources…). Answers at once (enqueueOnly).
+  StatusOr<protocol::SessionCreateResult> CreateFromTemplate(
+      std::string const& id, std::map<std::string, std::string> const& overrides = {}) const;
 
   /// What sessions used from `start` to `end` (dates "2026-11-01" or "20261101", both
   /// included; at most 100 days), of one project when `project_id` is given: GET

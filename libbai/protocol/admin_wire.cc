@@ -421,4 +421,49 @@ Status CheckDotfile(Dotfile const& d) {
   return Status();
 }
 
+std::string EncodeSessionTemplates(std::vector<SessionTemplateInfo> const& templates) {
+  json out = json::array();
+  for (auto const& t : templates) {
+    auto body = internal::ParseJson(t.template_json);
+    out.push_back({{"name", t.name},
+                   {"id", t.id},
+                   {"created_at", t.created_at},
+                   {"is_owner", t.is_owner},
+                   {"user", t.user},
+                   {"group", t.group},
+                   {"user_email", OptText(t.user_email)},
+                   {"group_name", OptText(t.group_name)},
+                   {"domain_name", t.domain_name},
+                   {"type", t.type},
+                   {"template", body ? *body : json::object()}});
+  }
+  return Dump(out);
+}
+
+StatusOr<std::vector<SessionTemplateInfo>> DecodeSessionTemplates(std::string_view text) {
+  auto j = internal::ParseJson(text);
+  if (!j || !j->is_array()) {
+    return Status(StatusCode::kInvalidArgument, "session templates: not a list");
+  }
+  std::vector<SessionTemplateInfo> out;
+  for (auto const& item : *j) {
+    if (!item.is_object()) continue;
+    Fields f(item);
+    SessionTemplateInfo t;
+    t.id = f.Str("id");
+    t.name = f.Str("name");
+    t.created_at = f.Str("created_at");
+    t.is_owner = f.Bool("is_owner", false);
+    t.user = f.Str("user");
+    t.group = f.Str("group");
+    t.user_email = f.Str("user_email");
+    t.group_name = f.Str("group_name");
+    t.domain_name = f.Str("domain_name");
+    t.type = f.Str("type");
+    if (auto it = item.find("template"); it != item.end()) t.template_json = Dump(*it);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
 }  // namespace bai::protocol

@@ -88,6 +88,8 @@ StatusOr<std::unique_ptr<Manager>> Manager::Start(ManagerConfig const& config) {
   RegisterLogRoutes(*m->api_, *m->sessions_, *m->agents_);
   RegisterUsageRoutes(*m->api_, *m->sessions_);
   RegisterDotfileRoutes(*m->api_);
+  RegisterTemplateRoutes(*m->api_);
+  RegisterErrorLogRoutes(*m->api_);
   RegisterSessionFileRoutes(*m->api_, *m->sessions_, *m->agents_);
   RegisterTaskRoutes(*m->api_, *m->sessions_, *m->agents_, *m->tasks_, *m->hub_, m->links_);
   if (auto s = m->StartStorage(config); !s.ok()) return s;

@@ -63,15 +63,6 @@ NOT_RUN: dict[str, str] = {
     "admin vfolder mount-host": "not served: deprecated admin endpoint (DECISIONS.md, Storage)",
     "admin vfolder umount-host": "not served: deprecated admin endpoint (DECISIONS.md, Storage)",
     "admin vfolder perf-metric": "not served yet: storage performance metrics (#25)",
-    "session-template create": "not served yet: session templates (#24)",
-    "session-template delete": "not served yet: session templates (#24)",
-    "session-template get": "not served yet: session templates (#24)",
-    "session-template list": "not served yet: session templates (#24)",
-    "session-template update": "not served yet: session templates (#24)",
-    "create-from-template": "not served yet: session templates (#24)",
-    "session create-from-template": "not served yet: session templates (#24)",
-    "server-logs list": "not served yet: `/logs/error` (#24)",
-    "task-logs": "not served yet: background-task logs (#24)",
     "update-password": "not served yet: `/auth/update-password` through the webserver (#26)",
     "login": "not applicable: session mode (BACKEND_ENDPOINT_TYPE=session) needs the web console (#26)",
     "logout": "not applicable: session mode needs the web console (#26)",
@@ -1129,6 +1120,130 @@ def case_dotfile_delete(r: Runner):
     expect(missing.rc != 0, "a deleted dotfile is still found")
 
 
+# --- session templates and server logs ------------------------------------------------------
+
+TEMPLATE_YAML = """---
+api_version: v1
+kind: taskTemplate
+metadata:
+  name: conformance-tpl
+  tag: conf-tag
+spec:
+  sessionType: batch
+  kernel:
+    image: python
+    environ:
+      CONF_TPL: "1"
+    run:
+      startup: echo from-template-{n}
+  resources:
+    cpu: '1'
+    mem: 256m
+"""
+
+
+def _templates(r: Runner) -> dict:
+    return {t["name"]: t for t in r.stack.api_json("GET", "/template/session")}
+
+
+def _template_id(r: Runner) -> str:
+    got = _templates(r).get("conformance-tpl")
+    expect(got is not None, "the template is not stored")
+    return got["id"]
+
+
+def case_template_create(r: Runner):
+    """The YAML of Backend.AI's docs (a bare template), from a file; then a malformed one."""
+    res = r.bai("session-template", "create", "-f", r.file("tpl.yaml", TEMPLATE_YAML.format(n=1).encode()))
+    clean(res)
+    tid = _template_id(r)
+    expect(tid in res.out, f"the client does not print the id {tid}: {res.out}")
+    t = _templates(r)["conformance-tpl"]
+    expect(t["is_owner"] and t["template"]["spec"]["session_type"] == "batch", f"stored {t}")
+    bad = r.bai("session-template", "create", "-f",
+                r.file("bad.yaml", b"api_version: v1\nkind: taskTemplate\nmetadata: {name: x}\nspec: {kernel: {}}\n"))
+    expect(bad.rc != 0 and "spec.kernel.image" in bad.text(), f"a template without an image: {bad.text()}")
+
+
+def case_template_list(r: Runner):
+    res = r.bai("session-template", "list")
+    clean(res)
+    expect("conformance-tpl" in res.out and _template_id(r) in res.out, res.out)
+
+
+def case_template_get(r: Runner):
+    tid = _template_id(r)
+    res = r.bai("session-template", "get", tid)
+    clean(res)
+    expect("name: conformance-tpl" in res.out and "startup_command: echo from-template-1" in res.out,
+           f"the YAML: {res.out}")
+    res = r.bai("session-template", "get", tid, "-f", "json")
+    clean(res)
+    body = json.loads(res.out)
+    expect(body["template"]["metadata"]["tag"] == "conf-tag", f"the JSON: {body}")
+
+
+def case_template_update(r: Runner):
+    """From standard input (the client doubles every newline on the way)."""
+    tid = _template_id(r)
+    res = r.bai("session-template", "update", tid, stdin=TEMPLATE_YAML.format(n=2))
+    clean(res)
+    body = r.stack.api_json("GET", f"/template/session/{tid}")
+    expect(body["template"]["spec"]["kernel"]["run"]["startup_command"] == "echo from-template-2",
+           f"after the update: {body}")
+
+
+def _logs_show(r: Runner, name: str, text: str) -> None:
+    info = r.wait_status(name, {"TERMINATED", "ERROR"})
+    expect(info["status"] == "TERMINATED", f"{name} ended {info['status']}")
+    logs = r.stack.api("GET", f"/session/{name}/logs")
+    expect(text in logs.out, f"{name}'s logs lack {text!r}: {logs.out[-500:]}")
+
+
+def case_create_from_template(r: Runner):
+    res = r.bai("create-from-template", _template_id(r), "-t", "conf-tpl-1")
+    clean(res)
+    _logs_show(r, "conf-tpl-1", "from-template-2")
+    info = r.session("conf-tpl-1")
+    expect(info.get("tag") in (None, "conf-tag"), f"tag {info.get('tag')}")
+
+
+def case_session_create_from_template(r: Runner):
+    """The request's command wins over the template's."""
+    res = r.bai("session", "create-from-template", _template_id(r), "-t", "conf-tpl-2",
+                "-c", "echo overridden-command")
+    clean(res)
+    _logs_show(r, "conf-tpl-2", "overridden-command")
+
+
+def case_template_delete(r: Runner):
+    tid = _template_id(r)
+    res = r.bai("session-template", "delete", tid, "-f")
+    clean(res)
+    expect("conformance-tpl" not in _templates(r), "the template stays listed")
+    gone = r.bai("session-template", "get", tid)
+    expect(gone.rc != 0 and "template" in gone.text().lower(), f"get of a deleted one: {gone.text()}")
+
+
+def case_task_logs(r: Runner):
+    """A batch session's output as text, by its id (24.09 takes the kernel's id: bai both)."""
+    res = r.bai("task-logs", sid(r, "conf-batch"))
+    clean(res)
+    expect("conformance-out" in res.out and "{" not in res.out, f"task-logs printed {res.out!r}")
+
+
+def case_server_logs_list(r: Runner):
+    """A log a client filed (as 24.09's web UI does), listed by the official client."""
+    r.stack.api_json("POST", "/logs/error", {
+        "severity": "error", "source": "conformance", "message": "conformance filed this",
+        "context_lang": "python", "context_env": "{}", "request_url": "/conformance",
+        "request_status": 418})
+    res = r.bai("server-logs", "list")
+    clean(res)
+    expect("conformance filed this" in res.out and "ERROR conformance" in res.out, res.out)
+    expect("418 /conformance" in res.out, res.out)
+
+
 def _default_project(r: Runner) -> str:
     groups = r.stack.gql('{ groups(domain_name: "default") { id name } }')["groups"]
     return next(g["id"] for g in groups if g["name"] == "default")
@@ -1309,6 +1424,15 @@ CASES = [
     Case("dotfile list", case_dotfile_list),
     Case("dotfile update", case_dotfile_update),
     Case("dotfile delete", case_dotfile_delete),
+    Case("session-template create", case_template_create),
+    Case("session-template list", case_template_list),
+    Case("session-template get", case_template_get),
+    Case("session-template update", case_template_update),
+    Case("create-from-template", case_create_from_template),
+    Case("session create-from-template", case_session_create_from_template),
+    Case("session-template delete", case_template_delete),
+    Case("server-logs list", case_server_logs_list),
+    Case("task-logs", case_task_logs),
     Case("admin resource usage-per-period", case_usage_per_period),
     Case("admin resource recalculate-usage", case_recalculate_usage),
     Case("destroy", case_destroy_alias),

@@ -545,6 +545,12 @@ TEST_F(AgentTest, LostAgentSessionsWaitThenEndAsErrorAndFreeSlots) {
   EXPECT_EQ((*status)[0].Text(0), "LOST");
   ASSERT_TRUE(Eventually([&] { return Row(id).status == protocol::SessionStatus::kError; }));
   EXPECT_EQ(Row(id).status_info, "agent-lost");
+  // Filed for its owner's error logs, with the transition.
+  auto logs = json::parse(Call("GET", "/logs/error").body);
+  ASSERT_EQ(logs["count"], 1) << logs.dump();
+  EXPECT_EQ(logs["logs"][0]["source"], "kernel");
+  EXPECT_EQ(logs["logs"][0]["message"], "Session orphan (" + id + ") failed: agent-lost");
+  EXPECT_EQ(json::parse(logs["logs"][0]["context_env"].get<std::string>())["session_id"], id);
   // A new agent gets the freed capacity.
   auto other = StartAgent("agent-2", "cpu=1,mem=8g");
   auto next =

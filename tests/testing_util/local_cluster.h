@@ -105,9 +105,10 @@ class LocalCluster : public ::testing::Test {
   /// A test's changes to the simulated agent (slots, devices) before it starts.
   virtual void ConfigureAgent(agent::AgentOptions&) {}
 
-  testing_util::ProcessResult Bai(std::vector<std::string> args) {
+  /// The CLI as the superadmin, `input` on its standard input.
+  testing_util::ProcessResult Bai(std::vector<std::string> args, std::string const& input = {}) {
     args.insert(args.begin(), testing_util::BinPath("bai"));
-    return testing_util::RunProcess(args, env_);
+    return testing_util::RunProcess(args, env_, input);
   }
 
   std::int64_t max_log_bytes_ = 64 << 20;  ///< the agent's per-kernel output limit

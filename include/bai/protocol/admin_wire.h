@@ -177,4 +177,23 @@ inline constexpr std::size_t kMaxDotfileBytes = 64 * 1024;
 /// .ssh, .ssh/authorized_keys, .local, .config), and three octal digits. The error says which.
 BAI_EXPORT Status CheckDotfile(Dotfile const& dotfile);
 
+/// A session template as `GET /template/session` lists it (24.09's shape): a stored task
+/// template a session can be created from (`POST /session/_/create-from-template`).
+struct SessionTemplateInfo {
+  std::string id;  ///< 32 hex digits
+  std::string name;
+  std::string created_at;
+  bool is_owner = false;  ///< the caller's own
+  std::string user;       ///< the owner's uuid
+  std::string group;      ///< the project's id
+  std::string user_email;
+  std::string group_name;
+  std::string domain_name;
+  std::string type = "task";
+  std::string template_json = "{}";  ///< the checked template (apiVersion, kind, metadata, spec)
+};
+
+BAI_EXPORT std::string EncodeSessionTemplates(std::vector<SessionTemplateInfo> const& templates);
+BAI_EXPORT StatusOr<std::vector<SessionTemplateInfo>> DecodeSessionTemplates(std::string_view json);
+
 }  // namespace bai::protocol

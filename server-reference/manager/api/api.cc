@@ -6,6 +6,7 @@
 
 #include "server-reference/common/http/problem.h"
 #include "server-reference/manager/api/handler_util.h"
+#include "server-reference/manager/state/error_logs.h"
 
 #include <nlohmann/json.hpp>
 
@@ -61,6 +62,30 @@ void ManagerApi::AddPooled(std::string method, std::string const& pattern, AuthL
            });
 }
 
+namespace {
+
+// A request the manager failed (5xx), filed under its caller for /logs/error.
+void FileServerError(server::Database& db, server::HttpRequest const& req, Identity const& who,
+                     HttpResponse const& response) {
+  ErrorLogEntry e;
+  e.source = "manager";
+  e.user_uuid = who.user_id;
+  e.request_url = req.method + " " + req.path;
+  e.request_status = response.status;
+  auto body = nlohmann::json::parse(response.body, nullptr, false);
+  if (body.is_object() && body.contains("title") && body["title"].is_string()) {
+    e.message = body["title"].get<std::string>();
+    if (body.contains("msg") && body["msg"].is_string() && body["msg"] != body["title"]) {
+      e.message += ": " + body["msg"].get<std::string>();
+    }
+  } else {
+    e.message = "HTTP " + std::to_string(response.status);
+  }
+  (void)InsertErrorLog(db, std::move(e));  // filing it must not change the answer
+}
+
+}  // namespace
+
 void ManagerApi::Handle(std::shared_ptr<server::Exchange> const& exchange) {
   auto const& req = exchange->request();
   if (auto version = req.Header("x-backendai-version")) {
@@ -115,6 +140,9 @@ void ManagerApi::AddAsync(std::string method, std::string const& pattern, AuthLe
                 if (!response) {
                   response = handler(ctx, exchange);
                   if (!response) return;  // the handler answers later
+                  if (response->status >= 500 && keypair) {
+                    FileServerError(store_.db(), req, keypair->identity, *response);
+                  }
                 }
                 for (auto& h : ctx.response_headers) response->headers.push_back(h);
                 exchange->Respond(*std::move(response));

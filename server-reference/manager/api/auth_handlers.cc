@@ -6,14 +6,17 @@
 
 #include "server-reference/common/exec/work_pool.h"
 #include "server-reference/common/http/problem.h"
+#include "server-reference/manager/admin/ssh_keys.h"
 #include "server-reference/manager/api/handler_util.h"
 #include "server-reference/manager/api/login_throttle.h"
 #include "server-reference/manager/api/params.h"
 #include "server-reference/manager/api/routes.h"
 #include "server-reference/manager/state/bootstrap.h"
+#include "server-reference/manager/state/store.h"
 
 #include <nlohmann/json.hpp>
 
+#include <cctype>
 #include <mutex>
 
 namespace bai::manager {
@@ -201,6 +204,120 @@ void RegisterAuthRoutes(ManagerApi& api) {
                               return response;
                             });
       });
+
+  // The caller's own password: the old one checked (throttled as logins are, on the pool),
+  // the new one twice. 24.09 answers {} and clears need_password_change.
+  api.AddAsync(
+      "POST", "/auth/update-password", L::kUser,
+      [gate](RequestContext& ctx,
+             std::shared_ptr<server::Exchange> const& exchange) -> std::optional<HttpResponse> {
+        auto p = Params::From(ctx.request);
+        if (!p.ok()) return ProblemResponse(p.status());
+        auto old_password = p->String({"old_password"}, true);
+        auto new_password = p->String({"new_password"}, true);
+        auto again = p->String({"new_password2"}, true);
+        if (new_password && again && *new_password != *again) {
+          p->Fail("new_password2", "new password mismatch");
+        }
+        if (new_password && new_password->size() < 8)
+          p->Fail("new_password", "at least 8 characters");
+        if (auto s = p->Check(); !s.ok()) return ProblemResponse(s);
+        Identity const who = *ctx.identity;
+        std::string account = who.domain + "\n" + who.email;
+        {
+          std::lock_guard<std::mutex> lock(gate->mu);
+          auto d = gate->throttle.Admit(ctx.request.peer_address, account, gate->clock());
+          if (!d.allowed) {
+            return TooManyLogins(d.retry_after_seconds, "Too many password attempts; retry in " +
+                                                            std::to_string(d.retry_after_seconds) +
+                                                            " seconds.");
+          }
+        }
+        return gate->OnPool(exchange, ctx.response_headers,
+                            [gate = gate.get(), who, account, old_password = *old_password,
+                             new_password = *new_password, address = ctx.request.peer_address] {
+                              bool mismatch = false;
+                              auto response = Guard([&]() -> StatusOr<HttpResponse> {
+                                auto login = gate->store.FindLogin(who.domain, who.email);
+                                if (!login.ok()) return std::move(login).status();
+                                if (!*login || (*login)->user_id != who.user_id ||
+                                    !VerifyPassword((*login)->password_hash, old_password)) {
+                                  mismatch = true;
+                                  return MakeProblemStatus(ProblemType::kAuthFailed,
+                                                           "Old password mismatch");
+                                }
+                                auto hash = HashPassword(new_password);
+                                if (!hash.ok()) return std::move(hash).status();
+                                auto w = gate->store.db().Exec(
+                                    "UPDATE users SET password_hash = ?, need_password_change = 0, "
+                                    "password_changed_at = ? WHERE uuid = ?",
+                                    {*hash, NowIso(), who.user_id});
+                                if (!w.ok()) return std::move(w).status();
+                                return JsonResponse(nlohmann::json::object());
+                              });
+                              std::lock_guard<std::mutex> lock(gate->mu);
+                              if (mismatch) gate->throttle.Failed(address, account, gate->clock());
+                              return response;
+                            });
+      });
+
+  // The caller's SSH keypair (the keypair's columns): read the public half, make a new pair
+  // (answered once, with the private half), or store one of one's own.
+  api.Add("GET", "/auth/ssh-keypair", L::kUser, [](RequestContext& ctx) {
+    return Guard([&]() -> StatusOr<HttpResponse> {
+      auto rows = ctx.store.db().Query("SELECT ssh_public_key FROM keypairs WHERE access_key = ?",
+                                       {ctx.identity->access_key});
+      if (!rows.ok()) return std::move(rows).status();
+      nlohmann::json key = nullptr;
+      if (!rows->empty() && !(*rows)[0].IsNull(0)) key = (*rows)[0].Text(0);
+      return JsonResponse({{"ssh_public_key", key}});
+    });
+  });
+  auto store_ssh = [](Store& store, std::string const& access_key,
+                      SshKeypair const& k) -> StatusOr<HttpResponse> {
+    auto w = store.db().Exec(
+        "UPDATE keypairs SET ssh_public_key = ?, ssh_private_key = ? WHERE access_key = ?",
+        {k.public_key, k.private_key, access_key});
+    if (!w.ok()) return std::move(w).status();
+    return JsonResponse({{"ssh_public_key", k.public_key}, {"ssh_private_key", k.private_key}});
+  };
+  api.AddAsync(
+      "PATCH", "/auth/ssh-keypair", L::kUser,
+      [gate, store_ssh](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange) {
+        // RSA generation takes tens of milliseconds: on the pool, not an I/O thread.
+        return gate->OnPool(exchange, ctx.response_headers,
+                            [gate = gate.get(), store_ssh, access_key = ctx.identity->access_key] {
+                              return Guard([&]() -> StatusOr<HttpResponse> {
+                                auto k = GenerateSshKeypair();
+                                if (!k.ok()) return std::move(k).status();
+                                return store_ssh(gate->store, access_key, *k);
+                              });
+                            });
+      });
+  api.Add("POST", "/auth/ssh-keypair", L::kUser, [store_ssh](RequestContext& ctx) {
+    return Guard([&]() -> StatusOr<HttpResponse> {
+      auto p = Params::From(ctx.request);
+      if (!p.ok()) return std::move(p).status();
+      auto pub = p->String({"pubkey"}, true);
+      auto priv = p->String({"privkey"}, true);
+      if (auto s = p->Check(); !s.ok()) return s;
+      SshKeypair k{*pub, *priv};
+      while (!k.public_key.empty() &&
+             std::isspace(static_cast<unsigned char>(k.public_key.back()))) {
+        k.public_key.pop_back();
+      }
+      while (!k.private_key.empty() &&
+             std::isspace(static_cast<unsigned char>(k.private_key.back()))) {
+        k.private_key.pop_back();
+      }
+      if (auto s = CheckSshKeypair(k.public_key, k.private_key); !s.ok()) {
+        return MakeProblemStatus(ProblemType::kInvalidApiParams, s.message());
+      }
+      k.public_key += "\n";
+      k.private_key += "\n";
+      return store_ssh(ctx.store, ctx.identity->access_key, k);
+    });
+  });
 
   // Off unless configured (Backend.AI leaves it to a hook plugin; an open manager should not let
   // anyone in by default).

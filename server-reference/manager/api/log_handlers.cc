@@ -211,14 +211,22 @@ struct Follower : std::enable_shared_from_this<Follower> {
 };
 
 // 24.09's answer; bytes that are not UTF-8 become U+FFFD (a JSON string cannot hold them).
-HttpResponse LogsResponse(std::string const& text) {
+// `plain`: the text itself (GET /session/_/logs, 24.09's task logs), else {result: {logs}}.
+HttpResponse LogsResponse(std::string const& text, bool plain) {
+  if (plain) {
+    HttpResponse r;
+    r.content_type = "text/plain; charset=utf-8";
+    r.body = text;
+    return r;
+  }
   json body = {{"result", {{"logs", text}}}};
   return HttpResponse::Json(200, body.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 std::optional<HttpResponse> GetLogs(SessionStore& sessions, AgentRegistry& agents,
                                     RequestContext& ctx,
-                                    std::shared_ptr<server::Exchange> const& exchange) {
+                                    std::shared_ptr<server::Exchange> const& exchange,
+                                    bool plain = false) {
   auto p = Params::From(ctx.request);
   if (!p.ok()) return server::ProblemResponse(p.status());
   bool follow = p->Bool({"follow"}).value_or(false);
@@ -236,8 +244,8 @@ std::optional<HttpResponse> GetLogs(SessionStore& sessions, AgentRegistry& agent
     if (!stored.ok()) return server::ProblemResponse(stored.status());
     // The agent's whole log (its head and tail, a notice between); the tail the manager stored
     // when the agent cannot be read.
-    auto fallback = [streams, started = s->agent_id.has_value(), text = *stored] {
-      if (!streams) return LogsResponse(text);
+    auto fallback = [streams, plain, started = s->agent_id.has_value(), text = *stored] {
+      if (!streams) return LogsResponse(text, plain);
       protocol::SessionOutput o;
       if (started) {
         o.chunks.push_back({"notice",
@@ -266,7 +274,7 @@ std::optional<HttpResponse> GetLogs(SessionStore& sessions, AgentRegistry& agent
           out->truncated = out->truncated || r.truncated;
           return true;
         },
-        [exchange, headers, out, streams, fallback](Status st) {
+        [exchange, headers, out, streams, plain, fallback](Status st) {
           if (!st.ok()) return RespondLate(*exchange, headers, fallback());
           if (streams) {
             return RespondLate(*exchange, headers,
@@ -274,7 +282,7 @@ std::optional<HttpResponse> GetLogs(SessionStore& sessions, AgentRegistry& agent
           }
           std::string text;
           for (auto const& [stream, data] : out->chunks) text += data;
-          RespondLate(*exchange, headers, LogsResponse(text));
+          RespondLate(*exchange, headers, LogsResponse(text, plain));
         });
     return std::nullopt;
   }
@@ -316,6 +324,26 @@ std::optional<HttpResponse> GetLogs(SessionStore& sessions, AgentRegistry& agent
 }  // namespace
 
 void RegisterLogRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry& agents) {
+  // 24.09's task logs (the 22.03 client's `task-logs`): a session's whole output as text, by
+  // its id, name or its main kernel's id.
+  api.AddAsync(
+      "GET", "/session/_/logs", AuthLevel::kUser,
+      [&sessions, &agents](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange)
+          -> std::optional<HttpResponse> {
+        auto p = Params::From(ctx.request);
+        if (!p.ok()) return server::ProblemResponse(p.status());
+        auto task = p->String({"taskId", "task_id", "session_name", "sessionName"}, true);
+        if (auto st = p->Check(); !st.ok()) return server::ProblemResponse(st);
+        server::PathParams params = ctx.params;
+        params["id"] = *task;
+        auto kernel = ctx.store.db().Query("SELECT session_id FROM kernels WHERE id = ?", {*task});
+        if (kernel.ok() && !kernel->empty()) params["id"] = (*kernel)[0].Text(0);
+        server::HttpRequest request = ctx.request;
+        request.query.clear();  // taskId is not one of the logs' own parameters
+        RequestContext by_id{request, params, ctx.identity, ctx.store, ctx.response_headers};
+        return GetLogs(sessions, agents, by_id, exchange, /*plain=*/true);
+      });
+  // After /session/_/logs, which it would match too (the first route that matches wins).
   api.AddAsync(
       "GET", "/session/{id}/logs", AuthLevel::kUser,
       [&sessions, &agents](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange) {

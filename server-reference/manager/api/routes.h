@@ -7,6 +7,8 @@
 #include "server-reference/manager/state/sessions.h"
 #include "server-reference/manager/vfolders/mounts.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cstddef>
 #include <functional>
 #include <string>
@@ -65,13 +67,23 @@ void RegisterStreamRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry
 void RegisterGraphqlRoutes(ManagerApi& api, SessionStore& sessions,
                            vfolders::StorageLinks const& links);
 
-/// `GET /session/{id}/logs`, whole or followed, read from the session's agent (log_handlers.cc).
 /// /user-config/dotfiles, /group-config/dotfiles, /domain-config/dotfiles.
 void RegisterDotfileRoutes(ManagerApi& api);
+
+/// /template/session: session templates' create, list, get (JSON or YAML), update, delete
+/// (template_handlers.cc).
+void RegisterTemplateRoutes(ManagerApi& api);
+/// The body of `POST /session` that create-from-template's request makes with its template
+/// (template_handlers.cc; the session routes then create it as any other).
+StatusOr<nlohmann::json> TemplateCreationBody(RequestContext& ctx);
+
+/// /logs/error: list (a page, newest first), file one, clear one (error_log_handlers.cc).
+void RegisterErrorLogRoutes(ManagerApi& api);
 
 /// /resource/usage/{month,period}, /resource/stats/{user,admin}/month, recalculate-usage.
 void RegisterUsageRoutes(ManagerApi& api, SessionStore& sessions);
 
+/// `GET /session/{id}/logs`, whole or followed, read from the session's agent (log_handlers.cc).
 void RegisterLogRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry& agents);
 
 /// A running session's files: `/session/{id}/files`, `/upload`, `/download`, `/download_single`,

@@ -510,6 +510,17 @@ struct SessionRoutes {
     return std::nullopt;
   }
 
+  // POST /session/_/create-from-template: the template's values under the request's.
+  std::optional<HttpResponse> CreateFromTemplate(
+      RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange) {
+    auto body = TemplateCreationBody(ctx);
+    if (!body.ok()) return ProblemResponse(body.status());
+    server::HttpRequest request = ctx.request;
+    request.body = body->dump();
+    RequestContext made{request, ctx.params, ctx.identity, ctx.store, ctx.response_headers};
+    return Create(made, exchange);
+  }
+
   // GET /events/session: the session event stream (PROTOCOL.md §5.6).
   std::optional<HttpResponse> Events(RequestContext& ctx,
                                      std::shared_ptr<server::Exchange> const& exchange) {
@@ -676,6 +687,10 @@ void RegisterSessionRoutes(ManagerApi& api, SessionStore& sessions, EventHub& hu
   };
   api.AddAsync("POST", "/session", L::kUser, create);
   api.AddAsync("POST", "/session/_/create", L::kUser, create);
+  api.AddAsync("POST", "/session/_/create-from-template", L::kUser,
+               [r](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange) {
+                 return r->CreateFromTemplate(ctx, exchange);
+               });
   // A SessionRoutes member as a sync handler (errors become problem responses).
   auto guarded = [r](StatusOr<HttpResponse> (SessionRoutes::*handler)(RequestContext&)) {
     return

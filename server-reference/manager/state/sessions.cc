@@ -6,6 +6,7 @@
 
 #include "server-reference/manager/state/bootstrap.h"
 #include "server-reference/manager/state/columns.h"
+#include "server-reference/manager/state/error_logs.h"
 
 #include <nlohmann/json.hpp>
 
@@ -526,6 +527,20 @@ StatusOr<bool> TransitionIn(SqlExecutor& tx, std::string const& id, protocol::Se
   if (!details.event.empty()) {
     auto e = InsertEvent(tx, s, details.event, details.reason, details.exit_code, now);
     if (!e.ok()) return e;
+  }
+  if (to == protocol::SessionStatus::kError) {
+    // Filed with the transition: the owner (and their admins) find it in /logs/error.
+    ErrorLogEntry entry;
+    entry.created_at = now;
+    entry.source = "kernel";
+    entry.user_uuid = s.user_id;
+    entry.message =
+        "Session " + s.name + " (" + id + ") failed: " +
+        (details.status_info.empty() ? std::string("no reason given") : details.status_info);
+    nlohmann::json env = {{"session_id", id}, {"session_name", s.name}, {"image", s.image}};
+    if (auto agent = details.agent_id ? details.agent_id : s.agent_id) env["agent_id"] = *agent;
+    entry.context_env = env.dump();
+    if (auto st = InsertErrorLog(tx, std::move(entry)); !st.ok()) return st;
   }
   return true;
 }
