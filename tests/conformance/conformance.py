@@ -66,6 +66,8 @@ NOT_RUN: dict[str, str] = {
     "update-password": "not served yet: `/auth/update-password` through the webserver (#26)",
     "login": "not applicable: session mode (BACKEND_ENDPOINT_TYPE=session) needs the web console (#26)",
     "logout": "not applicable: session mode needs the web console (#26)",
+    "create-from-template": "fails in the client itself: its CLI passes callback_url, which its SDK's create_from_template does not take (TypeError before any request; click 8 also fails on its int options' `undefined` defaults)",
+    "session create-from-template": "fails in the client itself: its CLI passes callback_url, which its SDK's create_from_template does not take (TypeError before any request; click 8 also fails on its int options' `undefined` defaults)",
     "vfolder cp": "fails in the client itself: it raises NotImplementedError",
     "vfolder request-download": "fails in the client itself: its SDK has no "
                                 "`VFolder.request_download` (AttributeError before any request)",
@@ -1157,7 +1159,7 @@ def case_template_create(r: Runner):
     res = r.bai("session-template", "create", "-f", r.file("tpl.yaml", TEMPLATE_YAML.format(n=1).encode()))
     clean(res)
     tid = _template_id(r)
-    expect(tid in res.out, f"the client does not print the id {tid}: {res.out}")
+    expect(tid in res.text(), f"the client does not print the id {tid}: {res.text()}")
     t = _templates(r)["conformance-tpl"]
     expect(t["is_owner"] and t["template"]["spec"]["session_type"] == "batch", f"stored {t}")
     bad = r.bai("session-template", "create", "-f",
@@ -1191,29 +1193,6 @@ def case_template_update(r: Runner):
     body = r.stack.api_json("GET", f"/template/session/{tid}")
     expect(body["template"]["spec"]["kernel"]["run"]["startup_command"] == "echo from-template-2",
            f"after the update: {body}")
-
-
-def _logs_show(r: Runner, name: str, text: str) -> None:
-    info = r.wait_status(name, {"TERMINATED", "ERROR"})
-    expect(info["status"] == "TERMINATED", f"{name} ended {info['status']}")
-    logs = r.stack.api("GET", f"/session/{name}/logs")
-    expect(text in logs.out, f"{name}'s logs lack {text!r}: {logs.out[-500:]}")
-
-
-def case_create_from_template(r: Runner):
-    res = r.bai("create-from-template", _template_id(r), "-t", "conf-tpl-1")
-    clean(res)
-    _logs_show(r, "conf-tpl-1", "from-template-2")
-    info = r.session("conf-tpl-1")
-    expect(info.get("tag") in (None, "conf-tag"), f"tag {info.get('tag')}")
-
-
-def case_session_create_from_template(r: Runner):
-    """The request's command wins over the template's."""
-    res = r.bai("session", "create-from-template", _template_id(r), "-t", "conf-tpl-2",
-                "-c", "echo overridden-command")
-    clean(res)
-    _logs_show(r, "conf-tpl-2", "overridden-command")
 
 
 def case_template_delete(r: Runner):
@@ -1428,8 +1407,6 @@ CASES = [
     Case("session-template list", case_template_list),
     Case("session-template get", case_template_get),
     Case("session-template update", case_template_update),
-    Case("create-from-template", case_create_from_template),
-    Case("session create-from-template", case_session_create_from_template),
     Case("session-template delete", case_template_delete),
     Case("server-logs list", case_server_logs_list),
     Case("task-logs", case_task_logs),
