@@ -54,9 +54,9 @@ bool Reaches(Identity const& who, Identity const& owner, TemplateRecord const& t
 }
 
 // An active template the caller reaches; 404 for one it does not (nothing about others leaks).
-StatusOr<TemplateRecord> Find(RequestContext& ctx, Identity const& owner) {
+StatusOr<TemplateRecord> Find(RequestContext& ctx, Identity const& owner, std::string const& id) {
   TemplateStore store(ctx.store.db());
-  auto t = store.Get(ctx.params.at("id"));
+  auto t = store.Get(id);
   if (!t.ok()) return t.status();
   if (!*t || !Reaches(*ctx.identity, owner, **t)) return NotFound();
   return **t;
@@ -164,7 +164,7 @@ StatusOr<HttpResponse> Get(RequestContext& ctx) {
     p->Fail("format", "format should be \"yaml\" or \"json\"");
   auto owner = Owner(ctx, *p);
   if (!owner.ok()) return owner.status();
-  auto t = Find(ctx, *owner);
+  auto t = Find(ctx, *owner, ctx.params.at("id"));
   if (!t.ok()) return t.status();
   json body = json::parse(t->template_json, nullptr, false);
   json answer = {{"template", body.is_discarded() ? json::object() : body},
@@ -187,7 +187,7 @@ StatusOr<HttpResponse> Put(RequestContext& ctx) {
   bool moves = p->Raw({"group", "groupName", "group_name"}) != nullptr;
   auto owner = Owner(ctx, *p);
   if (!owner.ok()) return owner.status();
-  auto t = Find(ctx, *owner);
+  auto t = Find(ctx, *owner, ctx.params.at("id"));
   if (!t.ok()) return t.status();
   auto parsed = templates::ParsePayload(*payload);
   if (!parsed.ok()) return Invalid(parsed.status());
@@ -218,7 +218,7 @@ StatusOr<HttpResponse> Delete(RequestContext& ctx) {
   if (!p.ok()) return std::move(p).status();
   auto owner = Owner(ctx, *p);
   if (!owner.ok()) return owner.status();
-  auto t = Find(ctx, *owner);
+  auto t = Find(ctx, *owner, ctx.params.at("id"));
   if (!t.ok()) return t.status();
   if (auto frozen = ctx.store.RefuseWhileFrozen(); !frozen.ok()) return frozen;
   TemplateStore store(ctx.store.db());
@@ -236,16 +236,14 @@ StatusOr<json> TemplateCreationBody(RequestContext& ctx) {
   auto id = p->String({"template_id", "templateId"}, true);
   auto owner = Owner(ctx, *p);
   if (!owner.ok()) return owner.status();
-  TemplateStore store(ctx.store.db());
-  auto t = store.Get(*id);
+  auto t = Find(ctx, *owner, *id);
   if (!t.ok()) return t.status();
-  if (!*t || !Reaches(*ctx.identity, *owner, **t)) return NotFound();
-  json raw = json::parse((*t)->template_json, nullptr, false);
+  json raw = json::parse(t->template_json, nullptr, false);
   auto checked = templates::CheckTaskTemplate(raw, "template");
   if (!checked.ok()) return Invalid(checked.status());
   templates::Origin origin;
-  origin.domain_name = (*t)->domain_name;
-  origin.group_name = (*t)->group_name;
+  origin.domain_name = t->domain_name;
+  origin.group_name = t->group_name;
   auto body = templates::CreationRequest(*checked, origin, p->values());
   if (!body.ok()) {
     if (body.status().code() == StatusCode::kUnimplemented) {
