@@ -67,20 +67,29 @@ def main():
                     f"(cap {res['cap_mib']}) | the cap | "
                     f"{'yes' if abs(res['memory_total_mib'] - res['cap_mib']) <= 1 else 'no'} |")
 
-    mn = {r["case"]: r["result"] for r in load(d, "mnist")}
-    if "serial" in mn:
-        s = mn["serial"]
+    runs = [r["result"] | {"case": r["case"]} for r in load(d, "mnist")]
+    serial = [m for m in runs if m["case"] == "serial"]
+    if serial:
+        s = serial[-1]
         whole = s["seconds"] * s["scaled_to"] / s["tasks"]
-        rows.append(f"| 50 tasks one at a time on the whole GPU | {whole:.0f} s"
+        epochs = f", {s['epochs']} epoch{'s' if s['epochs'] != 1 else ''} each" if "epochs" in s else ""
+        rows.append(f"| {s['scaled_to']} tasks one at a time on the whole GPU{epochs} | {whole:.0f} s"
                     f"{' (scaled from %d)' % s['tasks'] if s['tasks'] != s['scaled_to'] else ''} | — | — |")
-        for mode, target in (("unlimited", None), ("timeslice", 0.18), ("mps", 0.10)):
-            if mode in mn:
-                m = mn[mode]
-                frac = m["seconds"] / whole
-                met = "—" if target is None else ("yes" if frac <= target and m.get("failed", 0) == 0 else "no")
-                rows.append(f"| 50 tasks at once, {mode}: makespan / whole-GPU time | {frac:.1%} "
-                            f"({m['seconds']:.0f} s, {m.get('failed', 0)} failed) | "
-                            f"{'—' if target is None else '≤ %d %%' % round(target * 100)} | {met} |")
+        targets = {"unlimited": None, "timeslice": 0.18, "mps": 0.10}
+        for m in runs:  # every run, in the order made (a mode may have been run again, with fewer tasks)
+            if m["case"] not in targets:
+                continue
+            target = targets[m["case"]]
+            # Whole-GPU time for this many tasks, from the serial figure per task.
+            frac = m["seconds"] / (whole * m["tasks"] / s["scaled_to"])
+            met = "—" if target is None else ("yes" if frac <= target and m.get("failed", 0) == 0 else "no")
+            why = "; ".join(sorted(set(m.get("why", []))))
+            rows.append(f"| {m['tasks']} tasks at once, {m['case']}: makespan / whole-GPU time | {frac:.1%} "
+                        f"({m['seconds']:.0f} s, {m.get('failed', 0)} failed{': ' + why if why else ''}) | "
+                        f"{'—' if target is None else '≤ %d %%' % round(target * 100)} | {met} |")
+    rows.append("")
+    rows.append("What these figures mean, what the first run found and fixed, and what is not met: "
+                "docs/gpu-sharing.md, \"On a real GPU\".")
     rows.append("")
     with open(out, "w") as f:
         f.write("\n".join(rows))

@@ -15,7 +15,7 @@
 #
 # Knobs: CAP (memory cap, default 10g), SECONDS_PER_RUN (default 20), TASKS (default 50),
 # SERIAL_SAMPLE (tasks timed one at a time on the whole GPU, default TASKS; the whole-GPU time is
-# scaled from the sample when smaller), EPOCHS (default 2).
+# scaled from the sample when smaller), EPOCHS (default 2), MNIST_MODES (default all four).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -28,6 +28,8 @@ SECS=${SECONDS_PER_RUN:-20}
 TASKS=${TASKS:-50}
 SERIAL_SAMPLE=${SERIAL_SAMPLE:-$TASKS}
 EPOCHS=${EPOCHS:-2}
+MNIST_MODES=${MNIST_MODES:-serial unlimited timeslice mps}  # which of the mnist runs (a later
+                                                            # call's rows are appended)
 PY=${PYTHON:-python3}
 W="$PY bench/gpu/workloads.py"
 WORK=$(mktemp -d)
@@ -88,7 +90,9 @@ phase_memory() {
     record memory "torch-$kind" "$(sed "s/}\$/, \"cap\": $cap, \"host_peak_mib\": $peak}/" "$WORK/mem.out")"
   done
   local env; env=$(container mem-raw "$cap" "")
-  local raw; raw=$(env $env "$PROBE" alloc plain 268435456 100000 | head -2 | tr '\n' ' ')
+  # Whole output first: `| head` would end the probe with SIGPIPE, which pipefail turns fatal.
+  local raw; raw=$(env $env "$PROBE" alloc plain 268435456 100000)
+  raw=$(head -2 <<<"$raw" | tr '\n' ' ')
   record memory raw-cuMemAlloc "{\"probe\": \"$raw\", \"cap\": $cap}"
 }
 
@@ -147,9 +151,10 @@ run_tasks() {  # run_tasks LABEL N PARALLEL MODE: N mnist tasks; prints the make
       env=$(container "task$i" $(( MEM_TOTAL / TASKS )) "$([[ $mode == timeslice ]] && echo "$q")" "$mode" soft)
     fi
     if [[ $parallel == 1 ]]; then
-      env $env $W mnist "$EPOCHS" "$i" > "$WORK/$label.$i.out" & pids+=($!)
+      (env $env $W mnist "$EPOCHS" "$i" > "$WORK/$label.$i.out" 2> "$WORK/$label.$i.err" ||
+        echo "exit status $?" >> "$WORK/$label.$i.err") & pids+=($!)
     else
-      env $env $W mnist "$EPOCHS" "$i" > "$WORK/$label.$i.out"
+      env $env $W mnist "$EPOCHS" "$i" > "$WORK/$label.$i.out" 2> "$WORK/$label.$i.err"
     fi
   done
   [[ ${#pids[@]} -gt 0 ]] && wait "${pids[@]}"
@@ -157,23 +162,39 @@ run_tasks() {  # run_tasks LABEL N PARALLEL MODE: N mnist tasks; prints the make
 }
 
 failed() { grep -L '"seconds"' "$WORK/$1".*.out 2>/dev/null | wc -l; }
+# why(LABEL): the last line of each failed task's stderr, as a JSON list (the causes, for the table)
+why() {
+  local f lines=()
+  for f in $(grep -L '"seconds"' "$WORK/$1".*.out 2>/dev/null); do
+    lines+=("$(tail -1 "${f%.out}.err" | tr -d '"\\\000-\037' | cut -c1-200)")
+  done
+  printf '['; local sep=""
+  for f in "${lines[@]}"; do printf '%s"%s"' "$sep" "$f"; sep=", "; done
+  printf ']'
+}
 
 phase_mnist() {
-  : > "$RESULTS/mnist.jsonl"
-  local serial; serial=$(run_tasks serial "$SERIAL_SAMPLE" 0 none)
-  record mnist serial "{\"tasks\": $SERIAL_SAMPLE, \"seconds\": $serial, \"scaled_to\": $TASKS}"
+  [[ $MNIST_MODES == *serial* ]] && : > "$RESULTS/mnist.jsonl"
   local secs
-  secs=$(run_tasks free "$TASKS" 1 none)
-  record mnist unlimited "{\"tasks\": $TASKS, \"seconds\": $secs, \"failed\": $(failed free)}"
-  secs=$(run_tasks ts "$TASKS" 1 timeslice)
-  record mnist timeslice "{\"tasks\": $TASKS, \"seconds\": $secs, \"failed\": $(failed ts)}"
-  if command -v nvidia-cuda-mps-control >/dev/null; then
+  if [[ $MNIST_MODES == *serial* ]]; then
+    secs=$(run_tasks serial "$SERIAL_SAMPLE" 0 none)
+    record mnist serial "{\"tasks\": $SERIAL_SAMPLE, \"seconds\": $secs, \"scaled_to\": $TASKS, \"epochs\": $EPOCHS}"
+  fi
+  if [[ $MNIST_MODES == *unlimited* ]]; then
+    secs=$(run_tasks free "$TASKS" 1 none)
+    record mnist unlimited "{\"tasks\": $TASKS, \"seconds\": $secs, \"failed\": $(failed free), \"why\": $(why free)}"
+  fi
+  if [[ $MNIST_MODES == *timeslice* ]]; then
+    secs=$(run_tasks ts "$TASKS" 1 timeslice)
+    record mnist timeslice "{\"tasks\": $TASKS, \"seconds\": $secs, \"failed\": $(failed ts), \"why\": $(why ts)}"
+  fi
+  if [[ $MNIST_MODES == *mps* ]] && command -v nvidia-cuda-mps-control >/dev/null; then
     export CUDA_MPS_PIPE_DIRECTORY=$WORK/mps-pipe CUDA_MPS_LOG_DIRECTORY=$WORK/mps-log
     mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
     nvidia-cuda-mps-control -d
     export CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=${MPS_THREADS:-10}
     local secs; secs=$(run_tasks mps "$TASKS" 1 mps)
-    record mnist mps "{\"tasks\": $TASKS, \"seconds\": $secs, \"failed\": $(failed mps)}"
+    record mnist mps "{\"tasks\": $TASKS, \"seconds\": $secs, \"failed\": $(failed mps), \"why\": $(why mps)}"
     unset CUDA_MPS_ACTIVE_THREAD_PERCENTAGE
     echo quit | nvidia-cuda-mps-control
   fi

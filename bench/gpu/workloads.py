@@ -94,7 +94,7 @@ def mnist(epochs, seed):
             loss.backward()
             opt.step()
     torch.cuda.synchronize()
-    out(seconds=time.perf_counter() - t0, loss=float(loss))
+    out(seconds=time.perf_counter() - t0, loss=float(loss.detach()))
 
 
 def main():

@@ -22,6 +22,7 @@ typedef struct CUctxCreateParams_st CUctxCreateParams;
 typedef struct CUstream_st* CUstream;
 typedef struct CUevent_st* CUevent;
 typedef struct CUfunc_st* CUfunction;
+typedef struct CUgraph_st* CUgraph;
 typedef struct CUgraphExec_st* CUgraphExec;
 typedef struct CUmemPoolHandle_st* CUmemoryPool;
 typedef unsigned long long CUmemGenericAllocationHandle;
@@ -38,6 +39,8 @@ enum : CUresult {
   CUDA_ERROR_NOT_FOUND = 500,
   CUDA_ERROR_NOT_READY = 600,
   CUDA_ERROR_NOT_SUPPORTED = 801,
+  CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900,
+  CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901,
   CUDA_ERROR_UNKNOWN = 999,
 };
 

@@ -14,6 +14,12 @@
 //   gpushim_probe launch SECONDS BLOCKS [graph|idle]  a saturating launch loop (graph: replays
 //                                                of a graph costing BLOCKS µs; idle: a context
 //                                                and no launches), then launches done
+//   gpushim_probe capture KERNELS [query|side]    kernels in flight on a stream, then a global-
+//                                                mode capture of KERNELS launches (query: and an
+//                                                event query inside it, which the driver
+//                                                forbids; side: and launches on another stream),
+//                                                the graph instantiated and launched; each
+//                                                step's code
 //   gpushim_probe processes                      NVML's compute processes, as the shim filters
 //   gpushim_probe ledger PATH UUID BYTES…        writes a ledger, as the agent does (bench/gpu)
 //   gpushim_probe next NAME…                     dlsym(RTLD_NEXT, NAME) from the program itself
@@ -297,6 +303,59 @@ int Launch(double seconds, unsigned blocks, bool graph, bool idle) {
   return 0;
 }
 
+int Capture(unsigned kernels, std::string const& extra) {
+  Context();
+  using LaunchFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                unsigned, unsigned, CUstream, void**, void**);
+  auto launch = Get<LaunchFn>("cuLaunchKernel", 7000);
+  auto stream_create = Get<CUresult (*)(CUstream*, unsigned)>("cuStreamCreate", 2000);
+  auto begin = Get<CUresult (*)(CUstream, int)>("cuStreamBeginCapture", 10010);
+  auto end = Get<CUresult (*)(CUstream, CUgraph*)>("cuStreamEndCapture", 10000);
+  auto instantiate = Get<CUresult (*)(CUgraphExec*, CUgraph, unsigned long long)>(
+      "cuGraphInstantiateWithFlags", 11040);
+  auto graph_launch = Get<CUresult (*)(CUgraphExec, CUstream)>("cuGraphLaunch", 10000);
+  auto event_create = Get<CUresult (*)(CUevent*, unsigned)>("cuEventCreate", 2000);
+  auto event_record = Get<CUresult (*)(CUevent, CUstream)>("cuEventRecord", 2000);
+  auto event_query = Get<CUresult (*)(CUevent)>("cuEventQuery", 2000);
+  auto sync = Get<CUresult (*)(CUstream)>("cuStreamSynchronize", 2000);
+  auto fn = reinterpret_cast<CUfunction>(&g_gpa);
+  CUstream s = nullptr;
+  CUstream side = nullptr;
+  if (stream_create(&s, 0) != CUDA_SUCCESS || stream_create(&side, 0) != CUDA_SUCCESS) {
+    Die("cuStreamCreate");
+  }
+  CUevent before = nullptr;
+  event_create(&before, 0);
+  // Work in flight first, so that a limiter has events of its own to look at during the capture.
+  for (int i = 0; i < 8; ++i) {
+    launch(fn, 1000, 1, 1, 128, 1, 1, 0, s, nullptr, nullptr);
+    launch(fn, 1000, 1, 1, 128, 1, 1, 0, side, nullptr, nullptr);
+  }
+  event_record(before, s);
+  std::printf("begin %d\n", begin(s, 0));  // CU_STREAM_CAPTURE_MODE_GLOBAL
+  CUresult failed = CUDA_SUCCESS;
+  for (unsigned i = 0; i < kernels && failed == CUDA_SUCCESS; ++i) {
+    failed = launch(fn, 1000, 1, 1, 128, 1, 1, 0, s, nullptr, nullptr);
+  }
+  std::printf("captured launches %d\n", failed);
+  if (extra == "query") std::printf("query %d\n", event_query(before));
+  if (extra == "side") {
+    CUresult side_rc = CUDA_SUCCESS;
+    for (int i = 0; i < 8 && side_rc == CUDA_SUCCESS; ++i) {
+      side_rc = launch(fn, 1000, 1, 1, 128, 1, 1, 0, side, nullptr, nullptr);
+    }
+    std::printf("side launches %d\n", side_rc);
+  }
+  CUgraph g = nullptr;
+  std::printf("end %d\n", end(s, &g));
+  if (g == nullptr) return 0;
+  CUgraphExec exec = nullptr;
+  std::printf("instantiate %d\n", instantiate(&exec, g, 0));
+  std::printf("graph launch %d\n", graph_launch(exec, s));
+  std::printf("sync %d\n", sync(s));
+  return 0;
+}
+
 int Fork(size_t bytes) {
   Context();
   auto alloc = Get<CUresult (*)(CUdeviceptr*, size_t)>("cuMemAlloc", 3020);
@@ -356,7 +415,8 @@ int main(int argc, char** argv) {
     auto count = reinterpret_cast<int (*)(int*)>(dlsym(rt, "cudaGetDeviceCount"));
     if (count == nullptr) Die("no cudaGetDeviceCount");
     int n = -1;
-    std::printf("cudaGetDeviceCount %d count %d\n", count(&n), n);
+    int const got = count(&n);  // before n is read: argument order is unspecified
+    std::printf("cudaGetDeviceCount %d count %d\n", got, n);
     // libcudart's own resolver: where the pointer it hands out leads.
     using ByVersion = int (*)(char const*, void**, unsigned, unsigned long long, int*);
     if (auto entry = reinterpret_cast<ByVersion>(dlsym(rt, "cudaGetDriverEntryPointByVersion"))) {
@@ -424,6 +484,9 @@ int main(int argc, char** argv) {
     argv[2] = argv[0];
     execv("/proc/self/exe", argv + 2);
     Die("exec");
+  }
+  if (cmd == "capture" && argc >= 3) {
+    return Capture(static_cast<unsigned>(std::atoi(argv[2])), argc >= 4 ? argv[3] : "");
   }
   if (cmd == "fork" && argc >= 3) return Fork(std::strtoull(argv[2], nullptr, 10));
   if (cmd == "launch" && argc >= 4) {

@@ -148,6 +148,9 @@ struct Helpers {
   CUresult (*event_destroy)(CUevent) = nullptr;
   CUresult (*device_get_mem_pool)(CUmemoryPool*, CUdevice) = nullptr;
   CUresult (*pool_get_attribute)(CUmemoryPool, int, void*) = nullptr;
+  CUresult (*stream_is_capturing)(CUstream, int*) = nullptr;
+  CUresult (*stream_is_capturing_ptsz)(CUstream, int*) = nullptr;
+  CUresult (*exchange_capture_mode)(int*) = nullptr;
   nvmlReturn_t (*nvml_device_uuid)(nvmlDevice_t, char*, unsigned) = nullptr;
 };
 Helpers g_help;
@@ -208,6 +211,9 @@ void EnsureCuda() {
   Resolve(lib, "cuEventDestroy_v2", &g_help.event_destroy);
   Resolve(lib, "cuDeviceGetMemPool", &g_help.device_get_mem_pool);
   Resolve(lib, "cuMemPoolGetAttribute", &g_help.pool_get_attribute);
+  Resolve(lib, "cuStreamIsCapturing", &g_help.stream_is_capturing);
+  Resolve(lib, "cuStreamIsCapturing_ptsz", &g_help.stream_is_capturing_ptsz);
+  Resolve(lib, "cuThreadExchangeStreamCaptureMode", &g_help.exchange_capture_mode);
   RebuildReverse();
   g_cuda_loaded.store(true, std::memory_order_release);
 }
@@ -693,12 +699,31 @@ CUresult AllocPlain(CUdeviceptr* dptr, size_t size, unsigned flags, bool managed
   return CUDA_SUCCESS;
 }
 
+/// Whether a launch on `stream` goes into a graph being captured rather than to the GPU. Such a
+/// launch runs nothing now (the graph's launch is held instead), and the limiter's event calls
+/// would break the capture: querying or waiting on events is forbidden while a capture is on.
+bool Capturing(CUstream stream, bool ptsz) {
+  auto is = ptsz && g_help.stream_is_capturing_ptsz != nullptr ? g_help.stream_is_capturing_ptsz
+                                                               : g_help.stream_is_capturing;
+  int status = 0;  // CU_STREAM_CAPTURE_STATUS_NONE
+  return is != nullptr && is(stream, &status) == CUDA_SUCCESS && status != 0;
+}
+
+constexpr int kCaptureModeRelaxed = 2;  // CU_STREAM_CAPTURE_MODE_RELAXED
+
 /// Holds a launch to the device's quanta; returns after the limiter allows it.
 struct LaunchGate {
   explicit LaunchGate(CUstream s, bool ptsz) : stream(s) {
     int d = CurrentDevice();
     if (d < 0 || !S().devices[d].limiter) return;
     dev = &S().devices[d];
+    // A capture on another stream (this thread's in global mode, or any thread's) forbids the
+    // limiter's event queries on this one unless this thread relaxes its mode, as PyTorch's
+    // allocator does for its own queries; the program's mode is put back in Done.
+    if (g_help.exchange_capture_mode != nullptr) {
+      mode = kCaptureModeRelaxed;
+      if (g_help.exchange_capture_mode(&mode) != CUDA_SUCCESS) mode = -1;
+    }
     dev->limiter_mu.lock();
     t_ptsz = ptsz;
     bool peers_idle = false;
@@ -714,17 +739,19 @@ struct LaunchGate {
     if (dev != nullptr) {
       if (rc == CUDA_SUCCESS) dev->limiter->AfterLaunch(stream);
       dev->limiter_mu.unlock();
+      if (mode >= 0) g_help.exchange_capture_mode(&mode);
     }
     return rc;
   }
   CUstream stream;
   DeviceState* dev = nullptr;
+  int mode = -1;  // the program's capture mode while the gate holds the relaxed one
 };
 
 template <typename F, typename... A>
 CUresult Launch(F real, CUstream stream, bool ptsz, A... args) {
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  if (!g_limiting.load(std::memory_order_relaxed)) return real(args...);
+  if (!g_limiting.load(std::memory_order_relaxed) || Capturing(stream, ptsz)) return real(args...);
   LaunchGate gate(stream, ptsz);
   return gate.Done(real(args...));
 }

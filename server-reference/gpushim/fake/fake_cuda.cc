@@ -11,11 +11,15 @@
 #include "server-reference/gpushim/driver_abi.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -24,9 +28,17 @@ using namespace bai::fakegpu;
 constexpr std::uint64_t kPoolChunk = 32ULL << 20;  // pools grow in 32 MiB steps
 constexpr std::uint64_t kMaxQueueDepth = 1024;     // launches a stream may have pending
 
+enum CaptureStatus { kCaptureNone = 0, kCaptureActive = 1, kCaptureInvalidated = 2 };
+enum CaptureMode { kModeGlobal = 0, kModeThreadLocal = 1, kModeRelaxed = 2 };
+
 struct Stream {
   int device = 0;
   std::atomic<std::uint64_t> last_end{0};
+  // Stream capture (under Process::mu): launches go into a graph instead of the queue.
+  int capture = kCaptureNone;
+  int capture_mode = kModeGlobal;
+  pthread_t capture_thread{};
+  std::uint64_t captured_cost = 0;
 };
 
 struct Context {
@@ -39,6 +51,11 @@ struct Event {
   std::uint64_t complete_at = 0;
   bool recorded = false;
   bool timing = true;
+  bool captured = false;  // last recorded into a capture: a node of the graph, not a time
+};
+
+struct Graph {
+  std::uint64_t cost_ns = 0;
 };
 
 struct Pool {
@@ -70,6 +87,7 @@ struct Process {
   std::unordered_map<Context*, std::unique_ptr<Context>> created;  // cuCtxCreate's
   CUdeviceptr next_ptr = 0;
   CUmemGenericAllocationHandle next_handle = 0;
+  std::vector<Stream*> capturing;  // streams with a capture under way
 };
 
 Process& P() {
@@ -89,6 +107,25 @@ Process& P() {
 }
 
 thread_local Context* t_current = nullptr;
+thread_local int t_capture_mode = kModeGlobal;  // cuThreadExchangeStreamCaptureMode's
+
+/// The driver's rule for "potentially unsafe" calls (event queries and waits, synchronisation)
+/// while a capture is under way: refused, and the capture that forbade them is invalidated,
+/// when this thread's mode is not relaxed and this thread has a capture under way (global or
+/// thread-local mode) or another thread one in global mode. True when the call is refused.
+bool UnsafeDuringCapture() {
+  if (t_capture_mode == kModeRelaxed) return false;
+  std::lock_guard lock(P().mu);
+  bool refused = false;
+  for (Stream* st : P().capturing) {
+    bool mine = pthread_equal(st->capture_thread, pthread_self()) != 0;
+    if (st->capture_mode == kModeGlobal || (mine && st->capture_mode == kModeThreadLocal)) {
+      st->capture = kCaptureInvalidated;
+      refused = true;
+    }
+  }
+  return refused;
+}
 
 int DeviceCount() { return static_cast<int>(Attach()->device_count); }
 
@@ -120,6 +157,14 @@ Stream* StreamOf(CUstream s) {
 CUresult Enqueue(CUstream s, std::uint64_t cost) {
   Stream* st = StreamOf(s);
   if (st == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  if (s != nullptr) {
+    std::lock_guard lock(P().mu);
+    if (st->capture == kCaptureActive) {
+      st->captured_cost += cost;  // a node of the graph: runs when the graph is launched
+      return CUDA_SUCCESS;
+    }
+    if (st->capture == kCaptureInvalidated) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  }
   std::uint64_t now = NowNs();
   // The driver's launch queue is finite: a launch waits while the stream is that far behind.
   std::uint64_t backlog = kMaxQueueDepth * std::max<std::uint64_t>(cost, 1);
@@ -423,6 +468,7 @@ __attribute__((visibility("default"))) CUresult cuCtxGetDevice(CUdevice* d) {
 __attribute__((visibility("default"))) CUresult cuCtxSynchronize() {
   int d = 0;
   if (CUresult rc = NeedContext(&d); rc != CUDA_SUCCESS) return rc;
+  if (UnsafeDuringCapture()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   SleepUntilNs(std::max(t_current->stream.last_end.load(), NowNs()));
   return CUDA_SUCCESS;
 }
@@ -641,6 +687,7 @@ __attribute__((visibility("default"))) CUresult cuStreamDestroy_v2(CUstream s) {
 __attribute__((visibility("default"))) CUresult cuStreamSynchronize(CUstream s) {
   Stream* st = StreamOf(s);
   if (st == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  if (UnsafeDuringCapture()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   SleepUntilNs(std::max(st->last_end.load(), NowNs()));
   return CUDA_SUCCESS;
 }
@@ -665,21 +712,38 @@ __attribute__((visibility("default"))) CUresult cuEventRecord(CUevent e, CUstrea
   Stream* st = StreamOf(s);
   if (st == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
   auto* ev = reinterpret_cast<Event*>(e);
+  if (s != nullptr) {
+    std::lock_guard lock(P().mu);
+    if (st->capture == kCaptureInvalidated) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    if (st->capture == kCaptureActive) {
+      ev->captured = true;
+      return CUDA_SUCCESS;
+    }
+  }
   ev->complete_at = std::max(st->last_end.load(), NowNs());
   ev->recorded = true;
+  ev->captured = false;
   return CUDA_SUCCESS;
 }
 __attribute__((visibility("default"))) CUresult cuEventRecord_ptsz(CUevent e, CUstream s) {
   return cuEventRecord(e, s);
 }
+/// An event last recorded into a capture has no time to wait for: asking is an error.
+bool CapturedEvent(Event const* ev) {
+  std::lock_guard lock(P().mu);
+  return ev->captured;
+}
+
 __attribute__((visibility("default"))) CUresult cuEventQuery(CUevent e) {
   if (e == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   auto* ev = reinterpret_cast<Event*>(e);
+  if (UnsafeDuringCapture() || CapturedEvent(ev)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   return !ev->recorded || NowNs() >= ev->complete_at ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 __attribute__((visibility("default"))) CUresult cuEventSynchronize(CUevent e) {
   if (e == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   auto* ev = reinterpret_cast<Event*>(e);
+  if (UnsafeDuringCapture() || CapturedEvent(ev)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   if (ev->recorded) SleepUntilNs(std::max(ev->complete_at, NowNs()));
   return CUDA_SUCCESS;
 }
@@ -701,6 +765,82 @@ __attribute__((visibility("default"))) CUresult cuEventElapsedTime_v2(float* ms,
 __attribute__((visibility("default"))) CUresult cuEventElapsedTime(float* ms, CUevent a,
                                                                    CUevent b) {
   return cuEventElapsedTime_v2(ms, a, b);
+}
+
+// ---- stream capture ----------------------------------------------------------------------------
+__attribute__((visibility("default"))) CUresult cuStreamBeginCapture_v2(CUstream s, int mode) {
+  int d = 0;
+  if (CUresult rc = NeedContext(&d); rc != CUDA_SUCCESS) return rc;
+  if (s == nullptr) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;  // the legacy NULL stream
+  if (mode < kModeGlobal || mode > kModeRelaxed) return CUDA_ERROR_INVALID_VALUE;
+  auto* st = reinterpret_cast<Stream*>(s);
+  std::lock_guard lock(P().mu);
+  if (st->capture != kCaptureNone) return CUDA_ERROR_INVALID_VALUE;
+  st->capture = kCaptureActive;
+  st->capture_mode = mode;
+  st->capture_thread = pthread_self();
+  st->captured_cost = 0;
+  P().capturing.push_back(st);
+  return CUDA_SUCCESS;
+}
+__attribute__((visibility("default"))) CUresult cuStreamBeginCapture_ptsz(CUstream s, int mode) {
+  return cuStreamBeginCapture_v2(s, mode);
+}
+__attribute__((visibility("default"))) CUresult cuStreamEndCapture(CUstream s, CUgraph* graph) {
+  if (s == nullptr || graph == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  auto* st = reinterpret_cast<Stream*>(s);
+  std::lock_guard lock(P().mu);
+  if (st->capture == kCaptureNone) return CUDA_ERROR_INVALID_VALUE;
+  auto& c = P().capturing;
+  c.erase(std::remove(c.begin(), c.end(), st), c.end());
+  bool invalidated = st->capture == kCaptureInvalidated;
+  st->capture = kCaptureNone;
+  *graph = nullptr;
+  if (invalidated) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  auto* g = new Graph;
+  g->cost_ns = st->captured_cost;
+  *graph = reinterpret_cast<CUgraph>(g);
+  return CUDA_SUCCESS;
+}
+__attribute__((visibility("default"))) CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph* g) {
+  return cuStreamEndCapture(s, g);
+}
+__attribute__((visibility("default"))) CUresult cuStreamIsCapturing(CUstream s, int* status) {
+  if (status == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (StreamOf(s) == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  std::lock_guard lock(P().mu);
+  *status = s != nullptr ? reinterpret_cast<Stream*>(s)->capture : kCaptureNone;
+  return CUDA_SUCCESS;
+}
+__attribute__((visibility("default"))) CUresult cuStreamIsCapturing_ptsz(CUstream s, int* status) {
+  return cuStreamIsCapturing(s, status);
+}
+__attribute__((visibility("default"))) CUresult cuThreadExchangeStreamCaptureMode(int* mode) {
+  if (mode == nullptr || *mode < kModeGlobal || *mode > kModeRelaxed) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  std::swap(*mode, t_capture_mode);
+  return CUDA_SUCCESS;
+}
+__attribute__((visibility("default"))) CUresult cuGraphInstantiateWithFlags(CUgraphExec* exec,
+                                                                            CUgraph g,
+                                                                            unsigned long long) {
+  if (exec == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (g == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  auto* e = new GraphExec;
+  e->cost_ns = reinterpret_cast<Graph*>(g)->cost_ns;
+  *exec = reinterpret_cast<CUgraphExec>(e);
+  return CUDA_SUCCESS;
+}
+__attribute__((visibility("default"))) CUresult cuGraphDestroy(CUgraph g) {
+  if (g == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  delete reinterpret_cast<Graph*>(g);
+  return CUDA_SUCCESS;
+}
+__attribute__((visibility("default"))) CUresult cuGraphExecDestroy(CUgraphExec g) {
+  if (g == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  delete reinterpret_cast<GraphExec*>(g);
+  return CUDA_SUCCESS;
 }
 
 // ---- launches ----------------------------------------------------------------------------------
@@ -847,6 +987,16 @@ static ProcEntry const kProcTable[] = {
     T("cuLaunchCooperativeKernel", 9000, cuLaunchCooperativeKernel_ptsz),
     E("cuGraphLaunch", 10000, cuGraphLaunch),
     T("cuGraphLaunch", 10000, cuGraphLaunch_ptsz),
+    E("cuStreamBeginCapture", 10010, cuStreamBeginCapture_v2),
+    T("cuStreamBeginCapture", 10010, cuStreamBeginCapture_ptsz),
+    E("cuStreamEndCapture", 10000, cuStreamEndCapture),
+    T("cuStreamEndCapture", 10000, cuStreamEndCapture_ptsz),
+    E("cuStreamIsCapturing", 10000, cuStreamIsCapturing),
+    T("cuStreamIsCapturing", 10000, cuStreamIsCapturing_ptsz),
+    E("cuThreadExchangeStreamCaptureMode", 10010, cuThreadExchangeStreamCaptureMode),
+    E("cuGraphInstantiateWithFlags", 11040, cuGraphInstantiateWithFlags),
+    E("cuGraphDestroy", 10000, cuGraphDestroy),
+    E("cuGraphExecDestroy", 10000, cuGraphExecDestroy),
 };
 #undef E
 #undef T
