@@ -65,7 +65,8 @@ Noun NounOf(int argc, char** argv) {
       return Noun::kSession;
     }
     if (word == "vfolder" || word == "vf" || word == "cp") return Noun::kVFolder;
-    if (word == "admin" || word == "user" || word == "dotfile" || word == "template") {
+    if (word == "admin" || word == "user" || word == "keypair" || word == "dotfile" ||
+        word == "template") {
       return Noun::kAdmin;
     }
     return Noun::kAll;

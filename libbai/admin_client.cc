@@ -9,12 +9,15 @@
 
 #include "libbai/protocol/wire_json.h"
 #include "libbai/util/json_parse.h"
+#include "libbai/util/json_scan.h"
 #include "libbai/util/url.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <deque>
+#include <functional>
 #include <future>
 
 namespace bai {
@@ -165,52 +168,91 @@ Status AdminClient::DeleteProject(std::string const& id, bool purge) const {
 
 constexpr std::int64_t kPage = 1000;  // the server's largest page
 
-StatusOr<std::vector<protocol::User>> AdminClient::Users(UserFilter const& filter) const {
-  auto fetch = [this, &filter](std::int64_t offset) {
+namespace {
+
+// Every page of user_list for `filter`, as the data texts the server sent, to `take` in order:
+// the first page says how many there are; the rest are asked for a few at a time (each page is
+// its own request over the ordered list, so pages never overlap). `take` sets the total from
+// the first page.
+Status UserPages(Client const& client, UserFilter const& filter,
+                 std::function<Status(std::string const&, std::int64_t&)> const& take) {
+  auto fetch = [&client, &filter](std::int64_t offset) -> StatusOr<std::string> {
     json vars = {{"limit", kPage}, {"offset", offset}};
     if (!filter.domain_name.empty()) vars["d"] = filter.domain_name;
     if (!filter.project_id.empty()) vars["g"] = filter.project_id;
     if (!filter.status.empty()) vars["s"] = filter.status;
-    return Run(client_,
-               "query($limit: Int!, $offset: Int!, $d: String, $g: UUID, $s: String) { "
-               "user_list(limit: $limit, offset: $offset, domain_name: $d, group_id: $g, "
-               "status: $s, order: \"email\") { total_count items" +
-                   Fields(kUserFields) + " } }",
-               vars);
+    protocol::GraphqlRequest request;
+    request.query =
+        "query($limit: Int!, $offset: Int!, $d: String, $g: UUID, $s: String) { "
+        "user_list(limit: $limit, offset: $offset, domain_name: $d, group_id: $g, "
+        "status: $s, order: \"email\") { total_count items" +
+        Fields(kUserFields) + " } }";
+    request.variables_json = vars.dump();
+    return RunGraphql(client, request);
   };
-  // The first page says how many there are; the rest are asked for a few at a time (each page
-  // is its own request over the ordered list, so pages never overlap), decoded in order.
   constexpr std::size_t kInFlight = 4;
-  std::vector<protocol::User> out;
-  auto decode = [&out](StatusOr<json>& data, std::int64_t& total) -> Status {
-    if (!data.ok()) return data.status();
-    json& page = (*data)["user_list"];
-    total = page.value("total_count", std::int64_t{0});
-    if (!page["items"].is_array()) return Status();
-    for (auto const& item : page["items"]) {
-      auto u = internal::UserFromJson(item);
-      if (!u.ok()) return u.status();
-      out.push_back(*std::move(u));
-    }
-    return Status();
-  };
   auto first = fetch(0);
+  if (!first.ok()) return first.status();
   std::int64_t total = 0;
-  if (auto s = decode(first, total); !s.ok()) return s;
-  out.reserve(static_cast<std::size_t>(std::max<std::int64_t>(total, 0)));
-  std::deque<std::future<StatusOr<json>>> pending;
+  if (auto s = take(*first, total); !s.ok()) return s;
+  std::deque<std::future<StatusOr<std::string>>> pending;
   std::int64_t next = kPage;
   while (true) {
     while (pending.size() < kInFlight && next < total) {
       pending.push_back(std::async(std::launch::async, fetch, next));
       next += kPage;
     }
-    if (pending.empty()) return out;
+    if (pending.empty()) return Status();
     auto data = pending.front().get();
     pending.pop_front();
+    if (!data.ok()) return data.status();  // the others finish as they go
     std::int64_t ignored = 0;
-    if (auto s = decode(data, ignored); !s.ok()) return s;  // the others finish as they go
+    if (auto s = take(*data, ignored); !s.ok()) return s;
   }
+}
+
+Status Malformed() { return Status(StatusCode::kInternal, "malformed user_list page"); }
+
+}  // namespace
+
+StatusOr<std::vector<protocol::User>> AdminClient::Users(UserFilter const& filter) const {
+  std::vector<protocol::User> out;
+  auto s = UserPages(client_, filter, [&out](std::string const& text, std::int64_t& total) {
+    auto j = internal::ParseJson(text);
+    if (!j || !j->is_object()) return Malformed();
+    json& page = (*j)["user_list"];
+    total = page.value("total_count", std::int64_t{0});
+    if (!page["items"].is_array()) return Status();
+    out.reserve(static_cast<std::size_t>(std::max<std::int64_t>(total, 0)));
+    for (auto const& item : page["items"]) {
+      auto u = internal::UserFromJson(item);
+      if (!u.ok()) return u.status();
+      out.push_back(*std::move(u));
+    }
+    return Status();
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
+StatusOr<std::string> AdminClient::UsersJson(UserFilter const& filter) const {
+  std::string out = "[";
+  auto s = UserPages(client_, filter, [&out](std::string const& text, std::int64_t& total) {
+    auto count = internal::FindJsonValue(text, {"user_list", "total_count"});
+    auto items = internal::FindJsonValue(text, {"user_list", "items"});
+    if (!count || !items) return Malformed();
+    total = std::strtoll(std::string(*count).c_str(), nullptr, 10);
+    auto each = internal::SplitJsonArray(*items);
+    if (!each) return Malformed();
+    for (auto item : *each) {
+      if (item.empty() || item.front() != '{') return Malformed();
+      if (out.size() > 1) out += ',';
+      out += item;
+    }
+    return Status();
+  });
+  if (!s.ok()) return s;
+  return out + "]";
 }
 
 StatusOr<std::optional<protocol::User>> AdminClient::User(std::string const& email) const {
@@ -357,6 +399,90 @@ StatusOr<std::vector<std::string>> AdminClient::ResourceGroupsOfDomain(
   std::vector<std::string> out;
   for (auto const& g : (*data)["scaling_groups_for_domain"]) out.push_back(g.value("name", ""));
   return out;
+}
+
+StatusOr<std::vector<protocol::ImageEntry>> AdminClient::Images() const {
+  auto data =
+      Run(client_, "{ images { id name tag registry architecture aliases installed_agents } }");
+  if (!data.ok()) return data.status();
+  return DecodeAll<protocol::ImageEntry>((*data)["images"], protocol::DecodeImage);
+}
+
+StatusOr<std::string> AdminClient::RescanImages() const {
+  auto m =
+      Mutate(client_, "rescan_images", "mutation { rescan_images { ok msg task_id } }", nullptr);
+  if (!m.ok()) return m.status();
+  return (*m).value("task_id", "");
+}
+
+Status AdminClient::AliasImage(std::string const& alias, std::string const& target,
+                               std::string const& architecture) const {
+  return Mutate(client_, "alias_image",
+                "mutation($a: String!, $t: String!, $arch: String) { alias_image(alias: $a, "
+                "target: $t, architecture: $arch) { ok msg } }",
+                {{"a", alias}, {"t", target}, {"arch", architecture}})
+      .status();
+}
+
+Status AdminClient::DealiasImage(std::string const& alias, std::string const& architecture) const {
+  return Mutate(client_, "dealias_image",
+                "mutation($a: String!, $arch: String) { dealias_image(alias: $a, "
+                "architecture: $arch) { ok msg } }",
+                {{"a", alias}, {"arch", architecture}})
+      .status();
+}
+
+StatusOr<std::vector<protocol::AgentEntry>> AdminClient::Agents() const {
+  std::vector<protocol::AgentEntry> out;
+  constexpr int kAgentPage = 100;
+  for (int offset = 0;; offset += kAgentPage) {
+    auto data = Run(client_,
+                    "query($l: Int!, $o: Int!) { agent_list(limit: $l, offset: $o) { items { id "
+                    "status scaling_group architecture version schedulable available_slots "
+                    "occupied_slots first_contact lost_at } total_count } }",
+                    {{"l", kAgentPage}, {"o", offset}});
+    if (!data.ok()) return data.status();
+    auto page =
+        DecodeAll<protocol::AgentEntry>((*data)["agent_list"]["items"], protocol::DecodeAgent);
+    if (!page.ok()) return page.status();
+    out.insert(out.end(), page->begin(), page->end());
+    auto total = (*data)["agent_list"].value("total_count", 0);
+    if (page->empty() || static_cast<int>(out.size()) >= total) break;
+  }
+  return out;
+}
+
+Status AdminClient::SetAgentSchedulable(std::string const& id, bool schedulable) const {
+  return Mutate(client_, "modify_agent",
+                "mutation($id: String!, $p: ModifyAgentInput!) { modify_agent(id: $id, props: "
+                "$p) { ok msg } }",
+                {{"id", id}, {"p", {{"schedulable", schedulable}}}})
+      .status();
+}
+
+StatusOr<std::vector<protocol::ResourcePreset>> AdminClient::Presets() const {
+  auto data = Run(client_, "{ resource_presets { name resource_slots shared_memory } }");
+  if (!data.ok()) return data.status();
+  return DecodeAll<protocol::ResourcePreset>((*data)["resource_presets"],
+                                             protocol::DecodeResourcePreset);
+}
+
+Status AdminClient::CreatePreset(std::string const& name, std::string const& slots_json,
+                                 std::string const& shared_memory) const {
+  json props = {{"resource_slots", slots_json}};
+  if (!shared_memory.empty()) props["shared_memory"] = shared_memory;
+  return Mutate(client_, "create_resource_preset",
+                "mutation($n: String!, $p: CreateResourcePresetInput!) { "
+                "create_resource_preset(name: $n, props: $p) { ok msg } }",
+                {{"n", name}, {"p", props}})
+      .status();
+}
+
+Status AdminClient::DeletePreset(std::string const& name) const {
+  return Mutate(client_, "delete_resource_preset",
+                "mutation($n: String!) { delete_resource_preset(name: $n) { ok msg } }",
+                {{"n", name}})
+      .status();
 }
 
 StatusOr<std::vector<protocol::KeypairResourcePolicy>> AdminClient::KeypairPolicies() const {

@@ -7,6 +7,7 @@
 #include "bai/admin_client.h"
 #include "bai/protocol/dates.h"
 
+#include "cli/commands/admin_util.h"
 #include "cli/commands/session_util.h"
 #include "cli/commands/vfolder.h"
 #include "libbai/protocol/wire_json.h"
@@ -28,8 +29,6 @@
 
 namespace bai::cli {
 
-namespace {
-
 using nlohmann::json;
 
 int WithAdmin(Context& ctx, std::function<Status(AdminClient&)> const& body) {
@@ -46,9 +45,6 @@ void PrintJson(Context& ctx, json doc) {
   ctx.out() << doc.dump() << "\n";
 }
 
-std::string YesNo(bool b) { return b ? "yes" : "no"; }
-
-// A slot map's JSON text in words ("cpu=4 mem=8g"; "-" for none).
 std::string SlotsWords(std::string const& text) {
   auto j = internal::ParseJson(text);
   if (!j || !j->is_object() || j->empty()) return "-";
@@ -59,7 +55,6 @@ std::string SlotsWords(std::string const& text) {
   return out;
 }
 
-// A JSON object flag ("{\"cpu\": 4}"), or "cpu=4,mem=8g".
 StatusOr<std::string> SlotsFlag(std::string const& flag, std::string const& value) {
   if (value.empty()) return std::string("{}");
   if (value.front() == '{') {
@@ -75,6 +70,10 @@ StatusOr<std::string> SlotsFlag(std::string const& flag, std::string const& valu
   }
   return internal::SlotsToJson(slots).dump();
 }
+
+namespace {
+
+std::string YesNo(bool b) { return b ? "yes" : "no"; }
 
 // 18 random bytes as URL-safe text: a password made for the user, printed once.
 std::string RandomPassword() {
@@ -306,18 +305,16 @@ void AddUsers(CommandSet& set, CLI::App& admin) {
   ls->add_option("--status", filter.status, "active, inactive, deleted");
   set.OnRun(ls, [&ctx, &filter] {
     return WithAdmin(ctx, [&](AdminClient& a) -> Status {
-      auto all = a.Users(filter);
-      if (!all.ok()) return all.status();
       if (ctx.json()) {
-        // Written a user at a time (10,000 users are 5 MB): the same document PrintJson writes.
-        std::string text = "{\"exit_code\":0,\"users\":[";
-        for (std::size_t i = 0; i < all->size(); ++i) {
-          if (i) text += ',';
-          text += UserJson((*all)[i]).dump();
-        }
-        ctx.out() << text << "]}\n";
+        // The server's objects as they came (10,000 users are 5 MB): the document PrintJson
+        // would write.
+        auto users = a.UsersJson(filter);
+        if (!users.ok()) return users.status();
+        ctx.out() << "{\"exit_code\":0,\"users\":" << *users << "}\n";
         return Status();
       }
+      auto all = a.Users(filter);
+      if (!all.ok()) return all.status();
       std::vector<std::vector<std::string>> rows{
           {"EMAIL", "USERNAME", "ROLE", "STATUS", "DOMAIN", "POLICY", "CREATED"}};
       for (auto const& u : *all) {
@@ -482,6 +479,16 @@ json KeypairJson(protocol::KeyPair k) {
   return j;
 }
 
+// A keypair just made: its secret, shown this once.
+void PrintNewKeypair(Context& ctx, protocol::KeyPair const& k) {
+  if (ctx.json()) {
+    PrintJson(ctx, {{"keypair", KeypairJson(k)}, {"secret_key", k.secret_key}});
+  } else {
+    ctx.out() << "access key: " << k.access_key << "\nsecret key: " << k.secret_key
+              << "\n(shown once: keep it now)\n";
+  }
+}
+
 void PrintKeypairs(Context& ctx, std::vector<protocol::KeyPair> const& keys) {
   if (ctx.json()) {
     json items = json::array();
@@ -530,13 +537,7 @@ void AddKeypairs(CommandSet& set, CLI::App& admin) {
     return WithAdmin(ctx, [&](AdminClient& a) -> Status {
       auto k = a.CreateKeypair(c.email, c.policy, c.rate_limit, c.admin);
       if (!k.ok()) return k.status();
-      if (ctx.json()) {
-        json doc = {{"keypair", KeypairJson(*k)}, {"secret_key", k->secret_key}};
-        PrintJson(ctx, doc);
-      } else {
-        ctx.out() << "access key: " << k->access_key << "\nsecret key: " << k->secret_key
-                  << "\n(shown once: keep it now)\n";
-      }
+      PrintNewKeypair(ctx, *k);
       return Status();
     });
   });
@@ -865,7 +866,8 @@ void AddUsage(CommandSet& set, CLI::App& admin) {
 void AddAdminCommands(CommandSet& set) {
   auto* admin = set.root().add_subcommand("admin",
                                           "Administration: domains, projects, users, "
-                                          "keypairs, policies, resource groups, usage");
+                                          "keypairs, policies, resource groups, images, "
+                                          "agents, presets, usage");
   admin->require_subcommand(1);
   AddDomains(set, *admin);
   AddProjects(set, *admin);
@@ -873,6 +875,7 @@ void AddAdminCommands(CommandSet& set) {
   AddKeypairs(set, *admin);
   AddPolicies(set, *admin);
   AddResourceGroups(set, *admin);
+  AddClusterAdminCommands(set, *admin);
   AddUsage(set, *admin);
 }
 
@@ -892,6 +895,46 @@ void AddUserCommands(CommandSet& set) {
         PrintUser(ctx, **u);
       }
       return Status();
+    });
+  });
+
+  // One's own keypairs (bai's self-service; `bai admin keypair` is the superadmin's).
+  auto* keys = set.root().add_subcommand("keypair", "Your own keypairs");
+  keys->require_subcommand(1);
+  auto* ls = keys->add_subcommand("ls", "List your keypairs (secrets are never listed)");
+  ls->alias("list");
+  set.OnRun(ls, [&ctx] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      auto all = a.Keypairs();
+      if (!all.ok()) return all.status();
+      PrintKeypairs(ctx, *all);
+      return Status();
+    });
+  });
+  auto* create = keys->add_subcommand(
+      "create", "A new keypair of yours, with this one's policy; prints its secret once");
+  create->alias("add");
+  set.OnRun(create, [&ctx] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      auto self = a.User();
+      if (!self.ok()) return self.status();
+      if (!*self)
+        return Status(StatusCode::kNotFound, "the server does not know this keypair's user");
+      // The server gives the new key this one's policy and rate limit, whatever is asked.
+      auto k = a.CreateKeypair((*self)->email);
+      if (!k.ok()) return k.status();
+      PrintNewKeypair(ctx, *k);
+      return Status();
+    });
+  });
+  auto& key = set.Keep<std::string>();
+  auto* rm = keys->add_subcommand("rm", "Delete one of your keypairs (not your main one)");
+  rm->add_option("ACCESS_KEY", key, "The access key")->required();
+  set.OnRun(rm, [&ctx, &key] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      auto s = a.DeleteKeypair(key);
+      if (s.ok()) PrintDone(ctx, "deleted " + key);
+      return s;
     });
   });
 }

@@ -7,7 +7,7 @@ namespace bai::cli {
 
 /// The `admin` noun: `domain|project|user|keypair|policy` with `ls|create|update|rm|…`.
 void AddAdminCommands(CommandSet& set);
-/// The `user` noun: `me`.
+/// The `user` noun (`me`) and the `keypair` noun: one's own keys, `ls|create|rm`.
 void AddUserCommands(CommandSet& set);
 /// The `dotfile` noun: `ls|get|set|rm`, one's own or (admins) a project's or a domain's.
 void AddDotfileCommands(CommandSet& set);

@@ -389,6 +389,10 @@ void AddSpecFlags(CLI::App* cmd, SpecOptions& o) {
   cmd->add_option("--group", o.group, "Project (default: the configured group)");
   cmd->add_option("--scaling-group", o.scaling_group, "Resource group");
   cmd->add_option("--tag", o.tag, "A free-form tag");
+  cmd->add_option("--bootstrap-script", o.bootstrap_file,
+                  "A script the kernel runs in /home/work before it starts (its output goes to "
+                  "bai logs; default: your stored one, see bai api GET "
+                  "/user-config/bootstrap-script)");
   cmd->add_option("--priority", o.priority, "Queue priority 0–100 (default 10)")
       ->check(CLI::Range(0, 100));
   cmd->add_option("--preopen", o.preopen,

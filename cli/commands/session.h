@@ -27,6 +27,7 @@ struct SpecOptions {
   std::string starts_at;             ///< a time or a delay ("30m"), batch only
   std::string timeout;               ///< a duration: the job is stopped after it
   std::string max_wait;              ///< a duration: give up waiting to start after it
+  std::string bootstrap_file;        ///< --bootstrap-script: run in the kernel before it starts
 };
 
 struct RunOptions : SpecOptions {

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <iterator>
 #include <thread>
 
@@ -90,6 +91,15 @@ int ApplySpec(SpecOptions const& o, SessionCreateRequest& req, Context& ctx,
     req.mounts.push_back(name);
     if (!rest.empty()) req.mount_map[name] = rest;
     if (!mode.empty()) req.mount_permissions[name] = mode;
+  }
+  if (!o.bootstrap_file.empty()) {
+    std::ifstream in(o.bootstrap_file, std::ios::binary);
+    std::string text(std::istreambuf_iterator<char>(in), {});
+    if (!in && !in.eof()) {
+      ctx.err() << "error: --bootstrap-script " << o.bootstrap_file << ": cannot read it\n";
+      return kExitUsage;
+    }
+    req.bootstrap_script = std::move(text);
   }
   if (!o.timeout.empty()) {
     auto seconds = DurationFlag(ctx, "--timeout", o.timeout);

@@ -11,6 +11,7 @@
 #include "bai/client.h"
 #include "bai/export.h"
 #include "bai/protocol/admin_wire.h"
+#include "bai/protocol/cluster_wire.h"
 #include "bai/protocol/session_wire.h"
 #include "bai/protocol/usage_wire.h"
 #include "bai/status.h"
@@ -72,6 +73,9 @@ class BAI_EXPORT AdminClient {
 
   /// Every user matching `filter`, fetched a page at a time.
   StatusOr<std::vector<protocol::User>> Users(UserFilter const& filter = {}) const;
+  /// The same users as one JSON array of the server's objects, passed through undecoded (what
+  /// `-o json` prints: 10,000 users are 5 MB, and decoding them costs more than fetching).
+  StatusOr<std::string> UsersJson(UserFilter const& filter = {}) const;
   /// The user of `email` ("": the caller); nullopt when there is none (or it is not visible).
   StatusOr<std::optional<protocol::User>> User(std::string const& email = "") const;
   StatusOr<protocol::User> CreateUser(NewUserRequest const& request) const;
@@ -134,6 +138,26 @@ class BAI_EXPORT AdminClient {
   /// template's (name, startupCommand, config.resources…). Answers at once (enqueueOnly).
   StatusOr<protocol::SessionCreateResult> CreateFromTemplate(
       std::string const& id, std::map<std::string, std::string> const& overrides = {}) const;
+
+  // --- the cluster: images, agents, presets (superadmins change them) ---
+
+  /// The images the ALIVE agents offer, one per name and architecture, with their aliases.
+  StatusOr<std::vector<protocol::ImageEntry>> Images() const;
+  /// Makes the agents read their image stores again: the background task's id (follow it with
+  /// SessionClient::FollowTask: one step per agent). bai has no registries to name.
+  StatusOr<std::string> RescanImages() const;
+  Status AliasImage(std::string const& alias, std::string const& target,
+                    std::string const& architecture = "x86_64") const;
+  Status DealiasImage(std::string const& alias, std::string const& architecture = "x86_64") const;
+  /// Every agent the manager knows (ALIVE and LOST).
+  StatusOr<std::vector<protocol::AgentEntry>> Agents() const;
+  /// Whether the scheduler may place new sessions on the agent (its running ones stay).
+  Status SetAgentSchedulable(std::string const& id, bool schedulable) const;
+  StatusOr<std::vector<protocol::ResourcePreset>> Presets() const;
+  /// `slots_json`: {"cpu": "2", "mem": "4g"}; `shared_memory`: "64m", "1g" or "" for none.
+  Status CreatePreset(std::string const& name, std::string const& slots_json,
+                      std::string const& shared_memory = "") const;
+  Status DeletePreset(std::string const& name) const;
 
   /// What sessions used from `start` to `end` (dates "2026-11-01" or "20261101", both
   /// included; at most 100 days), of one project when `project_id` is given: GET

@@ -22,11 +22,7 @@ json OptText(std::string const& text) { return text.empty() ? json(nullptr) : js
 using Fields = internal::AnswerFields;
 
 StatusOr<json> Object(std::string_view text, char const* what) {
-  auto j = internal::ParseJson(text);
-  if (!j || !j->is_object()) {
-    return Status(StatusCode::kInvalidArgument, std::string(what) + ": not an object");
-  }
-  return *std::move(j);
+  return internal::ParseObject(text, what);
 }
 
 }  // namespace

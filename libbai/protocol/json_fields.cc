@@ -11,6 +11,14 @@
 
 namespace bai::internal {
 
+StatusOr<nlohmann::json> ParseObject(std::string_view text, char const* what) {
+  auto j = ParseJson(text);
+  if (!j || !j->is_object()) {
+    return Status(StatusCode::kInvalidArgument, std::string(what) + ": not an object");
+  }
+  return *std::move(j);
+}
+
 std::optional<bool> LenientBool(nlohmann::json const& value) {
   if (value.is_boolean()) return value.get<bool>();
   if (value.is_number_integer()) return value.get<std::int64_t>() != 0;

@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace bai::internal {
@@ -119,6 +120,10 @@ inline nlohmann::json const* FirstPresent(nlohmann::json const& j,
   if (found) *found = *keys.begin();
   return nullptr;
 }
+
+/// `text` as a JSON object, or kInvalidArgument "WHAT: not an object" (the decoders' first
+/// step).
+StatusOr<nlohmann::json> ParseObject(std::string_view text, char const* what);
 
 /// Reads the fields of an answer's object leniently, for the SDK's decoders of what a manager
 /// sent: a missing or null field, or one of another type, reads as the default; JSONString

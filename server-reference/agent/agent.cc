@@ -83,7 +83,8 @@ struct Agent::Impl {
 
   std::mutex streams_mu;  // the data streams open now (cancelled when the agent stops)
   std::set<WebSocketConnection*> streams;
-  std::mutex exec_mu;  // execute steps in flight on their own threads
+  std::mutex exec_mu;    // execute steps in flight on their own threads
+  std::mutex images_mu;  // options.images: replaced by a rescan, read by a registration
   std::condition_variable exec_cv;
   int executing = 0;
 
@@ -167,7 +168,10 @@ struct Agent::Impl {
     for (auto const& [name, amount] : options.slots) {
       m.slot_types[name] = protocol::KnownSlotType(name).value_or(protocol::SlotType::kCount);
     }
-    for (auto const& name : options.images) m.images.push_back({name, {}});
+    {
+      std::lock_guard<std::mutex> lock(images_mu);
+      for (auto const& name : options.images) m.images.push_back({name, {}});
+    }
     m.devices = options.devices;
     m.device_policy = options.device_policy;
     m.kernels = backend->Snapshot();
@@ -233,6 +237,20 @@ struct Agent::Impl {
   }
 
   void On(ap::CommitKernel const& m) { Commit(m); }
+
+  void On(ap::RescanImages const& m) {
+    AnswerLater(m.request_id, [this] {
+      std::vector<std::string> names = options.images;
+      if (options.list_images) names = options.list_images();
+      ap::ImagesReply reply;
+      for (auto const& name : names) reply.images.push_back({name, {}});
+      {
+        std::lock_guard<std::mutex> lock(images_mu);
+        options.images = names;  // what the next registration offers
+      }
+      return ap::EncodeReply(reply);
+    });
+  }
 
   void On(ap::ReadLogs const& m) {
     AnswerLater(m.request_id, [this, m] {

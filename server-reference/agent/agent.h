@@ -7,6 +7,7 @@
 #include "server-reference/common/wire/agent_messages.h"
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +25,9 @@ struct AgentOptions {
   /// simulated agent offers: the built-ins of a Debian 12 host).
   std::vector<std::string> images{"python", "python:latest", "python:3.11", "shell",
                                   "shell:latest"};
+  /// Reads the image store again (a runc agent's): rescan_images answers with it, and later
+  /// registrations offer it. Unset: `images` as given (a simulated agent has no store).
+  std::function<std::vector<std::string>()> list_images;
   std::vector<server::agent_protocol::DeviceInfo> devices;  ///< accelerators found
   std::string device_policy = "evenly";  ///< how fractions are placed on them (evenly, fill)
   std::chrono::milliseconds reconnect_min{200};

@@ -270,6 +270,12 @@ void DummyBackend::Loop() {
       }
       if (k.state.status == protocol::KernelStatus::kPreparing) {
         WriteDotfiles(id, k);
+        if (k.spec.bootstrap_script && !k.spec.bootstrap_script->empty()) {
+          // Nothing runs here: the output shows the script a container would have run first.
+          output.push_back({id, "stdout",
+                            "dummy kernel bootstrap script:\n" + *k.spec.bootstrap_script +
+                                (k.spec.bootstrap_script->back() == '\n' ? "" : "\n")});
+        }
         k.state.status = protocol::KernelStatus::kRunning;
         k.running_since = now;
         k.next = now + options_.run_time;

@@ -22,7 +22,8 @@ struct DummyOptions {
 
 /// Simulated kernels, for scale tests and for testing the manager without containers. A batch
 /// job runs for `run_time` and exits with the N of a trailing `exit N` in its startup command
-/// (else `default_exit_code`); its logs are the command it would have run. Interactive kernels
+/// (else `default_exit_code`); its logs are the command it would have run (its output shows the
+/// bootstrap script it would have run first). Interactive kernels
 /// run until destroyed. Many dummy agents can share one machine.
 class DummyBackend : public KernelBackend {
  public:

@@ -302,6 +302,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     options.images = images->Names();
+    options.list_images = [store = images.get()] { return store->Names(); };
     kernels = std::move(r);
   } else {
     kernels = std::make_unique<bai::agent::DummyBackend>(dummy);

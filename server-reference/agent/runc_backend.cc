@@ -25,10 +25,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -954,6 +956,8 @@ void RuncBackend::Start(std::shared_ptr<Kernel> k) {
     return fail("the kernel runner did not answer");
   }
   WriteDotfiles(*k);
+  RunBootstrap(*k);
+  if (destroyed_meanwhile()) return;
   KernelReport running;
   bool batch = false;
   {
@@ -970,6 +974,42 @@ void RuncBackend::Start(std::shared_ptr<Kernel> k) {
   ReadLoop(k);
 }
 
+namespace {
+
+/// One message from the runner, read here before the kernel's reader owns the socket: byte by
+/// byte, so that nothing past it leaves the socket. nullopt at the deadline, at the socket's
+/// end, or for a line that is not a message.
+std::optional<rp::ToAgent> ReadMessageNow(int sock,
+                                          std::chrono::steady_clock::time_point deadline) {
+  std::string buffer;
+  std::optional<rp::ToAgent> out;
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::microseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    auto slice = std::min<std::int64_t>(left.count(), 1000000);
+    timeval tv{static_cast<time_t>(slice / 1000000), static_cast<suseconds_t>(slice % 1000000)};
+    setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char c;
+    ssize_t n = read(sock, &c, 1);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) break;
+    if (n < 0) continue;
+    buffer.push_back(c);
+    if (buffer.size() > (64U << 20)) break;
+    if (c != '\n') continue;
+    std::size_t used = 0;
+    auto message = rp::TakeToAgent(buffer, used);  // a framed Output may have bytes to come
+    if (!message) continue;
+    if (message->ok()) out = *std::move(*message);
+    break;
+  }
+  timeval none{0, 0};
+  setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);
+  return out;
+}
+
+}  // namespace
+
 void RuncBackend::WriteDotfiles(Kernel& k) {
   // Before the kernel is RUNNING no reader owns the socket: each answer is read here, in turn.
   int n = 0;
@@ -981,16 +1021,10 @@ void RuncBackend::WriteDotfiles(Kernel& k) {
     write.data = d.data;
     write.mode = std::stoi(d.permission, nullptr, 8);
     SendToRunner(k, write);
-    std::string line;
-    char c;
-    timeval tv{10, 0};
-    setsockopt(k.sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    while (read(k.sock, &c, 1) == 1 && c != '\n' && line.size() < (1 << 20)) line.push_back(c);
-    timeval none{0, 0};
-    setsockopt(k.sock, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);
-    auto answer = rp::DecodeToAgent(line);
+    auto answer =
+        ReadMessageNow(k.sock, std::chrono::steady_clock::now() + std::chrono::seconds(10));
     std::string why = "no answer";
-    if (answer.ok()) {
+    if (answer) {
       if (auto const* r = std::get_if<rp::FileResult>(&*answer)) {
         if (r->status.ok()) continue;
         why = r->status.message();
@@ -998,8 +1032,64 @@ void RuncBackend::WriteDotfiles(Kernel& k) {
     }
     // A dotfile that cannot be written (a directory of that name…) does not stop the kernel;
     // its log says so.
+    std::string text = "bai: dotfile " + d.path + " not written: " + why + "\n";
+    EmitOutput(k.spec.session_id, "stderr", text);
     std::lock_guard<std::mutex> lock(mu_);
-    k.log += "bai: dotfile " + d.path + " not written: " + why + "\n";
+    k.log += text;
+  }
+}
+
+void RuncBackend::RunBootstrap(Kernel& k) {
+  if (!k.spec.bootstrap_script || k.spec.bootstrap_script->empty()) return;
+  // Everything of the bootstrap goes to the kernel's stderr (`bai logs`; `bai run` keeps the
+  // job's own stdout clean for pipes): the script's output and bai's words about it.
+  auto note = [&](std::string const& line) {
+    std::string text = "bai: bootstrap script " + line + "\n";
+    EmitOutput(k.spec.session_id, "stderr", text);
+    std::lock_guard<std::mutex> lock(mu_);
+    k.log += text;
+  };
+  // The script as a file in the work user's home (run by its #! line, else by /bin/sh).
+  rp::FileRequest write;
+  write.request_id = "bootstrap";
+  write.action = rp::kFileWrite;
+  write.path = ".bai/bootstrap.sh";
+  write.data = *k.spec.bootstrap_script;
+  write.mode = 0700;
+  SendToRunner(k, write);
+  auto now = std::chrono::steady_clock::now;
+  auto written = ReadMessageNow(k.sock, now() + std::chrono::seconds(10));
+  auto const* wrote = written ? std::get_if<rp::FileResult>(&*written) : nullptr;
+  if (wrote == nullptr || !wrote->status.ok()) {
+    note("not run: it could not be written (" +
+         (wrote != nullptr ? wrote->status.message() : std::string("no answer")) + ")");
+    return;
+  }
+  SendToRunner(k, rp::Batch{"bootstrap", "", "", "./.bai/bootstrap.sh"});
+  auto deadline = now() + options_.bootstrap_timeout;
+  bool interrupted = false;
+  for (;;) {
+    auto message = ReadMessageNow(k.sock, deadline);
+    if (!message) {
+      if (interrupted) return note("did not end after SIGINT; the kernel starts beside it");
+      interrupted = true;
+      SendToRunner(k, rp::Interrupt{"bootstrap"});
+      note("stopped (SIGINT) after " + std::to_string(options_.bootstrap_timeout.count() / 1000) +
+           " s");
+      deadline = now() + std::chrono::seconds(10);
+      continue;
+    }
+    if (auto const* out = std::get_if<rp::Output>(&*message)) {
+      EmitOutput(k.spec.session_id, "stderr", out->data);
+      std::lock_guard<std::mutex> lock(mu_);
+      k.log += out->data;
+    } else if (auto const* done = std::get_if<rp::Finished>(&*message);
+               done != nullptr && done->run_id == "bootstrap") {
+      if (done->exit_code != 0 && !interrupted) {
+        note("exited with status " + std::to_string(done->exit_code));
+      }
+      return;
+    }
   }
 }
 

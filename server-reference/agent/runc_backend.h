@@ -39,6 +39,8 @@ struct RuncOptions {
   std::chrono::milliseconds start_timeout{20000};  ///< runner handshake
   std::chrono::milliseconds flush_timeout{2000};   ///< one execute step waits at most this long
   std::chrono::milliseconds files_timeout{30000};  ///< a file request waits at most this long
+  /// A bootstrap script runs at most this long (then SIGINT, and the kernel starts anyway).
+  std::chrono::milliseconds bootstrap_timeout{600000};
   ImageStore* images = nullptr;
   /// GPUs (gpus.h): what this agent has, how it shares them, the host files containers get.
   std::vector<GpuDevice> gpus;
@@ -168,6 +170,10 @@ class RuncBackend : public KernelBackend {
   bool ConnectRunner(Kernel& k, std::chrono::milliseconds timeout);
   /// Writes the spec's dotfiles through the just-connected runner, as the work user.
   void WriteDotfiles(Kernel& k);
+  /// Runs the spec's bootstrap script (as the work user, in /home/work) before the kernel is
+  /// RUNNING; its output (both streams) goes to the kernel's stderr, a failure is said there
+  /// too, and never stops the kernel.
+  void RunBootstrap(Kernel& k);
   /// Writes one message to the kernel's runner (dropped when it is not connected).
   static void SendToRunner(Kernel& k, server::runner_protocol::ToRunner const& message);
   /// Whether the kernel's cgroup counted an OOM kill (read before the cgroup is deleted).

@@ -58,7 +58,6 @@ StatusOr<std::unique_ptr<Manager>> Manager::Start(ManagerConfig const& config) {
   auto* raw = m.get();
   RegisterAuthRoutes(*m->api_);
   RegisterClusterRoutes(*m->api_);
-  RegisterGraphqlRoutes(*m->api_, *m->sessions_, m->links_);
   RegisterSessionRoutes(
       *m->api_, *m->sessions_, *m->hub_, [raw](std::string const& group) { raw->Schedule(group); },
       m->links_);
@@ -77,6 +76,8 @@ StatusOr<std::unique_ptr<Manager>> Manager::Start(ManagerConfig const& config) {
       *m->state_.db, *m->sessions_, *m->tasks_, agent_options,
       [raw](std::string const& group) { raw->Schedule(group); }, [raw] { raw->hub_->Wake(); },
       m->state_.cluster_secret);
+  m->rescan_ = std::make_unique<ImageRescan>(*m->state_.db, *m->agents_, *m->tasks_);
+  RegisterGraphqlRoutes(*m->api_, *m->sessions_, m->links_, *m->rescan_);
   RegisterAgentRoutes(*m->api_, *m->agents_, m->state_.cluster_secret);
   RegisterExecuteRoutes(*m->api_, *m->sessions_, *m->agents_);
   RegisterStreamRoutes(*m->api_, *m->sessions_, *m->agents_, m->streams_, m->broker_,

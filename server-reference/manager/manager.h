@@ -6,6 +6,7 @@
 #include "server-reference/common/db/database.h"
 #include "server-reference/common/http/http_server.h"
 #include "server-reference/manager/agents/agents.h"
+#include "server-reference/manager/agents/image_rescan.h"
 #include "server-reference/manager/api/api.h"
 #include "server-reference/manager/config.h"
 #include "server-reference/manager/events.h"
@@ -65,6 +66,7 @@ class Manager {
   std::unique_ptr<BackgroundTaskStore> tasks_;
   std::unique_ptr<EventHub> hub_;
   std::unique_ptr<AgentRegistry> agents_;
+  std::unique_ptr<ImageRescan> rescan_;  ///< rescan_images' tasks (GraphQL)
   std::unique_ptr<storage::StorageProxy> storage_;
   vfolders::StorageLinks links_;
   std::unique_ptr<ManagerApi> api_;

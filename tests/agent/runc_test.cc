@@ -483,6 +483,61 @@ TEST_F(RuncTest, DotfilesAreInTheKernelsHomeBeforeItRuns) {
   EXPECT_EQ(r.out, "mine\nshared\n600 1000\n640 1000\n");
 }
 
+// Bootstrap scripts (issue 24): the keypair's stored one, or the session's own, run as the work
+// user in /home/work before the kernel runs, their output in the session's logs; a failing one
+// is said in the logs and does not stop the session.
+TEST_F(RuncTest, TheBootstrapScriptRunsBeforeTheKernel) {
+  auto stored = Bai({"api", "POST", "/user-config/bootstrap-script", "-d",
+                     json{{"script", "#!/bin/sh\necho booting\nid -u > ~/boot-uid\n"}}.dump()});
+  ASSERT_EQ(stored.exit_code, 0) << stored.err;
+  auto r = Bai({"run", "--name", "booted", "python", "--", "sh", "-c", "cat ~/boot-uid; pwd"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "1000\n/home/work\n");  // the job's stdout alone
+  EXPECT_THAT(r.err, HasSubstr("booting\n"));
+  EXPECT_THAT(Bai({"logs", "booted"}).err, HasSubstr("booting\n"));
+  // The session's own script wins; a failure is logged and the job still runs.
+  std::string own = dir_.path() + "/own.sh";
+  testing_util::WriteFileBytes(own, "echo own-script >&2\nexit 3\n");
+  auto failed = Bai({"run", "--name", "boot-fails", "--bootstrap-script", own, "python", "--", "sh",
+                     "-c", "test ! -e ~/boot-uid && echo ran"});
+  EXPECT_EQ(failed.exit_code, 0) << failed.err;
+  EXPECT_EQ(failed.out, "ran\n");
+  auto logs = Bai({"logs", "boot-fails"}).err;
+  EXPECT_THAT(logs, HasSubstr("own-script\n"));
+  EXPECT_THAT(logs, HasSubstr("bai: bootstrap script exited with status 3"));
+  EXPECT_THAT(logs, Not(HasSubstr("booting")));
+  auto missing =
+      Bai({"run", "--bootstrap-script", dir_.path() + "/none.sh", "python", "--", "true"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_THAT(missing.err, HasSubstr("cannot read it"));
+}
+
+// rescan_images (issue 24): an image imported into the store of a running agent is offered
+// once the agents are asked to read their stores again.
+TEST_F(RuncTest, ARescanFindsAnImageImportedWhileTheAgentRuns) {
+  auto listed = [&] {
+    auto r = Bai({"-o", "json", "admin", "image", "ls"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out;
+  };
+  EXPECT_THAT(listed(), Not(HasSubstr("\"imported-tool\"")));
+  std::string root = dir_.path() + "/rootfs";
+  testing_util::WriteFileBytes(root + "/etc/hello", "hello\n");
+  std::string tarball = dir_.path() + "/tool.tar.gz";
+  auto tar = testing_util::RunProcess({"/usr/bin/tar", "czf", tarball, "-C", root, "."});
+  ASSERT_EQ(tar.exit_code, 0) << tar.err;
+  auto import = testing_util::RunProcess({testing_util::BinPath("bai-agent"), "image",
+                                          "--state-dir", dir_.path() + "/agent", "import", tarball,
+                                          "--name", "imported-tool"});
+  ASSERT_EQ(import.exit_code, 0) << import.err;
+  EXPECT_THAT(listed(), Not(HasSubstr("\"imported-tool\"")));  // the manager does not know yet
+  auto rescan = Bai({"admin", "image", "rescan"});
+  ASSERT_EQ(rescan.exit_code, 0) << rescan.err;
+  // (Progress lines come only while the task runs: a rescan of one agent is usually over first.)
+  EXPECT_THAT(rescan.out, HasSubstr("images on 1 agent"));
+  EXPECT_THAT(listed(), HasSubstr("\"imported-tool\""));
+}
+
 TEST_F(RuncTest, SessionsCannotSeeEachOthersProcessesOrFiles) {
   std::string a = Interactive("iso-a", R"({"cpu": "0.5", "mem": "256m"})");
   std::string b = Interactive("iso-b", R"({"cpu": "0.5", "mem": "256m"})");

@@ -163,5 +163,95 @@ TEST_F(AdminCliTest, ErrorsAndDeletion) {
   Json({"admin", "domain", "rm", "tmp", "--purge"});
 }
 
+TEST_F(AdminCliTest, UsersKeepTheirOwnKeypairs) {
+  auto user = Json({"admin", "user", "create", "eve@example.com", "--password", "eve-password-1"});
+  auto env = env_;
+  env["BACKEND_ACCESS_KEY"] = user["access_key"];
+  env["BACKEND_SECRET_KEY"] = user["secret_key"];
+  auto made = Json({"keypair", "create"}, 0, &env);
+  std::string second = made["keypair"]["access_key"];
+  EXPECT_GE(made["secret_key"].get<std::string>().size(), 20u) << made.dump();
+  EXPECT_EQ(made["keypair"]["user_id"], "eve@example.com");
+  auto mine = Json({"keypair", "ls"}, 0, &env);
+  ASSERT_EQ(mine["keypairs"].size(), 2u) << mine.dump();
+  for (auto const& k : mine["keypairs"]) EXPECT_FALSE(k.contains("secret_key"));
+  // Not another user's, not the main one; one's own second key, yes.
+  EXPECT_THAT(Json({"keypair", "rm", env_["BACKEND_ACCESS_KEY"]}, 5, &env).dump(),
+              HasSubstr("no matching"));
+  EXPECT_THAT(Json({"keypair", "rm", user["access_key"]}, 1, &env).dump(),
+              HasSubstr("cannot delete itself"));
+  Json({"keypair", "rm", second}, 0, &env);
+  EXPECT_EQ(Json({"keypair", "ls"}, 0, &env)["keypairs"].size(), 1u);
+}
+
+TEST_F(AdminCliTest, ImagesAgentsAndPresets) {
+  // The dummy agent's images, one agent each; an alias joins them and goes again.
+  auto images = Json({"admin", "image", "ls"});
+  json python;
+  for (auto const& i : images["images"]) {
+    if (i["name"] == "python") python = i;
+  }
+  ASSERT_TRUE(python.is_object()) << images.dump();
+  EXPECT_EQ(python["installed_agents"].size(), 1u);
+  EXPECT_EQ(python["registry"], "local");
+  Json({"admin", "image", "alias", "py3", "python"});
+  auto aliased = Json({"admin", "image", "ls"}).dump();
+  EXPECT_THAT(aliased, HasSubstr("\"py3\""));
+  Json({"admin", "image", "dealias", "py3"});
+  EXPECT_THAT(Json({"admin", "image", "ls"}).dump(), ::testing::Not(HasSubstr("\"py3\"")));
+  // A rescan: a background task, one step per agent, done.
+  auto rescan = Json({"admin", "image", "rescan"});
+  EXPECT_EQ(rescan["status"], "bgtask_done") << rescan.dump();
+  EXPECT_THAT(rescan["message"].get<std::string>(), HasSubstr("images on 1 agent"));
+  auto gql = Send(*root_, "POST", "/admin/gql",
+                  {{"query",
+                    "mutation { rescan_images(registry: \"cr.backend.ai\") { ok msg "
+                    "task_id } }"}});
+  EXPECT_THAT(gql.body, HasSubstr("No such registry: cr.backend.ai")) << gql.body;
+  // Agents: listed, taken out of scheduling and back.
+  auto agents = Json({"admin", "agent", "ls"});
+  ASSERT_EQ(agents["agents"].size(), 1u);
+  std::string agent = agents["agents"][0]["id"];
+  EXPECT_EQ(agents["agents"][0]["status"], "ALIVE");
+  Json({"admin", "agent", "disable", agent});
+  EXPECT_EQ(Json({"admin", "agent", "ls"})["agents"][0]["schedulable"], false);
+  Json({"admin", "agent", "enable", agent});
+  EXPECT_EQ(Json({"admin", "agent", "ls"})["agents"][0]["schedulable"], true);
+  // The 22.03 client's `admin manager scheduler exclude-agents|include-agents`.
+  auto op = [&](json body) { return Send("POST", "/manager/scheduler/operation", body); };
+  EXPECT_EQ(op({{"op", "exclude-agents"}, {"args", {agent}}}).status, 204);
+  EXPECT_EQ(Json({"admin", "agent", "ls"})["agents"][0]["schedulable"], false);
+  auto unknown = op({{"op", "include-agents"}, {"args", {agent, "no-such-agent"}}});
+  EXPECT_EQ(unknown.status, 404);
+  EXPECT_THAT(unknown.body, HasSubstr("No such agent: no-such-agent"));
+  EXPECT_EQ(Json({"admin", "agent", "ls"})["agents"][0]["schedulable"], false);  // none changed
+  EXPECT_EQ(op({{"op", "drain"}, {"args", json::array()}}).status, 400);
+  EXPECT_EQ(op({{"op", "include-agents"}, {"args", agent}}).status, 400);  // not a list
+  EXPECT_EQ(op({{"op", "include-agents"}, {"args", {agent}}}).status, 204);
+  EXPECT_EQ(Json({"admin", "agent", "ls"})["agents"][0]["schedulable"], true);
+  // Presets.
+  Json(
+      {"admin", "preset", "create", "medium", "--slots", "cpu=2,mem=4g", "--shared-memory", "64m"});
+  auto presets = Json({"admin", "preset", "ls"});
+  bool found = false;
+  for (auto const& p : presets["presets"]) {
+    if (p["name"] != "medium") continue;
+    found = true;
+    EXPECT_EQ(p["shared_memory"], 64 << 20);
+    EXPECT_EQ(p["resource_slots"]["cpu"], "2");
+  }
+  EXPECT_TRUE(found) << presets.dump();
+  Json({"admin", "preset", "rm", "medium"});
+  EXPECT_THAT(Json({"admin", "preset", "rm", "medium"}, 5).dump(), HasSubstr("no matching"));
+  // Only superadmins: a plain user is refused each change.
+  auto user = Json({"admin", "user", "create", "dee@example.com", "--password", "dee-password-1"});
+  auto env = env_;
+  env["BACKEND_ACCESS_KEY"] = user["access_key"];
+  env["BACKEND_SECRET_KEY"] = user["secret_key"];
+  EXPECT_THAT(Json({"admin", "image", "rescan"}, 4, &env).dump(), HasSubstr("no permission"));
+  EXPECT_THAT(Json({"admin", "agent", "disable", agent}, 4, &env).dump(),
+              HasSubstr("no permission"));
+}
+
 }  // namespace
 }  // namespace bai

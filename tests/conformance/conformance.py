@@ -47,9 +47,6 @@ NOT_RUN: dict[str, str] = {
     "session ssh": "not served yet: sshd service port (#23)",
     "session scp": "not served yet: sshd service port (#23)",
     # Administration: issue 24.
-    "admin image rescan": "not served yet: registry rescans (#24)",
-    "admin manager scheduler exclude-agents": "not served yet: scheduler control (#24)",
-    "admin manager scheduler include-agents": "not served yet: scheduler control (#24)",
     "admin license show": "not served: an enterprise licence query with no meaning here",
     "admin etcd get": "not served: raw etcd access (bai keeps its settings in the database)",
     "admin etcd set": "not served: raw etcd access",
@@ -667,6 +664,25 @@ def case_admin_agent_list(r: Runner):
     clean(res, "admin agent list (table)")
 
 
+def agent_schedulable(r: Runner) -> bool:
+    data = r.stack.gql('{ agent(agent_id: "conformance-agent") { schedulable } }')
+    return data["agent"]["schedulable"]
+
+
+def case_scheduler_exclude(r: Runner):
+    res = r.bai("admin", "manager", "scheduler", "exclude-agents", "conformance-agent")
+    clean(res)
+    expect(agent_schedulable(r) is False, "the agent is still schedulable")
+    bad = r.bai("admin", "manager", "scheduler", "exclude-agents", "no-such-agent")
+    expect(bad.rc != 0 and "No such agent" in bad.text(), f"an unknown agent: {bad.text()}")
+
+
+def case_scheduler_include(r: Runner):
+    res = r.bai("admin", "manager", "scheduler", "include-agents", "conformance-agent")
+    clean(res)
+    expect(agent_schedulable(r) is True, "the agent is not schedulable")
+
+
 def case_admin_image_list(r: Runner):
     res = r.bai("admin", "image", "list")
     clean(res)
@@ -1047,6 +1063,18 @@ def case_image_alias(r: Runner):
     expect("conformance-py" in image_aliases(r), f"no alias: {image_aliases(r)}")
 
 
+def case_image_rescan(r: Runner):
+    # bai has no registries: the agents read their image stores again, as a background task the
+    # client follows over /events/background-task.
+    res = r.bai("admin", "image", "rescan")
+    clean(res)
+    expect("Started updating the image metadata" in res.out, f"rescan: {res.out}")
+    expect("Finished registry scanning" in res.out, f"rescan: {res.out} {res.err}")
+    bad = r.bai("admin", "image", "rescan", "-r", "cr.backend.ai")
+    expect(bad.rc != 0 and "No such registry" in bad.text(),
+           f"a registry: {bad.rc} {bad.text()}")
+
+
 def case_image_dealias(r: Runner):
     res = r.bai("admin", "image", "dealias", "conformance-py")
     clean(res)
@@ -1379,6 +1407,8 @@ CASES = [
     Case("vfolder unshare", case_vfolder_unshare),
     Case("vfolder delete", case_vfolder_delete),
     Case("admin agent list", case_admin_agent_list),
+    Case("admin manager scheduler exclude-agents", case_scheduler_exclude),
+    Case("admin manager scheduler include-agents", case_scheduler_include),
     Case("admin agent info", shows(["admin", "agent", "info", "conformance-agent"], "conformance-agent", "agent info lacks the id")),
     Case("admin image list", case_admin_image_list),
     Case("admin scaling-group list", shows(["admin", "scaling-group", "list"], "default", "no default resource group")),
@@ -1455,6 +1485,7 @@ CASES = [
     Case("admin scaling-group delete", case_sgroup_delete),
     Case("admin image alias", case_image_alias),
     Case("admin image dealias", case_image_dealias),
+    Case("admin image rescan", case_image_rescan),
     Case("admin manager freeze", case_manager_freeze),
     Case("admin manager unfreeze", case_manager_unfreeze),
 ]

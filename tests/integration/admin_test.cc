@@ -404,6 +404,58 @@ TEST_F(AdminTest, ResourcePoliciesOfThreeKinds) {
             json({{"ok", true}, {"msg", "success"}}));
 }
 
+// bai's self-service beyond 24.09's roles: users and admins make keypairs for themselves (the
+// signing key's policy and rate limit, never admin rights, at most 10) and delete their own,
+// but not their main key, not the key signing the request, and never another user's.
+TEST_F(AdminTest, UsersManageTheirOwnKeypairs) {
+  auto main_key =
+      Gql(*alice_, "{ keypairs { access_key rate_limit resource_policy } }")["data"]["keypairs"][0];
+  auto made = Mutate(*alice_, R"(create_keypair(user_id: "alice@example.com",
+      props: {resource_policy: "default", rate_limit: 999999}) {
+        ok msg keypair { access_key secret_key is_admin rate_limit resource_policy } })");
+  ASSERT_EQ(made["ok"], true) << made.dump();
+  EXPECT_EQ(made["keypair"]["rate_limit"], main_key["rate_limit"]);  // not the one asked for
+  EXPECT_EQ(made["keypair"]["resource_policy"], main_key["resource_policy"]);
+  EXPECT_EQ(made["keypair"]["is_admin"], false);
+  std::string second = made["keypair"]["access_key"];
+  auto with_second = ClientFor(second, made["keypair"]["secret_key"]);
+  EXPECT_EQ(Mutate(*alice_, R"(create_keypair(user_id: "alice@example.com",
+                props: {resource_policy: "default", rate_limit: 1, is_admin: true}) {
+                ok msg })")["msg"],
+            "only a superadmin makes admin keypairs");
+  EXPECT_EQ(Mutate(*mona_, R"(create_keypair(user_id: "mona@example.com",
+                props: {resource_policy: "default", rate_limit: 1}) { ok msg })")["msg"],
+            "no permission to execute create_keypair");  // monitors change nothing
+  // Deleting: never another user's (as if it did not exist), never the main or the signing key.
+  std::string carols =
+      Gql(*carol_, "{ keypairs { access_key } }")["data"]["keypairs"][0]["access_key"];
+  EXPECT_EQ(Mutate(*alice_, "delete_keypair(access_key: \"" + carols + "\") { ok msg }"),
+            json({{"ok", false}, {"msg", "no matching deletekeypair"}}));
+  EXPECT_FALSE(
+      Gql(*root_, "{ keypair(access_key: \"" + carols + "\") { access_key } }")["data"]["keypair"]
+          .is_null());
+  EXPECT_THAT(
+      Mutate(*with_second, "delete_keypair(access_key: \"" + second + "\") { ok msg }")["msg"]
+          .get<std::string>(),
+      HasSubstr("cannot delete itself"));
+  EXPECT_EQ(
+      Mutate(*with_second, "delete_keypair(access_key: \"" +
+                               main_key["access_key"].get<std::string>() + "\") { ok msg }")["ok"],
+      false);
+  EXPECT_EQ(Mutate(*alice_, "delete_keypair(access_key: \"" + second + "\") { ok msg }"),
+            json({{"ok", true}, {"msg", "success"}}));
+  // At most 10 of one's own.
+  int made_now = 0;
+  json last;
+  for (int i = 0; i < 12; ++i) {
+    last = Mutate(*alice_, R"(create_keypair(user_id: "alice@example.com",
+                      props: {resource_policy: "default", rate_limit: 1}) { ok msg })");
+    made_now += last.value("ok", false);
+  }
+  EXPECT_EQ(made_now, 9);  // with the main key, 10
+  EXPECT_THAT(last["msg"].get<std::string>(), HasSubstr("at most 10 keypairs"));
+}
+
 // Every user, keypair and policy mutation is the superadmin's (24.09's allowed_roles): each
 // other role is refused with 24.09's message and nothing changes.
 TEST_F(AdminTest, RoleMatrixForPrincipalMutations) {
@@ -412,10 +464,10 @@ TEST_F(AdminTest, RoleMatrixForPrincipalMutations) {
       R"(modify_user(email: "alice@example.com", props: {full_name: "Z"}) { ok msg })",
       R"(delete_user(email: "alice@example.com") { ok msg })",
       R"(purge_user(email: "alice@example.com", props: {}) { ok msg })",
-      R"(create_keypair(user_id: "alice@example.com",
+      // Another user's: one's own is bai's self-service (UsersManageTheirOwnKeypairs).
+      R"(create_keypair(user_id: "nobody@example.org",
                         props: {resource_policy: "default", rate_limit: 1}) { ok msg })",
       R"(modify_keypair(access_key: "AKIAX", props: {is_active: false}) { ok msg })",
-      R"(delete_keypair(access_key: "AKIAX") { ok msg })",
       R"(create_keypair_resource_policy(name: "z", props: {}) { ok msg })",
       R"(modify_keypair_resource_policy(name: "default", props: {idle_timeout: 1}) { ok msg })",
       R"(delete_keypair_resource_policy(name: "default") { ok msg })",

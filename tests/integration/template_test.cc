@@ -143,16 +143,27 @@ TEST_F(TemplateTest, EachClientsPayloadGetsItsAnswerAndBadOnesNameTheField) {
   auto nowhere =
       Send("POST", "/template/session", {{"payload", tpl.dump()}, {"group", "no-such-project"}});
   EXPECT_EQ(nowhere.status, 404);
-  // A template that clones a repository is stored, and refused at start, saying why.
+  // A template that clones a repository: the session's bootstrap script clones it (the dummy
+  // agent's log shows the script a container would run first).
   json git = tpl;
+  git["spec"]["type"] = "batch";
   git["spec"]["kernel"]["git"] = {{"repository", "https://example.org/r.git"}};
+  git["spec"]["kernel"]["run"] = {{"bootstrap", "echo from-the-template"}, {"startup", "ls r"}};
   auto stored = Send("POST", "/template/session", {{"payload", git.dump()}});
   ASSERT_EQ(stored.status, 200);
   auto start = Send("POST", "/session/_/create-from-template",
                     {{"template_id", json::parse(stored.body)["id"]}, {"name", "gitty"}});
-  EXPECT_EQ(start.status, 400) << start.body;  // not-implemented, 400 as 24.09 answers it
-  EXPECT_THAT(start.body, HasSubstr("not-implemented"));
-  EXPECT_THAT(start.body, HasSubstr("spec.kernel.git"));
+  ASSERT_EQ(start.status, 201) << start.body;
+  WaitFor("gitty", "TERMINATED");
+  std::string logs = json::parse(Send("GET", "/session/gitty/logs").body)["result"]["logs"];
+  EXPECT_THAT(logs, HasSubstr("echo from-the-template\n"));
+  EXPECT_THAT(logs, HasSubstr("git clone --quiet 'https://example.org/r.git' 'r' || exit $?"));
+  // Without a script of its own, a session gets its keypair's (`/user-config/bootstrap-script`).
+  ASSERT_EQ(
+      Send("POST", "/user-config/bootstrap-script", {{"script", "echo stored-script"}}).status,
+      204);
+  ASSERT_EQ(Bai({"run", "--name", "plain-run", "python", "--", "true"}).exit_code, 0);
+  EXPECT_THAT(Send("GET", "/session/plain-run/logs").body, HasSubstr("echo stored-script"));
   EXPECT_EQ(Send("GET", "/template/session/0123456789abcdef0123456789abcdef").status, 404);
 }
 

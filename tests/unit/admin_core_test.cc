@@ -5,6 +5,7 @@
 #include "bai/protocol/admin_wire.h"
 
 #include "server-reference/manager/admin/roles.h"
+#include "server-reference/manager/agents/image_rescan.h"
 #include "server-reference/manager/state/policies.h"
 
 #include <gtest/gtest.h>
@@ -32,8 +33,29 @@ TEST(AdminRoles, TableMatches2409AllowedRoles) {
     EXPECT_FALSE(admin::MayRun(Role::kAdmin, m)) << m;
     EXPECT_FALSE(admin::MayRun(Role::kUser, m)) << m;
   }
+  EXPECT_FALSE(admin::MayRun(Role::kAdmin, "rescan_images"));
+  EXPECT_TRUE(admin::MayRun(Role::kSuperadmin, "rescan_images"));
   EXPECT_FALSE(admin::IsMutation("compute_session_list"));
   EXPECT_FALSE(admin::MayRun(Role::kSuperadmin, "drop_everything"));
+}
+
+// How a rescan ends: done with counts while some agent answered, failed when none did; each
+// failure and each agent held by another manager named.
+TEST(ImageRescanCore, OutcomeCountsAndNamesFailures) {
+  using protocol::TaskStatus;
+  auto [none_status, none] = RescanOutcome({}, {});
+  EXPECT_EQ(none_status, TaskStatus::kDone);
+  EXPECT_EQ(none, "No agent to rescan.");
+  auto [ok_status, ok] =
+      RescanOutcome({{"i-a", 5, ""}, {"i-b", std::nullopt, "timed out"}}, {"i-c"});
+  EXPECT_EQ(ok_status, TaskStatus::kDone);
+  EXPECT_EQ(ok, "5 images on 1 agent; i-b: timed out; i-c: connected to another manager");
+  auto [bad_status, bad] = RescanOutcome({{"i-a", std::nullopt, "gone"}}, {});
+  EXPECT_EQ(bad_status, TaskStatus::kFailed);
+  EXPECT_EQ(bad, "0 images on 0 agents; i-a: gone");
+  auto [only_elsewhere, msg] = RescanOutcome({}, {"i-z"});
+  EXPECT_EQ(only_elsewhere, TaskStatus::kFailed);
+  EXPECT_EQ(msg, "0 images on 0 agents; i-z: connected to another manager");
 }
 
 std::string Text(PolicyValues const& v, std::string const& column) {

@@ -171,6 +171,17 @@ TEST(AgentMessagesTest, EveryOtherMessageRoundTrips) {
   auto reply = ap::DecodeCommitReply(ap::EncodeReply(ap::CommitReply{false, "", "taken", true}));
   ASSERT_TRUE(reply.ok());
   EXPECT_TRUE(reply->client_error);
+
+  // rescan_images and its answer.
+  auto rescan = ap::DecodeToAgent(ap::Encode(ap::WithRequestId(ap::RescanImages{}, "r-9")));
+  EXPECT_EQ(Only<ap::RescanImages>(rescan).request_id, "r-9");
+  auto images = ap::DecodeImagesReply(
+      ap::EncodeReply(ap::ImagesReply{{{"python", {"python:3.11"}}, {"tool", {}}}}));
+  ASSERT_TRUE(images.ok()) << images.status().message();
+  ASSERT_EQ(images->images.size(), 2u);
+  EXPECT_EQ(images->images[0].aliases, std::vector<std::string>{"python:3.11"});
+  EXPECT_EQ(images->images[1].name, "tool");
+  EXPECT_FALSE(ap::DecodeImagesReply(R"({"images":[{"aliases":[]}]})").ok());  // no name
 }
 
 TEST(AgentMessagesTest, UnknownFieldsAreIgnored) {

@@ -6,8 +6,11 @@
 #include "bai/protocol/admin_wire.h"
 
 #include "server-reference/common/wire/yaml_json.h"
+#include "tests/testing_util/subprocess.h"
 
 #include <gtest/gtest.h>
+
+#include <cstdlib>
 
 namespace bai::manager::templates {
 namespace {
@@ -254,24 +257,72 @@ TEST(SessionTemplateCore, TheRequestWinsKeyByKeyOverTheTemplate) {
   EXPECT_EQ((*other)["group"], "vision");         // the template's project
 }
 
-TEST(SessionTemplateCore, WhatAgentsCannotDoYetIsRefusedNotDropped) {
+TEST(SessionTemplateCore, BootstrapAndGitBecomeTheSessionsBootstrapScript) {
   auto git = ParsePayload(
       "apiVersion: v1\nkind: taskTemplate\nmetadata: {name: t}\n"
-      "spec: {kernel: {image: p, git: {repository: 'https://example.org/r.git', "
-      "destinationDir: /home/work/r}}}\n");
+      "spec: {kernel: {image: p, run: {bootstrap: 'echo hi'}, git: {repository: "
+      "'https://example.org/r.git', destinationDir: /home/work/r, branch: \"it's\", "
+      "commit: abc123, credential: {username: 'me@x', password: 'p/ss word'}}}}\n");
   ASSERT_TRUE(git.ok()) << git.status().message();
   EXPECT_EQ(git->entries[0].body["spec"]["kernel"]["git"]["dest_dir"], "/home/work/r");
   auto r = CreationRequest(git->entries[0].body, {}, json::object());
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
-  EXPECT_NE(r.status().message().find("spec.kernel.git"), std::string::npos);
-  auto boot = ParsePayload(
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::string script = (*r)["bootstrap_script"];
+  // The template's own bootstrap first, then the clone; every value one shell word.
+  EXPECT_EQ(script.rfind("echo hi\n", 0), 0U) << script;
+  EXPECT_NE(script.find("git clone --quiet --branch 'it'\\''s' "
+                        "'https://me%40x:p%2Fss%20word@example.org/r.git' '/home/work/r' "
+                        "|| exit $?\n"),
+            std::string::npos)
+      << script;
+  EXPECT_NE(script.find("git -C '/home/work/r' checkout --quiet 'abc123' || exit $?"),
+            std::string::npos)
+      << script;
+  // The request's own script wins.
+  auto own = CreationRequest(git->entries[0].body, {}, {{"bootstrap_script", "echo mine"}});
+  ASSERT_TRUE(own.ok());
+  EXPECT_EQ((*own)["bootstrap_script"], "echo mine");
+  // No bootstrap and no repository: no script at all.
+  auto plain = ParsePayload(
+      "apiVersion: v1\nkind: taskTemplate\nmetadata: {name: t}\nspec: {kernel: {image: p}}\n");
+  ASSERT_TRUE(plain.ok());
+  auto none = CreationRequest(plain->entries[0].body, {}, json::object());
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->contains("bootstrap_script"));
+  // A credential that is not a map is refused, naming it.
+  auto bad = ParsePayload(
       "apiVersion: v1\nkind: taskTemplate\nmetadata: {name: t}\n"
-      "spec: {kernel: {image: p, run: {bootstrap: 'echo hi'}}}\n");
-  ASSERT_TRUE(boot.ok());
-  auto b = CreationRequest(boot->entries[0].body, {}, json::object());
-  ASSERT_FALSE(b.ok());
-  EXPECT_NE(b.status().message().find("run.bootstrap"), std::string::npos);
+      "spec: {kernel: {image: p, git: {repository: r, credential: secret}}}\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("spec.kernel.git.credential"), std::string::npos);
+}
+
+// The script GitBootstrap writes, run by /bin/sh against a real repository: it clones into the
+// destination (git's own name when none is given), checks the commit out, and does nothing the
+// second time (a restarted kernel keeps its work).
+TEST(SessionTemplateCore, TheGitBootstrapScriptClonesARealRepository) {
+  if (std::system("git --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "no git here";
+  testing_util::TempDir dir;
+  std::string const origin = dir.path() + "/origin";
+  std::string setup = "set -e; git init -q -b main '" + origin + "'; cd '" + origin +
+                      "'; echo one > f; git add f; git -c user.email=t@t -c user.name=t commit "
+                      "-qm one; echo two > f; git -c user.email=t@t -c user.name=t commit -qam "
+                      "two; git rev-parse HEAD~1 > ../first";
+  ASSERT_EQ(std::system(("sh -c \"" + setup + "\" > /dev/null 2>&1").c_str()), 0);
+  std::string first = testing_util::ReadFileBytes(dir.path() + "/first");
+  first.erase(first.find_last_not_of('\n') + 1);
+  std::string work = dir.path() + "/work";
+  ASSERT_EQ(std::system(("mkdir -p '" + work + "'").c_str()), 0);
+  json g = {{"repository", "file://" + origin}, {"branch", "main"}, {"commit", first}};
+  testing_util::WriteFileBytes(dir.path() + "/boot.sh", GitBootstrap(g));
+  std::string run = "cd '" + work + "' && sh ../boot.sh";
+  ASSERT_EQ(std::system(run.c_str()), 0);
+  EXPECT_EQ(testing_util::ReadFileBytes(work + "/origin/f"), "one\n");  // that commit's file
+  ASSERT_EQ(std::system(run.c_str()), 0);                               // again: left as it is
+  // A repository that does not exist ends the script with git's failure.
+  testing_util::WriteFileBytes(dir.path() + "/bad.sh",
+                               GitBootstrap({{"repository", "file://" + dir.path() + "/none"}}));
+  EXPECT_NE(std::system(("cd '" + work + "' && sh ../bad.sh 2> /dev/null").c_str()), 0);
 }
 
 TEST(SessionTemplateWire, ListRoundTrips) {

@@ -65,6 +65,7 @@ constexpr char kRestartKernel[] = "restart_kernel";
 constexpr char kCommitKernel[] = "commit_kernel";
 constexpr char kKernelOutput[] = "kernel_output";
 constexpr char kReadLogs[] = "read_logs";
+constexpr char kRescanImages[] = "rescan_images";
 constexpr char kKernelFiles[] = "kernel_files";
 constexpr char kOpenStream[] = "open_stream";
 constexpr char kStartService[] = "start_service";
@@ -229,11 +230,21 @@ KernelStatus ReadKernelStatus(FieldReader& r) {
 
 // --- encoders ---------------------------------------------------------------------------------
 
+json ImagesJson(std::vector<ImageInfo> const& list) {
+  json images = json::array();
+  for (auto const& i : list) images.push_back({{"name", i.name}, {"aliases", i.aliases}});
+  return images;
+}
+
+std::vector<ImageInfo> ReadImages(FieldReader& r) {
+  return ReadList<ImageInfo>(r, "images", [](FieldReader& item) {
+    return ImageInfo{item.Required("name"), ReadStringList(item, "aliases")};
+  });
+}
+
 json ToJson(Register const& m) {
   json slot_types = json::object();
   for (auto const& [name, type] : m.slot_types) slot_types[name] = std::string(ToString(type));
-  json images = json::array();
-  for (auto const& i : m.images) images.push_back({{"name", i.name}, {"aliases", i.aliases}});
   json devices = json::array();
   for (auto const& d : m.devices) {
     devices.push_back({{"kind", d.kind},
@@ -253,7 +264,7 @@ json ToJson(Register const& m) {
           {"architecture", m.architecture},
           {"slots", SlotsJson(m.slots)},
           {"slot_types", slot_types},
-          {"images", images},
+          {"images", ImagesJson(m.images)},
           {"devices", devices},
           {"device_policy", m.device_policy},
           {"kernels", kernels}};
@@ -352,6 +363,10 @@ json ToJson(KernelOutput const& m) {
           {"session_id", m.session_id},
           {"offset", m.offset},
           {"chunks", ChunksJson(m.chunks)}};
+}
+
+json ToJson(RescanImages const& m) {
+  return {{"type", kRescanImages}, {"request_id", m.request_id}};
 }
 
 json ToJson(ReadLogs const& m) {
@@ -465,9 +480,7 @@ Register ReadRegister(FieldReader& r) {
     m.slot_types[name] = *type;
   }
   m.slots = ReadSlots(r, "slots", m.slot_types).value_or(protocol::ResourceSlots{});
-  m.images = ReadList<ImageInfo>(r, "images", [](FieldReader& item) {
-    return ImageInfo{item.Required("name"), ReadStringList(item, "aliases")};
-  });
+  m.images = ReadImages(r);
   m.devices = ReadList<DeviceInfo>(r, "devices", [](FieldReader& item) {
     DeviceInfo d;
     d.kind = item.String("kind", "cuda");
@@ -577,6 +590,8 @@ KernelOutput ReadKernelOutput(FieldReader& r) {
   m.chunks = ReadChunks(r, "chunks");
   return m;
 }
+
+RescanImages ReadRescanImages(FieldReader& r) { return RescanImages{r.Required("request_id")}; }
 
 ReadLogs ReadReadLogs(FieldReader& r) {
   ReadLogs m;
@@ -844,6 +859,7 @@ StatusOr<ToAgent> DecodeToAgent(std::string_view text) {
       {kKernelFiles, As<ToAgent, KernelFiles, ReadKernelFiles>},
       {kOpenStream, As<ToAgent, OpenStream, ReadOpenStream>},
       {kStartService, As<ToAgent, StartService, ReadStartService>},
+      {kRescanImages, As<ToAgent, RescanImages, ReadRescanImages>},
       {kError, As<ToAgent, ErrorReport, ReadError>},
   }};
   return kDecode(text);
@@ -856,6 +872,19 @@ ToAgent WithRequestId(AgentRequest request, std::string request_id) {
         return m;
       },
       std::move(request));
+}
+
+std::string EncodeReply(ImagesReply const& reply) {
+  return Dump({{"images", ImagesJson(reply.images)}});
+}
+
+StatusOr<ImagesReply> DecodeImagesReply(std::string_view result_json) {
+  auto j = internal::ParseJson(result_json);
+  if (!j || !j->is_object()) return Malformed(kRescanImages, "reply is not a JSON object");
+  FieldReader r(*j);
+  ImagesReply reply{ReadImages(r)};
+  if (!r.ok()) return Malformed(kRescanImages, "reply " + r.error());
+  return reply;
 }
 
 std::string EncodeReply(RestartReply const& reply) {

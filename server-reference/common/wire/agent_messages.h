@@ -278,14 +278,21 @@ struct StartService {
   std::map<std::string, std::string> envs;
 };
 
+/// Asks the agent to read its image store again (images imported while it runs, removed ones
+/// gone); answered with a `response` whose result is an ImagesReply. The manager keeps the
+/// list as the agent's images.
+struct RescanImages {
+  std::string request_id;
+};
+
 using ToManager = std::variant<Register, Heartbeat, KernelStatus, Response, TaskReport,
                                KernelOutput, ErrorReport>;
-using ToAgent =
-    std::variant<Challenge, Registered, CreateKernel, DestroyKernel, Execute, RestartKernel,
-                 CommitKernel, ReadLogs, KernelFiles, OpenStream, StartService, ErrorReport>;
+using ToAgent = std::variant<Challenge, Registered, CreateKernel, DestroyKernel, Execute,
+                             RestartKernel, CommitKernel, ReadLogs, KernelFiles, OpenStream,
+                             StartService, RescanImages, ErrorReport>;
 /// The manager's requests that the agent answers with a Response.
-using AgentRequest =
-    std::variant<Execute, RestartKernel, CommitKernel, ReadLogs, KernelFiles, StartService>;
+using AgentRequest = std::variant<Execute, RestartKernel, CommitKernel, ReadLogs, KernelFiles,
+                                  StartService, RescanImages>;
 
 /// JSON text of one message, with its `type`. Except KernelOutput, which is framed (its bytes
 /// raw, not escaped into JSON strings; sent as a binary WebSocket frame): the JSON header with
@@ -324,6 +331,13 @@ struct LogsReply {
   bool truncated = false;  ///< the output passed the size limit (a notice chunk says so)
 };
 
+/// What rescan_images answers: the images the agent offers now.
+struct ImagesReply {
+  std::vector<ImageInfo> images;
+};
+
+std::string EncodeReply(ImagesReply const& reply);
+StatusOr<ImagesReply> DecodeImagesReply(std::string_view result_json);
 std::string EncodeReply(RestartReply const& reply);
 std::string EncodeReply(LogsReply const& reply);
 StatusOr<LogsReply> DecodeLogsReply(std::string_view result_json);

@@ -63,6 +63,7 @@ constexpr std::array kRules{
     Rule{"modify_agent", false},
     Rule{"alias_image", false},
     Rule{"dealias_image", false},
+    Rule{"rescan_images", false},
 };
 
 }  // namespace

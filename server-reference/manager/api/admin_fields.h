@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
 #include <optional>
 #include <string>
 
@@ -59,6 +60,17 @@ inline nlohmann::json const* Given(nlohmann::json const& props, char const* name
 }
 
 FieldResult ResolveUserField(Context const& ctx, graphql::PlannedField const& f);
+
+/// The most keypairs a user makes for themselves (bai's self-service; superadmins are not
+/// bound by it).
+inline constexpr std::size_t kMaxOwnKeypairs = 10;
+/// bai's self-service beyond 24.09's roles (`bai keypair`): a user or an admin may create a
+/// keypair for their own email and delete their own keypairs.
+bool IsOwnKeypairChange(Context const& ctx, graphql::PlannedField const& f);
+/// Such a change: the new key gets the signing key's policy and rate limit, never admin
+/// rights; the main key and the signing key are not deleted; another user's key is
+/// "no matching", as one that does not exist.
+StatusOr<nlohmann::json> ChangeOwnKeypair(Context const& ctx, graphql::PlannedField const& f);
 FieldResult ResolvePolicyField(Context const& ctx, graphql::PlannedField const& f);
 FieldResult ResolveResourceField(Context const& ctx, graphql::PlannedField const& f);
 

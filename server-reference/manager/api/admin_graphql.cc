@@ -378,7 +378,10 @@ std::optional<StatusOr<json>> ResolveAdminField(Identity const& who, server::Dat
   if (admin::IsMutation(f.name)) {
     // 24.09's GQLMutationUnfrozenRequiredMiddleware: no mutation while the manager is frozen.
     if (auto frozen = Store(db).RefuseWhileFrozen(); !frozen.ok()) return frozen;
-    if (!admin::MayRun(ctx.role, f.name)) return admin::Denied(f);
+    if (!admin::MayRun(ctx.role, f.name)) {
+      if (admin::IsOwnKeypairChange(ctx, f)) return admin::ChangeOwnKeypair(ctx, f);
+      return admin::Denied(f);
+    }
   }
   if (auto v = AdminResolver(who, db).Resolve(f)) return v;
   if (auto v = admin::ResolveUserField(ctx, f)) return v;

@@ -370,4 +370,55 @@ FieldResult ResolveUserField(Context const& ctx, PlannedField const& f) {
   return UserFields(ctx).Resolve(f);
 }
 
+bool IsOwnKeypairChange(Context const& ctx, PlannedField const& f) {
+  if (ctx.role != Role::kUser && ctx.role != Role::kAdmin) return false;
+  if (f.name == "delete_keypair") return true;  // whose it is, the resolver checks
+  if (f.name != "create_keypair") return false;
+  auto const& user = f.args.contains("user_id") ? f.args["user_id"] : json();
+  return user.is_string() && user.get<std::string>() == ctx.who.email;
+}
+
+StatusOr<json> ChangeOwnKeypair(Context const& ctx, PlannedField const& f) {
+  KeypairStore keypairs(ctx.db);
+  auto mine = keypairs.Get(ctx.who.access_key);
+  if (!mine.ok()) return mine.status();
+  if (!*mine) return Outcome(false, NoMatching(f));
+  if (f.name == "delete_keypair") {
+    std::string key = gql::ArgString(f, "access_key");
+    auto target = keypairs.Get(key);
+    if (!target.ok()) return target.status();
+    // Another user's key is as unknown as a key that does not exist.
+    if (!*target || (*target)->user_id != ctx.who.email) return Outcome(false, NoMatching(f));
+    if (key == ctx.who.access_key) {
+      return Outcome(false, "a keypair cannot delete itself: sign with another of yours");
+    }
+    auto s = keypairs.Delete(key);
+    if (s.code() == StatusCode::kFailedPrecondition) return Outcome(false, s.message());
+    if (!s.ok()) return s;
+    return Outcome(true, "success");
+  }
+  auto props = f.args.contains("props") ? f.args["props"] : json::object();
+  if (props.is_object() && props.value("is_admin", false)) {
+    return Refused("only a superadmin makes admin keypairs", "keypair");
+  }
+  ListQuery q;
+  gql::Where(q, "u.email = ?", ctx.who.email);
+  auto own = keypairs.List(q);
+  if (!own.ok()) return own.status();
+  if (own->rows.size() >= kMaxOwnKeypairs) {
+    return Refused(
+        "at most " + std::to_string(kMaxOwnKeypairs) + " keypairs per user: delete one first",
+        "keypair");
+  }
+  // The new key may do what the signing one may: its policy and rate limit, never more.
+  KeypairChanges c;
+  c.is_active = true;
+  c.is_admin = false;
+  c.resource_policy = (*mine)->resource_policy;
+  c.rate_limit = (*mine)->rate_limit;
+  auto made = keypairs.Create(ctx.who.email, c);
+  if (!made.ok()) return made.status();
+  return json{{"ok", true}, {"msg", "success"}, {"keypair", internal::KeyPairToJson(*made)}};
+}
+
 }  // namespace bai::manager::admin

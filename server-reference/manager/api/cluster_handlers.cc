@@ -5,11 +5,13 @@
 #include "bai/protocol/errors.h"
 
 #include "libbai/protocol/wire_json.h"
+#include "libbai/util/json_parse.h"
 #include "server-reference/manager/api/dialect.h"
 #include "server-reference/manager/api/handler_util.h"
 #include "server-reference/manager/api/params.h"
 #include "server-reference/manager/api/routes.h"
 #include "server-reference/manager/scheduler/scheduling.h"
+#include "server-reference/manager/state/resource_groups.h"
 
 #include <nlohmann/json.hpp>
 
@@ -159,6 +161,48 @@ StatusOr<HttpResponse> PostManagerAnnouncement(RequestContext& ctx) {
   return HttpResponse::NoContent();
 }
 
+// POST /manager/scheduler/operation {op: include-agents | exclude-agents, args: [agent ids]}:
+// whether the scheduler may place new sessions on those agents (their running ones stay). Every
+// agent must exist, or none changes. Pending sessions are placed on included agents within the
+// scheduler's safety pass (5 s).
+StatusOr<HttpResponse> PostSchedulerOperation(RequestContext& ctx) {
+  auto body = internal::ParseJson(ctx.request.body);
+  if (!body || !body->is_object()) {
+    return MakeProblemStatus(ProblemType::kInvalidApiParams, "Malformed body.");
+  }
+  std::string op = body->value("op", "");
+  if (op != "include-agents" && op != "exclude-agents") {
+    return MakeProblemStatus(
+        ProblemType::kGenericBadRequest,
+        "Unknown scheduler operation: " + op + " (include-agents or exclude-agents)");
+  }
+  auto const& args = body->contains("args") ? (*body)["args"] : json();
+  std::vector<std::string> ids;
+  bool valid = args.is_array();
+  for (auto const& a : valid ? args : json::array()) {
+    if (!a.is_string()) valid = false;
+    if (a.is_string()) ids.push_back(a.get<std::string>());
+  }
+  if (!valid) {
+    return MakeProblemStatus(
+        ProblemType::kInvalidApiParams,
+        "Input validation failed for args with " + op + ": a list of agent ids");
+  }
+  ResourceGroupStore groups(ctx.store.db());
+  for (auto const& id : ids) {
+    auto known = ctx.store.db().Query("SELECT 1 FROM agents WHERE id = ?", {id});
+    if (!known.ok()) return known.status();
+    if (known->empty()) {
+      return MakeProblemStatus(ProblemType::kObjectNotFound, "No such agent: " + id + ".");
+    }
+  }
+  bool schedulable = op == "include-agents";
+  for (auto const& id : ids) {
+    if (auto s = groups.ModifyAgent(id, schedulable, std::nullopt); !s.ok()) return s;
+  }
+  return HttpResponse::NoContent();
+}
+
 // GET /user-config/bootstrap-script
 StatusOr<HttpResponse> GetUserConfigBootstrapScript(RequestContext& ctx) {
   auto script = ctx.store.GetBootstrapScript(ctx.identity->access_key);
@@ -195,6 +239,7 @@ void RegisterClusterRoutes(ManagerApi& api) {
   api.Add("PUT", "/manager/status", L::kSuperadmin, Guarded(PutManagerStatus));
   api.Add("GET", "/manager/announcement", L::kUser, Guarded(GetManagerAnnouncement));
   api.Add("POST", "/manager/announcement", L::kSuperadmin, Guarded(PostManagerAnnouncement));
+  api.Add("POST", "/manager/scheduler/operation", L::kSuperadmin, Guarded(PostSchedulerOperation));
   api.Add("GET", "/user-config/bootstrap-script", L::kUser, Guarded(GetUserConfigBootstrapScript));
   api.Add("POST", "/user-config/bootstrap-script", L::kUser,
           Guarded(PostUserConfigBootstrapScript));

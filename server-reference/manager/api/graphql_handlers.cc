@@ -4,12 +4,14 @@
 // through the stores, scoped by role: superadmins see everything, admins their domain, users
 // their own sessions and keypair. Objects are built as JSON keyed by field name; the executor
 // projects the selected fields.
+#include "bai/protocol/cluster_wire.h"
 #include "bai/protocol/errors.h"
 #include "bai/protocol/graphql_wire.h"
 #include "bai/protocol/service_ports.h"
 
 #include "libbai/util/json_parse.h"
 #include "libbai/util/text.h"
+#include "server-reference/manager/agents/image_rescan.h"
 #include "server-reference/manager/api/admin_graphql.h"
 #include "server-reference/manager/api/graphql_util.h"
 #include "server-reference/manager/api/handler_util.h"
@@ -186,13 +188,15 @@ bool MaySee(Identity const& who, std::string const& domain, std::string const& u
 
 class Resolver {
  public:
-  Resolver(RequestContext& ctx, SessionStore& sessions, vfolders::StorageLinks const& links)
+  Resolver(RequestContext& ctx, SessionStore& sessions, vfolders::StorageLinks const& links,
+           ImageRescan& rescan)
       : who_(*ctx.identity),
         store_(ctx.store),
         sessions_(sessions),
         agents_(ctx.store.db()),
         folders_(ctx.store.db()),
-        links_(links) {}
+        links_(links),
+        rescan_(rescan) {}
 
   // Each top-level field (each alias) resolved, and charged to the request's budget: the
   // bytes its answer takes. 64 aliases of a large list answered 640 MB to one 4 KB query.
@@ -213,6 +217,7 @@ class Resolver {
 
   StatusOr<json> ResolveField(PlannedField const& f) {
     if (auto admin = ResolveAdminField(who_, store_.db(), f)) return *std::move(admin);
+    if (f.name == "rescan_images") return RescanImages(f);
     if (f.name == "compute_session") return ComputeSession(f);
     if (f.name == "compute_session_list") return ComputeSessionList(f);
     if (f.name == "compute_container") return ComputeContainer(f);
@@ -477,15 +482,14 @@ class Resolver {
   StatusOr<json> Images(PlannedField const& f) {
     auto agents = agents_.List();
     if (!agents.ok()) return agents.status();
-    // name → (architecture, aliases, agents offering it)
-    std::map<std::string, json> images;
+    // NAME@ARCHITECTURE → the image and the ALIVE agents offering it
+    std::map<std::string, protocol::ImageEntry> images;
     for (auto const& a : *agents) {
       if (a.status != "ALIVE") continue;
       for (auto const& [name, aliases] : a.row.images) {
         auto [it, fresh] = images.try_emplace(name + "@" + a.row.architecture);
-        json& img = it->second;
-        if (fresh) img = ImageObject(name, aliases, a.row.architecture);
-        img["installed_agents"].push_back(a.row.id);
+        if (fresh) it->second = ImageOf(name, aliases, a.row.architecture);
+        it->second.installed_agents.push_back(a.row.id);
       }
     }
     // A superadmin's aliases (alias_image) join the agents' own.
@@ -493,27 +497,28 @@ class Resolver {
     if (!defined.ok()) return defined.status();
     for (auto const& r : *defined) {
       auto it = images.find(r.Text(1) + "@" + r.Text(2));
-      if (it != images.end()) it->second["aliases"].push_back(r.Text(0));
+      if (it != images.end()) it->second.aliases.push_back(r.Text(0));
     }
     if (f.name == "images") {
       json out = json::array();
-      for (auto& [key, img] : images) out.push_back(std::move(img));
+      for (auto const& [key, img] : images) out.push_back(ImageObject(img));
       return out;
     }
     std::string ref = ArgString(f, "reference");
     if (ref.empty()) ref = ArgString(f, "id");
     std::string arch = ArgString(f, "architecture");
-    for (auto& [key, img] : images) {
-      if (!arch.empty() && img["architecture"] != arch) continue;
-      bool match = img["name"] == ref || img["id"] == ref;
-      for (auto const& a : img["aliases"]) match = match || a == ref;
-      if (match) return std::move(img);
+    for (auto const& [key, img] : images) {
+      if (!arch.empty() && img.architecture != arch) continue;
+      bool match = img.name == ref || img.id == ref || key.substr(0, key.find('@')) == ref;
+      for (auto const& a : img.aliases) match = match || a == ref;
+      if (match) return ImageObject(img);
     }
     return json(nullptr);
   }
 
-  static json ImageObject(std::string const& name, std::vector<std::string> const& aliases,
-                          std::string const& architecture) {
+  static protocol::ImageEntry ImageOf(std::string const& name,
+                                      std::vector<std::string> const& aliases,
+                                      std::string const& architecture) {
     std::string tag = "latest";
     for (auto const& a : aliases) {
       if (auto colon = a.rfind(':'); colon != std::string::npos && a.substr(0, colon) == name) {
@@ -521,24 +526,30 @@ class Resolver {
       }
     }
     std::string registry = RegistryOf(name);
-    return {{"id", name + ":" + tag + "@" + architecture},
-            {"name", registry.empty() ? name : name.substr(registry.size() + 1)},
-            {"project", nullptr},
-            {"humanized_name", name},
-            {"tag", tag},
-            {"registry", registry.empty() ? "local" : registry},
-            {"architecture", architecture},
-            {"is_local", registry.empty()},
-            {"digest", nullptr},
-            {"labels", json::array()},
-            {"aliases", aliases},
-            // 24.09's column is never null; the agent does not report sizes yet (0: unknown).
-            {"size_bytes", 0},
-            {"resource_limits", json::array()},
-            {"supported_accelerators", json::array()},
-            {"installed", true},
-            {"installed_agents", json::array()},
-            {"hash", nullptr}};
+    protocol::ImageEntry i;
+    i.id = name + ":" + tag + "@" + architecture;
+    i.name = registry.empty() ? name : name.substr(registry.size() + 1);
+    i.tag = tag;
+    i.registry = registry.empty() ? "local" : registry;
+    i.architecture = architecture;
+    i.aliases = aliases;
+    return i;
+  }
+
+  // The shared codec's fields, and the rest of 24.09's Image with what bai knows of them.
+  static json ImageObject(protocol::ImageEntry const& i) {
+    json j = json::parse(protocol::EncodeImage(i));
+    j.update({{"project", nullptr},
+              {"humanized_name", i.registry == "local" ? i.name : i.registry + "/" + i.name},
+              {"is_local", i.registry == "local"},
+              {"digest", nullptr},
+              {"labels", json::array()},
+              // 24.09's column is never null; the agent does not report sizes yet (0: unknown).
+              {"size_bytes", 0},
+              {"resource_limits", json::array()},
+              {"supported_accelerators", json::array()},
+              {"hash", nullptr}});
+    return j;
   }
 
   StatusOr<json> ScalingGroups(PlannedField const& f) {
@@ -842,19 +853,35 @@ class Resolver {
     return o;
   }
 
+  // rescan_images(registry): bai's images live in the agents' stores; no registry is named.
+  StatusOr<json> RescanImages(PlannedField const& f) {
+    if (auto r = f.args.find("registry");
+        r != f.args.end() && r->is_string() && !r->get_ref<std::string const&>().empty()) {
+      return json{{"ok", false},
+                  {"msg", "No such registry: " + r->get<std::string>() +
+                              " (bai's agents keep their images in local stores: rescan without "
+                              "a registry)"},
+                  {"task_id", nullptr}};
+    }
+    auto task = rescan_.Start(who_.access_key);
+    if (!task.ok()) return task.status();
+    return json{{"ok", true}, {"msg", ""}, {"task_id", *task}};
+  }
+
   Identity const& who_;
   Store& store_;
   SessionStore& sessions_;
   AgentStore agents_;
   vfolders::FolderStore folders_;
   vfolders::StorageLinks const& links_;
+  ImageRescan& rescan_;
   // folder id → its usage (none when the proxy failed), walked once per request
   std::map<std::string, std::optional<storage::api::Usage>> usage_;
 };
 
 // Parse, prepare and execute: the response document, or the errors that stopped it.
 nlohmann::ordered_json Run(RequestContext& ctx, SessionStore& sessions,
-                           vfolders::StorageLinks const& links,
+                           vfolders::StorageLinks const& links, ImageRescan& rescan,
                            protocol::GraphqlRequest const& request) {
   auto parsed = graphql::Parse(request.query);
   if (!parsed.ok()) return graphql::ErrorResponse({*parsed.error});
@@ -865,7 +892,7 @@ nlohmann::ordered_json Run(RequestContext& ctx, SessionStore& sessions,
   auto prepared = graphql::Prepare(parsed.document, graphql::BackendAiSchema(), variables,
                                    request.operation_name);
   if (!prepared.ok()) return graphql::ErrorResponse(prepared.errors);
-  Resolver resolver(ctx, sessions, links);
+  Resolver resolver(ctx, sessions, links, rescan);
   return graphql::Execute(prepared.plan,
                           [&](PlannedField const& f) { return resolver.Resolve(f); });
 }
@@ -873,23 +900,25 @@ nlohmann::ordered_json Run(RequestContext& ctx, SessionStore& sessions,
 }  // namespace
 
 void RegisterGraphqlRoutes(ManagerApi& api, SessionStore& sessions,
-                           vfolders::StorageLinks const& links) {
+                           vfolders::StorageLinks const& links, ImageRescan& rescan) {
   // The standard endpoint: always 200 with {data, errors}.
   // Both on the slow-work pool: a query may walk folders' trees (num_files, cur_size).
-  api.AddPooled("POST", "/admin/gql", AuthLevel::kUser, [&sessions, &links](RequestContext& ctx) {
-    return Guard([&]() -> StatusOr<server::HttpResponse> {
-      auto request = protocol::DecodeGraphqlRequest(ctx.request.body);
-      if (!request.ok()) return request.status();
-      return server::HttpResponse::Json(200, Run(ctx, sessions, links, *request).dump());
-    });
-  });
-  // The legacy endpoint: data alone on success; 400 graphql-error with the errors as `data`.
-  api.AddPooled("POST", "/admin/graphql", AuthLevel::kUser,
-                [&sessions, &links](RequestContext& ctx) {
+  api.AddPooled("POST", "/admin/gql", AuthLevel::kUser,
+                [&sessions, &links, &rescan](RequestContext& ctx) {
                   return Guard([&]() -> StatusOr<server::HttpResponse> {
                     auto request = protocol::DecodeGraphqlRequest(ctx.request.body);
                     if (!request.ok()) return request.status();
-                    auto out = Run(ctx, sessions, links, *request);
+                    return server::HttpResponse::Json(
+                        200, Run(ctx, sessions, links, rescan, *request).dump());
+                  });
+                });
+  // The legacy endpoint: data alone on success; 400 graphql-error with the errors as `data`.
+  api.AddPooled("POST", "/admin/graphql", AuthLevel::kUser,
+                [&sessions, &links, &rescan](RequestContext& ctx) {
+                  return Guard([&]() -> StatusOr<server::HttpResponse> {
+                    auto request = protocol::DecodeGraphqlRequest(ctx.request.body);
+                    if (!request.ok()) return request.status();
+                    auto out = Run(ctx, sessions, links, rescan, *request);
                     if (out.contains("errors")) {
                       return MakeProblemStatus(ProblemType::kGraphqlError,
                                                out["errors"][0]["message"].get<std::string>(),

@@ -21,6 +21,7 @@ namespace bai::manager {
 class AgentRegistry;
 class BackgroundTaskStore;
 class EventHub;
+class ImageRescan;
 class SessionStore;
 namespace vfolders {
 class StorageLinks;
@@ -64,8 +65,9 @@ void RegisterStreamRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry
 
 /// `POST /admin/gql` and the legacy `/admin/graphql`: the GraphQL engine over the stores,
 /// scoped by role (graphql_handlers.cc).
+/// `rescan_images` starts its background task through `rescan`.
 void RegisterGraphqlRoutes(ManagerApi& api, SessionStore& sessions,
-                           vfolders::StorageLinks const& links);
+                           vfolders::StorageLinks const& links, ImageRescan& rescan);
 
 /// /user-config/dotfiles, /group-config/dotfiles, /domain-config/dotfiles.
 void RegisterDotfileRoutes(ManagerApi& api);

@@ -113,6 +113,12 @@ Status ResolvePlacement(RequestContext& ctx, CreateInput& in) {
   if (!r.domain.empty() && r.domain != s.domain_name) {
     return MakeProblemStatus(ProblemType::kObjectNotFound, "No such domain.");
   }
+  // No script in the request: the owner's keypair's own (`/user-config/bootstrap-script`).
+  if (!s.bootstrap_script || s.bootstrap_script->empty()) {
+    auto stored = ctx.store.GetBootstrapScript(s.access_key);
+    if (!stored.ok()) return stored.status();
+    s.bootstrap_script = stored->empty() ? std::nullopt : std::optional(*std::move(stored));
+  }
   auto group_id = ctx.store.FindGroup(s.domain_name, r.group.empty() ? "default" : r.group);
   if (!group_id.ok()) return group_id.status();
   if (!*group_id)

@@ -72,8 +72,10 @@ void AddResources(Schema& s) {
       "alias_image(alias: String!, target: String!, architecture: String = \"x86_64\"): "
       "OkMsg",
       "dealias_image(alias: String!, architecture: String = \"x86_64\"): OkMsg",
+      "rescan_images(registry: String): RescanImages",
   };
   s.Object("OkMsg", {"ok: Boolean", "msg: String"});
+  s.Object("RescanImages", {"ok: Boolean", "msg: String", "task_id: UUID"});
   s.Extend("Mutations", mutations);
 }
 

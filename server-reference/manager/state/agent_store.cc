@@ -134,6 +134,13 @@ StatusOr<std::vector<std::string>> AgentStore::SilentSince(
   return out;
 }
 
+Status AgentStore::SetImages(
+    std::string const& agent_id,
+    std::vector<std::pair<std::string, std::vector<std::string>>> const& images) {
+  return db_.Exec("UPDATE agents SET images = ? WHERE id = ?", {ImagesColumn(images), agent_id})
+      .status();
+}
+
 Status AgentStore::MarkLost(std::string const& agent_id) {
   return db_.Transaction([&](SqlExecutor& tx) -> Status {
     auto a =

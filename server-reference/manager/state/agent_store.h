@@ -87,6 +87,9 @@ class AgentStore {
   StatusOr<std::vector<AgentSession>> Held(std::string const& agent_id);
   /// The agent's sessions to start (SCHEDULED) or stop (TERMINATING), in queue order.
   StatusOr<std::vector<AgentSession>> ToDispatch(std::string const& agent_id);
+  /// The images the agent offers now (its answer to rescan_images).
+  Status SetImages(std::string const& agent_id,
+                   std::vector<std::pair<std::string, std::vector<std::string>>> const& images);
   /// The main kernel's logs, as last reported.
   Status SetKernelLogs(std::string const& session_id, std::string const& logs);
 

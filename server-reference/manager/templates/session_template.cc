@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/manager/templates/session_template.h"
 
+#include "libbai/util/url.h"
 #include "server-reference/common/wire/yaml_json.h"
 
 #include <initializer_list>
@@ -57,7 +58,60 @@ void Default(json& into, json const& request, std::initializer_list<char const*>
   into[*aliases.begin()] = std::move(value);
 }
 
+// One word for /bin/sh, whatever it holds.
+std::string ShellQuote(std::string const& v) {
+  std::string out = "'";
+  for (char c : v) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
 }  // namespace
+
+std::string GitBootstrap(json const& git) {
+  std::string repo = git["repository"].get<std::string>();
+  auto text = [&](char const* key) {
+    auto it = git.find(key);
+    return it != git.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  std::string dest = text("dest_dir");
+  if (dest.empty()) {
+    // git's own choice: the last path component, less ".git".
+    std::string base = repo;
+    while (!base.empty() && base.back() == '/') base.pop_back();
+    base = base.substr(base.find_last_of("/:") + 1);
+    if (base.size() > 4 && base.compare(base.size() - 4, 4, ".git") == 0) {
+      base.resize(base.size() - 4);
+    }
+    dest = base.empty() ? "repository" : base;
+  }
+  std::string url = repo;
+  if (auto const& c = git.contains("credential") ? git["credential"] : json(); c.is_object()) {
+    std::string user = c["username"].is_string() ? c["username"].get<std::string>() : "";
+    std::string pass = c["password"].is_string() ? c["password"].get<std::string>() : "";
+    auto scheme = url.find("://");
+    if (!user.empty() && scheme != std::string::npos) {
+      url.insert(scheme + 3, internal::EncodeSegment(user) +
+                                 (pass.empty() ? "" : ":" + internal::EncodeSegment(pass)) + "@");
+    }
+  }
+  std::string branch = text("branch");
+  std::string commit = text("commit");
+  std::string script = "# the template's repository (spec.kernel.git)\n";
+  script += "if [ ! -e " + ShellQuote(dest) + "/.git ]; then\n  git clone --quiet" +
+            (branch.empty() ? "" : " --branch " + ShellQuote(branch)) + " " + ShellQuote(url) +
+            " " + ShellQuote(dest) + " || exit $?\n";
+  if (!commit.empty()) {
+    script += "  git -C " + ShellQuote(dest) + " checkout --quiet " + ShellQuote(commit) +
+              " || exit $?\n";
+  }
+  return script + "fi\n";
+}
 
 StatusOr<json> CheckTaskTemplate(json const& raw, std::string const& where) {
   if (!raw.is_object()) return Bad(where.empty() ? "template" : where, "must be an object");
@@ -130,6 +184,16 @@ StatusOr<json> CheckTaskTemplate(json const& raw, std::string const& where) {
     for (auto const* key : {"commit", "branch", "dest_dir"}) {
       if (!git.contains(key)) git[key] = nullptr;
       if (!NullOrString(&git[key])) return Bad(w + "spec.kernel.git." + key, "a string");
+    }
+    if (!git.contains("credential")) git["credential"] = nullptr;
+    if (auto& c = git["credential"]; !c.is_null()) {
+      if (!c.is_object()) return Bad(w + "spec.kernel.git.credential", "must be a map");
+      for (auto const* key : {"username", "password"}) {
+        if (!c.contains(key)) c[key] = nullptr;
+        if (!NullOrString(&c[key])) {
+          return Bad(w + "spec.kernel.git.credential." + key, "must be a string");
+        }
+      }
     }
   }
   if (!s.contains("scaling_group")) s["scaling_group"] = nullptr;
@@ -229,16 +293,19 @@ StatusOr<Payload> ParsePayload(std::string_view text) {
 StatusOr<json> CreationRequest(json const& t, Origin const& origin, json const& request) {
   json const& spec = t["spec"];
   json const& kernel = spec["kernel"];
-  if (!kernel["git"].is_null()) {
-    return Status(StatusCode::kUnimplemented,
-                  "spec.kernel.git: cloning a repository at start needs a bootstrap script, "
-                  "which bai's agents do not run yet");
-  }
-  if (kernel["run"].is_object() && !kernel["run"]["bootstrap"].is_null()) {
-    return Status(StatusCode::kUnimplemented,
-                  "spec.kernel.run.bootstrap: bai's agents do not run bootstrap scripts yet");
-  }
   json out = json::object();
+  // The bootstrap script: the template's run.bootstrap, then its repository's clone.
+  std::string bootstrap;
+  if (kernel["run"].is_object() && kernel["run"]["bootstrap"].is_string()) {
+    bootstrap = kernel["run"]["bootstrap"].get<std::string>();
+  }
+  if (kernel["git"].is_object()) {
+    if (!bootstrap.empty() && bootstrap.back() != '\n') bootstrap += '\n';
+    bootstrap += GitBootstrap(kernel["git"]);
+  }
+  if (!bootstrap.empty()) {
+    Default(out, request, {"bootstrap_script", "bootstrapScript"}, bootstrap);
+  }
   Default(out, request, {"image", "lang"}, kernel["image"]);
   Default(out, request, {"architecture", "arch"}, kernel["architecture"]);
   Default(out, request, {"type", "sessionType"}, spec["session_type"]);

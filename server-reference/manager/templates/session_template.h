@@ -45,6 +45,13 @@ StatusOr<Payload> ParsePayload(std::string_view text);
 /// folders, not reserved paths. Unknown keys are kept. `where` prefixes the error's field name.
 StatusOr<nlohmann::json> CheckTaskTemplate(nlohmann::json const& raw, std::string const& where);
 
+/// The shell commands that clone spec.kernel.git (`checked`'s, a map with a repository) into
+/// /home/work: `git clone [--branch B] URL DEST` (DEST: dest_dir, else git's own choice of
+/// name), then `git checkout COMMIT`; skipped when DEST already holds a repository (a restarted
+/// kernel), ending the script with git's status when it fails. A credential's username and
+/// password go into an http(s) URL's userinfo, percent-encoded. Every value is shell-quoted.
+std::string GitBootstrap(nlohmann::json const& git);
+
 /// Where a template was stored: the project and domain a session from it goes to by default.
 struct Origin {
   std::string group_name;  ///< empty when the project is gone
@@ -57,8 +64,8 @@ struct Origin {
 /// empty value is (the 22.03 CLI's --no-env sends `environ: {}`). Folders go together: the
 /// request's replace the template's when it names some or sends `mount_map` (the 22.03 SDK
 /// sends `mounts: []` with every request; its --no-mount adds `mount_map: {}`).
-/// kUnimplemented for what the agents cannot do yet (spec.kernel.git and run.bootstrap:
-/// bootstrap scripts are not run), naming it.
+/// The template's run.bootstrap and, after it, its git repository's clone (GitBootstrap) become
+/// the session's bootstrap_script, unless the request gives one.
 StatusOr<nlohmann::json> CreationRequest(nlohmann::json const& checked, Origin const& origin,
                                          nlohmann::json const& request);
 

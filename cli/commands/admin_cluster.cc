@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: Apache-2.0
+// `bai admin image|agent|preset …`: the cluster's images (listed, aliased, rescanned from the
+// agents' stores), its agents (listed, taken out of scheduling) and resource presets.
+#include "bai/admin_client.h"
+#include "bai/protocol/cluster_wire.h"
+#include "bai/session_client.h"
+
+#include "cli/commands/admin_util.h"
+#include "cli/commands/session_util.h"
+#include "cli/commands/vfolder.h"
+#include "cli/exit_codes.h"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace bai::cli {
+
+namespace {
+
+using nlohmann::json;
+
+std::string Joined(std::vector<std::string> const& words) {
+  std::string out;
+  for (auto const& w : words) out += (out.empty() ? "" : ",") + w;
+  return out.empty() ? "-" : out;
+}
+
+void AddImages(CommandSet& set, CLI::App& admin) {
+  auto& ctx = set.ctx();
+  auto* noun = admin.add_subcommand("image", "Images the agents offer, their aliases, rescans");
+  noun->require_subcommand(1);
+  auto* ls = noun->add_subcommand("ls", "List images (one per name and architecture)");
+  ls->alias("list");
+  set.OnRun(ls, [&ctx] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      auto all = a.Images();
+      if (!all.ok()) return all.status();
+      if (ctx.json()) {
+        json items = json::array();
+        for (auto const& i : *all) items.push_back(json::parse(protocol::EncodeImage(i)));
+        PrintJson(ctx, {{"images", items}});
+        return Status();
+      }
+      std::vector<std::vector<std::string>> rows{
+          {"NAME", "TAG", "ARCH", "REGISTRY", "ALIASES", "AGENTS"}};
+      for (auto const& i : *all) {
+        rows.push_back({i.name, i.tag, i.architecture, i.registry, Joined(i.aliases),
+                        std::to_string(i.installed_agents.size())});
+      }
+      PrintTable(ctx, rows);
+      return Status();
+    });
+  });
+  auto* rescan = noun->add_subcommand(
+      "rescan", "Make the agents read their image stores again (after bai-agent image import)");
+  set.OnRun(rescan, [&ctx] {
+    auto client = ctx.MakeClient();
+    if (!client.ok()) return ReportError(ctx, client.status());
+    auto task = AdminClient(*client).RescanImages();
+    if (!task.ok()) return ReportError(ctx, task.status());
+    // Progress on stderr (one line per agent), the outcome on stdout.
+    auto last = SessionClient(*client).FollowTask(*task, [&](TaskProgress const& p) {
+      if (!p.Finished() && !p.message.empty()) {
+        ctx.err() << "[" << p.current_progress << "/" << p.total_progress << "] " << p.message
+                  << "\n";
+      }
+    });
+    if (!last.ok()) return ReportError(ctx, last.status());
+    int code = last->Succeeded() ? kExitOk : kExitError;
+    if (ctx.json()) {
+      ctx.out() << json{{"task_id", *task},
+                        {"status", last->event},
+                        {"message", last->message},
+                        {"exit_code", code}}
+                       .dump()
+                << "\n";
+    } else if (last->Succeeded()) {
+      ctx.out() << last->message << "\n";
+    } else {
+      ctx.err() << "error: the rescan failed" << (last->message.empty() ? "" : ": ")
+                << last->message << "\n";
+    }
+    return code;
+  });
+  struct Alias {
+    std::string alias, target, arch = "x86_64";
+  };
+  auto& al = set.Keep<Alias>();
+  auto* alias = noun->add_subcommand("alias", "Give an image another name");
+  alias->add_option("ALIAS", al.alias, "The new name")->required();
+  alias->add_option("TARGET", al.target, "The image it stands for")->required();
+  alias->add_option("--arch", al.arch, "The image's architecture (default x86_64)");
+  set.OnRun(alias, [&ctx, &al] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      auto s = a.AliasImage(al.alias, al.target, al.arch);
+      if (s.ok()) PrintDone(ctx, "alias " + al.alias + " -> " + al.target);
+      return s;
+    });
+  });
+  auto& de = set.Keep<Alias>();
+  auto* dealias = noun->add_subcommand("dealias", "Remove an alias");
+  dealias->add_option("ALIAS", de.alias, "The alias")->required();
+  dealias->add_option("--arch", de.arch, "The image's architecture (default x86_64)");
+  set.OnRun(dealias, [&ctx, &de] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      auto s = a.DealiasImage(de.alias, de.arch);
+      if (s.ok()) PrintDone(ctx, "removed alias " + de.alias);
+      return s;
+    });
+  });
+}
+
+void AddAgents(CommandSet& set, CLI::App& admin) {
+  auto& ctx = set.ctx();
+  auto* noun = admin.add_subcommand("agent", "The agents: what they offer and hold");
+  noun->require_subcommand(1);
+  auto* ls = noun->add_subcommand("ls", "List agents (ALIVE and LOST)");
+  ls->alias("list");
+  set.OnRun(ls, [&ctx] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      auto all = a.Agents();
+      if (!all.ok()) return all.status();
+      if (ctx.json()) {
+        json items = json::array();
+        for (auto const& g : *all) {
+          items.push_back({{"id", g.id},
+                           {"status", g.status},
+                           {"scaling_group", g.scaling_group},
+                           {"architecture", g.architecture},
+                           {"version", g.version},
+                           {"schedulable", g.schedulable},
+                           {"available_slots", json::parse(g.available_slots, nullptr, false)},
+                           {"occupied_slots", json::parse(g.occupied_slots, nullptr, false)},
+                           {"first_contact", g.first_contact},
+                           {"lost_at", g.lost_at.empty() ? json(nullptr) : json(g.lost_at)}});
+        }
+        PrintJson(ctx, {{"agents", items}});
+        return Status();
+      }
+      std::vector<std::vector<std::string>> rows{
+          {"ID", "STATUS", "RESOURCE GROUP", "SCHEDULABLE", "AVAILABLE", "OCCUPIED"}};
+      for (auto const& g : *all) {
+        rows.push_back({g.id, g.status, g.scaling_group, g.schedulable ? "yes" : "no",
+                        SlotsWords(g.available_slots), SlotsWords(g.occupied_slots)});
+      }
+      PrintTable(ctx, rows);
+      return Status();
+    });
+  });
+  for (bool on : {true, false}) {
+    auto& id = set.Keep<std::string>();
+    auto* cmd = noun->add_subcommand(
+        on ? "enable" : "disable",
+        on ? "Let the scheduler place sessions on the agent again"
+           : "Place no new sessions on the agent (its running ones stay; e.g. to drain it)");
+    cmd->add_option("ID", id, "Agent id")->required();
+    set.OnRun(cmd, [&ctx, &id, on] {
+      return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+        auto s = a.SetAgentSchedulable(id, on);
+        if (s.ok()) PrintDone(ctx, std::string(on ? "enabled " : "disabled ") + id);
+        return s;
+      });
+    });
+  }
+}
+
+void AddPresets(CommandSet& set, CLI::App& admin) {
+  auto& ctx = set.ctx();
+  auto* noun = admin.add_subcommand("preset", "Resource presets (named sizes for sessions)");
+  noun->require_subcommand(1);
+  auto* ls = noun->add_subcommand("ls", "List resource presets");
+  ls->alias("list");
+  set.OnRun(ls, [&ctx] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      auto all = a.Presets();
+      if (!all.ok()) return all.status();
+      if (ctx.json()) {
+        json items = json::array();
+        for (auto const& p : *all) {
+          items.push_back({{"name", p.name},
+                           {"resource_slots", json::parse(p.resource_slots, nullptr, false)},
+                           {"shared_memory", p.shared_memory ? json(*p.shared_memory) : json()}});
+        }
+        PrintJson(ctx, {{"presets", items}});
+        return Status();
+      }
+      std::vector<std::vector<std::string>> rows{{"NAME", "SLOTS", "SHARED MEMORY"}};
+      for (auto const& p : *all) {
+        rows.push_back({p.name, SlotsWords(p.resource_slots),
+                        p.shared_memory ? std::to_string(*p.shared_memory) : "-"});
+      }
+      PrintTable(ctx, rows);
+      return Status();
+    });
+  });
+  struct Create {
+    std::string name, slots, shmem;
+  };
+  auto& c = set.Keep<Create>();
+  auto* create = noun->add_subcommand("create", "Create a preset");
+  create->alias("add");
+  create->add_option("NAME", c.name, "Preset name")->required();
+  create->add_option("--slots", c.slots, "cpu=2,mem=4g or a JSON object")->required();
+  create->add_option("--shared-memory", c.shmem, "e.g. 64m, 1g");
+  set.OnRun(create, [&ctx, &c] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      auto slots = SlotsFlag("--slots", c.slots);
+      if (!slots.ok()) return slots.status();
+      auto s = a.CreatePreset(c.name, *slots, c.shmem);
+      if (s.ok()) PrintDone(ctx, "created preset " + c.name);
+      return s;
+    });
+  });
+  auto& name = set.Keep<std::string>();
+  auto* rm = noun->add_subcommand("rm", "Delete a preset");
+  rm->add_option("NAME", name, "Preset name")->required();
+  set.OnRun(rm, [&ctx, &name] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      auto s = a.DeletePreset(name);
+      if (s.ok()) PrintDone(ctx, "deleted preset " + name);
+      return s;
+    });
+  });
+}
+
+}  // namespace
+
+void AddClusterAdminCommands(CommandSet& set, CLI::App& admin) {
+  AddImages(set, admin);
+  AddAgents(set, admin);
+  AddPresets(set, admin);
+}
+
+}  // namespace bai::cli

@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// What the admin commands share (admin.cc, admin_cluster.cc).
+
+#include "bai/admin_client.h"
+#include "bai/status.h"
+
+#include "cli/command_set.h"
+#include "cli/context.h"
+
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <string>
+
+namespace bai::cli {
+
+/// Runs `body` with an AdminClient for the configured endpoint; its error reported (exit code).
+int WithAdmin(Context& ctx, std::function<Status(AdminClient&)> const& body);
+/// `doc` with exit_code 0, one line.
+void PrintJson(Context& ctx, nlohmann::json doc);
+/// A slot map's JSON text in words ("cpu=4 mem=8g"; "-" for none).
+std::string SlotsWords(std::string const& text);
+/// A JSON object flag ("{\"cpu\": 4}"), or "cpu=4,mem=8g": the object's text.
+StatusOr<std::string> SlotsFlag(std::string const& flag, std::string const& value);
+
+/// `bai admin image|agent|preset` (admin_cluster.cc).
+void AddClusterAdminCommands(CommandSet& set, CLI::App& admin);
+
+}  // namespace bai::cli
