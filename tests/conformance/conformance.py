@@ -1068,8 +1068,8 @@ def case_image_rescan(r: Runner):
     # client follows over /events/background-task.
     res = r.bai("admin", "image", "rescan")
     clean(res)
-    expect("Started updating the image metadata" in res.out, f"rescan: {res.out}")
-    expect("Finished registry scanning" in res.out, f"rescan: {res.out} {res.err}")
+    expect("Started updating the image metadata" in res.text(), f"rescan: {res.text()}")
+    expect("Finished registry scanning" in res.text(), f"rescan: {res.text()}")
     bad = r.bai("admin", "image", "rescan", "-r", "cr.backend.ai")
     expect(bad.rc != 0 and "No such registry" in bad.text(),
            f"a registry: {bad.rc} {bad.text()}")
