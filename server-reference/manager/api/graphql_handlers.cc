@@ -482,21 +482,27 @@ class Resolver {
   StatusOr<json> Images(PlannedField const& f) {
     auto agents = agents_.List();
     if (!agents.ok()) return agents.status();
-    // NAME@ARCHITECTURE → the image and the ALIVE agents offering it
+    // NAME:TAG@ARCHITECTURE → the image and the ALIVE agents offering it. An agent lists its
+    // images' tagged names one by one ("python", "python:3.11"): "python" is "python:latest".
     std::map<std::string, protocol::ImageEntry> images;
     for (auto const& a : *agents) {
       if (a.status != "ALIVE") continue;
       for (auto const& [name, aliases] : a.row.images) {
-        auto [it, fresh] = images.try_emplace(name + "@" + a.row.architecture);
-        if (fresh) it->second = ImageOf(name, aliases, a.row.architecture);
-        it->second.installed_agents.push_back(a.row.id);
+        auto image = ImageOf(name, aliases, a.row.architecture);
+        auto [it, fresh] = images.try_emplace(image.id, image);
+        auto& agents_of = it->second.installed_agents;
+        if (std::find(agents_of.begin(), agents_of.end(), a.row.id) == agents_of.end()) {
+          agents_of.push_back(a.row.id);
+        }
+        (void)fresh;
       }
     }
     // A superadmin's aliases (alias_image) join the agents' own.
     auto defined = store_.db().Query("SELECT alias, target, architecture FROM image_aliases");
     if (!defined.ok()) return defined.status();
     for (auto const& r : *defined) {
-      auto it = images.find(r.Text(1) + "@" + r.Text(2));
+      std::string target = r.Text(1);
+      auto it = images.find(ImageOf(target, {}, r.Text(2)).id);
       if (it != images.end()) it->second.aliases.push_back(r.Text(0));
     }
     if (f.name == "images") {
@@ -509,7 +515,8 @@ class Resolver {
     std::string arch = ArgString(f, "architecture");
     for (auto const& [key, img] : images) {
       if (!arch.empty() && img.architecture != arch) continue;
-      bool match = img.name == ref || img.id == ref || key.substr(0, key.find('@')) == ref;
+      std::string full = key.substr(0, key.find('@'));  // [REGISTRY/]NAME:TAG
+      bool match = img.id == ref || full == ref || (img.tag == "latest" && full == ref + ":latest");
       for (auto const& a : img.aliases) match = match || a == ref;
       if (match) return ImageObject(img);
     }
@@ -519,16 +526,23 @@ class Resolver {
   static protocol::ImageEntry ImageOf(std::string const& name,
                                       std::vector<std::string> const& aliases,
                                       std::string const& architecture) {
+    // A tag in the name ("python:3.11"; not a registry's port, which has a '/' after it).
+    std::string base = name;
     std::string tag = "latest";
+    if (auto colon = name.rfind(':');
+        colon != std::string::npos && name.find('/', colon) == std::string::npos) {
+      base = name.substr(0, colon);
+      tag = name.substr(colon + 1);
+    }
     for (auto const& a : aliases) {
-      if (auto colon = a.rfind(':'); colon != std::string::npos && a.substr(0, colon) == name) {
+      if (auto colon = a.rfind(':'); colon != std::string::npos && a.substr(0, colon) == base) {
         tag = a.substr(colon + 1);
       }
     }
-    std::string registry = RegistryOf(name);
+    std::string registry = RegistryOf(base);
     protocol::ImageEntry i;
-    i.id = name + ":" + tag + "@" + architecture;
-    i.name = registry.empty() ? name : name.substr(registry.size() + 1);
+    i.id = base + ":" + tag + "@" + architecture;
+    i.name = registry.empty() ? base : base.substr(registry.size() + 1);
     i.tag = tag;
     i.registry = registry.empty() ? "local" : registry;
     i.architecture = architecture;
