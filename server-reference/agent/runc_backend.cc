@@ -1071,6 +1071,8 @@ void RuncBackend::RunBootstrap(Kernel& k) {
   for (;;) {
     auto message = ReadMessageNow(k.sock, deadline);
     if (!message) {
+      // Before the deadline: the runner's socket ended (the kernel is going) or sent nonsense.
+      if (now() < deadline) return note("ended early: the kernel runner stopped answering");
       if (interrupted) return note("did not end after SIGINT; the kernel starts beside it");
       interrupted = true;
       SendToRunner(k, rp::Interrupt{"bootstrap"});

@@ -49,13 +49,13 @@ TEST(ImageRescanCore, OutcomeCountsAndNamesFailures) {
   auto [ok_status, ok] =
       RescanOutcome({{"i-a", 5, ""}, {"i-b", std::nullopt, "timed out"}}, {"i-c"});
   EXPECT_EQ(ok_status, TaskStatus::kDone);
-  EXPECT_EQ(ok, "5 images on 1 agent; i-b: timed out; i-c: connected to another manager");
+  EXPECT_EQ(ok, "5 images on 1 agent; i-b: timed out; i-c: not connected to this manager");
   auto [bad_status, bad] = RescanOutcome({{"i-a", std::nullopt, "gone"}}, {});
   EXPECT_EQ(bad_status, TaskStatus::kFailed);
   EXPECT_EQ(bad, "0 images on 0 agents; i-a: gone");
   auto [only_elsewhere, msg] = RescanOutcome({}, {"i-z"});
   EXPECT_EQ(only_elsewhere, TaskStatus::kFailed);
-  EXPECT_EQ(msg, "0 images on 0 agents; i-z: connected to another manager");
+  EXPECT_EQ(msg, "0 images on 0 agents; i-z: not connected to this manager");
 }
 
 std::string Text(PolicyValues const& v, std::string const& column) {

@@ -24,7 +24,7 @@ std::pair<protocol::TaskStatus, std::string> RescanOutcome(
       problems += "; " + r.agent_id + ": " + r.error;
     }
   }
-  for (auto const& id : elsewhere) problems += "; " + id + ": connected to another manager";
+  for (auto const& id : elsewhere) problems += "; " + id + ": not connected to this manager";
   auto plural = [](std::size_t n, char const* what) {
     return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
   };
