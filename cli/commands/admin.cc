@@ -71,6 +71,22 @@ StatusOr<std::string> SlotsFlag(std::string const& flag, std::string const& valu
   return internal::SlotsToJson(slots).dump();
 }
 
+void AddRemoveCommand(CommandSet& set, CLI::App& noun, std::string const& help,
+                      std::string const& arg, std::string const& arg_help, std::string const& done,
+                      std::function<Status(AdminClient&, std::string const&)> remove) {
+  auto& ctx = set.ctx();
+  auto& value = set.Keep<std::string>();
+  auto* rm = noun.add_subcommand("rm", help);
+  rm->add_option(arg, value, arg_help)->required();
+  set.OnRun(rm, [&ctx, &value, done, remove = std::move(remove)] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      auto s = remove(a, value);
+      if (s.ok()) PrintDone(ctx, done + " " + value);
+      return s;
+    });
+  });
+}
+
 namespace {
 
 std::string YesNo(bool b) { return b ? "yes" : "no"; }
@@ -569,15 +585,9 @@ void AddKeypairs(CommandSet& set, CLI::App& admin) {
       return s;
     });
   });
-  auto* rm = noun->add_subcommand("rm", "Delete a keypair (not a user's main one)");
-  rm->add_option("ACCESS_KEY", key, "The access key")->required();
-  set.OnRun(rm, [&ctx, &key] {
-    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
-      auto s = a.DeleteKeypair(key);
-      if (s.ok()) PrintDone(ctx, "deleted " + key);
-      return s;
-    });
-  });
+  AddRemoveCommand(set, *noun, "Delete a keypair (not a user's main one)", "ACCESS_KEY",
+                   "The access key", "deleted",
+                   [](AdminClient& a, std::string const& k) { return a.DeleteKeypair(k); });
 }
 
 // ---- keypair resource policies -------------------------------------------------------------
@@ -695,16 +705,9 @@ void AddPolicies(CommandSet& set, CLI::App& admin) {
       return Status();
     });
   });
-  auto& name = set.Keep<std::string>();
-  auto* rm = noun->add_subcommand("rm", "Delete a policy no keypair uses");
-  rm->add_option("NAME", name, "Policy name")->required();
-  set.OnRun(rm, [&ctx, &name] {
-    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
-      auto s = a.DeleteKeypairPolicy(name);
-      if (s.ok()) PrintDone(ctx, "deleted policy " + name);
-      return s;
-    });
-  });
+  AddRemoveCommand(
+      set, *noun, "Delete a policy no keypair uses", "NAME", "Policy name", "deleted policy",
+      [](AdminClient& a, std::string const& name) { return a.DeleteKeypairPolicy(name); });
 }
 
 // ---- resource groups -----------------------------------------------------------------------
@@ -927,16 +930,9 @@ void AddUserCommands(CommandSet& set) {
       return Status();
     });
   });
-  auto& key = set.Keep<std::string>();
-  auto* rm = keys->add_subcommand("rm", "Delete one of your keypairs (not your main one)");
-  rm->add_option("ACCESS_KEY", key, "The access key")->required();
-  set.OnRun(rm, [&ctx, &key] {
-    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
-      auto s = a.DeleteKeypair(key);
-      if (s.ok()) PrintDone(ctx, "deleted " + key);
-      return s;
-    });
-  });
+  AddRemoveCommand(set, *keys, "Delete one of your keypairs (not your main one)", "ACCESS_KEY",
+                   "The access key", "deleted",
+                   [](AdminClient& a, std::string const& k) { return a.DeleteKeypair(k); });
 }
 
 void AddDotfileCommands(CommandSet& set) {

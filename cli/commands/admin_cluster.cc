@@ -214,16 +214,8 @@ void AddPresets(CommandSet& set, CLI::App& admin) {
       return s;
     });
   });
-  auto& name = set.Keep<std::string>();
-  auto* rm = noun->add_subcommand("rm", "Delete a preset");
-  rm->add_option("NAME", name, "Preset name")->required();
-  set.OnRun(rm, [&ctx, &name] {
-    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
-      auto s = a.DeletePreset(name);
-      if (s.ok()) PrintDone(ctx, "deleted preset " + name);
-      return s;
-    });
-  });
+  AddRemoveCommand(set, *noun, "Delete a preset", "NAME", "Preset name", "deleted preset",
+                   [](AdminClient& a, std::string const& name) { return a.DeletePreset(name); });
 }
 
 }  // namespace

@@ -24,6 +24,11 @@ std::string SlotsWords(std::string const& text);
 /// A JSON object flag ("{\"cpu\": 4}"), or "cpu=4,mem=8g": the object's text.
 StatusOr<std::string> SlotsFlag(std::string const& flag, std::string const& value);
 
+/// `NOUN rm ARG`: `remove(admin, ARG)`, then "DONE ARG" (PrintDone).
+void AddRemoveCommand(CommandSet& set, CLI::App& noun, std::string const& help,
+                      std::string const& arg, std::string const& arg_help, std::string const& done,
+                      std::function<Status(AdminClient&, std::string const&)> remove);
+
 /// `bai admin image|agent|preset` (admin_cluster.cc).
 void AddClusterAdminCommands(CommandSet& set, CLI::App& admin);
 
