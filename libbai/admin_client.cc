@@ -412,7 +412,9 @@ StatusOr<std::string> AdminClient::RescanImages() const {
   auto m =
       Mutate(client_, "rescan_images", "mutation { rescan_images { ok msg task_id } }", nullptr);
   if (!m.ok()) return m.status();
-  return (*m).value("task_id", "");
+  auto const& task = (*m)["task_id"];
+  if (!task.is_string()) return Status(StatusCode::kInternal, "rescan_images: no task id");
+  return task.get<std::string>();
 }
 
 Status AdminClient::AliasImage(std::string const& alias, std::string const& target,
@@ -446,7 +448,8 @@ StatusOr<std::vector<protocol::AgentEntry>> AdminClient::Agents() const {
         DecodeAll<protocol::AgentEntry>((*data)["agent_list"]["items"], protocol::DecodeAgent);
     if (!page.ok()) return page.status();
     out.insert(out.end(), page->begin(), page->end());
-    auto total = (*data)["agent_list"].value("total_count", 0);
+    auto const& count = (*data)["agent_list"]["total_count"];
+    auto total = count.is_number_integer() ? count.get<int>() : 0;
     if (page->empty() || static_cast<int>(out.size()) >= total) break;
   }
   return out;

@@ -226,6 +226,7 @@ TEST_F(AdminCliTest, ImagesAgentsAndPresets) {
   EXPECT_THAT(unknown.body, HasSubstr("No such agent: no-such-agent"));
   EXPECT_EQ(Json({"admin", "agent", "ls"})["agents"][0]["schedulable"], false);  // none changed
   EXPECT_EQ(op({{"op", "drain"}, {"args", json::array()}}).status, 400);
+  EXPECT_EQ(op({{"op", 5}, {"args", json::array()}}).status, 400);
   EXPECT_EQ(op({{"op", "include-agents"}, {"args", agent}}).status, 400);  // not a list
   EXPECT_EQ(op({{"op", "include-agents"}, {"args", {agent}}}).status, 204);
   EXPECT_EQ(Json({"admin", "agent", "ls"})["agents"][0]["schedulable"], true);

@@ -411,7 +411,7 @@ TEST_F(AdminTest, UsersManageTheirOwnKeypairs) {
   auto main_key =
       Gql(*alice_, "{ keypairs { access_key rate_limit resource_policy } }")["data"]["keypairs"][0];
   auto made = Mutate(*alice_, R"(create_keypair(user_id: "alice@example.com",
-      props: {resource_policy: "default", rate_limit: 999999}) {
+      props: {resource_policy: "default", rate_limit: 999999, is_admin: null}) {
         ok msg keypair { access_key secret_key is_admin rate_limit resource_policy } })");
   ASSERT_EQ(made["ok"], true) << made.dump();
   EXPECT_EQ(made["keypair"]["rate_limit"], main_key["rate_limit"]);  // not the one asked for

@@ -170,7 +170,8 @@ StatusOr<HttpResponse> PostSchedulerOperation(RequestContext& ctx) {
   if (!body || !body->is_object()) {
     return MakeProblemStatus(ProblemType::kInvalidApiParams, "Malformed body.");
   }
-  std::string op = body->value("op", "");
+  auto const op_field = body->contains("op") ? (*body)["op"] : json();
+  std::string op = op_field.is_string() ? op_field.get<std::string>() : "";
   if (op != "include-agents" && op != "exclude-agents") {
     return MakeProblemStatus(
         ProblemType::kGenericBadRequest,
