@@ -92,8 +92,13 @@ std::string GitBootstrap(json const& git) {
   }
   std::string url = repo;
   if (auto const& c = git.contains("credential") ? git["credential"] : json(); c.is_object()) {
-    std::string user = c["username"].is_string() ? c["username"].get<std::string>() : "";
-    std::string pass = c["password"].is_string() ? c["password"].get<std::string>() : "";
+    // (A template stored by an older release may lack either key.)
+    auto text_of = [&c](char const* key) {
+      auto it = c.find(key);
+      return it != c.end() && it->is_string() ? it->get<std::string>() : std::string();
+    };
+    std::string user = text_of("username");
+    std::string pass = text_of("password");
     auto scheme = url.find("://");
     if (!user.empty() && scheme != std::string::npos) {
       url.insert(scheme + 3, internal::EncodeSegment(user) +
