@@ -5,7 +5,6 @@
 #include "bai/protocol/errors.h"
 
 #include "libbai/protocol/wire_json.h"
-#include "libbai/util/json_parse.h"
 #include "server-reference/manager/api/dialect.h"
 #include "server-reference/manager/api/handler_util.h"
 #include "server-reference/manager/api/params.h"
@@ -166,29 +165,21 @@ StatusOr<HttpResponse> PostManagerAnnouncement(RequestContext& ctx) {
 // agent must exist, or none changes. Pending sessions are placed on included agents within the
 // scheduler's safety pass (5 s).
 StatusOr<HttpResponse> PostSchedulerOperation(RequestContext& ctx) {
-  auto body = internal::ParseJson(ctx.request.body);
-  if (!body || !body->is_object()) {
-    return MakeProblemStatus(ProblemType::kInvalidApiParams, "Malformed body.");
+  auto p = Params::From(ctx.request);
+  if (!p.ok()) return std::move(p).status();
+  auto op = p->String({"op"}, true);
+  if (op && *op != "include-agents" && *op != "exclude-agents") {
+    p->Fail("op", "include-agents or exclude-agents");
   }
-  auto const op_field = body->contains("op") ? (*body)["op"] : json();
-  std::string op = op_field.is_string() ? op_field.get<std::string>() : "";
-  if (op != "include-agents" && op != "exclude-agents") {
-    return MakeProblemStatus(
-        ProblemType::kGenericBadRequest,
-        "Unknown scheduler operation: " + op + " (include-agents or exclude-agents)");
-  }
-  auto const& args = body->contains("args") ? (*body)["args"] : json();
   std::vector<std::string> ids;
-  bool valid = args.is_array();
-  for (auto const& a : valid ? args : json::array()) {
-    if (!a.is_string()) valid = false;
+  json const* args = p->Raw({"args"});
+  bool valid = args != nullptr && args->is_array();
+  for (auto const& a : valid ? *args : json::array()) {
+    valid = valid && a.is_string();
     if (a.is_string()) ids.push_back(a.get<std::string>());
   }
-  if (!valid) {
-    return MakeProblemStatus(
-        ProblemType::kInvalidApiParams,
-        "Input validation failed for args with " + op + ": a list of agent ids");
-  }
+  if (!valid) p->Fail("args", "a list of agent ids");
+  if (auto s = p->Check(); !s.ok()) return s;
   ResourceGroupStore groups(ctx.store.db());
   for (auto const& id : ids) {
     auto known = ctx.store.db().Query("SELECT 1 FROM agents WHERE id = ?", {id});
@@ -197,7 +188,7 @@ StatusOr<HttpResponse> PostSchedulerOperation(RequestContext& ctx) {
       return MakeProblemStatus(ProblemType::kObjectNotFound, "No such agent: " + id + ".");
     }
   }
-  bool schedulable = op == "include-agents";
+  bool schedulable = *op == "include-agents";
   for (auto const& id : ids) {
     if (auto s = groups.ModifyAgent(id, schedulable, std::nullopt); !s.ok()) return s;
   }

@@ -489,12 +489,10 @@ class Resolver {
       if (a.status != "ALIVE") continue;
       for (auto const& [name, aliases] : a.row.images) {
         auto image = ImageOf(name, aliases, a.row.architecture);
-        auto [it, fresh] = images.try_emplace(image.id, image);
-        auto& agents_of = it->second.installed_agents;
+        auto& agents_of = images.try_emplace(image.id, image).first->second.installed_agents;
         if (std::find(agents_of.begin(), agents_of.end(), a.row.id) == agents_of.end()) {
           agents_of.push_back(a.row.id);
         }
-        (void)fresh;
       }
     }
     // A superadmin's aliases (alias_image) join the agents' own.

@@ -71,15 +71,18 @@ std::string ShellQuote(std::string const& v) {
   return out + "'";
 }
 
+// The string at `key`, or "" when it is absent or not a string (a template stored by an older
+// release may lack keys its check now adds).
+std::string StringAt(json const& object, char const* key) {
+  json const* v = Find(object, {key});
+  return v != nullptr && v->is_string() ? v->get<std::string>() : std::string();
+}
+
 }  // namespace
 
 std::string GitBootstrap(json const& git) {
   std::string repo = git["repository"].get<std::string>();
-  auto text = [&](char const* key) {
-    auto it = git.find(key);
-    return it != git.end() && it->is_string() ? it->get<std::string>() : std::string();
-  };
-  std::string dest = text("dest_dir");
+  std::string dest = StringAt(git, "dest_dir");
   if (dest.empty()) {
     // git's own choice: the last path component, less ".git".
     std::string base = repo;
@@ -91,22 +94,17 @@ std::string GitBootstrap(json const& git) {
     dest = base.empty() ? "repository" : base;
   }
   std::string url = repo;
-  if (auto const& c = git.contains("credential") ? git["credential"] : json(); c.is_object()) {
-    // (A template stored by an older release may lack either key.)
-    auto text_of = [&c](char const* key) {
-      auto it = c.find(key);
-      return it != c.end() && it->is_string() ? it->get<std::string>() : std::string();
-    };
-    std::string user = text_of("username");
-    std::string pass = text_of("password");
+  if (json const* c = Find(git, {"credential"}); c != nullptr && c->is_object()) {
+    std::string user = StringAt(*c, "username");
+    std::string pass = StringAt(*c, "password");
     auto scheme = url.find("://");
     if (!user.empty() && scheme != std::string::npos) {
       url.insert(scheme + 3, internal::EncodeSegment(user) +
                                  (pass.empty() ? "" : ":" + internal::EncodeSegment(pass)) + "@");
     }
   }
-  std::string branch = text("branch");
-  std::string commit = text("commit");
+  std::string branch = StringAt(git, "branch");
+  std::string commit = StringAt(git, "commit");
   std::string script = "# the template's repository (spec.kernel.git)\n";
   script += "if [ ! -e " + ShellQuote(dest) + "/.git ]; then\n  git clone --quiet" +
             (branch.empty() ? "" : " --branch " + ShellQuote(branch)) + " " + ShellQuote(url) +
