@@ -45,10 +45,11 @@ void AddImages(CommandSet& set, CLI::App& admin) {
         return Status();
       }
       std::vector<std::vector<std::string>> rows{
-          {"NAME", "TAG", "ARCH", "REGISTRY", "ALIASES", "AGENTS"}};
+          {"NAME", "TAG", "ARCH", "REGISTRY", "SIZE", "ALIASES", "AGENTS"}};
       for (auto const& i : *all) {
-        rows.push_back({i.name, i.tag, i.architecture, i.registry, Joined(i.aliases),
-                        std::to_string(i.installed_agents.size())});
+        rows.push_back({i.name, i.tag, i.architecture, i.registry,
+                        i.size_bytes > 0 ? HumanBytes(static_cast<double>(i.size_bytes)) : "-",
+                        Joined(i.aliases), std::to_string(i.installed_agents.size())});
       }
       PrintTable(ctx, rows);
       return Status();

@@ -38,7 +38,8 @@ std::string EncodeImage(ImageEntry const& i) {
               {"architecture", i.architecture},
               {"aliases", i.aliases},
               {"installed_agents", i.installed_agents},
-              {"installed", !i.installed_agents.empty()}}
+              {"installed", !i.installed_agents.empty()},
+              {"size_bytes", i.size_bytes}}
       .dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -52,7 +53,8 @@ StatusOr<ImageEntry> DecodeImage(std::string_view text) {
                f.Str("registry"),
                f.Str("architecture"),
                f.Strings("aliases"),
-               f.Strings("installed_agents")};
+               f.Strings("installed_agents"),
+               f.Int("size_bytes")};
   if (i.name.empty()) return Status(StatusCode::kInvalidArgument, "an image without a name");
   return i;
 }

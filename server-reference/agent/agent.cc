@@ -84,7 +84,8 @@ struct Agent::Impl {
   std::mutex streams_mu;  // the data streams open now (cancelled when the agent stops)
   std::set<WebSocketConnection*> streams;
   std::mutex exec_mu;    // execute steps in flight on their own threads
-  std::mutex images_mu;  // options.images: replaced by a rescan, read by a registration
+  std::mutex images_mu;  // offered: replaced by a rescan, read by a registration
+  std::optional<std::vector<ap::ImageInfo>> offered;  // unset: not read yet
   std::condition_variable exec_cv;
   int executing = 0;
 
@@ -170,7 +171,8 @@ struct Agent::Impl {
     }
     {
       std::lock_guard<std::mutex> lock(images_mu);
-      for (auto const& name : options.images) m.images.push_back({name, {}});
+      if (!offered) offered = ReadImages();
+      m.images = *offered;
     }
     m.devices = options.devices;
     m.device_policy = options.device_policy;
@@ -238,15 +240,20 @@ struct Agent::Impl {
 
   void On(ap::CommitKernel const& m) { Commit(m); }
 
+  std::vector<ap::ImageInfo> ReadImages() const {
+    if (options.list_images) return options.list_images();
+    std::vector<ap::ImageInfo> out;
+    for (auto const& name : options.images) out.push_back({name, {}, 0});
+    return out;
+  }
+
   void On(ap::RescanImages const& m) {
     AnswerLater(m.request_id, [this] {
-      std::vector<std::string> names = options.images;
-      if (options.list_images) names = options.list_images();
       ap::ImagesReply reply;
-      for (auto const& name : names) reply.images.push_back({name, {}});
+      reply.images = ReadImages();
       {
         std::lock_guard<std::mutex> lock(images_mu);
-        options.images = names;  // what the next registration offers
+        offered = reply.images;  // what the next registration offers
       }
       return ap::EncodeReply(reply);
     });

@@ -25,9 +25,10 @@ struct AgentOptions {
   /// simulated agent offers: the built-ins of a Debian 12 host).
   std::vector<std::string> images{"python", "python:latest", "python:3.11", "shell",
                                   "shell:latest"};
-  /// Reads the image store again (a runc agent's): rescan_images answers with it, and later
-  /// registrations offer it. Unset: `images` as given (a simulated agent has no store).
-  std::function<std::vector<std::string>()> list_images;
+  /// Reads the image store (a runc agent's), sizes included: the first registration offers
+  /// it, rescan_images reads it again for the later ones. Unset: `images` as given, sizes
+  /// unknown (a simulated agent has no store).
+  std::function<std::vector<server::agent_protocol::ImageInfo>()> list_images;
   std::vector<server::agent_protocol::DeviceInfo> devices;  ///< accelerators found
   std::string device_policy = "evenly";  ///< how fractions are placed on them (evenly, fill)
   std::chrono::milliseconds reconnect_min{200};

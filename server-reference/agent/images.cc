@@ -6,11 +6,13 @@
 #include "server-reference/common/wire/image_ref.h"
 
 #include <nlohmann/json.hpp>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 
 namespace bai::agent {
@@ -47,6 +49,23 @@ StatusOr<std::string> ReadFile(fs::path const& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// The bytes of the regular files under `root`, each hard-linked file once; symbolic links are
+// not followed (what `du -sb --apparent-size` says of an unpacked image).
+std::int64_t TreeBytes(fs::path const& root) {
+  std::int64_t total = 0;
+  std::set<std::pair<dev_t, ino_t>> linked;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec),
+       end;
+       !ec && it != end; it.increment(ec)) {
+    struct stat st {};
+    if (lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (st.st_nlink > 1 && !linked.insert({st.st_dev, st.st_ino}).second) continue;
+    total += st.st_size;
+  }
+  return total;
 }
 
 StatusOr<json> ReadJson(fs::path const& path) {
@@ -238,7 +257,8 @@ Status ImageStore::EnsureBuiltins() {
                        {"ai.backend.runtime-path", b.path},
                        {"ai.backend.service-ports", service_ports},
                        {"ai.backend.resource.min.cpu", "0.1"},
-                       {"ai.backend.resource.min.mem", "64m"}}}};
+                       {"ai.backend.resource.min.mem", "64m"}}},
+                     {"size", TreeBytes(rootfs)}};
     if (auto s = WriteFile(tmp / "manifest.json", manifest.dump(2) + "\n"); !s.ok()) return s;
     fs::remove_all(dir, ec);
     fs::rename(tmp, dir, ec);
@@ -292,20 +312,31 @@ StatusOr<Image> ImageStore::Find(std::string const& reference) const {
   return Status(StatusCode::kNotFound, "unknown image " + reference);
 }
 
-std::vector<std::string> ImageStore::Names() const {
-  std::vector<std::string> out;
+std::vector<server::agent_protocol::ImageInfo> ImageStore::List() const {
+  std::vector<server::agent_protocol::ImageInfo> out;
   std::error_code ec;
   for (auto const& entry : fs::directory_iterator(root_, ec)) {
     std::string name = entry.path().filename().string();
     if (!ValidImageName(name)) continue;
     auto m = ReadJson(entry.path() / "manifest.json");
     if (!m.ok()) continue;
-    out.push_back(name);
+    // A store made before sizes were recorded: measured now.
+    auto size = m->find("size");
+    std::int64_t bytes = size != m->end() && size->is_number_integer()
+                             ? size->get<std::int64_t>()
+                             : TreeBytes(entry.path() / "rootfs");
+    out.push_back({name, {}, bytes});
     for (auto const& a : m->value("aliases", json::array())) {
-      if (a.is_string()) out.push_back(a.get<std::string>());
+      if (a.is_string()) out.push_back({a.get<std::string>(), {}, bytes});
     }
   }
-  std::sort(out.begin(), out.end());
+  std::sort(out.begin(), out.end(), [](auto const& a, auto const& b) { return a.name < b.name; });
+  return out;
+}
+
+std::vector<std::string> ImageStore::Names() const {
+  std::vector<std::string> out;
+  for (auto& i : List()) out.push_back(std::move(i.name));
   return out;
 }
 
@@ -379,12 +410,15 @@ Status ImageStore::Import(std::string const& source, std::string const& name,
   } else {
     s = Status(StatusCode::kNotFound, source + " is neither an OCI image layout nor a tarball");
   }
-  if (s.ok()) s = WriteFile(tmp / "manifest.json", manifest.dump(2) + "\n");
   if (s.ok()) {
     for (char const* d : {"proc", "dev", "sys", "tmp", "home/work", "opt/bai/bin", "opt/bai/run"}) {
       fs::create_directories(tmp / "rootfs" / d, ec);
     }
     fs::permissions(tmp / "rootfs/tmp", fs::perms::all | fs::perms::sticky_bit, ec);
+    manifest["size"] = TreeBytes(tmp / "rootfs");
+    s = WriteFile(tmp / "manifest.json", manifest.dump(2) + "\n");
+  }
+  if (s.ok()) {
     fs::rename(tmp, dir, ec);
     if (ec)
       s = Status(StatusCode::kInternal, "cannot install " + dir.string() + ": " + ec.message());

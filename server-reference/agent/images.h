@@ -3,6 +3,8 @@
 
 #include "bai/status.h"
 
+#include "server-reference/common/wire/agent_messages.h"
+
 #include <map>
 #include <string>
 #include <vector>
@@ -38,6 +40,10 @@ class ImageStore {
   StatusOr<Image> Find(std::string const& reference) const;
   /// Names and aliases, for the agent's registration.
   std::vector<std::string> Names() const;
+  /// The same, one entry per name and per alias (the manager keeps them so), each with its
+  /// image's size: the bytes of its files in the store (a built-in's read-only host mounts are
+  /// the host's, not counted).
+  std::vector<server::agent_protocol::ImageInfo> List() const;
   /// Imports an OCI image layout directory (`index.json`, first or `tag`-named manifest) or a
   /// rootfs tarball (.tar, .tar.gz) under `name`. Labels come from the OCI config.
   Status Import(std::string const& source, std::string const& name, std::string const& tag = "");

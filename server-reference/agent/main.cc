@@ -67,6 +67,9 @@ int ImageCommand(int argc, char** argv) {
   import->add_option("--name", name, "Image name")->required();
   import->add_option("--tag", tag, "Tag in the layout (default: its first image)");
   auto* list = app.add_subcommand("list", "List images and aliases");
+  // --state-dir before or after the subcommand, as the README writes it.
+  import->fallthrough();
+  list->fallthrough();
   CLI11_PARSE(app, argc, argv);
   bai::agent::ImageStore store(state_dir + "/images");
   if (*import) {
@@ -301,8 +304,7 @@ int main(int argc, char** argv) {
       std::cerr << "bai-agent: " << s.message() << "\n";
       return 1;
     }
-    options.images = images->Names();
-    options.list_images = [store = images.get()] { return store->Names(); };
+    options.list_images = [store = images.get()] { return store->List(); };
     kernels = std::move(r);
   } else {
     kernels = std::make_unique<bai::agent::DummyBackend>(dummy);

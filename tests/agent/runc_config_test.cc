@@ -210,13 +210,28 @@ TEST(ImageStoreTest, BuiltinsHaveASynthesisedEtcWithoutSecrets) {
   EXPECT_EQ(store.Find("shell")->RuntimeType(), "shell");
   EXPECT_EQ(store.Find("tensorflow").status().code(), StatusCode::kNotFound);
   EXPECT_THAT(store.Names(), Contains("python"));
+  // Each name and alias with its image's size: its own files (the host's /usr is not counted).
+  auto listed = store.List();
+  ASSERT_EQ(listed.size(), store.Names().size());
+  std::int64_t python_bytes = -1;
+  for (auto const& i : listed) {
+    if (i.name.rfind("python", 0) != 0) continue;
+    if (python_bytes < 0) python_bytes = i.size;
+    EXPECT_EQ(i.size, python_bytes) << i.name;
+  }
+  EXPECT_GT(python_bytes, 1000);               // passwd, ld.so.cache, certificates…
+  EXPECT_LT(python_bytes, 100 * 1024 * 1024);  // not /usr
 }
 
 TEST(ImageStoreTest, ImportsARootfsTarballAndRejectsBadNames) {
   testing_util::TempDir dir;
   namespace fs = std::filesystem;
   fs::create_directories(dir.path() + "/src/bin");
-  std::ofstream(dir.path() + "/src/bin/hello") << "#!/bin/sh\necho hi\n";
+  std::ofstream(dir.path() + "/src/bin/hello") << "#!/bin/sh\necho hi\n";  // 18 bytes
+  fs::create_directories(dir.path() + "/src/data");
+  std::ofstream(dir.path() + "/src/data/blob") << std::string(10000, 'x');
+  fs::create_hard_link(dir.path() + "/src/data/blob", dir.path() + "/src/data/same-blob");
+  fs::create_symlink("/usr", dir.path() + "/src/data/usr");  // not followed
   auto tar = testing_util::RunProcess(
       {"/usr/bin/tar", "-czf", dir.path() + "/rootfs.tar.gz", "-C", dir.path() + "/src", "."});
   ASSERT_EQ(tar.exit_code, 0) << tar.err;
@@ -225,6 +240,21 @@ TEST(ImageStoreTest, ImportsARootfsTarballAndRejectsBadNames) {
   auto img = store.Find("tiny");
   ASSERT_TRUE(img.ok());
   EXPECT_TRUE(fs::exists(fs::path(img->rootfs) / "bin/hello"));
+  // Its size: each file once, links not followed; recorded at import.
+  auto size_of = [&store](std::string const& name) -> std::int64_t {
+    for (auto const& i : store.List()) {
+      if (i.name == name) return i.size;
+    }
+    return -1;
+  };
+  EXPECT_EQ(size_of("tiny"), 18 + 10000);
+  // A store made before sizes were recorded: measured when listed.
+  std::string manifest = dir.path() + "/images/tiny/manifest.json";
+  auto m = nlohmann::json::parse(std::ifstream(manifest));
+  ASSERT_TRUE(m.contains("size"));
+  m.erase("size");
+  std::ofstream(manifest, std::ios::trunc) << m.dump();
+  EXPECT_EQ(size_of("tiny"), 18 + 10000);
   EXPECT_EQ(store.Import(dir.path() + "/rootfs.tar.gz", "tiny").code(), StatusCode::kAlreadyExists);
   EXPECT_EQ(store.Import(dir.path() + "/rootfs.tar.gz", "../evil").code(),
             StatusCode::kInvalidArgument);

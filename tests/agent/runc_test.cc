@@ -11,6 +11,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <nlohmann/json.hpp>
 #include <sys/socket.h>
 
 namespace bai {
@@ -526,16 +527,25 @@ TEST_F(RuncTest, ARescanFindsAnImageImportedWhileTheAgentRuns) {
   std::string tarball = dir_.path() + "/tool.tar.gz";
   auto tar = testing_util::RunProcess({"/usr/bin/tar", "czf", tarball, "-C", root, "."});
   ASSERT_EQ(tar.exit_code, 0) << tar.err;
-  auto import = testing_util::RunProcess({testing_util::BinPath("bai-agent"), "image",
-                                          "--state-dir", dir_.path() + "/agent", "import", tarball,
-                                          "--name", "imported-tool"});
+  // --state-dir after the subcommand, as server-reference/README.md writes it.
+  auto import =
+      testing_util::RunProcess({testing_util::BinPath("bai-agent"), "image", "import", tarball,
+                                "--name", "imported-tool", "--state-dir", dir_.path() + "/agent"});
   ASSERT_EQ(import.exit_code, 0) << import.err;
   EXPECT_THAT(listed(), Not(HasSubstr("\"imported-tool\"")));  // the manager does not know yet
   auto rescan = Bai({"admin", "image", "rescan"});
   ASSERT_EQ(rescan.exit_code, 0) << rescan.err;
   // (Progress lines come only while the task runs: a rescan of one agent is usually over first.)
   EXPECT_THAT(rescan.out, HasSubstr("images on 1 agent"));
-  EXPECT_THAT(listed(), HasSubstr("\"imported-tool\""));
+  // With its size: the one file's 6 bytes.
+  auto images = nlohmann::json::parse(listed(), nullptr, false);
+  nlohmann::json tool;
+  for (auto const& i : images.value("images", nlohmann::json::array())) {
+    if (i.value("name", "") == "imported-tool") tool = i;
+  }
+  ASSERT_TRUE(tool.is_object()) << images.dump();
+  EXPECT_EQ(tool.value("size_bytes", -1), 6);
+  EXPECT_EQ(tool.value("installed_agents", nlohmann::json()).size(), 1u);
 }
 
 TEST_F(RuncTest, SessionsCannotSeeEachOthersProcessesOrFiles) {

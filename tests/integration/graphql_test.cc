@@ -630,15 +630,24 @@ TEST_F(GraphqlTest, KeypairImagesScalingGroupsAndAgents) {
   ASSERT_TRUE(db.Exec("INSERT INTO agents (id, scaling_group, status, available_slots, images, "
                       "first_contact, last_heartbeat) VALUES ('ag-1', 'default', 'ALIVE', "
                       "'{\"cpu\": \"4\"}', '[{\"name\": \"python\", \"aliases\": "
+                      "[\"python:3.11\"], \"size\": 5000000000}]', '2026-01-01', '2026-01-01')")
+                  .ok());
+  // Another agent with the same image, as an older agent lists it (no size): still 5 GB.
+  ASSERT_TRUE(db.Exec("INSERT INTO agents (id, scaling_group, status, available_slots, images, "
+                      "first_contact, last_heartbeat) VALUES ('ag-2', 'default', 'ALIVE', "
+                      "'{\"cpu\": \"4\"}', '[{\"name\": \"python\", \"aliases\": "
                       "[\"python:3.11\"]}]', '2026-01-01', '2026-01-01')")
                   .ok());
   r = Gql(*alice_,
-          "{ images { name tag registry installed_agents } image(reference: "
-          "\"python:3.11\") { name } }");
+          "{ images { name tag registry installed_agents size_bytes } image(reference: "
+          "\"python:3.11\") { name size_bytes } }");
   ASSERT_FALSE(r.contains("errors")) << r.dump();
   EXPECT_EQ(r["data"]["images"], json::parse(R"([{"name":"python","tag":"3.11",
                                                   "registry":"local",
-                                                  "installed_agents":["ag-1"]}])"));
+                                                  "installed_agents":["ag-1","ag-2"],
+                                                  "size_bytes":5000000000}])"));
+  EXPECT_EQ(r["data"]["image"]["size_bytes"], 5000000000);
+  ASSERT_TRUE(db.Exec("DELETE FROM agents WHERE id = 'ag-2'").ok());
   EXPECT_EQ(r["data"]["image"]["name"], "python");
   r = Gql(*root_,
           "{ agent_list(limit: 10, offset: 0, status: \"alive\") { items { id "

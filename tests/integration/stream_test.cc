@@ -198,10 +198,11 @@ TEST_F(StreamTest, ExecuteStreamRelaysOutputAndAnswersInputFromACallback) {
   EXPECT_EQ(unknown.status().code(), StatusCode::kNotFound) << unknown.status().message();
 }
 
-// Reads the terminal until `needle` has been printed (or its exit, or 10 s).
+// Reads the terminal until `needle` has been printed (or its exit, or 30 s: CI's sanitizer
+// builds run next to other tests on two cores).
 std::string ReadUntil(Terminal& t, std::string const& needle, std::optional<int>* exit = nullptr) {
   std::string seen;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (std::chrono::steady_clock::now() < deadline && seen.find(needle) == std::string::npos) {
     auto out = t.Read(std::chrono::milliseconds(200));
     if (!out.ok()) break;
@@ -228,9 +229,11 @@ TEST_F(StreamTest, ATerminalRunsAShellResizesAndPassesItsExitCode) {
   ASSERT_TRUE((*t)->Resize(40, 120).ok());
   ASSERT_TRUE((*t)->Write("stty size\n").ok());
   EXPECT_THAT(ReadUntil(**t, "40 120"), HasSubstr("40 120"));
-  // Ctrl-C reaches the remote program, not this process.
-  ASSERT_TRUE((*t)->Write("sleep 30; echo after\n").ok());
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Ctrl-C reaches the remote program, not this process. It is sent once the program prints,
+  // so that it holds the terminal: a Ctrl-C that came between the shell's fork and the child
+  // taking the terminal would go to the shell alone and leave `sleep` running.
+  ASSERT_TRUE((*t)->Write("sh -c 'echo started-$((2*3)); exec sleep 30'; echo after\n").ok());
+  EXPECT_THAT(ReadUntil(**t, "started-6"), HasSubstr("started-6"));
   ASSERT_TRUE((*t)->Write("\x03").ok());
   ASSERT_TRUE((*t)->Write("echo interrupted-$?\n").ok());
   EXPECT_THAT(ReadUntil(**t, "interrupted-130"), HasSubstr("interrupted-130"));
@@ -247,7 +250,7 @@ TEST_F(StreamTest, ATerminalRunsAShellResizesAndPassesItsExitCode) {
   // The second terminal ends with its session.
   ASSERT_TRUE(root_->Send(ApiRequest("DELETE", "/session/ws-pty")).ok());
   StatusOr<Terminal::Output> last = Terminal::Output{};
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (last.ok() && std::chrono::steady_clock::now() < deadline) {
     last = (*second)->Read(std::chrono::milliseconds(200));
   }
@@ -428,11 +431,20 @@ std::string RoundTrip(int port, std::string const& data) {
 
 TEST_F(StreamTest, AppsAreListedAndTunnelsCarryEveryByteOfManyConnections) {
   EchoServer echo;
-  int dead = 0;
-  {
-    EchoServer gone;  // a port nothing listens on once it is closed
-    dead = gone.port();
-  }
+  // A port nothing listens on: bound here and never listened on, so that no other test's
+  // server takes it meanwhile (a port freed by closing a listener could be, under ctest -j).
+  int held = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(held, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(getsockname(held, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  int dead = ntohs(addr.sin_port);
+  struct Closer {
+    int fd;
+    ~Closer() { close(fd); }
+  } closer{held};
   auto r = Bai({"session", "create", "--name", "ws-apps", "--preopen", std::to_string(echo.port()),
                 "--preopen", std::to_string(dead), "python"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -176,11 +176,14 @@ TEST(AgentMessagesTest, EveryOtherMessageRoundTrips) {
   auto rescan = ap::DecodeToAgent(ap::Encode(ap::WithRequestId(ap::RescanImages{}, "r-9")));
   EXPECT_EQ(Only<ap::RescanImages>(rescan).request_id, "r-9");
   auto images = ap::DecodeImagesReply(
-      ap::EncodeReply(ap::ImagesReply{{{"python", {"python:3.11"}}, {"tool", {}}}}));
+      ap::EncodeReply(ap::ImagesReply{{{"python", {"python:3.11"}, 5000000000}, {"tool", {}}}}));
   ASSERT_TRUE(images.ok()) << images.status().message();
   ASSERT_EQ(images->images.size(), 2u);
   EXPECT_EQ(images->images[0].aliases, std::vector<std::string>{"python:3.11"});
+  EXPECT_EQ(images->images[0].size, 5000000000);  // past 32 bits
   EXPECT_EQ(images->images[1].name, "tool");
+  EXPECT_EQ(images->images[1].size, 0);  // unknown: not sent, read as 0
+  EXPECT_EQ(ap::EncodeReply(ap::ImagesReply{{{"tool", {}}}}).find("size"), std::string::npos);
   EXPECT_FALSE(ap::DecodeImagesReply(R"({"images":[{"aliases":[]}]})").ok());  // no name
 }
 

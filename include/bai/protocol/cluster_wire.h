@@ -23,6 +23,7 @@ struct ImageEntry {
   std::string architecture;
   std::vector<std::string> aliases;
   std::vector<std::string> installed_agents;
+  std::int64_t size_bytes = 0;  ///< as its agents' stores hold it; 0: unknown
 };
 
 /// The 24.09 fields above as one JSON object (the manager adds the rest of the schema's).

@@ -232,13 +232,17 @@ KernelStatus ReadKernelStatus(FieldReader& r) {
 
 json ImagesJson(std::vector<ImageInfo> const& list) {
   json images = json::array();
-  for (auto const& i : list) images.push_back({{"name", i.name}, {"aliases", i.aliases}});
+  for (auto const& i : list) {
+    json image = {{"name", i.name}, {"aliases", i.aliases}};
+    if (i.size > 0) image["size"] = i.size;
+    images.push_back(std::move(image));
+  }
   return images;
 }
 
 std::vector<ImageInfo> ReadImages(FieldReader& r) {
   return ReadList<ImageInfo>(r, "images", [](FieldReader& item) {
-    return ImageInfo{item.Required("name"), ReadStringList(item, "aliases")};
+    return ImageInfo{item.Required("name"), ReadStringList(item, "aliases"), item.Int("size", 0)};
   });
 }
 

@@ -31,6 +31,7 @@ namespace bai::server::agent_protocol {
 struct ImageInfo {
   std::string name;
   std::vector<std::string> aliases;
+  std::int64_t size = 0;  ///< bytes; 0: unknown (a simulated agent's, an older agent's)
 };
 
 /// An accelerator the agent found (NVML).

@@ -164,7 +164,7 @@ void AgentRegistry::Handle(Connection const& c, ap::Register const& m) {
                m.slot_types,
                {},
                AgentDevices{m.device_policy, m.devices}};
-  for (auto const& i : m.images) row.images.emplace_back(i.name, i.aliases);
+  row.images = m.images;
   auto exists = store_.ScalingGroupExists(row.scaling_group);
   if (!exists.ok() || !*exists) row.scaling_group = "default";
   std::string const& group = row.scaling_group;

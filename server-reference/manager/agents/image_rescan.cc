@@ -70,10 +70,8 @@ StatusOr<std::string> ImageRescan::Start(std::string const& access_key,
           auto reply = result.ok() ? ap::DecodeImagesReply(*result)
                                    : StatusOr<ap::ImagesReply>(result.status());
           if (reply.ok()) {
-            std::vector<std::pair<std::string, std::vector<std::string>>> images;
-            for (auto const& i : reply->images) images.emplace_back(i.name, i.aliases);
-            if (auto s = AgentStore(db).SetImages(id, images); s.ok()) {
-              r.images = images.size();
+            if (auto s = AgentStore(db).SetImages(id, reply->images); s.ok()) {
+              r.images = reply->images.size();
             } else {
               r.error = s.message();
             }

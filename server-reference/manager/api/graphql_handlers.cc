@@ -487,12 +487,15 @@ class Resolver {
     std::map<std::string, protocol::ImageEntry> images;
     for (auto const& a : *agents) {
       if (a.status != "ALIVE") continue;
-      for (auto const& [name, aliases] : a.row.images) {
-        auto image = ImageOf(name, aliases, a.row.architecture);
-        auto& agents_of = images.try_emplace(image.id, image).first->second.installed_agents;
+      for (auto const& offered : a.row.images) {
+        auto image = ImageOf(offered.name, offered.aliases, a.row.architecture);
+        auto& entry = images.try_emplace(image.id, image).first->second;
+        auto& agents_of = entry.installed_agents;
         if (std::find(agents_of.begin(), agents_of.end(), a.row.id) == agents_of.end()) {
           agents_of.push_back(a.row.id);
         }
+        // Agents that imported the same name apart may hold different bytes: the largest.
+        entry.size_bytes = std::max(entry.size_bytes, offered.size);
       }
     }
     // A superadmin's aliases (alias_image) join the agents' own.
@@ -556,8 +559,6 @@ class Resolver {
               {"is_local", i.registry == "local"},
               {"digest", nullptr},
               {"labels", json::array()},
-              // 24.09's column is never null; the agent does not report sizes yet (0: unknown).
-              {"size_bytes", 0},
               {"resource_limits", json::array()},
               {"supported_accelerators", json::array()},
               {"hash", nullptr}});

@@ -134,9 +134,7 @@ StatusOr<std::vector<std::string>> AgentStore::SilentSince(
   return out;
 }
 
-Status AgentStore::SetImages(
-    std::string const& agent_id,
-    std::vector<std::pair<std::string, std::vector<std::string>>> const& images) {
+Status AgentStore::SetImages(std::string const& agent_id, ImageList const& images) {
   return db_.Exec("UPDATE agents SET images = ? WHERE id = ?", {ImagesColumn(images), agent_id})
       .status();
 }

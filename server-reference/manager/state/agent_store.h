@@ -25,8 +25,7 @@ struct AgentRow {
   std::string version;
   protocol::ResourceSlots slots;
   std::map<std::string, protocol::SlotType> slot_types;
-  /// Image name → its aliases.
-  std::vector<std::pair<std::string, std::vector<std::string>>> images;
+  ImageList images;      ///< names with their aliases and sizes
   AgentDevices devices;  ///< its GPUs (columns.h)
 };
 
@@ -88,8 +87,7 @@ class AgentStore {
   /// The agent's sessions to start (SCHEDULED) or stop (TERMINATING), in queue order.
   StatusOr<std::vector<AgentSession>> ToDispatch(std::string const& agent_id);
   /// The images the agent offers now (its answer to rescan_images).
-  Status SetImages(std::string const& agent_id,
-                   std::vector<std::pair<std::string, std::vector<std::string>>> const& images);
+  Status SetImages(std::string const& agent_id, ImageList const& images);
   /// The main kernel's logs, as last reported.
   Status SetKernelLogs(std::string const& session_id, std::string const& logs);
 

@@ -57,21 +57,32 @@ ImageList ImagesFromColumn(std::string_view text) {
   auto j = internal::ParseJson(text);
   if (!j || !j->is_array()) return out;
   for (auto const& img : *j) {
-    if (img.is_string()) out.emplace_back(img.get<std::string>(), std::vector<std::string>());
+    if (img.is_string()) out.push_back({img.get<std::string>(), {}, 0});
     if (!img.is_object()) continue;
-    std::vector<std::string> aliases;
-    for (auto const& a : img.value("aliases", json::array())) {
-      if (a.is_string()) aliases.push_back(a.get<std::string>());
+    server::agent_protocol::ImageInfo info;
+    auto name = img.find("name");
+    if (name == img.end() || !name->is_string() || name->get<std::string>().empty()) continue;
+    info.name = name->get<std::string>();
+    if (auto aliases = img.find("aliases"); aliases != img.end() && aliases->is_array()) {
+      for (auto const& a : *aliases) {
+        if (a.is_string()) info.aliases.push_back(a.get<std::string>());
+      }
     }
-    auto name = img.value("name", std::string());
-    if (!name.empty()) out.emplace_back(std::move(name), std::move(aliases));
+    if (auto size = img.find("size"); size != img.end() && size->is_number_integer()) {
+      info.size = size->get<std::int64_t>();
+    }
+    out.push_back(std::move(info));
   }
   return out;
 }
 
 std::string ImagesColumn(ImageList const& images) {
   json out = json::array();
-  for (auto const& [name, aliases] : images) out.push_back({{"name", name}, {"aliases", aliases}});
+  for (auto const& i : images) {
+    json image = {{"name", i.name}, {"aliases", i.aliases}};
+    if (i.size > 0) image["size"] = i.size;
+    out.push_back(std::move(image));
+  }
   return out.dump();
 }
 

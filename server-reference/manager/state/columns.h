@@ -28,8 +28,8 @@ std::string ListColumn(std::vector<std::string> const& list);
 std::map<std::string, std::string> MapFromColumn(std::string_view text);
 std::string MapColumn(std::map<std::string, std::string> const& map);
 
-/// An agent's images: [{"name", "aliases"}] (or bare names, as older agents wrote them).
-using ImageList = std::vector<std::pair<std::string, std::vector<std::string>>>;
+/// An agent's images: [{"name", "aliases", "size"}] (or bare names, as older agents wrote them).
+using ImageList = std::vector<server::agent_protocol::ImageInfo>;
 ImageList ImagesFromColumn(std::string_view text);
 std::string ImagesColumn(ImageList const& images);
 
