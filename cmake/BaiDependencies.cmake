@@ -23,6 +23,8 @@ endif()
 
 if(BAI_BUILD_SERVER)
   find_package(SQLite3 3.40 REQUIRED)
+  # The manager's PostgreSQL backend (bai-manager --database postgresql://…).
+  pkg_check_modules(libpq REQUIRED IMPORTED_TARGET libpq>=15)
   pkg_check_modules(uuid REQUIRED IMPORTED_TARGET uuid)
   # The storage proxy's directory downloads (zip).
   pkg_check_modules(libarchive REQUIRED IMPORTED_TARGET libarchive)

@@ -21,7 +21,7 @@ namespace bai::manager {
 /// max_body_bytes = 1048576
 /// [storage]
 /// data_dir = "/var/lib/bai-manager"
-/// database = ""               # default: <data_dir>/manager.db (SQLite)
+/// database = ""               # default: <data_dir>/manager.db (SQLite); or postgresql://…
 /// [agents]
 /// heartbeat_timeout = 15      # seconds of silence before an agent is LOST
 /// lost_grace = 300            # seconds a LOST agent's sessions wait before they end as ERROR
@@ -76,6 +76,10 @@ struct ManagerConfig {
     std::vector<RemoteProxy> proxies;
   } vfolders;
 
+  /// `database` names a PostgreSQL server (postgresql:// or postgres://).
+  bool UsesPostgres() const {
+    return database.rfind("postgresql://", 0) == 0 || database.rfind("postgres://", 0) == 0;
+  }
   std::string DatabasePath() const {
     return database.empty() ? data_dir + "/manager.db" : database;
   }

@@ -4,9 +4,11 @@
 //               [--storage-listen HOST:PORT]
 //   bai-manager fixture load FILE.json [--config FILE] [--data-dir DIR]
 #include "server-reference/manager/manager.h"
+#include "server-reference/manager/state/copy_database.h"
 
 #include <CLI/CLI.hpp>
 #include <signal.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <iostream>
@@ -30,6 +32,11 @@ int main(int argc, char** argv) {
   app.add_option("--listen", listen, "HOST:PORT to listen on (default 127.0.0.1:8081)");
   app.add_option("--data-dir", data_dir, "Directory for the database and credentials");
   app.add_option("--threads", threads, "I/O threads")->check(CLI::Range(1, 256));
+  std::string database;
+  app.add_option("--database", database,
+                 "postgresql://USER@HOST:PORT/DB, or a SQLite file (default: "
+                 "<data-dir>/manager.db)")
+      ->envname("BAI_DATABASE");
   std::string storage_listen;
   app.add_option("--storage-listen", storage_listen,
                  "HOST:PORT of the embedded storage proxy's /upload and /download");
@@ -45,6 +52,11 @@ int main(int argc, char** argv) {
   auto* load = fixture->add_subcommand("load", "Load domains, projects, users, keypairs, policies");
   load->add_option("FILE", fixture_file, "Fixture JSON file")->required()->check(CLI::ExistingFile);
   fixture->require_subcommand(1);
+  std::string migrate_from, migrate_to;
+  auto* migrate = app.add_subcommand(
+      "migrate", "Copy an installation's data into another database (e.g. SQLite to PostgreSQL)");
+  migrate->add_option("--from", migrate_from, "sqlite:PATH or postgresql://…")->required();
+  migrate->add_option("--to", migrate_to, "postgresql://… or sqlite:PATH (empty)")->required();
   app.fallthrough();
   CLI11_PARSE(app, argc, argv);
 
@@ -59,8 +71,33 @@ int main(int argc, char** argv) {
     if (auto s = bai::manager::SetStorageListen(storage_listen, config); !s.ok()) return Fail(s);
   }
   if (!data_dir.empty()) config.data_dir = data_dir;
+  if (!database.empty()) config.database = database;
   if (threads > 0) config.threads = threads;
   if (allow_signup) config.allow_signup = true;
+
+  if (migrate->parsed()) {
+    auto open =
+        [](std::string const& where) -> bai::StatusOr<std::unique_ptr<bai::server::Database>> {
+      if (where.rfind("postgresql://", 0) == 0 || where.rfind("postgres://", 0) == 0) {
+        return bai::server::OpenPostgres(where);
+      }
+      if (where.rfind("sqlite:", 0) == 0) return bai::server::OpenSqlite(where.substr(7), 2);
+      return bai::Status(bai::StatusCode::kInvalidArgument,
+                         where + ": name sqlite:PATH or postgresql://USER@HOST:PORT/DB");
+    };
+    if (migrate_from.rfind("sqlite:", 0) == 0 && ::access(migrate_from.c_str() + 7, R_OK) != 0) {
+      return Fail(
+          bai::Status(bai::StatusCode::kNotFound, "no database at " + migrate_from.substr(7)));
+    }
+    auto from = open(migrate_from);
+    if (!from.ok()) return Fail(from.status());
+    auto to = open(migrate_to);
+    if (!to.ok()) return Fail(to.status());
+    auto summary = bai::manager::CopyDatabase(**from, **to);
+    if (!summary.ok()) return Fail(summary.status());
+    std::cout << *summary << "\n";
+    return 0;
+  }
 
   if (load->parsed()) {
     auto state = bai::manager::OpenState(config);

@@ -26,7 +26,8 @@ StatusOr<OpenedState> OpenState(ManagerConfig const& config) {
                   "cannot create data directory " + config.data_dir + ": " + std::strerror(errno));
   }
   OpenedState state;
-  auto db = server::OpenSqlite(config.DatabasePath(), config.threads + 2);
+  auto db = config.UsesPostgres() ? server::OpenPostgres(config.database, {config.threads + 2})
+                                  : server::OpenSqlite(config.DatabasePath(), config.threads + 2);
   if (!db.ok()) return std::move(db).status();
   state.db = std::move(*db);
   if (auto s = server::Migrate(*state.db, Migrations()); !s.ok()) return s;

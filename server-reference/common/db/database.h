@@ -75,7 +75,7 @@ using LockScopes = std::vector<std::string>;
 /// may see other transactions' commits between its statements (PostgreSQL's READ COMMITTED),
 /// so what it decides from several reads is only safe under a scope.
 ///  - SQLite: BEGIN IMMEDIATE takes the database's single write lock, which covers every scope.
-///  - PostgreSQL (specified, not built): BEGIN; then `SELECT pg_advisory_xact_lock(
+///  - PostgreSQL: BEGIN (READ COMMITTED); then `SELECT pg_advisory_xact_lock(
 ///    hashtextextended(scope, 0))` per scope, in sorted order; released by COMMIT/ROLLBACK.
 class Database : public SqlExecutor {
  public:
@@ -109,6 +109,17 @@ struct SqliteOptions {
 };
 StatusOr<std::unique_ptr<Database>> OpenSqlite(std::string const& path,
                                                SqliteOptions const& options);
+
+/// PostgreSQL through libpq: `url` a connection URI (postgresql://USER@HOST:PORT/DB, with the
+/// usual PG* environment and ~/.pgpass). Connections are opened as needed up to
+/// `max_connections`; one found broken (the server restarted) is replaced, and a statement on a
+/// connection lost meanwhile fails with kUnavailable (retry later). Refused at once when the
+/// server cannot be reached.
+struct PostgresOptions {
+  int max_connections = 8;
+};
+StatusOr<std::unique_ptr<Database>> OpenPostgres(std::string const& url,
+                                                 PostgresOptions const& options = {});
 
 /// One schema step: applied once, in order, inside a transaction, recorded in schema_migrations.
 struct Migration {

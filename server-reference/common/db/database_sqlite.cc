@@ -457,10 +457,15 @@ StatusOr<std::unique_ptr<Database>> OpenSqlite(std::string const& path,
 }
 
 Status Migrate(Database& db, std::vector<Migration> const& migrations) {
-  auto created = db.Exec(
-      "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
-      "description TEXT NOT NULL, applied_at TEXT NOT NULL)");
-  if (!created.ok()) return created.status();
+  // Under the scope: two PostgreSQL sessions creating the same table at once collide.
+  auto created = db.Transaction({"schema-migrations"}, [](SqlExecutor& tx) -> Status {
+    return tx
+        .Exec(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
+            "description TEXT NOT NULL, applied_at TEXT NOT NULL)")
+        .status();
+  });
+  if (!created.ok()) return created;
   auto rows = db.Query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations");
   if (!rows.ok()) return rows.status();
   std::int64_t current = (*rows)[0].Int(0);
@@ -473,7 +478,12 @@ Status Migrate(Database& db, std::vector<Migration> const& migrations) {
   }
   for (auto const& m : migrations) {
     if (m.version <= current) continue;
-    auto status = db.Transaction([&](SqlExecutor& tx) -> Status {
+    // Under a scope, checked again: managers that start together apply each step once.
+    auto status = db.Transaction({"schema-migrations"}, [&](SqlExecutor& tx) -> Status {
+      auto done = tx.Query("SELECT 1 FROM schema_migrations WHERE version = ?",
+                           {static_cast<std::int64_t>(m.version)});
+      if (!done.ok()) return done.status();
+      if (!done->empty()) return Status();
       for (auto const& sql : m.statements) {
         auto r = tx.Exec(sql);
         if (!r.ok()) {
