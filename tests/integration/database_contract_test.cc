@@ -103,6 +103,19 @@ TEST_P(DatabaseContractTest, ConstraintsAndFailedTransactionsLoseNothing) {
     return r.ok() ? Status() : r.status();
   });
   EXPECT_EQ(broken.code(), StatusCode::kAlreadyExists);
+  // A body that ignores a failed statement and returns success: SQLite keeps what succeeded;
+  // PostgreSQL has aborted the transaction, so the commit is refused, not silently rolled back.
+  auto ignored = db_->Transaction([](SqlExecutor& tx) -> Status {
+    (void)tx.Exec("INSERT INTO t (id, n) VALUES ('a', 5)");  // a duplicate, ignored
+    (void)tx.Exec("INSERT INTO t (id, n) VALUES ('d', 6)");
+    return Status();
+  });
+  if (GetParam() == "postgresql") {
+    EXPECT_FALSE(ignored.ok());
+  } else {
+    EXPECT_TRUE(ignored.ok()) << ignored.message();
+    ASSERT_TRUE(db_->Exec("DELETE FROM t WHERE id = 'd'").ok());
+  }
   auto rows = db_->Query("SELECT id FROM t ORDER BY id");
   ASSERT_TRUE(rows.ok());
   ASSERT_EQ(rows->size(), 1u);

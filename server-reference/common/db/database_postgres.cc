@@ -72,6 +72,9 @@ class Connection : public SqlExecutor {
 
   bool healthy() const { return PQstatus(conn_) == CONNECTION_OK; }
   bool in_transaction() const { return PQtransactionStatus(conn_) != PQTRANS_IDLE; }
+  /// A statement failed inside the transaction (one whose error the body ignored): PostgreSQL
+  /// would answer COMMIT with a silent ROLLBACK.
+  bool transaction_failed() const { return PQtransactionStatus(conn_) == PQTRANS_INERROR; }
 
   StatusOr<std::int64_t> Exec(std::string const& sql, std::vector<SqlValue> params) override {
     auto r = Run(sql, params);
@@ -195,10 +198,13 @@ class PostgresDatabase : public Database {
       if (!locked.ok()) status = locked.status();
     }
     if (status.ok()) status = body(conn);
+    if (status.ok() && conn.transaction_failed()) {
+      status = Status(StatusCode::kInternal,
+                      "a statement failed inside the transaction; nothing of it was written");
+    }
     if (begun.ok()) {
       auto end = conn.Exec(status.ok() ? "COMMIT" : "ROLLBACK", {});
       if (status.ok() && !end.ok()) status = end.status();
-      // COMMIT of a transaction that failed inside answers ROLLBACK without an error.
     }
     Release(std::move(*lease));
     return status;
