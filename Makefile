@@ -3,7 +3,7 @@
 JOBS ?= $(shell nproc)
 CTEST_LABELS_EXCLUDE = slow|gpu
 
-.PHONY: all deps build test check-asan check-tsan format format-check bench tidy fuzz up clean
+.PHONY: all deps build test check-asan check-tsan format format-check bench tidy fuzz up up-cluster clean
 
 all: build
 
@@ -66,6 +66,11 @@ fuzz: deps build-fuzz/build.ninja
 
 up:
 	@bash scripts/up.sh
+
+# Several nodes on this machine (root): PostgreSQL, two managers behind HAProxy, three agents in
+# network namespaces. `make up-cluster ARGS=--check` kills each manager in turn and checks.
+up-cluster:
+	@bash scripts/up-cluster.sh $(ARGS)
 
 clean:
 	rm -rf build build-asan build-tsan build-fuzz

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -46,32 +47,62 @@ protocol::ResourceSlots DiscoverSlots(std::int64_t reserve_bytes) {
   return slots;
 }
 
+std::vector<std::string> ManagerUrls(std::string const& list) {
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  while (at <= list.size()) {
+    std::size_t comma = std::min(list.find(',', at), list.size());
+    std::string url = list.substr(at, comma - at);
+    while (!url.empty() && (url.back() == '/' || url.back() == ' ')) url.pop_back();
+    while (!url.empty() && url.front() == ' ') url.erase(0, 1);
+    if (!url.empty() && std::find(out.begin(), out.end(), url) == out.end()) out.push_back(url);
+    at = comma + 1;
+  }
+  return out;
+}
+
 struct Agent::Impl {
   AgentOptions options;
   std::unique_ptr<KernelBackend> backend;
-  std::string host;
-  std::string port;
 
   net::io_context ioc;
-  std::unique_ptr<websocket::stream<beast::tcp_stream>> ws;
-  std::vector<std::unique_ptr<websocket::stream<beast::tcp_stream>>> old_sockets;
-  beast::flat_buffer buffer;
-  std::deque<std::string> queue;
-  bool writing = false;
+
+  // One control channel per manager (docs/agent-protocol.md, "Several managers"). Everything
+  // here but `url`, `host` and `port` is touched on the I/O thread only.
+  struct Link {
+    explicit Link(net::io_context& ioc) : retry(ioc) {}
+    int index = 0;
+    std::string url;  // http://HOST:PORT, as given
+    std::string host;
+    std::string port;
+    std::unique_ptr<websocket::stream<beast::tcp_stream>> ws;
+    std::vector<std::unique_ptr<websocket::stream<beast::tcp_stream>>> old_sockets;
+    beast::flat_buffer buffer;
+    std::deque<std::string> queue;
+    bool writing = false;
+    net::steady_timer retry;
+    std::chrono::milliseconds backoff{0};
+    // Each connection attempt gets a number; handlers of an older attempt do nothing, so a
+    // dying socket can neither retry twice nor touch the new connection's queue.
+    int generation = 0;
+    std::string nonce;           // this connection's challenge (a link made primary re-registers)
+    bool sent_register = false;  // messages may follow the registration on this connection
+    bool registered = false;     // the manager answered it
+  };
+  std::vector<std::unique_ptr<Link>> links;
+  // The link whose registration claimed primary (-1: none now): kernel states, heartbeats and
+  // task reports go through it.
+  int primary = -1;
   net::steady_timer heartbeat{ioc};
-  net::steady_timer retry{ioc};
-  std::chrono::milliseconds backoff{0};
   std::chrono::milliseconds heartbeat_interval{5000};
   NodeSampler node_stats;  // the node's CPU and memory load, sent with each heartbeat
   std::thread thread;
   std::atomic<bool> stopping{false};
-  // Each connection attempt gets a number; handlers of an older attempt do nothing, so a dying
-  // socket can neither retry twice nor touch the new connection's queue.
-  int generation = 0;
 
   mutable std::mutex mu;
   mutable std::condition_variable cv;
-  bool registered = false;
+  bool registered = false;  // the primary link is registered
+  int links_registered = 0;
 
   // Kernel output: stored, and relayed to the manager in batches (every 20 ms at most).
   std::unique_ptr<KernelLogs> logs;
@@ -89,79 +120,105 @@ struct Agent::Impl {
   std::condition_variable exec_cv;
   int executing = 0;
 
-  void SetRegistered(bool value) {
+  // I/O thread: publishes the registration state for Registered() and WaitRegistered().
+  void PublishRegistered() {
+    int count = 0;
+    for (auto const& l : links) count += l->registered ? 1 : 0;
     std::lock_guard<std::mutex> lock(mu);
-    registered = value;
+    registered = primary >= 0 && links[static_cast<std::size_t>(primary)]->registered;
+    links_registered = count;
     cv.notify_all();
   }
 
-  void Connect() {
+  Link* Primary() {
+    if (primary < 0) return nullptr;
+    Link* l = links[static_cast<std::size_t>(primary)].get();
+    return l->sent_register ? l : nullptr;
+  }
+
+  void Connect(Link& link) {
     if (stopping) return;
-    int gen = ++generation;
-    if (ws) {
+    int gen = ++link.generation;
+    link.sent_register = link.registered = false;
+    if (link.ws) {
       beast::error_code ignored;
-      beast::get_lowest_layer(*ws).socket().close(ignored);
-      old_sockets.push_back(std::move(ws));  // pending handlers may still refer to it
-      if (old_sockets.size() > 4) old_sockets.erase(old_sockets.begin());
+      beast::get_lowest_layer(*link.ws).socket().close(ignored);
+      link.old_sockets.push_back(std::move(link.ws));  // pending handlers may refer to it
+      if (link.old_sockets.size() > 4) link.old_sockets.erase(link.old_sockets.begin());
     }
-    ws = std::make_unique<websocket::stream<beast::tcp_stream>>(ioc);
+    link.ws = std::make_unique<websocket::stream<beast::tcp_stream>>(ioc);
     auto resolver = std::make_shared<tcp::resolver>(ioc);
     resolver->async_resolve(
-        host, port,
-        [this, resolver, gen](beast::error_code ec, tcp::resolver::results_type results) {
-          if (gen != generation) return;
-          if (ec) return Retry("resolve: " + ec.message());
-          beast::get_lowest_layer(*ws).expires_after(std::chrono::seconds(10));
-          beast::get_lowest_layer(*ws).async_connect(
-              results, [this, gen](beast::error_code ec2, tcp::endpoint ep) {
-                if (gen != generation) return;
-                if (ec2) return Retry("connect: " + ec2.message());
-                OnConnected(gen, ep.port());
+        link.host, link.port,
+        [this, &link, resolver, gen](beast::error_code ec, tcp::resolver::results_type results) {
+          if (gen != link.generation) return;
+          if (ec) return Retry(link, "resolve: " + ec.message());
+          beast::get_lowest_layer(*link.ws).expires_after(std::chrono::seconds(10));
+          beast::get_lowest_layer(*link.ws).async_connect(
+              results, [this, &link, gen](beast::error_code ec2, tcp::endpoint ep) {
+                if (gen != link.generation) return;
+                if (ec2) return Retry(link, "connect: " + ec2.message());
+                OnConnected(link, ep.port());
               });
         });
   }
 
-  void OnConnected(int gen, unsigned short port_number) {
-    beast::get_lowest_layer(*ws).expires_never();
+  void OnConnected(Link& link, unsigned short port_number) {
+    auto& ws = *link.ws;
+    beast::get_lowest_layer(ws).expires_never();
     // Small messages back to back (PREPARING, then RUNNING) must not wait for delayed ACKs.
     beast::error_code nodelay_ec;
-    beast::get_lowest_layer(*ws).socket().set_option(net::ip::tcp::no_delay(true), nodelay_ec);
-    ws->set_option(websocket::stream_base::timeout::suggested(beast::role_type::client));
+    beast::get_lowest_layer(ws).socket().set_option(net::ip::tcp::no_delay(true), nodelay_ec);
+    ws.set_option(websocket::stream_base::timeout::suggested(beast::role_type::client));
     std::string auth = server::agent_protocol::MakeAuth(options.agent_id, options.cluster_secret,
                                                         std::chrono::system_clock::now());
-    ws->set_option(websocket::stream_base::decorator([auth](websocket::request_type& req) {
+    ws.set_option(websocket::stream_base::decorator([auth](websocket::request_type& req) {
       req.set(server::agent_protocol::kAuthHeader, auth);
       req.set(beast::http::field::user_agent, std::string("bai-agent/") + BAI_VERSION_STRING);
     }));
-    ws->async_handshake(host + ":" + std::to_string(port_number), server::agent_protocol::kPath,
-                        [this, gen](beast::error_code ec) {
-                          if (gen != generation) return;
-                          if (ec) return Retry("handshake: " + ec.message());
-                          backoff = std::chrono::milliseconds(0);
-                          Read();  // the manager's challenge comes first
-                        });
+    ws.async_handshake(link.host + ":" + std::to_string(port_number), server::agent_protocol::kPath,
+                       [this, &link, gen = link.generation](beast::error_code ec) {
+                         if (gen != link.generation) return;
+                         if (ec) return Retry(link, "handshake: " + ec.message());
+                         link.backoff = std::chrono::milliseconds(0);
+                         Read(link);  // the manager's challenge comes first
+                       });
   }
 
-  void Retry(std::string const& why) {
-    SetRegistered(false);
-    heartbeat.cancel();
-    queue.clear();
-    writing = false;
-    if (stopping) return;
-    backoff =
-        std::min(options.reconnect_max, backoff.count() == 0 ? options.reconnect_min : backoff * 2);
+  void Retry(Link& link, std::string const& why) {
     (void)why;
-    retry.expires_after(backoff);
-    retry.async_wait([this](beast::error_code ec) {
-      if (!ec) Connect();
+    ++link.generation;  // whatever this connection still had in flight does nothing now
+    link.sent_register = link.registered = false;
+    link.queue.clear();
+    link.writing = false;
+    if (primary == link.index) {
+      // The primary link is gone: another registered link takes over, registering again so
+      // that its manager reconciles the kernels (their states sent meanwhile may be lost).
+      primary = -1;
+      heartbeat.cancel();
+      for (auto& other : links) {
+        if (other->registered && !stopping) {
+          Register(*other);
+          break;
+        }
+      }
+    }
+    PublishRegistered();
+    if (stopping) return;
+    link.backoff = std::min(options.reconnect_max,
+                            link.backoff.count() == 0 ? options.reconnect_min : link.backoff * 2);
+    link.retry.expires_after(link.backoff);
+    link.retry.async_wait([this, &link](beast::error_code ec) {
+      if (!ec) Connect(link);
     });
   }
 
-  // Answers the connection's challenge with everything the manager needs to know.
-  void Register(std::string const& nonce) {
+  // Answers the connection's challenge with everything the manager needs to know. The first
+  // link to register while none is primary becomes the primary.
+  void Register(Link& link) {
     ap::Register m;
     m.version = server::agent_protocol::kVersion;
-    m.proof = ap::RegisterProof(options.agent_id, options.cluster_secret, nonce);
+    m.proof = ap::RegisterProof(options.agent_id, options.cluster_secret, link.nonce);
     m.agent_version = BAI_VERSION_STRING;
     m.scaling_group = options.scaling_group;
     m.architecture = options.architecture;
@@ -177,46 +234,57 @@ struct Agent::Impl {
     m.devices = options.devices;
     m.device_policy = options.device_policy;
     m.kernels = backend->Snapshot();
-    Write(ap::Encode(ap::ToManager(std::move(m))));
+    m.primary = primary < 0 || primary == link.index;
+    if (m.primary) primary = link.index;
+    link.sent_register = true;
+    Write(link, ap::Encode(ap::ToManager(std::move(m))));
   }
 
-  void Read() {
-    ws->async_read(buffer, [this, gen = generation](beast::error_code ec, std::size_t) {
-      if (gen != generation) return;
-      if (ec) return Retry("read: " + ec.message());
-      std::string text = beast::buffers_to_string(buffer.data());
-      buffer.consume(buffer.size());
-      Handle(text);
-      Read();
-    });
+  void Read(Link& link) {
+    link.ws->async_read(link.buffer,
+                        [this, &link, gen = link.generation](beast::error_code ec, std::size_t) {
+                          if (gen != link.generation) return;
+                          if (ec) return Retry(link, "read: " + ec.message());
+                          std::string text = beast::buffers_to_string(link.buffer.data());
+                          link.buffer.consume(link.buffer.size());
+                          Handle(link, text);
+                          if (gen == link.generation) Read(link);
+                        });
   }
 
-  void Handle(std::string const& text) {
+  void Handle(Link& link, std::string const& text) {
     auto message = ap::DecodeToAgent(text);
     if (!message.ok()) {
       std::fprintf(stderr, "bai-agent: refused a manager message: %s\n",
                    message.status().message().c_str());
-      Write(ap::Encode(ap::ToManager(ap::ErrorReport{message.status().message()})));
+      Write(link, ap::Encode(ap::ToManager(ap::ErrorReport{message.status().message()})));
       return;
     }
-    std::visit([this](auto const& m) { On(m); }, *message);
+    std::visit([this, &link](auto const& m) { On(link, m); }, *message);
   }
 
-  void On(ap::Challenge const& m) { Register(m.nonce); }
+  void On(Link& link, ap::Challenge const& m) {
+    link.nonce = m.nonce;
+    Register(link);
+  }
 
-  void On(ap::Registered const& m) {
-    heartbeat_interval = std::chrono::milliseconds(m.heartbeat_interval_ms);
-    // Finished kernels listed in the registration are now known to the manager.
-    for (auto const& k : backend->Snapshot()) {
-      if (k.Ended()) backend->Acknowledge(k.session_id);
+  void On(Link& link, ap::Registered const& m) {
+    link.registered = true;
+    if (primary == link.index) {
+      heartbeat_interval = std::chrono::milliseconds(m.heartbeat_interval_ms);
+      // Finished kernels listed in the registration are now known to the manager.
+      for (auto const& k : backend->Snapshot()) {
+        if (k.Ended()) backend->Acknowledge(k.session_id);
+      }
+      heartbeat.cancel();
+      Heartbeat();
     }
-    SetRegistered(true);
-    Heartbeat();
+    PublishRegistered();
   }
 
-  void On(ap::CreateKernel const& m) { backend->Create(m); }
+  void On(Link&, ap::CreateKernel const& m) { backend->Create(m); }  // a repeat: no-op
 
-  void On(ap::DestroyKernel const& m) {
+  void On(Link&, ap::DestroyKernel const& m) {
     // A kernel this agent does not run (it failed to start and was reported, or ended while the
     // manager was away) is already gone: say so, or its session waits in TERMINATING for ever.
     bool live = false;
@@ -234,11 +302,11 @@ struct Agent::Impl {
     backend->Destroy(m.session_id, m.reason);
   }
 
-  void On(ap::Execute const& m) {
-    AnswerLater(m.request_id, [this, m] { return backend->Execute(m); });
+  void On(Link& link, ap::Execute const& m) {
+    AnswerLater(link, m.request_id, [this, m] { return backend->Execute(m); });
   }
 
-  void On(ap::CommitKernel const& m) { Commit(m); }
+  void On(Link& link, ap::CommitKernel const& m) { Commit(link, m); }
 
   std::vector<ap::ImageInfo> ReadImages() const {
     if (options.list_images) return options.list_images();
@@ -247,8 +315,8 @@ struct Agent::Impl {
     return out;
   }
 
-  void On(ap::RescanImages const& m) {
-    AnswerLater(m.request_id, [this] {
+  void On(Link& link, ap::RescanImages const& m) {
+    AnswerLater(link, m.request_id, [this] {
       ap::ImagesReply reply;
       reply.images = ReadImages();
       {
@@ -259,8 +327,8 @@ struct Agent::Impl {
     });
   }
 
-  void On(ap::ReadLogs const& m) {
-    AnswerLater(m.request_id, [this, m] {
+  void On(Link& link, ap::ReadLogs const& m) {
+    AnswerLater(link, m.request_id, [this, m] {
       auto r = logs->Read(m.session_id, m.offset, m.limit);
       if (r.ok()) return ap::EncodeReply(*r);
       ap::LogsReply refused;
@@ -269,15 +337,15 @@ struct Agent::Impl {
     });
   }
 
-  void On(ap::KernelFiles const& m) {
-    AnswerLater(m.request_id, [this, m] {
+  void On(Link& link, ap::KernelFiles const& m) {
+    AnswerLater(link, m.request_id, [this, m] {
       server::runner_protocol::FileRequest request{m.request_id, m.action, m.path, m.data, m.limit};
       return server::runner_protocol::EncodeFileResult(backend->Files(m.session_id, request));
     });
   }
 
-  void On(ap::RestartKernel const& m) {
-    AnswerLater(m.request_id, [this, session = m.session_id] {
+  void On(Link& link, ap::RestartKernel const& m) {
+    AnswerLater(link, m.request_id, [this, session = m.session_id] {
       Status s = backend->Restart(session);
       return ap::EncodeReply(ap::RestartReply{s.ok(), s.message()});
     });
@@ -286,8 +354,9 @@ struct Agent::Impl {
   // A data stream (docs/agent-protocol.md, "Data streams"): the kernel's stream socket, then
   // the WebSocket to the manager that pairs with the client's; bridged on a thread of its own.
   // A refusal by the kernel still opens the WebSocket, to close it with the refusal's code.
-  void On(ap::OpenStream const& m) {
-    RunDetached([this, m] {
+  void On(Link& link, ap::OpenStream const& m) {
+    // The stream is dialled back to the manager that asked for it.
+    RunDetached([this, m, url = link.url] {
       server::runner_protocol::StreamOpen open;
       open.kind = m.kind;
       open.command = m.command;
@@ -295,7 +364,7 @@ struct Agent::Impl {
       open.cols = m.cols;
       open.port = m.port;
       auto fd = backend->OpenStream(m.session_id, open);
-      auto endpoint = internal::ParseEndpoint(options.manager_url);
+      auto endpoint = internal::ParseEndpoint(url);
       if (!endpoint.ok()) {
         if (fd.ok()) close(*fd);
         return;
@@ -343,8 +412,8 @@ struct Agent::Impl {
     });
   }
 
-  void On(ap::StartService const& m) {
-    AnswerLater(m.request_id, [this, m] {
+  void On(Link& link, ap::StartService const& m) {
+    AnswerLater(link, m.request_id, [this, m] {
       server::runner_protocol::StreamOpen open;
       open.kind = m.stop ? "service-stop" : "service";
       open.port = m.port;
@@ -370,16 +439,17 @@ struct Agent::Impl {
     for (auto* s : streams) s->Cancel();
   }
 
-  void On(ap::ErrorReport const& m) {
+  void On(Link&, ap::ErrorReport const& m) {
     std::fprintf(stderr, "bai-agent: the manager could not use a message: %s\n", m.msg.c_str());
   }
 
   // Answers a manager request from its own thread (an execute step may wait for output up to
   // the backend's flush timeout; a restart for a whole container start); the reply is written
   // from the I/O thread. Stop() waits for these threads.
-  void AnswerLater(std::string request_id, std::function<std::string()> work) {
-    RunDetached([this, request_id = std::move(request_id), work = std::move(work)] {
-      PostWrite(ap::Encode(ap::ToManager(ap::Response{request_id, work()})));
+  void AnswerLater(Link& link, std::string request_id, std::function<std::string()> work) {
+    RunDetached([this, &link, gen = link.generation, request_id = std::move(request_id),
+                 work = std::move(work)] {
+      PostWrite(&link, gen, ap::Encode(ap::ToManager(ap::Response{request_id, work()})));
     });
   }
 
@@ -395,14 +465,23 @@ struct Agent::Impl {
     }).detach();
   }
 
-  // Writes `text` from the I/O thread (from any thread; dropped once the agent stops).
-  void PostWrite(std::string text) {
-    if (!stopping) net::post(ioc, [this, text = std::move(text)] { Write(text); });
+  // Writes `text` from the I/O thread (from any thread; dropped once the agent stops): on
+  // `link` while its connection `gen` lasts (an answer goes to the manager that asked), or
+  // (null) on the primary link.
+  void PostWrite(Link* link, int gen, std::string text) {
+    if (stopping) return;
+    net::post(ioc, [this, link, gen, text = std::move(text)] {
+      if (!link) {
+        if (Link* p = Primary()) Write(*p, text);
+      } else if (link->generation == gen) {
+        Write(*link, text);
+      }
+    });
   }
 
   // A commit answers at once (where the file goes, or why not) and then runs as a background
   // task: `bgtask` messages report it ongoing and then done or failed.
-  void Commit(ap::CommitKernel const& m) {
+  void Commit(Link& link, ap::CommitKernel const& m) {
     auto path = backend->CommitTarget(m.session_id, m.filename, m.directory);
     ap::CommitReply reply;
     reply.ok = path.ok();
@@ -415,11 +494,14 @@ struct Agent::Impl {
       reply.client_error = code == StatusCode::kAlreadyExists ||
                            code == StatusCode::kInvalidArgument || code == StatusCode::kNotFound;
     }
-    Write(ap::Encode(ap::ToManager(ap::Response{m.request_id, ap::EncodeReply(reply)})));
+    Write(link, ap::Encode(ap::ToManager(ap::Response{m.request_id, ap::EncodeReply(reply)})));
     if (!path.ok()) return;
+    // Progress goes through the primary link: any manager records it, and it outlives the
+    // asking manager.
     auto report = [this, task = m.task_id](protocol::TaskStatus status, std::string message,
                                            int current) {
       PostWrite(
+          nullptr, 0,
           ap::Encode(ap::ToManager(ap::TaskReport{task, status, std::move(message), current, 1})));
     };
     // Into a folder, the task's words name the file, not the volume's path on this host.
@@ -437,8 +519,10 @@ struct Agent::Impl {
   }
 
   void Heartbeat() {
-    Write(ap::Encode(
-        ap::ToManager(ap::Heartbeat{options.slots, node_stats.Sample(), backend->Usage()})));
+    if (Link* p = Primary()) {
+      Write(*p, ap::Encode(ap::ToManager(
+                    ap::Heartbeat{options.slots, node_stats.Sample(), backend->Usage()})));
+    }
     heartbeat.expires_after(heartbeat_interval);
     heartbeat.async_wait([this](beast::error_code ec) {
       if (!ec) Heartbeat();
@@ -446,44 +530,42 @@ struct Agent::Impl {
   }
 
   // Runs on the io thread.
-  void Write(std::string text) {
-    if (!ws || !ws->is_open()) return;
-    queue.push_back(std::move(text));
-    if (!writing) DoWrite();
+  void Write(Link& link, std::string text) {
+    if (!link.ws || !link.ws->is_open()) return;
+    link.queue.push_back(std::move(text));
+    if (!link.writing) DoWrite(link);
   }
 
-  void DoWrite() {
-    writing = true;
+  void DoWrite(Link& link) {
+    link.writing = true;
     // Framed messages (a header line, then raw bytes) go as binary frames; JSON as text.
-    ws->text(queue.front().find('\n') == std::string::npos);
-    ws->async_write(net::buffer(queue.front()),
-                    [this, gen = generation](beast::error_code ec, std::size_t) {
-                      if (gen != generation) return;
-                      if (ec) {
-                        writing = false;
-                        return;  // the read side notices and reconnects
-                      }
-                      if (!queue.empty()) queue.pop_front();
-                      if (queue.empty()) {
-                        writing = false;
-                      } else {
-                        DoWrite();
-                      }
-                    });
+    link.ws->text(link.queue.front().find('\n') == std::string::npos);
+    link.ws->async_write(net::buffer(link.queue.front()),
+                         [this, &link, gen = link.generation](beast::error_code ec, std::size_t) {
+                           if (gen != link.generation) return;
+                           if (ec) {
+                             link.writing = false;
+                             return;  // the read side notices and reconnects
+                           }
+                           if (!link.queue.empty()) link.queue.pop_front();
+                           if (link.queue.empty()) {
+                             link.writing = false;
+                           } else {
+                             DoWrite(link);
+                           }
+                         });
   }
 
   void Report(KernelReport const& r) {
     if (r.Ended()) logs->MarkEnded(r.session_id);
     net::post(ioc, [this, text = ap::Encode(ap::ToManager(r)), session = r.session_id,
                     ended = r.Ended()] {
-      bool connected;
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        connected = registered;
-      }
-      if (!connected) return;  // reported with the next registration instead
-      FlushOutput(session);    // the kernel's last output goes before its end
-      Write(text);
+      // Through the primary link once its registration has gone (the manager reads them in
+      // order); with none, the next registration reports it instead.
+      Link* p = Primary();
+      if (!p) return;
+      FlushOutput(session);  // the kernel's last output goes before its end
+      Write(*p, text);
       if (ended) backend->Acknowledge(session);
     });
   }
@@ -531,12 +613,16 @@ struct Agent::Impl {
         pending_output.erase(it);
       }
     }
-    bool connected;
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      connected = registered;
+    // To every manager linked (a follower of the session's output may be at any of them).
+    std::vector<Link*> to;
+    for (auto& l : links) {
+      if (l->sent_register) to.push_back(l.get());
     }
-    if (!connected) return;
+    if (to.empty()) return;
+    auto send = [this, &to](ap::KernelOutput const& part) {
+      std::string text = ap::Encode(ap::ToManager(part));
+      for (Link* l : to) Write(*l, text);
+    };
     constexpr std::size_t kMaxMessage = 256 << 10;
     for (auto& [session, out] : batch) {
       ap::KernelOutput part{session, out.offset, {}};
@@ -553,13 +639,13 @@ struct Agent::Impl {
             for (auto const& c : part.chunks) {
               if (c.stream != "notice") next += static_cast<std::int64_t>(c.data.size());
             }
-            Write(ap::Encode(ap::ToManager(part)));
+            send(part);
             part = ap::KernelOutput{session, next, {}};
             size = 0;
           }
         } while (at < chunk.data.size());
       }
-      if (!part.chunks.empty()) Write(ap::Encode(ap::ToManager(part)));
+      if (!part.chunks.empty()) send(part);
     }
   }
 };
@@ -568,12 +654,17 @@ Agent::Agent(AgentOptions options, std::unique_ptr<KernelBackend> backend)
     : impl_(std::make_unique<Impl>()) {
   impl_->options = std::move(options);
   impl_->backend = std::move(backend);
-  std::string url = impl_->options.manager_url;
-  if (url.rfind("http://", 0) == 0) url = url.substr(7);
-  while (!url.empty() && url.back() == '/') url.pop_back();
-  auto colon = url.rfind(':');
-  impl_->host = colon == std::string::npos ? url : url.substr(0, colon);
-  impl_->port = colon == std::string::npos ? "80" : url.substr(colon + 1);
+  for (auto const& given : ManagerUrls(impl_->options.manager_url)) {
+    auto link = std::make_unique<Impl::Link>(impl_->ioc);
+    link->index = static_cast<int>(impl_->links.size());
+    link->url = given;
+    std::string url = given;
+    if (url.rfind("http://", 0) == 0) url = url.substr(7);
+    auto colon = url.rfind(':');
+    link->host = colon == std::string::npos ? url : url.substr(0, colon);
+    link->port = colon == std::string::npos ? "80" : url.substr(colon + 1);
+    impl_->links.push_back(std::move(link));
+  }
   auto& o = impl_->options;
   if (o.logs_dir.empty()) {
     char tmpl[] = "/tmp/bai-agent-logs-XXXXXX";
@@ -595,7 +686,9 @@ Agent::~Agent() {
 }
 
 void Agent::Start() {
-  net::post(impl_->ioc, [impl = impl_.get()] { impl->Connect(); });
+  net::post(impl_->ioc, [impl = impl_.get()] {
+    for (auto& link : impl->links) impl->Connect(*link);
+  });
   impl_->thread = std::thread([impl = impl_.get()] {
     auto guard = net::make_work_guard(impl->ioc);
     impl->ioc.run();
@@ -609,15 +702,22 @@ void Agent::Stop() {
   net::post(impl_->ioc, [impl = impl_.get()] {
     impl->heartbeat.cancel();
     impl->flush_timer.cancel();
-    impl->retry.cancel();
-    if (impl->ws) {
-      beast::error_code ec;
-      beast::get_lowest_layer(*impl->ws).socket().close(ec);
+    for (auto& link : impl->links) {
+      link->retry.cancel();
+      if (link->ws) {
+        beast::error_code ec;
+        beast::get_lowest_layer(*link->ws).socket().close(ec);
+      }
     }
     impl->ioc.stop();
   });
   if (impl_->thread.joinable()) impl_->thread.join();
-  impl_->SetRegistered(false);
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->registered = false;
+    impl_->links_registered = 0;
+    impl_->cv.notify_all();
+  }
   // Execute steps still running hold the backend; they end within its flush timeout. Data
   // streams would last as long as their users: they are ended.
   {
@@ -636,6 +736,11 @@ bool Agent::Registered() const {
 bool Agent::WaitRegistered(std::chrono::milliseconds timeout) const {
   std::unique_lock<std::mutex> lock(impl_->mu);
   return impl_->cv.wait_for(lock, timeout, [this] { return impl_->registered; });
+}
+
+int Agent::LinksRegistered() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->links_registered;
 }
 
 }  // namespace bai::agent

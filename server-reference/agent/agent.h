@@ -15,7 +15,9 @@
 namespace bai::agent {
 
 struct AgentOptions {
-  std::string manager_url = "http://127.0.0.1:8081";  ///< http:// only for now
+  /// The manager, or several separated by commas (http:// only for now): the agent keeps a
+  /// link to each, so any of them can reach it, and goes on through the others when one dies.
+  std::string manager_url = "http://127.0.0.1:8081";
   std::string agent_id;
   std::string cluster_secret;
   std::string scaling_group = "default";
@@ -40,10 +42,11 @@ struct AgentOptions {
       64 << 20;  ///< per kernel: its first half and last quarter to half kept
 };
 
-/// The agent's connection to the manager (docs/agent-protocol.md): dials in, registers with
-/// its capacity, images and kernels, heartbeats, runs create/destroy commands on the backend and
-/// reports kernel states. Reconnects with backoff when the manager goes away; kernels keep
-/// running meanwhile, and their states are reported on the next registration.
+/// The agent's connections to its managers (docs/agent-protocol.md): dials each in, registers
+/// with its capacity, images and kernels, heartbeats, runs create/destroy commands on the backend
+/// and reports kernel states through its primary link. Reconnects with backoff when a manager
+/// goes away; another linked manager becomes primary meanwhile; kernels keep running, and their
+/// states are reported with the next primary registration.
 class Agent {
  public:
   Agent(AgentOptions options, std::unique_ptr<KernelBackend> backend);
@@ -54,8 +57,10 @@ class Agent {
   void Start();
   /// Disconnects and stops; kernels stay with the backend object.
   void Stop();
-  /// True while registered with a manager.
+  /// True while registered through a primary link.
   bool Registered() const;
+  /// How many of its managers the agent is registered with now.
+  int LinksRegistered() const;
   /// Waits until registered (or `timeout`).
   bool WaitRegistered(std::chrono::milliseconds timeout) const;
 
@@ -63,6 +68,9 @@ class Agent {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+/// The URLs of a comma-separated list (`--manager`), each once, trailing slashes dropped.
+std::vector<std::string> ManagerUrls(std::string const& list);
 
 /// CPU cores and memory of this machine as a slot map (memory minus `reserve_bytes`); GPUs add
 /// theirs with AddGpuSlots (gpus.h).

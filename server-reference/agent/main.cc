@@ -106,7 +106,10 @@ int main(int argc, char** argv) {
   runc.runner_path = SelfDir() + "/bai-kernel-runner";
   runc.hook_path = SelfDir() + "/bai-agent";
   int prepare_ms = 100, run_ms = 200, exit_code = 0;
-  app.add_option("--manager", options.manager_url, "Manager URL (http://HOST:PORT)");
+  app.add_option("--manager", options.manager_url,
+                 "Manager URL (http://HOST:PORT), or several separated by commas: the agent "
+                 "links to each and goes on through the others when one dies")
+      ->envname("BAI_MANAGER");
   app.add_option("--id", options.agent_id, "Agent id (unique in the cluster)")->required();
   app.add_option("--cluster-secret-file", secret_file, "The manager's cluster-secret file")
       ->required()
@@ -285,7 +288,14 @@ int main(int argc, char** argv) {
       }
       runc.bridge->pool = *pool;
       runc.bridge->nat = network_nat == "on";
-      runc.bridge->blocked = ManagerAddresses(options.manager_url);
+      for (auto const& url : bai::agent::ManagerUrls(options.manager_url)) {
+        for (auto address : ManagerAddresses(url)) {
+          if (std::find(runc.bridge->blocked.begin(), runc.bridge->blocked.end(), address) ==
+              runc.bridge->blocked.end()) {
+            runc.bridge->blocked.push_back(address);
+          }
+        }
+      }
       if (auto s = bai::agent::ValidateBridgeConfig(*runc.bridge); !s.ok()) {
         std::cerr << "bai-agent: --network-bridge: " << s.message() << "\n";
         return 2;

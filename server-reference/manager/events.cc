@@ -25,6 +25,29 @@ bool Started(protocol::SessionStatus status) {
 
 }  // namespace
 
+std::vector<std::size_t> EventCursor::Take(std::vector<std::int64_t> const& seqs,
+                                           std::chrono::steady_clock::time_point now) {
+  std::vector<std::size_t> fresh;
+  for (std::size_t i = 0; i < seqs.size(); ++i) {
+    if (seqs[i] > floor_ && above_.insert(seqs[i]).second) fresh.push_back(i);
+  }
+  // Up over what was handed out; a hole waits for its transaction, then is given up on.
+  while (!above_.empty()) {
+    std::int64_t next = floor_ + 1;
+    if (*above_.begin() == next) {
+      above_.erase(above_.begin());
+      missing_since_.erase(next);
+      floor_ = next;
+      continue;
+    }
+    auto [it, added] = missing_since_.emplace(next, now);
+    if (now - it->second < gap_wait_) break;
+    missing_since_.erase(it);
+    floor_ = next;
+  }
+  return fresh;
+}
+
 EventHub::EventHub(SessionStore& sessions, BackgroundTaskStore& tasks)
     : sessions_(sessions), tasks_(tasks) {}
 
@@ -32,7 +55,7 @@ EventHub::~EventHub() { Stop(); }
 
 void EventHub::Start() {
   auto last = sessions_.LastEventSeq();
-  last_seq_ = last.ok() ? *last : 0;
+  cursor_ = EventCursor(last.ok() ? *last : 0);
   next_ping_ = std::chrono::steady_clock::now() + kPingEvery;
   thread_ = std::thread([this] { Loop(); });
 }
@@ -168,16 +191,19 @@ void EventHub::Tick() {
 
   TickTasks();
 
-  auto events = sessions_.EventsAfter(last_seq_, 1000);
-  if (!events.ok()) return;
-  for (auto const& e : *events) {
+  auto read = sessions_.EventsAfter(cursor_.floor(), 1000);
+  if (!read.ok()) return;
+  std::vector<std::int64_t> seqs;
+  for (auto const& e : *read) seqs.push_back(e.seq);
+  std::vector<EventRecord> events;
+  for (auto i : cursor_.Take(seqs, now)) events.push_back(std::move((*read)[i]));
+  for (auto const& e : events) {
     for (auto const& watch : watchers_) watch(e);
   }
   std::vector<Waiter> ready;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto const& e : *events) {
-      last_seq_ = e.seq;
+    for (auto const& e : events) {
       std::string chunk = "event: " + e.name + "\r\ndata: " + EventData(e) + "\r\n\r\n";
       for (auto it = streams_.begin(); it != streams_.end();) {
         if (it->filter(e) && !it->exchange->WriteEvent(chunk)) {

@@ -9,13 +9,41 @@
 #include <condition_variable>
 #include <functional>
 #include <list>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace bai::manager {
+
+/// Which rows of the `events` table a reader hands out next (pure: the caller reads and says
+/// when). Numbers are taken when a transaction inserts and seen when it commits, so on
+/// PostgreSQL a later number can be seen before an earlier one still in flight (SQLite's one
+/// writer commits in order). The cursor reads from its floor (every number at or below it was
+/// handed out, or given up on), hands out each event the first time it is seen, and gives up on
+/// a missing number (a rolled-back insert) once it has been missing for `gap_wait`.
+class EventCursor {
+ public:
+  explicit EventCursor(std::int64_t floor = 0,
+                       std::chrono::milliseconds gap_wait = std::chrono::seconds(5))
+      : floor_(floor), gap_wait_(gap_wait) {}
+  /// Read the events with seq > floor().
+  std::int64_t floor() const { return floor_; }
+  /// Of a read's numbers (ascending), the positions of those not handed out before; moves the
+  /// floor past each number handed out or given up on.
+  std::vector<std::size_t> Take(std::vector<std::int64_t> const& seqs,
+                                std::chrono::steady_clock::time_point now);
+
+ private:
+  std::int64_t floor_;
+  std::chrono::milliseconds gap_wait_;
+  std::set<std::int64_t> above_;  // handed out, above the floor
+  std::map<std::int64_t, std::chrono::steady_clock::time_point> missing_since_;
+};
 
 /// The manager's background loop. It tails the `events` table (so events written by any manager
 /// reach every stream), feeds Server-Sent Event streams with their filter, answers requests that
@@ -98,7 +126,7 @@ class EventHub {
   bool stop_ = false;
   bool woken_ = false;
   std::thread thread_;
-  std::int64_t last_seq_ = 0;
+  EventCursor cursor_;
   std::list<Stream> streams_;
   std::list<Waiter> waiters_;
   std::list<TaskStream> task_streams_;

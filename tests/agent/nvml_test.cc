@@ -7,6 +7,7 @@
 #include "server-reference/agent/agent.h"
 #include "server-reference/agent/gpus.h"
 #include "server-reference/manager/manager.h"
+#include "tests/testing_util/postgres.h"
 #include "tests/testing_util/subprocess.h"
 
 #include <gmock/gmock.h>
@@ -57,6 +58,7 @@ TEST(NvmlTest, AgentOffersTheGpusToTheManager) {
   testing_util::TempDir dir;
   manager::ManagerConfig config;
   config.data_dir = dir.path() + "/data";
+  config.database = testing_util::TestDatabase();
   config.listen_port = 0;
   auto m = manager::Manager::Start(config);
   ASSERT_TRUE(m.ok());

@@ -8,6 +8,7 @@
 #include "libbai/util/json_parse.h"
 #include "server-reference/agent/runc_backend.h"
 #include "server-reference/manager/manager.h"
+#include "tests/testing_util/postgres.h"
 #include "tests/testing_util/subprocess.h"
 
 #include <gmock/gmock.h>
@@ -44,6 +45,7 @@ class RuncTest : public ::testing::Test {
     if (geteuid() != 0) GTEST_SKIP() << "needs root (label 'root'; CI runs it as root)";
     manager::ManagerConfig config;
     config.data_dir = dir_.path() + "/data";
+    config.database = testing_util::TestDatabase();
     config.listen_port = 0;
     auto m = manager::Manager::Start(config);
     ASSERT_TRUE(m.ok()) << m.status().message();

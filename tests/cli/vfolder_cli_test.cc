@@ -4,6 +4,7 @@
 // finished by a new `bai` process, the journal that keeps a changed file from being resumed,
 // and many files at once.
 #include "tests/testing_util/local_cluster.h"
+#include "tests/testing_util/postgres.h"
 #include "tests/testing_util/subprocess.h"
 
 #include <arpa/inet.h>
@@ -382,6 +383,7 @@ TEST(VFolderProxyKillTest, AnUploadOutlivesASigkilledStorageProxy) {
   auto proxy = start_proxy();
   manager::ManagerConfig config;
   config.data_dir = dir.path() + "/data";
+  config.database = testing_util::TestDatabase();
   config.listen_port = 0;
   config.vfolders.embedded = false;
   config.vfolders.default_host = "nas:vol";

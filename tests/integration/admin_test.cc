@@ -7,6 +7,7 @@
 
 #include "server-reference/manager/manager.h"
 #include "server-reference/manager/state/schema.h"
+#include "tests/testing_util/postgres.h"
 #include "tests/testing_util/subprocess.h"
 
 #include <gmock/gmock.h>
@@ -28,6 +29,7 @@ class AdminTest : public ::testing::Test {
  protected:
   void SetUp() override {
     config_.data_dir = dir_.path() + "/data";
+    config_.database = testing_util::TestDatabase();
     config_.listen_port = 0;
     auto m = Manager::Start(config_);
     ASSERT_TRUE(m.ok()) << m.status().message();
@@ -519,10 +521,12 @@ TEST(AdminMigrationTest, APreviousReleasesDatabaseKeepsItsSessionsAndFolders) {
   TempDir dir;
   ManagerConfig config;
   config.data_dir = dir.path() + "/data";
+  config.database = testing_util::TestDatabase();
   config.listen_port = 0;
   ASSERT_EQ(::mkdir(config.data_dir.c_str(), 0700), 0);
   {
-    auto db = server::OpenSqlite(config.DatabasePath());
+    auto db = config.UsesPostgres() ? server::OpenPostgres(config.database)
+                                    : server::OpenSqlite(config.DatabasePath());
     ASSERT_TRUE(db.ok()) << db.status().message();
     std::vector<server::Migration> previous(Migrations().begin(), Migrations().begin() + 13);
     ASSERT_EQ(previous.back().version, 13);

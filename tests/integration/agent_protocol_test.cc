@@ -9,6 +9,7 @@
 #include "server-reference/common/http/http_server.h"
 #include "server-reference/common/wire/agent_messages.h"
 #include "server-reference/manager/manager.h"
+#include "tests/testing_util/postgres.h"
 #include "tests/testing_util/raw_http.h"
 #include "tests/testing_util/subprocess.h"
 
@@ -110,6 +111,7 @@ class AgentProtocolTest : public ::testing::Test {
  protected:
   void SetUp() override {
     config_.data_dir = dir_.path() + "/data";
+    config_.database = testing_util::TestDatabase();
     config_.listen_port = 0;
     auto m = Manager::Start(config_);
     ASSERT_TRUE(m.ok()) << m.status().message();
@@ -242,6 +244,7 @@ TEST(AgentForgetTest, LongLostAgentsHoldingNothingAreForgotten) {
   TempDir dir;
   ManagerConfig config;
   config.data_dir = dir.path() + "/data";
+  config.database = testing_util::TestDatabase();
   config.listen_port = 0;
   config.agent_heartbeat_timeout = 1;
   config.agent_lost_grace = 1;

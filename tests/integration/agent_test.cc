@@ -10,6 +10,7 @@
 #include "server-reference/common/wire/agent_protocol.h"
 #include "server-reference/manager/manager.h"
 #include "server-reference/manager/state/bootstrap.h"
+#include "tests/testing_util/postgres.h"
 #include "tests/testing_util/raw_http.h"
 #include "tests/testing_util/subprocess.h"
 
@@ -31,6 +32,7 @@ class AgentTest : public ::testing::Test {
  protected:
   void SetUp() override {
     config_.data_dir = dir_.path() + "/data";
+    config_.database = testing_util::TestDatabase();
     config_.listen_port = 0;
     config_.agent_heartbeat_timeout = 1;
     config_.agent_lost_grace = 2;
@@ -633,6 +635,7 @@ TEST(AgentProcessTest, DummyAgentBinaryRegistersAndStopsOnSigterm) {
   TempDir dir;
   ManagerConfig config;
   config.data_dir = dir.path() + "/data";
+  config.database = testing_util::TestDatabase();
   config.listen_port = 0;
   auto manager = Manager::Start(config);
   ASSERT_TRUE(manager.ok());

@@ -7,6 +7,7 @@
 #include "bai/protocol/graphql_wire.h"
 
 #include "server-reference/manager/manager.h"
+#include "tests/testing_util/postgres.h"
 #include "tests/testing_util/subprocess.h"
 
 #include <gmock/gmock.h>
@@ -24,6 +25,7 @@ class GraphqlTest : public ::testing::Test {
  protected:
   void SetUp() override {
     config_.data_dir = dir_.path() + "/data";
+    config_.database = testing_util::TestDatabase();
     config_.listen_port = 0;
     auto m = Manager::Start(config_);
     ASSERT_TRUE(m.ok()) << m.status().message();

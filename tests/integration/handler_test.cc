@@ -14,6 +14,7 @@
 #include "server-reference/manager/state/sessions.h"
 #include "server-reference/manager/vfolders/storage_links.h"
 #include "tests/testing_util/fake_exchange.h"
+#include "tests/testing_util/postgres.h"
 #include "tests/testing_util/subprocess.h"
 
 #include <gmock/gmock.h>
@@ -40,6 +41,7 @@ class HandlerTest : public ::testing::Test {
   void SetUp() override {
     ManagerConfig config;
     config.data_dir = dir_.path() + "/data";
+    config.database = testing_util::TestDatabase();
     auto state = OpenState(config);
     ASSERT_TRUE(state.ok()) << state.status().message();
     state_ = std::move(*state);

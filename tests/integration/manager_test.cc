@@ -7,6 +7,7 @@
 #include "bai/protocol/errors.h"
 #include "bai/protocol/signing.h"
 
+#include "tests/testing_util/postgres.h"
 #include "tests/testing_util/raw_http.h"
 #include "tests/testing_util/subprocess.h"
 
@@ -41,6 +42,7 @@ class ManagerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     config_.data_dir = dir_.path() + "/data";
+    config_.database = testing_util::TestDatabase();
     config_.listen_port = 0;
     auto m = Manager::Start(config_);
     ASSERT_TRUE(m.ok()) << m.status().message();

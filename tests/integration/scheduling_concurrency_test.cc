@@ -13,6 +13,7 @@
 #include "server-reference/manager/scheduler/scheduling.h"
 #include "server-reference/manager/state/bootstrap.h"
 #include "server-reference/manager/state/sessions.h"
+#include "tests/testing_util/postgres.h"
 #include "tests/testing_util/subprocess.h"
 
 #include <gmock/gmock.h>
@@ -51,6 +52,7 @@ void Burst(Isolation isolation) {
   testing_util::TempDir dir;
   ManagerConfig config;
   config.data_dir = dir.path() + "/data";
+  config.database = testing_util::TestDatabase();
   auto state = OpenState(config);  // schema and the default domain, group and superadmin
   ASSERT_TRUE(state.ok()) << state.status().message();
   auto creds = testing_util::ReadEnvFile(state->bootstrap.credentials_file);
@@ -78,7 +80,9 @@ void Burst(Isolation isolation) {
   o.max_connections = 4;
   std::vector<std::unique_ptr<server::Database>> managers;
   for (int i = 0; i < 2; ++i) {
-    auto db = server::OpenSqlite(config.DatabasePath(), o);
+    // On PostgreSQL (the pg. run) the isolation is the server's READ COMMITTED either way.
+    auto db = config.UsesPostgres() ? server::OpenPostgres(config.database, {4})
+                                    : server::OpenSqlite(config.DatabasePath(), o);
     ASSERT_TRUE(db.ok()) << db.status().message();
     managers.push_back(std::move(*db));
   }
@@ -153,6 +157,7 @@ TEST(SchedulingPassTest, AHeldAgentTakesOnlyBackfillThatLeavesTheHeadItsRoom) {
   testing_util::TempDir dir;
   ManagerConfig config;
   config.data_dir = dir.path() + "/data";
+  config.database = testing_util::TestDatabase();
   auto state = OpenState(config);
   ASSERT_TRUE(state.ok()) << state.status().message();
   auto creds = testing_util::ReadEnvFile(state->bootstrap.credentials_file);

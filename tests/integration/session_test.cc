@@ -6,6 +6,7 @@
 #include "bai/protocol/signing.h"
 
 #include "server-reference/manager/manager.h"
+#include "tests/testing_util/postgres.h"
 #include "tests/testing_util/raw_http.h"
 #include "tests/testing_util/subprocess.h"
 
@@ -26,6 +27,7 @@ class SessionTest : public ::testing::Test {
  protected:
   void SetUp() override {
     config_.data_dir = dir_.path() + "/data";
+    config_.database = testing_util::TestDatabase();
     config_.listen_port = 0;
     StartManager();
   }

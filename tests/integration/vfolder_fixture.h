@@ -7,6 +7,7 @@
 #include "bai/client.h"
 
 #include "server-reference/manager/manager.h"
+#include "tests/testing_util/postgres.h"
 #include "tests/testing_util/subprocess.h"
 
 #include <gtest/gtest.h>
@@ -50,6 +51,7 @@ class VFolderTest : public ::testing::Test {
  protected:
   void SetUp() override {
     config_.data_dir = dir_.path() + "/data";
+    config_.database = testing_util::TestDatabase();
     config_.listen_port = 0;
     Start();
     auto creds = testing_util::ReadEnvFile(manager_->bootstrap().credentials_file);

@@ -8,6 +8,7 @@
 #include "server-reference/manager/manager.h"
 #include "server-reference/storage/proxy.h"
 #include "tests/integration/vfolder_fixture.h"
+#include "tests/testing_util/postgres.h"
 #include "tests/testing_util/subprocess.h"
 
 #include <gmock/gmock.h>
@@ -423,6 +424,7 @@ TEST(VFolderRemoteTest, AManagerUsesABaiStorageOverItsApi) {
   }
   ManagerConfig config;
   config.data_dir = dir.path() + "/data";
+  config.database = testing_util::TestDatabase();
   config.listen_port = 0;
   config.vfolders.embedded = false;
   config.vfolders.default_host = "nas:vol";

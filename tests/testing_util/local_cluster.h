@@ -10,6 +10,7 @@
 #include "server-reference/agent/agent.h"
 #include "server-reference/agent/dummy_backend.h"
 #include "server-reference/manager/manager.h"
+#include "tests/testing_util/postgres.h"
 #include "tests/testing_util/subprocess.h"
 
 #include <gtest/gtest.h>
@@ -29,6 +30,7 @@ class LocalCluster : public ::testing::Test {
   void SetUp() override {
     manager::ManagerConfig config;
     config.data_dir = dir_.path() + "/data";
+    config.database = testing_util::TestDatabase();
     config.listen_port = 0;
     auto m = manager::Manager::Start(config);
     ASSERT_TRUE(m.ok()) << m.status().message();

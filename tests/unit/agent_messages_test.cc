@@ -75,6 +75,13 @@ TEST(AgentMessagesTest, RegisterRoundTrips) {
   ASSERT_EQ(back.kernels[0].service_ports.size(), 1u);
   EXPECT_EQ(back.kernels[0].service_ports[0].url_template, "http://{host}:{port}/");
   EXPECT_EQ(back.kernels[0].service_ports[0].container_ports, std::vector<int>{8080});
+  EXPECT_TRUE(back.primary);
+  // A secondary link's registration; an agent that does not say is primary (one manager).
+  m.primary = false;
+  EXPECT_FALSE(Only<ap::Register>(ap::DecodeToManager(ap::Encode(ap::ToManager(m)))).primary);
+  auto plain = ap::DecodeToManager(R"({"type":"register","version":)" +
+                                   std::to_string(ap::kVersion) + R"(,"proof":"p"})");
+  EXPECT_TRUE(Only<ap::Register>(plain).primary);
 }
 
 TEST(AgentMessagesTest, EveryOtherMessageRoundTrips) {

@@ -271,7 +271,8 @@ json ToJson(Register const& m) {
           {"images", ImagesJson(m.images)},
           {"devices", devices},
           {"device_policy", m.device_policy},
-          {"kernels", kernels}};
+          {"kernels", kernels},
+          {"primary", m.primary}};
 }
 
 json ToJson(Heartbeat const& m) {
@@ -507,6 +508,7 @@ Register ReadRegister(FieldReader& r) {
     r.Fail("device_policy", "evenly or fill");
   }
   m.kernels = ReadList<KernelStatus>(r, "kernels", ReadKernelStatus);
+  m.primary = r.Bool("primary", true);
   return m;
 }
 

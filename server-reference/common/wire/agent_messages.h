@@ -94,6 +94,11 @@ struct Register {
   /// How fractions are placed on the devices: "evenly" or "fill" (scheduler/devices.h).
   std::string device_policy = "evenly";
   std::vector<KernelStatus> kernels;
+  /// An agent linked to several managers (docs/agent-protocol.md, "Several managers") registers
+  /// on each; one link at a time is its primary: the one its kernel states and heartbeats go
+  /// through, and the one whose registration reconciles its kernels. A link that becomes
+  /// primary later registers again on the same connection. An agent of one manager: true.
+  bool primary = true;
 };
 
 /// The node's load when the heartbeat left: CPU busy percent over the last interval (0–100,

@@ -193,6 +193,22 @@ void AgentRegistry::Adopt(Connection const& c, ap::Register const& m, std::strin
     link.socket = c.socket;
   }
   if (previous && previous != c.socket) previous->Close();
+  if (!m.primary) {
+    // One of several links of an agent (docs/agent-protocol.md, "Several managers"): its
+    // kernels are reconciled by the registration of its primary link, which reports them;
+    // this manager only learns which it runs, so as not to send their creates again.
+    std::set<std::string> running;
+    for (auto const& k : m.kernels) {
+      if (!k.Ended()) running.insert(k.session_id);
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      links_[c.agent_id].created = std::move(running);
+    }
+    Send(c.agent_id, ap::Registered{options_.heartbeat_interval.count() * 1000, group});
+    Dispatch();
+    return;
+  }
   // Reconcile: keep the kernels the manager still wants, kill the rest (DECISIONS.md).
   std::set<std::string> live;
   std::vector<std::string> kill;

@@ -123,7 +123,16 @@ StatusOr<BootstrapResult> Bootstrap(Store& store, std::string const& data_dir) {
   std::string now = NowIso();
   std::string user_id = GenerateUuid();
   std::string group_id = GenerateUuid();
-  auto status = store.db().Transaction([&](SqlExecutor& tx) -> Status {
+  // Managers starting together on one new database: the first bootstraps, the others find it
+  // done under the scope (ADR 9) and start on it.
+  bool already = false;
+  auto status = store.db().Transaction({"bootstrap"}, [&](SqlExecutor& tx) -> Status {
+    auto again = tx.Query("SELECT value FROM manager_settings WHERE key = 'bootstrapped_at'");
+    if (!again.ok()) return again.status();
+    if (!again->empty()) {
+      already = true;
+      return Status();
+    }
     std::vector<std::pair<std::string, std::vector<SqlValue>>> steps = {
         {"INSERT INTO domains (name, description, created_at) VALUES ('default', "
          "'The default domain', ?) ON CONFLICT DO NOTHING",
@@ -165,6 +174,7 @@ StatusOr<BootstrapResult> Bootstrap(Store& store, std::string const& data_dir) {
     return Status();
   });
   if (!status.ok()) return status;
+  if (already) return result;
   std::string text = "# bai-manager superadmin, created " + now +
                      "\nBACKEND_ACCESS_KEY=" + access_key + "\nBACKEND_SECRET_KEY=" + secret_key +
                      "\nBAI_ADMIN_USERNAME=admin\nBAI_ADMIN_EMAIL=admin@bai.local" +

@@ -47,9 +47,10 @@ Status DotfileStore::Put(DotfileScope scope, std::string const& owner,
   protocol::Dotfile d = given;
   d.path = Normal(d.path);
   return db_.Transaction([&](SqlExecutor& tx) -> Status {
-    auto rows = tx.Query(
-        "SELECT path, LENGTH(CAST(data AS BLOB)) FROM dotfiles WHERE scope = ? AND owner = ?",
-        {ScopeName(scope), owner});
+    // The contents, not a length in SQL: the byte length is spelled differently by each
+    // database, and an owner's dotfiles are few and small (the limits below).
+    auto rows = tx.Query("SELECT path, data FROM dotfiles WHERE scope = ? AND owner = ?",
+                         {ScopeName(scope), owner});
     if (!rows.ok()) return rows.status();
     bool exists = false;
     std::size_t count = 0, bytes = d.data.size();
@@ -59,7 +60,7 @@ Status DotfileStore::Put(DotfileScope scope, std::string const& owner,
         continue;
       }
       ++count;
-      bytes += static_cast<std::size_t>(r.Int(1));
+      bytes += r.Text(1).size();
     }
     if (exists && !replace) return Status(StatusCode::kAlreadyExists, "Dotfile already exists.");
     if (!exists && replace) return Status(StatusCode::kNotFound, "No such dotfile: " + d.path);
