@@ -56,6 +56,7 @@ pg_bin=/usr/lib/postgresql/15/bin
 
 stop() {
   local rc=$?
+  [[ $BASHPID == "$$" ]] || exit "$rc"  # a subshell's exit is not the cluster's
   [[ $rc -ne 0 && $status -eq 0 ]] && status=$rc
   trap - INT TERM EXIT
   say "shutting down"
@@ -80,9 +81,10 @@ if [[ ! -f $pgdir/PG_VERSION ]]; then
   runuser -u postgres -- "$pg_bin/initdb" -D "$pgdir" -A peer -E UTF8 --no-instructions \
     >"$state/logs/initdb.log" 2>&1 || die "initdb failed; see $state/logs/initdb.log"
 fi
-runuser -u postgres -- "$pg_bin/pg_ctl" -D "$pgdir" -l "$state/logs/postgresql.log" -w \
+# Its log is the server's to write: beside its data, not in the root-only state directory.
+runuser -u postgres -- "$pg_bin/pg_ctl" -D "$pgdir" -l "$pgdir/postgresql.log" -w \
   -o "-k $pgrun -c listen_addresses=''" start >/dev/null ||
-  die "PostgreSQL did not start; see $state/logs/postgresql.log"
+  die "PostgreSQL did not start; see $pgdir/postgresql.log"
 # The managers connect as root (peer authentication): a role and a database of its own.
 runuser -u postgres -- psql -h "$pgrun" -qtAc "SELECT 1 FROM pg_roles WHERE rolname = 'root'" |
   grep -q 1 || runuser -u postgres -- createuser -h "$pgrun" root
@@ -135,8 +137,8 @@ global
   log stderr format short local0 warning
 defaults
   mode http
-  option redispatch
-  retries 3
+  option redispatch 1
+  retries 2
   timeout connect 1s
   timeout client 1h
   timeout server 1h
@@ -157,13 +159,17 @@ pids+=("$!")
 # --- three agents, one per node, each linked to both managers ----------------------------------
 managers="http://$host_ip:${manager_ports[0]},http://$host_ip:${manager_ports[1]}"
 for n in "${nodes[@]}"; do
-  ip netns exec "bai-$n" "$bin/bai-agent" --manager "$managers" --id "$n" \
+  # nsenter, not `ip netns exec`: that one remounts /sys, hiding the cgroup mount runc needs.
+  nsenter --net="/run/netns/bai-$n" "$bin/bai-agent" --manager "$managers" --id "$n" \
     --cluster-secret-file "$state/manager/cluster-secret" --backend runc \
     --state-dir "$state/$n" --slots cpu=1,mem=1g --stop-kernels-on-exit \
     >>"$state/logs/$n.log" 2>&1 &
   pids+=("$!")
 done
 
+[[ -f $state/manager/admin-credentials.env ]] ||
+  die "the database in $pgdir was made by another state directory: its superadmin's keys are in
+  that one's manager/admin-credentials.env (remove $pgdir to start afresh)"
 # shellcheck disable=SC1091
 . "$state/manager/admin-credentials.env"
 umask 077
@@ -199,10 +205,14 @@ EOF
 
 # One session on each node (superadmins may name the agent: config.agent_list).
 on_node() {
-  local node=$1 name=$2
-  "$bin/bai" api POST /session -d "$(printf '{"image": "python", "name": "%s", "type": "batch",
-    "startupCommand": "echo ran on %s", "config": {"agent_list": ["%s"]}}' "$name" "$node" "$node")" \
-    >/dev/null && "$bin/bai" session wait "$name" >/dev/null && "$bin/bai" session logs "$name"
+  local node=$1 name=$2 answer
+  answer=$("$bin/bai" api POST /session -d "$(printf '{"image": "python", "name": "%s",
+    "type": "batch", "startupCommand": "echo ran on %s", "config": {"agent_list": ["%s"]}}' \
+    "$name" "$node" "$node")") || {
+    echo "$answer" >&2
+    return 1
+  }
+  "$bin/bai" session wait "$name" >/dev/null && "$bin/bai" session logs "$name"
 }
 check_sessions() {
   local tag=$1 n
