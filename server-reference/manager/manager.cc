@@ -4,6 +4,7 @@
 #include "bai/version.h"
 
 #include "server-reference/manager/api/routes.h"
+#include "server-reference/manager/metrics.h"
 #include "server-reference/manager/scheduler/scheduling.h"
 #include "server-reference/manager/state/schema.h"
 
@@ -57,6 +58,14 @@ StatusOr<std::unique_ptr<Manager>> Manager::Start(ManagerConfig const& config) {
   api_options.signups_per_address = config.signups_per_address;
   m->api_ = std::make_unique<ManagerApi>(*m->state_.store, std::move(api_options));
   auto* raw = m.get();
+  DeclareManagerMetrics(m->api_->metrics(), *m->state_.db);
+  // Prometheus text for the operator's scraper; like /health, it asks no signature.
+  m->api_->Add("GET", "/metrics", AuthLevel::kAnonymous, [api = m->api_.get()](RequestContext&) {
+    server::HttpResponse r;
+    r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    r.body = api->metrics().Render();
+    return r;
+  });
   RegisterAuthRoutes(*m->api_);
   RegisterClusterRoutes(*m->api_);
   RegisterSessionRoutes(
@@ -115,6 +124,10 @@ StatusOr<std::unique_ptr<Manager>> Manager::Start(ManagerConfig const& config) {
     return std::max(SessionFileBodyLimit(method, path), max);
   };
   auto* api = m->api_.get();
+  http.on_response = [api](server::HttpRequest const& request, int status,
+                           std::chrono::nanoseconds took) {
+    ObserveRequest(api->metrics(), request, api->RouteOf(request), status, took);
+  };
   auto server = server::HttpServer::Start(
       http, [api](std::shared_ptr<server::Exchange> e) { api->Handle(e); });
   if (!server.ok()) return std::move(server).status();
@@ -185,8 +198,21 @@ void Manager::Stop() {
 }
 
 void Manager::Schedule(std::string const& scaling_group) {
+  auto start = std::chrono::steady_clock::now();
   auto placed =
       RunSchedulingPass(*state_.db, scaling_group, std::chrono::system_clock::now(), head_wait_);
+  if (api_) {
+    auto& metrics = api_->metrics();
+    server::metrics::Labels group = {{"scaling_group", scaling_group}};
+    metrics.Observe(
+        "bai_scheduler_pass_seconds", group,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    if (placed.ok()) {
+      metrics.Add("bai_scheduler_placed_total", group, static_cast<double>(*placed));
+    } else {
+      metrics.Add("bai_scheduler_pass_failures_total", group);
+    }
+  }
   if (!placed.ok()) {
     std::fprintf(stderr, "bai-manager: scheduling %s failed: %s\n", scaling_group.c_str(),
                  placed.status().message().c_str());

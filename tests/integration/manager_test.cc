@@ -2,6 +2,7 @@
 // bai-manager in-process on port 0 with a fresh data directory, driven by libbai's client, by
 // raw sockets for what no client would send, and as a process for start-up and SIGTERM.
 #include "server-reference/manager/manager.h"
+#include "server-reference/manager/metrics.h"
 
 #include "bai/client.h"
 #include "bai/protocol/errors.h"
@@ -637,6 +638,66 @@ TEST(ManagerProcessTest, BadConfigurationIsAClearError) {
       {testing_util::BinPath("bai-manager"), "--config", dir.path() + "/typo.toml"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("unknown setting server.thread"));
+}
+
+}  // namespace
+}  // namespace bai::manager
+
+namespace bai::manager {
+namespace {
+
+// GET /metrics (docs/operations.md): Prometheus text without a signature; requests counted by
+// their route pattern (not their path), gauges read from the database at the scrape.
+TEST_F(ManagerTest, MetricsCountRequestsByRouteAndReadTheStateAtEachScrape) {
+  auto get = [&](std::string const& target) {
+    return testing_util::RawHttp(manager_->port(), "GET " + target +
+                                                       " HTTP/1.1\r\nHost: x\r\n"
+                                                       "Connection: close\r\n\r\n");
+  };
+  EXPECT_EQ(get("/health").status, 200);
+  EXPECT_EQ(get("/health").status, 200);
+  EXPECT_EQ(get("/no/such/path").status, 404);
+  Raw unknown;
+  unknown.target = "/session/not-a-session";
+  EXPECT_EQ(Send(unknown).status, 404);
+  auto m = get("/metrics");
+  ASSERT_EQ(m.status, 200);
+  EXPECT_THAT(m.headers["content-type"], HasSubstr("text/plain; version=0.0.4"));
+  auto const& text = m.body;
+  EXPECT_THAT(text, HasSubstr("# TYPE bai_http_requests_total counter\n"));
+  EXPECT_THAT(text,
+              HasSubstr("bai_http_requests_total{method=\"GET\",route=\"/health\",status=\"200\"} 2"));
+  EXPECT_THAT(text, HasSubstr("bai_http_requests_total{method=\"GET\",route=\"/session/{id}\","
+                              "status=\"404\"} 1"))
+      << "labelled by the pattern, never the session's name";
+  EXPECT_THAT(text, HasSubstr("bai_http_requests_total{method=\"other\",route=\"unmatched\","
+                              "status=\"404\"} 1"));
+  EXPECT_THAT(text, HasSubstr("bai_http_request_duration_seconds_bucket{method=\"GET\","
+                              "route=\"/health\",le=\"+Inf\"} 2"));
+  EXPECT_THAT(text, HasSubstr("bai_metrics_database_up 1\n"));
+  EXPECT_THAT(text, Not(HasSubstr("bai_sessions{")));  // no session yet
+  // A queued session (no agent) shows in the gauges at the next scrape.
+  Raw create;
+  create.method = "POST";
+  create.target = "/session";
+  create.content_type = "application/json";
+  create.body = R"({"image": "python", "name": "queued-one", "enqueueOnly": true})";
+  auto made = Send(create);
+  ASSERT_EQ(made.status, 201) << made.body;
+  auto again = get("/metrics").body;
+  EXPECT_THAT(again, HasSubstr("bai_sessions{status=\"PENDING\"} 1\n"));
+  EXPECT_THAT(again, HasSubstr("bai_queue_sessions{scaling_group=\"default\",reason=\""));
+  EXPECT_THAT(again, HasSubstr("bai_scheduler_pass_seconds_count{scaling_group=\"default\"}"));
+}
+
+TEST(ManagerMetricsTest, QueueReasonsAreKindsNotIds) {
+  EXPECT_EQ(QueueReason(""), "new");
+  EXPECT_EQ(QueueReason("waiting: needs cpu=4 mem=1g; largest free agent has cpu=2"), "capacity");
+  EXPECT_EQ(QueueReason("waiting: needs cpu=64, more than any agent offers"), "too-large");
+  EXPECT_EQ(QueueReason("waiting: keypair limit cpu=4 (using cpu=4)"), "keypair-slots");
+  EXPECT_EQ(QueueReason("waiting: the keypair already runs 3 sessions"), "keypair-sessions");
+  EXPECT_EQ(QueueReason("waiting: no agent in the resource group offers image foo"), "image");
+  EXPECT_EQ(QueueReason("waiting for 2b5e0f3c-aaaa to succeed"), "waiting for");
 }
 
 }  // namespace

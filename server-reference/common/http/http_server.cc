@@ -614,6 +614,7 @@ class ExchangeImpl : public Exchange {
 
   void Respond(HttpResponse response) override {
     if (answered_.exchange(true)) return;
+    Observed(response.status);
     conn_->Post([conn = conn_, r = std::move(response), head = head_, self = this]() mutable {
       conn->WriteResponse(std::move(r), head);
       conn->DropCloseCallbacks(self);
@@ -622,6 +623,7 @@ class ExchangeImpl : public Exchange {
 
   void StartEventStream(std::vector<std::pair<std::string, std::string>> headers) override {
     if (answered_.exchange(true)) return;
+    Observed(200);
     conn_->Post([conn = conn_, h = std::move(headers)] { conn->StartStream(h); });
   }
 
@@ -660,14 +662,21 @@ class ExchangeImpl : public Exchange {
 
   void AcceptWebSocket(WebSocketHandlers handlers) override {
     if (answered_.exchange(true)) return;
+    Observed(101);
     conn_->Post([conn = conn_, h = std::move(handlers)]() mutable { conn->Upgrade(std::move(h)); });
   }
 
  private:
+  void Observed(int status) {
+    auto const& observe = conn_->server_.options.on_response;
+    if (observe) observe(request_, status, std::chrono::steady_clock::now() - start_);
+  }
+
   std::shared_ptr<Connection> conn_;
   HttpRequest request_;
   bool head_;
   std::atomic<bool> answered_{false};
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
 void Connection::Dispatch(HttpRequest req) {

@@ -24,6 +24,10 @@ struct HttpServerOptions {
   std::size_t max_header_bytes = 16 * 1024;  ///< larger headers get 431
   std::chrono::seconds read_timeout{30};     ///< for one request's headers and body
   std::chrono::seconds idle_timeout{75};     ///< keep-alive connection without a request
+  /// Called once per request the handler answers (its status; 200 for an event stream, 101 for
+  /// a WebSocket) with the time from its dispatch to the answer, on the answering thread.
+  std::function<void(HttpRequest const& request, int status, std::chrono::nanoseconds took)>
+      on_response;
 };
 
 /// An HTTP/1.1 server on Boost.Beast: keep-alive, one strand per connection, limits and timeouts

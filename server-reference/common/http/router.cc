@@ -21,20 +21,23 @@ std::vector<std::string> SplitPath(std::string const& path) {
 }
 
 void Router::Add(std::string method, std::string const& pattern, RouteHandler handler) {
-  routes_.push_back({std::move(method), SplitPath(pattern), std::move(handler)});
+  routes_.push_back({std::move(method), pattern, SplitPath(pattern), std::move(handler)});
 }
 
-void Router::Dispatch(std::shared_ptr<Exchange> const& exchange) const {
-  auto const& req = exchange->request();
-  auto segments = SplitPath(req.path);
-  bool path_matched = false;
+std::string Router::MethodOf(HttpRequest const& request) {
   // X-Method-Override re-dispatches as another method (PROTOCOL.md §1.2).
-  std::string method = req.method;
-  if (auto o = req.Header("x-method-override")) method = std::string(*o);
+  std::string method = request.method;
+  if (auto o = request.Header("x-method-override")) method = std::string(*o);
   if (method == "HEAD") method = "GET";
+  return method;
+}
+
+Router::Route const* Router::Match(std::string const& method,
+                                   std::vector<std::string> const& segments, bool& path_matched,
+                                   PathParams* params) const {
   for (auto const& route : routes_) {
     if (route.segments.size() != segments.size()) continue;
-    PathParams params;
+    PathParams found;
     bool ok = true;
     for (std::size_t i = 0; i < segments.size() && ok; ++i) {
       auto const& p = route.segments[i];
@@ -42,8 +45,8 @@ void Router::Dispatch(std::shared_ptr<Exchange> const& exchange) const {
         auto decoded = PercentDecode(segments[i]);
         if (segments[i].empty() || !decoded) {
           ok = false;
-        } else {
-          params[p.substr(1, p.size() - 2)] = *decoded;
+        } else if (params) {
+          found[p.substr(1, p.size() - 2)] = *decoded;
         }
       } else {
         ok = p == segments[i];
@@ -52,7 +55,25 @@ void Router::Dispatch(std::shared_ptr<Exchange> const& exchange) const {
     if (!ok) continue;
     path_matched = true;
     if (route.method != method) continue;
-    route.handler(exchange, params);
+    if (params) *params = std::move(found);
+    return &route;
+  }
+  return nullptr;
+}
+
+std::string Router::PatternOf(HttpRequest const& request) const {
+  bool path_matched = false;
+  auto const* route = Match(MethodOf(request), SplitPath(request.path), path_matched, nullptr);
+  return route ? route->pattern : std::string();
+}
+
+void Router::Dispatch(std::shared_ptr<Exchange> const& exchange) const {
+  auto const& req = exchange->request();
+  std::string method = MethodOf(req);
+  bool path_matched = false;
+  PathParams params;
+  if (auto const* route = Match(method, SplitPath(req.path), path_matched, &params)) {
+    route->handler(exchange, params);
     return;
   }
   if (path_matched) {

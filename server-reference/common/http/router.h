@@ -23,13 +23,22 @@ class Router {
 
   void Add(std::string method, std::string const& pattern, RouteHandler handler);
   void Dispatch(std::shared_ptr<Exchange> const& exchange) const;
+  /// The pattern a request would be dispatched to ("/session/{id}/logs"), for labelling its
+  /// metrics; "" when none matches.
+  std::string PatternOf(HttpRequest const& request) const;
 
  private:
   struct Route {
     std::string method;
+    std::string pattern;
     std::vector<std::string> segments;
     RouteHandler handler;
   };
+  /// The route `method` and `segments` match, or null; sets `path_matched` when any route's
+  /// path matched, and fills `params` when given.
+  Route const* Match(std::string const& method, std::vector<std::string> const& segments,
+                     bool& path_matched, PathParams* params) const;
+  static std::string MethodOf(HttpRequest const& request);
   std::vector<Route> routes_;
 };
 

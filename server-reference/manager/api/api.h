@@ -4,6 +4,7 @@
 #include "server-reference/common/exec/work_pool.h"
 #include "server-reference/common/http/http.h"
 #include "server-reference/common/http/router.h"
+#include "server-reference/common/metrics/metrics.h"
 #include "server-reference/manager/api/auth.h"
 #include "server-reference/manager/api/login_throttle.h"
 #include "server-reference/manager/state/store.h"
@@ -84,6 +85,12 @@ class ManagerApi {
 
   Store& store() { return store_; }
   ApiOptions const& options() const { return options_; }
+  /// The manager's metrics (`GET /metrics`; manager/metrics.h declares them).
+  server::metrics::Registry& metrics() { return metrics_; }
+  /// The route pattern a request goes to ("" when none): its metrics label.
+  std::string RouteOf(server::HttpRequest const& request) const {
+    return router_.PatternOf(request);
+  }
 
   /// Shares this process's rate-limit counts with the other managers (Manager runs it every
   /// 200 ms).
@@ -97,6 +104,7 @@ class ManagerApi {
   RateLimiter limiter_;
   KeypairCache keypairs_;
   server::Router router_;
+  server::metrics::Registry metrics_;
   std::unique_ptr<server::WorkPool> slow_pool_;  // last: its destructor waits for running work
 };
 

@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server-reference/manager/metrics.h"
+
+#include "bai/protocol/resource.h"
+
+#include "server-reference/manager/state/agent_store.h"
+
+#include <cctype>
+#include <map>
+
+namespace bai::manager {
+
+namespace m = server::metrics;
+
+void DeclareManagerMetrics(m::Registry& metrics, server::Database& db) {
+  metrics.Counter("bai_http_requests_total", "Requests answered, by method, route and status.");
+  metrics.Histogram("bai_http_request_duration_seconds",
+                    "Time from a request's dispatch to its answer (to the start of an event "
+                    "stream or a WebSocket), by method and route.");
+  metrics.Histogram("bai_scheduler_pass_seconds",
+                    "One scheduling pass over a resource group, database included.");
+  metrics.Counter("bai_scheduler_placed_total", "Sessions placed by this manager's passes.");
+  metrics.Counter("bai_scheduler_pass_failures_total", "Scheduling passes that failed.");
+  metrics.Gauge("bai_sessions", "Sessions by status (every manager's, from the database).");
+  metrics.Gauge("bai_queue_sessions", "PENDING sessions by resource group and reason.");
+  metrics.Gauge("bai_agents", "Agents by status.");
+  metrics.Gauge("bai_slots",
+                "Resource slots of ALIVE agents by resource group, slot and kind "
+                "(capacity, used).");
+  metrics.Gauge("bai_metrics_database_up",
+                "1 when this scrape could read the database, else 0 (the gauges above are "
+                "then missing).");
+  metrics.OnCollect([&db](m::Registry& r) {
+    bool up = true;
+    auto sessions = db.Query("SELECT status, COUNT(*) FROM sessions GROUP BY status");
+    if (sessions.ok()) {
+      for (auto const& row : *sessions) {
+        r.Set("bai_sessions", {{"status", row.Text(0)}}, static_cast<double>(row.Int(1)));
+      }
+    } else {
+      up = false;
+    }
+    auto queue = db.Query(
+        "SELECT scaling_group, status_info, COUNT(*) FROM sessions WHERE status = 'PENDING' "
+        "GROUP BY scaling_group, status_info");
+    if (queue.ok()) {
+      std::map<std::pair<std::string, std::string>, double> by_reason;
+      for (auto const& row : *queue) {
+        by_reason[{row.Text(0), QueueReason(row.Text(1))}] += static_cast<double>(row.Int(2));
+      }
+      for (auto const& [key, n] : by_reason) {
+        r.Set("bai_queue_sessions", {{"scaling_group", key.first}, {"reason", key.second}}, n);
+      }
+    } else {
+      up = false;
+    }
+    auto agents = AgentStore(db).List();
+    if (agents.ok()) {
+      std::map<std::string, double> by_status;
+      std::map<std::pair<std::string, std::string>, std::pair<double, double>> slots;
+      for (auto const& a : *agents) {
+        by_status[a.status] += 1;
+        if (a.status != "ALIVE") continue;
+        for (auto const& [slot, amount] : a.row.slots) {
+          slots[{a.row.scaling_group, slot}].first += amount.ToDouble();
+        }
+        for (auto const& [slot, amount] : a.occupied) {
+          slots[{a.row.scaling_group, slot}].second += amount.ToDouble();
+        }
+      }
+      for (auto const& [status, n] : by_status) r.Set("bai_agents", {{"status", status}}, n);
+      for (auto const& [key, v] : slots) {
+        r.Set("bai_slots", {{"scaling_group", key.first}, {"slot", key.second}, {"kind", "capacity"}},
+              v.first);
+        r.Set("bai_slots", {{"scaling_group", key.first}, {"slot", key.second}, {"kind", "used"}},
+              v.second);
+      }
+    } else {
+      up = false;
+    }
+    r.Set("bai_metrics_database_up", {}, up ? 1 : 0);
+  });
+}
+
+void ObserveRequest(m::Registry& metrics, server::HttpRequest const& request,
+                    std::string const& route, int status, std::chrono::nanoseconds took) {
+  // Unmatched paths and methods are the client's words: one label for all of them.
+  std::string method = route.empty() ? "other" : request.method;
+  std::string label = route.empty() ? "unmatched" : route;
+  metrics.Add("bai_http_requests_total",
+              {{"method", method}, {"route", label}, {"status", std::to_string(status)}});
+  metrics.Observe("bai_http_request_duration_seconds", {{"method", method}, {"route", label}},
+                  std::chrono::duration<double>(took).count());
+}
+
+std::string QueueReason(std::string const& status_info) {
+  if (status_info.empty()) return "new";  // not seen by a pass yet
+  std::string s = status_info;
+  if (s.rfind("waiting: ", 0) == 0) s = s.substr(9);
+  auto starts = [&s](char const* prefix) { return s.rfind(prefix, 0) == 0; };
+  // The scheduler's reasons (scheduler/scheduler.cc), by kind.
+  if (starts("the keypair already runs")) return "keypair-sessions";
+  for (char const* whose : {"keypair", "domain", "project", "user"}) {
+    if (starts((std::string(whose) + " limit").c_str())) return std::string(whose) + "-slots";
+  }
+  if (starts("none of the requested agents")) return "requested-agents";
+  if (starts("no schedulable")) return "no-agent";
+  if (starts("no agent in the resource group offers image")) return "image";
+  if (starts("needs ")) {
+    return s.find("largest free agent") != std::string::npos ? "capacity" : "too-large";
+  }
+  // Anything else: its first words, up to a figure, an id or a parenthesis.
+  std::string out;
+  int words = 0;
+  for (char c : s) {
+    if (c == '(' || c == ':' || c == ';' || c == '=' || std::isdigit(static_cast<unsigned char>(c))) {
+      break;
+    }
+    if (c == ' ' && ++words >= 3) break;
+    out += c;
+  }
+  while (!out.empty() && (out.back() == ' ' || out.back() == ',')) out.pop_back();
+  return out.empty() ? "other" : out;
+}
+
+}  // namespace bai::manager
