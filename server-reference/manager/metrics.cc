@@ -70,8 +70,8 @@ void DeclareManagerMetrics(m::Registry& metrics, server::Database& db) {
       }
       for (auto const& [status, n] : by_status) r.Set("bai_agents", {{"status", status}}, n);
       for (auto const& [key, v] : slots) {
-        r.Set("bai_slots", {{"scaling_group", key.first}, {"slot", key.second}, {"kind", "capacity"}},
-              v.first);
+        r.Set("bai_slots",
+              {{"scaling_group", key.first}, {"slot", key.second}, {"kind", "capacity"}}, v.first);
         r.Set("bai_slots", {{"scaling_group", key.first}, {"slot", key.second}, {"kind", "used"}},
               v.second);
       }
@@ -113,7 +113,8 @@ std::string QueueReason(std::string const& status_info) {
   std::string out;
   int words = 0;
   for (char c : s) {
-    if (c == '(' || c == ':' || c == ';' || c == '=' || std::isdigit(static_cast<unsigned char>(c))) {
+    if (c == '(' || c == ':' || c == ';' || c == '=' ||
+        std::isdigit(static_cast<unsigned char>(c))) {
       break;
     }
     if (c == ' ' && ++words >= 3) break;

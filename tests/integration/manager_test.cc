@@ -2,12 +2,12 @@
 // bai-manager in-process on port 0 with a fresh data directory, driven by libbai's client, by
 // raw sockets for what no client would send, and as a process for start-up and SIGTERM.
 #include "server-reference/manager/manager.h"
-#include "server-reference/manager/metrics.h"
 
 #include "bai/client.h"
 #include "bai/protocol/errors.h"
 #include "bai/protocol/signing.h"
 
+#include "server-reference/manager/metrics.h"
 #include "tests/testing_util/postgres.h"
 #include "tests/testing_util/raw_http.h"
 #include "tests/testing_util/subprocess.h"
@@ -665,8 +665,9 @@ TEST_F(ManagerTest, MetricsCountRequestsByRouteAndReadTheStateAtEachScrape) {
   EXPECT_THAT(m.headers["content-type"], HasSubstr("text/plain; version=0.0.4"));
   auto const& text = m.body;
   EXPECT_THAT(text, HasSubstr("# TYPE bai_http_requests_total counter\n"));
-  EXPECT_THAT(text,
-              HasSubstr("bai_http_requests_total{method=\"GET\",route=\"/health\",status=\"200\"} 2"));
+  EXPECT_THAT(
+      text,
+      HasSubstr("bai_http_requests_total{method=\"GET\",route=\"/health\",status=\"200\"} 2"));
   EXPECT_THAT(text, HasSubstr("bai_http_requests_total{method=\"GET\",route=\"/session/{id}\","
                               "status=\"404\"} 1"))
       << "labelled by the pattern, never the session's name";

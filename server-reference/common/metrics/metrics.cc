@@ -70,8 +70,7 @@ std::string RenderLabels(Labels const& labels) {
   return out + "}";
 }
 
-void Registry::Declare(std::string name, std::string help, Kind kind,
-                       std::vector<double> buckets) {
+void Registry::Declare(std::string name, std::string help, Kind kind, std::vector<double> buckets) {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto const& f : families_) {
     if (f.name == name) return;
@@ -157,8 +156,8 @@ std::string Registry::Render() {
         out += f.name + "_bucket" + WithLabel(labels, "le", Number(f.buckets[i])) + " " +
                std::to_string(cumulative) + "\n";
       }
-      out += f.name + "_bucket" + WithLabel(labels, "le", "+Inf") + " " +
-             std::to_string(s.count) + "\n";
+      out += f.name + "_bucket" + WithLabel(labels, "le", "+Inf") + " " + std::to_string(s.count) +
+             "\n";
       out += f.name + "_sum" + labels + " " + Number(s.sum) + "\n";
       out += f.name + "_count" + labels + " " + std::to_string(s.count) + "\n";
     }
