@@ -99,6 +99,9 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "image") return ImageCommand(argc - 1, argv + 1);
 
   CLI::App app{"bai-agent: runs kernels for a bai-manager", "bai-agent"};
+  // /etc/bai/agent.toml (docs/operations.md): the options by their long names; flags win.
+  app.set_config("--config", "", "TOML file of these options by their long names");
+  app.allow_config_extras(false);  // a misspelt key is an error, not ignored
   bai::agent::AgentOptions options;
   std::string secret_file, slots, backend = "runc";
   std::string state_dir = "/var/lib/bai-agent";

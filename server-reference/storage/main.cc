@@ -41,6 +41,9 @@ bool SplitHostPort(std::string const& text, std::string& host, std::uint16_t& po
 
 int main(int argc, char** argv) {
   CLI::App app{"bai-storage: the reference Backend.AI storage proxy", "bai-storage"};
+  // /etc/bai/storage.toml (docs/operations.md): the options by their long names; flags win.
+  app.set_config("--config", "", "TOML file of these options by their long names");
+  app.allow_config_extras(false);  // a misspelt key is an error, not ignored
   std::string name = "local", client_listen = "127.0.0.1:6021", manager_listen = "127.0.0.1:6022";
   std::string public_url, secret_file;
   // Kernels run as 1000:1000 by default (bai-agent --uid/--gid); a proxy running as root gives

@@ -653,3 +653,37 @@ TEST(AgentProcessTest, DummyAgentBinaryRegistersAndStopsOnSigterm) {
 
 }  // namespace
 }  // namespace bai::manager
+
+namespace bai::manager {
+namespace {
+
+// /etc/bai/agent.toml as docs/operations.md writes it: the options by their long names, a
+// manager list whose second manager is not there (the agent registers with the first and keeps
+// trying the other).
+TEST(AgentProcessTest, AnAgentConfiguredByATomlFileRegistersWithTheManagersListed) {
+  TempDir dir;
+  ManagerConfig config;
+  config.data_dir = dir.path() + "/data";
+  config.database = testing_util::TestDatabase();
+  config.listen_port = 0;
+  auto manager = Manager::Start(config);
+  ASSERT_TRUE(manager.ok());
+  std::string url = "http://127.0.0.1:" + std::to_string((*manager)->port());
+  std::string toml = dir.path() + "/agent.toml";
+  {
+    std::ofstream out(toml);
+    out << "manager = \"" << url << ",http://127.0.0.1:1\"\nid = \"toml-agent\"\n"
+        << "cluster-secret-file = \"" << config.ClusterSecretPath() << "\"\n"
+        << "backend = \"dummy\"\nslots = \"cpu=2,mem=2g\"\n";
+  }
+  testing_util::BackgroundProcess agent({testing_util::BinPath("bai-agent"), "--config", toml});
+  ASSERT_FALSE(agent.WaitForLine("connecting").empty());
+  for (int i = 0; i < 100 && (*manager)->agents().Connected().empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ((*manager)->agents().Connected().count("toml-agent"), 1u);
+  EXPECT_EQ(agent.Stop(SIGTERM), 0);
+}
+
+}  // namespace
+}  // namespace bai::manager
