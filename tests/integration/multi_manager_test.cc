@@ -164,14 +164,11 @@ TEST_F(MultiManagerTest, WhenAManagerGoesTheAgentAndTheClientGoOnThroughTheOther
   keep.enqueue_only = false;
   ASSERT_TRUE(both.Create(keep).ok());
 
-  auto gone = steady_clock::now();
   managers_[0].reset();  // its listener and its link to the agent close
-  // The client's next request goes to B at once (A refuses connections).
+  // The client's next request goes to B (A refuses connections). How soon is a figure for the
+  // cluster check (docs/operations.md), not a timed assertion here.
   auto after = both.Create(Batch("after", "exit 3"));
-  auto took = std::chrono::duration_cast<milliseconds>(steady_clock::now() - gone);
   ASSERT_TRUE(after.ok()) << after.status().message();
-  EXPECT_LT(took.count(), 2000) << "the first request after the manager's loss took "
-                                << took.count() << " ms";
   ASSERT_TRUE(WaitFor([&] { return agent_->LinksRegistered() == 1 && agent_->Registered(); },
                       milliseconds(5000)));
   auto after_end = both.WaitForEnd(after->id);
