@@ -435,6 +435,13 @@ Status AdminClient::DealiasImage(std::string const& alias, std::string const& ar
       .status();
 }
 
+StatusOr<protocol::ManagerStatus> AdminClient::ManagerStatus() const {
+  auto response = client_.Send(ApiRequest("GET", "/manager/status"));
+  if (!response.ok()) return response.status();
+  if (auto s = CheckResponse(*response); !s.ok()) return s;
+  return protocol::DecodeManagerStatus(response->body);
+}
+
 StatusOr<std::vector<protocol::AgentEntry>> AdminClient::Agents() const {
   std::vector<protocol::AgentEntry> out;
   constexpr int kAgentPage = 100;

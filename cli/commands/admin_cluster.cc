@@ -157,6 +157,7 @@ void AddAgents(CommandSet& set, CLI::App& admin) {
         on ? "enable" : "disable",
         on ? "Let the scheduler place sessions on the agent again"
            : "Place no new sessions on the agent (its running ones stay; e.g. to drain it)");
+    cmd->alias(on ? "undrain" : "drain");
     cmd->add_option("ID", id, "Agent id")->required();
     set.OnRun(cmd, [&ctx, &id, on] {
       return WithAdmin(ctx, [&](AdminClient& a) -> Status {
@@ -221,7 +222,56 @@ void AddPresets(CommandSet& set, CLI::App& admin) {
 
 }  // namespace
 
+// `bai admin status`: the cluster at a glance, from GET /manager/status.
+void AddStatus(CommandSet& set, CLI::App& admin) {
+  auto& ctx = set.ctx();
+  auto* cmd = admin.add_subcommand(
+      "status", "The cluster at a glance: managers, database, agents, sessions, queue");
+  set.OnRun(cmd, [&ctx] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      auto st = a.ManagerStatus();
+      if (!st.ok()) return st.status();
+      if (ctx.json()) {
+        PrintJson(ctx, json::parse(protocol::EncodeManagerStatus(*st)));
+        return Status();
+      }
+      auto counts = [](std::map<std::string, std::int64_t> const& by) {
+        std::string out;
+        for (auto const& [name, n] : by) {
+          out += (out.empty() ? "" : ", ") + std::to_string(n) + " " + name;
+        }
+        return out.empty() ? std::string("none") : out;
+      };
+      std::vector<std::vector<std::string>> rows{{"MANAGER", "VERSION", "STATUS", "SINCE"}};
+      for (auto const& n : st->nodes) {
+        rows.push_back({n.service_addr.empty() ? n.id : n.service_addr, n.version, n.status,
+                        n.started_at.empty() ? "-" : n.started_at});
+      }
+      PrintTable(ctx, rows);
+      std::string out = "\n";
+      if (st->has_cluster) {
+        out += "database  " + st->database + " (schema " + std::to_string(st->schema_version) +
+               ")\nagents    " + counts(st->agents) + "\nsessions  " + counts(st->sessions) +
+               "\nqueue     ";
+        if (st->queue.empty()) out += "empty";
+        for (std::size_t i = 0; i < st->queue.size(); ++i) {
+          auto const& q = st->queue[i];
+          out += (i ? ", " : "") + std::to_string(q.count) + " in " + q.scaling_group + " (" +
+                 q.reason + ")";
+        }
+        out += "\n";
+      } else {
+        out += "active sessions " + std::to_string(st->active_sessions) +
+               " (the rest is for superadmins)\n";
+      }
+      ctx.out() << out;
+      return Status();
+    });
+  });
+}
+
 void AddClusterAdminCommands(CommandSet& set, CLI::App& admin) {
+  AddStatus(set, admin);
   AddImages(set, admin);
   AddAgents(set, admin);
   AddPresets(set, admin);

@@ -149,6 +149,9 @@ class BAI_EXPORT AdminClient {
   Status AliasImage(std::string const& alias, std::string const& target,
                     std::string const& architecture = "x86_64") const;
   Status DealiasImage(std::string const& alias, std::string const& architecture = "x86_64") const;
+  /// `GET /manager/status`: the managers on the database and, for a superadmin, the cluster
+  /// at a glance (database, sessions and agents by status, the queue by reason).
+  StatusOr<protocol::ManagerStatus> ManagerStatus() const;
   /// Every agent the manager knows (ALIVE and LOST).
   StatusOr<std::vector<protocol::AgentEntry>> Agents() const;
   /// Whether the scheduler may place new sessions on the agent (its running ones stay).

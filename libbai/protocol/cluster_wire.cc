@@ -94,4 +94,90 @@ StatusOr<ResourcePreset> DecodeResourcePreset(std::string_view text) {
   return p;
 }
 
+std::string EncodeManagerStatus(ManagerStatus const& m) {
+  json nodes = json::array();
+  for (auto const& n : m.nodes) {
+    nodes.push_back(
+        {{"id", n.id},
+         {"num_proc", 1},
+         {"service_addr", n.service_addr.empty() ? json(nullptr) : json(n.service_addr)},
+         {"heartbeat_timeout", 15.0},
+         {"ssl_enabled", false},
+         {"active_sessions", n.active_sessions},
+         {"status", n.status},
+         {"version", n.version},
+         {"api_version", json::array({n.api_major, n.api_date})},
+         {"started_at", n.started_at},
+         {"last_seen", n.last_seen}});
+  }
+  json j = {{"nodes", nodes}, {"status", m.status}, {"active_sessions", m.active_sessions}};
+  if (m.has_cluster) {
+    json queue = json::array();
+    for (auto const& q : m.queue) {
+      queue.push_back(
+          {{"scaling_group", q.scaling_group}, {"reason", q.reason}, {"count", q.count}});
+    }
+    j["cluster"] = {{"database", m.database},
+                    {"schema_version", m.schema_version},
+                    {"sessions", m.sessions},
+                    {"agents", m.agents},
+                    {"queue", queue}};
+  }
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+StatusOr<ManagerStatus> DecodeManagerStatus(std::string_view text) {
+  auto j = Object(text, "the manager's status");
+  if (!j.ok()) return j.status();
+  Fields f(*j);
+  ManagerStatus m;
+  m.status = f.Str("status");
+  m.active_sessions = f.Int("active_sessions");
+  if (auto it = j->find("nodes"); it != j->end() && it->is_array()) {
+    for (auto const& node : *it) {
+      if (!node.is_object()) continue;
+      Fields nf(node);
+      ManagerNode n;
+      n.id = nf.Str("id");
+      n.service_addr = nf.Str("service_addr");
+      n.status = nf.Str("status");
+      n.active_sessions = nf.Int("active_sessions");
+      n.version = nf.Str("version");
+      if (auto v = node.find("api_version"); v != node.end() && v->is_array() && v->size() == 2 &&
+                                             (*v)[0].is_number_integer() && (*v)[1].is_string()) {
+        n.api_major = (*v)[0].get<int>();
+        n.api_date = (*v)[1].get<std::string>();
+      }
+      n.started_at = nf.Str("started_at");
+      n.last_seen = nf.Str("last_seen");
+      m.nodes.push_back(std::move(n));
+    }
+  }
+  auto c = j->find("cluster");
+  if (c == j->end() || !c->is_object()) return m;
+  m.has_cluster = true;
+  Fields cf(*c);
+  m.database = cf.Str("database");
+  m.schema_version = cf.Int("schema_version");
+  auto counts = [&c](char const* key) {
+    std::map<std::string, std::int64_t> out;
+    auto it = c->find(key);
+    if (it == c->end() || !it->is_object()) return out;
+    for (auto const& [name, n] : it->items()) {
+      if (n.is_number_integer()) out[name] = n.get<std::int64_t>();
+    }
+    return out;
+  };
+  m.sessions = counts("sessions");
+  m.agents = counts("agents");
+  if (auto q = c->find("queue"); q != c->end() && q->is_array()) {
+    for (auto const& item : *q) {
+      if (!item.is_object()) continue;
+      Fields qf(item);
+      m.queue.push_back({qf.Str("scaling_group"), qf.Str("reason"), qf.Int("count")});
+    }
+  }
+  return m;
+}
+
 }  // namespace bai::protocol

@@ -6,6 +6,7 @@
 #include "server-reference/manager/api/routes.h"
 #include "server-reference/manager/metrics.h"
 #include "server-reference/manager/scheduler/scheduling.h"
+#include "server-reference/manager/state/managers.h"
 #include "server-reference/manager/state/schema.h"
 
 #include <sys/stat.h>
@@ -132,6 +133,17 @@ StatusOr<std::unique_ptr<Manager>> Manager::Start(ManagerConfig const& config) {
       http, [api](std::shared_ptr<server::Exchange> e) { api->Handle(e); });
   if (!server.ok()) return std::move(server).status();
   m->http_ = std::move(*server);
+  // This manager's row in `managers` (GET /manager/status lists them), beaten every 5 s.
+  std::string host = config.listen_address;
+  if (host.empty() || host == "0.0.0.0" || host == "::") {
+    char name[256] = {};
+    host = ::gethostname(name, sizeof name - 1) == 0 && name[0] ? name : "localhost";
+  }
+  m->id_ = host + ":" + std::to_string(m->http_->port());
+  ManagerRow self{m->id_, "http://" + m->id_, ManagerVersion(), NowIso(), ""};
+  (void)ManagerTable(*m->state_.db).Beat(self);
+  m->hub_->Every(std::chrono::seconds(5),
+                 [raw, self] { (void)ManagerTable(*raw->state_.db).Beat(self); });
   return m;
 }
 
@@ -192,6 +204,10 @@ Manager::~Manager() {
 }
 
 void Manager::Stop() {
+  if (!id_.empty() && state_.db) {
+    (void)ManagerTable(*state_.db).Remove(id_);  // gone from /manager/status at once
+    id_.clear();
+  }
   if (http_) http_->Stop();
   if (storage_) storage_->Stop();
   if (hub_) hub_->Stop();

@@ -62,6 +62,7 @@ class Manager {
   streams::StreamRegistry streams_;  ///< before the hub and the server, which use it
   streams::AgentStreamBroker broker_;
   std::chrono::seconds head_wait_{600};  ///< scheduler.head_wait
+  std::string id_;                       ///< HOST:PORT: this manager's row in `managers`
   std::unique_ptr<SessionStore> sessions_;
   std::unique_ptr<BackgroundTaskStore> tasks_;
   std::unique_ptr<EventHub> hub_;

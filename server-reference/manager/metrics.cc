@@ -32,34 +32,25 @@ void DeclareManagerMetrics(m::Registry& metrics, server::Database& db) {
                 "then missing).");
   metrics.OnCollect([&db](m::Registry& r) {
     bool up = true;
-    auto sessions = db.Query("SELECT status, COUNT(*) FROM sessions GROUP BY status");
-    if (sessions.ok()) {
-      for (auto const& row : *sessions) {
-        r.Set("bai_sessions", {{"status", row.Text(0)}}, static_cast<double>(row.Int(1)));
+    auto counts = ReadClusterCounts(db);
+    if (counts.ok()) {
+      for (auto const& [status, n] : counts->sessions) {
+        r.Set("bai_sessions", {{"status", status}}, static_cast<double>(n));
       }
-    } else {
-      up = false;
-    }
-    auto queue = db.Query(
-        "SELECT scaling_group, status_info, COUNT(*) FROM sessions WHERE status = 'PENDING' "
-        "GROUP BY scaling_group, status_info");
-    if (queue.ok()) {
-      std::map<std::pair<std::string, std::string>, double> by_reason;
-      for (auto const& row : *queue) {
-        by_reason[{row.Text(0), QueueReason(row.Text(1))}] += static_cast<double>(row.Int(2));
+      for (auto const& q : counts->queue) {
+        r.Set("bai_queue_sessions", {{"scaling_group", q.scaling_group}, {"reason", q.reason}},
+              static_cast<double>(q.count));
       }
-      for (auto const& [key, n] : by_reason) {
-        r.Set("bai_queue_sessions", {{"scaling_group", key.first}, {"reason", key.second}}, n);
+      for (auto const& [status, n] : counts->agents) {
+        r.Set("bai_agents", {{"status", status}}, static_cast<double>(n));
       }
     } else {
       up = false;
     }
     auto agents = AgentStore(db).List();
     if (agents.ok()) {
-      std::map<std::string, double> by_status;
       std::map<std::pair<std::string, std::string>, std::pair<double, double>> slots;
       for (auto const& a : *agents) {
-        by_status[a.status] += 1;
         if (a.status != "ALIVE") continue;
         for (auto const& [slot, amount] : a.row.slots) {
           slots[{a.row.scaling_group, slot}].first += amount.ToDouble();
@@ -68,7 +59,6 @@ void DeclareManagerMetrics(m::Registry& metrics, server::Database& db) {
           slots[{a.row.scaling_group, slot}].second += amount.ToDouble();
         }
       }
-      for (auto const& [status, n] : by_status) r.Set("bai_agents", {{"status", status}}, n);
       for (auto const& [key, v] : slots) {
         r.Set("bai_slots",
               {{"scaling_group", key.first}, {"slot", key.second}, {"kind", "capacity"}}, v.first);
@@ -80,6 +70,23 @@ void DeclareManagerMetrics(m::Registry& metrics, server::Database& db) {
     }
     r.Set("bai_metrics_database_up", {}, up ? 1 : 0);
   });
+}
+
+StatusOr<ClusterCounts> ReadClusterCounts(server::Database& db) {
+  ClusterCounts out;
+  for (auto [table, into] : {std::pair{"sessions", &out.sessions}, {"agents", &out.agents}}) {
+    auto rows = db.Query(std::string("SELECT status, COUNT(*) FROM ") + table + " GROUP BY status");
+    if (!rows.ok()) return std::move(rows).status();
+    for (auto const& r : *rows) (*into)[r.Text(0)] = r.Int(1);
+  }
+  auto queue = db.Query(
+      "SELECT scaling_group, status_info, COUNT(*) FROM sessions WHERE status = 'PENDING' "
+      "GROUP BY scaling_group, status_info");
+  if (!queue.ok()) return std::move(queue).status();
+  std::map<std::pair<std::string, std::string>, std::int64_t> by_reason;
+  for (auto const& r : *queue) by_reason[{r.Text(0), QueueReason(r.Text(1))}] += r.Int(2);
+  for (auto const& [key, n] : by_reason) out.queue.push_back({key.first, key.second, n});
+  return out;
 }
 
 void ObserveRequest(m::Registry& metrics, server::HttpRequest const& request,

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <thread>
 
@@ -252,6 +253,47 @@ TEST_F(AdminCliTest, ImagesAgentsAndPresets) {
   EXPECT_THAT(Json({"admin", "image", "rescan"}, 4, &env).dump(), HasSubstr("no permission"));
   EXPECT_THAT(Json({"admin", "agent", "disable", agent}, 4, &env).dump(),
               HasSubstr("no permission"));
+}
+
+}  // namespace
+}  // namespace bai
+
+namespace bai {
+namespace {
+
+// `bai admin status` (docs/operations.md): this manager listed, the database, the agent, the
+// sessions and the queue by reason; the same as -o json; `drain`/`undrain` name disable/enable.
+TEST_F(AdminCliTest, StatusShowsTheClusterAtAGlance) {
+  // A batch job for later: queued.
+  auto later = testing_util::RunProcess(
+      {testing_util::BinPath("bai"), "session", "create", "python", "--name", "later", "--type",
+       "batch", "--startup-command", "true", "--starts-at", "1h", "--no-wait"},
+      env_);
+  ASSERT_EQ(later.exit_code, 0) << later.err;
+  auto doc = Json({"admin", "status"});
+  ASSERT_TRUE(doc["nodes"].is_array());
+  ASSERT_EQ(doc["nodes"].size(), 1u);
+  EXPECT_EQ(doc["nodes"][0]["service_addr"], env_["BACKEND_ENDPOINT"]);
+  EXPECT_THAT(doc["nodes"][0]["version"].get<std::string>(), HasSubstr("bai-manager"));
+  // The pg. run of this test (testing_util::TestDatabase) has the manager on PostgreSQL.
+  char const* pg = std::getenv("BAI_TEST_POSTGRES");
+  std::string backend = pg && *pg ? "postgresql" : "sqlite";
+  EXPECT_EQ(doc["cluster"]["database"], backend);
+  EXPECT_GE(doc["cluster"]["schema_version"].get<int>(), 20);
+  EXPECT_EQ(doc["cluster"]["agents"]["ALIVE"], 1);
+  auto text = testing_util::RunProcess({testing_util::BinPath("bai"), "admin", "status"}, env_);
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("database  " + backend + " (schema "));
+  EXPECT_THAT(text.out, HasSubstr("agents    1 ALIVE"));
+  EXPECT_EQ(doc["cluster"]["sessions"]["PENDING"], 1);
+  ASSERT_EQ(doc["cluster"]["queue"].size(), 1u);
+  EXPECT_EQ(doc["cluster"]["queue"][0]["scaling_group"], "default");
+  EXPECT_THAT(text.out, HasSubstr("queue     1 in default (")) << text.out;
+  Json({"admin", "agent", "drain", "cli-agent"});
+  auto agents = Json({"admin", "agent", "ls"});
+  EXPECT_EQ(agents["agents"][0]["schedulable"], false);
+  Json({"admin", "agent", "undrain", "cli-agent"});
+  EXPECT_EQ(Json({"admin", "agent", "ls"})["agents"][0]["schedulable"], true);
 }
 
 }  // namespace

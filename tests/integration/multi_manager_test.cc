@@ -4,6 +4,7 @@
 // made at one manager is reached, read and watched through the other; when a manager goes, the
 // agent goes on through the other (its primary link moves and reconciles its kernels), and the
 // client's next request fails over and succeeds.
+#include "bai/admin_client.h"
 #include "bai/client.h"
 #include "bai/session_client.h"
 
@@ -164,7 +165,16 @@ TEST_F(MultiManagerTest, WhenAManagerGoesTheAgentAndTheClientGoOnThroughTheOther
   keep.enqueue_only = false;
   ASSERT_TRUE(both.Create(keep).ok());
 
+  AdminClient admin(ClientOf({urls_[1]}));
+  auto status = admin.ManagerStatus();
+  ASSERT_TRUE(status.ok()) << status.status().message();
+  ASSERT_EQ(status->nodes.size(), 2u) << "both managers beat in the managers table";
+  EXPECT_EQ(status->database, "postgresql");
   managers_[0].reset();  // its listener and its link to the agent close
+  auto one = admin.ManagerStatus();
+  ASSERT_TRUE(one.ok());
+  ASSERT_EQ(one->nodes.size(), 1u) << "a manager that stops leaves the list";
+  EXPECT_EQ(one->nodes[0].service_addr, "http://" + urls_[1].substr(7));
   // The client's next request goes to B (A refuses connections). How soon is a figure for the
   // cluster check (docs/operations.md), not a timed assertion here.
   auto after = both.Create(Batch("after", "exit 3"));

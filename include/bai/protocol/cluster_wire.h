@@ -7,6 +7,7 @@
 #include "bai/status.h"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -54,5 +55,42 @@ struct ResourcePreset {
 };
 
 BAI_EXPORT StatusOr<ResourcePreset> DecodeResourcePreset(std::string_view json);
+
+/// One manager (`GET /manager/status` `nodes`): 24.09's fields, and when it started and was
+/// last seen (bai's; every manager on the database is listed while it beats).
+struct ManagerNode {
+  std::string id;            ///< the HOST:PORT it listens on
+  std::string service_addr;  ///< its URL
+  std::string status = "running";
+  std::int64_t active_sessions = 0;
+  std::string version;  ///< "bai-manager 0.1.0"
+  int api_major = 0;    ///< the caller's API version as the node answers it
+  std::string api_date;
+  std::string started_at;
+  std::string last_seen;
+};
+
+/// A resource group's queued sessions of one kind of reason (`capacity`, `keypair-slots`, …).
+struct QueuedCount {
+  std::string scaling_group;
+  std::string reason;
+  std::int64_t count = 0;
+};
+
+/// `GET /manager/status`: 24.09's answer, plus (for superadmins; bai's) the cluster at a glance.
+struct ManagerStatus {
+  std::string status = "running";  ///< running, frozen
+  std::int64_t active_sessions = 0;
+  std::vector<ManagerNode> nodes;
+  bool has_cluster = false;  ///< the fields below were sent
+  std::string database;      ///< sqlite, postgresql
+  std::int64_t schema_version = 0;
+  std::map<std::string, std::int64_t> sessions;  ///< by status
+  std::map<std::string, std::int64_t> agents;    ///< by status
+  std::vector<QueuedCount> queue;
+};
+
+BAI_EXPORT std::string EncodeManagerStatus(ManagerStatus const& status);
+BAI_EXPORT StatusOr<ManagerStatus> DecodeManagerStatus(std::string_view json);
 
 }  // namespace bai::protocol

@@ -2,6 +2,7 @@
 // Cluster-wide routes: resource slots and presets, resource groups, the manager's status and
 // announcement, per-user bootstrap scripts.
 #include "bai/protocol/api_version.h"
+#include "bai/protocol/cluster_wire.h"
 #include "bai/protocol/errors.h"
 
 #include "libbai/protocol/wire_json.h"
@@ -9,7 +10,9 @@
 #include "server-reference/manager/api/handler_util.h"
 #include "server-reference/manager/api/params.h"
 #include "server-reference/manager/api/routes.h"
+#include "server-reference/manager/metrics.h"
 #include "server-reference/manager/scheduler/scheduling.h"
+#include "server-reference/manager/state/managers.h"
 #include "server-reference/manager/state/resource_groups.h"
 
 #include <nlohmann/json.hpp>
@@ -111,19 +114,49 @@ StatusOr<HttpResponse> GetManagerStatus(RequestContext& ctx, std::string const& 
   if (!status.ok()) return std::move(status).status();
   auto active = ctx.store.ActiveSessionCount();
   if (!active.ok()) return std::move(active).status();
-  std::string s = status->value_or("running");
-  json node = {{"id", "bai-manager"},
-               {"num_proc", 1},
-               {"service_addr", nullptr},
-               {"heartbeat_timeout", 15.0},
-               {"ssl_enabled", false},
-               {"active_sessions", *active},
-               {"status", s},
-               {"version", manager_version},
-               // The caller's own version, as 24.09 shows it ([major, "YYYYMMDD"]).
-               {"api_version", DialectOf(ctx.request).VersionPair()}};
-  return JsonResponse(
-      {{"nodes", json::array({node})}, {"status", s}, {"active_sessions", *active}});
+  protocol::ManagerStatus out;
+  out.status = status->value_or("running");
+  out.active_sessions = *active;
+  // Every manager on the database that beat within the heartbeat timeout (15 s).
+  auto seen = ManagerTable(ctx.store.db())
+                  .SeenSince(std::chrono::system_clock::now() - std::chrono::seconds(15));
+  if (!seen.ok()) return std::move(seen).status();
+  // The caller's own version, as 24.09 shows it ([major, "YYYYMMDD"]).
+  auto version = DialectOf(ctx.request).VersionPair();
+  auto node_of = [&](std::string id, std::string url, std::string v) {
+    protocol::ManagerNode n;
+    n.id = std::move(id);
+    n.service_addr = std::move(url);
+    n.status = out.status;
+    n.active_sessions = *active;
+    n.version = std::move(v);
+    n.api_major = version[0].get<int>();
+    n.api_date = version[1].get<std::string>();
+    return n;
+  };
+  for (auto const& row : *seen) {
+    auto n = node_of(row.id, row.url, row.version);
+    n.started_at = row.started_at;
+    n.last_seen = row.last_seen;
+    out.nodes.push_back(std::move(n));
+  }
+  if (out.nodes.empty()) out.nodes.push_back(node_of("bai-manager", "", manager_version));
+  if (ctx.identity && ctx.identity->IsSuperadmin()) {
+    // bai's: the cluster at a glance (`bai admin status`).
+    auto& db = ctx.store.db();
+    out.has_cluster = true;
+    out.database = db.Backend();
+    auto schema = db.Query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations");
+    if (schema.ok() && !schema->empty()) out.schema_version = (*schema)[0].Int(0);
+    auto counts = ReadClusterCounts(db);
+    if (!counts.ok()) return std::move(counts).status();
+    out.sessions = std::move(counts->sessions);
+    out.agents = std::move(counts->agents);
+    out.queue = std::move(counts->queue);
+  }
+  HttpResponse r;
+  r.body = protocol::EncodeManagerStatus(out);
+  return r;
 }
 
 // PUT /manager/status

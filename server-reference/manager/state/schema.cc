@@ -338,6 +338,15 @@ server::Migration UserConfig() {
           }};
 }
 
+server::Migration Managers() {
+  return {20,
+          "the managers on the database, each beating while it runs (GET /manager/status)",
+          {
+              "CREATE TABLE managers (id TEXT PRIMARY KEY, url TEXT NOT NULL, "
+              "version TEXT NOT NULL, started_at TEXT NOT NULL, last_seen TEXT NOT NULL)",
+          }};
+}
+
 server::Migration AgentLoad() {
   return {9,
           "each agent's last reported CPU and memory load",
@@ -354,7 +363,7 @@ std::vector<server::Migration> const& Migrations() {
       AgentLists(),   VFolders(),     SessionMounts(),   Devices(),
       AgentLoad(),    ServicePorts(), Networks(),        DomainFields(),
       GroupFields(),  UserFields(),   SessionActivity(), ResourceGroupFields(),
-      ImageAliases(), SessionStats(), UserConfig()};
+      ImageAliases(), SessionStats(), UserConfig(),      Managers()};
   return *kMigrations;
 }
 
