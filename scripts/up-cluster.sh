@@ -236,9 +236,11 @@ if [[ $check == 1 ]]; then
       die "bai run failed after manager $((k + 1)) died"
     check_sessions "killed$((k + 1))" || die "a node's session failed after manager $((k + 1)) died"
     if [[ -n ${BAI_OFFICIAL_CLIENT:-} ]]; then
-      "$BAI_OFFICIAL_CLIENT" ps >/dev/null ||
+      BACKEND_ENDPOINT_TYPE=api "$BAI_OFFICIAL_CLIENT" ps >/dev/null 2>&1 ||
         die "the official client's ps failed after manager $((k + 1)) died"
-      say "the official client's ps works"
+      BACKEND_ENDPOINT_TYPE=api "$BAI_OFFICIAL_CLIENT" admin manager status 2>/dev/null ||
+        die "the official client's admin manager status failed after manager $((k + 1)) died"
+      say "the official client's ps and admin manager status work"
     fi
     start_manager "$k"
   done
