@@ -3,7 +3,7 @@
 JOBS ?= $(shell nproc)
 CTEST_LABELS_EXCLUDE = slow|gpu
 
-.PHONY: all deps build test check-asan check-tsan format format-check bench tidy fuzz up up-cluster clean
+.PHONY: all deps build test check-asan check-tsan format format-check bench tidy fuzz up up-cluster bench-scale clean
 
 all: build
 
@@ -55,6 +55,10 @@ bench: build
 	build/bench/bai_stream_bench build/bin -n 200 --streams 1000
 	@if [ "$$(id -u)" = 0 ]; then build/bench/bai_kernel_start -n 20; \
 	else echo "kernel start bench skipped: needs root (runc)"; fi
+
+# The control plane at scale (issue 25): PostgreSQL against SQLite (bench/scale.sh).
+bench-scale: build
+	bash bench/scale.sh build
 
 tidy: build
 	git ls-files -z 'libbai/*.cc' 'cli/*.cc' 'server-reference/*.cc' | xargs -0 -P2 -n8 clang-tidy -p build --quiet

@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <set>
+
 namespace bai::manager::scheduler {
 namespace {
 
@@ -413,6 +415,71 @@ TEST(SchedulerPolicyTest, IdleAndLifetimeLimits) {
   s.max_session_lifetime = 600;
   EXPECT_EQ(WhyExpired(s, t0 + seconds(599)), "");
   EXPECT_EQ(WhyExpired(s, t0 + seconds(600)), "max-session-lifetime");
+}
+
+}  // namespace
+}  // namespace bai::manager::scheduler
+
+namespace bai::manager::scheduler {
+namespace {
+
+// A long queue behind full agents (the pass reuses one shape's outcome while the agents have
+// not changed): every waiting session of a shape gets the reason a walk over the agents gives;
+// starving sessions each hold an agent of their own until none is left; a session of another
+// shape that fits still starts, and the ones behind it see the agents as they are after it.
+TEST(SchedulerTest, ALongQueueOfOneShapeGetsTheSameAnswersAsOneByOne) {
+  Input in;
+  in.now = std::chrono::system_clock::now();
+  in.max_head_wait = std::chrono::seconds(600);
+  for (int a = 0; a < 3; ++a) in.agents.push_back(MakeAgent("a" + std::to_string(a), "cpu=2"));
+  int seq = 0;
+  for (int i = 0; i < 6; ++i) {  // fill every agent
+    in.pending.push_back(MakeSession("fill" + std::to_string(i), "cpu=1", ++seq));
+  }
+  for (int i = 0; i < 5; ++i) {  // starving: waited 30 minutes
+    auto s = MakeSession("old" + std::to_string(i), "cpu=1", ++seq);
+    s.enqueued_at = in.now - minutes(30);
+    in.pending.push_back(s);
+  }
+  for (int i = 0; i < 3; ++i) {  // fresh
+    auto s = MakeSession("new" + std::to_string(i), "cpu=1", ++seq);
+    s.enqueued_at = in.now;
+    in.pending.push_back(s);
+  }
+  auto d = ByID(Schedule(in));
+  for (int i = 0; i < 6; ++i) EXPECT_TRUE(d["fill" + std::to_string(i)].agent_id.has_value());
+  // The first three starving sessions each hold one agent; the other two find none left.
+  std::set<std::string> holders;
+  for (int i = 0; i < 5; ++i) {
+    auto const& info = d["old" + std::to_string(i)].status_info;
+    EXPECT_FALSE(d["old" + std::to_string(i)].agent_id.has_value());
+    EXPECT_THAT(info, HasSubstr("waiting: needs cpu=1; largest free agent has cpu=0")) << info;
+    auto at = info.find("; agent ");
+    if (i < 3) {
+      ASSERT_NE(at, std::string::npos) << info;
+      holders.insert(info.substr(at + 8, 2));
+    } else {
+      EXPECT_EQ(at, std::string::npos) << "no agent left to hold: " << info;
+    }
+  }
+  EXPECT_EQ(holders, (std::set<std::string>{"a0", "a1", "a2"}));
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(d["new" + std::to_string(i)].status_info,
+              "waiting: needs cpu=1; largest free agent has cpu=0");
+  }
+
+  // Room on one agent for a small session between two waiting big ones: the big ones wait for
+  // the same reason, the small one starts, and the big one after it sees the agent fuller.
+  Input mixed;
+  mixed.now = in.now;
+  mixed.agents = {MakeAgent("b0", "cpu=2")};
+  mixed.pending = {MakeSession("big1", "cpu=4", 1), MakeSession("small", "cpu=1", 2),
+                   MakeSession("big2", "cpu=4", 3), MakeSession("big3", "cpu=2", 4)};
+  for (auto& s : mixed.pending) s.enqueued_at = in.now;
+  auto m = ByID(Schedule(mixed));
+  EXPECT_EQ(m["small"].agent_id, "b0");
+  EXPECT_EQ(m["big1"].status_info, m["big2"].status_info);
+  EXPECT_THAT(m["big3"].status_info, HasSubstr("largest free agent has cpu=1"));
 }
 
 }  // namespace

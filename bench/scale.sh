@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# `make bench-scale` (issue 25): the control plane at scale. Starts a throwaway PostgreSQL
+# cluster (bai-test-postgres, as the tests do) and runs:
+#   1. the full scheduling pass, database included, 10,000 pending x 1,000 agents, on SQLite and
+#      on PostgreSQL (bai_scheduling_bench --scale; target: PostgreSQL < 1 s).
+# Usage: bench/scale.sh BUILD_DIR [PASSES]
+set -euo pipefail
+build=${1:-build}
+passes=${2:-5}
+dir=/tmp/bai-bench-postgres-$$
+cleanup() { "$build/bin/bai-test-postgres" stop "$dir" >/dev/null 2>&1 || true; }
+trap cleanup EXIT
+"$build/bin/bai-test-postgres" start "$dir" >/dev/null
+url="postgresql:///postgres?host=$dir&user=bai"
+"$build/bench/bai_scheduling_bench" --scale --postgres "$url" --passes "$passes"
