@@ -19,8 +19,11 @@ check() {
     echo "ok   $name: ${out%%$'\n'*}"
   fi
 }
+# The data directory on the command line (a flag wins): nothing is made under /var/lib.
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
 check manager.toml "cannot connect to the database" \
-  "$bin/bai-manager" --config "$etc/manager.toml" --listen 127.0.0.1:0
+  "$bin/bai-manager" --config "$etc/manager.toml" --listen 127.0.0.1:0 --data-dir "$scratch/m"
 check agent.toml "cluster-secret-file" "$bin/bai-agent" --config "$etc/agent.toml"
 # Not as root: the storage proxy would make /etc/bai/storage-secret here.
 check storage.toml "storage-secret" setpriv --reuid=nobody --regid=nogroup --clear-groups \
