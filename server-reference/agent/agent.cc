@@ -169,7 +169,13 @@ struct Agent::Impl {
     // Small messages back to back (PREPARING, then RUNNING) must not wait for delayed ACKs.
     beast::error_code nodelay_ec;
     beast::get_lowest_layer(ws).socket().set_option(net::ip::tcp::no_delay(true), nodelay_ec);
-    ws.set_option(websocket::stream_base::timeout::suggested(beast::role_type::client));
+    // A manager that stops answering (its host gone, the network cut: no reset arrives) is
+    // noticed: pings at half of link_timeout, and nothing heard for link_timeout closes the
+    // link, so another link becomes primary.
+    auto timeouts = websocket::stream_base::timeout::suggested(beast::role_type::client);
+    timeouts.idle_timeout = options.link_timeout;
+    timeouts.keep_alive_pings = true;
+    ws.set_option(timeouts);
     std::string auth = server::agent_protocol::MakeAuth(options.agent_id, options.cluster_secret,
                                                         std::chrono::system_clock::now());
     ws.set_option(websocket::stream_base::decorator([auth](websocket::request_type& req) {

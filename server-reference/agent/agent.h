@@ -33,6 +33,10 @@ struct AgentOptions {
   std::function<std::vector<server::agent_protocol::ImageInfo>()> list_images;
   std::vector<server::agent_protocol::DeviceInfo> devices;  ///< accelerators found
   std::string device_policy = "evenly";  ///< how fractions are placed on them (evenly, fill)
+  /// A link on which nothing is heard for this long (pings go at half of it) is closed and
+  /// dialled again; another link becomes primary meanwhile. The manager's own limit for a
+  /// silent agent is 15 s.
+  std::chrono::milliseconds link_timeout{15000};
   std::chrono::milliseconds reconnect_min{200};
   std::chrono::milliseconds reconnect_max{5000};
   /// Where kernels' output is kept (KernelLogs); empty: a temporary directory, removed with

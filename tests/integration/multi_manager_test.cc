@@ -14,10 +14,16 @@
 #include "tests/testing_util/postgres.h"
 #include "tests/testing_util/subprocess.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <csignal>
+#include <functional>
 #include <thread>
 
 namespace bai::manager {
@@ -202,6 +208,105 @@ TEST_F(MultiManagerTest, WhenAManagerGoesTheAgentAndTheClientGoOnThroughTheOther
   auto listed = at_a.Info("keeps-running");
   ASSERT_TRUE(listed.ok()) << listed.status().message();
   EXPECT_EQ(listed->status.text, "RUNNING");
+}
+
+}  // namespace
+}  // namespace bai::manager
+
+namespace bai::manager {
+namespace {
+
+// A port nothing listens on now (bound, read, released).
+int UnusedPort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+// A manager that stops answering without closing anything (SIGSTOP: as a host that vanished or
+// a cut network looks): the agent hears nothing on its primary link for link_timeout, closes
+// it, makes its other link primary, and a session created at the other manager runs.
+TEST(MultiManagerFaultTest, AManagerThatGoesSilentIsLeftAndTheOtherTakesTheAgent) {
+  auto& pg = Cluster();
+  ASSERT_TRUE(pg.error().empty()) << pg.error();
+  ASSERT_TRUE(pg.CreateDatabase("silent")) << pg.error();
+  testing_util::TempDir dir;
+  std::string data = dir.path() + "/data";
+  int port_a = UnusedPort();
+  int port_b = UnusedPort();
+  std::string url_a = "http://127.0.0.1:" + std::to_string(port_a);
+  std::string url_b = "http://127.0.0.1:" + std::to_string(port_b);
+  // A: a process, so that it can be stopped; it bootstraps the database.
+  testing_util::BackgroundProcess a({testing_util::BinPath("bai-manager"), "--data-dir", data,
+                                     "--database", pg.Url("silent"), "--listen",
+                                     "127.0.0.1:" + std::to_string(port_a)});
+  ASSERT_FALSE(a.WaitForLine("listening").empty());
+  // The agent, before B exists: A's link registers first and is primary.
+  agent::AgentOptions o;
+  o.manager_url = url_a + "," + url_b;
+  o.agent_id = "silent-test";
+  o.cluster_secret = testing_util::ReadFileBytes(data + "/cluster-secret");
+  while (!o.cluster_secret.empty() && o.cluster_secret.back() == '\n') o.cluster_secret.pop_back();
+  o.link_timeout = milliseconds(1000);
+  o.reconnect_max = milliseconds(300);
+  ASSERT_TRUE(protocol::ParseSlotAssignment("cpu=2,mem=2g", o.slots).ok());
+  agent::DummyOptions d;
+  d.prepare_delay = milliseconds(20);
+  d.run_time = milliseconds(50);
+  agent::Agent agent(o, std::make_unique<agent::DummyBackend>(d));
+  agent.Start();
+  ASSERT_TRUE(agent.WaitRegistered(milliseconds(5000)));
+  ManagerConfig config;
+  config.data_dir = data;
+  config.database = pg.Url("silent");
+  config.listen_port = static_cast<std::uint16_t>(port_b);
+  auto b = Manager::Start(config);
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  auto wait_for = [](std::function<bool()> const& done, milliseconds timeout) {
+    auto until = steady_clock::now() + timeout;
+    while (!done() && steady_clock::now() < until) std::this_thread::sleep_for(milliseconds(20));
+    return done();
+  };
+  ASSERT_TRUE(wait_for([&] { return agent.LinksRegistered() == 2; }, milliseconds(5000)));
+
+  ASSERT_EQ(::kill(a.pid(), SIGSTOP), 0);
+  auto stopped = steady_clock::now();
+  EXPECT_TRUE(wait_for([&] { return agent.LinksRegistered() == 1 && agent.Registered(); },
+                       milliseconds(10000)))
+      << "the silent manager's link is still counted after 10 s";
+  RecordProperty(
+      "left_after_ms",
+      static_cast<int>(
+          std::chrono::duration_cast<milliseconds>(steady_clock::now() - stopped).count()));
+  auto creds = testing_util::ReadEnvFile((*b)->bootstrap().credentials_file);
+  Options co;
+  co.endpoints = {url_b};
+  co.access_key = creds["BACKEND_ACCESS_KEY"];
+  co.secret_key = creds["BACKEND_SECRET_KEY"];
+  SessionClient at_b(*Client::Create(co));
+  SessionCreateRequest r;
+  r.name = "after-silence";
+  r.image = "python";
+  r.type = "batch";
+  r.startup_command = "exit 4";
+  r.enqueue_only = true;
+  auto made = at_b.Create(r);
+  ASSERT_TRUE(made.ok()) << made.status().message();
+  auto end = at_b.WaitForEnd(made->id);
+  ASSERT_TRUE(end.ok()) << end.status().message();
+  EXPECT_EQ(end->exit_code, 4);
+  ::kill(a.pid(), SIGCONT);
+  agent.Stop();
+  EXPECT_EQ(a.Stop(SIGTERM), 0);
 }
 
 }  // namespace
