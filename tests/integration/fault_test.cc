@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <csignal>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -83,6 +84,143 @@ TEST(PostgresFaultTest, ARestartUnderLoadFailsRetryablyAndLosesNoAcknowledgedCre
     EXPECT_EQ(row->size(), 1u) << name << " was acknowledged and is missing";
   }
   RecordProperty("answers", seen);
+}
+
+}  // namespace
+}  // namespace bai::manager
+
+namespace bai::manager {
+namespace {
+
+// kill -9 of a manager while it runs a scheduling pass over 1,000 pending sessions (a create
+// asks for the pass; the kill lands once the pass holds its scope's advisory lock; three
+// times), then another manager takes over: its passes place what fits, no agent is booked past
+// its capacity, no session is lost or half-placed.
+TEST(PostgresFaultTest, AManagerKilledDuringAPassLeavesNothingHalfDone) {
+  testing_util::ThrowawayPostgres pg;
+  ASSERT_TRUE(pg.error().empty()) << pg.error();
+  ASSERT_TRUE(pg.CreateDatabase("killed")) << pg.error();
+  testing_util::TempDir dir;
+  ManagerConfig config;
+  config.data_dir = dir.path() + "/data";
+  config.database = pg.Url("killed");
+  config.listen_port = 0;
+  auto state = OpenState(config);  // schema, bootstrap
+  ASSERT_TRUE(state.ok()) << state.status().message();
+  auto& db = *state->db;
+  auto creds = testing_util::ReadEnvFile(state->bootstrap.credentials_file);
+  std::string ak = creds["BACKEND_ACCESS_KEY"];
+  auto owner = db.Query(
+      "SELECT k.user_id, g.id FROM keypairs k, groups g WHERE k.access_key = ? "
+      "AND g.name = 'default'",
+      {ak});
+  ASSERT_TRUE(owner.ok() && owner->size() == 1);
+  std::string user = (*owner)[0].Text(0), group = (*owner)[0].Text(1);
+  ASSERT_TRUE(db.Exec("UPDATE keypair_resource_policies SET max_concurrent_sessions = 0").ok());
+  constexpr int kAgents = 100, kPending = 1000;  // room for 400 one-CPU sessions
+  std::string now = IsoTime(std::chrono::system_clock::now());
+  auto rows = db.Transaction([&](server::SqlExecutor& tx) -> Status {
+    for (int a = 0; a < kAgents; ++a) {
+      auto r = tx.Exec(
+          "INSERT INTO agents (id, scaling_group, status, available_slots, "
+          "first_contact, last_heartbeat) VALUES (?, 'default', 'ALIVE', "
+          "'{\"cpu\": \"4\", \"mem\": \"68719476736\"}', ?, ?)",
+          {"agent-" + std::to_string(a), now, now});
+      if (!r.ok()) return r.status();
+    }
+    for (int i = 0; i < kPending; ++i) {
+      auto r = tx.Exec(
+          "INSERT INTO sessions (id, seq, name, access_key, user_id, domain_name, group_id, "
+          "scaling_group, type, image, architecture, status, requested_slots, created_at) "
+          "VALUES (?, ?, ?, ?, ?, 'default', ?, 'default', 'batch', 'python', 'x86_64', "
+          "'PENDING', '{\"cpu\": \"1\", \"mem\": \"1073741824\"}', ?)",
+          {"s-" + std::to_string(i), std::int64_t{i + 1}, "job" + std::to_string(i), ak, user,
+           group, now});
+      if (!r.ok()) return r.status();
+    }
+    return Status();
+  });
+  ASSERT_TRUE(rows.ok()) << rows.message();
+
+  // No agent holds more than its 4 CPUs; every session is PENDING or SCHEDULED on one agent.
+  auto check = [&](char const* when) {
+    auto over = db.Query(
+        "SELECT agent_id, COUNT(*) FROM sessions WHERE status = 'SCHEDULED' "
+        "GROUP BY agent_id HAVING COUNT(*) > 4");
+    ASSERT_TRUE(over.ok()) << over.status().message();
+    EXPECT_TRUE(over->empty()) << when << ": agent " << (*over)[0].Text(0) << " holds "
+                               << (*over)[0].Int(1) << " one-CPU sessions";
+    auto odd = db.Query(
+        "SELECT COUNT(*) FROM sessions WHERE NOT ((status = 'PENDING' AND "
+        "agent_id IS NULL) OR (status = 'SCHEDULED' AND agent_id IS NOT NULL))");
+    ASSERT_TRUE(odd.ok());
+    EXPECT_EQ((*odd)[0].Int(0), 0) << when << ": sessions half-placed";
+  };
+
+  std::string after_kills;
+  for (int round = 0; round < 3; ++round) {
+    testing_util::BackgroundProcess a({testing_util::BinPath("bai-manager"), "--data-dir",
+                                       config.data_dir, "--database", config.database, "--listen",
+                                       "127.0.0.1:0"});
+    auto line = a.WaitForLine("listening");
+    ASSERT_FALSE(line.empty());
+    auto colon = line.rfind(':');
+    std::string port =
+        line.substr(colon + 1, line.find_first_not_of("0123456789", colon + 1) - colon - 1);
+    Options o;
+    o.endpoints = {"http://127.0.0.1:" + port};
+    o.access_key = ak;
+    o.secret_key = creds["BACKEND_SECRET_KEY"];
+    o.retry.max_attempts = 1;
+    auto client = *Client::Create(o);
+    // A create asks for a pass at once; the kill lands once the pass holds its resource group's
+    // scope (ADR 9: an advisory lock), that is while it runs.
+    std::thread create([&client, round] {
+      ApiRequest r("POST", "/session");
+      r.body = nlohmann::json{{"image", "python"},
+                              {"name", "trigger-" + std::to_string(round)},
+                              {"enqueueOnly", true},
+                              {"resources", {{"cpu", "1"}}}}
+                   .dump();
+      (void)client.Send(r);
+    });
+    bool in_pass = false;
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!in_pass && std::chrono::steady_clock::now() < until) {
+      auto held = db.Query(
+          "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND "
+          "((classid::bigint << 32) | objid::bigint) = hashtextextended('scheduling:default', 0)");
+      in_pass = held.ok() && (*held)[0].Int(0) > 0;
+      if (!in_pass) std::this_thread::sleep_for(milliseconds(1));
+    }
+    a.Stop(SIGKILL);
+    create.join();
+    EXPECT_TRUE(in_pass) << "no pass was seen running (round " << round << ")";
+    check("after a kill");
+    // 0 (the pass died with its transaction) or 400 (it committed first): never in between.
+    auto placed = db.Query("SELECT COUNT(*) FROM sessions WHERE status = 'SCHEDULED'");
+    ASSERT_TRUE(placed.ok());
+    after_kills += " " + std::to_string((*placed)[0].Int(0));
+    EXPECT_TRUE((*placed)[0].Int(0) == 0 || (*placed)[0].Int(0) == 4 * kAgents)
+        << "a pass committed in part: " << (*placed)[0].Int(0);
+  }
+  RecordProperty("scheduled_after_each_kill", after_kills);
+
+  // Another manager takes over: its passes place what fits (400 of them).
+  auto b = Manager::Start(config);
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  auto scheduled = [&] {
+    auto n = db.Query("SELECT COUNT(*) FROM sessions WHERE status = 'SCHEDULED'");
+    return n.ok() ? (*n)[0].Int(0) : -1;
+  };
+  for (int i = 0; i < 200 && scheduled() < 4 * kAgents; ++i) {
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  EXPECT_EQ(scheduled(), 4 * kAgents);
+  check("after the takeover");
+  auto total = db.Query("SELECT COUNT(*) FROM sessions WHERE name LIKE 'job%'");
+  ASSERT_TRUE(total.ok());
+  EXPECT_EQ((*total)[0].Int(0), kPending) << "no session lost";
 }
 
 }  // namespace
