@@ -2,8 +2,10 @@
 # `make bench-scale` (issue 25): the control plane at scale. Starts a throwaway PostgreSQL
 # cluster (bai-test-postgres, as the tests do) and runs:
 #   1. the full scheduling pass, database included, 10,000 pending x 1,000 agents, on SQLite and
-#      on PostgreSQL (bai_scheduling_bench --scale; target: PostgreSQL < 1 s).
-# Usage: bench/scale.sh BUILD_DIR [PASSES]
+#      on PostgreSQL (bai_scheduling_bench --scale; target: PostgreSQL < 1 s);
+#   2. session creates per manager CPU-second with one and two managers on PostgreSQL
+#      (bench/creates_bench.sh; target: a fall of at most 15 %).
+# Usage: bench/scale.sh BUILD_DIR [PASSES] [CREATE_ROUNDS]
 set -euo pipefail
 build=${1:-build}
 passes=${2:-5}
@@ -13,3 +15,5 @@ trap cleanup EXIT
 "$build/bin/bai-test-postgres" start "$dir" >/dev/null
 url="postgresql:///postgres?host=$dir&user=bai"
 "$build/bench/bai_scheduling_bench" --scale --postgres "$url" --passes "$passes"
+echo
+bash "$(dirname "$0")/creates_bench.sh" "$build" "$dir" 5 "${3:-3}"
