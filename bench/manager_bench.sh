@@ -5,6 +5,8 @@
 # The machines are shared and noisy, so the two run in turns (ROUNDS pairs of SECONDS each) and
 # the verdict uses the median of the per-round ratios and of the p99s.
 # Usage: bench/manager_bench.sh BUILD_DIR [SECONDS] [ROUNDS]
+# BAI_BENCH_DATABASE=postgresql://… runs the manager on that (empty) database instead of SQLite
+# (bench/scale.sh does, for the signed GET on PostgreSQL).
 set -euo pipefail
 build=${1:-build}
 secs=${2:-4}
@@ -22,8 +24,11 @@ cat >"$work/bench.json" <<'JSON'
                "user_id": "00000000-0000-4000-8000-0000000000be", "resource_policy": "default",
                "rate_limit": 1000000000}]}
 JSON
-"$build/bin/bai-manager" --data-dir "$work/data" fixture load "$work/bench.json" >/dev/null
-"$build/bin/bai-manager" --data-dir "$work/data" --listen "127.0.0.1:$port" --threads 2 >"$work/out" 2>&1 &
+db_args=()
+[[ -n ${BAI_BENCH_DATABASE:-} ]] && db_args=(--database "$BAI_BENCH_DATABASE")
+"$build/bin/bai-manager" --data-dir "$work/data" "${db_args[@]}" fixture load "$work/bench.json" >/dev/null
+"$build/bin/bai-manager" --data-dir "$work/data" "${db_args[@]}" --listen "127.0.0.1:$port" \
+  --threads 2 >"$work/out" 2>&1 &
 pid=$!
 for _ in $(seq 50); do grep -q listening "$work/out" && break; sleep 0.1; done
 
