@@ -21,8 +21,8 @@ echo
 bash "$(dirname "$0")/creates_bench.sh" "$build" "$dir" 5 "${3:-3}"
 echo
 echo "signed GET, SQLite:"
-bash "$(dirname "$0")/manager_bench.sh" "$build" 3 3 | tail -3
+bash "$(dirname "$0")/manager_bench.sh" "$build" 3 3 | tail -6
 /usr/lib/postgresql/15/bin/createdb -h "$dir" -U bai getbench
 echo "signed GET, PostgreSQL:"
 BAI_BENCH_DATABASE="postgresql:///getbench?host=$dir&user=bai" \
-  bash "$(dirname "$0")/manager_bench.sh" "$build" 3 3 | tail -3
+  bash "$(dirname "$0")/manager_bench.sh" "$build" 3 3 | tail -6
