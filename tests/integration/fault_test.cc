@@ -44,7 +44,6 @@ TEST(PostgresFaultTest, ARestartUnderLoadFailsRetryablyAndLosesNoAcknowledgedCre
   std::mutex mu;
   std::map<int, int> answers;  // HTTP status → how many
   std::vector<std::string> acknowledged;
-  std::vector<int> order;  // the statuses in order, to see the end
   std::atomic<bool> stop{false};
   std::thread load([&] {
     for (int i = 0; !stop; ++i) {
@@ -55,7 +54,6 @@ TEST(PostgresFaultTest, ARestartUnderLoadFailsRetryablyAndLosesNoAcknowledgedCre
       int status = res.ok() ? res->status : 0;
       std::lock_guard<std::mutex> lock(mu);
       ++answers[status];
-      order.push_back(status);
       if (status == 201) acknowledged.push_back(name);
       std::this_thread::sleep_for(milliseconds(5));
     }
@@ -73,9 +71,24 @@ TEST(PostgresFaultTest, ARestartUnderLoadFailsRetryablyAndLosesNoAcknowledgedCre
   for (auto const& [status, n] : answers) {
     EXPECT_TRUE(status == 201 || status == 503) << "answers:" << seen;
   }
-  ASSERT_FALSE(order.empty());
-  EXPECT_EQ(order.back(), 201) << "creates succeed again once the database is back; answers:"
-                               << seen;
+  // Creates succeed again once the database is back (asked until one does, for up to 30 s:
+  // how long the restart takes is the machine's business, not this test's).
+  bool again = false;
+  for (int i = 0; i < 300 && !again; ++i) {
+    ApiRequest r("POST", "/session");
+    r.body = nlohmann::json{
+        {"image", "python"},
+        {"name", "after-" + std::to_string(i)},
+        {"enqueueOnly",
+         true}}.dump();
+    auto res = client.Send(r);
+    again = res.ok() && res->status == 201;
+    if (res.ok() && res->status != 201) {
+      EXPECT_EQ(res->status, 503) << "after the restart: " << res->body;
+    }
+    if (!again) std::this_thread::sleep_for(milliseconds(100));
+  }
+  EXPECT_TRUE(again) << "no create succeeded within 30 s of the restart; answers:" << seen;
   // Every acknowledged create is in the database.
   auto& db = (*manager)->store().db();
   for (auto const& name : acknowledged) {
