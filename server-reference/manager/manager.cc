@@ -214,6 +214,35 @@ void Manager::Stop() {
 }
 
 void Manager::Schedule(std::string const& scaling_group) {
+  std::unique_lock<std::mutex> lock(pass_mu_);
+  auto& q = passes_[scaling_group];
+  std::uint64_t const mine = ++q.asked;
+  // A pass that began before this call may have read the state without this caller's change:
+  // wait for one that begins after it, running it here if none is running.
+  while (q.done < mine) {
+    if (q.running) {
+      pass_cv_.wait(lock);
+      continue;
+    }
+    q.running = true;
+    std::uint64_t const covers = q.asked;
+    lock.unlock();
+    try {
+      RunPass(scaling_group);
+    } catch (...) {  // a pass that throws must not leave the group's passes stopped for good
+      lock.lock();
+      q.running = false;
+      pass_cv_.notify_all();
+      throw;
+    }
+    lock.lock();
+    q.done = covers;
+    q.running = false;
+    pass_cv_.notify_all();
+  }
+}
+
+void Manager::RunPass(std::string const& scaling_group) {
   auto start = std::chrono::steady_clock::now();
   auto placed =
       RunSchedulingPass(*state_.db, scaling_group, std::chrono::system_clock::now(), head_wait_);

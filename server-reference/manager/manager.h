@@ -19,8 +19,11 @@
 #include "server-reference/storage/proxy.h"
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 
 namespace bai::manager {
 
@@ -47,8 +50,9 @@ class Manager {
   BackgroundTaskStore& tasks() { return *tasks_; }
   streams::StreamRegistry& streams() { return streams_; }
   std::string const& cluster_secret() const { return state_.cluster_secret; }
-  /// Runs a scheduling pass for `scaling_group` now (also runs every 5 s and after each
-  /// creation).
+  /// Runs a scheduling pass for `scaling_group` (also every 5 s and after each creation) and
+  /// returns once a pass that began after the call has ended. Callers that arrive while a pass
+  /// runs share the next one: a burst of creates costs a few passes, not one each.
   void Schedule(std::string const& scaling_group);
   BootstrapResult const& bootstrap() const { return state_.bootstrap; }
   /// The storage proxy in this process (null when `vfolders.embedded` is off).
@@ -58,6 +62,15 @@ class Manager {
  private:
   Manager() = default;
   Status StartStorage(ManagerConfig const& config);
+  void RunPass(std::string const& scaling_group);
+  struct PassQueue {
+    std::uint64_t asked = 0;  ///< calls so far
+    std::uint64_t done = 0;   ///< calls covered by a finished pass
+    bool running = false;
+  };
+  std::mutex pass_mu_;
+  std::condition_variable pass_cv_;
+  std::map<std::string, PassQueue> passes_;  ///< by resource group
   OpenedState state_;
   streams::StreamRegistry streams_;  ///< before the hub and the server, which use it
   streams::AgentStreamBroker broker_;
