@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -151,6 +152,33 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// Times `passes` scheduling passes on each of two databases, alternating, after a first pass
+// on each (it places what fits and writes every waiting session's reason: not the steady
+// state, printed apart). The medians in `median[0]` and `median[1]`; false when a pass failed.
+bool TimePasses(std::array<bai::server::Database*, 2> dbs, std::array<char const*, 2> names,
+                int passes, std::array<double, 2>& median) {
+  auto now = std::chrono::system_clock::now();
+  std::array<std::vector<double>, 2> times;
+  for (int pass = 0; pass <= passes; ++pass) {
+    for (std::size_t which : {0u, 1u}) {
+      auto start = Clock::now();
+      auto placed = bai::manager::RunSchedulingPass(*dbs[which], "default", now);
+      double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+      if (!placed.ok()) {
+        std::fprintf(stderr, "pass: %s\n", placed.status().message().c_str());
+        return false;
+      }
+      if (pass == 0) {
+        std::printf("first pass  %-10s placed %d in %8.1f ms\n", names[which], *placed, ms);
+      } else {
+        times[which].push_back(ms);
+      }
+    }
+  }
+  for (std::size_t which : {0u, 1u}) median[which] = Median(times[which]);
+  return true;
+}
+
 // --scale: the same queue and agents on SQLite and PostgreSQL, full passes timed on each.
 int Scale(Setup s, std::string const& postgres, std::filesystem::path const& root) {
   if (postgres.empty()) {
@@ -167,28 +195,10 @@ int Scale(Setup s, std::string const& postgres, std::filesystem::path const& roo
   std::printf("built %d pending sessions, %d agents, %d keypairs on each (%.1f s)\n", s.sessions,
               s.agents, s.keypairs,
               std::chrono::duration<double>(Clock::now() - build_start).count());
-  auto now = std::chrono::system_clock::now();
-  std::vector<double> t_lite, t_pg;
-  for (int pass = 0; pass <= s.passes; ++pass) {
-    for (bool on_pg : {false, true}) {
-      auto& db = on_pg ? *pg : *lite;
-      auto start = Clock::now();
-      auto placed = bai::manager::RunSchedulingPass(db, "default", now);
-      double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-      if (!placed.ok()) {
-        std::fprintf(stderr, "pass: %s\n", placed.status().message().c_str());
-        return 1;
-      }
-      if (pass == 0) {
-        std::printf("first pass  %-10s placed %d in %8.1f ms\n", on_pg ? "postgresql" : "sqlite",
-                    *placed, ms);
-        continue;
-      }
-      (on_pg ? t_pg : t_lite).push_back(ms);
-    }
-  }
-  double a = Median(t_lite);
-  double b = Median(t_pg);
+  std::array<double, 2> median{};
+  if (!TimePasses({lite.get(), pg.get()}, {"sqlite", "postgresql"}, s.passes, median)) return 1;
+  double a = median[0];
+  double b = median[1];
   std::printf("full scheduling pass, %d pending x %d agents, database included (median of %d)\n",
               s.sessions, s.agents, s.passes);
   std::printf("  sqlite      %8.1f ms\n  postgresql  %8.1f ms  (target < 1000 ms: %s)\n", a, b,
@@ -234,28 +244,12 @@ int main(int argc, char** argv) {
   auto limited = Build(bai::server::OpenSqlite((root / "limited" / "manager.db").string()),
                        (root / "limited").string(), s, true);
   if (!plain || !limited) return 1;
-  auto now = std::chrono::system_clock::now();
-  std::vector<double> t_plain, t_limited;
-  for (int pass = 0; pass <= s.passes; ++pass) {
-    for (bool with : {false, true}) {
-      auto& db = with ? *limited : *plain;
-      auto start = Clock::now();
-      auto placed = bai::manager::RunSchedulingPass(db, "default", now);
-      double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-      if (!placed.ok()) {
-        std::fprintf(stderr, "pass: %s\n", placed.status().message().c_str());
-        return 1;
-      }
-      if (pass == 0) {
-        std::printf("first pass %-8s placed %d (%.0f ms)\n", with ? "limited" : "plain", *placed,
-                    ms);
-        continue;  // places what fits and writes every reason: not the steady state
-      }
-      (with ? t_limited : t_plain).push_back(ms);
-    }
+  std::array<double, 2> median{};
+  if (!TimePasses({plain.get(), limited.get()}, {"plain", "limited"}, s.passes, median)) {
+    return 1;
   }
-  double a = Median(t_plain);
-  double b = Median(t_limited);
+  double a = median[0];
+  double b = median[1];
   std::printf("scheduling pass, %d pending sessions, %d keypairs (median of %d passes)\n",
               s.sessions, s.keypairs, s.passes);
   std::printf("  no limits (baseline)        %8.1f ms\n", a);

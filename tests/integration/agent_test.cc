@@ -631,58 +631,55 @@ TEST_F(AgentTest, AgentsNeedTheClusterSecret) {
   EXPECT_EQ(upgrade("X-BAI-Agent-Auth: " + good + "\r\n").status, 101);
 }
 
-TEST(AgentProcessTest, DummyAgentBinaryRegistersAndStopsOnSigterm) {
-  TempDir dir;
-  ManagerConfig config;
-  config.data_dir = dir.path() + "/data";
-  config.database = testing_util::TestDatabase();
-  config.listen_port = 0;
-  auto manager = Manager::Start(config);
-  ASSERT_TRUE(manager.ok());
-  std::string url = "http://127.0.0.1:" + std::to_string((*manager)->port());
-  testing_util::BackgroundProcess agent(
-      {testing_util::BinPath("bai-agent"), "--manager", url, "--id", "proc-agent", "--backend",
-       "dummy", "--cluster-secret-file", config.ClusterSecretPath(), "--slots", "cpu=2,mem=2g"});
-  ASSERT_FALSE(agent.WaitForLine("connecting").empty());
-  for (int i = 0; i < 100 && (*manager)->agents().Connected().empty(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+// bai-agent as a process against an in-process manager.
+class AgentProcessTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    config_.data_dir = dir_.path() + "/data";
+    config_.database = testing_util::TestDatabase();
+    config_.listen_port = 0;
+    auto m = Manager::Start(config_);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    manager_ = std::move(*m);
+    url_ = "http://127.0.0.1:" + std::to_string(manager_->port());
   }
-  ASSERT_EQ((*manager)->agents().Connected().count("proc-agent"), 1u);
-  EXPECT_EQ(agent.Stop(SIGTERM), 0);
+
+  // The agent process says it connects, registers as `id`, and stops cleanly on SIGTERM.
+  void ExpectRegisters(testing_util::BackgroundProcess& agent, std::string const& id) {
+    ASSERT_FALSE(agent.WaitForLine("connecting").empty());
+    for (int i = 0; i < 100 && manager_->agents().Connected().empty(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ASSERT_EQ(manager_->agents().Connected().count(id), 1u);
+    EXPECT_EQ(agent.Stop(SIGTERM), 0);
+  }
+
+  TempDir dir_;
+  ManagerConfig config_;
+  std::unique_ptr<Manager> manager_;
+  std::string url_;
+};
+
+TEST_F(AgentProcessTest, DummyAgentBinaryRegistersAndStopsOnSigterm) {
+  testing_util::BackgroundProcess agent(
+      {testing_util::BinPath("bai-agent"), "--manager", url_, "--id", "proc-agent", "--backend",
+       "dummy", "--cluster-secret-file", config_.ClusterSecretPath(), "--slots", "cpu=2,mem=2g"});
+  ExpectRegisters(agent, "proc-agent");
 }
-
-}  // namespace
-}  // namespace bai::manager
-
-namespace bai::manager {
-namespace {
 
 // /etc/bai/agent.toml as docs/operations.md writes it: the options by their long names, a
 // manager list whose second manager is not there (the agent registers with the first and keeps
 // trying the other).
-TEST(AgentProcessTest, AnAgentConfiguredByATomlFileRegistersWithTheManagersListed) {
-  TempDir dir;
-  ManagerConfig config;
-  config.data_dir = dir.path() + "/data";
-  config.database = testing_util::TestDatabase();
-  config.listen_port = 0;
-  auto manager = Manager::Start(config);
-  ASSERT_TRUE(manager.ok());
-  std::string url = "http://127.0.0.1:" + std::to_string((*manager)->port());
-  std::string toml = dir.path() + "/agent.toml";
+TEST_F(AgentProcessTest, AnAgentConfiguredByATomlFileRegistersWithTheManagersListed) {
+  std::string toml = dir_.path() + "/agent.toml";
   {
     std::ofstream out(toml);
-    out << "manager = \"" << url << ",http://127.0.0.1:1\"\nid = \"toml-agent\"\n"
-        << "cluster-secret-file = \"" << config.ClusterSecretPath() << "\"\n"
+    out << "manager = \"" << url_ << ",http://127.0.0.1:1\"\nid = \"toml-agent\"\n"
+        << "cluster-secret-file = \"" << config_.ClusterSecretPath() << "\"\n"
         << "backend = \"dummy\"\nslots = \"cpu=2,mem=2g\"\n";
   }
   testing_util::BackgroundProcess agent({testing_util::BinPath("bai-agent"), "--config", toml});
-  ASSERT_FALSE(agent.WaitForLine("connecting").empty());
-  for (int i = 0; i < 100 && (*manager)->agents().Connected().empty(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_EQ((*manager)->agents().Connected().count("toml-agent"), 1u);
-  EXPECT_EQ(agent.Stop(SIGTERM), 0);
+  ExpectRegisters(agent, "toml-agent");
 }
 
 }  // namespace

@@ -22,24 +22,39 @@ namespace {
 
 using std::chrono::milliseconds;
 
-TEST(PostgresFaultTest, ARestartUnderLoadFailsRetryablyAndLosesNoAcknowledgedCreate) {
-  testing_util::ThrowawayPostgres pg;
-  ASSERT_TRUE(pg.error().empty()) << pg.error();
-  ASSERT_TRUE(pg.CreateDatabase("fault")) << pg.error();
-  testing_util::TempDir dir;
-  ManagerConfig config;
-  config.data_dir = dir.path() + "/data";
-  config.database = pg.Url("fault");
-  config.listen_port = 0;
-  auto manager = Manager::Start(config);
+// A throwaway PostgreSQL cluster of its own per test (one is restarted) and a manager
+// configuration on a new database there.
+class PostgresFaultTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(pg_.error().empty()) << pg_.error();
+    ASSERT_TRUE(pg_.CreateDatabase("fault")) << pg_.error();
+    config_.data_dir = dir_.path() + "/data";
+    config_.database = pg_.Url("fault");
+    config_.listen_port = 0;
+  }
+
+  // The superadmin's client of the manager on `port`, one attempt per request (every answer
+  // as the server gave it).
+  static Client SuperadminAt(std::string const& port, std::map<std::string, std::string>& creds) {
+    Options o;
+    o.endpoints = {"http://127.0.0.1:" + port};
+    o.access_key = creds["BACKEND_ACCESS_KEY"];
+    o.secret_key = creds["BACKEND_SECRET_KEY"];
+    o.retry.max_attempts = 1;
+    return *Client::Create(o);
+  }
+
+  testing_util::ThrowawayPostgres pg_;
+  testing_util::TempDir dir_;
+  ManagerConfig config_;
+};
+
+TEST_F(PostgresFaultTest, ARestartUnderLoadFailsRetryablyAndLosesNoAcknowledgedCreate) {
+  auto manager = Manager::Start(config_);
   ASSERT_TRUE(manager.ok()) << manager.status().message();
   auto creds = testing_util::ReadEnvFile((*manager)->bootstrap().credentials_file);
-  Options o;
-  o.endpoints = {"http://127.0.0.1:" + std::to_string((*manager)->port())};
-  o.access_key = creds["BACKEND_ACCESS_KEY"];
-  o.secret_key = creds["BACKEND_SECRET_KEY"];
-  o.retry.max_attempts = 1;  // every answer as the server gave it
-  auto client = *Client::Create(o);
+  auto client = SuperadminAt(std::to_string((*manager)->port()), creds);
 
   std::mutex mu;
   std::map<int, int> answers;  // HTTP status → how many
@@ -59,7 +74,7 @@ TEST(PostgresFaultTest, ARestartUnderLoadFailsRetryablyAndLosesNoAcknowledgedCre
     }
   });
   std::this_thread::sleep_for(milliseconds(500));
-  ASSERT_TRUE(pg.Restart()) << pg.error();
+  ASSERT_TRUE(pg_.Restart()) << pg_.error();
   std::this_thread::sleep_for(milliseconds(2000));
   stop = true;
   load.join();
@@ -109,16 +124,8 @@ namespace {
 // asks for the pass; the kill lands once the pass holds its scope's advisory lock; three
 // times), then another manager takes over: its passes place what fits, no agent is booked past
 // its capacity, no session is lost or half-placed.
-TEST(PostgresFaultTest, AManagerKilledDuringAPassLeavesNothingHalfDone) {
-  testing_util::ThrowawayPostgres pg;
-  ASSERT_TRUE(pg.error().empty()) << pg.error();
-  ASSERT_TRUE(pg.CreateDatabase("killed")) << pg.error();
-  testing_util::TempDir dir;
-  ManagerConfig config;
-  config.data_dir = dir.path() + "/data";
-  config.database = pg.Url("killed");
-  config.listen_port = 0;
-  auto state = OpenState(config);  // schema, bootstrap
+TEST_F(PostgresFaultTest, AManagerKilledDuringAPassLeavesNothingHalfDone) {
+  auto state = OpenState(config_);  // schema, bootstrap
   ASSERT_TRUE(state.ok()) << state.status().message();
   auto& db = *state->db;
   auto creds = testing_util::ReadEnvFile(state->bootstrap.credentials_file);
@@ -173,19 +180,14 @@ TEST(PostgresFaultTest, AManagerKilledDuringAPassLeavesNothingHalfDone) {
   std::string after_kills;
   for (int round = 0; round < 3; ++round) {
     testing_util::BackgroundProcess a({testing_util::BinPath("bai-manager"), "--data-dir",
-                                       config.data_dir, "--database", config.database, "--listen",
+                                       config_.data_dir, "--database", config_.database, "--listen",
                                        "127.0.0.1:0"});
     auto line = a.WaitForLine("listening");
     ASSERT_FALSE(line.empty());
     auto colon = line.rfind(':');
     std::string port =
         line.substr(colon + 1, line.find_first_not_of("0123456789", colon + 1) - colon - 1);
-    Options o;
-    o.endpoints = {"http://127.0.0.1:" + port};
-    o.access_key = ak;
-    o.secret_key = creds["BACKEND_SECRET_KEY"];
-    o.retry.max_attempts = 1;
-    auto client = *Client::Create(o);
+    auto client = SuperadminAt(port, creds);
     // A create asks for a pass at once; the kill lands once the pass holds its resource group's
     // scope (ADR 9: an advisory lock), that is while it runs.
     std::thread create([&client, round] {
@@ -220,7 +222,7 @@ TEST(PostgresFaultTest, AManagerKilledDuringAPassLeavesNothingHalfDone) {
   RecordProperty("scheduled_after_each_kill", after_kills);
 
   // Another manager takes over: its passes place what fits (400 of them).
-  auto b = Manager::Start(config);
+  auto b = Manager::Start(config_);
   ASSERT_TRUE(b.ok()) << b.status().message();
   auto scheduled = [&] {
     auto n = db.Query("SELECT COUNT(*) FROM sessions WHERE status = 'SCHEDULED'");
