@@ -30,6 +30,8 @@ if(BAI_BUILD_SERVER)
   pkg_check_modules(libarchive REQUIRED IMPORTED_TARGET libarchive)
   # Session templates are written in YAML or JSON (libyaml reads them).
   pkg_check_modules(yaml REQUIRED IMPORTED_TARGET yaml-0.1)
+  # The daemons' logs: sinks and size rotation (common/log).
+  find_package(spdlog 1.10 REQUIRED)
   # bai-manager's allocator (ADR 6): not under sanitizers, which bring their own.
   if(NOT BAI_SANITIZERS)
     pkg_check_modules(jemalloc IMPORTED_TARGET jemalloc)

@@ -15,6 +15,7 @@ packages=(
   libcli11-dev libtomlplusplus-dev
   # reference server
   libboost1.81-dev libsqlite3-dev uuid-dev libjemalloc-dev libarchive-dev libyaml-dev
+  libspdlog-dev
   # the manager's PostgreSQL backend; the server for its tests (a throwaway cluster each run)
   libpq-dev postgresql-15
   # the agent's runc backend and the built-in python image (its /etc gets the host's CA bundle)

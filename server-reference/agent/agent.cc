@@ -10,6 +10,7 @@
 #include "server-reference/agent/kernel_logs.h"
 #include "server-reference/agent/node_stats.h"
 #include "server-reference/agent/stream_bridge.h"
+#include "server-reference/common/log/log.h"
 #include "server-reference/common/wire/agent_messages.h"
 #include "server-reference/common/wire/agent_protocol.h"
 
@@ -103,6 +104,7 @@ struct Agent::Impl {
   mutable std::condition_variable cv;
   bool registered = false;  // the primary link is registered
   int links_registered = 0;
+  std::vector<Agent::LinkState> link_states;  // for Links()
 
   // Kernel output: stored, and relayed to the manager in batches (every 20 ms at most).
   std::unique_ptr<KernelLogs> logs;
@@ -123,10 +125,15 @@ struct Agent::Impl {
   // I/O thread: publishes the registration state for Registered() and WaitRegistered().
   void PublishRegistered() {
     int count = 0;
-    for (auto const& l : links) count += l->registered ? 1 : 0;
+    std::vector<Agent::LinkState> states;
+    for (auto const& l : links) {
+      count += l->registered ? 1 : 0;
+      states.push_back({l->url, l->registered, l->registered && l->index == primary});
+    }
     std::lock_guard<std::mutex> lock(mu);
     registered = primary >= 0 && links[static_cast<std::size_t>(primary)]->registered;
     links_registered = count;
+    link_states = std::move(states);
     cv.notify_all();
   }
 
@@ -192,7 +199,13 @@ struct Agent::Impl {
   }
 
   void Retry(Link& link, std::string const& why) {
-    (void)why;
+    if (!stopping) {
+      // A registered link lost is news; the attempts that follow, until one works, are not.
+      server::log::Write(
+          link.registered ? server::log::Level::kWarn : server::log::Level::kDebug,
+          link.registered ? "manager link lost" : "manager link attempt failed",
+          {{"manager", link.url}, {"primary", primary == link.index}, {"reason", why}});
+    }
     ++link.generation;  // whatever this connection still had in flight does nothing now
     link.sent_register = link.registered = false;
     link.queue.clear();
@@ -261,8 +274,8 @@ struct Agent::Impl {
   void Handle(Link& link, std::string const& text) {
     auto message = ap::DecodeToAgent(text);
     if (!message.ok()) {
-      std::fprintf(stderr, "bai-agent: refused a manager message: %s\n",
-                   message.status().message().c_str());
+      server::log::Warn("refused a manager's message",
+                        {{"manager", link.url}, {"reason", message.status().message()}});
       Write(link, ap::Encode(ap::ToManager(ap::ErrorReport{message.status().message()})));
       return;
     }
@@ -276,6 +289,8 @@ struct Agent::Impl {
 
   void On(Link& link, ap::Registered const& m) {
     link.registered = true;
+    server::log::Info("registered with a manager",
+                      {{"manager", link.url}, {"primary", primary == link.index}});
     if (primary == link.index) {
       heartbeat_interval = std::chrono::milliseconds(m.heartbeat_interval_ms);
       // Finished kernels listed in the registration are now known to the manager.
@@ -387,8 +402,8 @@ struct Agent::Impl {
                     ap::StreamProof(options.agent_id, options.cluster_secret, m.stream_id)}};
       auto opened = internal::OpenLwsWebSocket(r, {});
       if (!opened.ok()) {
-        std::fprintf(stderr, "bai-agent: cannot open stream %s: %s\n", m.stream_id.c_str(),
-                     opened.status().message().c_str());
+        server::log::Warn("cannot open a data stream",
+                          {{"stream", m.stream_id}, {"reason", opened.status().message()}});
         if (fd.ok()) close(*fd);
         return;
       }
@@ -446,7 +461,7 @@ struct Agent::Impl {
   }
 
   void On(Link&, ap::ErrorReport const& m) {
-    std::fprintf(stderr, "bai-agent: the manager could not use a message: %s\n", m.msg.c_str());
+    server::log::Warn("a manager could not use a message", {{"reason", m.msg}});
   }
 
   // Answers a manager request from its own thread (an execute step may wait for output up to
@@ -669,6 +684,7 @@ Agent::Agent(AgentOptions options, std::unique_ptr<KernelBackend> backend)
     auto colon = url.rfind(':');
     link->host = colon == std::string::npos ? url : url.substr(0, colon);
     link->port = colon == std::string::npos ? "80" : url.substr(colon + 1);
+    impl_->link_states.push_back({link->url, false, false});
     impl_->links.push_back(std::move(link));
   }
   auto& o = impl_->options;
@@ -722,6 +738,7 @@ void Agent::Stop() {
     std::lock_guard<std::mutex> lock(impl_->mu);
     impl_->registered = false;
     impl_->links_registered = 0;
+    for (auto& l : impl_->link_states) l.registered = l.primary = false;
     impl_->cv.notify_all();
   }
   // Execute steps still running hold the backend; they end within its flush timeout. Data
@@ -742,6 +759,11 @@ bool Agent::Registered() const {
 bool Agent::WaitRegistered(std::chrono::milliseconds timeout) const {
   std::unique_lock<std::mutex> lock(impl_->mu);
   return impl_->cv.wait_for(lock, timeout, [this] { return impl_->registered; });
+}
+
+std::vector<Agent::LinkState> Agent::Links() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->link_states;
 }
 
 int Agent::LinksRegistered() const {

@@ -65,6 +65,13 @@ class Agent {
   bool Registered() const;
   /// How many of its managers the agent is registered with now.
   int LinksRegistered() const;
+  struct LinkState {
+    std::string manager;  ///< its URL, as given
+    bool registered = false;
+    bool primary = false;
+  };
+  /// Each manager's link as last seen (empty before the first attempt).
+  std::vector<LinkState> Links() const;
   /// Waits until registered (or `timeout`).
   bool WaitRegistered(std::chrono::milliseconds timeout) const;
 

@@ -69,6 +69,8 @@ class KernelBackend {
   /// What each running kernel has used so far, by session id (sent with heartbeats); kernels
   /// whose figures cannot be read are left out.
   virtual std::map<std::string, server::agent_protocol::KernelUsage> Usage() { return {}; }
+  /// The GPUs each kernel that has not ended holds, by session id (the agent's /metrics).
+  virtual std::map<std::string, std::vector<server::DeviceAllocation>> Devices() { return {}; }
   /// Forget finished kernels that have been reported.
   virtual void Acknowledge(std::string const& session_id) = 0;
 

@@ -118,6 +118,15 @@ std::map<std::string, server::agent_protocol::KernelUsage> DummyBackend::Usage()
   return out;
 }
 
+std::map<std::string, std::vector<server::DeviceAllocation>> DummyBackend::Devices() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<std::string, std::vector<server::DeviceAllocation>> out;
+  for (auto const& [id, k] : kernels_) {
+    if (!k.state.Ended() && !k.spec.devices.empty()) out[id] = k.spec.devices;
+  }
+  return out;
+}
+
 std::vector<KernelReport> DummyBackend::Snapshot() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<KernelReport> out;

@@ -36,6 +36,7 @@ class DummyBackend : public KernelBackend {
   /// Simulated (nothing runs): CPU time is the time the kernel has been running, as if it kept
   /// one core busy; memory is a constant 32 MiB; no I/O.
   std::map<std::string, server::agent_protocol::KernelUsage> Usage() override;
+  std::map<std::string, std::vector<server::DeviceAllocation>> Devices() override;
   void Acknowledge(std::string const& session_id) override;
   /// Simulated: a query echoes its code on stdout and finishes with exit code 0 (or N for a
   /// trailing `exit N`); input mode finishes with the input echoed.

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/agent/gpu_reconcile.h"
 
+#include "server-reference/common/log/log.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -109,8 +111,7 @@ std::map<std::string, std::vector<gpushim::DeviceUsage>> GpuReconciler::RunOnce(
     auto opened = Nvml::Open(library_);
     if (!opened.ok()) {
       if (!nvml_failed_logged_) {
-        std::fprintf(stderr, "bai-agent: GPU reconciliation paused: %s\n",
-                     opened.status().message().c_str());
+        server::log::Warn("GPU reconciliation paused", {{"reason", opened.status().message()}});
         nvml_failed_logged_ = true;
       }
       return out;
@@ -132,8 +133,8 @@ std::map<std::string, std::vector<gpushim::DeviceUsage>> GpuReconciler::RunOnce(
       // A running kernel has at least its runner: the cgroup is not where we look. Nothing is
       // changed rather than everything cleared.
       if (last_note_[t.session_id] != "unreadable") {
-        std::fprintf(stderr, "bai-agent: kernel %s: no processes in %s; GPU usage not reconciled\n",
-                     t.session_id.c_str(), t.procs.c_str());
+        server::log::Warn("no processes in a kernel's cgroup; its GPU usage is not reconciled",
+                          {{"session", t.session_id}, {"cgroup", t.procs}});
         last_note_[t.session_id] = "unreadable";
       }
       continue;
@@ -151,8 +152,8 @@ std::map<std::string, std::vector<gpushim::DeviceUsage>> GpuReconciler::RunOnce(
       if (known == on_device.end()) {
         auto procs = nvml_->ComputeProcesses(uuid);
         if (!procs.ok() && failing_.insert(uuid).second) {
-          std::fprintf(stderr, "bai-agent: GPU reconciliation of %s paused: %s\n", uuid.c_str(),
-                       procs.status().message().c_str());
+          server::log::Warn("GPU reconciliation of a device paused",
+                            {{"gpu", uuid}, {"reason", procs.status().message()}});
         }
         if (procs.ok()) failing_.erase(uuid);
         known = on_device.emplace(uuid, procs.ok() ? std::optional(*procs) : std::nullopt).first;
@@ -168,8 +169,8 @@ std::map<std::string, std::vector<gpushim::DeviceUsage>> GpuReconciler::RunOnce(
     std::string note = Note(devices, &key);
     if (key != last_note_[t.session_id]) {
       if (!note.empty()) {
-        std::fprintf(stderr, "bai-agent: kernel %s GPU memory beyond its ledger:%s\n",
-                     t.session_id.c_str(), note.c_str());
+        server::log::Warn("a kernel's GPU memory is beyond its ledger",
+                          {{"session", t.session_id}, {"devices", note}});
       }
       last_note_[t.session_id] = key;
     }

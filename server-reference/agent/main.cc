@@ -8,10 +8,12 @@
 #include "bai/protocol/resource.h"
 
 #include "server-reference/agent/agent.h"
+#include "server-reference/agent/agent_metrics.h"
 #include "server-reference/agent/dummy_backend.h"
 #include "server-reference/agent/images.h"
 #include "server-reference/agent/nvml.h"
 #include "server-reference/agent/runc_backend.h"
+#include "server-reference/common/log/log_options.h"
 #include "server-reference/common/wire/agent_protocol.h"
 
 #include <CLI/CLI.hpp>
@@ -185,7 +187,16 @@ int main(int argc, char** argv) {
   app.add_option("--dummy-prepare-ms", prepare_ms, "dummy: start-up time of a kernel");
   app.add_option("--dummy-run-ms", run_ms, "dummy: run time of a batch job");
   app.add_option("--dummy-exit-code", exit_code, "dummy: exit code without a trailing `exit N`");
+  std::string metrics_listen;
+  app.add_option("--metrics-listen", metrics_listen,
+                 "HOST:PORT to serve GET /metrics (Prometheus) on; none when not given");
+  bai::server::log::Options log;
+  bai::server::log::AddOptions(app, log);
   CLI11_PARSE(app, argc, argv);
+  if (auto s = bai::server::log::Init("bai-agent", log); !s.ok()) {
+    std::cerr << "bai-agent: " << s.message() << "\n";
+    return 2;
+  }
 
   if (!bai::server::agent_protocol::ValidAgentId(options.agent_id)) {
     std::cerr << "bai-agent: invalid --id (1-64 of letters, digits, '.', '_', '-')\n";
@@ -335,6 +346,31 @@ int main(int argc, char** argv) {
   agent.Start();
   std::cout << "bai-agent " << options.agent_id << " connecting to " << options.manager_url
             << std::endl;
+  bai::server::log::Info("started", {{"agent", options.agent_id},
+                                     {"managers", options.manager_url},
+                                     {"backend", backend},
+                                     {"gpus", runc.gpus.size()}});
+  // Declared before the server that renders it, so it outlives the server's threads.
+  bai::server::metrics::Registry metrics;
+  std::unique_ptr<bai::server::HttpServer> metrics_server;
+  if (!metrics_listen.empty()) {
+    bai::agent::AgentScrape base;
+    base.agent_id = options.agent_id;
+    base.slots = options.slots;
+    base.gpus = runc.gpus;
+    base.shares_per_gpu = gpu.shares_per_gpu;
+    bai::agent::CollectAgentMetrics(metrics, agent, *backend_ptr, base, nvml_library);
+    auto served = bai::agent::ServeMetrics(metrics_listen, metrics);
+    if (!served.ok()) {
+      std::cerr << "bai-agent: " << served.status().message() << "\n";
+      agent.Stop();
+      return 2;
+    }
+    metrics_server = std::move(*served);
+    std::cout << "bai-agent: metrics on http://"
+              << metrics_listen.substr(0, metrics_listen.rfind(':')) << ":"
+              << metrics_server->port() << "/metrics" << std::endl;
+  }
   int sig = 0;
   sigwait(&signals, &sig);
   if (stop_kernels) {
@@ -356,6 +392,8 @@ int main(int argc, char** argv) {
     // Without kernels, the MPS daemons go too (kept otherwise: re-adopted kernels use them).
     bai::agent::StopMpsDaemons(mps);
   }
+  if (metrics_server) metrics_server->Stop();
+  bai::server::log::Info("shutting down", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
   agent.Stop();
   return 0;
 }

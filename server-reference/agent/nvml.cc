@@ -18,6 +18,7 @@ struct Nvml::Api {
   nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t*) = nullptr;
   // v3 where the driver has it (r510+), else v2: the same structure.
   nvmlReturn_t (*processes)(nvmlDevice_t, unsigned*, nvmlProcessInfo_t*) = nullptr;
+  nvmlReturn_t (*utilization)(nvmlDevice_t, nvmlUtilization_t*) = nullptr;  // optional
   char const* (*error)(nvmlReturn_t) = nullptr;
 
   std::string Why(nvmlReturn_t rc) const {
@@ -43,6 +44,7 @@ StatusOr<std::unique_ptr<Nvml>> Nvml::Open(std::string const& library) {
     sym(api->processes, "nvmlDeviceGetComputeRunningProcesses_v2");
   }
   sym(api->error, "nvmlErrorString");
+  sym(api->utilization, "nvmlDeviceGetUtilizationRates");
   if (!complete) {
     dlclose(api->lib);
     return Status(StatusCode::kFailedPrecondition, library + " lacks NVML entry points");
@@ -80,8 +82,14 @@ StatusOr<std::vector<GpuDevice>> Nvml::Devices() {
     text[0] = '\0';
     if (api_->name(dev, text, sizeof text) == NVML_SUCCESS) g.name = text;
     nvmlMemory_t mem{};
-    if (api_->memory(dev, &mem) == NVML_SUCCESS)
+    if (api_->memory(dev, &mem) == NVML_SUCCESS) {
       g.memory_bytes = static_cast<std::int64_t>(mem.total);
+      g.memory_used_bytes = static_cast<std::int64_t>(mem.used);
+    }
+    nvmlUtilization_t busy{};
+    if (api_->utilization != nullptr && api_->utilization(dev, &busy) == NVML_SUCCESS) {
+      g.utilization = static_cast<int>(busy.gpu);
+    }
     out.push_back(g);
   }
   return out;

@@ -17,6 +17,8 @@ struct GpuDevice {
   std::string uuid;  ///< "GPU-…"
   std::string name;
   std::int64_t memory_bytes = 0;
+  std::int64_t memory_used_bytes = 0;  ///< NVML's used (the driver's reservation included)
+  int utilization = -1;                ///< % of the last sample period busy; -1: not known
 };
 
 /// NVML, loaded at run time (`libnvidia-ml.so.1` by default) so the agent builds and runs

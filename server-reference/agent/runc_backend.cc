@@ -9,6 +9,7 @@
 #include "server-reference/agent/network_host.h"
 #include "server-reference/agent/node_stats.h"
 #include "server-reference/common/exec/process.h"
+#include "server-reference/common/log/log.h"
 #include "server-reference/common/wire/runner_messages.h"
 
 #include <fcntl.h>
@@ -1174,6 +1175,15 @@ std::map<std::string, server::agent_protocol::KernelUsage> RuncBackend::Usage() 
   return out;
 }
 
+std::map<std::string, std::vector<server::DeviceAllocation>> RuncBackend::Devices() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<std::string, std::vector<server::DeviceAllocation>> out;
+  for (auto const& [id, k] : kernels_) {
+    if (!k->state.Ended() && !k->spec.devices.empty()) out[id] = k->spec.devices;
+  }
+  return out;
+}
+
 void RuncBackend::ReadLoop(std::shared_ptr<Kernel> k) {
   int fd;
   {
@@ -1195,8 +1205,8 @@ void RuncBackend::ReadLoop(std::shared_ptr<Kernel> k) {
       start += used;
       auto& msg = *taken;
       if (!msg.ok()) {
-        std::fprintf(stderr, "bai-agent: kernel %s: refused a runner message: %s\n",
-                     k->spec.session_id.c_str(), msg.status().message().c_str());
+        server::log::Warn("refused a kernel runner's message",
+                          {{"session", k->spec.session_id}, {"reason", msg.status().message()}});
         continue;
       }
       std::optional<std::int64_t> batch_exit;

@@ -141,6 +141,7 @@ class RuncBackend : public KernelBackend {
   std::vector<KernelReport> Snapshot() override;
   /// From each running kernel's cgroup and, with a GPU, its gpu-usage.json.
   std::map<std::string, server::agent_protocol::KernelUsage> Usage() override;
+  std::map<std::string, std::vector<server::DeviceAllocation>> Devices() override;
   void Acknowledge(std::string const& session_id) override;
   std::string Execute(server::agent_protocol::Execute const& request) override;
   Status Restart(std::string const& session_id) override;

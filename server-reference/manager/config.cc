@@ -46,7 +46,7 @@ Status LoadManagerConfig(std::string const& path, ManagerConfig& config) {
     auto const* table = node.as_table();
     std::string name(section.str());
     if (!table || (name != "server" && name != "storage" && name != "agents" && name != "auth" &&
-                   name != "vfolders" && name != "scheduler")) {
+                   name != "vfolders" && name != "scheduler" && name != "logging")) {
       return Status(StatusCode::kInvalidArgument, path + ": unknown section [" + name + "]");
     }
     for (auto const& [k, v] : *table) {
@@ -136,6 +136,18 @@ Status LoadManagerConfig(std::string const& path, ManagerConfig& config) {
           }
           config.vfolders.proxies.push_back(proxy);
         }
+      } else if (key == "logging.level" || key == "logging.format" || key == "logging.file" ||
+                 key == "logging.max_size") {
+        auto s = v.value<std::string>();
+        if (!s) return bad(key, "a string");
+        (key == "logging.level"    ? config.logging.level
+         : key == "logging.format" ? config.logging.format
+         : key == "logging.file"   ? config.logging.file
+                                   : config.logging.max_size) = *s;
+      } else if (key == "logging.max_files") {
+        auto n = v.value<std::int64_t>();
+        if (!n || *n < 1 || *n > 1000) return bad(key, "an integer from 1 to 1000");
+        config.logging.max_files = static_cast<int>(*n);
       } else if (key == "auth.login_window") {
         auto n = v.value<std::int64_t>();
         if (!n || *n < 1 || *n > 86400) return bad(key, "seconds from 1 to 86400");

@@ -3,6 +3,7 @@
 
 #include "bai/status.h"
 
+#include "server-reference/common/log/log.h"
 #include "server-reference/manager/api/login_throttle.h"
 
 #include <cstdint>
@@ -45,6 +46,12 @@ namespace bai::manager {
 /// name = "nas"
 /// url = "http://10.0.0.2:6022"
 /// secret_file = "/etc/bai/storage-secret"
+/// [logging]                   # also --log-level, --log-format, --log-file, --log-max-size…
+/// level = "info"              # debug (every request) | info | warn | error
+/// format = "text"             # text | json (one object a line)
+/// file = ""                   # default stderr; a file is rotated by size
+/// max_size = "100m"
+/// max_files = 5
 /// ```
 struct ManagerConfig {
   std::string listen_address = "127.0.0.1";
@@ -60,6 +67,7 @@ struct ManagerConfig {
   bool allow_signup = false;
   LoginLimits login_limits;
   int signups_per_address = 5;  ///< per hour, right or wrong
+  server::log::Options logging;
 
   struct RemoteProxy {
     std::string name, url, secret_file;

@@ -3,6 +3,7 @@
 //   bai-manager [--config FILE] [--listen HOST:PORT] [--data-dir DIR] [--threads N]
 //               [--storage-listen HOST:PORT]
 //   bai-manager fixture load FILE.json [--config FILE] [--data-dir DIR]
+#include "server-reference/common/log/log_options.h"
 #include "server-reference/manager/manager.h"
 #include "server-reference/manager/state/copy_database.h"
 
@@ -16,8 +17,11 @@
 
 namespace {
 
+bool log_to_file = false;
+
 int Fail(bai::Status const& s) {
-  std::cerr << "bai-manager: " << s.message() << "\n";
+  bai::server::log::Error(s.message());
+  if (log_to_file) std::cerr << "bai-manager: " << s.message() << "\n";  // for whoever started it
   return 1;
 }
 
@@ -40,6 +44,8 @@ int main(int argc, char** argv) {
   std::string storage_listen;
   app.add_option("--storage-listen", storage_listen,
                  "HOST:PORT of the embedded storage proxy's /upload and /download");
+  bai::server::log::Options log_flags;
+  bai::server::log::AddOptions(app, log_flags);
   app.add_flag("--allow-signup", allow_signup, "Let anyone create a user with POST /auth/signup");
   app.add_flag_function(
       "--version",
@@ -74,6 +80,12 @@ int main(int argc, char** argv) {
   if (!database.empty()) config.database = database;
   if (threads > 0) config.threads = threads;
   if (allow_signup) config.allow_signup = true;
+  bai::server::log::ApplyGiven(app, log_flags, config.logging);
+  if (auto s = bai::server::log::Init("bai-manager", config.logging); !s.ok()) {
+    std::cerr << "bai-manager: " << s.message() << "\n";
+    return 2;
+  }
+  log_to_file = !config.logging.file.empty();
 
   if (migrate->parsed()) {
     auto open =
@@ -122,8 +134,8 @@ int main(int argc, char** argv) {
   if (!manager.ok()) return Fail(manager.status());
   auto const& boot = (*manager)->bootstrap();
   if (boot.created) {
-    std::cerr << "bai-manager: first start; superadmin credentials written to "
-              << boot.credentials_file << "\n";
+    bai::server::log::Info("first start; superadmin credentials written",
+                           {{"file", boot.credentials_file}});
   }
   if (auto* storage = (*manager)->storage()) {
     std::cout << "bai-manager: storage proxy 'local' at " << storage->service().options().client_url
@@ -131,9 +143,14 @@ int main(int argc, char** argv) {
   }
   std::cout << "bai-manager listening on " << config.listen_address << ":" << (*manager)->port()
             << std::endl;
+  bai::server::log::Info("listening",
+                         {{"address", config.listen_address},
+                          {"port", static_cast<int>((*manager)->port())},
+                          {"database", config.UsesPostgres() ? "postgresql" : "sqlite"},
+                          {"version", bai::manager::ManagerVersion()}});
   int sig = 0;
   sigwait(&signals, &sig);
-  std::cerr << "bai-manager: " << (sig == SIGTERM ? "SIGTERM" : "SIGINT") << ", shutting down\n";
+  bai::server::log::Info("shutting down", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
   (*manager)->Stop();
   return 0;
 }

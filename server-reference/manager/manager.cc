@@ -3,6 +3,7 @@
 
 #include "bai/version.h"
 
+#include "server-reference/common/log/log.h"
 #include "server-reference/manager/api/routes.h"
 #include "server-reference/manager/metrics.h"
 #include "server-reference/manager/scheduler/scheduling.h"
@@ -169,7 +170,8 @@ Status Manager::StartStorage(ManagerConfig const& config) {
     listen.address = v.listen_address;
     listen.client_port = v.listen_port;
     listen.public_url = v.public_url;
-    auto proxy = storage::StorageProxy::Start(o, listen);
+    // Its requests, bytes and volumes show on this manager's /metrics.
+    auto proxy = storage::StorageProxy::Start(o, listen, api_ ? &api_->metrics() : nullptr);
     if (!proxy.ok()) return proxy.status();
     storage_ = std::move(*proxy);
     auto* service = &storage_->service();
@@ -259,8 +261,8 @@ void Manager::RunPass(std::string const& scaling_group) {
     }
   }
   if (!placed.ok()) {
-    std::fprintf(stderr, "bai-manager: scheduling %s failed: %s\n", scaling_group.c_str(),
-                 placed.status().message().c_str());
+    server::log::Error("scheduling pass failed",
+                       {{"scaling_group", scaling_group}, {"reason", placed.status().message()}});
   } else {
     if (agents_) agents_->Dispatch();  // placed sessions, and destroyed ones, go out at once
     if (*placed > 0 && hub_) hub_->Wake();

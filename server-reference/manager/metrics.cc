@@ -3,6 +3,7 @@
 
 #include "bai/protocol/resource.h"
 
+#include "server-reference/common/log/log.h"
 #include "server-reference/manager/state/agent_store.h"
 
 #include <cctype>
@@ -13,10 +14,7 @@ namespace bai::manager {
 namespace m = server::metrics;
 
 void DeclareManagerMetrics(m::Registry& metrics, server::Database& db) {
-  metrics.Counter("bai_http_requests_total", "Requests answered, by method, route and status.");
-  metrics.Histogram("bai_http_request_duration_seconds",
-                    "Time from a request's dispatch to its answer (to the start of an event "
-                    "stream or a WebSocket), by method and route.");
+  m::DeclareHttpMetrics(metrics);
   metrics.Histogram("bai_scheduler_pass_seconds",
                     "One scheduling pass over a resource group, database included.");
   metrics.Counter("bai_scheduler_placed_total", "Sessions placed by this manager's passes.");
@@ -91,13 +89,19 @@ StatusOr<ClusterCounts> ReadClusterCounts(server::Database& db) {
 
 void ObserveRequest(m::Registry& metrics, server::HttpRequest const& request,
                     std::string const& route, int status, std::chrono::nanoseconds took) {
-  // Unmatched paths and methods are the client's words: one label for all of them.
-  std::string method = route.empty() ? "other" : request.method;
-  std::string label = route.empty() ? "unmatched" : route;
-  metrics.Add("bai_http_requests_total",
-              {{"method", method}, {"route", label}, {"status", std::to_string(status)}});
-  metrics.Observe("bai_http_request_duration_seconds", {{"method", method}, {"route", label}},
-                  std::chrono::duration<double>(took).count());
+  double seconds = std::chrono::duration<double>(took).count();
+  m::ObserveHttpRequest(metrics, request.method, route, status, seconds);
+  // The access log (debug), and answers the server could not give (warn).
+  auto level = status >= 500 ? server::log::Level::kWarn : server::log::Level::kDebug;
+  if (server::log::Enabled(level)) {
+    server::log::Write(level, "request",
+                       {{"method", request.method},
+                        {"peer", request.peer_address},
+                        {"path", request.path},
+                        {"route", route.empty() ? "unmatched" : route},
+                        {"status", status},
+                        {"ms", static_cast<std::int64_t>(seconds * 1000)}});
+  }
 }
 
 std::string QueueReason(std::string const& status_info) {

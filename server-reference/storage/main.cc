@@ -4,6 +4,7 @@
 //               [--manager-listen HOST:PORT] [--public-url URL] --secret-file FILE
 // The secret file is made (mode 0600, 256 random bits) when it does not exist; give the manager
 // the same file (`[[storage.proxies]] secret_file`).
+#include "server-reference/common/log/log_options.h"
 #include "server-reference/common/wire/agent_protocol.h"
 #include "server-reference/storage/proxy.h"
 
@@ -18,8 +19,11 @@
 
 namespace {
 
+bool log_to_file = false;
+
 int Fail(std::string const& message) {
-  std::cerr << "bai-storage: " << message << "\n";
+  bai::server::log::Error(message);
+  if (log_to_file) std::cerr << "bai-storage: " << message << "\n";  // for whoever started it
   return 1;
 }
 
@@ -65,7 +69,14 @@ int main(int argc, char** argv) {
                  "through the proxy show at once, a kernel's after at most this long (0: walk "
                  "every time)")
       ->check(CLI::Range(0, 86400));
+  bai::server::log::Options log;
+  bai::server::log::AddOptions(app, log);
   CLI11_PARSE(app, argc, argv);
+  if (auto s = bai::server::log::Init("bai-storage", log); !s.ok()) {
+    std::cerr << "bai-storage: " << s.message() << "\n";
+    return 2;
+  }
+  log_to_file = !log.file.empty();
 
   bai::storage::StorageOptions options;
   options.name = name;
@@ -119,8 +130,14 @@ int main(int argc, char** argv) {
   std::cout << "bai-storage " << name << ": clients on " << listen.address << ":"
             << (*proxy)->client_port() << ", manager API on " << listen.address << ":"
             << (*proxy)->manager_port() << std::endl;
+  bai::server::log::Info("listening", {{"name", name},
+                                       {"address", listen.address},
+                                       {"client_port", static_cast<int>((*proxy)->client_port())},
+                                       {"manager_port", static_cast<int>((*proxy)->manager_port())},
+                                       {"volumes", static_cast<int>(options.volumes.size())}});
   int sig = 0;
   sigwait(&signals, &sig);
+  bai::server::log::Info("shutting down", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
   (*proxy)->Stop();
   return 0;
 }

@@ -1,17 +1,70 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/storage/proxy.h"
 
+#include <sys/statvfs.h>
+
 #include <chrono>
 
 namespace bai::storage {
+namespace {
+
+namespace m = server::metrics;
+
+// The proxy's families (docs/operations.md, "Metrics"); the volumes' space is read at each
+// scrape.
+void DeclareStorageMetrics(m::Registry& metrics, StorageService const* svc) {
+  m::DeclareHttpMetrics(metrics);
+  metrics.Counter("bai_storage_bytes_total",
+                  "File bytes taken by /upload (direction in) and served by /download (out).");
+  metrics.Gauge("bai_storage_volume_bytes",
+                "Each volume's filesystem: capacity, used and free (for this proxy's user) bytes.");
+  metrics.OnCollect([svc](m::Registry& r) {
+    for (auto const& [name, dir] : svc->options().volumes) {
+      struct statvfs fs {};
+      if (::statvfs(dir.c_str(), &fs) != 0) continue;
+      double unit = static_cast<double>(fs.f_frsize);
+      double total = static_cast<double>(fs.f_blocks) * unit;
+      double free = static_cast<double>(fs.f_bavail) * unit;
+      double used = total - static_cast<double>(fs.f_bfree) * unit;
+      std::string host = svc->options().name + ":" + name;
+      r.Set("bai_storage_volume_bytes", {{"volume", host}, {"kind", "capacity"}}, total);
+      r.Set("bai_storage_volume_bytes", {{"volume", host}, {"kind", "used"}}, used);
+      r.Set("bai_storage_volume_bytes", {{"volume", host}, {"kind", "free"}}, free);
+    }
+  });
+}
+
+// File bytes of an answered client request: a tus chunk taken, a download's body.
+void CountBytes(m::Registry& metrics, server::HttpRequest const& request,
+                server::HttpResponse const& response) {
+  if (request.path == "/upload" && request.method == "PATCH" && response.status == 204) {
+    metrics.Add("bai_storage_bytes_total", {{"direction", "in"}},
+                static_cast<double>(request.body.size()));
+  } else if (request.path == "/download" && request.method == "GET" &&
+             (response.status == 200 || response.status == 206)) {
+    metrics.Add(
+        "bai_storage_bytes_total", {{"direction", "out"}},
+        static_cast<double>(response.file ? response.file->length
+                                          : static_cast<std::int64_t>(response.body.size())));
+  }
+}
+
+double Seconds(std::chrono::nanoseconds took) {
+  return std::chrono::duration<double>(took).count();
+}
+
+}  // namespace
 
 StatusOr<std::unique_ptr<StorageProxy>> StorageProxy::Start(StorageOptions options,
-                                                            ProxyListen listen) {
+                                                            ProxyListen listen,
+                                                            server::metrics::Registry* metrics) {
   std::unique_ptr<StorageProxy> p(new StorageProxy());
   auto service = StorageService::Open(std::move(options));
   if (!service.ok()) return service.status();
   p->service_ = std::move(*service);
   auto* svc = p->service_.get();
+  m::Registry* reg = metrics != nullptr ? metrics : &p->own_metrics_;
+  DeclareStorageMetrics(*reg, svc);
   server::HttpServerOptions client;
   client.address = listen.address;
   client.port = listen.client_port;
@@ -19,8 +72,15 @@ StatusOr<std::unique_ptr<StorageProxy>> StorageProxy::Start(StorageOptions optio
   client.body_limit_for = [svc](std::string_view, std::string_view) {
     return svc->ClientBodyLimit();
   };
-  auto c = server::HttpServer::Start(client, [svc](std::shared_ptr<server::Exchange> e) {
-    e->Respond(svc->HandleClient(e->request()));
+  client.on_response = [reg](server::HttpRequest const& request, int status,
+                             std::chrono::nanoseconds took) {
+    bool known = request.path == "/upload" || request.path == "/download";
+    m::ObserveHttpRequest(*reg, request.method, known ? request.path : "", status, Seconds(took));
+  };
+  auto c = server::HttpServer::Start(client, [svc, reg](std::shared_ptr<server::Exchange> e) {
+    auto response = svc->HandleClient(e->request());
+    CountBytes(*reg, e->request(), response);
+    e->Respond(std::move(response));
   });
   if (!c.ok()) return c.status();
   p->client_ = std::move(*c);
@@ -32,11 +92,27 @@ StatusOr<std::unique_ptr<StorageProxy>> StorageProxy::Start(StorageOptions optio
     manager.address = listen.address;
     manager.port = *listen.manager_port;
     manager.threads = 1;
-    auto m = server::HttpServer::Start(manager, [svc](std::shared_ptr<server::Exchange> e) {
-      e->Respond(svc->HandleManager(e->request()));
-    });
-    if (!m.ok()) return m.status();
-    p->manager_ = std::move(*m);
+    manager.on_response = [reg](server::HttpRequest const& request, int status,
+                                std::chrono::nanoseconds took) {
+      std::string_view path = request.path;
+      bool known =
+          path == "/metrics" || (path.size() > 1 && StorageService::IsOperation(path.substr(1)));
+      m::ObserveHttpRequest(*reg, request.method, known ? path : "", status, Seconds(took));
+    };
+    // GET /metrics answers without the secret, like the manager's: restrict it at the network.
+    auto started =
+        server::HttpServer::Start(manager, [svc, reg](std::shared_ptr<server::Exchange> e) {
+          if (e->request().path == "/metrics" && e->request().method == "GET") {
+            server::HttpResponse r;
+            r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+            r.body = reg->Render();
+            e->Respond(std::move(r));
+            return;
+          }
+          e->Respond(svc->HandleManager(e->request()));
+        });
+    if (!started.ok()) return started.status();
+    p->manager_ = std::move(*started);
   }
   auto* raw = p.get();
   raw->service_->ExpireUploads();

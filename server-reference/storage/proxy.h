@@ -4,6 +4,7 @@
 #include "bai/status.h"
 
 #include "server-reference/common/http/http_server.h"
+#include "server-reference/common/metrics/metrics.h"
 #include "server-reference/storage/service.h"
 
 #include <atomic>
@@ -28,9 +29,13 @@ struct ProxyListen {
 };
 
 /// A StorageService behind its listeners, with a sweep of expired uploads every ten minutes.
+/// Its metrics (requests by route and status, file bytes moved, volumes' space) go to
+/// `metrics` when given (a manager holding the proxy shows them on its own `/metrics`), else to
+/// a registry of its own served at `GET /metrics` of the manager-facing listener.
 class StorageProxy {
  public:
-  static StatusOr<std::unique_ptr<StorageProxy>> Start(StorageOptions options, ProxyListen listen);
+  static StatusOr<std::unique_ptr<StorageProxy>> Start(
+      StorageOptions options, ProxyListen listen, server::metrics::Registry* metrics = nullptr);
   ~StorageProxy();
 
   StorageService& service() { return *service_; }
@@ -41,6 +46,7 @@ class StorageProxy {
  private:
   StorageProxy() = default;
   std::unique_ptr<StorageService> service_;
+  server::metrics::Registry own_metrics_;
   std::unique_ptr<server::HttpServer> client_, manager_;
   std::mutex mu_;
   std::condition_variable cv_;

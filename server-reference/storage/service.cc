@@ -258,8 +258,6 @@ struct StorageService::Call {
 
 namespace {
 
-enum class Needs { kNothing, kVolume, kFolder, kTree };
-
 // Decodes the operation's arguments (storage_api.h), runs `body` on them and encodes its answer:
 // every handler reads and writes the contract's types only.
 template <class Op, class Body>
@@ -273,12 +271,8 @@ StatusOr<json> Typed(json const& args, Body body) {
 
 }  // namespace
 
-StatusOr<json> StorageService::Manage(std::string_view op, json const& args) const {
-  struct Entry {
-    Needs needs;
-    Handler run;
-  };
-  static std::map<std::string_view, Entry> const kOps = {
+std::map<std::string_view, StorageService::Operation> const& StorageService::Operations() {
+  static std::map<std::string_view, Operation> const kOps = {
       {api::ListVolumes::kOp, {Needs::kNothing, &StorageService::ListVolumes}},
       {api::GetScopeUsage::kOp, {Needs::kVolume, &StorageService::ScopeUsage}},
       {api::CreateFolder::kOp, {Needs::kFolder, &StorageService::CreateFolder}},
@@ -296,8 +290,15 @@ StatusOr<json> StorageService::Manage(std::string_view op, json const& args) con
       {api::CancelUpload::kOp, {Needs::kFolder, &StorageService::CancelUpload}},
       {api::StartDownload::kOp, {Needs::kTree, &StorageService::StartDownload}},
   };
-  auto found = kOps.find(op);
-  if (found == kOps.end()) {
+  return kOps;
+}
+
+bool StorageService::IsOperation(std::string_view op) { return Operations().count(op) > 0; }
+
+StatusOr<json> StorageService::Manage(std::string_view op, json const& args) const {
+  auto const& ops = Operations();
+  auto found = ops.find(op);
+  if (found == ops.end()) {
     return Status(StatusCode::kNotFound, "no storage operation '" + std::string(op) + "'");
   }
   if (!args.is_object()) return Status(StatusCode::kInvalidArgument, "arguments are an object");

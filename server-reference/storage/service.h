@@ -60,6 +60,9 @@ class StorageService {
   /// Body limit for the client-facing routes (a tus chunk).
   std::size_t ClientBodyLimit() const { return static_cast<std::size_t>(options_.max_chunk); }
 
+  /// Whether `op` names a manager-facing operation (`POST /<op>`).
+  static bool IsOperation(std::string_view op);
+
   /// Removes unfinished uploads older than upload_expire_seconds; how many.
   int ExpireUploads() const;
 
@@ -82,6 +85,12 @@ class StorageService {
   /// One manager-facing operation's handler (Manage's table): what it works on, resolved first.
   struct Call;
   using Handler = StatusOr<nlohmann::json> (StorageService::*)(Call const&) const;
+  enum class Needs { kNothing, kVolume, kFolder, kTree };  ///< what an operation works on
+  struct Operation {
+    Needs needs;
+    Handler run;
+  };
+  static std::map<std::string_view, Operation> const& Operations();
   StatusOr<nlohmann::json> ListVolumes(Call const& c) const;
   StatusOr<nlohmann::json> ScopeUsage(Call const& c) const;
   StatusOr<nlohmann::json> CreateFolder(Call const& c) const;

@@ -10,6 +10,7 @@
 // disappears with the process.
 #include "server-reference/agent/network_plan.h"
 #include "tests/agent/runc_fixture.h"
+#include "tests/testing_util/private_network.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -33,31 +34,8 @@ constexpr char kGateway[] = "198.19.0.1";
 constexpr char kOutside[] = "198.18.0.2";
 constexpr char kContent[] = "hello from outside\n";
 
-// A system tool by its full path (the test's spawn does not search PATH).
-std::string Tool(char const* name) {
-  for (char const* dir : {"/usr/sbin/", "/sbin/", "/usr/bin/", "/bin/"}) {
-    if (access((std::string(dir) + name).c_str(), X_OK) == 0) return std::string(dir) + name;
-  }
-  return name;
-}
-
-// The process's own network namespace, entered before any test (and any thread) starts, so
-// every thread and child made later is in it.
-class PrivateNetwork : public ::testing::Environment {
- public:
-  void SetUp() override {
-    if (geteuid() != 0) return;
-    if (unshare(CLONE_NEWNET) != 0) {
-      error = std::string("unshare(CLONE_NEWNET): ") + std::strerror(errno);
-      return;
-    }
-    auto lo = testing_util::RunProcess({Tool("ip"), "link", "set", "lo", "up"});
-    if (lo.exit_code != 0) error = "ip link set lo up: " + lo.out + lo.err;
-    entered = error.empty();
-  }
-  static inline bool entered = false;
-  static inline std::string error;
-};
+std::string Tool(char const* name) { return testing_util::SystemTool(name); }
+using testing_util::PrivateNetwork;
 auto* const kPrivateNetwork = ::testing::AddGlobalTestEnvironment(new PrivateNetwork);
 
 // Whether a TCP connection to address:port opens within `timeout_ms`.

@@ -682,5 +682,46 @@ TEST_F(AgentProcessTest, AnAgentConfiguredByATomlFileRegistersWithTheManagersLis
   ExpectRegisters(agent, "toml-agent");
 }
 
+// --log-format json --log-file (docs/operations.md, "Logs"): one JSON object a line, the
+// agent's start, its registration with each manager (the one that is down: at debug level,
+// left out at info), and its stop.
+TEST_F(AgentProcessTest, AnAgentLogsJsonLinesToAFile) {
+  std::string file = dir_.path() + "/agent.log";
+  testing_util::BackgroundProcess agent(
+      {testing_util::BinPath("bai-agent"), "--manager", url_ + ",http://127.0.0.1:1", "--id",
+       "log-agent", "--backend", "dummy", "--cluster-secret-file", config_.ClusterSecretPath(),
+       "--slots", "cpu=2,mem=2g", "--log-format", "json", "--log-file", file});
+  ExpectRegisters(agent, "log-agent");
+  std::ifstream in(file);
+  std::vector<nlohmann::json> lines;
+  for (std::string line; std::getline(in, line);) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << "not JSON: " << line;
+    EXPECT_EQ(j["daemon"], "bai-agent");
+    EXPECT_TRUE(j["time"].is_string());
+    lines.push_back(j);
+  }
+  auto has = [&](std::string const& msg) {
+    for (auto const& j : lines) {
+      if (j["msg"] == msg) return j;
+    }
+    return nlohmann::json();
+  };
+  ASSERT_FALSE(has("started").is_null());
+  EXPECT_EQ(has("started")["agent"], "log-agent");
+  auto registered = has("registered with a manager");
+  ASSERT_FALSE(registered.is_null());
+  EXPECT_EQ(registered["manager"], url_);
+  EXPECT_EQ(registered["primary"], true);
+  EXPECT_EQ(has("shutting down")["signal"], "SIGTERM");
+  EXPECT_TRUE(has("manager link attempt failed").is_null()) << "debug lines at info level";
+  // A bad value is refused before anything starts.
+  auto bad = testing_util::RunProcess({testing_util::BinPath("bai-agent"), "--id", "x",
+                                       "--cluster-secret-file", config_.ClusterSecretPath(),
+                                       "--log-max-size", "12"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.err, ::testing::HasSubstr("--log-max-size"));
+}
+
 }  // namespace
 }  // namespace bai::manager

@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <iostream>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -124,72 +125,105 @@ namespace {
 // asks for the pass; the kill lands once the pass holds its scope's advisory lock; three
 // times), then another manager takes over: its passes place what fits, no agent is booked past
 // its capacity, no session is lost or half-placed.
-TEST_F(PostgresFaultTest, AManagerKilledDuringAPassLeavesNothingHalfDone) {
-  auto state = OpenState(config_);  // schema, bootstrap
-  ASSERT_TRUE(state.ok()) << state.status().message();
-  auto& db = *state->db;
-  auto creds = testing_util::ReadEnvFile(state->bootstrap.credentials_file);
-  std::string ak = creds["BACKEND_ACCESS_KEY"];
-  auto owner = db.Query(
-      "SELECT k.user_id, g.id FROM keypairs k, groups g WHERE k.access_key = ? "
-      "AND g.name = 'default'",
-      {ak});
-  ASSERT_TRUE(owner.ok() && owner->size() == 1);
-  std::string user = (*owner)[0].Text(0), group = (*owner)[0].Text(1);
-  ASSERT_TRUE(db.Exec("UPDATE keypair_resource_policies SET max_concurrent_sessions = 0").ok());
-  constexpr int kAgents = 100, kPending = 1000;  // room for 400 one-CPU sessions
-  std::string now = IsoTime(std::chrono::system_clock::now());
-  auto rows = db.Transaction([&](server::SqlExecutor& tx) -> Status {
-    for (int a = 0; a < kAgents; ++a) {
-      auto r = tx.Exec(
-          "INSERT INTO agents (id, scaling_group, status, available_slots, "
-          "first_contact, last_heartbeat) VALUES (?, 'default', 'ALIVE', "
-          "'{\"cpu\": \"4\", \"mem\": \"68719476736\"}', ?, ?)",
-          {"agent-" + std::to_string(a), now, now});
-      if (!r.ok()) return r.status();
-    }
-    for (int i = 0; i < kPending; ++i) {
-      auto r = tx.Exec(
-          "INSERT INTO sessions (id, seq, name, access_key, user_id, domain_name, group_id, "
-          "scaling_group, type, image, architecture, status, requested_slots, created_at) "
-          "VALUES (?, ?, ?, ?, ?, 'default', ?, 'default', 'batch', 'python', 'x86_64', "
-          "'PENDING', '{\"cpu\": \"1\", \"mem\": \"1073741824\"}', ?)",
-          {"s-" + std::to_string(i), std::int64_t{i + 1}, "job" + std::to_string(i), ak, user,
-           group, now});
-      if (!r.ok()) return r.status();
-    }
-    return Status();
-  });
-  ASSERT_TRUE(rows.ok()) << rows.message();
+// The scheduling scope's advisory lock is held (a pass runs) somewhere now.
+bool PassRuns(server::Database& db) {
+  auto held = db.Query(
+      "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND "
+      "((classid::bigint << 32) | objid::bigint) = hashtextextended('scheduling:default', 0)");
+  return held.ok() && (*held)[0].Int(0) > 0;
+}
+
+// 1,000 one-CPU sessions PENDING and 100 agents of 4 CPUs (room for 400), written straight to
+// the database (no event tells a manager), with the superadmin's keys.
+class KilledPassTest : public PostgresFaultTest {
+ protected:
+  static constexpr int kAgents = 100, kPending = 1000;
+
+  void SetUp() override {
+    PostgresFaultTest::SetUp();
+    auto state = OpenState(config_);  // schema, bootstrap
+    ASSERT_TRUE(state.ok()) << state.status().message();
+    state_ = std::move(*state);
+    creds_ = testing_util::ReadEnvFile(state_.bootstrap.credentials_file);
+    ASSERT_TRUE(db().Exec("UPDATE keypair_resource_policies SET max_concurrent_sessions = 0").ok());
+    std::string now = IsoTime(std::chrono::system_clock::now());
+    auto rows = db().Transaction([&](server::SqlExecutor& tx) -> Status {
+      for (int a = 0; a < kAgents; ++a) {
+        auto r = tx.Exec(
+            "INSERT INTO agents (id, scaling_group, status, available_slots, "
+            "first_contact, last_heartbeat) VALUES (?, 'default', 'ALIVE', "
+            "'{\"cpu\": \"4\", \"mem\": \"68719476736\"}', ?, ?)",
+            {"agent-" + std::to_string(a), now, now});
+        if (!r.ok()) return r.status();
+      }
+      return Status();
+    });
+    ASSERT_TRUE(rows.ok()) << rows.message();
+    Queue();
+  }
+
+  server::Database& db() { return *state_.db; }
+
+  // (Again) 1,000 PENDING sessions and nothing placed.
+  void Queue() {
+    std::string ak = creds_["BACKEND_ACCESS_KEY"];
+    auto owner = db().Query(
+        "SELECT k.user_id, g.id FROM keypairs k, groups g WHERE k.access_key = ? "
+        "AND g.name = 'default'",
+        {ak});
+    ASSERT_TRUE(owner.ok() && owner->size() == 1);
+    std::string user = (*owner)[0].Text(0), group = (*owner)[0].Text(1);
+    std::string now = IsoTime(std::chrono::system_clock::now());
+    auto rows = db().Transaction([&](server::SqlExecutor& tx) -> Status {
+      if (auto r = tx.Exec("DELETE FROM sessions", {}); !r.ok()) return r.status();
+      for (int i = 0; i < kPending; ++i) {
+        auto r = tx.Exec(
+            "INSERT INTO sessions (id, seq, name, access_key, user_id, domain_name, group_id, "
+            "scaling_group, type, image, architecture, status, requested_slots, created_at) "
+            "VALUES (?, ?, ?, ?, ?, 'default', ?, 'default', 'batch', 'python', 'x86_64', "
+            "'PENDING', '{\"cpu\": \"1\", \"mem\": \"1073741824\"}', ?)",
+            {"s-" + std::to_string(i), std::int64_t{i + 1}, "job" + std::to_string(i), ak, user,
+             group, now});
+        if (!r.ok()) return r.status();
+      }
+      return Status();
+    });
+    ASSERT_TRUE(rows.ok()) << rows.message();
+  }
+
+  std::int64_t Scheduled() {
+    auto n = db().Query("SELECT COUNT(*) FROM sessions WHERE status = 'SCHEDULED'");
+    return n.ok() ? (*n)[0].Int(0) : -1;
+  }
 
   // No agent holds more than its 4 CPUs; every session is PENDING or SCHEDULED on one agent.
-  auto check = [&](char const* when) {
-    auto over = db.Query(
+  void Check(char const* when) {
+    auto over = db().Query(
         "SELECT agent_id, COUNT(*) FROM sessions WHERE status = 'SCHEDULED' "
         "GROUP BY agent_id HAVING COUNT(*) > 4");
     ASSERT_TRUE(over.ok()) << over.status().message();
     EXPECT_TRUE(over->empty()) << when << ": agent " << (*over)[0].Text(0) << " holds "
                                << (*over)[0].Int(1) << " one-CPU sessions";
-    auto odd = db.Query(
+    auto odd = db().Query(
         "SELECT COUNT(*) FROM sessions WHERE NOT ((status = 'PENDING' AND "
         "agent_id IS NULL) OR (status = 'SCHEDULED' AND agent_id IS NOT NULL))");
     ASSERT_TRUE(odd.ok());
     EXPECT_EQ((*odd)[0].Int(0), 0) << when << ": sessions half-placed";
-  };
+  }
 
-  std::string after_kills;
-  for (int round = 0; round < 3; ++round) {
+  // A manager process asked for a pass by a create, killed (SIGKILL) once the pass holds its
+  // resource group's scope (ADR 9: an advisory lock), that is while it runs. Whether the
+  // pass was seen running before the kill.
+  bool KillDuringAPass(int round) {
     testing_util::BackgroundProcess a({testing_util::BinPath("bai-manager"), "--data-dir",
                                        config_.data_dir, "--database", config_.database, "--listen",
                                        "127.0.0.1:0"});
     auto line = a.WaitForLine("listening");
-    ASSERT_FALSE(line.empty());
+    EXPECT_FALSE(line.empty());
     auto colon = line.rfind(':');
     std::string port =
         line.substr(colon + 1, line.find_first_not_of("0123456789", colon + 1) - colon - 1);
-    auto client = SuperadminAt(port, creds);
-    // A create asks for a pass at once; the kill lands once the pass holds its resource group's
-    // scope (ADR 9: an advisory lock), that is while it runs.
+    auto client = SuperadminAt(port, creds_);
     std::thread create([&client, round] {
       ApiRequest r("POST", "/session");
       r.body = nlohmann::json{{"image", "python"},
@@ -202,40 +236,69 @@ TEST_F(PostgresFaultTest, AManagerKilledDuringAPassLeavesNothingHalfDone) {
     bool in_pass = false;
     auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (!in_pass && std::chrono::steady_clock::now() < until) {
-      auto held = db.Query(
-          "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND "
-          "((classid::bigint << 32) | objid::bigint) = hashtextextended('scheduling:default', 0)");
-      in_pass = held.ok() && (*held)[0].Int(0) > 0;
+      in_pass = PassRuns(db());
       if (!in_pass) std::this_thread::sleep_for(milliseconds(1));
     }
     a.Stop(SIGKILL);
     create.join();
-    EXPECT_TRUE(in_pass) << "no pass was seen running (round " << round << ")";
-    check("after a kill");
+    return in_pass;
+  }
+
+  OpenedState state_;
+  std::map<std::string, std::string> creds_;
+};
+
+TEST_F(KilledPassTest, AManagerKilledDuringAPassLeavesNothingHalfDone) {
+  std::string after_kills;
+  for (int round = 0; round < 3; ++round) {
+    EXPECT_TRUE(KillDuringAPass(round)) << "no pass was seen running (round " << round << ")";
+    Check("after a kill");
     // 0 (the pass died with its transaction) or 400 (it committed first): never in between.
-    auto placed = db.Query("SELECT COUNT(*) FROM sessions WHERE status = 'SCHEDULED'");
-    ASSERT_TRUE(placed.ok());
-    after_kills += " " + std::to_string((*placed)[0].Int(0));
-    EXPECT_TRUE((*placed)[0].Int(0) == 0 || (*placed)[0].Int(0) == 4 * kAgents)
-        << "a pass committed in part: " << (*placed)[0].Int(0);
+    auto placed = Scheduled();
+    after_kills += " " + std::to_string(placed);
+    EXPECT_TRUE(placed == 0 || placed == 4 * kAgents) << "a pass committed in part: " << placed;
   }
   RecordProperty("scheduled_after_each_kill", after_kills);
 
   // Another manager takes over: its passes place what fits (400 of them).
   auto b = Manager::Start(config_);
   ASSERT_TRUE(b.ok()) << b.status().message();
-  auto scheduled = [&] {
-    auto n = db.Query("SELECT COUNT(*) FROM sessions WHERE status = 'SCHEDULED'");
-    return n.ok() ? (*n)[0].Int(0) : -1;
-  };
-  for (int i = 0; i < 200 && scheduled() < 4 * kAgents; ++i) {
+  for (int i = 0; i < 200 && Scheduled() < 4 * kAgents; ++i) {
     std::this_thread::sleep_for(milliseconds(50));
   }
-  EXPECT_EQ(scheduled(), 4 * kAgents);
-  check("after the takeover");
-  auto total = db.Query("SELECT COUNT(*) FROM sessions WHERE name LIKE 'job%'");
+  EXPECT_EQ(Scheduled(), 4 * kAgents);
+  Check("after the takeover");
+  auto total = db().Query("SELECT COUNT(*) FROM sessions WHERE name LIKE 'job%'");
   ASSERT_TRUE(total.ok());
   EXPECT_EQ((*total)[0].Int(0), kPending) << "no session lost";
+}
+
+// The failover target, measured (not asserted beyond a generous bound): a manager that
+// runs all along resumes scheduling when the one whose pass holds the scope dies. Its next pass
+// (the 5 s safety pass, or one already waiting on the lock) places the queue. A round where the
+// survivor placed the queue before the kill measures nothing and is run again.
+TEST_F(KilledPassTest, AManagerRunningAlongResumesSchedulingWhenTheSchedulingOneDies) {
+  auto survivor = Manager::Start(config_);
+  ASSERT_TRUE(survivor.ok()) << survivor.status().message();
+  std::vector<double> figures;
+  for (int round = 0; round < 6 && figures.size() < 2; ++round) {
+    Queue();
+    bool in_pass = KillDuringAPass(round);
+    auto killed = std::chrono::steady_clock::now();
+    if (!in_pass || Scheduled() != 0) continue;  // not a pass of the killed one's, or done
+    for (int i = 0; i < 600 && Scheduled() < 4 * kAgents; ++i) {
+      std::this_thread::sleep_for(milliseconds(50));
+    }
+    ASSERT_EQ(Scheduled(), 4 * kAgents) << "the survivor did not place the queue within 30 s";
+    figures.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count());
+    Check("after the survivor's pass");
+  }
+  ASSERT_FALSE(figures.empty()) << "no round killed a pass before the survivor's ran";
+  std::string seen;
+  for (double f : figures) seen += " " + std::to_string(f);
+  std::cout << "scheduling resumed after a kill in (s):" << seen << "\n";
+  RecordProperty("resumed_after_kill_seconds", seen);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "server-reference/storage/proxy.h"
 #include "tests/integration/vfolder_fixture.h"
 #include "tests/testing_util/postgres.h"
+#include "tests/testing_util/raw_http.h"
 #include "tests/testing_util/subprocess.h"
 
 #include <gmock/gmock.h>
@@ -29,6 +30,7 @@ namespace {
 
 using nlohmann::json;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing_util::TempDir;
 using testing_vfolders::Base64Sha256;
 using testing_vfolders::Random;
@@ -473,6 +475,47 @@ TEST(VFolderRemoteTest, AManagerUsesABaiStorageOverItsApi) {
   auto refused = pc->Send(r);
   ASSERT_TRUE(refused.ok());
   EXPECT_EQ(refused->status, 401);
+
+  // Its metrics (docs/operations.md): GET /metrics on the manager-facing listener, without the
+  // secret; operations by name, bytes through /upload, each volume's space.
+  std::string target = "/upload?token=" + ticket.value("token", "");
+  auto put = testing_util::RawHttp(
+      (*proxy)->client_port(),
+      "PATCH " + target +
+          " HTTP/1.1\r\nHost: x\r\nTus-Resumable: 1.0.0\r\nUpload-Offset: 0\r\n"
+          "Content-Type: application/offset+octet-stream\r\nContent-Length: 5\r\n"
+          "Connection: close\r\n\r\nhello");
+  EXPECT_EQ(put.status, 204) << put.body;
+  auto down_ticket =
+      json::parse(send("POST", "/folders/far/request-download", {{"path", "hello.txt"}}).body);
+  auto got = testing_util::RawHttp((*proxy)->client_port(),
+                                   "GET /download?token=" + down_ticket.value("token", "") +
+                                       " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(got.status, 200);
+  EXPECT_EQ(got.body, "hello");
+  auto scraped = testing_util::RawHttp(
+      (*proxy)->manager_port(), "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  ASSERT_EQ(scraped.status, 200);
+  auto const& text = scraped.body;
+  EXPECT_THAT(text, HasSubstr("bai_storage_bytes_total{direction=\"in\"} 5\n"));
+  EXPECT_THAT(text, HasSubstr("bai_storage_bytes_total{direction=\"out\"} 5\n"));
+  EXPECT_THAT(text, HasSubstr("bai_http_requests_total{method=\"POST\",route=\"/volumes\","
+                              "status=\"401\"} "));
+  EXPECT_THAT(text, HasSubstr("bai_http_requests_total{method=\"POST\",route=\"/folder/create\","
+                              "status=\"200\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("bai_http_requests_total{method=\"PATCH\",route=\"/upload\","
+                              "status=\"204\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("bai_storage_volume_bytes{volume=\"nas:vol\",kind=\"capacity\"} "));
+  EXPECT_THAT(text, HasSubstr("bai_storage_volume_bytes{volume=\"nas:vol\",kind=\"free\"} "));
+  // An unknown operation is counted as unmatched, not by the name the caller made up.
+  auto odd = testing_util::RawHttp((*proxy)->manager_port(),
+                                   "POST /made-up-op-123 HTTP/1.1\r\nHost: x\r\n"
+                                   "Connection: close\r\nContent-Length: 0\r\n\r\n");
+  EXPECT_EQ(odd.status, 401);
+  auto again = testing_util::RawHttp(
+      (*proxy)->manager_port(), "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_THAT(again.body, Not(HasSubstr("made-up-op")));
+  EXPECT_THAT(again.body, HasSubstr("route=\"unmatched\""));
 }
 
 }  // namespace

@@ -15,7 +15,8 @@ namespace bai::testing_util {
 
 namespace fs = std::filesystem;
 
-ThrowawayPostgres::ThrowawayPostgres(std::string dir, Mode mode) : dir_(std::move(dir)) {
+ThrowawayPostgres::ThrowawayPostgres(std::string dir, Mode mode, int tcp_port)
+    : dir_(std::move(dir)), tcp_port_(tcp_port) {
   if (mode == Mode::kAttach) {
     detached_ = true;
     struct stat st {};
@@ -75,8 +76,9 @@ bool ThrowawayPostgres::Ctl(std::vector<std::string> args) {
                                    dir_ + "/log",    "-w", "-t",           "60"};
   if (args.front() == "start" || args.front() == "restart") {
     argv.push_back("-o");
-    argv.push_back("-k " + dir_ +
-                   " -c listen_addresses='' -c fsync=off -c synchronous_commit=off "
+    std::string listen = tcp_port_ > 0 ? "127.0.0.1 -c port=" + std::to_string(tcp_port_) : "''";
+    argv.push_back("-k " + dir_ + " -c listen_addresses=" + listen +
+                   " -c fsync=off -c synchronous_commit=off "
                    "-c full_page_writes=off -c max_connections=200");
   }
   if (args.front() == "restart") argv.insert(argv.end(), {"-m", "fast"});
@@ -90,17 +92,21 @@ bool ThrowawayPostgres::Ctl(std::vector<std::string> args) {
 }
 
 std::string ThrowawayPostgres::Url(std::string const& db) const {
-  return "postgresql:///" + db + "?host=" + dir_ + "&user=bai";
+  return "postgresql:///" + db + "?host=" + dir_ + "&port=" + Port() + "&user=bai";
+}
+
+std::string ThrowawayPostgres::TcpUrl(std::string const& db) const {
+  return "postgresql://bai@127.0.0.1:" + std::to_string(tcp_port_) + "/" + db;
 }
 
 bool ThrowawayPostgres::CreateDatabase(std::string const& db) {
-  auto r = AsOwner({bin_ + "/createdb", "-h", dir_, "-U", "bai", db});
+  auto r = AsOwner({bin_ + "/createdb", "-h", dir_, "-p", Port(), "-U", "bai", db});
   if (r.exit_code != 0) error_ = "createdb " + db + ": " + r.out + r.err;
   return r.exit_code == 0;
 }
 
 bool ThrowawayPostgres::DropDatabase(std::string const& db) {
-  auto r = AsOwner({bin_ + "/dropdb", "--force", "-h", dir_, "-U", "bai", db});
+  auto r = AsOwner({bin_ + "/dropdb", "--force", "-h", dir_, "-p", Port(), "-U", "bai", db});
   if (r.exit_code != 0) error_ = "dropdb " + db + ": " + r.out + r.err;
   return r.exit_code == 0;
 }

@@ -20,7 +20,8 @@ class ThrowawayPostgres {
   };
   /// A cluster in a new temporary directory, or (when `dir` is given) in that directory, which
   /// is then left in place.
-  explicit ThrowawayPostgres(std::string dir = {}, Mode mode = Mode::kStart);
+  /// `tcp_port`: also listen on 127.0.0.1 at that port (tests that cut the network).
+  explicit ThrowawayPostgres(std::string dir = {}, Mode mode = Mode::kStart, int tcp_port = 0);
   ~ThrowawayPostgres();
   ThrowawayPostgres(ThrowawayPostgres const&) = delete;
   ThrowawayPostgres& operator=(ThrowawayPostgres const&) = delete;
@@ -29,6 +30,8 @@ class ThrowawayPostgres {
   std::string const& error() const { return error_; }
   /// A connection URI for database `db` (made by CreateDatabase, or "postgres").
   std::string Url(std::string const& db = "postgres") const;
+  /// The same over TCP to 127.0.0.1 (a cluster started with a `tcp_port`).
+  std::string TcpUrl(std::string const& db) const;
   /// A new empty database; false (and error()) when it cannot be made.
   bool CreateDatabase(std::string const& db);
   /// Drops database `db`, closing its connections first.
@@ -42,6 +45,8 @@ class ThrowawayPostgres {
 
  private:
   bool Ctl(std::vector<std::string> args);
+  /// The port the socket is named after (5432 unless a `tcp_port` was given).
+  std::string Port() const { return std::to_string(tcp_port_ > 0 ? tcp_port_ : 5432); }
   ProcessResult AsOwner(std::vector<std::string> argv);
 
   std::optional<TempDir> temp_;
@@ -49,6 +54,7 @@ class ThrowawayPostgres {
   std::string bin_ = "/usr/lib/postgresql/15/bin";
   std::string error_;
   bool as_nobody_ = false;
+  int tcp_port_ = 0;
   bool detached_ = false;
 };
 

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
@@ -147,7 +148,15 @@ class PostgresDatabase : public Database {
       : url_(std::move(url)), max_connections_(std::max(1, options.max_connections)) {}
 
   StatusOr<std::unique_ptr<Connection>> Open() {
-    PGconn* conn = PQconnectdb(url_.c_str());
+    // A database cut off (a partition, a host gone without a reset) must fail a request in
+    // seconds, not hang it for TCP's minutes: a connect gives up after 5 s, and data unanswered
+    // for 10 s (tcp_user_timeout) or an idle link silent through keepalives ends the
+    // connection (kUnavailable: 503). Given first, so the URL's own settings win.
+    static char const* const kKeys[] = {
+        "connect_timeout",  "keepalives",       "keepalives_idle", "keepalives_interval",
+        "keepalives_count", "tcp_user_timeout", "dbname",          nullptr};
+    char const* values[] = {"5", "1", "5", "2", "3", "10000", url_.c_str(), nullptr};
+    PGconn* conn = PQconnectdbParams(kKeys, values, /*expand_dbname=*/1);
     if (!conn || PQstatus(conn) != CONNECTION_OK) {
       std::string msg = conn ? PQerrorMessage(conn) : "out of memory";
       while (!msg.empty() && msg.back() == '\n') msg.pop_back();
@@ -215,7 +224,14 @@ class PostgresDatabase : public Database {
  private:
   StatusOr<std::unique_ptr<Connection>> Acquire() {
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [this] { return !idle_.empty() || open_ < max_connections_; });
+    // Every connection busy for this long (each stuck on a database that does not answer):
+    // the request fails, retryably, instead of queueing behind them without end.
+    if (!cv_.wait_for(lock, std::chrono::seconds(10),
+                      [this] { return !idle_.empty() || open_ < max_connections_; })) {
+      return Status(StatusCode::kUnavailable, "the database did not answer: all " +
+                                                  std::to_string(max_connections_) +
+                                                  " connections have been busy for 10 s");
+    }
     while (!idle_.empty()) {
       auto c = std::move(idle_.back());
       idle_.pop_back();

@@ -165,4 +165,20 @@ std::string Registry::Render() {
   return out;
 }
 
+void DeclareHttpMetrics(Registry& metrics) {
+  metrics.Counter("bai_http_requests_total", "Requests answered, by method, route and status.");
+  metrics.Histogram("bai_http_request_duration_seconds",
+                    "Time from a request's dispatch to its answer (to the start of an event "
+                    "stream or a WebSocket), by method and route.");
+}
+
+void ObserveHttpRequest(Registry& metrics, std::string_view method, std::string_view route,
+                        int status, double seconds) {
+  std::string m = route.empty() ? "other" : std::string(method);
+  std::string r = route.empty() ? "unmatched" : std::string(route);
+  metrics.Add("bai_http_requests_total",
+              {{"method", m}, {"route", r}, {"status", std::to_string(status)}});
+  metrics.Observe("bai_http_request_duration_seconds", {{"method", m}, {"route", r}}, seconds);
+}
+
 }  // namespace bai::server::metrics

@@ -67,6 +67,14 @@ class Registry {
   std::vector<std::function<void(Registry&)>> collectors_;
 };
 
+/// The request families every daemon's HTTP server feeds: `bai_http_requests_total` (method,
+/// route, status) and `bai_http_request_duration_seconds` (method, route).
+void DeclareHttpMetrics(Registry& metrics);
+/// One answered request. `route` is its pattern, "" when none matched: then method and route
+/// are `other` and `unmatched` (unknown paths are the client's words, not label values).
+void ObserveHttpRequest(Registry& metrics, std::string_view method, std::string_view route,
+                        int status, double seconds);
+
 /// `{a="x",b="y"}` with values escaped (backslash, quote, newline); "" for no labels.
 std::string RenderLabels(Labels const& labels);
 

@@ -6,6 +6,7 @@
 
 #include "libbai/protocol/json_fields.h"
 #include "libbai/util/json_parse.h"
+#include "server-reference/common/log/log.h"
 #include "server-reference/common/wire/agent_protocol.h"
 #include "server-reference/manager/scheduler/scheduling.h"
 #include "server-reference/manager/state/agent_store.h"
@@ -124,8 +125,7 @@ bool AgentRegistry::IsLink(Connection const& c) {
 }
 
 void AgentRegistry::Refuse(Connection const& c, std::string const& why) {
-  std::fprintf(stderr, "bai-manager: agent %s: refused a message: %s\n", c.agent_id.c_str(),
-               why.c_str());
+  server::log::Warn("refused an agent's message", {{"agent", c.agent_id}, {"reason", why}});
   c.socket->Send(ap::Encode(ap::ToAgent(ap::ErrorReport{why})));
 }
 
@@ -175,8 +175,8 @@ void AgentRegistry::Handle(Connection const& c, ap::Register const& m) {
   if (before.ok() && *before) scopes.push_back(SchedulingScope(**before));
   auto r = store_.Register(row, scopes);
   if (!r.ok()) {
-    std::fprintf(stderr, "bai-manager: registering agent %s failed: %s\n", c.agent_id.c_str(),
-                 r.message().c_str());
+    server::log::Error("registering an agent failed",
+                       {{"agent", c.agent_id}, {"reason", r.message()}});
     c.socket->Close();
     return;
   }
@@ -193,6 +193,10 @@ void AgentRegistry::Adopt(Connection const& c, ap::Register const& m, std::strin
     link.socket = c.socket;
   }
   if (previous && previous != c.socket) previous->Close();
+  server::log::Info("agent registered", {{"agent", c.agent_id},
+                                         {"scaling_group", group},
+                                         {"primary", m.primary},
+                                         {"kernels", m.kernels.size()}});
   if (!m.primary) {
     // One of several links of an agent (docs/agent-protocol.md, "Several managers"): its
     // kernels are reconciled by the registration of its primary link, which reports them;
@@ -293,8 +297,7 @@ void AgentRegistry::Handle(Connection const& c, ap::Response const& m) {
 }
 
 void AgentRegistry::Handle(Connection const& c, ap::ErrorReport const& m) {
-  std::fprintf(stderr, "bai-manager: agent %s could not use a message: %s\n", c.agent_id.c_str(),
-               m.msg.c_str());
+  server::log::Warn("an agent could not use a message", {{"agent", c.agent_id}, {"reason", m.msg}});
 }
 
 void AgentRegistry::Handle(Connection const& c, ap::TaskReport const& m) {
@@ -528,6 +531,8 @@ void AgentRegistry::Tick() {
   if (silent.ok()) {
     for (auto const& id : *silent) {
       (void)store_.MarkLost(id);
+      server::log::Warn("agent lost: silent too long",
+                        {{"agent", id}, {"seconds", options_.heartbeat_timeout.count()}});
       std::lock_guard<std::mutex> lock(mu_);
       auto it = links_.find(id);
       if (it != links_.end() && it->second.socket) it->second.socket->Close();
