@@ -163,6 +163,7 @@ for n in "${nodes[@]}"; do
   nsenter --net="/run/netns/bai-$n" "$bin/bai-agent" --manager "$managers" --id "$n" \
     --cluster-secret-file "$state/manager/cluster-secret" --backend runc \
     --state-dir "$state/$n" --slots cpu=1,mem=1g --stop-kernels-on-exit \
+    --metrics-listen "0.0.0.0:9100" \
     >>"$state/logs/$n.log" 2>&1 &
   pids+=("$!")
 done
@@ -196,6 +197,8 @@ cat <<EOF
   bai cluster is up: HAProxy http://127.0.0.1:$port → managers :${manager_ports[0]} and
   :${manager_ports[1]} on PostgreSQL ($pgdir); agents ${nodes[*]} at 10.77.0.11-13
   (network namespaces bai-node1…3 on bridge $bridge). State in $state.
+  Metrics: http://127.0.0.1:$port/metrics (the managers), http://10.77.0.11:9100/metrics (node1;
+  .12 and .13 the others).
 
     set -a; . $state/credentials.env; set +a
     $bin/bai run python -- python3 -c 'print(6*7)'
@@ -244,6 +247,49 @@ if [[ $check == 1 ]]; then
     fi
     start_manager "$k"
   done
+
+  # Each node's /metrics (bai-agent --metrics-listen): both managers linked again.
+  node_links_up() {
+    curl -sf "http://10.77.0.1$1:9100/metrics" | grep -c '^bai_agent_manager_link_up{.*} 1$'
+  }
+  i=0
+  for n in "${nodes[@]}"; do
+    i=$((i + 1))
+    up=0
+    for _ in $(seq 100); do
+      up=$(node_links_up "$i")
+      [[ $up == 2 ]] && break
+      sleep 0.2
+    done
+    [[ $up == 2 ]] || die "$n's /metrics shows $up of 2 manager links up"
+  done
+  say "each node's /metrics shows both managers linked"
+
+  # A node unplugged (the link of its namespace down) is LOST once silent past the heartbeat
+  # timeout, and ALIVE again, running sessions, once plugged back.
+  agent_status() {
+    "$bin/bai" -o json admin agent ls 2>/dev/null | python3 -c '
+import json, sys
+print(next((a["status"] for a in json.load(sys.stdin)["agents"] if a["id"] == sys.argv[1]), ""))' "$1"
+  }
+  wait_status() {
+    local node=$1 want=$2 limit=$3
+    for _ in $(seq $((limit * 5))); do
+      [[ $(agent_status "$node") == "$want" ]] && return 0
+      sleep 0.2
+    done
+    return 1
+  }
+  say "unplug node1"
+  ip link set "bai-node1-h" down
+  t0=$(date +%s%N)
+  wait_status node1 LOST 60 || die "node1 was not marked LOST within 60 s of its unplugging"
+  say "node1 LOST after $((($(date +%s%N) - t0) / 1000000)) ms"
+  ip link set "bai-node1-h" up
+  t0=$(date +%s%N)
+  wait_status node1 ALIVE 60 || die "node1 did not come back within 60 s of its plugging back"
+  say "node1 ALIVE again after $((($(date +%s%N) - t0) / 1000000)) ms"
+  on_node node1 replugged-node1 || die "a session on node1 failed after its plugging back"
   say "check passed"
   exit 0
 fi
