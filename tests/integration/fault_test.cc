@@ -176,13 +176,6 @@ class KilledPassTest : public PostgresFaultTest {
     std::string now = IsoTime(std::chrono::system_clock::now());
     auto rows = db().Transaction([&](server::SqlExecutor& tx) -> Status {
       if (auto r = tx.Exec("DELETE FROM sessions", {}); !r.ok()) return r.status();
-      // The agents are rows only: a running manager would take them for LOST once they had
-      // been silent past its heartbeat timeout (15 s).
-      if (auto r = tx.Exec("UPDATE agents SET status = 'ALIVE', lost_at = NULL, last_heartbeat = ?",
-                           {now});
-          !r.ok()) {
-        return r.status();
-      }
       for (int i = 0; i < kPending; ++i) {
         auto r = tx.Exec(
             "INSERT INTO sessions (id, seq, name, access_key, user_id, domain_name, group_id, "
@@ -196,6 +189,15 @@ class KilledPassTest : public PostgresFaultTest {
       return Status();
     });
     ASSERT_TRUE(rows.ok()) << rows.message();
+    KeepAgentsAlive();
+  }
+
+  // The agents are rows only: a running manager takes them for LOST once they have been silent
+  // past its heartbeat timeout (15 s), so each round and takeover starts with them fresh.
+  void KeepAgentsAlive() {
+    auto r = db().Exec("UPDATE agents SET status = 'ALIVE', lost_at = NULL, last_heartbeat = ?",
+                       {IsoTime(std::chrono::system_clock::now())});
+    ASSERT_TRUE(r.ok()) << r.status().message();
   }
 
   std::int64_t Scheduled() {
@@ -268,6 +270,7 @@ TEST_F(KilledPassTest, AManagerKilledDuringAPassLeavesNothingHalfDone) {
   RecordProperty("scheduled_after_each_kill", after_kills);
 
   // Another manager takes over: its passes place what fits (400 of them).
+  KeepAgentsAlive();
   auto b = Manager::Start(config_);
   ASSERT_TRUE(b.ok()) << b.status().message();
   for (int i = 0; i < 200 && Scheduled() < 4 * kAgents; ++i) {
