@@ -110,7 +110,8 @@ done
 cat <<EOF
 
   bai is up: manager http://127.0.0.1:$port, agent local-agent (runc), vfolders on local:volume1
-  (storage proxy http://127.0.0.1:$storage_port), state in $state
+  (storage proxy http://127.0.0.1:$storage_port), state in $state; logs in $state/logs,
+  Prometheus metrics at http://127.0.0.1:$port/metrics
 
   credentials ($state/credentials.env, also the profile "local" in $config_dir):
     BACKEND_ENDPOINT=http://127.0.0.1:$port
