@@ -70,12 +70,20 @@ struct Sink {
   std::shared_ptr<spdlog::logger> logger;
 };
 
-std::mutex sink_mu;
-std::shared_ptr<Sink const> current;
+// Never destroyed: a thread still writing while the process exits finds them intact.
+std::mutex& SinkMutex() {
+  static auto* mu = new std::mutex;
+  return *mu;
+}
+std::shared_ptr<Sink const>& CurrentSink() {
+  static auto* sink = new std::shared_ptr<Sink const>;
+  return *sink;
+}
 std::atomic<int> min_level{static_cast<int>(Level::kInfo)};
 
 std::shared_ptr<Sink const> Current() {
-  std::lock_guard<std::mutex> lock(sink_mu);
+  std::lock_guard<std::mutex> lock(SinkMutex());
+  auto& current = CurrentSink();
   if (!current) {
     auto sink = std::make_shared<Sink>();
     sink->logger =
@@ -182,8 +190,8 @@ Status Init(std::string daemon, Options const& options) {
   sink->logger->set_pattern("%v");
   sink->logger->set_level(spdlog::level::trace);
   sink->logger->flush_on(spdlog::level::trace);  // a line is on disk when Write returns
-  std::lock_guard<std::mutex> lock(sink_mu);
-  current = std::move(sink);
+  std::lock_guard<std::mutex> lock(SinkMutex());
+  CurrentSink() = std::move(sink);
   min_level = static_cast<int>(*level);
   return {};
 }
