@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/storage/proxy.h"
 
-#include <sys/statvfs.h>
-
 #include <chrono>
 
 namespace bai::storage {
@@ -20,16 +18,14 @@ void DeclareStorageMetrics(m::Registry& metrics, StorageService const* svc) {
                 "Each volume's filesystem: capacity, used and free (for this proxy's user) bytes.");
   metrics.OnCollect([svc](m::Registry& r) {
     for (auto const& [name, dir] : svc->options().volumes) {
-      struct statvfs fs {};
-      if (::statvfs(dir.c_str(), &fs) != 0) continue;
-      double unit = static_cast<double>(fs.f_frsize);
-      double total = static_cast<double>(fs.f_blocks) * unit;
-      double free = static_cast<double>(fs.f_bavail) * unit;
-      double used = total - static_cast<double>(fs.f_bfree) * unit;
+      auto space = FilesystemSpace(dir);
+      if (!space) continue;
       std::string host = svc->options().name + ":" + name;
-      r.Set("bai_storage_volume_bytes", {{"volume", host}, {"kind", "capacity"}}, total);
-      r.Set("bai_storage_volume_bytes", {{"volume", host}, {"kind", "used"}}, used);
-      r.Set("bai_storage_volume_bytes", {{"volume", host}, {"kind", "free"}}, free);
+      for (auto [kind, bytes] : {std::pair{"capacity", space->total},
+                                 std::pair{"used", space->used}, std::pair{"free", space->free}}) {
+        r.Set("bai_storage_volume_bytes", {{"volume", host}, {"kind", kind}},
+              static_cast<double>(bytes));
+      }
     }
   });
 }

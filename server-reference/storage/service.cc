@@ -327,6 +327,19 @@ StatusOr<json> StorageService::Manage(std::string_view op, json const& args) con
   return (this->*found->second.run)(c);
 }
 
+std::optional<api::VolumeUsage> FilesystemSpace(std::string const& root) {
+  struct statvfs fs {};
+  if (::statvfs(root.c_str(), &fs) != 0) return std::nullopt;
+  api::VolumeUsage u;
+  auto unit = static_cast<std::int64_t>(fs.f_frsize);
+  u.total = static_cast<std::int64_t>(fs.f_blocks) * unit;
+  u.free = static_cast<std::int64_t>(fs.f_bavail) * unit;
+  u.used = u.total - static_cast<std::int64_t>(fs.f_bfree) * unit;
+  u.percentage =
+      u.total > 0 ? 100.0 * static_cast<double>(u.used) / static_cast<double>(u.total) : 0.0;
+  return u;
+}
+
 StatusOr<json> StorageService::ListVolumes(Call const& c) const {
   return Typed<api::ListVolumes>(c.args, [&](api::ListVolumes const&) -> StatusOr<api::Volumes> {
     api::Volumes out;
@@ -335,17 +348,7 @@ StatusOr<json> StorageService::ListVolumes(Call const& c) const {
       info.name = name;
       info.path = v->root();
       info.capabilities = {"vfolder", "quota"};
-      struct statvfs fs {};
-      if (::statvfs(v->root().c_str(), &fs) == 0) {
-        api::VolumeUsage u;
-        auto unit = static_cast<std::int64_t>(fs.f_frsize);
-        u.total = static_cast<std::int64_t>(fs.f_blocks) * unit;
-        u.free = static_cast<std::int64_t>(fs.f_bavail) * unit;
-        u.used = u.total - static_cast<std::int64_t>(fs.f_bfree) * unit;
-        u.percentage =
-            u.total > 0 ? 100.0 * static_cast<double>(u.used) / static_cast<double>(u.total) : 0.0;
-        info.usage = u;
-      }
+      info.usage = FilesystemSpace(v->root());
       out.volumes.push_back(std::move(info));
     }
     return out;

@@ -4,6 +4,7 @@
 #include "bai/status.h"
 
 #include "server-reference/common/http/http.h"
+#include "server-reference/storage/storage_api.h"
 #include "server-reference/storage/volume.h"
 
 #include <nlohmann/json.hpp>
@@ -41,6 +42,10 @@ struct StorageOptions {
   /// Owner of every folder and file on the volumes (Volume::SetOwner); -1: this process.
   int owner_uid = -1, owner_gid = -1;
 };
+
+/// The space of the filesystem holding `root` (statvfs: capacity, used, free for this process's
+/// user); nullopt when it cannot be read. What `volumes` answers and `/metrics` shows.
+std::optional<api::VolumeUsage> FilesystemSpace(std::string const& root);
 
 /// "UID:GID" (numbers) into `options`' owner; "" leaves it unset. kInvalidArgument otherwise.
 Status SetFileOwner(std::string_view text, StorageOptions& options);

@@ -69,6 +69,12 @@ struct ManagerForAgents {
   }();
   StatusOr<std::unique_ptr<manager::Manager>> manager = manager::Manager::Start(config);
   std::string Url() const { return "http://127.0.0.1:" + std::to_string((*manager)->port()); }
+  /// Until the agent `id` is linked (5 s at most).
+  void WaitConnected(std::string const& id) const {
+    for (int i = 0; i < 200 && !(*manager)->agents().Connected().count(id); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+  }
 };
 
 TEST(NvmlTest, AgentOffersTheGpusToTheManager) {
@@ -83,9 +89,7 @@ TEST(NvmlTest, AgentOffersTheGpusToTheManager) {
        BAI_FAKE_NVML, "--gpu-shares", "5", "--gpu-allocation", "fill"},
       {{"BAI_FAKE_GPU_COUNT", "2"}, {"ASAN_OPTIONS", ""}});
   EXPECT_THAT(agent.WaitForLine("NVIDIA GPU"), ::testing::HasSubstr("2 NVIDIA GPU(s)"));
-  for (int i = 0; i < 200 && !(*m)->agents().Connected().count("gpu-agent"); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(25));
-  }
+  fixture.WaitConnected("gpu-agent");
   auto rows = (*m)->store().db().Query(
       "SELECT available_slots, devices FROM agents WHERE id = 'gpu-agent'");
   ASSERT_TRUE(rows.ok());
@@ -117,9 +121,7 @@ TEST(NvmlTest, TheAgentServesMetricsOfItsGpusKernelsAndLinks) {
   auto line = agent.WaitForLine("/metrics");
   ASSERT_FALSE(line.empty()) << agent.Transcript();
   int port = std::stoi(line.substr(line.rfind(':') + 1));
-  for (int i = 0; i < 200 && !(*m)->agents().Connected().count("metrics-agent"); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(25));
-  }
+  fixture.WaitConnected("metrics-agent");
   Options o;
   o.endpoints = {url};
   auto env = testing_util::ReadEnvFile((*m)->bootstrap().credentials_file);
