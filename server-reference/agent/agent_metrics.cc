@@ -4,6 +4,7 @@
 #include "bai/protocol/session_status.h"
 
 #include "server-reference/agent/node_stats.h"
+#include "server-reference/common/http/listen_address.h"
 
 #include <mutex>
 
@@ -142,24 +143,13 @@ void CollectAgentMetrics(m::Registry& metrics, Agent const& agent, KernelBackend
 
 StatusOr<std::unique_ptr<server::HttpServer>> ServeMetrics(std::string const& listen,
                                                            m::Registry& metrics) {
-  auto colon = listen.rfind(':');
-  int port = -1;
-  if (colon != std::string::npos && colon > 0) {
-    try {
-      std::size_t used = 0;
-      port = std::stoi(listen.substr(colon + 1), &used);
-      if (used != listen.size() - colon - 1) port = -1;
-    } catch (...) {
-      port = -1;
-    }
-  }
-  if (port < 0 || port > 65535) {
-    return Status(StatusCode::kInvalidArgument,
-                  "--metrics-listen: expected HOST:PORT, not '" + listen + "'");
+  auto address = server::ParseListenAddress(listen);
+  if (!address.ok()) {
+    return Status(StatusCode::kInvalidArgument, "--metrics-listen: " + address.status().message());
   }
   server::HttpServerOptions http;
-  http.address = listen.substr(0, colon);
-  http.port = static_cast<std::uint16_t>(port);
+  http.address = address->host;
+  http.port = address->port;
   http.threads = 1;
   http.on_response = [&metrics](server::HttpRequest const& request, int status,
                                 std::chrono::nanoseconds took) {

@@ -1,25 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/manager/config.h"
 
+#include "server-reference/common/http/listen_address.h"
+
 #include <toml++/toml.h>
 
 namespace bai::manager {
 
 Status SetListen(std::string const& text, ManagerConfig& config) {
-  auto colon = text.rfind(':');
-  if (colon == std::string::npos || colon == 0) {
-    return Status(StatusCode::kInvalidArgument, "listen must be HOST:PORT, got \"" + text + "\"");
-  }
-  std::string host = text.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
-    host = host.substr(1, host.size() - 2);
-  char* end = nullptr;
-  long port = std::strtol(text.c_str() + colon + 1, &end, 10);
-  if (*end != '\0' || port < 0 || port > 65535 || colon + 1 == text.size()) {
-    return Status(StatusCode::kInvalidArgument, "invalid port in \"" + text + "\"");
-  }
-  config.listen_address = host;
-  config.listen_port = static_cast<std::uint16_t>(port);
+  auto listen = server::ParseListenAddress(text);
+  if (!listen.ok()) return listen.status();
+  config.listen_address = listen->host;
+  config.listen_port = listen->port;
   return {};
 }
 

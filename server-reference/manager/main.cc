@@ -65,6 +65,8 @@ int main(int argc, char** argv) {
   migrate->add_option("--to", migrate_to, "postgresql://… or sqlite:PATH (empty)")->required();
   app.fallthrough();
   CLI11_PARSE(app, argc, argv);
+  // Errors in the configuration are named as this daemon's before its [logging] is read.
+  (void)bai::server::log::Init("bai-manager", {});
 
   bai::manager::ManagerConfig config;
   if (!config_file.empty()) {
