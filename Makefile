@@ -16,17 +16,26 @@ build/build.ninja:
 build: deps build/build.ninja
 	cmake --build build -j $(JOBS)
 
-test: build
-	cd build && ctest -LE '$(CTEST_LABELS_EXCLUDE)' -j $(JOBS) --output-on-failure
+# A test that hangs fails after CTEST_TIMEOUT seconds, named, instead of eating CI's 90 minutes.
+CTEST_TIMEOUT ?= 600
 
-# The store's second run on PostgreSQL (label postgres) runs in `make test`; under ASan the
-# PostgreSQL code is covered by the contract test, which runs both databases.
+test: build
+	cd build && ctest -LE '$(CTEST_LABELS_EXCLUDE)' -j $(JOBS) --timeout $(CTEST_TIMEOUT) --output-on-failure
+
+# ASan + UBSan over the unit and integration tests: the daemons, the SDK and the CLI they run
+# are built with the sanitizers. Moved out to `make test` only (DECISIONS.md: CI past 60 minutes
+# moves work out of the ASan run first): the store's second run on PostgreSQL (label postgres;
+# the contract test runs both databases here), and the binaries of the labels root (runc,
+# network namespaces), cli and examples, whose code paths the integration tests cover.
+ASAN_TARGETS = unit_tests integration_tests server_unit_tests manager_tests agent_tests \
+  gpushim_tests webserver_tests
 build-asan/build.ninja:
 	cmake --preset asan
 
 check-asan: deps build-asan/build.ninja
-	cmake --build build-asan -j $(JOBS)
-	cd build-asan && ctest -LE '$(CTEST_LABELS_EXCLUDE)|postgres' -j $(JOBS) --output-on-failure
+	cmake --build build-asan -j $(JOBS) --target $(ASAN_TARGETS)
+	cd build-asan && ctest -L 'unit|integration' -LE '$(CTEST_LABELS_EXCLUDE)|postgres|root' \
+	  -j $(JOBS) --timeout $(CTEST_TIMEOUT) --output-on-failure
 
 # ThreadSanitizer over the GPU shim's core (the ledger's atomics, the limiter): only its tests.
 build-tsan/build.ninja:
