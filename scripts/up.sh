@@ -7,12 +7,14 @@
 #
 #   BAI_UP_PORT   manager port (default 8081)
 #   BAI_UP_STORAGE_PORT  the storage proxy's /upload and /download (default 6021)
+#   BAI_UP_WEB_PORT  the web console, bai-webserver (default 8090)
 #   BAI_UP_DIR    state directory (default .bai-up in the repository)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 port=${BAI_UP_PORT:-8081}
 storage_port=${BAI_UP_STORAGE_PORT:-6021}
+web_port=${BAI_UP_WEB_PORT:-8090}
 state=${BAI_UP_DIR:-$root/.bai-up}
 bin=$root/build/bin
 
@@ -30,22 +32,31 @@ say "installing dependencies"
 bash "$root/scripts/install-deps.sh"
 say "building"
 cmake --preset default -S "$root" >/dev/null
-cmake --build "$root/build" --target bai_cli bai_manager bai_agent bai_kernel_runner bai_storage
+cmake --build "$root/build" --target bai_cli bai_manager bai_agent bai_kernel_runner bai_storage \
+  bai_webserver console
 
 if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
   die "port $port is in use (another make up?); set BAI_UP_PORT to use another"
+fi
+if (exec 3<>"/dev/tcp/127.0.0.1/$web_port") 2>/dev/null; then
+  die "port $web_port is in use; set BAI_UP_WEB_PORT to use another"
 fi
 
 mkdir -p "$state/logs"
 chmod 0700 "$state"
 manager_pid=
 agent_pid=
+web_pid=
 status=0  # what `make up` exits with: non-zero once anything failed
 stop() {
   local rc=$?
   [[ $rc -ne 0 && $status -eq 0 ]] && status=$rc
   trap - INT TERM EXIT
   say "shutting down"
+  if [[ -n $web_pid ]] && kill -0 "$web_pid" 2>/dev/null; then
+    kill -TERM "$web_pid"
+    wait "$web_pid" 2>/dev/null || true
+  fi
   # The agent first: it ends its kernels and reports them while the manager still listens.
   if [[ -n $agent_pid ]] && kill -0 "$agent_pid" 2>/dev/null; then
     kill -TERM "$agent_pid"
@@ -61,14 +72,20 @@ stop() {
 trap stop EXIT
 trap 'exit 0' INT TERM  # Ctrl-C is the normal way to stop: 0 unless something failed before
 
+# Waits until PID (a server called NAME) listens on PORT; fails naming its log if it exits.
+wait_listening() {
+  local name=$1 pid=$2 port=$3
+  for _ in $(seq 100); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
+    kill -0 "$pid" 2>/dev/null || die "$name failed to start; see $state/logs/${name#bai-}.log"
+    sleep 0.1
+  done
+}
+
 "$bin/bai-manager" --data-dir "$state/manager" --listen "127.0.0.1:$port" \
   --storage-listen "127.0.0.1:$storage_port" >>"$state/logs/manager.log" 2>&1 &
 manager_pid=$!
-for _ in $(seq 100); do
-  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
-  kill -0 "$manager_pid" 2>/dev/null || die "bai-manager failed to start; see $state/logs/manager.log"
-  sleep 0.1
-done
+wait_listening bai-manager "$manager_pid" "$port"
 
 "$bin/bai-agent" --manager "http://127.0.0.1:$port" --id local-agent \
   --cluster-secret-file "$state/manager/cluster-secret" --backend runc \
@@ -83,6 +100,9 @@ cat >"$state/credentials.env" <<EOF
 BACKEND_ENDPOINT=http://127.0.0.1:$port
 BACKEND_ACCESS_KEY=$BACKEND_ACCESS_KEY
 BACKEND_SECRET_KEY=$BACKEND_SECRET_KEY
+BAI_CONSOLE_URL=http://127.0.0.1:$web_port/
+BAI_CONSOLE_EMAIL=$BAI_ADMIN_EMAIL
+BAI_CONSOLE_PASSWORD=$BAI_ADMIN_PASSWORD
 EOF
 chmod 0600 "$state/credentials.env"
 umask 022
@@ -100,6 +120,13 @@ if ! grep -q '^default_profile' "$config_dir/config.toml" 2>/dev/null; then
 fi
 
 export BACKEND_ENDPOINT="http://127.0.0.1:$port" BACKEND_ACCESS_KEY BACKEND_SECRET_KEY
+
+# The web console: sign-in and /func/* at bai-webserver, on the manager's database.
+"$bin/bai-webserver" --manager "http://127.0.0.1:$port" --data-dir "$state/manager" \
+  --listen "127.0.0.1:$web_port" --static-dir "$root/build/console" \
+  >>"$state/logs/webserver.log" 2>&1 &
+web_pid=$!
+wait_listening bai-webserver "$web_pid" "$web_port"
 for _ in $(seq 100); do
   # Resource slots are known once an agent has registered.
   if "$bin/bai" api GET /config/resource-slots 2>/dev/null | grep -q '"cpu"'; then break; fi
@@ -112,6 +139,9 @@ cat <<EOF
   bai is up: manager http://127.0.0.1:$port, agent local-agent (runc), vfolders on local:volume1
   (storage proxy http://127.0.0.1:$storage_port), state in $state; logs in $state/logs,
   Prometheus metrics at http://127.0.0.1:$port/metrics
+
+  web console: http://127.0.0.1:$web_port/  (sign in as $BAI_ADMIN_EMAIL, password
+  $BAI_ADMIN_PASSWORD; also BAI_CONSOLE_* in $state/credentials.env)
 
   credentials ($state/credentials.env, also the profile "local" in $config_dir):
     BACKEND_ENDPOINT=http://127.0.0.1:$port
@@ -136,14 +166,15 @@ else
 fi
 
 say "running; press Ctrl-C to stop"
-while kill -0 "$manager_pid" 2>/dev/null && kill -0 "$agent_pid" 2>/dev/null; do
+while kill -0 "$manager_pid" 2>/dev/null && kill -0 "$agent_pid" 2>/dev/null &&
+  kill -0 "$web_pid" 2>/dev/null; do
   sleep 1 &
   wait $! || true
 done
 # Ctrl-C reaches the servers too (one process group): a server that ended cleanly (0) was
 # stopped; one that failed (a port taken, a crash) makes `make up` fail.
 code=0
-for p in "$manager_pid" "$agent_pid"; do
+for p in "$manager_pid" "$agent_pid" "$web_pid"; do
   if ! kill -0 "$p" 2>/dev/null; then wait "$p" 2>/dev/null || code=$?; fi
 done
 [[ $code == 0 ]] && exit 0

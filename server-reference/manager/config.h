@@ -3,8 +3,8 @@
 
 #include "bai/status.h"
 
+#include "server-reference/common/auth/login_throttle.h"
 #include "server-reference/common/log/log.h"
-#include "server-reference/manager/api/login_throttle.h"
 
 #include <cstdint>
 #include <map>
@@ -65,7 +65,7 @@ struct ManagerConfig {
   int agent_lost_forget = 3600;   ///< LOST agents holding nothing are removed this long after grace
   int scheduler_head_wait = 600;  ///< seconds; scheduler::Input::max_head_wait
   bool allow_signup = false;
-  LoginLimits login_limits;
+  server::LoginLimits login_limits;
   int signups_per_address = 5;  ///< per hour, right or wrong
   server::log::Options logging;
 

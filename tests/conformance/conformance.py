@@ -60,9 +60,6 @@ NOT_RUN: dict[str, str] = {
     "admin vfolder mount-host": "not served: deprecated admin endpoint (DECISIONS.md, Storage)",
     "admin vfolder umount-host": "not served: deprecated admin endpoint (DECISIONS.md, Storage)",
     "admin vfolder perf-metric": "not served yet: storage performance metrics (#25)",
-    "update-password": "not served yet: `/auth/update-password` through the webserver (#26)",
-    "login": "not applicable: session mode (BACKEND_ENDPOINT_TYPE=session) needs the web console (#26)",
-    "logout": "not applicable: session mode needs the web console (#26)",
     "create-from-template": "fails in the client itself: its CLI passes callback_url, which its SDK's create_from_template does not take (TypeError before any request; click 8 also fails on its int options' `undefined` defaults)",
     "session create-from-template": "fails in the client itself: its CLI passes callback_url, which its SDK's create_from_template does not take (TypeError before any request; click 8 also fails on its int options' `undefined` defaults)",
     "vfolder cp": "fails in the client itself: it raises NotImplementedError",
@@ -166,9 +163,21 @@ class Stack:
         while time.time() < deadline:
             r = self.api("POST", "/admin/gql", query)
             if r.rc == 0 and "conformance-agent" in r.out:
-                return
+                break
             time.sleep(0.2)
-        raise RuntimeError("the agent did not register; see " + alog.name)
+        else:
+            raise RuntimeError("the agent did not register; see " + alog.name)
+        # bai-webserver on the manager's database: session mode (login, logout, update-password).
+        wlog = open(os.path.join(self.dir, "webserver.log"), "w")
+        w = subprocess.Popen([f"{self.bin}/bai-webserver", "--manager", self.endpoint,
+                              "--data-dir", data, "--listen", "127.0.0.1:0"],
+                             stdout=subprocess.PIPE, stderr=wlog, text=True)
+        self.procs.append(w)
+        line = w.stdout.readline()
+        hit = re.search(r"console at (http://[\d.]+:\d+)/", line)
+        if not hit:
+            raise RuntimeError("bai-webserver did not start; see " + wlog.name)
+        self.web_endpoint = hit.group(1)
 
     def stop(self) -> None:
         for p in reversed(self.procs):
@@ -181,13 +190,20 @@ class Stack:
         if not self.keep:
             shutil.rmtree(self.dir, ignore_errors=True)
 
-    def env(self, keys=None) -> dict:
+    def env(self, keys=None, session=False) -> dict:
         ak, sk = keys or self.admin
         e = dict(os.environ)
         e.update(BACKEND_ENDPOINT=self.endpoint, BACKEND_ACCESS_KEY=ak, BACKEND_SECRET_KEY=sk,
                  BACKEND_ENDPOINT_TYPE="api", HOME=os.path.join(self.dir, "home"),
                  XDG_CONFIG_HOME=os.path.join(self.dir, "home", ".config"),
                  PYTHONWARNINGS="ignore", NO_COLOR="1", TERM="dumb")
+        if session:
+            # Session mode: the webserver, no keys, and a home of its own for the cookie jar.
+            home = os.path.join(self.dir, "home-session")
+            e.update(BACKEND_ENDPOINT=self.web_endpoint, BACKEND_ENDPOINT_TYPE="session",
+                     BACKEND_ACCESS_KEY="", BACKEND_SECRET_KEY="", HOME=home,
+                     XDG_CONFIG_HOME=os.path.join(home, ".config"),
+                     XDG_STATE_HOME=os.path.join(home, ".local", "state"))
         os.makedirs(e["HOME"], exist_ok=True)
         return e
 
@@ -238,10 +254,11 @@ class Runner:
     work: str
     log: list = field(default_factory=list)
 
-    def bai(self, *argv, keys=None, timeout=120, stdin=None) -> Result:
-        """Runs the official client."""
-        p = subprocess.run([self.client, *argv], env=self.stack.env(keys), capture_output=True,
-                           text=True, timeout=timeout, cwd=self.work, input=stdin)
+    def bai(self, *argv, keys=None, timeout=120, stdin=None, session=False) -> Result:
+        """Runs the official client (in session mode, through bai-webserver, when asked)."""
+        p = subprocess.run([self.client, *argv], env=self.stack.env(keys, session),
+                           capture_output=True, text=True, timeout=timeout, cwd=self.work,
+                           input=stdin)
         self.log.append((" ".join(argv), p.returncode, p.stdout[-2000:], p.stderr[-2000:]))
         return Result(p.returncode, p.stdout, p.stderr)
 
@@ -1366,6 +1383,58 @@ def free_port() -> int:
     return port
 
 
+def web(r: Runner, *argv, stdin=None) -> Result:
+    return r.bai(*argv, stdin=stdin, session=True)
+
+
+def case_login(r: Runner):
+    bad = web(r, "login", stdin=f"{USER_EMAIL}\nnot-the-password\n")
+    expect(bad.rc != 0 and "Login failed" in bad.text(), f"a wrong password: {bad.text()[-300:]}")
+    res = web(r, "login", stdin=f"{USER_EMAIL}\nconformance-password\n")
+    clean(res)
+    expect("Login succeeded" in res.text(), f"login printed: {res.text()[-300:]}")
+    # Then everyday commands through the webserver, signed there with the user's keypair.
+    clean(web(r, "session", "create", "--name", "conf-web", "python"), "session create (session mode)")
+    s = r.session("conf-web", keys=USER_KEYS)
+    expect(s is not None, "conf-web was not made as the user")
+    ps = web(r, "ps")
+    clean(ps, "ps (session mode)")
+    expect("conf-web" in ps.out, f"ps (session mode) lacks conf-web: {ps.out[-500:]}")
+    run = web(r, "run", "python", "-c", "print('web-' + str(6*7))")
+    clean(run, "run (session mode)")
+    expect("Execution finished" in run.text() and "exit code = 0" in run.text(),
+           f"run (session mode): {run.text()[-500:]}")
+    clean(web(r, "vfolder", "create", "conf-web-vf", "local:volume1"), "vfolder create (session mode)")
+    r.file("web/up.bin", payload(200_000, "web-up"))
+    clean(web(r, "vfolder", "upload", "conf-web-vf", "web/up.bin"), "vfolder upload (session mode)")
+    files = r.stack.api_json("GET", "/folders/conf-web-vf/files?path=web", keys=USER_KEYS)
+    sizes = {i["name"]: i["size"] for i in files["items"]}
+    expect(sizes.get("up.bin") == 200_000, f"uploaded through session mode: {sizes}")
+    clean(web(r, "session", "destroy", "conf-web"), "session destroy (session mode)")
+
+
+def case_update_password(r: Runner):
+    res = web(r, "update-password", "conformance-password", "conformance-pw-2", "conformance-pw-2")
+    clean(res)
+    expect("Password updated" in res.text(), f"update-password printed: {res.text()[-300:]}")
+    # The new password signs in at the manager; the old one no longer does. Then back.
+    new = r.stack.api("POST", "/auth/authorize", {"type": "keypair", "domain": "default",
+                                                  "username": USER_EMAIL,
+                                                  "password": "conformance-pw-2"})
+    expect(new.rc == 0 and USER_KEYS[0] in new.out, f"the new password: {new.text()[-300:]}")
+    clean(web(r, "update-password", "conformance-pw-2", "conformance-password",
+              "conformance-password"), "update-password back")
+
+
+def case_logout(r: Runner):
+    res = web(r, "logout")
+    clean(res)
+    expect("Logout done" in res.text(), f"logout printed: {res.text()[-300:]}")
+    after = web(r, "ps")
+    expect("401" in after.text() or "Sign in" in after.text(),
+           f"ps after logout should be refused: {after.text()[-300:]}")
+
+
 CASES = [
     Case("session create", case_session_create),
     Case("create", case_create_alias),
@@ -1488,6 +1557,9 @@ CASES = [
     Case("admin image rescan", case_image_rescan),
     Case("admin manager freeze", case_manager_freeze),
     Case("admin manager unfreeze", case_manager_unfreeze),
+    Case("login", case_login),
+    Case("update-password", case_update_password),
+    Case("logout", case_logout),
 ]
 
 

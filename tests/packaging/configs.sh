@@ -28,6 +28,8 @@ check agent.toml "cluster-secret-file" "$bin/bai-agent" --config "$etc/agent.tom
 # Not as root: the storage proxy would make /etc/bai/storage-secret here.
 check storage.toml "storage-secret" setpriv --reuid=nobody --regid=nogroup --clear-groups \
   "$bin/bai-storage" --config "$etc/storage.toml"
+check webserver.toml "database" "$bin/bai-webserver" --config "$etc/webserver.toml" \
+  --database "$scratch/none.db"
 # A misspelt key is refused, naming it (CLI11's words), not ignored.
 bad=$(mktemp)
 printf 'id = "x"\nmanagr = "http://127.0.0.1:1"\n' >"$bad"

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "server-reference/manager/api/login_throttle.h"
+#include "server-reference/common/auth/login_throttle.h"
 
 #include <gtest/gtest.h>
 
-namespace bai::manager {
+namespace bai::server {
 namespace {
 
 using std::chrono::seconds;
@@ -67,4 +67,4 @@ TEST_F(LoginThrottleTest, MemoryStaysBoundedUnderManyAddresses) {
 }
 
 }  // namespace
-}  // namespace bai::manager
+}  // namespace bai::server

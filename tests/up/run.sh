@@ -22,7 +22,9 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 storage_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+web_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 export BAI_UP_DIR=$work/state BAI_UP_PORT=$port BAI_UP_STORAGE_PORT=$storage_port BAI_CONFIG_DIR=$work/cfg
+export BAI_UP_WEB_PORT=$web_port
 
 start() {
   setsid bash "$repo/scripts/up.sh" >"$work/up.log" 2>&1 &
@@ -59,6 +61,19 @@ hosts=$("$repo/build/bin/bai" api GET /folders/_/hosts)
 "$repo/build/bin/bai" api POST /folders -d '{"name": "up-data"}' >/dev/null
 ticket=$("$repo/build/bin/bai" api POST /folders/up-data/request-upload -d '{"path": "a.txt", "size": 2}')
 [[ $ticket == *"\"url\":\"http://127.0.0.1:$storage_port/upload\""* ]] || { echo "FAIL: upload URL: $ticket"; exit 1; }
+# The web console: the printed URL, the written credentials sign in, the page carries its policy.
+grep -q "web console: http://127.0.0.1:$web_port/" "$work/up.log" || { echo "FAIL: no console URL printed"; exit 1; }
+# shellcheck disable=SC1091
+console=$(set -a; . "$BAI_UP_DIR/credentials.env"; printf '%s\n%s\n%s' "$BAI_CONSOLE_URL" "$BAI_CONSOLE_EMAIL" "$BAI_CONSOLE_PASSWORD")
+curl_url=$(sed -n 1p <<<"$console")
+login=$(curl -sS -c "$work/jar" -H 'Content-Type: application/json' \
+  -d "{\"username\": \"$(sed -n 2p <<<"$console")\", \"password\": \"$(sed -n 3p <<<"$console")\"}" \
+  "${curl_url}server/login")
+[[ $login == *'"authenticated":true'* ]] || { echo "FAIL: console sign-in: $login"; exit 1; }
+folders=$(curl -sS -b "$work/jar" "${curl_url}func/folders")
+[[ $folders == *'up-data'* ]] || { echo "FAIL: /func/folders through the console: $folders"; exit 1; }
+curl -sSI "$curl_url" | grep -qi "^content-security-policy: default-src 'self'" ||
+  { echo "FAIL: the console page has no CSP"; exit 1; }
 # A kernel still running at Ctrl-C is ended.
 "$repo/build/bin/bai" run python --name up-left -c 'x = 1' >/dev/null
 key=$(grep ACCESS_KEY "$BAI_UP_DIR/credentials.env")

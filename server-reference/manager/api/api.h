@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "server-reference/common/auth/login_throttle.h"
 #include "server-reference/common/exec/work_pool.h"
 #include "server-reference/common/http/http.h"
 #include "server-reference/common/http/router.h"
 #include "server-reference/common/metrics/metrics.h"
 #include "server-reference/manager/api/auth.h"
-#include "server-reference/manager/api/login_throttle.h"
 #include "server-reference/manager/state/store.h"
 
 #include <chrono>
@@ -53,9 +53,9 @@ struct ApiOptions {
   std::string manager_version;  ///< "bai-manager 0.1.0"
   /// Clock for signature windows and rate limits (tests move it).
   std::function<std::chrono::system_clock::time_point()> clock;
-  bool allow_signup = false;    ///< POST /auth/signup creates users; off: 403
-  LoginLimits login_limits;     ///< password-guessing throttle of POST /auth/authorize
-  int signups_per_address = 5;  ///< POST /auth/signup calls per client address and hour
+  bool allow_signup = false;         ///< POST /auth/signup creates users; off: 403
+  server::LoginLimits login_limits;  ///< password-guessing throttle of POST /auth/authorize
+  int signups_per_address = 5;       ///< POST /auth/signup calls per client address and hour
   /// Threads hashing passwords (Argon2id, 64 MiB each) and logins that may wait for one.
   int password_workers = 2;
   std::size_t password_queue = 64;

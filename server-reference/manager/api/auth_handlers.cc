@@ -4,11 +4,11 @@
 #include "bai/protocol/api_version.h"
 #include "bai/protocol/errors.h"
 
+#include "server-reference/common/auth/login_throttle.h"
 #include "server-reference/common/exec/work_pool.h"
 #include "server-reference/common/http/problem.h"
 #include "server-reference/manager/admin/ssh_keys.h"
 #include "server-reference/manager/api/handler_util.h"
-#include "server-reference/manager/api/login_throttle.h"
 #include "server-reference/manager/api/params.h"
 #include "server-reference/manager/api/routes.h"
 #include "server-reference/manager/state/bootstrap.h"
@@ -29,8 +29,8 @@ using server::ProblemResponse;
 
 namespace {
 
-LoginLimits SignupLimits(int per_address) {
-  LoginLimits l;
+server::LoginLimits SignupLimits(int per_address) {
+  server::LoginLimits l;
   l.per_address = per_address;
   l.window = std::chrono::hours(1);
   return l;
@@ -57,9 +57,9 @@ struct LoginGate {
   std::function<std::chrono::system_clock::time_point()> clock;
   bool allow_signup;
   std::mutex mu;
-  LoginThrottle throttle;  // under mu
-  LoginThrottle signups;   // under mu: signups per address (every call counts)
-  server::WorkPool pool;   // last: its destructor waits for running checks
+  server::LoginThrottle throttle;  // under mu
+  server::LoginThrottle signups;   // under mu: signups per address (every call counts)
+  server::WorkPool pool;           // last: its destructor waits for running checks
 };
 
 HttpResponse TooManyLogins(std::int64_t retry_after_seconds, std::string message) {

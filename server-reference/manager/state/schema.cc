@@ -355,6 +355,20 @@ server::Migration AgentLoad() {
           }};
 }
 
+server::Migration WebSessions() {
+  return {21,
+          "the web console's logins (bai-webserver, PROTOCOL.md 2.5): one row per signed-in "
+          "browser or session-mode client, found by the hash of its cookie",
+          {
+              "CREATE TABLE web_sessions (token_hash TEXT PRIMARY KEY, "
+              "access_key TEXT NOT NULL REFERENCES keypairs(access_key) ON DELETE CASCADE, "
+              "username TEXT NOT NULL, role TEXT NOT NULL, status TEXT NOT NULL, "
+              "csrf_token TEXT NOT NULL, peer TEXT NOT NULL DEFAULT '', "
+              "created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL)",
+              "CREATE INDEX web_sessions_expiry ON web_sessions (expires_at)",
+          }};
+}
+
 }  // namespace
 
 std::vector<server::Migration> const& Migrations() {
@@ -363,7 +377,8 @@ std::vector<server::Migration> const& Migrations() {
       AgentLists(),   VFolders(),     SessionMounts(),   Devices(),
       AgentLoad(),    ServicePorts(), Networks(),        DomainFields(),
       GroupFields(),  UserFields(),   SessionActivity(), ResourceGroupFields(),
-      ImageAliases(), SessionStats(), UserConfig(),      Managers()};
+      ImageAliases(), SessionStats(), UserConfig(),      Managers(),
+      WebSessions()};
   return *kMigrations;
 }
 

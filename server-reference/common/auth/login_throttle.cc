@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "server-reference/manager/api/login_throttle.h"
+#include "server-reference/common/auth/login_throttle.h"
 
 #include <algorithm>
 #include <utility>
 #include <vector>
 
-namespace bai::manager {
+namespace bai::server {
 
 void LoginThrottle::Expire(Times& times, TimePoint now) const {
   while (!times.empty() && times.front() + limits_.window <= now) times.pop_front();
@@ -64,4 +64,4 @@ void LoginThrottle::Succeeded(std::string const& address, std::string const& acc
   accounts_.erase(Key(address, account));
 }
 
-}  // namespace bai::manager
+}  // namespace bai::server

@@ -8,7 +8,7 @@
 #include <map>
 #include <string>
 
-namespace bai::manager {
+namespace bai::server {
 
 /// Limits on password logins (POST /auth/authorize).
 struct LoginLimits {
@@ -62,4 +62,4 @@ class LoginThrottle {
   std::map<std::string, Times> accounts_;
 };
 
-}  // namespace bai::manager
+}  // namespace bai::server

@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: Apache-2.0
+// bai-webserver: the web console and session mode in front of one or more managers.
+//   bai-webserver --manager URL[,URL…] (--data-dir DIR | --database URL) [--listen HOST:PORT]
+//                 [--static-dir DIR] [--domain NAME] [--secure-cookies] [--log-…]
+// The database is the managers' own (SQLite file or PostgreSQL URL): logins live there, so
+// every webserver on it serves the same users. Start it after a manager has migrated it.
+#include "server-reference/common/db/database.h"
+#include "server-reference/common/http/listen_address.h"
+#include "server-reference/common/log/log_options.h"
+#include "server-reference/webserver/webserver.h"
+
+#include <CLI/CLI.hpp>
+#include <signal.h>
+#include <unistd.h>
+
+#include <iostream>
+#include <sstream>
+
+namespace {
+
+bool log_to_file = false;
+
+int Fail(std::string const& message) {
+  bai::server::log::Error(message);
+  if (log_to_file) std::cerr << "bai-webserver: " << message << "\n";
+  return 1;
+}
+
+std::vector<std::string> SplitList(std::string const& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"bai-webserver: the web console and session-mode login for bai", "bai-webserver"};
+  app.set_config("--config", "", "TOML file of these options by their long names");
+  app.allow_config_extras(false);
+  std::string listen = "127.0.0.1:8090", managers, data_dir, database, static_dir;
+  bai::webserver::WebServerOptions options;
+  std::int64_t login_days = 7;
+  app.add_option("--listen", listen, "HOST:PORT to serve the console on (default 127.0.0.1:8090)");
+  app.add_option("--manager", managers, "The managers' URLs, comma-separated")
+      ->envname("BAI_MANAGER")
+      ->required();
+  app.add_option("--data-dir", data_dir, "The manager's data directory (its SQLite database)");
+  app.add_option("--database", database,
+                 "postgresql://USER@HOST:PORT/DB or a SQLite file: the managers' database")
+      ->envname("BAI_DATABASE");
+  app.add_option("--static-dir", static_dir, "The built console (build/console)");
+  app.add_option("--domain", options.domain, "The domain users sign in to (default 'default')");
+  app.add_option("--login-days", login_days, "Days a login lasts (default 7)")
+      ->check(CLI::Range(1, 365));
+  app.add_flag("--secure-cookies", options.secure_cookies,
+               "Mark cookies Secure and send HSTS (the console is served over HTTPS by a "
+               "TLS-terminating proxy in front)");
+  app.add_option("--login-attempts-per-address", options.login_limits.per_address,
+                 "Sign-in attempts one address may make per 5 minutes (default 30)")
+      ->check(CLI::Range(1, 1000000));
+  app.add_option("--login-failures-per-user", options.login_limits.failures_per_user,
+                 "Failed sign-ins per account and address per 5 minutes (default 10)")
+      ->check(CLI::Range(1, 1000000));
+  bai::server::log::Options log;
+  bai::server::log::AddOptions(app, log);
+  CLI11_PARSE(app, argc, argv);
+  if (auto s = bai::server::log::Init("bai-webserver", log); !s.ok()) {
+    std::cerr << "bai-webserver: " << s.message() << "\n";
+    return 2;
+  }
+  log_to_file = !log.file.empty();
+
+  auto where = bai::server::ParseListenAddress(listen);
+  if (!where.ok()) return Fail(where.status().message());
+  options.address = where->host;
+  options.port = where->port;
+  options.managers = SplitList(managers);
+  options.static_dir = static_dir;
+  options.login_max_age = login_days * 24 * 3600;
+  if (database.empty() && data_dir.empty()) {
+    return Fail("name the managers' database: --data-dir DIR (SQLite) or --database URL");
+  }
+  bool postgres = database.rfind("postgresql://", 0) == 0 || database.rfind("postgres://", 0) == 0;
+  std::string sqlite_path = database.empty() ? data_dir + "/manager.db" : database;
+  if (!postgres && ::access(sqlite_path.c_str(), R_OK | W_OK) != 0) {
+    return Fail("no manager database at " + sqlite_path + " (start bai-manager first)");
+  }
+  auto db = postgres ? bai::server::OpenPostgres(database, {options.forward_threads + 2})
+                     : bai::server::OpenSqlite(sqlite_path, options.forward_threads + 2);
+  if (!db.ok()) return Fail("cannot open the database: " + db.status().message());
+  // The managers own the schema; this one only checks that it has the logins' table.
+  if (auto probe = (*db)->Query("SELECT COUNT(*) FROM web_sessions"); !probe.ok()) {
+    return Fail(
+        "the database has no web_sessions table: start a bai-manager of this version on "
+        "it first (" +
+        probe.status().message() + ")");
+  }
+
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  auto server = bai::webserver::WebServer::Start(options, **db);
+  if (!server.ok()) return Fail(server.status().message());
+  std::cout << "bai-webserver: the console at http://" << options.address << ":"
+            << (*server)->port() << "/" << std::endl;
+  bai::server::log::Info("listening", {{"address", options.address},
+                                       {"port", static_cast<int>((*server)->port())},
+                                       {"managers", managers},
+                                       {"database", postgres ? "postgresql" : "sqlite"}});
+  int sig = 0;
+  sigwait(&signals, &sig);
+  bai::server::log::Info("shutting down", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+  (*server)->Stop();
+  return 0;
+}

@@ -1,0 +1,822 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server-reference/webserver/webserver.h"
+
+#include "bai/protocol/api_version.h"
+#include "bai/protocol/dates.h"
+#include "bai/protocol/errors.h"
+#include "bai/protocol/signing.h"
+#include "bai/transport.h"
+
+#include "libbai/internal/curl_transport.h"
+#include "libbai/internal/lws_websocket.h"
+#include "libbai/util/base64.h"
+#include "libbai/util/url.h"
+#include "server-reference/common/exec/work_pool.h"
+#include "server-reference/common/http/http_server.h"
+#include "server-reference/common/http/problem.h"
+#include "server-reference/common/log/log.h"
+#include "server-reference/webserver/login_sessions.h"
+#include "server-reference/webserver/session_mode.h"
+
+#include <fcntl.h>
+#include <sodium.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+namespace bai::webserver {
+namespace {
+
+using server::Exchange;
+using server::HttpRequest;
+using server::HttpResponse;
+using Clock = std::chrono::system_clock;
+namespace ps = protocol;
+
+std::int64_t NowSeconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(Clock::now().time_since_epoch()).count();
+}
+
+HttpResponse Problem(ps::ProblemType type, std::string detail) {
+  return server::ProblemResponse(ps::MakeProblemStatus(type, std::move(detail)));
+}
+
+HttpResponse JsonAnswer(int status, nlohmann::json const& body) {
+  return HttpResponse::Json(status,
+                            body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+std::string ContentTypeOf(std::string const& path) {
+  auto dot = path.rfind('.');
+  std::string ext = dot == std::string::npos ? "" : path.substr(dot + 1);
+  if (ext == "html") return "text/html; charset=utf-8";
+  if (ext == "js" || ext == "mjs") return "text/javascript; charset=utf-8";
+  if (ext == "css") return "text/css; charset=utf-8";
+  if (ext == "json" || ext == "map") return "application/json";
+  if (ext == "svg") return "image/svg+xml";
+  if (ext == "png") return "image/png";
+  if (ext == "ico") return "image/x-icon";
+  if (ext == "woff2") return "font/woff2";
+  if (ext == "txt") return "text/plain; charset=utf-8";
+  return "application/octet-stream";
+}
+
+// The page served when the console has not been built.
+constexpr char kNotBuiltPage[] =
+    "<!doctype html><meta charset=utf-8><title>bai console</title>"
+    "<p>The console is not built. Run <code>make build</code> (it builds the console with npm) "
+    "and restart bai-webserver with <code>--static-dir build/console</code>.</p>";
+
+}  // namespace
+
+struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
+  Impl(WebServerOptions o, server::Database& db)
+      : options(std::move(o)),
+        logins(db),
+        transport(internal::MakeCurlTransport({.connect_timeout = std::chrono::seconds(5),
+                                               .read_timeout = std::chrono::seconds(0),
+                                               .verify_tls = true,
+                                               .ca_bundle = {},
+                                               .user_agent = "bai-webserver"})),
+        throttle(options.login_limits),
+        pool(options.forward_threads, 1024) {}
+
+  WebServerOptions options;
+  LoginSessions logins;
+  std::vector<internal::Endpoint> managers;
+  std::atomic<std::size_t> next_manager{0};
+  std::unique_ptr<Transport> transport;
+  std::mutex throttle_mu;
+  server::LoginThrottle throttle;  // under throttle_mu
+  std::unique_ptr<server::HttpServer> http;
+
+  // Event streams and WebSockets run on threads of their own; Stop() ends and waits for them.
+  std::mutex streams_mu;
+  std::condition_variable streams_cv;
+  int streams_running = 0;
+  bool stopping = false;
+  std::set<std::shared_ptr<StreamCancel>> cancels;
+  std::set<WebSocketConnection*> upstream_sockets;
+
+  server::WorkPool pool;  // last: its destructor waits for work that uses the members above
+
+  bool Tls() const { return options.secure_cookies; }
+
+  void Answer(std::shared_ptr<Exchange> const& ex, HttpResponse r, std::string_view nonce = {}) {
+    for (auto& h : SecurityHeaders(Tls(), nonce)) r.headers.push_back(std::move(h));
+    ex->Respond(std::move(r));
+  }
+
+  std::string OwnOrigin(HttpRequest const& req) const {
+    auto host = req.Header("host");
+    return std::string(Tls() ? "https://" : "http://") + std::string(host ? *host : "");
+  }
+
+  std::string Cookie(HttpRequest const& req) const {
+    auto header = req.Header("cookie");
+    if (!header) return {};
+    return CookieValue(*header, kSessionCookie).value_or("");
+  }
+
+  // ---- the request's way in -------------------------------------------------------------
+
+  void Handle(std::shared_ptr<Exchange> ex) {
+    auto const& req = ex->request();
+    if (req.path == "/func" || req.path.rfind("/func/", 0) == 0) return Forward(std::move(ex));
+    if (req.path.rfind("/server/", 0) == 0) return ServerRoute(std::move(ex));
+    if (req.method != "GET" && req.method != "HEAD") {
+      return Answer(ex, Problem(ps::ProblemType::kMethodNotAllowed, "Only GET reads the console."));
+    }
+    StaticFile(ex);
+  }
+
+  void ServerRoute(std::shared_ptr<Exchange> ex) {
+    auto const& req = ex->request();
+    if (req.method != "POST") {
+      return Answer(ex, Problem(ps::ProblemType::kMethodNotAllowed, req.path + " takes POST."));
+    }
+    if (req.path == "/server/login") return Submit(ex, [this, ex] { Login(ex); });
+    if (req.path == "/server/logout") return Submit(ex, [this, ex] { Logout(ex); });
+    if (req.path == "/server/login-check") return Submit(ex, [this, ex] { LoginCheck(ex); });
+    if (req.path == "/server/extend-login-session") {
+      return Submit(ex, [this, ex] { ExtendLogin(ex); });
+    }
+    if (req.path == "/server/update-password-no-auth") {
+      return Submit(ex, [this, ex] { UpdatePasswordNoAuth(ex); });
+    }
+    Answer(ex, Problem(ps::ProblemType::kUrlNotFound, "No such route: " + req.path));
+  }
+
+  // Database and manager calls block: they run on the pool, never on an I/O thread.
+  void Submit(std::shared_ptr<Exchange> const& ex, std::function<void()> work) {
+    if (!pool.TrySubmit(std::move(work))) {
+      Answer(ex, Problem(ps::ProblemType::kServiceUnavailable,
+                         "The webserver is busy; retry in a moment."));
+    }
+  }
+
+  // ---- the manager --------------------------------------------------------------------------
+
+  // Sends `r` (target relative to the manager's base path) to a manager, the next one when a
+  // manager cannot be reached. Signed with `keys` when given.
+  struct Keys {
+    std::string access_key, secret_key;
+  };
+  TransportRequest Upstream(internal::Endpoint const& m, std::string const& method,
+                            std::string const& target, Headers headers, std::string body,
+                            std::string const& api_version, Keys const* keys) const {
+    TransportRequest t;
+    t.method = method;
+    t.origin = m.origin;
+    t.host = m.host;
+    t.target = m.base_path + target;
+    t.body = std::move(body);
+    t.api_version = api_version;
+    t.sign = false;  // signed here, with the login's keys
+    bool has_version = false;
+    for (auto const& [name, value] : headers) has_version |= name == "x-backendai-version";
+    if (!has_version) headers.emplace_back("x-backendai-version", api_version);
+    if (keys) {
+      std::string date = ps::FormatRequestDate(Clock::now());
+      std::optional<std::string> content_type;
+      for (auto const& [name, value] : headers) {
+        if (name == "content-type") content_type = value;
+      }
+      ps::SigningInput in;
+      in.method = method;
+      in.request_target = t.target;
+      in.date = date;
+      in.host = m.host;
+      in.content_type = content_type;
+      in.api_version = api_version;
+      auto sig = ps::Sign(in, keys->secret_key);
+      if (sig.ok()) {
+        headers.emplace_back("date", date);
+        headers.emplace_back("authorization",
+                             ps::AuthorizationHeaderValue(keys->access_key, *sig, in.hash));
+      }
+    }
+    t.headers = std::move(headers);
+    return t;
+  }
+
+  template <typename Send>
+  StatusOr<ApiResponse> ToManagers(Send&& send) {
+    Status last(StatusCode::kUnavailable, "no manager configured");
+    std::size_t n = managers.size();
+    std::size_t first = next_manager.load() % std::max<std::size_t>(n, 1);
+    for (std::size_t i = 0; i < n; ++i) {
+      std::size_t at = (first + i) % n;
+      auto r = send(managers[at]);
+      if (r.ok() || !internal::IsConnectFailure(r.status())) {
+        next_manager.store(at);
+        return r;
+      }
+      last = r.status();
+    }
+    return last;
+  }
+
+  static std::string VersionOf(HttpRequest const& req) {
+    auto v = req.Header("x-backendai-version");
+    if (v && ps::IsAcceptedApiVersion(*v)) return std::string(*v);
+    return ps::kCurrentApiVersion.ToString();
+  }
+
+  // ---- /server/* ----------------------------------------------------------------------------
+
+  void Login(std::shared_ptr<Exchange> const& ex) {
+    auto const& req = ex->request();
+    std::string body = req.body;
+    if (auto enc = req.Header("x-backendai-encoded"); enc && *enc == "true") {
+      auto plain = DecryptPayload(body, OwnOrigin(req));
+      if (!plain.ok()) return Answer(ex, server::ProblemResponse(plain.status()));
+      body = *std::move(plain);
+    }
+    auto login = ParseLoginRequest(body);
+    if (!login.ok()) return Answer(ex, server::ProblemResponse(login.status()));
+    auto now = NowSeconds();
+    if (auto token = Cookie(req); !token.empty()) {
+      auto live = logins.Find(token, now);
+      if (live.ok() && *live) {
+        return Answer(ex, Problem(ps::ProblemType::kGenericBadRequest,
+                                  "You have already logged in. Sign out first."));
+      }
+    }
+    std::string account = options.domain + "\n" + login->username;
+    {
+      std::lock_guard<std::mutex> lock(throttle_mu);
+      auto d = throttle.Admit(req.peer_address, account, Clock::now());
+      if (!d.allowed) {
+        auto r = Problem(ps::ProblemType::kRateLimitExceeded,
+                         "Too many sign-in attempts; try again in " +
+                             std::to_string(d.retry_after_seconds) + " seconds.");
+        r.status = 429;
+        r.headers.emplace_back("Retry-After", std::to_string(d.retry_after_seconds));
+        return Answer(ex, std::move(r));
+      }
+    }
+    auto answer = ToManagers([&](internal::Endpoint const& m) {
+      Headers h = {{"content-type", "application/json"}, {"x-forwarded-for", req.peer_address}};
+      return transport->Send(Upstream(m, "POST", "/auth/authorize", std::move(h),
+                                      AuthorizeBody(*login, options.domain), VersionOf(req),
+                                      nullptr));
+    });
+    if (!answer.ok()) {
+      auto r = Problem(ps::ProblemType::kServiceUnavailable,
+                       "No manager answers (" + answer.status().message() + "); try again later.");
+      r.status = 502;
+      return Answer(ex, std::move(r));
+    }
+    if (answer->status == 429) {
+      HttpResponse r;
+      r.status = 429;
+      r.content_type = answer->Header("content-type").value_or("application/problem+json");
+      r.body = answer->body;
+      r.headers = ForwardedResponseHeaders(answer->headers);
+      return Answer(ex, std::move(r));
+    }
+    if (answer->status != 200) {
+      if (answer->status == 401) {
+        std::lock_guard<std::mutex> lock(throttle_mu);
+        throttle.Failed(req.peer_address, account, Clock::now());
+      }
+      if (answer->status >= 500) {
+        auto r = Problem(ps::ProblemType::kServiceUnavailable,
+                         "The manager failed to sign you in (HTTP " +
+                             std::to_string(answer->status) + "); try again later.");
+        r.status = 502;
+        return Answer(ex, std::move(r));
+      }
+      return Answer(
+          ex, JsonAnswer(200, FailedLoginAnswer(answer->body, "The email or password is wrong.")));
+    }
+    auto data = nlohmann::json::parse(answer->body, nullptr, false);
+    if (data.is_object() && data.contains("data")) data = data["data"];
+    if (!data.is_object() || !data.value("access_key", nlohmann::json()).is_string() ||
+        !data.value("secret_key", nlohmann::json()).is_string()) {
+      auto r = Problem(ps::ProblemType::kInternalServerError,
+                       "The manager's sign-in answer has no keypair.");
+      r.status = 502;
+      return Answer(ex, std::move(r));
+    }
+    {
+      std::lock_guard<std::mutex> lock(throttle_mu);
+      throttle.Succeeded(req.peer_address, account);
+    }
+    (void)logins.Purge(now);  // the ended logins go as new ones come (an indexed delete)
+    LoginIdentity who{data["access_key"].get<std::string>(), data.value("role", "user"),
+                      data.value("status", "active")};
+    auto created =
+        logins.Create(who, login->username, req.peer_address, options.login_max_age, now);
+    if (!created.ok()) return Answer(ex, server::ProblemResponse(created.status()));
+    auto r =
+        JsonAnswer(200, {{"authenticated", true}, {"data", LoginData(who, created->csrf_token)}});
+    r.headers.emplace_back("Set-Cookie", LoginCookie(created->token, options.login_max_age, Tls()));
+    r.headers.emplace_back("Cache-Control", "no-store");
+    server::log::Info("signed in", {{"user", login->username}, {"peer", req.peer_address}});
+    Answer(ex, std::move(r));
+  }
+
+  // The login of the request's cookie, or an answer already given.
+  std::optional<LoginSession> RequireLogin(std::shared_ptr<Exchange> const& ex) {
+    auto token = Cookie(ex->request());
+    auto live = logins.Find(token, NowSeconds());
+    if (!live.ok()) {
+      Answer(ex, server::ProblemResponse(live.status()));
+      return std::nullopt;
+    }
+    if (!*live) {
+      auto r = Problem(ps::ProblemType::kAuthFailed,
+                       "Sign in first (POST /server/login, or the console's sign-in page); a "
+                       "login ends after a week or when you sign out.");
+      Answer(ex, std::move(r));
+      return std::nullopt;
+    }
+    return std::move(**live);
+  }
+
+  bool PassesCsrf(std::shared_ptr<Exchange> const& ex, LoginSession const& s) {
+    auto const& req = ex->request();
+    RequestOrigin o;
+    o.method = req.method;
+    if (auto v = req.Header("origin")) o.origin = std::string(*v);
+    if (auto v = req.Header("sec-fetch-site")) o.fetch_site = std::string(*v);
+    if (auto v = req.Header(kCsrfHeader)) o.csrf_token = std::string(*v);
+    o.own_origin = OwnOrigin(req);
+    o.websocket = ex->IsWebSocketUpgrade();
+    auto verdict = CheckCsrf(o, s.csrf_token);
+    if (verdict == CsrfVerdict::kAllowed) return true;
+    server::log::Warn("refused a request without a valid CSRF token",
+                      {{"path", req.path}, {"peer", req.peer_address}});
+    Answer(ex, Problem(ps::ProblemType::kGenericForbidden, CsrfRefusal(verdict)));
+    return false;
+  }
+
+  void Logout(std::shared_ptr<Exchange> const& ex) {
+    auto token = Cookie(ex->request());
+    auto live = logins.Find(token, NowSeconds());
+    if (live.ok() && *live && !PassesCsrf(ex, **live)) return;
+    if (!token.empty()) {
+      if (auto s = logins.End(token); !s.ok()) return Answer(ex, server::ProblemResponse(s));
+    }
+    auto r = JsonAnswer(200, nlohmann::json::object());
+    r.headers.emplace_back("Set-Cookie", ClearedLoginCookie(Tls()));
+    Answer(ex, std::move(r));
+  }
+
+  void LoginCheck(std::shared_ptr<Exchange> const& ex) {
+    auto token = Cookie(ex->request());
+    auto live = logins.Find(token, NowSeconds());
+    if (!live.ok()) return Answer(ex, server::ProblemResponse(live.status()));
+    nlohmann::json body = {
+        {"authenticated", live->has_value()}, {"data", nullptr}, {"session_id", nullptr}};
+    if (*live) {
+      body["data"] = LoginData((*live)->identity, (*live)->csrf_token);
+      body["data"]["username"] = (*live)->username;
+      body["data"]["expires"] = ps::FormatRfc3339Seconds((*live)->expires_at);
+      body["session_id"] = LoginSessions::Hash(token).substr(0, 16);
+    }
+    auto r = JsonAnswer(200, body);
+    r.headers.emplace_back("Cache-Control", "no-store");
+    Answer(ex, std::move(r));
+  }
+
+  void ExtendLogin(std::shared_ptr<Exchange> const& ex) {
+    auto s = RequireLogin(ex);
+    if (!s || !PassesCsrf(ex, *s)) return;
+    auto token = Cookie(ex->request());
+    auto until = logins.Extend(token, options.login_max_age, NowSeconds());
+    if (!until.ok()) return Answer(ex, server::ProblemResponse(until.status()));
+    auto r = JsonAnswer(
+        201, {{"status", 201}, {"expires", ps::FormatRfc3339Seconds(until->value_or(0))}});
+    r.headers.emplace_back("Set-Cookie", LoginCookie(token, options.login_max_age, Tls()));
+    Answer(ex, std::move(r));
+  }
+
+  void UpdatePasswordNoAuth(std::shared_ptr<Exchange> const& ex) {
+    auto const& req = ex->request();
+    auto body = nlohmann::json::parse(req.body, nullptr, false);
+    if (!body.is_object()) {
+      return Answer(ex, Problem(ps::ProblemType::kInvalidApiParams, "The body must be JSON."));
+    }
+    body["domain"] = options.domain;
+    auto answer = ToManagers([&](internal::Endpoint const& m) {
+      return transport->Send(
+          Upstream(m, "POST", "/auth/update-password-no-auth",
+                   {{"content-type", "application/json"}, {"x-forwarded-for", req.peer_address}},
+                   body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                   VersionOf(req), nullptr));
+    });
+    RelayAnswer(ex, answer);
+  }
+
+  // ---- /func/* ------------------------------------------------------------------------------
+
+  void RelayAnswer(std::shared_ptr<Exchange> const& ex, StatusOr<ApiResponse> const& answer) {
+    if (!answer.ok()) {
+      auto r = Problem(ps::ProblemType::kServiceUnavailable,
+                       "No manager answers (" + answer.status().message() + "); try again later.");
+      r.status = 502;
+      return Answer(ex, std::move(r));
+    }
+    HttpResponse r;
+    r.status = answer->status;
+    r.content_type = answer->Header("content-type").value_or("");
+    r.body = answer->body;
+    r.headers = ForwardedResponseHeaders(answer->headers);
+    Answer(ex, std::move(r));
+  }
+
+  void Forward(std::shared_ptr<Exchange> ex) {
+    Submit(ex, [this, ex] {
+      auto s = RequireLogin(ex);
+      if (!s || !PassesCsrf(ex, *s)) return;
+      auto const& req = ex->request();
+      auto target = UpstreamTarget(req.target);
+      if (!target) {
+        return Answer(ex, Problem(ps::ProblemType::kUrlNotFound, "No such route: " + req.path));
+      }
+      Keys keys{s->identity.access_key, s->secret_key};
+      if (ex->IsWebSocketUpgrade()) return BridgeWebSocket(ex, *target, keys);
+      auto accept = req.Header("accept");
+      bool events = target->rfind("/events/", 0) == 0 ||
+                    (accept && accept->find("text/event-stream") != std::string_view::npos);
+      if (events) return BridgeEvents(ex, *target, keys);
+      std::string method = req.method == "HEAD" ? "HEAD" : req.method;
+      auto answer = ToManagers([&](internal::Endpoint const& m) {
+        return transport->Send(Upstream(m, method, *target, ForwardedRequestHeaders(req.headers),
+                                        req.body, VersionOf(req), &keys));
+      });
+      if (answer.ok() && answer->body.size() > options.max_response_bytes) {
+        auto r = Problem(ps::ProblemType::kRequestTooLarge,
+                         "The manager's answer is larger than the webserver relays (" +
+                             std::to_string(options.max_response_bytes) +
+                             " bytes); use the bai CLI for this.");
+        r.status = 502;
+        return Answer(ex, std::move(r));
+      }
+      RelayAnswer(ex, answer);
+    });
+  }
+
+  // A thread for a long-lived stream; false when stopping.
+  bool StartStreamThread(std::function<void()> body) {
+    std::lock_guard<std::mutex> lock(streams_mu);
+    if (stopping) return false;
+    ++streams_running;
+    std::thread([self = shared_from_this(), body = std::move(body)] {
+      body();
+      std::lock_guard<std::mutex> done(self->streams_mu);
+      --self->streams_running;
+      self->streams_cv.notify_all();
+    }).detach();
+    return true;
+  }
+
+  // Server-Sent Events: the manager's stream written through as it comes.
+  void BridgeEvents(std::shared_ptr<Exchange> const& ex, std::string const& target, Keys keys) {
+    auto cancel = std::make_shared<StreamCancel>();
+    bool started = StartStreamThread([this, ex, target, keys, cancel] {
+      {
+        std::lock_guard<std::mutex> lock(streams_mu);
+        cancels.insert(cancel);
+      }
+      ex->OnClose([cancel] { cancel->Cancel(); });
+      auto const& req = ex->request();
+      bool opened = false;
+      auto answer = ToManagers([&](internal::Endpoint const& m) {
+        auto t = Upstream(m, "GET", target, ForwardedRequestHeaders(req.headers), {},
+                          VersionOf(req), &keys);
+        t.cancel = cancel;
+        return transport->SendStreaming(t, [&](std::string_view chunk) {
+          if (!opened) {
+            opened = true;
+            auto h = SecurityHeaders(Tls());
+            h.emplace_back("Cache-Control", "no-cache");
+            h.emplace_back("X-Accel-Buffering", "no");
+            ex->StartEventStream(std::move(h));
+          }
+          if (chunk.empty()) return !cancel->cancelled();
+          return ex->WriteEvent(std::string(chunk));
+        });
+      });
+      if (opened) {
+        ex->EndEventStream();
+      } else {
+        RelayAnswer(ex, answer);
+      }
+      std::lock_guard<std::mutex> lock(streams_mu);
+      cancels.erase(cancel);
+    });
+    if (!started) {
+      Answer(ex, Problem(ps::ProblemType::kServiceUnavailable, "The webserver is stopping."));
+    }
+  }
+
+  // A WebSocket (/stream/…): the manager's socket opened with the login's signature, then the
+  // two relayed both ways, each at its reader's pace.
+  struct Bridge {
+    std::unique_ptr<WebSocketConnection> upstream;
+    std::mutex mu;
+    std::condition_variable cv;
+    std::shared_ptr<server::WebSocket> client;  // under mu
+    std::deque<WebSocketMessage> to_upstream;   // under mu
+    std::size_t queued = 0;                     // under mu
+    bool paused = false;                        // under mu
+    bool client_closed = false;                 // under mu
+    int client_code = 1000;                     // under mu
+    bool relaying = false;                      // under mu: the two threads were started
+  };
+  static constexpr std::size_t kHighWater = 4u << 20;
+  static constexpr std::size_t kLowWater = 1u << 20;
+
+  void BridgeWebSocket(std::shared_ptr<Exchange> const& ex, std::string const& target, Keys keys) {
+    auto const& req = ex->request();
+    std::unique_ptr<WebSocketConnection> upstream;
+    Status last(StatusCode::kUnavailable, "no manager configured");
+    for (std::size_t i = 0; i < managers.size() && !upstream; ++i) {
+      auto t = Upstream(managers[(next_manager.load() + i) % managers.size()], "GET", target,
+                        ForwardedRequestHeaders(req.headers), {}, VersionOf(req), &keys);
+      auto opened = internal::OpenLwsWebSocket(t, {});
+      if (opened.ok()) {
+        upstream = *std::move(opened);
+      } else {
+        last = opened.status();
+        if (last.error_info().http_status != 0) break;  // a manager answered: that is the answer
+      }
+    }
+    if (!upstream) {
+      int code = last.error_info().http_status;
+      auto r = code != 0 ? Problem(ps::ProblemType::kGenericBadRequest, last.message())
+                         : Problem(ps::ProblemType::kServiceUnavailable,
+                                   "No manager answers (" + last.message() + ").");
+      r.status = code != 0 ? code : 502;
+      return Answer(ex, std::move(r));
+    }
+    auto bridge = std::make_shared<Bridge>();
+    bridge->upstream = std::move(upstream);
+    {
+      std::lock_guard<std::mutex> lock(streams_mu);
+      if (stopping) return Answer(ex, Problem(ps::ProblemType::kServiceUnavailable, "stopping"));
+      upstream_sockets.insert(bridge->upstream.get());
+    }
+    server::WebSocketHandlers h;
+    h.on_open = [this, bridge](std::shared_ptr<server::WebSocket> const& ws) {
+      {
+        std::lock_guard<std::mutex> lock(bridge->mu);
+        bridge->client = ws;
+        bridge->relaying = true;
+      }
+      bool ok = StartStreamThread([this, bridge] { UpstreamToClient(bridge); }) &&
+                StartStreamThread([this, bridge] { ClientToUpstream(bridge); });
+      if (!ok) {
+        ws->Close(1001, "stopping");
+        bridge->upstream->Cancel();
+      }
+    };
+    auto take = [bridge](std::shared_ptr<server::WebSocket> const& ws, std::string const& data,
+                         bool binary) {
+      std::lock_guard<std::mutex> lock(bridge->mu);
+      bridge->queued += data.size();
+      bridge->to_upstream.push_back({data, binary});
+      if (bridge->queued > kHighWater && !bridge->paused) {
+        bridge->paused = true;
+        ws->PauseReading(true);
+      }
+      bridge->cv.notify_all();
+    };
+    h.on_message = [take](auto const& ws, std::string const& text) { take(ws, text, false); };
+    h.on_binary = [take](auto const& ws, std::string const& bytes) { take(ws, bytes, true); };
+    h.on_close = [this, bridge](int code) {
+      bool relaying;
+      {
+        std::lock_guard<std::mutex> lock(bridge->mu);
+        bridge->client_closed = true;
+        bridge->client_code = code;
+        relaying = bridge->relaying;
+        bridge->cv.notify_all();
+      }
+      if (!relaying) {
+        // The browser left before the upgrade completed: nobody relays, the manager's side goes.
+        bridge->upstream->Cancel();
+        std::lock_guard<std::mutex> lock(streams_mu);
+        upstream_sockets.erase(bridge->upstream.get());
+      }
+    };
+    ex->AcceptWebSocket(std::move(h));
+  }
+
+  void ClientToUpstream(std::shared_ptr<Bridge> const& b) {
+    for (;;) {
+      WebSocketMessage m;
+      {
+        std::unique_lock<std::mutex> lock(b->mu);
+        b->cv.wait(lock, [&] { return !b->to_upstream.empty() || b->client_closed; });
+        if (b->to_upstream.empty()) break;
+        m = std::move(b->to_upstream.front());
+        b->to_upstream.pop_front();
+        b->queued -= m.data.size();
+        if (b->paused && b->queued < kLowWater) {
+          b->paused = false;
+          if (b->client) b->client->PauseReading(false);
+        }
+      }
+      if (!b->upstream->Send(std::move(m)).ok()) return;
+    }
+    int code;
+    {
+      std::lock_guard<std::mutex> lock(b->mu);
+      code = b->client_code;
+    }
+    // 1005/1006 (no code, no close frame) cannot be sent on: a normal close stands for them.
+    b->upstream->Close(code == 1005 || code == 1006 ? 1000 : code, "");
+  }
+
+  void UpstreamToClient(std::shared_ptr<Bridge> const& b) {
+    std::shared_ptr<server::WebSocket> client;
+    {
+      std::lock_guard<std::mutex> lock(b->mu);
+      client = b->client;
+    }
+    auto deadline = std::optional<std::chrono::steady_clock::time_point>();
+    for (;;) {
+      auto e = b->upstream->Receive(std::chrono::milliseconds(500));
+      if (e.kind == WebSocketEvent::Kind::kClosed) {
+        int code = b->upstream->close_code();
+        client->Close(code == 0 || code == 1005 || code == 1006 ? 1000 : code, "");
+        break;
+      }
+      if (e.kind == WebSocketEvent::Kind::kMessage) {
+        bool sent = e.message.binary ? client->SendBinary(std::move(e.message.data))
+                                     : client->Send(std::move(e.message.data));
+        if (!sent) break;
+        if (client->Backlog() > kHighWater) {
+          // The browser reads slowly: stop taking from the manager until it catches up.
+          auto drained = std::make_shared<std::atomic<bool>>(false);
+          client->WhenDrained(kLowWater, [b, drained] {
+            drained->store(true);
+            std::lock_guard<std::mutex> lock(b->mu);
+            b->cv.notify_all();
+          });
+          std::unique_lock<std::mutex> lock(b->mu);
+          b->cv.wait(lock, [&] { return drained->load() || b->client_closed; });
+        }
+      }
+      bool closed;
+      {
+        std::lock_guard<std::mutex> lock(b->mu);
+        closed = b->client_closed;
+      }
+      if (closed) {
+        // The browser left: the manager's side gets its close and a few seconds to answer.
+        if (!deadline) deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        if (std::chrono::steady_clock::now() > *deadline) {
+          b->upstream->Cancel();
+          break;
+        }
+      }
+    }
+    {
+      // The socket's handlers hold the bridge: letting go of the socket here breaks the cycle.
+      std::lock_guard<std::mutex> lock(b->mu);
+      b->client.reset();
+    }
+    std::lock_guard<std::mutex> lock(streams_mu);
+    upstream_sockets.erase(b->upstream.get());
+  }
+
+  // ---- the console's files ------------------------------------------------------------------
+
+  void StaticFile(std::shared_ptr<Exchange> const& ex) {
+    auto const& req = ex->request();
+    auto decoded = server::PercentDecode(req.path);
+    std::string path = decoded.value_or("");
+    bool bad = path.empty() || path.front() != '/' || path.find("..") != std::string::npos ||
+               path.find('\0') != std::string::npos;
+    if (bad) return Answer(ex, Problem(ps::ProblemType::kUrlNotFound, "No such file."));
+    if (options.static_dir.empty() ||
+        ::access((options.static_dir + "/index.html").c_str(), R_OK) != 0) {
+      HttpResponse r;
+      r.content_type = "text/html; charset=utf-8";
+      r.body = kNotBuiltPage;
+      return Answer(ex, std::move(r));
+    }
+    std::string file = path == "/" ? "/index.html" : path;
+    std::string full = options.static_dir + file;
+    struct stat st {};
+    bool exists = ::stat(full.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+    if (!exists) {
+      // A route of the single-page app (/sessions/…): its page; a missing asset: 404.
+      if (file.find('.') != std::string::npos) {
+        return Answer(ex, Problem(ps::ProblemType::kUrlNotFound, "No such file: " + path));
+      }
+      file = "/index.html";
+      full = options.static_dir + file;
+      if (::stat(full.c_str(), &st) != 0) {
+        return Answer(ex, Problem(ps::ProblemType::kUrlNotFound, "No such file."));
+      }
+    }
+    if (file == "/index.html") return Page(ex, full);
+    int fd = ::open(full.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Answer(ex, Problem(ps::ProblemType::kUrlNotFound, "No such file."));
+    HttpResponse r;
+    r.content_type = ContentTypeOf(file);
+    r.file = std::make_shared<server::FileBody>(fd, 0, static_cast<std::int64_t>(st.st_size));
+    // Built assets carry a hash in their names; the page itself must be fetched again.
+    r.headers.emplace_back("Cache-Control", file.rfind("/assets/", 0) == 0
+                                                ? "public, max-age=31536000, immutable"
+                                                : "no-cache");
+    Answer(ex, std::move(r));
+  }
+
+  // The console's page, with a fresh style nonce in its policy and in its markup
+  // (`%NONCE%`), where the app finds it for the style elements it makes.
+  void Page(std::shared_ptr<Exchange> const& ex, std::string const& full) {
+    std::ifstream in(full, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string page = text.str();
+    std::string nonce = Nonce();
+    for (auto at = page.find("%NONCE%"); at != std::string::npos; at = page.find("%NONCE%")) {
+      page.replace(at, 7, nonce);
+    }
+    HttpResponse r;
+    r.content_type = "text/html; charset=utf-8";
+    r.body = std::move(page);
+    r.headers.emplace_back("Cache-Control", "no-store");
+    Answer(ex, std::move(r), nonce);
+  }
+
+  static std::string Nonce() {
+    if (sodium_init() < 0) std::abort();
+    unsigned char raw[18];
+    randombytes_buf(raw, sizeof raw);
+    return internal::Base64Encode(std::string_view(reinterpret_cast<char const*>(raw), sizeof raw));
+  }
+
+  void StopAll() {
+    {
+      std::lock_guard<std::mutex> lock(streams_mu);
+      stopping = true;
+    }
+    if (http) http->Stop();
+    {
+      std::lock_guard<std::mutex> lock(streams_mu);
+      for (auto const& c : cancels) c->Cancel();
+      for (auto* s : upstream_sockets) s->Cancel();
+    }
+    std::unique_lock<std::mutex> lock(streams_mu);
+    streams_cv.wait_for(lock, std::chrono::seconds(10), [&] { return streams_running == 0; });
+  }
+};
+
+StatusOr<std::unique_ptr<WebServer>> WebServer::Start(WebServerOptions options,
+                                                      server::Database& db) {
+  if (options.managers.empty()) {
+    return Status(StatusCode::kInvalidArgument, "bai-webserver needs a manager's URL");
+  }
+  auto impl = std::make_shared<Impl>(std::move(options), db);
+  for (auto const& url : impl->options.managers) {
+    auto e = internal::ParseEndpoint(url);
+    if (!e.ok()) {
+      return Status(StatusCode::kInvalidArgument,
+                    "manager URL '" + url + "': " + e.status().message());
+    }
+    impl->managers.push_back(*std::move(e));
+  }
+  server::HttpServerOptions http;
+  http.address = impl->options.address;
+  http.port = impl->options.port;
+  http.threads = impl->options.io_threads;
+  http.max_body_bytes = 1 << 20;
+  std::size_t func_limit = impl->options.max_body_bytes;
+  http.body_limit_for = [func_limit](std::string_view, std::string_view path) -> std::size_t {
+    return path.rfind("/func/", 0) == 0 ? func_limit : 0;
+  };
+  std::weak_ptr<Impl> weak = impl;
+  auto server = server::HttpServer::Start(http, [weak](std::shared_ptr<Exchange> ex) {
+    if (auto self = weak.lock()) self->Handle(std::move(ex));
+  });
+  if (!server.ok()) return std::move(server).status();
+  impl->http = *std::move(server);
+  return std::unique_ptr<WebServer>(new WebServer(std::move(impl)));
+}
+
+WebServer::WebServer(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+WebServer::~WebServer() { Stop(); }
+std::uint16_t WebServer::port() const { return impl_->http->port(); }
+void WebServer::Stop() {
+  if (impl_) impl_->StopAll();
+}
+
+}  // namespace bai::webserver

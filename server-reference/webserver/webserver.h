@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// bai-webserver: the web console's server and session mode (PROTOCOL.md §2.5). Browsers and
+// session-mode clients sign in with a password at /server/login and get a cookie; their
+// /func/* requests go on to a manager signed with the user's keypair (event streams and
+// WebSockets bridged); everything else is the console's files. Logins live in the manager's
+// database (login_sessions.h), so any number of webservers serve the same users.
+
+#include "bai/status.h"
+
+#include "server-reference/common/auth/login_throttle.h"
+#include "server-reference/common/db/database.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace bai::webserver {
+
+struct WebServerOptions {
+  std::string address = "127.0.0.1";
+  std::uint16_t port = 8090;  ///< 0: any free port
+  /// Managers' URLs; a request that cannot reach one goes to the next.
+  std::vector<std::string> managers;
+  std::string domain = "default";  ///< the domain users sign in to
+  /// The built console (index.html and its assets); empty or missing: a page that says how to
+  /// build it.
+  std::string static_dir;
+  std::int64_t login_max_age = 7 * 24 * 3600;  ///< seconds a login lasts (24.09's default)
+  /// Cookies marked Secure and HSTS sent: the console is served over HTTPS (by a proxy in
+  /// front that terminates TLS).
+  bool secure_cookies = false;
+  server::LoginLimits login_limits;
+  int io_threads = 2;
+  int forward_threads = 16;                     ///< requests to managers in flight at once
+  std::size_t max_body_bytes = 64u << 20;       ///< a larger /func request body gets 413
+  std::size_t max_response_bytes = 256u << 20;  ///< a larger manager answer gets 502
+};
+
+class WebServer {
+ public:
+  /// Listens; `db` is the managers' database (migrated by them) and must outlive the server.
+  static StatusOr<std::unique_ptr<WebServer>> Start(WebServerOptions options, server::Database& db);
+  ~WebServer();
+  std::uint16_t port() const;
+  /// Stops listening, ends bridged streams, waits for requests in flight.
+  void Stop();
+
+  struct Impl;
+
+ private:
+  explicit WebServer(std::shared_ptr<Impl> impl);
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace bai::webserver

@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: Apache-2.0
+// bai-webserver end to end: a real manager and simulated agent (LocalCluster), the webserver on
+// the manager's own database, and requests as a browser or a session-mode client sends them.
+#include "server-reference/webserver/webserver.h"
+
+#include "bai/protocol/pty_wire.h"
+
+#include "libbai/internal/lws_websocket.h"
+#include "server-reference/common/db/database.h"
+#include "tests/testing_util/local_cluster.h"
+#include "tests/testing_util/raw_http.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <thread>
+
+namespace bai {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+class WebServerTest : public testing_util::LocalCluster {
+ protected:
+  void SetUp() override {
+    LocalCluster::SetUp();
+    if (HasFatalFailure()) return;
+    auto creds = testing_util::ReadEnvFile(manager_->bootstrap().credentials_file);
+    email_ = creds["BAI_ADMIN_EMAIL"];
+    password_ = creds["BAI_ADMIN_PASSWORD"];
+    access_key_ = creds["BACKEND_ACCESS_KEY"];
+    ASSERT_FALSE(password_.empty());
+    std::string url = testing_util::TestDatabase();
+    auto db = url.empty() ? server::OpenSqlite(dir_.path() + "/data/manager.db", 4)
+                          : server::OpenPostgres(url);
+    ASSERT_TRUE(db.ok()) << db.status().message();
+    db_ = *std::move(db);
+    std::string console = dir_.path() + "/console";
+    std::filesystem::create_directories(console + "/assets");
+    std::ofstream(console + "/index.html")
+        << "<!doctype html><meta name=bai-style-nonce content=\"%NONCE%\"><title>bai "
+           "console</title>";
+    std::ofstream(console + "/assets/app-1234.js") << "console.log('hi')";
+    webserver::WebServerOptions o;
+    o.port = 0;
+    o.managers = {env_["BACKEND_ENDPOINT"]};
+    o.static_dir = console;
+    o.login_limits.failures_per_user = 3;
+    auto w = webserver::WebServer::Start(o, *db_);
+    ASSERT_TRUE(w.ok()) << w.status().message();
+    web_ = *std::move(w);
+  }
+  void TearDown() override {
+    if (web_) web_->Stop();
+    LocalCluster::TearDown();
+  }
+
+  std::string Origin() const { return "http://127.0.0.1:" + std::to_string(web_->port()); }
+
+  // One request to the webserver, bytes as a client would send them.
+  testing_util::RawResponse Call(std::string const& method, std::string const& target,
+                                 std::string const& body = {},
+                                 std::vector<std::string> const& headers = {}) {
+    std::string r = method + " " + target +
+                    " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(web_->port()) +
+                    "\r\nConnection: close\r\n";
+    for (auto const& h : headers) r += h + "\r\n";
+    if (!body.empty() || method == "POST") {
+      r += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+           "\r\n";
+    }
+    return testing_util::RawHttp(web_->port(), r + "\r\n" + body);
+  }
+
+  testing_util::RawResponse SignIn(std::string const& user, std::string const& password,
+                                   std::vector<std::string> const& headers = {}) {
+    return Call("POST", "/server/login", json({{"username", user}, {"password", password}}).dump(),
+                headers);
+  }
+
+  // Signs in as the superadmin; the cookie header to send and the CSRF token.
+  std::pair<std::string, std::string> Login() {
+    auto r = SignIn(email_, password_);
+    EXPECT_EQ(r.status, 200) << r.body;
+    auto set = r.headers["set-cookie"];
+    auto token = set.substr(0, set.find(';'));
+    auto body = json::parse(r.body, nullptr, false);
+    return {"Cookie: " + token, body["data"].value("csrf_token", "")};
+  }
+
+  std::string email_, password_, access_key_;
+  std::unique_ptr<server::Database> db_;
+  std::unique_ptr<webserver::WebServer> web_;
+};
+
+TEST_F(WebServerTest, ASignInAnswersAs2409sWebserverAndSetsAStrictHttpOnlyCookie) {
+  auto wrong = SignIn(email_, "not-the-password");
+  ASSERT_EQ(wrong.status, 200) << wrong.body;
+  auto w = json::parse(wrong.body);
+  EXPECT_EQ(w["authenticated"], false);
+  EXPECT_FALSE(w["data"].value("details", "").empty()) << wrong.body;
+  EXPECT_EQ(wrong.headers.count("set-cookie"), 0u);
+
+  auto right = SignIn(email_, password_);
+  ASSERT_EQ(right.status, 200) << right.body;
+  auto r = json::parse(right.body);
+  EXPECT_EQ(r["authenticated"], true);
+  EXPECT_EQ(r["data"]["access_key"], access_key_);
+  EXPECT_EQ(r["data"]["role"], "superadmin");
+  EXPECT_EQ(r["data"]["status"], "active");
+  EXPECT_THAT(r["data"]["csrf_token"].get<std::string>(), Not(testing::IsEmpty()));
+  EXPECT_THAT(right.body, Not(HasSubstr("secret")));  // the keypair's secret never leaves
+  auto cookie = right.headers["set-cookie"];
+  EXPECT_THAT(cookie, HasSubstr("AIOHTTP_SESSION="));
+  EXPECT_THAT(cookie, HasSubstr("HttpOnly"));
+  EXPECT_THAT(cookie, HasSubstr("SameSite=Strict"));
+  EXPECT_THAT(cookie, Not(HasSubstr("Secure")));  // plain HTTP here
+  EXPECT_THAT(right.headers["content-security-policy"], HasSubstr("default-src 'self'"));
+
+  std::string jar = "Cookie: " + cookie.substr(0, cookie.find(';'));
+  auto check = Call("POST", "/server/login-check", "", {jar});
+  ASSERT_EQ(check.status, 200) << check.body;
+  EXPECT_EQ(json::parse(check.body)["authenticated"], true);
+  EXPECT_EQ(json::parse(check.body)["data"]["access_key"], access_key_);
+  auto anonymous = Call("POST", "/server/login-check");
+  EXPECT_EQ(json::parse(anonymous.body)["authenticated"], false);
+  // Signed in already: 24.09 answers 400.
+  EXPECT_EQ(SignIn(email_, password_, {jar}).status, 400);
+  // The database keeps the cookie's hash, never the cookie.
+  auto rows = db_->Query("SELECT token_hash FROM web_sessions");
+  ASSERT_TRUE(rows.ok());
+  for (auto& row : *rows) EXPECT_EQ(jar.find(row.Text(0)), std::string::npos);
+}
+
+TEST_F(WebServerTest, MalformedSignInsAreRefusedClearlyAndGuessingIsThrottled) {
+  EXPECT_EQ(Call("POST", "/server/login", "{").status, 400);
+  EXPECT_EQ(Call("POST", "/server/login", R"({"username":"x"})").status, 400);
+  EXPECT_EQ(Call("GET", "/server/login").status, 405);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(SignIn(email_, "wrong").status, 200);
+  auto blocked = SignIn(email_, password_);  // even the right one, from this address
+  EXPECT_EQ(blocked.status, 429) << blocked.body;
+  EXPECT_FALSE(blocked.headers["retry-after"].empty());
+}
+
+TEST_F(WebServerTest, FuncRequestsGoToTheManagerSignedWithTheLoginsKeypair) {
+  EXPECT_EQ(Call("GET", "/func/").status, 401);
+  EXPECT_EQ(Call("GET", "/func/", "", {"Cookie: AIOHTTP_SESSION=forged"}).status, 401);
+  auto [jar, csrf] = Login();
+  auto version = Call("GET", "/func/", "", {jar});
+  ASSERT_EQ(version.status, 200) << version.body;
+  EXPECT_TRUE(json::parse(version.body).contains("version"));
+  // A program (no Origin, no Sec-Fetch-Site) creates a session through it.
+  auto made = Call("POST", "/func/session", json({{"name", "via-web"}, {"image", "python"}}).dump(),
+                   {jar, "X-BackendAI-Version: v8.20240915"});
+  ASSERT_EQ(made.status / 100, 2) << made.status << " " << made.body;
+  EXPECT_TRUE(Session("via-web").contains("status")) << Session("via-web").dump();
+  // Query strings are part of what is signed.
+  auto echoed = Call("GET", "/func/auth?echo=hi%20there", "", {jar});
+  ASSERT_EQ(echoed.status, 200) << echoed.body;
+  EXPECT_EQ(json::parse(echoed.body)["echo"], "hi there");
+  // The manager's errors come back as they were.
+  auto missing = Call("GET", "/func/session/no-such-session", "", {jar});
+  EXPECT_EQ(missing.status, 404) << missing.body;
+  EXPECT_THAT(missing.body, HasSubstr("object-not-found"));
+}
+
+TEST_F(WebServerTest, APageMustSendTheCsrfTokenAndAnotherSitesPageIsRefused) {
+  auto [jar, csrf] = Login();
+  auto body = json({{"name", "csrf-folder"}}).dump();
+  std::string own = "Origin: " + Origin();
+  auto evil = Call("POST", "/func/folders", body,
+                   {jar, "Origin: http://evil.example", "Sec-Fetch-Site: cross-site",
+                    "X-BAI-CSRF-Token: " + csrf});
+  EXPECT_EQ(evil.status, 403) << evil.body;
+  auto bare = Call("POST", "/func/folders", body, {jar, own, "Sec-Fetch-Site: same-origin"});
+  EXPECT_EQ(bare.status, 403) << bare.body;
+  EXPECT_THAT(bare.body, HasSubstr("CSRF"));
+  auto wrong = Call("POST", "/func/folders", body,
+                    {jar, own, "Sec-Fetch-Site: same-origin", "X-BAI-CSRF-Token: guessed"});
+  EXPECT_EQ(wrong.status, 403);
+  EXPECT_EQ(Send("GET", "/folders/csrf-folder").status, 404);  // nothing was made
+  auto good = Call("POST", "/func/folders", body,
+                   {jar, own, "Sec-Fetch-Site: same-origin", "X-BAI-CSRF-Token: " + csrf});
+  EXPECT_EQ(good.status, 201) << good.body;
+  EXPECT_EQ(Send("GET", "/folders/csrf-folder").status, 200);
+  // Logging out is a state change too.
+  EXPECT_EQ(Call("POST", "/server/logout", "", {jar, "Origin: http://evil.example"}).status, 403);
+}
+
+TEST_F(WebServerTest, SigningOutOrLosingTheKeypairEndsTheLogin) {
+  auto [jar, csrf] = Login();
+  ASSERT_EQ(Call("GET", "/func/", "", {jar}).status, 200);
+  auto out = Call("POST", "/server/logout", "", {jar});
+  EXPECT_EQ(out.status, 200) << out.body;
+  EXPECT_THAT(out.headers["set-cookie"], HasSubstr("Max-Age=0"));
+  EXPECT_EQ(Call("GET", "/func/", "", {jar}).status, 401);
+
+  auto [jar2, csrf2] = Login();
+  ASSERT_EQ(Call("GET", "/func/", "", {jar2}).status, 200);
+  ASSERT_TRUE(
+      db_->Exec("UPDATE keypairs SET is_active = 0 WHERE access_key = ?", {access_key_}).ok());
+  EXPECT_EQ(Call("GET", "/func/", "", {jar2}).status, 401);
+}
+
+TEST_F(WebServerTest, EventStreamsAreBridgedAsTheyHappen) {
+  auto [jar, csrf] = Login();
+  std::string stream;
+  std::string request = "GET /func/events/session HTTP/1.1\r\nHost: 127.0.0.1\r\n" + jar +
+                        "\r\nAccept: text/event-stream\r\n\r\n";
+  std::thread reader([&] { stream = testing_util::RawHttpStream(web_->port(), request, 4000); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  Send("POST", "/session", {{"name", "watched-web"}, {"image", "python"}});
+  reader.join();
+  EXPECT_THAT(stream, HasSubstr("text/event-stream"));
+  EXPECT_THAT(stream, HasSubstr("event: session_enqueued"));
+  EXPECT_THAT(stream, HasSubstr("watched-web"));
+}
+
+TEST_F(WebServerTest, ATerminalRunsThroughTheWebserversWebSocket) {
+  auto [jar, csrf] = Login();
+  ASSERT_EQ(Bai({"session", "create", "--name", "web-pty", "python"}).exit_code, 0);
+  auto id = Session("web-pty").value("sessionId", "");
+  ASSERT_FALSE(id.empty());
+  TransportRequest r;
+  r.method = "GET";
+  r.origin = Origin();
+  r.host = "127.0.0.1:" + std::to_string(web_->port());
+  r.target = "/func/stream/session/" + id + "/pty";
+  r.sign = false;
+  r.headers = {{"Cookie", jar.substr(8)}, {"Origin", "http://evil.example"}};
+  auto refused = internal::OpenLwsWebSocket(r, {});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().error_info().http_status, 403);
+
+  r.headers = {{"Cookie", jar.substr(8)}, {"Origin", Origin()}};
+  auto ws = internal::OpenLwsWebSocket(r, {});
+  ASSERT_TRUE(ws.ok()) << ws.status().message();
+  protocol::PtyFrame in;
+  in.type = protocol::PtyFrame::Type::kStdin;
+  in.data = "echo hi-$((6*7))\n";
+  ASSERT_TRUE((*ws)->Send({protocol::EncodePtyFrame(in), false}).ok());
+  std::string seen;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  while (seen.find("hi-42") == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+    auto e = (*ws)->Receive(std::chrono::milliseconds(500));
+    if (e.kind == WebSocketEvent::Kind::kClosed) break;
+    if (e.kind != WebSocketEvent::Kind::kMessage) continue;
+    auto f = protocol::DecodePtyFrame(e.message.data);
+    if (f.ok() && f->type == protocol::PtyFrame::Type::kOut) seen += f->data;
+  }
+  EXPECT_THAT(seen, HasSubstr("hi-42"));
+  (*ws)->Close(1000, "");
+}
+
+TEST_F(WebServerTest, TheConsolesFilesAreServedWithTheirPolicyAndNothingOutside) {
+  auto page = Call("GET", "/");
+  ASSERT_EQ(page.status, 200);
+  EXPECT_THAT(page.body, HasSubstr("bai console"));
+  EXPECT_THAT(page.headers["content-type"], HasSubstr("text/html"));
+  EXPECT_THAT(page.headers["content-security-policy"], HasSubstr("script-src 'self'"));
+  EXPECT_EQ(page.headers["x-frame-options"], "DENY");
+  EXPECT_EQ(page.headers["cache-control"], "no-store");
+  // A fresh style nonce per page, in the policy and in the page (for the app's style elements).
+  auto nonce_of = [](std::string const& csp) {
+    auto at = csp.find("'nonce-");
+    return at == std::string::npos ? std::string()
+                                   : csp.substr(at + 7, csp.find('\'', at + 7) - at - 7);
+  };
+  auto nonce = nonce_of(page.headers["content-security-policy"]);
+  ASSERT_GE(nonce.size(), 16u);
+  EXPECT_THAT(page.body, HasSubstr("content=\"" + nonce + "\""));
+  EXPECT_NE(nonce_of(Call("GET", "/").headers["content-security-policy"]), nonce);
+  // The app's own routes get its page; assets are cached for good; nothing else is found.
+  EXPECT_THAT(Call("GET", "/sessions/abc").body, HasSubstr("bai console"));
+  auto js = Call("GET", "/assets/app-1234.js");
+  EXPECT_EQ(js.status, 200);
+  EXPECT_THAT(js.headers["content-type"], HasSubstr("text/javascript"));
+  EXPECT_THAT(js.headers["cache-control"], HasSubstr("immutable"));
+  EXPECT_EQ(Call("GET", "/assets/missing.js").status, 404);
+  EXPECT_EQ(Call("GET", "/../data/manager.db").status, 404);
+  EXPECT_EQ(Call("GET", "/%2e%2e/data/manager.db").status, 404);
+  EXPECT_EQ(Call("DELETE", "/").status, 405);
+}
+
+}  // namespace
+}  // namespace bai
