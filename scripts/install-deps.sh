@@ -28,7 +28,11 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev hyperfine wrk umoci curl bc
   # terminal tests drive bai shell through tmux and script(1)
   tmux bsdutils
+  # the web console: built with npm from its lockfile; its tests drive Chromium headless
+  nodejs chromium
 )
+# Debian's npm, unless a nodejs that brings its own (NodeSource's) is installed.
+command -v npm >/dev/null 2>&1 || packages+=(npm)
 
 missing=()
 for p in "${packages[@]}"; do
