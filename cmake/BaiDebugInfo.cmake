@@ -18,9 +18,10 @@ if(BAI_COMPRESS_DEBUG)
 endif()
 
 # How much debug information: "lines" (-g1, the default) keeps file:line for backtraces, the
-# sanitizers' reports, profilers and gdb's `bt`, and builds about 40% faster than "full" (-g),
-# which gdb needs to show local variables and types. CI builds two trees on two cores; the
-# full tables were most of its compile time (issue 26).
+# sanitizers' reports, profilers and gdb's `bt`; "full" (-g) is what gdb needs to show local
+# variables and types. Measured on two cores (issue 26): a heavy handler file compiles in 17 s
+# instead of 29 s, and the release tree's summed step times fell from 4,486 s to 3,459 s. CI
+# builds two trees on two cores.
 set(BAI_DEBUG_INFO "lines" CACHE STRING "Debug information: lines (-g1) or full (-g)")
 set_property(CACHE BAI_DEBUG_INFO PROPERTY STRINGS lines full)
 if(BAI_DEBUG_INFO STREQUAL "lines")
