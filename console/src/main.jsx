@@ -86,10 +86,19 @@ function age(iso) {
   return `${Math.round(s / 86400)} d`;
 }
 
+function bytes(n) {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let i = 0;
+  for (n = Number(n); n >= 1024 && i < units.length - 1; i++) n /= 1024;
+  return `${Number.isInteger(n) ? n : n.toFixed(1)} ${units[i]}`;
+}
+
+// "cpu 1, mem 1 GiB, cuda.shares 0.5": what a session holds, memory in binary units.
 function slots(json) {
   try {
     const o = JSON.parse(json || '{}');
-    return Object.entries(o).filter(([, v]) => Number(v) > 0).map(([k, v]) => `${k} ${v}`).join(', ');
+    return Object.entries(o).filter(([, v]) => Number(v) > 0)
+      .map(([k, v]) => `${k} ${k === 'mem' ? bytes(v) : v}`).join(', ');
   } catch {
     return '';
   }
