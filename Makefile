@@ -61,6 +61,7 @@ bench: build
 	bash bench/vfolder_bench.sh build 1024 3
 	bash bench/gpushim_overhead.sh build 9 1
 	bash bench/app_bench.sh build 1024 3
+	bash bench/console_bench.sh build 1000 5
 	build/bench/bai_stream_bench build/bin -n 200 --streams 1000
 	@if [ "$$(id -u)" = 0 ]; then build/bench/bai_kernel_start -n 20; \
 	else echo "kernel start bench skipped: needs root (runc)"; fi
