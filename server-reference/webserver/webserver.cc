@@ -236,6 +236,11 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
 
   void Login(std::shared_ptr<Exchange> const& ex) {
     auto const& req = ex->request();
+    // Another site's page must not sign the browser in either (to an account of its choosing).
+    if (Verdict(ex, "") == CsrfVerdict::kCrossSite) {
+      return Answer(
+          ex, Problem(ps::ProblemType::kGenericForbidden, CsrfRefusal(CsrfVerdict::kCrossSite)));
+    }
     std::string body = req.body;
     if (auto enc = req.Header("x-backendai-encoded"); enc && *enc == "true") {
       auto plain = DecryptPayload(body, OwnOrigin(req));
@@ -345,7 +350,7 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
     return std::move(**live);
   }
 
-  bool PassesCsrf(std::shared_ptr<Exchange> const& ex, LoginSession const& s) {
+  CsrfVerdict Verdict(std::shared_ptr<Exchange> const& ex, std::string_view session_token) {
     auto const& req = ex->request();
     RequestOrigin o;
     o.method = req.method;
@@ -354,7 +359,12 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
     if (auto v = req.Header(kCsrfHeader)) o.csrf_token = std::string(*v);
     o.own_origin = OwnOrigin(req);
     o.websocket = ex->IsWebSocketUpgrade();
-    auto verdict = CheckCsrf(o, s.csrf_token);
+    return CheckCsrf(o, session_token);
+  }
+
+  bool PassesCsrf(std::shared_ptr<Exchange> const& ex, LoginSession const& s) {
+    auto const& req = ex->request();
+    auto verdict = Verdict(ex, s.csrf_token);
     if (verdict == CsrfVerdict::kAllowed) return true;
     server::log::Warn("refused a request without a valid CSRF token",
                       {{"path", req.path}, {"peer", req.peer_address}});

@@ -139,7 +139,11 @@ TEST_F(WebServerTest, MalformedSignInsAreRefusedClearlyAndGuessingIsThrottled) {
   EXPECT_EQ(Call("POST", "/server/login", "{").status, 400);
   EXPECT_EQ(Call("POST", "/server/login", R"({"username":"x"})").status, 400);
   EXPECT_EQ(Call("GET", "/server/login").status, 405);
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(SignIn(email_, "wrong").status, 200);
+  // Another site's page cannot sign the browser in (login CSRF); the console's own page can.
+  EXPECT_EQ(SignIn(email_, password_, {"Origin: http://evil.example"}).status, 403);
+  auto own = SignIn(email_, "wrong", {"Origin: " + Origin(), "Sec-Fetch-Site: same-origin"});
+  EXPECT_EQ(own.status, 200) << own.body;
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(SignIn(email_, "wrong").status, 200);
   auto blocked = SignIn(email_, password_);  // even the right one, from this address
   EXPECT_EQ(blocked.status, 429) << blocked.body;
   EXPECT_FALSE(blocked.headers["retry-after"].empty());
