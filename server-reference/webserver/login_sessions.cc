@@ -10,9 +10,7 @@
 #include <cstdio>
 
 namespace bai::webserver {
-namespace {
-
-std::string RandomToken(std::size_t bytes) {
+std::string LoginSessions::RandomToken(std::size_t bytes) {
   if (sodium_init() < 0) std::abort();
   std::string raw(bytes, '\0');
   randombytes_buf(raw.data(), raw.size());
@@ -24,8 +22,6 @@ std::string RandomToken(std::size_t bytes) {
   while (!text.empty() && text.back() == '=') text.pop_back();
   return text;
 }
-
-}  // namespace
 
 std::string LoginSessions::Hash(std::string const& token) {
   std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};

@@ -49,6 +49,8 @@ class LoginSessions {
 
   /// The row key of a token (lowercase hex SHA-256).
   static std::string Hash(std::string const& token);
+  /// `bytes` random bytes as URL-safe Base64 without padding (cookies, CSRF tokens, nonces).
+  static std::string RandomToken(std::size_t bytes);
 
  private:
   server::Database& db_;

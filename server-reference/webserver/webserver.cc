@@ -9,7 +9,6 @@
 
 #include "libbai/internal/curl_transport.h"
 #include "libbai/internal/lws_websocket.h"
-#include "libbai/util/base64.h"
 #include "libbai/util/url.h"
 #include "server-reference/common/exec/work_pool.h"
 #include "server-reference/common/http/http_server.h"
@@ -19,7 +18,6 @@
 #include "server-reference/webserver/session_mode.h"
 
 #include <fcntl.h>
-#include <sodium.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -756,7 +754,7 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
     std::stringstream text;
     text << in.rdbuf();
     std::string page = text.str();
-    std::string nonce = Nonce();
+    std::string nonce = LoginSessions::RandomToken(18);
     for (auto at = page.find("%NONCE%"); at != std::string::npos; at = page.find("%NONCE%")) {
       page.replace(at, 7, nonce);
     }
@@ -765,13 +763,6 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
     r.body = std::move(page);
     r.headers.emplace_back("Cache-Control", "no-store");
     Answer(ex, std::move(r), nonce);
-  }
-
-  static std::string Nonce() {
-    if (sodium_init() < 0) std::abort();
-    unsigned char raw[18];
-    randombytes_buf(raw, sizeof raw);
-    return internal::Base64Encode(std::string_view(reinterpret_cast<char const*>(raw), sizeof raw));
   }
 
   void StopAll() {
