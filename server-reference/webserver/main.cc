@@ -7,6 +7,7 @@
 #include "server-reference/common/db/database.h"
 #include "server-reference/common/http/listen_address.h"
 #include "server-reference/common/log/log_options.h"
+#include "server-reference/webserver/app_proxy.h"
 #include "server-reference/webserver/webserver.h"
 
 #include <CLI/CLI.hpp>
@@ -66,6 +67,12 @@ int main(int argc, char** argv) {
   app.add_option("--login-failures-per-user", options.login_limits.failures_per_user,
                  "Failed sign-ins per account and address per 5 minutes (default 10)")
       ->check(CLI::Range(1, 1000000));
+  std::string app_ports = "10200-10299";
+  app.add_option("--app-ports", app_ports,
+                 "Ports for apps opened from the console, FIRST-LAST on the listen address "
+                 "(default 10200-10299); 0: no app launcher");
+  app.add_option("--app-host", options.app_host,
+                 "The host name browsers reach app ports at (default: the listen address)");
   bai::server::log::Options log;
   bai::server::log::AddOptions(app, log);
   CLI11_PARSE(app, argc, argv);
@@ -81,6 +88,14 @@ int main(int argc, char** argv) {
   options.port = where->port;
   options.managers = SplitList(managers);
   options.static_dir = static_dir;
+  if (app_ports == "0") {
+    options.app_first_port = options.app_last_port = 0;
+  } else {
+    auto range = bai::webserver::ParsePortRange(app_ports);
+    if (!range.ok()) return Fail(range.status().message());
+    options.app_first_port = range->first;
+    options.app_last_port = range->last;
+  }
   options.login_max_age = login_days * 24 * 3600;
   if (database.empty() && data_dir.empty()) {
     return Fail("name the managers' database: --data-dir DIR (SQLite) or --database URL");

@@ -14,6 +14,7 @@
 #include "server-reference/common/http/http_server.h"
 #include "server-reference/common/http/problem.h"
 #include "server-reference/common/log/log.h"
+#include "server-reference/webserver/app_ports.h"
 #include "server-reference/webserver/login_sessions.h"
 #include "server-reference/webserver/session_mode.h"
 
@@ -26,6 +27,7 @@
 #include <condition_variable>
 #include <deque>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -96,6 +98,10 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
   std::mutex throttle_mu;
   server::LoginThrottle throttle;  // under throttle_mu
   std::unique_ptr<server::HttpServer> http;
+  std::unique_ptr<AppPorts> apps;  // null: no app launcher
+  // Storage proxies' transfer URLs seen in the manager's tickets, by key (storage_relay).
+  std::mutex storage_mu;
+  std::map<std::string, std::string> storage_urls;  // under storage_mu
 
   // Event streams and WebSockets run on threads of their own; Stop() ends and waits for them.
   std::mutex streams_mu;
@@ -131,6 +137,9 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
     auto const& req = ex->request();
     if (req.path == "/func" || req.path.rfind("/func/", 0) == 0) return Forward(std::move(ex));
     if (req.path.rfind("/server/", 0) == 0) return ServerRoute(std::move(ex));
+    if (req.path.rfind("/storage/", 0) == 0) {
+      return Submit(ex, [this, ex] { StorageRelay(ex); });
+    }
     if (req.method != "GET" && req.method != "HEAD") {
       return Answer(ex, Problem(ps::ProblemType::kMethodNotAllowed, "Only GET reads the console."));
     }
@@ -151,6 +160,7 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
     if (req.path == "/server/update-password-no-auth") {
       return Submit(ex, [this, ex] { UpdatePasswordNoAuth(ex); });
     }
+    if (req.path == "/server/apps") return Submit(ex, [this, ex] { OpenApp(ex); });
     Answer(ex, Problem(ps::ProblemType::kUrlNotFound, "No such route: " + req.path));
   }
 
@@ -376,6 +386,7 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
     if (live.ok() && *live && !PassesCsrf(ex, **live)) return;
     if (!token.empty()) {
       if (auto s = logins.End(token); !s.ok()) return Answer(ex, server::ProblemResponse(s));
+      if (apps) apps->EndLogin(token);
     }
     auto r = JsonAnswer(200, nlohmann::json::object());
     r.headers.emplace_back("Set-Cookie", ClearedLoginCookie(Tls()));
@@ -428,6 +439,71 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
     RelayAnswer(ex, answer);
   }
 
+  // ---- apps ---------------------------------------------------------------------------------
+
+  // POST /server/apps {"session": ID, "app": NAME, "port"?: N}: starts the app (the manager's
+  // start-service, with the login's keys) and answers {"url"} of a one-time link that opens it
+  // on an app port of this webserver (app_ports.h).
+  void OpenApp(std::shared_ptr<Exchange> const& ex) {
+    auto s = RequireLogin(ex);
+    if (!s || !PassesCsrf(ex, *s)) return;
+    if (!apps) {
+      return Answer(ex, Problem(ps::ProblemType::kNotImplemented,
+                                "This webserver opens no apps (started with --app-ports 0); use "
+                                "`bai session app` on your machine."));
+    }
+    auto const& req = ex->request();
+    auto body = nlohmann::json::parse(req.body, nullptr, false);
+    auto text = [&](char const* key) {
+      return body.is_object() && body.contains(key) && body[key].is_string()
+                 ? body[key].get<std::string>()
+                 : std::string();
+    };
+    std::string session = text("session"), app = text("app");
+    int port = 0;
+    if (body.is_object() && body.contains("port") && body["port"].is_number_integer()) {
+      port = body["port"].get<int>();
+    }
+    if (session.empty() || app.empty() || port < 0 || port > 65535) {
+      return Answer(ex, Problem(ps::ProblemType::kInvalidApiParams,
+                                "Give {\"session\": ID, \"app\": NAME} (and \"port\" for an "
+                                "app's other port)."));
+    }
+    Keys keys{s->identity.access_key, s->secret_key};
+    nlohmann::json start = {{"app", app}};
+    if (port != 0) start["port"] = port;
+    auto started = ToManagers([&](internal::Endpoint const& m) {
+      return transport->Send(
+          Upstream(m, "POST", "/session/" + internal::EncodeSegment(session) + "/start-service",
+                   {{"content-type", "application/json"}}, start.dump(),
+                   ps::kCurrentApiVersion.ToString(), &keys));
+    });
+    if (!started.ok() || started->status != 200) return RelayAnswer(ex, started);
+    auto link = apps->Open(Cookie(req), session, app, port);
+    if (!link.ok()) return Answer(ex, server::ProblemResponse(link.status()));
+    Answer(ex, JsonAnswer(200, {{"url", *link}, {"app", app}}));
+  }
+
+  // The tunnel of one app request: the manager's httpproxy WebSocket, signed with the keys of
+  // the login that opened the app (read again each time: a login that ended opens nothing).
+  StatusOr<std::unique_ptr<WebSocketConnection>> AppTunnel(std::string const& token,
+                                                           std::string const& target) {
+    auto live = logins.Find(token, NowSeconds());
+    if (!live.ok()) return live.status();
+    if (!*live) return Status(StatusCode::kPermissionDenied, "the login has ended");
+    Keys keys{(*live)->identity.access_key, (*live)->secret_key};
+    Status last(StatusCode::kUnavailable, "no manager configured");
+    for (std::size_t i = 0; i < managers.size(); ++i) {
+      auto t = Upstream(managers[(next_manager.load() + i) % managers.size()], "GET", target, {},
+                        {}, ps::kCurrentApiVersion.ToString(), &keys);
+      auto opened = internal::OpenLwsWebSocket(t, {});
+      if (opened.ok()) return opened;
+      last = opened.status();
+      if (last.error_info().http_status != 0) break;  // a manager answered: that is the answer
+    }
+    return last;
+  }
+
   // ---- /func/* ------------------------------------------------------------------------------
 
   void RelayAnswer(std::shared_ptr<Exchange> const& ex, StatusOr<ApiResponse> const& answer) {
@@ -465,6 +541,9 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
         return transport->Send(Upstream(m, method, *target, ForwardedRequestHeaders(req.headers),
                                         req.body, VersionOf(req), &keys));
       });
+      if (answer.ok() && answer->status == 200 && IsTransferTicketTarget(*target)) {
+        answer->body = WithConsoleUrl(answer->body);
+      }
       if (answer.ok() && answer->body.size() > options.max_response_bytes) {
         auto r = Problem(ps::ProblemType::kRequestTooLarge,
                          "The manager's answer is larger than the webserver relays (" +
@@ -475,6 +554,75 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
       }
       RelayAnswer(ex, answer);
     });
+  }
+
+  // ---- storage transfers ---------------------------------------------------------------------
+  // A page may talk to its own origin only (the policy's connect-src), and the storage proxy is
+  // another one: a ticket (request-upload/-download) that passes here gains "console_url", a
+  // path of this webserver that relays the transfer (tus uploads, downloads) to the URL in the
+  // ticket. Only URLs seen in tickets are relayed; the ticket's token is what authorizes.
+
+  static bool IsTransferTicketTarget(std::string const& target) {
+    auto path = std::string_view(target).substr(0, target.find('?'));
+    auto ends = [&](std::string_view tail) {
+      return path.size() > tail.size() && path.substr(path.size() - tail.size()) == tail;
+    };
+    return path.rfind("/folders/", 0) == 0 &&
+           (ends("/request-upload") || ends("/request-download"));
+  }
+
+  std::string WithConsoleUrl(std::string const& body) {
+    auto j = nlohmann::json::parse(body, nullptr, false);
+    if (!j.is_object() || !j.contains("url") || !j["url"].is_string()) return body;
+    std::string url = j["url"].get<std::string>();
+    if (!internal::ParseEndpoint(url).ok()) return body;
+    std::string key = LoginSessions::Hash(url).substr(0, 16);
+    {
+      std::lock_guard<std::mutex> lock(storage_mu);
+      if (storage_urls.size() >= 256 && !storage_urls.count(key)) storage_urls.clear();
+      storage_urls[key] = url;
+    }
+    j["console_url"] = "/storage/" + key;
+    return j.dump();
+  }
+
+  void StorageRelay(std::shared_ptr<Exchange> const& ex) {
+    auto const& req = ex->request();
+    std::string key = req.path.substr(9);
+    std::string url;
+    {
+      std::lock_guard<std::mutex> lock(storage_mu);
+      auto it = storage_urls.find(key);
+      if (it != storage_urls.end()) url = it->second;
+    }
+    if (url.empty()) {
+      return Answer(ex, Problem(ps::ProblemType::kUrlNotFound,
+                                "No such transfer here (this webserver has not issued it, or "
+                                "restarted since); ask for the upload or download again."));
+    }
+    auto e = internal::ParseEndpoint(url);
+    if (!e.ok()) return Answer(ex, Problem(ps::ProblemType::kUrlNotFound, "No such transfer."));
+    TransportRequest t;
+    t.method = req.method;
+    t.origin = e->origin;
+    t.host = e->host;
+    t.target = e->base_path + (req.query.empty() ? "" : "?" + req.query);
+    t.body = req.body;
+    t.sign = false;
+    t.headers = ForwardedRequestHeaders(req.headers);
+    for (char const* h : {"range", "if-range"}) {
+      if (auto v = req.Header(h)) t.headers.emplace_back(h, std::string(*v));
+    }
+    auto answer = transport->Send(t);
+    if (answer.ok() && answer->body.size() > options.max_response_bytes) {
+      auto r = Problem(ps::ProblemType::kRequestTooLarge,
+                       "The file is larger than the console relays (" +
+                           std::to_string(options.max_response_bytes >> 20) +
+                           " MiB); download it with `bai vfolder download`.");
+      r.status = 502;
+      return Answer(ex, std::move(r));
+    }
+    RelayAnswer(ex, answer);
   }
 
   // A thread for a long-lived stream; false when stopping.
@@ -771,6 +919,7 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
       stopping = true;
     }
     if (http) http->Stop();
+    if (apps) apps->Stop();
     {
       std::lock_guard<std::mutex> lock(streams_mu);
       for (auto const& c : cancels) c->Cancel();
@@ -802,7 +951,7 @@ StatusOr<std::unique_ptr<WebServer>> WebServer::Start(WebServerOptions options,
   http.max_body_bytes = 1 << 20;
   std::size_t func_limit = impl->options.max_body_bytes;
   http.body_limit_for = [func_limit](std::string_view, std::string_view path) -> std::size_t {
-    return path.rfind("/func/", 0) == 0 ? func_limit : 0;
+    return path.rfind("/func/", 0) == 0 || path.rfind("/storage/", 0) == 0 ? func_limit : 0;
   };
   std::weak_ptr<Impl> weak = impl;
   auto server = server::HttpServer::Start(http, [weak](std::shared_ptr<Exchange> ex) {
@@ -810,6 +959,24 @@ StatusOr<std::unique_ptr<WebServer>> WebServer::Start(WebServerOptions options,
   });
   if (!server.ok()) return std::move(server).status();
   impl->http = *std::move(server);
+  if (impl->options.app_first_port > 0) {
+    AppPortsOptions a;
+    a.bind_address = impl->options.address;
+    a.advertised_host = impl->options.app_host;
+    a.first_port = impl->options.app_first_port;
+    a.last_port = impl->options.app_last_port;
+    a.tls = impl->options.secure_cookies;
+    a.max_body_bytes = impl->options.max_body_bytes;
+    a.max_response_bytes = impl->options.max_response_bytes;
+    impl->apps = std::make_unique<AppPorts>(
+        a,
+        [weak](std::string const& token,
+               std::string const& target) -> StatusOr<std::unique_ptr<WebSocketConnection>> {
+          auto self = weak.lock();
+          if (!self) return Status(StatusCode::kUnavailable, "the webserver is stopping");
+          return self->AppTunnel(token, target);
+        });
+  }
   return std::unique_ptr<WebServer>(new WebServer(std::move(impl)));
 }
 

@@ -36,6 +36,12 @@ struct WebServerOptions {
   int forward_threads = 16;                     ///< requests to managers in flight at once
   std::size_t max_body_bytes = 64u << 20;       ///< a larger /func request body gets 413
   std::size_t max_response_bytes = 256u << 20;  ///< a larger manager answer gets 502
+  /// Ports for apps opened from the console (app_ports.h), bound on `address`; 0 and 0: no
+  /// app launcher.
+  int app_first_port = 10200;
+  int app_last_port = 10299;
+  /// The host name browsers reach app ports at; empty: `address`.
+  std::string app_host;
 };
 
 class WebServer {

@@ -1,16 +1,18 @@
 // The console in a real browser: Debian's Chromium, headless, driven by puppeteer-core (no
 // browser download). Each step asserts what a user would see and saves a screenshot.
-//   node console.mjs URL EMAIL PASSWORD SHOTS_DIR [EVIL_URL]
+//   node console.mjs URL EMAIL PASSWORD SHOTS_DIR EVIL_URL APP_PORT WORK_DIR
 // EVIL_URL: a page on another origin (run.py serves it) that POSTs to the console without the
-// CSRF token; the step checks that nothing was made.
+// CSRF token; the step checks that nothing was made. APP_PORT: an HTTP app on this host, which
+// a session serves as a preopen port. WORK_DIR: for files to upload and downloads.
 import { createRequire } from 'node:module';
-import { mkdirSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const require = createRequire(new URL('../../console/package.json', import.meta.url));
 const puppeteer = require('puppeteer-core');
 
-const [url, email, password, shots, evil] = process.argv.slice(2);
+const [url, email, password, shots, evil, appPort, work] = process.argv.slice(2);
 mkdirSync(shots, { recursive: true });
 const browser = await puppeteer.launch({
   executablePath: process.env.BAI_CHROMIUM || '/usr/bin/chromium',
@@ -58,17 +60,42 @@ await step('signin', async () => {
   expect(new URL(page.url()).pathname === '/sessions', `at ${page.url()}`);
 });
 
+const running = (name) => page.waitForFunction((n) => {
+  const row = document.querySelector(`tr[data-session="${n}"] .status`);
+  return row && row.textContent === 'RUNNING';
+}, { timeout: 30000 }, name);
+
+async function startSession(name, { ports, command, mem } = {}) {
+  // The sessions page keeps its event stream open: the network never goes idle there.
+  if (new URL(page.url()).pathname !== '/sessions') await page.goto(url + 'sessions', { waitUntil: 'domcontentloaded' });
+  await page.waitForSelector('#sname');
+  await page.waitForFunction(() => document.querySelector('[data-fit]')?.textContent);
+  await page.type('#sname', name);
+  if (mem) {
+    await page.$eval('#mem', (e) => { e.value = ''; });
+    await page.type('#mem', mem);
+  }
+  if (ports || command) {
+    await page.click('button[aria-expanded]');
+    if (ports) await page.type('#preopen', ports);
+    if (command) {
+      await page.select('#kind', 'batch');
+      await page.waitForSelector('#command');
+      await page.type('#command', command);
+    }
+  }
+  await page.click('form[aria-label="Start a session"] button[type=submit]');
+}
+
 await step('session-running', async () => {
-  await page.type('#sname', 'browser-one');
-  await page.click('form[aria-label="Start a session"] button');
-  await page.waitForFunction(() => {
-    const row = document.querySelector('tr[data-session="browser-one"] .status');
-    return row && row.textContent === 'RUNNING';
-  }, { timeout: 30000 });
+  await page.waitForSelector('[data-fit]');
+  await page.waitForFunction(() => document.querySelector('[data-fit]').textContent.includes('Fits now'));
+  await startSession('browser-one', { mem: '512m' });
+  await running('browser-one');
 });
 
 await step('terminal', async () => {
-  await page.click('tr[data-session="browser-one"] a');
+  await page.click('tr[data-session="browser-one"] a[data-terminal-link]');
   await page.waitForSelector('[data-terminal-state="connected"]', { timeout: 15000 });
   await page.waitForSelector('.xterm-helper-textarea');
   await page.focus('.xterm-helper-textarea');
@@ -76,6 +103,125 @@ await step('terminal', async () => {
   await page.waitForFunction(
     () => (document.querySelector('.xterm-rows') || {}).innerText?.includes('hi-42'),
     { timeout: 15000 });
+});
+
+await step('terminal-tabs', async () => {
+  await page.click('[data-new-tab]');
+  await page.waitForFunction(() => document.querySelectorAll('[data-terminal]').length === 2);
+  await page.waitForSelector('[data-terminal-state="connected"]', { timeout: 15000 });
+  // The second tab is its own shell: what it prints is in its rows only.
+  await page.waitForFunction(() => document.querySelectorAll('.xterm-helper-textarea').length === 2);
+  const areas = await page.$$('.xterm-helper-textarea');
+  await areas[1].focus();
+  await page.keyboard.type('echo second-$((2*3))\n');
+  await page.waitForFunction(() => {
+    const terms = [...document.querySelectorAll('[data-terminal]')];
+    return terms[1].innerText.includes('second-6') && !terms[0].innerText.includes('second-6');
+  }, { timeout: 15000 });
+});
+
+await step('app', async () => {
+  await startSession('browser-app', { ports: appPort, mem: '256m' });
+  await running('browser-app');
+  await page.click('tr[data-session="browser-app"] td a');
+  await page.waitForSelector(`[data-app="${appPort}"]`, { timeout: 15000 });
+  const opened = new Promise((resolve) => browser.once('targetcreated', (t) => resolve(t)));
+  await page.click(`[data-app="${appPort}"]`);
+  const target = await opened;
+  const tab = await target.page();
+  await tab.waitForFunction(() => document.title === 'bai test app', { timeout: 20000 });
+  const seen = await tab.evaluate(() => ({ path: document.getElementById('path').textContent, cookies: document.getElementById('cookies').textContent, at: location.href }));
+  await tab.screenshot({ path: join(shots, 'app-tab.png') });
+  await tab.close();
+  expect(seen.path === '/', `the app saw path ${seen.path}`);
+  expect(!seen.cookies.includes('AIOHTTP_SESSION'), 'the console\'s login cookie reached the app');
+  expect(/^http:\/\/127\.0\.0\.1:212\d\d\/$/.test(seen.at), `the app opened at ${seen.at}`);
+});
+
+await step('logs-escape-html', async () => {
+  await startSession('browser-batch', { command: 'echo "<img src=x onerror=window.__xss=1>log-line"' });
+  await page.waitForFunction(() => {
+    const row = document.querySelector('tr[data-session="browser-batch"] .status');
+    return row && ['TERMINATED', 'RUNNING'].includes(row.textContent);
+  }, { timeout: 30000 });
+  await page.click('tr[data-session="browser-batch"] td a');
+  await page.waitForFunction(() => (document.querySelector('[data-logs]') || {}).textContent?.includes('log-line'), { timeout: 20000 });
+  const logs = await page.$eval('[data-logs]', (e) => e.textContent);
+  expect(logs.includes('<img src=x onerror=window.__xss=1>'), 'the log line is not shown as text');
+  expect(!(await page.evaluate(() => window.__xss)), 'a log line ran script');
+  expect(!(await page.$('[data-logs] img')), 'a log line became markup');
+});
+
+const big = join(work, 'twenty-mb.bin');
+writeFileSync(big, randomBytes(20 * 1024 * 1024));
+const bigSha = createHash('sha256').update(readFileSync(big)).digest('hex');
+
+await step('data-upload-resume', async () => {
+  await page.goto(url + 'data', { waitUntil: 'networkidle0' });
+  await page.type('#fname', 'browser-data');
+  await page.click('form[aria-label="Create a folder"] button');
+  await page.waitForSelector('tr[data-folder="browser-data"] a');
+  await page.click('tr[data-folder="browser-data"] a');
+  await page.waitForSelector('[data-upload]');
+  // A slow link, so that the reload comes mid-upload.
+  const cdp = await page.target().createCDPSession();
+  await cdp.send('Network.enable');
+  await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 20, downloadThroughput: -1, uploadThroughput: 4 * 1024 * 1024 });
+  const input = await page.$('[data-upload]');
+  await input.uploadFile(big);
+  await page.waitForFunction(() => {
+    const p = document.querySelector('[data-progress] progress');
+    return p && p.value >= 8 * 1024 * 1024;
+  }, { timeout: 60000 });
+  await page.reload({ waitUntil: 'networkidle0' });
+  await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
+  await page.waitForSelector('[data-pending-upload]');
+  const again = await page.$('[data-upload]');
+  await again.uploadFile(big);
+  await page.waitForSelector('[data-progress="done"]', { timeout: 60000 });
+  const line = await page.$eval('[data-progress]', (e) => e.textContent);
+  expect(/resumed at [1-9]/.test(line), `the upload started over: ${line}`);
+  await page.waitForSelector('tr[data-file="twenty-mb.bin"]');
+  const size = await page.$eval('tr[data-file="twenty-mb.bin"]', (e) => e.textContent);
+  expect(size.includes('20 MiB'), `listed as ${size}`);
+});
+
+await step('data-download', async () => {
+  const into = join(work, 'downloads');
+  mkdirSync(into, { recursive: true });
+  const cdp = await page.target().createCDPSession();
+  await cdp.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: into });
+  await page.click('tr[data-file="twenty-mb.bin"] [data-download]');
+  const file = join(into, 'twenty-mb.bin');
+  const deadline = Date.now() + 60000;
+  while (!(existsSync(file) && readdirSync(into).every((f) => !f.endsWith('.crdownload'))) && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  expect(existsSync(file), `no download in ${into}: ${readdirSync(into)}`);
+  const got = createHash('sha256').update(readFileSync(file)).digest('hex');
+  expect(got === bigSha, 'the download differs from the upload');
+});
+
+await step('file-names-escape-html', async () => {
+  const odd = join(work, '<img src=x onerror=window.__xss=2>.txt');
+  writeFileSync(odd, 'plain text\n<b>not bold</b>\n');
+  const input = await page.$('[data-upload]');
+  await input.uploadFile(odd);
+  await page.waitForSelector('[data-progress="done"]', { timeout: 30000 });
+  await page.waitForFunction(() => [...document.querySelectorAll('tr[data-file]')].some((r) => r.dataset.file.startsWith('<img')), { timeout: 15000 });
+  const row = await page.$('tr[data-file^="<img"] button.linkish');
+  await row.click();
+  await page.waitForSelector('[data-preview] pre');
+  const shown = await page.$eval('[data-preview] pre', (e) => e.textContent);
+  expect(shown.includes('<b>not bold</b>'), `preview: ${shown}`);
+  expect(!(await page.evaluate(() => window.__xss)), 'a file name ran script');
+  expect(!(await page.$('tr[data-file] img')), 'a file name became markup');
+  // Session names cannot carry markup at all: the manager refuses them.
+  const refused = await page.evaluate(async () => {
+    const r = await fetch('/func/session', { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-BackendAI-Version': 'v8.20240915' }, body: JSON.stringify({ name: '<b>x</b>', image: 'python' }) });
+    return r.status;
+  });
+  expect(refused === 403 || refused === 400, `a session name with markup: HTTP ${refused}`);
 });
 
 if (evil) {
@@ -93,10 +239,65 @@ if (evil) {
   });
 }
 
+const userEmail = 'browser-user@bai.local';
+const userPassword = 'a-long-browser-password';
+
+await step('admin-creates-user', async () => {
+  await page.goto(url + 'admin/policies', { waitUntil: 'networkidle0' });
+  await page.waitForSelector('#pname');
+  await page.$eval('#pname', (e) => { e.value = ''; });
+  await page.type('#pname', 'one-session');
+  await page.$eval('#maxs', (e) => { e.value = ''; });
+  await page.type('#maxs', '1');
+  await page.click('form[aria-label="Set a policy"] button');
+  await page.waitForSelector('tr[data-policy="one-session"]');
+  await page.goto(url + 'admin/users', { waitUntil: 'networkidle0' });
+  await page.type('#email', userEmail);
+  await page.type('#upass', userPassword);
+  await page.click('form[aria-label="Create a user"] button[type=submit]');
+  await page.waitForSelector(`tr[data-user="${userEmail}"]`);
+  await page.goto(url + 'admin/keypairs', { waitUntil: 'networkidle0' });
+  await page.waitForSelector(`tr[data-keypair-user="${userEmail}"] select`);
+  await page.select(`tr[data-keypair-user="${userEmail}"] select`, 'one-session');
+  await page.waitForFunction((e) => document.querySelector(`tr[data-keypair-user="${e}"]`).dataset.policy === 'one-session', {}, userEmail);
+});
+
+await step('admin-agents', async () => {
+  await page.goto(url + 'admin/agents', { waitUntil: 'networkidle0' });
+  await page.waitForSelector('[data-agent] table');
+  const t = await text();
+  expect(t.includes('browser-one'), 'the agent does not show what browser-one holds');
+});
+
+await step('usage', async () => {
+  await page.goto(url + 'usage', { waitUntil: 'networkidle0' });
+  await page.waitForSelector('figure.chart svg rect');
+  expect((await text()).includes('Sessions: peak'), 'no sessions chart');
+});
+
 await step('signout', async () => {
   await page.goto(url + 'sessions', { waitUntil: 'domcontentloaded' });
-  await page.waitForSelector('header button');
-  await page.click('header button');
+  await page.waitForSelector('[data-signout]');
+  await page.click('[data-signout]');
+  await page.waitForSelector('#username');
+});
+
+await step('new-user-signs-in-and-meets-the-policy', async () => {
+  await page.type('#username', userEmail);
+  await page.type('#password', userPassword);
+  await page.click('button[type=submit]');
+  await page.waitForFunction(() => document.body.innerText.includes('Start a session'));
+  expect(!(await text()).includes('Administration'), 'a user sees Administration');
+  await startSession('user-first', { mem: '256m' });
+  await running('user-first');
+  await startSession('user-second', { mem: '256m' });
+  await page.waitForFunction(() => {
+    const row = document.querySelector('tr[data-session="user-second"]');
+    return row && row.innerText.includes('limit 1');
+  }, { timeout: 30000 });
+  const why = await page.$eval('tr[data-session="user-second"]', (e) => e.innerText);
+  expect(why.includes('PENDING'), `user-second: ${why}`);
+  await page.click('[data-signout]');
   await page.waitForSelector('#username');
 });
 

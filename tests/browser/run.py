@@ -64,7 +64,8 @@ def main() -> int:
              "--images", "python,shell", "--dummy-prepare-ms", "50"],
             stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "agent.log"), "w")))
         w = subprocess.Popen([f"{binp}/bai-webserver", "--manager", manager, "--data-dir", data,
-                              "--listen", "127.0.0.1:0", "--static-dir", console],
+                              "--listen", "127.0.0.1:0", "--static-dir", console,
+                              "--app-ports", "21200-21299"],
                              stdout=subprocess.PIPE,
                              stderr=open(os.path.join(work, "webserver.log"), "w"), text=True)
         procs.append(w)
@@ -91,13 +92,34 @@ def main() -> int:
 
         evil = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Evil)
         threading.Thread(target=evil.serve_forever, daemon=True).start()
+
+        # An HTTP app a session serves (a simulated kernel's preopen ports are this host's): a
+        # page that assumes it is at the root, and what cookies reached it.
+        class App(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                body = ("<!doctype html><title>bai test app</title><h1>hello from the app</h1>"
+                        f"<p id=path>{self.path}</p><p id=cookies>{self.headers.get('Cookie', '')}"
+                        "</p>").encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        app = http.server.ThreadingHTTPServer(("127.0.0.1", 0), App)
+        threading.Thread(target=app.serve_forever, daemon=True).start()
         # The agent registers within a few seconds; the first session waits for it anyway.
         time.sleep(1)
         shots = os.path.join(build, "browser-shots")
         r = subprocess.run(["node", os.path.join(here, "console.mjs"), url,
                             creds["BAI_ADMIN_EMAIL"], creds["BAI_ADMIN_PASSWORD"], shots,
-                            f"http://127.0.0.1:{evil.server_address[1]}/"], timeout=240)
+                            f"http://127.0.0.1:{evil.server_address[1]}/",
+                            str(app.server_address[1]), work], timeout=400)
         evil.shutdown()
+        app.shutdown()
         print(f"screenshots: {shots}")
         return r.returncode
     finally:

@@ -8,6 +8,7 @@
 #include "server-reference/common/http/http_server.h"
 #include "server-reference/manager/state/bootstrap.h"
 #include "tests/testing_util/local_cluster.h"
+#include "tests/testing_util/raw_http.h"
 
 #include <arpa/inet.h>
 #include <gmock/gmock.h>
@@ -359,15 +360,8 @@ TEST_F(StreamTest, AdminsReachAUsersTerminalUnderTheUsualScoping) {
 class EchoServer {
  public:
   EchoServer() {
-    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    EXPECT_EQ(listen(fd_, 128), 0);
-    socklen_t len = sizeof a;
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
+    fd_ = testing_util::ListenLoopback(port_);
+    EXPECT_GE(fd_, 0);
     thread_ = std::thread([this] {
       while (true) {
         int c = accept(fd_, nullptr, nullptr);

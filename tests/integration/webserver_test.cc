@@ -10,8 +10,12 @@
 #include "tests/testing_util/local_cluster.h"
 #include "tests/testing_util/raw_http.h"
 
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <thread>
@@ -22,6 +26,51 @@ namespace {
 using nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::Not;
+
+// An HTTP app on this host (a simulated kernel's preopen ports are its host's): answers every
+// request with the request it received as its body, and tries to set the console's cookie.
+class EchoApp {
+ public:
+  EchoApp() {
+    fd_ = testing_util::ListenLoopback(port_);
+    EXPECT_GE(fd_, 0);
+    thread_ = std::thread([this] {
+      for (;;) {
+        int c = accept(fd_, nullptr, nullptr);
+        if (c < 0) return;
+        std::string got;
+        char buf[8192];
+        ssize_t n;
+        std::size_t want = std::string::npos;
+        while (got.size() < want && (n = read(c, buf, sizeof buf)) > 0) {
+          got.append(buf, static_cast<std::size_t>(n));
+          auto end = got.find("\r\n\r\n");
+          if (end != std::string::npos && want == std::string::npos) {
+            auto at = got.find("content-length: ");
+            want = end + 4 + (at < end ? std::stoul(got.substr(at + 16)) : 0);
+          }
+        }
+        std::string answer =
+            "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nSet-Cookie: AIOHTTP_SESSION=stolen\r\n"
+            "Set-Cookie: bai_app_permit_1=x\r\nX-App: yes\r\n\r\n" +
+            got;
+        (void)!write(c, answer.data(), answer.size());
+        close(c);
+      }
+    });
+  }
+  ~EchoApp() {
+    shutdown(fd_, SHUT_RDWR);
+    close(fd_);
+    thread_.join();
+  }
+  int port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+  std::thread thread_;
+};
 
 class WebServerTest : public testing_util::LocalCluster {
  protected:
@@ -49,6 +98,8 @@ class WebServerTest : public testing_util::LocalCluster {
     o.managers = {env_["BACKEND_ENDPOINT"]};
     o.static_dir = console;
     o.login_limits.failures_per_user = 3;
+    o.app_first_port = 20200;  // not make up's 10200-10299
+    o.app_last_port = 20299;
     auto w = webserver::WebServer::Start(o, *db_);
     ASSERT_TRUE(w.ok()) << w.status().message();
     web_ = *std::move(w);
@@ -257,6 +308,78 @@ TEST_F(WebServerTest, ATerminalRunsThroughTheWebserversWebSocket) {
   }
   EXPECT_THAT(seen, HasSubstr("hi-42"));
   (*ws)->Close(1000, "");
+}
+
+TEST_F(WebServerTest, AnAppOpensOnItsOwnPortOnlyWithItsPermitAndNeverSeesTheLoginCookie) {
+  EchoApp app;
+  auto [jar, csrf] = Login();
+  std::string app_name = std::to_string(app.port());
+  ASSERT_EQ(
+      Bai({"session", "create", "--name", "web-app", "--preopen", app_name, "python"}).exit_code,
+      0);
+  auto id = Session("web-app").value("sessionId", "");
+  ASSERT_FALSE(id.empty());
+  std::string own = "Origin: " + Origin();
+  auto body = json({{"session", id}, {"app", app_name}}).dump();
+  // Another site cannot open it with the user's cookie; a missing app is the manager's 404.
+  EXPECT_EQ(Call("POST", "/server/apps", body, {jar, "Origin: http://evil.example"}).status, 403);
+  auto missing = Call("POST", "/server/apps", json({{"session", id}, {"app", "nope"}}).dump(),
+                      {jar, own, "X-BAI-CSRF-Token: " + csrf});
+  EXPECT_EQ(missing.status, 404) << missing.body;
+  auto opened = Call("POST", "/server/apps", body, {jar, own, "X-BAI-CSRF-Token: " + csrf});
+  ASSERT_EQ(opened.status, 200) << opened.body;
+  std::string url = json::parse(opened.body).value("url", "");
+  // http://127.0.0.1:PORT/bai-app-setup?token=…
+  ASSERT_THAT(url, HasSubstr("/bai-app-setup?token="));
+  int port = std::stoi(url.substr(url.rfind(':') + 1));
+  EXPECT_GE(port, 20200);
+  EXPECT_LE(port, 20299);
+  std::string link = url.substr(url.find('/', 8));
+  auto get = [&](std::string const& target, std::string const& extra) {
+    return testing_util::RawHttp(port, "GET " + target +
+                                           " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+                                           "\r\n" + extra + "Connection: close\r\n\r\n");
+  };
+  // Without the permit (even with the login cookie): refused.
+  auto bare = get("/", jar + "\r\n");
+  EXPECT_EQ(bare.status, 403);
+  EXPECT_THAT(bare.body, HasSubstr("Open it from the session"));
+  // The link sets the permit once.
+  auto setup = get(link, "");
+  ASSERT_EQ(setup.status, 303) << setup.body;
+  EXPECT_EQ(setup.headers["location"], "/");
+  auto permit = setup.headers["set-cookie"];
+  EXPECT_THAT(permit, HasSubstr("bai_app_permit_" + std::to_string(port) + "="));
+  EXPECT_THAT(permit, HasSubstr("HttpOnly"));
+  EXPECT_THAT(permit, HasSubstr("SameSite=Strict"));
+  EXPECT_EQ(get(link, "").status, 403);  // used
+  std::string cookies = jar + "; theme=dark; " + permit.substr(0, permit.find(';'));
+  auto page = get("/notebooks/a.ipynb?x=1", cookies + "\r\n");
+  ASSERT_EQ(page.status, 200) << page.body;
+  EXPECT_EQ(page.headers["x-app"], "yes");
+  EXPECT_THAT(page.body, HasSubstr("GET /notebooks/a.ipynb?x=1 HTTP/1.0"));
+  EXPECT_THAT(page.body, HasSubstr("theme=dark"));
+  EXPECT_THAT(page.body, Not(HasSubstr("AIOHTTP_SESSION")));  // the login never reaches the app
+  EXPECT_THAT(page.body, Not(HasSubstr("bai_app_permit")));
+  EXPECT_THAT(page.headers["set-cookie"], Not(HasSubstr("AIOHTTP_SESSION")));
+  EXPECT_THAT(page.headers["set-cookie"], Not(HasSubstr("bai_app_permit")));
+  // A body goes through whole.
+  std::string form(100000, 'x');
+  auto posted =
+      testing_util::RawHttp(port, "POST /save HTTP/1.1\r\nHost: 127.0.0.1\r\n" + cookies +
+                                      "\r\nContent-Length: " + std::to_string(form.size()) +
+                                      "\r\nConnection: close\r\n\r\n" + form);
+  ASSERT_EQ(posted.status, 200) << posted.body.substr(0, 300);
+  EXPECT_THAT(posted.body, HasSubstr(form));
+  // Opening it again reuses the port; signing out closes it.
+  auto again = Call("POST", "/server/apps", body, {jar, own, "X-BAI-CSRF-Token: " + csrf});
+  ASSERT_EQ(again.status, 200);
+  EXPECT_THAT(json::parse(again.body).value("url", ""),
+              HasSubstr(":" + std::to_string(port) + "/"));
+  ASSERT_EQ(Call("POST", "/server/logout", "", {jar}).status, 200);
+  auto after = get("/", cookies + "\r\n");  // 403 until the port closes, then no answer
+  EXPECT_TRUE(after.status == 403 || after.status == 0) << after.status;
+  EXPECT_THAT(after.body, Not(HasSubstr("HTTP/1.0")));
 }
 
 TEST_F(WebServerTest, TheConsolesFilesAreServedWithTheirPolicyAndNothingOutside) {

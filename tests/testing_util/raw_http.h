@@ -17,6 +17,9 @@ struct RawResponse {
 /// one response (Content-Length or until close). For requests no well-behaved client would send.
 RawResponse RawHttp(int port, std::string const& request);
 
+/// A listening TCP socket on 127.0.0.1 at a free port (written to `port`), or -1.
+int ListenLoopback(int& port);
+
 /// A connected TCP socket to 127.0.0.1:`port` (receive timeout 10 s), or -1.
 int RawConnect(int port);
 

@@ -654,6 +654,11 @@ class Resolver {
       if (!group.empty() && a.row.scaling_group != group) continue;
       if (!status.empty() && a.status != status) continue;
       items.push_back(AgentObject(a));
+      if (auto const* c = f.Find("compute_containers")) {
+        auto containers = AgentContainers(a.row.id, ArgString(*c, "status"));
+        if (!containers.ok()) return containers.status();
+        items.back()["compute_containers"] = *std::move(containers);
+      }
     }
     if (f.name == "agent") return items.empty() ? json(nullptr) : items[0];
     if (f.name == "agents") return items;
@@ -691,6 +696,27 @@ class Resolver {
                  {"mem", mem}};
     json devices = {{"cpu_util", per_core}, {"mem", {{"root", mem}}}};
     return json{{"node", node}, {"devices", devices}}.dump();
+  }
+
+  // The kernels an agent holds (in `status`, or not yet ended): the console's allocation map.
+  StatusOr<json> AgentContainers(std::string const& agent_id, std::string const& status) {
+    ListQuery q;
+    q.limit = 10000;
+    Where(q, "k.agent_id = ?", agent_id);
+    if (!status.empty()) {
+      Where(q, "k.status = ?", internal::AsciiUpper(status));
+    } else {
+      q.where.push_back("k.status NOT IN ('TERMINATED', 'CANCELLED', 'ERROR')");
+    }
+    auto page = sessions_.ListKernels(q);
+    if (!page.ok()) return page.status();
+    json out = json::array();
+    for (auto const& k : page->rows) {
+      auto s = sessions_.Get(k.session_id);
+      if (!s.ok()) return s.status();
+      if (*s) out.push_back(ContainerObject(k, **s));
+    }
+    return out;
   }
 
   static json AgentObject(AgentRecord const& a) {

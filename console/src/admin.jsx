@@ -1,0 +1,269 @@
+// Administration (admins and superadmins): users, keypairs, resource policies, projects,
+// domains, resource groups, agents with what each session holds, images.
+import { useState } from 'preact/hooks';
+import { gql } from './api.js';
+import { ErrorText, Link, bytes, slots, useLoad, useSubmit } from './ui.jsx';
+
+const TABS = [['users', 'Users'], ['keypairs', 'Keypairs'], ['policies', 'Policies'], ['agents', 'Agents'],
+  ['images', 'Images'], ['organization', 'Projects and domains']];
+
+export function Admin({ tab, who }) {
+  const current = TABS.find(([k]) => k === tab) ? tab : 'users';
+  return (
+    <section>
+      <nav class="tabs" aria-label="Administration">
+        {TABS.map(([k, label]) => <Link key={k} href={`/admin/${k}`} aria-current={k === current ? 'page' : undefined}>{label}</Link>)}
+      </nav>
+      {current === 'users' && <Users />}
+      {current === 'keypairs' && <Keypairs />}
+      {current === 'policies' && <Policies />}
+      {current === 'agents' && <Agents superadmin={who.role === 'superadmin'} />}
+      {current === 'images' && <Images />}
+      {current === 'organization' && <Organization />}
+    </section>
+  );
+}
+
+// Runs a mutation; its {ok, msg} refusal becomes an error with the server's words.
+async function mutate(query, variables, field) {
+  const d = await gql(query, variables);
+  const r = d[field];
+  if (r && r.ok === false) throw new Error(r.msg || 'Refused.');
+  return r;
+}
+
+function Users() {
+  const users = useLoad(() => gql('{users{email username full_name role status domain_name resource_policy} groups{id name}}'));
+  const projects = users.data?.groups || [];
+  const create = useSubmit(async (form, element) => {
+    await mutate(`mutation($email:String!,$props:UserInput!){create_user(email:$email,props:$props){ok msg}}`, {
+      email: form.get('email'),
+      props: {
+        username: form.get('uname') || form.get('email').split('@')[0], password: form.get('upass'),
+        need_password_change: Boolean(form.get('mustchange')), role: form.get('role'), status: 'active',
+        is_active: true, domain_name: 'default', full_name: form.get('full') || '',
+        group_ids: form.get('project') ? [form.get('project')] : [],
+      },
+    }, 'create_user');
+    element.reset();
+    users.reload();
+    return '';
+  });
+  async function setStatus(email, status) {
+    await mutate(`mutation($email:String!,$props:ModifyUserInput!){modify_user(email:$email,props:$props){ok msg}}`,
+      { email, props: { status, is_active: status === 'active' } }, 'modify_user');
+    users.reload();
+  }
+  const [error, setError] = useState('');
+  return (
+    <>
+      <form class="card" onSubmit={create.submit} aria-label="Create a user">
+        <h2>Create a user</h2>
+        <div class="row">
+          <div><label for="email">Email</label><input id="email" name="email" type="email" required /></div>
+          <div><label for="uname">User name</label><input id="uname" name="uname" /></div>
+          <div><label for="full">Full name</label><input id="full" name="full" /></div>
+        </div>
+        <div class="row">
+          <div><label for="upass">Password</label><input id="upass" name="upass" type="password" autocomplete="new-password" required minLength="8" /></div>
+          <div>
+            <label for="role">Role</label>
+            <select id="role" name="role"><option value="user">user</option><option value="admin">admin (of the domain)</option><option value="superadmin">superadmin</option></select>
+          </div>
+          <div>
+            <label for="project">Project</label>
+            <select id="project" name="project">{projects.map((g) => <option key={g.id} value={g.id} selected={g.name === 'default'}>{g.name}</option>)}<option value="">none</option></select>
+          </div>
+          <div><label class="inline"><input type="checkbox" name="mustchange" /> must change the password at first sign-in</label></div>
+          <div><button type="submit" disabled={create.busy}>Create</button></div>
+        </div>
+        <ErrorText error={create.error} />
+      </form>
+      <div class="card">
+        <h2>Users</h2>
+        <ErrorText error={users.error || error} />
+        <table>
+          <thead><tr><th>Email</th><th class="hide-narrow">Name</th><th>Role</th><th>Status</th><th class="hide-narrow">Policy</th><th></th></tr></thead>
+          <tbody>
+            {(users.data?.users || []).map((u) => (
+              <tr key={u.email} data-user={u.email}>
+                <td>{u.email}</td><td class="hide-narrow">{u.full_name || u.username}</td><td>{u.role}</td><td>{u.status}</td><td class="hide-narrow">{u.resource_policy}</td>
+                <td>{u.status === 'active'
+                  ? <button type="button" class="secondary" onClick={() => setStatus(u.email, 'inactive').catch((e) => setError(e.message))}>Deactivate</button>
+                  : <button type="button" class="secondary" onClick={() => setStatus(u.email, 'active').catch((e) => setError(e.message))}>Activate</button>}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </>
+  );
+}
+
+function Keypairs() {
+  const keys = useLoad(() => gql('{keypairs{access_key user_id is_active is_admin resource_policy created_at} keypair_resource_policies{name}}'));
+  const [made, setMade] = useState(null);
+  const [error, setError] = useState('');
+  const policies = (keys.data?.keypair_resource_policies || []).map((p) => p.name);
+  async function setPolicy(access_key, resource_policy) {
+    setError('');
+    try {
+      await mutate(`mutation($k:String!,$p:ModifyKeyPairInput!){modify_keypair(access_key:$k,props:$p){ok msg}}`, { k: access_key, p: { resource_policy } }, 'modify_keypair');
+    } catch (e) { setError(e.message); }
+    keys.reload();
+  }
+  const create = useSubmit(async (form) => {
+    const r = await mutate(`mutation($u:String!,$p:KeyPairInput!){create_keypair(user_id:$u,props:$p){ok msg keypair{access_key secret_key}}}`,
+      { u: form.get('owner'), p: { resource_policy: form.get('kpolicy') || 'default', rate_limit: 30000, is_active: true } }, 'create_keypair');
+    setMade(r.keypair);
+    keys.reload();
+    return '';
+  });
+  return (
+    <>
+      <form class="card" onSubmit={create.submit} aria-label="Create a keypair">
+        <h2>Create a keypair</h2>
+        <div class="row">
+          <div><label for="owner">For the user (email)</label><input id="owner" name="owner" type="email" required /></div>
+          <div><label for="kpolicy">Resource policy</label><input id="kpolicy" name="kpolicy" defaultValue="default" /></div>
+          <div><button type="submit" disabled={create.busy}>Create</button></div>
+        </div>
+        <ErrorText error={create.error} />
+        {made && (
+          <div class="notice" role="status" data-secret>
+            <p><strong>Copy the secret key now: it is not shown again.</strong></p>
+            <p>Access key: <code>{made.access_key}</code><br />Secret key: <code>{made.secret_key}</code></p>
+            <button type="button" class="secondary" onClick={() => setMade(null)}>I have copied it</button>
+          </div>
+        )}
+      </form>
+      <div class="card">
+        <h2>Keypairs</h2>
+        <ErrorText error={keys.error || error} />
+        <table>
+          <thead><tr><th>Access key</th><th>User</th><th>Active</th><th>Policy</th></tr></thead>
+          <tbody>{(keys.data?.keypairs || []).map((k) => (
+            <tr key={k.access_key} data-keypair-user={k.user_id} data-policy={k.resource_policy}>
+              <td><code>{k.access_key}</code></td><td>{k.user_id}</td><td>{k.is_active ? 'yes' : 'no'}</td>
+              <td><select aria-label={`Policy of ${k.access_key}`} value={k.resource_policy} onChange={(e) => setPolicy(k.access_key, e.target.value)}>
+                {policies.map((p) => <option key={p} value={p}>{p}</option>)}
+              </select></td>
+            </tr>
+          ))}</tbody>
+        </table>
+      </div>
+    </>
+  );
+}
+
+function Policies() {
+  const list = useLoad(() => gql('{keypair_resource_policies{name total_resource_slots max_concurrent_sessions max_session_lifetime idle_timeout max_pending_session_count}}'));
+  const save = useSubmit(async (form) => {
+    const name = form.get('pname');
+    const props = { max_concurrent_sessions: Number(form.get('maxs')) };
+    const exists = (list.data?.keypair_resource_policies || []).some((p) => p.name === name);
+    if (exists) {
+      await mutate(`mutation($n:String!,$p:ModifyKeyPairResourcePolicyInput!){modify_keypair_resource_policy(name:$n,props:$p){ok msg}}`, { n: name, p: props }, 'modify_keypair_resource_policy');
+    } else {
+      await mutate(`mutation($n:String!,$p:CreateKeyPairResourcePolicyInput!){create_keypair_resource_policy(name:$n,props:$p){ok msg}}`,
+        { n: name, p: props }, 'create_keypair_resource_policy');
+    }
+    list.reload();
+    return '';
+  });
+  return (
+    <>
+      <form class="card" onSubmit={save.submit} aria-label="Set a policy">
+        <h2>Set a keypair policy</h2>
+        <div class="row">
+          <div><label for="pname">Policy name</label><input id="pname" name="pname" required defaultValue="default" /></div>
+          <div><label for="maxs">Sessions at once</label><input id="maxs" name="maxs" type="number" min="0" required defaultValue="5" /></div>
+          <div><button type="submit" disabled={save.busy}>Save</button></div>
+        </div>
+        <ErrorText error={save.error} />
+      </form>
+      <div class="card">
+        <h2>Keypair policies</h2>
+        <ErrorText error={list.error} />
+        <table>
+          <thead><tr><th>Name</th><th>Sessions at once</th><th>Total resources</th><th class="hide-narrow">Idle timeout</th></tr></thead>
+          <tbody>{(list.data?.keypair_resource_policies || []).map((p) => <tr key={p.name} data-policy={p.name}><td>{p.name}</td><td>{p.max_concurrent_sessions || 'no limit'}</td><td>{slots(p.total_resource_slots) || 'no limit'}</td><td class="hide-narrow">{p.idle_timeout ? `${p.idle_timeout} s` : 'none'}</td></tr>)}</tbody>
+        </table>
+      </div>
+    </>
+  );
+}
+
+// Agents, and on each what every running session holds: the allocation map operators and
+// users ask for (which session has which GPU shares).
+function Agents() {
+  const list = useLoad(() => gql('{agents{id status scaling_group addr available_slots occupied_slots compute_containers(status:"RUNNING"){session_id image occupied_slots}}}'));
+  const sessions = useLoad(() => gql('query{compute_session_list(limit:1000,offset:0,status:"RUNNING"){items{id name user_email}}}').catch(() => null));
+  const names = Object.fromEntries((sessions.data?.compute_session_list?.items || []).map((s) => [s.id, s]));
+  return (
+    <div class="card">
+      <h2>Agents</h2>
+      <ErrorText error={list.error} />
+      {(list.data?.agents || []).map((a) => {
+        const avail = JSON.parse(a.available_slots || '{}');
+        const used = JSON.parse(a.occupied_slots || '{}');
+        return (
+          <div class="agent" key={a.id} data-agent={a.id}>
+            <h3>{a.id} <span class={`status ${a.status}`}>{a.status}</span> <span class="muted">{a.scaling_group} · {a.addr}</span></h3>
+            <div class="bars">
+              {Object.keys(avail).map((k) => {
+                const total = Number(avail[k]);
+                const taken = Number(used[k] || 0);
+                return (
+                  <div class="bar" key={k}>
+                    <span class="label">{k}</span>
+                    <meter min="0" max={total || 1} value={taken} />
+                    <span class="muted">{k === 'mem' ? `${bytes(taken)} of ${bytes(total)}` : `${taken} of ${total}`}</span>
+                  </div>
+                );
+              })}
+            </div>
+            {(a.compute_containers || []).length > 0 && (
+              <table>
+                <thead><tr><th>Session</th><th>User</th><th>Holds</th></tr></thead>
+                <tbody>{a.compute_containers.map((c) => (
+                  <tr key={c.session_id}><td>{names[c.session_id]?.name || c.session_id}</td><td>{names[c.session_id]?.user_email || ''}</td><td>{slots(c.occupied_slots)}</td></tr>
+                ))}</tbody>
+              </table>
+            )}
+          </div>
+        );
+      })}
+    </div>
+  );
+}
+
+function Images() {
+  const list = useLoad(() => gql('{images{name tag architecture registry installed}}'));
+  return (
+    <div class="card">
+      <h2>Images</h2>
+      <ErrorText error={list.error} />
+      <table>
+        <thead><tr><th>Image</th><th>Architecture</th><th>Installed</th></tr></thead>
+        <tbody>{(list.data?.images || []).map((i) => <tr key={`${i.name}:${i.tag}`}><td>{i.name}:{i.tag}</td><td>{i.architecture}</td><td>{i.installed ? 'yes' : 'no'}</td></tr>)}</tbody>
+      </table>
+    </div>
+  );
+}
+
+function Organization() {
+  const d = useLoad(() => gql('{domains{name is_active} groups{name domain_name is_active} scaling_groups{name is_active}}'));
+  return (
+    <div class="card">
+      <h2>Domains, projects and resource groups</h2>
+      <ErrorText error={d.error} />
+      <div class="row">
+        <div><h3>Domains</h3><ul>{(d.data?.domains || []).map((x) => <li key={x.name}>{x.name}{x.is_active ? '' : ' (inactive)'}</li>)}</ul></div>
+        <div><h3>Projects</h3><ul>{(d.data?.groups || []).map((x) => <li key={x.domain_name + x.name}>{x.name} <span class="muted">({x.domain_name})</span></li>)}</ul></div>
+        <div><h3>Resource groups</h3><ul>{(d.data?.scaling_groups || []).map((x) => <li key={x.name}>{x.name}{x.is_active ? '' : ' (inactive)'}</li>)}</ul></div>
+      </div>
+      <p class="muted">To create or change these, use <code>bai admin</code> (domains, projects, resource groups).</p>
+    </div>
+  );
+}

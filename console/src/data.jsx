@@ -1,0 +1,282 @@
+// Data: folders (create, rename, share, usage) and a folder's files (browse, mkdir, move,
+// delete, preview, resumable uploads, downloads). Transfers go through the webserver's storage
+// relay (the ticket's console_url): a page may only talk to its own origin.
+import { useRef, useState } from "preact/hooks";
+import { explain, func } from './api.js';
+import { ErrorText, Link, bytes, go, useLoad, useSubmit } from './ui.jsx';
+
+export function Folders() {
+  const list = useLoad(() => func('GET', '/folders'));
+  const create = useSubmit(async (form, element) => {
+    const body = { name: form.get('fname') };
+    if (form.get('quota')) body.quota = form.get('quota');
+    await func('POST', '/folders', body);
+    element.reset();
+    list.reload();
+    return '';
+  });
+  const folders = list.data || [];
+  return (
+    <section>
+      <form class="card" onSubmit={create.submit} aria-label="Create a folder">
+        <h2>Create a folder</h2>
+        <div class="row">
+          <div><label for="fname">Name</label><input id="fname" name="fname" required pattern="[A-Za-z0-9_.\-]{1,64}" title="Letters, digits, _ . - (up to 64)" /></div>
+          <div><label for="quota">Quota (optional)</label><input id="quota" name="quota" placeholder="10g" /></div>
+          <div><button type="submit" disabled={create.busy}>{create.busy ? 'Creating…' : 'Create'}</button></div>
+        </div>
+        <ErrorText error={create.error} />
+      </form>
+      <div class="card">
+        <h2>Folders</h2>
+        <ErrorText error={list.error} />
+        {list.loading && !list.data && <p class="muted">Loading…</p>}
+        {list.data && folders.length === 0 && <p class="muted">No folders yet. Create one above; mount it in a session to keep files after the session ends.</p>}
+        {folders.length > 0 && (
+          <table>
+            <thead><tr><th>Name</th><th class="hide-narrow">Host</th><th>Access</th><th class="hide-narrow">Owner</th></tr></thead>
+            <tbody>
+              {folders.map((f) => (
+                <tr key={f.id} data-folder={f.name}>
+                  <td><Link href={`/data/${encodeURIComponent(f.name)}`}>{f.name}</Link></td>
+                  <td class="hide-narrow">{f.host}</td>
+                  <td>{f.permission === 'ro' ? 'read-only' : f.permission === 'wd' ? 'read, write, delete' : f.permission === 'rw' ? 'read, write' : f.permission}{f.is_owner ? '' : ' (shared with you)'}</td>
+                  <td class="hide-narrow">{f.ownership_type === 'group' ? 'project' : 'you'}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+      </div>
+    </section>
+  );
+}
+
+const join = (dir, name) => (dir ? `${dir}/${name}` : name);
+
+// Where an upload stands across page reloads: the file's identity and the folder path. A new
+// ticket for the same path and size resumes the upload the storage proxy kept.
+const JOURNAL = 'bai-uploads';
+function journal() {
+  try { return JSON.parse(localStorage.getItem(JOURNAL) || '{}'); } catch { return {}; }
+}
+function journalKey(folder, path, file) { return `${folder}\n${path}\n${file.size}\n${file.lastModified}`; }
+function remember(key, value) {
+  const j = journal();
+  if (value) j[key] = value; else delete j[key];
+  localStorage.setItem(JOURNAL, JSON.stringify(j));
+}
+
+const CHUNK = 8 * 1024 * 1024;
+
+// Uploads `file` to `path` of `folder` with tus, reporting (sent, total); resumes an upload
+// this browser started (and a reload cut short).
+async function upload(folder, path, file, onProgress, signal) {
+  const key = journalKey(folder, path, file);
+  const resuming = Boolean(journal()[key]);
+  remember(key, { started: Date.now() });
+  const ticket = await func('POST', `/folders/${encodeURIComponent(folder)}/request-upload`, { path, size: file.size, restart: !resuming });
+  const target = `${ticket.console_url}?token=${encodeURIComponent(ticket.token)}`;
+  const tus = { 'Tus-Resumable': '1.0.0' };
+  let offset = 0;
+  if (resuming) {
+    const head = await fetch(target, { method: 'HEAD', headers: tus });
+    if (head.ok) offset = Number(head.headers.get('Upload-Offset') || 0);
+  }
+  const resumedAt = offset;
+  onProgress(offset, file.size, resumedAt);
+  while (offset < file.size || file.size === 0) {
+    const chunk = file.slice(offset, Math.min(file.size, offset + CHUNK));
+    const r = await fetch(target, {
+      method: 'PATCH',
+      headers: { ...tus, 'Upload-Offset': String(offset), 'Content-Type': 'application/offset+octet-stream' },
+      body: chunk,
+      signal,
+    });
+    if (r.status !== 204) {
+      let msg = `HTTP ${r.status}`;
+      try { const b = await r.json(); msg = b.msg || b.detail || b.title || msg; } catch { /* keep */ }
+      throw new Error(`${msg}. Choose the file again to resume.`);
+    }
+    offset = Number(r.headers.get('Upload-Offset'));
+    onProgress(offset, file.size, resumedAt);
+    if (file.size === 0) break;
+  }
+  remember(key, null);
+  return resumedAt;
+}
+
+async function downloadTicket(folder, path) {
+  const t = await func('POST', `/folders/${encodeURIComponent(folder)}/request-download`, { path });
+  return `${t.console_url}?token=${encodeURIComponent(t.token)}`;
+}
+
+export function FolderView({ name, dir }) {
+  const files = useLoad(() => func('GET', `/folders/${encodeURIComponent(name)}/files?path=${encodeURIComponent(dir || '.')}`), [name, dir]);
+  const [error, setError] = useState('');
+  const [progress, setProgress] = useState(null);
+  const [preview, setPreview] = useState(null);
+  const abort = useRef(null);
+  const pending = Object.keys(journal()).filter((k) => k.startsWith(`${name}\n`)).map((k) => k.split('\n')[1]);
+  const there = (p) => `/data/${encodeURIComponent(name)}${p ? `/${p.split('/').map(encodeURIComponent).join('/')}` : ''}`;
+  async function act(work) {
+    setError('');
+    try { await work(); files.reload(); } catch (err) { setError(explain(err)); }
+  }
+  const mkdir = useSubmit(async (form, element) => {
+    await func('POST', `/folders/${encodeURIComponent(name)}/mkdir`, { path: join(dir, form.get('dirname')), parents: true, exist_ok: false });
+    element.reset();
+    files.reload();
+    return '';
+  });
+  async function onFiles(e) {
+    const chosen = [...e.target.files];
+    e.target.value = '';
+    setError('');
+    for (const file of chosen) {
+      const path = join(dir, file.name);
+      abort.current = new AbortController();
+      try {
+        const resumedAt = await upload(name, path, file, (sent, total, from) => setProgress({ file: file.name, sent, total, from }), abort.current.signal);
+        setProgress({ file: file.name, sent: file.size, total: file.size, from: resumedAt, done: true });
+      } catch (err) {
+        setError(err.name === 'AbortError' ? `Upload of ${file.name} paused. Choose the file again to resume.` : `${file.name}: ${explain(err)}`);
+        break;
+      }
+    }
+    files.reload();
+  }
+  async function download(item) {
+    await act(async () => {
+      const a = document.createElement('a');
+      a.href = await downloadTicket(name, join(dir, item.name));
+      a.download = item.name;
+      document.body.appendChild(a);
+      a.click();
+      a.remove();
+    });
+  }
+  async function show(item) {
+    await act(async () => {
+      const r = await fetch(await downloadTicket(name, join(dir, item.name)));
+      if (!r.ok) throw new Error(`HTTP ${r.status}`);
+      const blob = await r.blob();
+      if (/\.(png|jpe?g|gif|webp|svg)$/i.test(item.name)) {
+        setPreview({ name: item.name, image: URL.createObjectURL(blob) });
+      } else {
+        const text = await blob.slice(0, 1 << 20).text();
+        setPreview({ name: item.name, text: text + (blob.size > 1 << 20 ? '\n… (the first MiB)' : '') });
+      }
+    });
+  }
+  async function rename(item) {
+    const to = prompt(`New name (or path inside ${name}) for ${item.name}:`, item.name);
+    if (!to || to === item.name) return;
+    await act(() => (to.includes('/')
+      ? func('POST', `/folders/${encodeURIComponent(name)}/move-file`, { src: join(dir, item.name), dst: to })
+      : func('POST', `/folders/${encodeURIComponent(name)}/rename-file`, { target_path: join(dir, item.name), new_name: to })));
+  }
+  async function remove(item) {
+    if (!confirm(`Delete ${item.name}${item.type === 'DIRECTORY' ? ' and everything in it' : ''}? This cannot be undone.`)) return;
+    await act(() => func('POST', `/folders/${encodeURIComponent(name)}/delete-files`, { files: [join(dir, item.name)], recursive: true }));
+  }
+  const items = files.data?.items || [];
+  const parts = dir ? dir.split('/') : [];
+  return (
+    <section>
+      <div class="card">
+        <h2>
+          <Link href="/data">Folders</Link> / <Link href={there('')}>{name}</Link>
+          {parts.map((p, i) => <span key={i}> / <Link href={there(parts.slice(0, i + 1).join('/'))}>{p}</Link></span>)}
+        </h2>
+        <div class="row">
+          <div>
+            <label for="upload">Upload files</label>
+            <input id="upload" type="file" multiple onChange={onFiles} data-upload />
+          </div>
+          <form class="row" onSubmit={mkdir.submit} aria-label="New folder">
+            <div><label for="dirname">New directory</label><input id="dirname" name="dirname" required /></div>
+            <div><button type="submit" class="secondary" disabled={mkdir.busy}>Make</button></div>
+          </form>
+        </div>
+        {pending.length > 0 && !progress && <p class="muted" data-pending-upload>Unfinished upload{pending.length > 1 ? 's' : ''}: {pending.join(', ')}. Choose the same file again to resume where it stopped.</p>}
+        {progress && (
+          <div data-progress={progress.done ? 'done' : 'running'}>
+            <progress max={progress.total || 1} value={progress.sent} />
+            <span> {progress.file}: {bytes(progress.sent)} of {bytes(progress.total)}{progress.from > 0 ? ` (resumed at ${bytes(progress.from)})` : ''}{progress.done ? ', done' : ''}</span>
+            {!progress.done && <button type="button" class="secondary" onClick={() => abort.current?.abort()}>Pause</button>}
+          </div>
+        )}
+        <ErrorText error={files.error || mkdir.error || error} />
+      </div>
+      <div class="card">
+        {files.loading && !files.data && <p class="muted">Loading…</p>}
+        {files.data && items.length === 0 && <p class="muted">Empty. Upload files or make a directory.</p>}
+        {items.length > 0 && (
+          <table>
+            <thead><tr><th>Name</th><th>Size</th><th class="hide-narrow">Modified</th><th></th></tr></thead>
+            <tbody>
+              {items.map((f) => (
+                <tr key={f.name} data-file={f.name}>
+                  <td>{f.type === 'DIRECTORY'
+                    ? <Link href={there(join(dir, f.name))}>{f.name}/</Link>
+                    : <button type="button" class="linkish" onClick={() => show(f)}>{f.name}</button>}</td>
+                  <td>{f.type === 'DIRECTORY' ? '' : bytes(f.size)}</td>
+                  <td class="hide-narrow">{f.modified ? new Date(f.modified).toLocaleString() : ''}</td>
+                  <td class="actions">
+                    {f.type !== 'DIRECTORY' && <button type="button" class="secondary" onClick={() => download(f)} data-download>Download</button>}
+                    <button type="button" class="secondary" onClick={() => rename(f)}>Rename</button>
+                    <button type="button" class="secondary" onClick={() => remove(f)}>Delete</button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+      </div>
+      {preview && (
+        <div class="card" data-preview>
+          <h3>{preview.name} <button type="button" class="secondary" onClick={() => setPreview(null)}>Close</button></h3>
+          {preview.image ? <img src={preview.image} alt={preview.name} class="preview" /> : <pre class="logs">{preview.text}</pre>}
+        </div>
+      )}
+      <FolderSharing name={name} />
+    </section>
+  );
+}
+
+function FolderSharing({ name }) {
+  const invite = useSubmit(async (form, element) => {
+    const emails = String(form.get('emails')).split(/[\s,]+/).filter(Boolean);
+    const r = await func('POST', `/folders/${encodeURIComponent(name)}/invite`, { perm: form.get('perm'), emails });
+    element.reset();
+    const sent = r?.invited_ids?.length ?? emails.length;
+    return sent ? '' : 'Nobody was invited: check the addresses.';
+  });
+  const rename = useSubmit(async (form) => {
+    await func('POST', `/folders/${encodeURIComponent(name)}/rename`, { new_name: form.get('newname') });
+    go(`/data/${encodeURIComponent(form.get('newname'))}`);
+    return '';
+  });
+  return (
+    <div class="card">
+      <h3>Share and rename</h3>
+      <form class="row" onSubmit={invite.submit} aria-label="Invite">
+        <div><label for="emails">Invite by email</label><input id="emails" name="emails" required placeholder="ana@example.com, bo@example.com" /></div>
+        <div>
+          <label for="perm">They may</label>
+          <select id="perm" name="perm"><option value="ro">read</option><option value="rw">read and write</option><option value="wd">read, write, delete</option></select>
+        </div>
+        <div><button type="submit" class="secondary" disabled={invite.busy}>Invite</button></div>
+      </form>
+      <ErrorText error={invite.error} />
+      <form class="row" onSubmit={rename.submit} aria-label="Rename folder">
+        <div><label for="newname">Rename to</label><input id="newname" name="newname" required pattern="[A-Za-z0-9_.\-]{1,64}" /></div>
+        <div><button type="submit" class="secondary" disabled={rename.busy}>Rename</button></div>
+      </form>
+      <ErrorText error={rename.error} />
+    </div>
+  );
+}
+
+

@@ -1,0 +1,81 @@
+// Usage: one's own (and, for superadmins, everyone's) sessions and resources over a period,
+// as charts and as CSV.
+import { useState } from 'preact/hooks';
+import { func } from './api.js';
+import { ErrorText, bytes, saveBlob, useLoad } from './ui.jsx';
+
+const PERIODS = [['1', 'Last 24 hours'], ['7', 'Last 7 days'], ['30', 'Last 30 days']];
+const SERIES = [['num_sessions', 'Sessions', (v) => String(v)], ['cpu_allocated', 'CPU cores', (v) => v.toFixed(1)],
+  ['mem_allocated', 'Memory', (v) => bytes(v)], ['gpu_allocated', 'GPU', (v) => v.toFixed(2)]];
+
+// Bins (15 minutes each) summed into at most 96 bars.
+function bars(bins, key) {
+  const group = Math.max(1, Math.ceil(bins.length / 96));
+  const out = [];
+  for (let i = 0; i < bins.length; i += group) {
+    const part = bins.slice(i, i + group);
+    const v = part.reduce((m, b) => Math.max(m, Number(b[key]?.value ?? 0)), 0);
+    out.push({ at: part[0].date, v });
+  }
+  return out;
+}
+
+function Chart({ data, label, format }) {
+  const max = Math.max(1e-9, ...data.map((d) => d.v));
+  const w = 960;
+  const h = 120;
+  const bw = w / Math.max(1, data.length);
+  return (
+    <figure class="chart">
+      <figcaption>{label}: peak {format(max === 1e-9 ? 0 : max)}</figcaption>
+      <svg viewBox={`0 0 ${w} ${h}`} role="img" aria-label={`${label} over the period`} preserveAspectRatio="none">
+        {data.map((d, i) => (
+          <rect key={i} x={i * bw} y={h - (d.v / max) * h} width={Math.max(1, bw - 1)} height={(d.v / max) * h} fill="#2458d6">
+            <title>{`${new Date(d.at * 1000).toLocaleString()}: ${format(d.v)}`}</title>
+          </rect>
+        ))}
+      </svg>
+    </figure>
+  );
+}
+
+function csv(rows) {
+  const cell = (v) => (/[",\n]/.test(String(v)) ? `"${String(v).replace(/"/g, '""')}"` : String(v));
+  return rows.map((r) => r.map(cell).join(',')).join('\n') + '\n';
+}
+
+export function Usage({ who }) {
+  const admin = who.role === 'superadmin';
+  const [scope, setScope] = useState('user');
+  const [days, setDays] = useState('7');
+  const stats = useLoad(() => func('GET', `/resource/stats/${scope}/month`), [scope]);
+  const all = Array.isArray(stats.data) ? stats.data : [];
+  const since = Date.now() / 1000 - Number(days) * 86400;
+  const bins = all.filter((b) => Number(b.date) >= since);
+  function exportCsv() {
+    const rows = [['time', ...SERIES.map(([k]) => k)]];
+    for (const b of bins) rows.push([new Date(b.date * 1000).toISOString(), ...SERIES.map(([k]) => b[k]?.value ?? 0)]);
+    saveBlob(new Blob([csv(rows)], { type: 'text/csv' }), `bai-usage-${scope}-${days}d.csv`);
+  }
+  return (
+    <section class="card">
+      <h2>Usage</h2>
+      <div class="row">
+        <div>
+          <label for="period">Period</label>
+          <select id="period" value={days} onChange={(e) => setDays(e.target.value)}>{PERIODS.map(([v, l]) => <option key={v} value={v}>{l}</option>)}</select>
+        </div>
+        {admin && (
+          <div>
+            <label for="scope">Whose</label>
+            <select id="scope" value={scope} onChange={(e) => setScope(e.target.value)}><option value="user">Mine</option><option value="admin">Everyone's</option></select>
+          </div>
+        )}
+        <div><button type="button" class="secondary" onClick={exportCsv} disabled={!bins.length} data-csv>Export CSV</button></div>
+      </div>
+      <ErrorText error={stats.error} />
+      {stats.loading && !stats.data && <p class="muted">Loading…</p>}
+      {bins.length > 0 && SERIES.map(([k, label, format]) => <Chart key={k} data={bars(bins, k)} label={label} format={format} />)}
+    </section>
+  );
+}

@@ -1,0 +1,392 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server-reference/webserver/app_ports.h"
+
+#include "bai/protocol/errors.h"
+
+#include "libbai/util/url.h"
+#include "server-reference/common/exec/work_pool.h"
+#include "server-reference/common/http/http_server.h"
+#include "server-reference/common/log/log.h"
+#include "server-reference/webserver/app_proxy.h"
+#include "server-reference/webserver/login_sessions.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace bai::webserver {
+namespace {
+
+namespace ps = protocol;
+using server::Exchange;
+using server::HttpResponse;
+using Steady = std::chrono::steady_clock;
+
+// Constant-time comparison of secrets.
+bool SameSecret(std::string_view a, std::string_view b) {
+  if (a.size() != b.size() || a.empty()) return false;
+  unsigned char diff = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+std::string HtmlEscape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+// The app port's own answers are short pages a person reads in the app's tab.
+HttpResponse Page(int status, std::string_view title, std::string_view text) {
+  HttpResponse r;
+  r.status = status;
+  r.content_type = "text/html; charset=utf-8";
+  r.body = "<!doctype html><meta charset=utf-8><title>" + HtmlEscape(title) + "</title><h1>" +
+           HtmlEscape(title) + "</h1><p>" + HtmlEscape(text) + "</p>\n";
+  r.headers.emplace_back("Cache-Control", "no-store");
+  r.headers.emplace_back("Content-Security-Policy", "default-src 'none'");
+  return r;
+}
+
+std::int64_t SteadySeconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(Steady::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+struct Circuit {
+  int port = 0;
+  std::string login_token;
+  std::string session_id;
+  std::string app;
+  int app_port = 0;
+  std::string permit;
+  std::string setup_token;  // under AppPorts::Impl::mu
+  Steady::time_point setup_expires;
+  std::unique_ptr<server::HttpServer> http;
+  std::atomic<std::int64_t> last_used{0};
+  std::atomic<bool> ended{false};
+};
+
+struct AppPorts::Impl : std::enable_shared_from_this<AppPorts::Impl> {
+  Impl(AppPortsOptions o, OpenAppTunnel t)
+      : options(std::move(o)), open(std::move(t)), pool(options.relay_threads, 1024) {}
+
+  AppPortsOptions options;
+  OpenAppTunnel open;
+  mutable std::mutex mu;
+  std::condition_variable cv;
+  bool stopping = false;
+  std::map<int, std::shared_ptr<Circuit>> circuits;  // by port, under mu
+  std::thread reaper;
+  server::WorkPool pool;  // last: its destructor waits for relays that use the members above
+
+  std::string Host() const {
+    return options.advertised_host.empty() ? options.bind_address : options.advertised_host;
+  }
+
+  std::string Link(Circuit const& c) const {
+    return std::string(options.tls ? "https://" : "http://") + Host() + ":" +
+           std::to_string(c.port) + std::string(kAppSetupPath) + "?token=" + c.setup_token;
+  }
+
+  StatusOr<std::string> Open(std::string const& login_token, std::string const& session_id,
+                             std::string const& app, int app_port) {
+    std::unique_lock<std::mutex> lock(mu);
+    if (stopping) {
+      return ps::MakeProblemStatus(ps::ProblemType::kServiceUnavailable, "stopping");
+    }
+    for (auto& [port, c] : circuits) {
+      if (!c->ended && c->login_token == login_token && c->session_id == session_id &&
+          c->app == app && c->app_port == app_port) {
+        c->setup_token = LoginSessions::RandomToken(24);
+        c->setup_expires = Steady::now() + options.setup_token_lifetime;
+        return Link(*c);
+      }
+    }
+    // A free port of the range: one no circuit holds and the system lets us bind.
+    Status last = ps::MakeProblemStatus(
+        ps::ProblemType::kServiceUnavailable,
+        "Every app port (" + std::to_string(options.first_port) + "-" +
+            std::to_string(options.last_port) +
+            ") is in use; close apps you no longer use (signing out closes yours) or ask the "
+            "operator to widen bai-webserver's --app-ports.");
+    for (int port = options.first_port; port <= options.last_port; ++port) {
+      if (circuits.count(port)) continue;
+      auto c = std::make_shared<Circuit>();
+      c->port = port;
+      c->login_token = login_token;
+      c->session_id = session_id;
+      c->app = app;
+      c->app_port = app_port;
+      c->permit = LoginSessions::RandomToken(32);
+      c->setup_token = LoginSessions::RandomToken(24);
+      c->setup_expires = Steady::now() + options.setup_token_lifetime;
+      c->last_used = SteadySeconds();
+      server::HttpServerOptions h;
+      h.address = options.bind_address;
+      h.port = static_cast<std::uint16_t>(port);
+      h.threads = 1;
+      h.max_body_bytes = options.max_body_bytes;
+      h.read_timeout = std::chrono::seconds(120);
+      std::weak_ptr<Impl> weak = shared_from_this();
+      std::weak_ptr<Circuit> wc = c;
+      auto started = server::HttpServer::Start(h, [weak, wc](std::shared_ptr<Exchange> ex) {
+        auto self = weak.lock();
+        auto circuit = wc.lock();
+        if (!self || !circuit) {
+          return ex->Respond(Page(503, "App closed", "Open the app again from the console."));
+        }
+        self->Handle(circuit, std::move(ex));
+      });
+      if (!started.ok()) continue;  // taken by another program: the next port
+      c->http = *std::move(started);
+      circuits[port] = c;
+      server::log::Info("opened an app port",
+                        {{"port", std::to_string(port)}, {"session", session_id}, {"app", app}});
+      return Link(*c);
+    }
+    return last;
+  }
+
+  void Handle(std::shared_ptr<Circuit> const& c, std::shared_ptr<Exchange> ex) {
+    auto const& req = ex->request();
+    if (c->ended) {
+      return ex->Respond(Page(403, "App closed",
+                              "This app's link has ended (sign-out, or unused for a while). "
+                              "Open the app again from the console."));
+    }
+    if (req.path == kAppSetupPath) return Setup(c, ex);
+    auto cookies = req.Header("cookie");
+    auto permit = cookies ? CookieValue(*cookies, PermitCookieName(c->port)) : std::nullopt;
+    if (!permit || !SameSecret(*permit, c->permit)) {
+      return ex->Respond(Page(403, "Open this app from the console",
+                              "This port serves an app of a bai session to the person who "
+                              "opened it. Open it from the session's Apps in the console."));
+    }
+    if (ex->IsWebSocketUpgrade()) {
+      return ex->Respond(Page(501, "WebSockets not relayed",
+                              "This app uses WebSockets, which the console's app ports do not "
+                              "relay yet. Use `bai session app SESSION APP` on your machine."));
+    }
+    c->last_used = SteadySeconds();
+    if (!pool.TrySubmit([self = shared_from_this(), c, ex] { self->Relay(c, ex); })) {
+      ex->Respond(Page(503, "Busy", "The webserver is busy; reload in a moment."));
+    }
+  }
+
+  void Setup(std::shared_ptr<Circuit> const& c, std::shared_ptr<Exchange> const& ex) {
+    auto const& query = ex->request().query;
+    std::string token;
+    if (query.rfind("token=", 0) == 0) token = query.substr(6, query.find('&') - 6);
+    bool good;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      good = SameSecret(token, c->setup_token) && Steady::now() < c->setup_expires;
+      if (good) c->setup_token.clear();  // once
+    }
+    if (!good) {
+      return ex->Respond(Page(403, "This link has been used or has expired",
+                              "App links work once, for two minutes. Open the app again from "
+                              "the console."));
+    }
+    HttpResponse r;
+    r.status = 303;
+    r.content_type.clear();
+    r.headers.emplace_back("Location", "/");
+    r.headers.emplace_back("Set-Cookie", PermitCookie(c->port, c->permit, options.tls));
+    r.headers.emplace_back("Cache-Control", "no-store");
+    r.headers.emplace_back("Referrer-Policy", "no-referrer");
+    c->last_used = SteadySeconds();
+    ex->Respond(std::move(r));
+  }
+
+  // One request: a tunnel to the app, the request written, the answer read to its end.
+  void Relay(std::shared_ptr<Circuit> const& c, std::shared_ptr<Exchange> const& ex) {
+    auto const& req = ex->request();
+    std::string target = "/stream/session/" + internal::EncodeSegment(c->session_id) +
+                         "/httpproxy?app=" + internal::EncodeSegment(c->app);
+    if (c->app_port != 0) target += "&port=" + std::to_string(c->app_port);
+    auto tunnel = open(c->login_token, target);
+    if (!tunnel.ok()) {
+      auto const& st = tunnel.status();
+      if (st.code() == StatusCode::kPermissionDenied || st.code() == StatusCode::kUnauthenticated) {
+        c->ended = true;
+        return ex->Respond(Page(403, "Sign in again",
+                                "Your console sign-in has ended. Sign in and open the app again."));
+      }
+      return ex->Respond(Page(502, "The app cannot be reached",
+                              st.message() + " Check that the session is running; reload."));
+    }
+    auto& ws = **tunnel;
+    std::string bytes = AppRequestBytes(req.method, req.target, req.headers, req.body);
+    constexpr std::size_t kFrame = 64 * 1024;
+    for (std::size_t at = 0; at < bytes.size(); at += kFrame) {
+      if (!ws.Send({bytes.substr(at, kFrame), true}).ok()) break;
+    }
+    std::string answer;
+    std::optional<AppResponseHead> head;
+    auto deadline = Steady::now() + std::chrono::minutes(5);
+    for (;;) {
+      auto e = ws.Receive(std::chrono::milliseconds(500));
+      if (e.kind == WebSocketEvent::Kind::kMessage) {
+        answer += e.message.data;
+        if (answer.size() > options.max_response_bytes) {
+          ws.Cancel();
+          return ex->Respond(Page(502, "Too large",
+                                  "The app's answer is larger than the console relays; use `bai "
+                                  "session app` on your machine for this."));
+        }
+        continue;
+      }
+      if (e.kind == WebSocketEvent::Kind::kClosed) break;
+      if (Steady::now() > deadline || stopping_now()) {
+        ws.Cancel();
+        return ex->Respond(Page(504, "The app did not finish answering",
+                                "It took over five minutes; reload to try again."));
+      }
+    }
+    int code = ws.close_code();
+    auto parsed = ParseAppResponseHead(answer);
+    if (parsed.ok() && *parsed) head = **parsed;
+    if (!head) {
+      if (code == 1013) {
+        return ex->Respond(Page(503, "The app is starting",
+                                "Nothing listens on the app's port yet; reload in a moment."));
+      }
+      std::string why = !parsed.ok()
+                            ? parsed.status().message()
+                            : "it closed without answering (code " + std::to_string(code) + ")";
+      return ex->Respond(Page(502, "The app did not answer", why));
+    }
+    HttpResponse r;
+    r.status = head->status;
+    r.content_type.clear();
+    std::optional<std::size_t> length;
+    for (auto const& [name, value] : head->headers) {
+      if (name == "content-type") r.content_type = value;
+      if (name == "content-length") {
+        try {
+          length = std::stoull(value);
+        } catch (...) {
+        }
+      }
+      if (name == "transfer-encoding" && value.find("chunked") != std::string::npos) {
+        return ex->Respond(Page(502, "The app did not answer in HTTP/1.0",
+                                "It sent a chunked answer to an HTTP/1.0 request."));
+      }
+    }
+    r.body = answer.substr(head->body_offset);
+    if (length && r.body.size() < *length && req.method != "HEAD") {
+      return ex->Respond(Page(502, "The app's answer was cut short",
+                              "The connection to the app ended early; reload."));
+    }
+    if (length && r.body.size() > *length) r.body.resize(*length);
+    r.headers = AppResponseHeaders(head->headers);
+    c->last_used = SteadySeconds();
+    ex->Respond(std::move(r));
+  }
+
+  bool stopping_now() const {
+    std::lock_guard<std::mutex> lock(mu);
+    return stopping;
+  }
+
+  // Ends circuits whose login has ended (found by a relay or sign-out) or that were not used
+  // for a while. Their servers stop outside the lock (a handler may be waiting for it).
+  void Reap() {
+    std::unique_lock<std::mutex> lock(mu);
+    while (!stopping) {
+      cv.wait_for(lock, std::chrono::seconds(10));
+      if (stopping) break;
+      auto now = SteadySeconds();
+      std::vector<std::shared_ptr<Circuit>> done;
+      for (auto it = circuits.begin(); it != circuits.end();) {
+        auto& c = it->second;
+        if (c->ended || now - c->last_used > options.idle_timeout.count()) {
+          c->ended = true;
+          done.push_back(c);
+          it = circuits.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      if (done.empty()) continue;
+      lock.unlock();
+      for (auto& c : done) {
+        server::log::Info("closed an app port", {{"port", std::to_string(c->port)}});
+        if (c->http) c->http->Stop();
+      }
+      done.clear();
+      lock.lock();
+    }
+  }
+};
+
+AppPorts::AppPorts(AppPortsOptions options, OpenAppTunnel open)
+    : impl_(std::make_shared<Impl>(std::move(options), std::move(open))) {
+  impl_->reaper = std::thread([impl = impl_.get()] { impl->Reap(); });
+}
+
+AppPorts::~AppPorts() { Stop(); }
+
+StatusOr<std::string> AppPorts::Open(std::string const& login_token, std::string const& session_id,
+                                     std::string const& app, int app_port) {
+  return impl_->Open(login_token, session_id, app, app_port);
+}
+
+void AppPorts::EndLogin(std::string const& login_token) {
+  std::unique_lock<std::mutex> lock(impl_->mu);
+  for (auto& [port, c] : impl_->circuits) {
+    if (c->login_token == login_token) c->ended = true;
+  }
+  impl_->cv.notify_all();
+}
+
+std::size_t AppPorts::open_count() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::size_t n = 0;
+  for (auto const& [port, c] : impl_->circuits) n += c->ended ? 0 : 1;
+  return n;
+}
+
+void AppPorts::Stop() {
+  std::map<int, std::shared_ptr<Circuit>> all;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (impl_->stopping && !impl_->reaper.joinable()) return;
+    impl_->stopping = true;
+    all.swap(impl_->circuits);
+    impl_->cv.notify_all();
+  }
+  if (impl_->reaper.joinable()) impl_->reaper.join();
+  for (auto& [port, c] : all) {
+    c->ended = true;
+    if (c->http) c->http->Stop();
+  }
+}
+
+}  // namespace bai::webserver

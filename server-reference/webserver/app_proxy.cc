@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server-reference/webserver/app_proxy.h"
+
+#include "bai/protocol/errors.h"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+
+namespace bai::webserver {
+namespace {
+
+namespace ps = protocol;
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+bool ParseInt(std::string_view s, int& out) {
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+// Headers that belong to one connection, never forwarded (RFC 9110 §7.6.1), and the ones the
+// proxy sets itself.
+bool HopByHop(std::string_view lower) {
+  static constexpr std::array<std::string_view, 10> kHop = {"connection",
+                                                            "keep-alive",
+                                                            "proxy-authenticate",
+                                                            "proxy-authorization",
+                                                            "proxy-connection",
+                                                            "te",
+                                                            "trailer",
+                                                            "transfer-encoding",
+                                                            "upgrade",
+                                                            "content-length"};
+  return std::find(kHop.begin(), kHop.end(), lower) != kHop.end();
+}
+
+bool ValidHeaderText(std::string_view s) {
+  return s.find_first_of("\r\n") == std::string_view::npos &&
+         s.find('\0') == std::string_view::npos;
+}
+
+}  // namespace
+
+StatusOr<PortRange> ParsePortRange(std::string_view text) {
+  auto bad = [&] {
+    return ps::MakeProblemStatus(ps::ProblemType::kInvalidApiParams,
+                                 "App ports are a range like 10200-10299 (ports 1024 to 65535); "
+                                 "got \"" +
+                                     std::string(text) + "\".");
+  };
+  PortRange r;
+  auto dash = text.find('-');
+  if (!ParseInt(Trim(text.substr(0, dash)), r.first)) return bad();
+  r.last = r.first;
+  if (dash != std::string_view::npos && !ParseInt(Trim(text.substr(dash + 1)), r.last)) {
+    return bad();
+  }
+  if (r.first < 1024 || r.last > 65535 || r.last < r.first) return bad();
+  return r;
+}
+
+std::string PermitCookieName(int port) { return "bai_app_permit_" + std::to_string(port); }
+
+std::string PermitCookie(int port, std::string_view permit, bool secure) {
+  std::string c =
+      PermitCookieName(port) + "=" + std::string(permit) + "; Path=/; HttpOnly; SameSite=Strict";
+  if (secure) c += "; Secure";
+  return c;
+}
+
+bool IsWebserverCookie(std::string_view name) {
+  return name == kSessionCookie || name.rfind("bai_app_permit_", 0) == 0;
+}
+
+std::string AppVisibleCookies(std::string_view header) {
+  std::string out;
+  while (!header.empty()) {
+    auto semi = header.find(';');
+    auto pair = Trim(header.substr(0, semi));
+    header = semi == std::string_view::npos ? std::string_view() : header.substr(semi + 1);
+    if (pair.empty()) continue;
+    auto eq = pair.find('=');
+    auto name = Trim(pair.substr(0, eq));
+    if (IsWebserverCookie(name)) continue;
+    if (!out.empty()) out += "; ";
+    out += pair;
+  }
+  return out;
+}
+
+std::string AppRequestBytes(std::string_view method, std::string_view target,
+                            Headers const& headers, std::string_view body) {
+  std::string out;
+  out.reserve(256 + body.size());
+  out.append(method).append(" ").append(target).append(" HTTP/1.0\r\n");
+  std::string cookies;
+  for (auto const& [name, value] : headers) {
+    auto n = Lower(name);
+    if (HopByHop(n) || !ValidHeaderText(n) || !ValidHeaderText(value)) continue;
+    if (n == "cookie") {
+      auto kept = AppVisibleCookies(value);
+      if (!kept.empty()) cookies += (cookies.empty() ? "" : "; ") + kept;
+      continue;
+    }
+    out.append(n).append(": ").append(value).append("\r\n");
+  }
+  if (!cookies.empty()) out.append("cookie: ").append(cookies).append("\r\n");
+  if (!body.empty() || (method != "GET" && method != "HEAD")) {
+    out.append("content-length: ").append(std::to_string(body.size())).append("\r\n");
+  }
+  out.append("connection: close\r\n\r\n");
+  out.append(body);
+  return out;
+}
+
+StatusOr<std::optional<AppResponseHead>> ParseAppResponseHead(std::string_view bytes) {
+  constexpr std::size_t kMaxHead = 64 * 1024;
+  auto bad = [](std::string why) {
+    auto st = ps::MakeProblemStatus(ps::ProblemType::kServiceUnavailable,
+                                    "The app did not answer in HTTP (" + why + ").");
+    return st;
+  };
+  auto end = bytes.find("\r\n\r\n");
+  std::size_t sep = 4;
+  if (auto lf = bytes.find("\n\n"); lf != std::string_view::npos && lf < end) {
+    end = lf;
+    sep = 2;
+  }
+  if (end == std::string_view::npos) {
+    if (bytes.size() > kMaxHead) return bad("a head over 64 KiB");
+    if (bytes.size() >= 5 && bytes.substr(0, 5) != "HTTP/") return bad("no status line");
+    return std::optional<AppResponseHead>();
+  }
+  if (end > kMaxHead) return bad("a head over 64 KiB");
+  AppResponseHead head;
+  head.body_offset = end + sep;
+  std::string_view rest = bytes.substr(0, end);
+  auto line_end = rest.find('\n');
+  auto status_line = Trim(rest.substr(0, line_end));
+  rest = line_end == std::string_view::npos ? std::string_view() : rest.substr(line_end + 1);
+  // "HTTP/1.1 200 OK"
+  if (status_line.substr(0, 5) != "HTTP/") return bad("no status line");
+  auto sp = status_line.find(' ');
+  if (sp == std::string_view::npos) return bad("no status code");
+  auto code = status_line.substr(sp + 1, 3);
+  if (!ParseInt(code, head.status) || head.status < 100 || head.status > 599) {
+    return bad("a status code that is not one");
+  }
+  while (!rest.empty()) {
+    auto nl = rest.find('\n');
+    auto line = Trim(rest.substr(0, nl));
+    rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
+    if (line.empty()) continue;
+    auto colon = line.find(':');
+    if (colon == std::string_view::npos || colon == 0) return bad("a header without a colon");
+    head.headers.emplace_back(Lower(Trim(line.substr(0, colon))),
+                              std::string(Trim(line.substr(colon + 1))));
+  }
+  return std::optional<AppResponseHead>(std::move(head));
+}
+
+Headers AppResponseHeaders(Headers const& app_headers) {
+  Headers out;
+  for (auto const& [name, value] : app_headers) {
+    auto n = Lower(name);
+    if (HopByHop(n) || n == "content-type" || !ValidHeaderText(value)) continue;
+    if (n == "set-cookie") {
+      auto eq = value.find('=');
+      if (IsWebserverCookie(Trim(std::string_view(value).substr(0, eq)))) continue;
+    }
+    out.emplace_back(n, value);
+  }
+  return out;
+}
+
+}  // namespace bai::webserver
