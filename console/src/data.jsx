@@ -106,9 +106,13 @@ async function upload(folder, path, file, onProgress, signal) {
   return resumedAt;
 }
 
+// A download ticket's two ways: `direct`, the storage proxy's own URL (a navigation: the
+// browser streams it to disk at full speed, whatever its size), and `relayed`, through this
+// origin (what a page's fetch may read: previews).
 async function downloadTicket(folder, path) {
   const t = await func('POST', `/folders/${encodeURIComponent(folder)}/request-download`, { path });
-  return `${t.console_url}?token=${encodeURIComponent(t.token)}`;
+  const token = `?token=${encodeURIComponent(t.token)}`;
+  return { direct: t.url + token, relayed: t.console_url + token };
 }
 
 export function FolderView({ name, dir }) {
@@ -149,7 +153,7 @@ export function FolderView({ name, dir }) {
   async function download(item) {
     await act(async () => {
       const a = document.createElement('a');
-      a.href = await downloadTicket(name, join(dir, item.name));
+      a.href = (await downloadTicket(name, join(dir, item.name))).direct;
       a.download = item.name;
       document.body.appendChild(a);
       a.click();
@@ -158,14 +162,15 @@ export function FolderView({ name, dir }) {
   }
   async function show(item) {
     await act(async () => {
-      const r = await fetch(await downloadTicket(name, join(dir, item.name)));
+      const r = await fetch((await downloadTicket(name, join(dir, item.name))).relayed, { headers: { Range: 'bytes=0-1048575' } });
+      if (r.status === 416) return setPreview({ name: item.name, text: '' });  // empty
       if (!r.ok) throw new Error(`HTTP ${r.status}`);
       const blob = await r.blob();
-      if (/\.(png|jpe?g|gif|webp|svg)$/i.test(item.name)) {
+      if (/\.(png|jpe?g|gif|webp)$/i.test(item.name)) {
         setPreview({ name: item.name, image: URL.createObjectURL(blob) });
       } else {
-        const text = await blob.slice(0, 1 << 20).text();
-        setPreview({ name: item.name, text: text + (blob.size > 1 << 20 ? '\n… (the first MiB)' : '') });
+        const text = await blob.text();
+        setPreview({ name: item.name, text: text + (item.size > blob.size ? '\n… (the first MiB)' : '') });
       }
     });
   }

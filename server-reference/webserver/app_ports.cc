@@ -14,6 +14,9 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <random>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -101,6 +104,8 @@ struct AppPorts::Impl : std::enable_shared_from_this<AppPorts::Impl> {
   std::condition_variable cv;
   bool stopping = false;
   std::map<int, std::shared_ptr<Circuit>> circuits;  // by port, under mu
+  std::set<WebSocketConnection*> tunnels;            // WebSocket apps' tunnels, under mu
+  int threads_running = 0;                           // under mu
   std::thread reaper;
   server::WorkPool pool;  // last: its destructor waits for relays that use the members above
 
@@ -187,12 +192,13 @@ struct AppPorts::Impl : std::enable_shared_from_this<AppPorts::Impl> {
                               "This port serves an app of a bai session to the person who "
                               "opened it. Open it from the session's Apps in the console."));
     }
-    if (ex->IsWebSocketUpgrade()) {
-      return ex->Respond(Page(501, "WebSockets not relayed",
-                              "This app uses WebSockets, which the console's app ports do not "
-                              "relay yet. Use `bai session app SESSION APP` on your machine."));
-    }
     c->last_used = SteadySeconds();
+    if (ex->IsWebSocketUpgrade()) {
+      if (!StartThread([self = shared_from_this(), c, ex] { self->RelayWebSocket(c, ex); })) {
+        ex->Respond(Page(503, "Stopping", "The webserver is stopping; reload in a moment."));
+      }
+      return;
+    }
     if (!pool.TrySubmit([self = shared_from_this(), c, ex] { self->Relay(c, ex); })) {
       ex->Respond(Page(503, "Busy", "The webserver is busy; reload in a moment."));
     }
@@ -227,10 +233,7 @@ struct AppPorts::Impl : std::enable_shared_from_this<AppPorts::Impl> {
   // One request: a tunnel to the app, the request written, the answer read to its end.
   void Relay(std::shared_ptr<Circuit> const& c, std::shared_ptr<Exchange> const& ex) {
     auto const& req = ex->request();
-    std::string target = "/stream/session/" + internal::EncodeSegment(c->session_id) +
-                         "/httpproxy?app=" + internal::EncodeSegment(c->app);
-    if (c->app_port != 0) target += "&port=" + std::to_string(c->app_port);
-    auto tunnel = open(c->login_token, target);
+    auto tunnel = open(c->login_token, Target(*c));
     if (!tunnel.ok()) {
       auto const& st = tunnel.status();
       if (st.code() == StatusCode::kPermissionDenied || st.code() == StatusCode::kUnauthenticated) {
@@ -310,6 +313,189 @@ struct AppPorts::Impl : std::enable_shared_from_this<AppPorts::Impl> {
     ex->Respond(std::move(r));
   }
 
+  // ---- WebSocket apps: the browser's socket here, the app's over the tunnel -----------------
+
+  std::string Target(Circuit const& c) const {
+    std::string target = "/stream/session/" + internal::EncodeSegment(c.session_id) +
+                         "/httpproxy?app=" + internal::EncodeSegment(c.app);
+    if (c.app_port != 0) target += "&port=" + std::to_string(c.app_port);
+    return target;
+  }
+
+  // A thread for a long-lived relay, counted so that Stop() can wait for it.
+  bool StartThread(std::function<void()> body) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (stopping) return false;
+    ++threads_running;
+    std::thread([self = shared_from_this(), body = std::move(body)] {
+      body();
+      std::lock_guard<std::mutex> done(self->mu);
+      --self->threads_running;
+      self->cv.notify_all();
+    }).detach();
+    return true;
+  }
+
+  struct WsRelay {
+    std::unique_ptr<WebSocketConnection> tunnel;
+    std::mutex mu;
+    std::shared_ptr<server::WebSocket> client;  // under mu
+    bool client_closed = false;                 // under mu
+    std::mt19937 rng{std::random_device{}()};   // under mu: frame masks
+    bool SendToApp(int opcode, std::string payload) {
+      std::uint32_t mask;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        mask = static_cast<std::uint32_t>(rng());
+      }
+      return tunnel->Send({EncodeClientFrame({true, opcode, std::move(payload)}, mask), true}).ok();
+    }
+  };
+  static constexpr std::size_t kMaxWsMessage = 64u << 20;
+
+  void RelayWebSocket(std::shared_ptr<Circuit> const& c, std::shared_ptr<Exchange> const& ex) {
+    auto const& req = ex->request();
+    auto tunnel = open(c->login_token, Target(*c));
+    if (!tunnel.ok()) {
+      return ex->Respond(Page(502, "The app cannot be reached", tunnel.status().message()));
+    }
+    auto relay = std::make_shared<WsRelay>();
+    relay->tunnel = *std::move(tunnel);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      tunnels.insert(relay->tunnel.get());
+    }
+    auto forget = [this, relay] {
+      std::lock_guard<std::mutex> lock(mu);
+      tunnels.erase(relay->tunnel.get());
+    };
+    // The app's handshake: its 101 (and any frames right behind it).
+    (void)relay->tunnel->Send({AppUpgradeRequestBytes(req.target, req.headers), true});
+    std::string bytes;
+    std::optional<AppResponseHead> head;
+    auto deadline = Steady::now() + std::chrono::seconds(30);
+    while (!head && Steady::now() < deadline) {
+      auto e = relay->tunnel->Receive(std::chrono::milliseconds(500));
+      if (e.kind == WebSocketEvent::Kind::kClosed) break;
+      if (e.kind != WebSocketEvent::Kind::kMessage) continue;
+      bytes += e.message.data;
+      auto parsed = ParseAppResponseHead(bytes);
+      if (!parsed.ok()) break;
+      if (*parsed) head = **parsed;
+    }
+    if (!head || head->status != 101) {
+      relay->tunnel->Cancel();
+      forget();
+      return ex->Respond(Page(502, "The app refused the WebSocket",
+                              head ? "It answered HTTP " + std::to_string(head->status) + "."
+                                   : "It did not answer the upgrade."));
+    }
+    bytes.erase(0, head->body_offset);
+    server::WebSocketHandlers h;
+    h.on_open = [this, relay, c, bytes, forget](std::shared_ptr<server::WebSocket> const& ws) {
+      {
+        std::lock_guard<std::mutex> lock(relay->mu);
+        relay->client = ws;
+      }
+      if (!StartThread([this, relay, c, bytes, forget] {
+            AppToBrowser(relay, c, bytes);
+            forget();
+          })) {
+        ws->Close(1001, "stopping");
+        relay->tunnel->Cancel();
+        forget();
+      }
+    };
+    h.on_message = [relay, c](auto const&, std::string const& text) {
+      c->last_used = SteadySeconds();
+      relay->SendToApp(1, text);
+    };
+    h.on_binary = [relay, c](auto const&, std::string const& data) {
+      c->last_used = SteadySeconds();
+      relay->SendToApp(2, data);
+    };
+    h.on_close = [relay](int code) {
+      {
+        std::lock_guard<std::mutex> lock(relay->mu);
+        relay->client_closed = true;
+      }
+      std::string payload;
+      if (code != 1005 && code != 1006) {
+        payload = {static_cast<char>(code >> 8), static_cast<char>(code & 0xff)};
+      }
+      relay->SendToApp(8, payload);
+    };
+    ex->AcceptWebSocket(std::move(h));
+  }
+
+  // The app's frames to the browser as messages; its pings answered; its close passed on.
+  void AppToBrowser(std::shared_ptr<WsRelay> const& r, std::shared_ptr<Circuit> const& c,
+                    std::string bytes) {
+    std::shared_ptr<server::WebSocket> client;
+    {
+      std::lock_guard<std::mutex> lock(r->mu);
+      client = r->client;
+    }
+    std::string message;
+    int message_opcode = 0;
+    std::optional<Steady::time_point> closing;
+    bool done = false;
+    while (!done) {
+      auto frames = TakeFrames(bytes, kMaxWsMessage);
+      if (!frames.ok()) {
+        client->Close(1011, "the app's WebSocket broke");
+        break;
+      }
+      for (auto& f : *frames) {
+        if (f.opcode == 9) {
+          r->SendToApp(10, f.payload);
+        } else if (f.opcode == 8) {
+          int code = f.payload.size() >= 2 ? (static_cast<unsigned char>(f.payload[0]) << 8) |
+                                                 static_cast<unsigned char>(f.payload[1])
+                                           : 1000;
+          client->Close(code == 1005 || code == 1006 ? 1000 : code, "");
+          done = true;
+          break;
+        } else if (f.opcode != 10) {
+          if (f.opcode != 0) message_opcode = f.opcode;
+          message += f.payload;
+          if (message.size() > kMaxWsMessage) {
+            client->Close(1009, "message too large");
+            done = true;
+            break;
+          }
+          if (f.fin) {
+            bool sent = message_opcode == 2 ? client->SendBinary(std::move(message))
+                                            : client->Send(std::move(message));
+            message.clear();
+            c->last_used = SteadySeconds();
+            if (!sent) done = true;
+          }
+        }
+      }
+      if (done) break;
+      bool closed;
+      {
+        std::lock_guard<std::mutex> lock(r->mu);
+        closed = r->client_closed;
+      }
+      if (closed) {
+        // The browser left: the app gets a few seconds to answer its close.
+        if (!closing) closing = Steady::now() + std::chrono::seconds(5);
+        if (Steady::now() > *closing) break;
+      }
+      auto e = r->tunnel->Receive(std::chrono::milliseconds(500));
+      if (e.kind == WebSocketEvent::Kind::kClosed) {
+        client->Close(1001, "the app went away");
+        break;
+      }
+      if (e.kind == WebSocketEvent::Kind::kMessage) bytes += e.message.data;
+    }
+    r->tunnel->Cancel();
+    std::lock_guard<std::mutex> lock(r->mu);
+    r->client.reset();  // the socket's handlers hold the relay: this breaks the cycle
+  }
+
   bool stopping_now() const {
     std::lock_guard<std::mutex> lock(mu);
     return stopping;
@@ -387,6 +573,9 @@ void AppPorts::Stop() {
     c->ended = true;
     if (c->http) c->http->Stop();
   }
+  std::unique_lock<std::mutex> lock(impl_->mu);
+  for (auto* t : impl_->tunnels) t->Cancel();
+  impl_->cv.wait_for(lock, std::chrono::seconds(10), [&] { return impl_->threads_running == 0; });
 }
 
 }  // namespace bai::webserver

@@ -188,4 +188,102 @@ Headers AppResponseHeaders(Headers const& app_headers) {
   return out;
 }
 
+std::string AppUpgradeRequestBytes(std::string_view target, Headers const& headers) {
+  std::string out;
+  out.append("GET ").append(target).append(" HTTP/1.1\r\n");
+  std::string cookies;
+  for (auto const& [name, value] : headers) {
+    auto n = Lower(name);
+    if (!ValidHeaderText(n) || !ValidHeaderText(value)) continue;
+    bool kept = n == "host" || n == "origin" || n == "user-agent" || n == "accept-language" ||
+                n == "sec-websocket-key" || n == "sec-websocket-version" || n == "authorization" ||
+                n.rfind("x-", 0) == 0;
+    if (n == "cookie") {
+      auto visible = AppVisibleCookies(value);
+      if (!visible.empty()) cookies += (cookies.empty() ? "" : "; ") + visible;
+      continue;
+    }
+    if (kept) out.append(n).append(": ").append(value).append("\r\n");
+  }
+  if (!cookies.empty()) out.append("cookie: ").append(cookies).append("\r\n");
+  out.append("upgrade: websocket\r\nconnection: Upgrade\r\n\r\n");
+  return out;
+}
+
+std::string EncodeClientFrame(WebSocketFrame const& frame, std::uint32_t mask) {
+  std::string out;
+  std::size_t n = frame.payload.size();
+  out.push_back(static_cast<char>((frame.fin ? 0x80 : 0) | (frame.opcode & 0x0f)));
+  if (n < 126) {
+    out.push_back(static_cast<char>(0x80 | n));
+  } else if (n <= 0xffff) {
+    out.push_back(static_cast<char>(0x80 | 126));
+    out.push_back(static_cast<char>(n >> 8));
+    out.push_back(static_cast<char>(n & 0xff));
+  } else {
+    out.push_back(static_cast<char>(0x80 | 127));
+    for (int i = 7; i >= 0; --i)
+      out.push_back(static_cast<char>((std::uint64_t(n) >> (8 * i)) & 0xff));
+  }
+  unsigned char key[4] = {static_cast<unsigned char>(mask >> 24),
+                          static_cast<unsigned char>(mask >> 16),
+                          static_cast<unsigned char>(mask >> 8), static_cast<unsigned char>(mask)};
+  out.append(reinterpret_cast<char const*>(key), 4);
+  std::size_t at = out.size();
+  out.append(frame.payload);
+  for (std::size_t i = 0; i < n; ++i) out[at + i] = static_cast<char>(out[at + i] ^ key[i % 4]);
+  return out;
+}
+
+StatusOr<std::vector<WebSocketFrame>> TakeFrames(std::string& buffer, std::size_t max_payload) {
+  std::vector<WebSocketFrame> frames;
+  std::size_t at = 0;
+  auto bad = [](std::string why) {
+    return ps::MakeProblemStatus(ps::ProblemType::kServiceUnavailable,
+                                 "The app's WebSocket sent " + why + ".");
+  };
+  for (;;) {
+    std::string_view rest(buffer.data() + at, buffer.size() - at);
+    if (rest.size() < 2) break;
+    auto b0 = static_cast<unsigned char>(rest[0]);
+    auto b1 = static_cast<unsigned char>(rest[1]);
+    if (b0 & 0x70) return bad("a frame with reserved bits (an extension nobody agreed to)");
+    bool masked = b1 & 0x80;
+    std::uint64_t n = b1 & 0x7f;
+    std::size_t head = 2;
+    if (n == 126) {
+      if (rest.size() < 4) break;
+      n = (std::uint64_t(static_cast<unsigned char>(rest[2])) << 8) |
+          static_cast<unsigned char>(rest[3]);
+      head = 4;
+    } else if (n == 127) {
+      if (rest.size() < 10) break;
+      n = 0;
+      for (int i = 0; i < 8; ++i) n = (n << 8) | static_cast<unsigned char>(rest[2 + i]);
+      head = 10;
+    }
+    if (n > max_payload) return bad("a frame larger than the webserver relays");
+    std::size_t mask_at = head;
+    if (masked) head += 4;
+    if (rest.size() < head + n) break;
+    WebSocketFrame f;
+    f.fin = b0 & 0x80;
+    f.opcode = b0 & 0x0f;
+    f.payload.assign(rest.data() + head, static_cast<std::size_t>(n));
+    if (masked) {
+      for (std::size_t i = 0; i < f.payload.size(); ++i) {
+        f.payload[i] = static_cast<char>(f.payload[i] ^ rest[mask_at + i % 4]);
+      }
+    }
+    bool control = f.opcode >= 8;
+    if ((f.opcode > 2 && f.opcode < 8) || f.opcode > 10 || (control && (!f.fin || n > 125))) {
+      return bad("a frame that is not WebSocket (opcode " + std::to_string(f.opcode) + ")");
+    }
+    frames.push_back(std::move(f));
+    at += head + static_cast<std::size_t>(n);
+  }
+  buffer.erase(0, at);
+  return frames;
+}
+
 }  // namespace bai::webserver

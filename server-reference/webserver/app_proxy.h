@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace bai::webserver {
 
@@ -64,5 +65,25 @@ Headers AppResponseHeaders(Headers const& app_headers);
 
 /// Whether `name` is one of the webserver's cookies (the login's, an app permit).
 bool IsWebserverCookie(std::string_view name);
+
+// ---- WebSocket apps ----------------------------------------------------------------------------
+// The browser's WebSocket ends at the webserver (its HTTP server does the handshake); a second
+// one, to the app, runs over the tunnel's bytes: the webserver is the app's WebSocket client.
+
+/// The app's upgrade request (HTTP/1.1): the browser's target, Host, Origin, cookies (without
+/// the webserver's), key and version. No subprotocol or extension: the browser's side was
+/// accepted without them, so both sides speak plain WebSocket.
+std::string AppUpgradeRequestBytes(std::string_view target, Headers const& headers);
+
+struct WebSocketFrame {
+  bool fin = true;
+  int opcode = 1;  ///< 0 continuation, 1 text, 2 binary, 8 close, 9 ping, 10 pong
+  std::string payload;
+};
+/// A client frame (masked with `mask`, as RFC 6455 §5.3 requires of clients).
+std::string EncodeClientFrame(WebSocketFrame const& frame, std::uint32_t mask);
+/// Takes the complete frames off the front of `buffer` (the app's bytes; unmasked or masked).
+/// 502-type error for a malformed frame or one over `max_payload`.
+StatusOr<std::vector<WebSocketFrame>> TakeFrames(std::string& buffer, std::size_t max_payload);
 
 }  // namespace bai::webserver

@@ -130,10 +130,13 @@ await step('app', async () => {
   const target = await opened;
   const tab = await target.page();
   await tab.waitForFunction(() => document.title === 'bai test app', { timeout: 20000 });
-  const seen = await tab.evaluate(() => ({ path: document.getElementById('path').textContent, cookies: document.getElementById('cookies').textContent, at: location.href }));
+  // The app's own WebSocket, through the same port.
+  await tab.waitForFunction(() => document.getElementById('ws').textContent !== 'connecting', { timeout: 15000 });
+  const seen = await tab.evaluate(() => ({ path: document.getElementById('path').textContent, cookies: document.getElementById('cookies').textContent, at: location.href, ws: document.getElementById('ws').textContent }));
   await tab.screenshot({ path: join(shots, 'app-tab.png') });
   await tab.close();
   expect(seen.path === '/', `the app saw path ${seen.path}`);
+  expect(seen.ws === 'echo:ping-42', `the app's WebSocket said ${seen.ws}`);
   expect(!seen.cookies.includes('AIOHTTP_SESSION'), 'the console\'s login cookie reached the app');
   expect(/^http:\/\/127\.0\.0\.1:212\d\d\/$/.test(seen.at), `the app opened at ${seen.at}`);
 });

@@ -9,11 +9,14 @@ Exits 77 (CTest: skipped, with the reason) when the console was not built or Chr
 console's npm packages are missing; never reports those as passed.
 """
 
+import base64
+import hashlib
 import http.server
 import os
 import re
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -97,14 +100,48 @@ def main() -> int:
         # page that assumes it is at the root, and what cookies reached it.
         class App(http.server.BaseHTTPRequestHandler):
             def do_GET(self):
+                if self.path == "/echo" and self.headers.get("Upgrade", "").lower() == "websocket":
+                    return self.echo_websocket()
                 body = ("<!doctype html><title>bai test app</title><h1>hello from the app</h1>"
                         f"<p id=path>{self.path}</p><p id=cookies>{self.headers.get('Cookie', '')}"
-                        "</p>").encode()
+                        "</p><p id=ws>connecting</p><script>"
+                        "const ws = new WebSocket(`ws://${location.host}/echo`);"
+                        "ws.onopen = () => ws.send('ping-' + 6 * 7);"
+                        "ws.onmessage = (e) => { document.getElementById('ws').textContent = e.data; };"
+                        "ws.onerror = () => { document.getElementById('ws').textContent = 'error'; };"
+                        "</script>").encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "text/html")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
+
+            # A WebSocket that answers each text message with "echo:" and it (RFC 6455).
+            def echo_websocket(self):
+                key = self.headers["Sec-WebSocket-Key"] + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+                accept = base64.b64encode(hashlib.sha1(key.encode()).digest()).decode()
+                self.wfile.write(("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                                  f"Connection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
+                                  ).encode())
+                self.wfile.flush()
+                while True:
+                    head = self.rfile.read(2)
+                    if len(head) < 2:
+                        return
+                    opcode, n = head[0] & 0x0F, head[1] & 0x7F
+                    if n == 126:
+                        n = struct.unpack(">H", self.rfile.read(2))[0]
+                    elif n == 127:
+                        n = struct.unpack(">Q", self.rfile.read(8))[0]
+                    mask = self.rfile.read(4) if head[1] & 0x80 else b"\0\0\0\0"
+                    data = bytes(b ^ mask[i % 4] for i, b in enumerate(self.rfile.read(n)))
+                    if opcode == 8:
+                        self.wfile.write(b"\x88\x02\x03\xe8")
+                        return
+                    if opcode == 1:
+                        out = b"echo:" + data
+                        self.wfile.write(bytes([0x81, len(out)]) + out)
+                        self.wfile.flush()
 
             def log_message(self, *args):
                 pass

@@ -103,5 +103,64 @@ TEST(AppProxyTest, TheAppCannotSetTheWebserversCookies) {
             "bai_app_permit_10200=p; Path=/; HttpOnly; SameSite=Strict; Secure");
 }
 
+TEST(AppProxyTest, WebSocketUpgradesGoWithoutSubprotocolsExtensionsOrTheLogin) {
+  Headers h = {{"host", "127.0.0.1:10200"},
+               {"origin", "http://127.0.0.1:10200"},
+               {"sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ=="},
+               {"sec-websocket-version", "13"},
+               {"sec-websocket-protocol", "v1.kernel.websocket.jupyter.org"},
+               {"sec-websocket-extensions", "permessage-deflate"},
+               {"cookie", "AIOHTTP_SESSION=s; _xsrf=1"}};
+  auto bytes = AppUpgradeRequestBytes("/api/kernels/k/channels?session_id=1", h);
+  EXPECT_EQ(bytes.rfind("GET /api/kernels/k/channels?session_id=1 HTTP/1.1\r\n", 0), 0u);
+  EXPECT_THAT(bytes, HasSubstr("sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n"));
+  EXPECT_THAT(bytes, HasSubstr("cookie: _xsrf=1\r\n"));
+  EXPECT_THAT(bytes, HasSubstr("upgrade: websocket\r\nconnection: Upgrade\r\n\r\n"));
+  EXPECT_THAT(bytes, Not(HasSubstr("AIOHTTP_SESSION")));
+  EXPECT_THAT(bytes, Not(HasSubstr("jupyter.org")));
+  EXPECT_THAT(bytes, Not(HasSubstr("deflate")));
+}
+
+TEST(AppProxyTest, WebSocketFramesRoundTripAtEverySizeAndArriveInPieces) {
+  for (std::size_t n : {0u, 5u, 125u, 126u, 65535u, 65536u, 200000u}) {
+    std::string payload(n, 'a');
+    for (std::size_t i = 0; i < n; ++i) payload[i] = static_cast<char>(i * 7);
+    auto wire = EncodeClientFrame({true, 2, payload}, 0x12345678u);
+    EXPECT_EQ(static_cast<unsigned char>(wire[1]) & 0x80, 0x80) << "clients mask";
+    // Byte by byte at first: nothing until the frame is whole.
+    std::string buffer = wire.substr(0, wire.size() - 1);
+    auto partial = TakeFrames(buffer, 1 << 20);
+    ASSERT_TRUE(partial.ok());
+    EXPECT_TRUE(partial->empty());
+    buffer += wire.back();
+    buffer += EncodeClientFrame({true, 9, "hb"}, 7);
+    auto frames = TakeFrames(buffer, 1 << 20);
+    ASSERT_TRUE(frames.ok()) << frames.status().message();
+    ASSERT_EQ(frames->size(), 2u);
+    EXPECT_EQ((*frames)[0].opcode, 2);
+    EXPECT_EQ((*frames)[0].payload, payload) << n;
+    EXPECT_EQ((*frames)[1].opcode, 9);
+    EXPECT_EQ((*frames)[1].payload, "hb");
+    EXPECT_TRUE(buffer.empty());
+  }
+  // A server's unmasked frame: "Hello" (RFC 6455 §5.7).
+  std::string hello = "\x81\x05Hello";
+  auto f = TakeFrames(hello, 100);
+  ASSERT_TRUE(f.ok());
+  ASSERT_EQ(f->size(), 1u);
+  EXPECT_EQ((*f)[0].payload, "Hello");
+}
+
+TEST(AppProxyTest, BrokenOrOversizedWebSocketFramesAreRefused) {
+  std::string reserved = "\xc1\x01x";  // RSV1: a compressed frame nobody agreed to
+  EXPECT_FALSE(TakeFrames(reserved, 100).ok());
+  std::string opcode = "\x83\x01x";
+  EXPECT_FALSE(TakeFrames(opcode, 100).ok());
+  std::string long_ping = "\x89\x7e\x00\x80" + std::string(128, 'p');
+  EXPECT_FALSE(TakeFrames(long_ping, 1000).ok());
+  std::string big = EncodeClientFrame({true, 2, std::string(2000, 'x')}, 1);
+  EXPECT_FALSE(TakeFrames(big, 1000).ok());
+}
+
 }  // namespace
 }  // namespace bai::webserver
