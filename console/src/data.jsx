@@ -67,7 +67,7 @@ function remember(key, value) {
   localStorage.setItem(JOURNAL, JSON.stringify(j));
 }
 
-const CHUNK = 8 * 1024 * 1024;
+const CHUNK = 16 * 1024 * 1024;
 
 // Uploads `file` to `path` of `folder` with tus, reporting (sent, total); resumes an upload
 // this browser started (and a reload cut short).

@@ -52,10 +52,13 @@ await step('signin-refused', async () => {
 });
 
 await step('signin', async () => {
+  // By keyboard alone: the email, Tab to the password, Enter.
   await page.goto(url, { waitUntil: 'networkidle0' });
-  await page.type('#username', email);
-  await page.type('#password', password);
-  await page.click('button[type=submit]');
+  await page.focus('#username');
+  await page.keyboard.type(email);
+  await page.keyboard.press('Tab');
+  await page.keyboard.type(password);
+  await page.keyboard.press('Enter');
   await page.waitForFunction(() => document.body.innerText.includes('Start a session'));
   expect(new URL(page.url()).pathname === '/sessions', `at ${page.url()}`);
 });
@@ -276,6 +279,22 @@ await step('usage', async () => {
   await page.goto(url + 'usage', { waitUntil: 'networkidle0' });
   await page.waitForSelector('figure.chart svg rect');
   expect((await text()).includes('Sessions: peak'), 'no sessions chart');
+});
+
+await step('phone', async () => {
+  // A phone's screen: every page fits its width (no sideways scrolling).
+  await page.setViewport({ width: 390, height: 844, isMobile: true, hasTouch: true });
+  const wide = [];
+  for (const path of ['sessions', 'data/browser-data', 'usage', 'admin/agents']) {
+    await page.goto(url + path, { waitUntil: 'domcontentloaded' });
+    await page.waitForSelector('main .card');
+    await new Promise((r) => setTimeout(r, 300));
+    const w = await page.evaluate(() => document.documentElement.scrollWidth);
+    if (w > 392) wide.push(`${path}: ${w}px`);
+    await page.screenshot({ path: join(shots, `phone-${path.replace('/', '-')}.png`) });
+  }
+  await page.setViewport({ width: 1280, height: 800 });
+  expect(wide.length === 0, `wider than the phone: ${wide.join(', ')}`);
 });
 
 await step('signout', async () => {
