@@ -6,6 +6,10 @@ export function setCsrf(token) {
   csrf = token || '';
 }
 
+export function csrfToken() {
+  return csrf;
+}
+
 export class ApiError extends Error {
   constructor(status, body) {
     const detail = (body && (body.msg || body.detail || body.title)) || `HTTP ${status}`;

@@ -117,6 +117,7 @@ async function downloadTicket(folder, path) {
 
 export function FolderView({ name, dir }) {
   const files = useLoad(() => func('GET', `/folders/${encodeURIComponent(name)}/files?path=${encodeURIComponent(dir || '.')}`), [name, dir]);
+  const info = useLoad(() => func('GET', `/folders/${encodeURIComponent(name)}`), [name, files.data]);
   const [error, setError] = useState('');
   const [progress, setProgress] = useState(null);
   const [preview, setPreview] = useState(null);
@@ -194,6 +195,13 @@ export function FolderView({ name, dir }) {
           <Link href="/data">Folders</Link> / <Link href={there('')}>{name}</Link>
           {parts.map((p, i) => <span key={i}> / <Link href={there(parts.slice(0, i + 1).join('/'))}>{p}</Link></span>)}
         </h2>
+        {info.data && (
+          <p class="muted" data-usage>
+            {info.data.num_files ?? 0} files, {bytes(info.data.used_bytes ?? info.data.cur_size ?? 0)}
+            {info.data.max_size ? ` of a ${bytes(info.data.max_size)} quota` : ' (no quota)'}
+            {info.data.permission ? `; you may ${info.data.permission === 'ro' ? 'read' : info.data.permission === 'rw' ? 'read and write' : 'read, write and delete'}` : ''}
+          </p>
+        )}
         <div class="row">
           <div>
             <label for="upload">Upload files</label>

@@ -1,7 +1,7 @@
 // Sessions: the live list, the start form, a session's page (apps, logs, events, actions) and
 // its terminals.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { call, explain, func, gql } from './api.js';
+import { call, csrfToken, explain, func, gql } from './api.js';
 import { ErrorText, Link, age, bytes, go, parseSize, saveBlob, slots, useLoad, useSubmit } from './ui.jsx';
 import { Terminal } from '@xterm/xterm';
 import '@xterm/xterm/css/xterm.css';
@@ -108,6 +108,7 @@ function parseEnv(text) {
 export function StartSession() {
   const presets = useLoad(() => func('POST', '/resource/check-presets', {}));
   const folders = useLoad(() => func('GET', '/folders'));
+  const images = useLoad(() => gql('{images{name tag}}').catch(() => ({ images: [] })));
   const [choice, setChoice] = useState('');
   const [custom, setCustom] = useState({ cpu: '1', mem: '1g', shares: '', devices: '' });
   const [kind, setKind] = useState('interactive');
@@ -165,7 +166,11 @@ export function StartSession() {
     <form class="card" onSubmit={submit} aria-label="Start a session">
       <h2>Start a session</h2>
       <div class="row">
-        <div><label for="image">Image</label><input id="image" name="image" defaultValue="python" required /></div>
+        <div>
+          <label for="image">Image</label>
+          <input id="image" name="image" defaultValue="python" required list="images" />
+          <datalist id="images">{(images.data?.images || []).map((i) => <option key={`${i.name}:${i.tag}`} value={`${i.name}:${i.tag}`} />)}</datalist>
+        </div>
         <div><label for="sname">Name (optional)</label><input id="sname" name="name" pattern="[A-Za-z0-9_.\-]{4,64}" title="4 to 64 letters, digits, _ . -" /></div>
         <div>
           <label for="preset">Resources</label>
@@ -258,6 +263,7 @@ export function SessionDetail({ id }) {
         <SessionActions s={s} onChanged={load} />
       </div>
       {running && <Apps id={id} />}
+      {running && <SessionFiles id={id} />}
       <Logs id={id} name={s.name} live={!['TERMINATED', 'CANCELLED', 'ERROR'].includes(s.status)} />
       <div class="card">
         <h3>Events</h3>
@@ -343,6 +349,51 @@ function Apps({ id }) {
           ? <p key={a.name} class="muted">{a.name} (TCP): <code>bai session app {id.slice(0, 8)} {a.name}</code> on your machine.</p>
           : <div key={a.name}><button type="button" data-app={a.name} disabled={opening === a.name} onClick={() => open(a)}>{opening === a.name ? 'Opening…' : `Open ${a.name}`}</button></div>))}
       </div>
+    </div>
+  );
+}
+
+// Files in the session's /home/work: browse, download one.
+function SessionFiles({ id }) {
+  const [dir, setDir] = useState('.');
+  const list = useLoad(() => func('GET', `/session/${id}/files?path=${encodeURIComponent(dir)}`), [id, dir]);
+  const [error, setError] = useState('');
+  let files = list.data?.files || [];
+  if (typeof files === 'string') { try { files = JSON.parse(files); } catch { files = []; } }
+  const isDir = (f) => String(f.mode || '').startsWith('d');
+  const path = (f) => (dir === '.' ? f.filename : `${dir}/${f.filename}`);
+  async function download(f) {
+    setError('');
+    try {
+      const r = await fetch(`/func/session/${id}/download_single`, {
+        method: 'POST', credentials: 'same-origin',
+        headers: { 'Content-Type': 'application/json', 'X-BackendAI-Version': 'v8.20240915', 'X-BAI-CSRF-Token': csrfToken() },
+        body: JSON.stringify({ file: path(f) }),
+      });
+      if (!r.ok) throw new Error((await r.json().catch(() => ({}))).msg || `HTTP ${r.status}`);
+      saveBlob(await r.blob(), f.filename);
+    } catch (err) { setError(`${f.filename}: ${err.message}`); }
+  }
+  return (
+    <div class="card">
+      <h3>Files in /home/work{dir === '.' ? '' : `/${dir}`}</h3>
+      {dir !== '.' && <p><button type="button" class="linkish" onClick={() => setDir(dir.includes('/') ? dir.slice(0, dir.lastIndexOf('/')) : '.')}>Up one level</button></p>}
+      <ErrorText error={list.error || error} />
+      {list.data && files.length === 0 && <p class="muted">No files here.</p>}
+      {files.length > 0 && (
+        <table>
+          <thead><tr><th>Name</th><th>Size</th><th class="hide-narrow">Modified</th></tr></thead>
+          <tbody>{files.map((f) => (
+            <tr key={f.filename} data-session-file={f.filename}>
+              <td>{isDir(f)
+                ? <button type="button" class="linkish" onClick={() => setDir(path(f))}>{f.filename}/</button>
+                : <button type="button" class="linkish" onClick={() => download(f)}>{f.filename}</button>}</td>
+              <td>{isDir(f) ? '' : bytes(f.size)}</td>
+              <td class="hide-narrow">{f.mtime ? new Date(Number(f.mtime) * 1000 || f.mtime).toLocaleString() : ''}</td>
+            </tr>
+          ))}</tbody>
+        </table>
+      )}
     </div>
   );
 }

@@ -76,6 +76,44 @@ export function Usage({ who }) {
       <ErrorText error={stats.error} />
       {stats.loading && !stats.data && <p class="muted">Loading…</p>}
       {bins.length > 0 && SERIES.map(([k, label, format]) => <Chart key={k} data={bars(bins, k)} label={label} format={format} />)}
+      {admin && <PeriodReport />}
     </section>
+  );
+}
+
+const day = (d) => d.toISOString().slice(0, 10);
+
+// Superadmins: every session of every project that a period touched (/resource/usage/period).
+function PeriodReport() {
+  const [range, setRange] = useState({ from: day(new Date(Date.now() - 7 * 86400000)), to: day(new Date()) });
+  const compact = (d) => d.replaceAll('-', '');
+  const report = useLoad(() => func('GET', `/resource/usage/period?start_date=${compact(range.from)}&end_date=${compact(range.to)}`), [range.from, range.to]);
+  const rows = [];
+  for (const p of Array.isArray(report.data) ? report.data : []) {
+    const list = Array.isArray(p.sessions) ? p.sessions : Object.values(p.sessions || {});
+    for (const s of list) {
+      const u = s.total_usage || {};
+      rows.push([p.project_name || p.g_name || '', s.user_email || '', s.session_name || '', s.status || '', s.created_at || '', s.terminated_at || '', s.used_time || '', u.cpu_allocated ?? '', u.mem_allocated ?? '', u.gpu_allocated ?? '']);
+    }
+  }
+  const head = ['project', 'user', 'session', 'status', 'created_at', 'terminated_at', 'used_time', 'cpu_allocated', 'mem_allocated', 'gpu_allocated'];
+  return (
+    <div class="period">
+      <h3>Everyone's sessions in a period</h3>
+      <div class="row">
+        <div><label for="from">From</label><input id="from" type="date" value={range.from} onChange={(e) => setRange({ ...range, from: e.target.value })} /></div>
+        <div><label for="to">To</label><input id="to" type="date" value={range.to} onChange={(e) => setRange({ ...range, to: e.target.value })} /></div>
+        <div><button type="button" class="secondary" disabled={!rows.length} onClick={() => saveBlob(new Blob([csv([head, ...rows])], { type: 'text/csv' }), `bai-usage-${range.from}-${range.to}.csv`)} data-period-csv>Export CSV</button></div>
+      </div>
+      <ErrorText error={report.error} />
+      {report.data && rows.length === 0 && <p class="muted">No sessions in this period.</p>}
+      {rows.length > 0 && (
+        <table>
+          <thead><tr><th>Project</th><th>User</th><th>Session</th><th class="hide-narrow">Status</th><th>Used</th><th class="hide-narrow">CPU</th><th class="hide-narrow">Memory</th></tr></thead>
+          <tbody>{rows.slice(0, 500).map((r, i) => <tr key={i}><td>{r[0]}</td><td>{r[1]}</td><td>{r[2]}</td><td class="hide-narrow">{r[3]}</td><td>{r[6] || 'running'}</td><td class="hide-narrow">{r[7]}</td><td class="hide-narrow">{r[8] !== '' ? bytes(r[8]) : ''}</td></tr>)}</tbody>
+        </table>
+      )}
+      {rows.length > 500 && <p class="muted">The first 500 of {rows.length}; the CSV has them all.</p>}
+    </div>
   );
 }

@@ -102,7 +102,7 @@ await step('terminal', async () => {
   await page.waitForSelector('[data-terminal-state="connected"]', { timeout: 15000 });
   await page.waitForSelector('.xterm-helper-textarea');
   await page.focus('.xterm-helper-textarea');
-  await page.keyboard.type('echo hi-$((6*7))\n');
+  await page.keyboard.type('echo made-in-the-terminal > made.txt; echo hi-$((6*7))\n');
   await page.waitForFunction(
     () => (document.querySelector('.xterm-rows') || {}).innerText?.includes('hi-42'),
     { timeout: 15000 });
@@ -192,19 +192,25 @@ await step('data-upload-resume', async () => {
   expect(size.includes('20 MiB'), `listed as ${size}`);
 });
 
-await step('data-download', async () => {
-  const into = join(work, 'downloads');
-  mkdirSync(into, { recursive: true });
-  const cdp = await page.target().createCDPSession();
-  await cdp.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: into });
-  await page.click('tr[data-file="twenty-mb.bin"] [data-download]');
-  const file = join(into, 'twenty-mb.bin');
+const into = join(work, 'downloads');
+async function downloaded(name) {
+  const file = join(into, name);
   const deadline = Date.now() + 60000;
   while (!(existsSync(file) && readdirSync(into).every((f) => !f.endsWith('.crdownload'))) && Date.now() < deadline) {
     await new Promise((r) => setTimeout(r, 200));
   }
   expect(existsSync(file), `no download in ${into}: ${readdirSync(into)}`);
-  const got = createHash('sha256').update(readFileSync(file)).digest('hex');
+  return readFileSync(file);
+}
+
+await step('data-download', async () => {
+  mkdirSync(into, { recursive: true });
+  const usage = await page.$eval('[data-usage]', (e) => e.textContent);
+  expect(usage.includes('20 MiB'), `the folder's usage: ${usage}`);
+  const cdp = await page.target().createCDPSession();
+  await cdp.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: into });
+  await page.click('tr[data-file="twenty-mb.bin"] [data-download]');
+  const got = createHash('sha256').update(await downloaded('twenty-mb.bin')).digest('hex');
   expect(got === bigSha, 'the download differs from the upload');
 });
 
@@ -228,6 +234,17 @@ await step('file-names-escape-html', async () => {
     return r.status;
   });
   expect(refused === 403 || refused === 400, `a session name with markup: HTTP ${refused}`);
+});
+
+await step('session-files', async () => {
+  // The file the terminal made, listed on the session's page and downloaded from there.
+  await page.goto(url + 'sessions', { waitUntil: 'domcontentloaded' });
+  await page.waitForSelector('tr[data-session="browser-one"] td a');
+  await page.click('tr[data-session="browser-one"] td a');
+  await page.waitForSelector('tr[data-session-file="made.txt"] button', { timeout: 15000 });
+  await page.click('tr[data-session-file="made.txt"] button');
+  const text = String(await downloaded('made.txt'));
+  expect(text === 'made-in-the-terminal\n', `made.txt: ${JSON.stringify(text)}`);
 });
 
 if (evil) {
@@ -279,6 +296,9 @@ await step('usage', async () => {
   await page.goto(url + 'usage', { waitUntil: 'networkidle0' });
   await page.waitForSelector('figure.chart svg rect');
   expect((await text()).includes('Sessions: peak'), 'no sessions chart');
+  // A superadmin's report of everyone's sessions in the period, exportable.
+  await page.waitForSelector('[data-period-csv]:not([disabled])', { timeout: 15000 });
+  expect((await text()).includes('browser-one'), 'the period report lacks browser-one');
 });
 
 await step('phone', async () => {
