@@ -253,17 +253,58 @@ function Images() {
 }
 
 function Organization() {
-  const d = useLoad(() => gql('{domains{name is_active} groups{name domain_name is_active} scaling_groups{name is_active}}'));
+  const d = useLoad(() => gql('{domains{name is_active} groups{id name domain_name is_active} scaling_groups{name is_active scheduler}}'));
+  const make = (what) => useSubmit(async (form, element) => {
+    const name = form.get(`${what}-name`);
+    if (what === 'domain') {
+      await mutate('mutation($n:String!,$p:DomainInput!){create_domain(name:$n,props:$p){ok msg}}', { n: name, p: {} }, 'create_domain');
+    } else if (what === 'project') {
+      await mutate('mutation($n:String!,$p:GroupInput!){create_group(name:$n,props:$p){ok msg}}', { n: name, p: { domain_name: form.get('project-domain') || 'default' } }, 'create_group');
+    } else {
+      await mutate('mutation($n:String!,$p:CreateScalingGroupInput!){create_scaling_group(name:$n,props:$p){ok msg}}', { n: name, p: { driver: 'static', scheduler: 'fifo' } }, 'create_scaling_group');
+    }
+    element.reset();
+    d.reload();
+    return '';
+  });
+  const forms = { domain: make('domain'), project: make('project'), group: make('group') };
+  const domains = d.data?.domains || [];
   return (
     <div class="card">
       <h2>Domains, projects and resource groups</h2>
       <ErrorText error={d.error} />
       <div class="row">
-        <div><h3>Domains</h3><ul>{(d.data?.domains || []).map((x) => <li key={x.name}>{x.name}{x.is_active ? '' : ' (inactive)'}</li>)}</ul></div>
-        <div><h3>Projects</h3><ul>{(d.data?.groups || []).map((x) => <li key={x.domain_name + x.name}>{x.name} <span class="muted">({x.domain_name})</span></li>)}</ul></div>
-        <div><h3>Resource groups</h3><ul>{(d.data?.scaling_groups || []).map((x) => <li key={x.name}>{x.name}{x.is_active ? '' : ' (inactive)'}</li>)}</ul></div>
+        <div>
+          <h3>Domains</h3>
+          <ul>{domains.map((x) => <li key={x.name}>{x.name}{x.is_active ? '' : ' (inactive)'}</li>)}</ul>
+          <form onSubmit={forms.domain.submit} aria-label="New domain">
+            <label for="domain-name">New domain</label><input id="domain-name" name="domain-name" required pattern="[A-Za-z0-9_.\-]{1,64}" />
+            <p><button type="submit" class="secondary" disabled={forms.domain.busy}>Create</button></p>
+            <ErrorText error={forms.domain.error} />
+          </form>
+        </div>
+        <div>
+          <h3>Projects</h3>
+          <ul>{(d.data?.groups || []).map((x) => <li key={x.id} data-project={x.name}>{x.name} <span class="muted">({x.domain_name})</span></li>)}</ul>
+          <form onSubmit={forms.project.submit} aria-label="New project">
+            <label for="project-name">New project</label><input id="project-name" name="project-name" required pattern="[A-Za-z0-9_.\-]{1,64}" />
+            <label for="project-domain">In the domain</label>
+            <select id="project-domain" name="project-domain">{domains.map((x) => <option key={x.name} value={x.name}>{x.name}</option>)}</select>
+            <p><button type="submit" class="secondary" disabled={forms.project.busy}>Create</button></p>
+            <ErrorText error={forms.project.error} />
+          </form>
+        </div>
+        <div>
+          <h3>Resource groups</h3>
+          <ul>{(d.data?.scaling_groups || []).map((x) => <li key={x.name}>{x.name} <span class="muted">({x.scheduler})</span>{x.is_active ? '' : ' (inactive)'}</li>)}</ul>
+          <form onSubmit={forms.group.submit} aria-label="New resource group">
+            <label for="group-name">New resource group</label><input id="group-name" name="group-name" required pattern="[A-Za-z0-9_.\-]{1,64}" />
+            <p><button type="submit" class="secondary" disabled={forms.group.busy}>Create</button></p>
+            <ErrorText error={forms.group.error} />
+          </form>
+        </div>
       </div>
-      <p class="muted">To create or change these, use <code>bai admin</code> (domains, projects, resource groups).</p>
+      <p class="muted">Limits, associations and deletion: <code>bai admin domain|project|scaling-group</code>.</p>
     </div>
   );
 }

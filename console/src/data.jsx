@@ -27,6 +27,7 @@ export function Folders() {
         </div>
         <ErrorText error={create.error} />
       </form>
+      <Invitations onAccepted={list.reload} />
       <div class="card">
         <h2>Folders</h2>
         <ErrorText error={list.error} />
@@ -49,6 +50,33 @@ export function Folders() {
         )}
       </div>
     </section>
+  );
+}
+
+// Folders others invited the user to share.
+function Invitations({ onAccepted }) {
+  const list = useLoad(() => func('GET', '/folders/invitations/list'));
+  const [error, setError] = useState('');
+  async function answer(id, accept) {
+    setError('');
+    try {
+      await func('POST', accept ? '/folders/invitations/accept' : '/folders/invitations/delete', { inv_id: id });
+      list.reload();
+      if (accept) onAccepted();
+    } catch (err) { setError(explain(err)); }
+  }
+  const pending = (list.data?.invitations || []).filter((i) => !i.status || i.status === 'pending' || i.state === 'pending');
+  if (!pending.length && !error) return null;
+  return (
+    <div class="card" data-invitations>
+      <h2>Invitations</h2>
+      <ErrorText error={error} />
+      <ul>{pending.map((i) => (
+        <li key={i.id}>{i.inviter} invites you to <strong>{i.vfolder_name}</strong> ({i.perm === 'ro' ? 'read' : i.perm === 'rw' ? 'read and write' : 'read, write, delete'})
+          {' '}<button type="button" class="secondary" onClick={() => answer(i.id, true)}>Accept</button>
+          {' '}<button type="button" class="secondary" onClick={() => answer(i.id, false)}>Decline</button></li>
+      ))}</ul>
+    </div>
   );
 }
 

@@ -285,6 +285,19 @@ await step('admin-creates-user', async () => {
   await page.waitForFunction((e) => document.querySelector(`tr[data-keypair-user="${e}"]`).dataset.policy === 'one-session', {}, userEmail);
 });
 
+await step('admin-organization-and-sharing', async () => {
+  await page.goto(url + 'admin/organization', { waitUntil: 'networkidle0' });
+  await page.type('#project-name', 'browser-project');
+  await page.click('form[aria-label="New project"] button');
+  await page.waitForSelector('li[data-project="browser-project"]');
+  // The admin shares a folder with the new user (accepted below, as them).
+  await page.goto(url + 'data/browser-data', { waitUntil: 'networkidle0' });
+  await page.type('#emails', userEmail);
+  await page.click('form[aria-label="Invite"] button');
+  await page.waitForFunction(() => document.querySelector('#emails').value === '');
+  expect(!(await page.$('form[aria-label="Invite"] + [role=alert]')), 'the invitation was refused');
+});
+
 await step('admin-agents', async () => {
   await page.goto(url + 'admin/agents', { waitUntil: 'networkidle0' });
   await page.waitForSelector('[data-agent] table');
@@ -339,6 +352,13 @@ await step('new-user-signs-in-and-meets-the-policy', async () => {
   }, { timeout: 30000 });
   const why = await page.$eval('tr[data-session="user-second"]', (e) => e.innerText);
   expect(why.includes('PENDING'), `user-second: ${why}`);
+  // The folder the admin shared: accepted, then listed as shared.
+  await page.goto(url + 'data', { waitUntil: 'networkidle0' });
+  await page.waitForSelector('[data-invitations] button');
+  await page.click('[data-invitations] button');
+  await page.waitForSelector('tr[data-folder="browser-data"]');
+  const row = await page.$eval('tr[data-folder="browser-data"]', (e) => e.innerText);
+  expect(row.includes('shared with you'), `browser-data: ${row}`);
   await page.click('[data-signout]');
   await page.waitForSelector('#username');
 });
