@@ -228,6 +228,13 @@ await step('file-names-escape-html', async () => {
   expect(shown.includes('<b>not bold</b>'), `preview: ${shown}`);
   expect(!(await page.evaluate(() => window.__xss)), 'a file name ran script');
   expect(!(await page.$('tr[data-file] img')), 'a file name became markup');
+  // An empty file is a file too.
+  const empty = join(work, 'empty.txt');
+  writeFileSync(empty, '');
+  await (await page.$('[data-upload]')).uploadFile(empty);
+  await page.waitForSelector('tr[data-file="empty.txt"]', { timeout: 15000 });
+  const emptyRow = await page.$eval('tr[data-file="empty.txt"]', (e) => e.innerText);
+  expect(emptyRow.includes('0 B'), `empty.txt: ${emptyRow}`);
   // Session names cannot carry markup at all: the manager refuses them.
   const refused = await page.evaluate(async () => {
     const r = await fetch('/func/session', { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-BackendAI-Version': 'v8.20240915' }, body: JSON.stringify({ name: '<b>x</b>', image: 'python' }) });
