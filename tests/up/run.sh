@@ -74,6 +74,16 @@ folders=$(curl -sS -b "$work/jar" "${curl_url}func/folders")
 [[ $folders == *'up-data'* ]] || { echo "FAIL: /func/folders through the console: $folders"; exit 1; }
 curl -sSI "$curl_url" | grep -qi "^content-security-policy: default-src 'self'" ||
   { echo "FAIL: the console page has no CSP"; exit 1; }
+# The console's app launcher: the python image's HTTP service on an app port of its own, entered
+# with the one-time link (its permit cookie), serving /home/work at the root.
+app_id=$("$repo/build/bin/bai" session create --name up-app python)
+opened=$(curl -sS -b "$work/jar" -H 'Content-Type: application/json' \
+  -d "{\"session\": \"$app_id\", \"app\": \"http\"}" "${curl_url}server/apps")
+app_url=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1]).get("url", ""))' "$opened")
+[[ $app_url == http://127.0.0.1:102[0-9][0-9]/bai-app-setup* ]] || { echo "FAIL: app launcher: $opened"; exit 1; }
+listing=$(curl -sS -L -c "$work/appjar" -b "$work/appjar" "$app_url")
+[[ $listing == *"Directory listing for /"* ]] || { echo "FAIL: the http app through its port: $listing"; exit 1; }
+"$repo/build/bin/bai" session rm up-app >/dev/null
 # A kernel still running at Ctrl-C is ended.
 "$repo/build/bin/bai" run python --name up-left -c 'x = 1' >/dev/null
 key=$(grep ACCESS_KEY "$BAI_UP_DIR/credentials.env")
