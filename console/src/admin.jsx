@@ -197,7 +197,7 @@ function Policies() {
 // Agents, and on each what every running session holds: the allocation map operators and
 // users ask for (which session has which GPU shares).
 function Agents() {
-  const list = useLoad(() => gql('{agents{id status scaling_group addr available_slots occupied_slots compute_containers(status:"RUNNING"){session_id image occupied_slots}}}'));
+  const list = useLoad(() => gql('{agents{id status scaling_group addr available_slots occupied_slots compute_containers(status:"RUNNING"){session_id image occupied_slots attached_devices}}}'));
   const sessions = useLoad(() => gql('query{compute_session_list(limit:1000,offset:0,status:"RUNNING"){items{id name user_email}}}').catch(() => null));
   const names = Object.fromEntries((sessions.data?.compute_session_list?.items || []).map((s) => [s.id, s]));
   return (
@@ -223,6 +223,7 @@ function Agents() {
                 );
               })}
             </div>
+            <DeviceMap containers={a.compute_containers || []} names={names} />
             {(a.compute_containers || []).length > 0 && (
               <table>
                 <thead><tr><th>Session</th><th>User</th><th>Holds</th></tr></thead>
@@ -235,6 +236,31 @@ function Agents() {
         );
       })}
     </div>
+  );
+}
+
+// Which session holds what of each GPU on an agent (the scheduler's device allocations).
+function DeviceMap({ containers, names }) {
+  const devices = {};
+  for (const c of containers) {
+    let held = [];
+    try { held = JSON.parse(c.attached_devices || '[]'); } catch { held = []; }
+    for (const d of held) {
+      (devices[d.uuid] = devices[d.uuid] || []).push({ session: names[c.session_id]?.name || c.session_id, user: names[c.session_id]?.user_email || '', slot: d.slot, amount: d.amount });
+    }
+  }
+  const ids = Object.keys(devices).sort();
+  if (!ids.length) return null;
+  return (
+    <table class="devices" data-device-map>
+      <thead><tr><th>GPU</th><th>Held by</th></tr></thead>
+      <tbody>{ids.map((id) => (
+        <tr key={id} data-device={id}>
+          <td><code>{id}</code></td>
+          <td>{devices[id].map((h, i) => <div key={i}>{h.session} <span class="muted">({h.user})</span>: {h.slot === 'cuda.device' ? 'the whole GPU' : `${h.amount} ${h.slot}`}</div>)}</td>
+        </tr>
+      ))}</tbody>
+    </table>
   );
 }
 

@@ -68,7 +68,7 @@ const running = (name) => page.waitForFunction((n) => {
   return row && row.textContent === 'RUNNING';
 }, { timeout: 30000 }, name);
 
-async function startSession(name, { ports, command, mem } = {}) {
+async function startSession(name, { ports, command, mem, shares } = {}) {
   // The sessions page keeps its event stream open: the network never goes idle there.
   if (new URL(page.url()).pathname !== '/sessions') await page.goto(url + 'sessions', { waitUntil: 'domcontentloaded' });
   await page.waitForSelector('#sname');
@@ -78,6 +78,7 @@ async function startSession(name, { ports, command, mem } = {}) {
     await page.$eval('#mem', (e) => { e.value = ''; });
     await page.type('#mem', mem);
   }
+  if (shares) await page.type('#shares', shares);
   if (ports || command) {
     await page.click('button[aria-expanded]');
     if (ports) await page.type('#preopen', ports);
@@ -93,7 +94,7 @@ async function startSession(name, { ports, command, mem } = {}) {
 await step('session-running', async () => {
   await page.waitForSelector('[data-fit]');
   await page.waitForFunction(() => document.querySelector('[data-fit]').textContent.includes('Fits now'));
-  await startSession('browser-one', { mem: '512m' });
+  await startSession('browser-one', { mem: '512m', shares: '0.5' });
   await running('browser-one');
 });
 
@@ -310,6 +311,10 @@ await step('admin-agents', async () => {
   await page.waitForSelector('[data-agent] table');
   const t = await text();
   expect(t.includes('browser-one'), 'the agent does not show what browser-one holds');
+  // The GPU map: the fake driver's GPU that holds browser-one's half.
+  await page.waitForSelector('[data-device-map] tr[data-device]');
+  const gpu = await page.$eval('[data-device-map]', (e) => e.innerText);
+  expect(/browser-one .*: 0\.5 cuda\.shares/.test(gpu), `the GPU map: ${gpu}`);
 });
 
 await step('usage', async () => {

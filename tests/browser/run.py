@@ -64,7 +64,10 @@ def main() -> int:
             [f"{binp}/bai-agent", "--manager", manager, "--id", "browser-agent", "--backend",
              "dummy", "--cluster-secret-file", os.path.join(data, "cluster-secret"),
              "--state-dir", os.path.join(work, "agent"), "--slots", "cpu=4,mem=4g",
-             "--images", "python,shell", "--dummy-prepare-ms", "50"],
+             "--images", "python,shell", "--dummy-prepare-ms", "50",
+             # Two GPUs of the fake driver (no GPU here), shared in cuda.shares.
+             "--nvml-library", os.path.join(build, "lib", "fake-driver", "libnvidia-ml.so.1")],
+            env={**os.environ, "BAI_FAKE_GPU_COUNT": "2"},
             stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "agent.log"), "w")))
         w = subprocess.Popen([f"{binp}/bai-webserver", "--manager", manager, "--data-dir", data,
                               "--listen", "127.0.0.1:0", "--static-dir", console,

@@ -11,6 +11,7 @@
 
 #include "libbai/util/json_parse.h"
 #include "libbai/util/text.h"
+#include "server-reference/common/wire/device_allocation.h"
 #include "server-reference/manager/agents/image_rescan.h"
 #include "server-reference/manager/api/admin_graphql.h"
 #include "server-reference/manager/api/graphql_util.h"
@@ -176,6 +177,8 @@ json ContainerObject(KernelRecord const& k, SessionRecord const& s) {
       {"live_stat", nullptr},
       {"last_stat", nullptr},
       {"preopen_ports", PreopenPorts(s)},
+      // bai's addition: the GPUs the scheduler gave the session, device by device.
+      {"attached_devices", server::DeviceAllocationsToJson(s.devices).dump()},
   };
 }
 

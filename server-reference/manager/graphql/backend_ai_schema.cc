@@ -545,6 +545,8 @@ Schema Build() {
                                    "live_stat: JSONString",
                                    "last_stat: JSONString",
                                    "preopen_ports: [Int]",
+                                   // bai's addition: [{slot, uuid, amount}] per GPU it holds.
+                                   "attached_devices: JSONString",
                                });
   s.Object("ComputeContainerList", {"items: [ComputeContainer]!", "total_count: Int!"});
   s.Object("UserInfo", {"email: String", "full_name: String"});
