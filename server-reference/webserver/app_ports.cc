@@ -109,17 +109,17 @@ struct AppPorts::Impl : std::enable_shared_from_this<AppPorts::Impl> {
   std::thread reaper;
   server::WorkPool pool;  // last: its destructor waits for relays that use the members above
 
-  std::string Host() const {
-    return options.advertised_host.empty() ? options.bind_address : options.advertised_host;
-  }
-
-  std::string Link(Circuit const& c) const {
-    return std::string(options.tls ? "https://" : "http://") + Host() + ":" +
-           std::to_string(c.port) + std::string(kAppSetupPath) + "?token=" + c.setup_token;
+  std::string Link(Circuit const& c, std::string const& browser_host) const {
+    std::string host = !options.advertised_host.empty() ? options.advertised_host
+                       : !browser_host.empty()          ? browser_host
+                                                        : options.bind_address;
+    return std::string(options.tls ? "https://" : "http://") + host + ":" + std::to_string(c.port) +
+           std::string(kAppSetupPath) + "?token=" + c.setup_token;
   }
 
   StatusOr<std::string> Open(std::string const& login_token, std::string const& session_id,
-                             std::string const& app, int app_port) {
+                             std::string const& app, int app_port,
+                             std::string const& browser_host) {
     std::unique_lock<std::mutex> lock(mu);
     if (stopping) {
       return ps::MakeProblemStatus(ps::ProblemType::kServiceUnavailable, "stopping");
@@ -129,7 +129,7 @@ struct AppPorts::Impl : std::enable_shared_from_this<AppPorts::Impl> {
           c->app == app && c->app_port == app_port) {
         c->setup_token = LoginSessions::RandomToken(24);
         c->setup_expires = Steady::now() + options.setup_token_lifetime;
-        return Link(*c);
+        return Link(*c, browser_host);
       }
     }
     // A free port of the range: one no circuit holds and the system lets us bind.
@@ -172,7 +172,7 @@ struct AppPorts::Impl : std::enable_shared_from_this<AppPorts::Impl> {
       circuits[port] = c;
       server::log::Info("opened an app port",
                         {{"port", std::to_string(port)}, {"session", session_id}, {"app", app}});
-      return Link(*c);
+      return Link(*c, browser_host);
     }
     return last;
   }
@@ -540,8 +540,9 @@ AppPorts::AppPorts(AppPortsOptions options, OpenAppTunnel open)
 AppPorts::~AppPorts() { Stop(); }
 
 StatusOr<std::string> AppPorts::Open(std::string const& login_token, std::string const& session_id,
-                                     std::string const& app, int app_port) {
-  return impl_->Open(login_token, session_id, app, app_port);
+                                     std::string const& app, int app_port,
+                                     std::string const& browser_host) {
+  return impl_->Open(login_token, session_id, app, app_port, browser_host);
 }
 
 void AppPorts::EndLogin(std::string const& login_token) {

@@ -19,8 +19,8 @@ namespace bai::webserver {
 
 struct AppPortsOptions {
   std::string bind_address = "127.0.0.1";
-  /// The host the browser reaches app ports at (the console's host name, when a proxy or DNS
-  /// name fronts the webserver); empty: bind_address.
+  /// The host the browser reaches app ports at; empty: the host name the browser reached the
+  /// console at (or bind_address when that is unknown).
   std::string advertised_host;
   int first_port = 10200;
   int last_port = 10299;
@@ -46,10 +46,12 @@ class AppPorts {
   AppPorts& operator=(AppPorts const&) = delete;
 
   /// The link that opens `app` (container port `app_port`, 0 for its first) of `session_id`
-  /// for the login `login_token`: "http://HOST:PORT/bai-app-setup?token=…". The login's
-  /// circuit for that app is reused; 503 when every app port is taken.
+  /// for the login `login_token`: "http://HOST:PORT/bai-app-setup?token=…", HOST being
+  /// advertised_host or else `browser_host` (the host name the browser reached the console
+  /// at). The login's circuit for that app is reused; 503 when every app port is taken.
   StatusOr<std::string> Open(std::string const& login_token, std::string const& session_id,
-                             std::string const& app, int app_port);
+                             std::string const& app, int app_port,
+                             std::string const& browser_host = {});
   /// Ends the circuits of a login (sign-out).
   void EndLogin(std::string const& login_token);
   /// How many circuits are open.

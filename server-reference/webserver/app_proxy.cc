@@ -74,6 +74,24 @@ StatusOr<PortRange> ParsePortRange(std::string_view text) {
   return r;
 }
 
+std::string HostName(std::string_view host) {
+  host = Trim(host);
+  if (!host.empty() && host.front() == '[') {
+    auto end = host.find(']');
+    if (end == std::string_view::npos) return {};
+    auto name = host.substr(0, end + 1);
+    if (name.find_first_not_of("[]0123456789abcdefABCDEF:.") != std::string_view::npos) return {};
+    return std::string(name);
+  }
+  auto name = host.substr(0, host.find(':'));
+  if (name.empty() ||
+      name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") !=
+          std::string_view::npos) {
+    return {};
+  }
+  return std::string(name);
+}
+
 std::string PermitCookieName(int port) { return "bai_app_permit_" + std::to_string(port); }
 
 std::string PermitCookie(int port, std::string_view permit, bool secure) {

@@ -32,6 +32,10 @@ struct PortRange {
 };
 StatusOr<PortRange> ParsePortRange(std::string_view text);
 
+/// The host name of a Host header ("console.example.com:8090" → "console.example.com",
+/// "[::1]:8090" → "[::1]"); empty when it is not a plain host name or address.
+std::string HostName(std::string_view host_header);
+
 /// The permit cookie's name for an app port: "bai_app_permit_10200".
 std::string PermitCookieName(int port);
 /// Set-Cookie for a permit: HttpOnly, SameSite=Strict, Path=/; Secure over TLS. A session

@@ -15,6 +15,7 @@
 #include "server-reference/common/http/problem.h"
 #include "server-reference/common/log/log.h"
 #include "server-reference/webserver/app_ports.h"
+#include "server-reference/webserver/app_proxy.h"
 #include "server-reference/webserver/login_sessions.h"
 #include "server-reference/webserver/session_mode.h"
 
@@ -479,7 +480,8 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
                    ps::kCurrentApiVersion.ToString(), &keys));
     });
     if (!started.ok() || started->status != 200) return RelayAnswer(ex, started);
-    auto link = apps->Open(Cookie(req), session, app, port);
+    auto host = req.Header("host");
+    auto link = apps->Open(Cookie(req), session, app, port, HostName(host ? *host : ""));
     if (!link.ok()) return Answer(ex, server::ProblemResponse(link.status()));
     Answer(ex, JsonAnswer(200, {{"url", *link}, {"app", app}}));
   }

@@ -29,6 +29,16 @@ TEST(AppProxyTest, PortRangesAreCheckedAndExplained) {
   }
 }
 
+TEST(AppProxyTest, AppLinksUseTheHostNameTheBrowserReachedTheConsoleAt) {
+  EXPECT_EQ(HostName("console.example.com:8090"), "console.example.com");
+  EXPECT_EQ(HostName("127.0.0.1"), "127.0.0.1");
+  EXPECT_EQ(HostName("[::1]:8090"), "[::1]");
+  EXPECT_EQ(HostName("evil.com/x:80"), "");
+  EXPECT_EQ(HostName("a b:80"), "");
+  EXPECT_EQ(HostName("[::1"), "");
+  EXPECT_EQ(HostName(""), "");
+}
+
 TEST(AppProxyTest, TheAppNeverSeesTheLoginOrPermitCookies) {
   EXPECT_EQ(AppVisibleCookies("AIOHTTP_SESSION=abc; theme=dark; bai_app_permit_10200=p; _xsrf=2"),
             "theme=dark; _xsrf=2");
