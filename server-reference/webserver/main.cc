@@ -71,8 +71,9 @@ int main(int argc, char** argv) {
   app.add_option("--app-ports", app_ports,
                  "Ports for apps opened from the console, FIRST-LAST on the listen address "
                  "(default 10200-10299); 0: no app launcher");
-  app.add_option("--app-host", options.app_host,
-                 "The host name browsers reach app ports at (default: the one they reached the console at)");
+  app.add_option(
+      "--app-host", options.app_host,
+      "The host name browsers reach app ports at (default: the one they reached the console at)");
   bai::server::log::Options log;
   bai::server::log::AddOptions(app, log);
   CLI11_PARSE(app, argc, argv);
