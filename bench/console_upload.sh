@@ -19,14 +19,21 @@ web=$(bench_free_port)
 "$build/bin/bai-manager" --data-dir "$work/m" --listen "127.0.0.1:$port" >"$work/m.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do grep -q "listening on" "$work/m.log" && break; sleep 0.1; done
-"$build/bin/bai-webserver" --manager "http://127.0.0.1:$port" --data-dir "$work/m" \
-  --listen "127.0.0.1:$web" --static-dir "$build/console" --app-ports 0 >"$work/w.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do grep -q "console at" "$work/w.log" && break; sleep 0.1; done
 set -a; . "$work/m/admin-credentials.env"; set +a
 export BACKEND_ENDPOINT="http://127.0.0.1:$port" BAI_CONFIG_DIR="$work/cfg"
 bai=$build/bin/bai
 "$bai" vfolder create bench-upload >/dev/null
+# The storage proxy's URL (from a ticket): the console sends uploads straight to it, as `make up`
+# configures it (--storage-url); BAI_BENCH_RELAY=1 measures the webserver's relay instead.
+storage=$("$bai" api POST /folders/bench-upload/request-upload -d '{"path": "probe", "size": 1}' |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["url"])')
+direct=(--storage-url "$storage")
+[[ ${BAI_BENCH_RELAY:-0} == 1 ]] && direct=()
+"$build/bin/bai-webserver" --manager "http://127.0.0.1:$port" --data-dir "$work/m" \
+  --listen "127.0.0.1:$web" --static-dir "$build/console" --app-ports 0 "${direct[@]}" \
+  >"$work/w.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do grep -q "console at" "$work/w.log" && break; sleep 0.1; done
 head -c $((size * 1024 * 1024)) /dev/urandom >"$work/big.bin"
 cli=() web_times=()
 for i in $(seq "$rounds"); do
@@ -38,11 +45,12 @@ for i in $(seq "$rounds"); do
     "$BAI_ADMIN_PASSWORD" bench-upload "$work/big.bin")")
   "$bai" vfolder rm-files bench-upload big.bin >/dev/null
 done
-python3 - "$size" "${cli[*]}" "${web_times[*]}" <<'PY'
+python3 - "$size" "${cli[*]}" "${web_times[*]}" "${BAI_BENCH_RELAY:-0}" <<'PY'
 import statistics, sys
+relay = sys.argv[4] == "1"
 size = int(sys.argv[1]); cli = [float(x) for x in sys.argv[2].split()]; web = [float(x) for x in sys.argv[3].split()]
 c, w = statistics.median(cli), statistics.median(web)
-print(f"upload {size} MiB: bai vfolder upload {size / c:.0f} MiB/s (median {c:.2f} s), console "
+print(f"upload {size} MiB ({'through the relay' if relay else 'straight to the storage proxy'}): bai vfolder upload {size / c:.0f} MiB/s (median {c:.2f} s), console "
       f"{size / w:.0f} MiB/s (median {w:.2f} s); console/CLI throughput {c / w:.2f}x "
       f"(target >= 0.8x; {len(cli)} rounds each)")
 PY

@@ -123,6 +123,7 @@ export BACKEND_ENDPOINT="http://127.0.0.1:$port" BACKEND_ACCESS_KEY BACKEND_SECR
 
 # The web console: sign-in and /func/* at bai-webserver, on the manager's database.
 "$bin/bai-webserver" --manager "http://127.0.0.1:$port" --data-dir "$state/manager" \
+  --storage-url "http://127.0.0.1:$storage_port" \
   --listen "127.0.0.1:$web_port" --static-dir "$root/build/console" \
   >>"$state/logs/webserver.log" 2>&1 &
 web_pid=$!

@@ -97,6 +97,17 @@ function remember(key, value) {
 
 const CHUNK = 16 * 1024 * 1024;
 
+// Storage proxies this page may send uploads to itself (the webserver lists them in the page and
+// its policy): the file then skips the webserver's relay, as Backend.AI's WebUI uploads.
+const DIRECT = new Set((document.querySelector('meta[name="bai-storage-origins"]')?.content || '').split(' ').filter(Boolean));
+function transferUrl(ticket) {
+  const token = `?token=${encodeURIComponent(ticket.token)}`;
+  try {
+    if (DIRECT.has(new URL(ticket.url).origin)) return ticket.url + token;
+  } catch { /* not a URL: the relay */ }
+  return ticket.console_url + token;
+}
+
 // Uploads `file` to `path` of `folder` with tus, reporting (sent, total); resumes an upload
 // this browser started (and a reload cut short).
 async function upload(folder, path, file, onProgress, signal) {
@@ -104,7 +115,7 @@ async function upload(folder, path, file, onProgress, signal) {
   const resuming = Boolean(journal()[key]);
   remember(key, { started: Date.now() });
   const ticket = await func('POST', `/folders/${encodeURIComponent(folder)}/request-upload`, { path, size: file.size, restart: !resuming });
-  const target = `${ticket.console_url}?token=${encodeURIComponent(ticket.token)}`;
+  const target = transferUrl(ticket);
   const tus = { 'Tus-Resumable': '1.0.0' };
   let offset = 0;
   if (resuming) {

@@ -636,9 +636,28 @@ server::HttpResponse StorageService::HandleManager(server::HttpRequest const& re
 }
 
 server::HttpResponse StorageService::HandleClient(server::HttpRequest const& request) const {
-  if (request.path == "/upload") return Upload(request);
-  if (request.path == "/download") return Download(request);
-  return StorageProblem(404, "url-not-found", "unknown path " + request.path);
+  bool upload = request.path == "/upload", download = request.path == "/download";
+  if (!upload && !download)
+    return StorageProblem(404, "url-not-found", "unknown path " + request.path);
+  server::HttpResponse r = download && request.method == "OPTIONS"
+                               ? server::HttpResponse::NoContent()
+                           : upload ? Upload(request)
+                                    : Download(request);
+  // A browser page (the web console) sends transfers here from its own origin: the token in the
+  // query is what authorizes, so any origin may, without credentials (CORS).
+  if (request.Header("origin")) {
+    r.headers.emplace_back("Access-Control-Allow-Origin", "*");
+    r.headers.emplace_back("Access-Control-Allow-Methods", "GET, HEAD, PATCH, OPTIONS");
+    r.headers.emplace_back("Access-Control-Allow-Headers",
+                           "Tus-Resumable, Upload-Offset, Upload-Length, Upload-Metadata, "
+                           "Upload-Checksum, Content-Type, Range, If-Range");
+    r.headers.emplace_back(
+        "Access-Control-Expose-Headers",
+        "Upload-Offset, Upload-Length, Tus-Resumable, Tus-Version, Tus-Max-Size, "
+        "Content-Disposition, Content-Range, Accept-Ranges");
+    r.headers.emplace_back("Access-Control-Max-Age", "600");
+  }
+  return r;
 }
 
 StatusOr<json> StorageService::Claims(server::HttpRequest const& request,

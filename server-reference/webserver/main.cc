@@ -74,6 +74,10 @@ int main(int argc, char** argv) {
   app.add_option(
       "--app-host", options.app_host,
       "The host name browsers reach app ports at (default: the one they reached the console at)");
+  std::string storage_urls;
+  app.add_option("--storage-url", storage_urls,
+                 "Storage proxies' client URLs (comma-separated) the console may upload to "
+                 "directly; others go through this webserver");
   bai::server::log::Options log;
   bai::server::log::AddOptions(app, log);
   CLI11_PARSE(app, argc, argv);
@@ -89,6 +93,7 @@ int main(int argc, char** argv) {
   options.port = where->port;
   options.managers = SplitList(managers);
   options.static_dir = static_dir;
+  options.storage_urls = SplitList(storage_urls);
   if (app_ports == "0") {
     options.app_first_port = options.app_last_port = 0;
   } else {

@@ -111,13 +111,24 @@ std::string CsrfRefusal(CsrfVerdict verdict) {
   return {};
 }
 
-Headers SecurityHeaders(bool tls, std::string_view style_nonce) {
+Headers SecurityHeaders(bool tls, std::string_view style_nonce,
+                        std::vector<std::string> const& connect_origins) {
   std::string style = "style-src 'self'";
   if (!style_nonce.empty()) style += " 'nonce-" + std::string(style_nonce) + "'";
+  std::string connect = "connect-src 'self'";
+  for (auto const& o : connect_origins) {
+    bool plain = (o.rfind("http://", 0) == 0 || o.rfind("https://", 0) == 0) &&
+                 o.find_first_not_of(
+                     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                     ".-:/[]") == std::string::npos &&
+                 o.find('/', o.find("//") + 2) == std::string::npos;
+    if (plain) connect += " " + o;
+  }
   Headers h = {
       {"Content-Security-Policy",
-       "default-src 'self'; script-src 'self'; " + style +
-           "; img-src 'self' data: blob:; connect-src 'self'; font-src 'self'; "
+       "default-src 'self'; script-src 'self'; " + style + "; img-src 'self' data: blob:; " +
+           connect +
+           "; font-src 'self'; "
            "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"},
       {"X-Content-Type-Options", "nosniff"},
       {"X-Frame-Options", "DENY"},

@@ -63,7 +63,10 @@ std::string CsrfRefusal(CsrfVerdict verdict);
 /// styles and connections from this origin only; no framing), nosniff, no referrer. The
 /// console's page gets a `style_nonce`: style elements its scripts make carry it (xterm.js makes
 /// some), while a style element injected into the markup cannot.
-Headers SecurityHeaders(bool tls, std::string_view style_nonce = {});
+/// `connect_origins`: other origins the page may fetch from (storage proxies, for uploads that
+/// skip the webserver); anything that is not a plain http(s) origin is left out.
+Headers SecurityHeaders(bool tls, std::string_view style_nonce = {},
+                        std::vector<std::string> const& connect_origins = {});
 
 /// The manager's request-target for a /func target: "/func/session?x=1" → "/session?x=1",
 /// "/func" and "/func/" → "/". nullopt when `target` is not under /func.

@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -116,8 +117,10 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
 
   bool Tls() const { return options.secure_cookies; }
 
-  void Answer(std::shared_ptr<Exchange> const& ex, HttpResponse r, std::string_view nonce = {}) {
-    for (auto& h : SecurityHeaders(Tls(), nonce)) r.headers.push_back(std::move(h));
+  void Answer(std::shared_ptr<Exchange> const& ex, HttpResponse r, std::string_view nonce = {},
+              std::vector<std::string> const& connect_origins = {}) {
+    for (auto& h : SecurityHeaders(Tls(), nonce, connect_origins))
+      r.headers.push_back(std::move(h));
     ex->Respond(std::move(r));
   }
 
@@ -588,6 +591,23 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
     return j.dump();
   }
 
+  // The origins of the storage proxies configured and seen in tickets.
+  std::vector<std::string> StorageOrigins() {
+    std::vector<std::string> urls = options.storage_urls;
+    {
+      std::lock_guard<std::mutex> lock(storage_mu);
+      for (auto const& [key, url] : storage_urls) urls.push_back(url);
+    }
+    std::vector<std::string> out;
+    for (auto const& u : urls) {
+      auto e = internal::ParseEndpoint(u);
+      if (e.ok() && std::find(out.begin(), out.end(), e->origin) == out.end()) {
+        out.push_back(e->origin);
+      }
+    }
+    return out;
+  }
+
   void StorageRelay(std::shared_ptr<Exchange> const& ex) {
     auto const& req = ex->request();
     std::string key = req.path.substr(9);
@@ -908,11 +928,19 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
     for (auto at = page.find("%NONCE%"); at != std::string::npos; at = page.find("%NONCE%")) {
       page.replace(at, 7, nonce);
     }
+    // The storage proxies the page may send uploads to itself (in its policy and its markup).
+    auto origins = StorageOrigins();
+    std::string listed;
+    for (auto const& o : origins) listed += (listed.empty() ? "" : " ") + o;
+    for (auto at = page.find("%STORAGE_ORIGINS%"); at != std::string::npos;
+         at = page.find("%STORAGE_ORIGINS%")) {
+      page.replace(at, 17, listed);
+    }
     HttpResponse r;
     r.content_type = "text/html; charset=utf-8";
     r.body = std::move(page);
     r.headers.emplace_back("Cache-Control", "no-store");
-    Answer(ex, std::move(r), nonce);
+    Answer(ex, std::move(r), nonce, origins);
   }
 
   void StopAll() {

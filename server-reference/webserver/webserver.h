@@ -40,8 +40,11 @@ struct WebServerOptions {
   /// app launcher.
   int app_first_port = 10200;
   int app_last_port = 10299;
-  /// The host name browsers reach app ports at; empty: `address`.
+  /// The host name browsers reach app ports at; empty: the one they reached the console at.
   std::string app_host;
+  /// Storage proxies' client URLs the console may upload to directly (the page's connect-src
+  /// names them); ones seen in tickets are added as they pass.
+  std::vector<std::string> storage_urls;
 };
 
 class WebServer {

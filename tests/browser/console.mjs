@@ -183,6 +183,10 @@ await step('data-upload-resume', async () => {
   await page.reload({ waitUntil: 'networkidle0' });
   await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
   await page.waitForSelector('[data-pending-upload]');
+  // The first ticket taught the webserver the storage proxy's origin: the reloaded page may send
+  // the rest straight there (its policy and markup name it; the storage proxy answers CORS).
+  const origins = await page.$eval('meta[name="bai-storage-origins"]', (e) => e.content);
+  expect(/^http:\/\/127\.0\.0\.1:\d+$/.test(origins), `storage origins in the page: "${origins}"`);
   const again = await page.$('[data-upload]');
   await again.uploadFile(big);
   await page.waitForSelector('[data-progress="done"]', { timeout: 60000 });

@@ -94,6 +94,19 @@ TEST(SessionModeTest, SecurityHeadersForbidFramingAndForeignScripts) {
   EXPECT_FALSE(hsts);
   bool tls_hsts = false;
   for (auto const& [n, v] : SecurityHeaders(true)) tls_hsts |= n == "Strict-Transport-Security";
+  // Storage proxies the page may upload to; nothing that could break out of the header.
+  std::string with_storage;
+  for (auto const& [n, v] :
+       SecurityHeaders(false, "",
+                       {"http://127.0.0.1:6021", "https://st.example.com", "javascript:alert(1)",
+                        "http://a; script-src *", "http://x/path"})) {
+    if (n == "Content-Security-Policy") with_storage = v;
+  }
+  EXPECT_THAT(with_storage,
+              HasSubstr("connect-src 'self' http://127.0.0.1:6021 https://st.example.com;"));
+  EXPECT_THAT(with_storage, Not(HasSubstr("javascript")));
+  EXPECT_THAT(with_storage, Not(HasSubstr("script-src *")));
+  EXPECT_THAT(with_storage, Not(HasSubstr("/path")));
   EXPECT_TRUE(tls_hsts);
   for (auto const& [n, v] : SecurityHeaders(false, "abc")) {
     if (n == "Content-Security-Policy") {
