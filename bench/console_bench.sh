@@ -17,20 +17,17 @@ pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
 . "$(dirname "$0")/lib/stack.sh"
 [[ -f $build/console/index.html ]] || { echo "console bench: build/console is missing (make build)"; exit 1; }
-port=$(bench_free_port)
+bench_manager "$build" "$work"
+pids+=("$mpid")
 web=$(bench_free_port)
-"$build/bin/bai-manager" --data-dir "$work/m" --listen "127.0.0.1:$port" >"$work/m.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do grep -q "listening on" "$work/m.log" && break; sleep 0.1; done
-"$build/bin/bai-agent" --manager "http://127.0.0.1:$port" --id bench-console --backend dummy \
-  --cluster-secret-file "$work/m/cluster-secret" --state-dir "$work/a" \
+"$build/bin/bai-agent" --manager "$BACKEND_ENDPOINT" --id bench-console --backend dummy \
+  --cluster-secret-file "$work/data/cluster-secret" --state-dir "$work/a" \
   --slots "cpu=$((n * 2)),mem=$((n * 2))g" --images python >"$work/a.log" 2>&1 &
 pids+=($!)
-"$build/bin/bai-webserver" --manager "http://127.0.0.1:$port" --data-dir "$work/m" \
+"$build/bin/bai-webserver" --manager "$BACKEND_ENDPOINT" --data-dir "$work/data" \
   --listen "127.0.0.1:$web" --static-dir "$build/console" >"$work/w.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do grep -q "console at" "$work/w.log" && break; sleep 0.1; done
-set -a; . "$work/m/admin-credentials.env"; set +a
 out=$(node "$(dirname "$0")/console_render.mjs" "http://127.0.0.1:$web/" "$BAI_ADMIN_EMAIL" \
   "$BAI_ADMIN_PASSWORD" "$n" "$rounds")
 gz=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["gzip_bytes"])' "$build/console/bundle-size.json")

@@ -14,13 +14,9 @@ pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
 . "$here/lib/stack.sh"
 [[ -f $build/console/index.html ]] || { echo "console upload bench: build/console is missing (make build)"; exit 1; }
-port=$(bench_free_port)
+bench_manager "$build" "$work"
+pids+=("$mpid")
 web=$(bench_free_port)
-"$build/bin/bai-manager" --data-dir "$work/m" --listen "127.0.0.1:$port" >"$work/m.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do grep -q "listening on" "$work/m.log" && break; sleep 0.1; done
-set -a; . "$work/m/admin-credentials.env"; set +a
-export BACKEND_ENDPOINT="http://127.0.0.1:$port" BAI_CONFIG_DIR="$work/cfg"
 bai=$build/bin/bai
 "$bai" vfolder create bench-upload >/dev/null
 # The storage proxy's URL (from a ticket): the console sends uploads straight to it, as `make up`
@@ -29,7 +25,7 @@ storage=$("$bai" api POST /folders/bench-upload/request-upload -d '{"path": "pro
   python3 -c 'import json, sys; print(json.load(sys.stdin)["url"])')
 direct=(--storage-url "$storage")
 [[ ${BAI_BENCH_RELAY:-0} == 1 ]] && direct=()
-"$build/bin/bai-webserver" --manager "http://127.0.0.1:$port" --data-dir "$work/m" \
+"$build/bin/bai-webserver" --manager "$BACKEND_ENDPOINT" --data-dir "$work/data" \
   --listen "127.0.0.1:$web" --static-dir "$build/console" --app-ports 0 "${direct[@]}" \
   >"$work/w.log" 2>&1 &
 pids+=($!)

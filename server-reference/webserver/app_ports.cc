@@ -4,6 +4,7 @@
 #include "bai/protocol/errors.h"
 
 #include "libbai/util/url.h"
+#include "server-reference/common/exec/thread_group.h"
 #include "server-reference/common/exec/work_pool.h"
 #include "server-reference/common/http/http_server.h"
 #include "server-reference/common/log/log.h"
@@ -105,7 +106,7 @@ struct AppPorts::Impl : std::enable_shared_from_this<AppPorts::Impl> {
   bool stopping = false;
   std::map<int, std::shared_ptr<Circuit>> circuits;  // by port, under mu
   std::set<WebSocketConnection*> tunnels;            // WebSocket apps' tunnels, under mu
-  int threads_running = 0;                           // under mu
+  server::ThreadGroup relay_threads;                 // closed by Stop()
   std::thread reaper;
   server::WorkPool pool;  // last: its destructor waits for relays that use the members above
 
@@ -322,18 +323,9 @@ struct AppPorts::Impl : std::enable_shared_from_this<AppPorts::Impl> {
     return target;
   }
 
-  // A thread for a long-lived relay, counted so that Stop() can wait for it.
+  // A thread for a long-lived relay; Stop() waits for it.
   bool StartThread(std::function<void()> body) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (stopping) return false;
-    ++threads_running;
-    std::thread([self = shared_from_this(), body = std::move(body)] {
-      body();
-      std::lock_guard<std::mutex> done(self->mu);
-      --self->threads_running;
-      self->cv.notify_all();
-    }).detach();
-    return true;
+    return relay_threads.Start([self = shared_from_this(), body = std::move(body)] { body(); });
   }
 
   struct WsRelay {
@@ -574,9 +566,12 @@ void AppPorts::Stop() {
     c->ended = true;
     if (c->http) c->http->Stop();
   }
-  std::unique_lock<std::mutex> lock(impl_->mu);
-  for (auto* t : impl_->tunnels) t->Cancel();
-  impl_->cv.wait_for(lock, std::chrono::seconds(10), [&] { return impl_->threads_running == 0; });
+  impl_->relay_threads.Close();
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    for (auto* t : impl_->tunnels) t->Cancel();
+  }
+  impl_->relay_threads.WaitIdle(std::chrono::seconds(10));
 }
 
 }  // namespace bai::webserver

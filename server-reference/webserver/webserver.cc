@@ -10,6 +10,7 @@
 #include "libbai/internal/curl_transport.h"
 #include "libbai/internal/lws_websocket.h"
 #include "libbai/util/url.h"
+#include "server-reference/common/exec/thread_group.h"
 #include "server-reference/common/exec/work_pool.h"
 #include "server-reference/common/http/http_server.h"
 #include "server-reference/common/http/problem.h"
@@ -106,12 +107,10 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
   std::map<std::string, std::string> storage_urls;  // under storage_mu
 
   // Event streams and WebSockets run on threads of their own; Stop() ends and waits for them.
+  server::ThreadGroup stream_threads;  // closed when stopping
   std::mutex streams_mu;
-  std::condition_variable streams_cv;
-  int streams_running = 0;
-  bool stopping = false;
-  std::set<std::shared_ptr<StreamCancel>> cancels;
-  std::set<WebSocketConnection*> upstream_sockets;
+  std::set<std::shared_ptr<StreamCancel>> cancels;  // under streams_mu
+  std::set<WebSocketConnection*> upstream_sockets;  // under streams_mu
 
   server::WorkPool pool;  // last: its destructor waits for work that uses the members above
 
@@ -649,16 +648,7 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
 
   // A thread for a long-lived stream; false when stopping.
   bool StartStreamThread(std::function<void()> body) {
-    std::lock_guard<std::mutex> lock(streams_mu);
-    if (stopping) return false;
-    ++streams_running;
-    std::thread([self = shared_from_this(), body = std::move(body)] {
-      body();
-      std::lock_guard<std::mutex> done(self->streams_mu);
-      --self->streams_running;
-      self->streams_cv.notify_all();
-    }).detach();
-    return true;
+    return stream_threads.Start([self = shared_from_this(), body = std::move(body)] { body(); });
   }
 
   // Server-Sent Events: the manager's stream written through as it comes.
@@ -745,7 +735,9 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
     bridge->upstream = std::move(upstream);
     {
       std::lock_guard<std::mutex> lock(streams_mu);
-      if (stopping) return Answer(ex, Problem(ps::ProblemType::kServiceUnavailable, "stopping"));
+      if (stream_threads.closed()) {
+        return Answer(ex, Problem(ps::ProblemType::kServiceUnavailable, "stopping"));
+      }
       upstream_sockets.insert(bridge->upstream.get());
     }
     server::WebSocketHandlers h;
@@ -944,10 +936,9 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
   }
 
   void StopAll() {
-    {
-      std::lock_guard<std::mutex> lock(streams_mu);
-      stopping = true;
-    }
+    // Closed first: a bridge registers its upstream socket under streams_mu only while the
+    // group is open, so the cancelling below reaches every one registered.
+    stream_threads.Close();
     if (http) http->Stop();
     if (apps) apps->Stop();
     {
@@ -955,8 +946,7 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
       for (auto const& c : cancels) c->Cancel();
       for (auto* s : upstream_sockets) s->Cancel();
     }
-    std::unique_lock<std::mutex> lock(streams_mu);
-    streams_cv.wait_for(lock, std::chrono::seconds(10), [&] { return streams_running == 0; });
+    stream_threads.WaitIdle(std::chrono::seconds(10));
   }
 };
 

@@ -357,38 +357,13 @@ TEST_F(StreamTest, AdminsReachAUsersTerminalUnderTheUsualScoping) {
 }
 
 // A TCP echo server on this host (a simulated kernel's preopen ports are its host's).
-class EchoServer {
- public:
-  EchoServer() {
-    fd_ = testing_util::ListenLoopback(port_);
-    EXPECT_GE(fd_, 0);
-    thread_ = std::thread([this] {
-      while (true) {
-        int c = accept(fd_, nullptr, nullptr);
-        if (c < 0) return;
-        std::thread([c] {
-          char buf[65536];
-          ssize_t n;
-          while ((n = read(c, buf, sizeof buf)) > 0) {
-            if (write(c, buf, static_cast<std::size_t>(n)) != n) break;
-          }
-          close(c);
-        }).detach();
-      }
-    });
+void Echo(int c) {
+  char buf[65536];
+  ssize_t n;
+  while ((n = read(c, buf, sizeof buf)) > 0) {
+    if (write(c, buf, static_cast<std::size_t>(n)) != n) break;
   }
-  ~EchoServer() {
-    shutdown(fd_, SHUT_RDWR);
-    close(fd_);
-    thread_.join();
-  }
-  int port() const { return port_; }
-
- private:
-  int fd_ = -1;
-  int port_ = 0;
-  std::thread thread_;
-};
+}
 
 int Connect(int port) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -424,7 +399,7 @@ std::string RoundTrip(int port, std::string const& data) {
 }
 
 TEST_F(StreamTest, AppsAreListedAndTunnelsCarryEveryByteOfManyConnections) {
-  EchoServer echo;
+  testing_util::LoopbackServer echo(Echo);
   // A port nothing listens on: bound here and never listened on, so that no other test's
   // server takes it meanwhile (a port freed by closing a listener could be, under ctest -j).
   int held = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

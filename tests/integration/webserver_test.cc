@@ -29,48 +29,25 @@ using ::testing::Not;
 
 // An HTTP app on this host (a simulated kernel's preopen ports are its host's): answers every
 // request with the request it received as its body, and tries to set the console's cookie.
-class EchoApp {
- public:
-  EchoApp() {
-    fd_ = testing_util::ListenLoopback(port_);
-    EXPECT_GE(fd_, 0);
-    thread_ = std::thread([this] {
-      for (;;) {
-        int c = accept(fd_, nullptr, nullptr);
-        if (c < 0) return;
-        std::string got;
-        char buf[8192];
-        ssize_t n;
-        std::size_t want = std::string::npos;
-        while (got.size() < want && (n = read(c, buf, sizeof buf)) > 0) {
-          got.append(buf, static_cast<std::size_t>(n));
-          auto end = got.find("\r\n\r\n");
-          if (end != std::string::npos && want == std::string::npos) {
-            auto at = got.find("content-length: ");
-            want = end + 4 + (at < end ? std::stoul(got.substr(at + 16)) : 0);
-          }
-        }
-        std::string answer =
-            "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nSet-Cookie: AIOHTTP_SESSION=stolen\r\n"
-            "Set-Cookie: bai_app_permit_1=x\r\nX-App: yes\r\n\r\n" +
-            got;
-        (void)!write(c, answer.data(), answer.size());
-        close(c);
-      }
-    });
+void EchoApp(int c) {
+  std::string got;
+  char buf[8192];
+  ssize_t n;
+  std::size_t want = std::string::npos;
+  while (got.size() < want && (n = read(c, buf, sizeof buf)) > 0) {
+    got.append(buf, static_cast<std::size_t>(n));
+    auto end = got.find("\r\n\r\n");
+    if (end != std::string::npos && want == std::string::npos) {
+      auto at = got.find("content-length: ");
+      want = end + 4 + (at < end ? std::stoul(got.substr(at + 16)) : 0);
+    }
   }
-  ~EchoApp() {
-    shutdown(fd_, SHUT_RDWR);
-    close(fd_);
-    thread_.join();
-  }
-  int port() const { return port_; }
-
- private:
-  int fd_ = -1;
-  int port_ = 0;
-  std::thread thread_;
-};
+  std::string answer =
+      "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nSet-Cookie: AIOHTTP_SESSION=stolen\r\n"
+      "Set-Cookie: bai_app_permit_1=x\r\nX-App: yes\r\n\r\n" +
+      got;
+  (void)!write(c, answer.data(), answer.size());
+}
 
 class WebServerTest : public testing_util::LocalCluster {
  protected:
@@ -311,7 +288,7 @@ TEST_F(WebServerTest, ATerminalRunsThroughTheWebserversWebSocket) {
 }
 
 TEST_F(WebServerTest, AnAppOpensOnItsOwnPortOnlyWithItsPermitAndNeverSeesTheLoginCookie) {
-  EchoApp app;
+  testing_util::LoopbackServer app(EchoApp);
   auto [jar, csrf] = Login();
   std::string app_name = std::to_string(app.port());
   ASSERT_EQ(

@@ -14,19 +14,35 @@
 
 namespace bai::testing_util {
 
-int ListenLoopback(int& port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+LoopbackServer::LoopbackServer(std::function<void(int fd)> serve) {
+  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof a;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-      ::listen(fd, 128) != 0 || ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    if (fd >= 0) ::close(fd);
-    return -1;
+  if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      ::listen(fd_, 128) != 0 || ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    return;  // port() stays 0: a test's connection then fails, named
   }
-  port = ntohs(a.sin_port);
-  return fd;
+  port_ = ntohs(a.sin_port);
+  thread_ = std::thread([fd = fd_, serve = std::move(serve)] {
+    for (;;) {
+      int c = ::accept(fd, nullptr, nullptr);
+      if (c < 0) return;
+      std::thread([c, serve] {
+        serve(c);
+        ::close(c);
+      }).detach();
+    }
+  });
+}
+
+LoopbackServer::~LoopbackServer() {
+  if (fd_ >= 0) {
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+  }
+  if (thread_.joinable()) thread_.join();
 }
 
 int RawConnect(int port) {

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
+#include <thread>
 
 namespace bai::testing_util {
 
@@ -17,8 +19,22 @@ struct RawResponse {
 /// one response (Content-Length or until close). For requests no well-behaved client would send.
 RawResponse RawHttp(int port, std::string const& request);
 
-/// A listening TCP socket on 127.0.0.1 at a free port (written to `port`), or -1.
-int ListenLoopback(int& port);
+/// A TCP server on 127.0.0.1 at a free port (stand-ins for what a session serves: a simulated
+/// kernel's preopen ports are its host's). Each accepted connection goes to `serve` on a thread
+/// of its own, which closes it after. Stops accepting when destroyed.
+class LoopbackServer {
+ public:
+  explicit LoopbackServer(std::function<void(int fd)> serve);
+  ~LoopbackServer();
+  LoopbackServer(LoopbackServer const&) = delete;
+  LoopbackServer& operator=(LoopbackServer const&) = delete;
+  int port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+  std::thread thread_;
+};
 
 /// A connected TCP socket to 127.0.0.1:`port` (receive timeout 10 s), or -1.
 int RawConnect(int port);
