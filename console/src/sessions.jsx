@@ -14,16 +14,14 @@ const SESSION_EVENTS = ['session_enqueued', 'session_scheduled', 'session_prepar
 function useSessionEvents(query, onEvent) {
   useEffect(() => {
     const events = new EventSource(`/func/events/session${query}`);
-    const handlers = SESSION_EVENTS.map((name) => {
-      const h = (e) => {
+    for (const name of SESSION_EVENTS) {
+      events.addEventListener(name, (e) => {
         let data = {};
         try { data = JSON.parse(e.data); } catch { /* not JSON: no details */ }
         onEvent(name, data);
-      };
-      events.addEventListener(name, h);
-      return h;
-    });
-    return () => { events.close(); handlers.length = 0; };
+      });
+    }
+    return () => events.close();
   }, [query]);
 }
 
