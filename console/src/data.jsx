@@ -95,7 +95,19 @@ function remember(key, value) {
   localStorage.setItem(JOURNAL, JSON.stringify(j));
 }
 
-const CHUNK = 16 * 1024 * 1024;
+// Chunks start at 16 MiB (a dropped connection costs at most that, and a slow uplink sends one in
+// well under a minute) and double while one takes under two seconds, up to what the storage
+// proxy takes (its Tus-Max-Size): a fast link makes fewer, larger requests.
+const FIRST_CHUNK = 16 * 1024 * 1024;
+async function largestChunk(target, headers) {
+  try {
+    const r = await fetch(target, { method: 'OPTIONS', headers });
+    const n = Number(r.headers.get('Tus-Max-Size'));
+    return n > 0 ? n : FIRST_CHUNK;
+  } catch {
+    return FIRST_CHUNK;
+  }
+}
 
 // Storage proxies this page may send uploads to itself (the webserver lists them in the page and
 // its policy): the file then skips the webserver's relay, as Backend.AI's WebUI uploads.
@@ -124,9 +136,12 @@ async function upload(folder, path, file, onProgress, signal) {
   }
   const resumedAt = offset;
   onProgress(offset, file.size, resumedAt);
+  const largest = file.size > FIRST_CHUNK ? await largestChunk(target, tus) : FIRST_CHUNK;
+  let size = Math.min(FIRST_CHUNK, largest);
   // An empty file is made by the ticket itself (as `bai vfolder upload` does it: no PATCH).
   while (offset < file.size) {
-    const chunk = file.slice(offset, Math.min(file.size, offset + CHUNK));
+    const chunk = file.slice(offset, Math.min(file.size, offset + size));
+    const began = performance.now();
     const r = await fetch(target, {
       method: 'PATCH',
       headers: { ...tus, 'Upload-Offset': String(offset), 'Content-Type': 'application/offset+octet-stream' },
@@ -140,6 +155,7 @@ async function upload(folder, path, file, onProgress, signal) {
     }
     offset = Number(r.headers.get('Upload-Offset'));
     onProgress(offset, file.size, resumedAt);
+    if (performance.now() - began < 2000) size = Math.min(2 * size, largest);
   }
   remember(key, null);
   return resumedAt;

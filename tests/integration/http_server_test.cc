@@ -83,6 +83,18 @@ std::string ReadAll(int fd) {
   return data;
 }
 
+// Reads until `end` has arrived (an answer's last bytes) or the peer closed.
+std::string ReadUntilClosedOr(int fd, std::string_view end) {
+  std::string data;
+  char buf[4096];
+  while (data.find(end) == std::string::npos) {
+    auto n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    data.append(buf, static_cast<std::size_t>(n));
+  }
+  return data;
+}
+
 // Hardening (hostile testing): log followers that never read grew the manager without bound
 // (10 of them: 34 → 846 MiB). An event stream whose reader falls 8 MiB behind is dropped.
 TEST(HttpServerTest, AStreamReaderThatNeverReadsIsDroppedNotBuffered) {
@@ -244,6 +256,53 @@ TEST(HttpServerTest, AnOversizedBodyIsDrainedSoTheClientReadsThe413) {
   EXPECT_EQ(r.sent, req.size()) << "the server stopped reading and reset the connection";
   EXPECT_EQ(r.status, 413);
   EXPECT_NE(r.body.find("request-entity-too-large"), std::string::npos) << r.body;
+}
+
+// The read timeout counts from the last bytes of a large body, not from its start: a body that
+// keeps flowing for longer than the timeout (a 16 MiB tus chunk over a slow uplink took 41 s
+// and was cut off at 30 s) arrives whole; one that stops flowing is dropped after the timeout.
+TEST(HttpServerTest, ALargeBodyThatKeepsFlowingOutlastsTheReadTimeout) {
+  HttpServerOptions o;
+  o.port = 0;
+  o.read_timeout = std::chrono::seconds(1);
+  o.body_limit_for = [](std::string_view, std::string_view) -> std::size_t { return 8u << 20; };
+  auto server = HttpServer::Start(o, [](std::shared_ptr<Exchange> ex) {
+    ex->Respond(
+        HttpResponse::Json(200, "{\"size\":" + std::to_string(ex->request().body.size()) + "}"));
+  });
+  ASSERT_TRUE(server.ok());
+  std::size_t const size = 2u << 20;
+  std::string head =
+      "PUT /up HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(size) + "\r\n\r\n";
+  std::string piece(size / 16, 'x');
+
+  int fd = RawConnect((*server)->port());
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::send(fd, head.data(), head.size(), MSG_NOSIGNAL), static_cast<ssize_t>(head.size()));
+  for (int i = 0; i < 16; ++i) {  // 16 pieces 200 ms apart: 3.2 s in all
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ASSERT_EQ(::send(fd, piece.data(), piece.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(piece.size()))
+        << "the server closed the connection after piece " << i;
+  }
+  std::string answer = ReadUntilClosedOr(fd, "}");
+  ::close(fd);
+  EXPECT_NE(answer.find("200 OK"), std::string::npos) << answer;
+  EXPECT_NE(answer.find("{\"size\":" + std::to_string(size) + "}"), std::string::npos) << answer;
+
+  // Half the body, then silence: the connection is closed about a second later.
+  fd = RawConnect((*server)->port());
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::send(fd, head.data(), head.size(), MSG_NOSIGNAL), static_cast<ssize_t>(head.size()));
+  std::string half(size / 2, 'y');
+  ASSERT_EQ(::send(fd, half.data(), half.size(), MSG_NOSIGNAL), static_cast<ssize_t>(half.size()));
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(ReadAll(fd), "");  // closed without an answer
+  auto waited = std::chrono::steady_clock::now() - start;
+  ::close(fd);
+  EXPECT_GE(waited, std::chrono::milliseconds(800));
+  EXPECT_LT(waited, std::chrono::seconds(10));
+  (*server)->Stop();
 }
 
 // A file body goes out piece by piece with its Content-Length; the connection stays usable;
