@@ -197,7 +197,7 @@ function Policies() {
 // Agents, and on each what every running session holds: the allocation map operators and
 // users ask for (which session has which GPU shares).
 function Agents() {
-  const list = useLoad(() => gql('{agents{id status scaling_group addr available_slots occupied_slots compute_containers(status:"RUNNING"){session_id image occupied_slots attached_devices}}}'));
+  const list = useLoad(() => gql('{agents{id status scaling_group addr available_slots occupied_slots devices compute_containers(status:"RUNNING"){session_id image occupied_slots attached_devices}}}'));
   const sessions = useLoad(() => gql('query{compute_session_list(limit:1000,offset:0,status:"RUNNING"){items{id name user_email}}}').catch(() => null));
   const names = Object.fromEntries((sessions.data?.compute_session_list?.items || []).map((s) => [s.id, s]));
   return (
@@ -209,7 +209,7 @@ function Agents() {
         const used = JSON.parse(a.occupied_slots || '{}');
         return (
           <div class="agent" key={a.id} data-agent={a.id}>
-            <h3>{a.id} <span class={`status ${a.status}`}>{a.status}</span> <span class="muted">{a.scaling_group} · {a.addr}</span></h3>
+            <h3>{a.id} <span class={`status ${a.status}`}>{a.status}</span> <span class="muted">{a.scaling_group}{a.addr ? ` · ${a.addr}` : ''}</span></h3>
             <div class="bars">
               {Object.keys(avail).map((k) => {
                 const total = Number(avail[k]);
@@ -223,7 +223,7 @@ function Agents() {
                 );
               })}
             </div>
-            <DeviceMap containers={a.compute_containers || []} names={names} />
+            <DeviceMap agent={a} names={names} />
             {(a.compute_containers || []).length > 0 && (
               <table>
                 <thead><tr><th>Session</th><th>User</th><th>Holds</th></tr></thead>
@@ -239,25 +239,32 @@ function Agents() {
   );
 }
 
-// Which session holds what of each GPU on an agent (the scheduler's device allocations).
-function DeviceMap({ containers, names }) {
-  const devices = {};
-  for (const c of containers) {
-    let held = [];
-    try { held = JSON.parse(c.attached_devices || '[]'); } catch { held = []; }
-    for (const d of held) {
-      (devices[d.uuid] = devices[d.uuid] || []).push({ session: names[c.session_id]?.name || c.session_id, user: names[c.session_id]?.user_email || '', slot: d.slot, amount: d.amount });
+// Each GPU of an agent and which session holds what of it (the scheduler's device
+// allocations); a GPU nobody holds says so.
+function DeviceMap({ agent, names }) {
+  let own = [];
+  try { own = JSON.parse(agent.devices || '{}').devices || []; } catch { own = []; }
+  const held = {};
+  for (const c of agent.compute_containers || []) {
+    let list = [];
+    try { list = JSON.parse(c.attached_devices || '[]'); } catch { list = []; }
+    for (const d of list) {
+      (held[d.uuid] = held[d.uuid] || []).push({ session: names[c.session_id]?.name || c.session_id, user: names[c.session_id]?.user_email || '', slot: d.slot, amount: d.amount });
     }
   }
-  const ids = Object.keys(devices).sort();
-  if (!ids.length) return null;
+  // The agent's GPUs in index order, then any held GPU it no longer reports.
+  const rows = own.slice().sort((a, b) => a.index - b.index).map((d) => ({ id: d.uuid, label: `#${d.index} ${d.name || ''}`.trim(), memory: d.memory, shares: d.shares }));
+  for (const id of Object.keys(held).sort()) if (!rows.some((r) => r.id === id)) rows.push({ id, label: '' });
+  if (!rows.length) return null;
   return (
     <table class="devices" data-device-map>
       <thead><tr><th>GPU</th><th>Held by</th></tr></thead>
-      <tbody>{ids.map((id) => (
-        <tr key={id} data-device={id}>
-          <td><code>{id}</code></td>
-          <td>{devices[id].map((h, i) => <div key={i}>{h.session} <span class="muted">({h.user})</span>: {h.slot === 'cuda.device' ? 'the whole GPU' : `${h.amount} ${h.slot}`}</div>)}</td>
+      <tbody>{rows.map((r) => (
+        <tr key={r.id} data-device={r.id}>
+          <td>{r.label && <div>{r.label}{r.memory ? <span class="muted"> · {bytes(r.memory)}</span> : null}</div>}<code>{r.id}</code></td>
+          <td>{(held[r.id] || []).length
+            ? held[r.id].map((h, i) => <div key={i}>{h.session} <span class="muted">({h.user})</span>: {h.slot === 'cuda.device' ? 'the whole GPU' : `${h.amount} ${h.slot}`}</div>)
+            : <span class="muted" data-idle>idle{Number(r.shares) > 0 ? ` (${r.shares} cuda.shares free)` : ''}</span>}</td>
         </tr>
       ))}</tbody>
     </table>

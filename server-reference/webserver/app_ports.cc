@@ -63,6 +63,12 @@ std::string HtmlEscape(std::string_view s) {
   return out;
 }
 
+// An app's answer of known length up to this is kept whole (its Content-Length reaches the
+// browser); a longer one streams.
+constexpr std::size_t kKeepWhole = 1u << 20;
+// How far a streamed answer may run ahead of the browser reading it.
+constexpr std::size_t kStreamAhead = 4u << 20;
+
 // The app port's own answers are short pages a person reads in the app's tab.
 HttpResponse Page(int status, std::string_view title, std::string_view text) {
   HttpResponse r;
@@ -251,67 +257,120 @@ struct AppPorts::Impl : std::enable_shared_from_this<AppPorts::Impl> {
     for (std::size_t at = 0; at < bytes.size(); at += kFrame) {
       if (!ws.Send({bytes.substr(at, kFrame), true}).ok()) break;
     }
+    // The answer is read until its head has come; then it streams or is kept whole (PlanAppAnswer).
     std::string answer;
     std::optional<AppResponseHead> head;
+    AppAnswerPlan plan;
     auto deadline = Steady::now() + std::chrono::minutes(5);
     for (;;) {
       auto e = ws.Receive(std::chrono::milliseconds(500));
-      if (e.kind == WebSocketEvent::Kind::kMessage) {
-        answer += e.message.data;
-        if (answer.size() > options.max_response_bytes) {
+      if (e.kind == WebSocketEvent::Kind::kClosed) break;
+      if (e.kind != WebSocketEvent::Kind::kMessage) {
+        if (Steady::now() > deadline || stopping_now()) {
           ws.Cancel();
-          return ex->Respond(Page(502, "Too large",
-                                  "The app's answer is larger than the console relays; use `bai "
-                                  "session app` on your machine for this."));
+          return ex->Respond(Page(504, "The app did not finish answering",
+                                  "It took over five minutes; reload to try again."));
         }
         continue;
       }
-      if (e.kind == WebSocketEvent::Kind::kClosed) break;
-      if (Steady::now() > deadline || stopping_now()) {
+      answer += e.message.data;
+      if (!head) {
+        auto parsed = ParseAppResponseHead(answer);
+        if (!parsed.ok()) {
+          ws.Cancel();
+          return ex->Respond(Page(502, "The app did not answer", parsed.status().message()));
+        }
+        if (!*parsed) continue;
+        head = **parsed;
+        for (auto const& [name, value] : head->headers) {
+          if (name == "transfer-encoding" && value.find("chunked") != std::string::npos) {
+            ws.Cancel();
+            return ex->Respond(Page(502, "The app did not answer in HTTP/1.0",
+                                    "It sent a chunked answer to an HTTP/1.0 request."));
+          }
+        }
+        plan = PlanAppAnswer(*head, req.method == "HEAD", kKeepWhole);
+        if (plan.stream) {
+          return Stream(c, ex, std::shared_ptr<WebSocketConnection>(std::move(*tunnel)), *head,
+                        answer.substr(head->body_offset), plan.length);
+        }
+      }
+      if (answer.size() > head->body_offset + kKeepWhole) {
         ws.Cancel();
-        return ex->Respond(Page(504, "The app did not finish answering",
-                                "It took over five minutes; reload to try again."));
+        return ex->Respond(Page(502, "The app's answer is longer than it said",
+                                "It sent more than its Content-Length."));
       }
     }
-    int code = ws.close_code();
-    auto parsed = ParseAppResponseHead(answer);
-    if (parsed.ok() && *parsed) head = **parsed;
     if (!head) {
-      if (code == 1013) {
+      if (ws.close_code() == 1013) {
         return ex->Respond(Page(503, "The app is starting",
                                 "Nothing listens on the app's port yet; reload in a moment."));
       }
-      std::string why = !parsed.ok()
-                            ? parsed.status().message()
-                            : "it closed without answering (code " + std::to_string(code) + ")";
-      return ex->Respond(Page(502, "The app did not answer", why));
+      return ex->Respond(
+          Page(502, "The app did not answer",
+               "it closed without answering (code " + std::to_string(ws.close_code()) + ")"));
     }
     HttpResponse r;
     r.status = head->status;
     r.content_type.clear();
-    std::optional<std::size_t> length;
     for (auto const& [name, value] : head->headers) {
       if (name == "content-type") r.content_type = value;
-      if (name == "content-length") {
-        try {
-          length = std::stoull(value);
-        } catch (...) {
-        }
-      }
-      if (name == "transfer-encoding" && value.find("chunked") != std::string::npos) {
-        return ex->Respond(Page(502, "The app did not answer in HTTP/1.0",
-                                "It sent a chunked answer to an HTTP/1.0 request."));
-      }
     }
     r.body = answer.substr(head->body_offset);
-    if (length && r.body.size() < *length && req.method != "HEAD") {
+    if (plan.length && r.body.size() < *plan.length && req.method != "HEAD") {
       return ex->Respond(Page(502, "The app's answer was cut short",
                               "The connection to the app ended early; reload."));
     }
-    if (length && r.body.size() > *length) r.body.resize(*length);
+    if (plan.length && r.body.size() > *plan.length) r.body.resize(*plan.length);
     r.headers = AppResponseHeaders(head->headers);
     c->last_used = SteadySeconds();
     ex->Respond(std::move(r));
+  }
+
+  // An answer that streams (PlanAppAnswer): chunked to the browser as it comes, at the
+  // browser's pace, on a thread of its own (a Server-Sent Events answer may last for hours and
+  // must not hold one of the pool's). Ends when the app closes (cut, not ended, when short of
+  // its Content-Length), the browser leaves, or the webserver stops.
+  void Stream(std::shared_ptr<Circuit> const& c, std::shared_ptr<Exchange> const& ex,
+              std::shared_ptr<WebSocketConnection> tunnel, AppResponseHead const& head,
+              std::string first, std::optional<std::size_t> length) {
+    auto headers = AppResponseHeaders(head.headers);
+    for (auto const& [name, value] : head.headers) {
+      if (name == "content-type") headers.emplace_back("Content-Type", value);
+    }
+    ex->StartChunked(head.status, std::move(headers));
+    auto gone = std::make_shared<std::atomic<bool>>(false);
+    ex->OnClose([gone] { *gone = true; });
+    bool started = StartThread([this, c, ex, tunnel, gone, length, first = std::move(first)] {
+      std::size_t sent = 0;
+      auto forward = [&](std::string data) {
+        if (length) data.resize(std::min(data.size(), *length - sent));
+        sent += data.size();
+        return data.empty() || ex->WriteEvent(std::move(data));
+      };
+      bool ok = forward(first);
+      while (ok) {
+        // Held while the browser is behind: the app's bytes wait in its socket, not here.
+        while (ex->StreamBacklog() > kStreamAhead && !*gone && !stopping_now()) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        if (*gone || stopping_now()) break;
+        auto e = tunnel->Receive(std::chrono::milliseconds(500));
+        c->last_used = SteadySeconds();
+        if (e.kind == WebSocketEvent::Kind::kMessage) {
+          ok = forward(std::move(e.message.data));
+        } else if (e.kind == WebSocketEvent::Kind::kClosed) {
+          if (length && sent < *length) break;  // cut short
+          return ex->EndEventStream();
+        }
+      }
+      tunnel->Cancel();
+      ex->AbortStream();
+    });
+    if (!started) {
+      tunnel->Cancel();
+      ex->AbortStream();
+    }
   }
 
   // ---- WebSocket apps: the browser's socket here, the app's over the tunnel -----------------

@@ -28,7 +28,6 @@ struct AppPortsOptions {
   std::chrono::seconds idle_timeout{30 * 60};
   std::chrono::seconds setup_token_lifetime{120};
   std::size_t max_body_bytes = 64u << 20;
-  std::size_t max_response_bytes = 256u << 20;
   int relay_threads = 16;
 };
 

@@ -206,6 +206,23 @@ Headers AppResponseHeaders(Headers const& app_headers) {
   return out;
 }
 
+AppAnswerPlan PlanAppAnswer(AppResponseHead const& head, bool head_request,
+                            std::size_t keep_whole) {
+  AppAnswerPlan plan;
+  for (auto const& [name, value] : head.headers) {
+    if (name != "content-length") continue;
+    std::size_t n = 0;
+    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+    if (ec == std::errc() && end == value.data() + value.size()) plan.length = n;
+  }
+  if (head_request || head.status == 204 || head.status == 304 || head.status / 100 == 1) {
+    plan.length = 0;  // no body, whatever Content-Length says
+    return plan;
+  }
+  plan.stream = !plan.length || *plan.length > keep_whole;
+  return plan;
+}
+
 std::string AppUpgradeRequestBytes(std::string_view target, Headers const& headers) {
   std::string out;
   out.append("GET ").append(target).append(" HTTP/1.1\r\n");

@@ -67,6 +67,19 @@ StatusOr<std::optional<AppResponseHead>> ParseAppResponseHead(std::string_view b
 /// Content-Type (the answer sets its own), and no Set-Cookie for the webserver's cookie names.
 Headers AppResponseHeaders(Headers const& app_headers);
 
+/// How the rest of an answer whose head has come goes to the browser.
+struct AppAnswerPlan {
+  bool stream = false;  ///< chunked, as it arrives (else: kept whole, then sent)
+  /// The body's length when the app said it (Content-Length; 0 for an answer without a body):
+  /// an answer that ends short of it is cut, not ended.
+  std::optional<std::size_t> length;
+};
+/// A small answer of known length (up to `keep_whole` bytes) is kept whole, so the browser gets
+/// its Content-Length; a larger one, or one without a length (it ends when the app closes: a
+/// download, Server-Sent Events), streams. Answers without a body (to HEAD; 1xx, 204, 304) are
+/// kept whole.
+AppAnswerPlan PlanAppAnswer(AppResponseHead const& head, bool head_request, std::size_t keep_whole);
+
 /// Whether `name` is one of the webserver's cookies (the login's, an app permit).
 bool IsWebserverCookie(std::string_view name);
 

@@ -987,7 +987,6 @@ StatusOr<std::unique_ptr<WebServer>> WebServer::Start(WebServerOptions options,
     a.last_port = impl->options.app_last_port;
     a.tls = impl->options.secure_cookies;
     a.max_body_bytes = impl->options.max_body_bytes;
-    a.max_response_bytes = impl->options.max_response_bytes;
     impl->apps = std::make_unique<AppPorts>(
         a,
         [weak](std::string const& token,

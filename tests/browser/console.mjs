@@ -319,6 +319,10 @@ await step('admin-agents', async () => {
   await page.waitForSelector('[data-device-map] tr[data-device]');
   const gpu = await page.$eval('[data-device-map]', (e) => e.innerText);
   expect(/browser-one .*: 0\.5 cuda\.shares/.test(gpu), `the GPU map: ${gpu}`);
+  // Both of the fake driver's GPUs are listed: the one nobody holds says so.
+  const rows = await page.$$eval('[data-device-map] tr[data-device]', (r) => r.length);
+  expect(rows === 2, `the GPU map lists ${rows} GPUs, not the agent's 2: ${gpu}`);
+  expect(Boolean(await page.$('[data-device-map] [data-idle]')), `no idle GPU in the map: ${gpu}`);
 });
 
 await step('usage', async () => {

@@ -657,6 +657,23 @@ TEST_F(GraphqlTest, KeypairImagesScalingGroupsAndAgents) {
   ASSERT_FALSE(r.contains("errors")) << r.dump();
   EXPECT_EQ(r["data"]["agent_list"]["total_count"], 1);
   EXPECT_EQ(r["data"]["agent_list"]["items"][0]["available_slots"], "{\"cpu\":\"4\"}");
+
+  // An agent's GPUs, held or idle (bai's `devices`: the console's map lists the idle ones too).
+  ASSERT_TRUE(
+      db.Exec(
+            "UPDATE agents SET devices = ? WHERE id = 'ag-1'",
+            {R"({"policy":"fill","devices":[{"kind":"cuda","index":1,"uuid":"GPU-b","name":"H200",)"
+             R"("memory":1000,"shares":"1"},{"kind":"cuda","index":0,"uuid":"GPU-a",)"
+             R"("name":"H200","memory":1000,"shares":"1"}]})"})
+          .ok());
+  r = Gql(*root_, "{ agents { id devices } }");
+  ASSERT_FALSE(r.contains("errors")) << r.dump();
+  auto devices = json::parse(r["data"]["agents"][0]["devices"].get<std::string>());
+  EXPECT_EQ(devices["policy"], "fill");
+  ASSERT_EQ(devices["devices"].size(), 2u) << devices.dump();
+  EXPECT_EQ(devices["devices"][0]["uuid"], "GPU-b");
+  EXPECT_EQ(devices["devices"][1]["index"], 0);
+  EXPECT_EQ(devices["devices"][1]["shares"], "1");
 }
 
 }  // namespace

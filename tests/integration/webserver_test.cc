@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
 #include <thread>
 
@@ -29,6 +30,14 @@ using ::testing::Not;
 
 // An HTTP app on this host (a simulated kernel's preopen ports are its host's): answers every
 // request with the request it received as its body, and tries to set the console's cookie.
+std::string BigBody() {
+  std::string big(3u << 20, '\0');
+  for (std::size_t i = 0; i < big.size(); ++i)
+    big[i] = static_cast<char>('a' + (i * 7 + i / 4099) % 26);
+  return big;
+}
+
+// The stand-in app: echoes a request back, except for the streamed answers' paths below.
 void EchoApp(int c) {
   std::string got;
   char buf[8192];
@@ -42,11 +51,46 @@ void EchoApp(int c) {
       want = end + 4 + (at < end ? std::stoul(got.substr(at + 16)) : 0);
     }
   }
-  std::string answer =
-      "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nSet-Cookie: AIOHTTP_SESSION=stolen\r\n"
-      "Set-Cookie: bai_app_permit_1=x\r\nX-App: yes\r\n\r\n" +
-      got;
-  (void)!write(c, answer.data(), answer.size());
+  auto send = [c](std::string const& bytes) {
+    for (std::size_t at = 0; at < bytes.size();) {
+      auto w = write(c, bytes.data() + at, bytes.size() - at);
+      if (w <= 0) return;
+      at += static_cast<std::size_t>(w);
+    }
+  };
+  if (got.rfind("GET /big ", 0) == 0) {  // 3 MiB, no length: ends when the app closes
+    send("HTTP/1.0 200 OK\r\nContent-Type: application/octet-stream\r\n\r\n" + BigBody());
+  } else if (got.rfind("GET /short ", 0) == 0) {  // says 2 MiB, sends 1
+    send("HTTP/1.0 200 OK\r\nContent-Length: 2097152\r\n\r\n" + std::string(1u << 20, 's'));
+  } else if (got.rfind("GET /events ", 0) == 0) {  // one event now, the next 5 s later
+    send("HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\n\r\ndata: one\n\n");
+    std::this_thread::sleep_for(std::chrono::seconds(5));
+    send("data: two\n\n");
+  } else {
+    send(
+        "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nSet-Cookie: AIOHTTP_SESSION=stolen\r\n"
+        "Set-Cookie: bai_app_permit_1=x\r\nX-App: yes\r\n\r\n" +
+        got);
+  }
+}
+
+// A chunked body decoded; `complete` says whether its last (empty) chunk came.
+std::string Unchunk(std::string const& raw, bool* complete) {
+  std::string out;
+  *complete = false;
+  std::size_t at = 0;
+  while (at < raw.size()) {
+    auto eol = raw.find("\r\n", at);
+    if (eol == std::string::npos) break;
+    std::size_t n = std::stoul(raw.substr(at, eol - at), nullptr, 16);
+    if (n == 0) {
+      *complete = true;
+      break;
+    }
+    out += raw.substr(eol + 2, n);
+    at = eol + 2 + n + 2;
+  }
+  return out;
 }
 
 class WebServerTest : public testing_util::LocalCluster {
@@ -347,7 +391,26 @@ TEST_F(WebServerTest, AnAppOpensOnItsOwnPortOnlyWithItsPermitAndNeverSeesTheLogi
                                       "\r\nContent-Length: " + std::to_string(form.size()) +
                                       "\r\nConnection: close\r\n\r\n" + form);
   ASSERT_EQ(posted.status, 200) << posted.body.substr(0, 300);
-  EXPECT_THAT(posted.body, HasSubstr(form));
+  bool complete = false;  // the echo has no length: it streams
+  EXPECT_TRUE(Unchunk(posted.body, &complete).find(form) != std::string::npos)
+      << posted.body.substr(0, 300);
+  EXPECT_TRUE(complete);
+  // Large answers, answers without a length and event streams go on as they come (chunked), of
+  // any size; one the app cuts short of its Content-Length is cut for the browser too.
+  auto big = get("/big", cookies + "\r\n");
+  ASSERT_EQ(big.status, 200);
+  EXPECT_EQ(big.headers["transfer-encoding"], "chunked");
+  EXPECT_EQ(big.headers["content-type"], "application/octet-stream");
+  EXPECT_TRUE(Unchunk(big.body, &complete) == BigBody()) << "the 3 MiB answer differs";
+  EXPECT_TRUE(complete);
+  auto short_answer = get("/short", cookies + "\r\n");
+  EXPECT_EQ(Unchunk(short_answer.body, &complete).size(), 1u << 20);
+  EXPECT_FALSE(complete) << "an answer cut short ended as if whole";
+  auto events = testing_util::RawHttpStream(
+      port, "GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n" + cookies + "\r\n\r\n", 3000);
+  EXPECT_THAT(events, HasSubstr("text/event-stream"));
+  EXPECT_THAT(events, HasSubstr("data: one"));  // before the app has finished (5 s)
+  EXPECT_THAT(events, Not(HasSubstr("data: two")));
   // Opening it again reuses the port; signing out closes it.
   auto again = Call("POST", "/server/apps", body, {jar, own, "X-BAI-CSRF-Token: " + csrf});
   ASSERT_EQ(again.status, 200);

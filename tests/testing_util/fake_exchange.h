@@ -74,6 +74,12 @@ class FakeExchange : public server::Exchange {
     streaming_ = true;
     cv_.notify_all();
   }
+  void StartChunked(int, std::vector<std::pair<std::string, std::string>> headers) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    stream_headers_ = std::move(headers);
+    streaming_ = true;
+    cv_.notify_all();
+  }
   bool WriteEvent(std::string chunk) override {
     std::lock_guard<std::mutex> lock(mu_);
     if (closed_) return false;

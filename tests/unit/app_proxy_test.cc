@@ -99,6 +99,34 @@ TEST(AppProxyTest, AnswersAreReadHeadFirstAndForeignHeadsRefused) {
   EXPECT_FALSE(ParseAppResponseHead("HTTP/1.1 200 OK\r\nX: " + std::string(70000, 'a')).ok());
 }
 
+// Small answers of known length are kept whole (their Content-Length reaches the browser);
+// large ones and those without a length (downloads, Server-Sent Events) stream.
+TEST(AppProxyTest, LargeOrOpenEndedAnswersStreamAndSmallOnesAreKeptWhole) {
+  auto plan = [](std::string_view head_text, bool head_request = false) {
+    auto head = ParseAppResponseHead(head_text);
+    EXPECT_TRUE(head.ok() && *head) << head_text;
+    return PlanAppAnswer(**head, head_request, 1u << 20);
+  };
+  auto small = plan("HTTP/1.0 200 OK\r\nContent-Length: 1048576\r\n\r\n");
+  EXPECT_FALSE(small.stream);
+  EXPECT_EQ(small.length, std::optional<std::size_t>(1u << 20));
+  auto large = plan("HTTP/1.0 200 OK\r\nContent-Length: 1048577\r\n\r\n");
+  EXPECT_TRUE(large.stream);
+  EXPECT_EQ(large.length, std::optional<std::size_t>((1u << 20) + 1));
+  auto events = plan("HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\n\r\n");
+  EXPECT_TRUE(events.stream);
+  EXPECT_FALSE(events.length);
+  // A length that is not a number is no length: the answer ends when the app closes.
+  EXPECT_TRUE(plan("HTTP/1.0 200 OK\r\nContent-Length: 12x\r\n\r\n").stream);
+  // No body, whatever the length says.
+  for (auto const& bodiless : {plan("HTTP/1.0 200 OK\r\nContent-Length: 5000000000\r\n\r\n", true),
+                               plan("HTTP/1.0 304 Not Modified\r\nContent-Length: 900\r\n\r\n"),
+                               plan("HTTP/1.0 204 No Content\r\n\r\n")}) {
+    EXPECT_FALSE(bodiless.stream);
+    EXPECT_EQ(bodiless.length, std::optional<std::size_t>(0));
+  }
+}
+
 TEST(AppProxyTest, TheAppCannotSetTheWebserversCookies) {
   Headers h = {{"set-cookie", "AIOHTTP_SESSION=stolen; Path=/"},
                {"set-cookie", "bai_app_permit_10201=x"},

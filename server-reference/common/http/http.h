@@ -106,8 +106,16 @@ class Exchange {
   /// behind (8 MiB waiting for it) that its connection was closed: a reader that never reads
   /// must not hold the server's memory.
   virtual bool WriteEvent(std::string chunk) = 0;
+  /// Starts a chunked response of any status and type (`headers` name its Content-Type): a
+  /// relayed answer whose end is not known yet. Its body goes as WriteEvent chunks, and it ends
+  /// with EndEventStream, or AbortStream when it was cut short.
+  virtual void StartChunked(int status,
+                            std::vector<std::pair<std::string, std::string>> headers) = 0;
   /// Ends an event stream cleanly.
   virtual void EndEventStream() = 0;
+  /// Ends a stream by closing the connection without its last chunk, so the client sees the
+  /// answer as incomplete rather than whole.
+  virtual void AbortStream() { EndEventStream(); }
   /// Bytes of the event stream handed to WriteEvent and not yet written to the client.
   virtual std::size_t StreamBacklog() const { return 0; }
   /// Runs `callback` once, on any thread, when the stream's backlog is below `below` (at once

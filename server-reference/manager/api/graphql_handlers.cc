@@ -749,7 +749,10 @@ class Resolver {
             // 24.09 answers 0 for an agent without a live statistic.
             {"cpu_cur_pct", load.is_object() ? load.value("cpu_pct", 0.0) : 0.0},
             {"mem_cur_bytes", load.is_object() ? load.value("mem_used", std::int64_t{0}) : 0},
-            {"compute_containers", json::array()}};
+            {"compute_containers", json::array()},
+            // bai's addition: the agent's GPUs ({policy, devices: [{kind, index, uuid, name,
+            // memory, shares}]}), so that a map of them lists the idle ones too.
+            {"devices", AgentDevicesColumn(a.row.devices)}};
   }
 
   // -- storage volumes (superadmins, as in 24.09) --

@@ -634,6 +634,7 @@ Schema Build() {
                         "cpu_cur_pct: Float",
                         "mem_cur_bytes: Float",
                         "compute_containers(status: String): [ComputeContainer]",
+                        "devices: JSONString",
                     });
   s.Object("AgentList", {"items: [Agent]!", "total_count: Int!"});
   return s;

@@ -30,8 +30,8 @@ StatusOr<std::vector<AgentSession>> Sessions(StatusOr<std::vector<SqlRow>> rows)
 StatusOr<std::vector<AgentRecord>> AgentStore::List() {
   auto rows = db_.Query(
       "SELECT id, scaling_group, status, architecture, available_slots, slot_types, images, "
-      "version, schedulable, first_contact, last_heartbeat, lost_at, live_stat FROM agents "
-      "ORDER BY id");
+      "version, schedulable, first_contact, last_heartbeat, lost_at, live_stat, devices "
+      "FROM agents ORDER BY id");
   if (!rows.ok()) return std::move(rows).status();
   auto held = db_.Query(std::string("SELECT agent_id, requested_slots FROM sessions WHERE agent_id "
                                     "IS NOT NULL AND status IN ") +
@@ -55,6 +55,7 @@ StatusOr<std::vector<AgentRecord>> AgentStore::List() {
     a.last_heartbeat = r.TakeText(10);
     a.lost_at = r.TakeOptText(11);
     a.live_stat = r.TakeOptText(12);
+    a.row.devices = AgentDevicesFromColumn(r.Text(13));
     for (auto const& h : *held) {
       if (h.Text(0) != a.row.id) continue;
       scheduler::AddInto(a.occupied, SlotsFromColumn(h.Text(1)));
