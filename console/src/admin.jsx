@@ -1,8 +1,8 @@
 // Administration (admins and superadmins): users, keypairs, resource policies, projects,
 // domains, resource groups, agents with what each session holds, images.
 import { useState } from 'preact/hooks';
-import { gql } from './api.js';
-import { ErrorText, Link, bytes, slots, useLoad, useSubmit } from './ui.jsx';
+import { ApiError, explain, gql } from './api.js';
+import { ErrorText, Link, bytes, slots, slotsJson, slotsWords, useLoad, useSubmit } from './ui.jsx';
 
 const TABS = [['users', 'Users'], ['keypairs', 'Keypairs'], ['policies', 'Policies'], ['agents', 'Agents'],
   ['images', 'Images'], ['organization', 'Projects and domains']];
@@ -28,7 +28,7 @@ export function Admin({ tab, who }) {
 async function mutate(query, variables, field) {
   const d = await gql(query, variables);
   const r = d[field];
-  if (r && r.ok === false) throw new Error(r.msg || 'Refused.');
+  if (r && r.ok === false) throw new ApiError(400, { msg: r.msg || 'Refused.' });
   return r;
 }
 
@@ -286,7 +286,7 @@ function Images() {
 }
 
 function Organization() {
-  const d = useLoad(() => gql('{domains{name is_active} groups{id name domain_name is_active} scaling_groups{name is_active scheduler}}'));
+  const d = useLoad(() => gql('{domains{name is_active total_resource_slots} groups{id name domain_name is_active total_resource_slots} scaling_groups{name is_active scheduler}}'));
   const make = (what) => useSubmit(async (form, element) => {
     const name = form.get(`${what}-name`);
     if (what === 'domain') {
@@ -302,14 +302,20 @@ function Organization() {
   });
   const forms = { domain: make('domain'), project: make('project'), group: make('group') };
   const domains = d.data?.domains || [];
+  const groups = (d.data?.scaling_groups || []).map((g) => g.name);
+  const state = (x) => (x.is_active ? '' : ' (inactive)');
+  const limit = (x) => slots(x.total_resource_slots) || 'no limit';
   return (
     <div class="card">
       <h2>Domains, projects and resource groups</h2>
       <ErrorText error={d.error} />
-      <div class="row">
+      <div class="row top">
         <div>
           <h3>Domains</h3>
-          <ul>{domains.map((x) => <li key={x.name}>{x.name}{x.is_active ? '' : ' (inactive)'}</li>)}</ul>
+          <ul>{domains.map((x) => (
+            <li key={x.name} data-domain={x.name}>{x.name}{state(x)} <span class="muted">({limit(x)})</span>
+              <Editor kind="domain" item={x} groups={groups} reload={d.reload} /></li>
+          ))}</ul>
           <form onSubmit={forms.domain.submit} aria-label="New domain">
             <label for="domain-name">New domain</label><input id="domain-name" name="domain-name" required pattern="[A-Za-z0-9_.\-]{1,64}" />
             <p><button type="submit" class="secondary" disabled={forms.domain.busy}>Create</button></p>
@@ -318,7 +324,10 @@ function Organization() {
         </div>
         <div>
           <h3>Projects</h3>
-          <ul>{(d.data?.groups || []).map((x) => <li key={x.id} data-project={x.name}>{x.name} <span class="muted">({x.domain_name})</span></li>)}</ul>
+          <ul>{(d.data?.groups || []).map((x) => (
+            <li key={x.id} data-project={x.name}>{x.name}{state(x)} <span class="muted">({x.domain_name}; {limit(x)})</span>
+              <Editor kind="project" item={x} groups={groups} reload={d.reload} /></li>
+          ))}</ul>
           <form onSubmit={forms.project.submit} aria-label="New project">
             <label for="project-name">New project</label><input id="project-name" name="project-name" required pattern="[A-Za-z0-9_.\-]{1,64}" />
             <label for="project-domain">In the domain</label>
@@ -329,7 +338,10 @@ function Organization() {
         </div>
         <div>
           <h3>Resource groups</h3>
-          <ul>{(d.data?.scaling_groups || []).map((x) => <li key={x.name}>{x.name} <span class="muted">({x.scheduler})</span>{x.is_active ? '' : ' (inactive)'}</li>)}</ul>
+          <ul>{(d.data?.scaling_groups || []).map((x) => (
+            <li key={x.name} data-resource-group={x.name}>{x.name} <span class="muted">({x.scheduler})</span>{state(x)}
+              <Editor kind="group" item={x} groups={groups} reload={d.reload} /></li>
+          ))}</ul>
           <form onSubmit={forms.group.submit} aria-label="New resource group">
             <label for="group-name">New resource group</label><input id="group-name" name="group-name" required pattern="[A-Za-z0-9_.\-]{1,64}" />
             <p><button type="submit" class="secondary" disabled={forms.group.busy}>Create</button></p>
@@ -337,7 +349,83 @@ function Organization() {
           </form>
         </div>
       </div>
-      <p class="muted">Limits, associations and deletion: <code>bai admin domain|project|scaling-group</code>.</p>
     </div>
+  );
+}
+
+// Editing a domain, project or resource group: active or not, its resource limit (domains and
+// projects), the resource groups it may use, deletion.
+function Editor({ kind, item, groups, reload }) {
+  const [open, setOpen] = useState(false);
+  const [error, setError] = useState('');
+  const label = kind === 'group' ? 'resource group' : kind;
+  const linked = useLoad(() => {
+    if (!open || kind === 'group') return Promise.resolve(null);
+    return kind === 'domain'
+      ? gql('query($d:String!){scaling_groups_for_domain(domain:$d){name}}', { d: item.name }).then((r) => r.scaling_groups_for_domain)
+      : gql('query($u:String!){scaling_groups_for_user_group(user_group:$u){name}}', { u: item.id }).then((r) => r.scaling_groups_for_user_group);
+  }, [open]);
+  const save = useSubmit(async (form) => {
+    const props = { is_active: form.get('active') === 'on' };
+    if (kind !== 'group') {
+      try {
+        props.total_resource_slots = slotsJson(form.get('limit'));
+      } catch (e) {
+        return `${e.message} Nothing was changed.`;
+      }
+    }
+    if (kind === 'domain') {
+      await mutate('mutation($n:String!,$p:ModifyDomainInput!){modify_domain(name:$n,props:$p){ok msg}}', { n: item.name, p: props }, 'modify_domain');
+    } else if (kind === 'project') {
+      await mutate('mutation($g:UUID!,$p:ModifyGroupInput!){modify_group(gid:$g,props:$p){ok msg}}', { g: item.id, p: props }, 'modify_group');
+    } else {
+      await mutate('mutation($n:String!,$p:ModifyScalingGroupInput!){modify_scaling_group(name:$n,props:$p){ok msg}}', { n: item.name, p: props }, 'modify_scaling_group');
+    }
+    if (kind !== 'group' && linked.data) {
+      const had = new Set(linked.data.map((g) => g.name));
+      const target = kind === 'domain' ? 'domain' : 'user_group';
+      for (const g of groups) {
+        const want = form.get(`rg-${g}`) === 'on';
+        if (want === had.has(g)) continue;
+        const field = `${want ? 'associate' : 'disassociate'}_scaling_group_with_${target}`;
+        await mutate(`mutation($s:String!,$t:${kind === 'domain' ? 'String' : 'UUID'}!){${field}(scaling_group:$s,${target}:$t){ok msg}}`, { s: g, t: kind === 'domain' ? item.name : item.id }, field);
+      }
+    }
+    setOpen(false);
+    reload();
+    return '';
+  });
+  async function remove() {
+    if (!window.confirm(`Delete the ${label} ${item.name}?`)) return;
+    setError('');
+    try {
+      if (kind === 'domain') await mutate('mutation($n:String!){delete_domain(name:$n){ok msg}}', { n: item.name }, 'delete_domain');
+      else if (kind === 'project') await mutate('mutation($g:UUID!){delete_group(gid:$g){ok msg}}', { g: item.id }, 'delete_group');
+      else await mutate('mutation($n:String!){delete_scaling_group(name:$n){ok msg}}', { n: item.name }, 'delete_scaling_group');
+      reload();
+    } catch (e) { setError(explain(e)); }
+  }
+  const prefix = `${kind}-${(item.id || item.name).replace(/[^A-Za-z0-9_-]/g, '_')}`;
+  if (!open) return <> <button type="button" class="secondary small" aria-label={`Edit the ${label} ${item.name}`} onClick={() => setOpen(true)}>Edit</button><ErrorText error={error} /></>;
+  return (
+    <form class="editor" onSubmit={save.submit} aria-label={`Edit the ${label} ${item.name}`}>
+      <p><label class="inline"><input type="checkbox" name="active" defaultChecked={item.is_active} /> Active</label></p>
+      {kind !== 'group' && <>
+        <label for={`${prefix}-limit`}>Limit (empty: none)</label>
+        <input id={`${prefix}-limit`} name="limit" defaultValue={slotsWords(item.total_resource_slots)} placeholder="cpu=8 mem=32g cuda.shares=2" />
+        <fieldset><legend>May use the resource groups</legend>
+          <ErrorText error={linked.error} />
+          {linked.data && groups.map((g) => (
+            <label class="inline" key={g}><input type="checkbox" name={`rg-${g}`} defaultChecked={linked.data.some((x) => x.name === g)} /> {g}</label>
+          ))}
+        </fieldset>
+      </>}
+      <p>
+        <button type="submit" disabled={save.busy || (kind !== 'group' && !linked.data && !linked.error)}>Save</button>{' '}
+        <button type="button" class="secondary" onClick={() => setOpen(false)}>Cancel</button>{' '}
+        <button type="button" class="danger" onClick={remove}>Delete</button>
+      </p>
+      <ErrorText error={save.error || error} />
+    </form>
   );
 }

@@ -88,6 +88,37 @@ export function parseSize(text) {
   return Math.round(Number(m[1]) * 1024 ** power);
 }
 
+// "cpu=8, mem=32g, cuda.shares=2" → the slots JSON the manager keeps (memory in bytes); empty
+// text → "{}" (no limit). Throws an Error saying what is wrong.
+export function slotsJson(text) {
+  const out = {};
+  for (const part of String(text || '').split(/[,\s]+/).filter(Boolean)) {
+    const m = part.match(/^([a-z][a-z0-9._-]*)=(.+)$/i);
+    if (!m) throw new Error(`"${part}" is not name=amount (for example cpu=8, mem=32g).`);
+    const memory = m[1] === 'mem' || m[1].endsWith('.mem');
+    const n = memory ? parseSize(m[2]) : Number(m[2]);
+    if (!Number.isFinite(n) || n < 0) throw new Error(`"${m[2]}" is not an amount of ${m[1]}.`);
+    out[m[1]] = String(n);
+  }
+  return JSON.stringify(out);
+}
+
+// The words slotsJson reads back: "cpu=8 mem=32g" (memory in whole GiB or MiB when it is).
+export function slotsWords(value) {
+  let o = value;
+  if (typeof value === 'string') {
+    try { o = JSON.parse(value || '{}'); } catch { return ''; }
+  }
+  return Object.entries(o || {}).map(([k, v]) => {
+    const n = Number(v);
+    if ((k === 'mem' || k.endsWith('.mem')) && n > 0) {
+      if (n % 2 ** 30 === 0) return `${k}=${n / 2 ** 30}g`;
+      if (n % 2 ** 20 === 0) return `${k}=${n / 2 ** 20}m`;
+    }
+    return `${k}=${n}`;
+  }).join(' ');
+}
+
 // Saves `blob` as a file named `name` (the browser's download).
 export function saveBlob(blob, name) {
   const a = document.createElement('a');

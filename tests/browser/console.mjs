@@ -302,6 +302,37 @@ await step('admin-organization-and-sharing', async () => {
   await page.type('#project-name', 'browser-project');
   await page.click('form[aria-label="New project"] button');
   await page.waitForSelector('li[data-project="browser-project"]');
+  // Editing it: a bad limit is explained and changes nothing; a limit and a resource group.
+  const edit = 'button[aria-label="Edit the project browser-project"]';
+  const form = 'form[aria-label="Edit the project browser-project"]';
+  await page.click(edit);
+  await page.waitForSelector(`${form} input[name="rg-default"]`);
+  const limit = await page.$(`${form} input[name="limit"]`);
+  await limit.type('cpu=lots');
+  await page.click(`${form} button[type=submit]`);
+  await page.waitForSelector(`${form} [role=alert]`);
+  const refusal = await page.$eval(`${form} [role=alert]`, (e) => e.innerText);
+  expect(refusal.includes('not an amount of cpu'), `a bad limit: ${refusal}`);
+  await limit.click({ clickCount: 3 });
+  await limit.type('cpu=4 mem=8g');
+  const rg = await page.$(`${form} input[name="rg-default"]`);
+  if (!(await rg.evaluate((e) => e.checked))) await rg.click();
+  await page.click(`${form} button[type=submit]`);
+  await page.waitForFunction(() => document.querySelector('li[data-project="browser-project"]')?.innerText.includes('cpu 4, mem 8 GiB'));
+  await page.click(edit);
+  await page.waitForSelector(`${form} input[name="rg-default"]`);
+  expect(await page.$eval(`${form} input[name="rg-default"]`, (e) => e.checked), 'the project does not use the resource group default');
+  expect(await page.$eval(`${form} input[name="limit"]`, (e) => e.value) === 'cpu=4 mem=8g', 'the limit does not read back');
+  await page.screenshot({ path: join(shots, 'admin-organization-edit.png') });
+  await page.click(`${form} button.secondary`);
+  // A resource group made, then deleted (after a confirmation).
+  await page.type('#group-name', 'browser-rg');
+  await page.click('form[aria-label="New resource group"] button');
+  await page.waitForSelector('li[data-resource-group="browser-rg"]');
+  await page.click('button[aria-label="Edit the resource group browser-rg"]');
+  page.once('dialog', (d) => d.accept());
+  await page.click('form[aria-label="Edit the resource group browser-rg"] button.danger');
+  await page.waitForFunction(() => !document.querySelector('li[data-resource-group="browser-rg"]'));
   // The admin shares a folder with the new user (accepted below, as them).
   await page.goto(url + 'data/browser-data', { waitUntil: 'networkidle0' });
   await page.type('#emails', userEmail);
