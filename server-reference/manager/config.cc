@@ -86,6 +86,16 @@ Status LoadManagerConfig(std::string const& path, ManagerConfig& config) {
         auto n = v.value<std::int64_t>();
         if (!n || *n < 0 || *n > 86400 * 7) return bad(key, "seconds from 0 to 604800");
         config.scheduler_head_wait = static_cast<int>(*n);
+      } else if (key == "auth.trusted_proxies") {
+        auto const* list = v.as_array();
+        if (!list) return bad(key, "an array of IP addresses");
+        for (auto const& item : *list) {
+          auto address = item.value<std::string>();
+          if (!address || !server::IsIpAddress(*address)) {
+            return bad(key, "an array of IP addresses");
+          }
+          config.trusted_proxies.push_back(*address);
+        }
       } else if (key == "auth.signups_per_address") {
         auto n = v.value<std::int64_t>();
         if (!n || *n < 1 || *n > 1000000) return bad(key, "an integer from 1 to 1000000");

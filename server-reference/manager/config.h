@@ -35,6 +35,8 @@ namespace bai::manager {
 /// login_failures_per_user = 10     # failed logins an account takes per window, then 429
 /// login_window = 300               # seconds
 /// signups_per_address = 5          # POST /auth/signup calls one client address may make per hour
+/// trusted_proxies = []             # webservers' addresses: their X-Forwarded-For names the
+///                                  # client the login throttle counts (not them)
 /// [vfolders]
 /// embedded = true             # run a storage proxy "local" in this process
 /// listen = "127.0.0.1:0"      # its client-facing /upload and /download (0: any free port)
@@ -67,6 +69,8 @@ struct ManagerConfig {
   bool allow_signup = false;
   server::LoginLimits login_limits;
   int signups_per_address = 5;  ///< per hour, right or wrong
+  /// Peers (bai-webserver) whose X-Forwarded-For names the client for the login throttle.
+  std::vector<std::string> trusted_proxies;
   server::log::Options logging;
 
   struct RemoteProxy {

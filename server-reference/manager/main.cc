@@ -3,6 +3,7 @@
 //   bai-manager [--config FILE] [--listen HOST:PORT] [--data-dir DIR] [--threads N]
 //               [--storage-listen HOST:PORT]
 //   bai-manager fixture load FILE.json [--config FILE] [--data-dir DIR]
+#include "server-reference/common/auth/login_throttle.h"
 #include "server-reference/common/log/log_options.h"
 #include "server-reference/manager/manager.h"
 #include "server-reference/manager/state/copy_database.h"
@@ -14,6 +15,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <vector>
 
 namespace {
 
@@ -47,6 +49,10 @@ int main(int argc, char** argv) {
   bai::server::log::Options log_flags;
   bai::server::log::AddOptions(app, log_flags);
   app.add_flag("--allow-signup", allow_signup, "Let anyone create a user with POST /auth/signup");
+  std::vector<std::string> trusted_proxies;
+  app.add_option("--trusted-proxy", trusted_proxies,
+                 "A bai-webserver's address: logins it forwards count against the client its "
+                 "X-Forwarded-For names (repeatable; also [auth] trusted_proxies)");
   app.add_flag_function(
       "--version",
       [](std::int64_t) {
@@ -82,6 +88,13 @@ int main(int argc, char** argv) {
   if (!database.empty()) config.database = database;
   if (threads > 0) config.threads = threads;
   if (allow_signup) config.allow_signup = true;
+  for (auto const& address : trusted_proxies) {
+    if (!bai::server::IsIpAddress(address)) {
+      std::cerr << "bai-manager: --trusted-proxy " << address << ": not an IP address\n";
+      return 2;
+    }
+    config.trusted_proxies.push_back(address);
+  }
   bai::server::log::ApplyGiven(app, log_flags, config.logging);
   if (auto s = bai::server::log::Init("bai-manager", config.logging); !s.ok()) {
     std::cerr << "bai-manager: " << s.message() << "\n";

@@ -57,6 +57,7 @@ StatusOr<std::unique_ptr<Manager>> Manager::Start(ManagerConfig const& config) {
   api_options.manager_version = ManagerVersion();
   api_options.allow_signup = config.allow_signup;
   api_options.login_limits = config.login_limits;
+  api_options.trusted_proxies = config.trusted_proxies;
   api_options.signups_per_address = config.signups_per_address;
   m->api_ = std::make_unique<ManagerApi>(*m->state_.store, std::move(api_options));
   auto* raw = m.get();

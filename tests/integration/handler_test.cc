@@ -78,10 +78,15 @@ class AuthHandlerTest : public HandlerTest {
                                   .dump(),
                               peer);
   }
-  /// Sends a login and waits for its answer.
+  /// Sends a login (from `peer`, naming `forwarded_for` in X-Forwarded-For when given) and waits
+  /// for its answer.
   static server::HttpResponse Try(ManagerApi& api, std::string const& user,
-                                  std::string const& password, std::string const& peer) {
+                                  std::string const& password, std::string const& peer,
+                                  std::string const& forwarded_for = "") {
     auto x = Login(user, password, peer);
+    if (!forwarded_for.empty()) {
+      x->mutable_request().headers.emplace_back("x-forwarded-for", forwarded_for);
+    }
     api.Handle(x);
     auto r = x->Wait();
     EXPECT_TRUE(r.has_value()) << "no answer";
@@ -130,6 +135,28 @@ TEST_F(AuthHandlerTest, PasswordGuessingIsThrottledPerAccountAndPerAddress) {
   EXPECT_TRUE(json::parse(ok.body)["data"].contains("secret_key"));
 }
 
+// Console sign-ins all come from the webserver's address: with it trusted, each user's
+// attempts count against their own address (X-Forwarded-For); without, the webserver's budget
+// is everyone's.
+TEST_F(AuthHandlerTest, ATrustedWebserverNamesTheClientTheThrottleCounts) {
+  ApiOptions o;
+  o.login_limits = {.per_address = 3, .failures_per_user = 3, .window = std::chrono::seconds(300)};
+  o.trusted_proxies = {"10.0.0.5"};
+  auto api = MakeApi(o);
+  for (int i = 0; i < 6; ++i) {  // six users behind the webserver, more than 3 from one address
+    auto r = Try(*api, "admin", password_, "10.0.0.5", "198.51.100." + std::to_string(i));
+    EXPECT_EQ(r.status, 200) << i << ": " << r.body;
+  }
+  // One client through it is still held to its own budget...
+  for (int i = 0; i < 3; ++i) Try(*api, "admin", password_, "10.0.0.5", "198.51.100.99");
+  EXPECT_EQ(Try(*api, "admin", password_, "10.0.0.5", "198.51.100.99").status, 429);
+  // ...and a peer that is not trusted cannot escape its own by naming others.
+  for (int i = 0; i < 3; ++i) {
+    Try(*api, "admin", password_, "203.0.113.9", "198.51.100." + std::to_string(10 + i));
+  }
+  EXPECT_EQ(Try(*api, "admin", password_, "203.0.113.9", "198.51.100.20").status, 429);
+}
+
 // The settings this hardening added: the head guarantee and the signup throttle, with their
 // ranges checked.
 TEST(ManagerConfigTest, HeadWaitAndSignupLimitAreSettings) {
@@ -146,6 +173,14 @@ TEST(ManagerConfigTest, HeadWaitAndSignupLimitAreSettings) {
   EXPECT_THAT(bad.message(), HasSubstr("scheduler.head_wait"));
   std::ofstream(path) << "[auth]\nsignups_per_address = 0\n";
   EXPECT_FALSE(LoadManagerConfig(path, config).ok());
+  std::ofstream(path) << "[auth]\ntrusted_proxies = [\"10.0.0.5\", \"::1\"]\n";
+  ManagerConfig proxies;
+  ASSERT_TRUE(LoadManagerConfig(path, proxies).ok());
+  EXPECT_EQ(proxies.trusted_proxies, (std::vector<std::string>{"10.0.0.5", "::1"}));
+  std::ofstream(path) << "[auth]\ntrusted_proxies = [\"webserver.local\"]\n";
+  bad = LoadManagerConfig(path, config);
+  EXPECT_FALSE(bad.ok());
+  EXPECT_THAT(bad.message(), HasSubstr("auth.trusted_proxies must be an array of IP addresses"));
 }
 
 // Hardening (hostile, 6): a folder's usage (a walk of its whole tree) ran on the I/O thread, and

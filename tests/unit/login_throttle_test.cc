@@ -66,5 +66,25 @@ TEST_F(LoginThrottleTest, MemoryStaysBoundedUnderManyAddresses) {
   EXPECT_FALSE(t.Admit("10.19999", "x", t0_ + seconds(29)).allowed);
 }
 
+// Behind a webserver every sign-in comes from its address: a trusted one names the client in
+// X-Forwarded-For (the last entry: the address it saw); anyone else's header is ignored.
+TEST(ThrottledAddressTest, OnlyATrustedProxyNamesTheClient) {
+  std::vector<std::string> trusted = {"10.0.0.5", "::1"};
+  EXPECT_EQ(ThrottledAddress("10.0.0.5", "198.51.100.7", trusted), "198.51.100.7");
+  EXPECT_EQ(ThrottledAddress("::1", "2001:db8::9", trusted), "2001:db8::9");
+  // The last hop is the one the trusted proxy saw; earlier ones are the client's own words.
+  EXPECT_EQ(ThrottledAddress("10.0.0.5", "1.2.3.4, 198.51.100.7 ", trusted), "198.51.100.7");
+  // Not trusted: the header changes nothing (a guesser cannot pick a fresh address per try).
+  EXPECT_EQ(ThrottledAddress("203.0.113.9", "198.51.100.7", trusted), "203.0.113.9");
+  EXPECT_EQ(ThrottledAddress("10.0.0.5", std::nullopt, trusted), "10.0.0.5");
+  // Not an address: the proxy's own.
+  for (char const* junk : {"", "unknown", "198.51.100.7:443", "1.2.3.4,", "x\r\ny"}) {
+    EXPECT_EQ(ThrottledAddress("10.0.0.5", junk, trusted), "10.0.0.5") << junk;
+  }
+  EXPECT_TRUE(IsIpAddress("192.0.2.1"));
+  EXPECT_TRUE(IsIpAddress("2001:db8::1"));
+  EXPECT_FALSE(IsIpAddress("localhost"));
+}
+
 }  // namespace
 }  // namespace bai::server

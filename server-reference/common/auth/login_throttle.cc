@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/common/auth/login_throttle.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <algorithm>
 #include <utility>
 #include <vector>
@@ -62,6 +65,27 @@ void LoginThrottle::Failed(std::string const& address, std::string const& accoun
 
 void LoginThrottle::Succeeded(std::string const& address, std::string const& account) {
   accounts_.erase(Key(address, account));
+}
+
+bool IsIpAddress(std::string const& text) {
+  unsigned char buf[sizeof(in6_addr)];
+  return ::inet_pton(AF_INET, text.c_str(), buf) == 1 ||
+         ::inet_pton(AF_INET6, text.c_str(), buf) == 1;
+}
+
+std::string ThrottledAddress(std::string const& peer, std::optional<std::string_view> forwarded_for,
+                             std::vector<std::string> const& trusted_proxies) {
+  if (!forwarded_for ||
+      std::find(trusted_proxies.begin(), trusted_proxies.end(), peer) == trusted_proxies.end()) {
+    return peer;
+  }
+  std::string_view list = *forwarded_for;
+  auto comma = list.rfind(',');
+  std::string_view last = comma == std::string_view::npos ? list : list.substr(comma + 1);
+  while (!last.empty() && (last.front() == ' ' || last.front() == '\t')) last.remove_prefix(1);
+  while (!last.empty() && (last.back() == ' ' || last.back() == '\t')) last.remove_suffix(1);
+  std::string client(last);
+  return IsIpAddress(client) ? client : peer;
 }
 
 }  // namespace bai::server

@@ -6,7 +6,10 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace bai::server {
 
@@ -61,5 +64,15 @@ class LoginThrottle {
   std::map<std::string, Times> addresses_;
   std::map<std::string, Times> accounts_;
 };
+
+/// An IPv4 or IPv6 address in text ("192.0.2.1", "2001:db8::1").
+bool IsIpAddress(std::string const& text);
+
+/// The address a login is counted against: the peer's, or, when the peer is one of
+/// `trusted_proxies` (a webserver signing users in for them), the client it names last in
+/// `X-Forwarded-For` (the address that proxy saw), if that is an IPv4 or IPv6 address. Without
+/// it every console user behind one webserver would share that webserver's per-address budget.
+std::string ThrottledAddress(std::string const& peer, std::optional<std::string_view> forwarded_for,
+                             std::vector<std::string> const& trusted_proxies);
 
 }  // namespace bai::server

@@ -56,6 +56,8 @@ struct ApiOptions {
   bool allow_signup = false;         ///< POST /auth/signup creates users; off: 403
   server::LoginLimits login_limits;  ///< password-guessing throttle of POST /auth/authorize
   int signups_per_address = 5;       ///< POST /auth/signup calls per client address and hour
+  /// Peers whose X-Forwarded-For names the client the login throttle counts (ThrottledAddress).
+  std::vector<std::string> trusted_proxies;
   /// Threads hashing passwords (Argon2id, 64 MiB each) and logins that may wait for one.
   int password_workers = 2;
   std::size_t password_queue = 64;

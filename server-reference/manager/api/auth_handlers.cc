@@ -43,9 +43,16 @@ struct LoginGate {
       : store(api.store()),
         clock(api.options().clock),
         allow_signup(api.options().allow_signup),
+        trusted_proxies(api.options().trusted_proxies),
         throttle(api.options().login_limits),
         signups(SignupLimits(api.options().signups_per_address)),
         pool(api.options().password_workers, api.options().password_queue) {}
+
+  /// The client a request's attempt counts against (a trusted webserver's X-Forwarded-For).
+  std::string Address(server::HttpRequest const& request) const {
+    return server::ThrottledAddress(request.peer_address, request.Header("x-forwarded-for"),
+                                    trusted_proxies);
+  }
 
   /// Runs `work` (password hashing) on the pool and answers `exchange` with its response plus
   /// `headers`; a full pool answers 429 now.
@@ -56,6 +63,7 @@ struct LoginGate {
   Store& store;
   std::function<std::chrono::system_clock::time_point()> clock;
   bool allow_signup;
+  std::vector<std::string> trusted_proxies;
   std::mutex mu;
   server::LoginThrottle throttle;  // under mu
   server::LoginThrottle signups;   // under mu: signups per address (every call counts)
@@ -181,7 +189,7 @@ void RegisterAuthRoutes(ManagerApi& api) {
         std::string account = *domain + "\n" + *username;
         {
           std::lock_guard<std::mutex> lock(gate->mu);
-          auto d = gate->throttle.Admit(ctx.request.peer_address, account, gate->clock());
+          auto d = gate->throttle.Admit(gate->Address(ctx.request), account, gate->clock());
           if (!d.allowed) {
             return TooManyLogins(d.retry_after_seconds, "Too many login attempts; retry in " +
                                                             std::to_string(d.retry_after_seconds) +
@@ -190,7 +198,7 @@ void RegisterAuthRoutes(ManagerApi& api) {
         }
         return gate->OnPool(exchange, ctx.response_headers,
                             [gate = gate.get(), account, domain = *domain, username = *username,
-                             password = *password, address = ctx.request.peer_address] {
+                             password = *password, address = gate->Address(ctx.request)] {
                               bool mismatch = false;
                               auto response = Guard([&] {
                                 return Login(gate->store, domain, username, password, mismatch);
@@ -226,7 +234,7 @@ void RegisterAuthRoutes(ManagerApi& api) {
         std::string account = who.domain + "\n" + who.email;
         {
           std::lock_guard<std::mutex> lock(gate->mu);
-          auto d = gate->throttle.Admit(ctx.request.peer_address, account, gate->clock());
+          auto d = gate->throttle.Admit(gate->Address(ctx.request), account, gate->clock());
           if (!d.allowed) {
             return TooManyLogins(d.retry_after_seconds, "Too many password attempts; retry in " +
                                                             std::to_string(d.retry_after_seconds) +
@@ -235,7 +243,7 @@ void RegisterAuthRoutes(ManagerApi& api) {
         }
         return gate->OnPool(exchange, ctx.response_headers,
                             [gate = gate.get(), who, account, old_password = *old_password,
-                             new_password = *new_password, address = ctx.request.peer_address] {
+                             new_password = *new_password, address = gate->Address(ctx.request)] {
                               bool mismatch = false;
                               auto response = Guard([&]() -> StatusOr<HttpResponse> {
                                 auto login = gate->store.FindLogin(who.domain, who.email);
@@ -351,7 +359,7 @@ void RegisterAuthRoutes(ManagerApi& api) {
           // Each address makes a few signups an hour: accounts are not mass-made, and whether
           // an address is taken cannot be probed quickly.
           std::lock_guard<std::mutex> lock(gate->mu);
-          auto d = gate->signups.Admit(ctx.request.peer_address, "signup", gate->clock());
+          auto d = gate->signups.Admit(gate->Address(ctx.request), "signup", gate->clock());
           if (!d.allowed) {
             return TooManyLogins(d.retry_after_seconds,
                                  "Too many signups from this address; retry in " +
