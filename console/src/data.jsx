@@ -97,13 +97,15 @@ function remember(key, value) {
 
 // Chunks start at 16 MiB (a dropped connection costs at most that, and a slow uplink sends one in
 // well under a minute) and double while one takes under two seconds, up to what the storage
-// proxy takes (its Tus-Max-Size): a fast link makes fewer, larger requests.
+// proxy takes (its Tus-Max-Size) and 64 MiB (what the webserver's relay takes, and memory the
+// proxy holds per chunk): a fast link makes fewer, larger requests.
 const FIRST_CHUNK = 16 * 1024 * 1024;
+const LARGEST_CHUNK = 64 * 1024 * 1024;
 async function largestChunk(target, headers) {
   try {
     const r = await fetch(target, { method: 'OPTIONS', headers });
     const n = Number(r.headers.get('Tus-Max-Size'));
-    return n > 0 ? n : FIRST_CHUNK;
+    return n > 0 ? Math.min(n, LARGEST_CHUNK) : FIRST_CHUNK;
   } catch {
     return FIRST_CHUNK;
   }
