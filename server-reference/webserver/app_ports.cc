@@ -295,10 +295,9 @@ struct AppPorts::Impl : std::enable_shared_from_this<AppPorts::Impl> {
                         answer.substr(head->body_offset), plan.length);
         }
       }
-      if (answer.size() > head->body_offset + kKeepWhole) {
-        ws.Cancel();
-        return ex->Respond(Page(502, "The app's answer is longer than it said",
-                                "It sent more than its Content-Length."));
+      if (plan.length && answer.size() - head->body_offset >= *plan.length) {
+        ws.Cancel();  // whole: an app that keeps its connection open is not waited for
+        break;
       }
     }
     if (!head) {
@@ -348,8 +347,9 @@ struct AppPorts::Impl : std::enable_shared_from_this<AppPorts::Impl> {
         sent += data.size();
         return data.empty() || ex->WriteEvent(std::move(data));
       };
+      auto whole = [&] { return length && sent >= *length; };
       bool ok = forward(first);
-      while (ok) {
+      while (ok && !whole()) {
         // Held while the browser is behind: the app's bytes wait in its socket, not here.
         while (ex->StreamBacklog() > kStreamAhead && !*gone && !stopping_now()) {
           std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -365,6 +365,7 @@ struct AppPorts::Impl : std::enable_shared_from_this<AppPorts::Impl> {
         }
       }
       tunnel->Cancel();
+      if (ok && whole()) return ex->EndEventStream();  // all it said it would send
       ex->AbortStream();
     });
     if (!started) {

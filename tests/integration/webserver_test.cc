@@ -62,6 +62,11 @@ void EchoApp(int c) {
     send("HTTP/1.0 200 OK\r\nContent-Type: application/octet-stream\r\n\r\n" + BigBody());
   } else if (got.rfind("GET /short ", 0) == 0) {  // says 2 MiB, sends 1
     send("HTTP/1.0 200 OK\r\nContent-Length: 2097152\r\n\r\n" + std::string(1u << 20, 's'));
+  } else if (got.rfind("GET /keep", 0) == 0) {  // all it said, then the connection held open
+    std::size_t size = got.rfind("GET /keep-big ", 0) == 0 ? 2u << 20 : 5;
+    send("HTTP/1.0 200 OK\r\nContent-Length: " + std::to_string(size) + "\r\n\r\n" +
+         std::string(size, 'k'));
+    std::this_thread::sleep_for(std::chrono::seconds(20));
   } else if (got.rfind("GET /events ", 0) == 0) {  // one event now, the next 5 s later
     send("HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\n\r\ndata: one\n\n");
     std::this_thread::sleep_for(std::chrono::seconds(5));
@@ -406,6 +411,18 @@ TEST_F(WebServerTest, AnAppOpensOnItsOwnPortOnlyWithItsPermitAndNeverSeesTheLogi
   auto short_answer = get("/short", cookies + "\r\n");
   EXPECT_EQ(Unchunk(short_answer.body, &complete).size(), 1u << 20);
   EXPECT_FALSE(complete) << "an answer cut short ended as if whole";
+  // An app that has sent all its Content-Length is not waited for (it holds its connection
+  // open for 20 s; the answers come within 3 s), small or streamed.
+  auto held = testing_util::RawHttpStream(
+      port, "GET /keep HTTP/1.1\r\nHost: 127.0.0.1\r\n" + cookies + "\r\n\r\n", 3000);
+  EXPECT_THAT(held, HasSubstr("\r\n\r\nkkkkk"));
+  auto held_big = testing_util::RawHttpStream(
+      port, "GET /keep-big HTTP/1.1\r\nHost: 127.0.0.1\r\n" + cookies + "\r\n\r\n", 3000);
+  ASSERT_NE(held_big.find("\r\n\r\n"), std::string::npos);
+  EXPECT_TRUE(Unchunk(held_big.substr(held_big.find("\r\n\r\n") + 4), &complete) ==
+              std::string(2u << 20, 'k'))
+      << "the 2 MiB answer differs";
+  EXPECT_TRUE(complete) << "a streamed answer that was all there did not end";
   auto events = testing_util::RawHttpStream(
       port, "GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n" + cookies + "\r\n\r\n", 3000);
   EXPECT_THAT(events, HasSubstr("text/event-stream"));
