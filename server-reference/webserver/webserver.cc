@@ -616,6 +616,15 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
       auto it = storage_urls.find(key);
       if (it != storage_urls.end()) url = it->second;
     }
+    // A key is the hash of its URL, so a transfer another webserver issued (several behind one
+    // address) is found among the storage proxies this one was configured with.
+    for (std::string base : options.storage_urls) {
+      while (!base.empty() && base.back() == '/') base.pop_back();
+      for (char const* path : {"/upload", "/download"}) {
+        std::string candidate = base + path;
+        if (url.empty() && LoginSessions::Hash(candidate).substr(0, 16) == key) url = candidate;
+      }
+    }
     if (url.empty()) {
       return Answer(ex, Problem(ps::ProblemType::kUrlNotFound,
                                 "No such transfer here (this webserver has not issued it, or "

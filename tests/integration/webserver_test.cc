@@ -439,6 +439,54 @@ TEST_F(WebServerTest, AnAppOpensOnItsOwnPortOnlyWithItsPermitAndNeverSeesTheLogi
   EXPECT_THAT(after.body, Not(HasSubstr("HTTP/1.0")));
 }
 
+// A ticket that passes /func gains a relay path on this webserver; its key is the hash of the
+// storage URL, so another webserver started with that storage proxy's --storage-url relays it
+// too (several webservers behind one address); one that knows nothing of it says so.
+TEST_F(WebServerTest, AStorageRelayWorksOnEveryWebserverThatKnowsTheProxy) {
+  auto [jar, csrf] = Login();
+  ASSERT_EQ(Bai({"vfolder", "create", "relay-data"}).exit_code, 0);
+  auto t = Call("POST", "/func/folders/relay-data/request-upload",
+                json({{"path", "a.bin"}, {"size", 5}}).dump(),
+                {jar, "Origin: " + Origin(), "X-BAI-CSRF-Token: " + csrf});
+  ASSERT_EQ(t.status, 200) << t.body;
+  auto ticket = json::parse(t.body);
+  std::string relay = ticket.value("console_url", "");
+  std::string url = ticket.value("url", "");
+  ASSERT_THAT(relay, ::testing::StartsWith("/storage/"));
+  ASSERT_THAT(url, ::testing::EndsWith("/upload"));
+  std::string target = relay + "?token=" + ticket.value("token", "");
+  auto head = [&](int port) {
+    return testing_util::RawHttp(port, "HEAD " + target +
+                                           " HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                           "Tus-Resumable: 1.0.0\r\nConnection: close\r\n\r\n");
+  };
+  auto here = head(web_->port());
+  EXPECT_EQ(here.status, 200) << here.body;
+  EXPECT_EQ(here.headers["upload-offset"], "0");
+  auto start = [&](std::vector<std::string> storage) {
+    webserver::WebServerOptions o;
+    o.port = 0;
+    o.managers = {env_["BACKEND_ENDPOINT"]};
+    o.app_first_port = 0;
+    o.app_last_port = 0;
+    o.storage_urls = std::move(storage);
+    auto w = webserver::WebServer::Start(o, *db_);
+    EXPECT_TRUE(w.ok()) << w.status().message();
+    return w.ok() ? *std::move(w) : nullptr;
+  };
+  auto other = start({url.substr(0, url.size() - 7) + "/"});  // the base URL, as make up passes it
+  ASSERT_TRUE(other);
+  auto there = head(other->port());
+  EXPECT_EQ(there.status, 200) << there.body;
+  EXPECT_EQ(there.headers["upload-offset"], "0");
+  other->Stop();
+  auto stranger = start({});
+  ASSERT_TRUE(stranger);
+  auto none = head(stranger->port());
+  EXPECT_EQ(none.status, 404);
+  stranger->Stop();
+}
+
 TEST_F(WebServerTest, TheConsolesFilesAreServedWithTheirPolicyAndNothingOutside) {
   auto page = Call("GET", "/");
   ASSERT_EQ(page.status, 200);
