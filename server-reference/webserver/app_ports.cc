@@ -316,7 +316,7 @@ struct AppPorts::Impl : std::enable_shared_from_this<AppPorts::Impl> {
       if (name == "content-type") r.content_type = value;
     }
     r.body = answer.substr(head->body_offset);
-    if (plan.length && r.body.size() < *plan.length && req.method != "HEAD") {
+    if (plan.length && r.body.size() < *plan.length) {  // HEAD's plan says 0
       return ex->Respond(Page(502, "The app's answer was cut short",
                               "The connection to the app ended early; reload."));
     }

@@ -575,12 +575,17 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
            (ends("/request-upload") || ends("/request-download"));
   }
 
+  // The relay path's key for a storage URL: its hash, the same on every webserver.
+  static std::string RelayKey(std::string const& url) {
+    return LoginSessions::Hash(url).substr(0, 16);
+  }
+
   std::string WithConsoleUrl(std::string const& body) {
     auto j = nlohmann::json::parse(body, nullptr, false);
     if (!j.is_object() || !j.contains("url") || !j["url"].is_string()) return body;
     std::string url = j["url"].get<std::string>();
     if (!internal::ParseEndpoint(url).ok()) return body;
-    std::string key = LoginSessions::Hash(url).substr(0, 16);
+    std::string key = RelayKey(url);
     {
       std::lock_guard<std::mutex> lock(storage_mu);
       if (storage_urls.size() >= 256 && !storage_urls.count(key)) storage_urls.clear();
@@ -622,7 +627,7 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
       while (!base.empty() && base.back() == '/') base.pop_back();
       for (char const* path : {"/upload", "/download"}) {
         std::string candidate = base + path;
-        if (url.empty() && LoginSessions::Hash(candidate).substr(0, 16) == key) url = candidate;
+        if (url.empty() && RelayKey(candidate) == key) url = candidate;
       }
     }
     if (url.empty()) {

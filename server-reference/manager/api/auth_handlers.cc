@@ -187,9 +187,10 @@ void RegisterAuthRoutes(ManagerApi& api) {
               MakeProblemStatus(ProblemType::kInvalidApiParams, "Unsupported authorization type"));
         }
         std::string account = *domain + "\n" + *username;
+        std::string address = gate->Address(ctx.request);
         {
           std::lock_guard<std::mutex> lock(gate->mu);
-          auto d = gate->throttle.Admit(gate->Address(ctx.request), account, gate->clock());
+          auto d = gate->throttle.Admit(address, account, gate->clock());
           if (!d.allowed) {
             return TooManyLogins(d.retry_after_seconds, "Too many login attempts; retry in " +
                                                             std::to_string(d.retry_after_seconds) +
@@ -198,7 +199,7 @@ void RegisterAuthRoutes(ManagerApi& api) {
         }
         return gate->OnPool(exchange, ctx.response_headers,
                             [gate = gate.get(), account, domain = *domain, username = *username,
-                             password = *password, address = gate->Address(ctx.request)] {
+                             password = *password, address] {
                               bool mismatch = false;
                               auto response = Guard([&] {
                                 return Login(gate->store, domain, username, password, mismatch);
@@ -232,9 +233,10 @@ void RegisterAuthRoutes(ManagerApi& api) {
         if (auto s = p->Check(); !s.ok()) return ProblemResponse(s);
         Identity const who = *ctx.identity;
         std::string account = who.domain + "\n" + who.email;
+        std::string address = gate->Address(ctx.request);
         {
           std::lock_guard<std::mutex> lock(gate->mu);
-          auto d = gate->throttle.Admit(gate->Address(ctx.request), account, gate->clock());
+          auto d = gate->throttle.Admit(address, account, gate->clock());
           if (!d.allowed) {
             return TooManyLogins(d.retry_after_seconds, "Too many password attempts; retry in " +
                                                             std::to_string(d.retry_after_seconds) +
@@ -243,7 +245,7 @@ void RegisterAuthRoutes(ManagerApi& api) {
         }
         return gate->OnPool(exchange, ctx.response_headers,
                             [gate = gate.get(), who, account, old_password = *old_password,
-                             new_password = *new_password, address = gate->Address(ctx.request)] {
+                             new_password = *new_password, address] {
                               bool mismatch = false;
                               auto response = Guard([&]() -> StatusOr<HttpResponse> {
                                 auto login = gate->store.FindLogin(who.domain, who.email);
