@@ -123,7 +123,9 @@ class LwsConnection : public WebSocketConnection {
       return Status(StatusCode::kDeadlineExceeded,
                     request.origin + request.target + ": the WebSocket upgrade timed out");
     }
-    if (state_ == State::kOpen) return Status();
+    // Established counts even when the peer has closed meanwhile (a refusal sent right after the
+    // upgrade can end it before this thread wakes): its messages and close code are read next.
+    if (established_) return Status();
     ErrorInfo e;
     e.http_status = http_status_;
     if (http_status_ == 0) e.type = "connect-failure";
@@ -352,6 +354,7 @@ class LwsConnection : public WebSocketConnection {
       case LWS_CALLBACK_CLIENT_ESTABLISHED: {
         std::lock_guard<std::mutex> lock(self->mu_);
         self->state_ = State::kOpen;
+        self->established_ = true;
         self->cv_.notify_all();
         if (!self->out_.empty() || self->closing_) lws_callback_on_writable(wsi);
         return 0;
@@ -437,6 +440,7 @@ class LwsConnection : public WebSocketConnection {
   std::condition_variable cv_;
   lws* wsi_ = nullptr;
   State state_ = State::kConnecting;
+  bool established_ = false;  ///< the upgrade succeeded (state_ may be kClosed since)
   bool cancelled_ = false;
   bool closing_ = false;
   bool we_closed_ = false;

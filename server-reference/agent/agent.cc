@@ -25,8 +25,8 @@
 #include <condition_variable>
 #include <deque>
 #include <filesystem>
+#include <map>
 #include <mutex>
-#include <set>
 #include <thread>
 
 namespace bai::agent {
@@ -115,7 +115,7 @@ struct Agent::Impl {
   net::steady_timer flush_timer{ioc};
 
   std::mutex streams_mu;  // the data streams open now (cancelled when the agent stops)
-  std::set<WebSocketConnection*> streams;
+  std::map<WebSocketConnection*, std::string> streams;  ///< each with its session's id
   std::mutex exec_mu;    // execute steps in flight on their own threads
   std::mutex images_mu;  // offered: replaced by a rescan, read by a registration
   std::optional<std::vector<ap::ImageInfo>> offered;  // unset: not read yet
@@ -320,6 +320,14 @@ struct Agent::Impl {
       Report(gone);
       return;
     }
+    // The session's terminals and tunnels hear that it ended before its processes are killed
+    // (else a shell killed first reported its signal as an ordinary exit, or not, by timing).
+    {
+      std::lock_guard<std::mutex> lock(streams_mu);
+      for (auto& [s, session] : streams) {
+        if (session == m.session_id) s->Close(1001, "the session has ended");
+      }
+    }
     backend->Destroy(m.session_id, m.reason);
   }
 
@@ -414,7 +422,7 @@ struct Agent::Impl {
           if (fd.ok()) close(*fd);
           return;
         }
-        streams.insert(&socket);
+        streams.emplace(&socket, m.session_id);
       }
       if (fd.ok()) {
         BridgeStream(*fd, socket, m.kind == "pty");
@@ -457,7 +465,7 @@ struct Agent::Impl {
   // Ends every open data stream (the agent is stopping).
   void CancelStreams() {
     std::lock_guard<std::mutex> lock(streams_mu);
-    for (auto* s : streams) s->Cancel();
+    for (auto& [s, session] : streams) s->Cancel();
   }
 
   void On(Link&, ap::ErrorReport const& m) {

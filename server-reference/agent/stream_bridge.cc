@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/agent/stream_bridge.h"
 
+#include "bai/protocol/pty_wire.h"
+
 #include "libbai/util/fd_io.h"
 
 #include <sys/socket.h>
@@ -18,6 +20,7 @@ void BridgeStream(int fd, WebSocketConnection& ws, bool pty) {
   // Kernel → manager.
   std::thread up([fd, &ws, pty] {
     std::string lines;
+    bool exited = false;  // the last line was the shell's exit frame
     char chunk[64 << 10];
     while (true) {
       ssize_t n = read(fd, chunk, sizeof chunk);
@@ -30,13 +33,26 @@ void BridgeStream(int fd, WebSocketConnection& ws, bool pty) {
       lines.append(chunk, static_cast<std::size_t>(n));
       std::size_t start = 0;
       for (auto nl = lines.find('\n'); nl != std::string::npos; nl = lines.find('\n', start)) {
-        if (!ws.Send({lines.substr(start, nl - start), false}).ok()) return;
+        std::string_view line(lines.data() + start, nl - start);
+        if (line.size() < 64) {  // an exit frame is short: longer lines are output, not parsed
+          auto f = protocol::DecodePtyFrame(line);
+          exited = f.ok() && f->type == protocol::PtyFrame::Type::kExit;
+        } else {
+          exited = false;
+        }
+        if (!ws.Send({std::string(line), false}).ok()) return;
         start = nl + 1;
       }
       lines.erase(0, start);
     }
-    // The shell's exit frame was the last line; a service that closed is "going away" (24.09).
-    ws.Close(pty ? 1000 : 1001, pty ? "" : "the service closed the connection");
+    // After the shell's exit frame, a normal close; a terminal whose kernel ended under it (the
+    // session was terminated: no exit frame) and a service that closed are "going away" (24.09),
+    // as the manager says when it ends the session's streams itself.
+    if (pty && exited) {
+      ws.Close(1000, "");
+    } else {
+      ws.Close(1001, pty ? "the session's kernel has ended" : "the service closed the connection");
+    }
   });
   // Manager → kernel.
   while (true) {

@@ -540,5 +540,48 @@ TEST(WebSocketClientTest, ASlowReaderPushesBackAndLosesNothing) {
   EXPECT_TRUE((*ws)->CloseStatus().ok()) << (*ws)->CloseStatus().message();
 }
 
+// A server that upgrades and at once says why and closes (as the manager refusing a tunnel):
+// the open succeeds and the reader gets the message and the close code, however late the
+// opening thread wakes (it once found the socket closed and called the upgrade failed).
+TEST(WebSocketClientTest, AnUpgradeClosedAtOnceStillOpensAndSaysWhy) {
+  server::HttpServerOptions options;
+  options.port = 0;
+  auto server = server::HttpServer::Start(options, [](std::shared_ptr<server::Exchange> exchange) {
+    server::WebSocketHandlers h;
+    h.on_open = [](std::shared_ptr<server::WebSocket> const& ws) {
+      ws->Send("refused: nothing listens");
+      ws->Close(1001, "going away");
+    };
+    exchange->AcceptWebSocket(std::move(h));
+  });
+  ASSERT_TRUE(server.ok()) << server.status().message();
+  Options o;
+  o.endpoints = {"http://127.0.0.1:" + std::to_string((*server)->port())};
+  o.api_version = "v8.20240915";
+  auto client = Client::Create(o);
+  ASSERT_TRUE(client.ok());
+  // Several openers at once, so that one of them is late to wake now and then.
+  std::vector<std::future<std::string>> openers;
+  for (int t = 0; t < 4; ++t) {
+    openers.push_back(std::async(std::launch::async, [&client]() -> std::string {
+      for (int i = 0; i < 40; ++i) {
+        auto ws = client->OpenWebSocket(ApiRequest("GET", "/refuse"));
+        if (!ws.ok()) return "open " + std::to_string(i) + ": " + ws.status().message();
+        auto said = (*ws)->Receive(std::chrono::seconds(5));
+        if (said.kind != WebSocketEvent::Kind::kMessage ||
+            said.message.data != "refused: nothing listens") {
+          return "open " + std::to_string(i) + ": the message did not come";
+        }
+        auto end = (*ws)->Receive(std::chrono::seconds(5));
+        if (end.kind != WebSocketEvent::Kind::kClosed || (*ws)->close_code() != 1001) {
+          return "open " + std::to_string(i) + ": no close 1001";
+        }
+      }
+      return "";
+    }));
+  }
+  for (auto& f : openers) EXPECT_EQ(f.get(), "");
+}
+
 }  // namespace
 }  // namespace bai
