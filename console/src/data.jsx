@@ -101,14 +101,68 @@ function remember(key, value) {
 // proxy holds per chunk): a fast link makes fewer, larger requests.
 const FIRST_CHUNK = 16 * 1024 * 1024;
 const LARGEST_CHUNK = 64 * 1024 * 1024;
-async function largestChunk(target, headers) {
+// Files of 16 MiB and more go as parts sent at once (tus concatenation, when the storage proxy
+// offers it): a browser pushes one request's body through its network code at a time, and
+// the proxy writes one part while the next arrives. Up to 4 parts of 8 MiB or more.
+const PART_MIN = 8 * 1024 * 1024;
+const MOST_PARTS = 4;
+// A part's chunks start smaller (its link is shared): 4 MiB, doubling as above.
+const PART_FIRST_CHUNK = 4 * 1024 * 1024;
+async function tusOptions(target, headers) {
   try {
     const r = await fetch(target, { method: 'OPTIONS', headers });
     const n = Number(r.headers.get('Tus-Max-Size'));
-    return n > 0 ? Math.min(n, LARGEST_CHUNK) : FIRST_CHUNK;
+    const extensions = (r.headers.get('Tus-Extension') || '').split(',').map((e) => e.trim());
+    return { largest: n > 0 ? Math.min(n, LARGEST_CHUNK) : FIRST_CHUNK, concat: extensions.includes('concatenation') };
   } catch {
-    return FIRST_CHUNK;
+    return { largest: FIRST_CHUNK, concat: false };
   }
+}
+
+async function refusal(r) {
+  let msg = `HTTP ${r.status}`;
+  try { const b = await r.json(); msg = b.msg || b.detail || b.title || msg; } catch { /* keep */ }
+  return new Error(`${msg}. Choose the file again to resume.`);
+}
+
+// Sends bytes [from + offset, from + length) of `file` to the tus upload at `url`, reporting
+// each chunk's new offset.
+async function sendChunks(url, file, from, length, offset, first, largest, tus, signal, onOffset) {
+  let size = Math.min(first, largest);
+  while (offset < length) {
+    const chunk = file.slice(from + offset, from + Math.min(length, offset + size));
+    const began = performance.now();
+    const r = await fetch(url, {
+      method: 'PATCH',
+      headers: { ...tus, 'Upload-Offset': String(offset), 'Content-Type': 'application/offset+octet-stream' },
+      body: chunk,
+      signal,
+    });
+    if (r.status !== 204) throw await refusal(r);
+    offset = Number(r.headers.get('Upload-Offset'));
+    onOffset(offset);
+    if (performance.now() - began < 2000) size = Math.min(2 * size, largest);
+  }
+}
+
+// An upload in parts: each part's offset (a HEAD when resuming; null when the parts are gone),
+// then all sent at once, then the final request that makes the file whole.
+async function sendParts(target, file, lengths, offsets, largest, tus, signal, onProgress, resumedAt) {
+  const url = (k) => `${target}&part=${k}`;
+  const sent = [...offsets];
+  await Promise.all(lengths.map((length, k) => {
+    const from = lengths.slice(0, k).reduce((a, b) => a + b, 0);
+    return sendChunks(url(k), file, from, length, offsets[k], PART_FIRST_CHUNK, largest, tus, signal, (off) => {
+      sent[k] = off;
+      onProgress(sent.reduce((a, b) => a + b, 0), file.size, resumedAt);
+    });
+  }));
+  const r = await fetch(target, {
+    method: 'POST',
+    headers: { ...tus, 'Upload-Concat': `final;${lengths.map((_, k) => url(k)).join(' ')}` },
+    signal,
+  });
+  if (r.status !== 201) throw await refusal(r);
 }
 
 // Storage proxies this page may send uploads to itself (the webserver lists them in the page and
@@ -123,42 +177,58 @@ function transferUrl(ticket) {
 }
 
 // Uploads `file` to `path` of `folder` with tus, reporting (sent, total); resumes an upload
-// this browser started (and a reload cut short).
+// this browser started (and a reload cut short), whole or in parts.
 async function upload(folder, path, file, onProgress, signal) {
   const key = journalKey(folder, path, file);
-  const resuming = Boolean(journal()[key]);
-  remember(key, { started: Date.now() });
-  const ticket = await func('POST', `/folders/${encodeURIComponent(folder)}/request-upload`, { path, size: file.size, restart: !resuming });
-  const target = transferUrl(ticket);
+  const earlier = journal()[key];
+  remember(key, { started: Date.now(), parts: earlier?.parts || 0 });
+  const ticketFor = (restart) => func('POST', `/folders/${encodeURIComponent(folder)}/request-upload`, { path, size: file.size, restart });
+  let target = transferUrl(await ticketFor(!earlier));
   const tus = { 'Tus-Resumable': '1.0.0' };
+  const opts = file.size > FIRST_CHUNK ? await tusOptions(target, tus) : { largest: FIRST_CHUNK, concat: false };
+  if (earlier?.parts) {
+    // Where each part stands; a part gone (the upload was taken back or expired) starts over.
+    const heads = await Promise.all([...Array(earlier.parts).keys()].map(async (k) => {
+      const r = await fetch(`${target}&part=${k}`, { method: 'HEAD', headers: tus });
+      return r.ok ? { offset: Number(r.headers.get('Upload-Offset')), length: Number(r.headers.get('Upload-Length')) } : null;
+    }));
+    if (heads.every(Boolean)) {
+      const resumedAt = heads.reduce((a, h) => a + h.offset, 0);
+      onProgress(resumedAt, file.size, resumedAt);
+      await sendParts(target, file, heads.map((h) => h.length), heads.map((h) => h.offset), opts.largest, tus, signal, onProgress, resumedAt);
+      remember(key, null);
+      return resumedAt;
+    }
+    remember(key, { started: Date.now(), parts: 0 });
+    target = transferUrl(await ticketFor(true));
+  }
   let offset = 0;
-  if (resuming) {
+  if (earlier && !earlier.parts) {
     const head = await fetch(target, { method: 'HEAD', headers: tus });
     if (head.ok) offset = Number(head.headers.get('Upload-Offset') || 0);
   }
   const resumedAt = offset;
   onProgress(offset, file.size, resumedAt);
-  const largest = file.size > FIRST_CHUNK ? await largestChunk(target, tus) : FIRST_CHUNK;
-  let size = Math.min(FIRST_CHUNK, largest);
-  // An empty file is made by the ticket itself (as `bai vfolder upload` does it: no PATCH).
-  while (offset < file.size) {
-    const chunk = file.slice(offset, Math.min(file.size, offset + size));
-    const began = performance.now();
-    const r = await fetch(target, {
-      method: 'PATCH',
-      headers: { ...tus, 'Upload-Offset': String(offset), 'Content-Type': 'application/offset+octet-stream' },
-      body: chunk,
-      signal,
-    });
-    if (r.status !== 204) {
-      let msg = `HTTP ${r.status}`;
-      try { const b = await r.json(); msg = b.msg || b.detail || b.title || msg; } catch { /* keep */ }
-      throw new Error(`${msg}. Choose the file again to resume.`);
+  const n = opts.concat && offset === 0 ? Math.min(MOST_PARTS, Math.floor(file.size / PART_MIN)) : 1;
+  if (n >= 2) {
+    const each = Math.ceil(file.size / n);
+    const lengths = [...Array(n).keys()].map((k) => Math.min(each, file.size - k * each));
+    let made = 0;
+    for (const length of lengths) {
+      const r = await fetch(target, { method: 'POST', headers: { ...tus, 'Upload-Concat': 'partial', 'Upload-Length': String(length) }, signal });
+      if (r.status !== 201) break;  // e.g. bytes sent whole meanwhile: the whole way below
+      made += 1;
     }
-    offset = Number(r.headers.get('Upload-Offset'));
-    onProgress(offset, file.size, resumedAt);
-    if (performance.now() - began < 2000) size = Math.min(2 * size, largest);
+    if (made === n) {
+      remember(key, { started: Date.now(), parts: n });
+      await sendParts(target, file, lengths, lengths.map(() => 0), opts.largest, tus, signal, onProgress, 0);
+      remember(key, null);
+      return 0;
+    }
   }
+  // An empty file is made by the ticket itself (as `bai vfolder upload` does it: no PATCH); a
+  // PATCH at 0 takes back parts made above.
+  await sendChunks(target, file, 0, file.size, offset, FIRST_CHUNK, opts.largest, tus, signal, (off) => onProgress(off, file.size, resumedAt));
   remember(key, null);
   return resumedAt;
 }

@@ -647,14 +647,14 @@ server::HttpResponse StorageService::HandleClient(server::HttpRequest const& req
   // query is what authorizes, so any origin may, without credentials (CORS).
   if (request.Header("origin")) {
     r.headers.emplace_back("Access-Control-Allow-Origin", "*");
-    r.headers.emplace_back("Access-Control-Allow-Methods", "GET, HEAD, PATCH, OPTIONS");
+    r.headers.emplace_back("Access-Control-Allow-Methods", "GET, HEAD, PATCH, POST, OPTIONS");
     r.headers.emplace_back("Access-Control-Allow-Headers",
                            "Tus-Resumable, Upload-Offset, Upload-Length, Upload-Metadata, "
-                           "Upload-Checksum, Content-Type, Range, If-Range");
+                           "Upload-Checksum, Upload-Concat, Content-Type, Range, If-Range");
     r.headers.emplace_back(
         "Access-Control-Expose-Headers",
-        "Upload-Offset, Upload-Length, Tus-Resumable, Tus-Version, Tus-Max-Size, "
-        "Content-Disposition, Content-Range, Accept-Ranges");
+        "Upload-Offset, Upload-Length, Upload-Concat, Tus-Resumable, Tus-Version, Tus-Max-Size, "
+        "Tus-Extension, Location, Content-Disposition, Content-Range, Accept-Ranges");
     r.headers.emplace_back("Access-Control-Max-Age", "600");
   }
   return r;
@@ -698,12 +698,14 @@ server::HttpResponse StorageService::Upload(server::HttpRequest const& request) 
     r.headers.emplace_back(tus::kResumableHeader, tus::kVersion);
     r.headers.emplace_back(tus::kVersionHeader, tus::kVersion);
     r.headers.emplace_back(tus::kMaxSizeHeader, std::to_string(options_.max_chunk));
-    r.headers.emplace_back(tus::kExtensionHeader, tus::kChecksumExtension);
+    r.headers.emplace_back(tus::kExtensionHeader, std::string(tus::kChecksumExtension) + "," +
+                                                      tus::kConcatenationExtension);
     r.headers.emplace_back(tus::kChecksumAlgorithmHeader, tus::kChecksumAlgorithm);
     return r;
   }
-  if (request.method != "HEAD" && request.method != "PATCH") {
-    return StorageProblem(405, "method-not-allowed", "/upload takes OPTIONS, HEAD and PATCH");
+  if (request.method != "HEAD" && request.method != "PATCH" && request.method != "POST") {
+    return StorageProblem(405, "method-not-allowed",
+                          "/upload takes OPTIONS, HEAD, PATCH and POST (Upload-Concat)");
   }
   auto claims = Claims(request, "upload");
   if (!claims.ok()) return StorageProblem(401, "invalid-token", claims.status().message());
@@ -716,12 +718,47 @@ server::HttpResponse StorageService::Upload(server::HttpRequest const& request) 
     TusHeaders(r);
     return r;
   }
+  auto refuse = [](tus::PatchVerdict const& v) {
+    auto r = StorageProblem(v.status, v.problem.substr(v.problem.find('/') + 1), v.message);
+    TusHeaders(r);
+    return r;
+  };
+  auto failed = [](Status const& st) {
+    auto r = FromStatus(st);
+    TusHeaders(r);
+    return r;
+  };
+  std::string token = QueryValue(request, "token").value_or("");
+  if (request.method == "POST") {
+    return Concatenate(request, **volume, *session, token,
+                       {claims->value("scope", ""), claims->value("id", "")});
+  }
+  // A part of an upload sent in parts: `?token=T&part=K`.
+  std::optional<int> part_index;
+  std::optional<tus::Part> part;
+  if (auto k = QueryValue(request, "part")) {
+    auto parts = (*volume)->Parts(session->id);
+    if (!parts.ok()) return failed(parts.status());
+    int i = -1;
+    auto [end, ec] = std::from_chars(k->data(), k->data() + k->size(), i);
+    if (ec != std::errc() || end != k->data() + k->size() || i < 0 ||
+        i >= static_cast<int>(parts->size())) {
+      auto r = StorageProblem(404, "no-such-upload-session",
+                              "no part=" + std::string(*k) + " in this upload");
+      TusHeaders(r);
+      return r;
+    }
+    part_index = i;
+    part = (*parts)[static_cast<std::size_t>(i)];
+  }
   if (request.method == "HEAD") {
     server::HttpResponse r;
     r.status = 200;
     r.content_type = "";
-    r.headers.emplace_back(tus::kOffsetHeader, std::to_string(session->offset));
-    r.headers.emplace_back(tus::kLengthHeader, std::to_string(session->size));
+    r.headers.emplace_back(tus::kOffsetHeader,
+                           std::to_string(part ? part->received : session->offset));
+    r.headers.emplace_back(tus::kLengthHeader, std::to_string(part ? part->length : session->size));
+    if (part) r.headers.emplace_back(tus::kConcatHeader, "partial");
     TusHeaders(r);
     return r;
   }
@@ -733,16 +770,21 @@ server::HttpResponse StorageService::Upload(server::HttpRequest const& request) 
   if (request.Header("content-length") || !request.body.empty()) {
     h.content_length = static_cast<std::int64_t>(request.body.size());
   }
-  auto verdict = tus::CheckPatch({session->size, session->offset}, h);
-  auto refuse = [](tus::PatchVerdict const& v) {
-    auto r = StorageProblem(v.status, v.problem.substr(v.problem.find('/') + 1), v.message);
-    TusHeaders(r);
-    return r;
-  };
+  auto verdict = part ? tus::CheckPatch({part->length, part->received}, h)
+                      : tus::CheckPatch({session->size, session->offset}, h);
   if (!verdict.ok()) return refuse(verdict);
   if (!verdict.sha256.empty()) {
     auto digest = tus::CheckChunkDigest(verdict, tus::Sha256(request.body));
     if (!digest.ok()) return refuse(digest);
+  }
+  if (part) {
+    auto written =
+        (*volume)->AppendPart(session->id, *part_index, verdict.offset, request.body, {});
+    if (!written.ok()) return failed(written.status());
+    server::HttpResponse r = server::HttpResponse::NoContent();
+    r.headers.emplace_back(tus::kOffsetHeader, std::to_string(written->received));
+    TusHeaders(r);
+    return r;
   }
   auto after = (*volume)->Append(session->id, verdict.offset, request.body, {});
   if (!after.ok()) {
@@ -755,6 +797,70 @@ server::HttpResponse StorageService::Upload(server::HttpRequest const& request) 
   }
   server::HttpResponse r = server::HttpResponse::NoContent();
   r.headers.emplace_back(tus::kOffsetHeader, std::to_string(after->offset));
+  TusHeaders(r);
+  return r;
+}
+
+// tus concatenation (tus.h): `Upload-Concat: partial` makes the next part, answered 201 with its
+// URL (a reference that keeps the request's path, so it holds through the console's relay);
+// `Upload-Concat: final;…` makes the file whole from its parts.
+server::HttpResponse StorageService::Concatenate(server::HttpRequest const& request,
+                                                 Volume const& volume, UploadSession const& session,
+                                                 std::string const& token,
+                                                 FolderRef const& usage) const {
+  auto refuse = [](tus::PatchVerdict const& v) {
+    auto r = StorageProblem(v.status, v.problem.substr(v.problem.find('/') + 1), v.message);
+    TusHeaders(r);
+    return r;
+  };
+  auto failed = [](Status const& st) {
+    auto r = FromStatus(st);
+    TusHeaders(r);
+    return r;
+  };
+  if (request.Header(tus::kResumableHeader) != std::optional<std::string_view>(tus::kVersion)) {
+    tus::PatchVerdict v;
+    v.status = 412;
+    v.problem = "storage/tus-version";
+    v.message = std::string(tus::kResumableHeader) + ": " + tus::kVersion + " is required";
+    return refuse(v);
+  }
+  auto header = request.Header(tus::kConcatHeader);
+  auto concat = header ? tus::ParseConcat(*header) : std::nullopt;
+  if (!concat) {
+    auto r = StorageProblem(
+        400, "invalid-concatenation",
+        "an upload is made by its ticket; POST takes Upload-Concat: partial (a new part) or "
+        "final;URL… (every part's URL, ?token=…&part=K, in the order made)");
+    TusHeaders(r);
+    return r;
+  }
+  std::string self = "?token=" + PercentEncode(token);
+  if (!concat->final) {
+    std::optional<std::string> length;
+    if (auto v = request.Header(tus::kLengthHeader)) length = std::string(*v);
+    auto made = volume.AddPart(session.id, length);
+    if (!made.ok()) return failed(made.status());
+    if (!made->verdict.ok()) return refuse(made->verdict);
+    server::HttpResponse r;
+    r.status = 201;
+    r.content_type = "";
+    r.headers.emplace_back("Location", self + "&part=" + std::to_string(made->index));
+    r.headers.emplace_back(tus::kConcatHeader, "partial");
+    r.headers.emplace_back(tus::kOffsetHeader, "0");
+    TusHeaders(r);
+    return r;
+  }
+  auto done = volume.FinishParts(session.id, concat->parts);
+  if (!done.ok()) return failed(done.status());
+  if (!done->ok()) return refuse(*done);
+  UsageChanged(volume.name(), usage);
+  server::HttpResponse r;
+  r.status = 201;
+  r.content_type = "";
+  r.headers.emplace_back("Location", self);
+  r.headers.emplace_back(tus::kOffsetHeader, std::to_string(session.size));
+  r.headers.emplace_back(tus::kLengthHeader, std::to_string(session.size));
   TusHeaders(r);
   return r;
 }

@@ -81,6 +81,10 @@ class StorageService {
   /// The claims of the request's `token` when it is valid and made for `op`.
   StatusOr<nlohmann::json> Claims(server::HttpRequest const& request, std::string_view op) const;
   server::HttpResponse Upload(server::HttpRequest const& request) const;
+  /// POST with Upload-Concat: a new part, or the parts made whole (tus concatenation).
+  server::HttpResponse Concatenate(server::HttpRequest const& request, Volume const& volume,
+                                   UploadSession const& session, std::string const& token,
+                                   FolderRef const& usage) const;
   server::HttpResponse Download(server::HttpRequest const& request) const;
 
   /// How often tokens for folder `id` (everyone's, and `user`'s) were revoked: a token carries

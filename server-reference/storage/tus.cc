@@ -87,4 +87,88 @@ PatchVerdict CheckChunkDigest(PatchVerdict const& verdict, std::string_view dige
       std::string("the chunk's digest differs from ") + kChecksumHeader + "; it was not kept");
 }
 
+std::optional<Concat> ParseConcat(std::string_view value) {
+  Concat c;
+  if (value == "partial") return c;
+  constexpr std::string_view kFinal = "final;";
+  if (value.substr(0, kFinal.size()) != kFinal) return std::nullopt;
+  c.final = true;
+  value.remove_prefix(kFinal.size());
+  while (!value.empty()) {
+    auto space = value.find(' ');
+    std::string_view url = value.substr(0, space);
+    value = space == std::string_view::npos ? std::string_view() : value.substr(space + 1);
+    if (url.empty()) continue;
+    auto q = url.find('?');
+    if (q == std::string_view::npos) return std::nullopt;
+    std::optional<std::int64_t> part;
+    for (std::string_view query = url.substr(q + 1); !query.empty();) {
+      auto amp = query.find('&');
+      std::string_view pair = query.substr(0, amp);
+      query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+      if (pair.substr(0, 5) == "part=") part = Number(pair.substr(5));
+    }
+    if (!part || *part > 1'000'000) return std::nullopt;
+    c.parts.push_back(static_cast<int>(*part));
+  }
+  if (c.parts.empty()) return std::nullopt;
+  return c;
+}
+
+PatchVerdict PlanPart(std::int64_t size, std::int64_t whole_bytes, std::vector<Part> const& parts,
+                      std::optional<std::string> const& length) {
+  auto n = length ? Number(*length) : std::nullopt;
+  if (!n || *n == 0) {
+    return Refuse(400, "storage/invalid-upload-length",
+                  std::string("a part needs ") + kLengthHeader + ", a positive integer");
+  }
+  if (parts.empty() && whole_bytes > 0) {
+    return Refuse(409, "storage/upload-sent-whole",
+                  "this upload has " + std::to_string(whole_bytes) +
+                      " bytes sent whole; go on from there (HEAD tells) or ask for a new ticket");
+  }
+  std::int64_t start = 0;
+  for (auto const& p : parts) start += p.length;
+  if (*n > size - start) {
+    return Refuse(413, "storage/upload-too-large",
+                  "the parts would pass the upload's declared size of " + std::to_string(size) +
+                      " bytes (" + std::to_string(size - start) + " are left)");
+  }
+  PatchVerdict v;
+  v.offset = start;
+  v.length = *n;
+  return v;
+}
+
+PatchVerdict CheckFinal(std::int64_t size, std::vector<Part> const& parts,
+                        std::vector<int> const& named) {
+  bool in_order = named.size() == parts.size();
+  for (std::size_t i = 0; in_order && i < named.size(); ++i) {
+    in_order = named[i] == static_cast<int>(i);
+  }
+  if (!in_order) {
+    return Refuse(400, "storage/invalid-concatenation",
+                  "the final upload names every part once, in the order they were made (" +
+                      std::to_string(parts.size()) + " parts: part=0 to part=" +
+                      std::to_string(static_cast<int>(parts.size()) - 1) + ")");
+  }
+  std::int64_t total = 0;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (parts[i].received != parts[i].length) {
+      return Refuse(409, "storage/part-unfinished",
+                    "part=" + std::to_string(i) + " has " + std::to_string(parts[i].received) +
+                        " of its " + std::to_string(parts[i].length) + " bytes");
+    }
+    total += parts[i].length;
+  }
+  if (total != size) {
+    return Refuse(400, "storage/invalid-concatenation",
+                  "the parts hold " + std::to_string(total) + " bytes but the file has " +
+                      std::to_string(size));
+  }
+  PatchVerdict v;
+  v.length = total;
+  return v;
+}
+
 }  // namespace bai::storage::tus

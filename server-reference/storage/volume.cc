@@ -14,8 +14,10 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -258,8 +260,146 @@ StatusOr<UploadSession> Volume::GetUpload(std::string_view session_id) const {
   s.relpath = meta.value("relpath", "");
   s.size = meta.value("size", std::int64_t{0});
   s.created = meta.value("created", std::int64_t{0});
-  s.offset = st.st_size;
+  s.parts = static_cast<int>(PartFiles(dir).size());
+  s.offset = s.parts > 0 ? 0 : st.st_size;
   return s;
+}
+
+std::vector<std::pair<std::string, tus::Part>> Volume::PartFiles(std::string const& dir) const {
+  std::vector<std::pair<int, std::pair<std::string, tus::Part>>> found;
+  std::error_code ec;
+  for (auto const& e : fs::directory_iterator(dir, ec)) {
+    std::string name = e.path().filename().string();
+    int index = 0;
+    long long start = 0, length = 0;
+    int used = 0;
+    if (std::sscanf(name.c_str(), "part-%d-%lld-%lld%n", &index, &start, &length, &used) != 3 ||
+        used != static_cast<int>(name.size()) || index < 0) {
+      continue;
+    }
+    struct stat st {};
+    if (::stat((dir + "/" + name).c_str(), &st) != 0) continue;
+    found.push_back({index, {name, tus::Part{start, length, st.st_size}}});
+  }
+  std::sort(found.begin(), found.end(),
+            [](auto const& a, auto const& b) { return a.first < b.first; });
+  std::vector<std::pair<std::string, tus::Part>> out;
+  for (auto& [index, part] : found) {
+    if (index != static_cast<int>(out.size())) break;  // parts are made 0, 1, 2…
+    out.push_back(std::move(part));
+  }
+  return out;
+}
+
+StatusOr<std::vector<tus::Part>> Volume::Parts(std::string_view session_id) const {
+  auto s = GetUpload(session_id);
+  if (!s.ok()) return s.status();
+  std::vector<tus::Part> out;
+  for (auto& [name, part] : PartFiles(root_ + "/" + kUploads + "/" + s->id)) out.push_back(part);
+  return out;
+}
+
+StatusOr<Volume::PartMade> Volume::AddPart(std::string_view session_id,
+                                           std::optional<std::string> const& length) const {
+  auto s = GetUpload(session_id);
+  if (!s.ok()) return s.status();
+  std::string dir = root_ + "/" + kUploads + "/" + s->id;
+  server::UniqueFd data(::open((dir + "/data").c_str(), O_WRONLY | O_CLOEXEC));
+  if (data.fd < 0) return Status(StatusCode::kNotFound, "no such upload session");
+  // Alone while the parts are counted and the next one made (writers of parts wait a moment).
+  if (::flock(data.fd, LOCK_EX) != 0) return Io("lock upload", errno);
+  struct stat st {};
+  if (::fstat(data.fd, &st) != 0) return Io("stat upload", errno);
+  auto files = PartFiles(dir);
+  std::vector<tus::Part> parts;
+  for (auto& [name, part] : files) parts.push_back(part);
+  PartMade made;
+  made.verdict = tus::PlanPart(s->size, files.empty() ? st.st_size : 0, parts, length);
+  if (!made.verdict.ok()) return made;
+  made.index = static_cast<int>(files.size());
+  std::string name = "part-" + std::to_string(made.index) + "-" +
+                     std::to_string(made.verdict.offset) + "-" +
+                     std::to_string(made.verdict.length);
+  server::UniqueFd part(
+      ::open((dir + "/" + name).c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  if (part.fd < 0) return Io("create upload part", errno);
+  return made;
+}
+
+StatusOr<tus::Part> Volume::AppendPart(std::string_view session_id, int index, std::int64_t offset,
+                                       std::string_view data, std::string_view sha256) const {
+  auto s = GetUpload(session_id);
+  if (!s.ok()) return s.status();
+  std::string dir = root_ + "/" + kUploads + "/" + s->id;
+  auto files = PartFiles(dir);
+  if (index < 0 || index >= static_cast<int>(files.size())) {
+    return Status(StatusCode::kNotFound, "no part=" + std::to_string(index) + " in this upload");
+  }
+  auto [name, part] = files[static_cast<std::size_t>(index)];
+  server::UniqueFd progress(::open((dir + "/" + name).c_str(), O_WRONLY | O_CLOEXEC));
+  if (progress.fd < 0) return Status(StatusCode::kNotFound, "no such upload part");
+  if (::flock(progress.fd, LOCK_EX | LOCK_NB) != 0) {
+    return Status(StatusCode::kAborted, "another request is writing to this part");
+  }
+  server::UniqueFd file(::open((dir + "/data").c_str(), O_WRONLY | O_CLOEXEC));
+  if (file.fd < 0) return Status(StatusCode::kNotFound, "no such upload session");
+  // Shared with the other parts' writers; a whole-file PATCH or the final request waits.
+  if (::flock(file.fd, LOCK_SH) != 0) return Io("lock upload", errno);
+  struct stat st {};
+  if (::fstat(progress.fd, &st) != 0) return Io("stat upload part", errno);
+  if (st.st_nlink == 0) {
+    return Status(StatusCode::kNotFound, "the upload was taken back from its parts");
+  }
+  part.received = st.st_size;
+  if (offset != part.received) {
+    return Status(StatusCode::kAborted, "the part has " + std::to_string(part.received) +
+                                            " bytes, not " + std::to_string(offset));
+  }
+  if (static_cast<std::int64_t>(data.size()) > part.length - part.received) {
+    return Status(StatusCode::kFailedPrecondition, "the chunk would pass the part's length");
+  }
+  if (!sha256.empty() && protocol::tus::Sha256(data) != sha256) {
+    return Status(StatusCode::kDataLoss, "the chunk's sha256 differs from its checksum");
+  }
+  std::size_t done = 0;
+  off_t at = static_cast<off_t>(part.start + offset);
+  while (done < data.size()) {
+    ssize_t w =
+        ::pwrite(file.fd, data.data() + done, data.size() - done, at + static_cast<off_t>(done));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return Io("write upload", w < 0 ? errno : ENOSPC);  // the part's size says 0 of it
+    done += static_cast<std::size_t>(w);
+  }
+  // The bytes first, then the count that says they are there.
+  part.received += static_cast<std::int64_t>(data.size());
+  if (::ftruncate(progress.fd, static_cast<off_t>(part.received)) != 0) {
+    return Io("record upload part", errno);
+  }
+  return part;
+}
+
+StatusOr<tus::PatchVerdict> Volume::FinishParts(std::string_view session_id,
+                                                std::vector<int> const& named) const {
+  auto s = GetUpload(session_id);
+  if (!s.ok()) return s.status();
+  std::string dir = root_ + "/" + kUploads + "/" + s->id;
+  server::UniqueFd file(::open((dir + "/data").c_str(), O_WRONLY | O_CLOEXEC));
+  if (file.fd < 0) return Status(StatusCode::kNotFound, "no such upload session");
+  if (::flock(file.fd, LOCK_EX | LOCK_NB) != 0) {
+    return Status(StatusCode::kAborted, "parts of this upload are still being written");
+  }
+  std::vector<tus::Part> parts;
+  for (auto& [name, part] : PartFiles(dir)) parts.push_back(part);
+  auto verdict = tus::CheckFinal(s->size, parts, named);
+  if (!verdict.ok()) return verdict;
+  if (::ftruncate(file.fd, static_cast<off_t>(s->size)) != 0) return Io("finish upload", errno);
+  auto tree = Tree(s->folder, "");
+  if (!tree.ok()) return tree.status();
+  server::UniqueFd uploads(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (auto moved = tree->Adopt(uploads.fd, "data", s->relpath); !moved.ok()) return moved;
+  std::error_code ignored;
+  fs::remove_all(dir, ignored);
+  return verdict;
 }
 
 StatusOr<UploadSession> Volume::Append(std::string_view session_id, std::int64_t offset,
@@ -276,6 +416,17 @@ StatusOr<UploadSession> Volume::Append(std::string_view session_id, std::int64_t
   struct stat st {};
   if (::fstat(file.fd, &st) != 0) return Io("stat upload", errno);
   s->offset = st.st_size;
+  if (s->parts > 0) {
+    if (offset != 0) {
+      return Status(StatusCode::kAborted,
+                    "the upload is being sent in parts; a whole-file upload starts at 0");
+    }
+    // Taken back from its parts: what they wrote is dropped.
+    for (auto& [name, part] : PartFiles(dir)) ::unlink((dir + "/" + name).c_str());
+    if (::ftruncate(file.fd, 0) != 0) return Io("restart upload", errno);
+    s->offset = 0;
+    s->parts = 0;
+  }
   if (offset != s->offset) {
     return Status(StatusCode::kAborted, "the upload has " + std::to_string(s->offset) +
                                             " bytes, not " + std::to_string(offset));

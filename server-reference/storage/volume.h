@@ -4,11 +4,13 @@
 #include "bai/status.h"
 
 #include "server-reference/common/fs/confined_tree.h"
+#include "server-reference/storage/tus.h"
 
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 /// One storage volume on a local filesystem: the virtual folders on it and the upload sessions
@@ -31,9 +33,10 @@ struct UploadSession {
   FolderRef folder;
   std::string relpath;  ///< where the file goes, relative to the folder
   std::int64_t size = 0;
-  std::int64_t offset = 0;   ///< bytes received so far
+  std::int64_t offset = 0;   ///< bytes received whole so far (0 while sent in parts)
   std::int64_t created = 0;  ///< seconds since the epoch
-  bool complete() const { return offset == size; }
+  int parts = 0;             ///< parts made (sent in parts: tus concatenation), 0 sent whole
+  bool complete() const { return parts == 0 && offset == size; }
 };
 
 class Volume {
@@ -77,12 +80,35 @@ class Volume {
   /// kNotFound for an unknown (or finished, or cancelled) session.
   StatusOr<UploadSession> GetUpload(std::string_view session_id) const;
   /// Writes `data` at `offset` (which must be the session's offset: kAborted otherwise, nothing
-  /// written; kFailedPrecondition for a chunk past the size). `sha256` (32 raw bytes, or empty)
+  /// written; kFailedPrecondition for a chunk past the size). A session sent in parts is taken
+  /// back at offset 0 (its parts are dropped). `sha256` (32 raw bytes, or empty)
   /// must be the chunk's digest (kDataLoss otherwise, nothing written). When the file is whole it
   /// is moved into its folder (parents made; a file there is replaced, a directory is not) and the
   /// session ends. One writer at a time per session (a lock on its data file, across processes).
   StatusOr<UploadSession> Append(std::string_view session_id, std::int64_t offset,
                                  std::string_view data, std::string_view sha256) const;
+  /// Uploads in parts (tus concatenation; docs/adr/0012-storage.md): each part is a window of
+  /// the session's data file, written in place, its progress the size of an empty (sparse) file
+  /// `part-K-START-LENGTH` beside it, so it survives restarts as a whole upload's does.
+  StatusOr<std::vector<tus::Part>> Parts(std::string_view session_id) const;
+  /// Makes the next part (`length`: the Upload-Length header): the verdict (tus::PlanPart's; its
+  /// offset is the part's start), or a failure to write.
+  struct PartMade {
+    tus::PatchVerdict verdict;
+    int index = -1;  ///< when the verdict is ok
+  };
+  StatusOr<PartMade> AddPart(std::string_view session_id,
+                             std::optional<std::string> const& length) const;
+  /// Writes `data` at `offset` of part `index` (its received bytes: kAborted otherwise; kNotFound
+  /// for no such part; kFailedPrecondition past its length). One writer per part; parts are
+  /// written at once.
+  StatusOr<tus::Part> AppendPart(std::string_view session_id, int index, std::int64_t offset,
+                                 std::string_view data, std::string_view sha256) const;
+  /// Ends a session sent in parts (`named`: the final request's part numbers): the verdict
+  /// (tus::CheckFinal's; when ok the file is in its folder and the session gone), or a failure.
+  /// kAborted while a part is being written.
+  StatusOr<tus::PatchVerdict> FinishParts(std::string_view session_id,
+                                          std::vector<int> const& named) const;
   /// Forgets a session and its data.
   Status CancelUpload(std::string_view session_id) const;
   /// Sessions not finished `max_age_seconds` after they started are removed; how many.
@@ -95,6 +121,8 @@ class Volume {
     return path.rfind(root_, 0) == 0 ? name_ + ":" + path.substr(root_.size()) : name_;
   }
   std::vector<UploadSession> Sessions() const;
+  /// The part files of a session's directory, by index (name and part).
+  std::vector<std::pair<std::string, tus::Part>> PartFiles(std::string const& dir) const;
   std::string name_, root_;
   int owner_uid_ = -1, owner_gid_ = -1;
 };

@@ -187,11 +187,18 @@ await step('data-upload-resume', async () => {
   // the rest straight there (its policy and markup name it; the storage proxy answers CORS).
   const origins = await page.$eval('meta[name="bai-storage-origins"]', (e) => e.content);
   expect(/^http:\/\/127\.0\.0\.1:\d+$/.test(origins), `storage origins in the page: "${origins}"`);
+  // The file goes in parts sent at once (tus concatenation): the resumed upload ends with the
+  // final request naming them.
+  const concat = [];
+  const seen = (r) => { const c = r.headers()['upload-concat']; if (c) concat.push(c); };
+  page.on('request', seen);
   const again = await page.$('[data-upload]');
   await again.uploadFile(big);
   await page.waitForSelector('[data-progress="done"]', { timeout: 60000 });
+  page.off('request', seen);
   const line = await page.$eval('[data-progress]', (e) => e.textContent);
   expect(/resumed at [1-9]/.test(line), `the upload started over: ${line}`);
+  expect(concat.length === 1 && /^final;\S+part=0 \S+part=1$/.test(concat[0]), `not resumed in parts: ${JSON.stringify(concat)}`);
   await page.waitForSelector('tr[data-file="twenty-mb.bin"]');
   const size = await page.$eval('tr[data-file="twenty-mb.bin"]', (e) => e.textContent);
   expect(size.includes('20 MiB'), `listed as ${size}`);

@@ -305,6 +305,71 @@ TEST(HttpServerTest, ALargeBodyThatKeepsFlowingOutlastsTheReadTimeout) {
   (*server)->Stop();
 }
 
+// Large bodies reuse the memory of earlier ones (the server's body pool): each handler still
+// sees exactly its own bytes, whether the buffer it gets was larger, smaller or in use by a
+// handler that still holds its exchange.
+TEST(HttpServerTest, LargeBodiesThatReuseMemoryAreEachExactlyTheirOwn) {
+  HttpServerOptions o;
+  o.port = 0;
+  o.body_limit_for = [](std::string_view, std::string_view) -> std::size_t { return 16u << 20; };
+  std::mutex mu;
+  std::vector<std::shared_ptr<Exchange>> held;  // answered later: their bodies stay in use
+  auto server = HttpServer::Start(o, [&](std::shared_ptr<Exchange> ex) {
+    auto const& body = ex->request().body;
+    bool same = body.find_first_not_of(body.empty() ? 'x' : body[0]) == std::string::npos;
+    std::string answer = "{\"size\":" + std::to_string(body.size()) + ",\"first\":\"" +
+                         std::string(1, body.empty() ? '-' : body[0]) +
+                         "\",\"same\":" + (same ? "true" : "false") + "}";
+    if (ex->request().path == "/hold") {
+      std::lock_guard<std::mutex> lock(mu);
+      held.push_back(ex);
+      return;
+    }
+    ex->Respond(HttpResponse::Json(200, answer));
+  });
+  ASSERT_TRUE(server.ok());
+  auto send = [&](std::string const& path, std::size_t size, char c) {
+    int fd = RawConnect((*server)->port());
+    std::string head = "PUT " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" +
+                       "Content-Length: " + std::to_string(size) + "\r\n\r\n";
+    std::string body(size, c);
+    (void)!::send(fd, head.data(), head.size(), MSG_NOSIGNAL);
+    (void)!::send(fd, body.data(), body.size(), MSG_NOSIGNAL);
+    return fd;
+  };
+  auto expect = [&](int fd, std::size_t size, char c) {
+    std::string answer = ReadUntilClosedOr(fd, "}");
+    ::close(fd);
+    EXPECT_NE(answer.find("{\"size\":" + std::to_string(size) + ",\"first\":\"" +
+                          std::string(1, c) + "\",\"same\":true}"),
+              std::string::npos)
+        << answer;
+  };
+  // Larger, smaller, larger again: each reuses what the one before gave back.
+  std::vector<std::pair<std::size_t, char>> sizes = {
+      {3u << 20, 'a'}, {2u << 20, 'b'}, {5u << 20, 'c'}, {(1u << 20) + 7, 'd'}, {5u << 20, 'e'}};
+  for (auto [size, c] : sizes) expect(send("/echo", size, c), size, c);
+  // One held by its handler while others come and go.
+  int holding = send("/hold", 4u << 20, 'h');
+  for (int i = 0; i < 50; ++i) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!held.empty()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  expect(send("/echo", 4u << 20, 'i'), 4u << 20, 'i');
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ASSERT_EQ(held.size(), 1u);
+    auto const& body = held[0]->request().body;
+    EXPECT_EQ(body.size(), 4u << 20);
+    EXPECT_EQ(body.find_first_not_of('h'), std::string::npos) << "another request wrote into it";
+    held[0]->Respond(HttpResponse::Json(200, "{}"));
+    held.clear();
+  }
+  ::close(holding);
+  (*server)->Stop();
+}
+
 // A file body goes out piece by piece with its Content-Length; the connection stays usable;
 // HEAD gets the length without the bytes; a file shorter than said ends the connection.
 TEST(HttpServerFileBodyTest, ServesPartOfAFileAndKeepsTheConnection) {

@@ -225,6 +225,73 @@ TEST_F(VFolderTest, TusAndRangesFollowTheProtocol) {
   EXPECT_EQ(Raw(durl, "GET", {}, {{"Range", "bytes=300000-"}}).status, 416);
 }
 
+// tus concatenation over HTTP: parts made with POST, sent at once from several threads, made
+// whole with the final POST; the folder's usage counts the file; a browser page may do it all
+// (CORS lets it send POST and Upload-Concat, and read Location).
+TEST_F(VFolderTest, AnUploadSentInPartsAtOnceArrivesWhole) {
+  Create(*alice_, "parts");
+  std::string data = Random(3000000, 7);
+  auto [status, url] =
+      Ticket(*alice_, "parts", "request-upload", {{"path", "p.bin"}, {"size", data.size()}});
+  ASSERT_EQ(status, 200);
+  auto options = Raw(url, "OPTIONS", {}, {{"Origin", "http://console.example"}});
+  EXPECT_THAT(options.Header("tus-extension").value_or(""), HasSubstr("concatenation"));
+  EXPECT_THAT(options.Header("access-control-allow-methods").value_or(""), HasSubstr("POST"));
+  EXPECT_THAT(options.Header("access-control-allow-headers").value_or(""),
+              HasSubstr("Upload-Concat"));
+  EXPECT_THAT(options.Header("access-control-expose-headers").value_or(""), HasSubstr("Location"));
+  std::vector<std::string> parts;
+  for (std::size_t from = 0; from < data.size(); from += 1000000) {
+    auto r = Raw(
+        url, "POST", {},
+        {{"Tus-Resumable", "1.0.0"}, {"Upload-Concat", "partial"}, {"Upload-Length", "1000000"}});
+    ASSERT_EQ(r.status, 201) << r.body;
+    auto location = r.Header("location").value_or("");
+    EXPECT_EQ(location.rfind("?token=", 0), 0u) << location;
+    EXPECT_THAT(location, HasSubstr("&part=" + std::to_string(parts.size())));
+    parts.push_back(url.substr(0, url.find('?')) + location);
+  }
+  EXPECT_EQ(Raw(url, "POST", {},
+                {{"Tus-Resumable", "1.0.0"}, {"Upload-Concat", "partial"}, {"Upload-Length", "1"}})
+                .status,
+            413);
+  EXPECT_EQ(Raw(url, "POST", {}, {{"Tus-Resumable", "1.0.0"}}).status, 400) << "no Upload-Concat";
+  EXPECT_EQ(Raw(url + "&part=7", "HEAD").status, 404);
+  // The final request before the parts are whole: 409, nothing in the folder.
+  std::string final = "final;" + parts[0] + " " + parts[1] + " " + parts[2];
+  EXPECT_EQ(Raw(url, "POST", {}, {{"Tus-Resumable", "1.0.0"}, {"Upload-Concat", final}}).status,
+            409);
+  // Each part in 4 chunks of 250000, the three parts from three threads at once.
+  std::vector<std::thread> senders;
+  std::atomic<int> refused{0};
+  for (std::size_t k = 0; k < parts.size(); ++k) {
+    senders.emplace_back([&, k] {
+      for (std::size_t off = 0; off < 1000000; off += 250000) {
+        if (Patch(parts[k], off, data.substr(k * 1000000 + off, 250000)).status != 204) ++refused;
+      }
+    });
+  }
+  for (auto& t : senders) t.join();
+  EXPECT_EQ(refused.load(), 0);
+  auto head = Raw(parts[1], "HEAD");
+  EXPECT_EQ(head.Header("upload-offset"), "1000000");
+  EXPECT_EQ(head.Header("upload-concat"), "partial");
+  EXPECT_EQ(Patch(parts[1], 1000000, "x").status, 413) << "past the part's length";
+  EXPECT_EQ(Raw(url, "POST", {},
+                {{"Tus-Resumable", "1.0.0"},
+                 {"Upload-Concat", "final;" + parts[1] + " " + parts[0] + " " + parts[2]}})
+                .status,
+            400)
+      << "out of order";
+  auto done = Raw(url, "POST", {}, {{"Tus-Resumable", "1.0.0"}, {"Upload-Concat", final}});
+  EXPECT_EQ(done.status, 201) << done.body;
+  EXPECT_EQ(done.Header("upload-offset"), std::to_string(data.size()));
+  EXPECT_EQ(Raw(url, "HEAD").status, 404) << "the session ended";
+  auto [s2, durl] = Ticket(*alice_, "parts", "request-download", {{"path", "p.bin"}});
+  ASSERT_EQ(s2, 200);
+  EXPECT_TRUE(Raw(durl, "GET").body == data) << "byte for byte";
+}
+
 TEST_F(VFolderTest, PathsStayInsideTheFolder) {
   auto id = Create(*alice_, "safe");
   auto uid = json::parse(Call(*alice_, "GET", "/folders").body)[0]["user"].get<std::string>();

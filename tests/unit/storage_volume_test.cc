@@ -94,6 +94,76 @@ TEST_F(VolumeTest, AnUploadResumesAfterARestartAndAppearsWhole) {
   EXPECT_EQ(volume_->GetUpload(s->id).status().code(), StatusCode::kNotFound) << "ended";
 }
 
+// Uploads in parts (tus concatenation): parts are placed in the order made, written at once
+// in any order, survive a restart, and make the file whole only when every part is.
+TEST_F(VolumeTest, AnUploadInPartsIsWrittenInPlaceAndAppearsWholeWhenEveryPartIs) {
+  std::string data;
+  for (int i = 0; i < 30; ++i) data += static_cast<char>('A' + i);
+  auto s = volume_->StartUpload(folder_, "parts.bin", 30, false);
+  ASSERT_TRUE(s.ok());
+  for (std::string length : {"12", "12", "6"}) {
+    auto made = volume_->AddPart(s->id, length);
+    ASSERT_TRUE(made.ok()) << made.status().message();
+    ASSERT_TRUE(made->verdict.ok()) << made->verdict.message;
+  }
+  auto parts = volume_->Parts(s->id);
+  ASSERT_TRUE(parts.ok());
+  ASSERT_EQ(parts->size(), 3u);
+  EXPECT_EQ((*parts)[1].start, 12);
+  EXPECT_EQ((*parts)[2].length, 6);
+  // No more room; no part without a length.
+  EXPECT_EQ(volume_->AddPart(s->id, "1")->verdict.status, 413);
+  EXPECT_EQ(volume_->AddPart(s->id, std::nullopt)->verdict.status, 400);
+  // Last part first, then half of part 0; a restart keeps what came.
+  ASSERT_TRUE(volume_->AppendPart(s->id, 2, 0, data.substr(24), Sha(data.substr(24))).ok());
+  ASSERT_TRUE(volume_->AppendPart(s->id, 0, 0, data.substr(0, 5), "").ok());
+  Reopen();
+  parts = volume_->Parts(s->id);
+  ASSERT_TRUE(parts.ok());
+  EXPECT_EQ((*parts)[0].received, 5);
+  EXPECT_EQ((*parts)[1].received, 0);
+  EXPECT_EQ((*parts)[2].received, 6);
+  EXPECT_EQ(volume_->GetUpload(s->id)->parts, 3);
+  EXPECT_EQ(volume_->GetUpload(s->id)->offset, 0) << "a whole-file upload would start over";
+  // Wrong offsets, lengths and checksums write nothing; no such part.
+  EXPECT_EQ(volume_->AppendPart(s->id, 0, 4, "x", "").status().code(), StatusCode::kAborted);
+  EXPECT_EQ(volume_->AppendPart(s->id, 0, 5, std::string(8, 'x'), "").status().code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(volume_->AppendPart(s->id, 0, 5, "wrong", Sha("right")).status().code(),
+            StatusCode::kDataLoss);
+  EXPECT_EQ(volume_->AppendPart(s->id, 3, 0, "x", "").status().code(), StatusCode::kNotFound);
+  // The final request before every part is whole, or naming them out of order, is refused.
+  EXPECT_EQ(volume_->FinishParts(s->id, {0, 1, 2})->status, 409);
+  ASSERT_TRUE(volume_->AppendPart(s->id, 0, 5, data.substr(5, 7), "").ok());
+  ASSERT_TRUE(volume_->AppendPart(s->id, 1, 0, data.substr(12, 12), "").ok());
+  EXPECT_EQ(volume_->FinishParts(s->id, {1, 0, 2})->status, 400);
+  EXPECT_EQ(volume_->FinishParts(s->id, {0, 1})->status, 400);
+  EXPECT_FALSE(fs::exists(InFolder("parts.bin")));
+  auto done = volume_->FinishParts(s->id, {0, 1, 2});
+  ASSERT_TRUE(done.ok()) << done.status().message();
+  EXPECT_TRUE(done->ok()) << done->message;
+  EXPECT_EQ(testing_util::ReadFileBytes(InFolder("parts.bin")), data);
+  EXPECT_EQ(volume_->GetUpload(s->id).status().code(), StatusCode::kNotFound) << "ended";
+}
+
+// One session is sent one way at a time: no parts after bytes sent whole, and a whole-file
+// upload at offset 0 takes a session back from its parts (what they wrote is dropped).
+TEST_F(VolumeTest, AnUploadIsSentWholeOrInPartsNotBoth) {
+  auto s = volume_->StartUpload(folder_, "mixed.bin", 10, false);
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE(volume_->Append(s->id, 0, "abc", "").ok());
+  EXPECT_EQ(volume_->AddPart(s->id, "5")->verdict.status, 409);
+  auto t = volume_->StartUpload(folder_, "taken.bin", 10, false);
+  ASSERT_TRUE(t.ok());
+  ASSERT_TRUE(volume_->AddPart(t->id, "5")->verdict.ok());
+  ASSERT_TRUE(volume_->AppendPart(t->id, 0, 0, "zzzzz", "").ok());
+  EXPECT_EQ(volume_->Append(t->id, 5, "xxxxx", "").status().code(), StatusCode::kAborted);
+  auto whole = volume_->Append(t->id, 0, "0123456789", "");
+  ASSERT_TRUE(whole.ok()) << whole.status().message();
+  EXPECT_TRUE(whole->complete());
+  EXPECT_EQ(testing_util::ReadFileBytes(InFolder("taken.bin")), "0123456789");
+}
+
 // Hardening (hostile testing): purging a folder during an upload left the upload's data on the
 // volume (counted in usage for 7 days), and the next write answered with the absolute host path.
 TEST_F(VolumeTest, DeletingAFolderEndsItsUploadsAndMessagesHideHostPaths) {

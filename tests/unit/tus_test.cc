@@ -114,5 +114,45 @@ TEST(TusTest, ChecksumsAreSha256AndCompared) {
   EXPECT_TRUE(CheckChunkDigest(CheckPatch({3, 0}, Good(0, 3)), "whatever").ok());
 }
 
+TEST(TusTest, ConcatenationHeadersAreReadStrictly) {
+  auto partial = ParseConcat("partial");
+  ASSERT_TRUE(partial);
+  EXPECT_FALSE(partial->final);
+  auto final = ParseConcat(
+      "final;http://s:6021/upload?token=a.b.c&part=0 /storage/k?part=1&token=x ?token=y&part=2");
+  ASSERT_TRUE(final);
+  EXPECT_TRUE(final->final);
+  EXPECT_EQ(final->parts, (std::vector<int>{0, 1, 2}));
+  for (char const* bad : {"", "partial ", "final;", "final;/upload?token=x",
+                          "final;/upload?part=-1", "final;/upload?part=1x", "whole"}) {
+    EXPECT_FALSE(ParseConcat(bad)) << bad;
+  }
+}
+
+TEST(TusTest, PartsFollowEachOtherAndMakeTheFileWholeInOrder) {
+  std::vector<Part> parts;
+  auto first = PlanPart(30, 0, parts, "12");
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first.offset, 0);
+  parts.push_back({0, 12, 0});
+  auto second = PlanPart(30, 0, parts, "18");
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second.offset, 12);
+  parts.push_back({12, 18, 0});
+  EXPECT_EQ(PlanPart(30, 0, parts, "1").status, 413);
+  EXPECT_EQ(PlanPart(30, 0, {}, "0").status, 400);
+  EXPECT_EQ(PlanPart(30, 0, {}, "-3").status, 400);
+  EXPECT_EQ(PlanPart(30, 0, {}, std::nullopt).status, 400);
+  EXPECT_EQ(PlanPart(30, 7, {}, "5").status, 409) << "bytes were sent whole";
+  EXPECT_EQ(CheckFinal(30, parts, {0, 1}).status, 409) << "not yet whole";
+  parts[0].received = 12;
+  parts[1].received = 18;
+  EXPECT_EQ(CheckFinal(30, parts, {1, 0}).status, 400);
+  EXPECT_EQ(CheckFinal(30, parts, {0}).status, 400);
+  EXPECT_EQ(CheckFinal(30, parts, {0, 1, 1}).status, 400);
+  EXPECT_EQ(CheckFinal(31, parts, {0, 1}).status, 400) << "short of the size";
+  EXPECT_TRUE(CheckFinal(30, parts, {0, 1}).ok());
+}
+
 }  // namespace
 }  // namespace bai::storage::tus

@@ -48,6 +48,73 @@ class Connection;
 class WsSession;
 class ExchangeImpl;
 
+// Large request bodies (a storage upload's chunks, up to 64 MiB) reuse memory: a fresh block of
+// that size is a new mapping whose every page faults and is zeroed by the kernel, a fifth of
+// the storage proxy's CPU for a browser's upload. A body comes back when its exchange ends; at
+// most kHeld bytes wait, and none longer than kIdle unused.
+class BodyPool {
+ public:
+  static constexpr std::size_t kSmallest = 1 << 20;
+  static constexpr std::size_t kHeld = 256u << 20;
+  static constexpr auto kIdle = std::chrono::seconds(60);
+
+  std::string Take(std::size_t n) {
+    std::string body;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      Expire();
+      // The smallest that holds n, else the largest (grown below).
+      auto best = buffers_.end();
+      for (auto it = buffers_.begin(); it != buffers_.end(); ++it) {
+        std::size_t c = it->body.capacity();
+        if (c >= n && (best == buffers_.end() || c < best->body.capacity())) best = it;
+      }
+      if (best == buffers_.end()) {
+        for (auto it = buffers_.begin(); it != buffers_.end(); ++it) {
+          if (best == buffers_.end() || it->body.capacity() > best->body.capacity()) best = it;
+        }
+      }
+      if (best != buffers_.end()) {
+        held_ -= best->body.capacity();
+        body = std::move(best->body);
+        buffers_.erase(best);
+      }
+    }
+    body.resize(n);
+    return body;
+  }
+
+  void Give(std::string body) {
+    if (body.capacity() < kSmallest) return;
+    body.clear();  // keeps the memory
+    std::lock_guard<std::mutex> lock(mu_);
+    Expire();
+    if (held_ + body.capacity() > kHeld) return;
+    held_ += body.capacity();
+    buffers_.push_back({std::move(body), std::chrono::steady_clock::now()});
+  }
+
+ private:
+  struct Held {
+    std::string body;
+    std::chrono::steady_clock::time_point since;
+  };
+  void Expire() {
+    auto now = std::chrono::steady_clock::now();
+    for (auto it = buffers_.begin(); it != buffers_.end();) {
+      if (now - it->since > kIdle) {
+        held_ -= it->body.capacity();
+        it = buffers_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  std::mutex mu_;
+  std::list<Held> buffers_;
+  std::size_t held_ = 0;
+};
+
 struct HttpServer::Impl {
   HttpServerOptions options;
   Handler handler;
@@ -59,6 +126,8 @@ struct HttpServer::Impl {
   std::list<std::weak_ptr<WsSession>> websockets;
   std::atomic<bool> stopped{false};
   std::uint16_t port = 0;
+  // Shared with connections and exchanges, which may end after the server.
+  std::shared_ptr<BodyPool> bodies = std::make_shared<BodyPool>();
 
   void Accept();
 };
@@ -224,7 +293,7 @@ class WsSession : public WebSocket, public std::enable_shared_from_this<WsSessio
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   Connection(tcp::socket socket, HttpServer::Impl& server)
-      : stream_(std::move(socket)), server_(server) {}
+      : stream_(std::move(socket)), server_(server), bodies_(server.bodies) {}
 
   void Start() {
     boost::system::error_code ec;
@@ -415,7 +484,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void ReadLargeBody(std::uint64_t length) {
     // The body goes into the message itself (no second copy through the parser).
     auto& body = parser_->get().body();
-    body.resize(static_cast<std::size_t>(length));
+    body = bodies_->Take(static_cast<std::size_t>(length));
     std::size_t have = std::min<std::size_t>(buffer_.size(), body.size());
     net::buffer_copy(net::buffer(body), buffer_.data(), have);
     buffer_.consume(have);
@@ -595,6 +664,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   beast::tcp_stream stream_;
   HttpServer::Impl& server_;
+  std::shared_ptr<BodyPool> bodies_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::size_t body_limit_ = 0;                             // the limit of the request being read
@@ -639,6 +709,7 @@ class ExchangeImpl : public Exchange {
  public:
   ExchangeImpl(std::shared_ptr<Connection> conn, HttpRequest request, bool head)
       : conn_(std::move(conn)), request_(std::move(request)), head_(head) {}
+  ~ExchangeImpl() override { conn_->bodies_->Give(std::move(request_.body)); }
 
   HttpRequest const& request() const override { return request_; }
   bool answered() const { return answered_.load(); }
