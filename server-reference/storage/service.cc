@@ -110,6 +110,18 @@ server::HttpResponse FromStatus(Status const& s) {
   }
 }
 
+// An upload's refusal (a tus verdict) and failure (a status), with the upload's headers.
+server::HttpResponse Refuse(tus::PatchVerdict const& v) {
+  auto r = StorageProblem(v.status, v.problem.substr(v.problem.find('/') + 1), v.message);
+  TusHeaders(r);
+  return r;
+}
+server::HttpResponse Failed(Status const& st) {
+  auto r = FromStatus(st);
+  TusHeaders(r);
+  return r;
+}
+
 // Writes a zip of `path` in `tree` to `out` (an open file).
 Status ZipTree(server::ConfinedTree const& tree, std::string const& path, std::string const& name,
                int out) {
@@ -718,16 +730,6 @@ server::HttpResponse StorageService::Upload(server::HttpRequest const& request) 
     TusHeaders(r);
     return r;
   }
-  auto refuse = [](tus::PatchVerdict const& v) {
-    auto r = StorageProblem(v.status, v.problem.substr(v.problem.find('/') + 1), v.message);
-    TusHeaders(r);
-    return r;
-  };
-  auto failed = [](Status const& st) {
-    auto r = FromStatus(st);
-    TusHeaders(r);
-    return r;
-  };
   std::string token = QueryValue(request, "token").value_or("");
   if (request.method == "POST") {
     return Concatenate(request, **volume, *session, token,
@@ -738,7 +740,7 @@ server::HttpResponse StorageService::Upload(server::HttpRequest const& request) 
   std::optional<tus::Part> part;
   if (auto k = QueryValue(request, "part")) {
     auto parts = (*volume)->Parts(session->id);
-    if (!parts.ok()) return failed(parts.status());
+    if (!parts.ok()) return Failed(parts.status());
     int i = -1;
     auto [end, ec] = std::from_chars(k->data(), k->data() + k->size(), i);
     if (ec != std::errc() || end != k->data() + k->size() || i < 0 ||
@@ -772,26 +774,22 @@ server::HttpResponse StorageService::Upload(server::HttpRequest const& request) 
   }
   auto verdict = part ? tus::CheckPatch({part->length, part->received}, h)
                       : tus::CheckPatch({session->size, session->offset}, h);
-  if (!verdict.ok()) return refuse(verdict);
+  if (!verdict.ok()) return Refuse(verdict);
   if (!verdict.sha256.empty()) {
     auto digest = tus::CheckChunkDigest(verdict, tus::Sha256(request.body));
-    if (!digest.ok()) return refuse(digest);
+    if (!digest.ok()) return Refuse(digest);
   }
   if (part) {
     auto written =
         (*volume)->AppendPart(session->id, *part_index, verdict.offset, request.body, {});
-    if (!written.ok()) return failed(written.status());
+    if (!written.ok()) return Failed(written.status());
     server::HttpResponse r = server::HttpResponse::NoContent();
     r.headers.emplace_back(tus::kOffsetHeader, std::to_string(written->received));
     TusHeaders(r);
     return r;
   }
   auto after = (*volume)->Append(session->id, verdict.offset, request.body, {});
-  if (!after.ok()) {
-    auto r = FromStatus(after.status());
-    TusHeaders(r);
-    return r;
-  }
+  if (!after.ok()) return Failed(after.status());
   if (after->complete()) {  // the file is in its folder now
     UsageChanged((*volume)->name(), {claims->value("scope", ""), claims->value("id", "")});
   }
@@ -808,22 +806,12 @@ server::HttpResponse StorageService::Concatenate(server::HttpRequest const& requ
                                                  Volume const& volume, UploadSession const& session,
                                                  std::string const& token,
                                                  FolderRef const& usage) const {
-  auto refuse = [](tus::PatchVerdict const& v) {
-    auto r = StorageProblem(v.status, v.problem.substr(v.problem.find('/') + 1), v.message);
-    TusHeaders(r);
-    return r;
-  };
-  auto failed = [](Status const& st) {
-    auto r = FromStatus(st);
-    TusHeaders(r);
-    return r;
-  };
   if (request.Header(tus::kResumableHeader) != std::optional<std::string_view>(tus::kVersion)) {
     tus::PatchVerdict v;
     v.status = 412;
     v.problem = "storage/tus-version";
     v.message = std::string(tus::kResumableHeader) + ": " + tus::kVersion + " is required";
-    return refuse(v);
+    return Refuse(v);
   }
   auto header = request.Header(tus::kConcatHeader);
   auto concat = header ? tus::ParseConcat(*header) : std::nullopt;
@@ -840,8 +828,8 @@ server::HttpResponse StorageService::Concatenate(server::HttpRequest const& requ
     std::optional<std::string> length;
     if (auto v = request.Header(tus::kLengthHeader)) length = std::string(*v);
     auto made = volume.AddPart(session.id, length);
-    if (!made.ok()) return failed(made.status());
-    if (!made->verdict.ok()) return refuse(made->verdict);
+    if (!made.ok()) return Failed(made.status());
+    if (!made->verdict.ok()) return Refuse(made->verdict);
     server::HttpResponse r;
     r.status = 201;
     r.content_type = "";
@@ -852,8 +840,8 @@ server::HttpResponse StorageService::Concatenate(server::HttpRequest const& requ
     return r;
   }
   auto done = volume.FinishParts(session.id, concat->parts);
-  if (!done.ok()) return failed(done.status());
-  if (!done->ok()) return refuse(*done);
+  if (!done.ok()) return Failed(done.status());
+  if (!done->ok()) return Refuse(*done);
   UsageChanged(volume.name(), usage);
   server::HttpResponse r;
   r.status = 201;

@@ -64,6 +64,19 @@ Status Io(std::string const& what, int err) {
   return Status(StatusCode::kInternal, what + ": " + std::strerror(err));
 }
 
+// Writes all of `data` at `at`: 0, or the errno of the failure (ENOSPC for a write of nothing).
+int WriteAt(int fd, std::string_view data, std::int64_t at) {
+  std::size_t done = 0;
+  while (done < data.size()) {
+    ssize_t w = ::pwrite(fd, data.data() + done, data.size() - done,
+                         static_cast<off_t>(at) + static_cast<off_t>(done));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return w < 0 ? errno : ENOSPC;
+    done += static_cast<std::size_t>(w);
+  }
+  return 0;
+}
+
 json MetaJson(UploadSession const& s) {
   return {{"folder_scope", s.folder.scope},
           {"folder_id", s.folder.id},
@@ -361,14 +374,9 @@ StatusOr<tus::Part> Volume::AppendPart(std::string_view session_id, int index, s
   if (!sha256.empty() && protocol::tus::Sha256(data) != sha256) {
     return Status(StatusCode::kDataLoss, "the chunk's sha256 differs from its checksum");
   }
-  std::size_t done = 0;
-  off_t at = static_cast<off_t>(part.start + offset);
-  while (done < data.size()) {
-    ssize_t w =
-        ::pwrite(file.fd, data.data() + done, data.size() - done, at + static_cast<off_t>(done));
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return Io("write upload", w < 0 ? errno : ENOSPC);  // the part's size says 0 of it
-    done += static_cast<std::size_t>(w);
+  // A failed write leaves the part's count as it was: the chunk is sent again.
+  if (int err = WriteAt(file.fd, data, part.start + offset); err != 0) {
+    return Io("write upload", err);
   }
   // The bytes first, then the count that says they are there.
   part.received += static_cast<std::int64_t>(data.size());
@@ -437,18 +445,10 @@ StatusOr<UploadSession> Volume::Append(std::string_view session_id, std::int64_t
   if (!sha256.empty() && protocol::tus::Sha256(data) != sha256) {
     return Status(StatusCode::kDataLoss, "the chunk's sha256 differs from its checksum");
   }
-  std::size_t done = 0;
-  while (done < data.size()) {
-    ssize_t w = ::pwrite(file.fd, data.data() + done, data.size() - done,
-                         static_cast<off_t>(offset) + static_cast<off_t>(done));
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      int err = w < 0 ? errno : ENOSPC;
-      // Nothing of a failed chunk stays: the client sends it again from the same offset.
-      (void)!::ftruncate(file.fd, static_cast<off_t>(offset));
-      return Io("write upload", err);
-    }
-    done += static_cast<std::size_t>(w);
+  if (int err = WriteAt(file.fd, data, offset); err != 0) {
+    // Nothing of a failed chunk stays: the client sends it again from the same offset.
+    (void)!::ftruncate(file.fd, static_cast<off_t>(offset));
+    return Io("write upload", err);
   }
   s->offset += static_cast<std::int64_t>(data.size());
   if (!s->complete()) return *s;
