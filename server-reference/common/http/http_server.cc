@@ -51,7 +51,7 @@ class ExchangeImpl;
 // Large request bodies (a storage upload's chunks, up to 64 MiB) reuse memory: a fresh block of
 // that size is a new mapping whose every page faults and is zeroed by the kernel, a fifth of
 // the storage proxy's CPU for a browser's upload. A body comes back when its exchange ends; at
-// most kHeld bytes wait, and none longer than kIdle unused.
+// most kHeld bytes wait, and none much longer than kIdle unused (the server's reaper).
 class BodyPool {
  public:
   static constexpr std::size_t kSmallest = 1 << 20;
@@ -82,6 +82,12 @@ class BodyPool {
     }
     body.resize(n);
     return body;
+  }
+
+  // Drops what waited longer than kIdle (the server calls it every kIdle / 2).
+  void DropIdle() {
+    std::lock_guard<std::mutex> lock(mu_);
+    Expire();
   }
 
   void Give(std::string body) {
@@ -128,6 +134,17 @@ struct HttpServer::Impl {
   std::uint16_t port = 0;
   // Shared with connections and exchanges, which may end after the server.
   std::shared_ptr<BodyPool> bodies = std::make_shared<BodyPool>();
+  net::steady_timer reaper{ioc};
+
+  // Pooled bodies unused for a while go back to the system, requests or not.
+  void Reap() {
+    reaper.expires_after(BodyPool::kIdle / 2);
+    reaper.async_wait([this](beast::error_code ec) {
+      if (ec || stopped) return;
+      bodies->DropIdle();
+      Reap();
+    });
+  }
 
   void Accept();
 };
@@ -864,6 +881,7 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions option
   }
   impl->port = impl->acceptor.local_endpoint().port();
   impl->Accept();
+  impl->Reap();
   int threads = std::max(1, impl->options.threads);
   for (int i = 0; i < threads; ++i) {
     impl->threads.emplace_back([io = &impl->ioc] { io->run(); });
