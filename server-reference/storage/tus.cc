@@ -2,6 +2,7 @@
 #include "server-reference/storage/tus.h"
 
 #include "libbai/util/base64.h"
+#include "server-reference/common/http/http.h"
 
 #include <charconv>
 
@@ -102,11 +103,8 @@ std::optional<Concat> ParseConcat(std::string_view value) {
     auto q = url.find('?');
     if (q == std::string_view::npos) return std::nullopt;
     std::optional<std::int64_t> part;
-    for (std::string_view query = url.substr(q + 1); !query.empty();) {
-      auto amp = query.find('&');
-      std::string_view pair = query.substr(0, amp);
-      query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
-      if (pair.substr(0, 5) == "part=") part = Number(pair.substr(5));
+    for (auto const& [key, v] : server::ParseQuery(url.substr(q + 1))) {
+      if (key == "part") part = Number(v);
     }
     if (!part || *part > 1'000'000) return std::nullopt;
     c.parts.push_back(static_cast<int>(*part));

@@ -77,6 +77,18 @@ int WriteAt(int fd, std::string_view data, std::int64_t at) {
   return 0;
 }
 
+// A session's data file, open for writing and locked (`how`, flock's): kAborted saying `busy`
+// when a LOCK_NB lock is held elsewhere.
+StatusOr<server::UniqueFd> LockedData(std::string const& dir, int how, char const* busy) {
+  server::UniqueFd data(::open((dir + "/data").c_str(), O_WRONLY | O_CLOEXEC));
+  if (data.fd < 0) return Status(StatusCode::kNotFound, "no such upload session");
+  if (::flock(data.fd, how) != 0) {
+    if (errno == EWOULDBLOCK) return Status(StatusCode::kAborted, busy);
+    return Io("lock upload", errno);
+  }
+  return data;
+}
+
 json MetaJson(UploadSession const& s) {
   return {{"folder_scope", s.folder.scope},
           {"folder_id", s.folder.id},
@@ -307,8 +319,12 @@ std::vector<std::pair<std::string, tus::Part>> Volume::PartFiles(std::string con
 StatusOr<std::vector<tus::Part>> Volume::Parts(std::string_view session_id) const {
   auto s = GetUpload(session_id);
   if (!s.ok()) return s.status();
+  return PartsIn(root_ + "/" + kUploads + "/" + s->id);
+}
+
+std::vector<tus::Part> Volume::PartsIn(std::string const& dir) const {
   std::vector<tus::Part> out;
-  for (auto& [name, part] : PartFiles(root_ + "/" + kUploads + "/" + s->id)) out.push_back(part);
+  for (auto& [name, part] : PartFiles(dir)) out.push_back(part);
   return out;
 }
 
@@ -317,19 +333,16 @@ StatusOr<Volume::PartMade> Volume::AddPart(std::string_view session_id,
   auto s = GetUpload(session_id);
   if (!s.ok()) return s.status();
   std::string dir = root_ + "/" + kUploads + "/" + s->id;
-  server::UniqueFd data(::open((dir + "/data").c_str(), O_WRONLY | O_CLOEXEC));
-  if (data.fd < 0) return Status(StatusCode::kNotFound, "no such upload session");
   // Alone while the parts are counted and the next one made (writers of parts wait a moment).
-  if (::flock(data.fd, LOCK_EX) != 0) return Io("lock upload", errno);
+  auto data = LockedData(dir, LOCK_EX, "");
+  if (!data.ok()) return data.status();
   struct stat st {};
-  if (::fstat(data.fd, &st) != 0) return Io("stat upload", errno);
-  auto files = PartFiles(dir);
-  std::vector<tus::Part> parts;
-  for (auto& [name, part] : files) parts.push_back(part);
+  if (::fstat(data->fd, &st) != 0) return Io("stat upload", errno);
+  auto parts = PartsIn(dir);
   PartMade made;
-  made.verdict = tus::PlanPart(s->size, files.empty() ? st.st_size : 0, parts, length);
+  made.verdict = tus::PlanPart(s->size, parts.empty() ? st.st_size : 0, parts, length);
   if (!made.verdict.ok()) return made;
-  made.index = static_cast<int>(files.size());
+  made.index = static_cast<int>(parts.size());
   std::string name = "part-" + std::to_string(made.index) + "-" +
                      std::to_string(made.verdict.offset) + "-" +
                      std::to_string(made.verdict.length);
@@ -354,10 +367,9 @@ StatusOr<tus::Part> Volume::AppendPart(std::string_view session_id, int index, s
   if (::flock(progress.fd, LOCK_EX | LOCK_NB) != 0) {
     return Status(StatusCode::kAborted, "another request is writing to this part");
   }
-  server::UniqueFd file(::open((dir + "/data").c_str(), O_WRONLY | O_CLOEXEC));
-  if (file.fd < 0) return Status(StatusCode::kNotFound, "no such upload session");
   // Shared with the other parts' writers; a whole-file PATCH or the final request waits.
-  if (::flock(file.fd, LOCK_SH) != 0) return Io("lock upload", errno);
+  auto file = LockedData(dir, LOCK_SH, "");
+  if (!file.ok()) return file.status();
   struct stat st {};
   if (::fstat(progress.fd, &st) != 0) return Io("stat upload part", errno);
   if (st.st_nlink == 0) {
@@ -375,7 +387,7 @@ StatusOr<tus::Part> Volume::AppendPart(std::string_view session_id, int index, s
     return Status(StatusCode::kDataLoss, "the chunk's sha256 differs from its checksum");
   }
   // A failed write leaves the part's count as it was: the chunk is sent again.
-  if (int err = WriteAt(file.fd, data, part.start + offset); err != 0) {
+  if (int err = WriteAt(file->fd, data, part.start + offset); err != 0) {
     return Io("write upload", err);
   }
   // The bytes first, then the count that says they are there.
@@ -391,22 +403,12 @@ StatusOr<tus::PatchVerdict> Volume::FinishParts(std::string_view session_id,
   auto s = GetUpload(session_id);
   if (!s.ok()) return s.status();
   std::string dir = root_ + "/" + kUploads + "/" + s->id;
-  server::UniqueFd file(::open((dir + "/data").c_str(), O_WRONLY | O_CLOEXEC));
-  if (file.fd < 0) return Status(StatusCode::kNotFound, "no such upload session");
-  if (::flock(file.fd, LOCK_EX | LOCK_NB) != 0) {
-    return Status(StatusCode::kAborted, "parts of this upload are still being written");
-  }
-  std::vector<tus::Part> parts;
-  for (auto& [name, part] : PartFiles(dir)) parts.push_back(part);
-  auto verdict = tus::CheckFinal(s->size, parts, named);
+  auto file = LockedData(dir, LOCK_EX | LOCK_NB, "parts of this upload are still being written");
+  if (!file.ok()) return file.status();
+  auto verdict = tus::CheckFinal(s->size, PartsIn(dir), named);
   if (!verdict.ok()) return verdict;
-  if (::ftruncate(file.fd, static_cast<off_t>(s->size)) != 0) return Io("finish upload", errno);
-  auto tree = Tree(s->folder, "");
-  if (!tree.ok()) return tree.status();
-  server::UniqueFd uploads(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (auto moved = tree->Adopt(uploads.fd, "data", s->relpath); !moved.ok()) return moved;
-  std::error_code ignored;
-  fs::remove_all(dir, ignored);
+  if (::ftruncate(file->fd, static_cast<off_t>(s->size)) != 0) return Io("finish upload", errno);
+  if (auto moved = Adopt(*s, dir); !moved.ok()) return moved;
   return verdict;
 }
 
@@ -415,14 +417,12 @@ StatusOr<UploadSession> Volume::Append(std::string_view session_id, std::int64_t
   auto s = GetUpload(session_id);
   if (!s.ok()) return s.status();
   std::string dir = root_ + "/" + kUploads + "/" + s->id;
-  server::UniqueFd file(::open((dir + "/data").c_str(), O_WRONLY | O_CLOEXEC));
-  if (file.fd < 0) return Status(StatusCode::kNotFound, "no such upload session");
   // One writer at a time; the offset is read again under the lock.
-  if (::flock(file.fd, LOCK_EX | LOCK_NB) != 0) {
-    return Status(StatusCode::kAborted, "another request is writing to this upload");
-  }
+  auto locked = LockedData(dir, LOCK_EX | LOCK_NB, "another request is writing to this upload");
+  if (!locked.ok()) return locked.status();
+  int fd = locked->fd;
   struct stat st {};
-  if (::fstat(file.fd, &st) != 0) return Io("stat upload", errno);
+  if (::fstat(fd, &st) != 0) return Io("stat upload", errno);
   s->offset = st.st_size;
   if (s->parts > 0) {
     if (offset != 0) {
@@ -431,7 +431,7 @@ StatusOr<UploadSession> Volume::Append(std::string_view session_id, std::int64_t
     }
     // Taken back from its parts: what they wrote is dropped.
     for (auto& [name, part] : PartFiles(dir)) ::unlink((dir + "/" + name).c_str());
-    if (::ftruncate(file.fd, 0) != 0) return Io("restart upload", errno);
+    if (::ftruncate(fd, 0) != 0) return Io("restart upload", errno);
     s->offset = 0;
     s->parts = 0;
   }
@@ -445,21 +445,26 @@ StatusOr<UploadSession> Volume::Append(std::string_view session_id, std::int64_t
   if (!sha256.empty() && protocol::tus::Sha256(data) != sha256) {
     return Status(StatusCode::kDataLoss, "the chunk's sha256 differs from its checksum");
   }
-  if (int err = WriteAt(file.fd, data, offset); err != 0) {
+  if (int err = WriteAt(fd, data, offset); err != 0) {
     // Nothing of a failed chunk stays: the client sends it again from the same offset.
-    (void)!::ftruncate(file.fd, static_cast<off_t>(offset));
+    (void)!::ftruncate(fd, static_cast<off_t>(offset));
     return Io("write upload", err);
   }
   s->offset += static_cast<std::int64_t>(data.size());
   if (!s->complete()) return *s;
+  if (auto moved = Adopt(*s, dir); !moved.ok()) return moved;
+  return *s;
+}
+
+Status Volume::Adopt(UploadSession const& s, std::string const& dir) const {
   // Whole: into the folder under its name, then the session is gone.
-  auto tree = Tree(s->folder, "");
+  auto tree = Tree(s.folder, "");
   if (!tree.ok()) return tree.status();
   server::UniqueFd uploads(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (auto moved = tree->Adopt(uploads.fd, "data", s->relpath); !moved.ok()) return moved;
+  if (auto moved = tree->Adopt(uploads.fd, "data", s.relpath); !moved.ok()) return moved;
   std::error_code ignored;
   fs::remove_all(dir, ignored);
-  return *s;
+  return Status();
 }
 
 Status Volume::CancelUpload(std::string_view session_id) const {

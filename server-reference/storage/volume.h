@@ -123,6 +123,9 @@ class Volume {
   std::vector<UploadSession> Sessions() const;
   /// The part files of a session's directory, by index (name and part).
   std::vector<std::pair<std::string, tus::Part>> PartFiles(std::string const& dir) const;
+  std::vector<tus::Part> PartsIn(std::string const& dir) const;
+  /// A whole upload (its session directory `dir`) into its folder; the session is gone.
+  Status Adopt(UploadSession const& s, std::string const& dir) const;
   std::string name_, root_;
   int owner_uid_ = -1, owner_gid_ = -1;
 };

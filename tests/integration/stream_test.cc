@@ -486,6 +486,14 @@ TEST_F(StreamTest, AppsAreListedAndTunnelsCarryEveryByteOfManyConnections) {
   EXPECT_EQ(denied.status().error_info().http_status, 404);
 }
 
+// An unsigned client of a bare server on this host.
+StatusOr<Client> LoopbackClient(int port) {
+  Options o;
+  o.endpoints = {"http://127.0.0.1:" + std::to_string(port)};
+  o.api_version = "v8.20240915";
+  return Client::Create(o);
+}
+
 // The client against a bare server WebSocket: a reader that does not read holds back the
 // sender instead of buffering without bound, and every byte arrives in order after it resumes.
 TEST(WebSocketClientTest, ASlowReaderPushesBackAndLosesNothing) {
@@ -516,10 +524,7 @@ TEST(WebSocketClientTest, ASlowReaderPushesBackAndLosesNothing) {
     exchange->AcceptWebSocket(std::move(h));
   });
   ASSERT_TRUE(server.ok()) << server.status().message();
-  Options o;
-  o.endpoints = {"http://127.0.0.1:" + std::to_string((*server)->port())};
-  o.api_version = "v8.20240915";
-  auto client = Client::Create(o);
+  auto client = LoopbackClient((*server)->port());
   ASSERT_TRUE(client.ok());
   auto ws = client->OpenWebSocket(ApiRequest("GET", "/flood"));
   ASSERT_TRUE(ws.ok()) << ws.status().message();
@@ -555,10 +560,7 @@ TEST(WebSocketClientTest, AnUpgradeClosedAtOnceStillOpensAndSaysWhy) {
     exchange->AcceptWebSocket(std::move(h));
   });
   ASSERT_TRUE(server.ok()) << server.status().message();
-  Options o;
-  o.endpoints = {"http://127.0.0.1:" + std::to_string((*server)->port())};
-  o.api_version = "v8.20240915";
-  auto client = Client::Create(o);
+  auto client = LoopbackClient((*server)->port());
   ASSERT_TRUE(client.ok());
   // Several openers at once, so that one of them is late to wake now and then.
   std::vector<std::future<std::string>> openers;
