@@ -62,17 +62,13 @@ class BodyPool {
     std::string body;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      Expire();
       // The smallest that holds n, else the largest (grown below).
+      auto better = [n](std::size_t a, std::size_t b) {
+        return (a >= n) != (b >= n) ? a >= n : (a >= n ? a < b : a > b);
+      };
       auto best = buffers_.end();
       for (auto it = buffers_.begin(); it != buffers_.end(); ++it) {
-        std::size_t c = it->body.capacity();
-        if (c >= n && (best == buffers_.end() || c < best->body.capacity())) best = it;
-      }
-      if (best == buffers_.end()) {
-        for (auto it = buffers_.begin(); it != buffers_.end(); ++it) {
-          if (best == buffers_.end() || it->body.capacity() > best->body.capacity()) best = it;
-        }
+        if (best == buffers_.end() || better(it->body.capacity(), best->body.capacity())) best = it;
       }
       if (best != buffers_.end()) {
         held_ -= best->body.capacity();
@@ -84,28 +80,18 @@ class BodyPool {
     return body;
   }
 
-  // Drops what waited longer than kIdle (the server calls it every kIdle / 2).
-  void DropIdle() {
-    std::lock_guard<std::mutex> lock(mu_);
-    Expire();
-  }
-
   void Give(std::string body) {
     if (body.capacity() < kSmallest) return;
     body.clear();  // keeps the memory
     std::lock_guard<std::mutex> lock(mu_);
-    Expire();
     if (held_ + body.capacity() > kHeld) return;
     held_ += body.capacity();
     buffers_.push_back({std::move(body), std::chrono::steady_clock::now()});
   }
 
- private:
-  struct Held {
-    std::string body;
-    std::chrono::steady_clock::time_point since;
-  };
-  void Expire() {
+  // Drops what waited longer than kIdle (the server's reaper calls it every kIdle / 2).
+  void DropIdle() {
+    std::lock_guard<std::mutex> lock(mu_);
     auto now = std::chrono::steady_clock::now();
     for (auto it = buffers_.begin(); it != buffers_.end();) {
       if (now - it->since > kIdle) {
@@ -116,6 +102,12 @@ class BodyPool {
       }
     }
   }
+
+ private:
+  struct Held {
+    std::string body;
+    std::chrono::steady_clock::time_point since;
+  };
   std::mutex mu_;
   std::list<Held> buffers_;
   std::size_t held_ = 0;
