@@ -45,6 +45,30 @@ void CountBytes(m::Registry& metrics, server::HttpRequest const& request,
   }
 }
 
+// A streamed chunk's bytes count once it is answered 204, as a buffered one's.
+class CountedSink : public server::BodySink {
+ public:
+  CountedSink(std::unique_ptr<server::BodySink> inner, m::Registry& metrics)
+      : inner_(std::move(inner)), metrics_(metrics) {}
+  bool Accepts() const override { return inner_->Accepts(); }
+  bool Write(std::string_view bytes) override {
+    bytes_ += bytes.size();
+    return inner_->Write(bytes);
+  }
+  server::HttpResponse Finish(bool whole) override {
+    auto r = inner_->Finish(whole);
+    if (r.status == 204) {
+      metrics_.Add("bai_storage_bytes_total", {{"direction", "in"}}, static_cast<double>(bytes_));
+    }
+    return r;
+  }
+
+ private:
+  std::unique_ptr<server::BodySink> inner_;
+  m::Registry& metrics_;
+  std::size_t bytes_ = 0;
+};
+
 double Seconds(std::chrono::nanoseconds took) {
   return std::chrono::duration<double>(took).count();
 }
@@ -67,6 +91,12 @@ StatusOr<std::unique_ptr<StorageProxy>> StorageProxy::Start(StorageOptions optio
   client.threads = listen.threads;
   client.body_limit_for = [svc](std::string_view, std::string_view) {
     return svc->ClientBodyLimit();
+  };
+  // Chunks without a checksum go to their files as they arrive (StorageService::StreamClient),
+  // counted here as the buffered ones are in CountBytes.
+  client.body_sink_for = [svc, reg](server::HttpRequest const& head) {
+    auto sink = svc->StreamClient(head);
+    return sink ? std::make_unique<CountedSink>(std::move(sink), *reg) : nullptr;
   };
   client.on_response = [reg](server::HttpRequest const& request, int status,
                              std::chrono::nanoseconds took) {

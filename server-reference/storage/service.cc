@@ -647,16 +647,11 @@ server::HttpResponse StorageService::HandleManager(server::HttpRequest const& re
   return server::HttpResponse::Json(200, out->dump());
 }
 
-server::HttpResponse StorageService::HandleClient(server::HttpRequest const& request) const {
-  bool upload = request.path == "/upload", download = request.path == "/download";
-  if (!upload && !download)
-    return StorageProblem(404, "url-not-found", "unknown path " + request.path);
-  server::HttpResponse r = download && request.method == "OPTIONS"
-                               ? server::HttpResponse::NoContent()
-                           : upload ? Upload(request)
-                                    : Download(request);
-  // A browser page (the web console) sends transfers here from its own origin: the token in the
-  // query is what authorizes, so any origin may, without credentials (CORS).
+namespace {
+
+// A browser page (the web console) sends transfers here from its own origin: the token in the
+// query is what authorizes, so any origin may, without credentials (CORS).
+server::HttpResponse AllowPages(server::HttpRequest const& request, server::HttpResponse r) {
   if (request.Header("origin")) {
     r.headers.emplace_back("Access-Control-Allow-Origin", "*");
     r.headers.emplace_back("Access-Control-Allow-Methods", "GET, HEAD, PATCH, POST, OPTIONS");
@@ -670,6 +665,51 @@ server::HttpResponse StorageService::HandleClient(server::HttpRequest const& req
     r.headers.emplace_back("Access-Control-Max-Age", "600");
   }
   return r;
+}
+
+}  // namespace
+
+server::HttpResponse StorageService::HandleClient(server::HttpRequest const& request) const {
+  bool upload = request.path == "/upload", download = request.path == "/download";
+  if (!upload && !download)
+    return StorageProblem(404, "url-not-found", "unknown path " + request.path);
+  return AllowPages(request, download && request.method == "OPTIONS"
+                                 ? server::HttpResponse::NoContent()
+                             : upload ? Upload(request)
+                                      : Download(request));
+}
+
+// A chunk without a checksum streams into its file as it arrives; one with a checksum is
+// read whole (it counts only once its digest is checked).
+class StorageService::UploadSink : public server::BodySink {
+ public:
+  UploadSink(StorageService const& service, server::HttpRequest const& head)
+      : service_(service), head_(head), patch_(service.OpenPatch(head, Length(head))) {}
+  static std::int64_t Length(server::HttpRequest const& head) {
+    std::int64_t length = -1;
+    if (auto v = head.Header("content-length")) {
+      std::from_chars(v->data(), v->data() + v->size(), length);
+    }
+    return length;
+  }
+  bool Accepts() const override { return patch_.chunk.has_value(); }
+  bool Write(std::string_view bytes) override { return patch_.chunk->Write(bytes).ok(); }
+  server::HttpResponse Finish(bool) override {
+    return AllowPages(head_, patch_.chunk ? service_.EndPatch(patch_) : patch_.refusal);
+  }
+
+ private:
+  StorageService const& service_;
+  server::HttpRequest head_;
+  Patch patch_;
+};
+
+std::unique_ptr<server::BodySink> StorageService::StreamClient(
+    server::HttpRequest const& head) const {
+  if (head.path != "/upload" || head.method != "PATCH" || head.Header(tus::kChecksumHeader)) {
+    return nullptr;
+  }
+  return std::make_unique<UploadSink>(*this, head);
 }
 
 StatusOr<json> StorageService::Claims(server::HttpRequest const& request,
@@ -715,10 +755,46 @@ server::HttpResponse StorageService::Upload(server::HttpRequest const& request) 
     r.headers.emplace_back(tus::kChecksumAlgorithmHeader, tus::kChecksumAlgorithm);
     return r;
   }
-  if (request.method != "HEAD" && request.method != "PATCH" && request.method != "POST") {
+  if (request.method == "PATCH") {
+    std::int64_t length = request.Header("content-length") || !request.body.empty()
+                              ? static_cast<std::int64_t>(request.body.size())
+                              : -1;
+    auto p = OpenPatch(request, length);
+    if (!p.chunk) return p.refusal;
+    if (!p.sha256.empty()) {
+      tus::PatchVerdict v;
+      v.sha256 = p.sha256;
+      auto digest = tus::CheckChunkDigest(v, tus::Sha256(request.body));
+      if (!digest.ok()) return Refuse(digest);
+    }
+    (void)p.chunk->Write(request.body);  // a failure is Close's, in EndPatch
+    return EndPatch(p);
+  }
+  if (request.method != "HEAD" && request.method != "POST") {
     return StorageProblem(405, "method-not-allowed",
                           "/upload takes OPTIONS, HEAD, PATCH and POST (Upload-Concat)");
   }
+  auto t = FindTarget(request, request.method == "HEAD");
+  if (auto* refusal = std::get_if<server::HttpResponse>(&t)) return std::move(*refusal);
+  auto& target = std::get<Target>(t);
+  if (request.method == "POST") {
+    return Concatenate(request, *target.volume, target.session, target.token, target.usage);
+  }
+  server::HttpResponse r;
+  r.status = 200;
+  r.content_type = "";
+  auto const& part = target.part;
+  r.headers.emplace_back(tus::kOffsetHeader,
+                         std::to_string(part ? part->received : target.session.offset));
+  r.headers.emplace_back(tus::kLengthHeader,
+                         std::to_string(part ? part->length : target.session.size));
+  if (part) r.headers.emplace_back(tus::kConcatHeader, "partial");
+  TusHeaders(r);
+  return r;
+}
+
+std::variant<StorageService::Target, server::HttpResponse> StorageService::FindTarget(
+    server::HttpRequest const& request, bool with_part) const {
   auto claims = Claims(request, "upload");
   if (!claims.ok()) return StorageProblem(401, "invalid-token", claims.status().message());
   auto volume = FindVolume(claims->value("volume", ""));
@@ -730,71 +806,72 @@ server::HttpResponse StorageService::Upload(server::HttpRequest const& request) 
     TusHeaders(r);
     return r;
   }
-  std::string token = QueryValue(request, "token").value_or("");
-  if (request.method == "POST") {
-    return Concatenate(request, **volume, *session, token,
-                       {claims->value("scope", ""), claims->value("id", "")});
-  }
+  Target t;
+  t.volume = *volume;
+  t.session = std::move(*session);
+  t.token = QueryValue(request, "token").value_or("");
+  t.usage = {claims->value("scope", ""), claims->value("id", "")};
+  auto k = with_part ? QueryValue(request, "part") : std::nullopt;
+  if (!k) return t;
   // A part of an upload sent in parts: `?token=T&part=K`.
-  std::optional<int> part_index;
-  std::optional<tus::Part> part;
-  if (auto k = QueryValue(request, "part")) {
-    auto parts = (*volume)->Parts(session->id);
-    if (!parts.ok()) return Failed(parts.status());
-    int i = -1;
-    auto [end, ec] = std::from_chars(k->data(), k->data() + k->size(), i);
-    if (ec != std::errc() || end != k->data() + k->size() || i < 0 ||
-        i >= static_cast<int>(parts->size())) {
-      auto r = StorageProblem(404, "no-such-upload-session",
-                              "no part=" + std::string(*k) + " in this upload");
-      TusHeaders(r);
-      return r;
-    }
-    part_index = i;
-    part = (*parts)[static_cast<std::size_t>(i)];
-  }
-  if (request.method == "HEAD") {
-    server::HttpResponse r;
-    r.status = 200;
-    r.content_type = "";
-    r.headers.emplace_back(tus::kOffsetHeader,
-                           std::to_string(part ? part->received : session->offset));
-    r.headers.emplace_back(tus::kLengthHeader, std::to_string(part ? part->length : session->size));
-    if (part) r.headers.emplace_back(tus::kConcatHeader, "partial");
+  auto parts = t.volume->Parts(t.session.id);
+  if (!parts.ok()) return Failed(parts.status());
+  int i = -1;
+  auto [end, ec] = std::from_chars(k->data(), k->data() + k->size(), i);
+  if (ec != std::errc() || end != k->data() + k->size() || i < 0 ||
+      i >= static_cast<int>(parts->size())) {
+    auto r = StorageProblem(404, "no-such-upload-session",
+                            "no part=" + std::string(*k) + " in this upload");
     TusHeaders(r);
     return r;
   }
+  t.index = i;
+  t.part = (*parts)[static_cast<std::size_t>(i)];
+  return t;
+}
+
+StorageService::Patch StorageService::OpenPatch(server::HttpRequest const& request,
+                                                std::int64_t length) const {
+  Patch p;
+  auto t = FindTarget(request, true);
+  if (auto* refusal = std::get_if<server::HttpResponse>(&t)) {
+    p.refusal = std::move(*refusal);
+    return p;
+  }
+  auto& target = std::get<Target>(t);
   tus::PatchHeaders h;
   if (auto v = request.Header(tus::kResumableHeader)) h.tus_resumable = std::string(*v);
   if (auto v = request.Header(tus::kOffsetHeader)) h.upload_offset = std::string(*v);
   if (auto v = request.Header("content-type")) h.content_type = std::string(*v);
   if (auto v = request.Header(tus::kChecksumHeader)) h.upload_checksum = std::string(*v);
-  if (request.Header("content-length") || !request.body.empty()) {
-    h.content_length = static_cast<std::int64_t>(request.body.size());
+  if (length >= 0) h.content_length = length;
+  auto verdict = target.part ? tus::CheckPatch({target.part->length, target.part->received}, h)
+                             : tus::CheckPatch({target.session.size, target.session.offset}, h);
+  if (!verdict.ok()) {
+    p.refusal = Refuse(verdict);
+    return p;
   }
-  auto verdict = part ? tus::CheckPatch({part->length, part->received}, h)
-                      : tus::CheckPatch({session->size, session->offset}, h);
-  if (!verdict.ok()) return Refuse(verdict);
-  if (!verdict.sha256.empty()) {
-    auto digest = tus::CheckChunkDigest(verdict, tus::Sha256(request.body));
-    if (!digest.ok()) return Refuse(digest);
+  auto chunk = target.volume->OpenChunk(target.session.id, target.index.value_or(-1),
+                                        verdict.offset, verdict.length);
+  if (!chunk.ok()) {
+    p.refusal = Failed(chunk.status());
+    return p;
   }
-  if (part) {
-    auto written =
-        (*volume)->AppendPart(session->id, *part_index, verdict.offset, request.body, {});
-    if (!written.ok()) return Failed(written.status());
-    server::HttpResponse r = server::HttpResponse::NoContent();
-    r.headers.emplace_back(tus::kOffsetHeader, std::to_string(written->received));
-    TusHeaders(r);
-    return r;
-  }
-  auto after = (*volume)->Append(session->id, verdict.offset, request.body, {});
-  if (!after.ok()) return Failed(after.status());
-  if (after->complete()) {  // the file is in its folder now
-    UsageChanged((*volume)->name(), {claims->value("scope", ""), claims->value("id", "")});
+  p.chunk.emplace(std::move(*chunk));
+  p.sha256 = verdict.sha256;
+  p.volume = target.volume->name();
+  p.usage = target.usage;
+  return p;
+}
+
+server::HttpResponse StorageService::EndPatch(Patch& p) const {
+  if (auto closed = p.chunk->Close(); !closed.ok()) return Failed(closed);
+  std::int64_t offset = p.chunk->part() ? p.chunk->part()->received : p.chunk->session().offset;
+  if (!p.chunk->part() && p.chunk->session().complete()) {  // the file is in its folder now
+    UsageChanged(p.volume, p.usage);
   }
   server::HttpResponse r = server::HttpResponse::NoContent();
-  r.headers.emplace_back(tus::kOffsetHeader, std::to_string(after->offset));
+  r.headers.emplace_back(tus::kOffsetHeader, std::to_string(offset));
   TusHeaders(r);
   return r;
 }

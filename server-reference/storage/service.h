@@ -4,6 +4,7 @@
 #include "bai/status.h"
 
 #include "server-reference/common/http/http.h"
+#include "server-reference/common/http/http_server.h"
 #include "server-reference/storage/storage_api.h"
 #include "server-reference/storage/volume.h"
 
@@ -16,8 +17,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 
 /// The storage proxy: volumes on local filesystems behind two APIs (docs/adr/0012-storage.md).
 /// The manager-facing one (storage_api.h) creates and removes folders, works on their files and
@@ -60,6 +63,9 @@ class StorageService {
 
   /// The client-facing API: OPTIONS, HEAD and PATCH `/upload`, GET and HEAD `/download`.
   server::HttpResponse HandleClient(server::HttpRequest const& request) const;
+  /// Where a large client body goes as it arrives (HttpServerOptions::body_sink_for): a PATCH
+  /// chunk without a checksum is written to its upload as it comes; nullptr for the rest.
+  std::unique_ptr<server::BodySink> StreamClient(server::HttpRequest const& head) const;
   /// The manager-facing API over HTTP: `POST /<op>` with the secret in api::kAuthHeader.
   server::HttpResponse HandleManager(server::HttpRequest const& request) const;
   /// Body limit for the client-facing routes (a tus chunk).
@@ -81,6 +87,31 @@ class StorageService {
   /// The claims of the request's `token` when it is valid and made for `op`.
   StatusOr<nlohmann::json> Claims(server::HttpRequest const& request, std::string_view op) const;
   server::HttpResponse Upload(server::HttpRequest const& request) const;
+  /// What an upload request names: its session (and part, `?part=K`), found by its token.
+  struct Target {
+    Volume const* volume = nullptr;
+    UploadSession session;
+    std::optional<int> index;
+    std::optional<tus::Part> part;
+    std::string token;
+    FolderRef usage;  ///< the folder whose usage a finished upload changes
+  };
+  /// The target, or the answer that refuses the request; the part only `with_part`.
+  std::variant<Target, server::HttpResponse> FindTarget(server::HttpRequest const& request,
+                                                        bool with_part) const;
+  /// A PATCH up to its body (`length`: its Content-Length, -1 none): the chunk opened (its
+  /// checks done, its lock held), or the answer that refuses it.
+  struct Patch {
+    std::optional<Volume::Chunk> chunk;
+    server::HttpResponse refusal;
+    std::string sha256;  ///< the chunk's digest, when it came with one
+    std::string volume;
+    FolderRef usage;
+  };
+  Patch OpenPatch(server::HttpRequest const& request, std::int64_t length) const;
+  /// Closes the chunk: 204 with the new offset, or its failure.
+  server::HttpResponse EndPatch(Patch& patch) const;
+  class UploadSink;
   /// POST with Upload-Concat: a new part, or the parts made whole (tus concatenation).
   server::HttpResponse Concatenate(server::HttpRequest const& request, Volume const& volume,
                                    UploadSession const& session, std::string const& token,

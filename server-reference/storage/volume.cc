@@ -354,48 +354,15 @@ StatusOr<Volume::PartMade> Volume::AddPart(std::string_view session_id,
 
 StatusOr<tus::Part> Volume::AppendPart(std::string_view session_id, int index, std::int64_t offset,
                                        std::string_view data, std::string_view sha256) const {
-  auto s = GetUpload(session_id);
-  if (!s.ok()) return s.status();
-  std::string dir = root_ + "/" + kUploads + "/" + s->id;
-  auto files = PartFiles(dir);
-  if (index < 0 || index >= static_cast<int>(files.size())) {
-    return Status(StatusCode::kNotFound, "no part=" + std::to_string(index) + " in this upload");
-  }
-  auto [name, part] = files[static_cast<std::size_t>(index)];
-  server::UniqueFd progress(::open((dir + "/" + name).c_str(), O_WRONLY | O_CLOEXEC));
-  if (progress.fd < 0) return Status(StatusCode::kNotFound, "no such upload part");
-  if (::flock(progress.fd, LOCK_EX | LOCK_NB) != 0) {
-    return Status(StatusCode::kAborted, "another request is writing to this part");
-  }
-  // Shared with the other parts' writers; a whole-file PATCH or the final request waits.
-  auto file = LockedData(dir, LOCK_SH, "");
-  if (!file.ok()) return file.status();
-  struct stat st {};
-  if (::fstat(progress.fd, &st) != 0) return Io("stat upload part", errno);
-  if (st.st_nlink == 0) {
-    return Status(StatusCode::kNotFound, "the upload was taken back from its parts");
-  }
-  part.received = st.st_size;
-  if (offset != part.received) {
-    return Status(StatusCode::kAborted, "the part has " + std::to_string(part.received) +
-                                            " bytes, not " + std::to_string(offset));
-  }
-  if (static_cast<std::int64_t>(data.size()) > part.length - part.received) {
-    return Status(StatusCode::kFailedPrecondition, "the chunk would pass the part's length");
-  }
+  if (index < 0) return Status(StatusCode::kNotFound, "no part=" + std::to_string(index));
+  auto chunk = OpenChunk(session_id, index, offset, static_cast<std::int64_t>(data.size()));
+  if (!chunk.ok()) return chunk.status();
   if (!sha256.empty() && protocol::tus::Sha256(data) != sha256) {
     return Status(StatusCode::kDataLoss, "the chunk's sha256 differs from its checksum");
   }
-  // A failed write leaves the part's count as it was: the chunk is sent again.
-  if (int err = WriteAt(file->fd, data, part.start + offset); err != 0) {
-    return Io("write upload", err);
-  }
-  // The bytes first, then the count that says they are there.
-  part.received += static_cast<std::int64_t>(data.size());
-  if (::ftruncate(progress.fd, static_cast<off_t>(part.received)) != 0) {
-    return Io("record upload part", errno);
-  }
-  return part;
+  if (auto w = chunk->Write(data); !w.ok()) return w;
+  if (auto c = chunk->Close(); !c.ok()) return c;
+  return *chunk->part();
 }
 
 StatusOr<tus::PatchVerdict> Volume::FinishParts(std::string_view session_id,
@@ -412,17 +379,53 @@ StatusOr<tus::PatchVerdict> Volume::FinishParts(std::string_view session_id,
   return verdict;
 }
 
-StatusOr<UploadSession> Volume::Append(std::string_view session_id, std::int64_t offset,
-                                       std::string_view data, std::string_view sha256) const {
+StatusOr<Volume::Chunk> Volume::OpenChunk(std::string_view session_id, int index,
+                                          std::int64_t offset, std::int64_t length) const {
   auto s = GetUpload(session_id);
   if (!s.ok()) return s.status();
-  std::string dir = root_ + "/" + kUploads + "/" + s->id;
+  Chunk c;
+  c.volume_ = this;
+  c.dir_ = root_ + "/" + kUploads + "/" + s->id;
+  c.length_ = length;
+  if (index >= 0) {
+    auto files = PartFiles(c.dir_);
+    if (index >= static_cast<int>(files.size())) {
+      return Status(StatusCode::kNotFound, "no part=" + std::to_string(index) + " in this upload");
+    }
+    auto [name, part] = files[static_cast<std::size_t>(index)];
+    c.progress_ = server::UniqueFd(::open((c.dir_ + "/" + name).c_str(), O_WRONLY | O_CLOEXEC));
+    if (c.progress_.fd < 0) return Status(StatusCode::kNotFound, "no such upload part");
+    if (::flock(c.progress_.fd, LOCK_EX | LOCK_NB) != 0) {
+      return Status(StatusCode::kAborted, "another request is writing to this part");
+    }
+    // Shared with the other parts' writers; a whole-file PATCH or the final request waits.
+    auto data = LockedData(c.dir_, LOCK_SH, "");
+    if (!data.ok()) return data.status();
+    c.data_ = std::move(*data);
+    struct stat st {};
+    if (::fstat(c.progress_.fd, &st) != 0) return Io("stat upload part", errno);
+    if (st.st_nlink == 0) {
+      return Status(StatusCode::kNotFound, "the upload was taken back from its parts");
+    }
+    part.received = st.st_size;
+    if (offset != part.received) {
+      return Status(StatusCode::kAborted, "the part has " + std::to_string(part.received) +
+                                              " bytes, not " + std::to_string(offset));
+    }
+    if (length > part.length - part.received) {
+      return Status(StatusCode::kFailedPrecondition, "the chunk would pass the part's length");
+    }
+    c.start_ = part.start + offset;
+    c.part_ = part;
+    c.session_ = std::move(*s);
+    return c;
+  }
   // One writer at a time; the offset is read again under the lock.
-  auto locked = LockedData(dir, LOCK_EX | LOCK_NB, "another request is writing to this upload");
-  if (!locked.ok()) return locked.status();
-  int fd = locked->fd;
+  auto data = LockedData(c.dir_, LOCK_EX | LOCK_NB, "another request is writing to this upload");
+  if (!data.ok()) return data.status();
+  c.data_ = std::move(*data);
   struct stat st {};
-  if (::fstat(fd, &st) != 0) return Io("stat upload", errno);
+  if (::fstat(c.data_.fd, &st) != 0) return Io("stat upload", errno);
   s->offset = st.st_size;
   if (s->parts > 0) {
     if (offset != 0) {
@@ -430,8 +433,8 @@ StatusOr<UploadSession> Volume::Append(std::string_view session_id, std::int64_t
                     "the upload is being sent in parts; a whole-file upload starts at 0");
     }
     // Taken back from its parts: what they wrote is dropped.
-    for (auto& [name, part] : PartFiles(dir)) ::unlink((dir + "/" + name).c_str());
-    if (::ftruncate(fd, 0) != 0) return Io("restart upload", errno);
+    for (auto& [name, part] : PartFiles(c.dir_)) ::unlink((c.dir_ + "/" + name).c_str());
+    if (::ftruncate(c.data_.fd, 0) != 0) return Io("restart upload", errno);
     s->offset = 0;
     s->parts = 0;
   }
@@ -439,21 +442,77 @@ StatusOr<UploadSession> Volume::Append(std::string_view session_id, std::int64_t
     return Status(StatusCode::kAborted, "the upload has " + std::to_string(s->offset) +
                                             " bytes, not " + std::to_string(offset));
   }
-  if (static_cast<std::int64_t>(data.size()) > s->size - s->offset) {
+  if (length > s->size - s->offset) {
     return Status(StatusCode::kFailedPrecondition, "the chunk would pass the upload's size");
   }
+  c.start_ = offset;
+  c.session_ = std::move(*s);
+  return c;
+}
+
+Volume::Chunk::Chunk(Chunk&& other) noexcept
+    : volume_(other.volume_),
+      session_(std::move(other.session_)),
+      part_(std::move(other.part_)),
+      dir_(std::move(other.dir_)),
+      data_(std::move(other.data_)),
+      progress_(std::move(other.progress_)),
+      start_(other.start_),
+      length_(other.length_),
+      written_(other.written_),
+      failed_(std::move(other.failed_)),
+      closed_(std::exchange(other.closed_, true)) {}
+
+Volume::Chunk::~Chunk() {
+  if (!closed_) (void)Close();
+}
+
+Status Volume::Chunk::Write(std::string_view bytes) {
+  if (!failed_.ok()) return failed_;
+  if (closed_) return Status(StatusCode::kFailedPrecondition, "the chunk is closed");
+  if (static_cast<std::int64_t>(bytes.size()) > length_ - written_) {
+    return Status(StatusCode::kFailedPrecondition, "more bytes than the chunk's length");
+  }
+  if (int err = WriteAt(data_.fd, bytes, start_ + written_); err != 0) {
+    failed_ = Io("write upload", err);
+    // Nothing of a failed chunk stays: the client sends it again from the same offset (a part's
+    // bytes past its count are not its bytes yet).
+    if (!part_) (void)!::ftruncate(data_.fd, static_cast<off_t>(start_));
+    return failed_;
+  }
+  written_ += static_cast<std::int64_t>(bytes.size());
+  return Status();
+}
+
+Status Volume::Chunk::Close() {
+  if (closed_) return failed_;
+  closed_ = true;
+  if (!failed_.ok()) return failed_;
+  if (part_) {
+    // The bytes first, then the count that says they are there.
+    part_->received += written_;
+    if (written_ > 0 && ::ftruncate(progress_.fd, static_cast<off_t>(part_->received)) != 0) {
+      part_->received -= written_;
+      return failed_ = Io("record upload part", errno);
+    }
+    return Status();
+  }
+  session_.offset = start_ + written_;
+  if (!session_.complete()) return Status();
+  if (auto moved = volume_->Adopt(session_, dir_); !moved.ok()) return failed_ = moved;
+  return Status();
+}
+
+StatusOr<UploadSession> Volume::Append(std::string_view session_id, std::int64_t offset,
+                                       std::string_view data, std::string_view sha256) const {
+  auto chunk = OpenChunk(session_id, -1, offset, static_cast<std::int64_t>(data.size()));
+  if (!chunk.ok()) return chunk.status();
   if (!sha256.empty() && protocol::tus::Sha256(data) != sha256) {
     return Status(StatusCode::kDataLoss, "the chunk's sha256 differs from its checksum");
   }
-  if (int err = WriteAt(fd, data, offset); err != 0) {
-    // Nothing of a failed chunk stays: the client sends it again from the same offset.
-    (void)!::ftruncate(fd, static_cast<off_t>(offset));
-    return Io("write upload", err);
-  }
-  s->offset += static_cast<std::int64_t>(data.size());
-  if (!s->complete()) return *s;
-  if (auto moved = Adopt(*s, dir); !moved.ok()) return moved;
-  return *s;
+  if (auto w = chunk->Write(data); !w.ok()) return w;
+  if (auto c = chunk->Close(); !c.ok()) return c;
+  return chunk->session();
 }
 
 Status Volume::Adopt(UploadSession const& s, std::string const& dir) const {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -79,12 +80,50 @@ class Volume {
                                      std::int64_t size) const;
   /// kNotFound for an unknown (or finished, or cancelled) session.
   StatusOr<UploadSession> GetUpload(std::string_view session_id) const;
-  /// Writes `data` at `offset` (which must be the session's offset: kAborted otherwise, nothing
-  /// written; kFailedPrecondition for a chunk past the size). A session sent in parts is taken
-  /// back at offset 0 (its parts are dropped). `sha256` (32 raw bytes, or empty)
-  /// must be the chunk's digest (kDataLoss otherwise, nothing written). When the file is whole it
-  /// is moved into its folder (parents made; a file there is replaced, a directory is not) and the
-  /// session ends. One writer at a time per session (a lock on its data file, across processes).
+  /// A chunk being written (a tus PATCH), opened by OpenChunk with the upload's checks done and
+  /// its lock held: its bytes are written as they come (Write), and counted when it is closed.
+  /// A chunk that did not come whole counts what did (tus: a server keeps what it received); a
+  /// chunk whose write failed counts nothing. Destroyed unclosed, it closes.
+  class Chunk {
+   public:
+    Chunk(Chunk&& other) noexcept;
+    Chunk& operator=(Chunk&&) = delete;
+    ~Chunk();
+    /// The next bytes, at the end of those written (kFailedPrecondition past the length it was
+    /// opened for; the volume's failure, ENOSPC as kResourceExhausted, after which it counts
+    /// nothing).
+    Status Write(std::string_view bytes);
+    /// Counts what was written (once): the session's offset or the part's received bytes grow;
+    /// a whole upload's file complete is moved into its folder (parents made; a file there is
+    /// replaced, a directory is not) and the session ends.
+    Status Close();
+    std::int64_t written() const { return written_; }
+    /// After Close: the session (sent whole) or the part (part() set), with their new counts.
+    UploadSession const& session() const { return session_; }
+    std::optional<tus::Part> const& part() const { return part_; }
+
+   private:
+    friend class Volume;
+    Chunk() = default;
+    Volume const* volume_ = nullptr;
+    UploadSession session_;
+    std::optional<tus::Part> part_;
+    std::string dir_;
+    server::UniqueFd data_, progress_;  ///< progress_: a part's count (its file), locked
+    std::int64_t start_ = 0;            ///< where in the data file the chunk begins
+    std::int64_t length_ = 0, written_ = 0;
+    Status failed_;
+    bool closed_ = false;
+  };
+  /// Opens a chunk of `length` bytes at `offset` of the session sent whole (`part` < 0) or of
+  /// part `part`. `offset` must be what the session (part) has: kAborted otherwise; kNotFound
+  /// for no such part; kFailedPrecondition for a chunk past the size. A session sent in parts is
+  /// taken back at offset 0 (its parts are dropped). One writer at a time per session sent
+  /// whole, and per part (locks on their files, across processes); parts are written at once.
+  StatusOr<Chunk> OpenChunk(std::string_view session_id, int part, std::int64_t offset,
+                            std::int64_t length) const;
+  /// OpenChunk, Write and Close for a chunk in memory; `sha256` (32 raw bytes, or empty) must
+  /// be its digest (kDataLoss otherwise, nothing written).
   StatusOr<UploadSession> Append(std::string_view session_id, std::int64_t offset,
                                  std::string_view data, std::string_view sha256) const;
   /// Uploads in parts (tus concatenation; docs/adr/0012-storage.md): each part is a window of
@@ -99,9 +138,7 @@ class Volume {
   };
   StatusOr<PartMade> AddPart(std::string_view session_id,
                              std::optional<std::string> const& length) const;
-  /// Writes `data` at `offset` of part `index` (its received bytes: kAborted otherwise; kNotFound
-  /// for no such part; kFailedPrecondition past its length). One writer per part; parts are
-  /// written at once.
+  /// Append for part `index`.
   StatusOr<tus::Part> AppendPart(std::string_view session_id, int index, std::int64_t offset,
                                  std::string_view data, std::string_view sha256) const;
   /// Ends a session sent in parts (`named`: the final request's part numbers): the verdict

@@ -372,6 +372,162 @@ TEST(HttpServerTest, LargeBodiesThatReuseMemoryAreEachExactlyTheirOwn) {
 
 // A file body goes out piece by piece with its Content-Length; the connection stays usable;
 // HEAD gets the length without the bytes; a file shorter than said ends the connection.
+// What a BodySink was given: the bytes, in how many pieces, and how it ended.
+struct SinkRecord {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::string bytes;
+  int pieces = 0;
+  int finishes = 0;
+  bool whole = false;
+  bool WaitFinished(int n) {
+    std::unique_lock<std::mutex> lock(mu);
+    return cv.wait_for(lock, std::chrono::seconds(10), [&] { return finishes >= n; });
+  }
+};
+
+// Takes up to `room` bytes (refusing more), or refuses the request outright (`accepts` false).
+class RecordingSink : public BodySink {
+ public:
+  RecordingSink(SinkRecord& record, bool accepts, std::size_t room)
+      : record_(record), accepts_(accepts), room_(room) {}
+  bool Accepts() const override { return accepts_; }
+  bool Write(std::string_view bytes) override {
+    std::lock_guard<std::mutex> lock(record_.mu);
+    if (record_.bytes.size() + bytes.size() > room_) return false;
+    record_.bytes.append(bytes);
+    ++record_.pieces;
+    return true;
+  }
+  HttpResponse Finish(bool whole) override {
+    std::lock_guard<std::mutex> lock(record_.mu);
+    record_.whole = whole;
+    ++record_.finishes;
+    record_.cv.notify_all();
+    if (!accepts_) return HttpResponse::Json(409, R"({"refused":true})");
+    if (!whole) return HttpResponse::Json(507, R"({"full":true})");
+    return HttpResponse::Json(200, "{\"sunk\":" + std::to_string(record_.bytes.size()) + "}");
+  }
+
+ private:
+  SinkRecord& record_;
+  bool accepts_;
+  std::size_t room_;
+};
+
+// A server whose /sink, /refuse and /full (2 MiB of room) bodies go to a RecordingSink; the
+// handler answers everything else with the size of the body it was given.
+struct SinkServer {
+  SinkRecord record;
+  std::atomic<int> handled{0};
+  std::unique_ptr<HttpServer> server;
+  SinkServer() {
+    HttpServerOptions o;
+    o.port = 0;
+    o.body_limit_for = [](std::string_view, std::string_view) -> std::size_t { return 64u << 20; };
+    o.body_sink_for = [this](HttpRequest const& head) -> std::unique_ptr<BodySink> {
+      if (head.path == "/sink") return std::make_unique<RecordingSink>(record, true, 64u << 20);
+      if (head.path == "/refuse") return std::make_unique<RecordingSink>(record, false, 0);
+      if (head.path == "/full") return std::make_unique<RecordingSink>(record, true, 2u << 20);
+      return nullptr;
+    };
+    auto s = HttpServer::Start(o, [this](std::shared_ptr<Exchange> ex) {
+      ++handled;
+      ex->Respond(HttpResponse::Json(
+          200, "{\"handled\":" + std::to_string(ex->request().body.size()) + "}"));
+    });
+    EXPECT_TRUE(s.ok());
+    server = std::move(*s);
+  }
+  ~SinkServer() { server->Stop(); }
+};
+
+std::string Pattern(std::size_t n) {
+  std::string s(n, '\0');
+  for (std::size_t i = 0; i < n; ++i) s[i] = static_cast<char>(i % 251);
+  return s;
+}
+
+TEST(HttpServerTest, ABodyForASinkArrivesInPiecesWholeAndTheConnectionGoesOn) {
+  SinkServer srv;
+  int fd = RawConnect(srv.server->port());
+  std::string body = Pattern((5u << 20) + 3);
+  std::string head =
+      "PUT /sink?x=1 HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
+      "\r\n\r\n";
+  std::string all = head + body;
+  std::thread sender([&] { (void)!::send(fd, all.data(), all.size(), MSG_NOSIGNAL); });
+  std::string answer = ReadUntilClosedOr(fd, "}");
+  sender.join();
+  EXPECT_NE(answer.find("HTTP/1.1 200"), std::string::npos) << answer;
+  EXPECT_NE(answer.find("{\"sunk\":" + std::to_string(body.size()) + "}"), std::string::npos)
+      << answer;
+  // The same connection takes the next request, which goes to the handler.
+  std::string next = "PUT /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc";
+  (void)!::send(fd, next.data(), next.size(), MSG_NOSIGNAL);
+  answer = ReadUntilClosedOr(fd, "}");
+  EXPECT_NE(answer.find("{\"handled\":3}"), std::string::npos) << answer;
+  ::close(fd);
+  std::lock_guard<std::mutex> lock(srv.record.mu);
+  EXPECT_EQ(srv.record.bytes, body);
+  EXPECT_GT(srv.record.pieces, 5) << "the body came in one piece: it was held in memory";
+  EXPECT_TRUE(srv.record.whole);
+  EXPECT_EQ(srv.record.finishes, 1);
+  EXPECT_EQ(srv.handled.load(), 1) << "the handler was called for the sunk request";
+}
+
+TEST(HttpServerTest, ASinkThatRefusesIsAnsweredBeforeTheBodyWithout100Continue) {
+  SinkServer srv;
+  int fd = RawConnect(srv.server->port());
+  std::string head = "PUT /refuse HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: " +
+                     std::to_string(8u << 20) + "\r\n\r\n";
+  (void)!::send(fd, head.data(), head.size(), MSG_NOSIGNAL);
+  std::string answer = ReadUntilClosedOr(fd, "}");
+  EXPECT_EQ(answer.rfind("HTTP/1.1 409", 0), 0u) << answer;
+  EXPECT_NE(answer.find("Connection: close"), std::string::npos) << answer;
+  ::close(fd);
+  EXPECT_TRUE(srv.record.WaitFinished(1));
+  std::lock_guard<std::mutex> lock(srv.record.mu);
+  EXPECT_TRUE(srv.record.bytes.empty());
+  EXPECT_EQ(srv.handled.load(), 0);
+}
+
+TEST(HttpServerTest, ASinkThatStopsTakingIsAnsweredAndTheRestOfTheBodyDrained) {
+  SinkServer srv;
+  int fd = RawConnect(srv.server->port());
+  std::string body = Pattern(8u << 20);
+  std::string all =
+      "PUT /full HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
+      "\r\n\r\n" + body;
+  std::thread sender([&] { (void)!::send(fd, all.data(), all.size(), MSG_NOSIGNAL); });
+  // The client sends all of it and still reads the answer (no reset).
+  std::string answer = ReadUntilClosedOr(fd, "}");
+  sender.join();
+  EXPECT_EQ(answer.rfind("HTTP/1.1 507", 0), 0u) << answer;
+  EXPECT_NE(answer.find(R"({"full":true})"), std::string::npos) << answer;
+  ::close(fd);
+  std::lock_guard<std::mutex> lock(srv.record.mu);
+  EXPECT_LE(srv.record.bytes.size(), 2u << 20);
+  EXPECT_EQ(srv.record.bytes, body.substr(0, srv.record.bytes.size()));
+  EXPECT_FALSE(srv.record.whole);
+}
+
+TEST(HttpServerTest, ASinkWhoseClientGoesAwayMidBodyIsToldWhatCame) {
+  SinkServer srv;
+  int fd = RawConnect(srv.server->port());
+  std::string body = Pattern(3u << 20);
+  std::string all = "PUT /sink HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(8u << 20) +
+                    "\r\n\r\n" + body;
+  ASSERT_EQ(::send(fd, all.data(), all.size(), MSG_NOSIGNAL), static_cast<ssize_t>(all.size()));
+  ::shutdown(fd, SHUT_WR);
+  ASSERT_TRUE(srv.record.WaitFinished(1));
+  ::close(fd);
+  std::lock_guard<std::mutex> lock(srv.record.mu);
+  EXPECT_FALSE(srv.record.whole);
+  EXPECT_EQ(srv.record.bytes, body) << "every byte sent before the hang-up is given to the sink";
+  EXPECT_EQ(srv.handled.load(), 0);
+}
+
 TEST(HttpServerFileBodyTest, ServesPartOfAFileAndKeepsTheConnection) {
   testing_util::TempDir dir;
   std::string path = dir.path() + "/blob";

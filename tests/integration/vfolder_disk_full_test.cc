@@ -37,6 +37,53 @@ class VFolderDiskFullTest : public VFolderTest {
 
   std::string volume_;
   bool mounted_ = false;
+
+  // Uploads 3 MiB in chunks of `chunk` while a 2 MiB filler takes the room it needs: 507 with a
+  // clear message half way, nothing in the folder, and a byte-identical file once it is freed.
+  void FillAndResume(std::size_t chunk, bool checksum) {
+    // 3 MiB fits now; a filler of 2 MiB then takes the room it needs.
+    std::string data = testing_vfolders::Random(3 << 20, 11);
+    auto [status, url] = Ticket(*alice_, "data", "request-upload",
+                                {{"path", "dir/file.bin"}, {"size", data.size()}});
+    ASSERT_EQ(status, 200) << url;
+    ASSERT_EQ(Patch(url, 0, data.substr(0, chunk), checksum).status, 204);
+    {
+      std::ofstream filler(volume_ + "/filler", std::ios::binary);
+      filler << std::string(2 << 20, 'f');
+      ASSERT_TRUE(filler.good());
+    }
+    std::size_t offset = chunk;
+    int full = 0;
+    std::string message;
+    for (; offset < data.size(); offset += chunk) {
+      auto r = Patch(url, static_cast<std::int64_t>(offset), data.substr(offset, chunk), checksum);
+      if (r.status != 204) {
+        full = r.status;
+        message = r.body;
+        break;
+      }
+    }
+    ASSERT_EQ(full, 507) << "the volume should have filled before " << offset;
+    EXPECT_THAT(message, HasSubstr("no space left"));
+    // No partial file in the folder: the upload appears only whole.
+    auto listing = Call(*alice_, "GET", "/folders/data/files");
+    EXPECT_EQ(json::parse(listing.body)["items"].size(), 0u) << listing.body;
+    // What the proxy kept is a whole number of accepted bytes; resume from there once freed.
+    auto head = Raw(url, "HEAD", {}, {{"Tus-Resumable", "1.0.0"}});
+    ASSERT_EQ(head.status, 200);
+    auto kept = std::stoll(head.Header("upload-offset").value_or("-1"));
+    EXPECT_GE(kept, static_cast<long long>(chunk));
+    EXPECT_LE(kept, static_cast<long long>(offset));
+    if (!checksum) {
+      EXPECT_EQ(kept, static_cast<long long>(offset)) << "the cut chunk keeps none";
+    }
+    std::filesystem::remove(volume_ + "/filler");
+    for (auto off = static_cast<std::size_t>(kept); off < data.size(); off += chunk) {
+      auto r = Patch(url, static_cast<std::int64_t>(off), data.substr(off, chunk), checksum);
+      ASSERT_EQ(r.status, 204) << r.body;
+    }
+    EXPECT_TRUE(Download(*alice_, "data", "dir/file.bin") == data);
+  }
 };
 
 TEST_F(VFolderDiskFullTest, AFullVolumeLosesNothingAndTheUploadResumes) {
@@ -48,47 +95,15 @@ TEST_F(VFolderDiskFullTest, AFullVolumeLosesNothingAndTheUploadResumes) {
   EXPECT_EQ(big.status, 412) << big.body;
   EXPECT_THAT(big.body, HasSubstr("the volume has"));
 
-  // 3 MiB fits now; a filler of 2 MiB then takes the room it needs.
-  std::string data = testing_vfolders::Random(3 << 20, 11);
-  auto [status, url] =
-      Ticket(*alice_, "data", "request-upload", {{"path", "dir/file.bin"}, {"size", data.size()}});
-  ASSERT_EQ(status, 200) << url;
-  std::size_t const chunk = 512 << 10;
-  ASSERT_EQ(Patch(url, 0, data.substr(0, chunk)).status, 204);
-  {
-    std::ofstream filler(volume_ + "/filler", std::ios::binary);
-    filler << std::string(2 << 20, 'f');
-    ASSERT_TRUE(filler.good());
-  }
-  std::size_t offset = chunk;
-  int full = 0;
-  std::string message;
-  for (; offset < data.size(); offset += chunk) {
-    auto r = Patch(url, static_cast<std::int64_t>(offset), data.substr(offset, chunk));
-    if (r.status != 204) {
-      full = r.status;
-      message = r.body;
-      break;
-    }
-  }
-  ASSERT_EQ(full, 507) << "the volume should have filled before " << offset;
-  EXPECT_THAT(message, HasSubstr("no space left"));
-  // No partial file in the folder: the upload appears only whole.
-  auto listing = Call(*alice_, "GET", "/folders/data/files");
-  EXPECT_EQ(json::parse(listing.body)["items"].size(), 0u) << listing.body;
-  // What the proxy kept is a whole number of accepted bytes; resume from there once freed.
-  auto head = Raw(url, "HEAD", {}, {{"Tus-Resumable", "1.0.0"}});
-  ASSERT_EQ(head.status, 200);
-  auto kept = std::stoll(head.Header("upload-offset").value_or("-1"));
-  EXPECT_GE(kept, static_cast<long long>(chunk));
-  EXPECT_LE(kept, static_cast<long long>(offset));
-  std::filesystem::remove(volume_ + "/filler");
-  for (auto off = static_cast<std::size_t>(kept); off < data.size(); off += chunk) {
-    auto r = Patch(url, static_cast<std::int64_t>(off), data.substr(off, chunk));
-    ASSERT_EQ(r.status, 204) << r.body;
-  }
-  EXPECT_TRUE(Download(*alice_, "data", "dir/file.bin") == data);
+  FillAndResume(512 << 10, true);
   (void)id;
+}
+
+// The same with chunks that stream to the volume as they arrive (over 1 MiB, no checksum): the
+// chunk that hits the full disk keeps none of its bytes.
+TEST_F(VFolderDiskFullTest, AFullVolumeLosesNothingWhenChunksStreamToIt) {
+  Create(*alice_, "data");
+  FillAndResume(1536 << 10, false);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <openssl/sha.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -290,6 +291,56 @@ TEST_F(VFolderTest, AnUploadSentInPartsAtOnceArrivesWhole) {
   auto [s2, durl] = Ticket(*alice_, "parts", "request-download", {{"path", "p.bin"}});
   ASSERT_EQ(s2, 200);
   EXPECT_TRUE(Raw(durl, "GET").body == data) << "byte for byte";
+}
+
+// Chunks over 1 MiB without a checksum go to the file as they arrive (no chunk is held in
+// memory): a chunk cut short keeps the bytes that came (HEAD says how many) and the upload
+// resumes there; a chunk its headers refuse is answered before its body is sent.
+TEST_F(VFolderTest, AStreamedChunkCutShortKeepsWhatCameAndTheUploadResumes) {
+  Create(*alice_, "stream");
+  std::string data = Random(5000000, 11);
+  auto [status, url] =
+      Ticket(*alice_, "stream", "request-upload", {{"path", "s.bin"}, {"size", data.size()}});
+  ASSERT_EQ(status, 200) << url;
+  auto first = Raw(
+      url, "PATCH", data.substr(0, 2000000),
+      {{"Tus-Resumable", "1.0.0"}, {"Upload-Offset", "0"}, {"Origin", "http://console.example"}});
+  EXPECT_EQ(first.status, 204) << first.body;
+  EXPECT_EQ(first.Header("upload-offset"), "2000000");
+  EXPECT_EQ(first.Header("access-control-allow-origin"), "*") << "a page may read the answer";
+  auto host_at = url.find("://") + 3, path_at = url.find('/', host_at);
+  int port = std::stoi(url.substr(url.find(':', host_at) + 1));
+  auto head = [&](std::int64_t offset, std::size_t length, std::string const& extra) {
+    return "PATCH " + url.substr(path_at) +
+           " HTTP/1.1\r\nHost: x\r\nTus-Resumable: 1.0.0\r\nContent-Type: "
+           "application/offset+octet-stream\r\nUpload-Offset: " +
+           std::to_string(offset) + "\r\nContent-Length: " + std::to_string(length) + "\r\n" +
+           extra + "\r\n";
+  };
+  auto read_to_close = [](int fd) {
+    std::string got;
+    char buf[4096];
+    for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) got.append(buf, n);
+    ::close(fd);
+    return got;
+  };
+  // A wrong offset: 409 at once, without 100 Continue and without the body.
+  int fd = testing_util::RawConnect(port);
+  std::string refused = head(5, 2000000, "Expect: 100-continue\r\n");
+  (void)!::send(fd, refused.data(), refused.size(), MSG_NOSIGNAL);
+  std::string answer = read_to_close(fd);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 409", 0), 0u) << answer;
+  EXPECT_THAT(answer, HasSubstr("2000000 bytes; resume from there"));
+  // 1,200,000 bytes of a 2,000,000-byte chunk, then the client is gone: they are kept.
+  fd = testing_util::RawConnect(port);
+  std::string cut = head(2000000, 2000000, "") + data.substr(2000000, 1200000);
+  ASSERT_EQ(::send(fd, cut.data(), cut.size(), MSG_NOSIGNAL), static_cast<ssize_t>(cut.size()));
+  ::shutdown(fd, SHUT_WR);
+  EXPECT_EQ(read_to_close(fd), "") << "no answer to a body that never came whole";
+  EXPECT_EQ(Raw(url, "HEAD").Header("upload-offset"), "3200000");
+  auto rest = Patch(url, 3200000, data.substr(3200000), false);
+  EXPECT_EQ(rest.status, 204) << rest.body;
+  EXPECT_EQ(Download(*alice_, "stream", "s.bin"), data);
 }
 
 TEST_F(VFolderTest, PathsStayInsideTheFolder) {

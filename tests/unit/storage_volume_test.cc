@@ -94,6 +94,57 @@ TEST_F(VolumeTest, AnUploadResumesAfterARestartAndAppearsWhole) {
   EXPECT_EQ(volume_->GetUpload(s->id).status().code(), StatusCode::kNotFound) << "ended";
 }
 
+// A chunk written as it arrives (a streamed PATCH): its pieces at the end of those before, a
+// second writer refused while it is open, and what came counted when it ends early.
+TEST_F(VolumeTest, AChunkIsWrittenPieceByPieceAndCountsWhatCameWhenCutShort) {
+  std::string data = "0123456789abcdefghijklmnopqrstuvwxyz";  // 36
+  auto s = volume_->StartUpload(folder_, "streamed.bin", 36, false);
+  ASSERT_TRUE(s.ok());
+  {
+    auto chunk = volume_->OpenChunk(s->id, -1, 0, 20);
+    ASSERT_TRUE(chunk.ok()) << chunk.status().message();
+    ASSERT_TRUE(chunk->Write(data.substr(0, 6)).ok());
+    ASSERT_TRUE(chunk->Write(data.substr(6, 4)).ok());
+    EXPECT_EQ(volume_->OpenChunk(s->id, -1, 0, 1).status().code(), StatusCode::kAborted)
+        << "one writer at a time";
+    EXPECT_EQ(chunk->Write(std::string(11, 'x')).code(), StatusCode::kFailedPrecondition)
+        << "past the length it was opened for";
+    // The client goes away after 10 of its 20 bytes: they count.
+    ASSERT_TRUE(chunk->Close().ok());
+    EXPECT_EQ(chunk->session().offset, 10);
+  }
+  EXPECT_EQ(volume_->GetUpload(s->id)->offset, 10);
+  {
+    // Destroyed without Close (a server stopping mid-body): closed all the same.
+    auto chunk = volume_->OpenChunk(s->id, -1, 10, 26);
+    ASSERT_TRUE(chunk.ok());
+    ASSERT_TRUE(chunk->Write(data.substr(10, 5)).ok());
+  }
+  EXPECT_EQ(volume_->GetUpload(s->id)->offset, 15);
+  auto last = volume_->OpenChunk(s->id, -1, 15, 21);
+  ASSERT_TRUE(last.ok());
+  for (std::size_t at = 15; at < 36; at += 7) ASSERT_TRUE(last->Write(data.substr(at, 7)).ok());
+  ASSERT_TRUE(last->Close().ok());
+  EXPECT_TRUE(last->session().complete());
+  EXPECT_EQ(testing_util::ReadFileBytes(InFolder("streamed.bin")), data);
+  // A part's chunk cut short counts its bytes in the part alone.
+  auto p = volume_->StartUpload(folder_, "parted.bin", 8, false);
+  ASSERT_TRUE(p.ok());
+  ASSERT_TRUE(volume_->AddPart(p->id, "4")->verdict.ok());
+  ASSERT_TRUE(volume_->AddPart(p->id, "4")->verdict.ok());
+  {
+    auto chunk = volume_->OpenChunk(p->id, 1, 0, 4);
+    ASSERT_TRUE(chunk.ok()) << chunk.status().message();
+    ASSERT_TRUE(chunk->Write("ef").ok());
+    EXPECT_EQ(volume_->OpenChunk(p->id, 1, 0, 1).status().code(), StatusCode::kAborted);
+    EXPECT_TRUE(volume_->OpenChunk(p->id, 0, 0, 4).ok()) << "other parts are written at once";
+  }
+  auto parts = volume_->Parts(p->id);
+  ASSERT_TRUE(parts.ok());
+  EXPECT_EQ((*parts)[0].received, 0);
+  EXPECT_EQ((*parts)[1].received, 2);
+}
+
 // Uploads in parts (tus concatenation): parts are placed in the order made, written at once
 // in any order, survive a restart, and make the file whole only when every part is.
 TEST_F(VolumeTest, AnUploadInPartsIsWrittenInPlaceAndAppearsWholeWhenEveryPartIs) {

@@ -464,6 +464,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
           if (length && *length > self->body_limit_) return self->OnRead(http::error::body_limit);
           self->parser_->body_limit(self->body_limit_);
           if (self->parser_->is_done()) return self->OnRead(ec);
+          if (length && *length > kDirectBodyBytes && self->server_.options.body_sink_for) {
+            self->sink_request_ = self->RequestOf(head);
+            self->sink_started_ = std::chrono::steady_clock::now();
+            self->sink_ = self->server_.options.body_sink_for(self->sink_request_);
+            if (self->sink_ && !self->sink_->Accepts()) return self->EndSink(false);
+          }
           // A client that waits for leave to send its body (curl does for bodies over 1 MiB)
           // gets it at once instead of after its own timeout.
           if (beast::iequals(head[http::field::expect], "100-continue")) {
@@ -479,6 +485,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void ReadBody(boost::optional<std::uint64_t> length) {
+    if (sink_) return StreamBody(*length);
     if (length && *length > kDirectBodyBytes) return ReadLargeBody(*length);
     http::async_read(
         stream_, buffer_, *parser_,
@@ -519,6 +526,65 @@ class Connection : public std::enable_shared_from_this<Connection> {
                             });
   }
 
+  // A body that goes to a BodySink: the bytes read with the headers, then pieces of up to
+  // kSinkPiece as they come (the same wake-up threshold as ReadBodyPiece's), the same buffer each
+  // time.
+  static constexpr std::size_t kSinkPiece = 1 << 20;
+  void StreamBody(std::uint64_t length) {
+    sink_left_ = length;
+    std::size_t have = static_cast<std::size_t>(std::min<std::uint64_t>(buffer_.size(), length));
+    if (have > 0) {
+      bool more = sink_->Write({static_cast<char const*>(buffer_.data().data()), have});
+      buffer_.consume(have);
+      sink_left_ -= have;
+      if (!more) return EndSink(false);
+    }
+    NextSinkPiece();
+  }
+
+  void NextSinkPiece() {
+    if (sink_left_ == 0) return EndSink(true);
+    if (sink_buffer_.size() < kSinkPiece) sink_buffer_.resize(kSinkPiece);
+    std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(sink_left_, kSinkPiece));
+    int fd = stream_.socket().native_handle();
+    int lowat = static_cast<int>(std::min<std::size_t>(want, 256 << 10));
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof lowat);
+    stream_.expires_after(server_.options.read_timeout);
+    stream_.async_read_some(net::buffer(sink_buffer_.data(), want),
+                            [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                              if (ec) {
+                                // Gone, or silent past the read timeout: what came is kept.
+                                if (self->sink_) self->sink_->Finish(false);
+                                self->sink_.reset();
+                                return self->Close();
+                              }
+                              self->sink_left_ -= n;
+                              if (!self->sink_->Write({self->sink_buffer_.data(), n})) {
+                                return self->EndSink(false);
+                              }
+                              self->NextSinkPiece();
+                            });
+  }
+
+  // The sink's answer; a body not read to its end is drained before the connection closes.
+  void EndSink(bool whole) {
+    int one = 1;
+    ::setsockopt(stream_.socket().native_handle(), SOL_SOCKET, SO_RCVLOWAT, &one, sizeof one);
+    stream_.expires_never();
+    auto sink = std::move(sink_);
+    HttpResponse r = sink->Finish(whole);
+    sink.reset();
+    first_request_ = false;
+    keep_alive_ = whole && parser_->get().keep_alive();
+    if (!whole) linger_ = true;
+    if (auto const& observe = server_.options.on_response) {
+      observe(sink_request_, r.status, std::chrono::steady_clock::now() - sink_started_);
+    }
+    sink_request_ = {};
+    head_ = false;
+    WriteResponse(std::move(r), false);
+  }
+
   // The request is refused before its body was read: answer, then drain what the client still
   // sends (see Linger) so that it reads the answer instead of a reset.
   void Reject(int status, protocol::ProblemType type, std::string detail) {
@@ -555,6 +621,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
     auto msg = parser_->release();
     keep_alive_ = msg.keep_alive();
     if (websocket::is_upgrade(msg)) upgrade_request_ = msg;
+    HttpRequest req = RequestOf(msg);
+    req.body = std::move(msg.body());
+    head_ = req.method == "HEAD";
+    Dispatch(std::move(req));
+  }
+
+  // A request as handlers see it, without its body.
+  HttpRequest RequestOf(http::request<http::string_body> const& msg) const {
     HttpRequest req;
     req.method = std::string(msg.method_string());
     req.target = std::string(msg.target());
@@ -566,10 +640,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
       req.headers.emplace_back(internal::AsciiLower(field.name_string()),
                                std::string(field.value()));
     }
-    req.body = std::move(msg.body());
     req.peer_address = peer_;
-    head_ = req.method == "HEAD";
-    Dispatch(std::move(req));
+    return req;
   }
 
   void Dispatch(HttpRequest req);
@@ -676,7 +748,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::shared_ptr<BodyPool> bodies_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
-  std::size_t body_limit_ = 0;                             // the limit of the request being read
+  std::size_t body_limit_ = 0;      // the limit of the request being read
+  std::unique_ptr<BodySink> sink_;  ///< where the body being read goes (body_sink_for)
+  HttpRequest sink_request_;        ///< its request, for on_response
+  std::uint64_t sink_left_ = 0;     ///< its bytes still to come
+  std::chrono::steady_clock::time_point sink_started_;
+  std::string sink_buffer_;  ///< kSinkPiece, kept for the connection's next streamed body
   std::deque<std::pair<std::string, std::string>> queue_;  ///< writes: head, then body
   std::deque<std::size_t> counted_;                        ///< each write's share of backlog_
   std::function<void()> drained_;  ///< WhenDrained's callback, waiting for the backlog to fall

@@ -10,8 +10,26 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace bai::server {
+
+/// Where a large request body goes as it arrives, instead of into memory (a storage upload's
+/// chunk: written to its file piece by piece, so a proxy holds a fixed buffer per connection
+/// rather than each chunk whole). Its calls come on the connection's strand, in order.
+class BodySink {
+ public:
+  virtual ~BodySink() = default;
+  /// False: the request is refused before its body is read (Finish(false) answers; the body the
+  /// client still sends is drained, and no 100 Continue is sent).
+  virtual bool Accepts() const { return true; }
+  /// The next bytes of the body; false stops reading (Finish(false) says why).
+  virtual bool Write(std::string_view bytes) = 0;
+  /// Called once: after the last bytes (`whole`), or when the body ended early (a Write that
+  /// refused, a client that went away or stopped sending). Its answer is sent if the client is
+  /// still there; the handler is not called for this request.
+  virtual HttpResponse Finish(bool whole) = 0;
+};
 
 struct HttpServerOptions {
   std::string address = "127.0.0.1";
@@ -21,6 +39,10 @@ struct HttpServerOptions {
   /// A larger limit for some requests (file uploads), chosen from the method and path once the
   /// headers are read; returns 0 for "max_body_bytes". Empty: max_body_bytes for all.
   std::function<std::size_t(std::string_view method, std::string_view path)> body_limit_for;
+  /// Chooses a BodySink for a request whose body is over 1 MiB, of known length and within its
+  /// limit, once its headers are read (`head`: the request without its body); nullptr reads the
+  /// body into memory and calls the handler as for any request. Needs body_limit_for.
+  std::function<std::unique_ptr<BodySink>(HttpRequest const& head)> body_sink_for;
   std::size_t max_header_bytes = 16 * 1024;  ///< larger headers get 431
   std::chrono::seconds read_timeout{30};     ///< for one request's headers and body
   std::chrono::seconds idle_timeout{75};     ///< keep-alive connection without a request
