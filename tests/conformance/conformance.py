@@ -542,27 +542,31 @@ def case_vfolder_info(r: Runner):
 def case_vfolder_upload(r: Runner):
     r.file("vf/a.bin", payload(300_000, "vf-a"))
     r.file("vf/b.txt", b"hello conformance\n")
+    # Larger than the client's 16 MiB chunk (sent without checksums): streamed to the volume.
+    r.file("vf/c.bin", payload(20_000_000, "vf-c"))
     # One file per command: 22.03's VFolder.upload returns after its first file (a `return`
     # inside its loop), whatever the server.
-    for name in ("vf/a.bin", "vf/b.txt"):
+    for name in ("vf/a.bin", "vf/b.txt", "vf/c.bin"):
         clean(r.bai("vfolder", "upload", "conf-vf", name), "vfolder upload " + name)
     files = r.stack.api_json("GET", "/folders/conf-vf/files?path=vf")
     names = {i["name"]: i for i in files["items"]}
     expect("a.bin" in names and names["a.bin"]["size"] == 300_000, f"uploaded: {names}")
     expect("b.txt" in names and names["b.txt"]["size"] == 18, f"uploaded: {names}")
+    expect("c.bin" in names and names["c.bin"]["size"] == 20_000_000, f"uploaded: {names}")
 
 
 def case_vfolder_download(r: Runner):
     dest = os.path.join(r.work, "vfdown")
     os.makedirs(os.path.join(dest, "vf"), exist_ok=True)  # the client creates no directories
-    res = r.bai("vfolder", "download", "conf-vf", "vf/a.bin", "-b", dest)
-    clean(res)
-    got = None
-    for root, _, names in os.walk(dest):
-        if "a.bin" in names:
-            with open(os.path.join(root, "a.bin"), "rb") as f:
-                got = f.read()
-    expect(got == payload(300_000, "vf-a"), "downloaded bytes differ")
+    for name, size, seed in (("a.bin", 300_000, "vf-a"), ("c.bin", 20_000_000, "vf-c")):
+        res = r.bai("vfolder", "download", "conf-vf", "vf/" + name, "-b", dest)
+        clean(res)
+        got = None
+        for root, _, names in os.walk(dest):
+            if name in names:
+                with open(os.path.join(root, name), "rb") as f:
+                    got = f.read()
+        expect(got == payload(size, seed), f"downloaded bytes of {name} differ")
 
 
 def case_vfolder_ls(r: Runner):
