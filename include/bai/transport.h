@@ -9,6 +9,8 @@
 #include "bai/status.h"
 
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -78,6 +80,11 @@ struct TransportRequest {
   std::string host;    ///< Host header value (the authority as written in the endpoint)
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
+  /// A body read as it is sent, instead of `body` (a relay passing a body on as it arrives;
+  /// never signed): fills up to `room` bytes of `out` and returns how many, waiting while none
+  /// is ready; 0 once all `body_length` bytes were given, -1 to end the request as failed.
+  std::function<std::ptrdiff_t(char* out, std::size_t room)> body_reader;
+  std::int64_t body_length = 0;
   std::string api_version;
   bool sign = true;
   std::shared_ptr<StreamCancel> cancel;  ///< from ApiRequest::cancel

@@ -72,6 +72,13 @@ struct HeaderSink {
   BodySink* body;
 };
 
+// A body_reader's bytes for curl.
+std::size_t OnRead(char* out, std::size_t size, std::size_t n, void* user) {
+  auto const& reader = *static_cast<std::function<std::ptrdiff_t(char*, std::size_t)> const*>(user);
+  std::ptrdiff_t got = reader(out, size * n);
+  return got < 0 ? CURL_READFUNC_ABORT : static_cast<std::size_t>(got);
+}
+
 std::size_t OnHeader(char* data, std::size_t size, std::size_t n, void* user) {
   auto* header_sink = static_cast<HeaderSink*>(user);
   auto* headers = header_sink->headers;
@@ -216,7 +223,15 @@ class CurlTransport : public Transport {
     } else {
       curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, request.method.c_str());
     }
-    if (!request.body.empty() || (request.method != "GET" && request.method != "HEAD")) {
+    if (request.body_reader) {
+      // curl's upload mode under the request's own method, without waiting for 100 Continue.
+      curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
+      curl_easy_setopt(h, CURLOPT_READFUNCTION, &OnRead);
+      curl_easy_setopt(h, CURLOPT_READDATA, static_cast<void const*>(&request.body_reader));
+      curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(request.body_length));
+      headers = curl_slist_append(headers, "Expect:");
+      curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+    } else if (!request.body.empty() || (request.method != "GET" && request.method != "HEAD")) {
       curl_easy_setopt(h, CURLOPT_POSTFIELDS, request.body.data());
       curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
                        static_cast<curl_off_t>(request.body.size()));

@@ -55,12 +55,13 @@ class CountedSink : public server::BodySink {
     bytes_ += bytes.size();
     return inner_->Write(bytes);
   }
-  server::HttpResponse Finish(bool whole) override {
-    auto r = inner_->Finish(whole);
-    if (r.status == 204) {
-      metrics_.Add("bai_storage_bytes_total", {{"direction", "in"}}, static_cast<double>(bytes_));
-    }
-    return r;
+  void Finish(bool whole, std::function<void(server::HttpResponse)> answer) override {
+    inner_->Finish(whole, [this, answer = std::move(answer)](server::HttpResponse r) {
+      if (r.status == 204) {
+        metrics_.Add("bai_storage_bytes_total", {{"direction", "in"}}, static_cast<double>(bytes_));
+      }
+      answer(std::move(r));
+    });
   }
 
  private:

@@ -694,8 +694,8 @@ class StorageService::UploadSink : public server::BodySink {
   }
   bool Accepts() const override { return patch_.chunk.has_value(); }
   bool Write(std::string_view bytes) override { return patch_.chunk->Write(bytes).ok(); }
-  server::HttpResponse Finish(bool) override {
-    return AllowPages(head_, patch_.chunk ? service_.EndPatch(patch_) : patch_.refusal);
+  void Finish(bool, std::function<void(server::HttpResponse)> answer) override {
+    answer(AllowPages(head_, patch_.chunk ? service_.EndPatch(patch_) : patch_.refusal));
   }
 
  private:

@@ -26,8 +26,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <fstream>
 #include <map>
@@ -612,9 +614,8 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
     return out;
   }
 
-  void StorageRelay(std::shared_ptr<Exchange> const& ex) {
-    auto const& req = ex->request();
-    std::string key = req.path.substr(9);
+  // The storage proxy's URL a relay path (`/storage/KEY`) stands for; "" when none is known.
+  std::string RelayUrl(std::string const& key) {
     std::string url;
     {
       std::lock_guard<std::mutex> lock(storage_mu);
@@ -630,25 +631,53 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
         if (url.empty() && RelayKey(candidate) == key) url = candidate;
       }
     }
-    if (url.empty()) {
-      return Answer(ex, Problem(ps::ProblemType::kUrlNotFound,
-                                "No such transfer here (this webserver has not issued it, or "
-                                "restarted since); ask for the upload or download again."));
-    }
-    auto e = internal::ParseEndpoint(url);
-    if (!e.ok()) return Answer(ex, Problem(ps::ProblemType::kUrlNotFound, "No such transfer."));
+    return url;
+  }
+
+  // A relayed request as it goes to the storage proxy (its body set by the caller).
+  std::optional<TransportRequest> RelayRequest(HttpRequest const& req) {
+    auto e = internal::ParseEndpoint(RelayUrl(req.path.substr(9)));
+    if (!e.ok()) return std::nullopt;
     TransportRequest t;
     t.method = req.method;
     t.origin = e->origin;
     t.host = e->host;
     t.target = e->base_path + (req.query.empty() ? "" : "?" + req.query);
-    t.body = req.body;
     t.sign = false;
     t.headers = ForwardedRequestHeaders(req.headers);
     for (char const* h : {"range", "if-range"}) {
       if (auto v = req.Header(h)) t.headers.emplace_back(h, std::string(*v));
     }
-    auto answer = transport->Send(t);
+    return t;
+  }
+
+  // The relay's answer, from the storage proxy's.
+  HttpResponse RelayedAnswer(StatusOr<ApiResponse> const& answer) {
+    HttpResponse r;
+    if (!answer.ok()) {
+      r = Problem(ps::ProblemType::kServiceUnavailable, "The storage proxy does not answer (" +
+                                                            answer.status().message() +
+                                                            "); try again later.");
+      r.status = 502;
+    } else {
+      r.status = answer->status;
+      r.content_type = answer->Header("content-type").value_or("");
+      r.body = answer->body;
+      r.headers = ForwardedResponseHeaders(answer->headers);
+    }
+    for (auto& h : SecurityHeaders(Tls())) r.headers.push_back(std::move(h));
+    return r;
+  }
+
+  void StorageRelay(std::shared_ptr<Exchange> const& ex) {
+    auto t = RelayRequest(ex->request());
+    if (!t) {
+      return Answer(ex, Problem(ps::ProblemType::kUrlNotFound,
+                                "No such transfer here (this webserver has not issued it, or "
+                                "restarted since); ask for the upload or download again."));
+    }
+    t->body = ex->request().body;
+    auto answer = transport->Send(*t);
     if (answer.ok() && answer->body.size() > options.max_response_bytes) {
       auto r = Problem(ps::ProblemType::kRequestTooLarge,
                        "The file is larger than the console relays (" +
@@ -657,7 +686,127 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
       r.status = 502;
       return Answer(ex, std::move(r));
     }
-    RelayAnswer(ex, answer);
+    ex->Respond(RelayedAnswer(answer));
+  }
+
+  // A relayed chunk passed on to the storage proxy as it arrives (ADR 12's streamed chunks): the
+  // client's pieces wait in a queue of at most kRoom bytes that a thread of stream_threads sends
+  // from; the client is not read while it is full. A client that goes away mid-body has what it
+  // sent passed on before the upstream request is cut, so the proxy keeps it.
+  class RelaySink : public server::BodySink {
+   public:
+    static constexpr std::size_t kRoom = 4u << 20;
+    RelaySink(Impl& impl, TransportRequest t, std::int64_t length)
+        : state_(std::make_shared<State>()) {
+      t.body_length = length;
+      t.body_reader = [state = state_](char* out, std::size_t room) {
+        return state->Read(out, room);
+      };
+      started_ = impl.StartStreamThread([&impl, state = state_, t = std::move(t)] {
+        auto answer = impl.RelayedAnswer(impl.transport->Send(t));
+        std::function<void(HttpResponse)> deliver;
+        std::function<void()> go;
+        {
+          std::lock_guard<std::mutex> lock(state->mu);
+          state->done = true;
+          state->response = std::move(answer);
+          deliver = std::exchange(state->deliver, {});
+          go = std::exchange(state->writable, {});
+        }
+        if (go) go();  // its Write then refuses: the answer came before the body went
+        if (deliver) deliver(std::move(state->response));
+      });
+    }
+    ~RelaySink() override { state_->End(State::kCut); }
+    bool Accepts() const override { return started_; }
+    bool Write(std::string_view bytes) override {
+      std::lock_guard<std::mutex> lock(state_->mu);
+      if (state_->done) return false;
+      state_->pieces.emplace_back(bytes);
+      state_->bytes += bytes.size();
+      state_->cv.notify_all();
+      return true;
+    }
+    void WhenWritable(std::function<void()> go) override {
+      {
+        std::lock_guard<std::mutex> lock(state_->mu);
+        if (state_->bytes >= kRoom && !state_->done) {
+          state_->writable = std::move(go);
+          return;
+        }
+      }
+      go();
+    }
+    void Finish(bool whole, std::function<void(HttpResponse)> answer) override {
+      if (!started_) {
+        auto r = Problem(ps::ProblemType::kServiceUnavailable, "The webserver is stopping.");
+        return answer(std::move(r));
+      }
+      state_->End(whole ? State::kWhole : State::kCut);
+      std::lock_guard<std::mutex> lock(state_->mu);
+      if (!state_->done) {
+        state_->deliver = std::move(answer);
+        return;
+      }
+      answer(std::move(state_->response));
+    }
+
+   private:
+    struct State {
+      enum How { kOpen, kWhole, kCut };
+      std::mutex mu;
+      std::condition_variable cv;
+      std::deque<std::string> pieces;
+      std::size_t front_sent = 0, bytes = 0;
+      How end = kOpen;
+      bool done = false;  ///< the storage proxy answered (`response`)
+      HttpResponse response;
+      std::function<void()> writable;             ///< waiting for room
+      std::function<void(HttpResponse)> deliver;  ///< waiting for the answer
+      void End(How how) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (end == kOpen) end = how;
+        cv.notify_all();
+      }
+      // curl's reader: what is queued, then the end (0) or, for a cut body, a failure (-1).
+      std::ptrdiff_t Read(char* out, std::size_t room) {
+        std::function<void()> go;
+        std::size_t n = 0;
+        {
+          std::unique_lock<std::mutex> lock(mu);
+          cv.wait(lock, [&] { return bytes > 0 || end != kOpen; });
+          if (bytes == 0) return end == kWhole ? 0 : -1;
+          while (n < room && !pieces.empty()) {
+            auto& front = pieces.front();
+            std::size_t take = std::min(room - n, front.size() - front_sent);
+            std::memcpy(out + n, front.data() + front_sent, take);
+            n += take;
+            front_sent += take;
+            if (front_sent == front.size()) {
+              pieces.pop_front();
+              front_sent = 0;
+            }
+          }
+          bytes -= n;
+          if (bytes < kRoom) go = std::exchange(writable, {});
+        }
+        if (go) go();
+        return static_cast<std::ptrdiff_t>(n);
+      }
+    };
+    std::shared_ptr<State> state_;
+    bool started_ = false;
+  };
+
+  // body_sink_for: a relayed PATCH chunk over 1 MiB streams; the rest is read whole.
+  std::unique_ptr<server::BodySink> StreamRelay(HttpRequest const& head) {
+    if (head.method != "PATCH" || head.path.rfind("/storage/", 0) != 0) return nullptr;
+    auto length = head.Header("content-length");
+    std::int64_t n = -1;
+    if (length) std::from_chars(length->data(), length->data() + length->size(), n);
+    auto t = RelayRequest(head);
+    if (!t || n < 0) return nullptr;  // answered (404) by StorageRelay
+    return std::make_unique<RelaySink>(*this, std::move(*t), n);
   }
 
   // A thread for a long-lived stream; false when stopping.
@@ -988,6 +1137,10 @@ StatusOr<std::unique_ptr<WebServer>> WebServer::Start(WebServerOptions options,
     return path.rfind("/func/", 0) == 0 || path.rfind("/storage/", 0) == 0 ? func_limit : 0;
   };
   std::weak_ptr<Impl> weak = impl;
+  http.body_sink_for = [weak](HttpRequest const& head) -> std::unique_ptr<server::BodySink> {
+    auto self = weak.lock();
+    return self ? self->StreamRelay(head) : nullptr;
+  };
   auto server = server::HttpServer::Start(http, [weak](std::shared_ptr<Exchange> ex) {
     if (auto self = weak.lock()) self->Handle(std::move(ex));
   });

@@ -380,17 +380,27 @@ struct SinkRecord {
   int pieces = 0;
   int finishes = 0;
   bool whole = false;
+  std::vector<std::thread> helpers;  // a deferring sink's callers, joined by SinkServer
   bool WaitFinished(int n) {
     std::unique_lock<std::mutex> lock(mu);
     return cv.wait_for(lock, std::chrono::seconds(10), [&] { return finishes >= n; });
   }
 };
 
-// Takes up to `room` bytes (refusing more), or refuses the request outright (`accepts` false).
+// Takes up to `room` bytes (refusing more), or refuses the request outright (`accepts` false);
+// `defer`: takes more and answers later, from other threads (as a relay waits for its upstream).
 class RecordingSink : public BodySink {
  public:
-  RecordingSink(SinkRecord& record, bool accepts, std::size_t room)
-      : record_(record), accepts_(accepts), room_(room) {}
+  RecordingSink(SinkRecord& record, bool accepts, std::size_t room, bool defer = false)
+      : record_(record), accepts_(accepts), room_(room), defer_(defer) {}
+  void WhenWritable(std::function<void()> go) override {
+    if (!defer_) return go();
+    std::lock_guard<std::mutex> lock(record_.mu);
+    record_.helpers.emplace_back([go = std::move(go)] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      go();
+    });
+  }
   bool Accepts() const override { return accepts_; }
   bool Write(std::string_view bytes) override {
     std::lock_guard<std::mutex> lock(record_.mu);
@@ -399,20 +409,31 @@ class RecordingSink : public BodySink {
     ++record_.pieces;
     return true;
   }
-  HttpResponse Finish(bool whole) override {
-    std::lock_guard<std::mutex> lock(record_.mu);
+  void Finish(bool whole, std::function<void(HttpResponse)> answer) override {
+    std::unique_lock<std::mutex> lock(record_.mu);
     record_.whole = whole;
     ++record_.finishes;
     record_.cv.notify_all();
-    if (!accepts_) return HttpResponse::Json(409, R"({"refused":true})");
-    if (!whole) return HttpResponse::Json(507, R"({"full":true})");
-    return HttpResponse::Json(200, "{\"sunk\":" + std::to_string(record_.bytes.size()) + "}");
+    HttpResponse r = !accepts_ ? HttpResponse::Json(409, R"({"refused":true})")
+                     : !whole  ? HttpResponse::Json(507, R"({"full":true})")
+                               : HttpResponse::Json(
+                                     200, "{\"sunk\":" + std::to_string(record_.bytes.size()) + "}");
+    if (defer_) {
+      record_.helpers.emplace_back([answer = std::move(answer), r = std::move(r)]() mutable {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        answer(std::move(r));
+      });
+      return;
+    }
+    lock.unlock();
+    answer(std::move(r));
   }
 
  private:
   SinkRecord& record_;
   bool accepts_;
   std::size_t room_;
+  bool defer_;
 };
 
 // A server whose /sink, /refuse and /full (2 MiB of room) bodies go to a RecordingSink; the
@@ -429,6 +450,9 @@ struct SinkServer {
       if (head.path == "/sink") return std::make_unique<RecordingSink>(record, true, 64u << 20);
       if (head.path == "/refuse") return std::make_unique<RecordingSink>(record, false, 0);
       if (head.path == "/full") return std::make_unique<RecordingSink>(record, true, 2u << 20);
+      if (head.path == "/later") {
+        return std::make_unique<RecordingSink>(record, true, 64u << 20, true);
+      }
       return nullptr;
     };
     auto s = HttpServer::Start(o, [this](std::shared_ptr<Exchange> ex) {
@@ -439,7 +463,11 @@ struct SinkServer {
     EXPECT_TRUE(s.ok());
     server = std::move(*s);
   }
-  ~SinkServer() { server->Stop(); }
+  ~SinkServer() {
+    server->Stop();
+    std::lock_guard<std::mutex> lock(record.mu);
+    for (auto& t : record.helpers) t.join();
+  }
 };
 
 std::string Pattern(std::size_t n) {
@@ -474,6 +502,29 @@ TEST(HttpServerTest, ABodyForASinkArrivesInPiecesWholeAndTheConnectionGoesOn) {
   EXPECT_TRUE(srv.record.whole);
   EXPECT_EQ(srv.record.finishes, 1);
   EXPECT_EQ(srv.handled.load(), 1) << "the handler was called for the sunk request";
+}
+
+// A sink that takes more only later and answers from another thread (the webserver's relay):
+// nothing is read meanwhile, and the answer still reaches the client, whose connection goes on.
+TEST(HttpServerTest, ASinkThatTakesMoreLaterAndAnswersLaterGetsTheWholeBody) {
+  SinkServer srv;
+  int fd = RawConnect(srv.server->port());
+  std::string body = Pattern((4u << 20) + 11);
+  std::string all =
+      "PUT /later HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
+      "\r\n\r\n" + body;
+  std::thread sender([&] { (void)!::send(fd, all.data(), all.size(), MSG_NOSIGNAL); });
+  std::string answer = ReadUntilClosedOr(fd, "}");
+  sender.join();
+  EXPECT_NE(answer.find("{\"sunk\":" + std::to_string(body.size()) + "}"), std::string::npos)
+      << answer;
+  std::string next = "PUT /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nok";
+  (void)!::send(fd, next.data(), next.size(), MSG_NOSIGNAL);
+  EXPECT_NE(ReadUntilClosedOr(fd, "}").find("{\"handled\":2}"), std::string::npos);
+  ::close(fd);
+  std::lock_guard<std::mutex> lock(srv.record.mu);
+  EXPECT_EQ(srv.record.bytes, body);
+  EXPECT_TRUE(srv.record.whole);
 }
 
 TEST(HttpServerTest, ASinkThatRefusesIsAnsweredBeforeTheBodyWithout100Continue) {

@@ -487,6 +487,69 @@ TEST_F(WebServerTest, AStorageRelayWorksOnEveryWebserverThatKnowsTheProxy) {
   stranger->Stop();
 }
 
+// A relayed chunk over 1 MiB is passed on to the storage proxy as it arrives: whole, it lands
+// whole; cut short by the client, what it sent still reaches the proxy, which keeps it; one the
+// proxy refuses by its headers is answered with the proxy's answer.
+TEST_F(WebServerTest, ARelayedChunkStreamsToTheStorageProxyAndACutOneKeepsWhatCame) {
+  auto [jar, csrf] = Login();
+  ASSERT_EQ(Bai({"vfolder", "create", "relay-stream"}).exit_code, 0);
+  std::string data(6'000'000, '\0');
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>((i * 7) % 253);
+  auto t = Call("POST", "/func/folders/relay-stream/request-upload",
+                json({{"path", "r.bin"}, {"size", data.size()}}).dump(),
+                {jar, "Origin: " + Origin(), "X-BAI-CSRF-Token: " + csrf});
+  ASSERT_EQ(t.status, 200) << t.body;
+  auto ticket = json::parse(t.body);
+  std::string target = ticket.value("console_url", "") + "?token=" + ticket.value("token", "");
+  auto patch = [&](std::int64_t offset, std::size_t length) {
+    return "PATCH " + target +
+           " HTTP/1.1\r\nHost: 127.0.0.1\r\nTus-Resumable: 1.0.0\r\nContent-Type: "
+           "application/offset+octet-stream\r\nUpload-Offset: " +
+           std::to_string(offset) + "\r\nContent-Length: " + std::to_string(length) + "\r\n";
+  };
+  auto offset = [&] {
+    auto r = testing_util::RawHttp(web_->port(), "HEAD " + target +
+                                                     " HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                                     "Tus-Resumable: 1.0.0\r\nConnection: "
+                                                     "close\r\n\r\n");
+    return r.headers["upload-offset"];
+  };
+  auto first = testing_util::RawHttp(
+      web_->port(), patch(0, 2'500'000) + "Connection: close\r\n\r\n" + data.substr(0, 2'500'000));
+  EXPECT_EQ(first.status, 204) << first.body;
+  EXPECT_EQ(first.headers["upload-offset"], "2500000");
+  EXPECT_EQ(first.headers["x-content-type-options"], "nosniff") << "the relay's own headers";
+  // The proxy's refusal (a wrong offset) comes back as it is.
+  auto wrong =
+      testing_util::RawHttp(web_->port(), patch(7, 2'000'000) + "Connection: close\r\n\r\n" +
+                                              std::string(2'000'000, 'x'));
+  EXPECT_EQ(wrong.status, 409) << wrong.body;
+  EXPECT_THAT(wrong.body, HasSubstr("2500000 bytes"));
+  // 1,500,000 bytes of a 3,500,000-byte chunk, then the client is gone.
+  int fd = testing_util::RawConnect(web_->port());
+  std::string cut = patch(2'500'000, 3'500'000) + "\r\n" + data.substr(2'500'000, 1'500'000);
+  ASSERT_EQ(::send(fd, cut.data(), cut.size(), MSG_NOSIGNAL), static_cast<ssize_t>(cut.size()));
+  ::shutdown(fd, SHUT_WR);
+  char buf[256];
+  while (::recv(fd, buf, sizeof buf, 0) > 0) {
+  }
+  ::close(fd);
+  std::string kept;
+  for (int i = 0; i < 100 && (kept = offset()) != "4000000"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(kept, "4000000") << "what the client sent before it went reached the proxy";
+  auto rest =
+      testing_util::RawHttp(web_->port(), patch(4'000'000, 2'000'000) +
+                                              "Connection: close\r\n\r\n" + data.substr(4'000'000));
+  EXPECT_EQ(rest.status, 204) << rest.body;
+  auto back = Bai({"vfolder", "download", "relay-stream", "r.bin", "--dst", dir_.path()});
+  ASSERT_EQ(back.exit_code, 0) << back.err;
+  std::ifstream in(dir_.path() + "/r.bin", std::ios::binary);
+  std::string got((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(got == data) << "the file differs (" << got.size() << " bytes)";
+}
+
 TEST_F(WebServerTest, TheConsolesFilesAreServedWithTheirPolicyAndNothingOutside) {
   auto page = Call("GET", "/");
   ASSERT_EQ(page.status, 200);

@@ -544,6 +544,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void NextSinkPiece() {
     if (sink_left_ == 0) return EndSink(true);
+    sink_->WhenWritable([self = shared_from_this()] {
+      self->Post([self] {
+        if (!self->closed_ && self->sink_) self->ReadSinkPiece();
+      });
+    });
+  }
+
+  void ReadSinkPiece() {
     if (sink_buffer_.size() < kSinkPiece) sink_buffer_.resize(kSinkPiece);
     std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(sink_left_, kSinkPiece));
     int fd = stream_.socket().native_handle();
@@ -554,8 +562,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
                             [self = shared_from_this()](beast::error_code ec, std::size_t n) {
                               if (ec) {
                                 // Gone, or silent past the read timeout: what came is kept.
-                                if (self->sink_) self->sink_->Finish(false);
-                                self->sink_.reset();
+                                if (self->sink_) self->sink_->Finish(false, [](HttpResponse) {});
                                 return self->Close();
                               }
                               self->sink_left_ -= n;
@@ -571,9 +578,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
     int one = 1;
     ::setsockopt(stream_.socket().native_handle(), SOL_SOCKET, SO_RCVLOWAT, &one, sizeof one);
     stream_.expires_never();
-    auto sink = std::move(sink_);
-    HttpResponse r = sink->Finish(whole);
-    sink.reset();
+    sink_->Finish(whole, [self = shared_from_this(), whole](HttpResponse r) {
+      self->Post(
+          [self, whole, r = std::move(r)]() mutable { self->AnswerSink(whole, std::move(r)); });
+    });
+  }
+
+  void AnswerSink(bool whole, HttpResponse r) {
+    sink_.reset();
+    if (closed_) return;
     first_request_ = false;
     keep_alive_ = whole && parser_->get().keep_alive();
     if (!whole) linger_ = true;

@@ -15,20 +15,25 @@
 namespace bai::server {
 
 /// Where a large request body goes as it arrives, instead of into memory (a storage upload's
-/// chunk: written to its file piece by piece, so a proxy holds a fixed buffer per connection
-/// rather than each chunk whole). Its calls come on the connection's strand, in order.
+/// chunk: written to its file piece by piece, or sent on by the webserver's relay, so a server
+/// holds a fixed buffer per connection rather than each chunk whole). Its calls come on the
+/// connection's strand, in order; the callbacks it is given may be called from any thread.
 class BodySink {
  public:
   virtual ~BodySink() = default;
   /// False: the request is refused before its body is read (Finish(false) answers; the body the
   /// client still sends is drained, and no 100 Continue is sent).
   virtual bool Accepts() const { return true; }
-  /// The next bytes of the body; false stops reading (Finish(false) says why).
+  /// The next bytes of the body (copied or written before it returns); false stops reading
+  /// (Finish(false) says why).
   virtual bool Write(std::string_view bytes) = 0;
+  /// Calls `go` once the sink takes more bytes (at once, unless what it was given still waits
+  /// to go on): nothing more is read from the client until then.
+  virtual void WhenWritable(std::function<void()> go) { go(); }
   /// Called once: after the last bytes (`whole`), or when the body ended early (a Write that
-  /// refused, a client that went away or stopped sending). Its answer is sent if the client is
-  /// still there; the handler is not called for this request.
-  virtual HttpResponse Finish(bool whole) = 0;
+  /// refused, a client that went away or stopped sending). `answer` gets the response, sent if
+  /// the client is still there; the handler is not called for this request.
+  virtual void Finish(bool whole, std::function<void(HttpResponse)> answer) = 0;
 };
 
 struct HttpServerOptions {
