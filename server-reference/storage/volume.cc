@@ -355,6 +355,14 @@ StatusOr<Volume::PartMade> Volume::AddPart(std::string_view session_id,
 StatusOr<tus::Part> Volume::AppendPart(std::string_view session_id, int index, std::int64_t offset,
                                        std::string_view data, std::string_view sha256) const {
   if (index < 0) return Status(StatusCode::kNotFound, "no part=" + std::to_string(index));
+  auto chunk = WriteChunk(session_id, index, offset, data, sha256);
+  if (!chunk.ok()) return chunk.status();
+  return *chunk->part();
+}
+
+StatusOr<Volume::Chunk> Volume::WriteChunk(std::string_view session_id, int index,
+                                           std::int64_t offset, std::string_view data,
+                                           std::string_view sha256) const {
   auto chunk = OpenChunk(session_id, index, offset, static_cast<std::int64_t>(data.size()));
   if (!chunk.ok()) return chunk.status();
   if (!sha256.empty() && protocol::tus::Sha256(data) != sha256) {
@@ -362,7 +370,7 @@ StatusOr<tus::Part> Volume::AppendPart(std::string_view session_id, int index, s
   }
   if (auto w = chunk->Write(data); !w.ok()) return w;
   if (auto c = chunk->Close(); !c.ok()) return c;
-  return *chunk->part();
+  return chunk;
 }
 
 StatusOr<tus::PatchVerdict> Volume::FinishParts(std::string_view session_id,
@@ -505,13 +513,8 @@ Status Volume::Chunk::Close() {
 
 StatusOr<UploadSession> Volume::Append(std::string_view session_id, std::int64_t offset,
                                        std::string_view data, std::string_view sha256) const {
-  auto chunk = OpenChunk(session_id, -1, offset, static_cast<std::int64_t>(data.size()));
+  auto chunk = WriteChunk(session_id, -1, offset, data, sha256);
   if (!chunk.ok()) return chunk.status();
-  if (!sha256.empty() && protocol::tus::Sha256(data) != sha256) {
-    return Status(StatusCode::kDataLoss, "the chunk's sha256 differs from its checksum");
-  }
-  if (auto w = chunk->Write(data); !w.ok()) return w;
-  if (auto c = chunk->Close(); !c.ok()) return c;
   return chunk->session();
 }
 

@@ -158,6 +158,9 @@ class Volume {
     return path.rfind(root_, 0) == 0 ? name_ + ":" + path.substr(root_.size()) : name_;
   }
   std::vector<UploadSession> Sessions() const;
+  /// Append's and AppendPart's chunk (part `index`, or the whole file for -1), closed.
+  StatusOr<Chunk> WriteChunk(std::string_view session_id, int index, std::int64_t offset,
+                             std::string_view data, std::string_view sha256) const;
   /// The part files of a session's directory, by index (name and part).
   std::vector<std::pair<std::string, tus::Part>> PartFiles(std::string const& dir) const;
   std::vector<tus::Part> PartsIn(std::string const& dir) const;
