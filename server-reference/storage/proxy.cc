@@ -95,8 +95,8 @@ StatusOr<std::unique_ptr<StorageProxy>> StorageProxy::Start(StorageOptions optio
   };
   // Chunks without a checksum go to their files as they arrive (StorageService::StreamClient),
   // counted here as the buffered ones are in CountBytes.
-  client.body_sink_for = [svc, reg](server::HttpRequest const& head) {
-    auto sink = svc->StreamClient(head);
+  client.body_sink_for = [svc, reg](server::HttpRequest const& head, std::uint64_t length) {
+    auto sink = svc->StreamClient(head, length);
     return sink ? std::make_unique<CountedSink>(std::move(sink), *reg) : nullptr;
   };
   client.on_response = [reg](server::HttpRequest const& request, int status,

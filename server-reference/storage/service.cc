@@ -683,15 +683,8 @@ server::HttpResponse StorageService::HandleClient(server::HttpRequest const& req
 // read whole (it counts only once its digest is checked).
 class StorageService::UploadSink : public server::BodySink {
  public:
-  UploadSink(StorageService const& service, server::HttpRequest const& head)
-      : service_(service), head_(head), patch_(service.OpenPatch(head, Length(head))) {}
-  static std::int64_t Length(server::HttpRequest const& head) {
-    std::int64_t length = -1;
-    if (auto v = head.Header("content-length")) {
-      std::from_chars(v->data(), v->data() + v->size(), length);
-    }
-    return length;
-  }
+  UploadSink(StorageService const& service, server::HttpRequest const& head, std::int64_t length)
+      : service_(service), head_(head), patch_(service.OpenPatch(head, length)) {}
   bool Accepts() const override { return patch_.chunk.has_value(); }
   bool Write(std::string_view bytes) override { return patch_.chunk->Write(bytes).ok(); }
   void Finish(bool, std::function<void(server::HttpResponse)> answer) override {
@@ -704,12 +697,12 @@ class StorageService::UploadSink : public server::BodySink {
   Patch patch_;
 };
 
-std::unique_ptr<server::BodySink> StorageService::StreamClient(
-    server::HttpRequest const& head) const {
+std::unique_ptr<server::BodySink> StorageService::StreamClient(server::HttpRequest const& head,
+                                                               std::uint64_t length) const {
   if (head.path != "/upload" || head.method != "PATCH" || head.Header(tus::kChecksumHeader)) {
     return nullptr;
   }
-  return std::make_unique<UploadSink>(*this, head);
+  return std::make_unique<UploadSink>(*this, head, static_cast<std::int64_t>(length));
 }
 
 StatusOr<json> StorageService::Claims(server::HttpRequest const& request,

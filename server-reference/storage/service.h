@@ -65,7 +65,8 @@ class StorageService {
   server::HttpResponse HandleClient(server::HttpRequest const& request) const;
   /// Where a large client body goes as it arrives (HttpServerOptions::body_sink_for): a PATCH
   /// chunk without a checksum is written to its upload as it comes; nullptr for the rest.
-  std::unique_ptr<server::BodySink> StreamClient(server::HttpRequest const& head) const;
+  std::unique_ptr<server::BodySink> StreamClient(server::HttpRequest const& head,
+                                                 std::uint64_t length) const;
   /// The manager-facing API over HTTP: `POST /<op>` with the secret in api::kAuthHeader.
   server::HttpResponse HandleManager(server::HttpRequest const& request) const;
   /// Body limit for the client-facing routes (a tus chunk).

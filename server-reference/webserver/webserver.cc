@@ -26,7 +26,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -799,14 +798,11 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
   };
 
   // body_sink_for: a relayed PATCH chunk over 1 MiB streams; the rest is read whole.
-  std::unique_ptr<server::BodySink> StreamRelay(HttpRequest const& head) {
+  std::unique_ptr<server::BodySink> StreamRelay(HttpRequest const& head, std::uint64_t length) {
     if (head.method != "PATCH" || head.path.rfind("/storage/", 0) != 0) return nullptr;
-    auto length = head.Header("content-length");
-    std::int64_t n = -1;
-    if (length) std::from_chars(length->data(), length->data() + length->size(), n);
     auto t = RelayRequest(head);
-    if (!t || n < 0) return nullptr;  // answered (404) by StorageRelay
-    return std::make_unique<RelaySink>(*this, std::move(*t), n);
+    if (!t) return nullptr;  // answered (404) by StorageRelay
+    return std::make_unique<RelaySink>(*this, std::move(*t), static_cast<std::int64_t>(length));
   }
 
   // A thread for a long-lived stream; false when stopping.
@@ -1137,9 +1133,10 @@ StatusOr<std::unique_ptr<WebServer>> WebServer::Start(WebServerOptions options,
     return path.rfind("/func/", 0) == 0 || path.rfind("/storage/", 0) == 0 ? func_limit : 0;
   };
   std::weak_ptr<Impl> weak = impl;
-  http.body_sink_for = [weak](HttpRequest const& head) -> std::unique_ptr<server::BodySink> {
+  http.body_sink_for = [weak](HttpRequest const& head,
+                              std::uint64_t length) -> std::unique_ptr<server::BodySink> {
     auto self = weak.lock();
-    return self ? self->StreamRelay(head) : nullptr;
+    return self ? self->StreamRelay(head, length) : nullptr;
   };
   auto server = server::HttpServer::Start(http, [weak](std::shared_ptr<Exchange> ex) {
     if (auto self = weak.lock()) self->Handle(std::move(ex));

@@ -446,7 +446,7 @@ struct SinkServer {
     HttpServerOptions o;
     o.port = 0;
     o.body_limit_for = [](std::string_view, std::string_view) -> std::size_t { return 64u << 20; };
-    o.body_sink_for = [this](HttpRequest const& head) -> std::unique_ptr<BodySink> {
+    o.body_sink_for = [this](HttpRequest const& head, std::uint64_t) -> std::unique_ptr<BodySink> {
       if (head.path == "/sink") return std::make_unique<RecordingSink>(record, true, 64u << 20);
       if (head.path == "/refuse") return std::make_unique<RecordingSink>(record, false, 0);
       if (head.path == "/full") return std::make_unique<RecordingSink>(record, true, 2u << 20);
@@ -476,6 +476,15 @@ std::string Pattern(std::size_t n) {
   return s;
 }
 
+// Sends `request` from another thread while reading the answer (up to its closing brace): a
+// server that answers only after the body would otherwise deadlock a single thread.
+std::string SendWhileReading(int fd, std::string const& request) {
+  std::thread sender([&] { (void)!::send(fd, request.data(), request.size(), MSG_NOSIGNAL); });
+  std::string answer = ReadUntilClosedOr(fd, "}");
+  sender.join();
+  return answer;
+}
+
 TEST(HttpServerTest, ABodyForASinkArrivesInPiecesWholeAndTheConnectionGoesOn) {
   SinkServer srv;
   int fd = RawConnect(srv.server->port());
@@ -484,9 +493,7 @@ TEST(HttpServerTest, ABodyForASinkArrivesInPiecesWholeAndTheConnectionGoesOn) {
       "PUT /sink?x=1 HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
       "\r\n\r\n";
   std::string all = head + body;
-  std::thread sender([&] { (void)!::send(fd, all.data(), all.size(), MSG_NOSIGNAL); });
-  std::string answer = ReadUntilClosedOr(fd, "}");
-  sender.join();
+  std::string answer = SendWhileReading(fd, all);
   EXPECT_NE(answer.find("HTTP/1.1 200"), std::string::npos) << answer;
   EXPECT_NE(answer.find("{\"sunk\":" + std::to_string(body.size()) + "}"), std::string::npos)
       << answer;
@@ -513,9 +520,7 @@ TEST(HttpServerTest, ASinkThatTakesMoreLaterAndAnswersLaterGetsTheWholeBody) {
   std::string all =
       "PUT /later HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
       "\r\n\r\n" + body;
-  std::thread sender([&] { (void)!::send(fd, all.data(), all.size(), MSG_NOSIGNAL); });
-  std::string answer = ReadUntilClosedOr(fd, "}");
-  sender.join();
+  std::string answer = SendWhileReading(fd, all);
   EXPECT_NE(answer.find("{\"sunk\":" + std::to_string(body.size()) + "}"), std::string::npos)
       << answer;
   std::string next = "PUT /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nok";
@@ -550,10 +555,8 @@ TEST(HttpServerTest, ASinkThatStopsTakingIsAnsweredAndTheRestOfTheBodyDrained) {
   std::string all =
       "PUT /full HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
       "\r\n\r\n" + body;
-  std::thread sender([&] { (void)!::send(fd, all.data(), all.size(), MSG_NOSIGNAL); });
   // The client sends all of it and still reads the answer (no reset).
-  std::string answer = ReadUntilClosedOr(fd, "}");
-  sender.join();
+  std::string answer = SendWhileReading(fd, all);
   EXPECT_EQ(answer.rfind("HTTP/1.1 507", 0), 0u) << answer;
   EXPECT_NE(answer.find(R"({"full":true})"), std::string::npos) << answer;
   ::close(fd);

@@ -467,7 +467,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
           if (length && *length > kDirectBodyBytes && self->server_.options.body_sink_for) {
             self->sink_request_ = self->RequestOf(head);
             self->sink_started_ = std::chrono::steady_clock::now();
-            self->sink_ = self->server_.options.body_sink_for(self->sink_request_);
+            self->sink_ = self->server_.options.body_sink_for(self->sink_request_, *length);
             if (self->sink_ && !self->sink_->Accepts()) return self->EndSink(false);
           }
           // A client that waits for leave to send its body (curl does for bodies over 1 MiB)
@@ -507,17 +507,20 @@ class Connection : public std::enable_shared_from_this<Connection> {
     ReadBodyPiece(have);
   }
 
+  // A read of a large body wakes once `left` bytes (at most 256 KiB) have come, not for each of
+  // a browser's 16 KiB writes; 1 (the default) again once the body is read.
+  void WakeAfter(std::size_t left) {
+    int lowat = static_cast<int>(std::min<std::size_t>(std::max<std::size_t>(left, 1), 256 << 10));
+    ::setsockopt(stream_.socket().native_handle(), SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof lowat);
+  }
+
   void ReadBodyPiece(std::size_t have) {
     auto& body = parser_->get().body();
-    int fd = stream_.socket().native_handle();
     if (have == body.size()) {
-      int one = 1;
-      ::setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof one);
+      WakeAfter(1);
       return OnRead({});
     }
-    // Woken when 256 KiB have come (or the rest), not for each of a browser's 16 KiB writes.
-    int lowat = static_cast<int>(std::min<std::size_t>(body.size() - have, 256 << 10));
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof lowat);
+    WakeAfter(body.size() - have);
     stream_.expires_after(server_.options.read_timeout);
     stream_.async_read_some(net::buffer(body.data() + have, body.size() - have),
                             [self = shared_from_this(), have](beast::error_code ec, std::size_t n) {
@@ -527,8 +530,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   // A body that goes to a BodySink: the bytes read with the headers, then pieces of up to
-  // kSinkPiece as they come (the same wake-up threshold as ReadBodyPiece's), the same buffer each
-  // time.
+  // kSinkPiece as they come (woken as ReadBodyPiece is), the same buffer each time.
   static constexpr std::size_t kSinkPiece = 1 << 20;
   void StreamBody(std::uint64_t length) {
     sink_left_ = length;
@@ -554,9 +556,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void ReadSinkPiece() {
     if (sink_buffer_.size() < kSinkPiece) sink_buffer_.resize(kSinkPiece);
     std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(sink_left_, kSinkPiece));
-    int fd = stream_.socket().native_handle();
-    int lowat = static_cast<int>(std::min<std::size_t>(want, 256 << 10));
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof lowat);
+    WakeAfter(want);
     stream_.expires_after(server_.options.read_timeout);
     stream_.async_read_some(net::buffer(sink_buffer_.data(), want),
                             [self = shared_from_this()](beast::error_code ec, std::size_t n) {
@@ -575,8 +575,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // The sink's answer; a body not read to its end is drained before the connection closes.
   void EndSink(bool whole) {
-    int one = 1;
-    ::setsockopt(stream_.socket().native_handle(), SOL_SOCKET, SO_RCVLOWAT, &one, sizeof one);
+    WakeAfter(1);
     stream_.expires_never();
     sink_->Finish(whole, [self = shared_from_this(), whole](HttpResponse r) {
       self->Post(

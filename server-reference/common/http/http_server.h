@@ -44,10 +44,12 @@ struct HttpServerOptions {
   /// A larger limit for some requests (file uploads), chosen from the method and path once the
   /// headers are read; returns 0 for "max_body_bytes". Empty: max_body_bytes for all.
   std::function<std::size_t(std::string_view method, std::string_view path)> body_limit_for;
-  /// Chooses a BodySink for a request whose body is over 1 MiB, of known length and within its
-  /// limit, once its headers are read (`head`: the request without its body); nullptr reads the
-  /// body into memory and calls the handler as for any request. Needs body_limit_for.
-  std::function<std::unique_ptr<BodySink>(HttpRequest const& head)> body_sink_for;
+  /// Chooses a BodySink for a request whose body is over 1 MiB, of known length (`length`) and
+  /// within its limit, once its headers are read (`head`: the request without its body);
+  /// nullptr reads the body into memory and calls the handler as for any request. Needs
+  /// body_limit_for.
+  std::function<std::unique_ptr<BodySink>(HttpRequest const& head, std::uint64_t length)>
+      body_sink_for;
   std::size_t max_header_bytes = 16 * 1024;  ///< larger headers get 431
   std::chrono::seconds read_timeout{30};     ///< for one request's headers and body
   std::chrono::seconds idle_timeout{75};     ///< keep-alive connection without a request
