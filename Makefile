@@ -3,6 +3,12 @@
 JOBS ?= $(shell nproc)
 CTEST_LABELS_EXCLUDE = slow|gpu
 
+# ccache (cmake/BaiCcache.cmake): paths under the clone are hashed relative to it, so a fresh
+# clone elsewhere (CI's) hits the objects a session's own build left in the cache.
+export CCACHE_BASEDIR ?= $(CURDIR)
+export CCACHE_NOHASHDIR ?= true
+export CCACHE_MAXSIZE ?= 12G
+
 .PHONY: all deps build test check-asan check-tsan format format-check bench tidy fuzz up up-cluster bench-scale clean
 
 all: build

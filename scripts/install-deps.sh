@@ -8,7 +8,7 @@ set -euo pipefail
 
 packages=(
   # toolchain
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build pkg-config git ccache
   clang clang-format libclang-rt-14-dev
   # libbai and the CLI
   libcurl4-openssl-dev libwebsockets-dev libssl-dev libsodium-dev nlohmann-json3-dev
