@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <optional>
 #include <thread>
 
 namespace bai::cli {
@@ -28,16 +29,18 @@ extern "C" void OnWinch(int) {
 }
 
 // The local terminal in raw mode while the remote shell has it; restored however we leave.
+// Never TCSAFLUSH: keys typed (or a command pasted) before the remote terminal is up wait in
+// the input queue and are sent once it is, not thrown away.
 class RawMode {
  public:
   RawMode() {
     if (tcgetattr(STDIN_FILENO, &saved_) != 0) return;
     termios raw = saved_;
     cfmakeraw(&raw);
-    active_ = tcsetattr(STDIN_FILENO, TCSAFLUSH, &raw) == 0;
+    active_ = tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0;
   }
   ~RawMode() {
-    if (active_) tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved_);
+    if (active_) tcsetattr(STDIN_FILENO, TCSADRAIN, &saved_);
   }
 
  private:
@@ -107,15 +110,22 @@ int RunTerminal(std::string const& session, std::vector<std::string> const& comm
   if (!client.ok()) return JobError(ctx, client.status());
   SessionClient sessions(*client);
   auto [rows, cols] = WindowSize();
+  // Raw before the stream opens: what is typed meanwhile is neither echoed here nor lost.
+  std::optional<RawMode> raw(std::in_place);
   auto terminal = sessions.OpenTerminal(options.session, rows, cols, command);
-  if (!terminal.ok()) return JobError(ctx, terminal.status());
+  if (!terminal.ok()) {
+    raw.reset();
+    return JobError(ctx, terminal.status());
+  }
   auto& t = **terminal;
 
   if (winch_pipe[0] < 0 && pipe2(winch_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+    raw.reset();
     return JobError(ctx, Status(StatusCode::kInternal, "pipe failed"));
   }
   int stop_pipe[2];
   if (pipe2(stop_pipe, O_CLOEXEC) != 0) {
+    raw.reset();
     return JobError(ctx, Status(StatusCode::kInternal, "pipe failed"));
   }
   struct sigaction sa {};
@@ -128,7 +138,6 @@ int RunTerminal(std::string const& session, std::vector<std::string> const& comm
   std::atomic<bool> detached{false};
   Status failure;
   {
-    RawMode raw;
     // Keyboard → remote: raw bytes (Ctrl-C goes there as 0x03), window size changes, "~.".
     std::thread input([&] {
       Escape escape;
@@ -180,7 +189,8 @@ int RunTerminal(std::string const& session, std::vector<std::string> const& comm
     close(stop_pipe[1]);
     signal(SIGWINCH, SIG_DFL);
     t.Cancel();
-  }  // the local terminal is itself again
+  }
+  raw.reset();  // the local terminal is itself again
   if (!failure.ok()) return JobError(ctx, failure);
   if (detached) {
     ctx.err() << "\ndetached from " << options.session << "\n";

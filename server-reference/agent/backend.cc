@@ -3,10 +3,13 @@
 
 #include "libbai/util/fd_io.h"
 #include "libbai/util/json_parse.h"
+#include "server-reference/common/fs/image_root.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,13 +17,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 namespace bai::agent {
 
 StatusOr<std::vector<protocol::ServicePort>> KernelApps(
     std::map<std::string, std::string> const& labels, std::vector<int> const& preopen_ports,
-    std::string const& defs_dir) {
+    std::string const& rootfs) {
   auto label = [&labels](char const* key) {
     auto it = labels.find(key);
     return it == labels.end() ? std::string() : it->second;
@@ -43,12 +45,12 @@ StatusOr<std::vector<protocol::ServicePort>> KernelApps(
     apps->push_back({std::to_string(port), "preopen", {port}, false, std::nullopt, {}, {}});
   }
   for (auto& a : *apps) {
-    if (defs_dir.empty()) break;
-    std::ifstream in(defs_dir + "/" + a.name + ".json");
-    if (!in) continue;
-    std::stringstream text;
-    text << in.rdbuf();
-    auto def = internal::ParseJson(text.str());
+    if (rootfs.empty()) break;
+    if (a.name.find('/') != std::string::npos) continue;
+    auto text =
+        server::ReadFileInRoot(rootfs, "etc/backend.ai/service-defs/" + a.name + ".json", 1 << 20);
+    if (!text.ok()) continue;
+    auto def = internal::ParseJson(*text);
     if (!def || !def->is_object()) continue;
     if (auto it = def->find("url_template"); it != def->end() && it->is_string()) {
       a.url_template = it->get<std::string>();
@@ -64,6 +66,66 @@ StatusOr<std::vector<protocol::ServicePort>> KernelApps(
   }
   apps->push_back({"terminal", "pty", {}, false, std::nullopt, {}, {}});
   return apps;
+}
+
+StatusOr<int> ConnectKernelSocket(std::string const& run_dir, char const* name,
+                                  std::function<bool(pid_t)> const& peer_ok) {
+  int dir = ::open(run_dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dir < 0) return Status(StatusCode::kNotFound, "the kernel has no run directory");
+  int entry = ::openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  ::close(dir);
+  if (entry < 0) {
+    return Status(StatusCode::kUnavailable, std::string("the kernel's ") + name + " is not there");
+  }
+  struct stat st {};
+  if (::fstat(entry, &st) != 0 || !S_ISSOCK(st.st_mode)) {
+    ::close(entry);
+    return Status(StatusCode::kPermissionDenied,
+                  std::string("the kernel's ") + name + " is not a socket (a link planted there?)");
+  }
+  // The socket itself, reached through its descriptor: a path, even one the kernel could
+  // change meanwhile, is never looked up again; and it must fit in sun_path.
+  std::string path = "/proc/self/fd/" + std::to_string(entry);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  bool connected = fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  int err = errno;
+  ::close(entry);
+  if (!connected) {
+    if (fd >= 0) ::close(fd);
+    return Status(StatusCode::kUnavailable,
+                  std::string("cannot reach the kernel's ") + name + ": " + std::strerror(err));
+  }
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.pid <= 0 ||
+      !peer_ok(cred.pid)) {
+    ::close(fd);
+    return Status(StatusCode::kPermissionDenied, std::string("the kernel's ") + name +
+                                                     " is served by a process of another kernel");
+  }
+  return fd;
+}
+
+bool ProcessInCgroup(pid_t pid, int version, std::string const& cgroup_path) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cgroup");
+  std::string line;
+  while (std::getline(in, line)) {
+    auto first = line.find(':');
+    auto second = line.find(':', first == std::string::npos ? 0 : first + 1);
+    if (first == std::string::npos || second == std::string::npos) continue;
+    std::string id = line.substr(0, first);
+    std::string controllers = line.substr(first + 1, second - first - 1);
+    std::string path = line.substr(second + 1);
+    bool ours =
+        version == 2 ? id == "0" : ("," + controllers + ",").find(",memory,") != std::string::npos;
+    if (!ours) continue;
+    std::string beneath = cgroup_path.ends_with('/') ? cgroup_path : cgroup_path + "/";
+    return path == cgroup_path || path.rfind(beneath, 0) == 0;
+  }
+  return false;
 }
 
 StatusOr<int> HandshakeStream(int fd, server::runner_protocol::StreamOpen const& open,

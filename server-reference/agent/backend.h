@@ -7,6 +7,8 @@
 #include "server-reference/common/wire/agent_messages.h"
 #include "server-reference/common/wire/runner_messages.h"
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -31,10 +33,24 @@ using KernelReport = server::agent_protocol::KernelStatus;
 /// 24.09's messages: reserved or repeated ports…), the preopen ports asked for, and the intrinsic
 /// `terminal` (protocol `pty`, reached through /stream/session/{id}/pty); each with the URL
 /// template and the allowed arguments and environment of its service definition
-/// (`<defs_dir>/NAME.json`, when there is one).
+/// (`/etc/backend.ai/service-defs/NAME.json` read inside the image root `rootfs`, never through
+/// a link out of it; none when `rootfs` is empty).
 StatusOr<std::vector<protocol::ServicePort>> KernelApps(
     std::map<std::string, std::string> const& labels, std::vector<int> const& preopen_ports,
-    std::string const& defs_dir);
+    std::string const& rootfs);
+
+/// Connects to the Unix socket `name` in a kernel's run directory `run_dir`, which the kernel
+/// can write: the entry is opened without following a link (a socket the kernel planted as a
+/// link to another kernel's is refused), must be a socket, and the process listening on it must
+/// pass `peer_ok` (its pid, as SO_PEERCRED gives it: the caller checks it is the kernel's own).
+/// kPermissionDenied for a link, something else or a foreign peer; kUnavailable when nothing
+/// listens there (yet).
+StatusOr<int> ConnectKernelSocket(std::string const& run_dir, char const* name,
+                                  std::function<bool(pid_t)> const& peer_ok);
+
+/// Whether `pid` runs in the cgroup `cgroup_path` (or beneath it), as /proc/PID/cgroup says:
+/// the unified hierarchy's entry (`version` 2) or the memory controller's (1).
+bool ProcessInCgroup(pid_t pid, int version, std::string const& cgroup_path);
 
 /// Sends `open` on `fd`, a connection to a kernel's stream socket, and reads the answer: `fd`
 /// when accepted; else the refusal (closing `fd`), kUnavailable for close code 1013.

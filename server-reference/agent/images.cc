@@ -2,7 +2,7 @@
 #include "server-reference/agent/images.h"
 
 #include "libbai/util/json_parse.h"
-#include "server-reference/common/exec/process.h"
+#include "server-reference/common/fs/image_root.h"
 #include "server-reference/common/wire/image_ref.h"
 
 #include <nlohmann/json.hpp>
@@ -85,42 +85,6 @@ fs::path BlobPath(fs::path const& layout, std::string const& digest) {
     return {};
   }
   return layout / "blobs" / digest.substr(0, colon) / digest.substr(colon + 1);
-}
-
-server::ProcessOptions LongRunning() {
-  server::ProcessOptions o;
-  o.timeout = std::chrono::minutes(30);
-  return o;
-}
-
-/// Applies one layer: whiteouts first (OCI image spec, "Whiteouts"), then the files.
-Status ApplyLayer(fs::path const& blob, fs::path const& rootfs) {
-  auto list = server::RunProcess({"tar", "-tf", blob.string()}, server::StdoutOnly());
-  if (list.exit_code != 0)
-    return Status(StatusCode::kInvalidArgument, "not a tar archive: " + blob.string());
-  std::istringstream entries(list.output);
-  std::string entry;
-  std::error_code ec;
-  while (std::getline(entries, entry)) {
-    fs::path p = fs::path(entry).lexically_normal();
-    if (p.is_absolute() || entry.find("..") != std::string::npos) continue;
-    std::string base = p.filename().string();
-    if (base == ".wh..wh..opq") {
-      fs::path dir = rootfs / p.parent_path();
-      if (fs::is_directory(dir, ec)) {
-        for (auto const& child : fs::directory_iterator(dir, ec)) fs::remove_all(child.path(), ec);
-      }
-    } else if (base.rfind(".wh.", 0) == 0) {
-      fs::remove_all(rootfs / p.parent_path() / base.substr(4), ec);
-    }
-  }
-  auto x = server::RunProcess(
-      {"tar", "-xf", blob.string(), "-C", rootfs.string(), "--exclude=.wh.*", "--no-overwrite-dir"},
-      LongRunning());
-  if (x.exit_code != 0) {
-    return Status(StatusCode::kInternal, "extracting " + blob.string() + ": " + x.output);
-  }
-  return Status();
 }
 
 }  // namespace
@@ -400,23 +364,26 @@ Status ImageStore::Import(std::string const& source, std::string const& name,
         fs::path blob = BlobPath(src, layer.value("digest", ""));
         if (blob.empty() || !fs::exists(blob, ec))
           return Status(StatusCode::kNotFound, "missing layer blob " + blob.string());
-        if (auto a = ApplyLayer(blob, tmp / "rootfs"); !a.ok()) return a;
+        if (auto a = server::ApplyImageLayer(blob.string(), (tmp / "rootfs").string()); !a.ok())
+          return a;
       }
       if (!tag.empty()) manifest["aliases"].push_back(name + ":" + tag);
       return Status();
     }();
   } else if (fs::is_regular_file(src, ec)) {
-    s = ApplyLayer(src, tmp / "rootfs");
+    s = server::ApplyImageLayer(src.string(), (tmp / "rootfs").string());
   } else {
     s = Status(StatusCode::kNotFound, source + " is neither an OCI image layout nor a tarball");
   }
   if (s.ok()) {
+    // Inside the image's root: a layer's `tmp -> /etc` must not make the host's /etc 1777.
+    std::string rootfs = (tmp / "rootfs").string();
     for (char const* d : {"proc", "dev", "sys", "tmp", "home/work", "opt/bai/bin", "opt/bai/run"}) {
-      fs::create_directories(tmp / "rootfs" / d, ec);
+      if (s = server::MakeDirectoryInRoot(rootfs, d, 0755); !s.ok()) break;
     }
-    fs::permissions(tmp / "rootfs/tmp", fs::perms::all | fs::perms::sticky_bit, ec);
+    if (s.ok()) s = server::ChmodInRoot(rootfs, "tmp", 01777);
     manifest["size"] = TreeBytes(tmp / "rootfs");
-    s = WriteFile(tmp / "manifest.json", manifest.dump(2) + "\n");
+    if (s.ok()) s = WriteFile(tmp / "manifest.json", manifest.dump(2) + "\n");
   }
   if (s.ok()) {
     fs::rename(tmp, dir, ec);

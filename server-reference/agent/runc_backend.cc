@@ -56,59 +56,39 @@ bool WriteText(fs::path const& p, std::string const& text) {
 
 /// Syscalls a kernel never needs; everything else is allowed. With every capability dropped most
 /// of these fail anyway: the profile is the second wall, as in other container runtimes.
-constexpr char const* kDeniedSyscalls[] = {"acct",
-                                           "add_key",
-                                           "bpf",
-                                           "clock_adjtime",
-                                           "clock_settime",
-                                           "create_module",
-                                           "delete_module",
-                                           "finit_module",
-                                           "get_kernel_syms",
-                                           "init_module",
-                                           "ioperm",
-                                           "iopl",
-                                           "kcmp",
-                                           "kexec_file_load",
-                                           "kexec_load",
-                                           "keyctl",
-                                           "lookup_dcookie",
-                                           "mount",
-                                           "move_mount",
-                                           "name_to_handle_at",
-                                           "nfsservctl",
-                                           "open_by_handle_at",
-                                           "open_tree",
-                                           "perf_event_open",
-                                           "pivot_root",
-                                           "query_module",
-                                           "quotactl",
-                                           "reboot",
-                                           "request_key",
-                                           "setns",
-                                           "settimeofday",
-                                           "stime",
-                                           "swapoff",
-                                           "swapon",
-                                           "syslog",
-                                           "umount",
-                                           "umount2",
-                                           "unshare",
-                                           "uselib",
-                                           "userfaultfd",
-                                           "ustat",
-                                           "vhangup",
-                                           "fsopen",
-                                           "fsconfig",
-                                           "fsmount",
-                                           "fspick"};
+constexpr char const* kDeniedSyscalls[] = {
+    "acct", "add_key", "bpf", "clock_adjtime", "clock_settime", "create_module", "delete_module",
+    "finit_module", "get_kernel_syms", "init_module", "ioperm", "iopl", "kcmp", "kexec_file_load",
+    "kexec_load", "keyctl", "lookup_dcookie", "mount", "move_mount", "name_to_handle_at",
+    "nfsservctl", "open_by_handle_at", "open_tree", "perf_event_open", "pivot_root", "query_module",
+    "quotactl", "reboot", "request_key", "setns", "settimeofday", "stime", "swapoff", "swapon",
+    "syslog", "umount", "umount2", "unshare", "uselib", "userfaultfd", "ustat", "vhangup", "fsopen",
+    "fsconfig", "fsmount", "fspick",
+    // A large, often-exploited kernel surface that
+    // Docker's default profile also refuses.
+    "io_uring_setup", "io_uring_enter", "io_uring_register"};
 
 json SeccompProfile() {
   json names = json::array();
   for (char const* s : kDeniedSyscalls) names.push_back(s);
-  return {{"defaultAction", "SCMP_ACT_ALLOW"},
-          {"architectures", {"SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"}},
-          {"syscalls", {{{"names", names}, {"action", "SCMP_ACT_ERRNO"}, {"errnoRet", 1}}}}};
+  // clone with CLONE_NEWUSER: a user namespace gives its creator every capability inside it
+  // (netfilter, packet sockets, mounts), as Docker's default profile refuses. clone3 passes its
+  // flags in memory seccomp cannot read, so it answers ENOSYS and libc falls back to clone.
+  constexpr std::uint64_t kCloneNewUser = 0x10000000;
+  json clone_newuser = {{"names", {"clone"}},
+                        {"action", "SCMP_ACT_ERRNO"},
+                        {"errnoRet", 1},
+                        {"args",
+                         {{{"index", 0},
+                           {"value", kCloneNewUser},
+                           {"valueTwo", kCloneNewUser},
+                           {"op", "SCMP_CMP_MASKED_EQ"}}}}};
+  json clone3 = {{"names", {"clone3"}}, {"action", "SCMP_ACT_ERRNO"}, {"errnoRet", 38}};
+  return {
+      {"defaultAction", "SCMP_ACT_ALLOW"},
+      {"architectures", {"SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"}},
+      {"syscalls",
+       {{{"names", names}, {"action", "SCMP_ACT_ERRNO"}, {"errnoRet", 1}}, clone_newuser, clone3}}};
 }
 
 std::string EnvKey(std::string const& kv) { return kv.substr(0, kv.find('=')); }
@@ -835,8 +815,7 @@ void RuncBackend::Start(std::shared_ptr<Kernel> k) {
   };
   auto image = options_.images->Find(k->spec.image);
   if (!image.ok()) return fail(image.status().message());
-  auto apps = KernelApps(image->labels, k->spec.preopen_ports,
-                         image->rootfs + "/etc/backend.ai/service-defs");
+  auto apps = KernelApps(image->labels, k->spec.preopen_ports, image->rootfs);
   if (!apps.ok()) return fail(apps.status().message());
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -1103,22 +1082,16 @@ void RuncBackend::SendToRunner(Kernel& k, rp::ToRunner const& message) {
 }
 
 bool RuncBackend::ConnectRunner(Kernel& k, std::chrono::milliseconds timeout) {
-  // The state directory may be deep; a socket path must fit in 108 bytes, so the directory is
-  // reached through its descriptor.
-  int dir_fd = open((k.dir + "/run").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd < 0) return false;
-  std::string path = "/proc/self/fd/" + std::to_string(dir_fd) + "/runner.sock";
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   auto deadline = std::chrono::steady_clock::now() + timeout;
-  struct CloseDir {
-    int fd;
-    ~CloseDir() { close(fd); }
-  } close_dir{dir_fd};
   while (std::chrono::steady_clock::now() < deadline) {
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd >= 0 && connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    auto connected = ConnectKernelSocket(k.dir + "/run", "runner.sock", OwnPeer(k));
+    if (!connected.ok() && connected.status().code() == StatusCode::kPermissionDenied) {
+      server::log::Warn("refused the kernel's runner socket",
+                        {{"session", k.spec.session_id}, {"reason", connected.status().message()}});
+      return false;
+    }
+    if (connected.ok()) {
+      int fd = *connected;
       // The runner greets first; anything else is not our runner.
       std::string hello;
       char c;
@@ -1133,11 +1106,17 @@ bool RuncBackend::ConnectRunner(Kernel& k, std::chrono::milliseconds timeout) {
         k.sock = fd;
         return true;
       }
+      close(fd);
     }
-    if (fd >= 0) close(fd);
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   return false;
+}
+
+std::function<bool(pid_t)> RuncBackend::OwnPeer(Kernel const& k) const {
+  return [version = cgroup_version_, path = k.cgroups_path](pid_t pid) {
+    return ProcessInCgroup(pid, version, path);
+  };
 }
 
 bool RuncBackend::OomKilled(Kernel const& k) const {
@@ -1453,20 +1432,15 @@ StatusOr<int> RuncBackend::OpenStream(std::string const& session_id, rp::StreamO
                                       std::string* status) {
   auto running = Running(session_id);
   if (!running.ok()) return running.status();
-  int dir_fd = ::open(((*running)->dir + "/run").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd < 0) return Status(StatusCode::kNotFound, "the kernel has no run directory");
-  std::string path = "/proc/self/fd/" + std::to_string(dir_fd) + "/stream.sock";
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  bool connected = fd >= 0 && connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-  close(dir_fd);
-  if (!connected) {
-    if (fd >= 0) close(fd);
-    return Status(StatusCode::kInternal, "cannot reach the kernel's stream socket");
+  auto fd = ConnectKernelSocket((*running)->dir + "/run", "stream.sock", OwnPeer(**running));
+  if (!fd.ok()) {
+    server::log::Warn("refused the kernel's stream socket",
+                      {{"session", session_id}, {"reason", fd.status().message()}});
+    return fd.status().code() == StatusCode::kPermissionDenied
+               ? fd.status()
+               : Status(StatusCode::kInternal, "cannot reach the kernel's stream socket");
   }
-  return HandshakeStream(fd, open, status);
+  return HandshakeStream(*fd, open, status);
 }
 
 rp::FileResult RuncBackend::Files(std::string const& session_id, rp::FileRequest const& request) {

@@ -169,6 +169,8 @@ class RuncBackend : public KernelBackend {
   void Teardown(std::shared_ptr<Kernel> k, std::string reason,
                 std::optional<std::int64_t> exit_code, bool report);
   bool ConnectRunner(Kernel& k, std::chrono::milliseconds timeout);
+  /// Whether a process (a socket's peer) is one of the kernel's own (in its cgroup).
+  std::function<bool(pid_t)> OwnPeer(Kernel const& k) const;
   /// Writes the spec's dotfiles through the just-connected runner, as the work user.
   void WriteDotfiles(Kernel& k);
   /// Runs the spec's bootstrap script (as the work user, in /home/work) before the kernel is

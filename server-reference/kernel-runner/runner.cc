@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -649,6 +650,10 @@ class Runner {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The runner is the kernel's pid 1 and runs as the work user: without this, the user's own
+  // processes could ptrace it or read its memory and environment (/proc/1/mem, environ). The
+  // programs it starts are dumpable again after their exec (gdb and py-spy work on them).
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   Options o;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];

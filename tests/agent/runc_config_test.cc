@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The runc backend's pure parts: the OCI config, cgroup mapping (v1 and v2), images.
 #include "libbai/protocol/wire_json.h"
+#include "server-reference/agent/backend.h"
 #include "server-reference/agent/images.h"
 #include "server-reference/agent/runc_backend.h"
+#include "tests/testing_util/layer_tar.h"
 #include "tests/testing_util/subprocess.h"
 
 #include <gmock/gmock.h>
@@ -302,6 +304,67 @@ TEST(ImageStoreTest, ImportsAnOciLayoutMadeByUmociWithLabelsAndWhiteouts) {
   EXPECT_TRUE(fs::exists(fs::path(img->rootfs) / "app/keep"));
   EXPECT_FALSE(fs::exists(fs::path(img->rootfs) / "app/gone"));
   EXPECT_EQ(store.Import(layout, "other", "no-such-tag").code(), StatusCode::kNotFound);
+}
+
+// Issue 43: a layer's link, then a file through it, made GNU tar write outside the store as
+// root; an image's `opt` or `tmp` linked outside made the import create or chmod host paths.
+TEST(ImageStoreTest, AHostileLayoutWritesNothingOutside) {
+  namespace fs = std::filesystem;
+  testing_util::TempDir dir;
+  std::string outside = dir.path() + "/outside";
+  fs::create_directories(outside);
+  fs::permissions(outside, fs::perms(0750));
+  using testing_util::LayerFile;
+  using testing_util::LayerLink;
+  testing_util::WriteOciLayout(dir.path() + "/evil", "v1",
+                               {{LayerLink("evil", outside)}, {LayerFile("evil/pwned", "owned")}});
+  ImageStore store(dir.path() + "/images");
+  auto s = store.Import(dir.path() + "/evil", "evil", "v1");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.message();
+  EXPECT_THAT(s.message(), HasSubstr("evil/pwned"));
+  EXPECT_FALSE(store.Find("evil").ok());
+  testing_util::WriteOciLayout(dir.path() + "/links", "v1",
+                               {{LayerLink("tmp", outside), LayerLink("opt", outside)}});
+  s = store.Import(dir.path() + "/links", "links", "v1");
+  EXPECT_FALSE(s.ok());
+  EXPECT_TRUE(fs::is_empty(outside));
+  EXPECT_EQ(fs::status(outside).permissions(), fs::perms(0750));
+  // The same image whose links name directories it has: imported, everything inside it.
+  testing_util::WriteOciLayout(
+      dir.path() + "/fine", "v1",
+      {{testing_util::LayerDir("data"), LayerLink("tmp", "/data"), LayerLink("opt", "/data")},
+       {LayerFile("opt/app", "inside")}});
+  s = store.Import(dir.path() + "/fine", "fine", "v1");
+  ASSERT_TRUE(s.ok()) << s.message();
+  auto img = store.Find("fine");
+  ASSERT_TRUE(img.ok());
+  EXPECT_EQ(testing_util::ReadFileBytes(img->rootfs + "/data/app"), "inside");
+  EXPECT_TRUE(fs::is_directory(img->rootfs + "/data/bai/bin"));
+  EXPECT_EQ(fs::status(img->rootfs + "/data").permissions(), fs::perms(01777));
+  EXPECT_TRUE(fs::is_empty(outside));
+}
+
+// An image's service definition is read inside its root: a link to a host file is the image's
+// path of that name, not the host's.
+TEST(KernelAppsTest, ServiceDefinitionsAreReadInsideTheImage) {
+  namespace fs = std::filesystem;
+  testing_util::TempDir dir;
+  std::string rootfs = dir.path() + "/rootfs";
+  std::string host_def = dir.path() + "/host-def.json";
+  testing_util::WriteFileBytes(host_def, R"({"url_template": "http://host-secret/"})");
+  fs::create_directories(rootfs + "/etc/backend.ai/service-defs");
+  fs::create_symlink(host_def, rootfs + "/etc/backend.ai/service-defs/web.json");
+  testing_util::WriteFileBytes(rootfs + "/etc/backend.ai/service-defs/own.json",
+                               R"({"url_template": "http://{host}:{port}/own"})");
+  auto apps = KernelApps({{"ai.backend.service-ports", "web:http:8080,own:http:8081"}}, {}, rootfs);
+  ASSERT_TRUE(apps.ok()) << apps.status().message();
+  for (auto const& a : *apps) {
+    if (a.name == "web") {
+      EXPECT_FALSE(a.url_template.has_value());
+    } else if (a.name == "own") {
+      EXPECT_EQ(a.url_template.value_or(""), "http://{host}:{port}/own");
+    }
+  }
 }
 
 // Regression: the dummy agent's first commit failed (500) unless <state>/<agent id> existed.

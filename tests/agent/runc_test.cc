@@ -143,6 +143,16 @@ TEST_F(RuncTest, ATerminalInTheContainerFollowsTheWindowAndCtrlC) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   EXPECT_EQ(ReadFile(done2), "6\n");
+  // Issue 43, 9: keys typed at once, before the remote terminal is up, are kept and run (raw
+  // mode was entered with TCSAFLUSH, which threw them away).
+  target = "k";
+  ASSERT_EQ(
+      tmux({"new-session", "-d", "-s", "k", "-x", "100", "-y", "30",
+            "env " + env + ShellJoin({testing_util::BinPath("bai")}) + " shell term; sleep 5"})
+          .exit_code,
+      0);
+  tmux({"send-keys", "-t", "k", "echo typed-ahead-$((6*7))", "Enter"});
+  EXPECT_TRUE(screen_shows("typed-ahead-42"));
   tmux({"kill-server"});
   Bai({"rm", "term"});
 }
@@ -575,6 +585,39 @@ TEST_F(RuncTest, SessionsCannotSeeEachOthersProcessesOrFiles) {
   EXPECT_THAT(host.out, HasSubstr("1000"));
   EXPECT_THAT(host.out, HasSubstr("CapEff:\t0000000000000000"));
   Bai({"rm", "iso-a", "iso-b", "iso-b2"});
+}
+
+// Issue 43, 5g: as Docker's default profile, the work user can neither make a user namespace
+// (clone(CLONE_NEWUSER) gave every capability inside it) nor use io_uring, and cannot ptrace
+// or read the kernel runner (pid 1); threads (clone without it) and its own children still work.
+TEST_F(RuncTest, UserNamespacesIoUringAndTheRunnerAreOutOfReach) {
+  auto r = Bai({"run", "python", "--", "python3", "-c",
+                "import ctypes, os, threading\n"
+                "libc = ctypes.CDLL(None, use_errno=True)\n"
+                "libc.syscall.restype = ctypes.c_long\n"
+                "def call(*args):\n"
+                "    r = libc.syscall(*[ctypes.c_long(a) for a in args])\n"
+                "    if r == 0: os._exit(0)  # a child that should not exist\n"
+                "    return r, ctypes.get_errno()\n"
+                "print('newuser', call(56, 0x10000000 | 17, 0, 0, 0, 0))\n"
+                "params = ctypes.create_string_buffer(120)\n"
+                "print('uring', call(425, 8, ctypes.addressof(params)))\n"
+                "print('ptrace', call(101, 16, 1, 0, 0))\n"
+                "try:\n"
+                "    open('/proc/1/environ').read(); print('environ read')\n"
+                "except PermissionError:\n"
+                "    print('environ refused')\n"
+                "t = threading.Thread(target=lambda: print('thread ran')); t.start(); t.join()\n"
+                "pid = os.fork()\n"
+                "if pid == 0: os._exit(7)\n"
+                "print('child', os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("newuser (-1, 1)"));
+  EXPECT_THAT(r.out, HasSubstr("uring (-1, 1)"));
+  EXPECT_THAT(r.out, HasSubstr("ptrace (-1, 1)"));
+  EXPECT_THAT(r.out, HasSubstr("environ refused"));
+  EXPECT_THAT(r.out, HasSubstr("thread ran"));
+  EXPECT_THAT(r.out, HasSubstr("child 7"));
 }
 
 TEST_F(RuncTest, DestroyRemovesBundleCgroupAndMounts) {

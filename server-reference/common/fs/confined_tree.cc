@@ -591,7 +591,6 @@ Status ConfinedTree::Move(std::string_view src, std::string_view dst) const {
 
 namespace {
 
-// Removes everything in the directory `dir` (never following links), then nothing else.
 int EmptyDirectory(int dir, int depth) {
   if (depth > 256) return ELOOP;
   DIR* d = ::fdopendir(::dup(dir));
@@ -616,6 +615,12 @@ int EmptyDirectory(int dir, int depth) {
   }
   return 0;
 }
+
+}  // namespace
+
+int EmptyDirectoryAt(int dir) { return EmptyDirectory(dir, 0); }
+
+namespace {
 
 int Measure(int dir, TreeUsage& usage, int depth) {
   if (depth > 256) return ELOOP;

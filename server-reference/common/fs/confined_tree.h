@@ -47,6 +47,9 @@ struct TreeUsage {
   std::int64_t bytes = 0;  ///< their sizes together
 };
 
+/// Removes everything in the open directory `dir`, never following a link; 0 or an errno.
+int EmptyDirectoryAt(int dir);
+
 class ConfinedTree {
  public:
   /// The tree at `root` (a directory; kNotFound otherwise). Paths given to it may be absolute

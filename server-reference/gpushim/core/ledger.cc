@@ -91,13 +91,16 @@ std::string Ledger::Create(std::string const& path, std::vector<LedgerDeviceSpec
 }
 
 std::unique_ptr<Ledger> Ledger::Open(std::string const& path, std::string* error) {
-  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  // Never through a link: the ledger's directory is the kernel's to write, and the agent opens it
+  // too.
+  int fd = ::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
     *error = "cannot open ledger " + path + ": " + std::strerror(errno);
     return nullptr;
   }
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || st.st_size != static_cast<off_t>(sizeof(Segment))) {
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+      st.st_size != static_cast<off_t>(sizeof(Segment))) {
     ::close(fd);
     *error = "ledger " + path + " has the wrong size (not made by this agent version)";
     return nullptr;
