@@ -117,6 +117,7 @@ start_manager() {
   local k=$1
   "$bin/bai-manager" --data-dir "$state/manager" --database "$database" \
     --listen "0.0.0.0:${manager_ports[$k]}" --storage-listen "0.0.0.0:${storage_ports[$k]}" \
+    --trusted-proxy 127.0.0.1 \
     >>"$state/logs/manager$((k + 1)).log" 2>&1 &
   manager_pid[$k]=$!
   pids+=("$!")
@@ -132,11 +133,14 @@ start_manager 0  # the first bootstraps a new database
 start_manager 1
 
 # --- HAProxy: the cluster's one endpoint; a dead manager is skipped within a second -----------
+# It adds X-Forwarded-For, which the managers trust from 127.0.0.1 (--trusted-proxy): logins are
+# throttled per client, not all against HAProxy's one address.
 cat >"$state/haproxy.cfg" <<EOF
 global
   log stderr format short local0 warning
 defaults
   mode http
+  option forwardfor
   option redispatch 1
   retries 2
   timeout connect 1s
@@ -158,12 +162,16 @@ pids+=("$!")
 
 # --- three agents, one per node, each linked to both managers ----------------------------------
 managers="http://$host_ip:${manager_ports[0]},http://$host_ip:${manager_ports[1]}"
+# The nodes' /metrics name every running session: they ask for this bearer token (bai-agent
+# refuses a non-loopback --metrics-listen without one).
+[[ -s $state/metrics-token ]] ||
+  (umask 077 && head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$state/metrics-token")
 for n in "${nodes[@]}"; do
   # nsenter, not `ip netns exec`: that one remounts /sys, hiding the cgroup mount runc needs.
   nsenter --net="/run/netns/bai-$n" "$bin/bai-agent" --manager "$managers" --id "$n" \
     --cluster-secret-file "$state/manager/cluster-secret" --backend runc \
     --state-dir "$state/$n" --slots cpu=1,mem=1g --stop-kernels-on-exit \
-    --metrics-listen "0.0.0.0:9100" \
+    --metrics-listen "0.0.0.0:9100" --metrics-token-file "$state/metrics-token" \
     >>"$state/logs/$n.log" 2>&1 &
   pids+=("$!")
 done
@@ -198,7 +206,7 @@ cat <<EOF
   :${manager_ports[1]} on PostgreSQL ($pgdir); agents ${nodes[*]} at 10.77.0.11-13
   (network namespaces bai-node1…3 on bridge $bridge). State in $state.
   Metrics: http://127.0.0.1:$port/metrics (the managers), http://10.77.0.11:9100/metrics (node1;
-  .12 and .13 the others).
+  .12 and .13 the others; with the header "Authorization: Bearer \$(cat $state/metrics-token)").
 
     set -a; . $state/credentials.env; set +a
     $bin/bai run python -- python3 -c 'print(6*7)'
@@ -250,7 +258,8 @@ if [[ $check == 1 ]]; then
 
   # Each node's /metrics (bai-agent --metrics-listen): both managers linked again.
   node_links_up() {
-    curl -sf "http://10.77.0.1$1:9100/metrics" | grep -c '^bai_agent_manager_link_up{.*} 1$'
+    curl -sf -H "Authorization: Bearer $(cat "$state/metrics-token")" \
+      "http://10.77.0.1$1:9100/metrics" | grep -c '^bai_agent_manager_link_up{.*} 1$'
   }
   i=0
   for n in "${nodes[@]}"; do

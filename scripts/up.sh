@@ -82,8 +82,12 @@ wait_listening() {
   done
 }
 
+# --trusted-proxy: the console's sign-ins reach the manager from bai-webserver on 127.0.0.1;
+# trusting its X-Forwarded-For counts each browser's failures against that browser's address,
+# not the one address every console user would otherwise share (one guesser blocking all).
 "$bin/bai-manager" --data-dir "$state/manager" --listen "127.0.0.1:$port" \
-  --storage-listen "127.0.0.1:$storage_port" >>"$state/logs/manager.log" 2>&1 &
+  --storage-listen "127.0.0.1:$storage_port" --trusted-proxy 127.0.0.1 \
+  >>"$state/logs/manager.log" 2>&1 &
 manager_pid=$!
 wait_listening bai-manager "$manager_pid" "$port"
 

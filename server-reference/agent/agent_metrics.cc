@@ -6,6 +6,8 @@
 #include "server-reference/agent/node_stats.h"
 #include "server-reference/common/http/listen_address.h"
 
+#include <openssl/crypto.h>
+
 #include <mutex>
 
 namespace bai::agent {
@@ -141,11 +143,23 @@ void CollectAgentMetrics(m::Registry& metrics, Agent const& agent, KernelBackend
   });
 }
 
+bool LoopbackHost(std::string const& host) {
+  return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
+}
+
 StatusOr<std::unique_ptr<server::HttpServer>> ServeMetrics(std::string const& listen,
-                                                           m::Registry& metrics) {
+                                                           m::Registry& metrics,
+                                                           std::string token) {
   auto address = server::ParseListenAddress(listen);
   if (!address.ok()) {
     return Status(StatusCode::kInvalidArgument, "--metrics-listen: " + address.status().message());
+  }
+  if (token.empty() && !LoopbackHost(address->host)) {
+    return Status(StatusCode::kInvalidArgument,
+                  "--metrics-listen " + listen +
+                      " can be reached from other hosts, and the metrics name every running "
+                      "session: give --metrics-token-file FILE (Prometheus sends it with "
+                      "authorization.credentials_file), or listen on 127.0.0.1");
   }
   server::HttpServerOptions http;
   http.address = address->host;
@@ -157,11 +171,21 @@ StatusOr<std::unique_ptr<server::HttpServer>> ServeMetrics(std::string const& li
     m::ObserveHttpRequest(metrics, request.method, known ? request.path : "", status,
                           std::chrono::duration<double>(took).count());
   };
-  return server::HttpServer::Start(http, [&metrics](std::shared_ptr<server::Exchange> e) {
+  return server::HttpServer::Start(http, [&metrics, token = std::move(token)](
+                                             std::shared_ptr<server::Exchange> e) {
     auto const& q = e->request();
     server::HttpResponse r;
+    auto bearer = q.Header("authorization");
+    std::string expected = "Bearer " + token;
+    bool authorized =
+        token.empty() || (bearer && bearer->size() == expected.size() &&
+                          CRYPTO_memcmp(bearer->data(), expected.data(), expected.size()) == 0);
     if (q.method != "GET" || (q.path != "/metrics" && q.path != "/health")) {
       r = server::HttpResponse::Json(404, R"({"title":"only GET /metrics and /health here"})");
+    } else if (q.path == "/metrics" && !authorized) {
+      r = server::HttpResponse::Json(
+          401, R"({"title":"/metrics needs Authorization: Bearer and the agent's metrics token"})");
+      r.headers.emplace_back("WWW-Authenticate", "Bearer");
     } else if (q.path == "/health") {
       r = server::HttpResponse::Json(200, R"({"status":"ok"})");
     } else {

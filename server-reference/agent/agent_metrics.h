@@ -52,7 +52,14 @@ void CollectAgentMetrics(server::metrics::Registry& metrics, Agent const& agent,
                          KernelBackend& backend, AgentScrape base, std::string nvml_library);
 
 /// `GET /metrics` (and `GET /health`) on HOST:PORT, for Prometheus; nothing else is served.
+/// The metrics name every running session, so `/metrics` asks for `Authorization: Bearer TOKEN`
+/// when `token` is given (Prometheus' `authorization.credentials_file`), and an address other
+/// hosts can reach is refused without one (kInvalidArgument saying so). `/health` stays open.
 StatusOr<std::unique_ptr<server::HttpServer>> ServeMetrics(std::string const& listen,
-                                                           server::metrics::Registry& metrics);
+                                                           server::metrics::Registry& metrics,
+                                                           std::string token = {});
+
+/// Whether a listener's host is reachable only from this machine (127.0.0.0/8, ::1, localhost).
+bool LoopbackHost(std::string const& host);
 
 }  // namespace bai::agent

@@ -190,6 +190,10 @@ int main(int argc, char** argv) {
   std::string metrics_listen;
   app.add_option("--metrics-listen", metrics_listen,
                  "HOST:PORT to serve GET /metrics (Prometheus) on; none when not given");
+  std::string metrics_token_file;
+  app.add_option("--metrics-token-file", metrics_token_file,
+                 "A file whose first line is the bearer token /metrics asks for (needed when "
+                 "--metrics-listen is not a loopback address)");
   bai::server::log::Options log;
   bai::server::log::AddOptions(app, log);
   CLI11_PARSE(app, argc, argv);
@@ -360,7 +364,18 @@ int main(int argc, char** argv) {
     base.gpus = runc.gpus;
     base.shares_per_gpu = gpu.shares_per_gpu;
     bai::agent::CollectAgentMetrics(metrics, agent, *backend_ptr, base, nvml_library);
-    auto served = bai::agent::ServeMetrics(metrics_listen, metrics);
+    std::string token;
+    if (!metrics_token_file.empty()) {
+      std::ifstream token_in(metrics_token_file);
+      std::getline(token_in, token);
+      if (!token_in || token.empty()) {
+        std::cerr << "bai-agent: --metrics-token-file " << metrics_token_file
+                  << ": cannot read a token from its first line\n";
+        agent.Stop();
+        return 2;
+      }
+    }
+    auto served = bai::agent::ServeMetrics(metrics_listen, metrics, token);
     if (!served.ok()) {
       std::cerr << "bai-agent: " << served.status().message() << "\n";
       agent.Stop();

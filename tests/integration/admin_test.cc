@@ -239,6 +239,37 @@ TEST_F(AdminTest, ModifyDeleteAndPurgeUsers) {
             json({{"ok", false}, {"msg", "no matching purgeuser"}}));
 }
 
+// Issue 43, 5b: a superadmin deactivated (or demoted, or deleted) their own account with one
+// mutation and locked the install out; purge already refused "yourself".
+TEST_F(AdminTest, AnAdministratorCannotLockThemselvesOut) {
+  auto refused = [&](std::string const& mutation, std::string const& field) {
+    auto r = Mutate(*root_, mutation);
+    EXPECT_EQ(r["ok"], false) << field << ": " << r.dump();
+    return r["msg"].is_string() ? r["msg"].get<std::string>() : std::string();
+  };
+  EXPECT_THAT(refused(R"(modify_user(email: "admin@bai.local", props: {is_active: false}) {
+                           ok msg })",
+                      "is_active"),
+              HasSubstr("cannot deactivate yourself"));
+  EXPECT_THAT(refused(R"(modify_user(email: "admin@bai.local", props: {status: "inactive"}) {
+                           ok msg })",
+                      "status"),
+              HasSubstr("cannot deactivate yourself"));
+  EXPECT_THAT(refused(R"(modify_user(email: "admin@bai.local", props: {role: "user"}) {
+                           ok msg })",
+                      "role"),
+              HasSubstr("cannot change your own role"));
+  EXPECT_THAT(refused(R"(delete_user(email: "admin@bai.local") { ok msg })", "delete"),
+              HasSubstr("cannot delete yourself"));
+  // What keeps the account as it is still goes through.
+  EXPECT_EQ(Mutate(*root_, R"(modify_user(email: "admin@bai.local", props: {role: "superadmin",
+                              is_active: true, full_name: "Root"}) { ok msg })"),
+            json({{"ok", true}, {"msg", "success"}}));
+  EXPECT_EQ(Status(*root_), 200);
+  auto me = Gql(*root_, R"({ user(email: "admin@bai.local") { role status } })");
+  EXPECT_EQ(me["data"]["user"], json({{"role", "superadmin"}, {"status", "active"}}));
+}
+
 TEST_F(AdminTest, KeypairsAreCreatedDeactivatedAndDeleted) {
   auto made = Mutate(*root_, R"(create_keypair(user_id: "alice@example.com",
       props: {resource_policy: "default", rate_limit: 500}) {

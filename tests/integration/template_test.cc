@@ -42,8 +42,9 @@ class TemplateTest : public testing_util::LocalCluster {
  protected:
   // A plain user of the default domain and project: its keys.
   std::pair<std::string, std::string> NewUser(std::string const& email) {
-    auto r = Bai({"-o", "json", "admin", "user", "create", email, "--password", "plain-password-1",
-                  "--project", "default"});
+    auto r = Bai({"-o", "json", "admin", "user", "create", email, "--password-stdin", "--project",
+                  "default"},
+                 "plain-password-1\n");
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
     auto j = json::parse(r.out, nullptr, false);
     return {j.value("access_key", ""), j.value("secret_key", "")};
@@ -294,6 +295,25 @@ TEST_F(TemplateTest, AUserChangesTheirPasswordAndSshKeypair) {
   };
   EXPECT_EQ(login("brand-new-pass"), 200);
   EXPECT_EQ(login("plain-password-1"), 401);
+  // Without a login (issue 43, 5b: it answered 404, and the console's route relays to it): the
+  // current password is checked as a login's is.
+  auto no_auth = [&](char const* current, char const* next) {
+    return Send("POST", "/auth/update-password-no-auth",
+                {{"domain", "default"},
+                 {"username", "plain@example.com"},
+                 {"current_password", current},
+                 {"new_password", next}});
+  };
+  auto mismatch = no_auth("not-it-at-all", "another-pass-1");
+  EXPECT_EQ(mismatch.status, 401);
+  EXPECT_THAT(mismatch.body, HasSubstr("User credential mismatch"));
+  EXPECT_EQ(no_auth("brand-new-pass", "brand-new-pass").status, 400);
+  EXPECT_EQ(no_auth("brand-new-pass", "short").status, 400);
+  auto changed = no_auth("brand-new-pass", "another-pass-1");
+  ASSERT_EQ(changed.status, 201) << changed.body;
+  EXPECT_TRUE(json::parse(changed.body)["password_changed_at"].is_string());
+  EXPECT_EQ(login("another-pass-1"), 200);
+  EXPECT_EQ(login("brand-new-pass"), 401);
 
   EXPECT_TRUE(
       json::parse(Send(*user, "GET", "/auth/ssh-keypair").body)["ssh_public_key"].is_null());

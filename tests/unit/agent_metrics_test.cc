@@ -4,6 +4,9 @@
 // and nothing invented when NVML could not be asked.
 #include "server-reference/agent/agent_metrics.h"
 
+#include "server-reference/common/http/http_server.h"
+#include "tests/testing_util/raw_http.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -95,6 +98,54 @@ TEST(AgentMetricsTest, NoGpusNoGpuFamiliesSamples) {
   auto text = Render(s);
   EXPECT_THAT(text, Not(HasSubstr("bai_gpu_shares{")));
   EXPECT_THAT(text, Not(HasSubstr("\nbai_gpu_metrics_nvml_up ")));
+}
+
+}  // namespace
+}  // namespace bai::agent
+
+namespace bai::agent {
+namespace {
+
+// Issue 43, 5h: the scrape names every running session, so /metrics asks for a bearer token,
+// and an address other hosts reach is refused without one.
+TEST(AgentMetricsServerTest, MetricsAskForTheTokenAndOtherHostsNeedOne) {
+  server::metrics::Registry metrics;
+  DeclareAgentMetrics(metrics);
+  auto open = ServeMetrics("0.0.0.0:0", metrics);
+  ASSERT_FALSE(open.ok());
+  EXPECT_EQ(open.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(open.status().message(), HasSubstr("--metrics-token-file"));
+  auto served = ServeMetrics("127.0.0.1:0", metrics, "s3cret-token");
+  ASSERT_TRUE(served.ok()) << served.status().message();
+  int port = (*served)->port();
+  auto get = [port](std::string const& auth) {
+    return testing_util::RawHttp(
+        port, "GET /metrics HTTP/1.1\r\nHost: x\r\n" + auth + "Connection: close\r\n\r\n");
+  };
+  auto none = get("");
+  EXPECT_EQ(none.status, 401);
+  EXPECT_THAT(none.body, Not(HasSubstr("bai_agent_kernels")));
+  EXPECT_EQ(get("Authorization: Bearer wrong-token!\r\n").status, 401);
+  EXPECT_EQ(get("Authorization: Bearer s3cret-tok\r\n").status, 401);
+  auto ok = get("Authorization: Bearer s3cret-token\r\n");
+  EXPECT_EQ(ok.status, 200);
+  EXPECT_THAT(ok.body, HasSubstr("bai_agent_kernels"));
+  auto health =
+      testing_util::RawHttp(port, "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(health.status, 200);
+  (*served)->Stop();
+  // On loopback without a token: open, as before.
+  auto local = ServeMetrics("127.0.0.1:0", metrics);
+  ASSERT_TRUE(local.ok());
+  EXPECT_EQ(testing_util::RawHttp((*local)->port(),
+                                  "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                .status,
+            200);
+  (*local)->Stop();
+  EXPECT_TRUE(LoopbackHost("127.0.0.1"));
+  EXPECT_TRUE(LoopbackHost("::1"));
+  EXPECT_FALSE(LoopbackHost("10.77.0.11"));
+  EXPECT_FALSE(LoopbackHost("0.0.0.0"));
 }
 
 }  // namespace

@@ -275,6 +275,16 @@ class UserFields {
       if (!ids.empty()) c.group_ids = std::move(ids);  // 24.09: an empty list changes nothing
     }
     if (c.Empty()) return Refused("nothing to update", "user");
+    // One click must not lock the install out: an administrator's own account keeps its role
+    // and stays active (another superadmin may change them).
+    if (email == ctx_.who.email) {
+      if (c.status && *c.status != "active") {
+        return Refused("You cannot deactivate yourself: another superadmin can.", "user");
+      }
+      if (c.role && *c.role != internal::AsciiLower(ctx_.who.role)) {
+        return Refused("You cannot change your own role: another superadmin can.", "user");
+      }
+    }
     auto s = users_.Modify(email, c);
     if (s.code() == StatusCode::kNotFound) return Refused(NoMatching(f), "user");
     if (s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kAlreadyExists) {
@@ -289,6 +299,9 @@ class UserFields {
   }
 
   StatusOr<json> DeleteUser(PlannedField const& f) {
+    if (gql::ArgString(f, "email") == ctx_.who.email) {
+      return Outcome(false, "You cannot delete yourself.");
+    }
     auto s = users_.SoftDelete(gql::ArgString(f, "email"));
     if (s.code() == StatusCode::kNotFound) return Outcome(false, NoMatching(f));
     if (!s.ok()) return s;

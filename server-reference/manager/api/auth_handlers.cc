@@ -107,6 +107,78 @@ std::optional<HttpResponse> LoginGate::OnPool(
                       "Too many password checks in progress; retry shortly.");
 }
 
+// Stores a user's new password: its hash, need_password_change cleared; the time of the change.
+StatusOr<std::string> StorePassword(Store& store, std::string const& user_id,
+                                    std::string const& new_password) {
+  auto hash = HashPassword(new_password);
+  if (!hash.ok()) return std::move(hash).status();
+  std::string now = NowIso();
+  auto w = store.db().Exec(
+      "UPDATE users SET password_hash = ?, need_password_change = 0, password_changed_at = ? "
+      "WHERE uuid = ?",
+      {*hash, now, user_id});
+  if (!w.ok()) return std::move(w).status();
+  return now;
+}
+
+// POST /auth/update-password-no-auth {domain, username, current_password, new_password}: a
+// password changed without a login (24.09: for one that expired), the current one checked as a
+// login's is (throttled per address and account, on the pool); 201 {password_changed_at}.
+std::optional<HttpResponse> UpdatePasswordNoAuth(LoginGate& gate, RequestContext& ctx,
+                                                 std::shared_ptr<server::Exchange> const& ex) {
+  auto p = Params::From(ctx.request);
+  if (!p.ok()) return ProblemResponse(p.status());
+  auto domain = p->String({"domain"}, true);
+  auto username = p->String({"username"}, true);
+  auto current = p->String({"current_password"}, true);
+  auto next = p->String({"new_password"}, true);
+  if (next && next->size() < 8) p->Fail("new_password", "at least 8 characters");
+  if (current && next && *current == *next) {
+    p->Fail("new_password", "the same as the current password");
+  }
+  if (auto s = p->Check(); !s.ok()) return ProblemResponse(s);
+  std::string account = *domain + "\n" + *username;
+  std::string address = gate.Address(ctx.request);
+  {
+    std::lock_guard<std::mutex> lock(gate.mu);
+    auto d = gate.throttle.Admit(address, account, gate.clock());
+    if (!d.allowed) {
+      return TooManyLogins(d.retry_after_seconds, "Too many password attempts; retry in " +
+                                                      std::to_string(d.retry_after_seconds) +
+                                                      " seconds.");
+    }
+  }
+  return gate.OnPool(
+      ex, ctx.response_headers,
+      [gate = &gate, account, domain = *domain, username = *username, current = *current,
+       next = *next, address] {
+        bool mismatch = false;
+        auto response = Guard([&]() -> StatusOr<HttpResponse> {
+          auto login = gate->store.FindLogin(domain, username);
+          if (!login.ok()) return std::move(login).status();
+          if (!*login) SpendPasswordCheck(current);
+          if (!*login || !VerifyPassword((*login)->password_hash, current)) {
+            mismatch = true;
+            return MakeProblemStatus(ProblemType::kAuthFailed, "User credential mismatch.");
+          }
+          if ((*login)->status != "active") {
+            return MakeProblemStatus(ProblemType::kAuthFailed,
+                                     "The user account is " + (*login)->status + ".");
+          }
+          auto changed = StorePassword(gate->store, (*login)->user_id, next);
+          if (!changed.ok()) return std::move(changed).status();
+          return JsonResponse({{"password_changed_at", *changed}}, 201);
+        });
+        std::lock_guard<std::mutex> lock(gate->mu);
+        if (mismatch) {
+          gate->throttle.Failed(address, account, gate->clock());
+        } else if (response.status == 201) {
+          gate->throttle.Succeeded(address, account);
+        }
+        return response;
+      });
+}
+
 // GET /
 HttpResponse GetRoot(std::string const& manager_version) {
   return JsonResponse(
@@ -243,33 +315,33 @@ void RegisterAuthRoutes(ManagerApi& api) {
                                                             " seconds.");
           }
         }
-        return gate->OnPool(exchange, ctx.response_headers,
-                            [gate = gate.get(), who, account, old_password = *old_password,
-                             new_password = *new_password, address] {
-                              bool mismatch = false;
-                              auto response = Guard([&]() -> StatusOr<HttpResponse> {
-                                auto login = gate->store.FindLogin(who.domain, who.email);
-                                if (!login.ok()) return std::move(login).status();
-                                if (!*login || (*login)->user_id != who.user_id ||
-                                    !VerifyPassword((*login)->password_hash, old_password)) {
-                                  mismatch = true;
-                                  return MakeProblemStatus(ProblemType::kAuthFailed,
-                                                           "Old password mismatch");
-                                }
-                                auto hash = HashPassword(new_password);
-                                if (!hash.ok()) return std::move(hash).status();
-                                auto w = gate->store.db().Exec(
-                                    "UPDATE users SET password_hash = ?, need_password_change = 0, "
-                                    "password_changed_at = ? WHERE uuid = ?",
-                                    {*hash, NowIso(), who.user_id});
-                                if (!w.ok()) return std::move(w).status();
-                                return JsonResponse(nlohmann::json::object());
-                              });
-                              std::lock_guard<std::mutex> lock(gate->mu);
-                              if (mismatch) gate->throttle.Failed(address, account, gate->clock());
-                              return response;
-                            });
+        return gate->OnPool(
+            exchange, ctx.response_headers,
+            [gate = gate.get(), who, account, old_password = *old_password,
+             new_password = *new_password, address] {
+              bool mismatch = false;
+              auto response = Guard([&]() -> StatusOr<HttpResponse> {
+                auto login = gate->store.FindLogin(who.domain, who.email);
+                if (!login.ok()) return std::move(login).status();
+                if (!*login || (*login)->user_id != who.user_id ||
+                    !VerifyPassword((*login)->password_hash, old_password)) {
+                  mismatch = true;
+                  return MakeProblemStatus(ProblemType::kAuthFailed, "Old password mismatch");
+                }
+                auto changed = StorePassword(gate->store, who.user_id, new_password);
+                if (!changed.ok()) return std::move(changed).status();
+                return JsonResponse(nlohmann::json::object());
+              });
+              std::lock_guard<std::mutex> lock(gate->mu);
+              if (mismatch) gate->throttle.Failed(address, account, gate->clock());
+              return response;
+            });
       });
+
+  api.AddAsync("POST", "/auth/update-password-no-auth", L::kAnonymous,
+               [gate](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange) {
+                 return UpdatePasswordNoAuth(*gate, ctx, exchange);
+               });
 
   // The caller's SSH keypair (the keypair's columns): read the public half, make a new pair
   // (answered once, with the private half), or store one of one's own.
