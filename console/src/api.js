@@ -1,13 +1,26 @@
 // The console's one way to the server: same-origin requests to bai-webserver, which signs them
-// on to a manager (/func/*). State-changing requests carry the login's CSRF token.
+// on to a manager (/func/*). Every request carries the login's CSRF token, kept in this origin's
+// storage: a page on another port of this host (a session's app) can replace the login cookie
+// (cookies ignore ports) but cannot read this, so the webserver knows which login is ours.
+const KEY = 'bai.csrf';
 let csrf = '';
+try { csrf = localStorage.getItem(KEY) || ''; } catch { /* storage off: this tab only */ }
 
 export function setCsrf(token) {
   csrf = token || '';
+  try {
+    if (csrf) localStorage.setItem(KEY, csrf);
+    else localStorage.removeItem(KEY);
+  } catch { /* storage off */ }
 }
 
 export function csrfToken() {
   return csrf;
+}
+
+// A URL for an EventSource or a WebSocket, which cannot carry headers: the token in the query.
+export function withToken(url) {
+  return `${url}${url.includes('?') ? '&' : '?'}bai_csrf=${encodeURIComponent(csrf)}`;
 }
 
 export class ApiError extends Error {
@@ -21,7 +34,7 @@ export class ApiError extends Error {
 
 export async function call(method, path, body) {
   const headers = { 'X-BackendAI-Version': 'v8.20240915' };
-  if (method !== 'GET' && method !== 'HEAD') headers['X-BAI-CSRF-Token'] = csrf;
+  if (csrf) headers['X-BAI-CSRF-Token'] = csrf;
   let payload;
   if (body !== undefined) {
     headers['Content-Type'] = 'application/json';

@@ -94,8 +94,9 @@ function App() {
   useEffect(() => {
     const on = () => setPath(location.pathname);
     addEventListener('popstate', on);
+    // Signed in only when this page's stored token is its login's (see api.js).
     call('POST', '/server/login-check').then((r) => {
-      if (r.authenticated) setCsrf(r.data.csrf_token);
+      setCsrf(r.authenticated ? r.data.csrf_token : '');
       setWho(r.authenticated ? r.data : null);
     }).catch(() => setWho(null));
     return () => removeEventListener('popstate', on);

@@ -1,7 +1,7 @@
 // Sessions: the live list, the start form, a session's page (apps, logs, events, actions) and
 // its terminals.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { call, csrfToken, explain, func, gql } from './api.js';
+import { call, csrfToken, explain, func, gql, withToken } from './api.js';
 import { ErrorText, Link, age, bytes, go, parseSize, saveBlob, slots, useLoad, useSubmit } from './ui.jsx';
 import { Terminal } from '@xterm/xterm';
 import '@xterm/xterm/css/xterm.css';
@@ -13,7 +13,7 @@ const SESSION_EVENTS = ['session_enqueued', 'session_scheduled', 'session_prepar
 // The manager's session events, one SSE connection; `onEvent(name, data)`.
 function useSessionEvents(query, onEvent) {
   useEffect(() => {
-    const events = new EventSource(`/func/events/session${query}`);
+    const events = new EventSource(withToken(`/func/events/session${query}`));
     for (const name of SESSION_EVENTS) {
       events.addEventListener(name, (e) => {
         let data = {};
@@ -405,7 +405,7 @@ function Logs({ id, name, live }) {
   useEffect(() => {
     if (follow) {
       setText('');
-      const stream = new EventSource(`/func/session/${id}/logs?follow=true`);
+      const stream = new EventSource(withToken(`/func/session/${id}/logs?follow=true`));
       stream.addEventListener('output', (e) => {
         try { const d = JSON.parse(e.data); setText((t) => (t + d.data).slice(-2000000)); } catch { /* skip */ }
       });
@@ -449,7 +449,7 @@ function TerminalView({ id, visible, onState }) {
     term.current = t;
     t.open(box.current);
     const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
-    const ws = new WebSocket(`${proto}//${location.host}/func/stream/session/${id}/pty`);
+    const ws = new WebSocket(withToken(`${proto}//${location.host}/func/stream/session/${id}/pty`));
     const send = (o) => ws.readyState === 1 && ws.send(JSON.stringify(o));
     ws.onopen = () => {
       onState('connected');

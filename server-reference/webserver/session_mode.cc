@@ -42,7 +42,8 @@ Status BadRequest(std::string detail) {
 
 }  // namespace
 
-std::optional<std::string> CookieValue(std::string_view header, std::string_view name) {
+std::vector<std::string> CookieValues(std::string_view header, std::string_view name) {
+  std::vector<std::string> out;
   while (!header.empty()) {
     auto semi = header.find(';');
     auto pair = Trim(header.substr(0, semi));
@@ -54,7 +55,46 @@ std::optional<std::string> CookieValue(std::string_view header, std::string_view
     if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
       value = value.substr(1, value.size() - 2);
     }
-    return std::string(value);
+    out.emplace_back(value);
+  }
+  return out;
+}
+
+std::optional<std::string> CookieValue(std::string_view header, std::string_view name) {
+  auto all = CookieValues(header, name);
+  if (all.empty()) return std::nullopt;
+  return all.front();
+}
+
+namespace {
+
+// The query of a target, split into its parameters ("a=1&b=2").
+std::vector<std::string_view> QueryParts(std::string_view target) {
+  std::vector<std::string_view> parts;
+  auto q = target.find('?');
+  if (q == std::string_view::npos) return parts;
+  auto rest = target.substr(q + 1);
+  while (!rest.empty()) {
+    auto amp = rest.find('&');
+    parts.push_back(rest.substr(0, amp));
+    rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
+  }
+  return parts;
+}
+
+bool IsCsrfParameter(std::string_view part) {
+  return part.substr(0, kCsrfQuery.size()) == kCsrfQuery &&
+         (part.size() == kCsrfQuery.size() || part[kCsrfQuery.size()] == '=');
+}
+
+}  // namespace
+
+std::optional<std::string> QueryCsrfToken(std::string_view target) {
+  for (auto part : QueryParts(target)) {
+    if (IsCsrfParameter(part)) {
+      return std::string(part.size() > kCsrfQuery.size() ? part.substr(kCsrfQuery.size() + 1)
+                                                         : std::string_view());
+    }
   }
   return std::nullopt;
 }
@@ -75,20 +115,21 @@ std::string ClearedLoginCookie(bool secure) {
   return c;
 }
 
+bool FromAPage(RequestOrigin const& r) { return r.origin.has_value() || r.fetch_site.has_value(); }
+
 CsrfVerdict CheckCsrf(RequestOrigin const& r, std::string_view session_token) {
   bool acts = r.websocket || !SafeMethod(r.method);
-  if (!acts) return CsrfVerdict::kAllowed;
-  if (r.fetch_site) {
+  if (acts && r.fetch_site) {
     auto site = Lower(Trim(*r.fetch_site));
     // "none": typed into the address bar or a bookmark, which no other site can cause.
     if (site != "same-origin" && site != "none") return CsrfVerdict::kCrossSite;
   }
-  if (r.origin && Lower(Trim(*r.origin)) != Lower(r.own_origin)) return CsrfVerdict::kCrossSite;
-  bool from_a_page = r.origin.has_value() || r.fetch_site.has_value();
-  if (!from_a_page) return CsrfVerdict::kAllowed;
-  // A WebSocket cannot carry custom headers from a page: its same-origin check above is its
-  // defence (with the SameSite=Strict cookie).
-  if (r.websocket) return CsrfVerdict::kAllowed;
+  if (acts && r.origin && Lower(Trim(*r.origin)) != Lower(r.own_origin)) {
+    return CsrfVerdict::kCrossSite;
+  }
+  if (!FromAPage(r)) return CsrfVerdict::kAllowed;
+  // Reads too, and WebSockets and event streams (their token rides in the query): a page that
+  // cannot show this login's token is not the console this login signed in.
   if (!r.csrf_token || r.csrf_token->empty()) return CsrfVerdict::kMissingToken;
   if (session_token.empty() || !SameText(*r.csrf_token, session_token)) {
     return CsrfVerdict::kWrongToken;
@@ -143,10 +184,24 @@ std::optional<std::string> UpstreamTarget(std::string_view target) {
   constexpr std::string_view kFunc = "/func";
   if (target.substr(0, kFunc.size()) != kFunc) return std::nullopt;
   auto rest = target.substr(kFunc.size());
-  if (rest.empty()) return std::string("/");
-  if (rest.front() == '?') return "/" + std::string(rest);
-  if (rest.front() != '/') return std::nullopt;  // "/function" is not under /func
-  return std::string(rest);
+  std::string out;
+  if (rest.empty() || rest.front() == '?') {
+    out = "/" + std::string(rest);
+  } else if (rest.front() != '/') {
+    return std::nullopt;  // "/function" is not under /func
+  } else {
+    out = std::string(rest);
+  }
+  auto q = out.find('?');
+  if (q == std::string::npos) return out;
+  std::string query;
+  for (auto part : QueryParts(out)) {
+    if (IsCsrfParameter(part)) continue;
+    query += (query.empty() ? "" : "&") + std::string(part);
+  }
+  out.resize(q);
+  if (!query.empty()) out += "?" + query;
+  return out;
 }
 
 Headers ForwardedRequestHeaders(Headers const& client) {

@@ -24,8 +24,18 @@ inline constexpr std::string_view kSessionCookie = "AIOHTTP_SESSION";
 /// The header the console sends its CSRF token in.
 inline constexpr std::string_view kCsrfHeader = "x-bai-csrf-token";
 
+/// The query parameter a page's EventSource and WebSocket requests carry the CSRF token in
+/// (they cannot send headers); taken off before the request goes on to a manager.
+inline constexpr std::string_view kCsrfQuery = "bai_csrf";
+
 /// The value of cookie `name` in a Cookie header ("a=1; AIOHTTP_SESSION=x"); nullopt if absent.
 std::optional<std::string> CookieValue(std::string_view cookie_header, std::string_view name);
+/// Every value of cookie `name`, in order. Cookies ignore ports, so a page served on another
+/// port of this host (a session's app) can set a second login cookie (another Path) or replace
+/// the console's: the login is the one whose CSRF token the console's page proves (ChooseLogin).
+std::vector<std::string> CookieValues(std::string_view cookie_header, std::string_view name);
+/// The CSRF token of a request-target's query (`kCsrfQuery`), if any.
+std::optional<std::string> QueryCsrfToken(std::string_view target);
 
 /// Set-Cookie for a login: HttpOnly, SameSite=Strict, Path=/, Max-Age; Secure over TLS.
 std::string LoginCookie(std::string_view token, std::int64_t max_age_seconds, bool secure);
@@ -49,12 +59,17 @@ enum class CsrfVerdict {
   kWrongToken,    ///< with a token that is not this login's
 };
 
-/// The CSRF rule. Safe methods pass, except a WebSocket upgrade from another origin. A
-/// state-changing request (or an upgrade) that another site sent is refused; one a browser sent
-/// (it carries Origin or Sec-Fetch-Site) must carry this login's token; one with neither header
-/// comes from a program, not a page (the official client, curl), which no other site can drive
-/// with the user's cookie, and passes without a token.
+/// The CSRF rule. A state-changing request (or an upgrade) that another site sent is refused.
+/// Every request a browser sent (it carries Origin or Sec-Fetch-Site) must carry this login's
+/// token, reads included: the console keeps it in its own origin's storage, which a page on
+/// another port cannot read, so a login cookie tossed in by such a page (cookies ignore ports)
+/// does not make the console act, or read, as somebody else. One with neither header comes
+/// from a program, not a page (the official client, curl), which no other site can drive with
+/// the user's cookie, and passes without a token.
 CsrfVerdict CheckCsrf(RequestOrigin const& request, std::string_view session_token);
+
+/// Whether a request came from a page (Origin or Sec-Fetch-Site), not from a program.
+bool FromAPage(RequestOrigin const& request);
 
 /// The answer's text for a refusal (what to do next included).
 std::string CsrfRefusal(CsrfVerdict verdict);
@@ -69,7 +84,8 @@ Headers SecurityHeaders(bool tls, std::string_view style_nonce = {},
                         std::vector<std::string> const& connect_origins = {});
 
 /// The manager's request-target for a /func target: "/func/session?x=1" → "/session?x=1",
-/// "/func" and "/func/" → "/". nullopt when `target` is not under /func.
+/// "/func" and "/func/" → "/", the `kCsrfQuery` parameter left out. nullopt when `target` is not
+/// under /func.
 std::optional<std::string> UpstreamTarget(std::string_view target);
 
 /// The client's headers that go on to the manager (names lowercased): Content-Type, Accept, the

@@ -21,6 +21,7 @@
 #include "server-reference/webserver/session_mode.h"
 
 #include <fcntl.h>
+#include <openssl/crypto.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -129,10 +130,60 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
     return std::string(Tls() ? "https://" : "http://") + std::string(host ? *host : "");
   }
 
-  std::string Cookie(HttpRequest const& req) const {
+  // The request as the CSRF rule sees it; the token from the header or, for the event streams
+  // and WebSockets a page cannot add headers to, the query.
+  RequestOrigin OriginOf(HttpRequest const& req, bool websocket) const {
+    RequestOrigin o;
+    o.method = req.method;
+    if (auto v = req.Header("origin")) o.origin = std::string(*v);
+    if (auto v = req.Header("sec-fetch-site")) o.fetch_site = std::string(*v);
+    if (auto v = req.Header(kCsrfHeader)) {
+      o.csrf_token = std::string(*v);
+    } else {
+      o.csrf_token = QueryCsrfToken(req.target);
+    }
+    o.own_origin = OwnOrigin(req);
+    o.websocket = websocket;
+    return o;
+  }
+
+  // The request's login and its cookie's value. Cookies ignore ports, so a page on another port
+  // of this host (a session's app) can replace the console's login cookie or add one of its own
+  // (another Path): a page's request is the login whose CSRF token it shows, when one of its
+  // cookies has it (else the first live one, which the CSRF rule then refuses); a program's
+  // request (no Origin, no Sec-Fetch-Site) must bring exactly one.
+  struct ChosenLogin {
+    std::string token;
+    std::optional<LoginSession> session;
+    bool proven = false;  ///< a page showed this login's token
+  };
+  StatusOr<ChosenLogin> ChooseLogin(std::shared_ptr<Exchange> const& ex) {
+    auto const& req = ex->request();
     auto header = req.Header("cookie");
-    if (!header) return {};
-    return CookieValue(*header, kSessionCookie).value_or("");
+    auto values = header ? CookieValues(*header, kSessionCookie) : std::vector<std::string>{};
+    auto origin = OriginOf(req, ex->IsWebSocketUpgrade());
+    bool page = FromAPage(origin);
+    if (!page && values.size() > 1) {
+      return protocol::MakeProblemStatus(
+          ps::ProblemType::kInvalidApiParams,
+          "The request carries " + std::to_string(values.size()) +
+              " login cookies; send only the one this webserver set.");
+    }
+    ChosenLogin first;
+    auto now = NowSeconds();
+    for (auto const& value : values) {
+      auto live = logins.Find(value, now);
+      if (!live.ok()) return live.status();
+      if (!*live) continue;
+      bool proven = page && origin.csrf_token && !origin.csrf_token->empty() &&
+                    origin.csrf_token->size() == (*live)->csrf_token.size() &&
+                    CRYPTO_memcmp(origin.csrf_token->data(), (*live)->csrf_token.data(),
+                                  origin.csrf_token->size()) == 0;
+      if (proven) return ChosenLogin{value, std::move(*live), true};
+      if (!first.session) first = ChosenLogin{value, std::move(*live), false};
+    }
+    if (!first.session && !values.empty()) first.token = values.front();
+    return first;
   }
 
   // ---- the request's way in -------------------------------------------------------------
@@ -262,12 +313,12 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
     auto login = ParseLoginRequest(body);
     if (!login.ok()) return Answer(ex, server::ProblemResponse(login.status()));
     auto now = NowSeconds();
-    if (auto token = Cookie(req); !token.empty()) {
-      auto live = logins.Find(token, now);
-      if (live.ok() && *live) {
-        return Answer(ex, Problem(ps::ProblemType::kGenericBadRequest,
-                                  "You have already logged in. Sign out first."));
-      }
+    // Signed in already, as 24.09 answers; a page only when it shows that login's token (a
+    // cookie another port's page tossed in must not keep the user from signing in).
+    if (auto chosen = ChooseLogin(ex);
+        chosen.ok() && chosen->session && (chosen->proven || !FromAPage(OriginOf(req, false)))) {
+      return Answer(ex, Problem(ps::ProblemType::kGenericBadRequest,
+                                "You have already logged in. Sign out first."));
     }
     std::string account = options.domain + "\n" + login->username;
     {
@@ -344,34 +395,27 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
     Answer(ex, std::move(r));
   }
 
-  // The login of the request's cookie, or an answer already given.
-  std::optional<LoginSession> RequireLogin(std::shared_ptr<Exchange> const& ex) {
-    auto token = Cookie(ex->request());
-    auto live = logins.Find(token, NowSeconds());
+  // The request's login (ChooseLogin), or an answer already given; `token`: its cookie's value.
+  std::optional<LoginSession> RequireLogin(std::shared_ptr<Exchange> const& ex,
+                                           std::string* token = nullptr) {
+    auto live = ChooseLogin(ex);
     if (!live.ok()) {
       Answer(ex, server::ProblemResponse(live.status()));
       return std::nullopt;
     }
-    if (!*live) {
+    if (token) *token = live->token;
+    if (!live->session) {
       auto r = Problem(ps::ProblemType::kAuthFailed,
                        "Sign in first (POST /server/login, or the console's sign-in page); a "
                        "login ends after a week or when you sign out.");
       Answer(ex, std::move(r));
       return std::nullopt;
     }
-    return std::move(**live);
+    return std::move(*live->session);
   }
 
   CsrfVerdict Verdict(std::shared_ptr<Exchange> const& ex, std::string_view session_token) {
-    auto const& req = ex->request();
-    RequestOrigin o;
-    o.method = req.method;
-    if (auto v = req.Header("origin")) o.origin = std::string(*v);
-    if (auto v = req.Header("sec-fetch-site")) o.fetch_site = std::string(*v);
-    if (auto v = req.Header(kCsrfHeader)) o.csrf_token = std::string(*v);
-    o.own_origin = OwnOrigin(req);
-    o.websocket = ex->IsWebSocketUpgrade();
-    return CheckCsrf(o, session_token);
+    return CheckCsrf(OriginOf(ex->request(), ex->IsWebSocketUpgrade()), session_token);
   }
 
   bool PassesCsrf(std::shared_ptr<Exchange> const& ex, LoginSession const& s) {
@@ -385,9 +429,10 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
   }
 
   void Logout(std::shared_ptr<Exchange> const& ex) {
-    auto token = Cookie(ex->request());
-    auto live = logins.Find(token, NowSeconds());
-    if (live.ok() && *live && !PassesCsrf(ex, **live)) return;
+    auto chosen = ChooseLogin(ex);
+    if (!chosen.ok()) return Answer(ex, server::ProblemResponse(chosen.status()));
+    std::string token = chosen->token;
+    if (chosen->session && !PassesCsrf(ex, *chosen->session)) return;
     if (!token.empty()) {
       if (auto s = logins.End(token); !s.ok()) return Answer(ex, server::ProblemResponse(s));
       if (apps) apps->EndLogin(token);
@@ -397,17 +442,22 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
     Answer(ex, std::move(r));
   }
 
+  // A page is signed in only when it shows its login's token (which it keeps in its own
+  // origin's storage): a cookie tossed in by another port's page is nobody's login here, and its
+  // token is never handed out to a page that cannot show it.
   void LoginCheck(std::shared_ptr<Exchange> const& ex) {
-    auto token = Cookie(ex->request());
-    auto live = logins.Find(token, NowSeconds());
-    if (!live.ok()) return Answer(ex, server::ProblemResponse(live.status()));
+    auto chosen = ChooseLogin(ex);
+    if (!chosen.ok()) return Answer(ex, server::ProblemResponse(chosen.status()));
+    bool page = FromAPage(OriginOf(ex->request(), false));
+    bool signed_in = chosen->session && (chosen->proven || !page);
     nlohmann::json body = {
-        {"authenticated", live->has_value()}, {"data", nullptr}, {"session_id", nullptr}};
-    if (*live) {
-      body["data"] = LoginData((*live)->identity, (*live)->csrf_token);
-      body["data"]["username"] = (*live)->username;
-      body["data"]["expires"] = ps::FormatRfc3339Seconds((*live)->expires_at);
-      body["session_id"] = LoginSessions::Hash(token).substr(0, 16);
+        {"authenticated", signed_in}, {"data", nullptr}, {"session_id", nullptr}};
+    if (signed_in) {
+      auto const& live = *chosen->session;
+      body["data"] = LoginData(live.identity, live.csrf_token);
+      body["data"]["username"] = live.username;
+      body["data"]["expires"] = ps::FormatRfc3339Seconds(live.expires_at);
+      body["session_id"] = LoginSessions::Hash(chosen->token).substr(0, 16);
     }
     auto r = JsonAnswer(200, body);
     r.headers.emplace_back("Cache-Control", "no-store");
@@ -415,9 +465,9 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
   }
 
   void ExtendLogin(std::shared_ptr<Exchange> const& ex) {
-    auto s = RequireLogin(ex);
+    std::string token;
+    auto s = RequireLogin(ex, &token);
     if (!s || !PassesCsrf(ex, *s)) return;
-    auto token = Cookie(ex->request());
     auto until = logins.Extend(token, options.login_max_age, NowSeconds());
     if (!until.ok()) return Answer(ex, server::ProblemResponse(until.status()));
     auto r = JsonAnswer(
@@ -449,7 +499,8 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
   // start-service, with the login's keys) and answers {"url"} of a one-time link that opens it
   // on an app port of this webserver (app_ports.h).
   void OpenApp(std::shared_ptr<Exchange> const& ex) {
-    auto s = RequireLogin(ex);
+    std::string login_token;
+    auto s = RequireLogin(ex, &login_token);
     if (!s || !PassesCsrf(ex, *s)) return;
     if (!apps) {
       return Answer(ex, Problem(ps::ProblemType::kNotImplemented,
@@ -484,7 +535,7 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
     });
     if (!started.ok() || started->status != 200) return RelayAnswer(ex, started);
     auto host = req.Header("host");
-    auto link = apps->Open(Cookie(req), session, app, port, HostName(host ? *host : ""));
+    auto link = apps->Open(login_token, session, app, port, HostName(host ? *host : ""));
     if (!link.ok()) return Answer(ex, server::ProblemResponse(link.status()));
     Answer(ex, JsonAnswer(200, {{"url", *link}, {"app", app}}));
   }

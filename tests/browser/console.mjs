@@ -273,11 +273,12 @@ if (evil) {
     await other.goto(evil, { waitUntil: 'networkidle0' });
     await other.waitForFunction(() => document.title === 'sent', { timeout: 10000 });
     await other.close();
-    const made = await page.evaluate(async () => {
-      const r = await fetch('/func/folders', { headers: { 'X-BackendAI-Version': 'v8.20240915' } });
-      return (await r.text()).includes('csrf-evil');
+    const listed = await page.evaluate(async () => {
+      const r = await fetch('/func/folders', { headers: { 'X-BackendAI-Version': 'v8.20240915', 'X-BAI-CSRF-Token': localStorage.getItem('bai.csrf') } });
+      return { status: r.status, text: await r.text() };
     });
-    expect(!made, 'another site made a folder with the user\'s login');
+    expect(listed.status === 200, `the console's own folder list: ${listed.status} ${listed.text}`);
+    expect(!listed.text.includes('csrf-evil'), 'another site made a folder with the user\'s login');
   });
 }
 
@@ -362,6 +363,59 @@ await step('admin-agents', async () => {
   expect(rows === 2, `the GPU map lists ${rows} GPUs, not the agent's 2: ${gpu}`);
   expect(Boolean(await page.$('[data-device-map] [data-idle]')), `no idle GPU in the map: ${gpu}`);
 });
+
+if (evil) {
+  // Issue 43, 5c: cookies ignore ports, so a page on another port of this host (a session's app;
+  // run.py's other page stands in) can replace the console's login cookie with the attacker's,
+  // or add one under another path. The console must not become the attacker's.
+  await step('cookie-tossed-by-another-port', async () => {
+    const r = await fetch(url + 'server/login', {
+      method: 'POST', headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ username: userEmail, password: userPassword }),
+    });
+    const attacker = ((r.headers.get('set-cookie') || '').match(/AIOHTTP_SESSION=([^;]+)/) || [])[1];
+    expect(attacker, `no login for ${userEmail}: HTTP ${r.status}`);
+    // The page on the other port sets the attacker's login for this host: under /func (sent
+    // before the console's own, a longer path) and under / (the browser keeps the console's
+    // HttpOnly one there).
+    const other = await browser.newPage();
+    await other.goto(evil, { waitUntil: 'networkidle0' });
+    await other.evaluate((v) => {
+      document.cookie = `AIOHTTP_SESSION=${v}; path=/func`;
+      document.cookie = `AIOHTTP_SESSION=${v}; path=/`;
+    }, attacker);
+    await other.close();
+    await page.goto(url + 'data', { waitUntil: 'domcontentloaded' });
+    await page.waitForSelector('main .card');
+    const who = await page.$eval('.who', (e) => e.innerText);
+    expect(!who.includes(userEmail), `the console became the attacker's: ${who}`);
+    const made = await page.evaluate(async () => {
+      const res = await fetch('/func/folders', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'X-BackendAI-Version': 'v8.20240915', 'X-BAI-CSRF-Token': localStorage.getItem('bai.csrf') },
+        body: JSON.stringify({ name: 'tossed-check' }),
+      });
+      return res.status;
+    });
+    expect(made === 201, `the console's folder: HTTP ${made}`);
+    const theirs = await (await fetch(url + 'func/folders', {
+      headers: { Cookie: `AIOHTTP_SESSION=${attacker}`, 'X-BackendAI-Version': 'v8.20240915' },
+    })).text();
+    expect(!theirs.includes('tossed-check'), 'the folder was made with the attacker\'s login');
+    // Had the attacker's cookie replaced the console's own (an HTTP answer can): the console
+    // asks to sign in again instead of running as the attacker.
+    await page.setCookie({ name: 'AIOHTTP_SESSION', value: attacker, url, httpOnly: true });
+    await page.goto(url + 'data', { waitUntil: 'domcontentloaded' });
+    await page.waitForSelector('#username');
+    expect(!(await text()).includes(userEmail), 'the sign-in page shows the attacker');
+    await page.type('#username', email);
+    await page.type('#password', password);
+    await page.click('button[type=submit]');
+    await page.waitForSelector('.who');
+    const again = await page.$eval('.who', (e) => e.innerText);
+    expect(!again.includes(userEmail), `signed in again as ${again}`);
+  });
+}
 
 await step('usage', async () => {
   await page.goto(url + 'usage', { waitUntil: 'networkidle0' });

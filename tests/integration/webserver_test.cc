@@ -226,6 +226,22 @@ TEST_F(WebServerTest, MalformedSignInsAreRefusedClearlyAndGuessingIsThrottled) {
   EXPECT_FALSE(blocked.headers["retry-after"].empty());
 }
 
+// Issue 43, 5b: docs/console.md lists it as working; it answered 404 (the manager had no route).
+TEST_F(WebServerTest, APasswordChangesWithoutALogin) {
+  auto change = [&](std::string const& current, std::string const& next) {
+    return Call(
+        "POST", "/server/update-password-no-auth",
+        json({{"username", email_}, {"current_password", current}, {"new_password", next}}).dump());
+  };
+  auto wrong = change("not-the-password", "a-new-password-1");
+  EXPECT_EQ(wrong.status, 401) << wrong.body;
+  auto done = change(password_, "a-new-password-1");
+  ASSERT_EQ(done.status, 201) << done.body;
+  EXPECT_TRUE(json::parse(done.body)["password_changed_at"].is_string()) << done.body;
+  EXPECT_EQ(json::parse(SignIn(email_, "a-new-password-1").body)["authenticated"], true);
+  EXPECT_EQ(change("a-new-password-1", password_).status, 201);
+}
+
 TEST_F(WebServerTest, FuncRequestsGoToTheManagerSignedWithTheLoginsKeypair) {
   EXPECT_EQ(Call("GET", "/func/").status, 401);
   EXPECT_EQ(Call("GET", "/func/", "", {"Cookie: AIOHTTP_SESSION=forged"}).status, 401);
@@ -316,7 +332,13 @@ TEST_F(WebServerTest, ATerminalRunsThroughTheWebserversWebSocket) {
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().error_info().http_status, 403);
 
+  // The console's own page without its login's token (issue 43, 5c: a login cookie tossed in
+  // by another port's page must not open a terminal as that login), then with it in the query.
   r.headers = {{"Cookie", jar.substr(8)}, {"Origin", Origin()}};
+  auto tokenless = internal::OpenLwsWebSocket(r, {});
+  ASSERT_FALSE(tokenless.ok());
+  EXPECT_EQ(tokenless.status().error_info().http_status, 403);
+  r.target += "?bai_csrf=" + csrf;
   auto ws = internal::OpenLwsWebSocket(r, {});
   ASSERT_TRUE(ws.ok()) << ws.status().message();
   protocol::PtyFrame in;

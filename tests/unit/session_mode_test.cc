@@ -16,6 +16,9 @@ TEST(SessionModeTest, TheCookieIsFoundAmongOthersAndUnquoted) {
   EXPECT_EQ(CookieValue("AIOHTTP_SESSION=\"q\"", kSessionCookie), "q");
   EXPECT_EQ(CookieValue("XAIOHTTP_SESSION=no; junk", kSessionCookie), std::nullopt);
   EXPECT_EQ(CookieValue("", kSessionCookie), std::nullopt);
+  // Two: one set for another Path by a page on another port of this host.
+  EXPECT_EQ(CookieValues("AIOHTTP_SESSION=a; x=1; AIOHTTP_SESSION=b", kSessionCookie),
+            (std::vector<std::string>{"a", "b"}));
 }
 
 TEST(SessionModeTest, TheLoginCookieIsHttpOnlyStrictAndSecureOnlyOverTls) {
@@ -34,13 +37,19 @@ RequestOrigin Req(std::string method) {
   return r;
 }
 
-TEST(SessionModeTest, SafeMethodsPassAndAProgramsPostNeedsNoToken) {
-  EXPECT_EQ(CheckCsrf(Req("GET"), "s"), CsrfVerdict::kAllowed);
-  auto get = Req("GET");
-  get.origin = "http://evil.example";
-  EXPECT_EQ(CheckCsrf(get, "s"), CsrfVerdict::kAllowed);  // reads are not CSRF
+TEST(SessionModeTest, AProgramNeedsNoTokenAndAPagesReadsDo) {
   // No Origin, no Sec-Fetch-Site: curl or the official client, not a page.
+  EXPECT_EQ(CheckCsrf(Req("GET"), "s"), CsrfVerdict::kAllowed);
   EXPECT_EQ(CheckCsrf(Req("POST"), "s"), CsrfVerdict::kAllowed);
+  // Issue 43, 5c: a page's reads carry the token too, so that a login cookie another port's
+  // page tossed in cannot make the console read (and then act) as somebody else.
+  auto get = Req("GET");
+  get.fetch_site = "same-origin";
+  EXPECT_EQ(CheckCsrf(get, "s"), CsrfVerdict::kMissingToken);
+  get.csrf_token = "t";
+  EXPECT_EQ(CheckCsrf(get, "s"), CsrfVerdict::kWrongToken);
+  get.csrf_token = "s";
+  EXPECT_EQ(CheckCsrf(get, "s"), CsrfVerdict::kAllowed);
 }
 
 TEST(SessionModeTest, AnotherSitesPostIsRefusedWithOrWithoutAToken) {
@@ -72,10 +81,12 @@ TEST(SessionModeTest, TheConsolesOwnPostNeedsThisLoginsToken) {
   // A login with no token of its own never matches an empty header.
   r.csrf_token = "";
   EXPECT_EQ(CheckCsrf(r, ""), CsrfVerdict::kMissingToken);
-  // Its WebSockets pass on the origin check alone (a page cannot add headers to one).
+  // Its WebSockets (and event streams) carry it in the query: a page cannot add headers there.
   auto ws = Req("GET");
   ws.websocket = true;
   ws.origin = "http://127.0.0.1:8090";
+  EXPECT_EQ(CheckCsrf(ws, "s3cret"), CsrfVerdict::kMissingToken);
+  ws.csrf_token = QueryCsrfToken("/func/stream/session/x/pty?bai_csrf=s3cret");
   EXPECT_EQ(CheckCsrf(ws, "s3cret"), CsrfVerdict::kAllowed);
   EXPECT_THAT(CsrfRefusal(CsrfVerdict::kMissingToken), HasSubstr("X-BAI-CSRF-Token"));
 }
@@ -120,6 +131,16 @@ TEST(SessionModeTest, FuncTargetsMapToTheManagersPaths) {
   EXPECT_EQ(UpstreamTarget("/func/"), "/");
   EXPECT_EQ(UpstreamTarget("/func"), "/");
   EXPECT_EQ(UpstreamTarget("/func?q"), "/?q");
+  // The page's token stays here.
+  EXPECT_EQ(UpstreamTarget("/func/events/session?bai_csrf=t&sessionId=a"),
+            "/events/session?sessionId=a");
+  EXPECT_EQ(UpstreamTarget("/func/session/x/logs?follow=true&bai_csrf=t"),
+            "/session/x/logs?follow=true");
+  EXPECT_EQ(UpstreamTarget("/func/stream/session/x/pty?bai_csrf=t"), "/stream/session/x/pty");
+  EXPECT_EQ(UpstreamTarget("/func/x?bai_csrfx=1"), "/x?bai_csrfx=1");
+  EXPECT_EQ(QueryCsrfToken("/func/x?a=1&bai_csrf=tok"), "tok");
+  EXPECT_EQ(QueryCsrfToken("/func/x?bai_csrfx=tok"), std::nullopt);
+  EXPECT_EQ(QueryCsrfToken("/func/x"), std::nullopt);
   EXPECT_EQ(UpstreamTarget("/function"), std::nullopt);
   EXPECT_EQ(UpstreamTarget("/server/login"), std::nullopt);
 }
