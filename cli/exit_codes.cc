@@ -3,6 +3,16 @@
 
 namespace bai::cli {
 
+namespace {
+constexpr char kUsageErrorType[] = "bai:usage";
+}  // namespace
+
+Status UsageError(std::string message) {
+  ErrorInfo info;
+  info.type = kUsageErrorType;
+  return Status(StatusCode::kInvalidArgument, std::move(message), std::move(info));
+}
+
 int ExitCodeFor(Status const& status) {
   switch (status.code()) {
     case StatusCode::kOk:
@@ -18,6 +28,8 @@ int ExitCodeFor(Status const& status) {
       return kExitConflict;
     case StatusCode::kCancelled:
       return kExitInterrupted;
+    case StatusCode::kInvalidArgument:
+      return status.error_info().type == kUsageErrorType ? kExitUsage : kExitError;
     case StatusCode::kUnavailable:
       // No HTTP answer at all: the server could not be reached.
       return status.error_info().http_status == 0 ? kExitUnreachable : kExitError;

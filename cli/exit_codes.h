@@ -3,6 +3,7 @@
 
 #include "bai/status.h"
 
+#include <string>
 #include <string_view>
 
 namespace bai::cli {
@@ -29,6 +30,10 @@ enum JobExitCode : int {
 
 /// The exit code of a general command that failed with `status`.
 int ExitCodeFor(Status const& status);
+
+/// A bad value on the command line found after parsing (a flag's duration, a secret given on
+/// argv): kInvalidArgument that ExitCodeFor maps to kExitUsage.
+Status UsageError(std::string message);
 
 /// The text of `bai help exit-codes`.
 std::string_view ExitCodesHelp();

@@ -10,6 +10,7 @@
 #include "cli/commands/admin_util.h"
 #include "cli/commands/session_util.h"
 #include "cli/commands/vfolder.h"
+#include "cli/exit_codes.h"
 #include "libbai/protocol/wire_json.h"
 #include "libbai/util/json_parse.h"
 
@@ -60,13 +61,13 @@ StatusOr<std::string> SlotsFlag(std::string const& flag, std::string const& valu
   if (value.front() == '{') {
     auto j = internal::ParseJson(value);
     if (!j || !j->is_object()) {
-      return Status(StatusCode::kInvalidArgument, flag + ": not a JSON object");
+      return UsageError(flag + ": not a JSON object");
     }
     return j->dump();
   }
   protocol::ResourceSlots slots;
   if (auto s = protocol::ParseSlotAssignment(value, slots); !s.ok()) {
-    return Status(StatusCode::kInvalidArgument, flag + ": " + s.message());
+    return UsageError(flag + ": " + s.message());
   }
   return internal::SlotsToJson(slots).dump();
 }
@@ -368,10 +369,11 @@ void AddUsers(CommandSet& set, CLI::App& admin) {
       "create", "Create a user and its main keypair; prints the secret key once");
   create->alias("add");
   create->add_option("EMAIL", c.r.email, "The user's email")->required();
-  create->add_flag("--password-stdin", c.password_stdin, "Read the password from stdin");
-  create->add_option("--password", c.password,
-                     "The password (visible to other users of this machine; prefer "
-                     "--password-stdin; neither: one is made and printed once)");
+  create->add_flag("--password-stdin", c.password_stdin,
+                   "Read the password from stdin (without it: one is made and printed once)");
+  // Hidden and refused (DECISIONS.md: secrets never on argv), so that the old spelling gets
+  // a clear answer instead of "unknown option".
+  create->add_option("--password", c.password, "")->group("");
   create->add_option("-u,--username", c.r.username, "Username (default: the email)");
   create->add_option("-n,--name", c.r.full_name, "Full name");
   create->add_option("--domain", c.r.domain_name, "Domain")->default_val("default");
@@ -384,12 +386,16 @@ void AddUsers(CommandSet& set, CLI::App& admin) {
   set.OnRun(create, [&ctx, &c] {
     return WithAdmin(ctx, [&](AdminClient& a) -> Status {
       bool made_password = false;
+      if (!c.password.empty()) {
+        return UsageError(
+            "--password takes no value on the command line (other users of this "
+            "machine can read it there): pipe it to --password-stdin, or leave both "
+            "out to have one made and printed once");
+      }
       if (c.password_stdin) {
         auto p = ReadPasswordStdin(ctx);
         if (!p.ok()) return p.status();
         c.r.password = *p;
-      } else if (!c.password.empty()) {
-        c.r.password = c.password;
       } else {
         c.r.password = RandomPassword();
         made_password = true;
@@ -610,7 +616,7 @@ void AddPolicyFlags(CLI::App* cmd, PolicyFlags& f) {
 }
 
 // The flags given, applied to `p`; a usage error names the flag.
-Status ApplyPolicyFlags(Context& ctx, PolicyFlags const& f, protocol::KeypairResourcePolicy& p) {
+Status ApplyPolicyFlags(PolicyFlags const& f, protocol::KeypairResourcePolicy& p) {
   if (!f.slots.empty()) {
     auto slots = SlotsFlag("--slots", f.slots);
     if (!slots.ok()) return slots.status();
@@ -618,7 +624,7 @@ Status ApplyPolicyFlags(Context& ctx, PolicyFlags const& f, protocol::KeypairRes
   }
   if (!f.unspecified.empty()) {
     if (f.unspecified != "limited" && f.unspecified != "unlimited") {
-      return Status(StatusCode::kInvalidArgument, "--unspecified: limited or unlimited");
+      return UsageError("--unspecified: limited or unlimited");
     }
     p.default_for_unspecified = f.unspecified == "limited" ? "LIMITED" : "UNLIMITED";
   }
@@ -629,8 +635,11 @@ Status ApplyPolicyFlags(Context& ctx, PolicyFlags const& f, protocol::KeypairRes
        {std::tuple{"--idle-timeout", &f.idle, &p.idle_timeout},
         std::tuple{"--max-lifetime", &f.lifetime, &p.max_session_lifetime}}) {
     if (text->empty()) continue;
-    auto seconds = DurationFlag(ctx, flag, *text);
-    if (!seconds) return Status(StatusCode::kInvalidArgument, std::string(flag) + ": a duration");
+    auto seconds = protocol::ParseDurationSeconds(*text);  // 0: never, as the help says
+    if (!seconds || *seconds < 0) {
+      return UsageError(std::string(flag) + " " + *text +
+                        ": expected a duration such as 30m, 2h, 1d (or seconds; 0: never)");
+    }
     *target = *seconds;
   }
   return Status();
@@ -681,7 +690,7 @@ void AddPolicies(CommandSet& set, CLI::App& admin) {
       protocol::KeypairResourcePolicy p;
       p.name = c.name;
       p.max_concurrent_sessions = 30;  // 24.09's CLI default
-      if (auto s = ApplyPolicyFlags(ctx, c, p); !s.ok()) return s;
+      if (auto s = ApplyPolicyFlags(c, p); !s.ok()) return s;
       auto made = a.CreateKeypairPolicy(p);
       if (!made.ok()) return made.status();
       PrintPolicies(ctx, {*made});
@@ -699,7 +708,7 @@ void AddPolicies(CommandSet& set, CLI::App& admin) {
           std::find_if(all->begin(), all->end(), [&](auto const& p) { return p.name == u.name; });
       if (it == all->end()) return Status(StatusCode::kNotFound, "no policy " + u.name);
       protocol::KeypairResourcePolicy p = *it;
-      if (auto s = ApplyPolicyFlags(ctx, u, p); !s.ok()) return s;
+      if (auto s = ApplyPolicyFlags(u, p); !s.ok()) return s;
       if (auto s = a.ModifyKeypairPolicy(p); !s.ok()) return s;
       PrintPolicies(ctx, {p});
       return Status();
@@ -1040,6 +1049,26 @@ void AddDotfileCommands(CommandSet& set) {
   });
 }
 
+// A template named by its id or its name (unique among those the caller may see): its id.
+StatusOr<std::string> TemplateId(AdminClient& a, std::string const& ref) {
+  auto all = a.Templates(false);
+  if (!all.ok()) return all.status();
+  std::vector<std::string> named;
+  for (auto const& t : *all) {
+    if (t.id == ref) return t.id;
+    if (t.name == ref) named.push_back(t.id);
+  }
+  if (named.size() == 1) return named.front();
+  if (named.empty()) {
+    // Maybe one the caller may use but not list (a project's): the server decides.
+    return ref;
+  }
+  std::string ids;
+  for (auto const& id : named) ids += (ids.empty() ? "" : ", ") + id;
+  return Status(StatusCode::kFailedPrecondition,
+                "several templates are named " + ref + " (" + ids + "): give the id");
+}
+
 void AddTemplateCommands(CommandSet& set) {
   auto& ctx = set.ctx();
   auto* noun = set.root().add_subcommand(
@@ -1100,10 +1129,12 @@ void AddTemplateCommands(CommandSet& set) {
 
   auto& g = set.Keep<Flags>();
   auto* get = noun->add_subcommand("get", "Print a template (YAML; -o json: JSON)");
-  get->add_option("ID", g.id, "The template's id")->required();
+  get->add_option("TEMPLATE", g.id, "The template's id or name")->required();
   set.OnRun(get, [&ctx, &g] {
     return WithAdmin(ctx, [&](AdminClient& a) -> Status {
-      auto text = a.TemplateText(g.id, ctx.json() ? "json" : "yaml");
+      auto id = TemplateId(a, g.id);
+      if (!id.ok()) return id.status();
+      auto text = a.TemplateText(*id, ctx.json() ? "json" : "yaml");
       if (!text.ok()) return text.status();
       ctx.out() << *text;
       if (text->empty() || text->back() != '\n') ctx.out() << "\n";
@@ -1134,13 +1165,15 @@ void AddTemplateCommands(CommandSet& set) {
   auto& u = set.Keep<Flags>();
   auto* update =
       noun->add_subcommand("update", "Replace a template from -f FILE or standard input");
-  update->add_option("ID", u.id, "The template's id")->required();
+  update->add_option("TEMPLATE", u.id, "The template's id or name")->required();
   update->add_option("-f,--file", u.file, "The template file");
   set.OnRun(update, [&ctx, &u, read_payload] {
     return WithAdmin(ctx, [&](AdminClient& a) -> Status {
       auto payload = read_payload(u);
       if (!payload.ok()) return payload.status();
-      auto done = a.UpdateTemplate(u.id, *payload);
+      auto id = TemplateId(a, u.id);
+      if (!id.ok()) return id.status();
+      auto done = a.UpdateTemplate(*id, *payload);
       if (done.ok()) PrintDone(ctx, "template " + u.id + " updated");
       return done;
     });
@@ -1148,10 +1181,12 @@ void AddTemplateCommands(CommandSet& set) {
 
   auto& r = set.Keep<Flags>();
   auto* rm = noun->add_subcommand("rm", "Delete a template");
-  rm->add_option("ID", r.id, "The template's id")->required();
+  rm->add_option("TEMPLATE", r.id, "The template's id or name")->required();
   set.OnRun(rm, [&ctx, &r] {
     return WithAdmin(ctx, [&](AdminClient& a) -> Status {
-      auto done = a.DeleteTemplate(r.id);
+      auto id = TemplateId(a, r.id);
+      if (!id.ok()) return id.status();
+      auto done = a.DeleteTemplate(*id);
       if (done.ok()) PrintDone(ctx, "template " + r.id + " deleted");
       return done;
     });
@@ -1160,7 +1195,7 @@ void AddTemplateCommands(CommandSet& set) {
   auto& s = set.Keep<Flags>();
   auto* run = noun->add_subcommand(
       "run", "Queue a session from a template; prints its name (follow it with bai logs -f)");
-  run->add_option("ID", s.id, "The template's id")->required();
+  run->add_option("TEMPLATE", s.id, "The template's id or name")->required();
   run->add_option("-n,--name", s.name, "The session's name");
   run->add_option("-c,--command", s.command, "A command instead of the template's");
   set.OnRun(run, [&ctx, &s] {
@@ -1168,7 +1203,9 @@ void AddTemplateCommands(CommandSet& set) {
       std::map<std::string, std::string> overrides;
       if (!s.name.empty()) overrides["name"] = s.name;
       if (!s.command.empty()) overrides["startupCommand"] = s.command;
-      auto made = a.CreateFromTemplate(s.id, overrides);
+      auto id = TemplateId(a, s.id);
+      if (!id.ok()) return id.status();
+      auto made = a.CreateFromTemplate(*id, overrides);
       if (!made.ok()) return made.status();
       if (ctx.json()) {
         PrintJson(

@@ -50,6 +50,14 @@ TEST_F(AdminCliTest, FromAnEmptyInstallToAUsersSessionUnderAPolicy) {
   auto policy = Json({"admin", "policy", "create", "small", "--slots", "cpu=2", "--max-sessions",
                       "1", "--idle-timeout", "1h"});
   EXPECT_EQ(policy["policies"][0]["idle_timeout"], 3600);
+  // 0 means never, as the help says (it was refused); a bad duration is a usage error (2).
+  auto never =
+      Json({"admin", "policy", "update", "small", "--idle-timeout", "0", "--max-lifetime", "0"});
+  EXPECT_EQ(never["policies"][0]["idle_timeout"], 0);
+  EXPECT_EQ(never["policies"][0]["max_session_lifetime"], 0);
+  EXPECT_THAT(Json({"admin", "policy", "update", "small", "--idle-timeout", "soon"}, 2).dump(),
+              HasSubstr("--idle-timeout soon"));
+  Json({"admin", "policy", "update", "small", "--idle-timeout", "1h"});
   // 3. A user in the domain and project; the password from stdin; keys printed once.
   auto user = Json({"admin", "user", "create", "ana@research.org", "--domain", "research",
                     "--project", "vision", "-n", "Ana", "--password-stdin"},
@@ -118,8 +126,15 @@ TEST_F(AdminCliTest, FromAnEmptyInstallToAUsersSessionUnderAPolicy) {
 }
 
 TEST_F(AdminCliTest, ErrorsAndDeletion) {
-  Json({"admin", "user", "create", "bo@example.com", "--password", "bo-password-1"});
-  auto dup = Json({"admin", "user", "create", "bo@example.com", "--password", "x"}, 6);
+  // A password on argv is refused (DECISIONS.md: secrets never there), as a usage error.
+  auto argv_password =
+      Json({"admin", "user", "create", "bo@example.com", "--password", "bo-password-1"}, 2);
+  EXPECT_THAT(argv_password.dump(), HasSubstr("--password-stdin"));
+  EXPECT_EQ(Json({"admin", "user", "info", "bo@example.com"}, 5)["exit_code"], 5);
+  Json({"admin", "user", "create", "bo@example.com", "--password-stdin"}, 0, nullptr,
+       "bo-password-1\n");
+  auto dup = Json({"admin", "user", "create", "bo@example.com", "--password-stdin"}, 6, nullptr,
+                  "another-password\n");
   EXPECT_THAT(dup.dump(), HasSubstr("integrity error"));
   EXPECT_THAT(Json({"admin", "user", "info", "nobody@example.com"}, 5).dump(),
               HasSubstr("no user"));
@@ -142,7 +157,8 @@ TEST_F(AdminCliTest, ErrorsAndDeletion) {
   auto made_pw = Json({"admin", "user", "create", "cy@example.com"});
   EXPECT_GE(made_pw.value("password", "").size(), 20u);
   // Policies: a bad flag is named; a used policy is not deleted.
-  EXPECT_THAT(Json({"admin", "policy", "create", "p1", "--slots", "cpu=lots"}, 1).dump(),
+  // A bad flag value is a usage error (2), as an unknown flag is.
+  EXPECT_THAT(Json({"admin", "policy", "create", "p1", "--slots", "cpu=lots"}, 2).dump(),
               HasSubstr("--slots"));
   Json({"admin", "policy", "create", "p1", "--slots", "cpu=4", "--max-pending", "2"});
   auto updated = Json({"admin", "policy", "update", "p1", "--max-sessions", "3"});
@@ -165,7 +181,8 @@ TEST_F(AdminCliTest, ErrorsAndDeletion) {
 }
 
 TEST_F(AdminCliTest, UsersKeepTheirOwnKeypairs) {
-  auto user = Json({"admin", "user", "create", "eve@example.com", "--password", "eve-password-1"});
+  auto user = Json({"admin", "user", "create", "eve@example.com", "--password-stdin"}, 0, nullptr,
+                   "eve-password-1\n");
   auto env = env_;
   env["BACKEND_ACCESS_KEY"] = user["access_key"];
   env["BACKEND_SECRET_KEY"] = user["secret_key"];
@@ -246,7 +263,8 @@ TEST_F(AdminCliTest, ImagesAgentsAndPresets) {
   Json({"admin", "preset", "rm", "medium"});
   EXPECT_THAT(Json({"admin", "preset", "rm", "medium"}, 5).dump(), HasSubstr("no matching"));
   // Only superadmins: a plain user is refused each change.
-  auto user = Json({"admin", "user", "create", "dee@example.com", "--password", "dee-password-1"});
+  auto user = Json({"admin", "user", "create", "dee@example.com", "--password-stdin"}, 0, nullptr,
+                   "dee-password-1\n");
   auto env = env_;
   env["BACKEND_ACCESS_KEY"] = user["access_key"];
   env["BACKEND_SECRET_KEY"] = user["secret_key"];

@@ -31,8 +31,9 @@ class UserConfigTest : public testing_util::LocalCluster {
  protected:
   // A plain user of the default domain and project, as a client.
   std::unique_ptr<Client> NewUser() {
-    auto r = Bai({"-o", "json", "admin", "user", "create", "plain@example.com", "--password",
-                  "plain-password-1", "--project", "default"});
+    auto r = Bai({"-o", "json", "admin", "user", "create", "plain@example.com", "--password-stdin",
+                  "--project", "default"},
+                 "plain-password-1\n");
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
     auto j = json::parse(r.out, nullptr, false);
     return ClientFor(j.value("access_key", ""), j.value("secret_key", ""));

@@ -195,6 +195,28 @@ TEST(SessionTemplateCore, RefusalsNameTheField) {
   EXPECT_NE(message("session_templates:\n- template: {}\n  user_uuid: someone-else\n")
                 .find("user_uuid and group_id are not taken"),
             std::string::npos);
+  // Issue 43: a key of another level was kept and never used (the session ran without its
+  // command); now refused, naming where it belongs.
+  EXPECT_NE(message("apiVersion: v1\nkind: taskTemplate\nmetadata: {name: a}\n"
+                    "spec: {kernel: {image: p}, startup_command: 'python3 train.py'}")
+                .find("spec.startup_command: belongs at spec.kernel.run.startup_command"),
+            std::string::npos);
+  EXPECT_NE(message("apiVersion: v1\nkind: taskTemplate\nmetadata: {name: a}\n"
+                    "spec: {kernel: {image: p, startup_command: x}}")
+                .find("spec.kernel.startup_command: belongs at spec.kernel.run.startup_command"),
+            std::string::npos);
+  EXPECT_NE(message("apiVersion: v1\nkind: taskTemplate\nmetadata: {name: a}\n"
+                    "spec: {kernel: {image: p, resources: {cpu: 1}}}")
+                .find("spec.kernel.resources: belongs at spec.resources"),
+            std::string::npos);
+  EXPECT_NE(message("apiVersion: v1\nkind: taskTemplate\nmetadata: {name: a}\n"
+                    "spec: {image: p, kernel: {image: p}}")
+                .find("spec.image: belongs at spec.kernel.image"),
+            std::string::npos);
+  // A key of no level stays ignored (unknown keys are, as 24.09 does).
+  EXPECT_TRUE(ParsePayload("apiVersion: v1\nkind: taskTemplate\nmetadata: {name: a}\n"
+                           "spec: {kernel: {image: p}, x-note: mine}")
+                  .ok());
 }
 
 TEST(SessionTemplateCore, TheRequestWinsKeyByKeyOverTheTemplate) {

@@ -116,6 +116,20 @@ std::string GitBootstrap(json const& git) {
   return script + "fi\n";
 }
 
+// A key of another level of the template written at this one (`spec.startup_command` for
+// `spec.kernel.run.startup_command`): refused with where it belongs, since it would otherwise be
+// kept and never used. Keys of no level at all stay ignored (unknown keys are, everywhere).
+static Status MisplacedKey(std::string const& path, json const& object,
+                           std::initializer_list<std::pair<char const*, char const*>> moved) {
+  for (auto const& [key, home] : moved) {
+    if (object.contains(key)) {
+      return Bad(path + key,
+                 std::string("belongs at ") + home + ", not here (the template would ignore it)");
+    }
+  }
+  return Status();
+}
+
 StatusOr<json> CheckTaskTemplate(json const& raw, std::string const& where) {
   if (!raw.is_object()) return Bad(where.empty() ? "template" : where, "must be an object");
   std::string const w = where.empty() ? "" : where + ".";
@@ -138,9 +152,30 @@ StatusOr<json> CheckTaskTemplate(json const& raw, std::string const& where) {
   }
   if (!NullOrString(Find(*meta, {"tag"}))) return Bad(w + "metadata.tag", "must be a string");
   if (!meta->contains("tag")) (*meta)["tag"] = nullptr;
+  if (auto m = MisplacedKey(w, t,
+                            {{"kernel", "spec.kernel"},
+                             {"session_type", "spec.session_type"},
+                             {"resources", "spec.resources"},
+                             {"mounts", "spec.mounts"}});
+      !m.ok()) {
+    return m;
+  }
   auto spec = t.find("spec");
   if (spec == t.end() || !spec->is_object()) return Bad(w + "spec", "required");
   json& s = *spec;
+  if (auto m = MisplacedKey(w + "spec.", s,
+                            {{"image", "spec.kernel.image"},
+                             {"environ", "spec.kernel.environ"},
+                             {"architecture", "spec.kernel.architecture"},
+                             {"git", "spec.kernel.git"},
+                             {"run", "spec.kernel.run"},
+                             {"startup_command", "spec.kernel.run.startup_command"},
+                             {"startupCommand", "spec.kernel.run.startup_command"},
+                             {"startup", "spec.kernel.run.startup_command"},
+                             {"bootstrap", "spec.kernel.run.bootstrap"}});
+      !m.ok()) {
+    return m;
+  }
   Canonical(s, {"session_type", "sessionType", "type"}, "session_type");
   if (!s.contains("session_type")) s["session_type"] = "interactive";
   auto const& type = s["session_type"];
@@ -150,6 +185,19 @@ StatusOr<json> CheckTaskTemplate(json const& raw, std::string const& where) {
   auto kernel = s.find("kernel");
   if (kernel == s.end() || !kernel->is_object()) return Bad(w + "spec.kernel", "required");
   json& k = *kernel;
+  if (auto m = MisplacedKey(w + "spec.kernel.", k,
+                            {{"startup_command", "spec.kernel.run.startup_command"},
+                             {"startupCommand", "spec.kernel.run.startup_command"},
+                             {"startup", "spec.kernel.run.startup_command"},
+                             {"bootstrap", "spec.kernel.run.bootstrap"},
+                             {"resources", "spec.resources"},
+                             {"mounts", "spec.mounts"},
+                             {"scaling_group", "spec.scaling_group"},
+                             {"agent_list", "spec.agent_list"},
+                             {"session_type", "spec.session_type"}});
+      !m.ok()) {
+    return m;
+  }
   auto image = k.find("image");
   if (image == k.end() || !image->is_string() || image->get_ref<std::string const&>().empty()) {
     return Bad(w + "spec.kernel.image", "required (a string)");
