@@ -11,6 +11,7 @@
 #include "server-reference/webserver/app_proxy.h"
 #include "server-reference/webserver/login_sessions.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <map>
@@ -90,6 +91,7 @@ std::int64_t SteadySeconds() {
 struct Circuit {
   int port = 0;
   std::string login_token;
+  std::string owner;  // the user's access key
   std::string session_id;
   std::string app;
   int app_port = 0;
@@ -124,8 +126,8 @@ struct AppPorts::Impl : std::enable_shared_from_this<AppPorts::Impl> {
            std::string(kAppSetupPath) + "?token=" + c.setup_token;
   }
 
-  StatusOr<std::string> Open(std::string const& login_token, std::string const& session_id,
-                             std::string const& app, int app_port,
+  StatusOr<std::string> Open(std::string const& login_token, std::string const& owner,
+                             std::string const& session_id, std::string const& app, int app_port,
                              std::string const& browser_host) {
     std::unique_lock<std::mutex> lock(mu);
     if (stopping) {
@@ -137,6 +139,23 @@ struct AppPorts::Impl : std::enable_shared_from_this<AppPorts::Impl> {
         c->setup_token = LoginSessions::RandomToken(24);
         c->setup_expires = Steady::now() + options.setup_token_lifetime;
         return Link(*c, browser_host);
+      }
+    }
+    // One user holds at most max_per_user: their least recently used goes (the reaper stops it).
+    if (options.max_per_user > 0) {
+      std::vector<Circuit*> mine;
+      for (auto& [port, c] : circuits) {
+        if (!c->ended && c->owner == owner) mine.push_back(c.get());
+      }
+      if (mine.size() >= static_cast<std::size_t>(options.max_per_user)) {
+        auto* oldest = *std::min_element(mine.begin(), mine.end(), [](auto* a, auto* b) {
+          return a->last_used.load() < b->last_used.load();
+        });
+        oldest->ended = true;
+        cv.notify_all();
+        server::log::Info("closed a user's least recently used app port",
+                          {{"port", std::to_string(oldest->port)},
+                           {"limit", std::to_string(options.max_per_user)}});
       }
     }
     // A free port of the range: one no circuit holds and the system lets us bind.
@@ -151,6 +170,7 @@ struct AppPorts::Impl : std::enable_shared_from_this<AppPorts::Impl> {
       auto c = std::make_shared<Circuit>();
       c->port = port;
       c->login_token = login_token;
+      c->owner = owner;
       c->session_id = session_id;
       c->app = app;
       c->app_port = app_port;
@@ -591,10 +611,10 @@ AppPorts::AppPorts(AppPortsOptions options, OpenAppTunnel open)
 
 AppPorts::~AppPorts() { Stop(); }
 
-StatusOr<std::string> AppPorts::Open(std::string const& login_token, std::string const& session_id,
-                                     std::string const& app, int app_port,
-                                     std::string const& browser_host) {
-  return impl_->Open(login_token, session_id, app, app_port, browser_host);
+StatusOr<std::string> AppPorts::Open(std::string const& login_token, std::string const& owner,
+                                     std::string const& session_id, std::string const& app,
+                                     int app_port, std::string const& browser_host) {
+  return impl_->Open(login_token, owner, session_id, app, app_port, browser_host);
 }
 
 void AppPorts::EndLogin(std::string const& login_token) {

@@ -29,6 +29,9 @@ struct AppPortsOptions {
   std::chrono::seconds setup_token_lifetime{120};
   std::size_t max_body_bytes = 64u << 20;
   int relay_threads = 16;
+  /// Circuits one user (access key) holds at once (0: no limit); opening one more closes that
+  /// user's least recently used, so one user cannot take every port from the others.
+  int max_per_user = 4;
 };
 
 /// Opens the tunnel for a request: `target` is the manager's request-target
@@ -45,11 +48,13 @@ class AppPorts {
   AppPorts& operator=(AppPorts const&) = delete;
 
   /// The link that opens `app` (container port `app_port`, 0 for its first) of `session_id`
-  /// for the login `login_token`: "http://HOST:PORT/bai-app-setup?token=…", HOST being
-  /// advertised_host or else `browser_host` (the host name the browser reached the console
-  /// at). The login's circuit for that app is reused; 503 when every app port is taken.
-  StatusOr<std::string> Open(std::string const& login_token, std::string const& session_id,
-                             std::string const& app, int app_port,
+  /// for the login `login_token` of the user `owner` (its access key): "http://HOST:PORT/
+  /// bai-app-setup?token=…", HOST being advertised_host or else `browser_host` (the host name
+  /// the browser reached the console at). The login's circuit for that app is reused; past
+  /// `max_per_user` the owner's least recently used circuit is closed; 503 when every app port
+  /// is taken.
+  StatusOr<std::string> Open(std::string const& login_token, std::string const& owner,
+                             std::string const& session_id, std::string const& app, int app_port,
                              std::string const& browser_host = {});
   /// Ends the circuits of a login (sign-out).
   void EndLogin(std::string const& login_token);

@@ -71,6 +71,10 @@ int main(int argc, char** argv) {
   app.add_option("--app-ports", app_ports,
                  "Ports for apps opened from the console, FIRST-LAST on the listen address "
                  "(default 10200-10299); 0: no app launcher");
+  app.add_option("--app-ports-per-user", options.app_ports_per_user,
+                 "App ports one user holds at once; one more closes their least recently used "
+                 "(default 4; 0: no limit)")
+      ->check(CLI::Range(0, 10000));
   app.add_option(
       "--app-host", options.app_host,
       "The host name browsers reach app ports at (default: the one they reached the console at)");

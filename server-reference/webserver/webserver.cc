@@ -535,7 +535,8 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
     });
     if (!started.ok() || started->status != 200) return RelayAnswer(ex, started);
     auto host = req.Header("host");
-    auto link = apps->Open(login_token, session, app, port, HostName(host ? *host : ""));
+    auto link = apps->Open(login_token, s->identity.access_key, session, app, port,
+                           HostName(host ? *host : ""));
     if (!link.ok()) return Answer(ex, server::ProblemResponse(link.status()));
     Answer(ex, JsonAnswer(200, {{"url", *link}, {"app", app}}));
   }
@@ -1202,6 +1203,7 @@ StatusOr<std::unique_ptr<WebServer>> WebServer::Start(WebServerOptions options,
     a.last_port = impl->options.app_last_port;
     a.tls = impl->options.secure_cookies;
     a.max_body_bytes = impl->options.max_body_bytes;
+    a.max_per_user = impl->options.app_ports_per_user;
     impl->apps = std::make_unique<AppPorts>(
         a,
         [weak](std::string const& token,

@@ -40,6 +40,8 @@ struct WebServerOptions {
   /// app launcher.
   int app_first_port = 10200;
   int app_last_port = 10299;
+  /// App ports one user holds at once; opening one more closes their least recently used.
+  int app_ports_per_user = 4;
   /// The host name browsers reach app ports at; empty: the one they reached the console at.
   std::string app_host;
   /// Storage proxies' client URLs the console may upload to directly (the page's connect-src
