@@ -7,9 +7,15 @@
 #include "libbai/util/sse.h"
 #include "libbai/util/url.h"
 
+#include <fcntl.h>
 #include <nlohmann/json.hpp>
+#include <poll.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <random>
+#include <thread>
+#include <vector>
 
 namespace bai {
 
@@ -174,6 +180,89 @@ StatusOr<int> SessionClient::ExecuteStream(std::string const& session, std::stri
         return std::move(line).status();
       }
       if (auto st = socket.Send({*line, false}); !st.ok()) return st;
+    }
+  }
+}
+
+StatusOr<int> SessionClient::ExecPiped(
+    std::string const& session, std::vector<std::string> const& command,
+    std::function<void(std::string const&, std::string const&)> const& on_output, int stdin_fd,
+    std::function<bool()> const& cancelled) const {
+  if (command.empty()) return Status(StatusCode::kInvalidArgument, "no command to run");
+  auto info = client_.GetServerInfo();
+  if (!info.ok()) return std::move(info).status();
+  if (info->manager.rfind("bai-manager", 0) != 0) {
+    return Status(StatusCode::kUnimplemented,
+                  "the server (" + info->manager + ") has no command stream");
+  }
+  std::string path = "/stream/session/" + Segment(session) +
+                     "/exec?command=" + internal::EncodeSegment(json(command).dump());
+  auto ws = client_.OpenWebSocket(ApiRequest("GET", path));
+  if (!ws.ok()) return std::move(ws).status();
+  auto& socket = **ws;
+  using Frame = protocol::PtyFrame;
+  // Stdin → the command, on a thread of its own: each read waits for the socket to take the
+  // one before (Send pushes back), so a command that does not read holds the reader back.
+  int stop[2] = {-1, -1};
+  if (pipe2(stop, O_CLOEXEC) != 0) return Status(StatusCode::kInternal, "pipe failed");
+  std::thread input([&socket, stdin_fd, stop_fd = stop[0]] {
+    std::vector<char> buf(64 << 10);
+    while (stdin_fd >= 0) {
+      pollfd p[2] = {{stdin_fd, POLLIN, 0}, {stop_fd, POLLIN, 0}};
+      if (::poll(p, 2, -1) < 0) {
+        if (errno == EINTR) continue;
+        break;
+      }
+      if (p[1].revents) return;
+      ssize_t n = ::read(stdin_fd, buf.data(), buf.size());
+      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (n <= 0) break;
+      Frame f{Frame::Type::kStdin, std::string(buf.data(), static_cast<std::size_t>(n))};
+      if (!socket.Send({protocol::EncodePtyFrame(f), false}).ok()) return;
+    }
+    (void)socket.Send({protocol::EncodePtyFrame({Frame::Type::kEof, ""}), false});
+  });
+  // However this ends, the reader stops: woken from its poll, or from a Send the socket's
+  // cancellation fails.
+  struct Join {
+    std::thread& t;
+    int* stop;
+    WebSocketConnection& socket;
+    ~Join() {
+      (void)!::write(stop[1], "x", 1);
+      socket.Cancel();
+      t.join();
+      ::close(stop[0]);
+      ::close(stop[1]);
+    }
+  } join{input, stop, socket};
+  while (true) {
+    if (cancelled && cancelled()) {
+      socket.Close(1000, "cancelled");
+      return Status(StatusCode::kCancelled, "interrupted");
+    }
+    auto e = socket.Receive(std::chrono::milliseconds(200));
+    if (e.kind == WebSocketEvent::Kind::kTimeout) continue;
+    if (e.kind == WebSocketEvent::Kind::kClosed) {
+      auto st = socket.CloseStatus();
+      if (!st.ok()) return st;
+      return Status(StatusCode::kAborted, "the command's stream closed without an exit code");
+    }
+    auto frame = protocol::DecodePtyFrame(e.message.data);
+    if (!frame.ok()) return frame.status();
+    switch (frame->type) {
+      case Frame::Type::kOut:
+      case Frame::Type::kErr:
+        if (on_output)
+          on_output(frame->type == Frame::Type::kOut ? "stdout" : "stderr", frame->data);
+        break;
+      case Frame::Type::kExit:
+        socket.Close(1000, "");
+        return frame->code;
+      case Frame::Type::kError:
+        return Status(StatusCode::kInternal, "the command's stream says: " + frame->data);
+      default:
+        break;
     }
   }
 }

@@ -426,10 +426,13 @@ void AddExec(CommandSet& set, CLI::App& parent, std::string const& description) 
   exec->add_option("SESSION", o.session, kSessionRef)->required();
   exec->add_option("COMMAND", o.command, "The command, after --");
   exec->add_flag("-i,--interactive", o.interactive,
-                 "With -t: your keys go to the command (-it, as docker exec)");
+                 "With -t: your keys go to the command (-it, as docker exec); without -t stdin "
+                 "reaches the command anyway");
   exec->add_flag("-t,--tty", o.tty,
                  "Run it on a terminal in the container, as bai shell does (needs one here: "
                  "window size, Ctrl-C to the command, ~. detaches, its exit code)");
+  exec->add_flag("-n,--no-stdin", o.no_stdin,
+                 "Do not pass stdin to the command (as ssh -n; e.g. in a while-read loop)");
   set.OnRun(exec, [&o, &ctx = set.ctx()] { return RunExec(o, ctx); });
 }
 

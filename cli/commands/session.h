@@ -59,6 +59,7 @@ struct ExecOptions {
   std::vector<std::string> command;
   bool interactive = false;  ///< -i: the terminal's keys go to the command
   bool tty = false;          ///< -t: on a terminal in the container (bai shell's)
+  bool no_stdin = false;     ///< -n: stdin does not reach the command (ssh -n)
 };
 /// `bai session exec SESSION -- CMD…` (alias `bai exec`): output streamed, the command's exit
 /// code passed through.

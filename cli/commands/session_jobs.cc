@@ -433,41 +433,42 @@ int RunExec(ExecOptions const& options, Context& ctx) {
     ctx.err() << "error: nothing to run: give the command after --, e.g. bai exec SESSION -- ls\n";
     return kExitUsage;
   }
-  if (options.interactive || options.tty) {
-    if (!options.tty) {
-      ctx.err() << "error: -i alone is not supported: bai exec passes no stdin to a command "
-                   "(put input in a file or a vfolder); use -it on a terminal\n";
-      return kExitUsage;
-    }
+  if (options.tty) {
     if (!ctx.stdin_tty()) {
-      ctx.err() << "error: -t needs a terminal, and stdin is not one; drop -it to run "
-                   "without one\n";
+      ctx.err() << "error: -t needs a terminal, and stdin is not one; drop -t to run on pipes "
+                   "(piped stdin still reaches the command)\n";
       return kExitUsage;
     }
     return RunTerminal(options.session, options.command, ctx);
-  }
-  // As `bai run`: input piped in would be dropped (the execute API has no stdin for a command),
-  // so it is refused rather than lost.
-  if (StdinHasData(ctx)) {
-    ctx.err() << "error: bai exec does not pass stdin to the command; put the input in a file "
-                 "in the session (bai session cp FILE SESSION:) or a vfolder, and read it there\n";
-    return kExitUsage;
   }
   auto client = ctx.MakeClient();
   if (!client.ok()) return JobError(ctx, client.status());
   SessionClient sessions(*client);
   CatchInterrupts();
   std::string out, err;
-  auto code = sessions.Exec(
-      options.session, ShellJoin(options.command),
-      [&](std::string const& stream, std::string const& text) {
-        if (ctx.json()) {
-          (stream == "stderr" ? err : out) += text;
-        } else {
-          (stream == "stderr" ? ctx.err() : ctx.out()) << text << std::flush;
-        }
-      },
-      [] { return Interrupted(); });
+  auto print = [&](std::string const& stream, std::string const& text) {
+    if (ctx.json()) {
+      (stream == "stderr" ? err : out) += text;
+    } else {
+      (stream == "stderr" ? ctx.err() : ctx.out()) << text << std::flush;
+    }
+  };
+  // stdin reaches the command as with `ssh host cmd` (tar c . | bai exec S -- tar x), streamed
+  // and held back by the command's pace, its end closing the command's stdin; -n: none.
+  auto code =
+      sessions.ExecPiped(options.session, options.command, print,
+                         options.no_stdin ? -1 : STDIN_FILENO, [] { return Interrupted(); });
+  if (!code.ok() && code.status().code() == StatusCode::kUnimplemented) {
+    // Backend.AI's own managers have no command stream: the execute API, which has no stdin.
+    if (!options.no_stdin && StdinHasData(ctx)) {
+      ctx.err() << "error: " << code.status().message()
+                << ", so piped stdin cannot reach the command; give -n to run it without, or put "
+                   "the input in a file in the session (bai session cp FILE SESSION:)\n";
+      return kExitUsage;
+    }
+    code = sessions.Exec(options.session, ShellJoin(options.command), print,
+                         [] { return Interrupted(); });
+  }
   if (!code.ok() && code.status().code() == StatusCode::kCancelled) {
     ctx.err() << "interrupted\n";
     return kExitInterrupted;

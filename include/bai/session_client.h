@@ -258,6 +258,18 @@ class BAI_EXPORT SessionClient {
                      std::function<void(std::string const&, std::string const&)> const& on_output,
                      std::function<bool()> const& cancelled = {}) const;
 
+  /// Runs `command` (the program first, looked up in the kernel's PATH; no shell) in a RUNNING
+  /// session on pipes, over bai's command stream (`/stream/session/{id}/exec`): its stdout and
+  /// stderr reach `on_output(stream, text)` as it writes them; the bytes read from `stdin_fd`
+  /// (-1: none) go to its stdin until their end, then its stdin closes. Both ways are held back
+  /// by the slower side, so neither its output nor its input is ever held whole. Returns the
+  /// command's exit code; kCancelled when `cancelled` (asked about 5 times a second) says so,
+  /// which ends the command; kUnimplemented when the server is not bai-manager (use Exec).
+  StatusOr<int> ExecPiped(
+      std::string const& session, std::vector<std::string> const& command,
+      std::function<void(std::string const& stream, std::string const& text)> const& on_output,
+      int stdin_fd = -1, std::function<bool()> const& cancelled = {}) const;
+
   /// One execute step in a RUNNING session.
   StatusOr<ExecuteResult> Execute(std::string const& session, ExecuteStep const& step) const;
 

@@ -35,6 +35,10 @@ std::string EncodePtyFrame(PtyFrame const& f) {
     case Type::kError:
       return json{{"type", "error"}, {"data", f.data}}.dump(-1, ' ', false,
                                                             json::error_handler_t::replace);
+    case Type::kErr:
+      return json{{"type", "err"}, {"data", internal::Base64Encode(f.data)}}.dump();
+    case Type::kEof:
+      return R"({"type":"eof"})";
   }
   return "{}";
 }
@@ -66,9 +70,11 @@ StatusOr<PtyFrame> DecodePtyFrame(std::string_view text) {
   if (t == "stdin") {
     f.type = Type::kStdin;
     st = bytes("chars");
-  } else if (t == "out") {
-    f.type = Type::kOut;
+  } else if (t == "out" || t == "err") {
+    f.type = t == "out" ? Type::kOut : Type::kErr;
     st = bytes("data");
+  } else if (t == "eof") {
+    f.type = Type::kEof;
   } else if (t == "resize") {
     f.type = Type::kResize;
     st = number("rows", 1, 10000, f.rows);

@@ -425,7 +425,7 @@ struct Agent::Impl {
         streams.emplace(&socket, m.session_id);
       }
       if (fd.ok()) {
-        BridgeStream(*fd, socket, m.kind == "pty");
+        BridgeStream(*fd, socket, /*line_mode=*/m.kind == "pty" || m.kind == "exec");
       } else {
         socket.Close(fd.status().code() == StatusCode::kUnavailable ? 1013 : 1011,
                      fd.status().message().substr(0, 120));

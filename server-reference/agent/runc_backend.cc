@@ -456,6 +456,11 @@ Status RunHook(std::string const& name, std::string const& state_json,
 namespace {
 
 constexpr std::size_t kMaxConsole = 32u << 20;  // a run's output kept between two polls
+// An execute step answers once this much output waits, and carries at most kMaxStepConsole:
+// its answer crosses the control channel, which must never carry one huge message (20 MB of a
+// query's output, answered whole, cut the agent's link).
+constexpr std::size_t kStepConsole = 256u << 10;
+constexpr std::size_t kMaxStepConsole = 1u << 20;
 
 struct RunState {
   /// [stream, text] since the last poll; consecutive chunks of one stream merged.
@@ -466,6 +471,30 @@ struct RunState {
   std::string prompt;  ///< of the latest waiting-input
   bool is_password = false;
 };
+
+// Takes at most `budget` bytes of a run's output for one answer, oldest first (a chunk split
+// where the budget ends); the rest waits for the next poll.
+std::vector<std::pair<std::string, std::string>> TakeConsole(RunState& run, std::size_t budget) {
+  std::vector<std::pair<std::string, std::string>> out;
+  auto& console = run.console;
+  std::size_t taken_chunks = 0;
+  for (auto& [stream, text] : console) {
+    if (budget == 0) break;
+    if (text.size() <= budget) {
+      budget -= text.size();
+      run.console_bytes -= text.size();
+      out.emplace_back(stream, std::move(text));
+      ++taken_chunks;
+    } else {
+      out.emplace_back(stream, text.substr(0, budget));
+      text.erase(0, budget);
+      run.console_bytes -= budget;
+      budget = 0;
+    }
+  }
+  console.erase(console.begin(), console.begin() + static_cast<std::ptrdiff_t>(taken_chunks));
+  return out;
+}
 
 // Adds output to what the next poll of a run returns; consecutive chunks of one stream merge
 // (PROTOCOL.md §5.5). A run nobody polls keeps its last kMaxConsole bytes and says what it
@@ -1542,7 +1571,8 @@ std::string RuncBackend::Execute(server::agent_protocol::Execute const& req) {
   // its end: the run is looked up again after every wait, never held across one.
   auto ended = [&] {
     auto r = k->runs.find(run_id);
-    return r == k->runs.end() || r->second.status != "running" || k->tearing_down;
+    return r == k->runs.end() || r->second.status != "running" || k->tearing_down ||
+           r->second.console_bytes >= kStepConsole;
   };
   if (req.flush_ms > 0) {
     // Streamed: output goes out once a flush interval has passed, not only at the wait's end.
@@ -1563,10 +1593,10 @@ std::string RuncBackend::Execute(server::agent_protocol::Execute const& req) {
     result.exit_code = mode == "interrupt" ? 0 : 130;
     return protocol::EncodeExecuteResult(result);
   }
-  result.console = std::move(it->second.console);
-  it->second.console.clear();
-  it->second.console_bytes = 0;
-  if (it->second.status == "finished") {
+  result.console = TakeConsole(it->second, kMaxStepConsole);
+  if (!it->second.console.empty()) {
+    result.status = "continued";  // more waits: the end is told once it is all taken
+  } else if (it->second.status == "finished") {
     result.exit_code = it->second.exit_code;
     k->runs.erase(it);
   } else if (it->second.status == "waiting-input") {

@@ -16,9 +16,9 @@
 namespace bai::agent {
 using internal::WriteAll;
 
-void BridgeStream(int fd, WebSocketConnection& ws, bool pty) {
+void BridgeStream(int fd, WebSocketConnection& ws, bool line_mode) {
   // Kernel → manager.
-  std::thread up([fd, &ws, pty] {
+  std::thread up([fd, &ws, line_mode] {
     std::string lines;
     bool exited = false;  // the last line was the shell's exit frame
     char chunk[64 << 10];
@@ -26,7 +26,7 @@ void BridgeStream(int fd, WebSocketConnection& ws, bool pty) {
       ssize_t n = read(fd, chunk, sizeof chunk);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) break;
-      if (!pty) {
+      if (!line_mode) {
         if (!ws.Send({std::string(chunk, static_cast<std::size_t>(n)), true}).ok()) return;
         continue;
       }
@@ -48,10 +48,11 @@ void BridgeStream(int fd, WebSocketConnection& ws, bool pty) {
     // After the shell's exit frame, a normal close; a terminal whose kernel ended under it (the
     // session was terminated: no exit frame) and a service that closed are "going away" (24.09),
     // as the manager says when it ends the session's streams itself.
-    if (pty && exited) {
+    if (line_mode && exited) {
       ws.Close(1000, "");
     } else {
-      ws.Close(1001, pty ? "the session's kernel has ended" : "the service closed the connection");
+      ws.Close(1001,
+               line_mode ? "the session's kernel has ended" : "the service closed the connection");
     }
   });
   // Manager → kernel.
@@ -59,9 +60,9 @@ void BridgeStream(int fd, WebSocketConnection& ws, bool pty) {
     auto e = ws.Receive(std::chrono::seconds(1));
     if (e.kind == WebSocketEvent::Kind::kTimeout) continue;
     if (e.kind == WebSocketEvent::Kind::kClosed) break;
-    if (pty && !e.message.binary) {
+    if (line_mode && !e.message.binary) {
       if (!WriteAll(fd, e.message.data + "\n")) break;
-    } else if (!pty && e.message.binary) {
+    } else if (!line_mode && e.message.binary) {
       if (!WriteAll(fd, e.message.data)) break;
     }
   }

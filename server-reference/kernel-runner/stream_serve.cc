@@ -310,6 +310,186 @@ void ServePty(int fd, rp::StreamOpen const& open, std::string pending,
   close(fd);
 }
 
+// --- exec ---------------------------------------------------------------------------------------
+
+struct Command {
+  pid_t pid = -1;
+  int in = -1, out = -1, err = -1;  // its stdin (ours to write), stdout, stderr
+};
+
+// `command` with pipes for its three streams, in its own process group, in the work directory.
+Command StartCommand(StreamServeOptions const& o, std::vector<std::string> const& command) {
+  Command c;
+  int in[2], out[2], err[2];
+  if (pipe2(in, O_CLOEXEC) != 0) return c;
+  if (pipe2(out, O_CLOEXEC) != 0) {
+    close(in[0]), close(in[1]);
+    return c;
+  }
+  if (pipe2(err, O_CLOEXEC) != 0) {
+    close(in[0]), close(in[1]), close(out[0]), close(out[1]);
+    return c;
+  }
+  // Made before the fork (the simulated agent is multi-threaded: its child may only exec).
+  std::vector<std::string> env = o.env;
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = command;
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::string not_found = "bai: " + args[0] + ": cannot run it (not found or not executable)\n";
+  c.pid = fork();
+  if (c.pid == 0) {
+    sigprocmask(SIG_SETMASK, &o.child_mask, nullptr);
+    signal(SIGPIPE, SIG_DFL);
+    setpgid(0, 0);
+    dup2(in[0], 0);
+    dup2(out[1], 1);
+    dup2(err[1], 2);
+    if (chdir(o.workdir.c_str()) != 0 && chdir("/") != 0) _exit(127);
+    execvpe(argv[0], argv.data(), envp.data());  // PATH from the kernel's environment
+    (void)!write(2, not_found.data(), not_found.size());
+    _exit(127);
+  }
+  close(in[0]), close(out[1]), close(err[1]);
+  if (c.pid < 0) {
+    close(in[1]), close(out[0]), close(err[0]);
+    return c;
+  }
+  c.in = in[1], c.out = out[0], c.err = err[0];
+  for (int f : {c.in, c.out, c.err}) SetNonBlocking(f);
+  return c;
+}
+
+// `bai exec` without a terminal: the command's stdout and stderr as `out` and `err` frames the
+// moment it writes them, the client's `stdin` frames into its stdin and `eof` closing it, then
+// `exit` with its code. Each direction holds at most kBuffer: a client that does not read stops
+// the command's writes, a command that does not read stops the client's stdin (back-pressure
+// end to end, never a whole output in memory). The client going away ends the command.
+void ServeExec(int fd, rp::StreamOpen const& open, std::string pending,
+               StreamServeOptions const& o) {
+  if (open.command.empty()) {
+    Reply(fd, false, 1008, "exec needs a command");
+    close(fd);
+    return;
+  }
+  Command c = StartCommand(o, open.command);
+  if (c.pid < 0) {
+    Reply(fd, false, 1011, std::string("cannot start the command: ") + std::strerror(errno));
+    close(fd);
+    return;
+  }
+  Reply(fd, true, 0, "");
+  SetNonBlocking(fd);
+  std::string in = std::move(pending), to_child, to_fd;
+  bool fd_eof = false, stdin_done = false;
+  int exit_code = -1;
+  auto close_stdin = [&] {
+    if (c.in >= 0) close(c.in);
+    c.in = -1;
+  };
+  // Output goes out as frames of at most 64 KiB (a frame is a WebSocket message on its way).
+  auto drain = [&](int& from, PtyFrame::Type type) {
+    while (from >= 0 && to_fd.size() < kBuffer) {
+      char chunk[48 << 10];
+      ssize_t n = read(from, chunk, sizeof chunk);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+      if (n <= 0) {
+        close(from);
+        from = -1;
+        return;
+      }
+      to_fd +=
+          protocol::EncodePtyFrame({type, std::string(chunk, static_cast<std::size_t>(n))}) + "\n";
+    }
+  };
+  while (true) {
+    for (auto nl = in.find('\n'); nl != std::string::npos && to_child.size() < kBuffer;
+         nl = in.find('\n')) {
+      auto frame = protocol::DecodePtyFrame(std::string_view(in).substr(0, nl));
+      in.erase(0, nl + 1);
+      if (!frame.ok()) {
+        to_fd +=
+            protocol::EncodePtyFrame({PtyFrame::Type::kError, frame.status().message()}) + "\n";
+      } else if (frame->type == PtyFrame::Type::kStdin && !stdin_done) {
+        to_child += frame->data;
+      } else if (frame->type == PtyFrame::Type::kEof) {
+        stdin_done = true;
+      }
+    }
+    if (in.size() > kMaxLine && in.find('\n') == std::string::npos) break;  // not our client
+    if (stdin_done && to_child.empty()) close_stdin();
+    if (c.in >= 0 && !to_child.empty()) {
+      ssize_t n = write(c.in, to_child.data(), to_child.size());
+      if (n > 0) {
+        to_child.erase(0, static_cast<std::size_t>(n));
+      } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        to_child.clear();  // it closed its stdin (EPIPE): the rest has nowhere to go
+        stdin_done = true;
+        close_stdin();
+      }
+    }
+    if (exit_code < 0) {
+      int status;
+      if (waitpid(c.pid, &status, WNOHANG) == c.pid) exit_code = CodeOf(status);
+    }
+    // Its end once it has exited and its output is all read (as ssh, a background process
+    // still holding the pipes is waited for).
+    if (exit_code >= 0 && c.out < 0 && c.err < 0) {
+      close_stdin();
+      to_fd += protocol::EncodePtyFrame({PtyFrame::Type::kExit, "", 0, 0, exit_code}) + "\n";
+      auto deadline = Clock::now() + std::chrono::seconds(30);
+      while (!to_fd.empty() && Clock::now() < deadline) {
+        if (!Flush(fd, to_fd)) break;
+        pollfd p{fd, POLLOUT, 0};
+        poll(&p, 1, 100);
+      }
+      close(fd);
+      return;
+    }
+    if (fd_eof) break;
+    pollfd p[4] = {{fd, 0, 0}, {c.out, 0, 0}, {c.err, 0, 0}, {c.in, 0, 0}};
+    // Stdin frames are read only while the command takes what came before.
+    if (in.size() <= kMaxLine && to_child.size() < kBuffer) p[0].events |= POLLIN;
+    if (!to_fd.empty()) p[0].events |= POLLOUT;
+    if (to_fd.size() < kBuffer) {
+      p[1].events |= POLLIN;
+      p[2].events |= POLLIN;
+    }
+    if (!to_child.empty()) p[3].events |= POLLOUT;
+    if (poll(p, 4, 200) < 0 && errno != EINTR) break;
+    if (p[0].revents & (POLLIN | POLLHUP)) {
+      char chunk[64 << 10];
+      ssize_t n = read(fd, chunk, sizeof chunk);
+      if (n > 0) {
+        in.append(chunk, static_cast<std::size_t>(n));
+      } else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+        fd_eof = true;
+      }
+    }
+    if (p[1].revents & (POLLIN | POLLHUP)) drain(c.out, PtyFrame::Type::kOut);
+    if (p[2].revents & (POLLIN | POLLHUP)) drain(c.err, PtyFrame::Type::kErr);
+    if (!Flush(fd, to_fd)) break;
+    if (p[0].revents & (POLLERR | POLLNVAL)) break;
+  }
+  // The client went away: end the command (its group), as a dropped terminal line would.
+  close_stdin();
+  for (int* f : {&c.out, &c.err}) {
+    if (*f >= 0) close(*f);
+  }
+  kill(-c.pid, SIGHUP);
+  for (int i = 0; exit_code < 0 && i < 40; ++i) {
+    int status;
+    if (waitpid(c.pid, &status, WNOHANG) == c.pid) break;
+    if (i == 10) kill(-c.pid, SIGKILL);
+    usleep(50000);
+  }
+  close(fd);
+}
+
 // --- service ------------------------------------------------------------------------------------
 
 bool PortOpen(int port) {
@@ -565,6 +745,8 @@ void ServeStream(int fd, StreamServeOptions const& o) {
     StopService(fd, *open, o);
   } else if (open->kind == "tcp") {
     ServeTcp(fd, open->port, std::move(rest), o);
+  } else if (open->kind == "exec") {
+    ServeExec(fd, *open, std::move(rest), o);
   } else {
     ServePty(fd, *open, std::move(rest), o);
   }

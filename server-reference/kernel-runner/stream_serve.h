@@ -32,8 +32,11 @@ struct StreamServeOptions {
 /// and ends. `pty`: a login shell on a new pseudo-terminal, PtyFrame lines both ways (stdin,
 /// resize, ping, restart in; out, then exit with the shell's code). `tcp`: a connection to
 /// 127.0.0.1:PORT, its bytes raw both ways, each direction buffered at most 256 KiB (a slow side
-/// holds the other back), half-closes passed on. Blocks; closes `fd`. Used by the runner (in a
-/// process of its own per stream) and by the simulated agent (in a thread).
+/// holds the other back), half-closes passed on. `exec`: a command on pipes (bai exec without a
+/// terminal): PtyFrame lines both ways (stdin and eof in; out, err, then exit out), each
+/// direction buffered at most 256 KiB, so a slow reader holds the command's output back and a
+/// command that does not read holds the client's stdin back. Blocks; closes `fd`. Used by the
+/// runner (in a process of its own per stream) and by the simulated agent (in a thread).
 void ServeStream(int fd, StreamServeOptions const& options);
 
 }  // namespace bai::server

@@ -280,6 +280,23 @@ TEST_F(RuncTest, QueryModeKeepsStateInANamedSession) {
   EXPECT_THAT(err.err, HasSubstr("ValueError: bad"));
   auto input = Bai({"run", "python", "--name", "repl", "-c", "print(input() * 2)"}, "ab\n");
   EXPECT_EQ(input.out, "abab\n");
+  // Issue 43, 5h: a query printing 20 MB comes whole, in answers of at most 1 MiB (one answer
+  // of it all crossed the agent's control link and cut it), and the kernel answers at once
+  // after.
+  auto chatty = Bai({"run", "python", "--name", "repl", "-c",
+                     "import sys\nfor i in range(200000): sys.stdout.write('x' * 99 + '\\n')"});
+  EXPECT_EQ(chatty.exit_code, 0) << chatty.err.substr(0, 500);
+  EXPECT_EQ(chatty.out.size(), 20000000u);
+  EXPECT_EQ(chatty.out.find_first_not_of("x\n"), std::string::npos);
+  auto next = Bai({"run", "python", "--name", "repl", "-c", "print(x + 1)"});
+  EXPECT_EQ(next.out, "43\n") << next.err;
+  // And through bai exec's own stream, with stdin: 20 MB out, 5 MB in.
+  auto exec =
+      Bai({"exec", "repl", "--", "sh", "-c", "head -c 20000000 /dev/zero | base64 -w 100 | wc -c"});
+  EXPECT_EQ(exec.out, "26933335\n") << exec.err;
+  std::string five_mb(5 << 20, 'y');
+  auto in = Bai({"exec", "repl", "--", "wc", "-c"}, five_mb);
+  EXPECT_EQ(in.out, std::to_string(5 << 20) + "\n") << in.err;
   EXPECT_EQ(Bai({"rm", "repl"}).exit_code, 0);
 }
 

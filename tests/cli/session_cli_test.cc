@@ -318,18 +318,45 @@ TEST_F(SessionCliTest, CreateExecWaitAndTheLifecycleVerbs) {
   std::string id = created.out.substr(0, created.out.find('\n'));
   EXPECT_EQ(id.size(), 36u);
   EXPECT_THAT(created.err, HasSubstr("session box1 (" + id + ")"));
-  // exec: output streamed, exit code passed through.
-  auto exec = Bai({"exec", "box1", "--", "sh", "-c", "exit 3"});
+  // exec: the command's streams apart, its exit code passed through (a simulated kernel's
+  // commands run on its host, as its terminals do).
+  auto exec = Bai({"exec", "box1", "--", "sh", "-c", "echo to-out; echo to-err >&2; exit 3"});
   EXPECT_EQ(exec.exit_code, 3) << exec.err;
-  EXPECT_THAT(exec.out, HasSubstr("sh -c 'exit 3'"));
+  EXPECT_EQ(exec.out, "to-out\n");
+  EXPECT_THAT(exec.err, HasSubstr("to-err"));
   auto exec_json = Bai({"-o", "json", "session", "exec", "box1", "--", "true"});
   EXPECT_EQ(json::parse(exec_json.out)["exit_code"], 0);
   EXPECT_EQ(Bai({"exec", "no-such-box", "--", "true"}).exit_code, 125);
-  // Hardening (new user): input piped into exec was dropped silently (exit 0); refused as by run.
+  EXPECT_EQ(Bai({"exec", "box1", "--", "no-such-program-here"}).exit_code, 127);
+  // Issue 43, 8: piped stdin reaches the command, its end closing the command's stdin (it was
+  // refused); -n keeps it back, as ssh -n.
   auto piped = testing_util::RunProcess({testing_util::BinPath("bai"), "exec", "box1", "--", "cat"},
-                                        env_, "hi\n");
-  EXPECT_EQ(piped.exit_code, 2);
-  EXPECT_THAT(piped.err, HasSubstr("does not pass stdin"));
+                                        env_, "hello\n");
+  EXPECT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_EQ(piped.out, "hello\n");
+  auto held = testing_util::RunProcess(
+      {testing_util::BinPath("bai"), "exec", "-n", "box1", "--", "cat"}, env_, "hello\n");
+  EXPECT_EQ(held.exit_code, 0) << held.err;
+  EXPECT_EQ(held.out, "");
+  // Issue 43, 2: 20 MB of output arrives whole (it was lost after 30 s, the agent's link cut),
+  // and the session answers at once after.
+  std::string big = "head -c 20000000 /dev/zero | base64 -w 100";
+  auto local = testing_util::RunProcess({"/bin/sh", "-c", big});
+  auto streamed = Bai({"exec", "box1", "--", "sh", "-c", big});
+  EXPECT_EQ(streamed.exit_code, 0) << streamed.err;
+  EXPECT_EQ(streamed.out.size(), local.out.size());
+  EXPECT_TRUE(streamed.out == local.out) << "the output differs";
+  auto after = Bai({"exec", "box1", "--", "echo", "still-here"});
+  EXPECT_EQ(after.out, "still-here\n") << after.err;
+  // Output appears as written, not in batches: the first line long before the command ends.
+  {
+    testing_util::BackgroundProcess slow(
+        {testing_util::BinPath("bai"), "exec", "-n", "box1", "--", "sh", "-c",
+         "echo first-line; sleep 20; echo second-line"},
+        env_);
+    EXPECT_THAT(slow.WaitForLine("first-line", 1500), HasSubstr("first-line")) << slow.Transcript();
+    EXPECT_EQ(slow.Stop(SIGINT), 130);
+  }
   // wait --for running returns at once for a running session.
   auto running = Bai({"wait", "box1", "--for", "running", "--timeout", "30s"});
   EXPECT_EQ(running.exit_code, 0) << running.err;

@@ -618,7 +618,7 @@ OpenStream ReadOpenStream(FieldReader& r) {
   if (!hex) r.Fail("stream_id", "32 lowercase hex characters");
   m.session_id = SessionId(r);
   m.kind = r.Required("kind");
-  if (m.kind != "pty" && m.kind != "tcp") r.Fail("kind", "pty or tcp");
+  if (m.kind != "pty" && m.kind != "exec" && m.kind != "tcp") r.Fail("kind", "pty, exec or tcp");
   m.rows = static_cast<int>(r.Int("rows", 24));
   m.cols = static_cast<int>(r.Int("cols", 80));
   m.port = static_cast<int>(r.Int("port", 0));
@@ -626,6 +626,7 @@ OpenStream ReadOpenStream(FieldReader& r) {
   if (m.cols < 1 || m.cols > 10000) r.Fail("cols", "1 to 10000");
   if (m.kind == "tcp" && (m.port < 1 || m.port > 65535)) r.Fail("port", "1 to 65535");
   m.command = ReadStringList(r, "command");
+  if (m.kind == "exec" && m.command.empty()) r.Fail("command", "required for exec");
   return m;
 }
 

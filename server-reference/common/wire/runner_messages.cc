@@ -228,7 +228,7 @@ std::string EncodeFileResult(FileResult const& result) { return Dump(ToJson(resu
 
 std::string EncodeStreamOpen(StreamOpen const& m) {
   json j = {{"kind", m.kind}};
-  if (m.kind == "pty") {
+  if (m.kind == "pty" || m.kind == "exec") {
     j["rows"] = m.rows;
     j["cols"] = m.cols;
     if (!m.command.empty()) j["command"] = m.command;
@@ -250,7 +250,7 @@ StatusOr<StreamOpen> DecodeStreamOpen(std::string_view line) {
   FieldReader r(*j);
   StreamOpen m;
   m.kind = r.Required("kind");
-  if (m.kind == "pty") {
+  if (m.kind == "pty" || m.kind == "exec") {
     m.rows = static_cast<int>(r.Int("rows", 24));
     m.cols = static_cast<int>(r.Int("cols", 80));
     if (m.rows < 1 || m.rows > 10000) r.Fail("rows", "1 to 10000");
@@ -264,6 +264,7 @@ StatusOr<StreamOpen> DecodeStreamOpen(std::string_view line) {
         m.command.push_back(a.get<std::string>());
       }
     }
+    if (m.kind == "exec" && m.command.empty()) r.Fail("command", "required for exec");
   } else if (m.kind == "tcp" || m.kind == "service") {
     m.port = static_cast<int>(r.Int("port", 0));
     if (m.port < 1 || m.port > 65535) r.Fail("port", "1 to 65535");
@@ -284,7 +285,7 @@ StatusOr<StreamOpen> DecodeStreamOpen(std::string_view line) {
   } else if (m.kind == "service-stop") {
     m.name = r.Required("name");
   } else if (!m.kind.empty()) {
-    r.Fail("kind", "pty, tcp, service or service-stop");
+    r.Fail("kind", "pty, exec, tcp, service or service-stop");
   }
   if (!r.ok()) return Status(StatusCode::kInvalidArgument, r.error());
   return m;

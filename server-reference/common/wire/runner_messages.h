@@ -132,10 +132,11 @@ std::optional<StatusOr<ToAgent>> TakeToAgent(std::string_view buffer, std::size_
 
 /// The first line on a connection to the stream socket: what the connection is for.
 struct StreamOpen {
-  std::string kind;  ///< pty | tcp | service | service-stop
+  std::string kind;  ///< pty | exec | tcp | service | service-stop
   int rows = 24;     ///< pty: the terminal's size
   int cols = 80;
-  std::vector<std::string> command;  ///< pty: this program (PATH searched), not a login shell
+  std::vector<std::string>
+      command;   ///< pty: this program (PATH searched), not a login shell; exec: the command
   int port = 0;  ///< tcp: the container port to connect to (on 127.0.0.1); service: its port
   /// service: start the app `name` (its service definition) once, with the user's `arguments`
   /// (option → value, "" for a flag) and `envs`, each within the definition's allow-lists; the

@@ -419,50 +419,67 @@ std::optional<HttpResponse> NotAnUpgrade() {
       MakeProblemStatus(ProblemType::kGenericBadRequest, "Expected a WebSocket upgrade."));
 }
 
+// GET /stream/session/{id}/pty and /exec: a terminal or a command on pipes in the session's
+// main kernel, relayed to the agent's data stream.
+std::optional<HttpResponse> OpenCommandStream(std::string const& kind, SessionStore& sessions,
+                                              AgentRegistry& agents,
+                                              streams::StreamRegistry& registry,
+                                              streams::AgentStreamBroker& broker,
+                                              RequestContext& ctx,
+                                              std::shared_ptr<server::Exchange> const& exchange) {
+  auto p = Params::From(ctx.request, ParamSource::kStandard);
+  if (!p.ok()) return ProblemResponse(p.status());
+  auto rows = p->Int({"rows"}, 1, 10000);
+  auto cols = p->Int({"cols"}, 1, 10000);
+  // bai's `command` (a JSON list of strings): that program instead of a login shell; exec's
+  // command, required.
+  std::vector<std::string> command;
+  auto text = p->String({"command"}, kind == "exec");
+  if (text) {
+    auto j = nlohmann::json::parse(*text, nullptr, false);
+    bool ok = j.is_array() && !j.empty() && j.size() <= 4096;
+    for (auto const& a : ok ? j : nlohmann::json::array()) {
+      ok = ok && a.is_string();
+      if (ok) command.push_back(a.get<std::string>());
+    }
+    if (!ok) p->Fail("command", "a JSON list of strings, the program first");
+  }
+  if (auto st = p->Check(); !st.ok()) return ProblemResponse(st);
+  auto s = ResolveRunning(sessions, ctx);
+  if (!s.ok()) return ProblemResponse(s.status());
+  if (!exchange->IsWebSocketUpgrade()) return NotAnUpgrade();
+  (void)sessions.CountQuery(s->id);
+  server::agent_protocol::OpenStream open;
+  open.stream_id = NewStreamId();
+  open.session_id = s->id;
+  open.kind = kind;
+  open.command = std::move(command);
+  open.rows = static_cast<int>(rows.value_or(24));
+  open.cols = static_cast<int>(cols.value_or(80));
+  auto relay =
+      std::make_shared<RelayStream>(agents, registry, broker, *s->agent_id, std::move(open));
+  exchange->AcceptWebSocket(relay->ClientHandlers());
+  return std::nullopt;
+}
+
 }  // namespace
 
 void RegisterStreamRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry& agents,
                           streams::StreamRegistry& registry, streams::AgentStreamBroker& broker,
                           std::string cluster_secret) {
   // A terminal: a login shell in the session's main kernel (PROTOCOL.md §5.7's frames; bai's
-  // optional `rows` and `cols` give its first size).
-  api.AddAsync(
-      "GET", "/stream/session/{id}/pty", AuthLevel::kUser,
-      [&sessions, &agents, &registry, &broker](
-          RequestContext& ctx,
-          std::shared_ptr<server::Exchange> const& exchange) -> std::optional<HttpResponse> {
-        auto p = Params::From(ctx.request, ParamSource::kStandard);
-        if (!p.ok()) return ProblemResponse(p.status());
-        auto rows = p->Int({"rows"}, 1, 10000);
-        auto cols = p->Int({"cols"}, 1, 10000);
-        // bai's `command` (a JSON list of strings): that program instead of a login shell.
-        std::vector<std::string> command;
-        if (auto text = p->String({"command"})) {
-          auto j = nlohmann::json::parse(*text, nullptr, false);
-          bool ok = j.is_array() && !j.empty() && j.size() <= 4096;
-          for (auto const& a : ok ? j : nlohmann::json::array()) {
-            ok = ok && a.is_string();
-            if (ok) command.push_back(a.get<std::string>());
-          }
-          if (!ok) p->Fail("command", "a JSON list of strings, the program first");
-        }
-        if (auto st = p->Check(); !st.ok()) return ProblemResponse(st);
-        auto s = ResolveRunning(sessions, ctx);
-        if (!s.ok()) return ProblemResponse(s.status());
-        if (!exchange->IsWebSocketUpgrade()) return NotAnUpgrade();
-        (void)sessions.CountQuery(s->id);
-        server::agent_protocol::OpenStream open;
-        open.stream_id = NewStreamId();
-        open.session_id = s->id;
-        open.kind = "pty";
-        open.command = std::move(command);
-        open.rows = static_cast<int>(rows.value_or(24));
-        open.cols = static_cast<int>(cols.value_or(80));
-        auto relay =
-            std::make_shared<RelayStream>(agents, registry, broker, *s->agent_id, std::move(open));
-        exchange->AcceptWebSocket(relay->ClientHandlers());
-        return std::nullopt;
-      });
+  // optional `rows` and `cols` give its first size). bai's `exec`: a command on pipes instead
+  // (bai exec without a terminal; the same frames with `err` and `eof`), its output streamed as
+  // written, the client's stdin passed on, both ways held back by a slow side.
+  for (auto [route, kind] : {std::pair{"/stream/session/{id}/pty", "pty"},
+                             std::pair{"/stream/session/{id}/exec", "exec"}}) {
+    api.AddAsync("GET", route, AuthLevel::kUser,
+                 [&sessions, &agents, &registry, &broker, kind = std::string(kind)](
+                     RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange) {
+                   return OpenCommandStream(kind, sessions, agents, registry, broker, ctx,
+                                            exchange);
+                 });
+  }
 
   // The session's apps (24.09: a plain GET, not a WebSocket).
   api.Add("GET", "/stream/session/{id}/apps", AuthLevel::kUser,
