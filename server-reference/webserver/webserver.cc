@@ -158,10 +158,12 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
     bool proven = false;  ///< a page showed this login's token
   };
   StatusOr<ChosenLogin> ChooseLogin(std::shared_ptr<Exchange> const& ex) {
-    auto const& req = ex->request();
+    return ChooseLogin(ex->request(), ex->IsWebSocketUpgrade());
+  }
+  StatusOr<ChosenLogin> ChooseLogin(HttpRequest const& req, bool websocket) {
     auto header = req.Header("cookie");
     auto values = header ? CookieValues(*header, kSessionCookie) : std::vector<std::string>{};
-    auto origin = OriginOf(req, ex->IsWebSocketUpgrade());
+    auto origin = OriginOf(req, websocket);
     bool page = FromAPage(origin);
     if (!page && values.size() > 1) {
       return protocol::MakeProblemStatus(
@@ -849,7 +851,40 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
     bool started_ = false;
   };
 
-  // body_sink_for: a relayed PATCH chunk over 1 MiB streams; the rest is read whole.
+  // A body refused before it is read: answered at once, no 100 Continue, what the client
+  // still sends is drained.
+  class RefusedSink : public server::BodySink {
+   public:
+    RefusedSink(HttpResponse r, bool tls) : r_(std::move(r)) {
+      for (auto& h : SecurityHeaders(tls)) r_.headers.push_back(std::move(h));
+    }
+    bool Accepts() const override { return false; }
+    bool Write(std::string_view) override { return false; }
+    void Finish(bool, std::function<void(HttpResponse)> answer) override {
+      answer(std::move(r_));
+    }
+
+   private:
+    HttpResponse r_;
+  };
+
+  // body_sink_for, once a body over 1 MiB has its headers: a /func request without a live
+  // login is refused before its body is read (32 unauthenticated 64 MiB bodies took 1.5 GiB);
+  // a relayed PATCH chunk streams; the rest is read whole.
+  std::unique_ptr<server::BodySink> BodyFor(HttpRequest const& head, std::uint64_t length) {
+    if (head.path.rfind("/func/", 0) == 0) {
+      auto chosen = ChooseLogin(head, false);
+      if (chosen.ok() && chosen->session) return nullptr;
+      return std::make_unique<RefusedSink>(
+          Problem(ps::ProblemType::kAuthFailed,
+                  "Sign in first (POST /server/login, or the console's sign-in page); a request "
+                  "body is read only for a signed-in user."),
+          Tls());
+    }
+    return StreamRelay(head, length);
+  }
+
+  // A relayed PATCH chunk over 1 MiB streams to the storage proxy as it arrives.
   std::unique_ptr<server::BodySink> StreamRelay(HttpRequest const& head, std::uint64_t length) {
     if (head.method != "PATCH" || head.path.rfind("/storage/", 0) != 0) return nullptr;
     auto t = RelayRequest(head);
@@ -1188,7 +1223,7 @@ StatusOr<std::unique_ptr<WebServer>> WebServer::Start(WebServerOptions options,
   http.body_sink_for = [weak](HttpRequest const& head,
                               std::uint64_t length) -> std::unique_ptr<server::BodySink> {
     auto self = weak.lock();
-    return self ? self->StreamRelay(head, length) : nullptr;
+    return self ? self->BodyFor(head, length) : nullptr;
   };
   auto server = server::HttpServer::Start(http, [weak](std::shared_ptr<Exchange> ex) {
     if (auto self = weak.lock()) self->Handle(std::move(ex));
