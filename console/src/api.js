@@ -65,7 +65,7 @@ export function explain(err) {
   if (!(err instanceof ApiError)) return `Cannot reach the server (${err.message}). Check your connection and retry.`;
   if (err.status === 401) return 'Your sign-in has ended. Sign in again.';
   if (err.status === 403) return `Refused: ${err.message}`;
-  if (/user group \(or project\)/.test(err.message)) return `${err.message} You are in no project here: ask an administrator to add you to one.`;
+  if (/user group \(or project\)/.test(err.message) && !/Yours:|no project/.test(err.message)) return `${err.message} You are in no project here: ask an administrator to add you to one.`;
   if (err.status === 429) return `${err.message}`;
   if (err.status >= 500) return `The server failed (${err.message}). Retry in a moment.`;
   return err.message;

@@ -90,6 +90,22 @@ TEST_F(AdminCliTest, FromAnEmptyInstallToAUsersSessionUnderAPolicy) {
        "-r", "cpu=1", "python", "--", "sh", "-c", "exit 0"},
       ana);
   EXPECT_EQ(job.exit_code, 0) << job.out << job.err;
+  // Issue 43, 6: without --group she is in her only project (the clients' "default" was "No
+  // such user group" for anyone outside a project named default).
+  auto plain =
+      testing_util::RunProcess({testing_util::BinPath("bai"), "-o", "json", "run", "--name",
+                                "ana-plain", "python", "--", "sh", "-c", "exit 0"},
+                               ana);
+  EXPECT_EQ(plain.exit_code, 0) << plain.out << plain.err;
+  EXPECT_EQ(Json({"session", "info", "ana-plain"}, 0, &ana)["group_id"], project_id);
+  // In two projects, neither named default: refused, naming them.
+  Json({"admin", "project", "create", "audio", "--domain", "research"});
+  Json({"admin", "user", "update", "ana@research.org", "--domain", "research", "--project",
+        "vision", "--project", "audio"});
+  auto which = testing_util::RunProcess(
+      {testing_util::BinPath("bai"), "run", "--name", "ana-which", "python", "--", "true"}, ana);
+  EXPECT_EQ(which.exit_code, 125) << which.err;
+  EXPECT_THAT(which.err, HasSubstr("Yours: audio, vision"));
   // The policy holds: three CPUs are more than it allows at once.
   auto big = testing_util::RunProcess(
       {testing_util::BinPath("bai"), "session", "create", "--name", "ana-big", "--group", "vision",

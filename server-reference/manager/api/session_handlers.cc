@@ -119,16 +119,9 @@ Status ResolvePlacement(RequestContext& ctx, CreateInput& in) {
     if (!stored.ok()) return stored.status();
     s.bootstrap_script = stored->empty() ? std::nullopt : std::optional(*std::move(stored));
   }
-  auto group_id = ctx.store.FindGroup(s.domain_name, r.group.empty() ? "default" : r.group);
+  auto group_id = ctx.store.ResolveProject(s.domain_name, s.user_id, r.group, who.IsSuperadmin());
   if (!group_id.ok()) return group_id.status();
-  if (!*group_id)
-    return MakeProblemStatus(ProblemType::kObjectNotFound, "No such user group (or project).");
-  auto member = ctx.store.IsMember(**group_id, s.user_id);
-  if (!member.ok()) return member.status();
-  if (!*member && !who.IsSuperadmin()) {
-    return MakeProblemStatus(ProblemType::kObjectNotFound, "No such user group (or project).");
-  }
-  s.group_id = **group_id;
+  s.group_id = *group_id;
   Identity owner_identity = who;
   owner_identity.access_key = s.access_key;
   owner_identity.user_id = s.user_id;

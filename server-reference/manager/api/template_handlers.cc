@@ -71,16 +71,7 @@ StatusOr<std::string> ProjectOf(RequestContext& ctx, Params& p, Identity const& 
   if (domain && *domain != owner.domain) {
     return MakeProblemStatus(ProblemType::kObjectNotFound, "No such domain.");
   }
-  auto id = ctx.store.FindGroup(owner.domain, group);
-  if (!id.ok()) return id.status();
-  if (!*id)
-    return MakeProblemStatus(ProblemType::kObjectNotFound, "No such user group (or project).");
-  auto member = ctx.store.IsMember(**id, owner.user_id);
-  if (!member.ok()) return member.status();
-  if (!*member && !ctx.identity->IsSuperadmin()) {
-    return MakeProblemStatus(ProblemType::kObjectNotFound, "No such user group (or project).");
-  }
-  return **id;
+  return ctx.store.ResolveProject(owner.domain, owner.user_id, group, ctx.identity->IsSuperadmin());
 }
 
 std::string NewId() {

@@ -201,6 +201,44 @@ StatusOr<bool> Store::IsMember(std::string const& group_id, std::string const& u
   return !rows->empty();
 }
 
+StatusOr<std::vector<std::pair<std::string, std::string>>> Store::ProjectsOf(
+    std::string const& domain, std::string const& user_id) {
+  auto rows = db_.Query(
+      "SELECT g.id, g.name FROM groups g JOIN association_groups_users a ON a.group_id = g.id "
+      "WHERE g.domain_name = ? AND a.user_id = ? AND g.is_active = 1 ORDER BY g.name",
+      {domain, user_id});
+  if (!rows.ok()) return std::move(rows).status();
+  std::vector<std::pair<std::string, std::string>> out;
+  for (auto& r : *rows) out.emplace_back(r.Text(0), r.Text(1));
+  return out;
+}
+
+StatusOr<std::string> Store::ResolveProject(std::string const& domain, std::string const& user_id,
+                                            std::string const& requested, bool superadmin) {
+  std::string name = requested.empty() ? "default" : requested;
+  auto id = FindGroup(domain, name);
+  if (!id.ok()) return id.status();
+  if (*id) {
+    if (superadmin) return **id;
+    auto member = IsMember(**id, user_id);
+    if (!member.ok()) return member.status();
+    if (*member) return **id;
+  }
+  auto mine = ProjectsOf(domain, user_id);
+  if (!mine.ok()) return mine.status();
+  if (name == "default" && mine->size() == 1) return mine->front().first;
+  std::string names;
+  for (auto const& [pid, pname] : *mine) names += (names.empty() ? "" : ", ") + pname;
+  return protocol::MakeProblemStatus(
+      protocol::ProblemType::kObjectNotFound,
+      "No such user group (or project). " +
+          (mine->empty() ? "You are in no project of the domain " + domain +
+                               ": ask an administrator to add you to one."
+                         : "Yours: " + names +
+                               " (name one: bai's --project NAME, or `bai config set group NAME` "
+                               "for a profile)."));
+}
+
 StatusOr<std::vector<std::string>> Store::AllowedScalingGroups(Identity const& who,
                                                                std::string const& group) {
   std::string sql =

@@ -124,6 +124,15 @@ class Store {
   StatusOr<std::optional<std::string>> FindGroup(std::string const& domain,
                                                  std::string const& name_or_id);
   StatusOr<bool> IsMember(std::string const& group_id, std::string const& user_id);
+  /// The active projects of `domain` the user belongs to: (id, name), sorted by name.
+  StatusOr<std::vector<std::pair<std::string, std::string>>> ProjectsOf(std::string const& domain,
+                                                                        std::string const& user_id);
+  /// The project a request acts in: `requested` (name or id) when the owner is a member
+  /// (superadmins: any of the domain). "" or "default" (what clients send when the user named
+  /// none) is the owner's only project when they are not in `default`. Otherwise 404
+  /// object-not-found naming the owner's projects, so the user knows what to choose.
+  StatusOr<std::string> ResolveProject(std::string const& domain, std::string const& user_id,
+                                       std::string const& requested, bool superadmin);
 
   /// Slot name → type for the whole cluster: cpu and mem, plus what registered agents report.
   StatusOr<std::map<std::string, std::string>> ClusterSlotTypes();
