@@ -24,11 +24,19 @@ if (styleNonce) {
 }
 
 function SignIn({ onSignedIn }) {
+  // A domain named once is remembered; empty: the server finds the email's own.
+  let remembered = '';
+  try { remembered = localStorage.getItem('bai.domain') || ''; } catch { /* storage off */ }
   const { submit, error, busy } = useSubmit(async (form) => {
-    const r = await call('POST', '/server/login', {
-      username: form.get('username'), password: form.get('password'),
-    });
-    if (!r.authenticated) return `${r.data.details || 'Sign-in failed.'} Check the email and password.`;
+    const domain = String(form.get('domain') || '').trim();
+    const body = { username: form.get('username'), password: form.get('password') };
+    if (domain) body.domain = domain;
+    const r = await call('POST', '/server/login', body);
+    if (!r.authenticated) return `${r.data.details || 'Sign-in failed.'} Check the email and password${domain ? ' and the domain' : ''}.`;
+    try {
+      if (domain) localStorage.setItem('bai.domain', domain);
+      else localStorage.removeItem('bai.domain');
+    } catch { /* storage off */ }
     onSignedIn({ ...r.data, username: form.get('username') });
     return '';
   });
@@ -39,6 +47,8 @@ function SignIn({ onSignedIn }) {
       <input id="username" name="username" type="text" autocomplete="username" required autofocus />
       <label for="password">Password</label>
       <input id="password" name="password" type="password" autocomplete="current-password" required />
+      <label for="domain">Domain <span class="muted">(optional: found from your email)</span></label>
+      <input id="domain" name="domain" type="text" autocomplete="organization" defaultValue={remembered} />
       <ErrorText error={error} />
       <p><button type="submit" disabled={busy}>{busy ? 'Signing in…' : 'Sign in'}</button></p>
     </form>

@@ -23,6 +23,16 @@ std::string LoginSessions::RandomToken(std::size_t bytes) {
   return text;
 }
 
+StatusOr<std::vector<std::string>> LoginSessions::DomainsOf(std::string const& username) {
+  auto rows =
+      db_.Query("SELECT DISTINCT domain_name FROM users WHERE email = ? OR username = ? ORDER BY 1",
+                {username, username});
+  if (!rows.ok()) return std::move(rows).status();
+  std::vector<std::string> out;
+  for (auto& r : *rows) out.push_back(r.Text(0));
+  return out;
+}
+
 std::string LoginSessions::Hash(std::string const& token) {
   std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
   unsigned int n = 0;

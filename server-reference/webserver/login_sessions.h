@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace bai::webserver {
 
@@ -46,6 +47,9 @@ class LoginSessions {
                                                std::int64_t now);
   /// Deletes expired logins; how many.
   StatusOr<std::int64_t> Purge(std::int64_t now);
+  /// The domains of the users signing in as `username` (an email or a user name), for a
+  /// sign-in that names no domain.
+  StatusOr<std::vector<std::string>> DomainsOf(std::string const& username);
 
   /// The row key of a token (lowercase hex SHA-256).
   static std::string Hash(std::string const& token);

@@ -252,8 +252,10 @@ StatusOr<LoginRequest> ParseLoginRequest(std::string_view body) {
         return BadRequest("'" + key + "' must be a non-empty string.");
       }
       (key == "username" ? login.username : login.password) = value.get<std::string>();
-    } else if (key == "type" || key == "domain") {
-      continue;  // the webserver chooses these
+    } else if (key == "domain") {
+      if (value.is_string()) login.domain = value.get<std::string>();
+    } else if (key == "type") {
+      continue;  // the webserver chooses it
     } else {
       login.extra[key] = value;
     }
@@ -261,6 +263,13 @@ StatusOr<LoginRequest> ParseLoginRequest(std::string_view body) {
   if (login.username.empty()) return BadRequest("'username' is missing.");
   if (login.password.empty()) return BadRequest("'password' is missing.");
   return login;
+}
+
+std::string ChooseDomain(LoginRequest const& login, std::vector<std::string> const& user_domains,
+                         std::string const& fallback) {
+  if (!login.domain.empty()) return login.domain;
+  if (user_domains.size() == 1) return user_domains.front();
+  return fallback;
 }
 
 std::string AuthorizeBody(LoginRequest const& login, std::string_view domain) {

@@ -101,10 +101,16 @@ Headers ForwardedResponseHeaders(Headers const& upstream_headers);
 struct LoginRequest {
   std::string username;
   std::string password;
+  std::string domain;  ///< "" when the sign-in names none (ChooseDomain decides)
   nlohmann::json extra = nlohmann::json::object();
 };
 /// 400 invalid-api-params naming what is missing or malformed.
 StatusOr<LoginRequest> ParseLoginRequest(std::string_view body);
+
+/// The domain a sign-in is for: the one it names; else the only domain with a user of that
+/// name (`user_domains`); else the webserver's own `fallback`.
+std::string ChooseDomain(LoginRequest const& login, std::vector<std::string> const& user_domains,
+                         std::string const& fallback);
 
 /// The body for the manager's POST /auth/authorize.
 std::string AuthorizeBody(LoginRequest const& login, std::string_view domain);

@@ -322,7 +322,12 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
       return Answer(ex, Problem(ps::ProblemType::kGenericBadRequest,
                                 "You have already logged in. Sign out first."));
     }
-    std::string account = options.domain + "\n" + login->username;
+    // The domain it names (the console's field), else the user's own when only one domain has
+    // that user, else this webserver's: a user of another domain signs in too.
+    auto domains = logins.DomainsOf(login->username);
+    std::string domain =
+        ChooseDomain(*login, domains.ok() ? *domains : std::vector<std::string>{}, options.domain);
+    std::string account = domain + "\n" + login->username;
     {
       std::lock_guard<std::mutex> lock(throttle_mu);
       auto d = throttle.Admit(req.peer_address, account, Clock::now());
@@ -338,8 +343,7 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
     auto answer = ToManagers([&](internal::Endpoint const& m) {
       Headers h = {{"content-type", "application/json"}, {"x-forwarded-for", req.peer_address}};
       return transport->Send(Upstream(m, "POST", "/auth/authorize", std::move(h),
-                                      AuthorizeBody(*login, options.domain), VersionOf(req),
-                                      nullptr));
+                                      AuthorizeBody(*login, domain), VersionOf(req), nullptr));
     });
     if (!answer.ok()) {
       auto r = Problem(ps::ProblemType::kServiceUnavailable,
@@ -860,9 +864,7 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
     }
     bool Accepts() const override { return false; }
     bool Write(std::string_view) override { return false; }
-    void Finish(bool, std::function<void(HttpResponse)> answer) override {
-      answer(std::move(r_));
-    }
+    void Finish(bool, std::function<void(HttpResponse)> answer) override { answer(std::move(r_)); }
 
    private:
     HttpResponse r_;

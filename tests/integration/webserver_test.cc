@@ -212,6 +212,33 @@ TEST_F(WebServerTest, ASignInAnswersAs2409sWebserverAndSetsAStrictHttpOnlyCookie
   for (auto& row : *rows) EXPECT_EQ(jar.find(row.Text(0)), std::string::npos);
 }
 
+// Issue 43, 5: a user of another domain (Ana, in research) got "User credential mismatch" with
+// the right password: the webserver always signed in to its own domain.
+TEST_F(WebServerTest, AUserOfAnotherDomainSignsIn) {
+  ASSERT_EQ(Bai({"admin", "domain", "create", "research"}).exit_code, 0);
+  auto made = Bai(
+      {"admin", "user", "create", "ana@research.org", "--domain", "research", "--password-stdin"},
+      "ana-password-1\n");
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  // Found from her email (one domain has her)…
+  auto found = SignIn("ana@research.org", "ana-password-1");
+  ASSERT_EQ(found.status, 200) << found.body;
+  EXPECT_EQ(json::parse(found.body)["authenticated"], true) << found.body;
+  // …or named, as the console's field does; a wrong one is refused as a wrong password is.
+  auto named = Call("POST", "/server/login",
+                    json({{"username", "ana@research.org"},
+                          {"password", "ana-password-1"},
+                          {"domain", "research"}})
+                        .dump());
+  EXPECT_EQ(json::parse(named.body)["authenticated"], true) << named.body;
+  auto wrong = Call(
+      "POST", "/server/login",
+      json(
+          {{"username", "ana@research.org"}, {"password", "ana-password-1"}, {"domain", "default"}})
+          .dump());
+  EXPECT_EQ(json::parse(wrong.body)["authenticated"], false) << wrong.body;
+}
+
 TEST_F(WebServerTest, MalformedSignInsAreRefusedClearlyAndGuessingIsThrottled) {
   EXPECT_EQ(Call("POST", "/server/login", "{").status, 400);
   EXPECT_EQ(Call("POST", "/server/login", R"({"username":"x"})").status, 400);
@@ -247,8 +274,9 @@ TEST_F(WebServerTest, APasswordChangesWithoutALogin) {
 TEST_F(WebServerTest, AnUnauthenticatedBodyIsRefusedBeforeItIsRead) {
   int fd = testing_util::RawConnect(web_->port());
   ASSERT_GE(fd, 0);
-  std::string head = "POST /func/folders HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
-                     "application/json\r\nContent-Length: 67108864\r\n\r\n";
+  std::string head =
+      "POST /func/folders HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+      "application/json\r\nContent-Length: 67108864\r\n\r\n";
   ASSERT_EQ(::send(fd, head.data(), head.size(), MSG_NOSIGNAL), static_cast<ssize_t>(head.size()));
   std::string answer;
   char buf[4096];
