@@ -156,38 +156,98 @@ function Keypairs() {
   );
 }
 
+// A policy's fields as a form shows them, and back: blanks leave a field to the server's
+// default (create) or as it is (edit).
+const POLICY_FIELDS = 'name total_resource_slots max_concurrent_sessions max_session_lifetime idle_timeout max_pending_session_count max_containers_per_session';
+
+function policyProps(form) {
+  const props = {};
+  const slotsText = String(form.get('slots') || '').trim();
+  props.total_resource_slots = slotsJson(slotsText);
+  for (const [field, key] of [['maxs', 'max_concurrent_sessions'], ['pending', 'max_pending_session_count'],
+    ['containers', 'max_containers_per_session'], ['idle', 'idle_timeout'], ['lifetime', 'max_session_lifetime']]) {
+    const text = String(form.get(field) ?? '').trim();
+    if (text === '') continue;
+    const n = Number(text);
+    if (!Number.isInteger(n) || n < 0) throw new Error(`"${text}" is not a whole number of ${key.replace(/_/g, ' ')}.`);
+    props[key] = n;
+  }
+  return props;
+}
+
+function PolicyFields({ p }) {
+  const v = (x) => (x === undefined || x === null ? '' : String(x));
+  return (
+    <div class="row">
+      <div><label>Sessions at once (0: no limit)<input name="maxs" type="number" min="0" defaultValue={v(p?.max_concurrent_sessions)} /></label></div>
+      <div><label>Total resources<input name="slots" placeholder="cpu=8 mem=32g" defaultValue={p ? slotsWords(p.total_resource_slots) : ''} /></label></div>
+      <div><label>Waiting sessions at most<input name="pending" type="number" min="0" defaultValue={v(p?.max_pending_session_count)} /></label></div>
+      <div><label>Containers per session<input name="containers" type="number" min="1" defaultValue={v(p?.max_containers_per_session)} /></label></div>
+      <div><label>Idle timeout, s (0: never)<input name="idle" type="number" min="0" defaultValue={v(p?.idle_timeout)} /></label></div>
+      <div><label>Lifetime, s (0: no limit)<input name="lifetime" type="number" min="0" defaultValue={v(p?.max_session_lifetime)} /></label></div>
+    </div>
+  );
+}
+
 function Policies() {
-  const list = useLoad(() => gql('{keypair_resource_policies{name total_resource_slots max_concurrent_sessions max_session_lifetime idle_timeout max_pending_session_count}}'));
-  const save = useSubmit(async (form) => {
-    const name = form.get('pname');
-    const props = { max_concurrent_sessions: Number(form.get('maxs')) };
-    const exists = (list.data?.keypair_resource_policies || []).some((p) => p.name === name);
-    if (exists) {
-      await mutate(`mutation($n:String!,$p:ModifyKeyPairResourcePolicyInput!){modify_keypair_resource_policy(name:$n,props:$p){ok msg}}`, { n: name, p: props }, 'modify_keypair_resource_policy');
-    } else {
-      await mutate(`mutation($n:String!,$p:CreateKeyPairResourcePolicyInput!){create_keypair_resource_policy(name:$n,props:$p){ok msg}}`,
-        { n: name, p: props }, 'create_keypair_resource_policy');
-    }
+  const list = useLoad(() => gql(`{keypair_resource_policies{${POLICY_FIELDS}} keypairs{access_key resource_policy}}`));
+  const [editing, setEditing] = useState('');
+  const policies = list.data?.keypair_resource_policies || [];
+  const users = (name) => (list.data?.keypairs || []).filter((k) => k.resource_policy === name).length;
+  // A new policy: its name must be new (this form never changes one that exists).
+  const create = useSubmit(async (form, element) => {
+    const name = String(form.get('pname') || '').trim();
+    if (policies.some((p) => p.name === name)) return `A policy named ${name} exists: edit it in the list below.`;
+    let props;
+    try { props = policyProps(form); } catch (err) { return err.message; }
+    await mutate(`mutation($n:String!,$p:CreateKeyPairResourcePolicyInput!){create_keypair_resource_policy(name:$n,props:$p){ok msg}}`,
+      { n: name, p: props }, 'create_keypair_resource_policy');
+    element.reset();
     list.reload();
     return '';
   });
+  // An existing one, from its current values; a change to one that keypairs use asks first.
+  const edit = useSubmit(async (form) => {
+    let props;
+    try { props = policyProps(form); } catch (err) { return err.message; }
+    const n = users(editing);
+    if (n > 0 && !confirm(`${n} keypair${n === 1 ? '' : 's'} use the policy ${editing}: change it for all of them?`)) return 'Not changed.';
+    await mutate(`mutation($n:String!,$p:ModifyKeyPairResourcePolicyInput!){modify_keypair_resource_policy(name:$n,props:$p){ok msg}}`,
+      { n: editing, p: props }, 'modify_keypair_resource_policy');
+    setEditing('');
+    list.reload();
+    return '';
+  });
+  const current = policies.find((p) => p.name === editing);
   return (
     <>
-      <form class="card" onSubmit={save.submit} aria-label="Set a policy">
-        <h2>Set a keypair policy</h2>
-        <div class="row">
-          <div><label for="pname">Policy name</label><input id="pname" name="pname" required defaultValue="default" /></div>
-          <div><label for="maxs">Sessions at once</label><input id="maxs" name="maxs" type="number" min="0" required defaultValue="5" /></div>
-          <div><button type="submit" disabled={save.busy}>Save</button></div>
-        </div>
-        <ErrorText error={save.error} />
+      <form class="card" onSubmit={create.submit} aria-label="New keypair policy">
+        <h2>New keypair policy</h2>
+        <div class="row"><div><label for="pname">Policy name</label><input id="pname" name="pname" required /></div></div>
+        <PolicyFields />
+        <p><button type="submit" disabled={create.busy}>Create</button></p>
+        <ErrorText error={create.error} />
       </form>
+      {current && (
+        <form class="card" key={current.name} onSubmit={edit.submit} aria-label={`Edit the policy ${current.name}`}>
+          <h2>Edit the policy {current.name}</h2>
+          <p class="muted">{users(current.name)} keypair(s) use it.</p>
+          <PolicyFields p={current} />
+          <p><button type="submit" disabled={edit.busy}>Save</button> <button type="button" class="secondary" onClick={() => setEditing('')}>Cancel</button></p>
+          <ErrorText error={edit.error} />
+        </form>
+      )}
       <div class="card">
         <h2>Keypair policies</h2>
         <ErrorText error={list.error} />
         <table>
-          <thead><tr><th>Name</th><th>Sessions at once</th><th>Total resources</th><th class="hide-narrow">Idle timeout</th></tr></thead>
-          <tbody>{(list.data?.keypair_resource_policies || []).map((p) => <tr key={p.name} data-policy={p.name}><td>{p.name}</td><td>{p.max_concurrent_sessions || 'no limit'}</td><td>{slots(p.total_resource_slots) || 'no limit'}</td><td class="hide-narrow">{p.idle_timeout ? `${p.idle_timeout} s` : 'none'}</td></tr>)}</tbody>
+          <thead><tr><th>Name</th><th>Sessions at once</th><th>Total resources</th><th class="hide-narrow">Idle timeout</th><th class="hide-narrow">Keypairs</th><th /></tr></thead>
+          <tbody>{policies.map((p) => (
+            <tr key={p.name} data-policy={p.name}>
+              <td>{p.name}</td><td>{p.max_concurrent_sessions || 'no limit'}</td><td>{slots(p.total_resource_slots) || 'no limit'}</td>
+              <td class="hide-narrow">{p.idle_timeout ? `${p.idle_timeout} s` : 'none'}</td><td class="hide-narrow">{users(p.name)}</td>
+              <td><button type="button" class="secondary" aria-label={`Edit the policy ${p.name}`} onClick={() => setEditing(p.name)}>Edit</button></td>
+            </tr>))}</tbody>
         </table>
       </div>
     </>

@@ -288,12 +288,39 @@ const userPassword = 'a-long-browser-password';
 await step('admin-creates-user', async () => {
   await page.goto(url + 'admin/policies', { waitUntil: 'networkidle0' });
   await page.waitForSelector('#pname');
+  // Issue 43, 4: the form starts empty (it opened as "default"/5, and one Save cut every user's
+  // limit), and a name that exists is refused there, not changed.
+  expect(await page.$eval('#pname', (e) => e.value) === '', 'the new-policy form is not empty');
+  const create = 'form[aria-label="New keypair policy"]';
+  await page.type('#pname', 'default');
+  await page.type(`${create} input[name="maxs"]`, '5');
+  await page.click(`${create} button[type=submit]`);
+  await page.waitForSelector(`${create} [role=alert]`);
+  const refusal = await page.$eval(`${create} [role=alert]`, (e) => e.innerText);
+  expect(refusal.includes('exists'), `creating "default": ${refusal}`);
+  expect((await page.$eval('tr[data-policy="default"]', (e) => e.innerText)).includes('30'), 'default changed');
   await page.$eval('#pname', (e) => { e.value = ''; });
   await page.type('#pname', 'one-session');
-  await page.$eval('#maxs', (e) => { e.value = ''; });
-  await page.type('#maxs', '1');
-  await page.click('form[aria-label="Set a policy"] button');
+  await page.click(`${create} button[type=submit]`);
   await page.waitForSelector('tr[data-policy="one-session"]');
+  // Editing shows the current values; a policy keypairs use asks before it changes (declined).
+  await page.click('button[aria-label="Edit the policy default"]');
+  const edit = 'form[aria-label="Edit the policy default"]';
+  await page.waitForSelector(edit);
+  expect(await page.$eval(`${edit} input[name="maxs"]`, (e) => e.value) === '30', 'the edit form does not show 30');
+  await page.$eval(`${edit} input[name="maxs"]`, (e) => { e.value = '5'; });
+  page.once('dialog', (d) => d.dismiss());
+  await page.click(`${edit} button[type=submit]`);
+  await page.waitForSelector(`${edit} [role=alert]`);
+  expect((await page.$eval('tr[data-policy="default"]', (e) => e.innerText)).includes('30'), 'a declined change happened');
+  await page.click(`${edit} button.secondary`);
+  // The new policy with one session at once, by editing it (nobody uses it: no question).
+  await page.click('button[aria-label="Edit the policy one-session"]');
+  const mine = 'form[aria-label="Edit the policy one-session"]';
+  await page.waitForSelector(mine);
+  await page.$eval(`${mine} input[name="maxs"]`, (e) => { e.value = '1'; });
+  await page.click(`${mine} button[type=submit]`);
+  await page.waitForFunction(() => document.querySelector('tr[data-policy="one-session"] td:nth-child(2)')?.innerText === '1');
   await page.goto(url + 'admin/users', { waitUntil: 'networkidle0' });
   await page.type('#email', userEmail);
   await page.type('#upass', userPassword);
