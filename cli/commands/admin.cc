@@ -1060,8 +1060,16 @@ StatusOr<std::string> TemplateId(AdminClient& a, std::string const& ref) {
   }
   if (named.size() == 1) return named.front();
   if (named.empty()) {
-    // Maybe one the caller may use but not list (a project's): the server decides.
-    return ref;
+    // An id the caller may use but not list (a project's): the server decides. Anything else
+    // names nothing (a real manager answers 500 for an id that is not one).
+    std::string hex;
+    for (char ch : ref) {
+      if (ch != '-') hex += ch;
+    }
+    bool id =
+        hex.size() == 32 && hex.find_first_not_of("0123456789abcdefABCDEF") == std::string::npos;
+    if (id) return ref;
+    return Status(StatusCode::kNotFound, "no template named " + ref + " (nor with that id)");
   }
   std::string ids;
   for (auto const& id : named) ids += (ids.empty() ? "" : ", ") + id;

@@ -90,6 +90,14 @@ TEST_F(TemplateTest, FromAFileToASessionWithTheCli) {
   EXPECT_EQ(s["tag"], "ci");
   auto logs = Send("GET", "/session/from-tpl/logs");
   EXPECT_THAT(logs.body, HasSubstr("python train.py --epochs 3"));
+  // Issue 43, 10: by its name too (only the id was taken); a name that is no template's says so.
+  auto by_name = Bai({"template", "run", "nightly", "-n", "by-name"});
+  EXPECT_EQ(by_name.exit_code, 0) << by_name.err;
+  EXPECT_EQ(by_name.out, "by-name\n");
+  EXPECT_THAT(Bai({"template", "get", "nightly"}).out, HasSubstr("--epochs 3"));
+  auto nosuch = Bai({"template", "get", "no-such-template"});
+  EXPECT_EQ(nosuch.exit_code, 5);
+  EXPECT_THAT(nosuch.err, HasSubstr("no template named no-such-template"));
   // The request's command wins.
   ASSERT_EQ(Bai({"template", "run", id, "-n", "other-cmd", "-c", "echo mine"}).exit_code, 0);
   WaitFor("other-cmd", "TERMINATED");
