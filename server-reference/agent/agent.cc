@@ -700,7 +700,7 @@ Agent::Agent(AgentOptions options, std::unique_ptr<KernelBackend> backend)
     char tmpl[] = "/tmp/bai-agent-logs-XXXXXX";
     if (char* made = ::mkdtemp(tmpl)) impl_->temp_logs_dir = o.logs_dir = made;
   }
-  impl_->logs = std::make_unique<KernelLogs>(o.logs_dir, o.max_log_bytes);
+  impl_->logs = std::make_unique<KernelLogs>(o.logs_dir, o.max_log_bytes, o.log_budget_bytes);
   impl_->backend->SetReporter([impl = impl_.get()](KernelReport const& r) { impl->Report(r); });
   impl_->backend->SetOutputSink(
       [impl = impl_.get()](std::string const& session, std::string const& stream,

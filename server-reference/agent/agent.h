@@ -44,6 +44,9 @@ struct AgentOptions {
   std::string logs_dir;
   std::int64_t max_log_bytes =
       64 << 20;  ///< per kernel: its first half and last quarter to half kept
+  /// All kernels' logs together (0: no bound): past it the logs of ended kernels go, oldest
+  /// first (KernelLogs).
+  std::int64_t log_budget_bytes = 2ll << 30;
 };
 
 /// The agent's connections to its managers (docs/agent-protocol.md): dials each in, registers

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -85,13 +86,76 @@ bool Scan(std::string const& path, bool segment, std::int64_t& start, std::int64
 
 }  // namespace
 
-KernelLogs::KernelLogs(std::string dir, std::int64_t max_bytes)
+KernelLogs::KernelLogs(std::string dir, std::int64_t max_bytes, std::int64_t budget_bytes)
     : dir_(std::move(dir)),
       head_max_(std::max<std::int64_t>(max_bytes / 2, 1)),
-      segment_max_(std::max<std::int64_t>(max_bytes / 4, 1)) {
+      segment_max_(std::max<std::int64_t>(max_bytes / 4, 1)),
+      budget_(std::max<std::int64_t>(budget_bytes, 0)) {
   std::error_code ec;
   fs::create_directories(dir_, ec);
   fs::permissions(dir_, fs::perms::owner_all, ec);
+  if (budget_ == 0) return;
+  // Logs of an earlier run count against the budget from the start: ended (a kernel that is
+  // still running writes again, which says otherwise), in the order their files last changed.
+  for (auto const& entry : fs::directory_iterator(dir_, ec)) {
+    if (entry.path().extension() != ".log") continue;
+    std::string id = entry.path().stem().string();
+    if (!SafeId(id)) continue;
+    State& st = StateOf(id);
+    st.ended = true;
+    auto changed = fs::last_write_time(entry.path(), ec);
+    st.ended_at =
+        ec ? 0
+           : std::chrono::duration_cast<std::chrono::seconds>(changed.time_since_epoch()).count();
+  }
+}
+
+namespace {
+
+std::int64_t Stored(std::int64_t head, std::int64_t tail0, std::int64_t tail1) {
+  return head + tail0 + tail1;
+}
+
+std::int64_t NowSeconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             fs::file_time_type::clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+void KernelLogs::Remove(std::string const& session_id) {
+  std::error_code ec;
+  for (int i = -1; i < 2; ++i) fs::remove(Path(session_id, i), ec);
+  auto it = states_.find(session_id);
+  if (it == states_.end()) return;
+  if (it->second.fd >= 0) ::close(it->second.fd);
+  states_.erase(it);
+}
+
+void KernelLogs::KeepBudget(std::string const& writer) {
+  if (budget_ == 0) return;
+  std::int64_t total = 0;
+  std::vector<std::pair<std::int64_t, std::string>> ended;
+  for (auto const& [id, st] : states_) {
+    total += Stored(st.head, st.tail[0].valid ? st.tail[0].bytes : 0,
+                    st.tail[1].valid ? st.tail[1].bytes : 0);
+    if (st.ended && id != writer) ended.emplace_back(st.ended_at, id);
+  }
+  if (total <= budget_) return;
+  std::sort(ended.begin(), ended.end());
+  for (auto const& [when, id] : ended) {
+    if (total <= budget_) return;
+    auto const& st = states_.at(id);
+    total -= Stored(st.head, st.tail[0].valid ? st.tail[0].bytes : 0,
+                    st.tail[1].valid ? st.tail[1].bytes : 0);
+    Remove(id);
+  }
+  if (total <= budget_) return;
+  // Running kernels alone fill it: the one writing stores no more.
+  State& st = states_.at(writer);
+  st.lost = true;
+  st.over_budget = true;
 }
 
 KernelLogs::~KernelLogs() {
@@ -174,6 +238,7 @@ std::int64_t KernelLogs::Append(std::string const& session_id, std::string const
     at += take;
   }
   st.produced = offset + static_cast<std::int64_t>(data.size());
+  KeepBudget(session_id);
   return offset;
 }
 
@@ -219,8 +284,12 @@ StatusOr<LogsReply> KernelLogs::Read(std::string const& session_id, std::int64_t
   }
   if (piece == nullptr) {
     if (st.lost && offset <= kept_end) {
-      notice("[bai: the log could not be written further (is the disk full?): output after " +
-             std::to_string(kept_end) + " bytes was not stored]\n");
+      notice(st.over_budget
+                 ? "[bai: running kernels filled this agent's log space (" + MiB(budget_) +
+                       "): output after " + std::to_string(kept_end) + " bytes was not stored]\n"
+                 : "[bai: the log could not be written further (is the disk full?): output "
+                   "after " +
+                       std::to_string(kept_end) + " bytes was not stored]\n");
     }
     return out;
   }
@@ -277,6 +346,7 @@ void KernelLogs::MarkEnded(std::string const& session_id, std::chrono::hours kee
   if (SafeId(session_id)) {
     State& st = StateOf(session_id);
     st.ended = true;
+    st.ended_at = NowSeconds();
     if (st.fd >= 0) ::close(st.fd);
     st.fd = -1;
   }
@@ -289,11 +359,7 @@ void KernelLogs::MarkEnded(std::string const& session_id, std::chrono::hours kee
     auto it = states_.find(id);
     if (it != states_.end() && !it->second.ended) continue;
     auto age = now - fs::last_write_time(entry.path(), ec);
-    if (!ec && age > keep) {
-      for (int i = -1; i < 2; ++i) fs::remove(Path(id, i), ec);
-      if (it != states_.end() && it->second.fd >= 0) ::close(it->second.fd);
-      states_.erase(id);
-    }
+    if (!ec && age > keep) Remove(id);
   }
 }
 

@@ -27,8 +27,10 @@ namespace bai::agent {
 class KernelLogs {
  public:
   /// `dir` is created if missing; files of earlier runs are kept (a restarted agent serves
-  /// them).
-  KernelLogs(std::string dir, std::int64_t max_bytes);
+  /// them). `budget_bytes` (0: none) bounds all the logs together: past it, the logs of ended
+  /// kernels go, those that ended first first; when running kernels alone fill it, the kernel
+  /// writing stores no more (its followers still see its output live; Read says so).
+  KernelLogs(std::string dir, std::int64_t max_bytes, std::int64_t budget_bytes = 0);
   ~KernelLogs();
   KernelLogs(KernelLogs const&) = delete;
   KernelLogs& operator=(KernelLogs const&) = delete;
@@ -55,20 +57,26 @@ class KernelLogs {
   struct State {
     std::int64_t head = 0;  ///< bytes in the head file
     Segment tail[2];
-    int current = -1;   ///< the tail segment being written; -1 while the head has room
-    int fd = -1;        ///< the file being written, open
-    bool lost = false;  ///< a write failed (disk full): nothing more is stored
+    int current = -1;          ///< the tail segment being written; -1 while the head has room
+    int fd = -1;               ///< the file being written, open
+    bool lost = false;         ///< a write failed (disk full): nothing more is stored
+    bool over_budget = false;  ///< lost because running kernels filled the agent's budget
     bool ended = false;
+    std::int64_t ended_at = 0;  ///< when it ended (seconds), for the budget's order
     std::int64_t produced = 0;  ///< output bytes so far, stored or not
   };
   std::string Path(std::string const& session_id, int segment = -1) const;
   State& StateOf(std::string const& session_id);                           // mu_ held
   bool Write(State& st, std::string const& record);                        // mu_ held
   bool StartSegment(State& st, std::string const& session_id, int index);  // mu_ held
+  /// Keeps the logs within the budget after `writer` stored more (mu_ held).
+  void KeepBudget(std::string const& writer);
+  void Remove(std::string const& session_id);  // mu_ held
 
   std::string dir_;
   std::int64_t head_max_;
   std::int64_t segment_max_;
+  std::int64_t budget_;
   std::mutex mu_;
   std::map<std::string, State> states_;
 };

@@ -184,6 +184,10 @@ int main(int argc, char** argv) {
   app.add_option("--max-log-size", max_log,
                  "Output kept per kernel (e.g. 64m): the first half and the last quarter to half "
                  "of it, a notice between");
+  std::string log_budget = "2g";
+  app.add_option("--log-budget", log_budget,
+                 "All kernels' output kept on this agent (e.g. 2g; 0: no bound): past it the "
+                 "logs of ended kernels go, oldest first");
   app.add_option("--dummy-prepare-ms", prepare_ms, "dummy: start-up time of a kernel");
   app.add_option("--dummy-run-ms", run_ms, "dummy: run time of a batch job");
   app.add_option("--dummy-exit-code", exit_code, "dummy: exit code without a trailing `exit N`");
@@ -224,6 +228,13 @@ int main(int argc, char** argv) {
   }
   options.max_log_bytes =
       static_cast<std::int64_t>(max_log_bytes->units() / bai::protocol::Decimal::kUnitsPerOne);
+  auto budget_bytes = bai::protocol::ParseBinarySize(log_budget);
+  if (!budget_bytes.ok()) {
+    std::cerr << "bai-agent: --log-budget: expected a size such as 2g (0: no bound)\n";
+    return 2;
+  }
+  options.log_budget_bytes =
+      static_cast<std::int64_t>(budget_bytes->units() / bai::protocol::Decimal::kUnitsPerOne);
   options.logs_dir = state_dir + "/" + options.agent_id + "/logs";
   auto shares = bai::protocol::Decimal::Parse(gpu_shares);
   auto context = bai::protocol::ParseBinarySize(gpu_context);

@@ -140,5 +140,47 @@ TEST(KernelLogsTest, UnknownAndUnsafeSessionsHaveNoLog) {
   EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
 }
 
+// Issue 43, 5f: 16 batch sessions printing fast grew an agent's logs by 1 GiB in 12 s, kept a
+// day. All logs together stay within the agent's budget: ended kernels' go first, the oldest
+// first; running kernels that fill it alone store no more, and the log says so.
+TEST(KernelLogsTest, AllLogsStayWithinTheAgentsBudget) {
+  TempDir dir;
+  std::string const a = "aaaaaaaa-1111-4222-8333-444455556666";
+  std::string const b = "bbbbbbbb-1111-4222-8333-444455556666";
+  std::string const c = "cccccccc-1111-4222-8333-444455556666";
+  std::string const d = "dddddddd-1111-4222-8333-444455556666";
+  KernelLogs logs(dir.path(), 4000, 2500);
+  logs.Append(a, "stdout", std::string(1000, 'a'));
+  logs.MarkEnded(a);
+  logs.Append(b, "stdout", std::string(1000, 'b'));
+  logs.MarkEnded(b);
+  // 3000 bytes: the first to end goes.
+  logs.Append(c, "stdout", std::string(1000, 'c'));
+  EXPECT_EQ(logs.Read(a, 0, 10).status().code(), StatusCode::kNotFound);
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/" + a + ".log"));
+  ASSERT_TRUE(logs.Read(b, 0, 10000).ok());
+  EXPECT_EQ(Text(*logs.Read(b, 0, 10000)), std::string(1000, 'b'));
+  // Running kernels alone over it: the one writing stores no more, and says why.
+  logs.Append(d, "stdout", std::string(1000, 'd'));  // b goes: c and d are 2000
+  EXPECT_EQ(logs.Read(b, 0, 10).status().code(), StatusCode::kNotFound);
+  logs.Append(d, "stdout", std::string(1000, 'e'));  // 3000, nothing ended is left
+  logs.Append(d, "stdout", std::string(1000, 'f'));
+  auto r = logs.Read(d, 0, 100000);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->truncated);
+  EXPECT_EQ(r->size, 3000);
+  auto tail = logs.Read(d, 2000, 100000);
+  ASSERT_TRUE(tail.ok());
+  EXPECT_THAT(Text(*tail), HasSubstr("filled this agent's log space"));
+  EXPECT_EQ(Text(*logs.Read(c, 0, 10000)), std::string(1000, 'c'));
+  // A restarted agent counts the logs it finds.
+  KernelLogs again(dir.path(), 4000, 2000);
+  again.Append(a, "stdout", std::string(500, 'z'));
+  EXPECT_LE(std::filesystem::exists(dir.path() + "/" + c + ".log") +
+                std::filesystem::exists(dir.path() + "/" + d + ".log"),
+            1)
+      << "the earlier run's logs were not counted";
+}
+
 }  // namespace
 }  // namespace bai::agent
