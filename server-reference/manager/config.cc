@@ -100,6 +100,10 @@ Status LoadManagerConfig(std::string const& path, ManagerConfig& config) {
         auto n = v.value<std::int64_t>();
         if (!n || *n < 1 || *n > 1000000) return bad(key, "an integer from 1 to 1000000");
         config.signups_per_address = static_cast<int>(*n);
+      } else if (key == "auth.max_streams_per_user") {
+        auto n = v.value<std::int64_t>();
+        if (!n || *n < 0 || *n > 1000000) return bad(key, "an integer from 0 to 1000000");
+        config.max_streams_per_user = static_cast<int>(*n);
       } else if (key == "vfolders.embedded") {
         auto b = v.value<bool>();
         if (!b) return bad(key, "true or false");

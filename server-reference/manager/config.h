@@ -37,6 +37,7 @@ namespace bai::manager {
 /// signups_per_address = 5          # POST /auth/signup calls one client address may make per hour
 /// trusted_proxies = []             # webservers' addresses: their X-Forwarded-For names the
 ///                                  # client the login throttle counts (not them)
+/// max_streams_per_user = 64        # WebSocket streams one keypair holds open (0: no limit)
 /// [vfolders]
 /// embedded = true             # run a storage proxy "local" in this process
 /// listen = "127.0.0.1:0"      # its client-facing /upload and /download (0: any free port)
@@ -69,6 +70,8 @@ struct ManagerConfig {
   bool allow_signup = false;
   server::LoginLimits login_limits;
   int signups_per_address = 5;  ///< per hour, right or wrong
+  /// WebSocket streams one keypair may hold open on a manager at once (0: no limit).
+  int max_streams_per_user = 64;
   /// Peers (bai-webserver) whose X-Forwarded-For names the client for the login throttle.
   std::vector<std::string> trusted_proxies;
   server::log::Options logging;

@@ -59,6 +59,7 @@ StatusOr<std::unique_ptr<Manager>> Manager::Start(ManagerConfig const& config) {
   api_options.login_limits = config.login_limits;
   api_options.trusted_proxies = config.trusted_proxies;
   api_options.signups_per_address = config.signups_per_address;
+  api_options.max_streams_per_user = config.max_streams_per_user;
   m->api_ = std::make_unique<ManagerApi>(*m->state_.store, std::move(api_options));
   auto* raw = m.get();
   DeclareManagerMetrics(m->api_->metrics(), *m->state_.db);

@@ -585,5 +585,41 @@ TEST(WebSocketClientTest, AnUpgradeClosedAtOnceStillOpensAndSaysWhy) {
   for (auto& f : openers) EXPECT_EQ(f.get(), "");
 }
 
+// Issue 43, 5b: one user opened 1,000 terminals into one session (2,022 descriptors on the
+// manager, 3,013 threads on the agent); past the per-user cap a stream is refused before its
+// upgrade, and one that closes gives its place back.
+class StreamCapTest : public StreamTest {
+ protected:
+  void ConfigureManager(manager::ManagerConfig& c) override { c.max_streams_per_user = 2; }
+  // Until the manager counts `n` streams open (each is counted once its WebSocket is open).
+  bool WaitForStreams(std::size_t n) {
+    for (int i = 0; i < 100; ++i) {
+      if (manager_->streams().Count() == n) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+};
+
+TEST_F(StreamCapTest, AUserHoldsAtMostTheirShareOfStreams) {
+  auto created = Bai({"session", "create", "--name", "capped", "python"});
+  ASSERT_EQ(created.exit_code, 0) << created.err;
+  SessionClient sessions(*root_);
+  auto first = sessions.OpenTerminal("capped");
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  auto second = sessions.OpenTerminal("capped");
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  ASSERT_TRUE(WaitForStreams(2));
+  auto third = sessions.OpenTerminal("capped");
+  ASSERT_FALSE(third.ok());
+  EXPECT_EQ(third.status().error_info().http_status, 429) << third.status().message();
+  EXPECT_NE(third.status().message().find("streams open"), std::string::npos)
+      << third.status().message();
+  first->reset();  // closes it: its place comes back
+  ASSERT_TRUE(WaitForStreams(1));
+  auto again = sessions.OpenTerminal("capped");
+  EXPECT_TRUE(again.ok()) << again.status().message();
+}
+
 }  // namespace
 }  // namespace bai

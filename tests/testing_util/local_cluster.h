@@ -32,6 +32,7 @@ class LocalCluster : public ::testing::Test {
     config.data_dir = dir_.path() + "/data";
     config.database = testing_util::TestDatabase();
     config.listen_port = 0;
+    ConfigureManager(config);
     auto m = manager::Manager::Start(config);
     ASSERT_TRUE(m.ok()) << m.status().message();
     manager_ = std::move(*m);
@@ -106,6 +107,8 @@ class LocalCluster : public ::testing::Test {
 
   /// A test's changes to the simulated agent (slots, devices) before it starts.
   virtual void ConfigureAgent(agent::AgentOptions&) {}
+  /// A test's changes to the manager's configuration before it starts.
+  virtual void ConfigureManager(manager::ManagerConfig&) {}
 
   /// The CLI as the superadmin, `input` on its standard input.
   testing_util::ProcessResult Bai(std::vector<std::string> args, std::string const& input = {}) {

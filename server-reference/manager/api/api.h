@@ -64,6 +64,9 @@ struct ApiOptions {
   /// Threads for AddPooled handlers, and requests that may wait for one.
   int slow_workers = 2;
   std::size_t slow_queue = 256;
+  /// WebSocket streams (terminals, commands, execute, app tunnels) one keypair may hold open on
+  /// this manager at once (0: no limit); one more is answered 429 before the upgrade.
+  int max_streams_per_user = 64;
 };
 
 /// The manager's REST surface: routes with their auth level, the API-version check, signature

@@ -48,6 +48,8 @@ class ExecuteStream : public std::enable_shared_from_this<ExecuteStream> {
         agent_id_(std::move(agent_id)),
         run_(std::move(run_id)) {}
 
+  std::string owner;  ///< the keypair that opened it (the per-user stream cap)
+
   server::WebSocketHandlers Handlers() {
     server::WebSocketHandlers h;
     auto self = shared_from_this();
@@ -55,9 +57,12 @@ class ExecuteStream : public std::enable_shared_from_this<ExecuteStream> {
       std::lock_guard<std::recursive_mutex> lock(self->mu_);
       self->socket_ = ws;
       std::weak_ptr<ExecuteStream> weak = self;
-      self->token_ = self->registry_.Add(self->session_id_, [weak](std::string const& why) {
-        if (auto s = weak.lock()) s->Apply([&] { return s->run_.OnSessionEnded(why); });
-      });
+      self->token_ = self->registry_.Add(
+          self->session_id_,
+          [weak](std::string const& why) {
+            if (auto s = weak.lock()) s->Apply([&] { return s->run_.OnSessionEnded(why); });
+          },
+          self->owner);
     };
     h.on_message = [self](std::shared_ptr<server::WebSocket> const&, std::string const& text) {
       self->Apply([&] { return self->run_.OnText(text); });
@@ -143,6 +148,8 @@ class RelayStream : public std::enable_shared_from_this<RelayStream> {
         agent_id_(std::move(agent_id)),
         open_(std::move(open)) {}
 
+  std::string owner;  ///< the keypair that opened it (the per-user stream cap)
+
   server::WebSocketHandlers ClientHandlers() {
     server::WebSocketHandlers h;
     auto self = shared_from_this();
@@ -221,9 +228,12 @@ class RelayStream : public std::enable_shared_from_this<RelayStream> {
       client_ = ws;
     }
     std::weak_ptr<RelayStream> weak = shared_from_this();
-    token_ = registry_.Add(open_.session_id, [weak](std::string const&) {
-      if (auto s = weak.lock()) s->CloseBoth(1001, "the session has ended");
-    });
+    token_ = registry_.Add(
+        open_.session_id,
+        [weak](std::string const&) {
+          if (auto s = weak.lock()) s->CloseBoth(1001, "the session has ended");
+        },
+        owner);
     streams::StreamWaiter waiter;
     waiter.pair = [weak]() -> std::optional<server::WebSocketHandlers> {
       auto s = weak.lock();
@@ -419,14 +429,28 @@ std::optional<HttpResponse> NotAnUpgrade() {
       MakeProblemStatus(ProblemType::kGenericBadRequest, "Expected a WebSocket upgrade."));
 }
 
+// One user holding `limit` streams on this manager already: 429 before the upgrade (1,000
+// terminals into one session took 2,022 descriptors here and 3,013 threads on the agent).
+std::optional<HttpResponse> TooManyStreams(streams::StreamRegistry& registry, RequestContext& ctx,
+                                           int limit) {
+  if (limit <= 0) return std::nullopt;
+  auto open = registry.CountFor(ctx.identity->access_key);
+  if (open < static_cast<std::size_t>(limit)) return std::nullopt;
+  auto r = ProblemResponse(MakeProblemStatus(
+      ProblemType::kRateLimitExceeded,
+      "You have " + std::to_string(open) +
+          " streams open on this manager (terminals, commands, apps), the most one user may: "
+          "close some first."));
+  r.status = 429;
+  return r;
+}
+
 // GET /stream/session/{id}/pty and /exec: a terminal or a command on pipes in the session's
 // main kernel, relayed to the agent's data stream.
-std::optional<HttpResponse> OpenCommandStream(std::string const& kind, SessionStore& sessions,
-                                              AgentRegistry& agents,
-                                              streams::StreamRegistry& registry,
-                                              streams::AgentStreamBroker& broker,
-                                              RequestContext& ctx,
-                                              std::shared_ptr<server::Exchange> const& exchange) {
+std::optional<HttpResponse> OpenCommandStream(
+    std::string const& kind, SessionStore& sessions, AgentRegistry& agents,
+    streams::StreamRegistry& registry, streams::AgentStreamBroker& broker, RequestContext& ctx,
+    std::shared_ptr<server::Exchange> const& exchange, int max_streams) {
   auto p = Params::From(ctx.request, ParamSource::kStandard);
   if (!p.ok()) return ProblemResponse(p.status());
   auto rows = p->Int({"rows"}, 1, 10000);
@@ -447,6 +471,9 @@ std::optional<HttpResponse> OpenCommandStream(std::string const& kind, SessionSt
   if (auto st = p->Check(); !st.ok()) return ProblemResponse(st);
   auto s = ResolveRunning(sessions, ctx);
   if (!s.ok()) return ProblemResponse(s.status());
+  // Before the upgrade check: a client that met the refusal and asks again without an upgrade
+  // (to read the problem) gets the same answer.
+  if (auto refused = TooManyStreams(registry, ctx, max_streams)) return refused;
   if (!exchange->IsWebSocketUpgrade()) return NotAnUpgrade();
   (void)sessions.CountQuery(s->id);
   server::agent_protocol::OpenStream open;
@@ -458,6 +485,7 @@ std::optional<HttpResponse> OpenCommandStream(std::string const& kind, SessionSt
   open.cols = static_cast<int>(cols.value_or(80));
   auto relay =
       std::make_shared<RelayStream>(agents, registry, broker, *s->agent_id, std::move(open));
+  relay->owner = ctx.identity->access_key;
   exchange->AcceptWebSocket(relay->ClientHandlers());
   return std::nullopt;
 }
@@ -474,10 +502,11 @@ void RegisterStreamRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry
   for (auto [route, kind] : {std::pair{"/stream/session/{id}/pty", "pty"},
                              std::pair{"/stream/session/{id}/exec", "exec"}}) {
     api.AddAsync("GET", route, AuthLevel::kUser,
-                 [&sessions, &agents, &registry, &broker, kind = std::string(kind)](
+                 [&sessions, &agents, &registry, &broker, kind = std::string(kind),
+                  limit = api.options().max_streams_per_user](
                      RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange) {
-                   return OpenCommandStream(kind, sessions, agents, registry, broker, ctx,
-                                            exchange);
+                   return OpenCommandStream(kind, sessions, agents, registry, broker, ctx, exchange,
+                                            limit);
                  });
   }
 
@@ -495,7 +524,7 @@ void RegisterStreamRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry
   for (char const* route : {"/stream/session/{id}/tcpproxy", "/stream/session/{id}/httpproxy"}) {
     api.AddAsync(
         "GET", route, AuthLevel::kUser,
-        [&sessions, &agents, &registry, &broker](
+        [&sessions, &agents, &registry, &broker, limit = api.options().max_streams_per_user](
             RequestContext& ctx,
             std::shared_ptr<server::Exchange> const& exchange) -> std::optional<HttpResponse> {
           auto p = Params::From(ctx.request, ParamSource::kStandard);
@@ -504,14 +533,16 @@ void RegisterStreamRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry
           if (!s.ok()) return ProblemResponse(s.status());
           auto a = ReadAppRequest(*p, *s);
           if (!a.ok()) return ProblemResponse(a.status());
+          if (auto refused = TooManyStreams(registry, ctx, limit)) return refused;
           if (!exchange->IsWebSocketUpgrade()) return NotAnUpgrade();
+          std::string owner = ctx.identity->access_key;
           (void)sessions.CountQuery(s->id);
           auto headers = ctx.response_headers;
           auto session = *s;
           int port = a->port;
           StartApp(agents, session, *a,
-                   [&agents, &registry, &broker, exchange, headers, session,
-                    port](StatusOr<std::string> started) {
+                   [&agents, &registry, &broker, exchange, headers, session, port,
+                    owner](StatusOr<std::string> started) {
                      if (!started.ok()) {
                        return RespondLate(*exchange, headers, ProblemResponse(started.status()));
                      }
@@ -522,6 +553,7 @@ void RegisterStreamRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry
                      open.port = port;
                      auto relay = std::make_shared<RelayStream>(agents, registry, broker,
                                                                 *session.agent_id, std::move(open));
+                     relay->owner = owner;
                      exchange->AcceptWebSocket(relay->ClientHandlers());
                    });
           return std::nullopt;
@@ -646,11 +678,12 @@ void RegisterStreamRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry
 
   api.AddAsync(
       "GET", "/stream/session/{id}/execute", AuthLevel::kUser,
-      [&sessions, &agents, &registry](
+      [&sessions, &agents, &registry, limit = api.options().max_streams_per_user](
           RequestContext& ctx,
           std::shared_ptr<server::Exchange> const& exchange) -> std::optional<HttpResponse> {
         auto s = ResolveRunning(sessions, ctx);
         if (!s.ok()) return ProblemResponse(s.status());
+        if (auto refused = TooManyStreams(registry, ctx, limit)) return refused;
         if (!exchange->IsWebSocketUpgrade()) return NotAnUpgrade();
         (void)sessions.CountQuery(s->id);
         // One WebSocket is one run; 16 hex digits, as 24.09's secrets.token_hex(8).
@@ -659,6 +692,7 @@ void RegisterStreamRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry
         run_id.resize(16);
         auto stream = std::make_shared<ExecuteStream>(agents, registry, s->id, *s->agent_id,
                                                       std::move(run_id));
+        stream->owner = ctx.identity->access_key;
         exchange->AcceptWebSocket(stream->Handlers());
         return std::nullopt;
       });

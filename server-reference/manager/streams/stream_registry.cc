@@ -11,11 +11,18 @@ bool StreamRegistry::IsEnding(std::string_view event) {
          event == "session_cancelled" || event == "session_failure" || event == "session_success";
 }
 
-std::uint64_t StreamRegistry::Add(std::string const& session_id, Ender end) {
+std::uint64_t StreamRegistry::Add(std::string const& session_id, Ender end, std::string owner) {
   std::lock_guard<std::mutex> lock(mu_);
   auto token = ++next_;
-  streams_.emplace(token, Entry{session_id, std::move(end)});
+  streams_.emplace(token, Entry{session_id, std::move(end), std::move(owner)});
   return token;
+}
+
+std::size_t StreamRegistry::CountFor(std::string const& owner) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::size_t n = 0;
+  for (auto const& [token, e] : streams_) n += e.owner == owner ? 1 : 0;
+  return n;
 }
 
 void StreamRegistry::Remove(std::uint64_t token) {

@@ -18,8 +18,10 @@ class StreamRegistry {
   /// `end` runs once, on the hub's thread, if the session ends while the stream is registered.
   using Ender = std::function<void(std::string const& why)>;
 
-  /// Registers a stream of `session_id`; the token removes it.
-  std::uint64_t Add(std::string const& session_id, Ender end);
+  /// Registers a stream of `session_id`, opened by the keypair `owner`; the token removes it.
+  std::uint64_t Add(std::string const& session_id, Ender end, std::string owner = {});
+  /// Streams open now that `owner` opened (the per-user cap).
+  std::size_t CountFor(std::string const& owner);
   /// The stream has closed by itself.
   void Remove(std::uint64_t token);
   /// A session event (any manager's): a session that is ending ends its streams.
@@ -34,6 +36,7 @@ class StreamRegistry {
   struct Entry {
     std::string session_id;
     Ender end;
+    std::string owner;
   };
   std::mutex mu_;
   std::uint64_t next_ = 0;
