@@ -61,15 +61,7 @@ Status Errno(std::string_view root, std::string const& what, std::string const& 
 // Opens `rel` (relative, "" = the root itself) beneath `root`: nothing it names, including
 // symbolic links met on the way, may lead out.
 int OpenBeneath(int root, std::string const& rel, int flags) {
-  open_how how{};
-  how.flags = static_cast<std::uint64_t>(flags | O_CLOEXEC);
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
-  std::string path = rel.empty() ? "." : rel;
-  int fd;
-  do {
-    fd = static_cast<int>(::syscall(SYS_openat2, root, path.c_str(), &how, sizeof how));
-  } while (fd < 0 && errno == EAGAIN);
-  return fd;
+  return OpenAt2(root, rel, flags, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS);
 }
 
 std::pair<std::string, std::string> SplitParent(std::string const& rel) {
@@ -619,6 +611,18 @@ int EmptyDirectory(int dir, int depth) {
 }  // namespace
 
 int EmptyDirectoryAt(int dir) { return EmptyDirectory(dir, 0); }
+
+int OpenAt2(int root, std::string const& rel, int flags, std::uint64_t resolve) {
+  open_how how{};
+  how.flags = static_cast<std::uint64_t>(flags | O_CLOEXEC);
+  how.resolve = resolve;
+  std::string path = rel.empty() ? "." : rel;
+  int fd;
+  do {
+    fd = static_cast<int>(::syscall(SYS_openat2, root, path.c_str(), &how, sizeof how));
+  } while (fd < 0 && errno == EAGAIN);
+  return fd;
+}
 
 namespace {
 

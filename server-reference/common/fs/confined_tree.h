@@ -50,6 +50,10 @@ struct TreeUsage {
 /// Removes everything in the open directory `dir`, never following a link; 0 or an errno.
 int EmptyDirectoryAt(int dir);
 
+/// openat2 of `rel` ("" = `root` itself) under `root` with `resolve` (RESOLVE_* flags) and
+/// `flags` (O_CLOEXEC added); retried while the kernel says EAGAIN. -1 and errno on failure.
+int OpenAt2(int root, std::string const& rel, int flags, std::uint64_t resolve);
+
 class ConfinedTree {
  public:
   /// The tree at `root` (a directory; kNotFound otherwise). Paths given to it may be absolute

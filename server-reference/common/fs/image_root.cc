@@ -9,7 +9,6 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -25,15 +24,7 @@ namespace {
 // are followed, but within the root (an absolute target starts at the root, ".." stops there);
 // no mount point is crossed.
 int OpenInRoot(int root, std::string const& rel, int flags) {
-  open_how how{};
-  how.flags = static_cast<std::uint64_t>(flags | O_CLOEXEC);
-  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
-  std::string path = rel.empty() ? "." : rel;
-  int fd;
-  do {
-    fd = static_cast<int>(::syscall(SYS_openat2, root, path.c_str(), &how, sizeof how));
-  } while (fd < 0 && errno == EAGAIN);
-  return fd;
+  return OpenAt2(root, rel, flags, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV);
 }
 
 std::string Join(std::vector<std::string> const& parts, std::size_t n) {
