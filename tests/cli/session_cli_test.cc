@@ -271,6 +271,16 @@ TEST_F(SessionCliTest, InfoLogsAndRm) {
   auto logs = Bai({"logs", "kept-job"});
   EXPECT_EQ(logs.exit_code, 0) << logs.err;
   EXPECT_THAT(logs.out, HasSubstr("sleep 1"));
+  // Issue 43, 10: a healthy session that has printed nothing yet has an empty log, not "the
+  // session's agent is out of reach" and truncated (the agent keeps no file until output comes).
+  ASSERT_EQ(Bai({"session", "create", "--name", "quiet", "python"}).exit_code, 0);
+  auto quiet = Bai({"-o", "json", "logs", "quiet"});
+  EXPECT_EQ(quiet.exit_code, 0) << quiet.err;
+  auto q = json::parse(quiet.out, nullptr, false);
+  EXPECT_EQ(q.value("logs", std::string("?")), "") << quiet.out;
+  EXPECT_THAT(quiet.out, Not(HasSubstr("out of reach")));
+  EXPECT_NE(q.value("truncated", true), true) << quiet.out;
+  Bai({"rm", "quiet"});
 
   // What could never start is refused at once (exit 125 around the job), naming the group's
   // capacity; a job that waits says why in its info.

@@ -244,13 +244,14 @@ std::optional<HttpResponse> GetLogs(SessionStore& sessions, AgentRegistry& agent
     if (!stored.ok()) return server::ProblemResponse(stored.status());
     // The agent's whole log (its head and tail, a notice between); the tail the manager stored
     // when the agent cannot be read.
-    auto fallback = [streams, plain, started = s->agent_id.has_value(), text = *stored] {
+    auto fallback = [streams, plain, started = s->agent_id.has_value(),
+                     text = *stored](char const* why = "the session's agent is out of reach") {
       if (!streams) return LogsResponse(text, plain);
       protocol::SessionOutput o;
       if (started) {
-        o.chunks.push_back({"notice",
-                            "[bai: the session's agent is out of reach: this is the end of its "
-                            "output as the manager stored it, streams merged]\n"});
+        o.chunks.push_back({"notice", std::string("[bai: ") + why +
+                                          ": this is the end of its output as the manager "
+                                          "stored it, streams merged]\n"});
         o.truncated = true;
       }
       if (!text.empty()) o.chunks.push_back({"stdout", text});
@@ -274,8 +275,17 @@ std::optional<HttpResponse> GetLogs(SessionStore& sessions, AgentRegistry& agent
           out->truncated = out->truncated || r.truncated;
           return true;
         },
-        [exchange, headers, out, streams, plain, fallback](Status st) {
-          if (!st.ok()) return RespondLate(*exchange, headers, fallback());
+        [exchange, headers, out, streams, plain, fallback, over](Status st) {
+          // The agent answered that it keeps no log of the session: a running kernel that has
+          // printed nothing yet (its log file is made by its first output), or an ended one
+          // whose log the agent dropped. Neither is an agent out of reach.
+          if (st.code() == StatusCode::kNotFound && over) {
+            return RespondLate(*exchange, headers,
+                               fallback("the agent no longer keeps this session's log"));
+          }
+          if (!st.ok() && st.code() != StatusCode::kNotFound) {
+            return RespondLate(*exchange, headers, fallback());
+          }
           if (streams) {
             return RespondLate(*exchange, headers,
                                HttpResponse::Json(200, protocol::EncodeSessionOutput(*out)));
