@@ -54,6 +54,11 @@ struct LoginGate {
                                     trusted_proxies);
   }
 
+  /// Counts one password attempt of `account` from `address`: nullopt when it may go on, else
+  /// the 429 to answer ("Too many `what` attempts; retry in N seconds.").
+  std::optional<HttpResponse> Admit(std::string const& address, std::string const& account,
+                                    char const* what);
+
   /// Runs `work` (password hashing) on the pool and answers `exchange` with its response plus
   /// `headers`; a full pool answers 429 now.
   std::optional<HttpResponse> OnPool(std::shared_ptr<server::Exchange> const& exchange,
@@ -76,11 +81,13 @@ HttpResponse TooManyLogins(std::int64_t retry_after_seconds, std::string message
   return r;
 }
 
-StatusOr<HttpResponse> Login(Store& store, std::string const& domain, std::string const& username,
-                             std::string const& password, bool& mismatch) {
+// The active user `username` of `domain` whose password is `password`; `mismatch` set for a
+// wrong password or an unknown user (the same answer, and the same time spent, for both).
+StatusOr<LoginRecord> CheckCredential(Store& store, std::string const& domain,
+                                      std::string const& username, std::string const& password,
+                                      bool& mismatch) {
   auto login = store.FindLogin(domain, username);
   if (!login.ok()) return std::move(login).status();
-  // The same answer for an unknown user and a wrong password.
   if (!*login) SpendPasswordCheck(password);
   if (!*login || !VerifyPassword((*login)->password_hash, password)) {
     mismatch = true;
@@ -90,14 +97,31 @@ StatusOr<HttpResponse> Login(Store& store, std::string const& domain, std::strin
     return MakeProblemStatus(ProblemType::kAuthFailed,
                              "The user account is " + (*login)->status + ".");
   }
-  auto keypair = store.ActiveKeypairOf((*login)->user_id);
+  return **std::move(login);
+}
+
+StatusOr<HttpResponse> Login(Store& store, std::string const& domain, std::string const& username,
+                             std::string const& password, bool& mismatch) {
+  auto login = CheckCredential(store, domain, username, password, mismatch);
+  if (!login.ok()) return std::move(login).status();
+  auto keypair = store.ActiveKeypairOf(login->user_id);
   if (!keypair.ok()) return std::move(keypair).status();
   if (!*keypair) return MakeProblemStatus(ProblemType::kAuthFailed, "No API keypairs found.");
   return JsonResponse({{"data",
                         {{"access_key", (*keypair)->first},
                          {"secret_key", (*keypair)->second},
-                         {"role", (*login)->role},
-                         {"status", (*login)->status}}}});
+                         {"role", login->role},
+                         {"status", login->status}}}});
+}
+
+std::optional<HttpResponse> LoginGate::Admit(std::string const& address, std::string const& account,
+                                             char const* what) {
+  std::lock_guard<std::mutex> lock(mu);
+  auto d = throttle.Admit(address, account, clock());
+  if (d.allowed) return std::nullopt;
+  return TooManyLogins(d.retry_after_seconds,
+                       std::string("Too many ") + what + " attempts; retry in " +
+                           std::to_string(d.retry_after_seconds) + " seconds.");
 }
 
 std::optional<HttpResponse> LoginGate::OnPool(
@@ -139,44 +163,27 @@ std::optional<HttpResponse> UpdatePasswordNoAuth(LoginGate& gate, RequestContext
   if (auto s = p->Check(); !s.ok()) return ProblemResponse(s);
   std::string account = *domain + "\n" + *username;
   std::string address = gate.Address(ctx.request);
-  {
-    std::lock_guard<std::mutex> lock(gate.mu);
-    auto d = gate.throttle.Admit(address, account, gate.clock());
-    if (!d.allowed) {
-      return TooManyLogins(d.retry_after_seconds, "Too many password attempts; retry in " +
-                                                      std::to_string(d.retry_after_seconds) +
-                                                      " seconds.");
-    }
-  }
-  return gate.OnPool(
-      ex, ctx.response_headers,
-      [gate = &gate, account, domain = *domain, username = *username, current = *current,
-       next = *next, address] {
-        bool mismatch = false;
-        auto response = Guard([&]() -> StatusOr<HttpResponse> {
-          auto login = gate->store.FindLogin(domain, username);
-          if (!login.ok()) return std::move(login).status();
-          if (!*login) SpendPasswordCheck(current);
-          if (!*login || !VerifyPassword((*login)->password_hash, current)) {
-            mismatch = true;
-            return MakeProblemStatus(ProblemType::kAuthFailed, "User credential mismatch.");
-          }
-          if ((*login)->status != "active") {
-            return MakeProblemStatus(ProblemType::kAuthFailed,
-                                     "The user account is " + (*login)->status + ".");
-          }
-          auto changed = StorePassword(gate->store, (*login)->user_id, next);
-          if (!changed.ok()) return std::move(changed).status();
-          return JsonResponse({{"password_changed_at", *changed}}, 201);
-        });
-        std::lock_guard<std::mutex> lock(gate->mu);
-        if (mismatch) {
-          gate->throttle.Failed(address, account, gate->clock());
-        } else if (response.status == 201) {
-          gate->throttle.Succeeded(address, account);
-        }
-        return response;
-      });
+  if (auto refused = gate.Admit(address, account, "password")) return refused;
+  return gate.OnPool(ex, ctx.response_headers,
+                     [gate = &gate, account, domain = *domain, username = *username,
+                      current = *current, next = *next, address] {
+                       bool mismatch = false;
+                       auto response = Guard([&]() -> StatusOr<HttpResponse> {
+                         auto login =
+                             CheckCredential(gate->store, domain, username, current, mismatch);
+                         if (!login.ok()) return std::move(login).status();
+                         auto changed = StorePassword(gate->store, login->user_id, next);
+                         if (!changed.ok()) return std::move(changed).status();
+                         return JsonResponse({{"password_changed_at", *changed}}, 201);
+                       });
+                       std::lock_guard<std::mutex> lock(gate->mu);
+                       if (mismatch) {
+                         gate->throttle.Failed(address, account, gate->clock());
+                       } else if (response.status == 201) {
+                         gate->throttle.Succeeded(address, account);
+                       }
+                       return response;
+                     });
 }
 
 // GET /
@@ -260,15 +267,7 @@ void RegisterAuthRoutes(ManagerApi& api) {
         }
         std::string account = *domain + "\n" + *username;
         std::string address = gate->Address(ctx.request);
-        {
-          std::lock_guard<std::mutex> lock(gate->mu);
-          auto d = gate->throttle.Admit(address, account, gate->clock());
-          if (!d.allowed) {
-            return TooManyLogins(d.retry_after_seconds, "Too many login attempts; retry in " +
-                                                            std::to_string(d.retry_after_seconds) +
-                                                            " seconds.");
-          }
-        }
+        if (auto refused = gate->Admit(address, account, "login")) return refused;
         return gate->OnPool(exchange, ctx.response_headers,
                             [gate = gate.get(), account, domain = *domain, username = *username,
                              password = *password, address] {
@@ -306,15 +305,7 @@ void RegisterAuthRoutes(ManagerApi& api) {
         Identity const who = *ctx.identity;
         std::string account = who.domain + "\n" + who.email;
         std::string address = gate->Address(ctx.request);
-        {
-          std::lock_guard<std::mutex> lock(gate->mu);
-          auto d = gate->throttle.Admit(address, account, gate->clock());
-          if (!d.allowed) {
-            return TooManyLogins(d.retry_after_seconds, "Too many password attempts; retry in " +
-                                                            std::to_string(d.retry_after_seconds) +
-                                                            " seconds.");
-          }
-        }
+        if (auto refused = gate->Admit(address, account, "password")) return refused;
         return gate->OnPool(
             exchange, ctx.response_headers,
             [gate = gate.get(), who, account, old_password = *old_password,
