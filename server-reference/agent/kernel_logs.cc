@@ -112,10 +112,6 @@ KernelLogs::KernelLogs(std::string dir, std::int64_t max_bytes, std::int64_t bud
 
 namespace {
 
-std::int64_t Stored(std::int64_t head, std::int64_t tail0, std::int64_t tail1) {
-  return head + tail0 + tail1;
-}
-
 std::int64_t NowSeconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(
              fs::file_time_type::clock::now().time_since_epoch())
@@ -130,28 +126,22 @@ void KernelLogs::Remove(std::string const& session_id) {
   auto it = states_.find(session_id);
   if (it == states_.end()) return;
   if (it->second.fd >= 0) ::close(it->second.fd);
+  stored_ -= it->second.Stored();
   states_.erase(it);
 }
 
 void KernelLogs::KeepBudget(std::string const& writer) {
-  if (budget_ == 0) return;
-  std::int64_t total = 0;
+  if (budget_ == 0 || stored_ <= budget_) return;
   std::vector<std::pair<std::int64_t, std::string>> ended;
   for (auto const& [id, st] : states_) {
-    total += Stored(st.head, st.tail[0].valid ? st.tail[0].bytes : 0,
-                    st.tail[1].valid ? st.tail[1].bytes : 0);
     if (st.ended && id != writer) ended.emplace_back(st.ended_at, id);
   }
-  if (total <= budget_) return;
   std::sort(ended.begin(), ended.end());
   for (auto const& [when, id] : ended) {
-    if (total <= budget_) return;
-    auto const& st = states_.at(id);
-    total -= Stored(st.head, st.tail[0].valid ? st.tail[0].bytes : 0,
-                    st.tail[1].valid ? st.tail[1].bytes : 0);
+    if (stored_ <= budget_) return;
     Remove(id);
   }
-  if (total <= budget_) return;
+  if (stored_ <= budget_) return;
   // Running kernels alone fill it: the one writing stores no more.
   State& st = states_.at(writer);
   st.lost = true;
@@ -182,6 +172,7 @@ KernelLogs::State& KernelLogs::StateOf(std::string const& session_id) {
     if (seg.valid && (st.current < 0 || seg.start > st.tail[st.current].start)) st.current = i;
   }
   if (st.current >= 0) st.produced = st.tail[st.current].start + st.tail[st.current].bytes;
+  stored_ += st.Stored();
   return states_.emplace(session_id, st).first->second;
 }
 
@@ -199,6 +190,7 @@ bool KernelLogs::StartSegment(State& st, std::string const& session_id, int inde
   if (st.fd >= 0) ::close(st.fd);
   st.fd = ::open(Path(session_id, index).c_str(),
                  O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+  stored_ -= st.tail[index].valid ? st.tail[index].bytes : 0;  // the segment starts empty
   st.tail[index] = Segment{true, st.produced, 0};
   st.current = index;
   if (st.fd < 0) st.lost = true;
@@ -234,6 +226,7 @@ std::int64_t KernelLogs::Append(std::string const& session_id, std::string const
     record.append(data, at, take);
     if (!Write(st, record)) break;
     (st.current < 0 ? st.head : st.tail[st.current].bytes) += static_cast<std::int64_t>(take);
+    stored_ += static_cast<std::int64_t>(take);
     st.produced += static_cast<std::int64_t>(take);
     at += take;
   }

@@ -64,6 +64,10 @@ class KernelLogs {
     bool ended = false;
     std::int64_t ended_at = 0;  ///< when it ended (seconds), for the budget's order
     std::int64_t produced = 0;  ///< output bytes so far, stored or not
+    /// Output bytes in its files now (the head and the valid tail segments).
+    std::int64_t Stored() const {
+      return head + (tail[0].valid ? tail[0].bytes : 0) + (tail[1].valid ? tail[1].bytes : 0);
+    }
   };
   std::string Path(std::string const& session_id, int segment = -1) const;
   State& StateOf(std::string const& session_id);                           // mu_ held
@@ -77,6 +81,7 @@ class KernelLogs {
   std::int64_t head_max_;
   std::int64_t segment_max_;
   std::int64_t budget_;
+  std::int64_t stored_ = 0;  ///< State::Stored() of every state, kept as they change
   std::mutex mu_;
   std::map<std::string, State> states_;
 };
