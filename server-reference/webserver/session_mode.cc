@@ -32,10 +32,6 @@ bool SafeMethod(std::string_view method) {
   return method == "GET" || method == "HEAD" || method == "OPTIONS";
 }
 
-bool SameText(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
-}
-
 Status BadRequest(std::string detail) {
   return protocol::MakeProblemStatus(protocol::ProblemType::kInvalidApiParams, std::move(detail));
 }
@@ -115,6 +111,10 @@ std::string ClearedLoginCookie(bool secure) {
   return c;
 }
 
+bool SameToken(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
 bool FromAPage(RequestOrigin const& r) { return r.origin.has_value() || r.fetch_site.has_value(); }
 
 CsrfVerdict CheckCsrf(RequestOrigin const& r, std::string_view session_token) {
@@ -131,7 +131,7 @@ CsrfVerdict CheckCsrf(RequestOrigin const& r, std::string_view session_token) {
   // Reads too, and WebSockets and event streams (their token rides in the query): a page that
   // cannot show this login's token is not the console this login signed in.
   if (!r.csrf_token || r.csrf_token->empty()) return CsrfVerdict::kMissingToken;
-  if (session_token.empty() || !SameText(*r.csrf_token, session_token)) {
+  if (session_token.empty() || !SameToken(*r.csrf_token, session_token)) {
     return CsrfVerdict::kWrongToken;
   }
   return CsrfVerdict::kAllowed;

@@ -68,6 +68,9 @@ enum class CsrfVerdict {
 /// the user's cookie, and passes without a token.
 CsrfVerdict CheckCsrf(RequestOrigin const& request, std::string_view session_token);
 
+/// Whether two tokens are equal, in time that does not depend on where they differ.
+bool SameToken(std::string_view a, std::string_view b);
+
 /// Whether a request came from a page (Origin or Sec-Fetch-Site), not from a program.
 bool FromAPage(RequestOrigin const& request);
 

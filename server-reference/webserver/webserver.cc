@@ -21,7 +21,6 @@
 #include "server-reference/webserver/session_mode.h"
 
 #include <fcntl.h>
-#include <openssl/crypto.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -178,9 +177,7 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
       if (!live.ok()) return live.status();
       if (!*live) continue;
       bool proven = page && origin.csrf_token && !origin.csrf_token->empty() &&
-                    origin.csrf_token->size() == (*live)->csrf_token.size() &&
-                    CRYPTO_memcmp(origin.csrf_token->data(), (*live)->csrf_token.data(),
-                                  origin.csrf_token->size()) == 0;
+                    SameToken(*origin.csrf_token, (*live)->csrf_token);
       if (proven) return ChosenLogin{value, std::move(*live), true};
       if (!first.session) first = ChosenLogin{value, std::move(*live), false};
     }
