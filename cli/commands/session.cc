@@ -7,6 +7,7 @@
 #include "bai/session_client.h"
 
 #include "cli/commands/session_util.h"
+#include "cli/commands/vfolder.h"
 #include "cli/exit_codes.h"
 
 #include <CLI/CLI.hpp>
@@ -282,6 +283,15 @@ int RunSessionInfo(std::string const& session, Context& ctx) {
         (devices.empty() ? "" : ", ") + d.device_id + " " + d.slot + "=" + d.amount.ToString();
   }
   row("devices", devices);
+  if (info->kernel_setup) {
+    auto const& k = *info->kernel_setup;
+    row("network", k.network == "bridge" ? "bridge (an address of its own, NAT to the outside)"
+                                         : k.network + " (loopback only)");
+    row("scratch", HumanBytes(static_cast<double>(k.home_bytes)) + " /home/work, " +
+                       HumanBytes(static_cast<double>(k.tmp_bytes)) + " /tmp, " +
+                       (k.scratch == "disk" ? "on the agent's disk (a quota)"
+                                            : "in memory (counts against its memory limit)"));
+  }
   row("result", info->result);
   row("exit code", info->exit_code ? std::to_string(*info->exit_code) : "");
   row("created", info->created_at);
@@ -400,7 +410,7 @@ void AddSpecFlags(CLI::App* cmd, SpecOptions& o) {
       ->check(CLI::Range(1025, 65534));
   cmd->add_option("--network", o.network,
                   "The kernel's network: bridge (an address of its own, NAT to the outside) or "
-                  "none (loopback only); default: the agent's (none unless configured)")
+                  "none (loopback only); default: the agent's (bridge unless configured)")
       ->check(CLI::IsMember({"bridge", "none"}));
   cmd->add_option("--depends", o.depends, "Start after this session succeeded (repeatable)")
       ->allow_extra_args(false);

@@ -161,6 +161,15 @@ json InfoJson(SessionInfo const& s) {
   j["num_queries"] = s.num_queries;
   j["priority"] = s.priority;
   j["attached_devices"] = std::move(devices);
+  if (s.kernel_setup) {
+    j["network"] = s.kernel_setup->network;
+    j["scratch"] = {{"backing", s.kernel_setup->scratch},
+                    {"home_bytes", s.kernel_setup->home_bytes},
+                    {"tmp_bytes", s.kernel_setup->tmp_bytes}};
+  } else {
+    j["network"] = nullptr;
+    j["scratch"] = nullptr;
+  }
   return j;
 }
 

@@ -148,6 +148,7 @@ export function StartSession() {
     const ports = String(form.get('preopen') || '').split(/[\s,]+/).filter(Boolean).map(Number);
     if (ports.some((p) => !Number.isInteger(p) || p < 1024 || p > 65535)) return 'Ports to open are numbers from 1024 to 65535.';
     if (ports.length) config.preopen_ports = ports;
+    if (form.get('network')) config.network = form.get('network');
     const body = { name, image: form.get('image'), type: kind, config };
     if (kind === 'batch') {
       body.startupCommand = form.get('command');
@@ -202,6 +203,14 @@ export function StartSession() {
           </div>
           {kind === 'batch' && <div><label for="command">Command</label><input id="command" name="command" placeholder="python train.py" /></div>}
           <div><label for="preopen">Ports to open as apps</label><input id="preopen" name="preopen" placeholder="8080, 6006" /></div>
+          <div>
+            <label for="network">Network</label>
+            <select id="network" name="network" defaultValue="">
+              <option value="">The agent's (a bridge with NAT unless the site chose none)</option>
+              <option value="bridge">Bridge: an address of its own, NAT to the outside</option>
+              <option value="none">None: loopback only</option>
+            </select>
+          </div>
         </div>
         <label for="env">Environment (NAME=VALUE per line)</label>
         <textarea id="env" name="env" rows="3" />

@@ -275,6 +275,13 @@ std::string EncodeSessionInfo(SessionInfo const& s) {
   }
   w.Raw("attachedDevices", devices.dump());
   w.Raw("servicePorts", EncodeApps(s.service_ports));
+  if (s.kernel_setup) {
+    w.Raw("kernelSetup", json{{"network", s.kernel_setup->network},
+                              {"scratch", s.kernel_setup->scratch},
+                              {"homeBytes", s.kernel_setup->home_bytes},
+                              {"tmpBytes", s.kernel_setup->tmp_bytes}}
+                             .dump());
+  }
   w.Close();
   return out;
 }
@@ -380,6 +387,11 @@ StatusOr<SessionInfo> DecodeSessionInfo(std::string_view text) {
   }
   if (auto it = j->find("servicePorts"); it != j->end() && it->is_array()) {
     if (auto apps = DecodeApps(it->dump()); apps.ok()) out.service_ports = std::move(*apps);
+  }
+  if (auto it = j->find("kernelSetup"); it != j->end() && it->is_object()) {
+    LenientReader kr{*it};
+    out.kernel_setup = KernelSetup{kr.Str("network").value_or(""), kr.Str("scratch").value_or(""),
+                                   kr.Num("homeBytes").value_or(0), kr.Num("tmpBytes").value_or(0)};
   }
   out.raw_json = std::string(text);
   return out;

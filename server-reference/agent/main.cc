@@ -127,8 +127,15 @@ int main(int argc, char** argv) {
   app.add_option("--runc", runc.runc, "runc: the runc binary");
   app.add_option("--uid", runc.uid, "runc: uid of the kernel's work user");
   app.add_option("--gid", runc.gid, "runc: gid of the kernel's work user");
-  app.add_option("--home-size", runc.home_size, "runc: size of /home/work (tmpfs)");
-  app.add_option("--tmp-size", runc.tmp_size, "runc: size of /tmp (tmpfs)");
+  app.add_option("--home-size", runc.home_size, "runc: size of a kernel's /home/work");
+  app.add_option("--tmp-size", runc.tmp_size, "runc: size of a kernel's /tmp");
+  std::string scratch = "auto";
+  app.add_option("--scratch", scratch,
+                 "runc: where /home/work and /tmp live: disk (an ext4 image per kernel of "
+                 "home+tmp size on this agent's disk, loop-mounted: the size is the quota), "
+                 "tmpfs (in memory, counted against the session's memory limit) or auto (disk "
+                 "where loop devices and mkfs.ext4 are there, else tmpfs)")
+      ->check(CLI::IsMember({"auto", "disk", "tmpfs"}));
   std::string nvml_library = "libnvidia-ml.so.1";
   app.add_option("--nvml-library", nvml_library, "NVML library to discover NVIDIA GPUs with");
   bai::agent::GpuSharing& gpu = runc.gpu_sharing;
@@ -161,8 +168,9 @@ int main(int argc, char** argv) {
                  "Excess over the ledger that is not charged (rounding, context estimates)");
   std::string network_pool = "10.220.0.0/16", network_nat = "on";
   app.add_option("--network", runc.network_default,
-                 "runc: a kernel's network when its session does not choose: none (loopback "
-                 "only) or bridge")
+                 "runc: a kernel's network when its session does not choose: bridge (an address "
+                 "on this agent's bridge, NAT to the outside; the default) or none (loopback "
+                 "only)")
       ->check(CLI::IsMember({"none", "bridge"}));
   app.add_option("--network-pool", network_pool,
                  "runc: bridge mode's addresses (the bridge takes the first); 'off': no bridge "
@@ -330,6 +338,19 @@ int main(int argc, char** argv) {
         return 2;
       }
     }
+    auto backing = bai::agent::ResolveScratchBacking(scratch);
+    if (!backing.ok()) {
+      std::cerr << "bai-agent: " << backing.status().message() << "\n";
+      return 2;
+    }
+    runc.scratch = *backing;
+    for (auto [flag, value] :
+         {std::pair{"--home-size", runc.home_size}, std::pair{"--tmp-size", runc.tmp_size}}) {
+      if (auto bytes = bai::agent::ScratchSizeBytes(flag, value); !bytes.ok()) {
+        std::cerr << "bai-agent: " << bytes.status().message() << "\n";
+        return 2;
+      }
+    }
     images = std::make_unique<bai::agent::ImageStore>(state_dir + "/images");
     if (auto s = images->EnsureBuiltins(); !s.ok()) {
       std::cerr << "bai-agent: images: " << s.message() << "\n";
@@ -364,7 +385,9 @@ int main(int argc, char** argv) {
   bai::server::log::Info("started", {{"agent", options.agent_id},
                                      {"managers", options.manager_url},
                                      {"backend", backend},
-                                     {"gpus", runc.gpus.size()}});
+                                     {"gpus", runc.gpus.size()},
+                                     {"scratch", backend == "runc" ? runc.scratch : ""},
+                                     {"network", backend == "runc" ? runc.network_default : ""}});
   // Declared before the server that renders it, so it outlives the server's threads.
   bai::server::metrics::Registry metrics;
   std::unique_ptr<bai::server::HttpServer> metrics_server;

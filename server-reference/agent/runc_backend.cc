@@ -284,9 +284,16 @@ std::string OciConfig(KernelSpec const& spec, Image const& image, RuncOptions co
   add("/sys", "sysfs", "sysfs", {"nosuid", "noexec", "nodev", "ro"});
   for (auto const& host : image.host_mounts)
     add(host, "bind", host, {"rbind", "ro", "nosuid", "nodev"});
-  add("/home/work", "tmpfs", "tmpfs",
-      {"nosuid", "nodev", "mode=755", "uid=" + uid, "gid=" + gid, "size=" + o.home_size});
-  add("/tmp", "tmpfs", "tmpfs", {"nosuid", "nodev", "mode=1777", "size=" + o.tmp_size});
+  if (o.scratch == kScratchDisk) {
+    // PrepareDiskScratch's loop-mounted image: its size is the quota, not the session's memory.
+    add("/home/work", "bind", layout.kernel_dir + "/scratch/home",
+        {"bind", "rw", "nosuid", "nodev"});
+    add("/tmp", "bind", layout.kernel_dir + "/scratch/tmp", {"bind", "rw", "nosuid", "nodev"});
+  } else {
+    add("/home/work", "tmpfs", "tmpfs",
+        {"nosuid", "nodev", "mode=755", "uid=" + uid, "gid=" + gid, "size=" + o.home_size});
+    add("/tmp", "tmpfs", "tmpfs", {"nosuid", "nodev", "mode=1777", "size=" + o.tmp_size});
+  }
   if (layout.network != nullptr) {
     add("/etc/resolv.conf", "bind", layout.kernel_dir + "/resolv.conf",
         {"bind", "ro", "nosuid", "nodev", "noexec"});
@@ -687,6 +694,7 @@ Status RuncBackend::Init() {
       continue;
     }
     server::RunProcess(Runc({"delete", "--force", k->container_id}));
+    ReleaseScratch(entry.path().string());
     fs::remove_all(entry.path(), ec);
     if (!k->spec.session_id.empty()) {
       k->state = {k->spec.session_id,
@@ -833,6 +841,7 @@ void RuncBackend::Start(std::shared_ptr<Kernel> k) {
     }
     server::RunProcess(Runc({"delete", "--force", k->container_id}));
     std::error_code ignored;
+    ReleaseScratch(k->dir);
     fs::remove_all(k->dir, ignored);
     KernelNetwork net;
     {
@@ -856,6 +865,11 @@ void RuncBackend::Start(std::shared_ptr<Kernel> k) {
   if (chown((k->dir + "/run").c_str(), static_cast<uid_t>(options_.uid),
             static_cast<gid_t>(options_.gid)) != 0) {
     return fail("cannot chown the kernel's run directory");
+  }
+  if (options_.scratch == kScratchDisk) {
+    auto s = PrepareDiskScratch(k->dir, {options_.scratch, options_.home_size, options_.tmp_size},
+                                options_.uid, options_.gid);
+    if (!s.ok()) return fail("scratch: " + s.message());
   }
   GpuPlan gpus;
   if (!k->spec.devices.empty()) {
@@ -973,6 +987,13 @@ void RuncBackend::Start(std::shared_ptr<Kernel> k) {
     std::lock_guard<std::mutex> lock(mu_);
     if (k->tearing_down) return;
     k->state.status = protocol::KernelStatus::kRunning;
+    // Sizes were checked when the agent started.
+    auto bytes = [](std::string const& size) {
+      auto b = ScratchSizeBytes("size", size);
+      return b.ok() ? *b : 0;
+    };
+    k->state.setup = server::agent_protocol::KernelSetup{
+        mode, options_.scratch, bytes(options_.home_size), bytes(options_.tmp_size)};
     running = k->state;
     cv_.notify_all();
     batch = k->spec.session_type == "batch" && k->spec.startup_command;
@@ -1268,6 +1289,9 @@ void RuncBackend::ReadLoop(std::shared_ptr<Kernel> k) {
         std::string reason = oom_killed         ? "oom-killed"
                              : *batch_exit == 0 ? "task-finished"
                                                 : "task-failed";
+        // A job the memory limit killed a process of did not succeed, whatever its last
+        // command said (a shell script goes on after `dd` is killed): 137, as SIGKILL.
+        if (oom_killed && *batch_exit == 0) batch_exit = 128 + SIGKILL;
         Teardown(k, reason, batch_exit, true);
         std::lock_guard<std::mutex> lock(mu_);
         std::lock_guard<std::mutex> wlock(k->write_mu);
@@ -1326,6 +1350,7 @@ void RuncBackend::Teardown(std::shared_ptr<Kernel> k, std::string reason,
       shutdown(k->sock, SHUT_RDWR);
     }
   }
+  ReleaseScratch(k->dir);
   fs::remove_all(k->dir, ec);
   KernelNetwork net;
   {

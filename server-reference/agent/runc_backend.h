@@ -6,6 +6,7 @@
 #include "server-reference/agent/gpus.h"
 #include "server-reference/agent/images.h"
 #include "server-reference/agent/network_plan.h"
+#include "server-reference/agent/scratch.h"
 #include "server-reference/common/wire/runner_messages.h"
 
 #include <atomic>
@@ -32,8 +33,11 @@ struct RuncOptions {
   std::string runc = "runc";
   int uid = 1000;
   int gid = 1000;
-  std::string home_size = "1g";   ///< tmpfs size of /home/work
-  std::string tmp_size = "256m";  ///< tmpfs size of /tmp
+  std::string home_size = "1g";   ///< size of /home/work
+  std::string tmp_size = "256m";  ///< size of /tmp
+  /// Where scratch lives (scratch.h): kScratchTmpfs (counted as the session's memory) or
+  /// kScratchDisk (an ext4 image of home_size + tmp_size on the agent's disk).
+  std::string scratch = kScratchTmpfs;
   std::int64_t pids_limit = 4096;
   std::chrono::milliseconds grace{3000};           ///< SIGTERM → SIGKILL
   std::chrono::milliseconds start_timeout{20000};  ///< runner handshake
@@ -50,9 +54,9 @@ struct RuncOptions {
   std::string nvml_library = "libnvidia-ml.so.1";
   gpushim::ReconcilePolicy gpu_reconcile;
   std::chrono::milliseconds gpu_reconcile_interval{2000};
-  /// A kernel's network when its session does not say (network_plan.h): "none" (DECISIONS.md:
-  /// loopback only) or "bridge".
-  std::string network_default = kNetworkNone;
+  /// A kernel's network when its session does not say (network_plan.h): "bridge" (DECISIONS.md:
+  /// an address on the agent's bridge, NAT to the outside) or "none" (loopback only).
+  std::string network_default = kNetworkBridge;
   /// Bridge mode's bridge, pool and NAT; nullopt: bridge mode is off on this agent.
   std::optional<BridgeConfig> bridge = BridgeConfig{};
 };

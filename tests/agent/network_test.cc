@@ -149,8 +149,9 @@ constexpr char kFetch[] =
     ".decode(), end='')\n";
 
 TEST_F(NetworkTest, ABridgeKernelReachesTheOutsideThroughTheAgentsNat) {
+  // No --network: the agent's default (DECISIONS.md, "Containers") is the bridge.
   auto r =
-      Bai({"run", "--network", "bridge", "python", "-c",
+      Bai({"run", "python", "-c",
            std::string(kFetch) + "import socket; print([n for _, n in socket.if_nameindex()])"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(r.out, std::string(kContent) + "['lo', 'eth0']\n");
@@ -163,7 +164,7 @@ TEST_F(NetworkTest, ABridgeKernelReachesTheOutsideThroughTheAgentsNat) {
   EXPECT_THAT(table.out, HasSubstr("masquerade"));
 }
 
-TEST_F(NetworkTest, NoneAndTheDefaultGiveOnlyLoopback) {
+TEST_F(NetworkTest, NoneGivesOnlyLoopbackAsSessionOrAgentDefault) {
   std::string code =
       "import socket, urllib.request\n"
       "print([n for _, n in socket.if_nameindex()])\n"
@@ -175,9 +176,15 @@ TEST_F(NetworkTest, NoneAndTheDefaultGiveOnlyLoopback) {
   auto none = Bai({"run", "--network", "none", "python", "-c", code});
   EXPECT_EQ(none.exit_code, 0) << none.err;
   EXPECT_EQ(none.out, "['lo']\nunreachable\n");
-  // The agent's default is none (DECISIONS.md: loopback only unless asked).
+  // An agent started with --network none: its sessions that do not choose get loopback only,
+  // and one that asks for the bridge still gets it.
+  agent_.reset();
+  StartAgent({"--network", "none"});
   auto plain = Bai({"run", "python", "-c", code});
   EXPECT_EQ(plain.out, "['lo']\nunreachable\n") << plain.err;
+  auto asked = Bai({"run", "--network", "bridge", "python", "-c", kFetch});
+  EXPECT_EQ(asked.exit_code, 0) << asked.err;
+  EXPECT_EQ(asked.out, kContent);
   // A mode that does not exist is refused before anything is queued.
   auto bad = Bai({"api", "POST", "/session", "-d",
                   R"({"name":"badnet","image":"python","type":"interactive",)"

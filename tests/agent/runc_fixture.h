@@ -114,6 +114,12 @@ class RuncTest : public ::testing::Test {
     auto own = AgentArgs();
     args.insert(args.end(), own.begin(), own.end());
     args.insert(args.end(), extra.begin(), extra.end());
+    // The agent's default network is a bridge with NAT on the host: a test that does not make
+    // a network namespace of its own (network_test.cc does) keeps its kernels on loopback.
+    if (std::find(args.begin(), args.end(), "--network") == args.end() &&
+        std::find(args.begin(), args.end(), "--network-pool") == args.end()) {
+      args.insert(args.end(), {"--network", "none", "--network-pool", "off"});
+    }
     agent_ = std::make_unique<testing_util::BackgroundProcess>(args, env);
     ASSERT_FALSE(agent_->WaitForLine("connecting").empty());
     for (int i = 0; i < 200 && !manager_->agents().Connected().count(agent_id_); ++i) {

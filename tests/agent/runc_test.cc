@@ -432,6 +432,49 @@ TEST_F(RuncTest, MemoryLimitKillsAndReportsOom) {
   EXPECT_THAT(j.value("logs", ""), Not(HasSubstr("survived")));
 }
 
+// Scratch on the agent's disk (the default where loop devices exist, as here): /home/work's size
+// is a quota, and what is written there is not the session's memory, so a 128m job writes
+// 200 MB and lives; past the quota a write fails with ENOSPC. Session info says so.
+TEST_F(RuncTest, ScratchOnDiskIsAQuotaNotTheSessionsMemory) {
+  agent_.reset();
+  StartAgent({"--scratch", "disk", "--home-size", "256m", "--tmp-size", "32m"});
+  auto r = Bai({"run", "-r", "mem=128m", "--name", "scratch-disk", "--detach", "python", "--", "sh",
+                "-c",
+                "head -c 200000000 /dev/zero > big && ls -l big | cut -d' ' -f5 && "
+                "(head -c 100000000 /dev/zero > more) 2>&1 | grep -o 'No space left on device'; "
+                "df -P /home/work /tmp | tail -2 | wc -l; sleep 30"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::string logs;
+  for (int i = 0; i < 200; ++i) {
+    logs = Bai({"logs", "scratch-disk"}).out;
+    if (logs.find("\n2\n") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(logs, "200000000\nNo space left on device\n2\n");
+  auto info = Bai({"-o", "json", "session", "info", "scratch-disk"});
+  auto j = internal::ParseJson(info.out).value_or(json());
+  EXPECT_EQ(j.value("network", ""), "none") << info.out;
+  ASSERT_TRUE(j.contains("scratch")) << info.out;
+  EXPECT_EQ(j["scratch"].value("backing", ""), "disk");
+  EXPECT_EQ(j["scratch"].value("home_bytes", 0), 256 << 20);
+  EXPECT_EQ(j["scratch"].value("tmp_bytes", 0), 32 << 20);
+  auto table = Bai({"session", "info", "scratch-disk"});
+  EXPECT_THAT(table.out, HasSubstr("256.0 MiB /home/work, 32.0 MiB /tmp, on the agent's disk"));
+  EXPECT_EQ(Bai({"rm", "scratch-disk"}).exit_code, 0);
+}
+
+// Scratch in memory: a job that fills a tmpfs /home/work past its memory limit is OOM-killed,
+// and it never exits 0 (the shell went on after its writer was killed, and said 0).
+TEST_F(RuncTest, AJobTheMemoryLimitKilledNeverExitsZero) {
+  agent_.reset();
+  StartAgent({"--scratch", "tmpfs", "--home-size", "1g"});
+  auto r = Bai({"-o", "json", "run", "-r", "mem=128m", "python", "--", "sh", "-c",
+                "head -c 300000000 /dev/zero > /home/work/big; echo went-on"});
+  auto j = internal::ParseJson(r.out).value_or(json());
+  EXPECT_NE(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(j.value("status_info", ""), "oom-killed") << r.out;
+}
+
 // Usage (issue 24): the agent reads each kernel's cgroup while it runs (live_stat, with the
 // heartbeat) and just before the cgroup goes (last_stat); the manager reports both.
 TEST_F(RuncTest, UsageIsReadFromTheKernelsCgroup) {

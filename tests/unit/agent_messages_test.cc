@@ -96,6 +96,20 @@ TEST(AgentMessagesTest, EveryOtherMessageRoundTrips) {
   EXPECT_TRUE(status.Ended());
   EXPECT_EQ(status.exit_code, 137);
   EXPECT_EQ(status.reason, "oom-killed");
+  EXPECT_FALSE(status.setup);
+  ap::KernelStatus running{"00000000-0000-4000-8000-00000000000a",
+                           protocol::KernelStatus::kRunning,
+                           std::nullopt,
+                           "",
+                           std::nullopt,
+                           {}};
+  running.setup = ap::KernelSetup{"bridge", "disk", 1 << 30, 256 << 20};
+  auto setup = Only<ap::KernelStatus>(ap::DecodeToManager(ap::Encode(ap::ToManager(running))))
+                   .setup.value_or(ap::KernelSetup{});
+  EXPECT_EQ(setup.network, "bridge");
+  EXPECT_EQ(setup.scratch, "disk");
+  EXPECT_EQ(setup.home_bytes, 1 << 30);
+  EXPECT_EQ(setup.tmp_bytes, 256 << 20);
   auto beat = Only<ap::Heartbeat>(
       ap::DecodeToManager(ap::Encode(ap::ToManager(ap::Heartbeat{Slots("cpu=2"), std::nullopt}))));
   EXPECT_EQ(beat.slots, Slots("cpu=2"));
@@ -231,6 +245,14 @@ TEST(AgentMessagesTest, WronglyTypedFieldsAreRefusedNamingTheField) {
           {R"({"type":"register","version":2,"devices":[{"uuid":"G","index":-1}]})", "devices[0]"},
           {R"({"type":"register","version":2,"devices":[{"uuid":"G","memory":-5}]})", "devices[0]"},
           {R"({"type":"kernel_status","session_id":"../x","status":"RUNNING"})", "session_id"},
+          {R"({"type":"kernel_status","session_id":"00000000-0000-4000-8000-00000000000a",)"
+           R"("status":"RUNNING","setup":{"network":"host","scratch":"disk","home_bytes":1,)"
+           R"("tmp_bytes":1}})",
+           "setup.network"},
+          {R"({"type":"kernel_status","session_id":"00000000-0000-4000-8000-00000000000a",)"
+           R"("status":"RUNNING","setup":{"network":"none","scratch":"disk","home_bytes":-1,)"
+           R"("tmp_bytes":1}})",
+           "setup.home_bytes"},
           {R"({"type":"heartbeat","stats":{"cpu_pct":101,"mem_used":1,"mem_total":2}})",
            "stats.cpu_pct"},
           {R"({"type":"heartbeat","stats":{"cpu_pct":1,"mem_used":-1,"mem_total":2}})",

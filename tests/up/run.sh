@@ -20,6 +20,13 @@ if [[ $(id -u) -ne 0 ]]; then
   echo "[  SKIPPED ] make up needs root"
   exit 0
 fi
+# make up's agent puts kernels on a bridge with NAT (DECISIONS.md, "Containers"): the test runs in
+# a network namespace of its own, so the bridge and its nftables table never touch the host's.
+if [[ -z ${BAI_UP_TEST_NETNS:-} ]]; then
+  trap - EXIT
+  rm -rf "$work"
+  exec env BAI_UP_TEST_NETNS=1 unshare --net -- bash -c 'ip link set lo up && exec bash "$0" "$@"' "$0" "$@"
+fi
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 storage_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 web_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -54,6 +61,11 @@ grep -Eq "default_profile = ['\"]local['\"]" "$BAI_CONFIG_DIR/config.toml" || { 
 out=$(env -u BACKEND_ENDPOINT -u BACKEND_ACCESS_KEY -u BACKEND_SECRET_KEY \
   "$repo/build/bin/bai" run shell -- sh -c 'echo via-profile; exit 5') && rc=0 || rc=$?
 [[ $out == via-profile && $rc == 5 ]] || { echo "FAIL: job via profile: '$out' rc=$rc"; exit 1; }
+# make up's sessions are on the agent's bridge unless they ask for none.
+nics=$("$repo/build/bin/bai" run python -- python3 -c 'import socket; print(sorted(n for _, n in socket.if_nameindex()))')
+[[ $nics == "['eth0', 'lo']" ]] || { echo "FAIL: a make up session's interfaces: $nics"; exit 1; }
+nics=$("$repo/build/bin/bai" run --network none python -- python3 -c 'import socket; print(sorted(n for _, n in socket.if_nameindex()))')
+[[ $nics == "['lo']" ]] || { echo "FAIL: --network none: $nics"; exit 1; }
 # The embedded storage proxy: local:volume1 under the state directory, transfers on its port.
 hosts=$("$repo/build/bin/bai" api GET /folders/_/hosts)
 [[ $hosts == *'"default":"local:volume1"'* ]] || { echo "FAIL: no local:volume1: $hosts"; exit 1; }

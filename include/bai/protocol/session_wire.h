@@ -104,6 +104,16 @@ struct AttachedDevice {
   Decimal amount;
 };
 
+/// How a running session's kernel was set up where the session did not choose (bai's
+/// `kernelSetup`, reported by the agent when the kernel starts): its network and its scratch
+/// space, /home/work and /tmp.
+struct KernelSetup {
+  std::string network;          ///< "bridge" or "none"
+  std::string scratch;          ///< "disk" (the size is a quota) or "tmpfs" (counts as memory)
+  std::int64_t home_bytes = 0;  ///< /home/work's size
+  std::int64_t tmp_bytes = 0;   ///< /tmp's size (disk: in the same image as /home/work)
+};
+
 struct SessionInfo {
   std::string id;
   std::string name;
@@ -136,6 +146,7 @@ struct SessionInfo {
   /// bai's `servicePorts`: the apps of the main kernel (as `/stream/session/{id}/apps` lists
   /// them), once it runs.
   std::vector<ServicePort> service_ports;
+  std::optional<KernelSetup> kernel_setup;  ///< once it has run (bai's managers only)
 };
 /// Written directly rather than through a JSON tree: clients poll this while they wait.
 BAI_EXPORT std::string EncodeSessionInfo(SessionInfo const& info);

@@ -32,6 +32,13 @@ json KernelUsageJson(KernelUsage const& u) {
   return j;
 }
 
+json KernelSetupJson(KernelSetup const& s) {
+  return {{"network", s.network},
+          {"scratch", s.scratch},
+          {"home_bytes", s.home_bytes},
+          {"tmp_bytes", s.tmp_bytes}};
+}
+
 namespace {
 
 // A session id from the manager: a UUID (8-4-4-4-12 hex digits). The agent builds paths and
@@ -163,7 +170,40 @@ json KernelStatusJson(KernelStatus const& k) {
   if (!k.service_ports.empty())
     j["service_ports"] = json::parse(protocol::EncodeApps(k.service_ports));
   if (k.usage) j["usage"] = KernelUsageJson(*k.usage);
+  if (k.setup) j["setup"] = KernelSetupJson(*k.setup);
   return j;
+}
+
+std::optional<KernelSetup> ReadSetup(json const& j, FieldReader& r) {
+  KernelSetup s;
+  auto text = [&](char const* key, std::string& out, std::initializer_list<char const*> allowed) {
+    auto it = j.find(key);
+    if (it != j.end() && it->is_string()) {
+      for (char const* a : allowed) {
+        if (*it == a) {
+          out = it->get<std::string>();
+          return true;
+        }
+      }
+    }
+    r.Fail(std::string("setup.") + key, "one of its known words");
+    return false;
+  };
+  auto bytes = [&](char const* key, std::int64_t& out) {
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_number_integer() || it->get<std::int64_t>() < 0) {
+      r.Fail(std::string("setup.") + key, "a non-negative integer");
+      return false;
+    }
+    out = it->get<std::int64_t>();
+    return true;
+  };
+  bool ok = text("network", s.network, {"bridge", "none"});
+  ok = text("scratch", s.scratch, {"disk", "tmpfs"}) && ok;
+  ok = bytes("home_bytes", s.home_bytes) && ok;
+  ok = bytes("tmp_bytes", s.tmp_bytes) && ok;
+  if (!ok) return std::nullopt;
+  return s;
 }
 
 // Usage figures: non-negative integers; `where` names the object in errors.
@@ -225,6 +265,7 @@ KernelStatus ReadKernelStatus(FieldReader& r) {
     }
   }
   if (auto const* usage = r.Object("usage")) k.usage = ReadUsage(*usage, "usage", r);
+  if (auto const* setup = r.Object("setup")) k.setup = ReadSetup(*setup, r);
   return k;
 }
 

@@ -61,6 +61,11 @@ struct KernelUsage {
 
 nlohmann::json KernelUsageJson(KernelUsage const& usage);
 
+/// How a running kernel was set up where its session did not choose (the agent's defaults),
+/// the type session info carries to clients: {"network", "scratch", "home_bytes", "tmp_bytes"}.
+using protocol::KernelSetup;
+nlohmann::json KernelSetupJson(KernelSetup const& setup);
+
 /// A kernel's state: the `kernel_status` message, and an entry of `register.kernels`.
 struct KernelStatus {
   std::string session_id;
@@ -73,6 +78,8 @@ struct KernelStatus {
   std::vector<protocol::ServicePort> service_ports;
   /// TERMINATED or ERROR: what it used, read just before its cgroup went (its last_stat).
   std::optional<KernelUsage> usage = std::nullopt;
+  /// RUNNING: its network and scratch (runc kernels).
+  std::optional<KernelSetup> setup = std::nullopt;
 
   /// TERMINATED or ERROR: the kernel is gone.
   bool Ended() const {

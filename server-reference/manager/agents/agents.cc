@@ -352,6 +352,7 @@ void AgentRegistry::Handle(Connection const& c, ap::KernelStatus const& m) {
     (void)sessions_.Transition(session_id, current, SessionStatus::kPreparing, d);
   } else if (status == protocol::KernelStatus::kRunning) {
     if (!m.service_ports.empty()) (void)sessions_.SetServicePorts(session_id, m.service_ports);
+    if (m.setup) (void)sessions_.SetKernelSetup(session_id, *m.setup);
     if (current == SessionStatus::kScheduled) {
       (void)sessions_.Transition(session_id, current, SessionStatus::kPreparing, d);
       current = SessionStatus::kPreparing;

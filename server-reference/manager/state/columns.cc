@@ -136,4 +136,23 @@ std::string AllocationsColumn(std::vector<server::DeviceAllocation> const& alloc
   return server::DeviceAllocationsToJson(allocations).dump();
 }
 
+std::optional<protocol::KernelSetup> KernelSetupFromColumn(std::string_view text) {
+  auto j = internal::ParseJson(text);
+  if (!j || !j->is_object()) return std::nullopt;
+  auto bytes = [&](char const* key) {
+    auto it = j->find(key);
+    return it != j->end() && it->is_number_integer() ? it->get<std::int64_t>() : 0;
+  };
+  auto word = [&](char const* key) {
+    auto it = j->find(key);
+    return it != j->end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  return protocol::KernelSetup{word("network"), word("scratch"), bytes("home_bytes"),
+                               bytes("tmp_bytes")};
+}
+
+std::string KernelSetupColumn(protocol::KernelSetup const& setup) {
+  return server::agent_protocol::KernelSetupJson(setup).dump();
+}
+
 }  // namespace bai::manager

@@ -10,6 +10,7 @@
 #include "server-reference/common/wire/device_allocation.h"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -27,6 +28,11 @@ std::string ListColumn(std::vector<std::string> const& list);
 /// Non-string values read as their JSON text.
 std::map<std::string, std::string> MapFromColumn(std::string_view text);
 std::string MapColumn(std::map<std::string, std::string> const& map);
+
+/// A kernel's setup as its agent reported it (agent_messages.h, KernelSetupJson); nullopt for
+/// NULL or text that is not one.
+std::optional<protocol::KernelSetup> KernelSetupFromColumn(std::string_view text);
+std::string KernelSetupColumn(protocol::KernelSetup const& setup);
 
 /// An agent's images: [{"name", "aliases", "size"}] (or bare names, as older agents wrote them).
 using ImageList = std::vector<server::agent_protocol::ImageInfo>;

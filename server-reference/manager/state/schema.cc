@@ -369,6 +369,14 @@ server::Migration WebSessions() {
           }};
 }
 
+server::Migration KernelSetups() {
+  return {22,
+          "how each session's kernel was set up where it did not choose: network, scratch",
+          {
+              "ALTER TABLE sessions ADD COLUMN kernel_setup TEXT",
+          }};
+}
+
 }  // namespace
 
 std::vector<server::Migration> const& Migrations() {
@@ -378,7 +386,7 @@ std::vector<server::Migration> const& Migrations() {
       AgentLoad(),    ServicePorts(), Networks(),        DomainFields(),
       GroupFields(),  UserFields(),   SessionActivity(), ResourceGroupFields(),
       ImageAliases(), SessionStats(), UserConfig(),      Managers(),
-      WebSessions()};
+      WebSessions(),  KernelSetups()};
   return *kMigrations;
 }
 

@@ -31,7 +31,8 @@ constexpr char kColumns[] =
     "terminated_at, agent_list, vfolder_mounts, service_ports, network";
 // What reads select: the inserted columns plus counters the manager keeps (never inserted).
 std::string const& ReadColumns() {
-  static std::string const kRead = std::string(kColumns) + ", num_queries, device_allocations";
+  static std::string const kRead =
+      std::string(kColumns) + ", num_queries, device_allocations, kernel_setup";
   return kRead;
 }
 
@@ -119,6 +120,8 @@ SessionRecord FromRow(SqlRow& r) {
   s.network = r.TakeText(i++);
   s.num_queries = r.Int(i++);
   s.devices = AllocationsFromColumn(r.Text(i++));
+  if (!r.IsNull(i)) s.kernel_setup = KernelSetupFromColumn(r.Text(i));
+  ++i;
   return s;
 }
 
@@ -592,6 +595,12 @@ Status SessionStore::SetServicePorts(std::string const& id,
       .status();
 }
 
+Status SessionStore::SetKernelSetup(std::string const& id, protocol::KernelSetup const& setup) {
+  return db_
+      .Exec("UPDATE sessions SET kernel_setup = ? WHERE id = ?", {KernelSetupColumn(setup), id})
+      .status();
+}
+
 Status SessionStore::SetLiveStats(std::string const& agent_id,
                                   std::map<std::string, std::string> const& stats) {
   if (stats.empty()) return Status();
@@ -748,6 +757,7 @@ protocol::SessionInfo InfoOf(SessionRecord const& s) {
   for (auto const& d : s.devices)
     info.attached_devices.push_back({"cuda", d.uuid, d.slot, d.amount});
   info.service_ports = s.service_ports;
+  info.kernel_setup = s.kernel_setup;
   return info;
 }
 

@@ -75,6 +75,8 @@ struct SessionRecord {
   /// Non-empty: only these agents may run it (a superadmin's config.agent_list).
   std::vector<std::string> agent_list;
   std::int64_t num_queries = 0;  ///< execute requests so far (read only; counted by the manager)
+  /// What its agent reported when the kernel started (read only; SetKernelSetup).
+  std::optional<protocol::KernelSetup> kernel_setup;
 };
 
 /// A kernel row (one per session today: the main kernel).
@@ -204,6 +206,7 @@ class SessionStore {
   Status CountQuery(std::string const& id);
   /// The main kernel's apps, as its agent reported them.
   Status SetServicePorts(std::string const& id, std::vector<protocol::ServicePort> const& ports);
+  Status SetKernelSetup(std::string const& id, protocol::KernelSetup const& setup);
   /// Each running session's stat from its agent's heartbeat (24.09's live_stat JSON), by
   /// session id; sessions of other agents or already ended are left alone.
   Status SetLiveStats(std::string const& agent_id, std::map<std::string, std::string> const& stats);
