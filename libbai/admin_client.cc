@@ -530,6 +530,62 @@ Status AdminClient::DeleteKeypairPolicy(std::string const& name) const {
       .status();
 }
 
+namespace {
+
+char const* ScopeKind(bool user) { return user ? "user" : "project"; }
+
+json ScopeProps(protocol::ScopeResourcePolicy const& p, bool user) {
+  json props = internal::ScopeResourcePolicyToJson(p, user);
+  props.erase("name");
+  props.erase("created_at");
+  return props;
+}
+
+// CreateUserResourcePolicyInput, ModifyProjectResourcePolicyInput, …
+std::string ScopeInput(char const* verb, bool user) {
+  return std::string(verb) + (user ? "User" : "Project") + "ResourcePolicyInput";
+}
+
+}  // namespace
+
+StatusOr<std::vector<protocol::ScopeResourcePolicy>> AdminClient::ScopePolicies(bool user) const {
+  std::string field = std::string(ScopeKind(user)) + "_resource_policies";
+  auto data =
+      Run(client_, "{ " + field + " { name created_at max_vfolder_count " + "max_quota_scope_size" +
+                       (user ? " max_session_count_per_model_session "
+                               "max_customized_image_count"
+                             : "") +
+                       " } }");
+  if (!data.ok()) return data.status();
+  return DecodeAll<protocol::ScopeResourcePolicy>((*data)[field],
+                                                  protocol::DecodeScopeResourcePolicy);
+}
+
+Status AdminClient::CreateScopePolicy(protocol::ScopeResourcePolicy const& p, bool user) const {
+  std::string field = std::string("create_") + ScopeKind(user) + "_resource_policy";
+  return Mutate(client_, field,
+                "mutation($n: String!, $props: " + ScopeInput("Create", user) + "!) { " + field +
+                    "(name: $n, props: $props) { ok msg } }",
+                {{"n", p.name}, {"props", ScopeProps(p, user)}})
+      .status();
+}
+
+Status AdminClient::ModifyScopePolicy(protocol::ScopeResourcePolicy const& p, bool user) const {
+  std::string field = std::string("modify_") + ScopeKind(user) + "_resource_policy";
+  return Mutate(client_, field,
+                "mutation($n: String!, $props: " + ScopeInput("Modify", user) + "!) { " + field +
+                    "(name: $n, props: $props) { ok msg } }",
+                {{"n", p.name}, {"props", ScopeProps(p, user)}})
+      .status();
+}
+
+Status AdminClient::DeleteScopePolicy(std::string const& name, bool user) const {
+  std::string field = std::string("delete_") + ScopeKind(user) + "_resource_policy";
+  return Mutate(client_, field, "mutation($n: String!) { " + field + "(name: $n) { ok msg } }",
+                {{"n", name}})
+      .status();
+}
+
 StatusOr<std::vector<protocol::ProjectUsage>> AdminClient::Usage(
     std::string const& start, std::string const& end, std::string const& project_id) const {
   auto compact = [](std::string date) {

@@ -94,6 +94,20 @@ Status VFolderClient::Rename(std::string const& folder, std::string const& new_n
   return Done(Call(client_, "POST", Path(folder, "/rename"), {{"new_name", new_name}}));
 }
 
+Status VFolderClient::SetQuota(std::string const& folder, std::int64_t max_bytes,
+                               std::int64_t max_files) const {
+  if (max_bytes < 0 || max_files < 0) {
+    return Status(StatusCode::kInvalidArgument, "a quota is 0 (none) or more");
+  }
+  // The call names the folder by host and id (23.09's shape).
+  auto info = Info(folder);
+  if (!info.ok()) return info.status();
+  return Done(Call(client_, "POST", "/folders/_/quota",
+                   {{"folder_host", info->host},
+                    {"id", info->id},
+                    {"input", {{"size_bytes", max_bytes}, {"max_files", max_files}}}}));
+}
+
 StatusOr<VFolderHosts> VFolderClient::Hosts() const {
   auto r = Call(client_, "GET", "/folders/_/hosts");
   if (!r.ok()) return r.status();

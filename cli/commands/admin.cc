@@ -719,6 +719,100 @@ void AddPolicies(CommandSet& set, CLI::App& admin) {
       [](AdminClient& a, std::string const& name) { return a.DeleteKeypairPolicy(name); });
 }
 
+// User and project resource policies: an owner's folders (how many, and their quota together).
+void AddScopePolicies(CommandSet& set, CLI::App& admin, bool user) {
+  auto& ctx = set.ctx();
+  auto* noun = admin.add_subcommand(
+      user ? "user-policy" : "project-policy",
+      user ? "User resource policies: how many folders a user may own, and their quota together"
+           : "Project resource policies: how many folders a project may own, and their quota "
+             "together");
+  noun->require_subcommand(1);
+  auto print = [&ctx, user](std::vector<protocol::ScopeResourcePolicy> const& all) {
+    if (ctx.json()) {
+      json items = json::array();
+      for (auto const& p : all) items.push_back(internal::ScopeResourcePolicyToJson(p, user));
+      PrintJson(ctx, {{"policies", items}});
+      return;
+    }
+    std::vector<std::vector<std::string>> rows{{"NAME", "FOLDERS", "QUOTA (ALL FOLDERS)"}};
+    for (auto const& p : all) {
+      rows.push_back(
+          {p.name, p.max_vfolder_count ? std::to_string(p.max_vfolder_count) : "-",
+           p.max_quota_scope_size ? HumanBytes(static_cast<double>(p.max_quota_scope_size)) : "-"});
+    }
+    PrintTable(ctx, rows);
+  };
+  auto* ls = noun->add_subcommand("ls", "List them");
+  ls->alias("list");
+  set.OnRun(ls, [&ctx, print, user] {
+    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+      auto all = a.ScopePolicies(user);
+      if (!all.ok()) return all.status();
+      print(*all);
+      return Status();
+    });
+  });
+  struct Flags {
+    std::string name, quota;
+    std::optional<std::int64_t> folders;
+  };
+  // The flags given, applied to `p`.
+  auto apply = [](Flags const& f, protocol::ScopeResourcePolicy& p) -> Status {
+    if (f.folders) p.max_vfolder_count = *f.folders;
+    if (!f.quota.empty()) {
+      auto size =
+          f.quota == "none" ? protocol::ParseBinarySize("0") : protocol::ParseBinarySize(f.quota);
+      if (!size.ok() || size->is_unlimited()) {
+        return UsageError("--quota: a size such as 100g (0 or none: no quota), not '" + f.quota +
+                          "'");
+      }
+      p.max_quota_scope_size =
+          static_cast<std::int64_t>(size->units() / protocol::Decimal::kUnitsPerOne);
+    }
+    return Status();
+  };
+  for (bool create : {true, false}) {
+    auto& f = set.Keep<Flags>();
+    auto* cmd = noun->add_subcommand(create ? "create" : "update",
+                                     create ? "Create one" : "Change one (only the flags given)");
+    if (create) cmd->alias("add");
+    cmd->add_option("NAME", f.name, "Policy name")->required();
+    cmd->add_option("--max-folders", f.folders, "Folders an owner may have (0: no limit)")
+        ->check(CLI::NonNegativeNumber);
+    cmd->add_option("--quota", f.quota,
+                    "All of an owner's folders together, e.g. 100g (0 or none: no quota)");
+    set.OnRun(cmd, [&ctx, &f, apply, print, user, create] {
+      return WithAdmin(ctx, [&](AdminClient& a) -> Status {
+        protocol::ScopeResourcePolicy p;
+        p.name = f.name;
+        if (!create) {
+          auto all = a.ScopePolicies(user);
+          if (!all.ok()) return all.status();
+          auto it = std::find_if(all->begin(), all->end(),
+                                 [&](auto const& q) { return q.name == f.name; });
+          if (it == all->end()) return Status(StatusCode::kNotFound, "no policy " + f.name);
+          p = *it;
+        }
+        if (auto s = apply(f, p); !s.ok()) return s;
+        auto s = create ? a.CreateScopePolicy(p, user) : a.ModifyScopePolicy(p, user);
+        if (!s.ok()) return s;
+        auto all = a.ScopePolicies(user);
+        if (!all.ok()) return all.status();
+        std::vector<protocol::ScopeResourcePolicy> shown;
+        for (auto const& q : *all) {
+          if (q.name == f.name) shown.push_back(q);
+        }
+        print(shown);
+        return Status();
+      });
+    });
+  }
+  AddRemoveCommand(
+      set, *noun, "Delete a policy no one uses", "NAME", "Policy name", "deleted policy",
+      [user](AdminClient& a, std::string const& name) { return a.DeleteScopePolicy(name, user); });
+}
+
 // ---- resource groups -----------------------------------------------------------------------
 
 void AddResourceGroups(CommandSet& set, CLI::App& admin) {
@@ -886,6 +980,8 @@ void AddAdminCommands(CommandSet& set) {
   AddUsers(set, *admin);
   AddKeypairs(set, *admin);
   AddPolicies(set, *admin);
+  AddScopePolicies(set, *admin, true);
+  AddScopePolicies(set, *admin, false);
   AddResourceGroups(set, *admin);
   AddClusterAdminCommands(set, *admin);
   AddUsage(set, *admin);

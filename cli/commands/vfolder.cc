@@ -35,7 +35,20 @@ json InfoJson(VFolderInfo const& f) {
           {"cloneable", f.cloneable},
           {"created_at", f.created_at},
           {"num_files", f.num_files},
-          {"used_bytes", f.used_bytes}};
+          {"used_bytes", f.used_bytes},
+          {"quota_bytes", f.max_size > 0 ? json(f.max_size) : json(nullptr)},
+          {"quota_files", f.max_files > 0 ? json(f.max_files) : json(nullptr)}};
+}
+
+// A quota as typed: a size such as 10g, or 0 / none for no quota.
+StatusOr<std::int64_t> QuotaBytes(std::string const& text) {
+  if (text == "none") return std::int64_t{0};
+  auto size = protocol::ParseBinarySize(text);
+  if (!size.ok() || size->is_unlimited()) {
+    return UsageError("a quota is a size such as 10g or 512m (0 or none: no quota), not '" + text +
+                      "'");
+  }
+  return static_cast<std::int64_t>(size->units() / protocol::Decimal::kUnitsPerOne);
 }
 
 // "1h02m", "3m05s", "42s": what is left, at the rate so far.
@@ -284,8 +297,16 @@ void AddCreate(CommandSet& set, CLI::App& noun) {
   c->add_option("--permission", create.permission, "ro, rw or wd (project folders' members)");
   c->add_option("--group,--project", create.group, "A project: make a project folder");
   c->add_flag("--cloneable", create.cloneable, "Others may clone it");
-  set.OnRun(c, [&create, &ctx] {
+  auto& quota = set.Keep<std::string>();
+  c->add_option("--quota", quota,
+                "The folder's own quota, e.g. 10g (its owner's scope quota holds besides)");
+  set.OnRun(c, [&create, &quota, &ctx] {
     return WithFolders(ctx, [&](VFolderClient& f) -> Status {
+      if (!quota.empty()) {
+        auto bytes = QuotaBytes(quota);
+        if (!bytes.ok()) return bytes.status();
+        create.quota = *bytes;
+      }
       auto made = f.Create(create);
       if (!made.ok()) return made.status();
       if (ctx.json()) {
@@ -351,6 +372,32 @@ void AddInfo(CommandSet& set, CLI::App& noun) {
       for (auto const& [k, val] : j.items()) {
         ctx.out() << k << ": " << (val.is_string() ? val.get<std::string>() : val.dump()) << "\n";
       }
+      return Status();
+    });
+  });
+}
+
+void AddSetQuota(CommandSet& set, CLI::App& noun) {
+  auto& ctx = set.ctx();
+  struct Args {
+    std::string folder, size;
+    std::int64_t files = 0;
+  };
+  auto& a = set.Keep<Args>();
+  auto* cmd = noun.add_subcommand(
+      "set-quota", "Set a folder's own quota (its owner or an admin; 0 or none: no quota)");
+  cmd->add_option("FOLDER", a.folder, "Folder name or id")->required();
+  cmd->add_option("SIZE", a.size, "At most this much, e.g. 10g; 0 or none: no limit")->required();
+  cmd->add_option("--max-files", a.files, "At most this many files (0: no limit)")
+      ->check(CLI::NonNegativeNumber);
+  set.OnRun(cmd, [&a, &ctx] {
+    return WithFolders(ctx, [&](VFolderClient& f) -> Status {
+      auto bytes = QuotaBytes(a.size);
+      if (!bytes.ok()) return bytes.status();
+      if (auto s = f.SetQuota(a.folder, *bytes, a.files); !s.ok()) return s;
+      PrintDone(ctx, *bytes > 0
+                         ? "quota of " + a.folder + ": " + HumanBytes(static_cast<double>(*bytes))
+                         : "no quota on " + a.folder);
       return Status();
     });
   });
@@ -537,6 +584,7 @@ void AddVFolderCommands(CommandSet& set) {
   AddCreate(set, *noun);
   AddList(set, *noun);
   AddInfo(set, *noun);
+  AddSetQuota(set, *noun);
   AddOneFolder(set, *noun, "rm", "Move a folder to the trash", "trashed", &VFolderClient::Delete);
   AddOneFolder(set, *noun, "restore", "Bring a folder back from the trash", "restored",
                &VFolderClient::Restore);

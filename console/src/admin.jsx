@@ -2,7 +2,7 @@
 // domains, resource groups, agents with what each session holds, images.
 import { useState } from 'preact/hooks';
 import { ApiError, explain, gql } from './api.js';
-import { ErrorText, Link, bytes, slots, slotsJson, slotsWords, useLoad, useSubmit } from './ui.jsx';
+import { ErrorText, Link, bytes, parseSize, slots, slotsJson, slotsWords, useLoad, useSubmit } from './ui.jsx';
 
 const TABS = [['users', 'Users'], ['keypairs', 'Keypairs'], ['policies', 'Policies'], ['agents', 'Agents'],
   ['images', 'Images'], ['organization', 'Projects and domains']];
@@ -16,7 +16,7 @@ export function Admin({ tab, who }) {
       </nav>
       {current === 'users' && <Users />}
       {current === 'keypairs' && <Keypairs />}
-      {current === 'policies' && <Policies />}
+      {current === 'policies' && <><Policies /><ScopePolicies kind="user" /><ScopePolicies kind="project" /></>}
       {current === 'agents' && <Agents superadmin={who.role === 'superadmin'} />}
       {current === 'images' && <Images />}
       {current === 'organization' && <Organization />}
@@ -247,6 +247,97 @@ function Policies() {
               <td>{p.name}</td><td>{p.max_concurrent_sessions || 'no limit'}</td><td>{slots(p.total_resource_slots) || 'no limit'}</td>
               <td class="hide-narrow">{p.idle_timeout ? `${p.idle_timeout} s` : 'none'}</td><td class="hide-narrow">{users(p.name)}</td>
               <td><button type="button" class="secondary" aria-label={`Edit the policy ${p.name}`} onClick={() => setEditing(p.name)}>Edit</button></td>
+            </tr>))}</tbody>
+        </table>
+      </div>
+    </>
+  );
+}
+
+// User and project resource policies: how many folders an owner may have and the quota of all
+// its folders together (max_quota_scope_size). Edit forms start from the current values; a
+// change to one that others use asks first.
+function ScopePolicies({ kind }) {
+  const Kind = kind === 'user' ? 'User' : 'Project';
+  const field = `${kind}_resource_policies`;
+  const owners = kind === 'user' ? 'users{resource_policy}' : 'groups{resource_policy}';
+  const list = useLoad(() => gql(`{${field}{name max_vfolder_count max_quota_scope_size} ${owners}}`));
+  const [editing, setEditing] = useState('');
+  const policies = list.data?.[field] || [];
+  const users = (name) => ((kind === 'user' ? list.data?.users : list.data?.groups) || []).filter((o) => o.resource_policy === name).length;
+  function props(form) {
+    const out = {};
+    const count = String(form.get('sfolders') ?? '').trim();
+    if (count !== '') {
+      const n = Number(count);
+      if (!Number.isInteger(n) || n < 0) throw new Error(`"${count}" is not a whole number of folders.`);
+      out.max_vfolder_count = n;
+    }
+    const quota = String(form.get('squota') ?? '').trim();
+    if (quota !== '') {
+      const size = quota === '0' || quota === 'none' ? 0 : parseSize(quota);
+      if (Number.isNaN(size)) throw new Error('A quota is a size like 100g (0: none).');
+      out.max_quota_scope_size = size;
+    }
+    return out;
+  }
+  const create = useSubmit(async (form, element) => {
+    const name = String(form.get('sname') || '').trim();
+    if (policies.some((p) => p.name === name)) return `A policy named ${name} exists: edit it in the list below.`;
+    let p;
+    try { p = props(form); } catch (err) { return err.message; }
+    await mutate(`mutation($n:String!,$p:Create${Kind}ResourcePolicyInput!){create_${kind}_resource_policy(name:$n,props:$p){ok msg}}`,
+      { n: name, p }, `create_${kind}_resource_policy`);
+    element.reset();
+    list.reload();
+    return '';
+  });
+  const edit = useSubmit(async (form) => {
+    let p;
+    try { p = props(form); } catch (err) { return err.message; }
+    const n = users(editing);
+    if (n > 0 && !confirm(`${n} ${kind === 'user' ? 'user' : 'project'}${n === 1 ? '' : 's'} use the policy ${editing}: change it for all of them?`)) return 'Not changed.';
+    await mutate(`mutation($n:String!,$p:Modify${Kind}ResourcePolicyInput!){modify_${kind}_resource_policy(name:$n,props:$p){ok msg}}`,
+      { n: editing, p }, `modify_${kind}_resource_policy`);
+    setEditing('');
+    list.reload();
+    return '';
+  });
+  const current = policies.find((p) => p.name === editing);
+  const fields = (p) => (
+    <div class="row">
+      <div><label>Folders at most (0: no limit)<input name="sfolders" type="number" min="0" defaultValue={p ? String(p.max_vfolder_count ?? '') : ''} /></label></div>
+      <div><label>Quota of all its folders (0: none)<input name="squota" placeholder="100g" defaultValue={p && p.max_quota_scope_size ? String(p.max_quota_scope_size) : p ? '0' : ''} /></label></div>
+    </div>
+  );
+  return (
+    <>
+      <form class="card" onSubmit={create.submit} aria-label={`New ${kind} policy`}>
+        <h2>New {kind} policy</h2>
+        <div class="row"><div><label>Policy name<input name="sname" required /></label></div></div>
+        {fields(null)}
+        <p><button type="submit" disabled={create.busy}>Create</button></p>
+        <ErrorText error={create.error} />
+      </form>
+      {current && (
+        <form class="card" key={current.name} onSubmit={edit.submit} aria-label={`Edit the ${kind} policy ${current.name}`}>
+          <h2>Edit the {kind} policy {current.name}</h2>
+          <p class="muted">{users(current.name)} {kind === 'user' ? 'user' : 'project'}(s) use it. Quotas in bytes, or a size like 100g.</p>
+          {fields(current)}
+          <p><button type="submit" disabled={edit.busy}>Save</button> <button type="button" class="secondary" onClick={() => setEditing('')}>Cancel</button></p>
+          <ErrorText error={edit.error} />
+        </form>
+      )}
+      <div class="card">
+        <h2>{Kind} policies</h2>
+        <ErrorText error={list.error} />
+        <table>
+          <thead><tr><th>Name</th><th>Folders at most</th><th>Quota of all its folders</th><th class="hide-narrow">{kind === 'user' ? 'Users' : 'Projects'}</th><th /></tr></thead>
+          <tbody>{policies.map((p) => (
+            <tr key={p.name} data-scope-policy={`${kind}:${p.name}`}>
+              <td>{p.name}</td><td>{p.max_vfolder_count || 'no limit'}</td><td>{p.max_quota_scope_size ? bytes(p.max_quota_scope_size) : 'none'}</td>
+              <td class="hide-narrow">{users(p.name)}</td>
+              <td><button type="button" class="secondary" aria-label={`Edit the ${kind} policy ${p.name}`} onClick={() => setEditing(p.name)}>Edit</button></td>
             </tr>))}</tbody>
         </table>
       </div>

@@ -3,7 +3,7 @@
 // relay (the ticket's console_url): a page may only talk to its own origin.
 import { useRef, useState } from "preact/hooks";
 import { explain, func } from './api.js';
-import { ErrorText, Link, bytes, go, useLoad, useSubmit } from './ui.jsx';
+import { ErrorText, Link, bytes, go, parseSize, useLoad, useSubmit } from './ui.jsx';
 
 export function Folders() {
   const list = useLoad(() => func('GET', '/folders'));
@@ -242,6 +242,13 @@ async function downloadTicket(folder, path) {
   return { direct: t.url + token, relayed: t.console_url + token };
 }
 
+// A folder's own quota in bytes (bai's exact figure, else 23.09's MiB), 0 for none.
+function quotaBytes(f) {
+  if (!f) return 0;
+  if (f.max_size_bytes !== undefined && f.max_size_bytes !== null) return Number(f.max_size_bytes);
+  return Number(f.max_size || 0) * 1048576;
+}
+
 export function FolderView({ name, dir }) {
   const files = useLoad(() => func('GET', `/folders/${encodeURIComponent(name)}/files?path=${encodeURIComponent(dir || '.')}`), [name, dir]);
   const info = useLoad(() => func('GET', `/folders/${encodeURIComponent(name)}`), [name, files.data]);
@@ -255,6 +262,16 @@ export function FolderView({ name, dir }) {
     setError('');
     try { await work(); files.reload(); } catch (err) { setError(explain(err)); }
   }
+  // The folder's own quota (its owner; 0 or empty: none). Its owner's scope quota, from the
+  // user or project resource policy, holds besides.
+  const quota = useSubmit(async (form) => {
+    const text = String(form.get('fquota') || '').trim();
+    const size = text === '' || text === '0' || text === 'none' ? 0 : parseSize(text);
+    if (Number.isNaN(size)) return 'A quota is a size like 10g or 512m (empty: none).';
+    await func('POST', '/folders/_/quota', { folder_host: info.data.host, id: info.data.id, input: { size_bytes: size } });
+    info.reload();
+    return '';
+  });
   const mkdir = useSubmit(async (form, element) => {
     await func('POST', `/folders/${encodeURIComponent(name)}/mkdir`, { path: join(dir, form.get('dirname')), parents: true, exist_ok: false });
     element.reset();
@@ -325,7 +342,7 @@ export function FolderView({ name, dir }) {
         {info.data && (
           <p class="muted" data-usage>
             {info.data.num_files ?? 0} files, {bytes(info.data.used_bytes ?? info.data.cur_size ?? 0)}
-            {info.data.max_size ? ` of a ${bytes(info.data.max_size)} quota` : ' (no quota)'}
+            {quotaBytes(info.data) ? ` of a ${bytes(quotaBytes(info.data))} quota` : ' (no quota)'}
             {info.data.permission ? `; you may ${info.data.permission === 'ro' ? 'read' : info.data.permission === 'rw' ? 'read and write' : 'read, write and delete'}` : ''}
           </p>
         )}
@@ -334,6 +351,13 @@ export function FolderView({ name, dir }) {
             <label for="upload">Upload files</label>
             <input id="upload" type="file" multiple onChange={onFiles} data-upload />
           </div>
+          {info.data?.is_owner && (
+            <form class="row" onSubmit={quota.submit} aria-label="Folder quota">
+              <div><label for="fquota">Quota (empty: none)</label><input id="fquota" name="fquota" placeholder={quotaBytes(info.data) ? `now ${bytes(quotaBytes(info.data))}` : '10g'} /></div>
+              <div><button type="submit" class="secondary" disabled={quota.busy} data-set-quota>Set</button></div>
+              <ErrorText error={quota.error} />
+            </form>
+          )}
           <form class="row" onSubmit={mkdir.submit} aria-label="New folder">
             <div><label for="dirname">New directory</label><input id="dirname" name="dirname" required /></div>
             <div><button type="submit" class="secondary" disabled={mkdir.busy}>Make</button></div>

@@ -110,6 +110,15 @@ class BAI_EXPORT AdminClient {
   Status ModifyKeypairPolicy(protocol::KeypairResourcePolicy const& policy) const;
   Status DeleteKeypairPolicy(std::string const& name) const;
 
+  /// User (`user` true) or project resource policies: how many folders an owner may have and
+  /// the quota of all its folders together (max_quota_scope_size).
+  StatusOr<std::vector<protocol::ScopeResourcePolicy>> ScopePolicies(bool user) const;
+  /// Creates it with every field of `policy` (a project's: its two limits).
+  Status CreateScopePolicy(protocol::ScopeResourcePolicy const& policy, bool user) const;
+  /// Sets every field of `policy` on the policy of its name.
+  Status ModifyScopePolicy(protocol::ScopeResourcePolicy const& policy, bool user) const;
+  Status DeleteScopePolicy(std::string const& name, bool user) const;
+
   /// Whose dotfiles: the caller's own (both empty; any user), a project's (`project`, an id or
   /// a name in `domain` or the caller's domain) or a domain's (`domain` alone).
   struct DotfileOwner {

@@ -80,6 +80,10 @@ class BAI_EXPORT VFolderClient {
   Status Restore(std::string const& folder) const;
   Status Purge(std::string const& folder) const;
   Status Rename(std::string const& folder, std::string const& new_name) const;
+  /// The folder's own quota (`POST /folders/_/quota`): at most `max_bytes` and `max_files`
+  /// (0: none); its owner's scope quota holds besides. Its owner or an admin.
+  Status SetQuota(std::string const& folder, std::int64_t max_bytes,
+                  std::int64_t max_files = 0) const;
   StatusOr<VFolderHosts> Hosts() const;
 
   StatusOr<std::vector<VFolderFile>> Files(std::string const& folder,

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "bai/protocol/vfolder_wire.h"
 
+#include "bai/protocol/resource.h"
 #include "bai/protocol/signing.h"
 
 #include "libbai/protocol/json_fields.h"
@@ -141,6 +142,13 @@ using nlohmann::json;
 
 json NullIfEmpty(std::string const& text) { return text.empty() ? json(nullptr) : json(text); }
 
+// 23.09's `max_size` is MiB, rounded up; bai's `max_size_bytes` beside it is exact.
+void WriteMaxSize(json& j, std::int64_t bytes) {
+  constexpr std::int64_t kMiB = std::int64_t{1} << 20;
+  j["max_size"] = (bytes + kMiB - 1) / kMiB;
+  j["max_size_bytes"] = bytes;
+}
+
 VFolderInfo InfoFrom(json const& object, internal::FieldReader& r) {
   internal::Lenient l(object, r);
   VFolderInfo f;
@@ -162,7 +170,8 @@ VFolderInfo InfoFrom(json const& object, internal::FieldReader& r) {
   f.is_owner = r.Bool("is_owner", false);
   f.cloneable = r.Bool("cloneable", false);
   f.max_files = r.Int("max_files", 0);
-  f.max_size = r.Int("max_size", 0);
+  // bai's exact bytes, else 23.09's MiB.
+  f.max_size = r.OptInt("max_size_bytes").value_or(r.Int("max_size", 0) * (std::int64_t{1} << 20));
   f.num_files = r.OptInt("num_files").value_or(r.Int("numFiles", 0));
   f.used_bytes = r.Int("used_bytes", 0);
   return f;
@@ -180,7 +189,7 @@ json FolderObject(VFolderInfo const& f, VFolderAnswer answer, std::string_view b
   switch (answer) {
     case VFolderAnswer::kCreated:
       j["quota_scope_id"] = f.quota_scope_id;
-      j["max_size"] = f.max_size;
+      WriteMaxSize(j, f.max_size);
       j["creator"] = f.creator;
       j["ownership_type"] = f.ownership_type;
       j["status"] = f.status;
@@ -196,7 +205,7 @@ json FolderObject(VFolderInfo const& f, VFolderAnswer answer, std::string_view b
       j["ownership_type"] = f.ownership_type;
       j["type"] = f.ownership_type;
       j["max_files"] = f.max_files;
-      j["max_size"] = f.max_size;
+      WriteMaxSize(j, f.max_size);
       j["cur_size"] = f.used_bytes;
       break;
     case VFolderAnswer::kInfo:
@@ -210,7 +219,7 @@ json FolderObject(VFolderInfo const& f, VFolderAnswer answer, std::string_view b
       j["last_used"] = NullIfEmpty(f.last_used);
       j["type"] = f.ownership_type;
       j["is_owner"] = f.is_owner;
-      j["max_size"] = f.max_size;
+      WriteMaxSize(j, f.max_size);
       j["cur_size"] = f.used_bytes;
       break;
     case VFolderAnswer::kCloned:
@@ -230,6 +239,7 @@ std::string EncodeVFolderCreateRequest(VFolderCreateRequest const& request) {
   if (!request.usage_mode.empty()) body["usage_mode"] = request.usage_mode;
   if (!request.permission.empty()) body["permission"] = request.permission;
   if (!request.group.empty()) body["group"] = request.group;
+  if (request.quota > 0) body["quota"] = request.quota;
   return body.dump();
 }
 
@@ -255,6 +265,23 @@ StatusOr<protocol::VFolderCreateRequest> VFolderCreateRequestFromJson(
   out.permission = l.Str({"permission"}).value_or("");
   out.group = l.Str({"group", "groupId", "group_id"}).value_or("");
   out.cloneable = l.Bool({"cloneable"}).value_or(false);
+  if (auto const* quota = l.Find({"quota"}); quota != nullptr && !quota->is_null()) {
+    // 23.09: a binary size ("10g", "512m") or a number of bytes.
+    std::optional<std::int64_t> bytes;
+    if (quota->is_number_integer()) {
+      bytes = quota->get<std::int64_t>();
+    } else if (quota->is_string()) {
+      auto size = ParseBinarySize(quota->get<std::string>());
+      if (size.ok() && !size->is_unlimited()) {
+        bytes = static_cast<std::int64_t>(size->units() / Decimal::kUnitsPerOne);
+      }
+    }
+    if (!bytes || *bytes < 0) {
+      r.Fail("quota", "a size such as 10g, or a number of bytes");
+    } else {
+      out.quota = *bytes;
+    }
+  }
   if (l.Find({"unmanaged_path", "unmanagedPath"}) != nullptr) {
     r.Refuse("unmanaged_path", "unmanaged folders are not supported by this server");
   }

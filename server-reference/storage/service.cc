@@ -427,7 +427,13 @@ void StorageService::UsageChanged(std::string const& volume, FolderRef const& fo
 // usage_cache_seconds, and askers at the same time share one walk (hostile finding 6).
 StatusOr<json> StorageService::FolderUsage(Call const& c) const {
   return Typed<api::GetFolderUsage>(
-      c.args, [&](api::GetFolderUsage const&) -> StatusOr<api::Usage> {
+      c.args, [&](api::GetFolderUsage const& op) -> StatusOr<api::Usage> {
+        if (op.for_quota) {
+          auto used = c.tree->Usage();
+          if (!used.ok()) return used.status();
+          auto pending = c.volume->PendingUploads(c.folder);
+          return api::Usage{used->files + pending.files, used->bytes + pending.bytes};
+        }
         auto const ttl = std::chrono::seconds(options_.usage_cache_seconds);
         std::string key = UsageKey(c.volume->name(), c.folder);
         std::uint64_t generation = 0;

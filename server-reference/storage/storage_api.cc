@@ -185,10 +185,14 @@ StatusOr<MountPath> FromJson<MountPath>(json const& object) {
   return Read<MountPath>(object, [](internal::FieldReader&, MountPath&) {});
 }
 
-json ToJson(GetFolderUsage const&) { return json::object(); }
+json ToJson(GetFolderUsage const& op) {
+  return op.for_quota ? json{{"for_quota", true}} : json::object();
+}
 template <>
 StatusOr<GetFolderUsage> FromJson<GetFolderUsage>(json const& object) {
-  return Read<GetFolderUsage>(object, [](internal::FieldReader&, GetFolderUsage&) {});
+  return Read<GetFolderUsage>(object, [](internal::FieldReader& r, GetFolderUsage& op) {
+    op.for_quota = r.Bool("for_quota", false);
+  });
 }
 
 json ToJson(CloneFolder const& op) {

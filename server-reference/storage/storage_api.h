@@ -105,6 +105,9 @@ struct MountPath {
 struct GetFolderUsage {
   static constexpr char kOp[] = "folder/usage";
   using Answer = Usage;
+  /// For a quota check: walked now (never the cached figure), and the folder's unfinished
+  /// uploads counted at their full size, as the scope's usage counts them.
+  bool for_quota = false;
 };
 struct CloneFolder {
   static constexpr char kOp[] = "folder/clone";

@@ -184,6 +184,17 @@ StatusOr<server::TreeUsage> Volume::ScopeUsage(std::string_view scope) const {
   return usage;
 }
 
+server::TreeUsage Volume::PendingUploads(FolderRef const& folder) const {
+  server::TreeUsage usage;
+  for (auto const& s : Sessions()) {
+    if (s.folder.scope == folder.scope && s.folder.id == folder.id) {
+      usage.files += 1;
+      usage.bytes += s.size;
+    }
+  }
+  return usage;
+}
+
 StatusOr<std::int64_t> Volume::FreeBytes() const {
   struct statvfs v {};
   if (::statvfs(root_.c_str(), &v) != 0) return Io("statvfs " + name_, errno);

@@ -66,6 +66,8 @@ class Volume {
   /// What a quota scope holds: its folders' files and bytes, plus the unfinished uploads into
   /// them at their full size (an upload reserves its room when it starts).
   StatusOr<server::TreeUsage> ScopeUsage(std::string_view scope) const;
+  /// The unfinished uploads into one folder: their count and full sizes.
+  server::TreeUsage PendingUploads(FolderRef const& folder) const;
   /// Bytes free for uploads on the volume's filesystem.
   StatusOr<std::int64_t> FreeBytes() const;
 

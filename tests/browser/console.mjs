@@ -226,6 +226,31 @@ await step('data-download', async () => {
   expect(got === bigSha, 'the download differs from the upload');
 });
 
+// Issue 43, 3: the Quota field at creation is the folder's own quota (it was ignored), shown on
+// the folder's page, enforced on uploads, and its owner changes it there.
+await step('folder-quota', async () => {
+  await page.goto(url + 'data', { waitUntil: 'networkidle0' });
+  await page.type('#fname', 'quota-box');
+  await page.type('#quota', '1k');
+  await page.click('form[aria-label="Create a folder"] button');
+  await page.waitForSelector('tr[data-folder="quota-box"] a');
+  await page.click('tr[data-folder="quota-box"] a');
+  await page.waitForSelector('[data-usage]');
+  await page.waitForFunction(() => document.querySelector('[data-usage]').textContent.includes('of a 1 KiB quota'));
+  const two = join(work, 'two-kb.bin');
+  writeFileSync(two, randomBytes(2048));
+  await (await page.$('[data-upload]')).uploadFile(two);
+  await page.waitForFunction(() => [...document.querySelectorAll('[role=alert]')].some((e) => e.innerText.includes('quota')), { timeout: 30000 });
+  await page.type('#fquota', '4k');
+  await page.click('[data-set-quota]');
+  await page.waitForFunction(() => document.querySelector('[data-usage]').textContent.includes('of a 4 KiB quota'));
+  await (await page.$('[data-upload]')).uploadFile(two);
+  await page.waitForSelector('tr[data-file="two-kb.bin"]', { timeout: 30000 });
+  // The steps after this one work in browser-data.
+  await page.goto(url + 'data/browser-data', { waitUntil: 'networkidle0' });
+  await page.waitForSelector('[data-upload]');
+});
+
 await step('file-names-escape-html', async () => {
   const odd = join(work, '<img src=x onerror=window.__xss=2>.txt');
   writeFileSync(odd, 'plain text\n<b>not bold</b>\n');
@@ -321,6 +346,15 @@ await step('admin-creates-user', async () => {
   await page.$eval(`${mine} input[name="maxs"]`, (e) => { e.value = '1'; });
   await page.click(`${mine} button[type=submit]`);
   await page.waitForFunction(() => document.querySelector('tr[data-policy="one-session"] td:nth-child(2)')?.innerText === '1');
+  // Issue 43, 3: user policies (folders and the quota of all of a user's folders) on the same page.
+  const user = 'form[aria-label="New user policy"]';
+  await page.type(`${user} input[name="sname"]`, 'two-folders');
+  await page.type(`${user} input[name="sfolders"]`, '2');
+  await page.type(`${user} input[name="squota"]`, '1m');
+  await page.click(`${user} button[type=submit]`);
+  await page.waitForSelector('tr[data-scope-policy="user:two-folders"]');
+  const row = await page.$eval('tr[data-scope-policy="user:two-folders"]', (e) => e.innerText);
+  expect(row.includes('1 MiB') && row.includes('2'), `the user policy row: ${row}`);
   await page.goto(url + 'admin/users', { waitUntil: 'networkidle0' });
   await page.type('#email', userEmail);
   await page.type('#upass', userPassword);

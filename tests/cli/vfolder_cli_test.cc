@@ -29,6 +29,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string RandomBytes(std::size_t n, unsigned seed) {
   std::mt19937_64 gen(seed);
@@ -302,6 +303,61 @@ TEST_F(VFolderCliTest, AHundredFilesAtOnce) {
                 testing_util::ReadFileBytes(work_ + name))
         << name;
   }
+}
+
+// Issue 43, item 3: a folder's own quota at creation and later, and scope quotas (all of an
+// owner's folders) through user and project resource policies.
+TEST_F(VFolderCliTest, QuotasFromTheShell) {
+  auto made = Bai({"vfolder", "create", "small", "--quota", "1k", "-o", "json"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  EXPECT_EQ(Json(made)["quota_bytes"], 1024);
+  testing_util::WriteFileBytes(work_ + "/big.bin", std::string(2000, 'b'));
+  auto over = Bai({"vfolder", "upload", "small", work_ + "/big.bin"});
+  EXPECT_NE(over.exit_code, 0);
+  EXPECT_THAT(over.err, HasSubstr("quota of the folder small"));
+  EXPECT_EQ(Bai({"vfolder", "set-quota", "small", "lots"}).exit_code, 2);
+  ASSERT_EQ(Bai({"vfolder", "set-quota", "small", "4k"}).exit_code, 0);
+  EXPECT_EQ(Bai({"vfolder", "upload", "small", work_ + "/big.bin"}).exit_code, 0);
+  EXPECT_EQ(Json(Bai({"vfolder", "info", "small", "-o", "json"}))["quota_bytes"], 4096);
+  ASSERT_EQ(Bai({"vfolder", "set-quota", "small", "none"}).exit_code, 0);
+  EXPECT_TRUE(Json(Bai({"vfolder", "info", "small", "-o", "json"}))["quota_bytes"].is_null());
+
+  // A user policy: one folder, 1 MiB for all of them; Bob gets it.
+  auto policy = Bai({"admin", "user-policy", "create", "tiny", "--max-folders", "1", "--quota",
+                     "1m", "-o", "json"});
+  ASSERT_EQ(policy.exit_code, 0) << policy.err;
+  EXPECT_EQ(Json(policy)["policies"][0]["max_quota_scope_size"], 1 << 20);
+  EXPECT_THAT(Bai({"admin", "user-policy", "ls"}).out, HasSubstr("1.0 MiB"));
+  auto bob = manager_->store().SignUp("default", "bob@example.com", "bob", "x", "Bob");
+  ASSERT_TRUE(bob.ok());
+  ASSERT_EQ(Bai({"admin", "user", "update", "bob@example.com", "--policy", "tiny"}).exit_code, 0);
+  auto as_bob = [&](std::vector<std::string> args) {
+    auto saved = env_;
+    env_["BACKEND_ACCESS_KEY"] = bob->first;
+    env_["BACKEND_SECRET_KEY"] = bob->second;
+    auto r = Bai(std::move(args));
+    env_ = saved;
+    return r;
+  };
+  ASSERT_EQ(as_bob({"vfolder", "create", "b1"}).exit_code, 0);
+  auto second = as_bob({"vfolder", "create", "b2"});
+  EXPECT_NE(second.exit_code, 0);
+  EXPECT_THAT(second.err, HasSubstr("max_vfolder_count"));
+  testing_util::WriteFileBytes(work_ + "/two.bin", std::string(2 << 20, 't'));
+  auto scope = as_bob({"vfolder", "upload", "b1", work_ + "/two.bin"});
+  EXPECT_NE(scope.exit_code, 0);
+  EXPECT_THAT(scope.err, HasSubstr("max_quota_scope_size"));
+  // A folder quota above the scope's cannot be reached: refused.
+  EXPECT_NE(as_bob({"vfolder", "set-quota", "b1", "2m"}).exit_code, 0);
+  // Raised, the upload fits.
+  ASSERT_EQ(Bai({"admin", "user-policy", "update", "tiny", "--quota", "4m"}).exit_code, 0);
+  EXPECT_EQ(as_bob({"vfolder", "upload", "b1", work_ + "/two.bin"}).exit_code, 0);
+  EXPECT_EQ(Bai({"admin", "user-policy", "update", "tiny", "--quota", "lots"}).exit_code, 2);
+  // Project policies the same way.
+  ASSERT_EQ(Bai({"admin", "project-policy", "create", "lab", "--quota", "10g"}).exit_code, 0);
+  EXPECT_THAT(Bai({"admin", "project-policy", "ls"}).out, HasSubstr("10.0 GiB"));
+  EXPECT_EQ(Bai({"admin", "project-policy", "rm", "lab"}).exit_code, 0);
+  EXPECT_THAT(Bai({"admin", "project-policy", "ls"}).out, Not(HasSubstr("lab")));
 }
 
 TEST_F(VFolderCliTest, SharingAndCloningFromTheShell) {

@@ -116,13 +116,20 @@ class VFolderTest : public ::testing::Test {
     return json::parse(r.body, nullptr, false).value("id", "");
   }
 
-  // `who`'s folder `name`, with a quota of `bytes` on its scope (set by the superadmin).
-  bool CreateWithQuota(Client& who, std::string const& name, std::int64_t bytes) {
-    auto id = Create(who, name);
-    auto r =
-        Call(*root_, "POST", "/folders/_/quota",
-             {{"folder_host", "local:volume1"}, {"id", id}, {"input", {{"size_bytes", bytes}}}});
-    return r.status == 200;
+  // Alice's folder `name`, all her folders capped at `bytes` together (a user resource
+  // policy's max_quota_scope_size, given to her by the superadmin).
+  bool CreateForAliceWithScopeQuota(std::string const& name, std::int64_t bytes) {
+    Create(*alice_, name);
+    std::string policy = "scope" + std::to_string(bytes);
+    auto gql = [&](std::string const& mutation) {
+      auto r = Call(*root_, "POST", "/admin/gql", {{"query", "mutation { " + mutation + " }"}});
+      return r.body.find("\"ok\":true") != std::string::npos;
+    };
+    return gql("create_user_resource_policy(name: \"" + policy +
+               "\", props: {max_vfolder_count: 0, max_quota_scope_size: " + std::to_string(bytes) +
+               "}) { ok }") &&
+           gql("modify_user(email: \"alice@example.com\", props: {resource_policy: \"" + policy +
+               "\"}) { ok }");
   }
 
   // url?token=… of a request-upload / request-download.

@@ -435,10 +435,15 @@ TEST_F(VFolderTest, ProjectFoldersAndPermissions) {
 
 TEST_F(VFolderTest, QuotaRefusesBeforeAnyByte) {
   auto id = Create(*alice_, "small");
-  EXPECT_EQ(Call(*alice_, "POST", "/folders/_/quota",
+  // Only the folder's owner (or an admin) sets its quota; bob is not let near it.
+  EXPECT_NE(Call(*bob_, "POST", "/folders/_/quota",
                  {{"folder_host", "local:volume1"}, {"id", id}, {"input", {{"size_bytes", 1000}}}})
                 .status,
-            403);
+            200);
+  EXPECT_EQ(Call(*alice_, "POST", "/folders/_/quota",
+                 {{"folder_host", "local:volume1"}, {"id", id}, {"input", {{"size_bytes", -1}}}})
+                .status,
+            400);
   auto set = Call(*root_, "POST", "/folders/_/quota",
                   {{"folder_host", "local:volume1"},
                    {"id", id},
@@ -467,11 +472,56 @@ TEST_F(VFolderTest, QuotaRefusesBeforeAnyByte) {
       412);
 }
 
+// Issue 43, item 3: a folder's quota is the folder's. The console's "Quota" field (POST /folders
+// `quota`) was dropped, so a 10m folder took 30 MiB; and POST /folders/_/quota capped the owner's
+// whole scope, so a quota on one folder blocked uploads to another.
+TEST_F(VFolderTest, AFoldersQuotaIsItsOwnFromCreationOn) {
+  auto made = Call(*alice_, "POST", "/folders", {{"name", "capped"}, {"quota", "1k"}});
+  ASSERT_EQ(made.status, 201) << made.body;
+  auto created = json::parse(made.body);
+  EXPECT_EQ(created["max_size_bytes"], 1024);
+  EXPECT_EQ(created["max_size"], 1);  // 23.09's MiB, rounded up
+  Create(*alice_, "free");
+  Upload(*alice_, "capped", "a", std::string(1000, 'a'));
+  auto over =
+      Call(*alice_, "POST", "/folders/capped/request-upload", {{"path", "b"}, {"size", 25}});
+  EXPECT_EQ(over.status, 412) << over.body;
+  EXPECT_THAT(over.body, HasSubstr("the folder capped"));
+  // The other folder of the same owner is not capped by it.
+  Upload(*alice_, "free", "big", std::string(200 * 1024, 'f'));
+  // Info and the quota query say so.
+  auto info = json::parse(Call(*alice_, "GET", "/folders/capped").body);
+  EXPECT_EQ(info["max_size_bytes"], 1024);
+  auto quota =
+      Call(*alice_, "GET",
+           "/folders/_/quota?folder_host=local:volume1&id=" + info["id"].get<std::string>());
+  ASSERT_EQ(quota.status, 200) << quota.body;
+  EXPECT_EQ(json::parse(quota.body)["used_bytes"], 1000);
+  EXPECT_EQ(json::parse(quota.body)["limit_bytes"], 1024);
+  // Its owner raises it (as 23.09 lets the folder's owner), and then it fits; 0 lifts it.
+  ASSERT_EQ(
+      Call(
+          *alice_, "POST", "/folders/_/quota",
+          {{"folder_host", "local:volume1"}, {"id", info["id"]}, {"input", {{"size_bytes", 4096}}}})
+          .status,
+      200);
+  Upload(*alice_, "capped", "b", std::string(25, 'b'));
+  // A quota that is not a size is refused at creation, naming the field.
+  auto bad = Call(*alice_, "POST", "/folders", {{"name", "badq"}, {"quota", "lots"}});
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_THAT(bad.body, HasSubstr("quota"));
+  // A folder's quota above its owner's scope cap could never be reached: refused.
+  ASSERT_TRUE(CreateForAliceWithScopeQuota("scoped", 10000));
+  auto above = Call(*alice_, "POST", "/folders", {{"name", "above"}, {"quota", 20000}});
+  EXPECT_EQ(above.status, 400) << above.body;
+  EXPECT_THAT(above.body, HasSubstr("max_quota_scope_size"));
+}
+
 // Hardening (hostile testing): quota checks were not atomic per scope: 10 concurrent 600 KiB
 // uploads under 1 MiB were all admitted (1.2 MiB), 6 concurrent clones reached 1.6 MiB. Now the
 // check and the room it takes happen under the scope's lock.
 TEST_F(VFolderTest, ConcurrentUploadsAreAdmittedWithinTheQuota) {
-  ASSERT_TRUE(CreateWithQuota(*alice_, "racy", 1 << 20));
+  ASSERT_TRUE(CreateForAliceWithScopeQuota("racy", 1 << 20));
   std::atomic<int> admitted{0};
   std::vector<std::thread> threads;
   for (int i = 0; i < 10; ++i) {
@@ -486,7 +536,7 @@ TEST_F(VFolderTest, ConcurrentUploadsAreAdmittedWithinTheQuota) {
 }
 
 TEST_F(VFolderTest, ConcurrentClonesAreAdmittedWithinTheQuota) {
-  ASSERT_TRUE(CreateWithQuota(*alice_, "racy", 1 << 20));
+  ASSERT_TRUE(CreateForAliceWithScopeQuota("racy", 1 << 20));
   // Clones land in the same (user) scope: 300 KiB used, 1 MiB allowed, six copies asked for at
   // once: two fit.
   Upload(*alice_, "racy", "data", std::string(300 * 1024, 'z'));

@@ -163,19 +163,21 @@ VFolderInfo Sample() {
 TEST(VFolderWireTest, EachAnswerHasThe2409Fields) {
   auto f = Sample();
   using S = std::set<std::string>;
-  EXPECT_EQ(Keys(EncodeVFolderInfo(f, VFolderAnswer::kCreated)),
-            (S{"id", "name", "quota_scope_id", "host", "usage_mode", "permission", "max_size",
-               "creator", "ownership_type", "user", "group", "cloneable", "status"}));
+  EXPECT_EQ(
+      Keys(EncodeVFolderInfo(f, VFolderAnswer::kCreated)),
+      (S{"id", "name", "quota_scope_id", "host", "usage_mode", "permission", "max_size",
+         "max_size_bytes", "creator", "ownership_type", "user", "group", "cloneable", "status"}));
   EXPECT_EQ(Keys(EncodeVFolderInfo(f, VFolderAnswer::kListed)),
-            (S{"name",       "id",         "quota_scope_id", "host",       "status",
-               "usage_mode", "created_at", "is_owner",       "permission", "user",
-               "group",      "creator",    "user_email",     "group_name", "ownership_type",
-               "type",       "cloneable",  "max_files",      "max_size",   "cur_size"}));
-  EXPECT_EQ(Keys(EncodeVFolderInfo(f, VFolderAnswer::kInfo)),
-            (S{"name",       "id",         "host",       "quota_scope_id", "status",
-               "numFiles",   "num_files",  "used_bytes", "created",        "created_at",
-               "last_used",  "user",       "group",      "type",           "is_owner",
-               "permission", "usage_mode", "cloneable",  "max_size",       "cur_size"}));
+            (S{"name",       "id",         "quota_scope_id", "host", "status",    "usage_mode",
+               "created_at", "is_owner",   "permission",     "user", "group",     "creator",
+               "user_email", "group_name", "ownership_type", "type", "cloneable", "max_files",
+               "max_size",   "cur_size",   "max_size_bytes"}));
+  EXPECT_EQ(
+      Keys(EncodeVFolderInfo(f, VFolderAnswer::kInfo)),
+      (S{"name",      "id",         "host",          "quota_scope_id", "status",     "numFiles",
+         "num_files", "used_bytes", "created",       "created_at",     "last_used",  "user",
+         "group",     "type",       "is_owner",      "permission",     "usage_mode", "cloneable",
+         "max_size",  "cur_size",   "max_size_bytes"}));
   EXPECT_EQ(Keys(EncodeVFolderInfo(f, VFolderAnswer::kCloned, "task-1")),
             (S{"id", "name", "host", "usage_mode", "permission", "creator", "ownership_type",
                "user", "group", "cloneable", "bgtask_id"}));
@@ -185,6 +187,14 @@ TEST(VFolderWireTest, EachAnswerHasThe2409Fields) {
   EXPECT_TRUE(info["last_used"].is_null());
   EXPECT_EQ(info["numFiles"], 3);
   EXPECT_EQ(info["cur_size"], 1234);
+  // A folder's quota: 23.09's MiB, rounded up, and bai's exact bytes; read back exact, or from
+  // the MiB alone.
+  f.max_size = 1536 * 1024;
+  auto quoted = nlohmann::json::parse(EncodeVFolderInfo(f, VFolderAnswer::kInfo));
+  EXPECT_EQ(quoted["max_size"], 2);
+  EXPECT_EQ(quoted["max_size_bytes"], 1536 * 1024);
+  EXPECT_EQ(DecodeVFolderInfo(quoted.dump())->max_size, 1536 * 1024);
+  EXPECT_EQ(DecodeVFolderInfo(R"({"id": "i", "name": "n", "max_size": 3})")->max_size, 3 << 20);
 }
 
 TEST(VFolderWireTest, AnswersReadBackIntoTheSameFolder) {
@@ -239,6 +249,20 @@ TEST(VFolderWireTest, CreateAndCloneRequestsTakeTheAliasesAndRefuseUnmanagedPath
   EXPECT_THAT(unmanaged.status().error_info().data_json, HasSubstr("unmanaged_path"));
   EXPECT_FALSE(DecodeVFolderCreateRequest(R"({"host": "local:volume1"})").ok()) << "no name";
   EXPECT_FALSE(DecodeVFolderCreateRequest(R"({"name": "d", "cloneable": "maybe"})").ok());
+  // The folder's quota, as 23.09 takes it: a size or a number of bytes; null is none.
+  EXPECT_EQ(DecodeVFolderCreateRequest(R"({"name": "d", "quota": "10m"})")->quota, 10 << 20);
+  EXPECT_EQ(DecodeVFolderCreateRequest(R"({"name": "d", "quota": 4096})")->quota, 4096);
+  EXPECT_EQ(DecodeVFolderCreateRequest(R"({"name": "d", "quota": null})")->quota, 0);
+  for (auto const* bad : {R"({"name": "d", "quota": "lots"})", R"({"name": "d", "quota": -1})",
+                          R"({"name": "d", "quota": true})"}) {
+    auto refused = DecodeVFolderCreateRequest(bad);
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_THAT(refused.status().error_info().data_json, HasSubstr("quota"));
+  }
+  VFolderCreateRequest q;
+  q.name = "q";
+  q.quota = 5000;
+  EXPECT_EQ(DecodeVFolderCreateRequest(EncodeVFolderCreateRequest(q))->quota, 5000);
 
   VFolderCloneRequest k{"copy", "local:volume1", "", "rw", false};
   auto kb = DecodeVFolderCloneRequest(EncodeVFolderCloneRequest(k));

@@ -70,6 +70,9 @@ struct VFolderCreateRequest {
   std::string permission;  ///< "" = rw
   std::string group;       ///< a project (name or id): a project folder
   bool cloneable = false;
+  /// The folder's own quota in bytes (`quota`: a size such as "10g" or a number of bytes, as
+  /// 23.09 takes it); 0 = none (its owner's scope quota still holds).
+  std::int64_t quota = 0;
 };
 BAI_EXPORT std::string EncodeVFolderCreateRequest(VFolderCreateRequest const& request);
 /// Lenient as 24.09 is: `folder_host` for `host`, `usageMode`, `groupId`/`group_id` for
@@ -107,9 +110,11 @@ struct VFolderInfo {
   std::string last_used;  ///< info only; "" = never (null)
   bool is_owner = false;
   bool cloneable = false;
-  std::int64_t max_files = 0, max_size = 0;  ///< per-folder quotas: 0 (quota scopes instead)
-  std::int64_t num_files = 0;                ///< info only
-  std::int64_t used_bytes = 0;               ///< info only (also its `cur_size`)
+  /// The folder's own quota, 0 = none: max_size in bytes (on the wire `max_size` is in MiB,
+  /// rounded up, as 23.09 stores it, and bai's `max_size_bytes` is exact), max_files a count.
+  std::int64_t max_files = 0, max_size = 0;
+  std::int64_t num_files = 0;   ///< info only
+  std::int64_t used_bytes = 0;  ///< info only (also its `cur_size`)
 };
 /// Which answer a folder is encoded for; each has 24.09's fields, legacy names included:
 ///  kCreated: `POST /folders` (201);

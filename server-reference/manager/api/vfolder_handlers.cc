@@ -231,7 +231,25 @@ p::VFolderInfo InfoOf(FolderRecord const& f, Found const* found, Identity const&
   out.last_used = f.last_used;
   out.is_owner = !f.user_id.empty() && f.user_id == who.user_id;
   out.cloneable = f.cloneable;
+  out.max_size = f.max_size;
+  out.max_files = f.max_files;
   return out;
+}
+
+// A folder's own quota may not be larger than its owner's scope quota: it could never be
+// reached (400, naming the cap).
+Status CheckFolderQuota(Env& env, FolderRecord const& f) {
+  if (f.max_size <= 0) return Status();
+  auto cap = env.folders.ScopeQuota(f.quota_scope_id);
+  if (!cap.ok()) return cap.status();
+  if (*cap > 0 && f.max_size > *cap) {
+    return MakeProblemStatus(ProblemType::kInvalidApiParams,
+                             "A quota of " + std::to_string(f.max_size) +
+                                 " bytes is larger than the owner's max_quota_scope_size (" +
+                                 std::to_string(*cap) + " bytes for all of " + f.quota_scope_id +
+                                 "'s folders).");
+  }
+  return Status();
 }
 
 HttpResponse FolderResponse(p::VFolderInfo const& f, p::VFolderAnswer answer, int status = 200,
@@ -304,6 +322,7 @@ StatusOr<HttpResponse> Create(Env& env, RequestContext& ctx) {
   f.usage_mode = request->usage_mode.empty() ? "general" : request->usage_mode;
   f.permission = request->permission.empty() ? "rw" : request->permission;
   f.cloneable = request->cloneable;
+  f.max_size = request->quota;
   f.creator = who.email;
   f.domain = who.domain;
   f.created_at = NowIso();
@@ -339,6 +358,7 @@ StatusOr<HttpResponse> Create(Env& env, RequestContext& ctx) {
                              "No storage host '" + f.host + "' (see GET /folders/_/hosts).");
   }
   if (auto s = CheckFolderPolicies(ctx, f); !s.ok()) return s;
+  if (auto s = CheckFolderQuota(env, f); !s.ok()) return s;
   if (auto s = env.folders.Insert(f); !s.ok()) {
     if (s.code() == StatusCode::kAlreadyExists) {
       return MakeProblemStatus(ProblemType::kVfolderAlreadyExists, s.message());
@@ -632,31 +652,31 @@ StatusOr<HttpResponse> DeleteFiles(Env& env, RequestContext& ctx) {
   return JsonResponse(json::object());
 }
 
-// Refuses an upload that would pass the folder's quota scope (bytes or files).
+// Refuses `size` more bytes in `new_files` files that would pass the folder's own quota or its
+// owner's scope quota (the owner's resource policy's max_quota_scope_size). Called under the
+// scope's lock (QuotaGate), which covers the folder's check too.
 Status CheckQuota(Env& env, FolderRecord const& f, std::int64_t size, std::int64_t new_files = 1) {
-  auto quota = env.folders.Quota(f.quota_scope_id);
-  if (!quota.ok()) return quota.status();
-  auto [max_bytes, max_files] = *quota;
-  if (max_bytes <= 0 && max_files <= 0) return Status();
+  if (f.max_size > 0 || f.max_files > 0) {
+    // Walked now, with the folder's unfinished uploads at their full size.
+    auto used = Storage(env, f, api::GetFolderUsage{true});
+    if (!used.ok()) return used.status();
+    auto why = vfolders::WhyOverQuota("the folder " + f.name, used->used_bytes, used->file_count,
+                                      f.max_size, f.max_files, size, new_files);
+    if (!why.empty()) return MakeProblemStatus(ProblemType::kQuotaExceeded, why);
+  }
+  auto max_bytes = env.folders.ScopeQuota(f.quota_scope_id);
+  if (!max_bytes.ok()) return max_bytes.status();
+  if (*max_bytes <= 0) return Status();
   // The reservations before the usage: a clone that finishes in between (and gives its
   // reservation back) is then counted twice for a moment, never zero times.
   auto held = env.quota.Reserved(f.quota_scope_id);
   auto used = env.links.Ask(f.host, api::GetScopeUsage{vfolders::ScopeDirectory(f.quota_scope_id)});
   if (!used.ok()) return StorageProblem(used.status());
-  auto bytes = used->used_bytes + held.bytes;
-  auto files = used->file_count + held.files;
-  if (max_bytes > 0 && bytes + size > max_bytes) {
-    return MakeProblemStatus(ProblemType::kQuotaExceeded,
-                             "Over the quota of " + f.quota_scope_id + ": " +
-                                 std::to_string(bytes) + " of " + std::to_string(max_bytes) +
-                                 " bytes used, " + std::to_string(size) + " more asked for.");
-  }
-  if (max_files > 0 && files + new_files > max_files) {
-    return MakeProblemStatus(ProblemType::kQuotaExceeded, "Over the quota of " + f.quota_scope_id +
-                                                              ": " + std::to_string(files) +
-                                                              " of " + std::to_string(max_files) +
-                                                              " files used.");
-  }
+  auto why = vfolders::WhyOverQuota(
+      (f.ownership_type == "group" ? "the project's folders (" : "the user's folders (") +
+          f.quota_scope_id + ", max_quota_scope_size of its resource policy)",
+      used->used_bytes + held.bytes, used->file_count + held.files, *max_bytes, 0, size, new_files);
+  if (!why.empty()) return MakeProblemStatus(ProblemType::kQuotaExceeded, why);
   return Status();
 }
 
@@ -745,6 +765,25 @@ StatusOr<HttpResponse> Usage(Env& env, RequestContext& ctx, bool bytes_only) {
   return JsonResponse({{"file_count", u->file_count}, {"used_bytes", u->used_bytes}});
 }
 
+// 23.09's answer ({used_bytes, limit_bytes}, null for no limit), with the files beside it.
+StatusOr<HttpResponse> GetQuota(Env& env, RequestContext& ctx) {
+  auto params = Params::From(ctx.request);
+  if (!params.ok()) return params.status();
+  auto host = params->String({"folder_host"}, true);
+  auto id = params->String({"id"}, true);
+  if (auto s = params->Check(); !s.ok()) return s;
+  auto f = Resolve(env, *ctx.identity, *id, false);
+  if (!f.ok()) return f.status();
+  if (f->folder.host != *host) return NotFound(*id);
+  auto used = Storage(env, f->folder, api::GetFolderUsage{true});
+  if (!used.ok()) return used.status();
+  auto limit = [](std::int64_t v) { return v > 0 ? json(v) : json(nullptr); };
+  return JsonResponse({{"used_bytes", used->used_bytes},
+                       {"limit_bytes", limit(f->folder.max_size)},
+                       {"file_count", used->file_count},
+                       {"max_files", limit(f->folder.max_files)}});
+}
+
 StatusOr<HttpResponse> SetQuota(Env& env, RequestContext& ctx) {
   auto params = Params::From(ctx.request);
   if (!params.ok()) return params.status();
@@ -756,16 +795,30 @@ StatusOr<HttpResponse> SetQuota(Env& env, RequestContext& ctx) {
   auto f = Resolve(env, *ctx.identity, *id, false);
   if (!f.ok()) return f.status();
   if (f->folder.host != *host) return NotFound(*id);
-  if (!ctx.identity->IsAdmin()) {
-    return MakeProblemStatus(ProblemType::kInsufficientPrivilege, "Only admins set quotas.");
+  // The folder's owner (a project folder's: an admin), as 23.09 lets whoever may change it.
+  bool owner = f->folder.ownership_type == "user" && f->folder.user_id == ctx.identity->user_id;
+  if (!owner && !ctx.identity->IsAdmin()) {
+    return MakeProblemStatus(ProblemType::kInsufficientPrivilege,
+                             "Only the folder's owner or an admin sets its quota.");
   }
-  std::int64_t bytes = input->value("size_bytes", std::int64_t{0});
-  std::int64_t files = input->value("max_files", std::int64_t{0});
-  if (bytes < 0 || files < 0) {
-    return MakeProblemStatus(ProblemType::kInvalidApiParams, "quotas are not negative");
+  auto number = [&](char const* key) -> std::optional<std::int64_t> {
+    auto it = input->find(key);
+    if (it == input->end() || it->is_null()) return std::int64_t{0};
+    if (!it->is_number_integer() || it->get<std::int64_t>() < 0) return std::nullopt;
+    return it->get<std::int64_t>();
+  };
+  auto bytes = number("size_bytes"), files = number("max_files");
+  if (!bytes || !files) {
+    return MakeProblemStatus(ProblemType::kInvalidApiParams,
+                             "input.size_bytes and input.max_files are whole numbers, 0 or more "
+                             "(0: no quota)");
   }
-  if (auto s = env.folders.SetQuota(f->folder.quota_scope_id, bytes, files); !s.ok()) return s;
-  return JsonResponse({{"size_bytes", bytes}, {"max_files", files}});
+  FolderRecord updated = f->folder;
+  updated.max_size = *bytes;
+  updated.max_files = *files;
+  if (auto s = CheckFolderQuota(env, updated); !s.ok()) return s;
+  if (auto s = env.folders.SetQuota(f->folder.id, *bytes, *files); !s.ok()) return s;
+  return JsonResponse({{"size_bytes", *bytes}, {"max_files", *files}});
 }
 
 // ---- sharing ----------------------------------------------------------------------------------
@@ -1168,10 +1221,7 @@ void RegisterVFolderRoutes(ManagerApi& api, vfolders::StorageLinks const& links,
                 on([](Env& e, RequestContext& c) { return Usage(e, c, false); }));
   api.AddPooled("GET", "/folders/_/used-bytes", L::kSuperadmin,
                 on([](Env& e, RequestContext& c) { return Usage(e, c, true); }));
-  api.Add("GET", "/folders/_/quota", L::kUser, [](RequestContext&) {
-    return server::ProblemResponse(MakeProblemStatus(
-        ProblemType::kDeprecated, "Per-folder quota queries are deprecated; use quota scopes."));
-  });
+  api.AddPooled("GET", "/folders/_/quota", L::kUser, on(GetQuota));
   api.Add("POST", "/folders/_/quota", L::kUser, on(SetQuota));
   api.Add("POST", "/folders/purge", L::kUser, by_body(Purge));
   api.Add("POST", "/folders/delete-from-trash-bin", L::kUser, by_body(Purge));

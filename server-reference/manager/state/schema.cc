@@ -377,6 +377,18 @@ server::Migration KernelSetups() {
           }};
 }
 
+server::Migration FolderQuotas() {
+  return {23,
+          "each folder's own quota (POST /folders `quota`, POST /folders/_/quota); scope quotas "
+          "come from the owners' resource policies (max_quota_scope_size), and the scope rows "
+          "that POST /folders/_/quota used to write, which capped every folder of the owner, go",
+          {
+              "ALTER TABLE vfolders ADD COLUMN max_size INTEGER NOT NULL DEFAULT 0",
+              "ALTER TABLE vfolders ADD COLUMN max_files INTEGER NOT NULL DEFAULT 0",
+              "DELETE FROM quota_scopes",
+          }};
+}
+
 }  // namespace
 
 std::vector<server::Migration> const& Migrations() {
@@ -386,7 +398,7 @@ std::vector<server::Migration> const& Migrations() {
       AgentLoad(),    ServicePorts(), Networks(),        DomainFields(),
       GroupFields(),  UserFields(),   SessionActivity(), ResourceGroupFields(),
       ImageAliases(), SessionStats(), UserConfig(),      Managers(),
-      WebSessions(),  KernelSetups()};
+      WebSessions(),  KernelSetups(), FolderQuotas()};
   return *kMigrations;
 }
 

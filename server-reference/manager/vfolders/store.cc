@@ -12,7 +12,7 @@ namespace {
 constexpr char kColumns[] =
     "id, name, host, quota_scope_id, usage_mode, permission, ownership_type, "
     "COALESCE(user_id, ''), COALESCE(group_id, ''), creator, domain_name, cloneable, status, "
-    "created_at, COALESCE(last_used, '')";
+    "created_at, COALESCE(last_used, ''), max_size, max_files";
 
 FolderRecord FromRow(server::SqlRow& r) {
   FolderRecord f;
@@ -32,6 +32,8 @@ FolderRecord FromRow(server::SqlRow& r) {
   f.status = protocol::ParseVFolderStatus(r.TakeText(12)).value_or(protocol::VFolderStatus::kError);
   f.created_at = r.TakeText(13);
   f.last_used = r.TakeText(14);
+  f.max_size = r.Int(15);
+  f.max_files = r.Int(16);
   return f;
 }
 
@@ -94,12 +96,12 @@ Status FolderStore::Insert(FolderRecord const& f) {
     if (*taken) return Taken(f.name);
     auto r = tx.Exec(
         "INSERT INTO vfolders (id, name, host, quota_scope_id, usage_mode, permission, "
-        "ownership_type, user_id, group_id, creator, domain_name, cloneable, status, created_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "ownership_type, user_id, group_id, creator, domain_name, cloneable, status, created_at, "
+        "max_size, max_files) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         {f.id, f.name, f.host, f.quota_scope_id, f.usage_mode, f.permission, f.ownership_type,
          OrNull(f.user_id), OrNull(f.group_id), f.creator, f.domain,
-         std::int64_t{f.cloneable ? 1 : 0}, std::string(protocol::ToString(f.status)),
-         f.created_at});
+         std::int64_t{f.cloneable ? 1 : 0}, std::string(protocol::ToString(f.status)), f.created_at,
+         f.max_size, f.max_files});
     return r.ok() ? Status() : r.status();
   });
 }
@@ -416,14 +418,9 @@ Status FolderStore::Remove(std::string const& id) {
   return r.ok() ? Status() : r.status();
 }
 
-StatusOr<std::pair<std::int64_t, std::int64_t>> FolderStore::Quota(std::string const& scope_id) {
-  auto rows =
-      db_.Query("SELECT max_bytes, max_files FROM quota_scopes WHERE scope_id = ?", {scope_id});
-  if (!rows.ok()) return rows.status();
-  std::int64_t max_bytes = rows->empty() ? 0 : (*rows)[0].Int(0);
-  std::int64_t max_files = rows->empty() ? 0 : (*rows)[0].Int(1);
-  // The owner's resource policy caps the scope too (max_quota_scope_size; 0: no cap): the
-  // smaller of the two limits holds.
+StatusOr<std::int64_t> FolderStore::ScopeQuota(std::string const& scope_id) {
+  std::int64_t max_bytes = 0;
+  // The owner's resource policy's max_quota_scope_size (0: no cap).
   bool project = scope_id.rfind("project:", 0) == 0;
   bool user = scope_id.rfind("user:", 0) == 0;
   if (project || user) {
@@ -435,19 +432,15 @@ StatusOr<std::pair<std::int64_t, std::int64_t>> FolderStore::Quota(std::string c
                   "p.name = u.resource_policy WHERE u.uuid = ?",
         {owner});
     if (!cap.ok()) return cap.status();
-    std::int64_t policy = cap->empty() ? 0 : cap->front().Int(0);
-    if (policy > 0 && (max_bytes == 0 || policy < max_bytes)) max_bytes = policy;
+    max_bytes = cap->empty() ? 0 : cap->front().Int(0);
   }
-  return std::pair<std::int64_t, std::int64_t>{max_bytes, max_files};
+  return max_bytes;
 }
 
-Status FolderStore::SetQuota(std::string const& scope_id, std::int64_t max_bytes,
+Status FolderStore::SetQuota(std::string const& id, std::int64_t max_bytes,
                              std::int64_t max_files) {
-  auto r = db_.Exec(
-      "INSERT INTO quota_scopes (scope_id, max_bytes, max_files) VALUES (?, ?, ?) "
-      "ON CONFLICT (scope_id) DO UPDATE SET max_bytes = excluded.max_bytes, "
-      "max_files = excluded.max_files",
-      {scope_id, max_bytes, max_files});
+  auto r = db_.Exec("UPDATE vfolders SET max_size = ?, max_files = ? WHERE id = ?",
+                    {max_bytes, max_files, id});
   return r.ok() ? Status() : r.status();
 }
 

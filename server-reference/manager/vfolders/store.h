@@ -33,6 +33,8 @@ struct FolderRecord {
   protocol::VFolderStatus status = protocol::VFolderStatus::kReady;
   std::string created_at;
   std::string last_used;
+  std::int64_t max_size = 0;   ///< the folder's own quota in bytes (0: none)
+  std::int64_t max_files = 0;  ///< and in files (0: none)
 };
 
 /// A folder the caller reaches, and how.
@@ -119,9 +121,11 @@ class FolderStore {
                     std::optional<std::string> permission);
   Status Remove(std::string const& id);
 
-  /// A quota scope's limits (0: none); bytes, files.
-  StatusOr<std::pair<std::int64_t, std::int64_t>> Quota(std::string const& scope_id);
-  Status SetQuota(std::string const& scope_id, std::int64_t max_bytes, std::int64_t max_files);
+  /// A quota scope's limit in bytes (0: none): its owner's resource policy's
+  /// max_quota_scope_size (user_resource_policies or project_resource_policies).
+  StatusOr<std::int64_t> ScopeQuota(std::string const& scope_id);
+  /// A folder's own quota (0: none).
+  Status SetQuota(std::string const& id, std::int64_t max_bytes, std::int64_t max_files);
 
  private:
   server::Database& db_;
