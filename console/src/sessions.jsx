@@ -107,6 +107,11 @@ export function StartSession() {
   const presets = useLoad(() => func('POST', '/resource/check-presets', {}));
   const folders = useLoad(() => func('GET', '/folders'));
   const images = useLoad(() => gql('{images{name tag}}').catch(() => ({ images: [] })));
+  const mine = useLoad(() => gql('{user{groups{id name}}}').catch(() => ({ user: { groups: [] } })));
+  const projects = mine.data?.user?.groups || [];
+  const [image, setImage] = useState('python');
+  const [project, setProject] = useState('');
+  const [verdict, setVerdict] = useState(null);
   const [choice, setChoice] = useState('');
   const [custom, setCustom] = useState({ cpu: '1', mem: '1g', shares: '', devices: '' });
   const [kind, setKind] = useState('interactive');
@@ -123,15 +128,31 @@ export function StartSession() {
     if (custom.devices) r['cuda.device'] = custom.devices;
     return r;
   }
+  // The fit check asks the manager with the start's own rules (POST /session/_/check: image,
+  // project, slots the cluster offers, policy limits), then compares with what is free now.
+  const group = projects.length > 1 ? (project || (projects.some((p) => p.name === 'default') ? 'default' : projects[0].name)) : '';
+  let asked = null;
+  try { asked = wanted(); } catch { asked = null; }
+  const askedKey = JSON.stringify([image, asked, group]);
+  useEffect(() => {
+    if (!asked || (!preset && Number.isNaN(Number(asked.mem))) || !image) { setVerdict(null); return undefined; }
+    let live = true;
+    const timer = setTimeout(() => {
+      const body = { name: `web-check-${Math.random().toString(36).slice(2, 8)}`, image, type: 'interactive', config: { resources: asked } };
+      if (group) body.group = group;
+      func('POST', '/session/_/check', body)
+        .then(() => { if (live) setVerdict({ ok: true }); })
+        .catch((err) => { if (live) setVerdict({ error: explain(err) }); });
+    }, 250);
+    return () => { live = false; clearTimeout(timer); };
+  }, [askedKey]);
   let fit = '';
-  try {
-    const w = wanted();
-    if (!preset && Number.isNaN(Number(w.mem))) fit = 'Memory is a size like 512m or 4g.';
-    else if (presets.data) {
-      const short = shortOf(w, remaining);
-      fit = short ? `Would wait in the queue: ${short}.` : 'Fits now.';
-    }
-  } catch { fit = ''; }
+  if (asked && !preset && Number.isNaN(Number(asked.mem))) fit = 'Memory is a size like 512m or 4g.';
+  else if (verdict?.error) fit = `Would not start: ${verdict.error}`;
+  else if (verdict?.ok && presets.data) {
+    const short = shortOf(asked, remaining);
+    fit = short ? `Would wait in the queue: ${short}.` : 'Fits now.';
+  }
   const { submit, error, busy } = useSubmit(async (form, element) => {
     const name = form.get('name') || `web-${Math.random().toString(36).slice(2, 8)}`;
     const config = { resources: wanted() };
@@ -150,6 +171,7 @@ export function StartSession() {
     if (ports.length) config.preopen_ports = ports;
     if (form.get('network')) config.network = form.get('network');
     const body = { name, image: form.get('image'), type: kind, config };
+    if (group) body.group = group;
     if (kind === 'batch') {
       body.startupCommand = form.get('command');
       if (!body.startupCommand) return 'A batch session needs a command to run.';
@@ -167,9 +189,17 @@ export function StartSession() {
       <div class="row">
         <div>
           <label for="image">Image</label>
-          <input id="image" name="image" defaultValue="python" required list="images" />
+          <input id="image" name="image" value={image} onInput={(e) => setImage(e.target.value)} required list="images" />
           <datalist id="images">{(images.data?.images || []).map((i) => <option key={`${i.name}:${i.tag}`} value={`${i.name}:${i.tag}`} />)}</datalist>
         </div>
+        {projects.length > 1 && (
+          <div>
+            <label for="project">Project</label>
+            <select id="project" value={group} onChange={(e) => setProject(e.target.value)}>
+              {projects.map((p) => <option value={p.name} key={p.id}>{p.name}</option>)}
+            </select>
+          </div>
+        )}
         <div><label for="sname">Name (optional)</label><input id="sname" name="name" pattern="[A-Za-z0-9_.\-]{4,64}" title="4 to 64 letters, digits, _ . -" /></div>
         <div>
           <label for="preset">Resources</label>
@@ -190,7 +220,7 @@ export function StartSession() {
           <div><label for="devices">Whole GPUs (cuda.device)</label><input id="devices" inputMode="numeric" value={custom.devices} onInput={(e) => setCustom({ ...custom, devices: e.target.value })} placeholder="0" /></div>
         </div>
       )}
-      <p class={fit.startsWith('Fits') ? 'ok' : 'muted'} data-fit>{fit}</p>
+      <p class={fit.startsWith('Fits') ? 'ok' : fit.startsWith('Would not') ? 'error' : 'muted'} data-fit>{fit}</p>
       <p><button type="button" class="secondary" aria-expanded={more} onClick={() => setMore(!more)}>{more ? 'Fewer options' : 'More options'}</button></p>
       <div hidden={!more}>
         <div class="row">

@@ -5,8 +5,11 @@ import { func } from './api.js';
 import { ErrorText, bytes, saveBlob, useLoad } from './ui.jsx';
 
 const PERIODS = [['1', 'Last 24 hours'], ['7', 'Last 7 days'], ['30', 'Last 30 days']];
-const SERIES = [['num_sessions', 'Sessions', (v) => String(v)], ['cpu_allocated', 'CPU cores', (v) => v.toFixed(1)],
-  ['mem_allocated', 'Memory', (v) => bytes(v)], ['gpu_allocated', 'GPU', (v) => v.toFixed(2)]];
+// Each 15-minute bin sums what every session seen in it was allocated: sessions one after
+// another add up, so a bin can pass the cluster's size ("CPU cores: 51" on 2 cores is 51
+// one-core sessions in a quarter hour). The captions say so.
+const SERIES = [['num_sessions', 'Sessions seen', (v) => String(v)], ['cpu_allocated', 'CPU cores allocated (summed over the sessions seen)', (v) => v.toFixed(1)],
+  ['mem_allocated', 'Memory allocated (summed)', (v) => bytes(v)], ['gpu_allocated', 'GPU allocated (summed)', (v) => v.toFixed(2)]];
 
 // Bins (15 minutes each) summed into at most 96 bars.
 function bars(bins, key) {
@@ -27,7 +30,7 @@ function Chart({ data, label, format }) {
   const bw = w / Math.max(1, data.length);
   return (
     <figure class="chart">
-      <figcaption>{label}: peak {format(max === 1e-9 ? 0 : max)}</figcaption>
+      <figcaption>{label}: highest 15-minute bin {format(max === 1e-9 ? 0 : max)}</figcaption>
       <svg viewBox={`0 0 ${w} ${h}`} role="img" aria-label={`${label} over the period`} preserveAspectRatio="none">
         {data.map((d, i) => (
           <rect key={i} x={i * bw} y={h - (d.v / max) * h} width={Math.max(1, bw - 1)} height={(d.v / max) * h} fill="#2458d6">
@@ -75,6 +78,7 @@ export function Usage({ who }) {
       </div>
       <ErrorText error={stats.error} />
       {stats.loading && !stats.data && <p class="muted">Loading…</p>}
+      {bins.length > 0 && <p class="muted" data-usage-note>Each bar is a 15-minute bin: what the sessions seen in it were allocated, added up. Sessions that ran one after another count together, so a bar can pass what the cluster holds at once.</p>}
       {bins.length > 0 && SERIES.map(([k, label, format]) => <Chart key={k} data={bars(bins, k)} label={label} format={format} />)}
       {admin && <PeriodReport />}
     </section>

@@ -98,6 +98,26 @@ await step('session-running', async () => {
   await running('browser-one');
 });
 
+// Issue 43, 7: "Fits now." only when the start would take it: the fit line asks the manager
+// with the start's own rules (an image nobody offers, more than any agent holds).
+await step('fit-check-is-the-start-rule', async () => {
+  const fit = () => page.$eval('[data-fit]', (e) => e.textContent);
+  await page.$eval('#mem', (e) => { e.value = ''; });
+  await page.type('#mem', '100t');
+  await page.waitForFunction(() => document.querySelector('[data-fit]').textContent.startsWith('Would not start'), { timeout: 10000 });
+  expect((await fit()).includes('mem'), `the refusal names memory: ${await fit()}`);
+  await page.$eval('#mem', (e) => { e.value = ''; });
+  await page.type('#mem', '1g');
+  await page.waitForFunction(() => document.querySelector('[data-fit]').textContent.includes('Fits now'), { timeout: 10000 });
+  await page.$eval('#image', (e) => { e.value = ''; });
+  await page.type('#image', 'no-such-image');
+  await page.waitForFunction(() => document.querySelector('[data-fit]').textContent.startsWith('Would not start'), { timeout: 10000 });
+  expect((await fit()).includes('no-such-image'), `the refusal names the image: ${await fit()}`);
+  await page.$eval('#image', (e) => { e.value = ''; });
+  await page.type('#image', 'python');
+  await page.waitForFunction(() => document.querySelector('[data-fit]').textContent.includes('Fits now'), { timeout: 10000 });
+});
+
 await step('terminal', async () => {
   await page.click('tr[data-session="browser-one"] a[data-terminal-link]');
   await page.waitForSelector('[data-terminal-state="connected"]', { timeout: 15000 });
@@ -481,7 +501,9 @@ if (evil) {
 await step('usage', async () => {
   await page.goto(url + 'usage', { waitUntil: 'networkidle0' });
   await page.waitForSelector('figure.chart svg rect');
-  expect((await text()).includes('Sessions: peak'), 'no sessions chart');
+  expect((await text()).includes('Sessions seen: highest 15-minute bin'), 'no sessions chart');
+  // Issue 43, 7: the bins are sums over the sessions seen, and the page says so.
+  expect((await text()).includes('Sessions that ran one after another count together'), 'no note on what a bin sums');
   // A superadmin's report of everyone's sessions in the period, exportable.
   await page.waitForSelector('[data-period-csv]:not([disabled])', { timeout: 15000 });
   expect((await text()).includes('browser-one'), 'the period report lacks browser-one');

@@ -140,6 +140,24 @@ TEST_F(AgentTest, UnknownImagesAre404OnceAgentsReportTheirImages) {
     EXPECT_THAT(gpu.body,
                 ::testing::HasSubstr("No agent of the resource group offers cuda.shares"));
   }
+  // Issue 43, 7: the console's fit check is POST /session/_/check, the start's own rules
+  // answered without making anything: GPUs here, an unknown image, a project the user is not
+  // in are refused as the start refuses them; what would start answers where it would go.
+  auto check = [&](json body) {
+    body["name"] = "checked";
+    return Call("POST", "/session/_/check", body);
+  };
+  auto gpu = check({{"image", "python"}, {"config", {{"resources", {{"cuda.shares", "0.5"}}}}}});
+  EXPECT_EQ(gpu.status, 400) << gpu.body;
+  EXPECT_THAT(gpu.body, ::testing::HasSubstr("offers cuda.shares"));
+  EXPECT_EQ(check({{"image", "tensorflow"}}).status, 404);
+  auto stranger = check({{"image", "python"}, {"group", "no-such-project"}});
+  EXPECT_EQ(stranger.status, 404) << stranger.body;
+  EXPECT_THAT(stranger.body, ::testing::HasSubstr("project"));
+  auto fits = check({{"image", "python"}, {"config", {{"resources", {{"cpu", 1}}}}}});
+  ASSERT_EQ(fits.status, 200) << fits.body;
+  EXPECT_EQ(json::parse(fits.body)["scaling_group"], "default");
+  EXPECT_EQ(Call("GET", "/session/checked").status, 404) << "a check makes no session";
 }
 
 TEST_F(AgentTest, CommitRunsAsABackgroundTaskFollowedToItsEnd) {

@@ -436,9 +436,12 @@ struct SessionRoutes {
   vfolders::StorageLinks const& links;
 
   // POST /session, /session/_/create: queue a session; unless enqueueOnly, answer once it
-  // has started (or its maxWaitSeconds passed).
+  // has started (or its maxWaitSeconds passed). `check_only` (POST /session/_/check, bai's):
+  // every rule a creation meets, then 200 with where it would go, and nothing made — the
+  // console's fit check is the start's own rule.
   std::optional<HttpResponse> Create(RequestContext& ctx,
-                                     std::shared_ptr<server::Exchange> const& exchange) {
+                                     std::shared_ptr<server::Exchange> const& exchange,
+                                     bool check_only = false) {
     CreateInput in;
     if (auto st = ParseCreate(ctx, in); !st.ok()) return ProblemResponse(st);
     auto& s = in.session;
@@ -482,6 +485,13 @@ struct SessionRoutes {
       }
       return Status();
     };
+    if (check_only) {
+      if (auto st = admit(ctx.store.db()); !st.ok()) return ProblemResponse(st);
+      return JsonResponse({{"ok", true},
+                           {"scaling_group", s.scaling_group},
+                           {"group_id", s.group_id},
+                           {"image", s.image}});
+    }
     if (auto st = sessions.Create(s, admit); !st.ok()) return ProblemResponse(st);
     schedule(s.scaling_group);
     hub.Wake();
@@ -686,6 +696,10 @@ void RegisterSessionRoutes(ManagerApi& api, SessionStore& sessions, EventHub& hu
   };
   api.AddAsync("POST", "/session", L::kUser, create);
   api.AddAsync("POST", "/session/_/create", L::kUser, create);
+  api.AddAsync("POST", "/session/_/check", L::kUser,
+               [r](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange) {
+                 return r->Create(ctx, exchange, /*check_only=*/true);
+               });
   api.AddAsync("POST", "/session/_/create-from-template", L::kUser,
                [r](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange) {
                  return r->CreateFromTemplate(ctx, exchange);
