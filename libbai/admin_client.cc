@@ -534,10 +534,13 @@ namespace {
 
 char const* ScopeKind(bool user) { return user ? "user" : "project"; }
 
+// What 23.09.10 and later take (max_customized_image_count came in 24.03: not sent, so a
+// 23.09 manager does not refuse the input).
 json ScopeProps(protocol::ScopeResourcePolicy const& p, bool user) {
   json props = internal::ScopeResourcePolicyToJson(p, user);
   props.erase("name");
   props.erase("created_at");
+  props.erase("max_customized_image_count");
   return props;
 }
 
@@ -550,12 +553,10 @@ std::string ScopeInput(char const* verb, bool user) {
 
 StatusOr<std::vector<protocol::ScopeResourcePolicy>> AdminClient::ScopePolicies(bool user) const {
   std::string field = std::string(ScopeKind(user)) + "_resource_policies";
+  // The fields 23.09.10 has (max_customized_image_count came in 24.03).
   auto data =
       Run(client_, "{ " + field + " { name created_at max_vfolder_count " + "max_quota_scope_size" +
-                       (user ? " max_session_count_per_model_session "
-                               "max_customized_image_count"
-                             : "") +
-                       " } }");
+                       (user ? " max_session_count_per_model_session" : "") + " } }");
   if (!data.ok()) return data.status();
   return DecodeAll<protocol::ScopeResourcePolicy>((*data)[field],
                                                   protocol::DecodeScopeResourcePolicy);

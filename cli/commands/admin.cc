@@ -737,9 +737,11 @@ void AddScopePolicies(CommandSet& set, CLI::App& admin, bool user) {
     }
     std::vector<std::vector<std::string>> rows{{"NAME", "FOLDERS", "QUOTA (ALL FOLDERS)"}};
     for (auto const& p : all) {
-      rows.push_back(
-          {p.name, p.max_vfolder_count ? std::to_string(p.max_vfolder_count) : "-",
-           p.max_quota_scope_size ? HumanBytes(static_cast<double>(p.max_quota_scope_size)) : "-"});
+      // 0 (and 23.09's -1) is no limit.
+      rows.push_back({p.name, p.max_vfolder_count > 0 ? std::to_string(p.max_vfolder_count) : "-",
+                      p.max_quota_scope_size > 0
+                          ? HumanBytes(static_cast<double>(p.max_quota_scope_size))
+                          : "-"});
     }
     PrintTable(ctx, rows);
   };
@@ -802,6 +804,12 @@ void AddScopePolicies(CommandSet& set, CLI::App& admin, bool user) {
         std::vector<protocol::ScopeResourcePolicy> shown;
         for (auto const& q : *all) {
           if (q.name == f.name) shown.push_back(q);
+        }
+        // A manager may take a field and keep nothing (23.09 stores no max_vfolder_count).
+        if (!shown.empty() && f.folders && shown.front().max_vfolder_count != *f.folders) {
+          ctx.err() << "bai: warning: the manager kept no folder limit for " << f.name
+                    << " (it answers " << shown.front().max_vfolder_count
+                    << "); this server version does not enforce --max-folders\n";
         }
         print(shown);
         return Status();
