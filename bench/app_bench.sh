@@ -59,9 +59,20 @@ median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2
 rate() {  # MB/s of one download
   curl -s -o /dev/null -w '%{size_download} %{time_total}\n' "$1" | awk '{printf "%.1f\n", $1/$2/1e6}'
 }
+# CPU seconds (user + system) a process has used so far.
+cpu_s() { awk '{printf "%.2f\n", ($14 + $15) / 100}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+app_pid=${pids[3]}
+declare -A before=() spent=()
 for r in $(seq "$rounds"); do
   rate "http://127.0.0.1:$svc/big.bin" >>"$work/direct.rate"
+  for name in manager:${pids[0]} agent:${pids[1]} service:${pids[2]} bai-app:$app_pid; do
+    before[${name%%:*}]=$(cpu_s "${name#*:}")
+  done
   rate "http://127.0.0.1:$tun/big.bin" >>"$work/tunnel.rate"
+  for name in manager:${pids[0]} agent:${pids[1]} service:${pids[2]} bai-app:$app_pid; do
+    n=${name%%:*}
+    spent[$n]=$(echo "${spent[$n]:-0} + $(cpu_s "${name#*:}") - ${before[$n]}" | bc)
+  done
 done
 urls() { for _ in $(seq 200); do printf -- '-o /dev/null %s ' "http://127.0.0.1:$1/small.txt"; done; }
 for r in $(seq "$rounds"); do
@@ -74,4 +85,10 @@ t=$(median <"$work/tunnel.rate")
 dl=$(median <"$work/direct.lat")
 tl=$(median <"$work/tunnel.lat")
 echo "app_bench: ${mib} MiB download, median of $rounds: direct $d MB/s, bai app $t MB/s, ratio $(echo "scale=2; $t / $d" | bc)x (target >= 0.5x)"
+gib=$(echo "scale=4; $rounds * $mib / 1024" | bc)
+line=""
+for n in bai-app manager agent service; do
+  line+=" $n $(echo "scale=2; ${spent[$n]} / $gib" | bc)"
+done
+echo "app_bench: CPU seconds per GiB through the tunnel:$line"
 echo "app_bench: small keep-alive requests, median of $((rounds * 199)): direct $(echo "scale=3; $dl * 1000" | bc) ms, bai app $(echo "scale=3; $tl * 1000" | bc) ms, added $(echo "scale=3; ($tl - $dl) * 1000" | bc) ms (target <= 2 ms)"

@@ -38,14 +38,20 @@ class PathFormatter : public CLI::Formatter {
   }
 };
 
-enum class Noun { kAll, kVersion, kConfig, kApi, kSession, kVFolder, kAdmin };
+enum class Noun { kAll, kRootHelp, kVersion, kConfig, kApi, kSession, kVFolder, kAdmin };
 
-// The noun whose commands the first word after the global options names.
+// The noun whose commands the first word after the global options names; kRootHelp for the
+// root's own help (`bai`, `bai --help`), which shows only the root's commands.
 Noun NounOf(int argc, char** argv) {
+  bool help = false;
   for (int i = 1; i < argc; ++i) {
     std::string_view word = argv[i];
     if (word == "-o" || word == "--output" || word == "--profile" || word == "--endpoint") {
       ++i;  // and its value
+      continue;
+    }
+    if (word == "-h" || word == "--help") {
+      help = true;
       continue;
     }
     if (!word.empty() && word[0] == '-') {
@@ -71,14 +77,51 @@ Noun NounOf(int argc, char** argv) {
     }
     return Noun::kAll;
   }
-  return Noun::kAll;
+  return help || argc == 1 ? Noun::kRootHelp : Noun::kAll;
 }
+
+}  // namespace
+
+namespace {
+
+// The command tree is built for one run: tearing it down (thousands of small objects) was a
+// measurable part of a short command's time (issue 43, item 14), so a release build leaves it
+// to the process's exit. Sanitizer builds free it, so that leak checks see everything else.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kFreeTree = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer)
+constexpr bool kFreeTree = true;
+#else
+constexpr bool kFreeTree = false;
+#endif
+#else
+constexpr bool kFreeTree = false;
+#endif
+
+struct Tree {
+  explicit Tree(Context& ctx)
+      : app("bai: the Backend.AI command-line tool", "bai"), set(app, ctx) {}
+  CLI::App app;
+  CommandSet set;
+};
+
+int Run(Tree& tree, Context& ctx, int argc, char** argv, std::ostream& out, std::ostream& err);
 
 }  // namespace
 
 int Main(int argc, char** argv, std::ostream& out, std::ostream& err, std::istream& in) {
   Context ctx(out, err, in, ::isatty(STDOUT_FILENO) == 1, ::isatty(STDIN_FILENO) == 1);
-  CLI::App app{"bai: the Backend.AI command-line tool", "bai"};
+  auto* tree = new Tree(ctx);
+  int rc = Run(*tree, ctx, argc, argv, out, err);
+  if (kFreeTree) delete tree;
+  return rc;
+}
+
+namespace {
+
+int Run(Tree& tree, Context& ctx, int argc, char** argv, std::ostream& out, std::ostream& err) {
+  CLI::App& app = tree.app;
   app.formatter(std::make_shared<PathFormatter>());
   app.fallthrough();
   app.require_subcommand(0, 1);
@@ -93,8 +136,10 @@ int Main(int argc, char** argv, std::ostream& out, std::ostream& err, std::istre
   // Each noun adds its own commands: only the named one's when the first word names one (the
   // tree is a measurable part of a command's start-up), every noun's for help, completion, no
   // command or a word no noun knows (so the usage errors and help stay whole).
-  CommandSet set(app, ctx);
-  switch (NounOf(argc, argv)) {
+  CommandSet& set = tree.set;
+  auto noun = NounOf(argc, argv);
+  if (noun == Noun::kRootHelp) set.set_names_only(true);
+  switch (noun) {
     case Noun::kVersion:
       AddVersionCommands(set);
       break;
@@ -117,6 +162,7 @@ int Main(int argc, char** argv, std::ostream& out, std::ostream& err, std::istre
       AddTemplateCommands(set);
       break;
     case Noun::kAll:
+    case Noun::kRootHelp:
       AddVersionCommands(set);
       AddConfigCommands(set);
       AddApiCommands(set);
@@ -174,5 +220,7 @@ int Main(int argc, char** argv, std::ostream& out, std::ostream& err, std::istre
   if (rc == kExitInterrupted && InterruptSignal() == SIGTERM) rc = 128 + SIGTERM;
   return rc;
 }
+
+}  // namespace
 
 }  // namespace bai::cli

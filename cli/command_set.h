@@ -23,6 +23,11 @@ class CommandSet {
   CommandSet& operator=(CommandSet const&) = delete;
 
   CLI::App& root() { return root_; }
+  /// Set for the root's own help (`bai`, `bai --help`): each noun adds its root-level commands
+  /// with their descriptions and aliases, and returns before its verbs and options (the tree
+  /// was most of that help's start-up, issue 43 item 14).
+  bool names_only() const { return names_only_; }
+  void set_names_only(bool on) { names_only_ = on; }
   Context& ctx() { return ctx_; }
 
   /// A fresh T that lives as long as this set: where a command's options are parsed into.
@@ -44,6 +49,7 @@ class CommandSet {
  private:
   CLI::App& root_;
   Context& ctx_;
+  bool names_only_ = false;
   std::vector<std::shared_ptr<void>> kept_;
   std::function<int()> action_;
 };

@@ -38,10 +38,22 @@ inline constexpr Field kSession[] = {
 
 /// `session info` adds these.
 inline constexpr Field kSessionDetail[] = {
-    {"agent_id", "string?"},      {"architecture", "string"},     {"domain_name", "string"},
-    {"group_id", "string"},       {"user_id", "string"},          {"environ", "object"},
-    {"status_history", "object"}, {"startup_command", "string?"}, {"num_queries", "integer"},
-    {"priority", "integer"},      {"attached_devices", "array"},
+    {"agent_id", "string?"},
+    {"architecture", "string"},
+    {"domain_name", "string"},
+    {"group_id", "string"},
+    {"user_id", "string"},
+    {"environ", "object"},
+    {"status_history", "object"},
+    {"startup_command", "string?"},
+    {"num_queries", "integer"},
+    {"priority", "integer"},
+    {"attached_devices", "array"},
+    // How its kernel was set up where the session did not choose (null before it ran, and from
+    // managers that do not say): "bridge" or "none"; {backing: disk|tmpfs, home_bytes,
+    // tmp_bytes}.
+    {"network", "string?"},
+    {"scratch", "object?"},
 };
 
 /// A virtual folder: `vfolder list` items (under "folders"), `vfolder info`, `vfolder create`.
@@ -58,6 +70,8 @@ inline constexpr Field kFolder[] = {
     {"created_at", "string"},
     {"num_files", "integer"},
     {"used_bytes", "integer"},
+    {"quota_bytes", "integer?"},  // the folder's own quota (null: none)
+    {"quota_files", "integer?"},
 };
 
 }  // namespace bai::cli::output_schema

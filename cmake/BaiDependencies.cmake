@@ -10,6 +10,13 @@ pkg_check_modules(sodium REQUIRED IMPORTED_TARGET libsodium)
 pkg_check_modules(libwebsockets REQUIRED IMPORTED_TARGET libwebsockets>=4.1)
 find_package(nlohmann_json 3.11 REQUIRED)
 find_package(tomlplusplus 3.3 REQUIRED)
+# toml++ as headers (its implementation compiled into the two config readers): bai then loads no
+# C++ library but libstdc++, which the CLI links statically (cli/CMakeLists.txt): its start-up
+# is mostly the dynamic loader resolving libstdc++'s symbols (issue 43, item 14).
+add_library(bai_toml INTERFACE)
+target_include_directories(bai_toml SYSTEM INTERFACE
+  $<TARGET_PROPERTY:tomlplusplus::tomlplusplus,INTERFACE_INCLUDE_DIRECTORIES>)
+target_compile_definitions(bai_toml INTERFACE TOML_HEADER_ONLY=1)
 
 if(BAI_BUILD_CLI OR BAI_BUILD_SERVER)
   find_package(CLI11 2.1 REQUIRED)

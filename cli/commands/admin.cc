@@ -982,6 +982,7 @@ void AddAdminCommands(CommandSet& set) {
                                           "Administration: domains, projects, users, "
                                           "keypairs, policies, resource groups, images, "
                                           "agents, presets, usage");
+  if (set.names_only()) return;
   admin->require_subcommand(1);
   AddDomains(set, *admin);
   AddProjects(set, *admin);
@@ -997,7 +998,12 @@ void AddAdminCommands(CommandSet& set) {
 
 void AddUserCommands(CommandSet& set) {
   auto& ctx = set.ctx();
+  static constexpr char kKeypairHelp[] = "Your own keypairs";
   auto* noun = set.root().add_subcommand("user", "Your own account");
+  if (set.names_only()) {
+    set.root().add_subcommand("keypair", kKeypairHelp);
+    return;
+  }
   noun->require_subcommand(1);
   auto* me = noun->add_subcommand("me", "Who you are: your user, role, domain and projects");
   set.OnRun(me, [&ctx] {
@@ -1015,7 +1021,7 @@ void AddUserCommands(CommandSet& set) {
   });
 
   // One's own keypairs (bai's self-service; `bai admin keypair` is the superadmin's).
-  auto* keys = set.root().add_subcommand("keypair", "Your own keypairs");
+  auto* keys = set.root().add_subcommand("keypair", kKeypairHelp);
   keys->require_subcommand(1);
   auto* ls = keys->add_subcommand("ls", "List your keypairs (secrets are never listed)");
   ls->alias("list");
@@ -1053,6 +1059,7 @@ void AddDotfileCommands(CommandSet& set) {
   auto* noun = set.root().add_subcommand(
       "dotfile",
       "Files written into each new session's /home/work: yours, a project's, a domain's");
+  if (set.names_only()) return;
   noun->require_subcommand(1);
   struct Flags {
     std::string path, file, data, perm = "644", project, domain;
@@ -1185,6 +1192,7 @@ void AddTemplateCommands(CommandSet& set) {
   auto& ctx = set.ctx();
   auto* noun = set.root().add_subcommand(
       "template", "Session templates: a session's image, command, resources and folders, stored");
+  if (set.names_only()) return;
   noun->require_subcommand(1);
   struct Flags {
     std::string id, file, project, format = "yaml", name, command;

@@ -108,6 +108,7 @@ void AddApiCommands(CommandSet& set) {
   auto& o = set.Keep<ApiOptions>();
   auto* api =
       set.root().add_subcommand("api", "Send a raw signed request and print the response body");
+  if (set.names_only()) return;
   api->add_option("METHOD", o.method, "HTTP method (GET, POST, …)")->required();
   api->add_option("PATH", o.path, "Path and query, e.g. /auth?echo=hi")->required();
   api->add_option("-d,--data", o.data, "Request body: JSON, @FILE, or @- for stdin");

@@ -222,6 +222,7 @@ int RunCompletionNames(std::string const& kind, Context& ctx) {
 void AddCompletionCommands(CommandSet& set) {
   auto& shell = set.Keep<std::string>();
   auto* completion = set.root().add_subcommand("completion", "Print a shell completion script");
+  if (set.names_only()) return;
   completion->add_option("SHELL", shell, "bash, zsh or fish")
       ->required()
       ->check(CLI::IsMember({"bash", "zsh", "fish"}));

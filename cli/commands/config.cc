@@ -172,6 +172,7 @@ int RunConfigSet(ConfigSetOptions const& options, Context& ctx) {
 void AddConfigCommands(CommandSet& set) {
   Context& ctx = set.ctx();
   auto* config = set.root().add_subcommand("config", "Show and change settings");
+  if (set.names_only()) return;
   config->require_subcommand(0, 1);
   set.OnRunDefault(config, [&ctx] { return RunConfigList(ctx); });
   auto* list = config->add_subcommand("list", "Show every setting, its source and the server");

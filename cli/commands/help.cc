@@ -98,6 +98,7 @@ void AddHelpCommands(CommandSet& set) {
       "help",
       "Help on a command (bai help session create) or a topic: exit-codes, environment, "
       "output");
+  if (set.names_only()) return;
   help->add_option("TOPIC", words, "A command's words, or exit-codes, environment, output");
   set.OnRun(help, [&set, &words]() -> int {
     Context& ctx = set.ctx();

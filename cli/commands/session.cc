@@ -422,6 +422,7 @@ void AddSpecFlags(CLI::App* cmd, SpecOptions& o) {
 void AddRun(CommandSet& set, CLI::App& parent, std::string const& description) {
   auto& o = set.Keep<RunOptions>();
   auto* run = parent.add_subcommand("run", description);
+  if (set.names_only()) return;
   AddSpecFlags(run, o);
   run->add_option("COMMAND", o.command, "The job's command, after --");
   run->add_option("-c,--code", o.code,
@@ -433,6 +434,7 @@ void AddRun(CommandSet& set, CLI::App& parent, std::string const& description) {
 void AddExec(CommandSet& set, CLI::App& parent, std::string const& description) {
   auto& o = set.Keep<ExecOptions>();
   auto* exec = parent.add_subcommand("exec", description);
+  if (set.names_only()) return;
   exec->add_option("SESSION", o.session, kSessionRef)->required();
   exec->add_option("COMMAND", o.command, "The command, after --");
   exec->add_flag("-i,--interactive", o.interactive,
@@ -449,6 +451,7 @@ void AddExec(CommandSet& set, CLI::App& parent, std::string const& description) 
 void AddShell(CommandSet& set, CLI::App& parent, std::string const& description) {
   auto& o = set.Keep<ShellOptions>();
   auto* shell = parent.add_subcommand("shell", description);
+  if (set.names_only()) return;
   shell->add_option("SESSION", o.session, kSessionRef)->required();
   shell->footer(
       "A login shell in the session's container as its work user, on a real terminal: the "
@@ -462,6 +465,7 @@ void AddApp(CommandSet& set, CLI::App& parent) {
   auto& o = set.Keep<AppOptions>();
   auto* app = parent.add_subcommand(
       "app", "Reach an app of a running session (Jupyter, an HTTP service…) at a local port");
+  if (set.names_only()) return;
   app->add_option("SESSION", o.session, kSessionRef);
   app->add_option("APP", o.app, "The app's name (bai app ls SESSION)");
   app->add_option("-b,--bind", o.bind, "Local [HOST:]PORT to listen on (default 127.0.0.1:8080)");
@@ -493,6 +497,7 @@ void AddList(CommandSet& set, CLI::App& parent, std::string const& name,
              std::string const& description) {
   auto& o = set.Keep<ListOptions>();
   auto* ls = parent.add_subcommand(name, description);
+  if (set.names_only()) return;
   ls->add_option("--status", o.statuses, "Only these statuses (repeatable; RUNNING,PENDING)")
       ->delimiter(',')
       ->allow_extra_args(false);
@@ -509,6 +514,7 @@ void AddList(CommandSet& set, CLI::App& parent, std::string const& name,
 void AddLogs(CommandSet& set, CLI::App& parent, std::string const& description) {
   auto& o = set.Keep<LogsOptions>();
   auto* logs = parent.add_subcommand("logs", description);
+  if (set.names_only()) return;
   logs->add_option("SESSION", o.session, kSessionRef)->required();
   logs->add_flag("-f,--follow", o.follow, "Keep printing new output until the session ends");
   logs->add_option("--tail", o.tail, "Only the last N lines")->check(CLI::NonNegativeNumber);
@@ -519,6 +525,7 @@ void AddRm(CommandSet& set, CLI::App& parent, std::string const& description) {
   auto& sessions = set.Keep<std::vector<std::string>>();
   auto& forced = set.Keep<bool>();
   auto* rm = parent.add_subcommand("rm", description);
+  if (set.names_only()) return;
   rm->add_option("SESSION", sessions, "Session ids, names or unique prefixes")->required();
   rm->add_flag("--force", forced, "Destroy even if the kernel does not answer");
   set.OnRun(rm, [&sessions, &forced, &ctx = set.ctx()] { return RunRm(sessions, forced, ctx); });
@@ -527,6 +534,7 @@ void AddRm(CommandSet& set, CLI::App& parent, std::string const& description) {
 void AddWait(CommandSet& set, CLI::App& parent, std::string const& description) {
   auto& o = set.Keep<WaitCommandOptions>();
   auto* wait = parent.add_subcommand("wait", description);
+  if (set.names_only()) return;
   wait->add_option("SESSION", o.sessions, "Session ids, names or unique prefixes")->required();
   wait->add_option("--for", o.until, "running or done (default: done)")
       ->check(CLI::IsMember({"running", "done"}));
@@ -611,6 +619,7 @@ void AddSessionCommands(CommandSet& set) {
       "session",
       "Compute sessions: create, run, exec, shell, ls, info, logs, events, wait, history, rename, "
       "restart, rm, commit, cp, files");
+  if (set.names_only()) return;
   session->require_subcommand(1);
   AddCreate(set, *session);
   AddRun(set, *session, "Run a batch job and exit with its exit code: IMAGE -- CMD ARG…");

@@ -570,6 +570,7 @@ void AddCp(CommandSet& set) {
   auto& cp = set.Keep<Transfer>();
   auto* cpc = set.root().add_subcommand(
       "cp", "Copy between this machine and a folder: SRC… DST, one side VFOLDER:PATH");
+  if (set.names_only()) return;
   cpc->add_option("PATHS", cp.paths, "Sources, then the destination")->required();
   AddTransferFlags(cpc, cp.flags);
   set.OnRun(cpc, [&cp, &ctx] { return RunCp(cp.paths, cp.flags, ctx); });
@@ -580,6 +581,10 @@ void AddCp(CommandSet& set) {
 void AddVFolderCommands(CommandSet& set) {
   auto* noun = set.root().add_subcommand("vfolder", "Virtual folders: create, list, move files");
   noun->alias("vf");
+  if (set.names_only()) {
+    AddCp(set);
+    return;
+  }
   noun->require_subcommand(1);
   AddCreate(set, *noun);
   AddList(set, *noun);
