@@ -2,6 +2,7 @@
 // AppTunnel: local TCP connections to a session's app, one WebSocket (/tcpproxy) each.
 #include "bai/session_client.h"
 
+#include "libbai/internal/block_websocket.h"
 #include "libbai/util/fd_io.h"
 #include "libbai/util/url.h"
 
@@ -68,7 +69,10 @@ struct AppTunnel::Impl {
   explicit Impl(Client c) : client(std::move(c)) {}
 
   void Serve(int fd, Connection* conn) {
-    auto ws = client.OpenWebSocket(ApiRequest("GET", path));
+    // Block frames for the data where the manager agrees (libbai/internal/block_websocket.h).
+    ApiRequest request("GET", path);
+    request.headers.emplace_back(internal::kBlockTunnelHeader, internal::kBlockTunnelValue);
+    auto ws = client.OpenWebSocket(request);
     if (!ws.ok()) {
       // As the official client: the local peer hears why, as an HTTP 503.
       internal::WriteAll(

@@ -4,9 +4,13 @@
 // the mutex and wake it with lws_cancel_service.
 #include "libbai/internal/lws_websocket.h"
 
+#include "libbai/internal/block_websocket.h"
 #include "libbai/util/url.h"
 
+#include <fcntl.h>
 #include <libwebsockets.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <condition_variable>
@@ -15,6 +19,7 @@
 #include <deque>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 namespace bai::internal {
 namespace {
@@ -57,6 +62,11 @@ class LwsConnection : public WebSocketConnection {
                      [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
       // lws writes Host itself; a WebSocket upgrade carries no Content-Type (PROTOCOL.md §2.2).
       if (lower == "host" || lower == "content-type") continue;
+      if (lower == "x-bai-tunnel") {
+        // Asked on the wire as a subprotocol; the socket can be handed over on plain TCP only.
+        block_asked_ = !tls_ && value == kBlockTunnelValue;
+        continue;
+      }
       headers_.emplace_back(lower + ":", value);
     }
     if (!options_.user_agent.empty()) headers_.emplace_back("user-agent:", options_.user_agent);
@@ -66,8 +76,11 @@ class LwsConnection : public WebSocketConnection {
 
     // A large receive buffer: libwebsockets reads at most this much per service round (its
     // default, 4 KiB, held a tunnel to a few MB/s).
+    // The subprotocol offered is one of this client's, so that libwebsockets accepts a server
+    // that answers it (whether one did is read from the answer: FILTER_PRE_ESTABLISH).
     protocols_[0] = {"bai", &LwsConnection::Callback, 0, kRxBuffer, 0, nullptr, 0};
-    protocols_[1] = {nullptr, nullptr, 0, 0, 0, nullptr, 0};
+    protocols_[1] = {kBlockSubprotocol, &LwsConnection::Callback, 0, kRxBuffer, 0, nullptr, 0};
+    protocols_[2] = {nullptr, nullptr, 0, 0, 0, nullptr, 0};
     lws_context_creation_info info;
     std::memset(&info, 0, sizeof info);
     info.port = CONTEXT_PORT_NO_LISTEN;
@@ -97,7 +110,7 @@ class LwsConnection : public WebSocketConnection {
     ci.path = target_.c_str();
     ci.host = host_.c_str();
     ci.origin = nullptr;
-    ci.protocol = nullptr;
+    ci.protocol = block_asked_ ? kBlockSubprotocol : nullptr;
     ci.pwsi = &wsi_;
     ci.retry_and_idle_policy = &retry_;
     if (tls_) {
@@ -135,6 +148,13 @@ class LwsConnection : public WebSocketConnection {
     }
     return Status(http_status_ == 0 ? StatusCode::kUnavailable : StatusCode::kFailedPrecondition,
                   request.origin + request.target + ": " + why, std::move(e));
+  }
+
+  /// The upgraded socket, when the server agreed to block frames (-1 otherwise); the caller
+  /// owns it, and libwebsockets has let go of it.
+  int TakeSocket() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::exchange(taken_fd_, -1);
   }
 
   Status Send(WebSocketMessage message) override {
@@ -351,7 +371,17 @@ class LwsConnection : public WebSocketConnection {
         }
         return 0;
       }
+      case LWS_CALLBACK_CLIENT_FILTER_PRE_ESTABLISH: {
+        // The answer's headers are readable here (not after): did it agree to block frames?
+        if (self->block_asked_) {
+          char agreed[32] = {};
+          int n = lws_hdr_copy(wsi, agreed, sizeof agreed, WSI_TOKEN_PROTOCOL);
+          self->block_agreed_ = n > 0 && std::string_view(agreed) == kBlockSubprotocol;
+        }
+        return 0;
+      }
       case LWS_CALLBACK_CLIENT_ESTABLISHED: {
+        if (self->block_asked_ && self->TakeOver(wsi)) return 0;
         std::lock_guard<std::mutex> lock(self->mu_);
         self->state_ = State::kOpen;
         self->established_ = true;
@@ -422,14 +452,47 @@ class LwsConnection : public WebSocketConnection {
     }
   }
 
+  // Block frames agreed (the answer names the subprotocol): the socket is duplicated for the
+  // caller, libwebsockets' descriptor is pointed at a dead socket (so whatever it writes or
+  // closes now touches nothing of the connection) and its connection is ended. The server sends
+  // nothing before the client's first frame, so libwebsockets has read nothing past the 101.
+  bool TakeOver(lws* wsi) {
+    if (!block_agreed_) return false;
+    int fd = lws_get_socket_fd(wsi);
+    if (fd < 0) return false;
+    int mine = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    int dead[2];
+    if (mine < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, dead) != 0) {
+      if (mine >= 0) close(mine);
+      return false;
+    }
+    close(dead[1]);
+    dup2(dead[0], fd);
+    close(dead[0]);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      taken_fd_ = mine;
+      established_ = true;
+      state_ = State::kClosed;  // this object's part is over; the caller serves the socket
+      close_code_in_ = 1000;
+      cv_.notify_all();
+    }
+    lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
+    lws_cancel_service(context_);
+    return true;
+  }
+
   LwsWebSocketOptions options_;
+  bool block_asked_ = false;
+  bool block_agreed_ = false;
+  int taken_fd_ = -1;
   bool tls_ = false;
   std::string address_;
   int port_ = 0;
   std::string target_;
   std::string host_;
   std::vector<std::pair<std::string, std::string>> headers_;
-  lws_protocols protocols_[2];
+  lws_protocols protocols_[3];
   lws_retry_bo_t retry_{};
   lws_context* context_ = nullptr;
   std::thread thread_;
@@ -468,6 +531,10 @@ StatusOr<std::unique_ptr<WebSocketConnection>> OpenLwsWebSocket(
     TransportRequest const& request, LwsWebSocketOptions const& options) {
   auto c = std::make_unique<LwsConnection>(options);
   if (auto s = c->Open(request); !s.ok()) return s;
+  if (int fd = c->TakeSocket(); fd >= 0) {
+    c.reset();  // libwebsockets' context ends (its descriptor is a dead socket now)
+    return MakeBlockWebSocket(fd, options.max_message);
+  }
   return std::unique_ptr<WebSocketConnection>(std::move(c));
 }
 

@@ -22,7 +22,10 @@ struct LwsWebSocketOptions {
 
 /// A WebSocket client over libwebsockets (the only file that includes it): one lws context and
 /// service thread per connection. `request.target`, `host` and `headers` go on the wire as
-/// given (already signed); no Content-Type is sent.
+/// given (already signed); no Content-Type is sent. A request carrying `X-BAI-Tunnel: block`
+/// (a tunnel's data: tcpproxy, service ports; block_websocket.h) gets bai's own frame reader
+/// and writer on the upgraded socket when the server agrees; on TLS the header is not sent and
+/// libwebsockets carries the data.
 StatusOr<std::unique_ptr<WebSocketConnection>> OpenLwsWebSocket(TransportRequest const& request,
                                                                 LwsWebSocketOptions const& options);
 

@@ -5,6 +5,7 @@
 #include "bai/protocol/resource.h"
 #include "bai/version.h"
 
+#include "libbai/internal/block_websocket.h"
 #include "libbai/internal/lws_websocket.h"
 #include "libbai/util/url.h"
 #include "server-reference/agent/kernel_logs.h"
@@ -408,6 +409,10 @@ struct Agent::Impl {
                                                   std::chrono::system_clock::now())},
                    {ap::kStreamProofHeader,
                     ap::StreamProof(options.agent_id, options.cluster_secret, m.stream_id)}};
+      // A service port's bytes: block frames (libbai's block_websocket.h) where the manager
+      // agrees; terminals and exec keep libwebsockets' frames.
+      if (m.kind == "tcp")
+        r.headers.emplace_back(internal::kBlockTunnelHeader, internal::kBlockTunnelValue);
       auto opened = internal::OpenLwsWebSocket(r, {});
       if (!opened.ok()) {
         server::log::Warn("cannot open a data stream",

@@ -88,7 +88,17 @@ struct WebSocketHandlers {
   /// Once, however the socket ended: `code` is the peer's close code, 1000 after our own
   /// Close, 1006 when the connection ended without a close frame.
   std::function<void(int code)> on_close;
+  /// A tunnel's client that asked for block frames (the WebSocket subprotocol kBlockSubprotocol,
+  /// libbai's block_websocket.h): the answer agrees to it, and nothing is written to the
+  /// socket before the client's first frame, the go marker (not passed to the handlers), so the
+  /// client's WebSocket library has read nothing past the upgrade when it hands the socket over.
+  bool block_tunnel = false;
 };
+
+/// The go marker a block-frame client sends first (libbai/internal/block_websocket.h's
+/// kBlockGo).
+inline constexpr char kBlockTunnelGo[] = "{\"bai_tunnel\":\"go\"}";
+inline constexpr char kBlockSubprotocol[] = "bai-block";
 
 /// One request in flight. A handler answers it exactly once, now or later, from any thread:
 /// with Respond(), or by opening an event stream (Server-Sent Events) and writing to it.

@@ -148,7 +148,7 @@ namespace websocket = beast::websocket;
 class WsSession : public WebSocket, public std::enable_shared_from_this<WsSession> {
  public:
   WsSession(beast::tcp_stream stream, WebSocketHandlers handlers)
-      : ws_(std::move(stream)), handlers_(std::move(handlers)) {}
+      : ws_(std::move(stream)), handlers_(std::move(handlers)), gated_(handlers_.block_tunnel) {}
 
   void Start(http::request<http::string_body> request) {
     ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
@@ -156,6 +156,11 @@ class WsSession : public WebSocket, public std::enable_shared_from_this<WsSessio
     // Whole messages in one frame, written in one go: a relayed tunnel's 64 KiB messages were
     // otherwise cut into 4 KiB frames, a write each.
     ws_.auto_fragment(false);
+    if (gated_) {
+      ws_.set_option(websocket::stream_base::decorator([](websocket::response_type& res) {
+        res.set(http::field::sec_websocket_protocol, kBlockSubprotocol);
+      }));
+    }
     ws_.async_accept(request, [self = shared_from_this()](beast::error_code ec) {
       if (ec) return self->Finish(1006);
       if (self->handlers_.on_open) self->handlers_.on_open(self);
@@ -171,7 +176,7 @@ class WsSession : public WebSocket, public std::enable_shared_from_this<WsSessio
       if (self->closed_ || self->closing_) return;
       self->closing_ = true;
       self->close_reason_ = websocket::close_reason(static_cast<websocket::close_code>(code), r);
-      if (!self->writing_) self->DoClose();
+      if (!self->writing_ && !self->gated_) self->DoClose();
     });
   }
 
@@ -218,7 +223,7 @@ class WsSession : public WebSocket, public std::enable_shared_from_this<WsSessio
                   return;
                 }
                 self->queue_.push_back({std::move(d), binary});
-                if (!self->writing_) self->DoWrite();
+                if (!self->writing_ && !self->gated_) self->DoWrite();
               });
     return true;
   }
@@ -237,6 +242,21 @@ class WsSession : public WebSocket, public std::enable_shared_from_this<WsSessio
       std::string data = beast::buffers_to_string(self->buffer_.data());
       self->buffer_.consume(self->buffer_.size());
       bool binary = self->ws_.got_binary();
+      if (self->gated_) {
+        // A block-frame client's first frame: its go. What waited goes out now.
+        if (binary || data != kBlockTunnelGo) {
+          self->gated_ = false;
+          self->Close(1002, "a block tunnel begins with its go frame");
+          return;
+        }
+        self->gated_ = false;
+        if (!self->writing_ && !self->queue_.empty()) {
+          self->DoWrite();
+        } else if (!self->writing_ && self->closing_) {
+          self->DoClose();
+        }
+        return self->MaybeRead();
+      }
       try {
         if (binary && self->handlers_.on_binary) {
           self->handlers_.on_binary(self, data);
@@ -296,6 +316,7 @@ class WsSession : public WebSocket, public std::enable_shared_from_this<WsSessio
   bool reading_ = false;
   bool paused_ = false;
   bool closing_ = false;
+  bool gated_ = false;  // block_tunnel: nothing written before the client's go
   std::atomic<bool> closed_{false};
 };
 

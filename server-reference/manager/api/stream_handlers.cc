@@ -134,6 +134,24 @@ class ExecuteStream : public std::enable_shared_from_this<ExecuteStream> {
   std::uint64_t token_ = 0;
 };
 
+// The client offered block frames as a subprotocol (server::WebSocketHandlers::block_tunnel).
+bool BlockTunnelAsked(server::HttpRequest const& request) {
+  auto v = request.Header("sec-websocket-protocol");
+  if (!v) return false;
+  // A comma-separated list of tokens.
+  std::string_view rest = *v;
+  while (!rest.empty()) {
+    auto comma = rest.find(',');
+    auto token = rest.substr(0, comma);
+    while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
+    while (!token.empty() && token.back() == ' ') token.remove_suffix(1);
+    if (token == server::kBlockSubprotocol) return true;
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
 // A relayed stream (terminal, service-port tunnel): the client's WebSocket and the one its
 // session's agent opens for it (docs/agent-protocol.md, "Data streams"), frames passed both
 // ways unchanged, each side read only as fast as the other takes.
@@ -554,7 +572,9 @@ void RegisterStreamRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry
                      auto relay = std::make_shared<RelayStream>(agents, registry, broker,
                                                                 *session.agent_id, std::move(open));
                      relay->owner = owner;
-                     exchange->AcceptWebSocket(relay->ClientHandlers());
+                     auto handlers = relay->ClientHandlers();
+                     handlers.block_tunnel = BlockTunnelAsked(exchange->request());
+                     exchange->AcceptWebSocket(std::move(handlers));
                    });
           return std::nullopt;
         });
@@ -672,6 +692,7 @@ void RegisterStreamRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry
           return ProblemResponse(
               MakeProblemStatus(ProblemType::kObjectNotFound, "The stream's client has gone."));
         }
+        handlers->block_tunnel = BlockTunnelAsked(exchange->request());
         exchange->AcceptWebSocket(std::move(*handlers));
         return std::nullopt;
       });
