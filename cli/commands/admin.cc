@@ -46,6 +46,36 @@ void PrintJson(Context& ctx, json doc) {
   ctx.out() << doc.dump() << "\n";
 }
 
+json SlotsObject(std::string const& text) {
+  auto j = internal::ParseJson(text);
+  json out = json::object();
+  if (!j || !j->is_object()) return out;
+  for (auto const& [k, v] : j->items()) {
+    if (v.is_number()) {
+      out[k] = v;
+      continue;
+    }
+    auto amount = v.is_string()
+                      ? protocol::Decimal::Parse(v.get<std::string>())
+                      : StatusOr<protocol::Decimal>(Status(StatusCode::kInvalidArgument, ""));
+    if (!amount.ok()) {
+      out[k] = v;
+    } else if (amount->is_unlimited()) {
+      out[k] = nullptr;
+    } else if (amount->Floor() == *amount) {
+      out[k] = static_cast<std::int64_t>(amount->units() / protocol::Decimal::kUnitsPerOne);
+    } else {
+      out[k] = amount->ToDouble();
+    }
+  }
+  return out;
+}
+
+json JsonOrText(std::string const& text) {
+  auto j = internal::ParseJson(text);
+  return j ? *j : json(text);
+}
+
 std::string SlotsWords(std::string const& text) {
   auto j = internal::ParseJson(text);
   if (!j || !j->is_object() || j->empty()) return "-";
@@ -648,7 +678,17 @@ Status ApplyPolicyFlags(PolicyFlags const& f, protocol::KeypairResourcePolicy& p
 void PrintPolicies(Context& ctx, std::vector<protocol::KeypairResourcePolicy> const& all) {
   if (ctx.json()) {
     json items = json::array();
-    for (auto const& p : all) items.push_back(internal::KeypairResourcePolicyToJson(p));
+    for (auto const& p : all) {
+      // Objects, not the JSON text GraphQL carries them in (issue 43, item 11).
+      json j = internal::KeypairResourcePolicyToJson(p);
+      j["total_resource_slots"] = SlotsObject(p.total_resource_slots);
+      j["allowed_vfolder_hosts"] = JsonOrText(p.allowed_vfolder_hosts);
+      if (p.max_pending_session_resource_slots) {
+        j["max_pending_session_resource_slots"] =
+            SlotsObject(*p.max_pending_session_resource_slots);
+      }
+      items.push_back(std::move(j));
+    }
     PrintJson(ctx, {{"policies", items}});
     return;
   }

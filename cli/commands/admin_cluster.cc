@@ -133,8 +133,8 @@ void AddAgents(CommandSet& set, CLI::App& admin) {
                            {"architecture", g.architecture},
                            {"version", g.version},
                            {"schedulable", g.schedulable},
-                           {"available_slots", json::parse(g.available_slots, nullptr, false)},
-                           {"occupied_slots", json::parse(g.occupied_slots, nullptr, false)},
+                           {"available_slots", SlotsObject(g.available_slots)},
+                           {"occupied_slots", SlotsObject(g.occupied_slots)},
                            {"first_contact", g.first_contact},
                            {"lost_at", g.lost_at.empty() ? json(nullptr) : json(g.lost_at)}});
         }
@@ -183,7 +183,7 @@ void AddPresets(CommandSet& set, CLI::App& admin) {
         json items = json::array();
         for (auto const& p : *all) {
           items.push_back({{"name", p.name},
-                           {"resource_slots", json::parse(p.resource_slots, nullptr, false)},
+                           {"resource_slots", SlotsObject(p.resource_slots)},
                            {"shared_memory", p.shared_memory ? json(*p.shared_memory) : json()}});
         }
         PrintJson(ctx, {{"presets", items}});

@@ -24,6 +24,14 @@ std::string SlotsWords(std::string const& text);
 /// A JSON object flag ("{\"cpu\": 4}"), or "cpu=4,mem=8g": the object's text.
 StatusOr<std::string> SlotsFlag(std::string const& flag, std::string const& value);
 
+/// A slot map the server gives as JSON text ({"cpu": "2", "mem": "4294967296"}) as `-o json`
+/// prints every slot map (`bai help output`): an object of numbers (integers when whole,
+/// unlimited as null). Text that is no JSON object reads as {}.
+nlohmann::json SlotsObject(std::string const& text);
+/// JSON text the server gives in a string (GraphQL's JSONString) as the JSON it holds; text
+/// that is not JSON stays a string.
+nlohmann::json JsonOrText(std::string const& text);
+
 /// `NOUN rm ARG`: `remove(admin, ARG)`, then "DONE ARG" (PrintDone).
 void AddRemoveCommand(CommandSet& set, CLI::App& noun, std::string const& help,
                       std::string const& arg, std::string const& arg_help, std::string const& done,

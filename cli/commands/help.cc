@@ -57,7 +57,7 @@ JSON (-o json, or --output json, anywhere on the line):
     "job_exit_code" in a session object
   - one shape per noun, wherever it appears (below; "?": may be null); commands add their
     own fields around it: `ps` {"items": [session…], "total_count"}, `session info` a session
-    with the details, `run` {"session_id", "session_name", "status", "stdout", "stderr", …},
+    with the details, `run` and `session create` {"id", "name", "status", …} (a session named as everywhere),
     `wait` and `rm` {"sessions": [{"session", …}]}, `vfolder list` {"folders": [folder…]},
     `vfolder info` and `vfolder create` a folder, `logs` {"logs", "stdout", "stderr",
     "notices", "truncated"}, `version` and `config list` their settings; `bai api` prints

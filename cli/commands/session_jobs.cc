@@ -258,8 +258,8 @@ int RunQuery(RunOptions const& options, Context& ctx) {
   cleanup();
   int rc = exit_code ? static_cast<int>(*exit_code & 255) : kJobNoExitCode;
   if (ctx.json()) {
-    ctx.out() << json{{"session_id", created->id},
-                      {"session_name", created->name},
+    ctx.out() << json{{"id", created->id},
+                      {"name", created->name},
                       {"reused", !created->created},
                       {"exit_code", rc},
                       {"console", console}}
@@ -301,8 +301,8 @@ int RunRun(RunOptions const& options, Context& ctx) {
   auto const* created = &made.session;
   if (options.detach) {
     if (ctx.json()) {
-      ctx.out() << json{{"session_id", created->id},
-                        {"session_name", created->name},
+      ctx.out() << json{{"id", created->id},
+                        {"name", created->name},
                         {"status", created->status},
                         {"exit_code", 0}}
                        .dump()
@@ -339,9 +339,8 @@ int RunRun(RunOptions const& options, Context& ctx) {
   SessionEnd const& end = *followed.end;
   int code = end.exit_code ? static_cast<int>(*end.exit_code & 255) : kJobNoExitCode;
   if (ctx.json()) {
-    json out = {{"session_id", created->id}, {"session_name", created->name},
-                {"status", end.status},      {"status_info", end.reason},
-                {"stdout", out_text},        {"stderr", err_text},
+    json out = {{"id", created->id},         {"name", created->name}, {"status", end.status},
+                {"status_info", end.reason}, {"stdout", out_text},    {"stderr", err_text},
                 {"exit_code", code}};
     ctx.out() << out.dump() << "\n";
   } else if (!end.exit_code) {
@@ -415,8 +414,8 @@ int RunCreate(CreateOptions const& options, Context& ctx) {
   }
   bool failed = status != "RUNNING" && !options.no_wait;
   if (ctx.json()) {
-    ctx.out() << json{{"session_id", created->id},
-                      {"session_name", created->name},
+    ctx.out() << json{{"id", created->id},
+                      {"name", created->name},
                       {"status", status},
                       {"reused", !created->created},
                       {"exit_code", failed ? kExitError : kExitOk}}

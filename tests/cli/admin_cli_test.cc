@@ -50,6 +50,9 @@ TEST_F(AdminCliTest, FromAnEmptyInstallToAUsersSessionUnderAPolicy) {
   auto policy = Json({"admin", "policy", "create", "small", "--slots", "cpu=2", "--max-sessions",
                       "1", "--idle-timeout", "1h"});
   EXPECT_EQ(policy["policies"][0]["idle_timeout"], 3600);
+  // Objects of numbers, as every slot map in `-o json` (issue 43, 11: JSON text in a string).
+  EXPECT_EQ(policy["policies"][0]["total_resource_slots"], json({{"cpu", 2}}));
+  EXPECT_TRUE(policy["policies"][0]["allowed_vfolder_hosts"].is_object());
   // 0 means never, as the help says (it was refused); a bad duration is a usage error (2).
   auto never =
       Json({"admin", "policy", "update", "small", "--idle-timeout", "0", "--max-lifetime", "0"});
@@ -247,6 +250,9 @@ TEST_F(AdminCliTest, ImagesAgentsAndPresets) {
   ASSERT_EQ(agents["agents"].size(), 1u);
   std::string agent = agents["agents"][0]["id"];
   EXPECT_EQ(agents["agents"][0]["status"], "ALIVE");
+  EXPECT_TRUE(agents["agents"][0]["available_slots"]["cpu"].is_number())
+      << agents.dump() << ": slot amounts are numbers";
+  EXPECT_TRUE(agents["agents"][0]["available_slots"]["mem"].is_number_integer());
   Json({"admin", "agent", "disable", agent});
   EXPECT_EQ(Json({"admin", "agent", "ls"})["agents"][0]["schedulable"], false);
   Json({"admin", "agent", "enable", agent});
@@ -273,7 +279,9 @@ TEST_F(AdminCliTest, ImagesAgentsAndPresets) {
     if (p["name"] != "medium") continue;
     found = true;
     EXPECT_EQ(p["shared_memory"], 64 << 20);
-    EXPECT_EQ(p["resource_slots"]["cpu"], "2");
+    // Numbers, as every slot map in -o json (issue 43, 11: it said "2").
+    EXPECT_EQ(p["resource_slots"]["cpu"], 2);
+    EXPECT_EQ(p["resource_slots"]["mem"], std::int64_t{4} << 30);
   }
   EXPECT_TRUE(found) << presets.dump();
   Json({"admin", "preset", "rm", "medium"});

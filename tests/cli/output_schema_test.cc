@@ -99,6 +99,15 @@ TEST_F(OutputSchemaTest, EveryCommandWritesOneObjectWithItsExitCodeAndOneShapePe
     EXPECT_FALSE(j.contains("exitCode")) << line << ": two spellings of one field";
     out[line] = j;
   }
+  // A session is "id" and "name" wherever a command names one (run, create; issue 43, item 11:
+  // they said session_id/session_name).
+  for (auto const* named : {"run --name schema-job python -- sh -c exit 3",
+                            "session create --name schema-live python"}) {
+    EXPECT_TRUE(out[named]["id"].is_string()) << named << ": " << out[named].dump();
+    EXPECT_TRUE(out[named]["name"].is_string()) << named << ": " << out[named].dump();
+    EXPECT_FALSE(out[named].contains("session_id")) << named;
+  }
+  EXPECT_EQ(out["session create --name schema-live python"]["name"], "schema-live");
   // Sessions: one shape in a listing, in info, in wait's results.
   auto const& ps = out["ps --all"];
   ASSERT_TRUE(ps.contains("items"));

@@ -100,7 +100,9 @@ TEST_F(SessionCliTest, RunExitsWithTheJobsCodeAndPrintsItsLogs) {
   EXPECT_EQ(json_out.exit_code, 7);
   auto j = json::parse(json_out.out);
   EXPECT_EQ(j["exit_code"], 7);
-  EXPECT_EQ(j["session_name"], "json-job");
+  EXPECT_EQ(j["name"], "json-job");
+  EXPECT_TRUE(j["id"].is_string());
+  EXPECT_FALSE(j.contains("session_name")) << "a session is named id/name everywhere";
   EXPECT_EQ(j["status"], "TERMINATED");
 }
 

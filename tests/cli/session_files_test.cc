@@ -52,7 +52,7 @@ class SessionFilesTest : public testing_util::LocalCluster {
     client_.emplace(*c);
     auto created = Bai({"-o", "json", "session", "create", "python", "--name", "files"});
     ASSERT_EQ(created.exit_code, 0) << created.err;
-    id_ = json::parse(created.out).value("session_id", "");
+    id_ = json::parse(created.out).value("id", "");
     ASSERT_FALSE(id_.empty()) << created.out;
     home_ = dir_.path() + "/homes/" + id_;
   }
