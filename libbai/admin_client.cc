@@ -562,22 +562,27 @@ StatusOr<std::vector<protocol::ScopeResourcePolicy>> AdminClient::ScopePolicies(
                                                   protocol::DecodeScopeResourcePolicy);
 }
 
-Status AdminClient::CreateScopePolicy(protocol::ScopeResourcePolicy const& p, bool user) const {
-  std::string field = std::string("create_") + ScopeKind(user) + "_resource_policy";
-  return Mutate(client_, field,
-                "mutation($n: String!, $props: " + ScopeInput("Create", user) + "!) { " + field +
+namespace {
+
+// create_/modify_{user,project}_resource_policy with every field of `p`.
+Status WriteScopePolicy(Client const& client, char const* verb, char const* input,
+                        protocol::ScopeResourcePolicy const& p, bool user) {
+  std::string field = std::string(verb) + "_" + ScopeKind(user) + "_resource_policy";
+  return Mutate(client, field,
+                "mutation($n: String!, $props: " + ScopeInput(input, user) + "!) { " + field +
                     "(name: $n, props: $props) { ok msg } }",
                 {{"n", p.name}, {"props", ScopeProps(p, user)}})
       .status();
 }
 
+}  // namespace
+
+Status AdminClient::CreateScopePolicy(protocol::ScopeResourcePolicy const& p, bool user) const {
+  return WriteScopePolicy(client_, "create", "Create", p, user);
+}
+
 Status AdminClient::ModifyScopePolicy(protocol::ScopeResourcePolicy const& p, bool user) const {
-  std::string field = std::string("modify_") + ScopeKind(user) + "_resource_policy";
-  return Mutate(client_, field,
-                "mutation($n: String!, $props: " + ScopeInput("Modify", user) + "!) { " + field +
-                    "(name: $n, props: $props) { ok msg } }",
-                {{"n", p.name}, {"props", ScopeProps(p, user)}})
-      .status();
+  return WriteScopePolicy(client_, "modify", "Modify", p, user);
 }
 
 Status AdminClient::DeleteScopePolicy(std::string const& name, bool user) const {

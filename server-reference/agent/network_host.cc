@@ -16,24 +16,10 @@ namespace bai::agent {
 namespace {
 
 // Hooks run with an empty environment (no PATH): the tools by their full path.
-std::string Find(char const* name) {
-  for (char const* dir : {"/usr/sbin/", "/sbin/", "/usr/bin/", "/bin/"}) {
-    std::string path = std::string(dir) + name;
-    if (access(path.c_str(), X_OK) == 0) return path;
-  }
-  return "";
-}
-
 Status Ip(std::vector<std::string> args) {
-  static std::string const ip = Find("ip");
+  static std::string const ip = server::FindSystemTool("ip");
   args.insert(args.begin(), ip);
-  server::ProcessOptions o;
-  o.timeout = std::chrono::seconds(10);
-  auto r = server::RunProcess(args, o);
-  if (r.exit_code == 0) return Status();
-  std::string line;
-  for (auto const& a : args) line += (line.empty() ? "" : " ") + a;
-  return Status(StatusCode::kInternal, line + ": " + r.output);
+  return server::RunTool(args, std::chrono::seconds(10));
 }
 
 bool WriteSysctl(std::string const& path, char const* value) {
@@ -50,8 +36,9 @@ void DeleteHostInterface(std::string const& host_if) {
 }
 
 Status BridgeToolsAvailable() {
-  if (Find("ip").empty()) return Status(StatusCode::kFailedPrecondition, "no `ip` (iproute2)");
-  if (Find("nft").empty()) {
+  if (server::FindSystemTool("ip").empty())
+    return Status(StatusCode::kFailedPrecondition, "no `ip` (iproute2)");
+  if (server::FindSystemTool("nft").empty()) {
     return Status(StatusCode::kFailedPrecondition, "no `nft` (install Debian's nftables)");
   }
   return Status();
@@ -80,7 +67,7 @@ Status EnsureBridge(BridgeConfig const& config, std::string const& rules_file) {
   }
   server::ProcessOptions o;
   o.timeout = std::chrono::seconds(20);
-  auto r = server::RunProcess({Find("nft"), "-f", rules_file}, o);
+  auto r = server::RunProcess({server::FindSystemTool("nft"), "-f", rules_file}, o);
   if (r.exit_code != 0) {
     return Status(StatusCode::kInternal, "nft -f " + rules_file + ": " + r.output);
   }
@@ -90,7 +77,8 @@ Status EnsureBridge(BridgeConfig const& config, std::string const& rules_file) {
 Status RunNetworkHook(long pid, std::vector<std::string> const& args) {
   auto net = ParseNetworkHookArgs(args);
   if (!net.ok()) return net.status();
-  if (Find("ip").empty()) return Status(StatusCode::kFailedPrecondition, "no `ip` (iproute2)");
+  if (server::FindSystemTool("ip").empty())
+    return Status(StatusCode::kFailedPrecondition, "no `ip` (iproute2)");
   for (auto const& cmd : HostSideCommands(*net, pid)) {
     if (auto s = Ip(cmd); !s.ok()) return s;
   }

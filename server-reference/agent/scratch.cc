@@ -18,29 +18,6 @@ namespace bai::agent {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-std::string Find(char const* name) {
-  for (char const* dir : {"/usr/sbin/", "/sbin/", "/usr/bin/", "/bin/"}) {
-    std::string path = std::string(dir) + name;
-    if (access(path.c_str(), X_OK) == 0) return path;
-  }
-  return "";
-}
-
-Status Run(std::vector<std::string> argv) {
-  server::ProcessOptions o;
-  o.timeout = std::chrono::seconds(30);
-  auto r = server::RunProcess(argv, o);
-  if (r.exit_code == 0) return Status();
-  std::string line;
-  for (auto const& a : argv) line += (line.empty() ? "" : " ") + a;
-  return Status(StatusCode::kInternal,
-                line + " (exit " + std::to_string(r.exit_code) + "): " + r.output);
-}
-
-}  // namespace
-
 StatusOr<std::int64_t> ScratchSizeBytes(std::string const& what, std::string const& text) {
   auto size = protocol::ParseBinarySize(text);
   if (!size.ok() || size->is_zero() || size->is_unlimited()) {
@@ -58,9 +35,9 @@ StatusOr<std::string> ResolveScratchBacking(std::string const& asked) {
   std::string missing;
   if (access("/dev/loop-control", R_OK | W_OK) != 0)
     missing = "no /dev/loop-control";
-  else if (Find("mkfs.ext4").empty())
+  else if (server::FindSystemTool("mkfs.ext4").empty())
     missing = "no mkfs.ext4 (e2fsprogs)";
-  else if (Find("mount").empty())
+  else if (server::FindSystemTool("mount").empty())
     missing = "no mount (util-linux)";
   if (missing.empty()) return std::string(kScratchDisk);
   if (asked == "auto") return std::string(kScratchTmpfs);
@@ -89,14 +66,19 @@ Status PrepareDiskScratch(std::string const& kernel_dir, ScratchConfig const& co
   // No journal (scratch does not outlive its kernel), no blocks kept for root (the quota is
   // the work user's), inode tables written lazily: a few milliseconds whatever the size.
   std::string owner = std::to_string(uid) + ":" + std::to_string(gid);
-  if (auto s = Run({Find("mkfs.ext4"), "-q", "-F", "-m", "0", "-O", "^has_journal", "-E",
-                    "root_owner=" + owner + ",lazy_itable_init=1", image});
+  if (auto s = server::RunTool(
+          {server::FindSystemTool("mkfs.ext4"), "-q", "-F", "-m", "0", "-O", "^has_journal", "-E",
+           "root_owner=" + owner + ",lazy_itable_init=1", image},
+          std::chrono::seconds(30));
       !s.ok()) {
     return s;
   }
   std::error_code ec;
   fs::create_directory(mount_point, ec);
-  if (auto s = Run({Find("mount"), "-o", "loop,nosuid,nodev", image, mount_point}); !s.ok()) {
+  if (auto s = server::RunTool(
+          {server::FindSystemTool("mount"), "-o", "loop,nosuid,nodev", image, mount_point},
+          std::chrono::seconds(30));
+      !s.ok()) {
     return s;
   }
   std::string home_dir = mount_point + "/home", tmp_dir = mount_point + "/tmp";

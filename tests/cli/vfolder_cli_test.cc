@@ -73,6 +73,17 @@ class VFolderCliTest : public testing_util::LocalCluster {
         std::vector<std::string>{"/bin/sh", "-c", line}, env_);
   }
 
+  // `bai ARGS…` with another keypair (access key, secret key).
+  testing_util::ProcessResult BaiAs(std::pair<std::string, std::string> const& keys,
+                                    std::vector<std::string> args) {
+    auto saved = env_;
+    env_["BACKEND_ACCESS_KEY"] = keys.first;
+    env_["BACKEND_SECRET_KEY"] = keys.second;
+    auto r = Bai(std::move(args));
+    env_ = saved;
+    return r;
+  }
+
   std::string work_;
 };
 
@@ -331,14 +342,7 @@ TEST_F(VFolderCliTest, QuotasFromTheShell) {
   auto bob = manager_->store().SignUp("default", "bob@example.com", "bob", "x", "Bob");
   ASSERT_TRUE(bob.ok());
   ASSERT_EQ(Bai({"admin", "user", "update", "bob@example.com", "--policy", "tiny"}).exit_code, 0);
-  auto as_bob = [&](std::vector<std::string> args) {
-    auto saved = env_;
-    env_["BACKEND_ACCESS_KEY"] = bob->first;
-    env_["BACKEND_SECRET_KEY"] = bob->second;
-    auto r = Bai(std::move(args));
-    env_ = saved;
-    return r;
-  };
+  auto as_bob = [&](std::vector<std::string> args) { return BaiAs(*bob, std::move(args)); };
   ASSERT_EQ(as_bob({"vfolder", "create", "b1"}).exit_code, 0);
   auto second = as_bob({"vfolder", "create", "b2"});
   EXPECT_NE(second.exit_code, 0);
@@ -363,14 +367,7 @@ TEST_F(VFolderCliTest, QuotasFromTheShell) {
 TEST_F(VFolderCliTest, SharingAndCloningFromTheShell) {
   auto bob = manager_->store().SignUp("default", "bob@example.com", "bob", "x", "Bob");
   ASSERT_TRUE(bob.ok());
-  auto as_bob = [&](std::vector<std::string> args) {
-    auto saved = env_;
-    env_["BACKEND_ACCESS_KEY"] = bob->first;
-    env_["BACKEND_SECRET_KEY"] = bob->second;
-    auto r = Bai(std::move(args));
-    env_ = saved;
-    return r;
-  };
+  auto as_bob = [&](std::vector<std::string> args) { return BaiAs(*bob, std::move(args)); };
   ASSERT_EQ(Bai({"vfolder", "create", "data"}).exit_code, 0);
   testing_util::WriteFileBytes(work_ + "/f.txt", "shared bytes");
   ASSERT_EQ(Bai({"vfolder", "upload", "data", work_ + "/f.txt"}).exit_code, 0);

@@ -101,4 +101,23 @@ ProcessResult RunProcess(std::vector<std::string> const& argv, ProcessOptions co
   return result;
 }
 
+std::string FindSystemTool(char const* name) {
+  for (char const* dir : {"/usr/sbin/", "/sbin/", "/usr/bin/", "/bin/"}) {
+    std::string path = std::string(dir) + name;
+    if (access(path.c_str(), X_OK) == 0) return path;
+  }
+  return "";
+}
+
+Status RunTool(std::vector<std::string> const& argv, std::chrono::seconds timeout) {
+  ProcessOptions o;
+  o.timeout = timeout;
+  auto r = RunProcess(argv, o);
+  if (r.exit_code == 0) return Status();
+  std::string line;
+  for (auto const& a : argv) line += (line.empty() ? "" : " ") + a;
+  return Status(StatusCode::kInternal,
+                line + " (exit " + std::to_string(r.exit_code) + "): " + r.output);
+}
+
 }  // namespace bai::server

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "bai/status.h"
+
 #include <chrono>
 #include <string>
 #include <vector>
@@ -31,5 +33,13 @@ inline ProcessOptions StdoutOnly() {
 /// Runs argv[0] (looked up in PATH) and waits for it; the child is killed (SIGKILL) after
 /// `timeout`. For the agent's calls to runc, tar and the like: no shell is involved.
 ProcessResult RunProcess(std::vector<std::string> const& argv, ProcessOptions const& options = {});
+
+/// A system tool by its full path (/usr/sbin, /sbin, /usr/bin, /bin, in that order), or "":
+/// OCI hooks and the agent's helpers run without a PATH.
+std::string FindSystemTool(char const* name);
+
+/// Runs a tool to its end within `timeout`: ok when it exits 0, else kInternal naming the
+/// command line, its exit code and its output.
+Status RunTool(std::vector<std::string> const& argv, std::chrono::seconds timeout);
 
 }  // namespace bai::server
