@@ -153,8 +153,7 @@ class BlockConnection : public WebSocketConnection {
     h.opcode = opcode;
     h.length = payload.size();
     h.masked = true;
-    std::lock_guard<std::mutex> mask_lock(mask_mu_);
-    h.mask = NextMask();
+    h.mask = NextMask();  // under write_mu_, as seed_ is
     std::uint8_t head[ws::kMaxHeader];
     std::size_t head_size = ws::EncodeHeader(h, head);
     ws::ApplyMask(reinterpret_cast<std::uint8_t*>(payload.data()), payload.size(), h.mask, 0);
@@ -290,7 +289,6 @@ class BlockConnection : public WebSocketConnection {
   int fd_;
   std::size_t max_message_;
   std::uint64_t seed_ = 0;
-  std::mutex mask_mu_;
   std::mutex write_mu_;
   mutable std::mutex state_mu_;
   bool closed_ = false;
