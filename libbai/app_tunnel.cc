@@ -102,7 +102,10 @@ struct AppTunnel::Impl {
     bool answered = false;
     std::optional<Status> said;  // the close the server announced in a text frame
     while (true) {
-      auto e = socket->Receive(std::chrono::seconds(1));
+      // The app's bytes go to the local connection as they come (spliced where they can be).
+      bool local_failed = false;
+      auto e = socket->ReceiveInto(fd, std::chrono::seconds(1), local_failed);
+      if (local_failed) break;
       if (e.kind == WebSocketEvent::Kind::kTimeout) continue;
       if (e.kind == WebSocketEvent::Kind::kClosed) break;
       if (!e.message.binary) {
@@ -113,7 +116,6 @@ struct AppTunnel::Impl {
         continue;
       }
       answered = true;
-      if (!internal::WriteAll(fd, e.message.data)) break;
     }
     auto st = said ? *said : socket->CloseStatus();
     if (!st.ok() && !answered && st.code() != StatusCode::kCancelled) {

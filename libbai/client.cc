@@ -9,6 +9,7 @@
 #include "libbai/internal/decorators.h"
 #include "libbai/internal/json_codec.h"
 #include "libbai/internal/server_info_cache.h"
+#include "libbai/util/fd_io.h"
 #include "libbai/util/text.h"
 #include "libbai/util/url.h"
 
@@ -354,6 +355,16 @@ StatusOr<std::unique_ptr<WebSocketConnection>> Transport::OpenWebSocket(Transpor
 }
 
 WebSocketConnection::~WebSocketConnection() = default;
+
+WebSocketEvent WebSocketConnection::ReceiveInto(int out, std::chrono::milliseconds timeout,
+                                                bool& out_failed) {
+  auto e = Receive(timeout);
+  if (e.kind == WebSocketEvent::Kind::kMessage && e.message.binary) {
+    out_failed = !internal::WriteAll(out, e.message.data);
+    e.message.data.clear();
+  }
+  return e;
+}
 
 Status WebSocketCloseStatus(int code, std::string_view reason) {
   if (code == 1000) return Status();

@@ -120,6 +120,12 @@ class BAI_EXPORT WebSocketConnection {
   /// Waits up to `timeout` for the next message (messages already received come before the
   /// close).
   virtual WebSocketEvent Receive(std::chrono::milliseconds timeout) = 0;
+  /// Receive, with binary messages' bytes written to the descriptor `out` instead of into the
+  /// event (its message is then binary and empty): a tunnel's data forwarded without passing
+  /// through this process where the connection can (block frames move them with splice(2)).
+  /// `out_failed` is set when writing to `out` failed (the event is then kClosed-free: the
+  /// WebSocket is still open). Text messages come as Receive's.
+  virtual WebSocketEvent ReceiveInto(int out, std::chrono::milliseconds timeout, bool& out_failed);
   /// Starts a clean close with `code` and `reason` once queued messages are written.
   virtual void Close(int code, std::string reason) = 0;
   /// From any thread: ends the connection at once (no close handshake); waiting Send and

@@ -2,9 +2,12 @@
 #include "libbai/internal/block_websocket.h"
 
 #include "libbai/internal/ws_frames.h"
+#include "libbai/util/fd_io.h"
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -15,6 +18,7 @@
 #include <chrono>
 #include <cstring>
 #include <mutex>
+#include <string_view>
 #include <vector>
 
 namespace bai::internal {
@@ -39,6 +43,10 @@ class BlockConnection : public WebSocketConnection {
   ~BlockConnection() override {
     Cancel();
     close(fd_);
+    if (pipe_[0] >= 0) {
+      close(pipe_[0]);
+      close(pipe_[1]);
+    }
   }
 
   Status Send(WebSocketMessage message) override {
@@ -69,6 +77,64 @@ class BlockConnection : public WebSocketConnection {
         return event;
       }
       if (!Fill()) Lost();
+    }
+  }
+
+  WebSocketEvent ReceiveInto(int out, std::chrono::milliseconds timeout,
+                             bool& out_failed) override {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    WebSocketEvent event;
+    while (true) {
+      if (Ended()) {
+        event.kind = WebSocketEvent::Kind::kClosed;
+        return event;
+      }
+      if (remaining_ > 0 && binary_) {
+        // A binary frame's payload: what the buffer holds, then spliced from the socket.
+        std::size_t moved = 0;
+        if (end_ > begin_) {
+          moved = static_cast<std::size_t>(std::min<std::uint64_t>(end_ - begin_, remaining_));
+          if (!WriteAll(out, std::string_view(reinterpret_cast<char const*>(rx_.data() + begin_),
+                                              moved))) {
+            out_failed = true;
+          }
+          begin_ += moved;
+        } else if (splice_ok_) {
+          if (!WaitReadable(deadline)) {
+            event.kind = WebSocketEvent::Kind::kTimeout;
+            return event;
+          }
+          auto n = Splice(out, out_failed);
+          if (n < 0) continue;  // nothing yet, or splice refused (reads from here on)
+          if (n == 0) {
+            Lost();
+            continue;
+          }
+          moved = static_cast<std::size_t>(n);
+        } else {
+          if (!WaitReadable(deadline)) {
+            event.kind = WebSocketEvent::Kind::kTimeout;
+            return event;
+          }
+          if (!Fill()) Lost();
+          continue;
+        }
+        remaining_ -= moved;
+        if (remaining_ == 0 && final_) in_message_ = false;
+        event.kind = WebSocketEvent::Kind::kMessage;
+        event.message = {std::string(), true};
+        return event;
+      }
+      if (NextMessage(event.message, /*stop_at_binary=*/true)) {
+        event.kind = WebSocketEvent::Kind::kMessage;
+        return event;
+      }
+      if (Ended() || (remaining_ > 0 && binary_)) continue;
+      if (!WaitReadable(deadline)) {
+        event.kind = WebSocketEvent::Kind::kTimeout;
+        return event;
+      }
+      if (!FillHeader()) Lost();
     }
   }
 
@@ -181,6 +247,105 @@ class BlockConnection : public WebSocketConnection {
     return Status();
   }
 
+  // Waits until the socket can be read or `deadline` passes (false).
+  bool WaitReadable(std::chrono::steady_clock::time_point deadline) {
+    while (true) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() < 0) left = std::chrono::milliseconds(0);
+      pollfd p{fd_, POLLIN, 0};
+      int ready = poll(&p, 1, static_cast<int>(left.count()));
+      if (ready < 0 && errno == EINTR) continue;
+      return ready != 0;
+    }
+  }
+
+  // Reads no further than the next header when the buffer holds none whole, so the payload
+  // behind a binary frame's header stays in the socket for splice; otherwise as Fill.
+  bool FillHeader() {
+    std::size_t have = end_ - begin_;
+    std::size_t want = 0;
+    if (remaining_ == 0) {
+      if (have < 2) {
+        want = 2 - have;
+      } else {
+        std::uint8_t len7 = rx_[begin_ + 1] & 0x7F;
+        std::size_t whole = 2 + (len7 == 126 ? 2 : len7 == 127 ? 8 : 0);
+        if (have < whole) want = whole - have;
+      }
+    }
+    if (want == 0 || !splice_ok_) return Fill();
+    if (begin_ > 0 && begin_ == end_) begin_ = end_ = 0;
+    if (end_ + want > rx_.size()) {
+      std::memmove(rx_.data(), rx_.data() + begin_, end_ - begin_);
+      end_ -= begin_;
+      begin_ = 0;
+    }
+    while (true) {
+      ssize_t n = read(fd_, rx_.data() + end_, want);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      end_ += static_cast<std::size_t>(n);
+      return true;
+    }
+  }
+
+  // Moves up to the rest of the frame's payload from the socket to `out` through a pipe,
+  // without copying it here: its size, 0 at the socket's end, -1 when nothing came or splice is
+  // refused (then reads are used from here on). A failure of `out` sets `out_failed`; the
+  // bytes taken from the socket are then dropped with the pipe.
+  ssize_t Splice(int out, bool& out_failed) {
+    if (pipe_[0] < 0) {
+      if (pipe2(pipe_, O_CLOEXEC) != 0) {
+        splice_ok_ = false;
+        return -1;
+      }
+      int size = fcntl(pipe_[1], F_SETPIPE_SZ, 1 << 20);
+      pipe_size_ = size > 0 ? static_cast<std::size_t>(size) : 65536;
+    }
+    std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(remaining_, pipe_size_));
+    ssize_t n = splice(fd_, nullptr, pipe_[1], nullptr, want, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+    if (n < 0) {
+      if (errno != EAGAIN && errno != EINTR) splice_ok_ = false;
+      return -1;
+    }
+    // splice(2) to a socket whose peer has gone raises SIGPIPE (it has no MSG_NOSIGNAL): held
+    // back on this thread while it runs, and the one it raised taken before letting go.
+    sigset_t pipe_signal, before;
+    sigemptyset(&pipe_signal);
+    sigaddset(&pipe_signal, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_signal, &before);
+    struct Restore {
+      sigset_t const& pipe_signal;
+      sigset_t const& before;
+      bool raised = false;
+      ~Restore() {
+        if (raised && !sigismember(&before, SIGPIPE)) {
+          timespec zero{0, 0};
+          sigtimedwait(&pipe_signal, nullptr, &zero);
+        }
+        pthread_sigmask(SIG_SETMASK, &before, nullptr);
+      }
+    } restore{pipe_signal, before};
+    for (ssize_t left = n; left > 0;) {
+      ssize_t m = out_failed ? -1
+                             : splice(pipe_[0], nullptr, out, nullptr,
+                                      static_cast<std::size_t>(left), SPLICE_F_MOVE);
+      if (m < 0 && errno == EPIPE) restore.raised = true;
+      if (m < 0 && errno == EINTR) continue;
+      if (m <= 0) {
+        // `out` is gone: what the pipe holds is dropped with it.
+        out_failed = true;
+        close(pipe_[0]);
+        close(pipe_[1]);
+        pipe_[0] = pipe_[1] = -1;
+        break;
+      }
+      left -= m;
+    }
+    return n;
+  }
+
   // Reads what the socket has into the buffer; false at its end.
   bool Fill() {
     if (begin_ > 0 && begin_ == end_) begin_ = end_ = 0;
@@ -201,7 +366,7 @@ class BlockConnection : public WebSocketConnection {
   // The next message from the buffer, or false when more bytes are needed. A binary message's
   // payload is passed on a piece at a time as it arrives (a tunnel's bytes are a stream); a
   // text message whole. Pings are answered; a close ends the connection.
-  bool NextMessage(WebSocketMessage& out) {
+  bool NextMessage(WebSocketMessage& out, bool stop_at_binary = false) {
     while (true) {
       if (remaining_ == 0) {
         ws::FrameHeader h;
@@ -260,6 +425,7 @@ class BlockConnection : public WebSocketConnection {
           continue;
         }
       }
+      if (stop_at_binary && binary_) return false;  // ReceiveInto moves the payload
       std::size_t have = end_ - begin_;
       if (have == 0) return false;
       std::size_t take = static_cast<std::size_t>(std::min<std::uint64_t>(have, remaining_));
@@ -300,6 +466,10 @@ class BlockConnection : public WebSocketConnection {
   std::vector<std::uint8_t> rx_;
   std::size_t begin_ = 0, end_ = 0;
   std::uint64_t remaining_ = 0;  // of the current frame's payload
+  // ReceiveInto's pipe for splice(2), made on first use; splice_ok_ false where it failed.
+  int pipe_[2] = {-1, -1};
+  std::size_t pipe_size_ = 0;
+  bool splice_ok_ = true;
   bool final_ = true, binary_ = true, in_message_ = false;
   std::string text_;
 };

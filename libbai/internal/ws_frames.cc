@@ -69,12 +69,32 @@ ParseResult ParseHeader(std::uint8_t const* data, std::size_t size, bool from_se
 
 void ApplyMask(std::uint8_t* data, std::size_t size, std::array<std::uint8_t, 4> const& mask,
                std::uint64_t offset) {
-  // The mask rotated to this piece's start, then 8 bytes at a time.
-  std::uint8_t key[8];
-  for (int i = 0; i < 8; ++i) key[i] = mask[(offset + i) & 3];
-  std::uint64_t wide;
-  std::memcpy(&wide, key, 8);
+  // The mask rotated to this piece's start, then 64 bytes at a time in four 16-byte vectors
+  // (SSE2 on x86-64, NEON on arm64: a tunnel's every byte passes here twice, at the agent and
+  // at the manager), then 8, then the rest.
+  using V16 = std::uint8_t __attribute__((vector_size(16)));
+  std::uint8_t key[16];
+  for (int i = 0; i < 16; ++i) key[i] = mask[(offset + i) & 3];
+  V16 k16;
+  std::memcpy(&k16, key, 16);
   std::size_t i = 0;
+  for (; i + 64 <= size; i += 64) {
+    V16 a, b, c, d;
+    std::memcpy(&a, data + i, 16);
+    std::memcpy(&b, data + i + 16, 16);
+    std::memcpy(&c, data + i + 32, 16);
+    std::memcpy(&d, data + i + 48, 16);
+    a ^= k16;
+    b ^= k16;
+    c ^= k16;
+    d ^= k16;
+    std::memcpy(data + i, &a, 16);
+    std::memcpy(data + i + 16, &b, 16);
+    std::memcpy(data + i + 32, &c, 16);
+    std::memcpy(data + i + 48, &d, 16);
+  }
+  std::uint64_t wide;
+  std::memcpy(&wide, key, 8);  // 16 and 64 are multiples of 4: the key's phase is unchanged
   for (; i + 8 <= size; i += 8) {
     std::uint64_t v;
     std::memcpy(&v, data + i, 8);

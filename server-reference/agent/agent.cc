@@ -393,6 +393,7 @@ struct Agent::Impl {
       open.rows = m.rows;
       open.cols = m.cols;
       open.port = m.port;
+      open.pass_socket = m.kind == "tcp";  // the kernel's connection itself, not a relay of it
       auto fd = backend->OpenStream(m.session_id, open);
       auto endpoint = internal::ParseEndpoint(url);
       if (!endpoint.ok()) {

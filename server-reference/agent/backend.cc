@@ -6,6 +6,7 @@
 #include "server-reference/common/fs/image_root.h"
 
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -128,6 +129,24 @@ bool ProcessInCgroup(pid_t pid, int version, std::string const& cgroup_path) {
   return false;
 }
 
+namespace {
+
+// A connected TCP stream socket: what a kernel may hand over for a tcp stream, nothing else
+// (the agent reads and writes what it gets as a port's bytes).
+bool IsTcpSocket(int fd) {
+  int domain = 0, type = 0, protocol = 0;
+  socklen_t len = sizeof domain;
+  if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0) return false;
+  len = sizeof type;
+  if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0) return false;
+  len = sizeof protocol;
+  if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &protocol, &len) != 0) return false;
+  return (domain == AF_INET || domain == AF_INET6) && type == SOCK_STREAM &&
+         protocol == IPPROTO_TCP;
+}
+
+}  // namespace
+
 StatusOr<int> HandshakeStream(int fd, server::runner_protocol::StreamOpen const& open,
                               std::string* status) {
   namespace rp = server::runner_protocol;
@@ -138,6 +157,13 @@ StatusOr<int> HandshakeStream(int fd, server::runner_protocol::StreamOpen const&
   }
   // The answer, byte by byte: what follows it belongs to the stream.
   std::string answer;
+  // A tcp stream's connected socket may come with the answer (pass_socket); only then, and
+  // only a TCP socket, is it taken.
+  int passed = -1;
+  auto drop_passed = [&passed] {
+    if (passed >= 0) close(passed);
+    passed = -1;
+  };
   // A service's answer waits for its port (30 s at most in the runner); others come at once.
   auto deadline =
       std::chrono::steady_clock::now() + std::chrono::seconds(open.kind == "service" ? 45 : 15);
@@ -147,13 +173,26 @@ StatusOr<int> HandshakeStream(int fd, server::runner_protocol::StreamOpen const&
     pollfd p{fd, POLLIN, 0};
     if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
     char c;
-    if (read(fd, &c, 1) != 1) break;
+    if (!internal::ReadByteWithDescriptor(fd, c, open.pass_socket ? &passed : nullptr)) break;
     if (c == '\n') {
       auto ready = rp::DecodeStreamReady(answer);
       if (ready.ok() && ready->ok) {
         if (status) *status = ready->status;
-        return fd;
+        if (!ready->passed) {
+          drop_passed();
+          return fd;
+        }
+        if (passed < 0 || !IsTcpSocket(passed)) {
+          drop_passed();
+          close(fd);
+          return Status(StatusCode::kInternal, "the kernel passed no TCP socket");
+        }
+        close(fd);
+        int flags = fcntl(passed, F_GETFL);
+        if (flags >= 0) fcntl(passed, F_SETFL, flags & ~O_NONBLOCK);
+        return passed;
       }
+      drop_passed();
       close(fd);
       if (!ready.ok()) return Status(StatusCode::kInternal, "a malformed stream answer");
       return Status(ready->code == 1013 ? StatusCode::kUnavailable : StatusCode::kInternal,
@@ -161,6 +200,7 @@ StatusOr<int> HandshakeStream(int fd, server::runner_protocol::StreamOpen const&
     }
     answer.push_back(c);
   }
+  drop_passed();
   close(fd);
   return Status(StatusCode::kInternal, "the kernel did not answer the stream request");
 }

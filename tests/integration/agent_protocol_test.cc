@@ -88,7 +88,7 @@ struct FakeLink {
   ~FakeLink() {
     if (handlers.on_close) handlers.on_close(1000);
   }
-  void Send(std::string const& text) { handlers.on_message(socket, text); }
+  void Send(std::string const& text) { handlers.on_message(socket, std::string(text)); }
   std::string Nonce() {
     auto c = socket->All<ap::Challenge>();
     return c.empty() ? "" : c.front().nonce;

@@ -10,12 +10,15 @@
 #include "server-reference/agent/backend.h"
 #include "tests/testing_util/subprocess.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <filesystem>
 #include <thread>
 
@@ -141,6 +144,114 @@ TEST_F(ExecStreamTest, AClientGoingAwayEndsTheCommand) {
 TEST_F(ExecStreamTest, ACommandIsRequired) {
   auto fd = Open({});
   EXPECT_FALSE(fd.ok());
+}
+
+// A tcp stream: the runner connects to the kernel's port and, asked to, hands the connected
+// socket to the agent with its answer (one hop fewer for every byte of an app); asked not to,
+// it relays the bytes itself as before.
+class TcpStreamTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    listener_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    ASSERT_EQ(listen(listener_, 4), 0);
+    socklen_t len = sizeof addr;
+    getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+  }
+  void TearDown() override {
+    if (server_.joinable()) server_.join();
+    close(listener_);
+  }
+  StatusOr<int> Open(bool pass) {
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+      return Status(StatusCode::kInternal, "socketpair");
+    }
+    StreamServeOptions o;
+    o.workdir = "/";
+    sigemptyset(&o.child_mask);
+    server_ = std::thread([fd = pair[1], o] { ServeStream(fd, o); });
+    runner_protocol::StreamOpen open;
+    open.kind = "tcp";
+    open.port = port_;
+    open.pass_socket = pass;
+    return agent::HandshakeStream(pair[0], open);
+  }
+  // Bytes both ways between the agent's end and the service's accepted connection.
+  void RoundTrip(int agent_end) {
+    int service = accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+    ASSERT_GE(service, 0);
+    ASSERT_TRUE(internal::WriteAll(agent_end, "ping"));
+    char buf[16] = {};
+    ASSERT_EQ(read(service, buf, 4), 4);
+    EXPECT_EQ(std::string(buf, 4), "ping");
+    ASSERT_TRUE(internal::WriteAll(service, "pong"));
+    ASSERT_EQ(read(agent_end, buf, 4), 4);
+    EXPECT_EQ(std::string(buf, 4), "pong");
+    close(service);
+    EXPECT_EQ(read(agent_end, buf, 4), 0) << "the service's end reaches the agent";
+  }
+  static int Domain(int fd) {
+    int domain = -1;
+    socklen_t len = sizeof domain;
+    getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len);
+    return domain;
+  }
+  int listener_ = -1;
+  int port_ = 0;
+  std::thread server_;
+};
+
+TEST_F(TcpStreamTest, TheConnectedSocketIsHandedToTheAgentWhenAskedFor) {
+  auto fd = Open(true);
+  ASSERT_TRUE(fd.ok()) << fd.status().message();
+  EXPECT_EQ(Domain(*fd), AF_INET) << "the kernel's own TCP connection";
+  EXPECT_EQ(fcntl(*fd, F_GETFL) & O_NONBLOCK, 0) << "blocking, as the agent's bridge reads it";
+  RoundTrip(*fd);
+  close(*fd);
+}
+
+TEST_F(TcpStreamTest, WithoutAskingTheRunnerRelaysTheBytes) {
+  auto fd = Open(false);
+  ASSERT_TRUE(fd.ok()) << fd.status().message();
+  EXPECT_EQ(Domain(*fd), AF_UNIX);
+  RoundTrip(*fd);
+  close(*fd);
+}
+
+// A kernel's runner is not trusted: what it hands over must be a TCP socket, and nothing it
+// sends unasked is kept.
+TEST_F(TcpStreamTest, AHandedOverDescriptorThatIsNoTcpSocketIsRefused) {
+  for (bool asked : {true, false}) {
+    int pair[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
+    int pipe_fds[2];
+    ASSERT_EQ(pipe2(pipe_fds, O_CLOEXEC), 0);
+    std::thread hostile([fd = pair[1], passed = pipe_fds[0]] {
+      char c;
+      while (read(fd, &c, 1) == 1 && c != '\n') {
+      }
+      internal::WriteAllWithDescriptor(fd, "{\"ok\":true,\"passed\":true}\n", passed);
+      close(fd);
+    });
+    runner_protocol::StreamOpen open;
+    open.kind = "tcp";
+    open.port = port_;
+    open.pass_socket = asked;
+    auto fd = agent::HandshakeStream(pair[0], open);
+    hostile.join();
+    EXPECT_FALSE(fd.ok()) << "asked " << asked;
+    if (fd.ok()) close(*fd);
+    // The pipe's read end went to the agent and was closed there: its write end now fails.
+    close(pipe_fds[0]);
+    signal(SIGPIPE, SIG_IGN);
+    EXPECT_EQ(write(pipe_fds[1], "x", 1), -1) << "the agent still holds the passed pipe";
+    close(pipe_fds[1]);
+  }
 }
 
 }  // namespace

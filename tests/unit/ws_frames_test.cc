@@ -68,13 +68,17 @@ TEST(WsFramesTest, AMaskAppliedInPiecesEqualsOneApplied) {
   std::array<std::uint8_t, 4> mask{0x12, 0x34, 0x56, 0x78};
   std::string payload;
   for (int i = 0; i < 1000; ++i) payload.push_back(static_cast<char>(i * 7));
-  std::string whole = payload, pieces = payload;
+  std::string whole = payload;
   ApplyMask(reinterpret_cast<std::uint8_t*>(whole.data()), whole.size(), mask, 0);
-  for (std::size_t at = 0; at < pieces.size(); at += 13) {
-    std::size_t n = std::min<std::size_t>(13, pieces.size() - at);
-    ApplyMask(reinterpret_cast<std::uint8_t*>(pieces.data()) + at, n, mask, at);
+  // Pieces shorter than, across and longer than the 64-byte vector steps, each at its offset.
+  for (std::size_t piece : {1, 13, 70, 333}) {
+    std::string pieces = payload;
+    for (std::size_t at = 0; at < pieces.size(); at += piece) {
+      std::size_t n = std::min<std::size_t>(piece, pieces.size() - at);
+      ApplyMask(reinterpret_cast<std::uint8_t*>(pieces.data()) + at, n, mask, at);
+    }
+    EXPECT_EQ(whole, pieces) << "pieces of " << piece;
   }
-  EXPECT_EQ(whole, pieces);
   // RFC 6455 §5.3: byte i XOR mask[i % 4].
   for (std::size_t i = 0; i < payload.size(); ++i) {
     EXPECT_EQ(static_cast<std::uint8_t>(whole[i]),

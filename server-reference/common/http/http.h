@@ -82,9 +82,10 @@ class WebSocket {
 /// Callbacks of an accepted WebSocket, run on its strand.
 struct WebSocketHandlers {
   std::function<void(std::shared_ptr<WebSocket> const&)> on_open;
-  /// A text frame (and a binary one when `on_binary` is not set).
-  std::function<void(std::shared_ptr<WebSocket> const&, std::string const&)> on_message;
-  std::function<void(std::shared_ptr<WebSocket> const&, std::string const&)> on_binary;
+  /// A text frame (and a binary one when `on_binary` is not set). The message is the
+  /// handler's to keep (a relay moves it on without a copy).
+  std::function<void(std::shared_ptr<WebSocket> const&, std::string&&)> on_message;
+  std::function<void(std::shared_ptr<WebSocket> const&, std::string&&)> on_binary;
   /// Once, however the socket ended: `code` is the peer's close code, 1000 after our own
   /// Close, 1006 when the connection ended without a close frame.
   std::function<void(int code)> on_close;

@@ -4,6 +4,7 @@
 
 #include "bai/protocol/errors.h"
 
+#include "libbai/internal/ws_frames.h"
 #include "libbai/util/text.h"
 #include "server-reference/common/http/problem.h"
 
@@ -163,6 +164,12 @@ class WsSession : public WebSocket, public std::enable_shared_from_this<WsSessio
     }
     ws_.async_accept(request, [self = shared_from_this()](beast::error_code ec) {
       if (ec) return self->Finish(1006);
+      if (self->gated_) {
+        // Block frames from here on, on the socket itself (Beast's stream is not used again).
+        self->raw_ = true;
+        beast::get_lowest_layer(self->ws_).expires_never();
+        self->rx_.resize(kRawBlock);
+      }
       if (self->handlers_.on_open) self->handlers_.on_open(self);
       self->MaybeRead();
     });
@@ -208,9 +215,14 @@ class WsSession : public WebSocket, public std::enable_shared_from_this<WsSessio
   }
 
  private:
+  static constexpr std::size_t kRawBlock = 256 << 10;
+  static constexpr std::size_t kMaxText = 16 << 20;
+  static constexpr int kRawGather = 16;  // frames per write
+
   struct Frame {
     std::string data;
     bool binary;
+    std::uint8_t control = 0;  // block frames: a close or pong instead of data
   };
 
   bool Queue(std::string data, bool binary) {
@@ -229,6 +241,7 @@ class WsSession : public WebSocket, public std::enable_shared_from_this<WsSessio
   }
 
   void MaybeRead() {
+    if (raw_) return RawRead();
     if (reading_ || paused_ || closed_) return;
     reading_ = true;
     ws_.async_read(buffer_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
@@ -259,9 +272,9 @@ class WsSession : public WebSocket, public std::enable_shared_from_this<WsSessio
       }
       try {
         if (binary && self->handlers_.on_binary) {
-          self->handlers_.on_binary(self, data);
+          self->handlers_.on_binary(self, std::move(data));
         } else if (self->handlers_.on_message) {
-          self->handlers_.on_message(self, data);
+          self->handlers_.on_message(self, std::move(data));
         }
       } catch (std::exception const& e) {
         // A handler that throws loses its connection, never the process.
@@ -274,6 +287,7 @@ class WsSession : public WebSocket, public std::enable_shared_from_this<WsSessio
   }
 
   void DoWrite() {
+    if (raw_) return RawWrite();
     writing_ = true;
     ws_.binary(queue_.front().binary);
     ws_.async_write(net::buffer(queue_.front().data),
@@ -293,6 +307,7 @@ class WsSession : public WebSocket, public std::enable_shared_from_this<WsSessio
   }
 
   void DoClose() {
+    if (raw_) return RawClose();
     ws_.async_close(close_reason_, [self = shared_from_this()](beast::error_code) {
       self->Finish(self->close_reason_.code);
     });
@@ -301,8 +316,245 @@ class WsSession : public WebSocket, public std::enable_shared_from_this<WsSessio
   void Finish(int code) {
     if (closed_.exchange(true)) return;
     drained_ = {};
+    if (raw_) {
+      boost::system::error_code ec;
+      close_timer_.reset();
+      beast::get_lowest_layer(ws_).socket().close(ec);
+    }
     if (handlers_.on_close) handlers_.on_close(code);
     handlers_ = {};  // drop captured references, breaking cycles
+  }
+
+  // --- block frames (a block_tunnel after its upgrade) ------------------------------------------
+  // The socket is read a block at a time and its frames parsed in place (libbai's ws_frames):
+  // a binary frame's payload is passed on in the pieces it arrives in (a tunnel's bytes are a
+  // stream), unmasked once and copied once; writes gather queued frames into one writev. Beast
+  // unmasked a byte at a time and copied each message twice.
+
+  tcp::socket& Socket() { return beast::get_lowest_layer(ws_).socket(); }
+
+  void RawRead() {
+    if (reading_ || closed_) return;
+    if (!RawParse() || paused_ || closed_) return;
+    if (rx_begin_ == rx_end_) {
+      rx_begin_ = rx_end_ = 0;
+    } else if (rx_end_ == rx_.size()) {
+      // A partial header or control frame at the end: moved to the front (a few bytes).
+      std::memmove(rx_.data(), rx_.data() + rx_begin_, rx_end_ - rx_begin_);
+      rx_end_ -= rx_begin_;
+      rx_begin_ = 0;
+    }
+    reading_ = true;
+    Socket().async_read_some(
+        net::buffer(rx_.data() + rx_end_, rx_.size() - rx_end_),
+        [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+          self->reading_ = false;
+          if (ec) return self->Finish(self->close_sent_ ? self->close_reason_.code : 1006);
+          self->rx_end_ += n;
+          self->RawRead();
+        });
+  }
+
+  // Protocol errors close with 1002 and drop what else came.
+  bool RawFail(char const* why) {
+    rx_begin_ = rx_end_ = 0;
+    queue_.clear();
+    backlog_ = 0;
+    gated_ = false;
+    if (!closing_) {
+      closing_ = true;
+      close_reason_ = websocket::close_reason(websocket::close_code::protocol_error, why);
+      if (!writing_) RawClose();
+    }
+    return false;
+  }
+
+  // Passes on what the buffer holds; false when reading must stop (closed, or failed).
+  bool RawParse() {
+    namespace ws = internal::ws;
+    while (!paused_ && !closed_) {
+      std::uint8_t* at = rx_.data() + rx_begin_;
+      std::size_t have = rx_end_ - rx_begin_;
+      if (remaining_ == 0) {
+        ws::FrameHeader h;
+        std::size_t size = 0;
+        auto r = ws::ParseHeader(at, have, /*from_server=*/false, h, size);
+        if (r == ws::ParseResult::kIncomplete) return true;
+        if (r == ws::ParseResult::kMalformed) return RawFail("malformed frame");
+        bool control = (h.opcode & 0x08) != 0;
+        if (control) {
+          if (have < size + h.length) return true;  // whole (≤ 139 bytes) before it is read
+          ws::ApplyMask(at + size, h.length, h.mask, 0);
+          std::string payload(reinterpret_cast<char const*>(at + size), h.length);
+          rx_begin_ += size + h.length;
+          if (h.opcode == ws::kPing && !closing_) {
+            QueueControl(ws::kPong, std::move(payload));
+          } else if (h.opcode == ws::kClose) {
+            int code = payload.size() >= 2 ? (static_cast<std::uint8_t>(payload[0]) << 8) |
+                                                 static_cast<std::uint8_t>(payload[1])
+                                           : 1005;
+            if (code == 1005) code = 1000;
+            if (close_sent_ || closing_) {
+              // The answer to ours (or ours is on its way): done once it has gone.
+              peer_closed_ = code;
+              if (close_sent_) Finish(close_reason_.code);
+              return false;
+            }
+            // The client's: answered with the same code, after what is being written.
+            peer_closed_ = code;
+            queue_.clear();
+            backlog_ = 0;
+            closing_ = true;
+            close_reason_ = websocket::close_reason(static_cast<websocket::close_code>(code));
+            if (!writing_) RawClose();
+            return false;
+          }
+          continue;
+        }
+        if (h.opcode == ws::kContinuation) {
+          if (!in_message_) return RawFail("continuation without a message");
+        } else {
+          if (in_message_) return RawFail("a new message inside a fragmented one");
+          in_message_ = true;
+          binary_ = h.opcode == ws::kBinary;
+          text_.clear();
+        }
+        rx_begin_ += size;
+        remaining_ = h.length;
+        offset_ = 0;
+        final_ = h.fin;
+        mask_ = h.mask;
+        if (remaining_ == 0) {
+          if (final_) {
+            in_message_ = false;
+            if (!binary_ && !Deliver(std::move(text_), false)) return false;
+          }
+        }
+        continue;
+      }
+      if (have == 0) return true;
+      std::size_t take = static_cast<std::size_t>(std::min<std::uint64_t>(have, remaining_));
+      ws::ApplyMask(at, take, mask_, offset_);
+      rx_begin_ += take;
+      remaining_ -= take;
+      offset_ += take;
+      bool done = remaining_ == 0 && final_;
+      if (done) in_message_ = false;
+      if (binary_) {
+        if (!Deliver(std::string(reinterpret_cast<char const*>(at), take), true)) return false;
+        continue;
+      }
+      text_.append(reinterpret_cast<char const*>(at), take);
+      if (text_.size() > kMaxText) return RawFail("message too large");
+      if (done && !Deliver(std::move(text_), false)) return false;
+    }
+    return true;
+  }
+
+  // One message (or a binary piece) to the handlers; the first must be the go.
+  bool Deliver(std::string data, bool binary) {
+    if (gated_) {
+      if (binary || data != kBlockTunnelGo)
+        return RawFail("a block tunnel begins with its go frame");
+      gated_ = false;
+      if (!writing_ && !queue_.empty()) {
+        RawWrite();
+      } else if (!writing_ && closing_) {
+        RawClose();
+      }
+      return true;
+    }
+    try {
+      if (binary && handlers_.on_binary) {
+        handlers_.on_binary(shared_from_this(), std::move(data));
+      } else if (handlers_.on_message) {
+        handlers_.on_message(shared_from_this(), std::move(data));
+      }
+    } catch (std::exception const& e) {
+      std::fprintf(stderr, "websocket message handler failed: %s\n", e.what());
+      Close(1011, "internal error");
+      return false;
+    }
+    return true;
+  }
+
+  void QueueControl(std::uint8_t opcode, std::string payload) {
+    queue_.push_back({std::move(payload), false, opcode});
+    if (!writing_ && !gated_) RawWrite();
+  }
+
+  void RawWrite() {
+    namespace ws = internal::ws;
+    if (queue_.empty() || closed_) return;
+    writing_ = true;
+    int count = std::min<int>(kRawGather, static_cast<int>(queue_.size()));
+    std::vector<net::const_buffer> parts;
+    parts.reserve(2 * count);
+    for (int i = 0; i < count; ++i) {
+      Frame const& f = queue_[i];
+      ws::FrameHeader h;
+      h.opcode = f.control != 0 ? f.control
+                                : static_cast<std::uint8_t>(f.binary ? ws::kBinary : ws::kText);
+      h.length = f.data.size();
+      std::size_t n = ws::EncodeHeader(h, heads_[i].data());
+      parts.emplace_back(heads_[i].data(), n);
+      if (!f.data.empty()) parts.emplace_back(f.data.data(), f.data.size());
+    }
+    net::async_write(Socket(), parts,
+                     [self = shared_from_this(), count](beast::error_code ec, std::size_t) {
+                       self->writing_ = false;
+                       if (ec) return self->Finish(1006);
+                       for (int i = 0; i < count && !self->queue_.empty(); ++i) {
+                         if (self->queue_.front().control == 0) {
+                           self->backlog_ -= self->queue_.front().data.size();
+                         }
+                         self->queue_.pop_front();
+                       }
+                       if (self->drained_.second && self->backlog_.load() < self->drained_.first) {
+                         auto cb = std::move(self->drained_.second);
+                         self->drained_ = {};
+                         cb();
+                       }
+                       if (!self->queue_.empty()) return self->RawWrite();
+                       if (self->closing_) self->RawClose();
+                     });
+  }
+
+  // Our close frame, once what was queued has gone; then the client's answer, for at most 5 s.
+  void RawClose() {
+    namespace ws = internal::ws;
+    if (close_sent_ || closed_) return;
+    close_sent_ = true;
+    std::string payload;
+    int code = close_reason_.code;
+    payload.push_back(static_cast<char>(code >> 8));
+    payload.push_back(static_cast<char>(code & 0xFF));
+    payload.append(close_reason_.reason.data(),
+                   std::min<std::size_t>(close_reason_.reason.size(), 120));
+    queue_.push_back({std::move(payload), false, ws::kClose});
+    writing_ = true;
+    ws::FrameHeader h;
+    h.opcode = ws::kClose;
+    h.length = queue_.back().data.size();
+    std::size_t n = ws::EncodeHeader(h, heads_[0].data());
+    std::array<net::const_buffer, 2> parts = {net::const_buffer(heads_[0].data(), n),
+                                              net::buffer(queue_.back().data)};
+    net::async_write(
+        Socket(), parts, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+          self->writing_ = false;
+          self->queue_.clear();
+          if (ec || self->peer_closed_ != 0) return self->Finish(self->close_reason_.code);
+          boost::system::error_code ignored;
+          self->Socket().shutdown(tcp::socket::shutdown_send, ignored);
+          self->paused_ = false;  // the client's close is read whatever the relay wanted
+          self->close_timer_ = std::make_unique<net::steady_timer>(self->Socket().get_executor());
+          self->close_timer_->expires_after(std::chrono::seconds(5));
+          self->close_timer_->async_wait(
+              [weak = std::weak_ptr<WsSession>(self)](beast::error_code e) {
+                if (auto s = weak.lock(); s && !e) s->Finish(s->close_reason_.code);
+              });
+          self->RawRead();
+        });
   }
 
   websocket::stream<beast::tcp_stream> ws_;
@@ -318,6 +570,18 @@ class WsSession : public WebSocket, public std::enable_shared_from_this<WsSessio
   bool closing_ = false;
   bool gated_ = false;  // block_tunnel: nothing written before the client's go
   std::atomic<bool> closed_{false};
+  // Block frames (raw_: the upgrade agreed to them).
+  bool raw_ = false;
+  std::vector<std::uint8_t> rx_;
+  std::size_t rx_begin_ = 0, rx_end_ = 0;
+  std::uint64_t remaining_ = 0, offset_ = 0;  // of the frame being read
+  std::array<std::uint8_t, 4> mask_{};
+  bool final_ = true, binary_ = true, in_message_ = false;
+  std::string text_;
+  std::array<std::array<std::uint8_t, internal::ws::kMaxHeader>, kRawGather> heads_{};
+  bool close_sent_ = false;
+  int peer_closed_ = 0;  // the client's close code, once it came
+  std::unique_ptr<net::steady_timer> close_timer_;
 };
 
 class Connection : public std::enable_shared_from_this<Connection> {

@@ -235,6 +235,7 @@ std::string EncodeStreamOpen(StreamOpen const& m) {
   } else {
     j["port"] = m.port;
   }
+  if (m.kind == "tcp" && m.pass_socket) j["pass_socket"] = true;
   if (m.kind == "service-stop") j["name"] = m.name;
   if (m.kind == "service") {
     j["name"] = m.name;
@@ -268,6 +269,7 @@ StatusOr<StreamOpen> DecodeStreamOpen(std::string_view line) {
   } else if (m.kind == "tcp" || m.kind == "service") {
     m.port = static_cast<int>(r.Int("port", 0));
     if (m.port < 1 || m.port > 65535) r.Fail("port", "1 to 65535");
+    if (m.kind == "tcp") m.pass_socket = r.Bool("pass_socket", false);
     if (m.kind == "service") {
       m.name = r.Required("name");
       for (auto [key, field] : {std::pair{"arguments", &m.arguments}, std::pair{"envs", &m.envs}}) {
@@ -294,6 +296,7 @@ StatusOr<StreamOpen> DecodeStreamOpen(std::string_view line) {
 std::string EncodeStreamReady(StreamReady const& m) {
   json j = {{"ok", m.ok}};
   if (!m.status.empty()) j["status"] = m.status;
+  if (m.passed) j["passed"] = true;
   if (!m.ok) {
     j["code"] = m.code;
     j["msg"] = m.msg;
@@ -310,6 +313,7 @@ StatusOr<StreamReady> DecodeStreamReady(std::string_view line) {
   m.code = static_cast<int>(r.Int("code", 1011));
   m.msg = r.String("msg");
   m.status = r.String("status");
+  m.passed = r.Bool("passed", false);
   if (!r.ok()) return Status(StatusCode::kInvalidArgument, r.error());
   return m;
 }

@@ -138,6 +138,10 @@ struct StreamOpen {
   std::vector<std::string>
       command;   ///< pty: this program (PATH searched), not a login shell; exec: the command
   int port = 0;  ///< tcp: the container port to connect to (on 127.0.0.1); service: its port
+  /// tcp: hand the connected socket over (SCM_RIGHTS, with the answer's line) instead of
+  /// relaying its bytes; the answer says `passed` when it did. A runner that does not know it
+  /// relays, as before.
+  bool pass_socket = false;
   /// service: start the app `name` (its service definition) once, with the user's `arguments`
   /// (option → value, "" for a flag) and `envs`, each within the definition's allow-lists; the
   /// answer comes once its port accepts connections, and the connection ends. service-stop:
@@ -152,7 +156,8 @@ struct StreamReady {
   bool ok = false;
   int code = 0;  ///< when not ok: the WebSocket close code it means (1013 refused, 1011 other)
   std::string msg;
-  std::string status;  ///< service: started | running; service-stop: stopped | not-running
+  std::string status;   ///< service: started | running; service-stop: stopped | not-running
+  bool passed = false;  ///< tcp with pass_socket: the connected socket came with this line
 };
 std::string EncodeStreamOpen(StreamOpen const& m);
 StatusOr<StreamOpen> DecodeStreamOpen(std::string_view line);

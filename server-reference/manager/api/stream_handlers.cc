@@ -172,11 +172,11 @@ class RelayStream : public std::enable_shared_from_this<RelayStream> {
     server::WebSocketHandlers h;
     auto self = shared_from_this();
     h.on_open = [self](std::shared_ptr<server::WebSocket> const& ws) { self->ClientOpened(ws); };
-    h.on_message = [self](std::shared_ptr<server::WebSocket> const& ws, std::string const& t) {
-      self->FromClient(ws, t, false);
+    h.on_message = [self](std::shared_ptr<server::WebSocket> const& ws, std::string&& t) {
+      self->FromClient(ws, std::move(t), false);
     };
-    h.on_binary = [self](std::shared_ptr<server::WebSocket> const& ws, std::string const& b) {
-      self->FromClient(ws, b, true);
+    h.on_binary = [self](std::shared_ptr<server::WebSocket> const& ws, std::string&& b) {
+      self->FromClient(ws, std::move(b), true);
     };
     h.on_close = [self](int) {
       std::shared_ptr<server::WebSocket> agent;
@@ -200,10 +200,10 @@ class RelayStream : public std::enable_shared_from_this<RelayStream> {
   std::atomic<std::chrono::steady_clock::rep> last_touch_{0};
 
   static void Forward(std::shared_ptr<server::WebSocket> const& from,
-                      std::shared_ptr<server::WebSocket> const& to, std::string const& data,
+                      std::shared_ptr<server::WebSocket> const& to, std::string&& data,
                       bool binary) {
     if (!to) return;
-    binary ? to->SendBinary(data) : to->Send(data);
+    binary ? to->SendBinary(std::move(data)) : to->Send(std::move(data));
     if (to->Backlog() > kHigh) {
       from->PauseReading(true);
       std::weak_ptr<server::WebSocket> weak = from;
@@ -224,19 +224,18 @@ class RelayStream : public std::enable_shared_from_this<RelayStream> {
 
   // A client frame goes to the agent's side, or waits for it: the client may write before the
   // agent has connected (reading pauses meanwhile, after a frame or so has come).
-  void FromClient(std::shared_ptr<server::WebSocket> const& ws, std::string const& data,
-                  bool binary) {
+  void FromClient(std::shared_ptr<server::WebSocket> const& ws, std::string&& data, bool binary) {
     Active();
     std::shared_ptr<server::WebSocket> agent;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!agent_) {
-        early_.push_back({data, binary});
+        early_.push_back({std::move(data), binary});
         return;
       }
       agent = agent_;
     }
-    Forward(ws, agent, data, binary);
+    Forward(ws, agent, std::move(data), binary);
   }
 
   void ClientOpened(std::shared_ptr<server::WebSocket> const& ws) {
@@ -289,7 +288,7 @@ class RelayStream : public std::enable_shared_from_this<RelayStream> {
       }
       if (client) client->PauseReading(false);
     };
-    auto relay = [self](std::shared_ptr<server::WebSocket> const& ws, std::string const& data,
+    auto relay = [self](std::shared_ptr<server::WebSocket> const& ws, std::string&& data,
                         bool binary) {
       self->Active();
       std::shared_ptr<server::WebSocket> client;
@@ -297,10 +296,10 @@ class RelayStream : public std::enable_shared_from_this<RelayStream> {
         std::lock_guard<std::mutex> lock(self->mu_);
         client = self->client_;
       }
-      Forward(ws, client, data, binary);
+      Forward(ws, client, std::move(data), binary);
     };
-    h.on_message = [relay](auto const& ws, std::string const& t) { relay(ws, t, false); };
-    h.on_binary = [relay](auto const& ws, std::string const& b) { relay(ws, b, true); };
+    h.on_message = [relay](auto const& ws, std::string&& t) { relay(ws, std::move(t), false); };
+    h.on_binary = [relay](auto const& ws, std::string&& b) { relay(ws, std::move(b), true); };
     h.on_close = [self](int code) {
       // The kernel's side ended (1000 a shell's exit, 1001 a service's close, 1013 refused…):
       // the client hears the same; a dropped agent link is an internal error to it.
