@@ -56,6 +56,14 @@ inline constexpr Field kSessionDetail[] = {
     {"scratch", "object?"},
 };
 
+/// A `session events` line (NDJSON): the event, the session named as everywhere, why and its
+/// job's exit code where the event says; then the server's other fields of it in snake_case
+/// (owner_access_key, kernel_id, …).
+inline constexpr Field kEvent[] = {
+    {"event", "string"},  // session_started, session_terminated, …
+    {"id", "string"},    {"name", "string"}, {"reason", "string?"}, {"exit_code", "integer?"},
+};
+
 /// A virtual folder: `vfolder list` items (under "folders"), `vfolder info`, `vfolder create`.
 inline constexpr Field kFolder[] = {
     {"id", "string"},

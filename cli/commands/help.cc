@@ -86,7 +86,10 @@ std::string OutputHelp() {
   return kOutputHelp +
          ("\n" + Fields("A session:", output_schema::kSession) +
           Fields("A session's details (session info):", output_schema::kSessionDetail) +
-          Fields("A virtual folder:", output_schema::kFolder)) +
+          Fields("A virtual folder:", output_schema::kFolder) +
+          Fields("A session event (a line of session events; the server's other fields follow, "
+                 "snake_case):",
+                 output_schema::kEvent)) +
          kOutputHelpEnd;
 }
 

@@ -181,6 +181,44 @@ int RunLogs(LogsOptions const& options, Context& ctx) {
   return 0;
 }
 
+namespace {
+
+// sessionId → session_id: the server's event fields (camelCase, as 24.09 sends them) in the
+// CLI's spelling.
+std::string SnakeCase(std::string const& key) {
+  std::string out;
+  for (char c : key) {
+    if (c >= 'A' && c <= 'Z') {
+      if (!out.empty() && out.back() != '_') out.push_back('_');
+      out.push_back(static_cast<char>(c - 'A' + 'a'));
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+// One `session events` line: output_schema::kEvent first, then the rest of what the server
+// said, snake_case.
+json EventLine(SessionEvent const& e) {
+  json line = {{"event", e.name},
+               {"id", e.session_id},
+               {"name", e.session_name},
+               {"reason", e.reason ? json(*e.reason) : json(nullptr)},
+               {"exit_code", e.exit_code ? json(*e.exit_code) : json(nullptr)}};
+  json raw = json::parse(e.raw_json, nullptr, false);
+  if (raw.is_object()) {
+    for (auto const& [key, value] : raw.items()) {
+      std::string k = SnakeCase(key);
+      if (k == "session_id" || k == "session_name" || line.contains(k)) continue;
+      line[k] = value;
+    }
+  }
+  return line;
+}
+
+}  // namespace
+
 int RunEvents(std::string const& session, Context& ctx) {
   auto client = ctx.MakeClient();
   if (!client.ok()) return ReportError(ctx, client.status());
@@ -197,11 +235,8 @@ int RunEvents(std::string const& session, Context& ctx) {
       filter,
       [&](SessionEvent const& e) {
         if (lines) {
-          // The event's name, then its data as the server sent it.
-          json line = json::parse(e.raw_json, nullptr, false);
-          if (!line.is_object()) line = json::object();
-          line["event"] = e.name;
-          ctx.out() << line.dump() << "\n" << std::flush;
+          ctx.out() << EventLine(e).dump(-1, ' ', false, json::error_handler_t::replace) << "\n"
+                    << std::flush;
         } else {
           ctx.out() << e.name << "  " << e.session_name
                     << (e.reason ? "  " + *e.reason : std::string())

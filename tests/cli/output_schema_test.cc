@@ -11,8 +11,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <csignal>
 #include <fstream>
 #include <span>
+#include <thread>
 
 namespace bai {
 namespace {
@@ -151,12 +153,36 @@ TEST_F(OutputSchemaTest, EveryCommandWritesOneObjectWithItsExitCodeAndOneShapePe
   }
   EXPECT_TRUE(created["is_owner"].get<bool>());
   EXPECT_NE(created["created_at"], "");
+  // With files in it, a listing counts them as info does (issue 43, item 11: ls said 0).
+  auto listed = json::parse(Bai({"-o", "json", "vfolder", "list"}).out, nullptr, false);
+  auto filled =
+      json::parse(Bai({"-o", "json", "vfolder", "info", "schema-vf"}).out, nullptr, false);
+  ASSERT_TRUE(listed.is_object() && filled.is_object());
+  EXPECT_GE(filled["num_files"].get<std::int64_t>(), 1) << filled.dump();
+  bool seen = false;
+  for (auto const& item : listed["folders"]) {
+    if (item["name"] != "schema-vf") continue;
+    seen = true;
+    EXPECT_EQ(item["num_files"], filled["num_files"]) << item.dump() << "\n" << filled.dump();
+    EXPECT_EQ(item["used_bytes"], filled["used_bytes"]) << item.dump() << "\n" << filled.dump();
+  }
+  EXPECT_TRUE(seen);
+  // Events: one line per event, its shape (a stream of the session this test ran).
+  testing_util::BackgroundProcess events(
+      {testing_util::BinPath("bai"), "-o", "json", "session", "events"}, env_);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_EQ(Bai({"run", "--name", "schema-events", "python", "--", "true"}).exit_code, 0);
+  auto event_line = events.WaitForLine("session_terminated");
+  ASSERT_FALSE(event_line.empty());
+  ExpectShape(json::parse(event_line, nullptr, false), schema::kEvent, "session events");
+  events.Stop(SIGINT);
   // What `bai help output` documents is this schema.
   auto help = Bai({"help", "output"});
   for (std::span<schema::Field const> nouns :
        {std::span<schema::Field const>(schema::kSession),
         std::span<schema::Field const>(schema::kSessionDetail),
-        std::span<schema::Field const>(schema::kFolder)}) {
+        std::span<schema::Field const>(schema::kFolder),
+        std::span<schema::Field const>(schema::kEvent)}) {
     for (auto const& f : nouns) {
       EXPECT_THAT(help.out, ::testing::HasSubstr(std::string(f.name) + " (" + std::string(f.type)))
           << "bai help output does not document " << f.name;

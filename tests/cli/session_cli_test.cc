@@ -486,8 +486,16 @@ TEST_F(SessionCliTest, EventsArriveAsNdjsonWhenPiped) {
   auto line = events.WaitForLine("session_terminated");
   ASSERT_FALSE(line.empty());
   auto e = json::parse(line);
+  // One JSON contract (issue 43, item 11): a session named id/name as everywhere, the server's
+  // camelCase fields in snake_case (they were passed through as sent).
   EXPECT_EQ(e["event"], "session_terminated");
-  EXPECT_EQ(e["sessionName"], "evented");
+  EXPECT_EQ(e["name"], "evented");
+  EXPECT_EQ(e["id"].get<std::string>().size(), 36u) << line;
+  EXPECT_TRUE(e.contains("reason") && e.contains("exit_code")) << line;
+  for (auto const& [key, value] : e.items()) {
+    EXPECT_EQ(key.find_first_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ"), std::string::npos) << line;
+  }
+  EXPECT_FALSE(e.contains("sessionName") || e.contains("session_name")) << line;
   EXPECT_EQ(events.Stop(SIGINT), 130);
   // Hardening (new user): SIGTERM (a CI runner cancelling) is 143, as a shell reports it; it was
   // 130 as for Ctrl-C.

@@ -394,6 +394,10 @@ StatusOr<HttpResponse> List(Env& env, RequestContext& ctx) {
       continue;
     Found found{v.folder, v.access};
     auto& info = out.emplace_back(InfoOf(v.folder, &found, who));
+    // Counted as info counts them (its storage's usage), so a listing and info agree.
+    auto usage = Storage(env, v.folder, api::GetFolderUsage{});
+    info.num_files = usage.ok() ? usage->file_count : 0;
+    info.used_bytes = usage.ok() ? usage->used_bytes : 0;
     if (auto e = names->user_emails.find(v.folder.user_id); e != names->user_emails.end()) {
       info.user_email = e->second;
     }
