@@ -355,11 +355,20 @@ class WsSession : public WebSocket, public std::enable_shared_from_this<WsSessio
         });
   }
 
+  // Drops the queued frames not being written (the front in_flight_ ones are: their bytes are
+  // the write's buffers until it completes).
+  void DropQueued() {
+    std::size_t keep = writing_ ? in_flight_ : 0;
+    while (queue_.size() > keep) {
+      if (queue_.back().control == 0) backlog_ -= queue_.back().data.size();
+      queue_.pop_back();
+    }
+  }
+
   // Protocol errors close with 1002 and drop what else came.
   bool RawFail(char const* why) {
     rx_begin_ = rx_end_ = 0;
-    queue_.clear();
-    backlog_ = 0;
+    DropQueued();
     gated_ = false;
     if (!closing_) {
       closing_ = true;
@@ -402,8 +411,7 @@ class WsSession : public WebSocket, public std::enable_shared_from_this<WsSessio
             }
             // The client's: answered with the same code, after what is being written.
             peer_closed_ = code;
-            queue_.clear();
-            backlog_ = 0;
+            DropQueued();
             closing_ = true;
             close_reason_ = websocket::close_reason(static_cast<websocket::close_code>(code));
             if (!writing_) RawClose();
@@ -488,6 +496,7 @@ class WsSession : public WebSocket, public std::enable_shared_from_this<WsSessio
     if (queue_.empty() || closed_) return;
     writing_ = true;
     int count = std::min<int>(kRawGather, static_cast<int>(queue_.size()));
+    in_flight_ = static_cast<std::size_t>(count);
     std::vector<net::const_buffer> parts;
     parts.reserve(2 * count);
     for (int i = 0; i < count; ++i) {
@@ -533,6 +542,7 @@ class WsSession : public WebSocket, public std::enable_shared_from_this<WsSessio
                    std::min<std::size_t>(close_reason_.reason.size(), 120));
     queue_.push_back({std::move(payload), false, ws::kClose});
     writing_ = true;
+    in_flight_ = queue_.size();
     ws::FrameHeader h;
     h.opcode = ws::kClose;
     h.length = queue_.back().data.size();
@@ -580,7 +590,8 @@ class WsSession : public WebSocket, public std::enable_shared_from_this<WsSessio
   std::string text_;
   std::array<std::array<std::uint8_t, internal::ws::kMaxHeader>, kRawGather> heads_{};
   bool close_sent_ = false;
-  int peer_closed_ = 0;  // the client's close code, once it came
+  std::size_t in_flight_ = 0;  // queued frames the write in progress carries (the front ones)
+  int peer_closed_ = 0;        // the client's close code, once it came
   std::unique_ptr<net::steady_timer> close_timer_;
 };
 
