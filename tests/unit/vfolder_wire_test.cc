@@ -168,10 +168,12 @@ TEST(VFolderWireTest, EachAnswerHasThe2409Fields) {
       (S{"id", "name", "quota_scope_id", "host", "usage_mode", "permission", "max_size",
          "max_size_bytes", "creator", "ownership_type", "user", "group", "cloneable", "status"}));
   EXPECT_EQ(Keys(EncodeVFolderInfo(f, VFolderAnswer::kListed)),
-            (S{"name",       "id",         "quota_scope_id", "host", "status",    "usage_mode",
-               "created_at", "is_owner",   "permission",     "user", "group",     "creator",
-               "user_email", "group_name", "ownership_type", "type", "cloneable", "max_files",
-               "max_size",   "cur_size",   "max_size_bytes"}));
+            (
+                S{"name",           "id",         "quota_scope_id", "host",       "status",
+                  "usage_mode",     "created_at", "is_owner",       "permission", "user",
+                  "group",          "creator",    "user_email",     "group_name", "ownership_type",
+                  "type",           "cloneable",  "max_files",      "max_size",   "cur_size",
+                  "max_size_bytes", "num_files",  "used_bytes"}));  // bai adds the last three
   EXPECT_EQ(
       Keys(EncodeVFolderInfo(f, VFolderAnswer::kInfo)),
       (S{"name",      "id",         "host",          "quota_scope_id", "status",     "numFiles",
