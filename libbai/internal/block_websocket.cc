@@ -66,13 +66,7 @@ class BlockConnection : public WebSocketConnection {
         return event;
       }
       if (Ended()) continue;  // a close frame was read
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - std::chrono::steady_clock::now());
-      if (left.count() < 0) left = std::chrono::milliseconds(0);
-      pollfd p{fd_, POLLIN, 0};
-      int ready = poll(&p, 1, static_cast<int>(left.count()));
-      if (ready < 0 && errno == EINTR) continue;
-      if (ready == 0) {
+      if (!WaitReadable(deadline)) {
         event.kind = WebSocketEvent::Kind::kTimeout;
         return event;
       }

@@ -296,14 +296,19 @@ class WsSession : public WebSocket, public std::enable_shared_from_this<WsSessio
                       if (ec) return self->Finish(1006);
                       self->backlog_ -= self->queue_.front().data.size();
                       self->queue_.pop_front();
-                      if (self->drained_.second && self->backlog_.load() < self->drained_.first) {
-                        auto cb = std::move(self->drained_.second);
-                        self->drained_ = {};
-                        cb();
-                      }
+                      self->RunDrained();
                       if (!self->queue_.empty()) return self->DoWrite();
                       if (self->closing_) self->DoClose();
                     });
+  }
+
+  // WhenDrained's callback, once the backlog has fallen below its mark (after each write).
+  void RunDrained() {
+    if (drained_.second && backlog_.load() < drained_.first) {
+      auto cb = std::move(drained_.second);
+      drained_ = {};
+      cb();
+    }
   }
 
   void DoClose() {
@@ -519,11 +524,7 @@ class WsSession : public WebSocket, public std::enable_shared_from_this<WsSessio
                          }
                          self->queue_.pop_front();
                        }
-                       if (self->drained_.second && self->backlog_.load() < self->drained_.first) {
-                         auto cb = std::move(self->drained_.second);
-                         self->drained_ = {};
-                         cb();
-                       }
+                       self->RunDrained();
                        if (!self->queue_.empty()) return self->RawWrite();
                        if (self->closing_) self->RawClose();
                      });
