@@ -76,6 +76,22 @@ json JsonOrText(std::string const& text) {
   return j ? *j : json(text);
 }
 
+// A domain or project as -o json shows it: its slot map and folder hosts as objects, not the JSON
+// text GraphQL carries them in (issue 43, item 11).
+json DomainJson(protocol::Domain const& d) {
+  json j = json::parse(protocol::EncodeDomain(d));
+  j["total_resource_slots"] = SlotsObject(d.total_resource_slots);
+  j["allowed_vfolder_hosts"] = JsonOrText(d.allowed_vfolder_hosts);
+  return j;
+}
+
+json ProjectJson(protocol::Group const& g) {
+  json j = json::parse(protocol::EncodeGroup(g));
+  j["total_resource_slots"] = SlotsObject(g.total_resource_slots);
+  j["allowed_vfolder_hosts"] = JsonOrText(g.allowed_vfolder_hosts);
+  return j;
+}
+
 std::string SlotsWords(std::string const& text) {
   auto j = internal::ParseJson(text);
   if (!j || !j->is_object() || j->empty()) return "-";
@@ -146,7 +162,7 @@ void AddDomains(CommandSet& set, CLI::App& admin) {
       if (!all.ok()) return all.status();
       if (ctx.json()) {
         json items = json::array();
-        for (auto const& d : *all) items.push_back(json::parse(protocol::EncodeDomain(d)));
+        for (auto const& d : *all) items.push_back(DomainJson(d));
         PrintJson(ctx, {{"domains", items}});
         return Status();
       }
@@ -180,7 +196,7 @@ void AddDomains(CommandSet& set, CLI::App& admin) {
       auto made = a.CreateDomain(c.d);
       if (!made.ok()) return made.status();
       if (ctx.json()) {
-        PrintJson(ctx, {{"domain", json::parse(protocol::EncodeDomain(*made))}});
+        PrintJson(ctx, {{"domain", DomainJson(*made)}});
       } else {
         ctx.out() << "created domain " << made->name << "\n";
       }
@@ -237,7 +253,7 @@ void AddProjects(CommandSet& set, CLI::App& admin) {
       if (!all.ok()) return all.status();
       if (ctx.json()) {
         json items = json::array();
-        for (auto const& g : *all) items.push_back(json::parse(protocol::EncodeGroup(g)));
+        for (auto const& g : *all) items.push_back(ProjectJson(g));
         PrintJson(ctx, {{"projects", items}});
         return Status();
       }
@@ -270,7 +286,7 @@ void AddProjects(CommandSet& set, CLI::App& admin) {
       auto made = a.CreateProject(c.g);
       if (!made.ok()) return made.status();
       if (ctx.json()) {
-        PrintJson(ctx, {{"project", json::parse(protocol::EncodeGroup(*made))}});
+        PrintJson(ctx, {{"project", ProjectJson(*made)}});
       } else {
         ctx.out() << "created project " << made->name << " (" << made->id << ") in "
                   << made->domain_name << "\n";

@@ -169,6 +169,12 @@ void AddAgents(CommandSet& set, CLI::App& admin) {
   }
 }
 
+json PresetJson(protocol::ResourcePreset const& p) {
+  return {{"name", p.name},
+          {"resource_slots", SlotsObject(p.resource_slots)},
+          {"shared_memory", p.shared_memory ? json(*p.shared_memory) : json()}};
+}
+
 void AddPresets(CommandSet& set, CLI::App& admin) {
   auto& ctx = set.ctx();
   auto* noun = admin.add_subcommand("preset", "Resource presets (named sizes for sessions)");
@@ -181,11 +187,7 @@ void AddPresets(CommandSet& set, CLI::App& admin) {
       if (!all.ok()) return all.status();
       if (ctx.json()) {
         json items = json::array();
-        for (auto const& p : *all) {
-          items.push_back({{"name", p.name},
-                           {"resource_slots", SlotsObject(p.resource_slots)},
-                           {"shared_memory", p.shared_memory ? json(*p.shared_memory) : json()}});
-        }
+        for (auto const& p : *all) items.push_back(PresetJson(p));
         PrintJson(ctx, {{"presets", items}});
         return Status();
       }
@@ -212,8 +214,20 @@ void AddPresets(CommandSet& set, CLI::App& admin) {
       auto slots = SlotsFlag("--slots", c.slots);
       if (!slots.ok()) return slots.status();
       auto s = a.CreatePreset(c.name, *slots, c.shmem);
-      if (s.ok()) PrintDone(ctx, "created preset " + c.name);
-      return s;
+      if (!s.ok() || !ctx.json()) {
+        if (s.ok()) PrintDone(ctx, "created preset " + c.name);
+        return s;
+      }
+      // -o json answers the preset as made (its sizes as the server read them), as other
+      // creates do.
+      auto all = a.Presets();
+      if (!all.ok()) return all.status();
+      for (auto const& p : *all) {
+        if (p.name != c.name) continue;
+        PrintJson(ctx, {{"preset", PresetJson(p)}});
+        return Status();
+      }
+      return Status(StatusCode::kInternal, "the preset was made but the server does not list it");
     });
   });
   AddRemoveCommand(set, *noun, "Delete a preset", "NAME", "Preset name", "deleted preset",

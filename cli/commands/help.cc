@@ -89,7 +89,17 @@ std::string OutputHelp() {
           Fields("A virtual folder:", output_schema::kFolder) +
           Fields("A session event (a line of session events; the server's other fields follow, "
                  "snake_case):",
-                 output_schema::kEvent)) +
+                 output_schema::kEvent) +
+          "\nAdministration (bai admin NOUN ls lists them under the noun's plural: domains, "
+          "projects, users,\nkeypairs, policies, agents, images, presets):\n" +
+          Fields("A domain:", output_schema::kDomain) +
+          Fields("A project:", output_schema::kProject) + Fields("A user:", output_schema::kUser) +
+          Fields("A keypair:", output_schema::kKeypair) +
+          Fields("A keypair resource policy (admin policy):", output_schema::kKeypairPolicy) +
+          Fields("A user or project resource policy (admin user-policy, project-policy):",
+                 output_schema::kScopePolicy) +
+          Fields("An agent:", output_schema::kAgent) + Fields("An image:", output_schema::kImage) +
+          Fields("A resource preset:", output_schema::kPreset)) +
          kOutputHelpEnd;
 }
 

@@ -190,5 +190,115 @@ TEST_F(OutputSchemaTest, EveryCommandWritesOneObjectWithItsExitCodeAndOneShapePe
   }
 }
 
+// What GraphQL carries as JSON text is an object in bai's output, and slot maps hold numbers
+// (null: unlimited) wherever they appear (issue 43, item 11: domains and projects printed
+// "total_resource_slots": "{}", policies were JSON in a string).
+void ExpectNoJsonText(json const& j, std::string const& where, std::string const& key = "") {
+  if (j.is_string()) {
+    auto const& text = j.get_ref<std::string const&>();
+    if (!text.empty() && (text.front() == '{' || text.front() == '[')) {
+      EXPECT_TRUE(json::parse(text, nullptr, false).is_discarded())
+          << where << ": \"" << key << "\" is JSON in a string: " << text;
+    }
+    return;
+  }
+  bool slots = key.size() > 6 && key.compare(key.size() - 6, 6, "_slots") == 0;
+  if (j.is_object() && slots) {
+    for (auto const& [k, v] : j.items()) {
+      EXPECT_TRUE(v.is_number() || v.is_null())
+          << where << ": " << key << "." << k << " is " << v.dump() << ", not a number";
+    }
+  }
+  if (j.is_object()) {
+    for (auto const& [k, v] : j.items()) ExpectNoJsonText(v, where, k);
+  } else if (j.is_array()) {
+    for (auto const& v : j) ExpectNoJsonText(v, where, key);
+  }
+}
+
+TEST_F(OutputSchemaTest, EachAdministrationNounHasOneShapeWithObjectsAndNumbers) {
+  auto run = [&](std::vector<std::string> args) {
+    std::string line;
+    for (auto const& a : args) line += (line.empty() ? "" : " ") + a;
+    args.insert(args.begin(), {"-o", "json", "admin"});
+    auto r = Bai(args);
+    EXPECT_EQ(r.exit_code, 0) << line << "\n" << r.err;
+    EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << line << ": not one line:\n" << r.out;
+    auto j = json::parse(r.out, nullptr, false);
+    EXPECT_TRUE(j.is_object()) << line << ": " << r.out;
+    if (!j.is_object()) return json::object();
+    EXPECT_EQ(j["exit_code"], 0) << line;
+    ExpectNoJsonText(j, line);
+    return j;
+  };
+  // Something in each listing, with slot limits set where a noun has them.
+  auto domain = run({"domain", "create", "schema-dom", "--slots", "cpu=4,mem=8g"});
+  ExpectShape(domain["domain"], schema::kDomain, "domain create");
+  EXPECT_EQ(domain["domain"]["total_resource_slots"]["cpu"], 4) << domain.dump();
+  EXPECT_EQ(domain["domain"]["total_resource_slots"]["mem"], std::int64_t{8} << 30);
+  auto project =
+      run({"project", "create", "schema-proj", "--domain", "schema-dom", "--slots", "cpu=2"});
+  ExpectShape(project["project"], schema::kProject, "project create");
+  EXPECT_EQ(project["project"]["total_resource_slots"]["cpu"], 2) << project.dump();
+  auto preset = run(
+      {"preset", "create", "schema-small", "--slots", "cpu=1,mem=1g", "--shared-memory", "64m"});
+  ExpectShape(preset["preset"], schema::kPreset, "preset create");
+  EXPECT_EQ(preset["preset"]["shared_memory"], 64 << 20) << preset.dump();
+  run({"policy", "create", "schema-pol", "--slots", "cpu=8", "--max-sessions", "3"});
+
+  struct Listing {
+    std::vector<std::string> args;
+    std::string plural;
+    std::span<schema::Field const> shape;
+  };
+  std::vector<Listing> listings = {
+      {{"domain", "ls"}, "domains", schema::kDomain},
+      {{"project", "ls"}, "projects", schema::kProject},
+      {{"user", "ls"}, "users", schema::kUser},
+      {{"keypair", "ls"}, "keypairs", schema::kKeypair},
+      {{"policy", "ls"}, "policies", schema::kKeypairPolicy},
+      {{"user-policy", "ls"}, "policies", schema::kScopePolicy},
+      {{"project-policy", "ls"}, "policies", schema::kScopePolicy},
+      {{"agent", "ls"}, "agents", schema::kAgent},
+      {{"image", "ls"}, "images", schema::kImage},
+      {{"preset", "ls"}, "presets", schema::kPreset},
+  };
+  std::map<std::string, json> seen;
+  for (auto const& l : listings) {
+    auto j = run(l.args);
+    std::string where = l.args[0] + " ls";
+    ASSERT_TRUE(j.contains(l.plural) && j[l.plural].is_array()) << where << ": " << j.dump();
+    EXPECT_FALSE(j[l.plural].empty()) << where << " lists nothing";
+    for (auto const& item : j[l.plural]) ExpectShape(item, l.shape, where + " item");
+    seen[l.args[0]] = j[l.plural];
+  }
+  // A listing says what create made, in the same shape.
+  auto find = [](json const& items, std::string const& name) {
+    for (auto const& i : items) {
+      if (i.value("name", "") == name) return i;
+    }
+    return json();
+  };
+  EXPECT_EQ(find(seen["domain"], "schema-dom"), domain["domain"]);
+  EXPECT_EQ(find(seen["project"], "schema-proj")["total_resource_slots"],
+            project["project"]["total_resource_slots"]);
+  EXPECT_EQ(find(seen["preset"], "schema-small"), preset["preset"]);
+  auto policy = find(seen["policy"], "schema-pol");
+  EXPECT_EQ(policy["total_resource_slots"]["cpu"], 8) << policy.dump();
+  EXPECT_EQ(policy["max_concurrent_sessions"], 3) << policy.dump();
+  // The agent's slots as numbers: 4 CPUs and its memory in bytes (LocalCluster's agent).
+  auto const& agent = seen["agent"][0];
+  EXPECT_TRUE(agent["available_slots"]["cpu"].is_number()) << agent.dump();
+  EXPECT_TRUE(agent["available_slots"]["mem"].is_number_integer()) << agent.dump();
+  // `bai help output` documents each of these shapes.
+  auto help = Bai({"help", "output"});
+  for (auto const& l : listings) {
+    for (auto const& f : l.shape) {
+      EXPECT_THAT(help.out, ::testing::HasSubstr(std::string(f.name) + " (" + std::string(f.type)))
+          << "bai help output does not document " << l.args[0] << "'s " << f.name;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace bai
