@@ -3,6 +3,7 @@
 // Label `root`: these need root, runc and cgroups (CI runs them as root). Every agent here has
 // its own id and state directory, so its containers and cgroups are its own and are removed at
 // the end of each test.
+#include "bai/client.h"
 #include "bai/protocol/usage_wire.h"
 #include "bai/session_client.h"
 
@@ -298,6 +299,85 @@ TEST_F(RuncTest, QueryModeKeepsStateInANamedSession) {
   auto in = Bai({"exec", "repl", "--", "wc", "-c"}, five_mb);
   EXPECT_EQ(in.out, std::to_string(5 << 20) + "\n") << in.err;
   EXPECT_EQ(Bai({"rm", "repl"}).exit_code, 0);
+}
+
+// Issue 43, 5h, on the execute WebSocket itself: a client that starts a chatty query and never
+// reads, then leaves, costs the next query nothing (it hung 20 s); 2,000 frames sent during a
+// run do not change its outcome (the first is the input a prompt asks for; the rest mean
+// nothing).
+TEST_F(RuncTest, AClientThatNeverReadsOrFloodsFramesLeavesTheRunsAlone) {
+  ASSERT_EQ(Bai({"run", "python", "--name", "flood", "-c", "x = 42"}).exit_code, 0);
+  Options o;
+  o.endpoints = {url_};
+  o.access_key = env_["BACKEND_ACCESS_KEY"];
+  o.secret_key = env_["BACKEND_SECRET_KEY"];
+  o.retry.max_attempts = 1;
+  auto client = Client::Create(o);
+  ASSERT_TRUE(client.ok()) << client.status().message();
+  auto open = [&] {
+    auto ws = client->OpenWebSocket(ApiRequest("GET", "/stream/session/flood/execute"));
+    EXPECT_TRUE(ws.ok()) << ws.status().message();
+    return ws.ok() ? std::move(*ws) : nullptr;
+  };
+  auto query = [](std::string const& code) {
+    return WebSocketMessage{
+        json{{"code", code}, {"mode", "query"}, {"options", json::object()}}.dump(), false};
+  };
+  {
+    // libbai stops reading the network when its queue is full and Receive is never called: to
+    // the server this client has stopped reading.
+    auto ws = open();
+    ASSERT_NE(ws, nullptr);
+    ASSERT_TRUE(ws->Send(query("import sys\nfor i in range(3000000): sys.stdout.write('x' * "
+                               "99 + '\\n')"))
+                    .ok());
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+  }  // gone, mid-run
+  auto start = std::chrono::steady_clock::now();
+  auto next = Bai({"run", "python", "--name", "flood", "-c", "print(x)"});
+  EXPECT_EQ(next.out, "42\n") << next.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10))
+      << "the next query waited for the gone client's run";
+
+  // Reads the run to its end: the console's stdout, the exit code, the close code.
+  auto finish = [](WebSocketConnection& ws) {
+    std::string out;
+    int exit_code = -1;
+    for (int i = 0; i < 1000; ++i) {
+      auto e = ws.Receive(std::chrono::seconds(30));
+      if (e.kind != WebSocketEvent::Kind::kMessage) break;
+      auto frame = json::parse(e.message.data, nullptr, false);
+      for (auto const& item : frame.value("console", json::array())) {
+        if (item.is_array() && item.size() == 2 && item[0] == "stdout") out += item[1];
+      }
+      if (frame.value("status", "") == "finished") exit_code = frame.value("exitCode", -1);
+    }
+    return std::tuple{out, exit_code, ws.close_code()};
+  };
+  auto flood = [](WebSocketConnection& ws) {
+    for (int i = 0; i < 2000; ++i) {
+      if (!ws.Send({"extra " + std::to_string(i), false}).ok()) return i;
+    }
+    return 2000;
+  };
+  {
+    auto ws = open();
+    ASSERT_NE(ws, nullptr);
+    ASSERT_TRUE(ws->Send(query("import time\ntime.sleep(1)\nprint(x * 2)")).ok());
+    EXPECT_EQ(flood(*ws), 2000);
+    EXPECT_EQ(finish(*ws), std::tuple(std::string("84\n"), 0, 1000));
+  }
+  {
+    // Typed ahead of the prompt (as 24.09, whose socket queues them, takes them), the first
+    // frame is the input; the other 1,999 change nothing.
+    auto ws = open();
+    ASSERT_NE(ws, nullptr);
+    ASSERT_TRUE(ws->Send(query("print(input() + '!')")).ok());
+    EXPECT_EQ(flood(*ws), 2000);
+    EXPECT_EQ(finish(*ws), std::tuple(std::string("extra 0!\n"), 0, 1000));
+  }
+  EXPECT_EQ(Bai({"run", "python", "--name", "flood", "-c", "print(x + 1)"}).out, "43\n");
+  EXPECT_EQ(Bai({"rm", "flood"}).exit_code, 0);
 }
 
 TEST_F(RuncTest, CommitArchivesTheKernelsWritableFiles) {

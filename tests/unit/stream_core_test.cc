@@ -71,8 +71,43 @@ TEST(ExecuteRunTest, WaitingInputTakesTheNextFrameAsPlainText) {
   ASSERT_EQ(a.size(), 1u);
   EXPECT_EQ(a[0].step.mode, "input");
   EXPECT_EQ(a[0].step.code, "{\"not\": \"json to decode\"}");
-  // While the run goes on, stray frames mean nothing.
-  EXPECT_TRUE(run.OnText("extra").empty());
+  // While the run goes on, a frame is typed-ahead input: nothing now, the next prompt's answer.
+  EXPECT_TRUE(run.OnText("ahead").empty());
+  a = run.OnResult(Result("waiting-input"));
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[0].kind, Kind::kSend);
+  EXPECT_EQ(json::parse(a[0].text)["status"], "waiting-input");
+  EXPECT_EQ(a[1].kind, Kind::kExecute);
+  EXPECT_EQ(a[1].step.mode, "input");
+  EXPECT_EQ(a[1].step.code, "ahead");
+}
+
+// Issue 43, 5h: 2,000 frames during a run neither grow the manager nor change the run: the
+// first kMaxFramesAhead wait, in order, as answers to prompts; the rest are dropped.
+TEST(ExecuteRunTest, AFloodOfFramesDuringARunIsBoundedAndChangesNothingElse) {
+  ExecuteRun run("r9");
+  run.OnText(R"j({"code": "print(input())", "mode": "query"})j");
+  for (int i = 0; i < 2000; ++i) EXPECT_TRUE(run.OnText("extra " + std::to_string(i)).empty());
+  EXPECT_EQ(run.frames_ahead(), ExecuteRun::kMaxFramesAhead);
+  // Output and continues pass through as they would without the flood.
+  auto a = run.OnResult(Result("continued", {{"stdout", "x"}}));
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[1].step.mode, "continue");
+  a = run.OnResult(Result("waiting-input"));
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[1].step.code, "extra 0");
+  a = run.OnResult(Result("finished", {{"stdout", "extra 0\n"}}, 0));
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(json::parse(a[0].text)["exitCode"], 0);
+  EXPECT_EQ(a[1].kind, Kind::kClose);
+  EXPECT_TRUE(run.done());
+  EXPECT_TRUE(run.OnText("late").empty());
+  // Bytes are bounded too: one 1 MiB frame fills what may wait.
+  ExecuteRun big("r10");
+  big.OnText(R"j({"code": "input()", "mode": "query"})j");
+  big.OnText(std::string(ExecuteRun::kMaxBytesAhead, 'b'));
+  big.OnText("c");
+  EXPECT_EQ(big.frames_ahead(), 1u);
 }
 
 TEST(ExecuteRunTest, BatchCarriesItsOptionsOnTheFirstStepOnly) {

@@ -46,8 +46,13 @@ std::vector<ExecuteAction> ExecuteRun::OnText(std::string_view text) {
       state_ = State::kRunning;
       return {Step("input", std::string(text))};
     case State::kRunning:
+      // Typed ahead: kept, within bounds, for the next waiting-input.
+      if (ahead_.size() < kMaxFramesAhead && ahead_bytes_ + text.size() <= kMaxBytesAhead) {
+        ahead_bytes_ += text.size();
+        ahead_.emplace_back(text);
+      }
+      return {};
     case State::kDone:
-      // Frames outside waiting-input mean nothing (24.09 reads none then either).
       return {};
   }
   return {};
@@ -63,7 +68,13 @@ std::vector<ExecuteAction> ExecuteRun::OnResult(StatusOr<protocol::ExecuteResult
     state_ = State::kDone;
     out.push_back({Kind::kClose, "", {}, 1000});
   } else if (result->status == "waiting-input") {
-    state_ = State::kAwaitingInput;
+    if (ahead_.empty()) {
+      state_ = State::kAwaitingInput;
+    } else {
+      ahead_bytes_ -= ahead_.front().size();
+      out.push_back(Step("input", std::move(ahead_.front())));
+      ahead_.pop_front();
+    }
   } else {
     // continued, clean-finished, build-finished: go on with the run.
     out.push_back(Step("continue", ""));

@@ -4,6 +4,7 @@
 #include "bai/protocol/session_wire.h"
 #include "bai/status.h"
 
+#include <deque>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,6 +32,10 @@ struct ExecuteAction {
 /// input; `finished` closes (1000). A bad first frame gets `{"status": "error", "msg":
 /// "Invalid API parameters: …"}`, an agent failure `"BackendError: …"`, then the close. A client
 /// gone before `finished` interrupts the run; a session that ends closes with 1001.
+/// Frames that come while the run goes on are typed-ahead input, as 24.09 (whose socket queues
+/// them) takes them: the next waiting-input answers with the first at once. At most
+/// kMaxFramesAhead frames and kMaxBytesAhead bytes wait; more are dropped, so a client flooding
+/// frames neither grows the manager nor changes the run (issue 43, 5h).
 /// Pure: no socket, no clock, no agent; the shell (api/stream_handlers.cc) carries out the
 /// actions.
 class ExecuteRun {
@@ -46,7 +51,12 @@ class ExecuteRun {
   /// The session is ending (`why`: its event, such as "session_terminating").
   std::vector<ExecuteAction> OnSessionEnded(std::string_view why);
 
+  static constexpr std::size_t kMaxFramesAhead = 64;
+  static constexpr std::size_t kMaxBytesAhead = 1 << 20;
+
   bool done() const { return state_ == State::kDone; }
+  /// Typed-ahead frames waiting for a waiting-input (for tests).
+  std::size_t frames_ahead() const { return ahead_.size(); }
   std::string const& run_id() const { return run_id_; }
 
  private:
@@ -56,6 +66,8 @@ class ExecuteRun {
 
   std::string run_id_;
   State state_ = State::kAwaitingCode;
+  std::deque<std::string> ahead_;
+  std::size_t ahead_bytes_ = 0;
 };
 
 }  // namespace bai::manager::streams
