@@ -192,6 +192,10 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
     if (req.path == "/func" || req.path.rfind("/func/", 0) == 0) return Forward(std::move(ex));
     if (req.path.rfind("/server/", 0) == 0) return ServerRoute(std::move(ex));
     if (req.path.rfind("/storage/", 0) == 0) {
+      // The relay is the console's: only for a signed-in user (issue 43, 5e: 300 slow
+      // unauthenticated PATCHes held 332 descriptors); the ticket's token still decides at the
+      // storage proxy.
+      if (!RequireLogin(ex)) return;
       return Submit(ex, [this, ex] { StorageRelay(ex); });
     }
     if (req.method != "GET" && req.method != "HEAD") {
@@ -743,6 +747,42 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
     ex->Respond(RelayedAnswer(answer));
   }
 
+  // Relayed chunks in flight: each holds a thread, a connection to the storage proxy and up to
+  // RelaySink::kRoom bytes, so a user has at most kRelaysPerUser at once (the console sends up
+  // to 4 parts of a file at once) and the webserver kRelaysInAll.
+  static constexpr int kRelaysPerUser = 8;
+  static constexpr int kRelaysInAll = 64;
+  std::mutex relay_mu;
+  std::map<std::string, int> relays_by_user;  // under relay_mu
+  int relays_in_all = 0;                      // under relay_mu
+
+  // A relay's place under the caps, given back when its thread ends.
+  class RelaySlot {
+   public:
+    RelaySlot(Impl& impl, std::string user) : impl_(impl), user_(std::move(user)) {}
+    RelaySlot(RelaySlot const&) = delete;
+    RelaySlot& operator=(RelaySlot const&) = delete;
+    ~RelaySlot() {
+      std::lock_guard<std::mutex> lock(impl_.relay_mu);
+      --impl_.relays_in_all;
+      if (--impl_.relays_by_user[user_] <= 0) impl_.relays_by_user.erase(user_);
+    }
+
+   private:
+    Impl& impl_;
+    std::string user_;
+  };
+
+  std::shared_ptr<RelaySlot> TakeRelaySlot(std::string const& user) {
+    std::lock_guard<std::mutex> lock(relay_mu);
+    if (relays_in_all >= kRelaysInAll) return nullptr;
+    int& mine = relays_by_user[user];
+    if (mine >= kRelaysPerUser) return nullptr;
+    ++mine;
+    ++relays_in_all;
+    return std::make_shared<RelaySlot>(*this, user);
+  }
+
   // A relayed chunk passed on to the storage proxy as it arrives (ADR 12's streamed chunks): the
   // client's pieces wait in a queue of at most kRoom bytes that a thread of stream_threads sends
   // from; the client is not read while it is full. A client that goes away mid-body has what it
@@ -750,26 +790,27 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
   class RelaySink : public server::BodySink {
    public:
     static constexpr std::size_t kRoom = 4u << 20;
-    RelaySink(Impl& impl, TransportRequest t, std::int64_t length)
+    RelaySink(Impl& impl, TransportRequest t, std::int64_t length, std::shared_ptr<RelaySlot> slot)
         : state_(std::make_shared<State>()) {
       t.body_length = length;
       t.body_reader = [state = state_](char* out, std::size_t room) {
         return state->Read(out, room);
       };
-      started_ = impl.StartStreamThread([&impl, state = state_, t = std::move(t)] {
-        auto answer = impl.RelayedAnswer(impl.transport->Send(t));
-        std::function<void(HttpResponse)> deliver;
-        std::function<void()> go;
-        {
-          std::lock_guard<std::mutex> lock(state->mu);
-          state->done = true;
-          state->response = std::move(answer);
-          deliver = std::exchange(state->deliver, {});
-          go = std::exchange(state->writable, {});
-        }
-        if (go) go();  // its Write then refuses: the answer came before the body went
-        if (deliver) deliver(std::move(state->response));
-      });
+      started_ =
+          impl.StartStreamThread([&impl, state = state_, t = std::move(t), slot = std::move(slot)] {
+            auto answer = impl.RelayedAnswer(impl.transport->Send(t));
+            std::function<void(HttpResponse)> deliver;
+            std::function<void()> go;
+            {
+              std::lock_guard<std::mutex> lock(state->mu);
+              state->done = true;
+              state->response = std::move(answer);
+              deliver = std::exchange(state->deliver, {});
+              go = std::exchange(state->writable, {});
+            }
+            if (go) go();  // its Write then refuses: the answer came before the body went
+            if (deliver) deliver(std::move(state->response));
+          });
     }
     ~RelaySink() override { state_->End(State::kCut); }
     bool Accepts() const override { return started_; }
@@ -870,25 +911,45 @@ struct WebServer::Impl : std::enable_shared_from_this<WebServer::Impl> {
   // body_sink_for, once a body over 1 MiB has its headers: a /func request without a live
   // login is refused before its body is read (32 unauthenticated 64 MiB bodies took 1.5 GiB);
   // a relayed PATCH chunk streams; the rest is read whole.
+  // body_sink_for, once a body over 1 MiB has its headers: without a live login it is refused
+  // before it is read (32 unauthenticated 64 MiB bodies to /func took 1.5 GiB); a relayed PATCH
+  // chunk streams, within the relay caps; the rest is read whole (within the HTTP server's
+  // max_buffered_body_bytes).
   std::unique_ptr<server::BodySink> BodyFor(HttpRequest const& head, std::uint64_t length) {
-    if (head.path.rfind("/func/", 0) == 0) {
-      auto chosen = ChooseLogin(head, false);
-      if (chosen.ok() && chosen->session) return nullptr;
+    auto chosen = ChooseLogin(head, false);
+    if (!chosen.ok() || !chosen->session) {
       return std::make_unique<RefusedSink>(
           Problem(ps::ProblemType::kAuthFailed,
                   "Sign in first (POST /server/login, or the console's sign-in page); a request "
                   "body is read only for a signed-in user."),
           Tls());
     }
-    return StreamRelay(head, length);
+    if (head.path.rfind("/storage/", 0) != 0) return nullptr;
+    if (head.method != "PATCH") {
+      return std::make_unique<RefusedSink>(
+          Problem(ps::ProblemType::kRequestTooLarge,
+                  "Only an upload's PATCH carries a large body through the relay."),
+          Tls());
+    }
+    return StreamRelay(head, length, chosen->session->identity.access_key);
   }
 
   // A relayed PATCH chunk over 1 MiB streams to the storage proxy as it arrives.
-  std::unique_ptr<server::BodySink> StreamRelay(HttpRequest const& head, std::uint64_t length) {
-    if (head.method != "PATCH" || head.path.rfind("/storage/", 0) != 0) return nullptr;
+  std::unique_ptr<server::BodySink> StreamRelay(HttpRequest const& head, std::uint64_t length,
+                                                std::string const& user) {
     auto t = RelayRequest(head);
     if (!t) return nullptr;  // answered (404) by StorageRelay
-    return std::make_unique<RelaySink>(*this, std::move(*t), static_cast<std::int64_t>(length));
+    auto slot = TakeRelaySlot(user);
+    if (!slot) {
+      auto r = Problem(ps::ProblemType::kRateLimitExceeded,
+                       "Too many uploads through the console at once (" +
+                           std::to_string(kRelaysPerUser) +
+                           " per user); this part can be sent again when one ends.");
+      r.headers.emplace_back("Retry-After", "1");
+      return std::make_unique<RefusedSink>(std::move(r), Tls());
+    }
+    return std::make_unique<RelaySink>(*this, std::move(*t), static_cast<std::int64_t>(length),
+                                       std::move(slot));
   }
 
   // A thread for a long-lived stream; false when stopping.
@@ -1214,6 +1275,10 @@ StatusOr<std::unique_ptr<WebServer>> WebServer::Start(WebServerOptions options,
   http.port = impl->options.port;
   http.threads = impl->options.io_threads;
   http.max_body_bytes = 1 << 20;
+  // Large bodies read into memory (signed-in /func requests) hold at most this together;
+  // a body must keep coming at 16 KiB/s on average after the first read timeout (issue 43, 5e).
+  http.max_buffered_body_bytes = impl->options.max_buffered_body_bytes;
+  http.min_body_bytes_per_second = impl->options.min_body_bytes_per_second;
   std::size_t func_limit = impl->options.max_body_bytes;
   http.body_limit_for = [func_limit](std::string_view, std::string_view path) -> std::size_t {
     return path.rfind("/func/", 0) == 0 || path.rfind("/storage/", 0) == 0 ? func_limit : 0;

@@ -33,8 +33,12 @@ struct WebServerOptions {
   bool secure_cookies = false;
   server::LoginLimits login_limits;
   int io_threads = 2;
-  int forward_threads = 16;                     ///< requests to managers in flight at once
-  std::size_t max_body_bytes = 64u << 20;       ///< a larger /func request body gets 413
+  int forward_threads = 16;                ///< requests to managers in flight at once
+  std::size_t max_body_bytes = 64u << 20;  ///< a larger /func request body gets 413
+  /// What large request bodies read into memory may hold together; past it, 503 before reading.
+  std::size_t max_buffered_body_bytes = 512u << 20;
+  /// A request body slower than this on average (after the first 30 s) is cut: slow senders.
+  std::size_t min_body_bytes_per_second = 16u << 10;
   std::size_t max_response_bytes = 256u << 20;  ///< a larger manager answer gets 502
   /// Ports for apps opened from the console (app_ports.h), bound on `address`; 0 and 0: no
   /// app launcher.

@@ -59,6 +59,11 @@ class HoldingServer {
     std::unique_lock<std::mutex> lock(mu_);
     return cv_.wait_for(lock, timeout, [&] { return hang_ups_ >= n; });
   }
+  /// Lets go of every held exchange unanswered (their requests end).
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    held_.clear();
+  }
   void AnswerAll() {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& ex : held_) ex->Respond(HttpResponse::Json(200, R"({"late":true})"));
@@ -303,6 +308,102 @@ TEST(HttpServerTest, ALargeBodyThatKeepsFlowingOutlastsTheReadTimeout) {
   EXPECT_GE(waited, std::chrono::milliseconds(800));
   EXPECT_LT(waited, std::chrono::seconds(10));
   (*server)->Stop();
+}
+
+// Issue 43, 5e: a sender that trickles a large body, each piece inside the read timeout, held
+// its connection (and what it had sent) for as long as it liked. With min_body_bytes_per_second
+// the body must come at that rate on average once the read timeout has passed: a trickle is cut,
+// a body that flows at the rate arrives whole.
+TEST(HttpServerTest, ASlowSenderIsCutOnceItsAverageFallsBelowTheMinimumRate) {
+  HttpServerOptions o;
+  o.port = 0;
+  o.read_timeout = std::chrono::seconds(1);
+  o.min_body_bytes_per_second = 1u << 20;
+  o.body_limit_for = [](std::string_view, std::string_view) -> std::size_t { return 8u << 20; };
+  std::atomic<int> handled{0};
+  auto server = HttpServer::Start(o, [&handled](std::shared_ptr<Exchange> ex) {
+    ++handled;
+    ex->Respond(
+        HttpResponse::Json(200, "{\"size\":" + std::to_string(ex->request().body.size()) + "}"));
+  });
+  ASSERT_TRUE(server.ok());
+  std::size_t const size = 4u << 20;
+  std::string head =
+      "PUT /up HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(size) + "\r\n\r\n";
+  // 16 KiB every 300 ms (~53 KiB/s): every piece well inside the 1 s read timeout.
+  int fd = RawConnect((*server)->port());
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::send(fd, head.data(), head.size(), MSG_NOSIGNAL), static_cast<ssize_t>(head.size()));
+  std::string piece(16 << 10, 't');
+  auto start = std::chrono::steady_clock::now();
+  int sent = 0;
+  for (; sent < 100; ++sent) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    if (::send(fd, piece.data(), piece.size(), MSG_NOSIGNAL) < 0) break;
+  }
+  auto lasted = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(ReadAll(fd), "");  // closed without an answer
+  ::close(fd);
+  EXPECT_LT(sent, 100) << "the trickle was never cut";
+  EXPECT_LT(lasted, std::chrono::seconds(20));
+  EXPECT_EQ(handled.load(), 0);
+  // At 2 MiB/s (above the minimum) with pauses, the same body arrives whole.
+  fd = RawConnect((*server)->port());
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::send(fd, head.data(), head.size(), MSG_NOSIGNAL), static_cast<ssize_t>(head.size()));
+  std::string fast(size / 8, 'f');
+  for (int i = 0; i < 8; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    ASSERT_EQ(::send(fd, fast.data(), fast.size(), MSG_NOSIGNAL), static_cast<ssize_t>(fast.size()))
+        << "cut at piece " << i;
+  }
+  std::string answer = ReadUntilClosedOr(fd, "}");
+  ::close(fd);
+  EXPECT_NE(answer.find("{\"size\":" + std::to_string(size) + "}"), std::string::npos) << answer;
+  (*server)->Stop();
+}
+
+// Issue 43, 5e: large bodies read into memory hold at most max_buffered_body_bytes together; a
+// request past it is answered 503 before its body is read, and the bound is given back when a
+// request ends (answered, or its client gone mid-body).
+TEST(HttpServerTest, LargeBodiesInMemoryStayWithinTheirBoundTogether) {
+  HttpServerOptions o;
+  o.max_buffered_body_bytes = 5u << 20;
+  o.body_limit_for = [](std::string_view, std::string_view) -> std::size_t { return 8u << 20; };
+  HoldingServer server(o);
+  std::string const body(3u << 20, 'b');
+  auto head = [&](std::string const& path) {
+    return "PUT " + path +
+           " HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+  };
+  // One 3 MiB body, read and held by the handler (its exchange kept): 3 of 5 MiB lent.
+  int held = RawConnect(server.port());
+  ASSERT_GE(held, 0);
+  std::string first = head("/wait") + body;
+  ASSERT_EQ(::send(held, first.data(), first.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(first.size()));
+  ASSERT_TRUE(server.WaitHeld(1));
+  // A second, mid-body: refused before its body is read.
+  auto second = testing_util::RawHttp(server.port(), head("/now") + body);
+  EXPECT_EQ(second.status, 503) << second.body;
+  EXPECT_NE(second.body.find("too many large requests"), std::string::npos) << second.body;
+  // A client that sends half its body and goes: its share comes back too.
+  ::close(held);
+  ASSERT_TRUE(server.WaitHangUps(1, std::chrono::seconds(10)));
+  int cut = RawConnect(server.port());
+  ASSERT_GE(cut, 0);
+  std::string half = head("/now") + body.substr(0, body.size() / 2);
+  ASSERT_EQ(::send(cut, half.data(), half.size(), MSG_NOSIGNAL), static_cast<ssize_t>(half.size()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ::close(cut);
+  // Once the held exchange is let go and the cut one is gone, a 3 MiB body is read again.
+  server.Release();
+  int status = 0;
+  for (int i = 0; i < 50 && status != 200; ++i) {
+    if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    status = testing_util::RawHttp(server.port(), head("/now") + body).status;
+  }
+  EXPECT_EQ(status, 200);
 }
 
 // Large bodies reuse the memory of earlier ones (the server's body pool): each handler still

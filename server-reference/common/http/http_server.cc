@@ -81,6 +81,19 @@ class BodyPool {
     return body;
   }
 
+  // Bodies being read or handled count against a bound while lent (HttpServerOptions::
+  // max_buffered_body_bytes); false when `n` more would pass `limit` (0: none).
+  bool Lend(std::size_t n, std::size_t limit) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (limit != 0 && lent_ + n > limit) return false;
+    lent_ += n;
+    return true;
+  }
+  void Return(std::size_t n) {
+    std::lock_guard<std::mutex> lock(mu_);
+    lent_ -= std::min(n, lent_);
+  }
+
   void Give(std::string body) {
     if (body.capacity() < kSmallest) return;
     body.clear();  // keeps the memory
@@ -112,6 +125,21 @@ class BodyPool {
   std::mutex mu_;
   std::list<Held> buffers_;
   std::size_t held_ = 0;
+  std::size_t lent_ = 0;
+};
+
+// A large body's share of the bound, given back when the request ends however it ends (its
+// exchange answered and gone, or the connection closed while reading it).
+class BodyLease {
+ public:
+  BodyLease(std::shared_ptr<BodyPool> pool, std::size_t n) : pool_(std::move(pool)), n_(n) {}
+  BodyLease(BodyLease const&) = delete;
+  BodyLease& operator=(BodyLease const&) = delete;
+  ~BodyLease() { pool_->Return(n_); }
+
+ private:
+  std::shared_ptr<BodyPool> pool_;
+  std::size_t n_;
 };
 
 struct HttpServer::Impl {
@@ -734,6 +762,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void DoRead() {
     if (closed_) return;
+    lease_.reset();
     parser_.emplace();
     body_limit_ = server_.options.max_body_bytes;
     parser_->body_limit(body_limit_);
@@ -767,6 +796,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
             self->sink_ = self->server_.options.body_sink_for(self->sink_request_, *length);
             if (self->sink_ && !self->sink_->Accepts()) return self->EndSink(false);
           }
+          if (length && *length > kDirectBodyBytes && !self->sink_) {
+            auto n = static_cast<std::size_t>(*length);
+            if (!self->bodies_->Lend(n, self->server_.options.max_buffered_body_bytes)) {
+              return self->Reject(503, protocol::ProblemType::kServiceUnavailable,
+                                  "The server is reading too many large requests at once; try "
+                                  "again in a moment.");
+            }
+            self->lease_ = std::make_unique<BodyLease>(self->bodies_, n);
+          }
           // A client that waits for leave to send its body (curl does for bodies over 1 MiB)
           // gets it at once instead of after its own timeout.
           if (beast::iequals(head[http::field::expect], "100-continue")) {
@@ -782,6 +820,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void ReadBody(boost::optional<std::uint64_t> length) {
+    body_started_ = std::chrono::steady_clock::now();
+    body_read_ = 0;
     if (sink_) return StreamBody(*length);
     if (length && *length > kDirectBodyBytes) return ReadLargeBody(*length);
     http::async_read(
@@ -818,12 +858,35 @@ class Connection : public std::enable_shared_from_this<Connection> {
       return OnRead({});
     }
     WakeAfter(body.size() - have);
-    stream_.expires_after(server_.options.read_timeout);
+    body_read_ = have;
+    if (!ExpireForPiece()) return OnRead(beast::error::timeout);
     stream_.async_read_some(net::buffer(body.data() + have, body.size() - have),
                             [self = shared_from_this(), have](beast::error_code ec, std::size_t n) {
                               if (ec) return self->OnRead(ec);
                               self->ReadBodyPiece(have + n);
                             });
+  }
+
+  // The timer for the next piece of a body: read_timeout from now, and no later than the body's
+  // own deadline (read_timeout after it began plus what min_body_bytes_per_second allows for
+  // what has come). False when that deadline has passed: a slow sender, cut.
+  bool ExpireForPiece() {
+    auto const& o = server_.options;
+    if (o.min_body_bytes_per_second == 0) {
+      stream_.expires_after(o.read_timeout);
+      return true;
+    }
+    auto allowed = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        o.read_timeout +
+        std::chrono::duration<double>(static_cast<double>(body_read_) /
+                                      static_cast<double>(o.min_body_bytes_per_second)));
+    // The average is over the whole body: bytes that came fast earn time for a slow patch.
+    auto deadline = body_started_ + allowed;
+    auto now = std::chrono::steady_clock::now();
+    if (deadline <= now) return false;
+    stream_.expires_after(
+        std::min<std::chrono::steady_clock::duration>(o.read_timeout, deadline - now));
+    return true;
   }
 
   // A body that goes to a BodySink: the bytes read with the headers, then pieces of up to
@@ -854,7 +917,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (sink_buffer_.size() < kSinkPiece) sink_buffer_.resize(kSinkPiece);
     std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(sink_left_, kSinkPiece));
     WakeAfter(want);
-    stream_.expires_after(server_.options.read_timeout);
+    if (!ExpireForPiece()) {
+      if (sink_) sink_->Finish(false, [](HttpResponse) {});
+      return Close();
+    }
     stream_.async_read_some(net::buffer(sink_buffer_.data(), want),
                             [self = shared_from_this()](beast::error_code ec, std::size_t n) {
                               if (ec) {
@@ -863,6 +929,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
                                 return self->Close();
                               }
                               self->sink_left_ -= n;
+                              self->body_read_ += n;
                               if (!self->sink_->Write({self->sink_buffer_.data(), n})) {
                                 return self->EndSink(false);
                               }
@@ -933,7 +1000,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     HttpRequest req = RequestOf(msg);
     req.body = std::move(msg.body());
     head_ = req.method == "HEAD";
-    Dispatch(std::move(req));
+    Dispatch(std::move(req), std::move(lease_));
   }
 
   // A request as handlers see it, without its body.
@@ -953,7 +1020,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     return req;
   }
 
-  void Dispatch(HttpRequest req);
+  void Dispatch(HttpRequest req, std::unique_ptr<BodyLease> lease = nullptr);
 
   // `counted`: the part of it that counts in backlog_ (stream chunks), given back once written.
   void Queue(std::string data, std::string more = {}, std::size_t counted = 0) {
@@ -1057,7 +1124,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::shared_ptr<BodyPool> bodies_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
-  std::size_t body_limit_ = 0;      // the limit of the request being read
+  std::size_t body_limit_ = 0;        // the limit of the request being read
+  std::unique_ptr<BodyLease> lease_;  // a large body's share of max_buffered_body_bytes
+  std::chrono::steady_clock::time_point body_started_;
+  std::uint64_t body_read_ = 0;     // of the body being read in pieces
   std::unique_ptr<BodySink> sink_;  ///< where the body being read goes (body_sink_for)
   HttpRequest sink_request_;        ///< its request, for on_response
   std::uint64_t sink_left_ = 0;     ///< its bytes still to come
@@ -1105,6 +1175,8 @@ class ExchangeImpl : public Exchange {
   ExchangeImpl(std::shared_ptr<Connection> conn, HttpRequest request, bool head)
       : conn_(std::move(conn)), request_(std::move(request)), head_(head) {}
   ~ExchangeImpl() override { conn_->bodies_->Give(std::move(request_.body)); }
+
+  std::unique_ptr<BodyLease> lease_;  // a large body's share of the bound, until this ends
 
   HttpRequest const& request() const override { return request_; }
   bool answered() const { return answered_.load(); }
@@ -1186,8 +1258,9 @@ class ExchangeImpl : public Exchange {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
-void Connection::Dispatch(HttpRequest req) {
+void Connection::Dispatch(HttpRequest req, std::unique_ptr<BodyLease> lease) {
   auto exchange = std::make_shared<ExchangeImpl>(shared_from_this(), std::move(req), head_);
+  exchange->lease_ = std::move(lease);
   try {
     server_.handler(exchange);
   } catch (std::exception const& e) {

@@ -50,6 +50,14 @@ struct HttpServerOptions {
   /// body_limit_for.
   std::function<std::unique_ptr<BodySink>(HttpRequest const& head, std::uint64_t length)>
       body_sink_for;
+  /// What the bodies over 1 MiB being read into memory may hold together (0: no bound); a
+  /// request whose body would pass it gets 503 before its body is read, so many large requests
+  /// at once cannot exhaust the process (bodies that go to a BodySink do not count).
+  std::size_t max_buffered_body_bytes = 0;
+  /// Slow senders: a body's read ends (the connection closes) when, read_timeout after it
+  /// began, fewer than this many bytes per second have come on average (0: only read_timeout
+  /// between pieces). A client trickling a large body cannot hold a connection for hours.
+  std::size_t min_body_bytes_per_second = 0;
   std::size_t max_header_bytes = 16 * 1024;  ///< larger headers get 431
   std::chrono::seconds read_timeout{30};     ///< for one request's headers and body
   std::chrono::seconds idle_timeout{75};     ///< keep-alive connection without a request
