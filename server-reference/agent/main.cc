@@ -179,6 +179,11 @@ int main(int argc, char** argv) {
   app.add_option("--network-nat", network_nat,
                  "runc: masquerade kernels' traffic leaving the host (off: the pool is routed)")
       ->check(CLI::IsMember({"on", "off"}));
+  std::vector<std::string> sandbox_exceptions;
+  app.add_option("--sandbox-exception", sandbox_exceptions,
+                 "runc: let one image's kernels past part of the sandbox, IMAGE=NAME[,NAME] "
+                 "(repeatable; IMAGE a name for every tag or name:tag; NAME userns, io_uring "
+                 "or perf). Only the operator grants these; an image cannot ask");
   bool stop_kernels = false;
   app.add_flag("--stop-kernels-on-exit", stop_kernels,
                "On SIGTERM/SIGINT end every kernel (default: they keep running and a restarted "
@@ -337,6 +342,14 @@ int main(int argc, char** argv) {
         std::cerr << "bai-agent: --network-bridge: " << s.message() << "\n";
         return 2;
       }
+    }
+    for (auto const& text : sandbox_exceptions) {
+      auto e = bai::agent::ParseSandboxException(text);
+      if (!e.ok()) {
+        std::cerr << "bai-agent: " << e.status().message() << "\n";
+        return 2;
+      }
+      runc.sandbox_exceptions[e->first].insert(e->second.begin(), e->second.end());
     }
     auto backing = bai::agent::ResolveScratchBacking(scratch);
     if (!backing.ok()) {

@@ -68,28 +68,111 @@ constexpr char const* kDeniedSyscalls[] = {
     // Docker's default profile also refuses.
     "io_uring_setup", "io_uring_enter", "io_uring_register"};
 
-json SeccompProfile() {
+/// What each sandbox exception lets back in (SandboxExceptionNames()).
+struct ExceptionSyscalls {
+  std::string_view name;
+  std::vector<std::string_view> syscalls;
+};
+std::vector<ExceptionSyscalls> const& ExceptionTable() {
+  // userns: making user namespaces (rootless containers, bubblewrap, buildah in a kernel) and
+  // what one does inside its own namespaces (mounts, pivot_root); the host's namespaces stay
+  // out of reach, as the kernel holds no capability in them.
+  static auto const* table = new std::vector<ExceptionSyscalls>{
+      {"userns",
+       {"unshare", "setns", "mount", "umount", "umount2", "pivot_root", "move_mount", "open_tree",
+        "fsopen", "fsconfig", "fsmount", "fspick"}},
+      {"io_uring", {"io_uring_setup", "io_uring_enter", "io_uring_register"}},
+      {"perf", {"perf_event_open"}},
+  };
+  return *table;
+}
+
+}  // namespace
+
+std::vector<std::string> SandboxExceptionNames() {
+  std::vector<std::string> out;
+  for (auto const& e : ExceptionTable()) out.emplace_back(e.name);
+  return out;
+}
+
+StatusOr<std::pair<std::string, std::set<std::string>>> ParseSandboxException(
+    std::string_view text) {
+  auto eq = text.find('=');
+  auto usage = [&](std::string why) {
+    std::string names;
+    for (auto const& n : SandboxExceptionNames()) names += (names.empty() ? "" : ", ") + n;
+    return Status(StatusCode::kInvalidArgument,
+                  "--sandbox-exception " + std::string(text) + ": " + why +
+                      " (expected IMAGE=NAME[,NAME…], NAME one of " + names + ")");
+  };
+  if (eq == std::string_view::npos || eq == 0 || eq + 1 == text.size()) {
+    return usage("no image or no exception");
+  }
+  std::pair<std::string, std::set<std::string>> out{std::string(text.substr(0, eq)), {}};
+  std::string_view rest = text.substr(eq + 1);
+  while (!rest.empty()) {
+    auto comma = rest.find(',');
+    std::string name(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    auto known = SandboxExceptionNames();
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      return usage("unknown exception \"" + name + "\"");
+    }
+    out.second.insert(std::move(name));
+  }
+  return out;
+}
+
+std::set<std::string> SandboxExceptionsFor(
+    std::map<std::string, std::set<std::string>> const& policy, Image const& image) {
+  std::set<std::string> out;
+  auto add = [&](std::string const& ref) {
+    auto it = policy.find(ref);
+    if (it != policy.end()) out.insert(it->second.begin(), it->second.end());
+    // "python" names every tag of it; "python:3.11" one.
+    auto colon = ref.find(':');
+    if (colon != std::string::npos) {
+      it = policy.find(ref.substr(0, colon));
+      if (it != policy.end()) out.insert(it->second.begin(), it->second.end());
+    }
+  };
+  add(image.name);
+  for (auto const& a : image.aliases) add(a);
+  return out;
+}
+
+json SeccompProfile(std::set<std::string> const& exceptions) {
+  std::set<std::string_view> allowed;
+  for (auto const& e : ExceptionTable()) {
+    if (exceptions.count(std::string(e.name))) allowed.insert(e.syscalls.begin(), e.syscalls.end());
+  }
   json names = json::array();
-  for (char const* s : kDeniedSyscalls) names.push_back(s);
-  // clone with CLONE_NEWUSER: a user namespace gives its creator every capability inside it
-  // (netfilter, packet sockets, mounts), as Docker's default profile refuses. clone3 passes its
-  // flags in memory seccomp cannot read, so it answers ENOSYS and libc falls back to clone.
-  constexpr std::uint64_t kCloneNewUser = 0x10000000;
-  json clone_newuser = {{"names", {"clone"}},
+  for (char const* s : kDeniedSyscalls) {
+    if (!allowed.count(s)) names.push_back(s);
+  }
+  json syscalls = {{{"names", names}, {"action", "SCMP_ACT_ERRNO"}, {"errnoRet", 1}}};
+  if (!exceptions.count("userns")) {
+    // clone with CLONE_NEWUSER: a user namespace gives its creator every capability inside it
+    // (netfilter, packet sockets, mounts), as Docker's default profile refuses. clone3 passes
+    // its flags in memory seccomp cannot read, so it answers ENOSYS and libc falls back to
+    // clone.
+    constexpr std::uint64_t kCloneNewUser = 0x10000000;
+    syscalls.push_back({{"names", {"clone"}},
                         {"action", "SCMP_ACT_ERRNO"},
                         {"errnoRet", 1},
                         {"args",
                          {{{"index", 0},
                            {"value", kCloneNewUser},
                            {"valueTwo", kCloneNewUser},
-                           {"op", "SCMP_CMP_MASKED_EQ"}}}}};
-  json clone3 = {{"names", {"clone3"}}, {"action", "SCMP_ACT_ERRNO"}, {"errnoRet", 38}};
-  return {
-      {"defaultAction", "SCMP_ACT_ALLOW"},
-      {"architectures", {"SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"}},
-      {"syscalls",
-       {{{"names", names}, {"action", "SCMP_ACT_ERRNO"}, {"errnoRet", 1}}, clone_newuser, clone3}}};
+                           {"op", "SCMP_CMP_MASKED_EQ"}}}}});
+    syscalls.push_back({{"names", {"clone3"}}, {"action", "SCMP_ACT_ERRNO"}, {"errnoRet", 38}});
+  }
+  return {{"defaultAction", "SCMP_ACT_ALLOW"},
+          {"architectures", {"SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"}},
+          {"syscalls", syscalls}};
 }
+
+namespace {
 
 std::string EnvKey(std::string const& kv) { return kv.substr(0, kv.find('=')); }
 
@@ -399,7 +482,7 @@ std::string OciConfig(KernelSpec const& spec, Image const& image, RuncOptions co
                      {{"type", "mount"}}}},
                    {"resources", resources_spec},
                    {"cgroupsPath", layout.cgroups_path},
-                   {"seccomp", SeccompProfile()},
+                   {"seccomp", SeccompProfile(SandboxExceptionsFor(o.sandbox_exceptions, image))},
                    {"maskedPaths",
                     {"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys",
                      "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",

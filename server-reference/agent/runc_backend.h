@@ -9,6 +9,8 @@
 #include "server-reference/agent/scratch.h"
 #include "server-reference/common/wire/runner_messages.h"
 
+#include <nlohmann/json.hpp>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -18,7 +20,9 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -59,7 +63,26 @@ struct RuncOptions {
   std::string network_default = kNetworkBridge;
   /// Bridge mode's bridge, pool and NAT; nullopt: bridge mode is off on this agent.
   std::optional<BridgeConfig> bridge = BridgeConfig{};
+  /// The operator's per-image exceptions to the kernel sandbox (issue 43, 5g): image name or
+  /// alias ("python" for every tag, "python:3.11" for one) → exception names
+  /// (SandboxExceptionNames()). An image cannot ask for one itself.
+  std::map<std::string, std::set<std::string>> sandbox_exceptions;
 };
+
+/// The exceptions an operator may grant an image: "userns" (user namespaces and the mounts made
+/// inside them: rootless containers, bubblewrap), "io_uring", "perf" (perf_event_open; the
+/// host's perf_event_paranoid still applies).
+std::vector<std::string> SandboxExceptionNames();
+/// One `--sandbox-exception IMAGE=NAME[,NAME…]`; a clear error naming the known exceptions.
+StatusOr<std::pair<std::string, std::set<std::string>>> ParseSandboxException(
+    std::string_view text);
+/// The exceptions `policy` grants `image` (by its name or any alias; "python" covers every
+/// "python:TAG"). Pure.
+std::set<std::string> SandboxExceptionsFor(
+    std::map<std::string, std::set<std::string>> const& policy, Image const& image);
+/// The kernel's seccomp profile (an OCI `linux.seccomp` object): Docker's default refusals plus
+/// user namespaces and io_uring, less what `exceptions` lets back in. Pure.
+nlohmann::json SeccompProfile(std::set<std::string> const& exceptions);
 
 /// A virtual folder of create_kernel's `mounts` where the kernel sees it: the default kernel
 /// path is /home/work/NAME, a relative one goes under /home/work; entries with ".." or without

@@ -13,6 +13,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 namespace bai::agent {
 namespace {
@@ -90,6 +91,59 @@ TEST_F(OciConfigTest, IsolationAsDecided) {
   EXPECT_EQ(c["process"]["args"][0], "/opt/bai/bin/bai-kernel-runner");
   EXPECT_EQ(MountAt(c, "/opt/bai/bin")["options"], json({"bind", "ro", "nosuid", "nodev"}));
   EXPECT_EQ(MountAt(c, "/opt/bai/run")["source"], "/state/kernels/k/run");
+}
+
+// Issue 43, 5g: the sandbox's refusals stand unless the operator grants an image an exception
+// (--sandbox-exception IMAGE=NAME…); an image's own labels cannot.
+TEST_F(OciConfigTest, OnlyTheOperatorLetsAnImagePastPartOfTheSandbox) {
+  auto denied_names = [](json const& c) {
+    std::set<std::string> out;
+    for (auto const& rule : c["linux"]["seccomp"]["syscalls"]) {
+      if (!rule.contains("args")) {
+        for (auto const& n : rule["names"]) out.insert(n.get<std::string>());
+      } else {
+        out.insert(rule["names"][0].get<std::string>() + "(masked)");
+      }
+    }
+    return out;
+  };
+  auto plain = denied_names(Config());
+  for (char const* s : {"unshare", "mount", "io_uring_setup", "perf_event_open", "bpf",
+                        "clone(masked)", "clone3"}) {
+    EXPECT_TRUE(plain.count(s)) << s;
+  }
+  // The image asking for it changes nothing.
+  image_.labels["ai.backend.bai.sandbox-exceptions"] = "userns,io_uring";
+  EXPECT_EQ(denied_names(Config()), plain);
+  // Granted for "python" (every tag): userns and io_uring come back, nothing else does.
+  options_.sandbox_exceptions["python"] = {"userns", "io_uring"};
+  auto granted = denied_names(Config());
+  for (char const* s : {"unshare", "setns", "mount", "pivot_root", "io_uring_setup",
+                        "io_uring_enter", "clone(masked)", "clone3"}) {
+    EXPECT_FALSE(granted.count(s)) << s;
+  }
+  for (char const* s : {"perf_event_open", "bpf", "keyctl", "kexec_load", "reboot"}) {
+    EXPECT_TRUE(granted.count(s)) << s;
+  }
+  // Granted for another image, or another tag: none here.
+  options_.sandbox_exceptions = {{"shell", {"userns"}}, {"python:3.12", {"perf"}}};
+  image_.aliases = {"python:3.11"};
+  EXPECT_EQ(denied_names(Config()), plain);
+  options_.sandbox_exceptions = {{"python:3.11", {"perf"}}};
+  EXPECT_FALSE(denied_names(Config()).count("perf_event_open"));
+  image_.aliases.clear();
+}
+
+TEST(SandboxExceptionTest, TheFlagNamesAnImageAndKnownExceptions) {
+  auto ok = ParseSandboxException("pytorch:2.4=userns,io_uring");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(ok->first, "pytorch:2.4");
+  EXPECT_EQ(ok->second, (std::set<std::string>{"userns", "io_uring"}));
+  for (char const* bad : {"python", "=userns", "python=", "python=userns,root", "python=bpf"}) {
+    auto r = ParseSandboxException(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_THAT(r.status().message(), HasSubstr("userns, io_uring, perf")) << bad;
+  }
 }
 
 TEST_F(OciConfigTest, LimitsFromSlots) {

@@ -760,6 +760,39 @@ TEST_F(RuncTest, UserNamespacesIoUringAndTheRunnerAreOutOfReach) {
   EXPECT_THAT(r.out, HasSubstr("child 7"));
 }
 
+// Issue 43, 5g: the operator may let one image past part of the sandbox
+// (--sandbox-exception python=userns,io_uring); that image's kernels then make a user namespace
+// and an io_uring, another image's still cannot.
+class RuncSandboxExceptionTest : public RuncTest {
+ protected:
+  std::vector<std::string> AgentArgs() const override {
+    return {"--sandbox-exception", "python=userns,io_uring"};
+  }
+};
+
+TEST_F(RuncSandboxExceptionTest, AnImageTheOperatorExemptsMakesAUserNamespace) {
+  std::string const probe =
+      "import ctypes, os\n"
+      "libc = ctypes.CDLL(None, use_errno=True)\n"
+      "libc.syscall.restype = ctypes.c_long\n"
+      "r = libc.unshare(0x10000000)\n"
+      "print('unshare', r, ctypes.get_errno() if r else 0)\n"
+      "params = ctypes.create_string_buffer(120)\n"
+      "fd = libc.syscall(ctypes.c_long(425), ctypes.c_long(8), "
+      "ctypes.c_long(ctypes.addressof(params)))\n"
+      "print('uring', 'ok' if fd >= 0 else ctypes.get_errno())\n";
+  auto granted = Bai({"run", "python", "--", "python3", "-c", probe});
+  EXPECT_EQ(granted.exit_code, 0) << granted.err;
+  EXPECT_THAT(granted.out, HasSubstr("unshare 0 0"));
+  EXPECT_THAT(granted.out, HasSubstr("uring ok"));
+  // The shell image is not exempt: its kernels are refused as before (python3 from the host's
+  // /usr, which the built-in shell image also has).
+  auto other = Bai({"run", "shell", "--", "python3", "-c", probe});
+  EXPECT_EQ(other.exit_code, 0) << other.err;
+  EXPECT_THAT(other.out, HasSubstr("unshare -1 1"));
+  EXPECT_THAT(other.out, HasSubstr("uring 1"));
+}
+
 TEST_F(RuncTest, DestroyRemovesBundleCgroupAndMounts) {
   std::string id = Interactive("gone", R"({"cpu": "0.25", "mem": "128m"})");
   ASSERT_FALSE(id.empty());
