@@ -3,15 +3,20 @@
 
 #include "bai/protocol/api_version.h"
 #include "bai/protocol/errors.h"
+#include "bai/protocol/graphql_wire.h"
 #include "bai/version.h"
 
 #include "libbai/internal/curl_transport.h"
 #include "libbai/internal/decorators.h"
 #include "libbai/internal/json_codec.h"
 #include "libbai/internal/server_info_cache.h"
+#include "libbai/protocol/graphql_adapt.h"
+#include "libbai/protocol/server_dialect.h"
 #include "libbai/util/fd_io.h"
 #include "libbai/util/text.h"
 #include "libbai/util/url.h"
+
+#include <nlohmann/json.hpp>
 
 #include <atomic>
 #include <mutex>
@@ -159,6 +164,76 @@ class ClientImpl {
       StoreServerInfo(options_.server_info_cache, CurrentEndpoint().url, *server_info_, now);
     }
     return *server_info_;
+  }
+
+  StatusOr<ServerCapabilities> Capabilities() {
+    auto info = GetServerInfo();
+    if (!info.ok()) return info.status();
+    ServerCapabilities c;
+    c.api_version = info->version;
+    c.negotiated_version = ApiVersion();
+    c.manager = info->manager;
+    auto kind =
+        info->is_backend_ai ? protocol::KindOfManager(info->manager) : protocol::ServerKind::kOther;
+    c.kind = kind == protocol::ServerKind::kBai         ? ServerCapabilities::Kind::kBai
+             : kind == protocol::ServerKind::kBackendAi ? ServerCapabilities::Kind::kBackendAi
+                                                        : ServerCapabilities::Kind::kOther;
+    if (auto r = protocol::ParseRelease(info->manager)) {
+      c.release_year = r->year;
+      c.release_month = r->month;
+    }
+    auto version = protocol::ApiVersion::Parse(info->version);
+    c.features = protocol::FeaturesOf(kind, version.value_or(protocol::kCurrentApiVersion));
+    return c;
+  }
+
+  // The server's GraphQL schema facts: once per process, from the cache file when this manager
+  // version's are kept there, else by introspection (one request). nullptr when the server does
+  // not need it (bai's own manager) or will not say: queries then go as written.
+  std::shared_ptr<graphql::SchemaFacts const> Schema(Client const& client) {
+    std::lock_guard<std::mutex> lock(schema_mu_);
+    if (schema_tried_) return schema_;
+    schema_tried_ = true;
+    auto caps = Capabilities();
+    if (!caps.ok() || !caps->has("graphql-introspection")) return nullptr;
+    std::string const& endpoint = CurrentEndpoint().url;
+    if (!options_.server_info_cache.empty()) {
+      if (auto text = LoadSchemaText(options_.server_info_cache, endpoint, caps->manager)) {
+        if (auto facts = graphql::DecodeSchemaFacts(*text); facts.ok()) {
+          schema_ = std::make_shared<graphql::SchemaFacts const>(*std::move(facts));
+          return schema_;
+        }
+      }
+    }
+    ApiRequest call("POST", "/admin/gql");
+    call.body = nlohmann::json{{"query", std::string(graphql::kIntrospectionQuery)}}.dump();
+    call.idempotent = true;
+    auto response = client.Send(call);
+    if (!response.ok() || !CheckResponse(*response).ok()) return nullptr;
+    auto decoded = protocol::DecodeGraphqlResponse(response->body);
+    if (!decoded.ok()) return nullptr;
+    // Introspection off (Backend.AI outside debug mode): facts are learnt from refusals instead.
+    auto facts = decoded->errors.empty() ? graphql::ReadIntrospection(decoded->data_json)
+                                         : StatusOr<graphql::SchemaFacts>(graphql::SchemaFacts{});
+    if (!facts.ok()) return nullptr;
+    if (!options_.server_info_cache.empty()) {
+      StoreSchemaText(options_.server_info_cache, endpoint, caps->manager,
+                      graphql::EncodeSchemaFacts(*facts));
+    }
+    schema_ = std::make_shared<graphql::SchemaFacts const>(*std::move(facts));
+    return schema_;
+  }
+
+  std::shared_ptr<graphql::SchemaFacts const> Learn(graphql::SchemaFacts learnt) {
+    std::lock_guard<std::mutex> lock(schema_mu_);
+    schema_ = std::make_shared<graphql::SchemaFacts const>(std::move(learnt));
+    schema_tried_ = true;
+    auto info = server_info_;  // set: Schema() read it before anything could be learnt
+    if (!options_.server_info_cache.empty() && info) {
+      StoreSchemaText(options_.server_info_cache, CurrentEndpoint().url, info->manager,
+                      graphql::EncodeSchemaFacts(*schema_));
+    }
+    return schema_;
   }
 
   std::string ApiVersion() {
@@ -344,6 +419,9 @@ class ClientImpl {
   std::optional<ServerInfo> server_info_;
   bool from_cache_ = false;  // server_info_ came from Options::server_info_cache
   bool skip_cache_ = false;  // the cache was wrong once: ask the server from now on
+  std::mutex schema_mu_;     // taken before the others, never after
+  bool schema_tried_ = false;
+  std::shared_ptr<graphql::SchemaFacts const> schema_;
 };
 
 }  // namespace internal
@@ -457,6 +535,16 @@ StatusOr<std::unique_ptr<WebSocketConnection>> Client::OpenWebSocket(
 }
 
 StatusOr<ServerInfo> Client::GetServerInfo() const { return impl_->GetServerInfo(); }
+StatusOr<ServerCapabilities> Client::server() const { return impl_->Capabilities(); }
+
+std::shared_ptr<graphql::SchemaFacts const> internal::ServerSchema(Client const& client) {
+  return client.impl_->Schema(client);
+}
+
+std::shared_ptr<graphql::SchemaFacts const> internal::LearnServerSchema(
+    Client const& client, graphql::SchemaFacts learnt) {
+  return client.impl_->Learn(std::move(learnt));
+}
 std::string Client::ApiVersion() const { return impl_->ApiVersion(); }
 Options const& Client::options() const { return impl_->options(); }
 

@@ -3,6 +3,7 @@
 #include "bai/protocol/errors.h"
 #include "bai/session_client.h"
 
+#include "libbai/protocol/graphql_adapt.h"
 #include "libbai/protocol/wire_json.h"
 
 #include <nlohmann/json.hpp>
@@ -14,19 +15,46 @@ namespace bai {
 using nlohmann::json;
 
 StatusOr<std::string> RunGraphql(Client const& client, protocol::GraphqlRequest const& request) {
-  ApiRequest call("POST", "/admin/gql");
-  call.body = protocol::EncodeGraphqlRequest(request);
-  call.idempotent = true;  // queries change nothing
-  auto response = client.Send(call);
-  if (!response.ok()) return std::move(response).status();
-  if (auto st = CheckResponse(*response); !st.ok()) return st;
-  auto decoded = protocol::DecodeGraphqlResponse(response->body);
-  if (!decoded.ok()) return std::move(decoded).status();
-  if (!decoded->errors.empty()) {
+  // Cut down to what this server's schema has (graphql_adapt.h): the one place queries meet a
+  // server's version. A field it lacks is then absent from the answer. Where the server will not
+  // describe its schema, its refusals of a field or argument teach it (they come before anything
+  // runs, so sending again is safe), kept for the next command.
+  auto schema = internal::ServerSchema(client);
+  for (int attempt = 0;; ++attempt) {
+    protocol::GraphqlRequest sent = request;
+    if (schema) {
+      auto adapted = graphql::AdaptToSchema(request.query, *schema);
+      if (!adapted.ok()) return std::move(adapted).status();
+      sent.query = std::move(adapted->query);
+      if (!adapted->dropped_variables.empty() && !sent.variables_json.empty()) {
+        auto vars = json::parse(sent.variables_json, nullptr, false);
+        if (vars.is_object()) {
+          for (auto const& v : adapted->dropped_variables) vars.erase(v);
+          sent.variables_json = vars.dump();
+        }
+      }
+    }
+    ApiRequest call("POST", "/admin/gql");
+    call.body = protocol::EncodeGraphqlRequest(sent);
+    call.idempotent = true;  // queries change nothing; a refused mutation did not run
+    auto response = client.Send(call);
+    if (!response.ok()) return std::move(response).status();
+    if (auto st = CheckResponse(*response); !st.ok()) return st;
+    auto decoded = protocol::DecodeGraphqlResponse(response->body);
+    if (!decoded.ok()) return std::move(decoded).status();
+    if (decoded->errors.empty()) return std::move(decoded->data_json);
+    if (schema && attempt < 4) {
+      std::vector<graphql::QueryError> errors;
+      for (auto const& e : decoded->errors) errors.push_back({e.message, e.line, e.column});
+      graphql::SchemaFacts learnt = *schema;
+      if (graphql::LearnFromErrors(sent.query, errors, learnt)) {
+        schema = internal::LearnServerSchema(client, std::move(learnt));
+        continue;
+      }
+    }
     return protocol::MakeProblemStatus(protocol::ProblemType::kGraphqlError,
                                        protocol::DescribeGraphqlErrors(decoded->errors));
   }
-  return std::move(decoded->data_json);
 }
 
 StatusOr<std::vector<SessionListItem>> SessionPages::Next() {

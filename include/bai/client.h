@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -16,8 +17,19 @@
 
 namespace bai {
 
+class Client;
+namespace graphql {
+struct SchemaFacts;
+}  // namespace graphql
 namespace internal {
 class ClientImpl;
+/// The server's GraphQL schema facts (read once, cached with its version), or nullptr when it
+/// cannot be read or need not be (libbai/internal; RunGraphql adapts queries with it).
+std::shared_ptr<graphql::SchemaFacts const> ServerSchema(Client const& client);
+/// Replaces the server's facts with `learnt` (what its refusals taught), in memory and in the
+/// cache; returns them.
+std::shared_ptr<graphql::SchemaFacts const> LearnServerSchema(Client const& client,
+                                                              graphql::SchemaFacts learnt);
 }  // namespace internal
 
 /// What `GET /` says about the server.
@@ -25,6 +37,24 @@ struct ServerInfo {
   std::string version;         ///< the server's API version ("v8.20240915")
   std::string manager;         ///< the manager's own version text ("24.09.0", "bai-manager 0.1.0")
   bool is_backend_ai = false;  ///< false when the answer did not look like Backend.AI's
+};
+
+/// What a server is and offers (Client::server()), for code that branches on it. One module
+/// decides it (libbai/protocol/server_dialect.h): research code asks `has("…")` rather than
+/// comparing versions.
+struct ServerCapabilities {
+  enum class Kind { kBackendAi, kBai, kOther };
+  Kind kind = Kind::kOther;
+  std::string api_version;         ///< the server's ("v7.20230615")
+  std::string negotiated_version;  ///< what this client sends ("v7.20230615")
+  std::string manager;             ///< "23.09.11", "bai-manager 0.1.0"
+  int release_year = 0;            ///< Backend.AI's release: 23 for 23.09.11 (0: not Backend.AI)
+  int release_month = 0;           ///< 9 for 23.09.11
+  /// Named features (server_dialect.h FeaturesOf): "session-name-optional",
+  /// "usage-all-projects", "quota-scopes", "vfolder-trash", "session-priority",
+  /// "graphql-introspection", "bai-extensions".
+  std::set<std::string> features;
+  bool has(std::string_view feature) const { return features.count(std::string(feature)) > 0; }
 };
 
 /// A connection to a Backend.AI manager: keep-alive connection pool, request signing, API
@@ -72,6 +102,8 @@ class BAI_EXPORT Client {
   StatusOr<std::unique_ptr<WebSocketConnection>> OpenWebSocket(ApiRequest const& request) const;
   /// `GET /`, fetched once and cached.
   StatusOr<ServerInfo> GetServerInfo() const;
+  /// What the server is and offers, from `GET /` (no other request).
+  StatusOr<ServerCapabilities> server() const;
 
   /// The API version sent with requests: the pinned one, or min(server, SDK) after `GET /`
   /// (the SDK's own version when the server does not answer like Backend.AI).
@@ -81,6 +113,9 @@ class BAI_EXPORT Client {
 
  private:
   explicit Client(std::shared_ptr<internal::ClientImpl> impl);
+  friend std::shared_ptr<graphql::SchemaFacts const> internal::ServerSchema(Client const&);
+  friend std::shared_ptr<graphql::SchemaFacts const> internal::LearnServerSchema(
+      Client const&, graphql::SchemaFacts);
   std::shared_ptr<internal::ClientImpl> impl_;
 };
 

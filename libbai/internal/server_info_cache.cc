@@ -5,6 +5,8 @@
 
 #include <unistd.h>
 
+#include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -45,7 +47,38 @@ std::int64_t Seconds(std::chrono::system_clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count();
 }
 
+// The schema file of an endpoint and manager version, beside the server cache.
+std::string SchemaPath(std::string const& path, std::string const& endpoint,
+                       std::string const& manager) {
+  std::uint64_t h = 1469598103934665603ULL;  // FNV-1a
+  for (char c : endpoint + "|" + manager) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ULL;
+  }
+  char name[40];
+  std::snprintf(name, sizeof name, "graphql-%016llx.json", static_cast<unsigned long long>(h));
+  return (std::filesystem::path(path).parent_path() / name).string();
+}
+
 }  // namespace
+
+std::optional<std::string> LoadSchemaText(std::string const& path, std::string const& endpoint,
+                                          std::string const& manager) {
+  auto j = ReadAll(SchemaPath(path, endpoint, manager));
+  if (j.value("endpoint", "") != endpoint || j.value("manager", "") != manager ||
+      !j.contains("facts")) {
+    return std::nullopt;
+  }
+  return j["facts"].dump();
+}
+
+void StoreSchemaText(std::string const& path, std::string const& endpoint,
+                     std::string const& manager, std::string const& text) {
+  auto facts = ParseJson(text);
+  if (!facts) return;
+  WriteAll(SchemaPath(path, endpoint, manager),
+           {{"endpoint", endpoint}, {"manager", manager}, {"facts", *facts}});
+}
 
 std::optional<ServerInfo> LoadServerInfo(std::string const& path, std::string const& endpoint,
                                          std::chrono::system_clock::time_point now,

@@ -27,4 +27,12 @@ void StoreServerInfo(std::string const& path, std::string const& endpoint, Serve
 /// Forgets `endpoint`'s answer (the server refused the version it implied).
 void ForgetServerInfo(std::string const& path, std::string const& endpoint);
 
+/// A server's GraphQL schema facts (graphql_adapt.h EncodeSchemaFacts), kept beside `path` in a
+/// file of their own per endpoint and manager version (a server upgrade is a new file); nullopt
+/// when none is kept.
+std::optional<std::string> LoadSchemaText(std::string const& path, std::string const& endpoint,
+                                          std::string const& manager);
+void StoreSchemaText(std::string const& path, std::string const& endpoint,
+                     std::string const& manager, std::string const& text);
+
 }  // namespace bai::internal

@@ -49,6 +49,12 @@ StatusOr<GraphqlResponse> DecodeGraphqlResponse(std::string_view body) {
           err.path += p.is_string() ? p.get<std::string>() : p.dump();
         }
       }
+      if (e.is_object() && e.contains("locations") && e["locations"].is_array() &&
+          !e["locations"].empty() && e["locations"][0].is_object()) {
+        auto const& at = e["locations"][0];
+        if (at.contains("line") && at["line"].is_number_integer()) err.line = at["line"];
+        if (at.contains("column") && at["column"].is_number_integer()) err.column = at["column"];
+      }
       out.errors.push_back(std::move(err));
     }
   }

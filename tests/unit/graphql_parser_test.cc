@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The GraphQL document parser: what the official clients send, every value form, and every
 // limit and syntax error answered with a message and a location.
-#include "server-reference/manager/graphql/document.h"
+#include "libbai/protocol/graphql_document.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

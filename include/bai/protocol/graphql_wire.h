@@ -26,6 +26,8 @@ BAI_EXPORT StatusOr<GraphqlRequest> DecodeGraphqlRequest(std::string_view body);
 struct GraphqlError {
   std::string message;
   std::string path;  ///< "compute_session_list.items.0.name"; "" when the error has none
+  int line = 0;      ///< where in the query (its first location); 0 when the error has none
+  int column = 0;
 };
 
 struct GraphqlResponse {

@@ -8,7 +8,7 @@
 // unknown, unused, cyclic or spread on the wrong type; conflicting response keys; undefined and
 // unused variables) and enforces the limits again after fragment expansion.
 
-#include "server-reference/manager/graphql/document.h"
+#include "libbai/protocol/graphql_document.h"
 
 #include <nlohmann/json.hpp>
 

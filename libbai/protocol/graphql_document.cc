@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Lexer and recursive-descent parser for executable GraphQL documents (spec §2). Recursion is
 // bounded by Limits::max_depth, so no document can exhaust the stack.
+#include "libbai/protocol/graphql_document.h"
+
 #include "libbai/util/json_writer.h"
-#include "server-reference/manager/graphql/document.h"
 
 #include <cstdint>
 #include <utility>
