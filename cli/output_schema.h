@@ -47,7 +47,7 @@ inline constexpr Field kSessionDetail[] = {
     {"status_history", "object"},
     {"startup_command", "string?"},
     {"num_queries", "integer"},
-    {"priority", "integer"},
+    {"priority", "integer?"},  // absent before 24.09
     {"attached_devices", "array"},
     // How its kernel was set up where the session did not choose (null before it ran, and from
     // managers that do not say): "bridge" or "none"; {backing: disk|tmpfs, home_bytes,

@@ -598,15 +598,29 @@ StatusOr<std::vector<protocol::ProjectUsage>> AdminClient::Usage(
     date.erase(std::remove(date.begin(), date.end(), '-'), date.end());
     return date;
   };
-  json params = {{"start_date", compact(start)}, {"end_date", compact(end)}};
-  if (!project_id.empty()) params["project_id"] = project_id;
-  ApiRequest request("GET", "/resource/usage/period");
-  // 24.09 reads a GET's parameters from its JSON body, as the official client sends them.
-  request.body = params.dump();
-  auto response = client_.Send(request);
-  if (!response.ok()) return response.status();
-  if (auto s = CheckResponse(*response); !s.ok()) return s;
-  return protocol::DecodeProjectUsages(response->body);
+  // A GET's parameters go in its query: 23.09 and 24.09 read nothing else for a GET (their
+  // check_api_params). group_id is the name every version takes (24.09 also project_id).
+  auto one = [&](std::string const& project) -> StatusOr<std::vector<protocol::ProjectUsage>> {
+    std::string path =
+        "/resource/usage/period?start_date=" + compact(start) + "&end_date=" + compact(end);
+    if (!project.empty()) path += "&group_id=" + internal::EncodeSegment(project);
+    auto response = client_.Send(ApiRequest("GET", path));
+    if (!response.ok()) return response.status();
+    if (auto s = CheckResponse(*response); !s.ok()) return s;
+    return protocol::DecodeProjectUsages(response->body);
+  };
+  auto caps = client_.server();
+  if (!project_id.empty() || (caps.ok() && caps->has("usage-all-projects"))) return one(project_id);
+  // 23.09 answers one project per request: each of them, together.
+  auto projects = Projects("");
+  if (!projects.ok()) return projects.status();
+  std::vector<protocol::ProjectUsage> all;
+  for (auto const& p : *projects) {
+    auto usage = one(p.id);
+    if (!usage.ok()) return usage.status();
+    for (auto& u : *usage) all.push_back(std::move(u));
+  }
+  return all;
 }
 
 namespace {

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "bai/session_client.h"
 
+#include "bai/protocol/errors.h"
 #include "bai/protocol/pty_wire.h"
 
+#include "libbai/protocol/server_dialect.h"
 #include "libbai/util/json_parse.h"
 #include "libbai/util/sse.h"
 #include "libbai/util/url.h"
@@ -443,11 +445,22 @@ StatusOr<SessionCreateResult> SessionClient::Create(SessionCreateRequest const& 
   SessionCreateRequest body = r;
   if (body.group.empty()) body.group = options.group;
   if (body.domain.empty()) body.domain = options.domain;
+  auto caps = client_.server();
+  // Backend.AI (22.03 to 26.x) requires a name, and checks it: one is made, as the official
+  // client makes one, and a given one is checked here with the server's own rule.
+  bool backend_ai = caps.ok() && caps->kind == ServerCapabilities::Kind::kBackendAi;
+  if (body.name.empty() && !(caps.ok() && caps->has("session-name-optional"))) {
+    std::random_device random;
+    body.name = protocol::GeneratedSessionName((std::uint64_t{random()} << 32) | random());
+  } else if (backend_ai) {
+    if (auto why = protocol::CheckSessionName(body.name); !why.empty()) {
+      return protocol::MakeProblemStatus(protocol::ProblemType::kInvalidApiParams, why);
+    }
+  }
   // Keys newer than 24.09, or only 24.09: sent only when the server can take them
   // (DECISIONS.md "Protocol").
   if (body.batch_timeout_seconds) {
-    auto info = client_.GetServerInfo();
-    if (!info.ok() || info->manager.rfind("bai-manager", 0) != 0) {
+    if (!caps.ok() || !caps->has("bai-extensions")) {
       body.batch_timeout_seconds.reset();
       if (options.warning_log) {
         options.warning_log("the server may not support batch_timeout; not sent");
@@ -469,7 +482,25 @@ StatusOr<SessionInfo> SessionClient::Info(std::string const& session) const {
   if (!answer.ok()) return std::move(answer).status();
   auto out = protocol::DecodeSessionInfo(*answer);
   if (!out.ok()) return Malformed(*answer);
-  if (out->id.empty()) out->id = session;
+  if (out->id.empty()) {
+    // 23.09's answer names the session neither way, nor says its type or resource group:
+    // those come from the session list (one more request, only for such servers).
+    bool uuid = session.size() == 36 && session[8] == '-' && session[13] == '-';
+    SessionListOptions find;
+    find.filter = std::string(uuid ? "id" : "name") + " == \"" + session + "\"";
+    find.limit = 2;
+    if (auto items = ListAll(find); items.ok() && items->size() == 1) {
+      auto const& item = items->front();
+      out->id = item.id;
+      out->name = item.name;
+      if (out->type.empty()) out->type = item.type;
+      if (out->scaling_group.empty()) out->scaling_group = item.scaling_group;
+    } else if (uuid) {
+      out->id = session;  // at least what was asked for, when it is the id
+    } else {
+      out->name = session;
+    }
+  }
   return out;
 }
 

@@ -159,7 +159,7 @@ json InfoJson(SessionInfo const& s) {
   j["status_history"] = s.status_history;
   j["startup_command"] = OptJson(s.startup_command);
   j["num_queries"] = s.num_queries;
-  j["priority"] = s.priority;
+  j["priority"] = s.priority ? json(*s.priority) : json();
   j["attached_devices"] = std::move(devices);
   if (s.kernel_setup) {
     j["network"] = s.kernel_setup->network;

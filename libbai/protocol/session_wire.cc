@@ -267,7 +267,7 @@ std::string EncodeSessionInfo(SessionInfo const& s) {
   w.Raw("lastStat", "{}");
   w.Raw("idleChecks", "{}");
   w.OptStr("startupCommand", s.startup_command);
-  w.Int("priority", s.priority);
+  if (s.priority) w.Int("priority", *s.priority);
   json devices = json::object();
   for (auto const& d : s.attached_devices) {
     devices[d.kind].push_back(
@@ -288,8 +288,29 @@ std::string EncodeSessionInfo(SessionInfo const& s) {
 
 namespace {
 
+// A slot map as 23.09's REST session info writes it, Python's repr of a dict of Decimals
+// ("{'cpu': Decimal('1'), 'mem': Decimal('335544320')}"), as JSON text; other text unchanged.
+std::string PythonSlotsAsJson(std::string const& text) {
+  if (text.find('\'') == std::string::npos) return text;
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text.compare(i, 9, "Decimal('") == 0) {
+      auto end = text.find("')", i + 9);
+      if (end == std::string::npos) return text;
+      out += "\"" + text.substr(i + 9, end - i - 9) + "\"";
+      i = end + 1;
+    } else if (text[i] == '\'') {
+      out += '"';
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
 // Reads answer fields leniently: a missing field or one of an unexpected type reads as absent.
-// Slot maps are read from objects or, as GraphQL's JSONString sends them, from JSON text.
+// Slot maps are read from objects or, as GraphQL's JSONString sends them, from JSON text (or
+// 23.09's Python repr of one).
 struct LenientReader {
   json const& j;
 
@@ -297,6 +318,13 @@ struct LenientReader {
     auto it = j.find(key);
     if (it == j.end() || !it->is_string()) return std::nullopt;
     return it->get<std::string>();
+  }
+  // A time as RFC 3339 ("2026-11-29 10:39:30.779+00:00", as 23.09 writes them, gets its 'T').
+  std::optional<std::string> Time(char const* key) const {
+    auto t = Str(key);
+    if (t && t->size() > 10 && (*t)[10] == ' ' && (*t)[4] == '-' && (*t)[7] == '-') (*t)[10] = 'T';
+    if (t && (t->empty() || *t == "None")) return std::nullopt;
+    return t;
   }
   std::optional<std::int64_t> Num(char const* key) const {
     auto it = j.find(key);
@@ -325,7 +353,7 @@ struct LenientReader {
     std::optional<json> parsed;
     json const* object = &*it;
     if (it->is_string()) {
-      parsed = internal::ParseJson(it->get_ref<std::string const&>());
+      parsed = internal::ParseJson(PythonSlotsAsJson(it->get_ref<std::string const&>()));
       object = parsed ? &*parsed : nullptr;
     }
     if (object == nullptr || !object->is_object()) return {};
@@ -351,8 +379,8 @@ StatusOr<SessionInfo> DecodeSessionInfo(std::string_view text) {
   out.exit_code = r.Num("exitCode");
   out.agent_id = r.Str("agentId");
   out.requested = r.Slots("requestedSlots");
-  out.created_at = r.Str("creationTime").value_or("");
-  out.terminated_at = r.Str("terminationTime");
+  out.created_at = r.Time("creationTime").value_or("");
+  out.terminated_at = r.Time("terminationTime");
   out.domain_name = r.Str("domainName").value_or("");
   out.group_id = r.Str("groupId").value_or("");
   out.user_id = r.Str("userId").value_or("");
@@ -366,7 +394,8 @@ StatusOr<SessionInfo> DecodeSessionInfo(std::string_view text) {
   out.age_ms = r.Num("age").value_or(0);
   out.num_queries = r.Num("numQueriesExecuted").value_or(0);
   out.startup_command = r.Str("startupCommand");
-  out.priority = static_cast<int>(r.Num("priority").value_or(10));
+  if (auto p = r.Num("priority")) out.priority = static_cast<int>(*p);
+  if (out.status_info == "None") out.status_info.clear();  // 23.09 writes Python's None
   if (auto it = j->find("attachedDevices"); it != j->end() && it->is_object()) {
     for (auto const& [kind, list] : it->items()) {
       if (!list.is_array()) continue;
@@ -425,9 +454,9 @@ protocol::SessionListItem SessionListItemFromJson(nlohmann::json const& object) 
   out.tag = r.Str("tag");
   out.result = r.Str("result").value_or("");
   out.exit_code = r.Num("exit_code");
-  out.created_at = r.Str("created_at").value_or("");
+  out.created_at = r.Time("created_at").value_or("");
   out.status_changed = r.Str("status_changed");
-  out.terminated_at = r.Str("terminated_at");
+  out.terminated_at = r.Time("terminated_at");
   out.requested = r.Slots("requested_slots");
   out.occupied = r.Slots("occupied_slots");
   out.agent_ids = r.List("agent_ids");

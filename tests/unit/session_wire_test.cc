@@ -338,11 +338,19 @@ TEST(SessionWireTest, InfoRoundTripsAndReadsA2409Answer) {
   EXPECT_EQ(out->exit_code, std::nullopt);
   EXPECT_EQ(out->raw_json, text);
 
-  // 24.09 renders slot maps as Python text: they read as empty, the rest still reads.
+  // 23.09 and 24.09 render slot maps as Python text and times with a space: read as what they
+  // say (issue 44: they read as empty, and times as the server spelled them).
   auto legacy = DecodeSessionInfo(R"({"sessionId": "x", "status": "TERMINATED",
-      "requestedSlots": "{'cpu': Decimal('1')}", "exitCode": 3, "result": "failure"})");
+      "requestedSlots": "{'cpu': Decimal('1.5'), 'mem': Decimal('335544320')}", "exitCode": 3,
+      "result": "failure", "creationTime": "2026-11-29 10:39:30.779739+00:00",
+      "statusInfo": "None"})");
   ASSERT_TRUE(legacy.ok());
-  EXPECT_TRUE(legacy->requested.empty());
+  ResourceSlots want;
+  ASSERT_TRUE(ParseSlotAssignment("cpu=1.5,mem=335544320", want).ok());
+  EXPECT_EQ(legacy->requested, want);
+  EXPECT_EQ(legacy->created_at, "2026-11-29T10:39:30.779739+00:00");
+  EXPECT_EQ(legacy->status_info, "");
+  EXPECT_EQ(legacy->priority, std::nullopt);
   EXPECT_EQ(legacy->exit_code, 3);
   EXPECT_EQ(legacy->result, "failure");
   EXPECT_FALSE(DecodeSessionInfo("[]").ok());

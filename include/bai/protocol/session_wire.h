@@ -141,7 +141,7 @@ struct SessionInfo {
   std::int64_t age_ms = 0;
   std::int64_t num_queries = 0;
   std::optional<std::string> startup_command;
-  int priority = 10;
+  std::optional<int> priority;  ///< absent from servers before 24.09 (API v8.20240915)
   std::vector<AttachedDevice> attached_devices;  ///< GPUs it holds, per device
   /// bai's `servicePorts`: the apps of the main kernel (as `/stream/session/{id}/apps` lists
   /// them), once it runs.
