@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""bai's CLI against a real Backend.AI manager (issue 44; docs/conformance.md, second table).
+
+Runs every bai command a manager without agents can serve and checks each effect through the
+server's own answer (`bai api`, which prints the server's JSON as it came), not only the exit
+code. Skipped (exit 77) unless BAI_REAL_MANAGER names the manager's URL; the keypair is
+BAI_REAL_ACCESS_KEY / BAI_REAL_SECRET_KEY (default: the example superadmin of
+shared/tools/real-manager's fixtures).
+
+Usage: real_manager.py BUILD_DIR
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+ENDPOINT = os.environ.get("BAI_REAL_MANAGER", "")
+ACCESS = os.environ.get("BAI_REAL_ACCESS_KEY", "AKIAIOSFODNN7EXAMPLE")
+SECRET = os.environ.get("BAI_REAL_SECRET_KEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")
+
+results = []
+
+
+def bai(build, *args, check_json=True):
+    env = dict(os.environ)
+    env.update({"BACKEND_ENDPOINT": ENDPOINT, "BACKEND_ACCESS_KEY": ACCESS,
+                "BACKEND_SECRET_KEY": SECRET, "BAI_CONFIG_DIR": CONFIG_DIR})
+    for k in ("BACKEND_DOMAIN", "BACKEND_GROUP", "BAI_PROFILE"):
+        env.pop(k, None)
+    argv = [os.path.join(build, "bin", "bai")] + (["-o", "json"] if check_json else []) + list(args)
+    p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    doc = None
+    if check_json:
+        try:
+            doc = json.loads(p.stdout)
+        except ValueError:
+            doc = None
+    return p.returncode, doc, p.stdout, p.stderr
+
+
+def check(name, ok, detail=""):
+    results.append((name, bool(ok), detail))
+
+
+def server(build, method, path, body=None):
+    """The server's own answer, as it came."""
+    args = ["api", method, path] + (["-d", json.dumps(body)] if body is not None else [])
+    rc, _, out, err = bai(build, *args, check_json=False)
+    try:
+        return rc, json.loads(out)
+    except ValueError:
+        return rc, None
+
+
+def gql(build, query):
+    rc, doc = server(build, "POST", "/admin/gql", {"query": query})
+    return (doc or {}).get("data") or {}
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__)
+        return 2
+    if not ENDPOINT:
+        print("[  SKIPPED ] BAI_REAL_MANAGER is not set (shared/tools/real-manager starts one; "
+              "then BAI_REAL_MANAGER=http://127.0.0.1:28081)")
+        return 77
+    build = sys.argv[1]
+    global CONFIG_DIR
+    CONFIG_DIR = tempfile.mkdtemp(prefix="bai-real-")
+
+    rc, info = server(build, "GET", "/")
+    check("GET / answers a Backend.AI version", rc == 0 and info and "version" in info, info)
+    manager = (info or {}).get("manager", "?")
+    api = (info or {}).get("version", "?")
+
+    # Sessions: created without a name, listed, inspected, renamed, destroyed.
+    rc, doc, out, err = bai(build, "ps")
+    check("bai ps", rc == 0, err)
+    rc, doc, out, err = bai(build, "session", "create", "--no-wait", "python")
+    name = (doc or {}).get("name", "")
+    sid = (doc or {}).get("id", "")
+    check("session create python (no name) is queued with a made name",
+          rc == 0 and re.fullmatch(r"bai-[0-9a-f]{10}", name) and len(sid) == 36, out + err)
+    rc, raw = server(build, "GET", "/session/" + name)
+    check("the server has it, PENDING", rc == 0 and (raw or {}).get("status") == "PENDING", raw)
+    rc, doc, out, err = bai(build, "session", "info", name)
+    doc = doc or {}
+    check("session info: the UUID id and the name", doc.get("id") == sid and doc.get("name") == name,
+          out + err)
+    check("session info: RFC 3339 created_at", re.match(r"\d{4}-\d\d-\d\dT", doc.get("created_at", "")),
+          doc.get("created_at"))
+    check("session info: type and slots as the server has them",
+          doc.get("type") == "INTERACTIVE" and isinstance(doc.get("requested_slots"), dict)
+          and doc["requested_slots"].get("cpu") is not None, doc)
+    if api < "v8.20240915":
+        check("session info: no made-up priority (the server has none)", doc.get("priority") is None,
+              doc.get("priority"))
+    check("session info: job_exit_code absent for a session that never ran",
+          doc.get("job_exit_code") is None, doc.get("job_exit_code"))
+    rc, doc, out, err = bai(build, "ps", "-a")
+    items = (doc or {}).get("items", [])
+    check("ps -a lists it, named as create named it",
+          rc == 0 and any(i.get("id") == sid and i.get("name") == name for i in items), out + err)
+    # Backend.AI renames only running sessions (none run without an agent): its refusal is
+    # passed on as it is, and the name stays.
+    rc, doc, out, err = bai(build, "session", "rename", name, name + "-r")
+    rc2, raw = server(build, "GET", "/session/" + name)
+    check("session rename of a queued session: the server's refusal, the name kept",
+          rc != 0 and "not running" in out + err and rc2 == 0, out + err)
+    rc, doc, out, err = bai(build, "rm", name)
+    status = ""
+    for _ in range(20):
+        sessions = gql(build, '{ compute_session_list(limit: 5, offset: 0, filter: "id == \\"%s\\"") '
+                              '{ items { id status } } }' % sid)
+        found = ((sessions.get("compute_session_list") or {}).get("items") or [{}])
+        status = found[0].get("status", "") if found else ""
+        if status in ("CANCELLED", "TERMINATED", "TERMINATING"):
+            break
+        time.sleep(0.5)
+    check("rm: the server cancelled it", rc == 0 and status in ("CANCELLED", "TERMINATED", "TERMINATING"),
+          status + out + err)
+    rc, doc, out, err = bai(build, "session", "create", "--no-wait", "--name", "x y", "python")
+    check("a name the server's rule refuses is refused before it is sent",
+          rc != 0 and "4 to 64" in err + out, out + err)
+
+    # Every admin listing, against what the server itself lists.
+    fixtures = {
+        ("domain", "ls"): ("domains", "name", "default"),
+        ("project", "ls"): ("projects", "name", "default"),
+        ("user", "ls"): ("users", "email", "admin@lablup.com"),
+        ("keypair", "ls"): ("keypairs", "access_key", ACCESS),
+        ("policy", "ls"): ("policies", "name", "default"),
+        ("user-policy", "ls"): ("policies", "name", "default"),
+        ("project-policy", "ls"): ("policies", "name", "default"),
+        ("preset", "ls"): ("presets", "name", None),
+        ("image", "ls"): ("images", "name", None),
+        ("agent", "ls"): ("agents", "id", None),
+    }
+    for args, (plural, key, expect) in fixtures.items():
+        rc, doc, out, err = bai(build, "admin", *args)
+        listed = [i.get(key) for i in (doc or {}).get(plural, [])]
+        ok = rc == 0 and (expect is None or expect in listed)
+        check("admin " + " ".join(args), ok, (out + err)[:300])
+    presets = gql(build, "{ resource_presets { name } }").get("resource_presets") or []
+    rc, doc, out, err = bai(build, "admin", "preset", "ls")
+    check("admin preset ls lists what the server has",
+          sorted(p["name"] for p in presets) == sorted(p.get("name") for p in (doc or {}).get("presets", [])),
+          out[:300])
+    rc, doc, out, err = bai(build, "admin", "status")
+    check("admin status", rc == 0, err)
+    rc, doc, out, err = bai(build, "admin", "usage", "--period", time.strftime("%Y-%m"))
+    check("admin usage --period (this month)", rc == 0 and "projects" in (doc or {}), out + err)
+
+    failed = [r for r in results if not r[1]]
+    print("Backend.AI %s (API %s) at %s" % (manager, api, ENDPOINT))
+    for name, ok, detail in results:
+        print("%s  %s%s" % ("PASS" if ok else "FAIL", name, "" if ok else "\n      " + str(detail)[:400]))
+    print("%d of %d checks passed" % (len(results) - len(failed), len(results)))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
