@@ -228,7 +228,11 @@ class ClientImpl {
     std::lock_guard<std::mutex> lock(schema_mu_);
     schema_ = std::make_shared<graphql::SchemaFacts const>(std::move(learnt));
     schema_tried_ = true;
-    auto info = server_info_;  // set: Schema() read it before anything could be learnt
+    std::optional<ServerInfo> info;
+    {
+      std::lock_guard<std::mutex> info_lock(info_mu_);  // schema_mu_ first, as everywhere
+      info = server_info_;
+    }
     if (!options_.server_info_cache.empty() && info) {
       StoreSchemaText(options_.server_info_cache, CurrentEndpoint().url, info->manager,
                       graphql::EncodeSchemaFacts(*schema_));
