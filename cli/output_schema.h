@@ -32,7 +32,7 @@ inline constexpr Field kSession[] = {
     {"job_exit_code", "integer?"},
     {"created_at", "string"},
     {"terminated_at", "string?"},
-    {"requested_slots", "object"},
+    {"requested_slots", "object?"},  // null: the server does not say (23.09 lists)
     {"occupied_slots", "object"},
 };
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Lists the caller's sessions a page at a time (GraphQL underneath), one "name status" line
-// each. Usage: list_sessions [FILTER]   e.g. list_sessions 'name ilike "train%"'
+// each, and says which server answered (Client::server(): research code branches on its named
+// features, never on version numbers). Usage: list_sessions [FILTER]
+// e.g. list_sessions 'name ilike "train%"'
 #include <bai/bai.h>
 
 #include <iostream>
@@ -17,6 +19,15 @@ int main(int argc, char** argv) {
     std::cerr << client.status().message() << "\n";
     return 1;
   }
+  auto server = client->server();
+  if (!server.ok()) {
+    std::cerr << server.status().message() << "\n";
+    return 1;
+  }
+  bool bai_manager = server->kind == bai::ServerCapabilities::Kind::kBai;
+  std::cerr << (bai_manager ? "" : "Backend.AI ") << server->manager << " (API "
+            << server->api_version << ")"
+            << (server->has("session-priority") ? ", sessions have priorities" : "") << "\n";
   bai::SessionListOptions list;
   if (argc > 1) list.filter = argv[1];
   list.page_size = 2;  // small pages, to show the paging

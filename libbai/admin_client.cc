@@ -100,6 +100,7 @@ json PolicyProps(protocol::KeypairResourcePolicy const& p) {
   json props = internal::KeypairResourcePolicyToJson(p);
   props.erase("name");
   props.erase("created_at");
+  if (props["max_concurrent_sftp_sessions"].is_null()) props.erase("max_concurrent_sftp_sessions");
   return props;
 }
 
@@ -147,9 +148,9 @@ StatusOr<protocol::Group> AdminClient::CreateProject(protocol::Group const& g) c
   json props = {{"domain_name", g.domain_name},
                 {"description", g.description},
                 {"is_active", g.is_active},
-                {"type", g.type},
                 {"total_resource_slots", g.total_resource_slots},
                 {"resource_policy", g.resource_policy}};
+  if (g.type) props["type"] = *g.type;
   auto r = Mutate(client_, "create_group",
                   "mutation($name: String!, $props: GroupInput!) { create_group(name: $name, "
                   "props: $props) { ok msg group" +

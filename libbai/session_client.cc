@@ -520,6 +520,15 @@ StatusOr<std::string> SessionClient::Logs(std::string const& session) const {
 }
 
 StatusOr<protocol::SessionOutput> SessionClient::Output(std::string const& session) const {
+  if (auto caps = client_.server(); caps.ok() && !caps->has("bai-extensions")) {
+    // Backend.AI keeps the container's log as one text (it refuses `streams`): one chunk.
+    auto text = Logs(session);
+    if (!text.ok()) return std::move(text).status();
+    protocol::SessionOutput out;
+    if (!text->empty()) out.chunks.emplace_back("stdout", *text);
+    out.next_offset = static_cast<std::int64_t>(text->size());
+    return out;
+  }
   auto body = CallBody(client_, {"GET", "/session/" + Segment(session) + "/logs?streams=true"});
   if (!body.ok()) return std::move(body).status();
   return protocol::DecodeSessionOutput(*body);
@@ -561,6 +570,39 @@ StatusOr<SessionEnd> SessionClient::FollowLogs(
 
 StatusOr<std::map<std::string, std::string>> SessionClient::StatusHistory(
     std::string const& session) const {
+  if (auto caps = client_.server(); caps.ok() && !caps->has("bai-extensions")) {
+    // Backend.AI has no route for it: its GraphQL has the field (a JSON object as text).
+    bool uuid = session.size() == 36 && session[8] == '-' && session[13] == '-';
+    protocol::GraphqlRequest q;
+    q.query =
+        "query($f: String) { compute_session_list(limit: 2, offset: 0, filter: $f) { items { id "
+        "status_history } } }";
+    q.variables_json =
+        json{{"f", std::string(uuid ? "id" : "name") + " == \"" + session + "\""}}.dump();
+    auto data = RunGraphql(client_, q);
+    if (!data.ok()) return std::move(data).status();
+    auto j = internal::ParseJson(*data);
+    json items = j ? (*j)["compute_session_list"]["items"] : json();
+    if (!items.is_array() || items.empty()) {
+      return protocol::MakeProblemStatus(protocol::ProblemType::kObjectNotFound,
+                                         "No such session: " + session);
+    }
+    if (!items[0].contains("status_history")) {
+      return Status(StatusCode::kUnimplemented,
+                    "this server (Backend.AI " + caps->manager +
+                        ") does not keep a session's status history; Backend.AI 22.09 or later "
+                        "does");
+    }
+    auto history = items[0]["status_history"];
+    if (history.is_string())
+      history = internal::ParseJson(history.get<std::string>()).value_or(json());
+    std::map<std::string, std::string> out;
+    if (history.is_object()) {
+      for (auto const& [k, v] : history.items())
+        out[k] = v.is_string() ? v.get<std::string>() : v.dump();
+    }
+    return out;
+  }
   auto j = Call(client_, {"GET", "/session/" + Segment(session) + "/status-history"});
   if (!j.ok()) return std::move(j).status();
   json const& result = j->contains("result") ? (*j)["result"] : *j;

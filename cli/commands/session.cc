@@ -110,7 +110,7 @@ int RunList(ListOptions const& options, Context& ctx) {
     std::string type = s.type;
     std::transform(type.begin(), type.end(), type.begin(), ::tolower);
     rows.push_back({s.name, s.id.substr(0, 8), s.status.text, type, s.image,
-                    s.created_at.substr(0, 19), SlotText(s.requested),
+                    s.created_at.substr(0, 19), SlotText(s.requested.value_or(s.occupied)),
                     s.exit_code ? "exit " + std::to_string(*s.exit_code) : s.status_info});
   }
   if (items.empty()) {

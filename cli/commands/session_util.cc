@@ -111,7 +111,7 @@ json SessionJson(std::string const& id, std::string const& name, std::string con
                  std::string const& scaling_group, std::optional<std::string> const& tag,
                  std::string const& result, std::optional<std::int64_t> exit_code,
                  std::string const& created_at, std::optional<std::string> const& terminated_at,
-                 protocol::ResourceSlots const& requested,
+                 std::optional<protocol::ResourceSlots> const& requested,
                  protocol::ResourceSlots const& occupied) {
   return {{"id", id},
           {"name", name},
@@ -125,7 +125,7 @@ json SessionJson(std::string const& id, std::string const& name, std::string con
           {"job_exit_code", exit_code ? json(*exit_code) : json(nullptr)},
           {"created_at", created_at},
           {"terminated_at", OptJson(terminated_at)},
-          {"requested_slots", SlotNumbers(requested)},
+          {"requested_slots", requested ? SlotNumbers(*requested) : json()},
           {"occupied_slots", SlotNumbers(occupied)}};
 }
 

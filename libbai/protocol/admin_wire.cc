@@ -49,7 +49,7 @@ std::string EncodeGroup(Group const& g) {
             {"created_at", g.created_at},
             {"modified_at", g.modified_at.empty() ? json(nullptr) : json(g.modified_at)},
             {"domain_name", g.domain_name},
-            {"type", g.type},
+            {"type", g.type ? json(*g.type) : json()},
             {"total_resource_slots", g.total_resource_slots},
             {"allowed_vfolder_hosts", g.allowed_vfolder_hosts},
             {"integration_id", g.integration_id ? json(*g.integration_id) : json(nullptr)},
@@ -74,7 +74,11 @@ StatusOr<Group> DecodeGroup(std::string_view text) {
   g.created_at = str("created_at");
   g.modified_at = str("modified_at");
   g.domain_name = str("domain_name");
-  if (auto t = str("type"); !t.empty()) g.type = t;
+  if (auto t = str("type"); !t.empty()) {
+    g.type = t;
+  } else {
+    g.type.reset();  // the server has none
+  }
   g.total_resource_slots = str("total_resource_slots");
   g.allowed_vfolder_hosts = str("allowed_vfolder_hosts");
   if (auto it = j->find("integration_id"); it != j->end() && it->is_string()) {
@@ -189,7 +193,8 @@ json KeypairResourcePolicyToJson(KeypairResourcePolicy const& p) {
                {"total_resource_slots", p.total_resource_slots},
                {"max_session_lifetime", p.max_session_lifetime},
                {"max_concurrent_sessions", p.max_concurrent_sessions},
-               {"max_concurrent_sftp_sessions", p.max_concurrent_sftp_sessions},
+               {"max_concurrent_sftp_sessions",
+                p.max_concurrent_sftp_sessions ? json(*p.max_concurrent_sftp_sessions) : json()},
                {"max_containers_per_session", p.max_containers_per_session},
                {"idle_timeout", p.idle_timeout},
                {"allowed_vfolder_hosts", p.allowed_vfolder_hosts},
@@ -314,7 +319,12 @@ StatusOr<KeypairResourcePolicy> DecodeKeypairResourcePolicy(std::string_view tex
   if (auto t = f.Str("total_resource_slots"); !t.empty()) p.total_resource_slots = t;
   p.max_session_lifetime = f.Int("max_session_lifetime");
   p.max_concurrent_sessions = f.Int("max_concurrent_sessions");
-  p.max_concurrent_sftp_sessions = f.Int("max_concurrent_sftp_sessions", 1);
+  if (j->contains("max_concurrent_sftp_sessions") &&
+      !(*j)["max_concurrent_sftp_sessions"].is_null()) {
+    p.max_concurrent_sftp_sessions = f.Int("max_concurrent_sftp_sessions", 1);
+  } else {
+    p.max_concurrent_sftp_sessions.reset();  // the server has none
+  }
   p.max_containers_per_session = f.Int("max_containers_per_session", 1);
   p.idle_timeout = f.Int("idle_timeout");
   if (auto h = f.Str("allowed_vfolder_hosts"); !h.empty()) p.allowed_vfolder_hosts = h;

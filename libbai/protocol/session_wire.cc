@@ -457,7 +457,7 @@ protocol::SessionListItem SessionListItemFromJson(nlohmann::json const& object) 
   out.created_at = r.Time("created_at").value_or("");
   out.status_changed = r.Str("status_changed");
   out.terminated_at = r.Time("terminated_at");
-  out.requested = r.Slots("requested_slots");
+  if (object.contains("requested_slots")) out.requested = r.Slots("requested_slots");
   out.occupied = r.Slots("occupied_slots");
   out.agent_ids = r.List("agent_ids");
   return out;

@@ -102,6 +102,10 @@ def main():
               doc.get("priority"))
     check("session info: job_exit_code absent for a session that never ran",
           doc.get("job_exit_code") is None, doc.get("job_exit_code"))
+    rc, doc, out, err = bai(build, "session", "history", name)
+    entries = (doc or {}).get("history", [])
+    check("session history (no route before bai: read from GraphQL's status_history)",
+          rc == 0 and any(e.get("status") == "PENDING" for e in entries), out + err)
     rc, doc, out, err = bai(build, "ps", "-a")
     items = (doc or {}).get("items", [])
     check("ps -a lists it, named as create named it",
@@ -146,6 +150,26 @@ def main():
         listed = [i.get(key) for i in (doc or {}).get(plural, [])]
         ok = rc == 0 and (expect is None or expect in listed)
         check("admin " + " ".join(args), ok, (out + err)[:300])
+    # A field the server does not have is null in bai's output, never a made-up default: asked
+    # of the server itself (its GraphQL refuses the field), then read in bai's listing.
+    for query, args, plural, key in [
+            ("{ groups { type } }", ("project", "ls"), "projects", "type"),
+            ("{ keypairs { modified_at } }", ("keypair", "ls"), "keypairs", "modified_at"),
+            ("{ keypair_resource_policies { max_concurrent_sftp_sessions } }", ("policy", "ls"),
+             "policies", "max_concurrent_sftp_sessions"),
+            ("{ compute_session_list(limit: 1, offset: 0) { items { requested_slots } } }",
+             ("ps", "-a"), "items", "requested_slots")]:
+        rc, raw = server(build, "POST", "/admin/gql", {"query": query})
+        lacks = bool((raw or {}).get("errors"))
+        cmd = args if args[0] == "ps" else ("admin",) + args
+        rc, doc, out, err = bai(build, *cmd)
+        values = [i.get(key, "missing") for i in (doc or {}).get(plural, [])]
+        if lacks:
+            check("%s: %s, which the server lacks, is null" % (" ".join(cmd), key),
+                  rc == 0 and all(v is None for v in values), values)
+        else:
+            check("%s: %s is given" % (" ".join(cmd), key),
+                  rc == 0 and all(v != "missing" for v in values), values)
     presets = gql(build, "{ resource_presets { name } }").get("resource_presets") or []
     rc, doc, out, err = bai(build, "admin", "preset", "ls")
     check("admin preset ls lists what the server has",

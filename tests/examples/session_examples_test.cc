@@ -38,6 +38,9 @@ TEST_F(SessionExamplesTest, ListSessionsReadsEveryPage) {
   ASSERT_EQ(all.exit_code, 0) << all.err;
   EXPECT_EQ(std::count(all.out.begin(), all.out.end(), '\n'), 5);
   EXPECT_THAT(all.err, HasSubstr("5 sessions in 3 pages"));
+  // Which server answered, from Client::server() (issue 44).
+  EXPECT_THAT(all.err, HasSubstr("bai-manager "));
+  EXPECT_THAT(all.err, HasSubstr("(API v8.20240915), sessions have priorities"));
   auto some = testing_util::RunProcess(
       {testing_util::BinPath("example_list_sessions"), "name like \"ex-a%\""}, env_);
   ASSERT_EQ(some.exit_code, 0) << some.err;

@@ -38,7 +38,8 @@ struct Group {
   std::string created_at;
   std::string modified_at;
   std::string domain_name;
-  std::string type = "GENERAL";
+  /// GENERAL or MODEL_STORE; absent from servers before 24.03 (23.09's Group has no type).
+  std::optional<std::string> type = "GENERAL";
   std::string total_resource_slots = "{}";
   std::string allowed_vfolder_hosts = "{}";
   std::optional<std::string> integration_id;
@@ -117,7 +118,7 @@ struct KeypairResourcePolicy {
   std::string total_resource_slots = "{}";            ///< JSON object text
   std::int64_t max_session_lifetime = 0;              ///< seconds
   std::int64_t max_concurrent_sessions = 0;
-  std::int64_t max_concurrent_sftp_sessions = 1;
+  std::optional<std::int64_t> max_concurrent_sftp_sessions = 1;  ///< absent before 24.03
   std::int64_t max_containers_per_session = 1;
   std::int64_t idle_timeout = 0;             ///< seconds
   std::string allowed_vfolder_hosts = "{}";  ///< JSON text: host → permissions

@@ -172,7 +172,7 @@ struct SessionListItem {
   std::string created_at;
   std::optional<std::string> status_changed;
   std::optional<std::string> terminated_at;
-  ResourceSlots requested;
+  std::optional<ResourceSlots> requested;  ///< absent from 23.09 (its ComputeSession has none)
   ResourceSlots occupied;
   std::vector<std::string> agent_ids;
 };

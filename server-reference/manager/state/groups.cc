@@ -96,8 +96,8 @@ StatusOr<std::string> GroupStore::Create(protocol::Group const& g) {
     auto r = db.Exec(
         std::string("INSERT INTO groups (") + kColumns +
             ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        {id, g.name, g.description, server::SqlBool(g.is_active), now, now, g.domain_name, g.type,
-         g.total_resource_slots, g.allowed_vfolder_hosts,
+        {id, g.name, g.description, server::SqlBool(g.is_active), now, now, g.domain_name,
+         g.type.value_or("GENERAL"), g.total_resource_slots, g.allowed_vfolder_hosts,
          g.integration_id ? SqlValue(*g.integration_id) : SqlValue(nullptr), g.resource_policy});
     if (!r.ok()) {
       if (server::IsUniqueViolation(r.status())) return result = Taken(g.domain_name, g.name);
