@@ -25,14 +25,8 @@ StatusOr<std::string> RunGraphql(Client const& client, protocol::GraphqlRequest 
     if (schema) {
       auto adapted = graphql::AdaptToSchema(request.query, *schema);
       if (!adapted.ok()) return std::move(adapted).status();
-      sent.query = std::move(adapted->query);
-      if (!adapted->dropped_variables.empty() && !sent.variables_json.empty()) {
-        auto vars = json::parse(sent.variables_json, nullptr, false);
-        if (vars.is_object()) {
-          for (auto const& v : adapted->dropped_variables) vars.erase(v);
-          sent.variables_json = vars.dump();
-        }
-      }
+      sent.query = adapted->query;
+      sent.variables_json = graphql::AdaptVariables(request.variables_json, *adapted, *schema);
     }
     ApiRequest call("POST", "/admin/gql");
     call.body = protocol::EncodeGraphqlRequest(sent);
@@ -43,7 +37,7 @@ StatusOr<std::string> RunGraphql(Client const& client, protocol::GraphqlRequest 
     auto decoded = protocol::DecodeGraphqlResponse(response->body);
     if (!decoded.ok()) return std::move(decoded).status();
     if (decoded->errors.empty()) return std::move(decoded->data_json);
-    if (schema && attempt < 4) {
+    if (schema && attempt < 8) {
       std::vector<graphql::QueryError> errors;
       for (auto const& e : decoded->errors) errors.push_back({e.message, e.line, e.column});
       graphql::SchemaFacts learnt = *schema;

@@ -278,11 +278,14 @@ std::string EncodeSchemaFacts(SchemaFacts const& facts) {
   json lacks = json::object(), lacks_args = json::object();
   for (auto const& [path, names] : facts.lacks) lacks[path] = names;
   for (auto const& [path, names] : facts.lacks_args) lacks_args[path] = names;
+  json lacks_input = json::object();
+  for (auto const& [type, names] : facts.lacks_input) lacks_input[type] = names;
   return json{{"query", facts.query_type},
               {"mutation", facts.mutation_type},
               {"types", types},
               {"lacks", lacks},
-              {"lacks_args", lacks_args}}
+              {"lacks_args", lacks_args},
+              {"lacks_input", lacks_input}}
       .dump();
 }
 
@@ -309,7 +312,9 @@ StatusOr<SchemaFacts> DecodeSchemaFacts(std::string_view json_text) {
       out[field] = std::move(f);
     }
   }
-  for (auto [key, target] : {std::pair{"lacks", &facts.lacks}, {"lacks_args", &facts.lacks_args}}) {
+  for (auto [key, target] : {std::pair{"lacks", &facts.lacks},
+                             {"lacks_args", &facts.lacks_args},
+                             {"lacks_input", &facts.lacks_input}}) {
     if (!j.contains(key) || !j[key].is_object()) continue;
     for (auto const& [path, names] : j[key].items()) {
       if (!names.is_array()) continue;
@@ -343,6 +348,11 @@ StatusOr<Adapted> AdaptToSchema(std::string_view query, SchemaFacts const& schem
     }
     std::vector<VariableDefinition> vars;
     for (auto& v : op.variables) {
+      std::string named;
+      for (char ch : v.type) {
+        if (ch != '[' && ch != ']' && ch != '!') named += ch;
+      }
+      if (used.count(v.name)) result.variable_types[v.name] = named;
       if (used.count(v.name)) {
         vars.push_back(std::move(v));
       } else {
@@ -358,12 +368,36 @@ StatusOr<Adapted> AdaptToSchema(std::string_view query, SchemaFacts const& schem
   return result;
 }
 
+std::string AdaptVariables(std::string const& variables_json, Adapted const& adapted,
+                           SchemaFacts const& schema) {
+  if (variables_json.empty()) return variables_json;
+  auto vars = json::parse(variables_json, nullptr, false);
+  if (!vars.is_object()) return variables_json;
+  for (auto const& v : adapted.dropped_variables) vars.erase(v);
+  for (auto const& [name, type] : adapted.variable_types) {
+    auto lacks = schema.lacks_input.find(type);
+    if (lacks == schema.lacks_input.end() || !vars.contains(name) || !vars[name].is_object()) {
+      continue;
+    }
+    for (auto const& field : lacks->second) vars[name].erase(field);
+  }
+  return vars.dump();
+}
+
 bool LearnFromErrors(std::string_view query, std::vector<QueryError> const& errors,
                      SchemaFacts& facts) {
   if (errors.empty()) return false;
   auto parsed = Parse(query);
   if (!parsed.ok()) return false;
   for (auto const& e : errors) {
+    // "Variable '$props' got invalid value {…}; Field 'f' is not defined by type 'T'."
+    auto at = e.message.find("; Field ");
+    if (e.message.rfind("Variable ", 0) == 0 && at != std::string::npos &&
+        e.message.find(" is not defined by type ", at) != std::string::npos) {
+      auto names = QuotedNames(e.message.substr(at));
+      if (names.size() < 2 || !facts.lacks_input[names[1]].insert(names[0]).second) return false;
+      continue;
+    }
     bool field = e.message.rfind("Cannot query field", 0) == 0;
     bool argument = e.message.rfind("Unknown argument", 0) == 0;
     if ((!field && !argument) || e.line <= 0 || QuotedNames(e.message).empty()) return false;

@@ -40,6 +40,9 @@ struct SchemaFacts {
   std::map<std::string, std::map<std::string, FieldFacts>> types;
   std::map<std::string, std::set<std::string>> lacks;
   std::map<std::string, std::set<std::string>> lacks_args;
+  /// Input object type → fields it does not define (learnt from "Variable '$v' got invalid
+  /// value …; Field 'f' is not defined by type 'T'."): taken out of variables' values.
+  std::map<std::string, std::set<std::string>> lacks_input;
   bool operator==(SchemaFacts const&) const = default;
 };
 
@@ -74,7 +77,15 @@ struct Adapted {
   std::string query;
   std::vector<std::string> dropped;            ///< "Type.field", "Type.field(arg)"
   std::vector<std::string> dropped_variables;  ///< names, without '$'
+  /// Each variable kept and its named type (list and non-null marks removed).
+  std::map<std::string, std::string> variable_types;
 };
+
+/// `variables_json` (an object) for the adapted query: dropped variables removed, and keys an
+/// input object type is known to lack (SchemaFacts::lacks_input) taken out of the values of
+/// variables of that type (one level: bai's mutations pass flat `props` objects).
+std::string AdaptVariables(std::string const& variables_json, Adapted const& adapted,
+                           SchemaFacts const& schema);
 
 /// `query` with what `schema` lacks taken out (see the file comment). A field whose selections
 /// all went goes too; a query left with nothing is an error naming what the server lacks.

@@ -170,6 +170,24 @@ def main():
         else:
             check("%s: %s is given" % (" ".join(cmd), key),
                   rc == 0 and all(v != "missing" for v in values), values)
+    # Admin verbs, each effect read back from the server's own GraphQL.
+    suffix = "%05d" % (os.getpid() % 100000)
+    rc, doc, out, err = bai(build, "admin", "policy", "create", "pol-" + suffix, "--slots", "cpu=4",
+                            "--max-sessions", "3")
+    pols = gql(build, "{ keypair_resource_policies { name max_concurrent_sessions total_resource_slots } }")
+    mine = [p for p in pols.get("keypair_resource_policies") or [] if p["name"] == "pol-" + suffix]
+    check("admin policy create: the server has it, 3 sessions, cpu 4",
+          rc == 0 and mine and mine[0]["max_concurrent_sessions"] == 3 and '"cpu"' in mine[0]["total_resource_slots"],
+          out + err)
+    rc, doc, out, err = bai(build, "admin", "project", "create", "proj-" + suffix)
+    groups = gql(build, "{ groups { name } }").get("groups") or []
+    check("admin project create: the server has it", rc == 0 and any(g["name"] == "proj-" + suffix for g in groups),
+          out + err)
+    rc, doc, out, err = bai(build, "admin", "preset", "create", "pre-" + suffix, "--slots", "cpu=1,mem=1g")
+    rc2, doc2, out2, err2 = bai(build, "admin", "preset", "rm", "pre-" + suffix)
+    left = gql(build, "{ resource_presets { name } }").get("resource_presets") or []
+    check("admin preset create and rm: made, then gone from the server",
+          rc == 0 and rc2 == 0 and not any(p["name"] == "pre-" + suffix for p in left), out + err + out2 + err2)
     presets = gql(build, "{ resource_presets { name } }").get("resource_presets") or []
     rc, doc, out, err = bai(build, "admin", "preset", "ls")
     check("admin preset ls lists what the server has",

@@ -129,6 +129,31 @@ TEST(GraphqlAdaptTest, WithIntrospectionOffTheServersRefusalsTeachWhatItLacks) {
   EXPECT_EQ(*decoded, learnt);
 }
 
+// A mutation's input object with a key the server's input type does not define (23.09.11's
+// GroupInput has no `type`): learnt from the variable's refusal, the key leaves the value.
+TEST(GraphqlAdaptTest, InputFieldsTheServerDoesNotDefineLeaveTheVariables) {
+  std::string q =
+      "mutation($name: String!, $props: GroupInput!) { create_group(name: $name, props: $props) "
+      "{ ok msg } }";
+  graphql::SchemaFacts learnt;
+  ASSERT_TRUE(graphql::LearnFromErrors(
+      q,
+      {{"Variable '$props' got invalid value {'description': '', 'type': 'GENERAL'}; Field "
+        "'type' is not defined by type 'GroupInput'.",
+        1, 26}},
+      learnt));
+  EXPECT_THAT(learnt.lacks_input["GroupInput"], ElementsAre("type"));
+  auto a = graphql::AdaptToSchema(q, learnt);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->variable_types["props"], "GroupInput");
+  auto vars = nlohmann::json::parse(graphql::AdaptVariables(
+      R"({"name": "p", "props": {"description": "", "type": "GENERAL"}})", *a, learnt));
+  EXPECT_EQ(vars, nlohmann::json::parse(R"({"name": "p", "props": {"description": ""}})"));
+  auto decoded = graphql::DecodeSchemaFacts(graphql::EncodeSchemaFacts(learnt));
+  ASSERT_TRUE(decoded.ok());
+  EXPECT_EQ(*decoded, learnt);
+}
+
 TEST(GraphqlAdaptTest, IntrospectionIsReadAndKeptCompactly) {
   auto data = nlohmann::json::parse(R"({"__schema": {
       "queryType": {"name": "Queries"}, "mutationType": {"name": "Mutations"},
