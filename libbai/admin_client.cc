@@ -7,6 +7,7 @@
 #include "bai/protocol/graphql_wire.h"
 #include "bai/session_client.h"
 
+#include "libbai/protocol/server_dialect.h"
 #include "libbai/protocol/wire_json.h"
 #include "libbai/util/json_parse.h"
 #include "libbai/util/json_scan.h"
@@ -701,7 +702,9 @@ StatusOr<std::string> AdminClient::TemplateText(std::string const& id,
 StatusOr<std::vector<std::string>> AdminClient::CreateTemplates(std::string const& payload,
                                                                 std::string const& project) const {
   ApiRequest request("POST", "/template/session");
-  json body = {{"payload", payload}};
+  auto caps = client_.server();
+  bool backend_ai = caps.ok() && caps->kind == ServerCapabilities::Kind::kBackendAi;
+  json body = {{"payload", backend_ai ? protocol::TemplatePayloadForBackendAi(payload) : payload}};
   if (!project.empty()) body["group"] = project;
   request.body = body.dump();
   auto response = client_.Send(request);
@@ -720,7 +723,11 @@ StatusOr<std::vector<std::string>> AdminClient::CreateTemplates(std::string cons
 
 Status AdminClient::UpdateTemplate(std::string const& id, std::string const& payload) const {
   ApiRequest request("PUT", "/template/session/" + internal::EncodeSegment(id));
-  request.body = json({{"payload", payload}}).dump();
+  auto caps = client_.server();
+  bool backend_ai = caps.ok() && caps->kind == ServerCapabilities::Kind::kBackendAi;
+  request.body =
+      json({{"payload", backend_ai ? protocol::TemplatePayloadForBackendAi(payload) : payload}})
+          .dump();
   auto response = client_.Send(request);
   if (!response.ok()) return response.status();
   return CheckResponse(*response);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "libbai/protocol/server_dialect.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cctype>
 #include <cstdint>
 #include <cstdio>
@@ -69,6 +71,60 @@ std::string CheckSessionName(std::string_view name) {
   return "the session name \"" + std::string(name) +
          "\" does not match ^(?=.{4,64}$)\\w[\\w.-]*\\w$ (4 to 64 letters, digits, '_', '.', "
          "'-'; starting and ending with a letter, digit or '_')";
+}
+
+namespace {
+
+// Whether a YAML document (its lines) is a bare template: a top-level `kind`, `apiVersion` or
+// `api_version` key and no top-level `template`.
+bool BareYamlTemplate(std::vector<std::string> const& lines) {
+  bool template_key = false, bare_key = false;
+  for (auto const& line : lines) {
+    if (line.empty() || line[0] == ' ' || line[0] == '\t' || line[0] == '#') continue;
+    auto key = line.substr(0, line.find(':'));
+    if (key == "template") template_key = true;
+    if (key == "kind" || key == "apiVersion" || key == "api_version") bare_key = true;
+  }
+  return bare_key && !template_key;
+}
+
+}  // namespace
+
+std::string TemplatePayloadForBackendAi(std::string_view payload) {
+  auto j = nlohmann::json::parse(payload, nullptr, false);
+  if (!j.is_discarded()) {
+    if (j.is_object() && !j.contains("template") && !j.contains("session_templates") &&
+        (j.contains("kind") || j.contains("apiVersion") || j.contains("api_version"))) {
+      return nlohmann::json::array({{{"template", j}}}).dump();
+    }
+    if (j.is_object() && j.contains("template")) return nlohmann::json::array({j}).dump();
+    return std::string(payload);
+  }
+  // YAML: split into documents at "---" lines, wrap each bare one.
+  std::vector<std::vector<std::string>> docs(1);
+  std::size_t start = 0;
+  while (start < payload.size()) {
+    auto end = payload.find('\n', start);
+    std::string line(payload.substr(
+        start, end == std::string_view::npos ? std::string_view::npos : end - start));
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.rfind("---", 0) == 0 && line.find_first_not_of("- \t", 3) == std::string::npos) {
+      if (!docs.back().empty()) docs.emplace_back();
+    } else {
+      docs.back().push_back(line);
+    }
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+  std::string out;
+  for (auto const& doc : docs) {
+    if (doc.empty()) continue;
+    out += "---\n";
+    bool wrap = BareYamlTemplate(doc);
+    if (wrap) out += "template:\n";
+    for (auto const& line : doc) out += (wrap && !line.empty() ? "  " : "") + line + "\n";
+  }
+  return out;
 }
 
 }  // namespace bai::protocol

@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace bai::protocol {
 
@@ -49,5 +50,12 @@ std::string GeneratedSessionName(std::uint64_t random);
 /// characters, word characters, '.' and '-', starting and ending with a word character. An
 /// empty string when `name` passes, else the server's own message.
 std::string CheckSessionName(std::string_view name);
+
+/// A session-template payload as Backend.AI (22.03 to 26.x) reads it: a list of {name?,
+/// template} (JSON) or YAML documents each with a `template` key. bai's own manager also takes a
+/// bare template (the shape users write); for Backend.AI each bare template document is wrapped:
+/// JSON as `[{"template": …}]`, YAML as `template:` with the document indented under it. Payloads
+/// already in the list shape are returned as they are.
+std::string TemplatePayloadForBackendAi(std::string_view payload);
 
 }  // namespace bai::protocol

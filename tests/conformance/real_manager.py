@@ -78,9 +78,15 @@ def main():
     manager = (info or {}).get("manager", "?")
     api = (info or {}).get("version", "?")
 
-    # Sessions: created without a name, listed, inspected, renamed, destroyed.
+    # Sessions: created without a name (its events watched), listed, inspected, renamed,
+    # destroyed.
     rc, doc, out, err = bai(build, "ps")
     check("bai ps", rc == 0, err)
+    env = dict(os.environ, BACKEND_ENDPOINT=ENDPOINT, BACKEND_ACCESS_KEY=ACCESS,
+               BACKEND_SECRET_KEY=SECRET, BAI_CONFIG_DIR=CONFIG_DIR)
+    events = subprocess.Popen([os.path.join(build, "bin", "bai"), "-o", "json", "session", "events"],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.0)
     rc, doc, out, err = bai(build, "session", "create", "--no-wait", "python")
     name = (doc or {}).get("name", "")
     sid = (doc or {}).get("id", "")
@@ -88,6 +94,12 @@ def main():
           rc == 0 and re.fullmatch(r"bai-[0-9a-f]{10}", name) and len(sid) == 36, out + err)
     rc, raw = server(build, "GET", "/session/" + name)
     check("the server has it, PENDING", rc == 0 and (raw or {}).get("status") == "PENDING", raw)
+    time.sleep(1.0)
+    events.terminate()
+    lines = [json.loads(l) for l in events.communicate(timeout=10)[0].splitlines() if l.startswith("{")]
+    check("session events: its enqueued event, named by id and name",
+          any(e.get("event") == "session_enqueued" and e.get("id") == sid and e.get("name") == name
+              for e in lines), lines[:3])
     rc, doc, out, err = bai(build, "session", "info", name)
     doc = doc or {}
     check("session info: the UUID id and the name", doc.get("id") == sid and doc.get("name") == name,
@@ -131,6 +143,24 @@ def main():
     rc, doc, out, err = bai(build, "session", "create", "--no-wait", "--name", "x y", "python")
     check("a name the server's rule refuses is refused before it is sent",
           rc != 0 and "4 to 64" in err + out, out + err)
+
+    # Templates: a bare YAML template as users write it (Backend.AI reads {template: …} documents;
+    # bai wraps it), read back from the server, then deleted.
+    tpl = os.path.join(CONFIG_DIR, "t.yaml")
+    with open(tpl, "w") as f:
+        f.write("apiVersion: v1\nkind: taskTemplate\nmetadata:\n  name: harness-%d\nspec:\n"
+                "  type: batch\n  kernel:\n    image: python\n    run:\n      startup: echo hi\n"
+                % os.getpid())
+    rc, doc, out, err = bai(build, "template", "create", "-f", tpl)
+    rc2, listed = server(build, "GET", "/template/session")
+    names = [t.get("name") for t in (listed or [])] if isinstance(listed, list) else []
+    check("template create: the server lists it", rc == 0 and ("harness-%d" % os.getpid()) in names,
+          out + err)
+    tid = next((t.get("id") for t in listed or [] if t.get("name") == "harness-%d" % os.getpid()), "")
+    rc, doc, out, err = bai(build, "template", "rm", tid or "none")
+    rc2, listed = server(build, "GET", "/template/session")
+    gone = not any(t.get("id") == tid for t in (listed or []))
+    check("template rm: gone from the server", rc == 0 and gone, out + err)
 
     # Every admin listing, against what the server itself lists.
     fixtures = {

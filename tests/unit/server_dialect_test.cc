@@ -226,5 +226,27 @@ TEST(ServerDialectTest, SessionNamesAsTheServerChecksThem) {
   }
 }
 
+// 23.09.11 answered 500 (KeyError: 'template') to a bare template: Backend.AI reads a list of
+// {name?, template} or YAML documents with a `template` key.
+TEST(ServerDialectTest, TemplatePayloadsAreWrappedForBackendAi) {
+  auto json_bare = nlohmann::json::parse(protocol::TemplatePayloadForBackendAi(
+      R"({"apiVersion": "v1", "kind": "taskTemplate", "spec": {}})"));
+  EXPECT_EQ(json_bare,
+            nlohmann::json::parse(
+                R"([{"template": {"apiVersion": "v1", "kind": "taskTemplate", "spec": {}}}])"));
+  std::string listed = R"([{"name": "x", "template": {"kind": "taskTemplate"}}])";
+  EXPECT_EQ(protocol::TemplatePayloadForBackendAi(listed), listed);
+  EXPECT_EQ(protocol::TemplatePayloadForBackendAi(
+                "---\napiVersion: v1\nkind: taskTemplate\nspec:\n  kernel:\n    image: python\n"),
+            "---\ntemplate:\n  apiVersion: v1\n  kind: taskTemplate\n  spec:\n    kernel:\n      "
+            "image: python\n");
+  // Two documents, one already wrapped.
+  EXPECT_EQ(
+      protocol::TemplatePayloadForBackendAi(
+          "kind: taskTemplate\nmetadata: {name: a}\n---\nname: b\ntemplate:\n  kind: x\n"),
+      "---\ntemplate:\n  kind: taskTemplate\n  metadata: {name: a}\n---\nname: b\ntemplate:\n  "
+      "kind: x\n");
+}
+
 }  // namespace
 }  // namespace bai
