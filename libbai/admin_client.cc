@@ -628,11 +628,18 @@ StatusOr<std::vector<protocol::ProjectUsage>> AdminClient::Usage(
 namespace {
 
 // The endpoint and the owner's parameters.
-std::pair<std::string, json> DotfileTarget(AdminClient::DotfileOwner const& o) {
+// A project named without its domain is looked up in the client's domain (Backend.AI 23.09 and
+// 24.09 refuse a project name without one: "Missing parameter 'domain'").
+std::pair<std::string, json> DotfileTarget(AdminClient::DotfileOwner const& o,
+                                           std::string const& client_domain) {
   json params = json::object();
   if (!o.project.empty()) {
     params["group"] = o.project;
-    if (!o.domain.empty()) params["domain"] = o.domain;
+    if (!o.domain.empty()) {
+      params["domain"] = o.domain;
+    } else {
+      params["domain"] = client_domain.empty() ? "default" : client_domain;
+    }
     return {"/group-config/dotfiles", params};
   }
   if (!o.domain.empty()) {
@@ -653,7 +660,7 @@ std::string Query(json const& params) {
 }  // namespace
 
 StatusOr<std::vector<protocol::Dotfile>> AdminClient::Dotfiles(DotfileOwner const& owner) const {
-  auto [path, params] = DotfileTarget(owner);
+  auto [path, params] = DotfileTarget(owner, client_.options().domain);
   auto response = client_.Send(ApiRequest("GET", path + Query(params)));
   if (!response.ok()) return response.status();
   if (auto s = CheckResponse(*response); !s.ok()) return s;
@@ -663,7 +670,7 @@ StatusOr<std::vector<protocol::Dotfile>> AdminClient::Dotfiles(DotfileOwner cons
 Status AdminClient::PutDotfile(protocol::Dotfile const& dotfile, bool replace,
                                DotfileOwner const& owner) const {
   if (auto s = protocol::CheckDotfile(dotfile); !s.ok()) return s;
-  auto [path, params] = DotfileTarget(owner);
+  auto [path, params] = DotfileTarget(owner, client_.options().domain);
   params["path"] = dotfile.path;
   params["permission"] = dotfile.permission;
   params["data"] = dotfile.data;
@@ -675,7 +682,7 @@ Status AdminClient::PutDotfile(protocol::Dotfile const& dotfile, bool replace,
 }
 
 Status AdminClient::DeleteDotfile(std::string const& file, DotfileOwner const& owner) const {
-  auto [path, params] = DotfileTarget(owner);
+  auto [path, params] = DotfileTarget(owner, client_.options().domain);
   params["path"] = file;
   auto response = client_.Send(ApiRequest("DELETE", path + Query(params)));
   if (!response.ok()) return response.status();

@@ -162,6 +162,20 @@ def main():
     gone = not any(t.get("id") == tid for t in (listed or []))
     check("template rm: gone from the server", rc == 0 and gone, out + err)
 
+    # Dotfiles, a user's and a project's, read back from the server's own routes.
+    for owner, route in [((), "/user-config/dotfiles"),
+                         (("--project", "default"), "/group-config/dotfiles?group=default&domain=default")]:
+        path = ".harness-%d" % os.getpid()
+        rc, doc, out, err = bai(build, "dotfile", "set", path, "--data", "export A=1", *owner)
+        rc2, listed = server(build, "GET", route)
+        have = [d.get("data") for d in (listed or []) if d.get("path") == path]
+        check("dotfile set %s: the server has it" % " ".join(owner or ("(mine)",)),
+              rc == 0 and have == ["export A=1"], out + err)
+        rc, doc, out, err = bai(build, "dotfile", "rm", path, *owner)
+        rc2, listed = server(build, "GET", route)
+        check("dotfile rm %s: gone" % " ".join(owner or ("(mine)",)),
+              rc == 0 and not any(d.get("path") == path for d in (listed or [])), out + err)
+
     # Every admin listing, against what the server itself lists.
     fixtures = {
         ("domain", "ls"): ("domains", "name", "default"),
