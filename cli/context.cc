@@ -73,7 +73,29 @@ nlohmann::json ErrorJson(Status const& status) {
   return error;
 }
 
-int ReportError(Context& ctx, Status const& status) {
+namespace {
+
+// A route an older Backend.AI does not have answers 404 "Unknown URL path": said plainly, as a
+// command this server cannot serve (exit 1), not as a missing session or folder (issue 44).
+Status Explained(Context& ctx, Status const& status) {
+  auto const& info = status.error_info();
+  if (info.http_status != 404 || info.type.find("url-not-found") == std::string::npos) {
+    return status;
+  }
+  auto client = ctx.MakeClient();
+  if (!client.ok()) return status;
+  auto server = client->server();  // remembered: no request
+  if (!server.ok() || server->kind != ServerCapabilities::Kind::kBackendAi) return status;
+  return Status(StatusCode::kUnimplemented,
+                "this server (Backend.AI " + server->manager + ", API " + server->api_version +
+                    ") does not serve this command (" + status.message() +
+                    "); bai's own manager does, as a newer Backend.AI may");
+}
+
+}  // namespace
+
+int ReportError(Context& ctx, Status const& given, bool explain_routes) {
+  Status status = explain_routes ? Explained(ctx, given) : given;
   int code = ExitCodeFor(status);
   auto const& info = status.error_info();
   if (ctx.json()) {

@@ -60,6 +60,9 @@ std::string FieldErrors(ErrorInfo const& info);
 /// The `error` object of `-o json` output: code, message, and the problem's HTTP status, type,
 /// title, msg, data (field errors) and request id when it has them. One shape for every command.
 nlohmann::json ErrorJson(Status const& status);
-int ReportError(Context& ctx, Status const& status);
+/// `explain_routes`: a route an older Backend.AI lacks (404 url-not-found) is reported as a
+/// command this server does not serve (exit 1); `bai api`, which shows the server's own answer,
+/// passes false.
+int ReportError(Context& ctx, Status const& status, bool explain_routes = true);
 
 }  // namespace bai::cli

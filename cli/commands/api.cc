@@ -87,7 +87,7 @@ int RunApi(ApiOptions const& options, Context& ctx) {
   if (!response.ok()) return ReportError(ctx, response.status());
   auto status = CheckResponse(*response);
   if (!status.ok()) {
-    int code = ReportError(ctx, status);
+    int code = ReportError(ctx, status, /*explain_routes=*/false);
     if (!ctx.json() && !response->body.empty()) ctx.err() << response->body << "\n";
     return code;
   }

@@ -106,6 +106,39 @@ TEST_F(CliTest, ApiGetWithQueryAndPostWithBodyAreAccepted) {
   EXPECT_EQ(nlohmann::json::parse(r.out)["body"], R"({"a":1})");
 }
 
+// Issue 44: a route an older Backend.AI does not have (404 url-not-found) is a command this server
+// does not serve, said plainly with its version, exit 1 — not "not found" (exit 5). `bai api`
+// shows the server's own answer unexplained; bai's own manager's 404s are not rewritten.
+TEST_F(CliTest, ARouteAnOlderBackendAiLacksIsSaidPlainly) {
+  std::string manager = "23.09.11";
+  TestHttpServer server([&manager](testing_util::TestRequest const& r) {
+    testing_util::TestResponse out;
+    if (r.target == "/") {
+      out.body = R"({"version": "v7.20230615", "manager": ")" + manager + "\"}";
+      return out;
+    }
+    out.status = 404;
+    out.content_type = "application/problem+json";
+    out.body =
+        R"({"type": "https://api.backend.ai/probs/url-not-found", "title": "Unknown URL path."})";
+    return out;
+  });
+  auto r = Bai({"logs", "some-session"}, Keys(server.url()));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("this server (Backend.AI 23.09.11, API v7.20230615) does not serve "
+                               "this command"));
+  r = Bai({"api", "GET", "/nope"}, Keys(server.url()));
+  EXPECT_EQ(r.exit_code, 5) << r.err;
+  EXPECT_THAT(r.err, Not(HasSubstr("does not serve")));
+  manager = "bai-manager 0.1.0";
+  r = Bai({"logs", "some-session"}, {{"BAI_CONFIG_DIR", config_.path() + "/other"},
+                                     {"BACKEND_ENDPOINT", server.url()},
+                                     {"BACKEND_ACCESS_KEY", testing_util::kTestAccessKey},
+                                     {"BACKEND_SECRET_KEY", testing_util::kTestSecretKey}});
+  EXPECT_EQ(r.exit_code, 5) << r.err;
+  EXPECT_THAT(r.err, Not(HasSubstr("does not serve")));
+}
+
 TEST_F(CliTest, WrongSecretExitsWithAuthCodeAndProblemOnStderr) {
   TestHttpServer server(VerifyingHandler());
   auto env = Keys(server.url());
