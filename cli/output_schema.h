@@ -76,7 +76,7 @@ inline constexpr Field kFolder[] = {
     {"is_owner", "boolean"},
     {"cloneable", "boolean"},
     {"created_at", "string"},
-    {"num_files", "integer"},
+    {"num_files", "integer?"},  // null: the server does not count (Backend.AI listings)
     {"used_bytes", "integer"},
     {"quota_bytes", "integer?"},  // the folder's own quota (null: none)
     {"quota_files", "integer?"},

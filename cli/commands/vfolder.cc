@@ -34,7 +34,7 @@ json InfoJson(VFolderInfo const& f) {
           {"is_owner", f.is_owner},
           {"cloneable", f.cloneable},
           {"created_at", f.created_at},
-          {"num_files", f.num_files},
+          {"num_files", f.num_files ? json(*f.num_files) : json()},
           {"used_bytes", f.used_bytes},
           {"quota_bytes", f.max_size > 0 ? json(f.max_size) : json(nullptr)},
           {"quota_files", f.max_files > 0 ? json(f.max_files) : json(nullptr)}};

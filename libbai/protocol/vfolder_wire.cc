@@ -172,7 +172,8 @@ VFolderInfo InfoFrom(json const& object, internal::FieldReader& r) {
   f.max_files = r.Int("max_files", 0);
   // bai's exact bytes, else 23.09's MiB.
   f.max_size = r.OptInt("max_size_bytes").value_or(r.Int("max_size", 0) * (std::int64_t{1} << 20));
-  f.num_files = r.OptInt("num_files").value_or(r.Int("numFiles", 0));
+  f.num_files = r.OptInt("num_files");
+  if (!f.num_files) f.num_files = r.OptInt("numFiles");
   f.used_bytes = r.OptInt("used_bytes").value_or(r.Int("cur_size", 0));  // 23.09 lists: cur_size
   return f;
 }
@@ -207,14 +208,14 @@ json FolderObject(VFolderInfo const& f, VFolderAnswer answer, std::string_view b
       j["max_files"] = f.max_files;
       WriteMaxSize(j, f.max_size);
       j["cur_size"] = f.used_bytes;
-      j["num_files"] = f.num_files;  // bai's: counted as info counts them
+      j["num_files"] = f.num_files.value_or(0);  // bai's: counted as info counts them
       j["used_bytes"] = f.used_bytes;
       break;
     case VFolderAnswer::kInfo:
       j["quota_scope_id"] = f.quota_scope_id;
       j["status"] = f.status;
-      j["numFiles"] = f.num_files;
-      j["num_files"] = f.num_files;
+      j["numFiles"] = f.num_files.value_or(0);
+      j["num_files"] = f.num_files.value_or(0);
       j["used_bytes"] = f.used_bytes;
       j["created"] = f.created_at;
       j["created_at"] = f.created_at;

@@ -113,7 +113,9 @@ struct VFolderInfo {
   /// The folder's own quota, 0 = none: max_size in bytes (on the wire `max_size` is in MiB,
   /// rounded up, as 23.09 stores it, and bai's `max_size_bytes` is exact), max_files a count.
   std::int64_t max_files = 0, max_size = 0;
-  std::int64_t num_files = 0;   ///< info; bai's listings too (0 from servers that do not count)
+  /// info; bai's listings too. Absent where the server does not count them (Backend.AI's
+  /// listings): null, never a made-up 0.
+  std::optional<std::int64_t> num_files;
   std::int64_t used_bytes = 0;  ///< info and listings (also their `cur_size`)
 };
 /// Which answer a folder is encoded for; each has 24.09's fields, legacy names included:
