@@ -95,6 +95,14 @@ StatusOr<std::vector<T>> DecodeAll(json const& items, Decode decode) {
   return out;
 }
 
+// A template payload as the server reads it: Backend.AI's {template: …} documents, or as written
+// for bai's own manager (server_dialect.h TemplatePayloadForBackendAi).
+std::string TemplatePayloadFor(Client const& client, std::string const& payload) {
+  auto caps = client.server();
+  bool backend_ai = caps.ok() && caps->kind == ServerCapabilities::Kind::kBackendAi;
+  return backend_ai ? protocol::TemplatePayloadForBackendAi(payload) : payload;
+}
+
 // A policy as create/modify's props: the object the manager answers with, less what is not
 // an input (its name is an argument; its creation time is the server's).
 json PolicyProps(protocol::KeypairResourcePolicy const& p) {
@@ -709,9 +717,7 @@ StatusOr<std::string> AdminClient::TemplateText(std::string const& id,
 StatusOr<std::vector<std::string>> AdminClient::CreateTemplates(std::string const& payload,
                                                                 std::string const& project) const {
   ApiRequest request("POST", "/template/session");
-  auto caps = client_.server();
-  bool backend_ai = caps.ok() && caps->kind == ServerCapabilities::Kind::kBackendAi;
-  json body = {{"payload", backend_ai ? protocol::TemplatePayloadForBackendAi(payload) : payload}};
+  json body = {{"payload", TemplatePayloadFor(client_, payload)}};
   if (!project.empty()) body["group"] = project;
   request.body = body.dump();
   auto response = client_.Send(request);
@@ -730,11 +736,7 @@ StatusOr<std::vector<std::string>> AdminClient::CreateTemplates(std::string cons
 
 Status AdminClient::UpdateTemplate(std::string const& id, std::string const& payload) const {
   ApiRequest request("PUT", "/template/session/" + internal::EncodeSegment(id));
-  auto caps = client_.server();
-  bool backend_ai = caps.ok() && caps->kind == ServerCapabilities::Kind::kBackendAi;
-  request.body =
-      json({{"payload", backend_ai ? protocol::TemplatePayloadForBackendAi(payload) : payload}})
-          .dump();
+  request.body = json({{"payload", TemplatePayloadFor(client_, payload)}}).dump();
   auto response = client_.Send(request);
   if (!response.ok()) return response.status();
   return CheckResponse(*response);

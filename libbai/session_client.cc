@@ -440,6 +440,16 @@ StatusOr<int> SessionClient::Exec(
   }
 }
 
+namespace {
+
+// The list filter that finds one session by what the user gave: its UUID or its name.
+std::string FilterForSession(std::string const& session) {
+  bool uuid = session.size() == 36 && session[8] == '-' && session[13] == '-';
+  return std::string(uuid ? "id" : "name") + " == \"" + session + "\"";
+}
+
+}  // namespace
+
 StatusOr<SessionCreateResult> SessionClient::Create(SessionCreateRequest const& r) const {
   auto const& options = client_.options();
   SessionCreateRequest body = r;
@@ -485,9 +495,8 @@ StatusOr<SessionInfo> SessionClient::Info(std::string const& session) const {
   if (out->id.empty()) {
     // 23.09's answer names the session neither way, nor says its type or resource group:
     // those come from the session list (one more request, only for such servers).
-    bool uuid = session.size() == 36 && session[8] == '-' && session[13] == '-';
     SessionListOptions find;
-    find.filter = std::string(uuid ? "id" : "name") + " == \"" + session + "\"";
+    find.filter = FilterForSession(session);
     find.limit = 2;
     if (auto items = ListAll(find); items.ok() && items->size() == 1) {
       auto const& item = items->front();
@@ -495,7 +504,7 @@ StatusOr<SessionInfo> SessionClient::Info(std::string const& session) const {
       out->name = item.name;
       if (out->type.empty()) out->type = item.type;
       if (out->scaling_group.empty()) out->scaling_group = item.scaling_group;
-    } else if (uuid) {
+    } else if (find.filter.rfind("id ", 0) == 0) {
       out->id = session;  // at least what was asked for, when it is the id
     } else {
       out->name = session;
@@ -572,13 +581,11 @@ StatusOr<std::map<std::string, std::string>> SessionClient::StatusHistory(
     std::string const& session) const {
   if (auto caps = client_.server(); caps.ok() && !caps->has("bai-extensions")) {
     // Backend.AI has no route for it: its GraphQL has the field (a JSON object as text).
-    bool uuid = session.size() == 36 && session[8] == '-' && session[13] == '-';
     protocol::GraphqlRequest q;
     q.query =
         "query($f: String) { compute_session_list(limit: 2, offset: 0, filter: $f) { items { id "
         "status_history } } }";
-    q.variables_json =
-        json{{"f", std::string(uuid ? "id" : "name") + " == \"" + session + "\""}}.dump();
+    q.variables_json = json{{"f", FilterForSession(session)}}.dump();
     auto data = RunGraphql(client_, q);
     if (!data.ok()) return std::move(data).status();
     auto j = internal::ParseJson(*data);
