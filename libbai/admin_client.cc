@@ -20,6 +20,7 @@
 #include <deque>
 #include <functional>
 #include <future>
+#include <set>
 
 namespace bai {
 
@@ -293,7 +294,12 @@ StatusOr<protocol::User> AdminClient::CreateUser(NewUserRequest const& r) const 
                       Fields(kUserFields) + " } }",
                   {{"email", r.email}, {"props", props}});
   if (!m.ok()) return m.status();
-  return protocol::DecodeUser((*m)["user"].dump());
+  auto made = protocol::DecodeUser((*m)["user"].dump());
+  // Backend.AI 23.09 makes the main keypair after the row it answers with: read the user again.
+  if (made.ok() && made->main_access_key.empty()) {
+    if (auto again = User(made->email); again.ok() && *again) return **again;
+  }
+  return made;
 }
 
 StatusOr<protocol::User> AdminClient::ModifyUser(std::string const& email,
@@ -332,10 +338,48 @@ Status AdminClient::DeleteUser(std::string const& email, bool purge) const {
 StatusOr<std::vector<protocol::KeyPair>> AdminClient::Keypairs(std::string const& email) const {
   json vars = json::object();
   if (!email.empty()) vars["e"] = email;
-  auto data =
-      Run(client_, "query($e: String) { keypairs(email: $e)" + Fields(kKeypairFields) + " }", vars);
+  auto server = client_.server();
+  if (!server.ok() || server->kind != ServerCapabilities::Kind::kBackendAi) {
+    auto data = Run(
+        client_, "query($e: String) { keypairs(email: $e)" + Fields(kKeypairFields) + " }", vars);
+    if (!data.ok()) return data.status();
+    return DecodeAll<protocol::KeyPair>((*data)["keypairs"], protocol::DecodeKeyPair);
+  }
+  // Backend.AI (23.09 to 26.x, models/keypair.py): keypairs(email:) and keypair_list join the
+  // user's projects, so a user in none has no keypairs there, and keypairs without an email
+  // stops at 100. Every page of keypair_list, then what the first 100 of keypairs add.
+  std::vector<protocol::KeyPair> out;
+  std::set<std::string> seen;
+  auto take = [&](json const& items) -> Status {
+    auto keys = DecodeAll<protocol::KeyPair>(items, protocol::DecodeKeyPair);
+    if (!keys.ok()) return keys.status();
+    for (auto& k : *keys) {
+      if (!email.empty() && k.user_id != email) continue;
+      if (seen.insert(k.access_key).second) out.push_back(std::move(k));
+    }
+    return Status();
+  };
+  for (std::int64_t offset = 0;; offset += kPage) {
+    json page_vars = vars;
+    page_vars["limit"] = kPage;
+    page_vars["offset"] = offset;
+    auto data = Run(client_,
+                    "query($limit: Int!, $offset: Int!, $e: String) { keypair_list(limit: $limit, "
+                    "offset: $offset, email: $e) { total_count items" +
+                        Fields(kKeypairFields) + " } }",
+                    page_vars);
+    if (!data.ok()) return data.status();
+    json const& page = (*data)["keypair_list"];
+    if (auto s = take(page["items"]); !s.ok()) return s;
+    if (!page["items"].is_array() || page["items"].empty() ||
+        offset + kPage >= page.value("total_count", std::int64_t{0})) {
+      break;
+    }
+  }
+  auto data = Run(client_, "{ keypairs" + Fields(kKeypairFields) + " }");
   if (!data.ok()) return data.status();
-  return DecodeAll<protocol::KeyPair>((*data)["keypairs"], protocol::DecodeKeyPair);
+  if (auto s = take((*data)["keypairs"]); !s.ok()) return s;
+  return out;
 }
 
 StatusOr<protocol::KeyPair> AdminClient::CreateKeypair(std::string const& email,
