@@ -181,6 +181,7 @@ class ClientImpl {
     if (auto r = protocol::ParseRelease(info->manager)) {
       c.release_year = r->year;
       c.release_month = r->month;
+      c.release_patch = r->patch;
     }
     auto version = protocol::ApiVersion::Parse(info->version);
     c.features = protocol::FeaturesOf(kind, version.value_or(protocol::kCurrentApiVersion));

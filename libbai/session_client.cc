@@ -4,6 +4,7 @@
 #include "bai/protocol/errors.h"
 #include "bai/protocol/pty_wire.h"
 
+#include "libbai/internal/server_request.h"
 #include "libbai/protocol/server_dialect.h"
 #include "libbai/util/json_parse.h"
 #include "libbai/util/sse.h"
@@ -749,10 +750,12 @@ Status SessionClient::Upload(std::string const& session,
 
 StatusOr<std::vector<std::string>> SessionClient::Download(
     std::string const& session, std::vector<std::string> const& paths) const {
-  ApiRequest req("POST", "/session/" + Segment(session) + "/download");
-  req.body = json({{"files", paths}}).dump();
-  req.idempotent = true;
-  auto response = client_.Send(req);
+  auto req =
+      internal::RequestWithParams(client_, "GET", "/session/" + Segment(session) + "/download",
+                                  {{"files", paths}}, "download files from a session");
+  if (!req.ok()) return std::move(req).status();
+  req->idempotent = true;
+  auto response = client_.Send(*req);
   if (!response.ok()) return std::move(response).status();
   if (auto s = CheckResponse(*response); !s.ok()) return s;
   auto parts =
@@ -766,10 +769,12 @@ StatusOr<std::vector<std::string>> SessionClient::Download(
 
 StatusOr<std::string> SessionClient::DownloadSingle(std::string const& session,
                                                     std::string const& path) const {
-  ApiRequest req("POST", "/session/" + Segment(session) + "/download_single");
-  req.body = json({{"file", path}}).dump();
-  req.idempotent = true;
-  return CallBody(client_, req);
+  auto req = internal::RequestWithParams(client_, "GET",
+                                         "/session/" + Segment(session) + "/download_single",
+                                         {{"file", path}}, "download a file from a session");
+  if (!req.ok()) return std::move(req).status();
+  req->idempotent = true;
+  return CallBody(client_, *req);
 }
 
 }  // namespace bai

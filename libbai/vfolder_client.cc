@@ -3,6 +3,8 @@
 // are in vfolder_transfer.cc.
 #include "bai/vfolder_client.h"
 
+#include "libbai/internal/server_request.h"
+#include "libbai/protocol/server_dialect.h"
 #include "libbai/util/json_parse.h"
 #include "libbai/util/url.h"
 
@@ -40,6 +42,18 @@ StatusOr<ApiResponse> Call(Client const& client, std::string method, std::string
 
 Status Done(StatusOr<ApiResponse> const& r) { return r.ok() ? Status() : r.status(); }
 
+// A call Backend.AI first routed as a DELETE with a JSON body, sent as this server reads it
+// (server_request.h).
+StatusOr<ApiResponse> CallDeleteWith(Client const& client, std::string path, json const& params,
+                                     std::string_view what) {
+  auto r = internal::RequestWithParams(client, "DELETE", std::move(path), params, what);
+  if (!r.ok()) return r.status();
+  auto response = client.Send(*r);
+  if (!response.ok()) return response.status();
+  if (auto s = CheckResponse(*response); !s.ok()) return s;
+  return response;
+}
+
 }  // namespace
 
 StatusOr<VFolderInfo> VFolderClient::Create(VFolderCreateRequest const& request) const {
@@ -63,11 +77,35 @@ StatusOr<VFolderInfo> VFolderClient::Info(std::string const& folder) const {
   return protocol::DecodeVFolderInfo(r->body);
 }
 
+namespace {
+
+// Whether the server keeps removed folders in a trash (Backend.AI 24.03 and later, bai); its
+// description when it does not.
+std::optional<ServerCapabilities> WithoutTrash(Client const& client) {
+  auto server = client.server();
+  if (server.ok() && !server->has("vfolder-trash")) return *server;
+  return std::nullopt;
+}
+
+}  // namespace
+
 Status VFolderClient::Delete(std::string const& folder) const {
+  // Without a trash, DELETE /folders/{name} removes the folder and its files at once: never
+  // done by a call that promises the trash.
+  if (auto server = WithoutTrash(client_)) {
+    return Status(
+        StatusCode::kFailedPrecondition,
+        "this server (" + internal::DescribeServer(*server) + ") has no folder trash (Backend.AI " +
+            protocol::FirstReleaseWith("vfolder-trash") + " or later has one): removing " + folder +
+            " there deletes it and its files for good; purge it to do that");
+  }
   return Done(Call(client_, "DELETE", Path(folder)));
 }
 
 Status VFolderClient::Restore(std::string const& folder) const {
+  if (auto server = WithoutTrash(client_)) {
+    return internal::Needs(*server, "folder trash", protocol::FirstReleaseWith("vfolder-trash"));
+  }
   // The trash-bin calls name a folder by id; a name is looked up among the caller's folders
   // (trash included).
   auto all = List();
@@ -80,6 +118,7 @@ Status VFolderClient::Restore(std::string const& folder) const {
 }
 
 Status VFolderClient::Purge(std::string const& folder) const {
+  if (WithoutTrash(client_)) return Done(Call(client_, "DELETE", Path(folder)));
   auto all = List();
   if (!all.ok()) return all.status();
   std::string id = folder;
@@ -160,8 +199,8 @@ Status VFolderClient::RenameFile(std::string const& folder, std::string const& p
 
 Status VFolderClient::DeleteFiles(std::string const& folder, std::vector<std::string> const& paths,
                                   bool recursive) const {
-  return Done(Call(client_, "POST", Path(folder, "/delete-files"),
-                   {{"files", paths}, {"recursive", recursive}}));
+  return Done(CallDeleteWith(client_, Path(folder, "/delete-files"),
+                             {{"files", paths}, {"recursive", recursive}}, "delete files"));
 }
 
 namespace {
@@ -208,7 +247,8 @@ Status VFolderClient::AcceptInvitation(std::string const& invitation_id) const {
 }
 
 Status VFolderClient::DeleteInvitation(std::string const& invitation_id) const {
-  return Done(Call(client_, "POST", "/folders/invitations/delete", {{"inv_id", invitation_id}}));
+  return Done(CallDeleteWith(client_, "/folders/invitations/delete", {{"inv_id", invitation_id}},
+                             "delete invitations"));
 }
 
 Status VFolderClient::UpdateInvitation(std::string const& invitation_id,
@@ -236,8 +276,9 @@ StatusOr<std::vector<std::string>> VFolderClient::Share(std::string const& folde
 
 StatusOr<std::vector<std::string>> VFolderClient::Unshare(
     std::string const& folder, std::vector<std::string> const& emails) const {
-  return Strings(Call(client_, "POST", Path(folder, "/unshare"), {{"emails", emails}}),
-                 "unshared_emails");
+  return Strings(
+      CallDeleteWith(client_, Path(folder, "/unshare"), {{"emails", emails}}, "unshare folders"),
+      "unshared_emails");
 }
 
 StatusOr<VFolderCloneResult> VFolderClient::Clone(std::string const& folder,

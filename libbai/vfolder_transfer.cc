@@ -2,9 +2,11 @@
 // VFolderClient's transfers. Uploads: request-upload, then tus 1.0 core against the storage
 // proxy (HEAD for the offset, PATCH chunks with an sha256 Upload-Checksum), several files at once;
 // a journal file per unfinished upload remembers which local file it came from, so a later
-// process resumes it only for the same file (else it asks the manager to start it again).
-// Downloads: request-download, HEAD to learn the size and ETag, GET with Range/If-Range into a
-// `.bai-part` file renamed when complete; a dropped connection resumes where the file ends.
+// process resumes it only for the same file (else it asks bai's manager to start it again;
+// Backend.AI starts a new upload for every request-upload).
+// Downloads: request-download, HEAD (Backend.AI: GET bytes=0-0) to learn the size and ETag, GET
+// with Range/If-Range into a `.bai-part` file renamed when complete; a dropped connection
+// resumes where the file ends.
 #include "bai/copy_rule.h"
 #include "bai/protocol/tus_wire.h"
 #include "bai/vfolder_client.h"
@@ -121,6 +123,65 @@ Chunk ReadChunk(int fd, std::int64_t offset, std::size_t want) {
   return c;
 }
 
+// Where a download stands before its GET: the file's size and ETag, and whether the `have`
+// bytes of a part made from `etag` can be kept. bai's storage proxy answers HEAD with
+// Range/If-Range; Backend.AI's (22.03 to 26.x) routes /download for GET only (HEAD is 405), and
+// its aiohttp 3.8 honours a Range whatever the If-Range ETag says, so there the probe is
+// `GET Range: bytes=0-0` and the ETags are compared here.
+struct DownloadProbe {
+  std::int64_t total = 0;
+  std::string etag;
+  bool resume = false;
+};
+
+StatusOr<DownloadProbe> ProbeDownload(Client const& client, std::string const& target,
+                                      std::string const& etag, std::int64_t have) {
+  DownloadProbe out;
+  ApiRequest head("HEAD", "/");
+  if (have > 0 && !etag.empty()) {
+    head.headers = {{"Range", "bytes=" + std::to_string(have) + "-"}, {"If-Range", etag}};
+  }
+  auto h = client.SendToUrl(target, head);
+  if (!h.ok()) return Status(StatusCode::kUnavailable, h.status().message());
+  if (h->status >= 500)
+    return Status(StatusCode::kUnavailable, "HTTP " + std::to_string(h->status));
+  if (h->status != 405) {
+    if (h->status == 416) {  // the part is already whole (or longer): start again
+      head.headers.clear();
+      h = client.SendToUrl(target, head);
+      if (!h.ok()) return Status(StatusCode::kUnavailable, h.status().message());
+    }
+    if (auto s = CheckResponse(*h); !s.ok()) return s;
+    out.resume = h->status == 206;
+    out.total = (out.resume ? have : 0) + std::stoll(h->Header("content-length").value_or("0"));
+    out.etag = h->Header("etag").value_or("");
+    return out;
+  }
+  ApiRequest get("GET", "/");
+  get.headers = {{"Range", "bytes=0-0"}};
+  auto g = client.SendToUrl(target, get);
+  if (!g.ok()) return Status(StatusCode::kUnavailable, g.status().message());
+  if (g->status >= 500)
+    return Status(StatusCode::kUnavailable, "HTTP " + std::to_string(g->status));
+  if (g->status == 200) {  // no ranges at all: the whole body came
+    out.total = static_cast<std::int64_t>(g->body.size());
+  } else if (g->status == 206 || g->status == 416) {
+    // "bytes 0-0/6", or "bytes */0" for an empty file
+    auto range = g->Header("content-range").value_or("");
+    auto slash = range.rfind('/');
+    if (slash == std::string::npos || slash + 1 >= range.size()) {
+      return Status(StatusCode::kInternal,
+                    "the storage proxy's Content-Range is unreadable: " + range);
+    }
+    out.total = std::stoll(range.substr(slash + 1));
+  } else if (auto s = CheckResponse(*g); !s.ok()) {
+    return s;
+  }
+  out.etag = g->Header("etag").value_or("");
+  out.resume = have > 0 && have < out.total && !etag.empty() && out.etag == etag;
+  return out;
+}
+
 class Uploader {
  public:
   Uploader(Client const& client, std::string folder, TransferOptions const& options)
@@ -143,10 +204,25 @@ class Uploader {
       fs::create_directories(fs::path(journal).parent_path(), ec);
       std::ofstream(journal) << Identity(item).dump();
     }
-    auto ticket = Ticket(client_, folder_, "request-upload",
-                         {{"path", item.remote}, {"size", size}, {"restart", !same_file}});
+    json ask = {{"path", item.remote}, {"size", size}};
+    // bai's storage proxy keeps an upload across requests and starts it again when asked, and
+    // makes an empty file at once; Backend.AI's refuses the key (every request-upload is a new
+    // upload there) and makes a file only on a PATCH.
+    auto caps = client_.server();
+    bool bai_proxy = caps.ok() && caps->has("bai-extensions");
+    if (bai_proxy) ask["restart"] = !same_file;
+    auto ticket = Ticket(client_, folder_, "request-upload", std::move(ask));
     if (!ticket.ok()) return ticket.status();
     std::string target = ticket->Target();
+    if (size == 0 && !bai_proxy) {
+      ApiRequest patch("PATCH", "/");
+      patch.content_type = protocol::tus::kChunkType;
+      patch.headers = {{protocol::tus::kResumableHeader, protocol::tus::kVersion},
+                       {protocol::tus::kOffsetHeader, "0"}};
+      auto p = client_.SendToUrl(target, patch);
+      if (!p.ok()) return p.status();
+      if (auto s = CheckResponse(*p); !s.ok()) return s;
+    }
     int fd = ::open(item.local.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return Local("cannot read", item.local, errno);
     // A chunk, or the whole file when smaller (a 16 MiB buffer per small file costs more than
@@ -512,27 +588,24 @@ StatusOr<TransferReport> VFolderClient::DownloadPlaced(std::string const& folder
       if (have > 0 && !etag.empty()) {
         range = {{"Range", "bytes=" + std::to_string(have) + "-"}, {"If-Range", etag}};
       }
-      ApiRequest head("HEAD", "/");
-      head.headers = range;
-      auto h = client_.SendToUrl(target, head);
-      if (!h.ok() || h->status >= 500) continue;
-      if (h->status == 416) {
-        range.clear();  // the part is already whole (or longer): start again
-        have = 0;
-      } else if (auto s = CheckResponse(*h); !s.ok()) {
-        return s;
+      // What the server has now: its size, its ETag, and whether the part can go on.
+      auto probe = ProbeDownload(client_, target, have > 0 ? etag : std::string(), have);
+      if (!probe.ok()) {
+        if (probe.status().code() == StatusCode::kUnavailable) continue;
+        return probe.status();
       }
-      bool partial = h->status == 206;
+      bool partial = probe->resume;
       if (!partial) have = 0;
       if (partial && !counted_resume) {
         std::lock_guard<std::mutex> lock(mu);
         ++report.resumed;
         counted_resume = true;
       }
-      std::int64_t total = have + std::stoll(h->Header("content-length").value_or("0"));
+      if (!partial) range.clear();
+      std::int64_t total = probe->total;
       {
         std::ofstream out(meta, std::ios::trunc);
-        out << json{{"remote", item.remote}, {"etag", h->Header("etag").value_or("")}}.dump();
+        out << json{{"remote", item.remote}, {"etag", probe->etag}}.dump();
       }
       int fd = ::open(part.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (partial ? 0 : O_TRUNC), 0644);
       if (fd < 0) return Local("cannot write", part, errno);
@@ -560,8 +633,17 @@ StatusOr<TransferReport> VFolderClient::DownloadPlaced(std::string const& folder
       ::close(fd);
       if (werr) return Local("cannot write", part, werr);
       if (!g.ok()) continue;  // dropped: resume from what arrived
-      if (g->status != (partial ? 206 : 200)) {
-        if (g->status >= 500 || g->status == 200 || g->status == 206) continue;
+      auto now_etag = g->Header("etag");
+      bool same = !now_etag || *now_etag == probe->etag;
+      if (g->status != (partial ? 206 : 200) || (partial && !same)) {
+        // Not the bytes the part was waiting for (the file changed between the probe and the
+        // GET): what was written is wrong, so start this file again.
+        if (g->status == 200 || g->status == 206) {
+          fs::remove(part, ec);
+          fs::remove(meta, ec);
+          continue;
+        }
+        if (g->status >= 500) continue;
         return CheckResponse(*g);
       }
       if (at != total) continue;  // ended early (or the file changed): ask again

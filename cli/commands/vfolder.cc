@@ -593,8 +593,9 @@ void AddVFolderCommands(CommandSet& set) {
   AddOneFolder(set, *noun, "rm", "Move a folder to the trash", "trashed", &VFolderClient::Delete);
   AddOneFolder(set, *noun, "restore", "Bring a folder back from the trash", "restored",
                &VFolderClient::Restore);
-  AddOneFolder(set, *noun, "purge", "Remove a folder in the trash for good", "purged",
-               &VFolderClient::Purge);
+  AddOneFolder(set, *noun, "purge",
+               "Remove a folder in the trash for good (where the server has no trash: the folder)",
+               "purged", &VFolderClient::Purge);
   AddRename(set, *noun);
   AddMkdir(set, *noun);
   AddRmFiles(set, *noun);

@@ -50,6 +50,7 @@ struct ServerCapabilities {
   std::string manager;             ///< "23.09.11", "bai-manager 0.1.0"
   int release_year = 0;            ///< Backend.AI's release: 23 for 23.09.11 (0: not Backend.AI)
   int release_month = 0;           ///< 9 for 23.09.11
+  int release_patch = 0;           ///< 11 for 23.09.11
   /// Named features (server_dialect.h FeaturesOf): "session-name-optional",
   /// "usage-all-projects", "quota-scopes", "vfolder-trash", "session-priority",
   /// "graphql-introspection", "bai-extensions".

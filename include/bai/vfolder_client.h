@@ -75,7 +75,9 @@ class BAI_EXPORT VFolderClient {
   StatusOr<std::vector<VFolderInfo>> List() const;
   /// By name or id.
   StatusOr<VFolderInfo> Info(std::string const& folder) const;
-  /// To the trash; Restore brings it back, Purge removes it for good (from the trash).
+  /// To the trash; Restore brings it back, Purge removes it for good (from the trash). A server
+  /// without a trash (Backend.AI before 24.03) refuses Delete (kFailedPrecondition: it would
+  /// remove the files at once) and Restore (kUnimplemented); Purge removes the folder there.
   Status Delete(std::string const& folder) const;
   Status Restore(std::string const& folder) const;
   Status Purge(std::string const& folder) const;

@@ -56,6 +56,25 @@ std::set<std::string> FeaturesOf(ServerKind kind, ApiVersion const& v) {
   return out;
 }
 
+std::string FirstReleaseWith(std::string_view feature) {
+  if (feature == "quota-scopes") return "23.09";
+  if (feature == "vfolder-trash") return "24.03";
+  if (feature == "session-priority" || feature == "usage-all-projects") return "24.09";
+  return "";
+}
+
+ParamsVia ParamsViaFor(ServerKind kind, std::optional<Release> release) {
+  if (kind != ServerKind::kBackendAi || !release) return ParamsVia::kPostBody;
+  auto at_least = [&](int year, int month, int patch) {
+    if (release->year != year) return release->year > year;
+    if (release->month != month) return release->month > month;
+    return release->patch >= patch;
+  };
+  if (at_least(24, 3, 7)) return ParamsVia::kPostBody;
+  if (release->year == 23 && release->month == 9 && release->patch >= 11) return ParamsVia::kQuery;
+  return ParamsVia::kBody;
+}
+
 std::string GeneratedSessionName(std::uint64_t random) {
   char hex[11];
   std::snprintf(hex, sizeof hex, "%010llx",

@@ -42,6 +42,23 @@ std::optional<Release> ParseRelease(std::string_view manager);
 ///  - "bai-extensions": bai's own routes (fit check, app stop, session events as bai names them).
 std::set<std::string> FeaturesOf(ServerKind kind, ApiVersion const& server_version);
 
+/// The oldest Backend.AI release with a named feature ("24.03" for "vfolder-trash"); "" for a
+/// feature only bai's manager has.
+std::string FirstReleaseWith(std::string_view feature);
+
+/// How parameters go with a request that Backend.AI first routed as a DELETE or GET with a JSON
+/// body (folder delete-files, unshare, invitations/delete: DELETE; session download and
+/// download_single: GET), read from each release's sources:
+///  - kPostBody: POST with the body. bai's manager; Backend.AI 24.03.7 and later added POST
+///    routes (and stopped reading a GET's body).
+///  - kBody: the old method with the body. Backend.AI 22.03 to 23.09.10 and 24.03.0 to 24.03.6
+///    read a body whatever the method.
+///  - kQuery: the old method with the parameters in the query string. Backend.AI 23.09.11 reads
+///    a GET's or DELETE's parameters from the query only, where a list cannot be given: a
+///    request with a list parameter cannot be made there at all.
+enum class ParamsVia { kPostBody, kBody, kQuery };
+ParamsVia ParamsViaFor(ServerKind kind, std::optional<Release> release);
+
 /// A session name for a server that requires one, as the official client makes them: "bai-"
 /// and 10 hex digits of `random` (4 to 64 characters of \w, '.', '-', as the server checks).
 std::string GeneratedSessionName(std::uint64_t random);

@@ -10,6 +10,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 
@@ -137,6 +139,134 @@ TEST_F(CliTest, ARouteAnOlderBackendAiLacksIsSaidPlainly) {
                                      {"BACKEND_SECRET_KEY", testing_util::kTestSecretKey}});
   EXPECT_EQ(r.exit_code, 5) << r.err;
   EXPECT_THAT(r.err, Not(HasSubstr("does not serve")));
+}
+
+// Issue 44: folders on a Backend.AI manager and storage proxy, as 23.09.11's and 24.09's sources
+// behave (checked against the real 23.09.11 pair by tests/conformance/real_manager.py): its
+// request-upload refuses keys it does not know, its proxy makes a file only on a PATCH (an empty
+// one too) and routes /download for GET only (HEAD is 405); delete-files is a DELETE whose body
+// 23.09.11 does not read (a POST from 24.03.7); there is no trash before 24.03.
+TEST_F(CliTest, FoldersOnABackendAiServerAreSpokenToAsItsReleaseReadsThem) {
+  std::mutex mu;
+  std::string manager = "23.09.11", version = "v7.20230615";
+  std::vector<std::string> seen;              // "METHOD target body"
+  std::map<std::string, std::string> stored;  // the proxy's files
+  std::string const payload = "0123456789abcdefghij";
+  std::string self;
+  TestHttpServer server([&](testing_util::TestRequest const& r) {
+    std::lock_guard<std::mutex> lock(mu);
+    testing_util::TestResponse out;
+    if (r.target == "/") {
+      out.body = R"({"version": ")" + version + R"(", "manager": ")" + manager + "\"}";
+      return out;
+    }
+    seen.push_back(r.method + " " + r.target + " " + r.body);
+    auto problem = [&](int status, std::string type, std::string title) {
+      out.status = status;
+      out.content_type = "application/problem+json";
+      out.body =
+          nlohmann::json{{"type", "https://api.backend.ai/probs/" + type}, {"title", title}}.dump();
+      return out;
+    };
+    if (r.target == "/folders/f/request-upload") {
+      auto j = nlohmann::json::parse(r.body);
+      for (auto const& [k, v] : j.items()) {
+        if (k != "path" && k != "size")
+          return problem(400, "invalid-api-params", k + " is not allowed");
+      }
+      out.body =
+          nlohmann::json{{"token", j["path"].get<std::string>()}, {"url", self + "/upload"}}.dump();
+    } else if (r.target == "/folders/f/request-download") {
+      out.body = nlohmann::json{{"token", "d"}, {"url", self + "/download"}}.dump();
+    } else if (r.target.rfind("/upload?token=", 0) == 0 && r.method == "PATCH") {
+      stored[r.target.substr(14)] += r.body;  // the file appears with its (first) PATCH
+      out.status = 204;
+      out.headers = {{"Upload-Offset", std::to_string(stored[r.target.substr(14)].size())}};
+    } else if (r.target.rfind("/download?token=", 0) == 0) {
+      if (r.method != "GET") return problem(405, "method-not-allowed", "HTTP Method Not Allowed.");
+      out.content_type = "application/octet-stream";
+      out.headers = {{"ETag", "\"e1\""}};
+      if (auto range = r.Header("range"); range && *range == "bytes=0-0") {
+        out.status = 206;
+        out.body = payload.substr(0, 1);
+        out.headers.push_back({"Content-Range", "bytes 0-0/" + std::to_string(payload.size())});
+      } else {
+        out.body = payload;
+      }
+    } else if (r.target.rfind("/folders/f/files", 0) == 0) {
+      out.body = R"({"items": [{"name": "data.bin", "type": "FILE", "size": 20, "mode": "644",
+                     "created": "2026-11-29T12:55:09+00:00", "modified": "2026-11-29T12:55:09+00:00"}]})";
+    } else if (r.target.rfind("/folders/f/delete-files", 0) == 0 || r.target == "/folders/f") {
+      out.body = "{}";
+    } else {
+      return problem(404, "url-not-found", "Unknown URL path.");
+    }
+    return out;
+  });
+  self = server.url();
+  auto env = [&](std::string const& as) {
+    auto e = Keys(server.url());
+    e["BAI_CONFIG_DIR"] = config_.path() + "/" + as;  // each server version its own cache
+    return e;
+  };
+  auto sent = [&](std::string const& prefix) {
+    std::lock_guard<std::mutex> lock(mu);
+    std::vector<std::string> out;
+    for (auto const& line : seen) {
+      if (line.rfind(prefix, 0) == 0) out.push_back(line);
+    }
+    return out;
+  };
+  TempDir local;
+  std::ofstream(local.path() + "/empty.txt").flush();
+  std::ofstream(local.path() + "/a.txt") << "abc";
+  auto r = Bai({"vfolder", "upload", "f", local.path() + "/empty.txt", local.path() + "/a.txt"},
+               env("23.09.11"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_EQ(stored.count("empty.txt"), 1u) << "an empty file is made by one PATCH";
+    EXPECT_EQ(stored["a.txt"], "abc");
+  }
+  r = Bai({"vfolder", "download", "f", "data.bin", "--dst", local.path() + "/got"},
+          env("23.09.11"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(local.path() + "/got/data.bin");
+  std::stringstream got;
+  got << in.rdbuf();
+  EXPECT_EQ(got.str(), payload);
+  EXPECT_FALSE(fs::exists(local.path() + "/got/data.bin.bai-part"));
+  // delete-files: a list cannot be given to 23.09.11 at all; 23.09.10 reads a DELETE's body;
+  // 24.09 takes the POST.
+  r = Bai({"vfolder", "rm-files", "f", "a.txt"}, env("23.09.11"));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("cannot delete files"));
+  EXPECT_THAT(r.err, HasSubstr("23.09.10 and earlier, and 24.03.7 or later"));
+  EXPECT_TRUE(sent("DELETE /folders/f/delete-files").empty());
+  manager = "23.09.10";
+  r = Bai({"vfolder", "rm-files", "f", "a.txt"}, env("23.09.10"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(sent("DELETE /folders/f/delete-files").size(), 1u);
+  EXPECT_THAT(sent("DELETE /folders/f/delete-files")[0], HasSubstr(R"("files":["a.txt"])"));
+  manager = "24.09.9";
+  version = "v8.20240915";
+  r = Bai({"vfolder", "rm-files", "f", "a.txt"}, env("24.09.9"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(sent("POST /folders/f/delete-files").size(), 1u);
+  // No trash before 24.03: rm refuses (it would delete the files at once) and sends nothing;
+  // restore names the release; purge deletes.
+  manager = "23.09.11";
+  version = "v7.20230615";
+  r = Bai({"vfolder", "rm", "f"}, env("23.09.11"));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("has no folder trash"));
+  EXPECT_TRUE(sent("DELETE /folders/f ").empty());
+  r = Bai({"vfolder", "restore", "f"}, env("23.09.11"));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("it needs Backend.AI 24.03 or later"));
+  r = Bai({"vfolder", "purge", "f"}, env("23.09.11"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(sent("DELETE /folders/f ").size(), 1u);
 }
 
 TEST_F(CliTest, WrongSecretExitsWithAuthCodeAndProblemOnStderr) {

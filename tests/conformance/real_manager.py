@@ -61,6 +61,96 @@ def gql(build, query):
     return (doc or {}).get("data") or {}
 
 
+def folders(build, api, suffix):
+    """Folders and their files, where a storage proxy answers (shared/tools/real-manager has
+    none; tests/conformance/real-storage-proxy.sh adds 23.09.11's own)."""
+    rc, doc, out, err = bai(build, "vfolder", "hosts")
+    if rc != 0 or not (doc or {}).get("allowed"):
+        rc, doc, out, err = bai(build, "vfolder", "create", "nohost-" + suffix)
+        check("no storage proxy: vfolder create fails with the server's error, exit 1",
+              rc == 1 and "error" in err, out + err)
+        print("note: no storage proxy answers; folder transfers were not tried")
+        return
+    name = "vf-" + suffix
+    rc, doc, out, err = bai(build, "vfolder", "create", name)
+    rc2, listed = server(build, "GET", "/folders")
+    check("vfolder create: the server lists it", rc == 0 and any(f.get("name") == name for f in listed or []),
+          out + err)
+    work = tempfile.mkdtemp(prefix="bai-real-files-")
+    src = os.path.join(work, "src")
+    os.makedirs(os.path.join(src, "sub"))
+    blob = os.urandom(3 * 1024 * 1024 + 17)
+    with open(os.path.join(src, "blob.bin"), "wb") as f:
+        f.write(blob)
+    open(os.path.join(src, "empty.txt"), "w").close()
+    with open(os.path.join(src, "sub", "a.txt"), "w") as f:
+        f.write("a\n")
+    rc, doc, out, err = bai(build, "vfolder", "upload", name, os.path.join(src, "blob.bin"),
+                            os.path.join(src, "empty.txt"))
+    rc2, listing = server(build, "GET", "/folders/%s/files?path=." % name)
+    sizes = {i.get("name"): i.get("size") for i in (listing or {}).get("items", [])}
+    check("vfolder upload (a 3 MiB file and an empty one): the server has both, sized",
+          rc == 0 and sizes.get("blob.bin") == len(blob) and sizes.get("empty.txt") == 0, out + err + str(sizes))
+    rc, doc, out, err = bai(build, "cp", "-r", os.path.join(src, "sub"), name + ":copied/")
+    rc2, listing = server(build, "GET", "/folders/%s/files?path=copied/sub" % name)
+    check("cp -r to a folder: the server has the tree",
+          rc == 0 and any(i.get("name") == "a.txt" for i in (listing or {}).get("items", [])), out + err)
+    dst = os.path.join(work, "dst")
+    rc, doc, out, err = bai(build, "vfolder", "download", name, "blob.bin", "empty.txt", "--dst", dst)
+    same = False
+    try:
+        same = open(os.path.join(dst, "blob.bin"), "rb").read() == blob and \
+            os.path.getsize(os.path.join(dst, "empty.txt")) == 0
+    except OSError:
+        pass
+    check("vfolder download: the same bytes", rc == 0 and same, out + err)
+    # A download cut short resumes from its part file (the proxy's ETag unchanged).
+    part = os.path.join(dst, "again", "blob.bin.bai-part")
+    os.makedirs(os.path.dirname(part))
+    with open(part, "wb") as f:
+        f.write(blob[:1000000])
+    rc, doc, out, err = bai(build, "vfolder", "download", name, "blob.bin", "--dst", os.path.dirname(part))
+    check("vfolder download with a stale part and no ETag record: starts again, same bytes",
+          rc == 0 and open(os.path.join(dst, "again", "blob.bin"), "rb").read() == blob, out + err)
+    rc, doc, out, err = bai(build, "cp", "-r", name + ":copied", os.path.join(work, "back"))
+    check("cp -r from a folder", rc == 0 and os.path.exists(os.path.join(work, "back", "sub", "a.txt")), out + err)
+    rc, doc, out, err = bai(build, "vfolder", "mkdir", name, "d1/d2")
+    rc2, doc2, out2, err2 = bai(build, "vfolder", "mv", name, "empty.txt", "d1/moved.txt")
+    rc3, listing = server(build, "GET", "/folders/%s/files?path=d1" % name)
+    names = [i.get("name") for i in (listing or {}).get("items", [])]
+    check("vfolder mkdir and mv: the server has d1/d2 and d1/moved.txt",
+          rc == 0 and rc2 == 0 and "d2" in names and "moved.txt" in names, out + err + out2 + err2)
+    rc, doc, out, err = bai(build, "vfolder", "rm-files", name, "blob.bin")
+    rc2, listing = server(build, "GET", "/folders/%s/files?path=." % name)
+    still = any(i.get("name") == "blob.bin" for i in (listing or {}).get("items", []))
+    if manager_release == "23.09.11":
+        check("vfolder rm-files on 23.09.11 (its DELETE reads no body): said plainly, exit 1, nothing lost",
+              rc == 1 and "cannot delete files" in err and still, out + err)
+    else:
+        check("vfolder rm-files: gone from the server", rc == 0 and not still, out + err)
+    rc, doc, out, err = bai(build, "vfolder", "rename", name, name + "-r")
+    rc2, listed = server(build, "GET", "/folders")
+    check("vfolder rename: the server has the new name",
+          rc == 0 and any(f.get("name") == name + "-r" for f in listed or []), out + err)
+    name += "-r"
+    rc, doc, out, err = bai(build, "vfolder", "rm", name)
+    rc2, listed = server(build, "GET", "/folders")
+    present = [f for f in listed or [] if f.get("name") == name]
+    if api < "v8.20240315":
+        check("vfolder rm without a server trash: refused (it would delete at once), the folder kept",
+              rc == 1 and "no folder trash" in err and present, out + err)
+        rc, doc, out, err = bai(build, "vfolder", "restore", name)
+        check("vfolder restore without a server trash: names the release that has one",
+              rc == 1 and "24.03 or later" in err, out + err)
+    else:
+        check("vfolder rm: in the server's trash", rc == 0 and present and present[0].get("status") == "delete-pending",
+              out + err)
+    rc, doc, out, err = bai(build, "vfolder", "purge", name)
+    rc2, listed = server(build, "GET", "/folders")
+    check("vfolder purge: gone from the server", rc == 0 and not any(f.get("name") == name for f in listed or []),
+          out + err)
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__)
@@ -76,6 +166,8 @@ def main():
     rc, info = server(build, "GET", "/")
     check("GET / answers a Backend.AI version", rc == 0 and info and "version" in info, info)
     manager = (info or {}).get("manager", "?")
+    global manager_release
+    manager_release = manager
     api = (info or {}).get("version", "?")
 
     # Sessions: created without a name (its events watched), listed, inspected, renamed,
@@ -241,6 +333,89 @@ def main():
     check("admin status", rc == 0, err)
     rc, doc, out, err = bai(build, "admin", "usage", "--period", time.strftime("%Y-%m"))
     check("admin usage --period (this month)", rc == 0 and "projects" in (doc or {}), out + err)
+
+    # More admin verbs: domains, users, keypairs, the three kinds of policies, image aliases;
+    # each read back from the server's own GraphQL.
+    rc, doc, out, err = bai(build, "admin", "domain", "create", "dom-" + suffix, "--slots", "cpu=8")
+    doms = gql(build, "{ domains { name total_resource_slots } }").get("domains") or []
+    check("admin domain create: the server has it, cpu 8",
+          rc == 0 and any(d["name"] == "dom-" + suffix and '"cpu"' in str(d["total_resource_slots"])
+                          for d in doms), out + err)
+    email = "u-%s@example.org" % suffix
+    rc, doc, out, err = bai(build, "admin", "user", "create", email, "--name", "Harness")
+    doc = doc or {}
+    rc2, raw = server(build, "POST", "/admin/gql", {"query": '{ user(email: "%s") { email full_name main_access_key } keypairs { access_key secret_key user_id } }' % email})
+    data = (raw or {}).get("data") or {}
+    mine = [k for k in data.get("keypairs") or [] if k.get("user_id") == email]
+    check("admin user create (in no project): the server has the user; bai shows its main keypair and secret",
+          rc == 0 and (data.get("user") or {}).get("full_name") == "Harness" and mine
+          and doc.get("access_key") == (data.get("user") or {}).get("main_access_key")
+          and doc.get("secret_key") == mine[0].get("secret_key"), out + err)
+    rc, doc, out, err = bai(build, "admin", "user", "update", email, "--name", "Harness 2", "--role", "admin")
+    u = gql(build, '{ user(email: "%s") { full_name role } }' % email).get("user") or {}
+    check("admin user update: name and role on the server",
+          rc == 0 and u.get("full_name") == "Harness 2" and u.get("role") == "admin", out + err)
+    rc, doc, out, err = bai(build, "admin", "user", "info", email)
+    check("admin user info", rc == 0 and (doc or {}).get("user", doc or {}).get("email") == email, out + err)
+    rc, doc, out, err = bai(build, "admin", "keypair", "ls", "--user", email)
+    check("admin keypair ls --user (a user in no project, whom the server's keypairs(email:) misses)",
+          rc == 0 and [k.get("access_key") for k in (doc or {}).get("keypairs", [])] == [k["access_key"] for k in mine],
+          out + err)
+    rc, doc, out, err = bai(build, "admin", "keypair", "create", email)
+    ak = ((doc or {}).get("keypair") or {}).get("access_key", "")
+    def key_state():
+        for k in gql(build, "{ keypairs { access_key is_active resource_policy } }").get("keypairs") or []:
+            if k["access_key"] == ak:
+                return k
+        return {}
+    check("admin keypair create: the server has it", rc == 0 and key_state().get("is_active") is True, out + err)
+    rc, _, out, err = bai(build, "admin", "keypair", "deactivate", ak)
+    check("admin keypair deactivate", rc == 0 and key_state().get("is_active") is False, out + err)
+    rc, _, out, err = bai(build, "admin", "keypair", "activate", ak)
+    check("admin keypair activate", rc == 0 and key_state().get("is_active") is True, out + err)
+    rc, _, out, err = bai(build, "admin", "policy", "update", "pol-" + suffix, "--max-sessions", "5")
+    pols = gql(build, "{ keypair_resource_policies { name max_concurrent_sessions } }")
+    check("admin policy update: 5 sessions on the server",
+          rc == 0 and any(p["name"] == "pol-" + suffix and p["max_concurrent_sessions"] == 5
+                          for p in pols.get("keypair_resource_policies") or []), out + err)
+    rc, _, out, err = bai(build, "admin", "keypair", "update", ak, "--policy", "pol-" + suffix)
+    check("admin keypair update --policy", rc == 0 and key_state().get("resource_policy") == "pol-" + suffix, out + err)
+    rc, _, out, err = bai(build, "admin", "keypair", "rm", ak)
+    check("admin keypair rm: gone from the server", rc == 0 and not key_state(), out + err)
+    rc, _, out, err = bai(build, "admin", "policy", "rm", "pol-" + suffix)
+    pols = gql(build, "{ keypair_resource_policies { name } }").get("keypair_resource_policies") or []
+    check("admin policy rm: gone", rc == 0 and not any(p["name"] == "pol-" + suffix for p in pols), out + err)
+    for kind, field in (("user-policy", "user_resource_policies"), ("project-policy", "project_resource_policies")):
+        name = kind[0] + "p-" + suffix
+        rc, doc, out, err = bai(build, "admin", kind, "create", name, "--quota", "10g")
+        rc2, doc2, out2, err2 = bai(build, "admin", kind, "update", name, "--quota", "20g")
+        have = [p for p in gql(build, "{ %s { name max_quota_scope_size } }" % field).get(field) or [] if p["name"] == name]
+        check("admin %s create and update: the server has it, 20 GiB" % kind,
+              rc == 0 and rc2 == 0 and have and int(have[0]["max_quota_scope_size"]) == 20 * 2**30,
+              out + err + out2 + err2)
+        rc, _, out, err = bai(build, "admin", kind, "rm", name)
+        have = [p for p in gql(build, "{ %s { name } }" % field).get(field) or [] if p["name"] == name]
+        check("admin %s rm: gone" % kind, rc == 0 and not have, out + err)
+    images = gql(build, "{ images { name registry tag aliases } }").get("images") or []
+    if images:
+        target = "%s/%s:%s" % (images[0]["registry"], images[0]["name"], images[0]["tag"])
+        rc, _, out, err = bai(build, "admin", "image", "alias", "al-" + suffix, target)
+        aliases = [a for i in gql(build, "{ images { aliases } }").get("images") or [] for a in i.get("aliases") or []]
+        check("admin image alias: the server has it", rc == 0 and "al-" + suffix in aliases, out + err)
+        rc, _, out, err = bai(build, "admin", "image", "dealias", "al-" + suffix)
+        aliases = [a for i in gql(build, "{ images { aliases } }").get("images") or [] for a in i.get("aliases") or []]
+        check("admin image dealias: gone", rc == 0 and "al-" + suffix not in aliases, out + err)
+    rc, _, out, err = bai(build, "admin", "user", "rm", "--purge", email)
+    gone = gql(build, '{ user(email: "%s") { email } }' % email).get("user")
+    check("admin user rm --purge: gone from the server", rc == 0 and not gone, out + err)
+    rc, _, out, err = bai(build, "admin", "project", "rm", "--purge", "proj-" + suffix)
+    groups = gql(build, "{ groups { name } }").get("groups") or []
+    check("admin project rm --purge: gone", rc == 0 and not any(g["name"] == "proj-" + suffix for g in groups), out + err)
+    rc, _, out, err = bai(build, "admin", "domain", "rm", "dom-" + suffix)
+    doms = gql(build, "{ domains(is_active: true) { name } }").get("domains") or []
+    check("admin domain rm: no longer active", rc == 0 and not any(d["name"] == "dom-" + suffix for d in doms), out + err)
+
+    folders(build, api, suffix)
 
     failed = [r for r in results if not r[1]]
     print("Backend.AI %s (API %s) at %s" % (manager, api, ENDPOINT))

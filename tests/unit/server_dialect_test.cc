@@ -213,6 +213,26 @@ TEST(ServerDialectTest, KindsReleasesAndFeatures) {
   EXPECT_FALSE(bai.count("graphql-introspection"));
 }
 
+// Read from each release's manager/api/utils.py check_api_params and its route tables.
+TEST(ServerDialectTest, ParametersOfOldDeleteAndGetRoutesGoWhereEachReleaseReadsThem) {
+  using protocol::ParamsVia;
+  auto via = [](char const* manager) {
+    return protocol::ParamsViaFor(protocol::KindOfManager(manager),
+                                  protocol::ParseRelease(manager));
+  };
+  EXPECT_EQ(via("bai-manager 0.1.0"), ParamsVia::kPostBody);
+  EXPECT_EQ(via("22.03.9"), ParamsVia::kBody);
+  EXPECT_EQ(via("23.09.10"), ParamsVia::kBody);
+  EXPECT_EQ(via("23.09.11"), ParamsVia::kQuery);  // reads a DELETE's or GET's query only
+  EXPECT_EQ(via("24.03.6"), ParamsVia::kBody);
+  EXPECT_EQ(via("24.03.7"), ParamsVia::kPostBody);  // POST routes added
+  EXPECT_EQ(via("24.09.9"), ParamsVia::kPostBody);
+  EXPECT_EQ(via("26.8.1"), ParamsVia::kPostBody);
+  EXPECT_EQ(protocol::FirstReleaseWith("vfolder-trash"), "24.03");
+  EXPECT_EQ(protocol::FirstReleaseWith("session-priority"), "24.09");
+  EXPECT_EQ(protocol::FirstReleaseWith("bai-extensions"), "");
+}
+
 TEST(ServerDialectTest, SessionNamesAsTheServerChecksThem) {
   auto name = protocol::GeneratedSessionName(0x0123456789abcdefULL);
   EXPECT_EQ(name, "bai-6789abcdef");
