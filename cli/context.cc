@@ -75,13 +75,16 @@ nlohmann::json ErrorJson(Status const& status) {
 
 namespace {
 
-// A route an older Backend.AI does not have answers 404 "Unknown URL path": said plainly, as a
-// command this server cannot serve (exit 1), not as a missing session or folder (issue 44).
+// A route an older Backend.AI does not have answers 404 "Unknown URL path" (or 405 where it has
+// the path for another method): said plainly, as a command this server cannot serve (exit 1),
+// not as a missing session or folder (issue 44).
 Status Explained(Context& ctx, Status const& status) {
   auto const& info = status.error_info();
-  if (info.http_status != 404 || info.type.find("url-not-found") == std::string::npos) {
-    return status;
-  }
+  bool no_route = info.http_status == 404 && info.type.find("url-not-found") != std::string::npos;
+  // A route with the path but not the method (a POST form added later) answers 405.
+  bool no_method =
+      info.http_status == 405 && info.type.find("method-not-allowed") != std::string::npos;
+  if (!no_route && !no_method) return status;
   auto client = ctx.MakeClient();
   if (!client.ok()) return status;
   auto server = client->server();  // remembered: no request

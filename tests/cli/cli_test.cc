@@ -119,8 +119,14 @@ TEST_F(CliTest, ARouteAnOlderBackendAiLacksIsSaidPlainly) {
       out.body = R"({"version": "v7.20230615", "manager": ")" + manager + "\"}";
       return out;
     }
-    out.status = 404;
     out.content_type = "application/problem+json";
+    if (r.method == "DELETE") {
+      out.status = 405;
+      out.body =
+          R"({"type": "https://api.backend.ai/probs/method-not-allowed", "title": "HTTP Method Not Allowed."})";
+      return out;
+    }
+    out.status = 404;
     out.body =
         R"({"type": "https://api.backend.ai/probs/url-not-found", "title": "Unknown URL path."})";
     return out;
@@ -129,6 +135,9 @@ TEST_F(CliTest, ARouteAnOlderBackendAiLacksIsSaidPlainly) {
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_THAT(r.err, HasSubstr("this server (Backend.AI 23.09.11, API v7.20230615) does not serve "
                                "this command"));
+  r = Bai({"dotfile", "rm", ".bashrc"}, Keys(server.url()));  // a DELETE: 405
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("does not serve this command (HTTP Method Not Allowed.)"));
   r = Bai({"api", "GET", "/nope"}, Keys(server.url()));
   EXPECT_EQ(r.exit_code, 5) << r.err;
   EXPECT_THAT(r.err, Not(HasSubstr("does not serve")));
