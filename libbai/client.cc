@@ -184,7 +184,8 @@ class ClientImpl {
       c.release_patch = r->patch;
     }
     auto version = protocol::ApiVersion::Parse(info->version);
-    c.features = protocol::FeaturesOf(kind, version.value_or(protocol::kCurrentApiVersion));
+    c.features = protocol::FeaturesOf(kind, version.value_or(protocol::kCurrentApiVersion),
+                                      protocol::ParseRelease(info->manager));
     return c;
   }
 

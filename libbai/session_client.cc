@@ -468,15 +468,22 @@ StatusOr<SessionCreateResult> SessionClient::Create(SessionCreateRequest const& 
       return protocol::MakeProblemStatus(protocol::ProblemType::kInvalidApiParams, why);
     }
   }
-  // Keys newer than 24.09, or only 24.09: sent only when the server can take them
-  // (DECISIONS.md "Protocol").
-  if (body.batch_timeout_seconds) {
-    if (!caps.ok() || !caps->has("bai-extensions")) {
-      body.batch_timeout_seconds.reset();
-      if (options.warning_log) {
-        options.warning_log("the server may not support batch_timeout; not sent");
-      }
+  // A key newer than 24.09 is sent only when the server can take it, else left out with a
+  // warning (DECISIONS.md "Protocol"): batch_timeout, kept by Backend.AI 24.12 and later.
+  if (body.batch_timeout_seconds && !(caps.ok() && caps->has("batch-timeout"))) {
+    body.batch_timeout_seconds.reset();
+    if (options.warning_log) {
+      options.warning_log(
+          "this server does not keep a batch timeout (Backend.AI " +
+          protocol::FirstReleaseWith("batch-timeout") +
+          " or later, or bai's manager, does); not sent: the session runs without one");
     }
+  }
+  // A priority a server cannot keep is refused here, with the release that can (24.09), rather
+  // than dropped or sent to be refused as an unknown key.
+  if (body.priority && caps.ok() && !caps->has("session-priority")) {
+    return internal::Needs(*caps, "session priorities",
+                           protocol::FirstReleaseWith("session-priority"));
   }
   ApiRequest request{"POST", "/session"};
   request.body = protocol::EncodeSessionCreateRequest(body);

@@ -53,7 +53,7 @@ struct ServerCapabilities {
   int release_patch = 0;           ///< 11 for 23.09.11
   /// Named features (server_dialect.h FeaturesOf): "session-name-optional",
   /// "usage-all-projects", "quota-scopes", "vfolder-trash", "session-priority",
-  /// "graphql-introspection", "bai-extensions".
+  /// "graphql-introspection", "batch-timeout", "bai-extensions".
   std::set<std::string> features;
   bool has(std::string_view feature) const { return features.count(std::string(feature)) > 0; }
 };

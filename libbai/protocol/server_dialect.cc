@@ -38,7 +38,8 @@ std::optional<Release> ParseRelease(std::string_view manager) {
   return r;
 }
 
-std::set<std::string> FeaturesOf(ServerKind kind, ApiVersion const& v) {
+std::set<std::string> FeaturesOf(ServerKind kind, ApiVersion const& v,
+                                 std::optional<Release> release) {
   std::set<std::string> out;
   auto at_least = [&](char const* text) { return !(v < *ApiVersion::Parse(text)); };
   if (at_least("v7.20230615")) out.insert("quota-scopes");
@@ -47,7 +48,12 @@ std::set<std::string> FeaturesOf(ServerKind kind, ApiVersion const& v) {
     out.insert("session-priority");
     out.insert("usage-all-projects");
   }
+  if (kind == ServerKind::kBackendAi && release &&
+      (release->year > 24 || (release->year == 24 && release->month >= 12))) {
+    out.insert("batch-timeout");
+  }
   if (kind == ServerKind::kBai) {
+    out.insert("batch-timeout");
     out.insert("session-name-optional");
     out.insert("usage-all-projects");
     out.insert("bai-extensions");
@@ -60,6 +66,7 @@ std::string FirstReleaseWith(std::string_view feature) {
   if (feature == "quota-scopes") return "23.09";
   if (feature == "vfolder-trash") return "24.03";
   if (feature == "session-priority" || feature == "usage-all-projects") return "24.09";
+  if (feature == "batch-timeout") return "24.12";
   return "";
 }
 

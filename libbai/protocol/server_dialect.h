@@ -39,8 +39,11 @@ std::optional<Release> ParseRelease(std::string_view manager);
 ///  - "session-priority": v8.20240915 and later;
 ///  - "graphql-introspection": the server's schema can be read (Backend.AI; bai's manager
 ///    serves every field bai asks for, so it is not asked);
+///  - "batch-timeout": POST /session takes `batch_timeout` (Backend.AI 24.12 and later, whose
+///    API version is still v8.20240915: decided by the release; bai);
 ///  - "bai-extensions": bai's own routes (fit check, app stop, session events as bai names them).
-std::set<std::string> FeaturesOf(ServerKind kind, ApiVersion const& server_version);
+std::set<std::string> FeaturesOf(ServerKind kind, ApiVersion const& server_version,
+                                 std::optional<Release> release = std::nullopt);
 
 /// The oldest Backend.AI release with a named feature ("24.03" for "vfolder-trash"); "" for a
 /// feature only bai's manager has.

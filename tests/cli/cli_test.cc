@@ -135,6 +135,10 @@ TEST_F(CliTest, ARouteAnOlderBackendAiLacksIsSaidPlainly) {
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_THAT(r.err, HasSubstr("this server (Backend.AI 23.09.11, API v7.20230615) does not serve "
                                "this command"));
+  // A priority 23.09 cannot keep: refused before it is sent, naming the release that can.
+  r = Bai({"session", "create", "--no-wait", "--priority", "5", "python"}, Keys(server.url()));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("has no session priorities: it needs Backend.AI 24.09 or later"));
   r = Bai({"dotfile", "rm", ".bashrc"}, Keys(server.url()));  // a DELETE: 405
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_THAT(r.err, HasSubstr("does not serve this command (HTTP Method Not Allowed.)"));
@@ -276,6 +280,55 @@ TEST_F(CliTest, FoldersOnABackendAiServerAreSpokenToAsItsReleaseReadsThem) {
   r = Bai({"vfolder", "purge", "f"}, env("23.09.11"));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(sent("DELETE /folders/f ").size(), 1u);
+}
+
+// DECISIONS.md "Protocol": a key newer than 24.09 goes only to a server whose release keeps it
+// (batch_timeout: Backend.AI 24.12 and later, whose API version is still 24.09's), else it is
+// left out with a warning.
+TEST_F(CliTest, ABatchTimeoutGoesOnlyToAReleaseThatKeepsIt) {
+  std::mutex mu;
+  std::string manager;
+  std::vector<std::string> bodies;
+  TestHttpServer server([&](testing_util::TestRequest const& r) {
+    std::lock_guard<std::mutex> lock(mu);
+    testing_util::TestResponse out;
+    if (r.target == "/") {
+      out.body = R"({"version": "v8.20240915", "manager": ")" + manager + "\"}";
+    } else if (r.method == "POST" && r.target == "/session") {
+      bodies.push_back(r.body);
+      out.status = 201;
+      out.body = R"({"sessionId": "9f0c5e4e-1f6b-4c1e-8a4e-2b2f4f7f0001", "sessionName": "job1",
+                     "status": "PENDING", "created": true, "servicePorts": []})";
+    } else {
+      out.status = 404;
+      out.content_type = "application/problem+json";
+      out.body =
+          R"({"type": "https://api.backend.ai/probs/url-not-found", "title": "Unknown URL path."})";
+    }
+    return out;
+  });
+  for (std::string release : {"24.09.9", "24.12.0"}) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      manager = release;
+    }
+    auto env = Keys(server.url());
+    env["BAI_CONFIG_DIR"] = config_.path() + "/" + release;
+    auto r = Bai({"session", "create", "--no-wait", "--name", "job1", "--type", "batch",
+                  "--startup-command", "true", "--timeout", "1h", "python"},
+                 env);
+    ASSERT_EQ(r.exit_code, 0) << release << ": " << r.err;
+    std::lock_guard<std::mutex> lock(mu);
+    ASSERT_FALSE(bodies.empty());
+    auto sent = nlohmann::json::parse(bodies.back());
+    if (release == "24.09.9") {
+      EXPECT_FALSE(sent.contains("batch_timeout")) << sent.dump();
+      EXPECT_THAT(r.err, HasSubstr("does not keep a batch timeout (Backend.AI 24.12 or later"));
+    } else {
+      EXPECT_EQ(sent.value("batch_timeout", 0), 3600) << sent.dump();
+      EXPECT_THAT(r.err, Not(HasSubstr("batch timeout")));
+    }
+  }
 }
 
 TEST_F(CliTest, WrongSecretExitsWithAuthCodeAndProblemOnStderr) {

@@ -232,6 +232,10 @@ def main():
         time.sleep(0.5)
     check("rm: the server cancelled it", rc == 0 and status in ("CANCELLED", "TERMINATED", "TERMINATING"),
           status + out + err)
+    if api < "v8.20240915":
+        rc, doc, out, err = bai(build, "session", "create", "--no-wait", "--priority", "5", "python")
+        check("session create --priority on a server without priorities: refused, naming 24.09",
+              rc == 1 and "24.09 or later" in err, out + err)
     rc, doc, out, err = bai(build, "session", "create", "--no-wait", "--name", "x y", "python")
     check("a name the server's rule refuses is refused before it is sent",
           rc != 0 and "4 to 64" in err + out, out + err)

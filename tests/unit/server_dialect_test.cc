@@ -231,6 +231,16 @@ TEST(ServerDialectTest, ParametersOfOldDeleteAndGetRoutesGoWhereEachReleaseReads
   EXPECT_EQ(protocol::FirstReleaseWith("vfolder-trash"), "24.03");
   EXPECT_EQ(protocol::FirstReleaseWith("session-priority"), "24.09");
   EXPECT_EQ(protocol::FirstReleaseWith("bai-extensions"), "");
+  // batch_timeout came in 24.12, under 24.09's API version: the release decides.
+  auto v2409 = *protocol::ApiVersion::Parse("v8.20240915");
+  EXPECT_FALSE(protocol::FeaturesOf(protocol::ServerKind::kBackendAi, v2409,
+                                    protocol::ParseRelease("24.09.9"))
+                   .count("batch-timeout"));
+  EXPECT_TRUE(protocol::FeaturesOf(protocol::ServerKind::kBackendAi, v2409,
+                                   protocol::ParseRelease("24.12.0"))
+                  .count("batch-timeout"));
+  EXPECT_TRUE(protocol::FeaturesOf(protocol::ServerKind::kBai, v2409).count("batch-timeout"));
+  EXPECT_EQ(protocol::FirstReleaseWith("batch-timeout"), "24.12");
 }
 
 TEST(ServerDialectTest, SessionNamesAsTheServerChecksThem) {
