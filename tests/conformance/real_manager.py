@@ -2,9 +2,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """bai's CLI against a real Backend.AI manager (issue 44; docs/conformance.md, second table).
 
-Runs every bai command a manager without agents can serve and checks each effect through the
-server's own answer (`bai api`, which prints the server's JSON as it came), not only the exit
-code. Skipped (exit 77) unless BAI_REAL_MANAGER names the manager's URL; the keypair is
+Runs every bai command a manager without agents can serve (sessions, templates, dotfiles, every
+admin noun and verb, events, `bai api`, and folders with their files where a storage proxy
+answers: tests/conformance/real-storage-proxy.sh adds 23.09.11's own) and checks each effect
+through the server's own answer (`bai api`, which prints the server's JSON as it came), not only
+the exit code. Skipped (exit 77) unless BAI_REAL_MANAGER names the manager's URL; the keypair is
 BAI_REAL_ACCESS_KEY / BAI_REAL_SECRET_KEY (default: the example superadmin of
 shared/tools/real-manager's fixtures).
 
@@ -415,6 +417,12 @@ def main():
     rc, _, out, err = bai(build, "admin", "project", "rm", "--purge", "proj-" + suffix)
     groups = gql(build, "{ groups { name } }").get("groups") or []
     check("admin project rm --purge: gone", rc == 0 and not any(g["name"] == "proj-" + suffix for g in groups), out + err)
+    rc, _, out, err = bai(build, "admin", "resource-group", "associate", "default", "--domain", "dom-" + suffix)
+    groups = (gql(build, '{ domain(name: "dom-%s") { scaling_groups } }' % suffix).get("domain") or {}).get("scaling_groups")
+    check("admin resource-group associate --domain: the server's domain has it", rc == 0 and groups == ["default"], out + err)
+    rc, _, out, err = bai(build, "admin", "resource-group", "dissociate", "default", "--domain", "dom-" + suffix)
+    groups = (gql(build, '{ domain(name: "dom-%s") { scaling_groups } }' % suffix).get("domain") or {}).get("scaling_groups")
+    check("admin resource-group dissociate: gone", rc == 0 and groups == [], out + err)
     rc, _, out, err = bai(build, "admin", "domain", "rm", "dom-" + suffix)
     doms = gql(build, "{ domains(is_active: true) { name } }").get("domains") or []
     check("admin domain rm: no longer active", rc == 0 and not any(d["name"] == "dom-" + suffix for d in doms), out + err)
