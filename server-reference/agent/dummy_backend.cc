@@ -3,7 +3,7 @@
 
 #include "libbai/util/json_parse.h"
 #include "server-reference/common/fs/work_files.h"
-#include "server-reference/kernel-runner/stream_serve.h"
+#include "server-reference/common/exec/stream_serve.h"
 
 #include <nlohmann/json.hpp>
 #include <signal.h>

@@ -7,7 +7,7 @@
 #include "server-reference/common/fs/work_files.h"
 #include "server-reference/common/wire/runner_messages.h"
 #include "server-reference/kernel-runner/drivers.h"
-#include "server-reference/kernel-runner/stream_serve.h"
+#include "server-reference/common/exec/stream_serve.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -2,7 +2,7 @@
 // bai exec's command stream in the kernel runner (server::ServeStream, kind exec; issue 43,
 // items 2 and 8): stdin in with its end, stdout and stderr apart as written, the exit code, and
 // back-pressure both ways (a reader that stops holds the command back; nothing is held whole).
-#include "server-reference/kernel-runner/stream_serve.h"
+#include "server-reference/common/exec/stream_serve.h"
 
 #include "bai/protocol/pty_wire.h"
 

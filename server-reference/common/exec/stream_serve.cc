@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "server-reference/kernel-runner/stream_serve.h"
+#include "server-reference/common/exec/stream_serve.h"
 
 #include "bai/protocol/pty_wire.h"
 
