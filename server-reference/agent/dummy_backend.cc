@@ -2,8 +2,8 @@
 #include "server-reference/agent/dummy_backend.h"
 
 #include "libbai/util/json_parse.h"
-#include "server-reference/common/fs/work_files.h"
 #include "server-reference/common/exec/stream_serve.h"
+#include "server-reference/common/fs/work_files.h"
 
 #include <nlohmann/json.hpp>
 #include <signal.h>

@@ -4,10 +4,10 @@
 // directory, runs query snippets in one persistent interpreter and batch commands under
 // /bin/sh -c, streams their output as NDJSON, reaps orphans, and ends its children on SIGTERM.
 // Linked statically so that any image can run it.
+#include "server-reference/common/exec/stream_serve.h"
 #include "server-reference/common/fs/work_files.h"
 #include "server-reference/common/wire/runner_messages.h"
 #include "server-reference/kernel-runner/drivers.h"
-#include "server-reference/common/exec/stream_serve.h"
 
 #include <errno.h>
 #include <fcntl.h>
