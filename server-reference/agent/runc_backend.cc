@@ -5,6 +5,7 @@
 
 #include "libbai/protocol/json_fields.h"
 #include "libbai/util/json_parse.h"
+#include "server-reference/agent/kernel_bundle.h"
 #include "server-reference/agent/kernel_usage.h"
 #include "server-reference/agent/network_host.h"
 #include "server-reference/agent/node_stats.h"
@@ -43,13 +44,6 @@ namespace {
 
 constexpr std::size_t kMaxLog = 1u << 20;  // the tail of a kernel's output kept for /logs
 constexpr char kBatchRunId[] = "batch-job";
-
-bool WriteText(fs::path const& p, std::string const& text) {
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  return static_cast<bool>(out);
-}
 
 }  // namespace
 
@@ -282,40 +276,20 @@ Status RuncBackend::Init() {
   // Re-adopt or clean up what an earlier run of this agent left.
   std::vector<std::shared_ptr<Kernel>> adopt;
   for (auto const& entry : fs::directory_iterator(fs::path(options_.state_dir) / "kernels", ec)) {
-    auto saved = internal::ParseJson(ReadWholeFile(entry.path() / "kernel.json"));
     auto k = std::make_shared<Kernel>();
     k->dir = entry.path().string();
-    k->container_id = options_.agent_id + "." + entry.path().filename().string();
-    if (saved && saved->is_object()) {
-      internal::FieldReader f(*saved);
-      k->container_id = f.String("container_id", k->container_id);
-      k->spec.session_id = f.String("session_id");
-      k->spec.session_name = f.String("session_name");
-      k->spec.session_type = f.String("session_type", "interactive");
-      k->spec.image = f.String("image");
-      k->cgroups_path = f.String("cgroups_path");
-      if (auto cpus = saved->find("cpus"); cpus != saved->end() && cpus->is_array()) {
-        for (auto const& c : *cpus) {
-          if (c.is_number_integer()) k->cpus.push_back(c.get<int>());
-        }
-      }
-      if (auto net = saved->find("network"); net != saved->end() && net->is_object()) {
-        auto address = ParseIpv4(net->value("address", ""));
-        auto gateway = ParseIpv4(net->value("gateway", ""));
-        if (address.ok() && gateway.ok()) {
-          k->net = {net->value("bridge", ""), net->value("host_if", ""), *address,
-                    net->value("prefix", 0), *gateway};
-        }
-      }
-      if (auto held = saved->find("gpu_quanta"); held != saved->end() && held->is_object()) {
-        for (auto it = held->begin(); it != held->end(); ++it) {
-          Quanta q;
-          if (it->is_string() && gpushim::ParseQuanta(it->get<std::string>(), &q)) {
-            k->gpu_quanta[it.key()] = q;
-          }
-        }
-      }
-    }
+    auto record =
+        KernelRecord::FromJson(ReadWholeFile(entry.path() / "kernel.json"),
+                               options_.agent_id + "." + entry.path().filename().string());
+    k->container_id = record.container_id;
+    k->spec.session_id = record.session_id;
+    k->spec.session_name = record.session_name;
+    k->spec.session_type = record.session_type;
+    k->spec.image = record.image;
+    k->cgroups_path = record.cgroups_path;
+    k->cpus = record.cpus;
+    if (record.network) k->net = *record.network;
+    k->gpu_quanta = record.gpu_quanta;
     // A batch job's end still has to be heard: the runner keeps its `finished` for us.
     if (k->spec.session_type == "batch") k->runs[kBatchRunId] = {};
     auto state = server::RunProcess(Runc({"state", k->container_id}), server::StdoutOnly());
@@ -453,172 +427,114 @@ void RuncBackend::Create(KernelSpec const& spec) {
   Spawn([this, k] { Start(k); });
 }
 
-void RuncBackend::Start(std::shared_ptr<Kernel> k) {
-  auto fail = [&](std::string const& why) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      k->log += "bai-agent: " + why + "\n";
-    }
-    // A kernel that never ran ends in ERROR (the session too), with the reason in words.
-    Teardown(k, "kernel-creation-failed: " + why, std::nullopt, false);
-    KernelReport failed;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (k->state.reason.rfind("kernel-creation-failed", 0) != 0) return;  // destroyed meanwhile
-      k->state.status = protocol::KernelStatus::kError;
-      failed = k->state;
-    }
-    Emit(failed);
-  };
-  // Destroyed while `runc run` was still creating it: the container appeared after Teardown
-  // looked, so it is removed here.
-  auto destroyed_meanwhile = [&] {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!k->tearing_down) return false;
-    }
-    server::RunProcess(Runc({"delete", "--force", k->container_id}));
-    std::error_code ignored;
-    ReleaseScratch(k->dir);
-    fs::remove_all(k->dir, ignored);
-    KernelNetwork net;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      net = std::exchange(k->net, KernelNetwork{});
-    }
-    if (net.address != 0) DeleteHostInterface(net.host_if);
-    return true;
-  };
-  auto image = options_.images->Find(k->spec.image);
-  if (!image.ok()) return fail(image.status().message());
-  auto apps = KernelApps(image->labels, k->spec.preopen_ports, image->rootfs);
-  if (!apps.ok()) return fail(apps.status().message());
+void RuncBackend::FailStart(std::shared_ptr<Kernel> const& k, std::string const& why) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    k->state.service_ports = *apps;
+    k->log += "bai-agent: " + why + "\n";
   }
-  std::error_code ec;
-  fs::create_directories(fs::path(k->dir) / "run", ec);
-  if (ec) return fail("cannot create " + k->dir + ": " + ec.message());
-  if (chown((k->dir + "/run").c_str(), static_cast<uid_t>(options_.uid),
-            static_cast<gid_t>(options_.gid)) != 0) {
-    return fail("cannot chown the kernel's run directory");
+  // A kernel that never ran ends in ERROR (the session too), with the reason in words.
+  Teardown(k, "kernel-creation-failed: " + why, std::nullopt, false);
+  KernelReport failed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (k->state.reason.rfind("kernel-creation-failed", 0) != 0) return;  // destroyed meanwhile
+    k->state.status = protocol::KernelStatus::kError;
+    failed = k->state;
   }
+  Emit(failed);
+}
+
+bool RuncBackend::DestroyedMeanwhile(Kernel& k) {
+  // Destroyed while `runc run` was still creating it: the container appeared after Teardown
+  // looked, so it is removed here.
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!k.tearing_down) return false;
+  }
+  server::RunProcess(Runc({"delete", "--force", k.container_id}));
+  std::error_code ignored;
+  ReleaseScratch(k.dir);
+  fs::remove_all(k.dir, ignored);
+  KernelNetwork net;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    net = std::exchange(k.net, KernelNetwork{});
+  }
+  if (net.address != 0) DeleteHostInterface(net.host_if);
+  return true;
+}
+
+std::string RuncBackend::PlaceCpus(Kernel& k) {
+  // Its CPUs: the least loaded by the kernels already here.
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<int, int> load;
+  for (auto const& [id, other] : kernels_) {
+    if (other.get() == &k) continue;
+    for (int c : other->cpus) ++load[c];
+  }
+  auto cpu = k.spec.resources.find("cpu");
+  k.cpus = PickCpus(AllowedCpus(), load,
+                    cpu == k.spec.resources.end() ? protocol::Decimal::Unlimited() : cpu->second);
+  return CpuList(k.cpus);
+}
+
+StatusOr<std::string> RuncBackend::Assemble(Kernel& k, Image const& image) {
+  auto apps = KernelApps(image.labels, k.spec.preopen_ports, image.rootfs);
+  if (!apps.ok()) return apps.status();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    k.state.service_ports = *apps;
+  }
+  if (auto s = PrepareRunDir(k.dir, options_); !s.ok()) return s;
   if (options_.scratch == kScratchDisk) {
-    auto s = PrepareDiskScratch(k->dir, {options_.scratch, options_.home_size, options_.tmp_size},
+    auto s = PrepareDiskScratch(k.dir, {options_.scratch, options_.home_size, options_.tmp_size},
                                 options_.uid, options_.gid);
-    if (!s.ok()) return fail("scratch: " + s.message());
+    if (!s.ok()) return Status(s.code(), "scratch: " + s.message());
   }
   GpuPlan gpus;
-  if (!k->spec.devices.empty()) {
+  if (!k.spec.devices.empty()) {
     auto plan =
-        PlanGpus(options_.gpus, k->spec.devices, options_.gpu_sharing, quanta_, k->spec.session_id);
-    if (!plan.ok()) return fail(plan.status().message());
+        PlanGpus(options_.gpus, k.spec.devices, options_.gpu_sharing, quanta_, k.spec.session_id);
+    if (!plan.ok()) return plan.status();
     gpus = *std::move(plan);
     {
       std::lock_guard<std::mutex> lock(mu_);
-      k->gpu_quanta = gpus.quanta;
+      k.gpu_quanta = gpus.quanta;  // given back by Teardown, also when the start fails
     }
-    if (!gpus.limits.empty()) {
-      if (options_.gpu_files.shim.empty()) {
-        return fail("libbai-gpushim.so was not found beside bai-agent: no fractional GPUs");
-      }
-      fs::create_directories(fs::path(k->dir) / "gpushim", ec);
-      if (ec || chown((k->dir + "/gpushim").c_str(), static_cast<uid_t>(options_.uid),
-                      static_cast<gid_t>(options_.gid)) != 0) {
-        return fail("cannot create the kernel's GPU ledger directory");
-      }
-      if (auto err = gpushim::Ledger::Create(k->dir + "/gpushim/ledger", gpus.ledger, options_.uid,
-                                             options_.gid);
-          !err.empty()) {
-        return fail(err);
-      }
-      for (auto const& [n, uuid] : gpus.activity) {
-        // A stamp of zero: not active yet. The board is the agent's; each kernel owns its file.
-        std::string board = ActivityBoardDir(options_, uuid);
-        fs::create_directories(board, ec);
-        std::string stamp = board + "/" + k->spec.session_id;
-        if (ec || !WriteText(stamp, std::string(8, '\0')) ||
-            chown(stamp.c_str(), static_cast<uid_t>(options_.uid),
-                  static_cast<gid_t>(options_.gid)) != 0) {
-          return fail("cannot create the GPU activity stamp " + stamp);
-        }
-        std::lock_guard<std::mutex> lock(mu_);
-        k->gpu_stamps.push_back(stamp);
-      }
-      if (!WriteText(fs::path(k->dir) / "gpushim.conf", gpus.limits) ||
-          !WriteText(fs::path(k->dir) / "ld.so.preload", std::string(kShimLibInKernel) + "\n")) {
-        return fail("cannot write the GPU shim's files in " + k->dir);
-      }
-    }
-  }
-  // Its CPUs: the least loaded by the kernels already here.
-  std::string cpu_list;
-  {
+    auto stamps = PrepareGpuShim(k.dir, k.spec.session_id, gpus, options_);
+    if (!stamps.ok()) return stamps.status();
     std::lock_guard<std::mutex> lock(mu_);
-    std::map<int, int> load;
-    for (auto const& [id, other] : kernels_) {
-      if (other == k) continue;
-      for (int c : other->cpus) ++load[c];
-    }
-    auto cpu = k->spec.resources.find("cpu");
-    k->cpus =
-        PickCpus(AllowedCpus(), load,
-                 cpu == k->spec.resources.end() ? protocol::Decimal::Unlimited() : cpu->second);
-    cpu_list = CpuList(k->cpus);
+    k.gpu_stamps = *stamps;
   }
-  std::string mode = k->spec.network.empty() ? options_.network_default : k->spec.network;
+  std::string cpu_list = PlaceCpus(k);
+  std::string mode = k.spec.network.empty() ? options_.network_default : k.spec.network;
   KernelNetwork net;
   if (mode == kNetworkBridge) {
-    auto joined = JoinBridge(*k);
-    if (!joined.ok()) return fail(joined.status().message());
+    auto joined = JoinBridge(k);
+    if (!joined.ok()) return joined.status();
     net = *joined;
-    if (!WriteText(fs::path(k->dir) / "resolv.conf",
-                   KernelResolvConf(ReadWholeFile("/etc/resolv.conf")))) {
-      return fail("cannot write " + k->dir + "/resolv.conf");
-    }
+    if (auto s = WriteResolvConf(k.dir); !s.ok()) return s;
   }
-  json held = json::object();
-  for (auto const& [uuid, q] : gpus.quanta) held[uuid] = gpushim::FormatQuanta(q);
-  json saved = {{"session_id", k->spec.session_id},
-                {"session_name", k->spec.session_name},
-                {"session_type", k->spec.session_type},
-                {"image", k->spec.image},
-                {"cgroups_path", k->cgroups_path},
-                {"container_id", k->container_id},
-                {"gpu_quanta", held},
-                {"cpus", k->cpus}};
-  if (net.address != 0) {
-    saved["network"] = {{"mode", mode},           {"bridge", net.bridge},
-                        {"host_if", net.host_if}, {"address", FormatIpv4(net.address)},
-                        {"prefix", net.prefix},   {"gateway", FormatIpv4(net.gateway)}};
+  KernelRecord record{k.spec.session_id,
+                      k.spec.session_name,
+                      k.spec.session_type,
+                      k.spec.image,
+                      k.cgroups_path,
+                      k.container_id,
+                      gpus.quanta,
+                      k.cpus,
+                      mode,
+                      std::nullopt};
+  if (net.address != 0) record.network = net;
+  BundleLayout layout{k.dir, runner_dir_, k.cgroups_path,
+                      &gpus, cpu_list,    net.address != 0 ? &net : nullptr};
+  if (auto s = WriteBundle(k.dir, record, OciConfig(k.spec, image, options_, layout)); !s.ok()) {
+    return s;
   }
-  BundleLayout layout{k->dir, runner_dir_, k->cgroups_path,
-                      &gpus,  cpu_list,    net.address != 0 ? &net : nullptr};
-  if (!WriteText(fs::path(k->dir) / "kernel.json", saved.dump()) ||
-      !WriteText(fs::path(k->dir) / "config.json", OciConfig(k->spec, *image, options_, layout))) {
-    return fail("cannot write the bundle in " + k->dir);
-  }
-  server::ProcessOptions run_options;
-  run_options.capture = false;
-  run_options.log_path = k->dir + "/runc.log";
-  run_options.timeout = options_.start_timeout;
-  auto run = server::RunProcess(Runc({"run", "--detach", "--bundle", k->dir, "--pid-file",
-                                      k->dir + "/init.pid", k->container_id}),
-                                run_options);
-  if (run.exit_code != 0) {
-    std::string log = ReadWholeFile(k->dir + "/runc.log");
-    if (log.size() > 2000) log = log.substr(log.size() - 2000);
-    return fail("runc run failed (" + std::to_string(run.exit_code) + "): " + log);
-  }
-  if (destroyed_meanwhile()) return;
-  if (!ConnectRunner(*k, options_.start_timeout)) {
-    if (destroyed_meanwhile()) return;
-    return fail("the kernel runner did not answer");
-  }
-  WriteDotfiles(*k);
-  RunBootstrap(*k);
-  if (destroyed_meanwhile()) return;
+  return mode;
+}
+
+void RuncBackend::MarkRunning(std::shared_ptr<Kernel> const& k, std::string const& mode) {
   KernelReport running;
   bool batch = false;
   {
@@ -640,6 +556,34 @@ void RuncBackend::Start(std::shared_ptr<Kernel> k) {
   Emit(running);
   if (batch) SendToRunner(*k, rp::Batch{kBatchRunId, "", "", *k->spec.startup_command});
   ReadLoop(k);
+}
+
+void RuncBackend::Start(std::shared_ptr<Kernel> k) {
+  auto image = options_.images->Find(k->spec.image);
+  if (!image.ok()) return FailStart(k, image.status().message());
+  auto mode = Assemble(*k, *image);
+  if (!mode.ok()) return FailStart(k, mode.status().message());
+  server::ProcessOptions run_options;
+  run_options.capture = false;
+  run_options.log_path = k->dir + "/runc.log";
+  run_options.timeout = options_.start_timeout;
+  auto run = server::RunProcess(Runc({"run", "--detach", "--bundle", k->dir, "--pid-file",
+                                      k->dir + "/init.pid", k->container_id}),
+                                run_options);
+  if (run.exit_code != 0) {
+    std::string log = ReadWholeFile(k->dir + "/runc.log");
+    if (log.size() > 2000) log = log.substr(log.size() - 2000);
+    return FailStart(k, "runc run failed (" + std::to_string(run.exit_code) + "): " + log);
+  }
+  if (DestroyedMeanwhile(*k)) return;
+  if (!ConnectRunner(*k, options_.start_timeout)) {
+    if (DestroyedMeanwhile(*k)) return;
+    return FailStart(k, "the kernel runner did not answer");
+  }
+  WriteDotfiles(*k);
+  RunBootstrap(*k);
+  if (DestroyedMeanwhile(*k)) return;
+  MarkRunning(k, *mode);  // and reads its messages until it ends
 }
 
 namespace {

@@ -76,6 +76,17 @@ class RuncBackend : public KernelBackend {
   /// The session's kernel when it is RUNNING and not being torn down; else NotFound.
   StatusOr<std::shared_ptr<Kernel>> Running(std::string const& session_id) const;
   void Start(std::shared_ptr<Kernel> k);
+  /// Everything before `runc run` (kernel_bundle.h): apps, run directory, scratch, GPU shim,
+  /// CPUs, network, kernel.json and config.json. The kernel's network mode.
+  StatusOr<std::string> Assemble(Kernel& k, Image const& image);
+  /// Its cpuset, the least loaded CPUs by the kernels already here (PickCpus); "0-1".
+  std::string PlaceCpus(Kernel& k);
+  /// A start that failed: torn down, ERROR with the reason (unless destroyed meanwhile).
+  void FailStart(std::shared_ptr<Kernel> const& k, std::string const& why);
+  /// Destroyed while `runc run` was creating it: the container is removed here.
+  bool DestroyedMeanwhile(Kernel& k);
+  /// RUNNING: reported, a batch job sent to the runner, then the reader loop.
+  void MarkRunning(std::shared_ptr<Kernel> const& k, std::string const& mode);
   void ReadLoop(std::shared_ptr<Kernel> k);
   void Teardown(std::shared_ptr<Kernel> k, std::string reason,
                 std::optional<std::int64_t> exit_code, bool report);
