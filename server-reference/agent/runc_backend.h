@@ -7,6 +7,7 @@
 #include "server-reference/agent/images.h"
 #include "server-reference/agent/network_plan.h"
 #include "server-reference/agent/oci_config.h"
+#include "server-reference/agent/oci_hooks.h"
 #include "server-reference/agent/scratch.h"
 #include "server-reference/common/wire/runner_messages.h"
 
@@ -29,12 +30,6 @@
 #include <vector>
 
 namespace bai::agent {
-
-/// Runs an OCI hook of ours with the container state (JSON on stdin): `loopback-up` raises `lo`
-/// in the container's new network namespace (network mode "none": loopback only);
-/// `network-up ARGS` puts it on the agent's bridge (NetworkHookArgs).
-Status RunHook(std::string const& name, std::string const& state_json,
-               std::vector<std::string> const& args = {});
 
 /// Kernels as runc containers, with the kernel runner as their first process (DECISIONS.md
 /// "Containers", "Kernel runner"). Kernel state lives under `state_dir`, so a restarted agent
