@@ -27,9 +27,23 @@ struct Image {
   std::string RuntimePath() const;
 };
 
+/// Where a kernel's root filesystem comes from: the runc backend's one seam for images (issue
+/// 45). Today the store of built-in and imported images (ImageStore); a registry's images go
+/// behind the same two calls next (Find may then take a pull's time: it is called on a kernel's
+/// start thread).
+class RootfsProvider {
+ public:
+  virtual ~RootfsProvider() = default;
+  /// The image a session names (a name, an alias, or a registry reference), its root
+  /// filesystem ready.
+  virtual StatusOr<Image> Find(std::string const& reference) const = 0;
+  /// Every name and alias offered, with sizes (the agent's registration and rescans).
+  virtual std::vector<server::agent_protocol::ImageInfo> List() const = 0;
+};
+
 /// The agent's image store. Built-in images `python` and `shell` are made from the host's
 /// read-only /usr with a synthesised minimal /etc (docs: server-reference/README.md, "Images").
-class ImageStore {
+class ImageStore : public RootfsProvider {
  public:
   explicit ImageStore(std::string root);
 
@@ -37,13 +51,13 @@ class ImageStore {
   Status EnsureBuiltins();
   /// By name, alias, or a registry reference whose last component matches
   /// (`cr.backend.ai/stable/python:3.11` → `python`).
-  StatusOr<Image> Find(std::string const& reference) const;
+  StatusOr<Image> Find(std::string const& reference) const override;
   /// Names and aliases, for the agent's registration.
   std::vector<std::string> Names() const;
   /// The same, one entry per name and per alias (the manager keeps them so), each with its
   /// image's size: the bytes of its files in the store (a built-in's read-only host mounts are
   /// the host's, not counted).
-  std::vector<server::agent_protocol::ImageInfo> List() const;
+  std::vector<server::agent_protocol::ImageInfo> List() const override;
   /// Imports an OCI image layout directory (`index.json`, first or `tag`-named manifest) or a
   /// rootfs tarball (.tar, .tar.gz) under `name`. Labels come from the OCI config.
   Status Import(std::string const& source, std::string const& name, std::string const& tag = "");

@@ -38,7 +38,7 @@ struct RuncOptions {
   std::chrono::milliseconds files_timeout{30000};  ///< a file request waits at most this long
   /// A bootstrap script runs at most this long (then SIGINT, and the kernel starts anyway).
   std::chrono::milliseconds bootstrap_timeout{600000};
-  ImageStore* images = nullptr;
+  RootfsProvider* images = nullptr;  ///< where kernels' root filesystems come from
   /// GPUs (gpus.h): what this agent has, how it shares them, the host files containers get.
   std::vector<GpuDevice> gpus;
   GpuSharing gpu_sharing;
