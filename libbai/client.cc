@@ -158,7 +158,7 @@ class ClientImpl {
       auto status = CheckResponse(*response);
       if (!status.ok()) return status;
     }
-    server_info_ = ParseServerInfo(response->body);
+    server_info_ = protocol::DecodeServerInfo(response->body);
     from_cache_ = false;
     if (!options_.server_info_cache.empty() && server_info_->is_backend_ai) {
       StoreServerInfo(options_.server_info_cache, CurrentEndpoint().url, *server_info_, now);

@@ -3,6 +3,7 @@
 
 #include "bai/export.h"
 #include "bai/options.h"
+#include "bai/protocol/api_version.h"
 #include "bai/status.h"
 #include "bai/transport.h"
 
@@ -32,12 +33,8 @@ std::shared_ptr<graphql::SchemaFacts const> LearnServerSchema(Client const& clie
                                                               graphql::SchemaFacts learnt);
 }  // namespace internal
 
-/// What `GET /` says about the server.
-struct ServerInfo {
-  std::string version;         ///< the server's API version ("v8.20240915")
-  std::string manager;         ///< the manager's own version text ("24.09.0", "bai-manager 0.1.0")
-  bool is_backend_ai = false;  ///< false when the answer did not look like Backend.AI's
-};
+/// What `GET /` says about the server (bai/protocol/api_version.h).
+using ServerInfo = protocol::ServerInfo;
 
 /// What a server is and offers (Client::server()), for code that branches on it. One module
 /// decides it (libbai/protocol/server_dialect.h): research code asks `has("…")` rather than

@@ -33,18 +33,4 @@ std::string ProblemJson(ErrorInfo const& info) {
   return j.dump();
 }
 
-ServerInfo ParseServerInfo(std::string_view body) {
-  ServerInfo out;
-  auto j = ParseJson(body);
-  if (!j || !j->is_object()) return out;
-  if (auto v = j->find("version"); v != j->end() && v->is_string()) {
-    out.version = v->get<std::string>();
-  }
-  if (auto m = j->find("manager"); m != j->end() && m->is_string()) {
-    out.manager = m->get<std::string>();
-  }
-  out.is_backend_ai = protocol::ApiVersion::Parse(out.version).has_value();
-  return out;
-}
-
 }  // namespace bai::internal

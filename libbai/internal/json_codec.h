@@ -18,7 +18,4 @@ bool ParseProblem(std::string_view body, ErrorInfo& info);
 /// Serialises a problem document (server side and tests): {"type","title","msg"?,"data"?}.
 std::string ProblemJson(ErrorInfo const& info);
 
-/// `GET /` answer; is_backend_ai is false when `version` is missing or not vX.YYYYMMDD.
-ServerInfo ParseServerInfo(std::string_view body);
-
 }  // namespace bai::internal

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "bai/protocol/api_version.h"
 
+#include "libbai/util/json_parse.h"
+
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <charconv>
 
@@ -41,6 +45,24 @@ bool IsAcceptedApiVersion(std::string_view text) {
   if (!v || v->ToString() != text) return false;  // no "v08.…" spellings
   auto const& all = AcceptedApiVersions();
   return std::find(all.begin(), all.end(), *v) != all.end();
+}
+
+std::string EncodeServerInfo(ServerInfo const& info) {
+  return nlohmann::json{{"version", info.version}, {"manager", info.manager}}.dump();
+}
+
+ServerInfo DecodeServerInfo(std::string_view body) {
+  ServerInfo out;
+  auto j = internal::ParseJson(body);
+  if (!j || !j->is_object()) return out;
+  if (auto v = j->find("version"); v != j->end() && v->is_string()) {
+    out.version = v->get<std::string>();
+  }
+  if (auto m = j->find("manager"); m != j->end() && m->is_string()) {
+    out.manager = m->get<std::string>();
+  }
+  out.is_backend_ai = ApiVersion::Parse(out.version).has_value();
+  return out;
 }
 
 }  // namespace bai::protocol

@@ -223,6 +223,14 @@ StatusOr<Decimal> ParseSlotAmount(SlotType type, std::string_view text) {
   return value;
 }
 
+void AddInto(ResourceSlots& total, ResourceSlots const& more) {
+  for (auto const& [slot, amount] : more) {
+    auto have = total.find(slot);
+    auto sum = (have == total.end() ? Decimal() : have->second).Add(amount);
+    total[slot] = sum ? *sum : Decimal::Unlimited();
+  }
+}
+
 ResourceSlots DefaultSessionSlots() {
   return {{"cpu", Decimal::FromInteger(1)}, {"mem", Decimal::FromInteger(1024LL * 1024 * 1024)}};
 }

@@ -50,4 +50,18 @@ inline ApiVersion NegotiateApiVersion(ApiVersion server, ApiVersion client) {
   return server < client ? server : client;
 }
 
+/// What `GET /` says about the server: the manager writes it (EncodeServerInfo), the SDK reads it
+/// (DecodeServerInfo).
+struct ServerInfo {
+  std::string version;         ///< the server's API version ("v8.20240915")
+  std::string manager;         ///< the manager's own version text ("24.09.0", "bai-manager 0.1.0")
+  bool is_backend_ai = false;  ///< false when the answer did not look like Backend.AI's
+};
+
+/// `{"version": …, "manager": …}`.
+BAI_EXPORT std::string EncodeServerInfo(ServerInfo const& info);
+/// Lenient: what is missing or not text stays empty; `is_backend_ai` when `version` is an API
+/// version.
+BAI_EXPORT ServerInfo DecodeServerInfo(std::string_view body);
+
 }  // namespace bai::protocol

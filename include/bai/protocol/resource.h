@@ -96,6 +96,10 @@ BAI_EXPORT StatusOr<Decimal> ParseSlotAmount(SlotType type, std::string_view tex
 /// Slot name → amount, ordered by name.
 using ResourceSlots = std::map<std::string, Decimal>;
 
+/// Adds `more` into `total`, slot by slot (a slot missing from `total` counts as 0; a sum past
+/// the largest amount saturates to unlimited).
+BAI_EXPORT void AddInto(ResourceSlots& total, ResourceSlots const& more);
+
 /// What a session gets of the slots its request leaves out: cpu 1 and mem 1 GiB (the manager
 /// fills them in; `--dry-run` checks with them).
 BAI_EXPORT ResourceSlots DefaultSessionSlots();

@@ -188,8 +188,10 @@ std::optional<HttpResponse> UpdatePasswordNoAuth(LoginGate& gate, RequestContext
 
 // GET /
 HttpResponse GetRoot(std::string const& manager_version) {
-  return JsonResponse(
-      {{"version", protocol::kCurrentApiVersion.ToString()}, {"manager", manager_version}});
+  protocol::ServerInfo info;
+  info.version = protocol::kCurrentApiVersion.ToString();
+  info.manager = manager_version;
+  return server::HttpResponse::Json(200, protocol::EncodeServerInfo(info));
 }
 
 // GET /health: liveness and database reachability, for process supervisors and load balancers.

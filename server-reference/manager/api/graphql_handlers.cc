@@ -637,7 +637,7 @@ class Resolver {
     for (auto const& a : agents) {
       if (a.row.scaling_group != g.name) continue;
       if (a.status == count_status) ++count;
-      if (a.status == slots_status) scheduler::AddInto(total, a.row.slots);
+      if (a.status == slots_status) protocol::AddInto(total, a.row.slots);
     }
     o["agent_count_by_status"] = count;
     o["agent_total_resource_slots_by_status"] = SlotsColumn(total);

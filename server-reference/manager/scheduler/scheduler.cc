@@ -36,13 +36,6 @@ ResourceSlots FreeOf(Agent const& a) {
 
 }  // namespace
 
-void AddInto(ResourceSlots& total, ResourceSlots const& more) {
-  for (auto const& [slot, amount] : more) {
-    auto sum = Get(total, slot).Add(amount);
-    total[slot] = sum ? *sum : Decimal::Unlimited();
-  }
-}
-
 bool OffersImage(std::vector<std::string> const& offered, std::string const& reference) {
   if (offered.empty() || reference.empty()) return true;
   for (auto const& name : offered) {

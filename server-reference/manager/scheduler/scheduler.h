@@ -73,8 +73,7 @@ struct Session {
   std::vector<std::string> agent_list;
 };
 
-/// Adds `more` into `total`, slot by slot (a sum past the largest amount saturates to unlimited).
-void AddInto(ResourceSlots& total, ResourceSlots const& more);
+using protocol::AddInto;
 
 /// Whether an agent offering `offered` (names and aliases) can run `reference`
 /// (server::ImageServes, the rule the agent resolves by). An agent that reported no images is

@@ -23,10 +23,6 @@ using protocol::SessionStatus;
 using server::SqlExecutor;
 using server::SqlValue;
 
-char const kHoldingStatuses[] =
-    "('SCHEDULED', 'PULLING', 'PREPARING', 'RUNNING', 'RESTARTING', 'RUNNING_DEGRADED', "
-    "'TERMINATING')";
-
 namespace {
 
 // The names and aliases in an agent's reported image list ([{name, aliases}] or [name]).
@@ -335,10 +331,6 @@ StatusOr<std::map<std::string, std::string>> ExpiredSessions(
     if (auto why = scheduler::WhyExpired(s, now); !why.empty()) out[s.id] = why;
   }
   return out;
-}
-
-std::string SchedulingScope(std::string const& scaling_group) {
-  return "scheduling:" + scaling_group;
 }
 
 StatusOr<int> RunSchedulingPass(server::Database& db, std::string const& scaling_group,

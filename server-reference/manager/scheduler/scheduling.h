@@ -14,13 +14,6 @@
 
 namespace bai::manager {
 
-/// Statuses in which a session holds slots on its agent.
-extern char const kHoldingStatuses[];
-
-/// The lock scope (server::LockScopes) of `scaling_group`'s scheduling state: taken by every
-/// pass over the group and by whatever shrinks its agents' capacity.
-std::string SchedulingScope(std::string const& scaling_group);
-
 /// One scheduling pass for `scaling_group`, in one transaction holding SchedulingScope: loads the
 /// queue, agents, policies and usage; runs scheduler::Schedule; marks placed sessions SCHEDULED
 /// (with their agent and a `session_scheduled` event), updates the status_info of waiting ones, and

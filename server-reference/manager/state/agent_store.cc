@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/manager/state/agent_store.h"
 
-#include "server-reference/manager/scheduler/scheduler.h"
-#include "server-reference/manager/scheduler/scheduling.h"
 #include "server-reference/manager/state/bootstrap.h"
 #include "server-reference/manager/state/columns.h"
 
@@ -58,7 +56,7 @@ StatusOr<std::vector<AgentRecord>> AgentStore::List() {
     a.row.devices = AgentDevicesFromColumn(r.Text(13));
     for (auto const& h : *held) {
       if (h.Text(0) != a.row.id) continue;
-      scheduler::AddInto(a.occupied, SlotsFromColumn(h.Text(1)));
+      protocol::AddInto(a.occupied, SlotsFromColumn(h.Text(1)));
       ++a.container_count;
     }
     out.push_back(std::move(a));

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/manager/state/resource_groups.h"
 
-#include "server-reference/manager/scheduler/scheduling.h"
-
 namespace bai::manager {
 
 using server::SqlValue;

@@ -342,4 +342,12 @@ StatusOr<std::map<std::string, std::pair<std::int64_t, std::int64_t>>> Store::Ad
   return totals;
 }
 
+char const kHoldingStatuses[] =
+    "('SCHEDULED', 'PULLING', 'PREPARING', 'RUNNING', 'RESTARTING', 'RUNNING_DEGRADED', "
+    "'TERMINATING')";
+
+std::string SchedulingScope(std::string const& scaling_group) {
+  return "scheduling:" + scaling_group;
+}
+
 }  // namespace bai::manager

@@ -157,4 +157,11 @@ std::string IsoTime(std::chrono::system_clock::time_point t);
 /// IsoTime of now.
 std::string NowIso();
 
+/// Statuses in which a session holds slots on its agent (an SQL list).
+extern char const kHoldingStatuses[];
+
+/// The lock scope (server::LockScopes) of `scaling_group`'s scheduling state: taken by every
+/// scheduling pass over the group and by whatever shrinks its agents' capacity.
+std::string SchedulingScope(std::string const& scaling_group);
+
 }  // namespace bai::manager
