@@ -65,6 +65,12 @@ class ClientImpl {
 
   Options const& options() const { return options_; }
 
+  std::chrono::milliseconds WaitToRetry(int attempt) {
+    auto delay = Backoff(std::max(attempt, 1), std::nullopt);
+    Sleep(delay);
+    return delay;
+  }
+
   StatusOr<ApiResponse> Send(ApiRequest const& request) {
     auto http = Prepare(request);
     bool idempotent = request.idempotent.value_or(IsIdempotentMethod(http.method));
@@ -380,6 +386,14 @@ class ClientImpl {
     return std::min(delay, b.max_delay);
   }
 
+  void Sleep(std::chrono::milliseconds delay) {
+    if (options_.sleep) {
+      options_.sleep(delay);
+    } else {
+      std::this_thread::sleep_for(delay);
+    }
+  }
+
   StatusOr<ApiResponse> SendWithRetries(TransportRequest http, std::string const& target,
                                         bool idempotent,
                                         std::function<bool(std::string_view)> const& on_data = {}) {
@@ -405,11 +419,7 @@ class ClientImpl {
       }
       auto delay = Backoff(attempt, response.ok() ? response->Header("retry-after") : std::nullopt);
       if (elapsed + delay >= options_.retry.max_elapsed) return response;
-      if (options_.sleep) {
-        options_.sleep(delay);
-      } else {
-        std::this_thread::sleep_for(delay);
-      }
+      Sleep(delay);
       waited += delay;
     }
   }
@@ -553,6 +563,9 @@ std::shared_ptr<graphql::SchemaFacts const> internal::LearnServerSchema(
 }
 std::string Client::ApiVersion() const { return impl_->ApiVersion(); }
 Options const& Client::options() const { return impl_->options(); }
+std::chrono::milliseconds Client::WaitToRetry(int attempt) const {
+  return impl_->WaitToRetry(attempt);
+}
 
 Status CheckResponse(ApiResponse const& response) {
   if (response.status >= 200 && response.status < 300) return {};

@@ -35,7 +35,10 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-constexpr int kAttempts = 20;  // per file, for connections that drop
+// Consecutive failures a file survives (any progress starts the count again): a transfer resumes
+// where it stands, so it outlasts more drops than one request (Options::retry); the waits are
+// the client's own (Client::WaitToRetry: Options::backoff, Options::sleep).
+constexpr int kAttempts = 20;
 
 std::vector<CopySource> LocalSources(std::vector<std::string> const& paths) {
   std::vector<CopySource> sources;
@@ -58,10 +61,6 @@ std::string Hex(std::string const& raw) {
   return out;
 }
 
-void Backoff(int attempt) {
-  std::this_thread::sleep_for(
-      std::chrono::milliseconds(std::min(5000, 100 << std::min(attempt, 6))));
-}
 
 bool Cancelled(TransferOptions const& o) { return o.cancel && o.cancel->load(); }
 
@@ -249,7 +248,7 @@ class Uploader {
             result = h.ok() ? CheckResponse(*h) : h.status();
             break;
           }
-          Backoff(attempt);
+          client_.WaitToRetry(attempt);
           continue;
         }
         if (auto s = CheckResponse(*h); !s.ok()) {
@@ -292,7 +291,7 @@ class Uploader {
           break;
         }
         offset = -1;
-        Backoff(attempt);
+        client_.WaitToRetry(attempt);
         continue;
       }
       if (auto s = CheckResponse(*p); !s.ok()) {
@@ -566,7 +565,7 @@ StatusOr<TransferReport> VFolderClient::DownloadPlaced(std::string const& folder
       if (attempt >= kAttempts) {
         return Status(StatusCode::kUnavailable, "gave up downloading " + item.remote);
       }
-      if (attempt > 0) Backoff(attempt);
+      if (attempt > 0) client_.WaitToRetry(attempt);
       auto ticket = Ticket(client_, folder, "request-download", {{"path", item.remote}});
       if (!ticket.ok()) return ticket.status();
       std::string target = ticket->Target();

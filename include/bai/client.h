@@ -109,6 +109,11 @@ class BAI_EXPORT Client {
 
   Options const& options() const;
 
+  /// Waits before retry `attempt` (1 for the first retry) as the client's own retries do:
+  /// Options::backoff with full jitter, through Options::sleep; returns the wait. For loops of
+  /// the SDK's own (resumable transfers) and of its users.
+  std::chrono::milliseconds WaitToRetry(int attempt) const;
+
  private:
   explicit Client(std::shared_ptr<internal::ClientImpl> impl);
   friend std::shared_ptr<graphql::SchemaFacts const> internal::ServerSchema(Client const&);

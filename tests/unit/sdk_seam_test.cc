@@ -4,11 +4,16 @@
 #include "bai/client.h"
 #include "bai/mocks/mock_transport.h"
 #include "bai/session_client.h"
+#include "bai/vfolder_client.h"
+
+#include "tests/testing_util/subprocess.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <fstream>
+#include <mutex>
 
 namespace bai {
 namespace {
@@ -64,6 +69,46 @@ TEST_F(SdkSeamTest, RetriesBackOffThroughTheInjectedSleep) {
   ASSERT_EQ(slept_.size(), 2u);
   EXPECT_LE(slept_[0], std::chrono::milliseconds(200)) << "full jitter under the first ceiling";
   EXPECT_EQ(slept_[1], std::chrono::milliseconds(2000)) << "Retry-After wins when longer";
+}
+
+// A resumable transfer's retries wait as the client's own do (Client::WaitToRetry: the backoff
+// policy, through Options::sleep): no private sleeping loop (issue 45, item 4).
+TEST_F(SdkSeamTest, AnUploadsRetriesWaitThroughTheInjectedSleep) {
+  std::mutex mu;
+  int patches = 0;
+  ON_CALL(*transport_, Send(::testing::_)).WillByDefault(Invoke([&](TransportRequest const& r) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (r.target == "/") {
+      return JsonAnswer(200, R"({"version": "v8.20240915", "manager": "bai-manager 0.1.0"})");
+    }
+    if (r.target == "/folders/f/request-upload") {
+      return JsonAnswer(200, R"({"token": "t", "url": "http://storage.test:6021/upload"})");
+    }
+    if (r.method == "PATCH" && ++patches == 1) {
+      return JsonAnswer(503, R"({"type":"https://api.backend.ai/probs/service-unavailable"})");
+    }
+    if (r.method == "PATCH") {
+      ApiResponse done;
+      done.status = 204;
+      done.headers = {{"upload-offset", "5"}};
+      return done;
+    }
+    ApiResponse head;  // HEAD: where the upload stands
+    head.status = 200;
+    head.headers = {{"upload-offset", "0"}};
+    return head;
+  }));
+  EXPECT_CALL(*transport_, Send(::testing::_)).Times(::testing::AnyNumber());
+  testing_util::TempDir dir;
+  std::ofstream(dir.path() + "/a.txt") << "hello";
+  TransferOptions options;
+  options.journal_dir = dir.path() + "/journal";
+  auto client = MakeClient();
+  auto report = VFolderClient(client).Upload("f", {dir.path() + "/a.txt"}, options);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  EXPECT_EQ(patches, 2);
+  ASSERT_EQ(slept_.size(), 1u) << "one wait, through Options::sleep";
+  EXPECT_LE(slept_[0], Options{}.backoff.max_delay);
 }
 
 TEST_F(SdkSeamTest, NonIdempotentRequestsAreNotRetried) {
