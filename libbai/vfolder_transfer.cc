@@ -61,7 +61,6 @@ std::string Hex(std::string const& raw) {
   return out;
 }
 
-
 bool Cancelled(TransferOptions const& o) { return o.cancel && o.cancel->load(); }
 
 StatusOr<protocol::TransferTicket> Ticket(Client const& client, std::string const& folder,

@@ -91,23 +91,27 @@ void TusHeaders(server::HttpResponse& r) {
   r.headers.emplace_back("Cache-Control", "no-store");
 }
 
+// The storage proxy's own problems (its HTTP status and type), by code: one table.
 server::HttpResponse FromStatus(Status const& s) {
-  switch (s.code()) {
-    case StatusCode::kNotFound:
-      return StorageProblem(404, "no-such-file", s.message());
-    case StatusCode::kResourceExhausted:
-      return StorageProblem(507, "insufficient-storage", s.message());
-    case StatusCode::kAborted:
-      return StorageProblem(409, "conflict", s.message());
-    case StatusCode::kUnauthenticated:
-      return StorageProblem(401, "invalid-token", s.message());
-    case StatusCode::kInvalidArgument:
-    case StatusCode::kFailedPrecondition:
-    case StatusCode::kAlreadyExists:
-      return StorageProblem(400, "invalid-request", s.message());
-    default:
-      return StorageProblem(500, "internal-error", s.message());
+  struct Row {
+    std::vector<StatusCode> codes;
+    int status;
+    char const* type;
+  };
+  static std::vector<Row> const kRows = {
+      {{StatusCode::kNotFound}, 404, "no-such-file"},
+      {{StatusCode::kResourceExhausted}, 507, "insufficient-storage"},
+      {{StatusCode::kAborted}, 409, "conflict"},
+      {{StatusCode::kUnauthenticated}, 401, "invalid-token"},
+      {{StatusCode::kInvalidArgument, StatusCode::kFailedPrecondition, StatusCode::kAlreadyExists},
+       400,
+       "invalid-request"}};
+  for (auto const& row : kRows) {
+    for (auto code : row.codes) {
+      if (code == s.code()) return StorageProblem(row.status, row.type, s.message());
+    }
   }
+  return StorageProblem(500, "internal-error", s.message());
 }
 
 // An upload's refusal (a tus verdict) and failure (a status), with the upload's headers.

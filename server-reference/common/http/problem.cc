@@ -52,4 +52,23 @@ HttpResponse ProblemResponse(Status const& status) {
   return r;
 }
 
+namespace {
+
+Status Made(ProblemRule const& rule, Status const& s) {
+  return protocol::MakeProblemStatus(
+      rule.type, rule.fixed ? std::string(rule.fixed) : rule.prefix + s.message());
+}
+
+}  // namespace
+
+Status ProblemFor(Status const& s, std::initializer_list<ProblemRule> rules,
+                  std::optional<ProblemRule> otherwise) {
+  for (auto const& rule : rules) {
+    for (auto code : rule.codes) {
+      if (code == s.code()) return Made(rule, s);
+    }
+  }
+  return otherwise ? Made(*otherwise, s) : s;
+}
+
 }  // namespace bai::server

@@ -6,6 +6,7 @@
 #include "bai/protocol/admin_wire.h"
 #include "bai/protocol/errors.h"
 
+#include "server-reference/common/http/problem.h"
 #include "server-reference/manager/api/handler_util.h"
 #include "server-reference/manager/api/params.h"
 #include "server-reference/manager/api/routes.h"
@@ -24,19 +25,16 @@ namespace {
 
 // The store's refusals in 24.09's words and types.
 Status Refusal(Status const& s) {
-  switch (s.code()) {
-    case StatusCode::kNotFound:
-      return MakeProblemStatus(ProblemType::kObjectNotFound, "No such dotfile.");
-    case StatusCode::kAlreadyExists:
-      return MakeProblemStatus(ProblemType::kGenericBadRequest, "Dotfile already exists.");
-    case StatusCode::kResourceExhausted:
-      return MakeProblemStatus(ProblemType::kGenericBadRequest,
-                               "Dotfile creation has failed: " + s.message());
-    case StatusCode::kInvalidArgument:
-      return MakeProblemStatus(ProblemType::kInvalidApiParams, s.message());
-    default:
-      return s;
-  }
+  return server::ProblemFor(
+      s, {{{StatusCode::kNotFound}, ProblemType::kObjectNotFound, "", "No such dotfile."},
+          {{StatusCode::kAlreadyExists},
+           ProblemType::kGenericBadRequest,
+           "",
+           "Dotfile already exists."},
+          {{StatusCode::kResourceExhausted},
+           ProblemType::kGenericBadRequest,
+           "Dotfile creation has failed: "},
+          {{StatusCode::kInvalidArgument}, ProblemType::kInvalidApiParams}});
 }
 
 struct Target {

@@ -8,6 +8,7 @@
 #include "bai/protocol/session_files.h"
 
 #include "server-reference/common/fs/work_files.h"
+#include "server-reference/common/http/problem.h"
 #include "server-reference/common/wire/agent_protocol.h"
 #include "server-reference/common/wire/runner_messages.h"
 #include "server-reference/manager/agents/agents.h"
@@ -29,21 +30,16 @@ constexpr auto kFileTimeout = std::chrono::seconds(60);
 
 // The problem for a file request the kernel refused.
 Status FileProblem(Status const& s) {
-  switch (s.code()) {
-    case StatusCode::kInvalidArgument:
-    case StatusCode::kFailedPrecondition:
-    case StatusCode::kResourceExhausted:
-      return MakeProblemStatus(ProblemType::kInvalidApiParams, s.message());
-    case StatusCode::kNotFound:
-      return MakeProblemStatus(ProblemType::kObjectNotFound, s.message());
-    case StatusCode::kPermissionDenied:
-      return MakeProblemStatus(ProblemType::kGenericForbidden, s.message());
-    case StatusCode::kUnavailable:
-      return s;  // the agent is not connected here: 503 as made by the registry
-    default:
-      return MakeProblemStatus(ProblemType::kInternalServerError,
-                               "The kernel could not do it: " + s.message());
-  }
+  // kUnavailable: the agent is not connected here: 503 as made by the registry.
+  if (s.code() == StatusCode::kUnavailable) return s;
+  return server::ProblemFor(
+      s,
+      {{{StatusCode::kInvalidArgument, StatusCode::kFailedPrecondition,
+         StatusCode::kResourceExhausted},
+        ProblemType::kInvalidApiParams},
+       {{StatusCode::kNotFound}, ProblemType::kObjectNotFound},
+       {{StatusCode::kPermissionDenied}, ProblemType::kGenericForbidden}},
+      server::ProblemRule{{}, ProblemType::kInternalServerError, "The kernel could not do it: "});
 }
 
 // Sends one file request to the session's agent; `done` gets the kernel's result (its status is

@@ -401,17 +401,12 @@ StatusOr<std::vector<std::pair<vfolders::PlannedMount, std::string>>> ResolveOwn
   if (!visible.ok()) return visible.status();
   auto plan = vfolders::PlanMounts(requests, *visible);
   if (!plan.ok()) {
-    auto const& st = plan.status();
-    switch (st.code()) {
-      case StatusCode::kNotFound:
-        return MakeProblemStatus(ProblemType::kObjectNotFound, st.message());
-      case StatusCode::kFailedPrecondition:
-        return MakeProblemStatus(ProblemType::kVfolderFilterStatusNotAvailable, st.message());
-      case StatusCode::kPermissionDenied:
-        return MakeProblemStatus(ProblemType::kVfolderPermissionError, st.message());
-      default:
-        return MakeProblemStatus(ProblemType::kInvalidApiParams, st.message());
-    }
+    return server::ProblemFor(
+        plan.status(),
+        {{{StatusCode::kNotFound}, ProblemType::kObjectNotFound},
+         {{StatusCode::kFailedPrecondition}, ProblemType::kVfolderFilterStatusNotAvailable},
+         {{StatusCode::kPermissionDenied}, ProblemType::kVfolderPermissionError}},
+        server::ProblemRule{{}, ProblemType::kInvalidApiParams});
   }
   std::vector<std::pair<vfolders::PlannedMount, std::string>> out;
   for (auto const& m : *plan) {

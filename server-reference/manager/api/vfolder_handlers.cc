@@ -6,6 +6,7 @@
 #include "bai/protocol/vfolder_wire.h"
 
 #include "libbai/protocol/wire_json.h"
+#include "server-reference/common/http/problem.h"
 #include "server-reference/manager/api/handler_util.h"
 #include "server-reference/manager/api/routes.h"
 #include "server-reference/manager/state/bgtasks.h"
@@ -182,20 +183,14 @@ Status CheckLive(Found const& f) {
 // Storage errors as the API's problems, by code (the same for an embedded proxy and a remote
 // one, whose problem+json the SDK's table maps back to a code).
 Status StorageProblem(Status const& s) {
-  switch (s.code()) {
-    case StatusCode::kInvalidArgument:
-    case StatusCode::kFailedPrecondition:
-    case StatusCode::kAlreadyExists:
-      return MakeProblemStatus(ProblemType::kVfolderOperationFailed, s.message());
-    case StatusCode::kNotFound:
-      return MakeProblemStatus(ProblemType::kObjectNotFound, s.message());
-    case StatusCode::kResourceExhausted:
-      return MakeProblemStatus(ProblemType::kQuotaExceeded, s.message());
-    case StatusCode::kUnavailable:
-      return MakeProblemStatus(ProblemType::kServiceUnavailable, s.message());
-    default:
-      return MakeProblemStatus(ProblemType::kStorageProxyError, s.message());
-  }
+  return server::ProblemFor(
+      s,
+      {{{StatusCode::kInvalidArgument, StatusCode::kFailedPrecondition, StatusCode::kAlreadyExists},
+        ProblemType::kVfolderOperationFailed},
+       {{StatusCode::kNotFound}, ProblemType::kObjectNotFound},
+       {{StatusCode::kResourceExhausted}, ProblemType::kQuotaExceeded},
+       {{StatusCode::kUnavailable}, ProblemType::kServiceUnavailable}},
+      server::ProblemRule{{}, ProblemType::kStorageProxyError});
 }
 
 // Operation `op` (storage_api.h) on folder `f`'s proxy, typed both ways; the proxy's errors
