@@ -110,8 +110,10 @@ int Run(Tree& tree, Context& ctx, int argc, char** argv, std::ostream& out, std:
 
 }  // namespace
 
-int Main(int argc, char** argv, std::ostream& out, std::ostream& err, std::istream& in) {
+int Main(int argc, char** argv, std::ostream& out, std::ostream& err, std::istream& in,
+         std::shared_ptr<Transport> transport) {
   Context ctx(out, err, in, ::isatty(STDOUT_FILENO) == 1, ::isatty(STDIN_FILENO) == 1);
+  ctx.set_transport(std::move(transport));
   auto* tree = new Tree(ctx);
   int rc = Run(*tree, ctx, argc, argv, out, err);
   if (kFreeTree) delete tree;

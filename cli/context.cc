@@ -45,6 +45,7 @@ StatusOr<Client> Context::MakeClient() {
   if (globals_.debug) {
     options->debug_log = [this](std::string_view line) { err_ << "[debug] " << line << "\n"; };
   }
+  if (transport_) options->transport = transport_;
   return Client::Create(*std::move(options));
 }
 

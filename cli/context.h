@@ -8,6 +8,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <iosfwd>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -42,6 +43,9 @@ class Context {
   ConfigSources Sources() const;
   StatusOr<ResolvedConfig> Config();
   StatusOr<Client> MakeClient();
+  /// Requests go through `transport` instead of libcurl (Options::transport): the seam CLI tests
+  /// run commands in process with, against bai/mocks/mock_transport.h (ADR 25).
+  void set_transport(std::shared_ptr<Transport> transport) { transport_ = std::move(transport); }
 
  private:
   std::ostream& out_;
@@ -51,6 +55,7 @@ class Context {
   bool stdin_tty_;
   GlobalOptions globals_;
   std::optional<ResolvedConfig> config_;
+  std::shared_ptr<Transport> transport_;
 };
 
 /// The problem's per-field `data` as "  field: why" lines ("" when it has none).
