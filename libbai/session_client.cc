@@ -443,10 +443,14 @@ StatusOr<int> SessionClient::Exec(
 
 namespace {
 
+// Whether the user named the session by its UUID (else by its name).
+bool IsSessionUuid(std::string const& session) {
+  return session.size() == 36 && session[8] == '-' && session[13] == '-';
+}
+
 // The list filter that finds one session by what the user gave: its UUID or its name.
 std::string FilterForSession(std::string const& session) {
-  bool uuid = session.size() == 36 && session[8] == '-' && session[13] == '-';
-  return std::string(uuid ? "id" : "name") + " == \"" + session + "\"";
+  return std::string(IsSessionUuid(session) ? "id" : "name") + " == \"" + session + "\"";
 }
 
 }  // namespace
@@ -512,7 +516,7 @@ StatusOr<SessionInfo> SessionClient::Info(std::string const& session) const {
       out->name = item.name;
       if (out->type.empty()) out->type = item.type;
       if (out->scaling_group.empty()) out->scaling_group = item.scaling_group;
-    } else if (find.filter.rfind("id ", 0) == 0) {
+    } else if (IsSessionUuid(session)) {
       out->id = session;  // at least what was asked for, when it is the id
     } else {
       out->name = session;
@@ -603,10 +607,7 @@ StatusOr<std::map<std::string, std::string>> SessionClient::StatusHistory(
                                          "No such session: " + session);
     }
     if (!items[0].contains("status_history")) {
-      return Status(StatusCode::kUnimplemented,
-                    "this server (Backend.AI " + caps->manager +
-                        ") does not keep a session's status history; Backend.AI 22.09 or later "
-                        "does");
+      return internal::Needs(*caps, "session status history", "22.09");
     }
     auto history = items[0]["status_history"];
     if (history.is_string())

@@ -135,19 +135,26 @@ struct DownloadProbe {
 StatusOr<DownloadProbe> ProbeDownload(Client const& client, std::string const& target,
                                       std::string const& etag, std::int64_t have) {
   DownloadProbe out;
+  // A dropped connection or a 5xx is worth another try (kUnavailable); anything else is the
+  // answer.
+  auto send = [&client, &target](ApiRequest const& request) -> StatusOr<ApiResponse> {
+    auto r = client.SendToUrl(target, request);
+    if (!r.ok()) return Status(StatusCode::kUnavailable, r.status().message());
+    if (r->status >= 500)
+      return Status(StatusCode::kUnavailable, "HTTP " + std::to_string(r->status));
+    return r;
+  };
   ApiRequest head("HEAD", "/");
   if (have > 0 && !etag.empty()) {
     head.headers = {{"Range", "bytes=" + std::to_string(have) + "-"}, {"If-Range", etag}};
   }
-  auto h = client.SendToUrl(target, head);
-  if (!h.ok()) return Status(StatusCode::kUnavailable, h.status().message());
-  if (h->status >= 500)
-    return Status(StatusCode::kUnavailable, "HTTP " + std::to_string(h->status));
+  auto h = send(head);
+  if (!h.ok()) return h.status();
   if (h->status != 405) {
     if (h->status == 416) {  // the part is already whole (or longer): start again
       head.headers.clear();
-      h = client.SendToUrl(target, head);
-      if (!h.ok()) return Status(StatusCode::kUnavailable, h.status().message());
+      h = send(head);
+      if (!h.ok()) return h.status();
     }
     if (auto s = CheckResponse(*h); !s.ok()) return s;
     out.resume = h->status == 206;
@@ -157,10 +164,8 @@ StatusOr<DownloadProbe> ProbeDownload(Client const& client, std::string const& t
   }
   ApiRequest get("GET", "/");
   get.headers = {{"Range", "bytes=0-0"}};
-  auto g = client.SendToUrl(target, get);
-  if (!g.ok()) return Status(StatusCode::kUnavailable, g.status().message());
-  if (g->status >= 500)
-    return Status(StatusCode::kUnavailable, "HTTP " + std::to_string(g->status));
+  auto g = send(get);
+  if (!g.ok()) return g.status();
   if (g->status == 200) {  // no ranges at all: the whole body came
     out.total = static_cast<std::int64_t>(g->body.size());
   } else if (g->status == 206 || g->status == 416) {
@@ -582,10 +587,6 @@ StatusOr<TransferReport> VFolderClient::DownloadPlaced(std::string const& folder
           etag = j.value("etag", "");
         }
       }
-      std::vector<std::pair<std::string, std::string>> range;
-      if (have > 0 && !etag.empty()) {
-        range = {{"Range", "bytes=" + std::to_string(have) + "-"}, {"If-Range", etag}};
-      }
       // What the server has now: its size, its ETag, and whether the part can go on.
       auto probe = ProbeDownload(client_, target, have > 0 ? etag : std::string(), have);
       if (!probe.ok()) {
@@ -599,7 +600,11 @@ StatusOr<TransferReport> VFolderClient::DownloadPlaced(std::string const& folder
         ++report.resumed;
         counted_resume = true;
       }
-      if (!partial) range.clear();
+      // The part goes on only from the bytes and ETag the probe agreed to.
+      std::vector<std::pair<std::string, std::string>> range;
+      if (partial) {
+        range = {{"Range", "bytes=" + std::to_string(have) + "-"}, {"If-Range", probe->etag}};
+      }
       std::int64_t total = probe->total;
       {
         std::ofstream out(meta, std::ios::trunc);
@@ -610,7 +615,7 @@ StatusOr<TransferReport> VFolderClient::DownloadPlaced(std::string const& folder
       std::int64_t at = have;
       int werr = 0;
       ApiRequest get("GET", "/");
-      get.headers = partial ? range : std::vector<std::pair<std::string, std::string>>{};
+      get.headers = range;
       auto g = client_.SendToUrlStreaming(target, get, [&](std::string_view data) {
         if (data.empty()) return !Cancelled(options);
         std::size_t off = 0;
