@@ -2,6 +2,7 @@
 #include "cli/context.h"
 
 #include "cli/exit_codes.h"
+#include "libbai/internal/server_request.h"
 #include "libbai/util/json_parse.h"
 
 #include <nlohmann/json.hpp>
@@ -91,7 +92,7 @@ Status Explained(Context& ctx, Status const& status) {
   auto server = client->server();  // remembered: no request
   if (!server.ok() || server->kind != ServerCapabilities::Kind::kBackendAi) return status;
   return Status(StatusCode::kUnimplemented,
-                "this server (Backend.AI " + server->manager + ", API " + server->api_version +
+                "this server (" + internal::DescribeServer(*server) +
                     ") does not serve this command (" + status.message() +
                     "); bai's own manager does, as a newer Backend.AI may");
 }
