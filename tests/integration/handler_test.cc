@@ -6,12 +6,15 @@
 #include "bai/protocol/session_wire.h"
 #include "bai/protocol/signing.h"
 
+#include "server-reference/manager/agents/agents.h"
 #include "server-reference/manager/api/routes.h"
 #include "server-reference/manager/config.h"
 #include "server-reference/manager/events.h"
 #include "server-reference/manager/manager.h"
 #include "server-reference/manager/state/bgtasks.h"
 #include "server-reference/manager/state/sessions.h"
+#include "server-reference/manager/streams/stream_broker.h"
+#include "server-reference/manager/streams/stream_registry.h"
 #include "server-reference/manager/vfolders/storage_links.h"
 #include "tests/testing_util/fake_exchange.h"
 #include "tests/testing_util/postgres.h"
@@ -473,6 +476,68 @@ TEST_F(SessionHandlerTest, BadCreatesNameTheirFieldsAndUnsignedCallsAreRefused) 
   auto unsigned_call = Call("GET", "/session/anything", nullptr, /*sign=*/false);
   EXPECT_EQ(unsigned_call.status, 401) << unsigned_call.body;
   EXPECT_EQ(Call("GET", "/session/no-such-session").status, 404);
+}
+
+// The asynchronous routes of a session's kernel (files, streams, tasks, logs, restart), with an
+// agent registry and no agent connected: what they refuse before anything is relayed.
+class KernelRoutesTest : public SessionHandlerTest {
+ protected:
+  void SetUp() override {
+    SessionHandlerTest::SetUp();
+    agents_ = std::make_unique<AgentRegistry>(
+        *state_.db, *sessions_, *tasks_, AgentOptions{}, [](std::string const&) {}, [] {},
+        "cluster-secret");
+    RegisterSessionFileRoutes(*api_, *sessions_, *agents_);
+    RegisterStreamRoutes(*api_, *sessions_, *agents_, registry_, broker_, "cluster-secret");
+    RegisterTaskRoutes(*api_, *sessions_, *agents_, *tasks_, *hub_, links_);
+    RegisterLogRoutes(*api_, *sessions_, *agents_);
+    RegisterExecuteRoutes(*api_, *sessions_, *agents_);
+    auto created =
+        Call("POST", "/session", {{"name", "waiting"}, {"image", "python"}, {"enqueueOnly", true}});
+    ASSERT_EQ(created.status, 201) << created.body;
+  }
+  void TearDown() override {
+    api_.reset();
+    agents_.reset();
+    SessionHandlerTest::TearDown();
+  }
+
+  std::unique_ptr<AgentRegistry> agents_;
+  streams::StreamRegistry registry_;
+  streams::AgentStreamBroker broker_;
+};
+
+TEST_F(KernelRoutesTest, FileRequestsAreCheckedBeforeTheSessionOrTheAgent) {
+  auto escape = Call("POST", "/session/waiting/download_single", {{"file", "../../etc/passwd"}});
+  EXPECT_EQ(escape.status, 400) << escape.body;
+  auto none = Call("POST", "/session/waiting/download", {{"files", json::array()}});
+  EXPECT_EQ(none.status, 400) << none.body;
+  EXPECT_TRUE(json::parse(none.body)["data"].contains("files")) << none.body;
+  auto pending = Call("POST", "/session/waiting/files", {{"path", "."}});
+  EXPECT_EQ(pending.status, 400) << pending.body;
+  EXPECT_THAT(pending.body, HasSubstr("not RUNNING"));
+  EXPECT_EQ(Call("POST", "/session/no-such/files", {{"path", "."}}).status, 404);
+}
+
+TEST_F(KernelRoutesTest, StreamsTasksLogsAndRestartsRefuseWhatCannotBeServed) {
+  EXPECT_EQ(Call("GET", "/stream/session/waiting/pty").status, 400) << "the session is not running";
+  auto apps = Call("GET", "/stream/session/waiting/apps");
+  EXPECT_EQ(apps.status, 200) << apps.body;
+  auto agent_side = Call("GET", "/agent/stream/abc", nullptr, /*sign=*/false);
+  EXPECT_EQ(agent_side.status, 401) << "an agent's stream needs the cluster's credentials";
+  auto task = Call("GET", "/events/background-task?taskId=no-such-task");
+  EXPECT_EQ(task.status, 404) << task.body;
+  auto commit = Call("POST", "/session/waiting/commit", {{"filename", "../x.tar"}});
+  EXPECT_EQ(commit.status, 400) << commit.body;
+  EXPECT_TRUE(json::parse(commit.body)["data"].contains("filename")) << commit.body;
+  auto follow = Call("GET", "/session/waiting/logs?follow=true");
+  EXPECT_EQ(follow.status, 400) << follow.body;
+  EXPECT_THAT(follow.body, HasSubstr("has not started yet"));
+  auto whole = Call("GET", "/session/waiting/logs");
+  EXPECT_EQ(whole.status, 200) << "an unplaced session's log is the (empty) stored one";
+  EXPECT_EQ(json::parse(whole.body)["result"]["logs"], "");
+  EXPECT_EQ(Call("PATCH", "/session/waiting").status, 400) << "only a running session restarts";
+  EXPECT_EQ(Call("POST", "/session/waiting", {{"mode", "query"}, {"code", "1"}}).status, 400);
 }
 
 }  // namespace

@@ -80,11 +80,7 @@ class AdminResolver {
     if (role_ == admin::Role::kSuperadmin) return true;
     if (g.domain_name != who_.domain) return false;
     if (role_ == admin::Role::kAdmin) return true;
-    auto member =
-        db_.Query("SELECT 1 FROM association_groups_users WHERE group_id = ? AND user_id = ?",
-                  {g.id, who_.user_id});
-    if (!member.ok()) return member.status();
-    return !member->empty();
+    return Store(db_).IsMember(g.id, who_.user_id);
   }
 
   StatusOr<json> Group(PlannedField const& f) {

@@ -78,11 +78,10 @@ class PolicyFields {
       return list->empty() ? json(nullptr) : Object(list->front());
     }
     if (name.empty() && kind == PolicyKind::kUser) {
-      auto rows =
-          ctx_.db.Query("SELECT resource_policy FROM users WHERE uuid = ?", {ctx_.who.user_id});
-      if (!rows.ok()) return rows.status();
-      if (rows->empty()) return json(nullptr);
-      name = rows->front().Text(0);
+      auto mine = Store(ctx_.db).UserResourcePolicy(ctx_.who.user_id);
+      if (!mine.ok()) return mine.status();
+      if (!*mine) return json(nullptr);
+      name = **mine;
     }
     auto list = store_.ScopePolicies(kind, name);
     if (!list.ok()) return list.status();
@@ -111,11 +110,10 @@ class PolicyFields {
     }
     std::optional<std::string> name;
     if (!admin) {
-      auto rows =
-          ctx_.db.Query("SELECT resource_policy FROM users WHERE uuid = ?", {ctx_.who.user_id});
-      if (!rows.ok()) return rows.status();
-      if (rows->empty()) return out;
-      name = rows->front().Text(0);
+      auto mine = Store(ctx_.db).UserResourcePolicy(ctx_.who.user_id);
+      if (!mine.ok()) return mine.status();
+      if (!*mine) return out;
+      name = **mine;
     }
     auto list = store_.ScopePolicies(kind, name);
     if (!list.ok()) return list.status();

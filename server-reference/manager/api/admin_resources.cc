@@ -8,6 +8,7 @@
 #include "server-reference/manager/api/graphql_util.h"
 #include "server-reference/manager/scheduler/scheduling.h"
 #include "server-reference/manager/state/columns.h"
+#include "server-reference/manager/state/images.h"
 #include "server-reference/manager/state/policies.h"
 #include "server-reference/manager/state/resource_groups.h"
 
@@ -293,24 +294,20 @@ class ResourceFields {
     std::string arch = gql::ArgString(f, "architecture");
     if (arch.empty()) arch = "x86_64";
     if (alias.empty() || alias.size() > 256) return Outcome(false, "invalid alias");
-    auto resolved = ResolveImageAlias(db_, target);
+    ImageStore images(db_);
+    auto resolved = images.Resolve(target);
     if (!resolved.ok()) return resolved.status();
-    if (auto known = CheckImageKnown(db_, *resolved); !known.ok()) {
+    if (auto known = images.CheckKnown(*resolved); !known.ok()) {
       return Outcome(false, "no matching image: " + target);
     }
-    auto r = db_.Exec(
-        "INSERT INTO image_aliases (alias, target, architecture, created_at) VALUES (?, ?, ?, ?) "
-        "ON CONFLICT (alias) DO UPDATE SET target = excluded.target, "
-        "architecture = excluded.architecture",
-        {alias, *resolved, arch, NowIso()});
-    if (!r.ok()) return r.status();
+    if (auto r = images.SetAlias({alias, *resolved, arch}); !r.ok()) return r;
     return Outcome(true, "success");
   }
 
   StatusOr<json> DealiasImage(PlannedField const& f) {
-    auto n = db_.Exec("DELETE FROM image_aliases WHERE alias = ?", {gql::ArgString(f, "alias")});
-    if (!n.ok()) return n.status();
-    if (*n == 0) return Outcome(false, NoMatching(f));
+    auto removed = ImageStore(db_).RemoveAlias(gql::ArgString(f, "alias"));
+    if (!removed.ok()) return removed.status();
+    if (!*removed) return Outcome(false, NoMatching(f));
     return Outcome(true, "success");
   }
 

@@ -104,10 +104,7 @@ class UserFields {
     ListQuery q;
     if (!domain->empty()) gql::Where(q, "u.domain_name = ?", *domain);
     if (auto group = gql::ArgString(f, "group_id"); !group.empty()) {
-      gql::Where(q,
-                 "EXISTS (SELECT 1 FROM association_groups_users a WHERE a.user_id = u.uuid AND "
-                 "a.group_id = ?)",
-                 group);
+      UserStore::WhereMemberOf(q, group);
     }
     if (auto active = gql::ArgBool(f, "is_active")) {
       q.where.push_back(*active ? "u.status = 'active'" : "u.status <> 'active'");
@@ -155,18 +152,11 @@ class UserFields {
                  (paged && f.Find("items") && f.Find("items")->Selects("concurrency_used"));
     if (count && !page->rows.empty()) {
       // The sessions not ended of this page's keys only (a page holds at most 1,000).
-      std::string marks;
-      std::vector<server::SqlValue> keys;
-      for (auto const& k : page->rows) {
-        marks += marks.empty() ? "?" : ", ?";
-        keys.emplace_back(k.access_key);
-      }
-      auto rows = ctx_.db.Query(
-          "SELECT access_key, COUNT(*) FROM sessions WHERE access_key IN (" + marks +
-              ") AND status NOT IN ('TERMINATED', 'CANCELLED', 'ERROR') GROUP BY access_key",
-          keys);
-      if (!rows.ok()) return rows.status();
-      for (auto const& r : *rows) used[r.Text(0)] = r.Int(1);
+      std::vector<std::string> keys;
+      for (auto const& k : page->rows) keys.push_back(k.access_key);
+      auto counted = keypairs_.ActiveSessionCounts(keys);
+      if (!counted.ok()) return counted.status();
+      used = *std::move(counted);
     }
     json items = json::array();
     for (auto const& k : page->rows) {

@@ -36,11 +36,12 @@ server::LoginLimits SignupLimits(int per_address) {
   return l;
 }
 
-// What password logins share: the guessing throttle and the pool that hashes off the I/O
-// threads. Owned by the routes that use it.
-struct LoginGate {
-  LoginGate(ManagerApi& api)
-      : store(api.store()),
+// What the auth routes share: the manager's version, and for password logins the guessing
+// throttle and the pool that hashes off the I/O threads.
+struct AuthEnv {
+  explicit AuthEnv(ManagerApi& api)
+      : manager_version(api.options().manager_version),
+        store(api.store()),
         clock(api.options().clock),
         allow_signup(api.options().allow_signup),
         trusted_proxies(api.options().trusted_proxies),
@@ -65,6 +66,7 @@ struct LoginGate {
                                      std::vector<std::pair<std::string, std::string>> headers,
                                      std::function<HttpResponse()> work);
 
+  std::string manager_version;  ///< "bai-manager 0.1.0"
   Store& store;
   std::function<std::chrono::system_clock::time_point()> clock;
   bool allow_signup;
@@ -114,8 +116,8 @@ StatusOr<HttpResponse> Login(Store& store, std::string const& domain, std::strin
                          {"status", login->status}}}});
 }
 
-std::optional<HttpResponse> LoginGate::Admit(std::string const& address, std::string const& account,
-                                             char const* what) {
+std::optional<HttpResponse> AuthEnv::Admit(std::string const& address, std::string const& account,
+                                           char const* what) {
   std::lock_guard<std::mutex> lock(mu);
   auto d = throttle.Admit(address, account, clock());
   if (d.allowed) return std::nullopt;
@@ -124,7 +126,7 @@ std::optional<HttpResponse> LoginGate::Admit(std::string const& address, std::st
                            std::to_string(d.retry_after_seconds) + " seconds.");
 }
 
-std::optional<HttpResponse> LoginGate::OnPool(
+std::optional<HttpResponse> AuthEnv::OnPool(
     std::shared_ptr<server::Exchange> const& exchange,
     std::vector<std::pair<std::string, std::string>> headers, std::function<HttpResponse()> work) {
   return AnswerOnPool(pool, exchange, std::move(headers), std::move(work),
@@ -136,20 +138,14 @@ StatusOr<std::string> StorePassword(Store& store, std::string const& user_id,
                                     std::string const& new_password) {
   auto hash = HashPassword(new_password);
   if (!hash.ok()) return std::move(hash).status();
-  std::string now = NowIso();
-  auto w = store.db().Exec(
-      "UPDATE users SET password_hash = ?, need_password_change = 0, password_changed_at = ? "
-      "WHERE uuid = ?",
-      {*hash, now, user_id});
-  if (!w.ok()) return std::move(w).status();
-  return now;
+  return store.SetPasswordHash(user_id, *hash);
 }
 
 // POST /auth/update-password-no-auth {domain, username, current_password, new_password}: a
 // password changed without a login (24.09: for one that expired), the current one checked as a
 // login's is (throttled per address and account, on the pool); 201 {password_changed_at}.
-std::optional<HttpResponse> UpdatePasswordNoAuth(LoginGate& gate, RequestContext& ctx,
-                                                 std::shared_ptr<server::Exchange> const& ex) {
+std::optional<HttpResponse> UpdatePasswordNoAuth(AuthEnv& gate, RequestContext& ctx,
+                                                 LateExchange const& ex) {
   auto p = Params::From(ctx.request);
   if (!p.ok()) return ProblemResponse(p.status());
   auto domain = p->String({"domain"}, true);
@@ -186,16 +182,191 @@ std::optional<HttpResponse> UpdatePasswordNoAuth(LoginGate& gate, RequestContext
                      });
 }
 
+// POST /auth/authorize: password login. Throttled per client address and per account before
+// any work; the Argon2 check runs on the password pool, never on an I/O thread.
+std::optional<HttpResponse> Authorize(AuthEnv& gate, RequestContext& ctx,
+                                      LateExchange const& exchange) {
+  auto p = Params::From(ctx.request);
+  if (!p.ok()) return ProblemResponse(p.status());
+  auto type = p->String({"type"}, true);
+  auto domain = p->String({"domain"}, true);
+  auto username = p->String({"username"}, true);
+  auto password = p->String({"password"}, true);
+  if (auto s = p->Check(); !s.ok()) return ProblemResponse(s);
+  if (*type != "keypair") {
+    return ProblemResponse(
+        MakeProblemStatus(ProblemType::kInvalidApiParams, "Unsupported authorization type"));
+  }
+  std::string account = *domain + "\n" + *username;
+  std::string address = gate.Address(ctx.request);
+  if (auto refused = gate.Admit(address, account, "login")) return refused;
+  return gate.OnPool(exchange, ctx.response_headers,
+                     [gate = &gate, account, domain = *domain, username = *username,
+                      password = *password, address] {
+                       bool mismatch = false;
+                       auto response = Guard([&] {
+                         return Login(gate->store, domain, username, password, mismatch);
+                       });
+                       std::lock_guard<std::mutex> lock(gate->mu);
+                       if (mismatch) {
+                         gate->throttle.Failed(address, account, gate->clock());
+                       } else if (response.status == 200) {
+                         gate->throttle.Succeeded(address, account);
+                       }
+                       return response;
+                     });
+}
+
+// POST /auth/update-password: the caller's own password, the old one checked (throttled as
+// logins are, on the pool), the new one twice. 24.09 answers {} and clears
+// need_password_change.
+std::optional<HttpResponse> UpdatePassword(AuthEnv& gate, RequestContext& ctx,
+                                           LateExchange const& exchange) {
+  auto p = Params::From(ctx.request);
+  if (!p.ok()) return ProblemResponse(p.status());
+  auto old_password = p->String({"old_password"}, true);
+  auto new_password = p->String({"new_password"}, true);
+  auto again = p->String({"new_password2"}, true);
+  if (new_password && again && *new_password != *again) {
+    p->Fail("new_password2", "new password mismatch");
+  }
+  if (new_password && new_password->size() < 8) p->Fail("new_password", "at least 8 characters");
+  if (auto s = p->Check(); !s.ok()) return ProblemResponse(s);
+  Identity const who = *ctx.identity;
+  std::string account = who.domain + "\n" + who.email;
+  std::string address = gate.Address(ctx.request);
+  if (auto refused = gate.Admit(address, account, "password")) return refused;
+  return gate.OnPool(exchange, ctx.response_headers,
+                     [gate = &gate, who, account, old_password = *old_password,
+                      new_password = *new_password, address] {
+                       bool mismatch = false;
+                       auto response = Guard([&]() -> StatusOr<HttpResponse> {
+                         auto login = gate->store.FindLogin(who.domain, who.email);
+                         if (!login.ok()) return std::move(login).status();
+                         if (!*login || (*login)->user_id != who.user_id ||
+                             !VerifyPassword((*login)->password_hash, old_password)) {
+                           mismatch = true;
+                           return MakeProblemStatus(ProblemType::kAuthFailed,
+                                                    "Old password mismatch");
+                         }
+                         auto changed = StorePassword(gate->store, who.user_id, new_password);
+                         if (!changed.ok()) return std::move(changed).status();
+                         return JsonResponse(nlohmann::json::object());
+                       });
+                       std::lock_guard<std::mutex> lock(gate->mu);
+                       if (mismatch) gate->throttle.Failed(address, account, gate->clock());
+                       return response;
+                     });
+}
+
+// The caller's SSH keypair (the keypair's columns): read the public half (GET), make a new
+// pair (PATCH, answered once with the private half), or store one of one's own (POST).
+StatusOr<HttpResponse> GetSshKeypair(AuthEnv&, RequestContext& ctx) {
+  auto key = ctx.store.SshPublicKey(ctx.identity->access_key);
+  if (!key.ok()) return std::move(key).status();
+  return JsonResponse({{"ssh_public_key", *key ? json(**key) : json(nullptr)}});
+}
+
+StatusOr<HttpResponse> StoreSshKeypair(Store& store, std::string const& access_key,
+                                       SshKeypair const& k) {
+  if (auto w = store.SetSshKeypair(access_key, k.public_key, k.private_key); !w.ok()) return w;
+  return JsonResponse({{"ssh_public_key", k.public_key}, {"ssh_private_key", k.private_key}});
+}
+
+std::optional<HttpResponse> RenewSshKeypair(AuthEnv& gate, RequestContext& ctx,
+                                            LateExchange const& exchange) {
+  // RSA generation takes tens of milliseconds: on the pool, not an I/O thread.
+  return gate.OnPool(exchange, ctx.response_headers,
+                     [gate = &gate, access_key = ctx.identity->access_key] {
+                       return Guard([&]() -> StatusOr<HttpResponse> {
+                         auto k = GenerateSshKeypair();
+                         if (!k.ok()) return std::move(k).status();
+                         return StoreSshKeypair(gate->store, access_key, *k);
+                       });
+                     });
+}
+
+void TrimRight(std::string& s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+}
+
+StatusOr<HttpResponse> PutSshKeypair(AuthEnv&, RequestContext& ctx) {
+  auto p = Params::From(ctx.request);
+  if (!p.ok()) return std::move(p).status();
+  auto pub = p->String({"pubkey"}, true);
+  auto priv = p->String({"privkey"}, true);
+  if (auto s = p->Check(); !s.ok()) return s;
+  SshKeypair k{*pub, *priv};
+  TrimRight(k.public_key);
+  TrimRight(k.private_key);
+  if (auto s = CheckSshKeypair(k.public_key, k.private_key); !s.ok()) {
+    return MakeProblemStatus(ProblemType::kInvalidApiParams, s.message());
+  }
+  k.public_key += "\n";
+  k.private_key += "\n";
+  return StoreSshKeypair(ctx.store, ctx.identity->access_key, k);
+}
+
+// POST /auth/signup: off unless configured (Backend.AI leaves it to a hook plugin; an open
+// manager should not let anyone in by default).
+std::optional<HttpResponse> SignUp(AuthEnv& gate, RequestContext& ctx,
+                                   LateExchange const& exchange) {
+  if (!gate.allow_signup) {
+    return ProblemResponse(MakeProblemStatus(
+        ProblemType::kGenericForbidden, "Signup is disabled on this manager (auth.allow_signup)."));
+  }
+  auto p = Params::From(ctx.request);
+  if (!p.ok()) return ProblemResponse(p.status());
+  auto domain = p->String({"domain"}, true);
+  auto email = p->String({"email"}, true);
+  auto password = p->String({"password"}, true);
+  auto username = p->String({"username"});
+  auto full_name = p->String({"full_name"}).value_or("");
+  (void)p->String({"description"});
+  if (email && (email->size() > 64 || email->find('@') == std::string::npos ||
+                email->find_first_of(" \t\r\n") != std::string::npos)) {
+    p->Fail("email", "not an email address");
+  }
+  if (password && password->size() < 8) p->Fail("password", "at least 8 characters");
+  if (username && (username->empty() || username->size() > 64)) {
+    p->Fail("username", "1 to 64 characters");
+  }
+  if (auto s = p->Check(); !s.ok()) return ProblemResponse(s);
+  {
+    // Each address makes a few signups an hour: accounts are not mass-made, and whether an
+    // address is taken cannot be probed quickly.
+    std::lock_guard<std::mutex> lock(gate.mu);
+    auto d = gate.signups.Admit(gate.Address(ctx.request), "signup", gate.clock());
+    if (!d.allowed) {
+      return TooManyLogins(d.retry_after_seconds, "Too many signups from this address; retry in " +
+                                                      std::to_string(d.retry_after_seconds) +
+                                                      " seconds.");
+    }
+  }
+  return gate.OnPool(
+      exchange, ctx.response_headers,
+      [gate = &gate, domain = *domain, email = *email, password = *password,
+       username = username.value_or(*email), full_name] {
+        return Guard([&]() -> StatusOr<HttpResponse> {
+          auto hash = HashPassword(password);
+          if (!hash.ok()) return std::move(hash).status();
+          auto keys = gate->store.SignUp(domain, email, username, *hash, full_name);
+          if (!keys.ok()) return std::move(keys).status();
+          return JsonResponse({{"access_key", keys->first}, {"secret_key", keys->second}}, 201);
+        });
+      });
+}
+
 // GET /
-HttpResponse GetRoot(std::string const& manager_version) {
+StatusOr<HttpResponse> GetRoot(AuthEnv& env, RequestContext&) {
   protocol::ServerInfo info;
   info.version = protocol::kCurrentApiVersion.ToString();
-  info.manager = manager_version;
+  info.manager = env.manager_version;
   return server::HttpResponse::Json(200, protocol::EncodeServerInfo(info));
 }
 
 // GET /health: liveness and database reachability, for process supervisors and load balancers.
-HttpResponse GetHealth(RequestContext& ctx) {
+StatusOr<HttpResponse> GetHealth(AuthEnv&, RequestContext& ctx) {
   if (auto probe = ctx.store.Ping(); !probe.ok()) {
     return JsonResponse({{"status", "unhealthy"}, {"database", probe.message()}}, 503);
   }
@@ -203,7 +374,7 @@ HttpResponse GetHealth(RequestContext& ctx) {
 }
 
 // GET|POST /auth, /auth/test: a signed echo.
-StatusOr<HttpResponse> AuthTest(RequestContext& ctx) {
+StatusOr<HttpResponse> AuthTest(AuthEnv&, RequestContext& ctx) {
   auto p = Params::From(ctx.request);
   if (!p.ok()) return std::move(p).status();
   auto echo = p->String({"echo"}, true);
@@ -212,7 +383,7 @@ StatusOr<HttpResponse> AuthTest(RequestContext& ctx) {
 }
 
 // GET /auth/role
-StatusOr<HttpResponse> GetAuthRole(RequestContext& ctx) {
+StatusOr<HttpResponse> GetAuthRole(AuthEnv&, RequestContext& ctx) {
   auto p = Params::From(ctx.request);
   if (!p.ok()) return std::move(p).status();
   auto group = p->String({"group"});
@@ -237,215 +408,26 @@ StatusOr<HttpResponse> GetAuthRole(RequestContext& ctx) {
 
 void RegisterAuthRoutes(ManagerApi& api) {
   using L = AuthLevel;
-  api.Add("GET", "/", L::kAnonymous,
-          [version = api.options().manager_version](RequestContext&) { return GetRoot(version); });
-  api.Add("GET", "/health", L::kAnonymous, GetHealth);
-  for (char const* path : {"/auth", "/auth/test"}) {
-    api.Add("GET", path, L::kUser, Guarded(AuthTest));
-    api.Add("POST", path, L::kUser, Guarded(AuthTest));
-  }
-  api.Add("GET", "/auth/role", L::kUser, Guarded(GetAuthRole));
-
-  // Owned by the two routes. Work on its pool holds a plain pointer: the pool is the gate's
-  // last member, so its destructor waits for that work while the rest of the gate still lives
-  // (a shared owner there could make a worker destroy, and so join, its own pool).
-  auto gate = std::make_shared<LoginGate>(api);
-  // Password login. Throttled per client address and per account before any work; the Argon2
-  // check runs on the password pool, never on an I/O thread.
-  api.AddAsync(
-      "POST", "/auth/authorize", L::kAnonymous,
-      [gate](RequestContext& ctx,
-             std::shared_ptr<server::Exchange> const& exchange) -> std::optional<HttpResponse> {
-        auto p = Params::From(ctx.request);
-        if (!p.ok()) return ProblemResponse(p.status());
-        auto type = p->String({"type"}, true);
-        auto domain = p->String({"domain"}, true);
-        auto username = p->String({"username"}, true);
-        auto password = p->String({"password"}, true);
-        if (auto s = p->Check(); !s.ok()) return ProblemResponse(s);
-        if (*type != "keypair") {
-          return ProblemResponse(
-              MakeProblemStatus(ProblemType::kInvalidApiParams, "Unsupported authorization type"));
-        }
-        std::string account = *domain + "\n" + *username;
-        std::string address = gate->Address(ctx.request);
-        if (auto refused = gate->Admit(address, account, "login")) return refused;
-        return gate->OnPool(exchange, ctx.response_headers,
-                            [gate = gate.get(), account, domain = *domain, username = *username,
-                             password = *password, address] {
-                              bool mismatch = false;
-                              auto response = Guard([&] {
-                                return Login(gate->store, domain, username, password, mismatch);
-                              });
-                              std::lock_guard<std::mutex> lock(gate->mu);
-                              if (mismatch) {
-                                gate->throttle.Failed(address, account, gate->clock());
-                              } else if (response.status == 200) {
-                                gate->throttle.Succeeded(address, account);
-                              }
-                              return response;
-                            });
-      });
-
-  // The caller's own password: the old one checked (throttled as logins are, on the pool),
-  // the new one twice. 24.09 answers {} and clears need_password_change.
-  api.AddAsync(
-      "POST", "/auth/update-password", L::kUser,
-      [gate](RequestContext& ctx,
-             std::shared_ptr<server::Exchange> const& exchange) -> std::optional<HttpResponse> {
-        auto p = Params::From(ctx.request);
-        if (!p.ok()) return ProblemResponse(p.status());
-        auto old_password = p->String({"old_password"}, true);
-        auto new_password = p->String({"new_password"}, true);
-        auto again = p->String({"new_password2"}, true);
-        if (new_password && again && *new_password != *again) {
-          p->Fail("new_password2", "new password mismatch");
-        }
-        if (new_password && new_password->size() < 8)
-          p->Fail("new_password", "at least 8 characters");
-        if (auto s = p->Check(); !s.ok()) return ProblemResponse(s);
-        Identity const who = *ctx.identity;
-        std::string account = who.domain + "\n" + who.email;
-        std::string address = gate->Address(ctx.request);
-        if (auto refused = gate->Admit(address, account, "password")) return refused;
-        return gate->OnPool(
-            exchange, ctx.response_headers,
-            [gate = gate.get(), who, account, old_password = *old_password,
-             new_password = *new_password, address] {
-              bool mismatch = false;
-              auto response = Guard([&]() -> StatusOr<HttpResponse> {
-                auto login = gate->store.FindLogin(who.domain, who.email);
-                if (!login.ok()) return std::move(login).status();
-                if (!*login || (*login)->user_id != who.user_id ||
-                    !VerifyPassword((*login)->password_hash, old_password)) {
-                  mismatch = true;
-                  return MakeProblemStatus(ProblemType::kAuthFailed, "Old password mismatch");
-                }
-                auto changed = StorePassword(gate->store, who.user_id, new_password);
-                if (!changed.ok()) return std::move(changed).status();
-                return JsonResponse(nlohmann::json::object());
-              });
-              std::lock_guard<std::mutex> lock(gate->mu);
-              if (mismatch) gate->throttle.Failed(address, account, gate->clock());
-              return response;
-            });
-      });
-
-  api.AddAsync("POST", "/auth/update-password-no-auth", L::kAnonymous,
-               [gate](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange) {
-                 return UpdatePasswordNoAuth(*gate, ctx, exchange);
-               });
-
-  // The caller's SSH keypair (the keypair's columns): read the public half, make a new pair
-  // (answered once, with the private half), or store one of one's own.
-  api.Add("GET", "/auth/ssh-keypair", L::kUser, [](RequestContext& ctx) {
-    return Guard([&]() -> StatusOr<HttpResponse> {
-      auto rows = ctx.store.db().Query("SELECT ssh_public_key FROM keypairs WHERE access_key = ?",
-                                       {ctx.identity->access_key});
-      if (!rows.ok()) return std::move(rows).status();
-      nlohmann::json key = nullptr;
-      if (!rows->empty() && !(*rows)[0].IsNull(0)) key = (*rows)[0].Text(0);
-      return JsonResponse({{"ssh_public_key", key}});
-    });
-  });
-  auto store_ssh = [](Store& store, std::string const& access_key,
-                      SshKeypair const& k) -> StatusOr<HttpResponse> {
-    auto w = store.db().Exec(
-        "UPDATE keypairs SET ssh_public_key = ?, ssh_private_key = ? WHERE access_key = ?",
-        {k.public_key, k.private_key, access_key});
-    if (!w.ok()) return std::move(w).status();
-    return JsonResponse({{"ssh_public_key", k.public_key}, {"ssh_private_key", k.private_key}});
-  };
-  api.AddAsync(
-      "PATCH", "/auth/ssh-keypair", L::kUser,
-      [gate, store_ssh](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange) {
-        // RSA generation takes tens of milliseconds: on the pool, not an I/O thread.
-        return gate->OnPool(exchange, ctx.response_headers,
-                            [gate = gate.get(), store_ssh, access_key = ctx.identity->access_key] {
-                              return Guard([&]() -> StatusOr<HttpResponse> {
-                                auto k = GenerateSshKeypair();
-                                if (!k.ok()) return std::move(k).status();
-                                return store_ssh(gate->store, access_key, *k);
-                              });
-                            });
-      });
-  api.Add("POST", "/auth/ssh-keypair", L::kUser, [store_ssh](RequestContext& ctx) {
-    return Guard([&]() -> StatusOr<HttpResponse> {
-      auto p = Params::From(ctx.request);
-      if (!p.ok()) return std::move(p).status();
-      auto pub = p->String({"pubkey"}, true);
-      auto priv = p->String({"privkey"}, true);
-      if (auto s = p->Check(); !s.ok()) return s;
-      SshKeypair k{*pub, *priv};
-      while (!k.public_key.empty() &&
-             std::isspace(static_cast<unsigned char>(k.public_key.back()))) {
-        k.public_key.pop_back();
-      }
-      while (!k.private_key.empty() &&
-             std::isspace(static_cast<unsigned char>(k.private_key.back()))) {
-        k.private_key.pop_back();
-      }
-      if (auto s = CheckSshKeypair(k.public_key, k.private_key); !s.ok()) {
-        return MakeProblemStatus(ProblemType::kInvalidApiParams, s.message());
-      }
-      k.public_key += "\n";
-      k.private_key += "\n";
-      return store_ssh(ctx.store, ctx.identity->access_key, k);
-    });
-  });
-
-  // Off unless configured (Backend.AI leaves it to a hook plugin; an open manager should not let
-  // anyone in by default).
-  api.AddAsync(
-      "POST", "/auth/signup", L::kAnonymous,
-      [gate](RequestContext& ctx,
-             std::shared_ptr<server::Exchange> const& exchange) -> std::optional<HttpResponse> {
-        if (!gate->allow_signup) {
-          return ProblemResponse(
-              MakeProblemStatus(ProblemType::kGenericForbidden,
-                                "Signup is disabled on this manager (auth.allow_signup)."));
-        }
-        auto p = Params::From(ctx.request);
-        if (!p.ok()) return ProblemResponse(p.status());
-        auto domain = p->String({"domain"}, true);
-        auto email = p->String({"email"}, true);
-        auto password = p->String({"password"}, true);
-        auto username = p->String({"username"});
-        auto full_name = p->String({"full_name"}).value_or("");
-        (void)p->String({"description"});
-        if (email && (email->size() > 64 || email->find('@') == std::string::npos ||
-                      email->find_first_of(" \t\r\n") != std::string::npos)) {
-          p->Fail("email", "not an email address");
-        }
-        if (password && password->size() < 8) p->Fail("password", "at least 8 characters");
-        if (username && (username->empty() || username->size() > 64)) {
-          p->Fail("username", "1 to 64 characters");
-        }
-        if (auto s = p->Check(); !s.ok()) return ProblemResponse(s);
-        {
-          // Each address makes a few signups an hour: accounts are not mass-made, and whether
-          // an address is taken cannot be probed quickly.
-          std::lock_guard<std::mutex> lock(gate->mu);
-          auto d = gate->signups.Admit(gate->Address(ctx.request), "signup", gate->clock());
-          if (!d.allowed) {
-            return TooManyLogins(d.retry_after_seconds,
-                                 "Too many signups from this address; retry in " +
-                                     std::to_string(d.retry_after_seconds) + " seconds.");
-          }
-        }
-        return gate->OnPool(
-            exchange, ctx.response_headers,
-            [gate = gate.get(), domain = *domain, email = *email, password = *password,
-             username = username.value_or(*email), full_name] {
-              return Guard([&]() -> StatusOr<HttpResponse> {
-                auto hash = HashPassword(password);
-                if (!hash.ok()) return std::move(hash).status();
-                auto keys = gate->store.SignUp(domain, email, username, *hash, full_name);
-                if (!keys.ok()) return std::move(keys).status();
-                return JsonResponse({{"access_key", keys->first}, {"secret_key", keys->second}},
-                                    201);
-              });
-            });
+  // Owned by the routes. Work on its pool holds a plain pointer: the pool is the env's last
+  // member, so its destructor waits for that work while the rest of it still lives (a shared
+  // owner there could make a worker destroy, and so join, its own pool).
+  AddRoutes<AuthEnv>(
+      api, std::make_shared<AuthEnv>(api),
+      {
+          {"GET", "/", L::kAnonymous, GetRoot},
+          {"GET", "/health", L::kAnonymous, GetHealth},
+          {"GET", "/auth", L::kUser, AuthTest},
+          {"POST", "/auth", L::kUser, AuthTest},
+          {"GET", "/auth/test", L::kUser, AuthTest},
+          {"POST", "/auth/test", L::kUser, AuthTest},
+          {"GET", "/auth/role", L::kUser, GetAuthRole},
+          {"POST", "/auth/authorize", L::kAnonymous, Authorize},
+          {"POST", "/auth/update-password", L::kUser, UpdatePassword},
+          {"POST", "/auth/update-password-no-auth", L::kAnonymous, UpdatePasswordNoAuth},
+          {"GET", "/auth/ssh-keypair", L::kUser, GetSshKeypair},
+          {"PATCH", "/auth/ssh-keypair", L::kUser, RenewSshKeypair},
+          {"POST", "/auth/ssh-keypair", L::kUser, PutSshKeypair},
+          {"POST", "/auth/signup", L::kAnonymous, SignUp},
       });
 }
 

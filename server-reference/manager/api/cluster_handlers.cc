@@ -146,8 +146,8 @@ StatusOr<HttpResponse> GetManagerStatus(RequestContext& ctx, std::string const& 
     auto& db = ctx.store.db();
     out.has_cluster = true;
     out.database = db.Backend();
-    auto schema = db.Query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations");
-    if (schema.ok() && !schema->empty()) out.schema_version = (*schema)[0].Int(0);
+    auto schema = ctx.store.SchemaVersion();
+    if (schema.ok()) out.schema_version = *schema;
     auto counts = ReadClusterCounts(db);
     if (!counts.ok()) return std::move(counts).status();
     out.sessions = std::move(counts->sessions);
@@ -215,9 +215,9 @@ StatusOr<HttpResponse> PostSchedulerOperation(RequestContext& ctx) {
   if (auto s = p->Check(); !s.ok()) return s;
   ResourceGroupStore groups(ctx.store.db());
   for (auto const& id : ids) {
-    auto known = ctx.store.db().Query("SELECT 1 FROM agents WHERE id = ?", {id});
+    auto known = ctx.store.AgentKnown(id);
     if (!known.ok()) return known.status();
-    if (known->empty()) {
+    if (!*known) {
       return MakeProblemStatus(ProblemType::kObjectNotFound, "No such agent: " + id + ".");
     }
   }

@@ -71,14 +71,12 @@ StatusOr<Target> Resolve(RequestContext& ctx, Params& p, DotfileScope scope, boo
   auto domain = p.String({"domain"});
   if (auto s = p.Check(); !s.ok()) return s;
   // By id anywhere a superadmin looks; by name within the given (or the caller's) domain.
-  auto rows = ctx.store.db().Query(
-      "SELECT id, domain_name FROM groups WHERE id = ? OR (name = ? AND domain_name = ?)",
-      {*group, *group, domain.value_or(who.domain)});
-  if (!rows.ok()) return std::move(rows).status();
-  if (rows->empty() || (!who.IsSuperadmin() && (*rows)[0].Text(1) != who.domain)) {
+  auto found = ctx.store.FindGroupAnywhere(*group, domain.value_or(who.domain));
+  if (!found.ok()) return std::move(found).status();
+  if (!*found || (!who.IsSuperadmin() && (*found)->second != who.domain)) {
     return MakeProblemStatus(ProblemType::kObjectNotFound, "No such user group (or project).");
   }
-  std::string id = (*rows)[0].Text(0);
+  std::string id = (*found)->first;
   if (write && !who.IsAdmin()) {
     return MakeProblemStatus(ProblemType::kGenericForbidden,
                              "Only admins change a project's dotfiles.");

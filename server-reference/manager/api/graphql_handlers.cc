@@ -22,6 +22,7 @@
 #include "server-reference/manager/scheduler/scheduler.h"
 #include "server-reference/manager/state/agent_store.h"
 #include "server-reference/manager/state/columns.h"
+#include "server-reference/manager/state/images.h"
 #include "server-reference/manager/state/resource_groups.h"
 #include "server-reference/manager/vfolders/storage_links.h"
 #include "server-reference/manager/vfolders/store.h"
@@ -502,12 +503,11 @@ class Resolver {
       }
     }
     // A superadmin's aliases (alias_image) join the agents' own.
-    auto defined = store_.db().Query("SELECT alias, target, architecture FROM image_aliases");
+    auto defined = ImageStore(store_.db()).Aliases();
     if (!defined.ok()) return defined.status();
-    for (auto const& r : *defined) {
-      std::string target = r.Text(1);
-      auto it = images.find(ImageOf(target, {}, r.Text(2)).id);
-      if (it != images.end()) it->second.aliases.push_back(r.Text(0));
+    for (auto const& a : *defined) {
+      auto it = images.find(ImageOf(a.target, {}, a.architecture).id);
+      if (it != images.end()) it->second.aliases.push_back(a.alias);
     }
     if (f.name == "images") {
       json out = json::array();

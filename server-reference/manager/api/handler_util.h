@@ -12,8 +12,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <initializer_list>
+#include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <utility>
+#include <variant>
 
 namespace bai::manager {
 
@@ -34,6 +39,52 @@ server::HttpResponse Guard(F&& body) {
 /// responses).
 inline SyncHandler Guarded(StatusOr<server::HttpResponse> (*handler)(RequestContext&)) {
   return [handler](RequestContext& ctx) { return Guard([&] { return handler(ctx); }); };
+}
+
+/// The exchange an asynchronous handler may answer later (RespondLate).
+using LateExchange = std::shared_ptr<server::Exchange>;
+
+/// A handler as a named function over `Env`, what its area's handlers share (stores, the agent
+/// registry, a login gate). A synchronous one answers now; an error status becomes its problem
+/// response.
+template <class Env>
+using SyncOf = StatusOr<server::HttpResponse> (*)(Env&, RequestContext&);
+/// An asynchronous one answers now, or returns nullopt after arranging to answer the exchange
+/// later (from an agent's reply, a pool, a WebSocket upgrade).
+template <class Env>
+using AsyncOf = std::optional<server::HttpResponse> (*)(Env&, RequestContext&, LateExchange const&);
+
+/// One row of an area's route table.
+template <class Env>
+struct Route {
+  char const* method;
+  char const* pattern;
+  AuthLevel level;
+  std::variant<SyncOf<Env>, AsyncOf<Env>> handler;
+  /// A synchronous handler whose work may take long: run on the slow-work pool
+  /// (ManagerApi::AddPooled).
+  bool pooled = false;
+};
+
+/// Adds an area's route table; the routes share `env` and keep it alive.
+template <class Env>
+void AddRoutes(ManagerApi& api, std::shared_ptr<Env> const& env,
+               std::initializer_list<Route<Env>> routes) {
+  for (auto const& r : routes) {
+    if (auto const* sync = std::get_if<SyncOf<Env>>(&r.handler)) {
+      SyncHandler h = [env, f = *sync](RequestContext& ctx) {
+        return Guard([&] { return f(*env, ctx); });
+      };
+      r.pooled ? api.AddPooled(r.method, r.pattern, r.level, std::move(h))
+               : api.Add(r.method, r.pattern, r.level, std::move(h));
+    } else {
+      api.AddAsync(r.method, r.pattern, r.level,
+                   [env, f = std::get<AsyncOf<Env>>(r.handler)](RequestContext& ctx,
+                                                                LateExchange const& exchange) {
+                     return f(*env, ctx, exchange);
+                   });
+    }
+  }
 }
 
 /// The rank of a role for acting on others: superadmin 3, admin (by role or keypair flag) 2,

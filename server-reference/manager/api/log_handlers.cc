@@ -223,89 +223,103 @@ HttpResponse LogsResponse(std::string const& text, bool plain) {
   return HttpResponse::Json(200, body.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
-std::optional<HttpResponse> GetLogs(SessionStore& sessions, AgentRegistry& agents,
-                                    RequestContext& ctx,
-                                    std::shared_ptr<server::Exchange> const& exchange,
-                                    bool plain = false) {
-  auto p = Params::From(ctx.request);
-  if (!p.ok()) return server::ProblemResponse(p.status());
-  bool follow = p->Bool({"follow"}).value_or(false);
-  bool streams = p->Bool({"streams"}).value_or(false);
-  std::int64_t from = p->Int({"offset"}, 0, std::int64_t{1} << 50).value_or(0);
-  if (auto st = p->Check(); !st.ok()) return server::ProblemResponse(st);
-  auto s = ResolveSession(sessions, ctx, true);
-  if (!s.ok()) return server::ProblemResponse(s.status());
-  bool over = Ended(s->status);
-  bool reachable = s->agent_id && agents.Connected().count(*s->agent_id);
-  auto headers = ctx.response_headers;
+// What the log routes share.
+struct LogEnv {
+  SessionStore& sessions;
+  AgentRegistry& agents;
+};
 
-  if (!follow) {
-    auto stored = sessions.MainKernelLogs(s->id);
-    if (!stored.ok()) return server::ProblemResponse(stored.status());
-    // The agent's whole log (its head and tail, a notice between); the tail the manager stored
-    // when the agent cannot be read.
-    auto fallback = [streams, plain, started = s->agent_id.has_value(),
-                     text = *stored](char const* why = "the session's agent is out of reach") {
-      if (!streams) return LogsResponse(text, plain);
-      protocol::SessionOutput o;
-      if (started) {
-        o.chunks.push_back({"notice", std::string("[bai: ") + why +
-                                          ": this is the end of its output as the manager "
-                                          "stored it, streams merged]\n"});
-        o.truncated = true;
-      }
-      if (!text.empty()) o.chunks.push_back({"stdout", text});
-      o.next_offset = static_cast<std::int64_t>(text.size());
-      return HttpResponse::Json(200, protocol::EncodeSessionOutput(o));
-    };
-    if (!reachable) return fallback();
-    auto out = std::make_shared<protocol::SessionOutput>();
-    ReadPages(
-        agents, *s->agent_id, s->id, 0,
-        [out](ap::LogsReply const& r) {
-          for (auto const& c : r.chunks) {
-            if (!out->chunks.empty() && out->chunks.back().first == c.stream &&
-                c.stream != "notice") {
-              out->chunks.back().second += c.data;
-            } else {
-              out->chunks.emplace_back(c.stream, c.data);
-            }
-          }
-          out->next_offset = r.offset + DataBytes(r.chunks);
-          out->truncated = out->truncated || r.truncated;
-          return true;
-        },
-        [exchange, headers, out, streams, plain, fallback, over](Status st) {
-          // The agent answered that it keeps no log of the session: a running kernel that has
-          // printed nothing yet (its log file is made by its first output), or an ended one
-          // whose log the agent dropped. Neither is an agent out of reach.
-          if (st.code() == StatusCode::kNotFound && over) {
-            return RespondLate(*exchange, headers,
-                               fallback("the agent no longer keeps this session's log"));
-          }
-          if (!st.ok() && st.code() != StatusCode::kNotFound) {
-            return RespondLate(*exchange, headers, fallback());
-          }
-          if (streams) {
-            return RespondLate(*exchange, headers,
-                               HttpResponse::Json(200, protocol::EncodeSessionOutput(*out)));
-          }
-          std::string text;
-          for (auto const& [stream, data] : out->chunks) text += data;
-          RespondLate(*exchange, headers, LogsResponse(text, plain));
-        });
-    return std::nullopt;
+// What GET …/logs asks: follow (an event stream), the streams apart, from which byte on.
+struct LogRequest {
+  bool follow = false;
+  bool streams = false;
+  std::int64_t from = 0;
+  bool plain = false;  ///< the text itself (24.09's task logs)
+};
+
+// The stored tail of a session's log, when its agent cannot be read (or no longer keeps it):
+// as text, or with `streams` as one stdout chunk after a notice saying so.
+HttpResponse StoredLogs(std::string const& text, LogRequest const& q, bool started,
+                        char const* why = "the session's agent is out of reach") {
+  if (!q.streams) return LogsResponse(text, q.plain);
+  protocol::SessionOutput o;
+  if (started) {
+    o.chunks.push_back({"notice", std::string("[bai: ") + why +
+                                      ": this is the end of its output as the manager stored "
+                                      "it, streams merged]\n"});
+    o.truncated = true;
   }
+  if (!text.empty()) o.chunks.push_back({"stdout", text});
+  o.next_offset = static_cast<std::int64_t>(text.size());
+  return HttpResponse::Json(200, protocol::EncodeSessionOutput(o));
+}
 
-  if (!s->agent_id) {
+// Adds one page of the agent's log to `out` (neighbouring chunks of one stream merged).
+void AddPage(protocol::SessionOutput& out, ap::LogsReply const& r) {
+  for (auto const& c : r.chunks) {
+    if (!out.chunks.empty() && out.chunks.back().first == c.stream && c.stream != "notice") {
+      out.chunks.back().second += c.data;
+    } else {
+      out.chunks.emplace_back(c.stream, c.data);
+    }
+  }
+  out.next_offset = r.offset + DataBytes(r.chunks);
+  out.truncated = out.truncated || r.truncated;
+}
+
+// The agent's whole log of the session (its head and tail, a notice between); the tail the
+// manager stored when the agent cannot be read.
+std::optional<HttpResponse> WholeLogs(LogEnv& env, RequestContext& ctx,
+                                      LateExchange const& exchange, SessionRecord const& s,
+                                      LogRequest const& q, bool reachable) {
+  auto stored = env.sessions.MainKernelLogs(s.id);
+  if (!stored.ok()) return server::ProblemResponse(stored.status());
+  bool started = s.agent_id.has_value();
+  if (!reachable) return StoredLogs(*stored, q, started);
+  auto out = std::make_shared<protocol::SessionOutput>();
+  ReadPages(
+      env.agents, *s.agent_id, s.id, 0,
+      [out](ap::LogsReply const& r) {
+        AddPage(*out, r);
+        return true;
+      },
+      [exchange, headers = ctx.response_headers, out, q, text = *stored, started,
+       over = Ended(s.status)](Status st) {
+        // The agent answered that it keeps no log of the session: a running kernel that has
+        // printed nothing yet (its log file is made by its first output), or an ended one whose
+        // log the agent dropped. Neither is an agent out of reach.
+        if (st.code() == StatusCode::kNotFound && over) {
+          return RespondLate(
+              *exchange, headers,
+              StoredLogs(text, q, started, "the agent no longer keeps this session's log"));
+        }
+        if (!st.ok() && st.code() != StatusCode::kNotFound) {
+          return RespondLate(*exchange, headers, StoredLogs(text, q, started));
+        }
+        if (q.streams) {
+          return RespondLate(*exchange, headers,
+                             HttpResponse::Json(200, protocol::EncodeSessionOutput(*out)));
+        }
+        std::string all;
+        for (auto const& [stream, data] : out->chunks) all += data;
+        RespondLate(*exchange, headers, LogsResponse(all, q.plain));
+      });
+  return std::nullopt;
+}
+
+// The log as an event stream: the backlog, then what the kernel prints, until it ends.
+std::optional<HttpResponse> FollowLogs(LogEnv& env, RequestContext& ctx,
+                                       LateExchange const& exchange, SessionRecord const& s,
+                                       LogRequest const& q, bool reachable) {
+  if (!s.agent_id) {
     return server::ProblemResponse(MakeProblemStatus(
         ProblemType::kInvalidApiParams,
         "The session has not started yet; wait for it to run (bai session wait --for running)."));
   }
   auto f =
-      std::make_shared<Follower>(exchange, sessions, agents, s->agent_id.value_or(""), s->id, from);
-  f->token = agents.output().Subscribe(
-      s->id, [f](std::int64_t offset, std::vector<ap::OutputChunk> const& chunks, bool end) {
+      std::make_shared<Follower>(exchange, env.sessions, env.agents, *s.agent_id, s.id, q.from);
+  f->token = env.agents.output().Subscribe(
+      s.id, [f](std::int64_t offset, std::vector<ap::OutputChunk> const& chunks, bool end) {
         f->OnLive(offset, chunks, end);
       });
   exchange->OnClose([f] {
@@ -313,14 +327,14 @@ std::optional<HttpResponse> GetLogs(SessionStore& sessions, AgentRegistry& agent
     f->finished = true;
     f->agents.output().Unsubscribe(f->session_id, f->token);
   });
-  exchange->StartEventStream(headers);
+  exchange->StartEventStream(ctx.response_headers);
   if (!reachable) {
     // The agent is elsewhere (or gone): what the manager stored, then the end if there is one;
     // else the stream just closes (no `end`), and the client falls back to waiting.
-    auto stored = sessions.MainKernelLogs(s->id);
+    auto stored = env.sessions.MainKernelLogs(s.id);
     std::lock_guard<std::mutex> lock(f->mu);
-    if (stored.ok() && from == 0) f->Send(0, {{"stdout", *stored}});
-    if (over) {
+    if (stored.ok() && q.from == 0) f->Send(0, {{"stdout", *stored}});
+    if (Ended(s.status)) {
       f->Finish();
     } else {
       f->Stop();
@@ -331,34 +345,57 @@ std::optional<HttpResponse> GetLogs(SessionStore& sessions, AgentRegistry& agent
   return std::nullopt;
 }
 
+std::optional<HttpResponse> GetLogs(LogEnv& env, RequestContext& ctx, LateExchange const& exchange,
+                                    bool plain) {
+  auto p = Params::From(ctx.request);
+  if (!p.ok()) return server::ProblemResponse(p.status());
+  LogRequest q;
+  q.plain = plain;
+  q.follow = p->Bool({"follow"}).value_or(false);
+  q.streams = p->Bool({"streams"}).value_or(false);
+  q.from = p->Int({"offset"}, 0, std::int64_t{1} << 50).value_or(0);
+  if (auto st = p->Check(); !st.ok()) return server::ProblemResponse(st);
+  auto s = ResolveSession(env.sessions, ctx, true);
+  if (!s.ok()) return server::ProblemResponse(s.status());
+  bool reachable = s->agent_id && env.agents.Connected().count(*s->agent_id);
+  return q.follow ? FollowLogs(env, ctx, exchange, *s, q, reachable)
+                  : WholeLogs(env, ctx, exchange, *s, q, reachable);
+}
+
+// GET /session/{id}/logs: whole or followed.
+std::optional<HttpResponse> SessionLogs(LogEnv& env, RequestContext& ctx,
+                                        LateExchange const& exchange) {
+  return GetLogs(env, ctx, exchange, /*plain=*/false);
+}
+
+// GET /session/_/logs: 24.09's task logs (the 22.03 client's `task-logs`), a session's whole
+// output as text, by its id, name or its main kernel's id.
+std::optional<HttpResponse> TaskLogs(LogEnv& env, RequestContext& ctx,
+                                     LateExchange const& exchange) {
+  auto p = Params::From(ctx.request);
+  if (!p.ok()) return server::ProblemResponse(p.status());
+  auto task = p->String({"taskId", "task_id", "session_name", "sessionName"}, true);
+  if (auto st = p->Check(); !st.ok()) return server::ProblemResponse(st);
+  server::PathParams params = ctx.params;
+  params["id"] = *task;
+  auto session = env.sessions.SessionOfKernel(*task);
+  if (session.ok() && *session) params["id"] = **session;
+  server::HttpRequest request = ctx.request;
+  request.query.clear();  // taskId is not one of the logs' own parameters
+  RequestContext by_id{request, params, ctx.identity, ctx.store, ctx.response_headers};
+  return GetLogs(env, by_id, exchange, /*plain=*/true);
+}
+
 }  // namespace
 
 void RegisterLogRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry& agents) {
-  // 24.09's task logs (the 22.03 client's `task-logs`): a session's whole output as text, by
-  // its id, name or its main kernel's id.
-  api.AddAsync(
-      "GET", "/session/_/logs", AuthLevel::kUser,
-      [&sessions, &agents](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange)
-          -> std::optional<HttpResponse> {
-        auto p = Params::From(ctx.request);
-        if (!p.ok()) return server::ProblemResponse(p.status());
-        auto task = p->String({"taskId", "task_id", "session_name", "sessionName"}, true);
-        if (auto st = p->Check(); !st.ok()) return server::ProblemResponse(st);
-        server::PathParams params = ctx.params;
-        params["id"] = *task;
-        auto kernel = ctx.store.db().Query("SELECT session_id FROM kernels WHERE id = ?", {*task});
-        if (kernel.ok() && !kernel->empty()) params["id"] = (*kernel)[0].Text(0);
-        server::HttpRequest request = ctx.request;
-        request.query.clear();  // taskId is not one of the logs' own parameters
-        RequestContext by_id{request, params, ctx.identity, ctx.store, ctx.response_headers};
-        return GetLogs(sessions, agents, by_id, exchange, /*plain=*/true);
-      });
-  // After /session/_/logs, which it would match too (the first route that matches wins).
-  api.AddAsync(
-      "GET", "/session/{id}/logs", AuthLevel::kUser,
-      [&sessions, &agents](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange) {
-        return GetLogs(sessions, agents, ctx, exchange);
-      });
+  // /session/_/logs before /session/{id}/logs, which would match it too (the first route that
+  // matches wins).
+  AddRoutes<LogEnv>(api, std::make_shared<LogEnv>(LogEnv{sessions, agents}),
+                    {
+                        {"GET", "/session/_/logs", AuthLevel::kUser, TaskLogs},
+                        {"GET", "/session/{id}/logs", AuthLevel::kUser, SessionLogs},
+                    });
 }
 
 }  // namespace bai::manager

@@ -16,6 +16,7 @@
 #include "server-reference/manager/scheduler/devices.h"
 #include "server-reference/manager/scheduler/scheduling.h"
 #include "server-reference/manager/state/bootstrap.h"
+#include "server-reference/manager/state/images.h"
 #include "server-reference/manager/state/sessions.h"
 #include "server-reference/manager/vfolders/mounts.h"
 #include "server-reference/manager/vfolders/storage_links.h"
@@ -233,119 +234,125 @@ bool Visible(EventRecord const& e, Identity const& who) {
   return e.access_key == who.access_key;
 }
 
+// What the kernel routes share.
+struct KernelEnv {
+  SessionStore& sessions;
+  AgentRegistry& agents;
+};
+
+// The agent's answer to an execute step, as the client's response.
+HttpResponse Executed(StatusOr<std::string> const& result) {
+  if (!result.ok()) return ProblemResponse(result.status());
+  auto decoded = protocol::DecodeExecuteResult(*result);
+  if (!decoded.ok()) {
+    return ProblemResponse(MakeProblemStatus(
+        ProblemType::kInternalServerError,
+        "The agent answered with a malformed result: " + decoded.status().message()));
+  }
+  return HttpResponse::Json(200, "{\"result\":" + protocol::EncodeExecuteResult(*decoded) + "}");
+}
+
+// POST /session/{id}: one step of code execution, relayed to the session's agent.
+std::optional<HttpResponse> Execute(KernelEnv& env, RequestContext& ctx,
+                                    LateExchange const& exchange) {
+  // The execute body is read as JSON whatever the method rules say (PROTOCOL.md §4.1).
+  auto step = protocol::DecodeExecuteStep(ctx.request.body.empty() ? std::string_view("{}")
+                                                                   : ctx.request.body);
+  if (!step.ok()) return ProblemResponse(step.status());
+  auto s = ResolveRunning(env.sessions, ctx);
+  if (!s.ok()) return ProblemResponse(s.status());
+  if (step->run_id.empty()) {
+    // 32 hex characters, as 24.09 generates.
+    std::string uuid = GenerateUuid();
+    uuid.erase(std::remove(uuid.begin(), uuid.end(), '-'), uuid.end());
+    step->run_id = uuid;
+  }
+  (void)env.sessions.CountQuery(s->id);
+  server::agent_protocol::Execute message;
+  static_cast<protocol::ExecuteStep&>(message) = *std::move(step);
+  message.session_id = s->id;
+  env.agents.Request(*s->agent_id, std::move(message), std::chrono::seconds(30),
+                     [exchange, headers = ctx.response_headers](StatusOr<std::string> result) {
+                       RespondLate(*exchange, headers, Executed(result));
+                     });
+  return std::nullopt;
+}
+
+// PATCH /session/{id}: restart. RUNNING → RESTARTING while the agent replaces the kernel with a
+// fresh one of the same spec, then RUNNING again; 204 once it runs (Backend.AI answers after
+// the restart too).
+std::optional<HttpResponse> Restart(KernelEnv& env, RequestContext& ctx,
+                                    LateExchange const& exchange) {
+  auto s = ResolveRunning(env.sessions, ctx, /*destructive=*/true);
+  if (!s.ok()) return ProblemResponse(s.status());
+  auto moved = env.sessions.Transition(s->id, SessionStatus::kRunning, SessionStatus::kRestarting,
+                                       TransitionDetails{});
+  if (!moved.ok()) return ProblemResponse(moved.status());
+  if (!*moved) {
+    return ProblemResponse(
+        MakeProblemStatus(ProblemType::kInvalidApiParams, "The session changed status meanwhile."));
+  }
+  std::string id = s->id;
+  env.agents.Request(
+      *s->agent_id, server::agent_protocol::RestartKernel{"", id}, std::chrono::seconds(60),
+      [&sessions = env.sessions, exchange, headers = ctx.response_headers,
+       id](StatusOr<std::string> result) {
+        auto reply = result.ok() ? server::agent_protocol::DecodeRestartReply(*result)
+                                 : StatusOr<server::agent_protocol::RestartReply>(result.status());
+        // Back to RUNNING either way: a kernel that did not come back is reported TERMINATED by
+        // its agent, which ends the session.
+        (void)sessions.Transition(id, SessionStatus::kRestarting, SessionStatus::kRunning,
+                                  TransitionDetails{});
+        if (reply.ok() && reply->ok) {
+          return RespondLate(*exchange, headers, HttpResponse::NoContent());
+        }
+        RespondLate(*exchange, headers,
+                    ProblemResponse(MakeProblemStatus(
+                        ProblemType::kKernelRestartFailed,
+                        "Restarting the kernel failed: " + AgentFailure(result, reply, "failed"))));
+      });
+  return std::nullopt;
+}
+
+// POST /session/{id}/interrupt: SIGINT to the running snippet, through the agent and the kernel
+// runner.
+std::optional<HttpResponse> Interrupt(KernelEnv& env, RequestContext& ctx,
+                                      LateExchange const& exchange) {
+  auto p = Params::From(ctx.request, ParamSource::kBoth);
+  if (!p.ok()) return ProblemResponse(p.status());
+  // bai's addition: `run_id` interrupts that run only (a command exec'd into a batch session,
+  // not the session's job); without it, whatever runs.
+  auto run_id = p->String({"run_id", "runId"});
+  if (auto st = p->Check(); !st.ok()) return ProblemResponse(st);
+  auto s = ResolveRunning(env.sessions, ctx);
+  if (!s.ok()) return ProblemResponse(s.status());
+  server::agent_protocol::Execute message;
+  message.session_id = s->id;
+  message.mode = "interrupt";
+  message.run_id = run_id.value_or("");
+  env.agents.Request(
+      *s->agent_id, std::move(message), std::chrono::seconds(10),
+      [exchange, headers = ctx.response_headers](StatusOr<std::string> result) {
+        RespondLate(*exchange, headers,
+                    result.ok() ? HttpResponse::NoContent() : ProblemResponse(result.status()));
+      });
+  return std::nullopt;
+}
+
 }  // namespace
 
 void RegisterExecuteRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry& agents) {
-  api.AddAsync(
-      "POST", "/session/{id}", AuthLevel::kUser,
-      [&sessions, &agents](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange)
-          -> std::optional<HttpResponse> {
-        // The execute body is read as JSON whatever the method rules say (PROTOCOL.md §4.1).
-        auto step = protocol::DecodeExecuteStep(ctx.request.body.empty() ? std::string_view("{}")
-                                                                         : ctx.request.body);
-        if (!step.ok()) return ProblemResponse(step.status());
-        auto s = ResolveRunning(sessions, ctx);
-        if (!s.ok()) return ProblemResponse(s.status());
-        if (step->run_id.empty()) {
-          // 32 hex characters, as 24.09 generates.
-          std::string uuid = GenerateUuid();
-          uuid.erase(std::remove(uuid.begin(), uuid.end(), '-'), uuid.end());
-          step->run_id = uuid;
-        }
-        (void)sessions.CountQuery(s->id);
-        server::agent_protocol::Execute message;
-        static_cast<protocol::ExecuteStep&>(message) = *std::move(step);
-        message.session_id = s->id;
-        auto headers = ctx.response_headers;
-        agents.Request(
-            *s->agent_id, std::move(message), std::chrono::seconds(30),
-            [exchange, headers](StatusOr<std::string> result) {
-              HttpResponse r;
-              if (!result.ok()) {
-                r = ProblemResponse(result.status());
-              } else if (auto decoded = protocol::DecodeExecuteResult(*result); !decoded.ok()) {
-                r = ProblemResponse(MakeProblemStatus(
-                    ProblemType::kInternalServerError,
-                    "The agent answered with a malformed result: " + decoded.status().message()));
-              } else {
-                r = HttpResponse::Json(
-                    200, "{\"result\":" + protocol::EncodeExecuteResult(*decoded) + "}");
-              }
-              RespondLate(*exchange, headers, std::move(r));
-            });
-        return std::nullopt;
-      });
+  AddRoutes<KernelEnv>(api, std::make_shared<KernelEnv>(KernelEnv{sessions, agents}),
+                       {{"POST", "/session/{id}", AuthLevel::kUser, Execute}});
   RegisterKernelControlRoutes(api, sessions, agents);
 }
 
 void RegisterKernelControlRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry& agents) {
-  // Restart: RUNNING → RESTARTING while the agent replaces the kernel with a fresh one of the
-  // same spec, then RUNNING again; 204 once it runs (Backend.AI answers after the restart too).
-  api.AddAsync(
-      "PATCH", "/session/{id}", AuthLevel::kUser,
-      [&sessions, &agents](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange)
-          -> std::optional<HttpResponse> {
-        auto s = ResolveRunning(sessions, ctx, /*destructive=*/true);
-        if (!s.ok()) return ProblemResponse(s.status());
-        auto moved = sessions.Transition(s->id, SessionStatus::kRunning, SessionStatus::kRestarting,
-                                         TransitionDetails{});
-        if (!moved.ok()) return ProblemResponse(moved.status());
-        if (!*moved) {
-          return ProblemResponse(MakeProblemStatus(ProblemType::kInvalidApiParams,
-                                                   "The session changed status meanwhile."));
-        }
-        auto headers = ctx.response_headers;
-        std::string id = s->id;
-        agents.Request(
-            *s->agent_id, server::agent_protocol::RestartKernel{"", id}, std::chrono::seconds(60),
-            [&sessions, exchange, headers, id](StatusOr<std::string> result) {
-              auto reply = result.ok()
-                               ? server::agent_protocol::DecodeRestartReply(*result)
-                               : StatusOr<server::agent_protocol::RestartReply>(result.status());
-              bool ok = reply.ok() && reply->ok;
-              // Back to RUNNING either way: a kernel that did not come back is reported
-              // TERMINATED by its agent, which ends the session.
-              (void)sessions.Transition(id, SessionStatus::kRestarting, SessionStatus::kRunning,
-                                        TransitionDetails{});
-              HttpResponse r;
-              if (ok) {
-                r = HttpResponse::NoContent();
-              } else {
-                std::string why = AgentFailure(result, reply, "failed");
-                r = ProblemResponse(MakeProblemStatus(ProblemType::kKernelRestartFailed,
-                                                      "Restarting the kernel failed: " + why));
-              }
-              RespondLate(*exchange, headers, std::move(r));
-            });
-        return std::nullopt;
-      });
-
-  // Interrupt: SIGINT to the running snippet, through the agent and the kernel runner.
-  api.AddAsync(
-      "POST", "/session/{id}/interrupt", AuthLevel::kUser,
-      [&sessions, &agents](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange)
-          -> std::optional<HttpResponse> {
-        auto p = Params::From(ctx.request, ParamSource::kBoth);
-        if (!p.ok()) return ProblemResponse(p.status());
-        // bai's addition: `run_id` interrupts that run only (a command exec'd into a batch
-        // session, not the session's job); without it, whatever runs.
-        auto run_id = p->String({"run_id", "runId"});
-        if (auto st = p->Check(); !st.ok()) return ProblemResponse(st);
-        auto s = ResolveRunning(sessions, ctx);
-        if (!s.ok()) return ProblemResponse(s.status());
-        server::agent_protocol::Execute message;
-        message.session_id = s->id;
-        message.mode = "interrupt";
-        message.run_id = run_id.value_or("");
-        auto headers = ctx.response_headers;
-        agents.Request(*s->agent_id, std::move(message), std::chrono::seconds(10),
-                       [exchange, headers](StatusOr<std::string> result) {
-                         HttpResponse r = result.ok() ? HttpResponse::NoContent()
-                                                      : ProblemResponse(result.status());
-                         RespondLate(*exchange, headers, std::move(r));
+  AddRoutes<KernelEnv>(api, std::make_shared<KernelEnv>(KernelEnv{sessions, agents}),
+                       {
+                           {"PATCH", "/session/{id}", AuthLevel::kUser, Restart},
+                           {"POST", "/session/{id}/interrupt", AuthLevel::kUser, Interrupt},
                        });
-        return std::nullopt;
-      });
 }
 
 namespace {
@@ -442,7 +449,8 @@ struct SessionRoutes {
     auto& s = in.session;
     bool reuse = in.request.reuse_if_exists;
     // A superadmin's alias stands for its image (before --reuse compares images).
-    auto target = ResolveImageAlias(ctx.store.db(), s.image);
+    ImageStore images(ctx.store.db());
+    auto target = images.Resolve(s.image);
     if (!target.ok()) return ProblemResponse(target.status());
     s.image = *target;
     auto existing = sessions.ActiveByName(s.access_key, s.name);
@@ -458,7 +466,7 @@ struct SessionRoutes {
       }
       return CreatedResponse(old, std::string(protocol::ToString(old.status)), false);
     }
-    if (auto st = CheckImageKnown(ctx.store.db(), s.image); !st.ok()) return ProblemResponse(st);
+    if (auto st = images.CheckKnown(s.image); !st.ok()) return ProblemResponse(st);
     if (auto st = ResolveMounts(ctx, links, in); !st.ok()) return ProblemResponse(st);
     // Fail fast: what can never start is refused now, not queued in silence.
     // Also with enqueueOnly: a slot no agent of the group offers (cuda.shares on a cluster
@@ -684,36 +692,33 @@ void RegisterSessionRoutes(ManagerApi& api, SessionStore& sessions, EventHub& hu
                            std::function<void(std::string const&)> schedule,
                            vfolders::StorageLinks const& links) {
   using L = AuthLevel;
-  auto r =
-      std::make_shared<SessionRoutes>(SessionRoutes{sessions, hub, std::move(schedule), links});
-  auto create = [r](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange) {
-    return r->Create(ctx, exchange);
-  };
-  api.AddAsync("POST", "/session", L::kUser, create);
-  api.AddAsync("POST", "/session/_/create", L::kUser, create);
-  api.AddAsync("POST", "/session/_/check", L::kUser,
-               [r](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange) {
-                 return r->Create(ctx, exchange, /*check_only=*/true);
-               });
-  api.AddAsync("POST", "/session/_/create-from-template", L::kUser,
-               [r](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange) {
-                 return r->CreateFromTemplate(ctx, exchange);
-               });
-  // A SessionRoutes member as a sync handler (errors become problem responses).
-  auto guarded = [r](StatusOr<HttpResponse> (SessionRoutes::*handler)(RequestContext&)) {
-    return
-        [r, handler](RequestContext& ctx) { return Guard([&] { return ((*r).*handler)(ctx); }); };
-  };
-  api.Add("GET", "/session/_/match", L::kUser, guarded(&SessionRoutes::GetMatch));
-  api.Add("GET", "/session/{id}", L::kUser, guarded(&SessionRoutes::Get));
-  api.Add("DELETE", "/session/{id}", L::kUser, guarded(&SessionRoutes::Delete));
-  api.Add("GET", "/session/{id}/status-history", L::kUser,
-          guarded(&SessionRoutes::GetStatusHistory));
-  api.Add("POST", "/session/{id}/rename", L::kUser, guarded(&SessionRoutes::PostRename));
-  api.AddAsync("GET", "/events/session", L::kUser,
-               [r](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange) {
-                 return r->Events(ctx, exchange);
-               });
+  using R = SessionRoutes;
+  using X = LateExchange;
+  AddRoutes<R>(
+      api, std::make_shared<R>(R{sessions, hub, std::move(schedule), links}),
+      {
+          {"POST", "/session", L::kUser,
+           +[](R& r, RequestContext& c, X const& x) { return r.Create(c, x); }},
+          {"POST", "/session/_/create", L::kUser,
+           +[](R& r, RequestContext& c, X const& x) { return r.Create(c, x); }},
+          {"POST", "/session/_/check", L::kUser,
+           +[](R& r, RequestContext& c, X const& x) {
+             return r.Create(c, x, /*check_only=*/true);
+           }},
+          {"POST", "/session/_/create-from-template", L::kUser,
+           +[](R& r, RequestContext& c, X const& x) { return r.CreateFromTemplate(c, x); }},
+          {"GET", "/session/_/match", L::kUser,
+           +[](R& r, RequestContext& c) { return r.GetMatch(c); }},
+          {"GET", "/session/{id}", L::kUser, +[](R& r, RequestContext& c) { return r.Get(c); }},
+          {"DELETE", "/session/{id}", L::kUser,
+           +[](R& r, RequestContext& c) { return r.Delete(c); }},
+          {"GET", "/session/{id}/status-history", L::kUser,
+           +[](R& r, RequestContext& c) { return r.GetStatusHistory(c); }},
+          {"POST", "/session/{id}/rename", L::kUser,
+           +[](R& r, RequestContext& c) { return r.PostRename(c); }},
+          {"GET", "/events/session", L::kUser,
+           +[](R& r, RequestContext& c, X const& x) { return r.Events(c, x); }},
+      });
 }
 
 }  // namespace bai::manager

@@ -446,13 +446,23 @@ std::optional<HttpResponse> NotAnUpgrade() {
       MakeProblemStatus(ProblemType::kGenericBadRequest, "Expected a WebSocket upgrade."));
 }
 
-// One user holding `limit` streams on this manager already: 429 before the upgrade (1,000
+// What the stream routes share.
+struct StreamEnv {
+  SessionStore& sessions;
+  AgentRegistry& agents;
+  streams::StreamRegistry& registry;
+  streams::AgentStreamBroker& broker;
+  std::string cluster_secret;
+  std::function<std::chrono::system_clock::time_point()> clock;
+  int max_streams;  ///< per keypair on this manager (ApiOptions::max_streams_per_user)
+};
+
+// One user holding the most streams on this manager already: 429 before the upgrade (1,000
 // terminals into one session took 2,022 descriptors here and 3,013 threads on the agent).
-std::optional<HttpResponse> TooManyStreams(streams::StreamRegistry& registry, RequestContext& ctx,
-                                           int limit) {
-  if (limit <= 0) return std::nullopt;
-  auto open = registry.CountFor(ctx.identity->access_key);
-  if (open < static_cast<std::size_t>(limit)) return std::nullopt;
+std::optional<HttpResponse> TooManyStreams(StreamEnv& env, RequestContext& ctx) {
+  if (env.max_streams <= 0) return std::nullopt;
+  auto open = env.registry.CountFor(ctx.identity->access_key);
+  if (open < static_cast<std::size_t>(env.max_streams)) return std::nullopt;
   auto r = ProblemResponse(MakeProblemStatus(
       ProblemType::kRateLimitExceeded,
       "You have " + std::to_string(open) +
@@ -464,10 +474,8 @@ std::optional<HttpResponse> TooManyStreams(streams::StreamRegistry& registry, Re
 
 // GET /stream/session/{id}/pty and /exec: a terminal or a command on pipes in the session's
 // main kernel, relayed to the agent's data stream.
-std::optional<HttpResponse> OpenCommandStream(
-    std::string const& kind, SessionStore& sessions, AgentRegistry& agents,
-    streams::StreamRegistry& registry, streams::AgentStreamBroker& broker, RequestContext& ctx,
-    std::shared_ptr<server::Exchange> const& exchange, int max_streams) {
+std::optional<HttpResponse> OpenCommandStream(std::string const& kind, StreamEnv& env,
+                                              RequestContext& ctx, LateExchange const& exchange) {
   auto p = Params::From(ctx.request, ParamSource::kStandard);
   if (!p.ok()) return ProblemResponse(p.status());
   auto rows = p->Int({"rows"}, 1, 10000);
@@ -486,13 +494,13 @@ std::optional<HttpResponse> OpenCommandStream(
     if (!ok) p->Fail("command", "a JSON list of strings, the program first");
   }
   if (auto st = p->Check(); !st.ok()) return ProblemResponse(st);
-  auto s = ResolveRunning(sessions, ctx);
+  auto s = ResolveRunning(env.sessions, ctx);
   if (!s.ok()) return ProblemResponse(s.status());
   // Before the upgrade check: a client that met the refusal and asks again without an upgrade
   // (to read the problem) gets the same answer.
-  if (auto refused = TooManyStreams(registry, ctx, max_streams)) return refused;
+  if (auto refused = TooManyStreams(env, ctx)) return refused;
   if (!exchange->IsWebSocketUpgrade()) return NotAnUpgrade();
-  (void)sessions.CountQuery(s->id);
+  (void)env.sessions.CountQuery(s->id);
   server::agent_protocol::OpenStream open;
   open.stream_id = NewStreamId();
   open.session_id = s->id;
@@ -500,10 +508,196 @@ std::optional<HttpResponse> OpenCommandStream(
   open.command = std::move(command);
   open.rows = static_cast<int>(rows.value_or(24));
   open.cols = static_cast<int>(cols.value_or(80));
-  auto relay =
-      std::make_shared<RelayStream>(agents, registry, broker, *s->agent_id, std::move(open));
+  auto relay = std::make_shared<RelayStream>(env.agents, env.registry, env.broker, *s->agent_id,
+                                             std::move(open));
   relay->owner = ctx.identity->access_key;
   exchange->AcceptWebSocket(relay->ClientHandlers());
+  return std::nullopt;
+}
+
+// A terminal: a login shell in the session's main kernel (PROTOCOL.md §5.7's frames; bai's
+// optional `rows` and `cols` give its first size). bai's `exec`: a command on pipes instead
+// (bai exec without a terminal; the same frames with `err` and `eof`), its output streamed as
+// written, the client's stdin passed on, both ways held back by a slow side.
+std::optional<HttpResponse> OpenPty(StreamEnv& env, RequestContext& ctx,
+                                    LateExchange const& exchange) {
+  return OpenCommandStream("pty", env, ctx, exchange);
+}
+std::optional<HttpResponse> OpenExec(StreamEnv& env, RequestContext& ctx,
+                                     LateExchange const& exchange) {
+  return OpenCommandStream("exec", env, ctx, exchange);
+}
+
+// GET /stream/session/{id}/apps: the session's apps (24.09: a plain GET, not a WebSocket).
+StatusOr<HttpResponse> ListApps(StreamEnv& env, RequestContext& ctx) {
+  auto s = ResolveSession(env.sessions, ctx, false);
+  if (!s.ok()) return s.status();
+  return HttpResponse::Json(200, protocol::EncodeApps(s->service_ports));
+}
+
+// The client's side of a TCP tunnel to `port` of the session's app, once the app runs.
+void AcceptTunnel(AgentRegistry& agents, streams::StreamRegistry& registry,
+                  streams::AgentStreamBroker& broker, LateExchange const& exchange,
+                  SessionRecord const& session, int port, std::string const& owner) {
+  server::agent_protocol::OpenStream open;
+  open.stream_id = NewStreamId();
+  open.session_id = session.id;
+  open.kind = "tcp";
+  open.port = port;
+  auto relay =
+      std::make_shared<RelayStream>(agents, registry, broker, *session.agent_id, std::move(open));
+  relay->owner = owner;
+  auto handlers = relay->ClientHandlers();
+  handlers.block_tunnel = BlockTunnelAsked(exchange->request());
+  exchange->AcceptWebSocket(std::move(handlers));
+}
+
+// GET /stream/session/{id}/tcpproxy|httpproxy: one TCP connection to an app, over one
+// WebSocket (BINARY frames both ways): the app is started first (24.09 answers 500 when it
+// fails to); 1013 when nothing listens yet, 1001 when the app closes its end.
+std::optional<HttpResponse> OpenTunnel(StreamEnv& env, RequestContext& ctx,
+                                       LateExchange const& exchange) {
+  auto p = Params::From(ctx.request, ParamSource::kStandard);
+  if (!p.ok()) return ProblemResponse(p.status());
+  auto s = ResolveRunning(env.sessions, ctx);
+  if (!s.ok()) return ProblemResponse(s.status());
+  auto a = ReadAppRequest(*p, *s);
+  if (!a.ok()) return ProblemResponse(a.status());
+  if (auto refused = TooManyStreams(env, ctx)) return refused;
+  if (!exchange->IsWebSocketUpgrade()) return NotAnUpgrade();
+  (void)env.sessions.CountQuery(s->id);
+  StartApp(env.agents, *s, *a,
+           [&agents = env.agents, &registry = env.registry, &broker = env.broker, exchange,
+            headers = ctx.response_headers, session = *s, port = a->port,
+            owner = ctx.identity->access_key](StatusOr<std::string> started) {
+             if (!started.ok()) {
+               return RespondLate(*exchange, headers, ProblemResponse(started.status()));
+             }
+             AcceptTunnel(agents, registry, broker, exchange, session, port, owner);
+           });
+  return std::nullopt;
+}
+
+// POST /session/{id}/start-service: starts an app once and waits for its port (24.09 then
+// registers it with an app-proxy coordinator and answers {token, wsproxy_addr}; bai has no
+// coordinator: the tunnel is /tcpproxy, and the answer is the app's state).
+std::optional<HttpResponse> StartService(StreamEnv& env, RequestContext& ctx,
+                                         LateExchange const& exchange) {
+  auto p = Params::From(ctx.request, ParamSource::kBoth);
+  if (!p.ok()) return ProblemResponse(p.status());
+  (void)p->String({"login_session_token"});
+  auto s = ResolveRunning(env.sessions, ctx);
+  if (!s.ok()) return ProblemResponse(s.status());
+  auto a = ReadAppRequest(*p, *s);
+  if (!a.ok()) return ProblemResponse(a.status());
+  auto headers = ctx.response_headers;
+  std::string name = a->app.name;
+  int port = a->port;
+  StartApp(env.agents, *s, *a, [exchange, headers, name, port](StatusOr<std::string> started) {
+    if (!started.ok()) return RespondLate(*exchange, headers, ProblemResponse(started.status()));
+    RespondLate(
+        *exchange, headers,
+        HttpResponse::Json(
+            200, nlohmann::json{{"status", *started}, {"app", name}, {"port", port}}.dump()));
+  });
+  return std::nullopt;
+}
+
+// The agent's answer to stopping a service, as the client's response: 204, or why not.
+HttpResponse ServiceStopped(StatusOr<std::string> const& result) {
+  auto j = result.ok() ? nlohmann::json::parse(*result, nullptr, false) : nlohmann::json();
+  std::string status = j.is_object() ? j.value("status", "") : "";
+  if (status == "stopped" || status == "not-running") return HttpResponse::NoContent();
+  return ProblemResponse(!result.ok() ? result.status()
+                                      : MakeProblemStatus(ProblemType::kInternalServerError,
+                                                          "Failed to shut down the app service: " +
+                                                              j.value("error", status)));
+}
+
+// POST /session/{id}/shutdown-service: ends an app's service (24.09: `service_name`, 204). A
+// preopen port is the user's own: nothing to end. Started again by the next start-service or
+// tunnel.
+std::optional<HttpResponse> ShutdownService(StreamEnv& env, RequestContext& ctx,
+                                            LateExchange const& exchange) {
+  auto p = Params::From(ctx.request, ParamSource::kBoth);
+  if (!p.ok()) return ProblemResponse(p.status());
+  auto name = p->String({"service_name"}, true);
+  if (auto st = p->Check(); !st.ok()) return ProblemResponse(st);
+  auto s = ResolveRunning(env.sessions, ctx);
+  if (!s.ok()) return ProblemResponse(s.status());
+  auto it = std::find_if(s->service_ports.begin(), s->service_ports.end(),
+                         [&](protocol::ServicePort const& a) { return a.name == *name; });
+  if (it == s->service_ports.end()) {
+    return ProblemResponse(MakeProblemStatus(ProblemType::kObjectNotFound, "No such app service."));
+  }
+  if (it->protocol == "pty") {
+    return ProblemResponse(
+        MakeProblemStatus(ProblemType::kInvalidApiParams,
+                          "The app \"" + *name + "\" is a terminal: it ends with its shell."));
+  }
+  if (it->protocol == "preopen" || it->container_ports.empty()) return HttpResponse::NoContent();
+  server::agent_protocol::StartService m;
+  m.session_id = s->id;
+  m.stop = true;
+  m.name = it->name;
+  m.port = it->container_ports.front();
+  env.agents.Request(*s->agent_id, std::move(m), std::chrono::seconds(30),
+                     [exchange, headers = ctx.response_headers](StatusOr<std::string> result) {
+                       RespondLate(*exchange, headers, ServiceStopped(result));
+                     });
+  return std::nullopt;
+}
+
+// GET /agent-stream/{stream}: the agents' side of data streams, paired with the client's by
+// the stream id.
+std::optional<HttpResponse> AgentStream(StreamEnv& env, RequestContext& ctx,
+                                        LateExchange const& exchange) {
+  auto header = ctx.request.Header("x-bai-agent-auth");
+  auto proof = ctx.request.Header("x-bai-stream-proof");
+  if (!header || !proof) {
+    return ProblemResponse(
+        MakeProblemStatus(ProblemType::kAuthFailed, "Agent credentials required."));
+  }
+  auto agent =
+      server::agent_protocol::VerifyAuth(std::string(*header), env.cluster_secret, env.clock());
+  if (!agent.ok()) return ProblemResponse(agent.status());
+  std::string stream_id = ctx.params.at("stream");
+  if (!server::agent_protocol::VerifyStreamProof(std::string(*proof), *agent, env.cluster_secret,
+                                                 stream_id)) {
+    return ProblemResponse(MakeProblemStatus(ProblemType::kAuthFailed, "Wrong stream proof."));
+  }
+  if (!exchange->IsWebSocketUpgrade()) return NotAnUpgrade();
+  auto waiter = env.broker.Claim(stream_id, *agent, std::chrono::steady_clock::now());
+  if (!waiter.ok()) {
+    return ProblemResponse(
+        MakeProblemStatus(ProblemType::kObjectNotFound, waiter.status().message()));
+  }
+  auto handlers = waiter->pair();
+  if (!handlers) {
+    return ProblemResponse(
+        MakeProblemStatus(ProblemType::kObjectNotFound, "The stream's client has gone."));
+  }
+  handlers->block_tunnel = BlockTunnelAsked(exchange->request());
+  exchange->AcceptWebSocket(std::move(*handlers));
+  return std::nullopt;
+}
+
+// GET /stream/session/{id}/execute: one WebSocket is one run of code.
+std::optional<HttpResponse> OpenExecute(StreamEnv& env, RequestContext& ctx,
+                                        LateExchange const& exchange) {
+  auto s = ResolveRunning(env.sessions, ctx);
+  if (!s.ok()) return ProblemResponse(s.status());
+  if (auto refused = TooManyStreams(env, ctx)) return refused;
+  if (!exchange->IsWebSocketUpgrade()) return NotAnUpgrade();
+  (void)env.sessions.CountQuery(s->id);
+  // 16 hex digits, as 24.09's secrets.token_hex(8).
+  std::string run_id = GenerateUuid();
+  run_id.erase(std::remove(run_id.begin(), run_id.end(), '-'), run_id.end());
+  run_id.resize(16);
+  auto stream = std::make_shared<ExecuteStream>(env.agents, env.registry, s->id, *s->agent_id,
+                                                std::move(run_id));
+  stream->owner = ctx.identity->access_key;
+  exchange->AcceptWebSocket(stream->Handlers());
   return std::nullopt;
 }
 
@@ -512,210 +706,23 @@ std::optional<HttpResponse> OpenCommandStream(
 void RegisterStreamRoutes(ManagerApi& api, SessionStore& sessions, AgentRegistry& agents,
                           streams::StreamRegistry& registry, streams::AgentStreamBroker& broker,
                           std::string cluster_secret) {
-  // A terminal: a login shell in the session's main kernel (PROTOCOL.md §5.7's frames; bai's
-  // optional `rows` and `cols` give its first size). bai's `exec`: a command on pipes instead
-  // (bai exec without a terminal; the same frames with `err` and `eof`), its output streamed as
-  // written, the client's stdin passed on, both ways held back by a slow side.
-  for (auto [route, kind] : {std::pair{"/stream/session/{id}/pty", "pty"},
-                             std::pair{"/stream/session/{id}/exec", "exec"}}) {
-    api.AddAsync("GET", route, AuthLevel::kUser,
-                 [&sessions, &agents, &registry, &broker, kind = std::string(kind),
-                  limit = api.options().max_streams_per_user](
-                     RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange) {
-                   return OpenCommandStream(kind, sessions, agents, registry, broker, ctx, exchange,
-                                            limit);
-                 });
-  }
-
-  // The session's apps (24.09: a plain GET, not a WebSocket).
-  api.Add("GET", "/stream/session/{id}/apps", AuthLevel::kUser,
-          [&sessions](RequestContext& ctx) -> HttpResponse {
-            auto s = ResolveSession(sessions, ctx, false);
-            if (!s.ok()) return ProblemResponse(s.status());
-            return HttpResponse::Json(200, protocol::EncodeApps(s->service_ports));
-          });
-
-  // One TCP connection to an app, over one WebSocket (BINARY frames both ways): the app is
-  // started first (24.09 answers 500 when it fails to); 1013 when nothing listens yet, 1001
-  // when the app closes its end.
-  for (char const* route : {"/stream/session/{id}/tcpproxy", "/stream/session/{id}/httpproxy"}) {
-    api.AddAsync(
-        "GET", route, AuthLevel::kUser,
-        [&sessions, &agents, &registry, &broker, limit = api.options().max_streams_per_user](
-            RequestContext& ctx,
-            std::shared_ptr<server::Exchange> const& exchange) -> std::optional<HttpResponse> {
-          auto p = Params::From(ctx.request, ParamSource::kStandard);
-          if (!p.ok()) return ProblemResponse(p.status());
-          auto s = ResolveRunning(sessions, ctx);
-          if (!s.ok()) return ProblemResponse(s.status());
-          auto a = ReadAppRequest(*p, *s);
-          if (!a.ok()) return ProblemResponse(a.status());
-          if (auto refused = TooManyStreams(registry, ctx, limit)) return refused;
-          if (!exchange->IsWebSocketUpgrade()) return NotAnUpgrade();
-          std::string owner = ctx.identity->access_key;
-          (void)sessions.CountQuery(s->id);
-          auto headers = ctx.response_headers;
-          auto session = *s;
-          int port = a->port;
-          StartApp(agents, session, *a,
-                   [&agents, &registry, &broker, exchange, headers, session, port,
-                    owner](StatusOr<std::string> started) {
-                     if (!started.ok()) {
-                       return RespondLate(*exchange, headers, ProblemResponse(started.status()));
-                     }
-                     server::agent_protocol::OpenStream open;
-                     open.stream_id = NewStreamId();
-                     open.session_id = session.id;
-                     open.kind = "tcp";
-                     open.port = port;
-                     auto relay = std::make_shared<RelayStream>(agents, registry, broker,
-                                                                *session.agent_id, std::move(open));
-                     relay->owner = owner;
-                     auto handlers = relay->ClientHandlers();
-                     handlers.block_tunnel = BlockTunnelAsked(exchange->request());
-                     exchange->AcceptWebSocket(std::move(handlers));
-                   });
-          return std::nullopt;
-        });
-  }
-
-  // Starts an app once and waits for its port (24.09 then registers it with an app-proxy
-  // coordinator and answers {token, wsproxy_addr}; bai has no coordinator: the tunnel is
-  // /tcpproxy, and the answer is the app's state).
-  api.AddAsync(
-      "POST", "/session/{id}/start-service", AuthLevel::kUser,
-      [&sessions, &agents](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange)
-          -> std::optional<HttpResponse> {
-        auto p = Params::From(ctx.request, ParamSource::kBoth);
-        if (!p.ok()) return ProblemResponse(p.status());
-        (void)p->String({"login_session_token"});
-        auto s = ResolveRunning(sessions, ctx);
-        if (!s.ok()) return ProblemResponse(s.status());
-        auto a = ReadAppRequest(*p, *s);
-        if (!a.ok()) return ProblemResponse(a.status());
-        auto headers = ctx.response_headers;
-        std::string name = a->app.name;
-        int port = a->port;
-        StartApp(agents, *s, *a, [exchange, headers, name, port](StatusOr<std::string> started) {
-          if (!started.ok()) {
-            return RespondLate(*exchange, headers, ProblemResponse(started.status()));
-          }
-          RespondLate(
-              *exchange, headers,
-              HttpResponse::Json(
-                  200, nlohmann::json{{"status", *started}, {"app", name}, {"port", port}}.dump()));
-        });
-        return std::nullopt;
-      });
-
-  // Ends an app's service (24.09: `service_name`, 204). A preopen port is the user's own:
-  // nothing to end. Started again by the next start-service or tunnel.
-  api.AddAsync(
-      "POST", "/session/{id}/shutdown-service", AuthLevel::kUser,
-      [&sessions, &agents](RequestContext& ctx, std::shared_ptr<server::Exchange> const& exchange)
-          -> std::optional<HttpResponse> {
-        auto p = Params::From(ctx.request, ParamSource::kBoth);
-        if (!p.ok()) return ProblemResponse(p.status());
-        auto name = p->String({"service_name"}, true);
-        if (auto st = p->Check(); !st.ok()) return ProblemResponse(st);
-        auto s = ResolveRunning(sessions, ctx);
-        if (!s.ok()) return ProblemResponse(s.status());
-        auto it = std::find_if(s->service_ports.begin(), s->service_ports.end(),
-                               [&](protocol::ServicePort const& a) { return a.name == *name; });
-        if (it == s->service_ports.end()) {
-          return ProblemResponse(
-              MakeProblemStatus(ProblemType::kObjectNotFound, "No such app service."));
-        }
-        if (it->protocol == "pty") {
-          return ProblemResponse(MakeProblemStatus(
-              ProblemType::kInvalidApiParams,
-              "The app \"" + *name + "\" is a terminal: it ends with its shell."));
-        }
-        if (it->protocol == "preopen" || it->container_ports.empty()) {
-          return HttpResponse::NoContent();
-        }
-        server::agent_protocol::StartService m;
-        m.session_id = s->id;
-        m.stop = true;
-        m.name = it->name;
-        m.port = it->container_ports.front();
-        auto headers = ctx.response_headers;
-        agents.Request(
-            *s->agent_id, std::move(m), std::chrono::seconds(30),
-            [exchange, headers](StatusOr<std::string> result) {
-              auto j =
-                  result.ok() ? nlohmann::json::parse(*result, nullptr, false) : nlohmann::json();
-              std::string status = j.is_object() ? j.value("status", "") : "";
-              if (status == "stopped" || status == "not-running") {
-                return RespondLate(*exchange, headers, HttpResponse::NoContent());
-              }
-              RespondLate(*exchange, headers,
-                          ProblemResponse(!result.ok()
-                                              ? result.status()
-                                              : MakeProblemStatus(ProblemType::kInternalServerError,
-                                                                  "Failed to shut down the app "
-                                                                  "service: " +
-                                                                      j.value("error", status))));
-            });
-        return std::nullopt;
-      });
-
-  // The agents' side of data streams: paired with the client's by the stream id.
-  api.AddAsync(
-      "GET", std::string(server::agent_protocol::kStreamPath) + "{stream}", AuthLevel::kAnonymous,
-      [clock = api.options().clock, &broker, secret = std::move(cluster_secret)](
-          RequestContext& ctx,
-          std::shared_ptr<server::Exchange> const& exchange) -> std::optional<HttpResponse> {
-        auto header = ctx.request.Header("x-bai-agent-auth");
-        auto proof = ctx.request.Header("x-bai-stream-proof");
-        if (!header || !proof) {
-          return ProblemResponse(
-              MakeProblemStatus(ProblemType::kAuthFailed, "Agent credentials required."));
-        }
-        auto agent = server::agent_protocol::VerifyAuth(std::string(*header), secret, clock());
-        if (!agent.ok()) return ProblemResponse(agent.status());
-        std::string stream_id = ctx.params.at("stream");
-        if (!server::agent_protocol::VerifyStreamProof(std::string(*proof), *agent, secret,
-                                                       stream_id)) {
-          return ProblemResponse(
-              MakeProblemStatus(ProblemType::kAuthFailed, "Wrong stream proof."));
-        }
-        if (!exchange->IsWebSocketUpgrade()) return NotAnUpgrade();
-        auto waiter = broker.Claim(stream_id, *agent, std::chrono::steady_clock::now());
-        if (!waiter.ok()) {
-          return ProblemResponse(
-              MakeProblemStatus(ProblemType::kObjectNotFound, waiter.status().message()));
-        }
-        auto handlers = waiter->pair();
-        if (!handlers) {
-          return ProblemResponse(
-              MakeProblemStatus(ProblemType::kObjectNotFound, "The stream's client has gone."));
-        }
-        handlers->block_tunnel = BlockTunnelAsked(exchange->request());
-        exchange->AcceptWebSocket(std::move(*handlers));
-        return std::nullopt;
-      });
-
-  api.AddAsync(
-      "GET", "/stream/session/{id}/execute", AuthLevel::kUser,
-      [&sessions, &agents, &registry, limit = api.options().max_streams_per_user](
-          RequestContext& ctx,
-          std::shared_ptr<server::Exchange> const& exchange) -> std::optional<HttpResponse> {
-        auto s = ResolveRunning(sessions, ctx);
-        if (!s.ok()) return ProblemResponse(s.status());
-        if (auto refused = TooManyStreams(registry, ctx, limit)) return refused;
-        if (!exchange->IsWebSocketUpgrade()) return NotAnUpgrade();
-        (void)sessions.CountQuery(s->id);
-        // One WebSocket is one run; 16 hex digits, as 24.09's secrets.token_hex(8).
-        std::string run_id = GenerateUuid();
-        run_id.erase(std::remove(run_id.begin(), run_id.end(), '-'), run_id.end());
-        run_id.resize(16);
-        auto stream = std::make_shared<ExecuteStream>(agents, registry, s->id, *s->agent_id,
-                                                      std::move(run_id));
-        stream->owner = ctx.identity->access_key;
-        exchange->AcceptWebSocket(stream->Handlers());
-        return std::nullopt;
-      });
+  using L = AuthLevel;
+  auto env = std::make_shared<StreamEnv>(StreamEnv{sessions, agents, registry, broker,
+                                                   std::move(cluster_secret), api.options().clock,
+                                                   api.options().max_streams_per_user});
+  std::string agent_streams = std::string(server::agent_protocol::kStreamPath) + "{stream}";
+  AddRoutes<StreamEnv>(api, env,
+                       {
+                           {"GET", "/stream/session/{id}/pty", L::kUser, OpenPty},
+                           {"GET", "/stream/session/{id}/exec", L::kUser, OpenExec},
+                           {"GET", "/stream/session/{id}/apps", L::kUser, ListApps},
+                           {"GET", "/stream/session/{id}/tcpproxy", L::kUser, OpenTunnel},
+                           {"GET", "/stream/session/{id}/httpproxy", L::kUser, OpenTunnel},
+                           {"POST", "/session/{id}/start-service", L::kUser, StartService},
+                           {"POST", "/session/{id}/shutdown-service", L::kUser, ShutdownService},
+                           {"GET", agent_streams.c_str(), L::kAnonymous, AgentStream},
+                           {"GET", "/stream/session/{id}/execute", L::kUser, OpenExecute},
+                       });
 }
 
 }  // namespace bai::manager

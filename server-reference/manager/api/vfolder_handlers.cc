@@ -264,39 +264,17 @@ HttpResponse TicketResponse(Ticket const& t) {
 // caller's allowed_vfolder_hosts with create-vfolder, and its owner (user or project) stays
 // within its resource policy's max_vfolder_count. 400s as 24.09 answers them.
 Status CheckFolderPolicies(RequestContext& ctx, FolderRecord const& f) {
-  auto& db = ctx.store.db();
   Identity const& who = *ctx.identity;
-  std::vector<std::string> configs;
-  for (auto const& [sql, key] : std::vector<std::pair<char const*, std::string>>{
-           {"SELECT allowed_vfolder_hosts FROM domains WHERE name = ?", who.domain},
-           {"SELECT g.allowed_vfolder_hosts FROM groups g JOIN association_groups_users a ON "
-            "a.group_id = g.id WHERE a.user_id = ?",
-            who.user_id},
-           {"SELECT p.allowed_vfolder_hosts FROM keypairs k JOIN keypair_resource_policies p ON "
-            "p.name = k.resource_policy WHERE k.access_key = ?",
-            who.access_key}}) {
-    auto rows = db.Query(sql, {key});
-    if (!rows.ok()) return rows.status();
-    for (auto const& r : *rows) configs.push_back(r.Text(0));
-  }
-  auto why = vfolders::WhyHostRefused(vfolders::AllowedHosts(configs), f.host, "create-vfolder");
+  vfolders::FolderStore folders(ctx.store.db());
+  auto configs = folders.HostSettingsOf(who.domain, who.user_id, who.access_key);
+  if (!configs.ok()) return configs.status();
+  auto why = vfolders::WhyHostRefused(vfolders::AllowedHosts(*configs), f.host, "create-vfolder");
   if (!why.empty()) return MakeProblemStatus(ProblemType::kInvalidApiParams, why);
   bool project = f.ownership_type == "group";
-  auto limit = db.Query(
-      project ? "SELECT p.max_vfolder_count FROM groups g JOIN project_resource_policies p ON "
-                "p.name = g.resource_policy WHERE g.id = ?"
-              : "SELECT p.max_vfolder_count FROM users u JOIN user_resource_policies p ON p.name "
-                "= u.resource_policy WHERE u.uuid = ?",
-      {project ? f.group_id : f.user_id});
-  if (!limit.ok()) return limit.status();
-  if (limit->empty() || limit->front().Int(0) <= 0) return Status();
-  auto count = db.Query(project ? "SELECT COUNT(*) FROM vfolders WHERE group_id = ? AND status "
-                                  "NOT LIKE 'delete-%'"
-                                : "SELECT COUNT(*) FROM vfolders WHERE user_id = ? AND status NOT "
-                                  "LIKE 'delete-%'",
-                        {project ? f.group_id : f.user_id});
-  if (!count.ok()) return count.status();
-  why = vfolders::WhyCountRefused(count->front().Int(0), limit->front().Int(0), project);
+  auto counted = folders.CountAndLimit(project, project ? f.group_id : f.user_id);
+  if (!counted.ok()) return counted.status();
+  if (counted->second <= 0) return Status();
+  why = vfolders::WhyCountRefused(counted->first, counted->second, project);
   if (!why.empty()) return MakeProblemStatus(ProblemType::kInvalidApiParams, why);
   return Status();
 }
@@ -1103,6 +1081,40 @@ StatusOr<HttpResponse> SharedWith(Env& env, RequestContext& ctx) {
 
 std::string ProxyOf(std::string const& host) { return host.substr(0, host.find(':')); }
 
+// The new folder a clone of `src` makes for `who`, its name and host checked (the host must be
+// on the source's proxy).
+StatusOr<FolderRecord> CloneTarget(Env& env, Identity const& who,
+                                   p::VFolderCloneRequest const& request, std::string const& perm,
+                                   FolderRecord const& src) {
+  FolderRecord f;
+  f.id = vfolders::NewFolderId();
+  f.name = request.target_name;
+  f.host = request.target_host.empty() ? src.host : request.target_host;
+  f.usage_mode = request.usage_mode.empty() ? src.usage_mode : request.usage_mode;
+  f.permission = perm;
+  f.cloneable = request.cloneable;
+  f.creator = who.email;
+  f.domain = who.domain;
+  f.created_at = NowIso();
+  f.ownership_type = "user";
+  f.user_id = who.user_id;
+  f.quota_scope_id = "user:" + who.user_id;
+  f.status = p::VFolderStatus::kCloning;
+  if (auto s = p::CheckVFolderName(f.name, false); !s.ok()) {
+    return MakeProblemStatus(ProblemType::kInvalidApiParams, s.message());
+  }
+  if (!env.links.Volumes().count(f.host)) {
+    return MakeProblemStatus(ProblemType::kVfolderCreationFailed,
+                             "No storage host '" + f.host + "' (see GET /folders/_/hosts).");
+  }
+  if (ProxyOf(f.host) != ProxyOf(src.host)) {
+    return MakeProblemStatus(ProblemType::kInvalidApiParams,
+                             "A folder is cloned within its storage proxy ('" + ProxyOf(src.host) +
+                                 "'), not to '" + f.host + "'.");
+  }
+  return f;
+}
+
 // A copy of a folder as a new user folder of the caller, made by the proxy in the background:
 // 201 at once with the task to follow on /events/background-task.
 StatusOr<HttpResponse> Clone(Env& env, RequestContext& ctx) {
@@ -1122,32 +1134,9 @@ StatusOr<HttpResponse> Clone(Env& env, RequestContext& ctx) {
     return Denied("cloning (it is not cloneable)");
   }
   Identity const& who = *ctx.identity;
-  FolderRecord f;
-  f.id = vfolders::NewFolderId();
-  f.name = request->target_name;
-  f.host = request->target_host.empty() ? src->folder.host : request->target_host;
-  f.usage_mode = request->usage_mode.empty() ? src->folder.usage_mode : request->usage_mode;
-  f.permission = perm;
-  f.cloneable = request->cloneable;
-  f.creator = who.email;
-  f.domain = who.domain;
-  f.created_at = NowIso();
-  f.ownership_type = "user";
-  f.user_id = who.user_id;
-  f.quota_scope_id = "user:" + who.user_id;
-  f.status = p::VFolderStatus::kCloning;
-  if (auto s = p::CheckVFolderName(f.name, false); !s.ok()) {
-    return MakeProblemStatus(ProblemType::kInvalidApiParams, s.message());
-  }
-  if (!env.links.Volumes().count(f.host)) {
-    return MakeProblemStatus(ProblemType::kVfolderCreationFailed,
-                             "No storage host '" + f.host + "' (see GET /folders/_/hosts).");
-  }
-  if (ProxyOf(f.host) != ProxyOf(src->folder.host)) {
-    return MakeProblemStatus(ProblemType::kInvalidApiParams,
-                             "A folder is cloned within its storage proxy ('" +
-                                 ProxyOf(src->folder.host) + "'), not to '" + f.host + "'.");
-  }
+  auto target = CloneTarget(env, who, *request, perm, src->folder);
+  if (!target.ok()) return target.status();
+  FolderRecord const& f = *target;
   auto usage = Storage(env, src->folder, api::GetFolderUsage{});
   if (!usage.ok()) return usage.status();
   QuotaGate::Held copy{usage->used_bytes, usage->file_count};
@@ -1187,88 +1176,88 @@ StatusOr<HttpResponse> Clone(Env& env, RequestContext& ctx) {
   return FolderResponse(InfoOf(f, nullptr, who), p::VFolderAnswer::kCloned, 201, task->id);
 }
 
+// Handlers that take the folder a body names ({id} or {name}), and the variants of a few.
+template <StatusOr<HttpResponse> (*kHandler)(Env&, Found const&)>
+StatusOr<HttpResponse> ByBody(Env& env, RequestContext& ctx) {
+  auto f = ById(env, ctx);
+  if (!f.ok()) return f.status();
+  return kHandler(env, *f);
+}
+StatusOr<HttpResponse> TrashByName(Env& env, RequestContext& ctx) {
+  auto f = ResolveFor(env, ctx);
+  if (!f.ok()) return f.status();
+  return MoveToTrash(env, *f);
+}
+StatusOr<HttpResponse> AllowedTypes(Env&, RequestContext&) {
+  return JsonResponse(json::array({"user", "group"}));
+}
+StatusOr<HttpResponse> UsageOf(Env& e, RequestContext& c) { return Usage(e, c, false); }
+StatusOr<HttpResponse> UsedBytes(Env& e, RequestContext& c) { return Usage(e, c, true); }
+StatusOr<HttpResponse> RenameFile(Env& e, RequestContext& c) {
+  return FileOp<api::RenameFile>(e, c, {{"target_path", "path"}, {"new_name", "new_name"}});
+}
+StatusOr<HttpResponse> MoveFile(Env& e, RequestContext& c) {
+  return FileOp<api::MoveFile>(e, c, {{"src", "src"}, {"dst", "dst"}});
+}
+StatusOr<HttpResponse> ShareWith(Env& e, RequestContext& c) { return Share(e, c, true); }
+StatusOr<HttpResponse> Unshare(Env& e, RequestContext& c) { return Share(e, c, false); }
+StatusOr<HttpResponse> Received(Env& e, RequestContext& c) { return Invitations(e, c, false); }
+StatusOr<HttpResponse> Sent(Env& e, RequestContext& c) { return Invitations(e, c, true); }
+
 }  // namespace
 
 void RegisterVFolderRoutes(ManagerApi& api, vfolders::StorageLinks const& links,
                            BackgroundTaskStore& tasks) {
-  auto env = std::make_shared<Env>(vfolders::FolderStore(api.store().db()), links, tasks);
   using L = AuthLevel;
-  auto on = [env](StatusOr<HttpResponse> (*h)(Env&, RequestContext&)) -> SyncHandler {
-    return [env, h](RequestContext& ctx) { return Guard([&] { return h(*env, ctx); }); };
-  };
-  auto by_body = [env](StatusOr<HttpResponse> (*h)(Env&, Found const&)) -> SyncHandler {
-    return [env, h](RequestContext& ctx) {
-      return Guard([&]() -> StatusOr<HttpResponse> {
-        auto f = ById(*env, ctx);
-        if (!f.ok()) return f.status();
-        return h(*env, *f);
-      });
-    };
-  };
-  api.Add("POST", "/folders", L::kUser, on(Create));
-  api.Add("GET", "/folders", L::kUser, on(List));
-  api.Add("DELETE", "/folders", L::kUser, by_body(MoveToTrash));
-  api.Add("GET", "/folders/_/id", L::kUser, on(IdOf));
-  api.Add("GET", "/folders/_/hosts", L::kUser, on(Hosts));
-  api.Add("GET", "/folders/_/all-hosts", L::kSuperadmin, on(AllHosts));
-  api.Add("GET", "/folders/_/all_hosts", L::kSuperadmin, on(AllHosts));
-  SyncHandler types = [](RequestContext&) { return JsonResponse(json::array({"user", "group"})); };
-  api.Add("GET", "/folders/_/allowed-types", L::kUser, types);
-  api.Add("GET", "/folders/_/allowed_types", L::kUser, types);
-  // What walks a folder's whole tree runs off the I/O threads.
-  api.AddPooled("GET", "/folders/_/usage", L::kSuperadmin,
-                on([](Env& e, RequestContext& c) { return Usage(e, c, false); }));
-  api.AddPooled("GET", "/folders/_/used-bytes", L::kSuperadmin,
-                on([](Env& e, RequestContext& c) { return Usage(e, c, true); }));
-  api.AddPooled("GET", "/folders/_/quota", L::kUser, on(GetQuota));
-  api.Add("POST", "/folders/_/quota", L::kUser, on(SetQuota));
-  api.Add("POST", "/folders/purge", L::kUser, by_body(Purge));
-  api.Add("POST", "/folders/delete-from-trash-bin", L::kUser, by_body(Purge));
-  api.Add("POST", "/folders/restore-from-trash-bin", L::kUser, by_body(Restore));
-  api.AddPooled("GET", "/folders/{name}", L::kUser, on(Info));
-  api.Add("DELETE", "/folders/{name}", L::kUser,
-          on([](Env& e, RequestContext& c) -> StatusOr<HttpResponse> {
-            auto f = ResolveFor(e, c);
-            if (!f.ok()) return f.status();
-            return MoveToTrash(e, *f);
-          }));
-  api.Add("POST", "/folders/{name}/rename", L::kUser, on(Rename));
-  api.Add("POST", "/folders/{name}/update-options", L::kUser, on(UpdateOptions));
-  api.Add("POST", "/folders/{name}/mkdir", L::kUser, on(Mkdir));
-  api.Add("GET", "/folders/{name}/files", L::kUser, on(Files));
-  for (auto const* path : {"/folders/{name}/rename-file", "/folders/{name}/rename_file"}) {
-    api.Add(
-        "POST", path, L::kUser, on([](Env& e, RequestContext& c) {
-          return FileOp<api::RenameFile>(e, c, {{"target_path", "path"}, {"new_name", "new_name"}});
-        }));
-  }
-  api.Add("POST", "/folders/{name}/move-file", L::kUser, on([](Env& e, RequestContext& c) {
-            return FileOp<api::MoveFile>(e, c, {{"src", "src"}, {"dst", "dst"}});
-          }));
-  api.Add("POST", "/folders/{name}/delete-files", L::kUser, on(DeleteFiles));
-  api.Add("DELETE", "/folders/{name}/delete-files", L::kUser, on(DeleteFiles));
-  api.Add("DELETE", "/folders/{name}/delete_files", L::kUser, on(DeleteFiles));
-  api.Add("POST", "/folders/{name}/request-upload", L::kUser, on(RequestUpload));
-  api.Add("POST", "/folders/{name}/request-download", L::kUser, on(RequestDownload));
-  api.Add("POST", "/folders/{name}/clone", L::kUser, on(Clone));
-  api.Add("POST", "/folders/{name}/invite", L::kUser, on(Invite));
-  api.Add("POST", "/folders/{name}/leave", L::kUser, on(Leave));
-  api.Add("POST", "/folders/{name}/share", L::kUser,
-          on([](Env& e, RequestContext& c) { return Share(e, c, true); }));
-  for (auto const* method : {"POST", "DELETE"}) {
-    api.Add(method, "/folders/{name}/unshare", L::kUser,
-            on([](Env& e, RequestContext& c) { return Share(e, c, false); }));
-    api.Add(method, "/folders/invitations/delete", L::kUser, on(DeleteInvitation));
-  }
-  api.Add("GET", "/folders/_/shared", L::kUser, on(SharedWith));
-  api.Add("GET", "/folders/invitations/list", L::kUser,
-          on([](Env& e, RequestContext& c) { return Invitations(e, c, false); }));
-  for (auto const* path : {"/folders/invitations/list-sent", "/folders/invitations/list_sent"}) {
-    api.Add("GET", path, L::kUser,
-            on([](Env& e, RequestContext& c) { return Invitations(e, c, true); }));
-  }
-  api.Add("POST", "/folders/invitations/accept", L::kUser, on(Accept));
-  api.Add("POST", "/folders/invitations/update/{inv_id}", L::kUser, on(UpdateInvitation));
+  // What walks a folder's whole tree runs off the I/O threads (pooled).
+  constexpr bool kPooled = true;
+  AddRoutes<Env>(api, std::make_shared<Env>(vfolders::FolderStore(api.store().db()), links, tasks),
+                 {
+                     {"POST", "/folders", L::kUser, Create},
+                     {"GET", "/folders", L::kUser, List},
+                     {"DELETE", "/folders", L::kUser, ByBody<MoveToTrash>},
+                     {"GET", "/folders/_/id", L::kUser, IdOf},
+                     {"GET", "/folders/_/hosts", L::kUser, Hosts},
+                     {"GET", "/folders/_/all-hosts", L::kSuperadmin, AllHosts},
+                     {"GET", "/folders/_/all_hosts", L::kSuperadmin, AllHosts},
+                     {"GET", "/folders/_/allowed-types", L::kUser, AllowedTypes},
+                     {"GET", "/folders/_/allowed_types", L::kUser, AllowedTypes},
+                     {"GET", "/folders/_/usage", L::kSuperadmin, UsageOf, kPooled},
+                     {"GET", "/folders/_/used-bytes", L::kSuperadmin, UsedBytes, kPooled},
+                     {"GET", "/folders/_/quota", L::kUser, GetQuota, kPooled},
+                     {"POST", "/folders/_/quota", L::kUser, SetQuota},
+                     {"POST", "/folders/purge", L::kUser, ByBody<Purge>},
+                     {"POST", "/folders/delete-from-trash-bin", L::kUser, ByBody<Purge>},
+                     {"POST", "/folders/restore-from-trash-bin", L::kUser, ByBody<Restore>},
+                     {"GET", "/folders/{name}", L::kUser, Info, kPooled},
+                     {"DELETE", "/folders/{name}", L::kUser, TrashByName},
+                     {"POST", "/folders/{name}/rename", L::kUser, Rename},
+                     {"POST", "/folders/{name}/update-options", L::kUser, UpdateOptions},
+                     {"POST", "/folders/{name}/mkdir", L::kUser, Mkdir},
+                     {"GET", "/folders/{name}/files", L::kUser, Files},
+                     {"POST", "/folders/{name}/rename-file", L::kUser, RenameFile},
+                     {"POST", "/folders/{name}/rename_file", L::kUser, RenameFile},
+                     {"POST", "/folders/{name}/move-file", L::kUser, MoveFile},
+                     {"POST", "/folders/{name}/delete-files", L::kUser, DeleteFiles},
+                     {"DELETE", "/folders/{name}/delete-files", L::kUser, DeleteFiles},
+                     {"DELETE", "/folders/{name}/delete_files", L::kUser, DeleteFiles},
+                     {"POST", "/folders/{name}/request-upload", L::kUser, RequestUpload},
+                     {"POST", "/folders/{name}/request-download", L::kUser, RequestDownload},
+                     {"POST", "/folders/{name}/clone", L::kUser, Clone},
+                     {"POST", "/folders/{name}/invite", L::kUser, Invite},
+                     {"POST", "/folders/{name}/leave", L::kUser, Leave},
+                     {"POST", "/folders/{name}/share", L::kUser, ShareWith},
+                     {"POST", "/folders/{name}/unshare", L::kUser, Unshare},
+                     {"DELETE", "/folders/{name}/unshare", L::kUser, Unshare},
+                     {"POST", "/folders/invitations/delete", L::kUser, DeleteInvitation},
+                     {"DELETE", "/folders/invitations/delete", L::kUser, DeleteInvitation},
+                     {"GET", "/folders/_/shared", L::kUser, SharedWith},
+                     {"GET", "/folders/invitations/list", L::kUser, Received},
+                     {"GET", "/folders/invitations/list-sent", L::kUser, Sent},
+                     {"GET", "/folders/invitations/list_sent", L::kUser, Sent},
+                     {"POST", "/folders/invitations/accept", L::kUser, Accept},
+                     {"POST", "/folders/invitations/update/{inv_id}", L::kUser, UpdateInvitation},
+                 });
 }
 
 }  // namespace bai::manager

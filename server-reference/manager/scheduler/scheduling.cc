@@ -8,6 +8,7 @@
 #include "libbai/protocol/wire_json.h"
 #include "server-reference/manager/scheduler/scheduler.h"
 #include "server-reference/manager/state/columns.h"
+#include "server-reference/manager/state/images.h"
 #include "server-reference/manager/state/sessions.h"
 
 #include <nlohmann/json.hpp>
@@ -24,22 +25,6 @@ using server::SqlExecutor;
 using server::SqlValue;
 
 namespace {
-
-// The names and aliases in an agent's reported image list ([{name, aliases}] or [name]).
-std::vector<std::string> ImageNames(std::string const& text) {
-  std::vector<std::string> out;
-  auto images = internal::ParseJson(text);
-  if (!images || !images->is_array()) return out;
-  for (auto const& img : *images) {
-    if (img.is_string()) out.push_back(img.get<std::string>());
-    if (!img.is_object()) continue;
-    if (auto n = img.value("name", std::string()); !n.empty()) out.push_back(n);
-    for (auto const& a : img.value("aliases", json::array())) {
-      if (a.is_string()) out.push_back(a.get<std::string>());
-    }
-  }
-  return out;
-}
 
 std::chrono::system_clock::time_point TimeOf(std::string const& iso) {
   auto d = protocol::ParseHttpDate(iso);
@@ -509,27 +494,6 @@ Status CheckCanEverFit(server::Database& db, std::string const& scaling_group,
   auto why = scheduler::WhyNeverFits(capacities, requested, unoffered_ok);
   if (why.empty()) return Status();
   return protocol::MakeProblemStatus(protocol::ProblemType::kInvalidApiParams, why);
-}
-
-StatusOr<std::string> ResolveImageAlias(server::Database& db, std::string const& reference) {
-  auto rows = db.Query("SELECT target FROM image_aliases WHERE alias = ?", {reference});
-  if (!rows.ok()) return rows.status();
-  return rows->empty() ? reference : rows->front().Text(0);
-}
-
-Status CheckImageKnown(server::Database& db, std::string const& reference) {
-  auto rows = db.Query("SELECT images FROM agents");
-  if (!rows.ok()) return rows.status();
-  bool any = false;
-  for (auto const& row : *rows) {
-    auto names = ImageNames(row.Text(0));
-    if (names.empty()) continue;
-    any = true;
-    if (scheduler::OffersImage(names, reference)) return Status();
-  }
-  if (!any) return Status();
-  return protocol::MakeProblemStatus(protocol::ProblemType::kObjectNotFound,
-                                     "No such environment image: " + reference);
 }
 
 }  // namespace bai::manager

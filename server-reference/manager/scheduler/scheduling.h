@@ -48,12 +48,6 @@ StatusOr<bool> AgentServes(server::Database& db, std::string const& scaling_grou
 Status CheckAgentsKnown(server::Database& db, std::string const& scaling_group,
                         std::vector<std::string> const& agent_ids);
 
-/// The image a superadmin's alias (alias_image) names, or `reference` itself.
-StatusOr<std::string> ResolveImageAlias(server::Database& db, std::string const& reference);
-
-/// 404 `object-not-found` ("No such environment image") when agents have registered images and
-/// none offers `reference` (scheduler::OffersImage). With no images known yet, any is accepted.
-Status CheckImageKnown(server::Database& db, std::string const& reference);
 /// 400 invalid-api-params when `requested` can never start in `scaling_group`
 /// (scheduler::WhyNeverFits over its ALIVE, schedulable agents).
 Status CheckCanEverFit(server::Database& db, std::string const& scaling_group,

@@ -588,6 +588,13 @@ StatusOr<std::string> SessionStore::MainKernelId(std::string const& session_id) 
   return (*rows)[0].Text(0);
 }
 
+StatusOr<std::optional<std::string>> SessionStore::SessionOfKernel(std::string const& kernel_id) {
+  auto rows = db_.Query("SELECT session_id FROM kernels WHERE id = ?", {kernel_id});
+  if (!rows.ok()) return std::move(rows).status();
+  if (rows->empty()) return std::optional<std::string>();
+  return std::optional<std::string>((*rows)[0].Text(0));
+}
+
 Status SessionStore::SetServicePorts(std::string const& id,
                                      std::vector<protocol::ServicePort> const& ports) {
   return db_

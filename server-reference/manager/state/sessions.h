@@ -201,6 +201,8 @@ class SessionStore {
   StatusOr<std::string> MainKernelLogs(std::string const& session_id);
   /// The id of the session's main kernel; 404 object-not-found when it has none.
   StatusOr<std::string> MainKernelId(std::string const& session_id);
+  /// The session a kernel belongs to; nullopt for no such kernel.
+  StatusOr<std::optional<std::string>> SessionOfKernel(std::string const& kernel_id);
 
   /// One more execute request for the session (numQueriesExecuted).
   Status CountQuery(std::string const& id);

@@ -194,6 +194,61 @@ StatusOr<std::optional<std::string>> Store::FindGroup(std::string const& domain,
   return std::optional<std::string>((*rows)[0].Text(0));
 }
 
+StatusOr<std::string> Store::SetPasswordHash(std::string const& user_id, std::string const& hash) {
+  std::string now = NowIso();
+  auto w = db_.Exec(
+      "UPDATE users SET password_hash = ?, need_password_change = 0, password_changed_at = ? "
+      "WHERE uuid = ?",
+      {hash, now, user_id});
+  if (!w.ok()) return std::move(w).status();
+  return now;
+}
+
+StatusOr<std::optional<std::string>> Store::SshPublicKey(std::string const& access_key) {
+  auto rows = db_.Query("SELECT ssh_public_key FROM keypairs WHERE access_key = ?", {access_key});
+  if (!rows.ok()) return std::move(rows).status();
+  if (rows->empty() || (*rows)[0].IsNull(0)) return std::optional<std::string>();
+  return std::optional<std::string>((*rows)[0].Text(0));
+}
+
+Status Store::SetSshKeypair(std::string const& access_key, std::string const& public_key,
+                            std::string const& private_key) {
+  return db_
+      .Exec("UPDATE keypairs SET ssh_public_key = ?, ssh_private_key = ? WHERE access_key = ?",
+            {public_key, private_key, access_key})
+      .status();
+}
+
+StatusOr<std::optional<std::string>> Store::UserResourcePolicy(std::string const& user_id) {
+  auto rows = db_.Query("SELECT resource_policy FROM users WHERE uuid = ?", {user_id});
+  if (!rows.ok()) return std::move(rows).status();
+  if (rows->empty()) return std::optional<std::string>();
+  return std::optional<std::string>((*rows)[0].Text(0));
+}
+
+StatusOr<std::optional<std::pair<std::string, std::string>>> Store::FindGroupAnywhere(
+    std::string const& id_or_name, std::string const& domain) {
+  auto rows =
+      db_.Query("SELECT id, domain_name FROM groups WHERE id = ? OR (name = ? AND domain_name = ?)",
+                {id_or_name, id_or_name, domain});
+  if (!rows.ok()) return std::move(rows).status();
+  if (rows->empty()) return std::optional<std::pair<std::string, std::string>>();
+  return std::optional<std::pair<std::string, std::string>>(
+      std::pair{(*rows)[0].Text(0), (*rows)[0].Text(1)});
+}
+
+StatusOr<bool> Store::AgentKnown(std::string const& agent_id) {
+  auto rows = db_.Query("SELECT 1 FROM agents WHERE id = ?", {agent_id});
+  if (!rows.ok()) return std::move(rows).status();
+  return !rows->empty();
+}
+
+StatusOr<std::int64_t> Store::SchemaVersion() {
+  auto rows = db_.Query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations");
+  if (!rows.ok()) return std::move(rows).status();
+  return rows->empty() ? 0 : (*rows)[0].Int(0);
+}
+
 StatusOr<bool> Store::IsMember(std::string const& group_id, std::string const& user_id) {
   auto rows = db_.Query("SELECT 1 FROM association_groups_users WHERE group_id = ? AND user_id = ?",
                         {group_id, user_id});

@@ -145,6 +145,21 @@ class Store {
   Status RefuseWhileFrozen();
   Status SetSetting(std::string const& key, std::string const& value);
   StatusOr<std::string> GetBootstrapScript(std::string const& access_key);
+  /// A user's new password hash; need_password_change cleared. Returns the time of the change.
+  StatusOr<std::string> SetPasswordHash(std::string const& user_id, std::string const& hash);
+  /// The keypair's SSH public key (nullopt: none made yet).
+  StatusOr<std::optional<std::string>> SshPublicKey(std::string const& access_key);
+  Status SetSshKeypair(std::string const& access_key, std::string const& public_key,
+                       std::string const& private_key);
+  /// The user's resource policy's name (nullopt for an unknown user).
+  StatusOr<std::optional<std::string>> UserResourcePolicy(std::string const& user_id);
+  /// The project with id `id_or_name`, or named so within `domain`: (id, its domain).
+  StatusOr<std::optional<std::pair<std::string, std::string>>> FindGroupAnywhere(
+      std::string const& id_or_name, std::string const& domain);
+  /// Whether an agent with this id has registered (alive or not).
+  StatusOr<bool> AgentKnown(std::string const& agent_id);
+  /// The newest schema migration applied (0 before any).
+  StatusOr<std::int64_t> SchemaVersion();
   Status SetBootstrapScript(std::string const& access_key, std::string const& script);
 
  private:

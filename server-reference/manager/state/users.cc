@@ -581,4 +581,30 @@ Status KeypairStore::Delete(std::string const& access_key) {
   return refusal.ok() ? tx : refusal;
 }
 
+void UserStore::WhereMemberOf(ListQuery& q, std::string const& group_id) {
+  q.where.push_back(
+      "EXISTS (SELECT 1 FROM association_groups_users a WHERE a.user_id = u.uuid AND "
+      "a.group_id = ?)");
+  q.params.emplace_back(group_id);
+}
+
+StatusOr<std::map<std::string, std::int64_t>> KeypairStore::ActiveSessionCounts(
+    std::vector<std::string> const& access_keys) {
+  std::map<std::string, std::int64_t> used;
+  if (access_keys.empty()) return used;
+  std::string marks;
+  std::vector<server::SqlValue> keys;
+  for (auto const& k : access_keys) {
+    marks += marks.empty() ? "?" : ", ?";
+    keys.emplace_back(k);
+  }
+  auto rows = db_.Query("SELECT access_key, COUNT(*) FROM sessions WHERE access_key IN (" + marks +
+                            ") AND status NOT IN ('TERMINATED', 'CANCELLED', 'ERROR') GROUP BY "
+                            "access_key",
+                        keys);
+  if (!rows.ok()) return rows.status();
+  for (auto const& r : *rows) used[r.Text(0)] = r.Int(1);
+  return used;
+}
+
 }  // namespace bai::manager

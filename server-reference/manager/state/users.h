@@ -10,6 +10,8 @@
 #include "server-reference/manager/graphql/minilang.h"
 #include "server-reference/manager/state/page.h"
 
+#include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -66,6 +68,8 @@ class UserStore {
   StatusOr<Page<protocol::User>> List(ListQuery const& q);
   /// The fields user_list filters and orders by, over List's query.
   static graphql::ColumnMap const& Columns();
+  /// Narrows List's query to members of the project `group_id`.
+  static void WhereMemberOf(ListQuery& q, std::string const& group_id);
 
   /// Creates the user, its main keypair (the default keypair policy, admin when the role is),
   /// its memberships (plus the domain's model-store project, if any). The new user and its
@@ -96,6 +100,10 @@ class KeypairStore {
   /// One page of keypairs; conditions over `k` (keypairs) and `u` (their users).
   StatusOr<Page<protocol::KeyPair>> List(ListQuery const& q);
   static graphql::ColumnMap const& Columns();
+  /// The sessions not ended (TERMINATED, CANCELLED, ERROR) of each of `access_keys` (at most
+  /// a page's 1,000); keys with none are absent.
+  StatusOr<std::map<std::string, std::int64_t>> ActiveSessionCounts(
+      std::vector<std::string> const& access_keys);
 
   /// A new keypair for the user of `email`. kNotFound: no such user or policy.
   StatusOr<protocol::KeyPair> Create(std::string const& email, KeypairChanges const& c);

@@ -4,6 +4,7 @@
 #include "server-reference/common/wire/agent_protocol.h"
 #include "server-reference/manager/state/store.h"
 
+#include <algorithm>
 #include <cctype>
 
 namespace bai::manager::vfolders {
@@ -442,6 +443,45 @@ Status FolderStore::SetQuota(std::string const& id, std::int64_t max_bytes,
   auto r = db_.Exec("UPDATE vfolders SET max_size = ?, max_files = ? WHERE id = ?",
                     {max_bytes, max_files, id});
   return r.ok() ? Status() : r.status();
+}
+
+StatusOr<std::vector<std::string>> FolderStore::HostSettingsOf(std::string const& domain,
+                                                               std::string const& user_id,
+                                                               std::string const& access_key) {
+  std::vector<std::string> configs;
+  for (auto const& [sql, key] : std::vector<std::pair<char const*, std::string>>{
+           {"SELECT allowed_vfolder_hosts FROM domains WHERE name = ?", domain},
+           {"SELECT g.allowed_vfolder_hosts FROM groups g JOIN association_groups_users a ON "
+            "a.group_id = g.id WHERE a.user_id = ?",
+            user_id},
+           {"SELECT p.allowed_vfolder_hosts FROM keypairs k JOIN keypair_resource_policies p ON "
+            "p.name = k.resource_policy WHERE k.access_key = ?",
+            access_key}}) {
+    auto rows = db_.Query(sql, {key});
+    if (!rows.ok()) return rows.status();
+    for (auto const& r : *rows) configs.push_back(r.Text(0));
+  }
+  return configs;
+}
+
+StatusOr<std::pair<std::int64_t, std::int64_t>> FolderStore::CountAndLimit(
+    bool project, std::string const& owner_id) {
+  auto limit = db_.Query(
+      project ? "SELECT p.max_vfolder_count FROM groups g JOIN project_resource_policies p ON "
+                "p.name = g.resource_policy WHERE g.id = ?"
+              : "SELECT p.max_vfolder_count FROM users u JOIN user_resource_policies p ON p.name "
+                "= u.resource_policy WHERE u.uuid = ?",
+      {owner_id});
+  if (!limit.ok()) return limit.status();
+  std::int64_t max = limit->empty() ? 0 : std::max<std::int64_t>(limit->front().Int(0), 0);
+  if (max == 0) return std::pair<std::int64_t, std::int64_t>{0, 0};
+  auto count = db_.Query(project ? "SELECT COUNT(*) FROM vfolders WHERE group_id = ? AND status "
+                                   "NOT LIKE 'delete-%'"
+                                 : "SELECT COUNT(*) FROM vfolders WHERE user_id = ? AND status NOT "
+                                   "LIKE 'delete-%'",
+                         {owner_id});
+  if (!count.ok()) return count.status();
+  return std::pair<std::int64_t, std::int64_t>{count->front().Int(0), max};
 }
 
 }  // namespace bai::manager::vfolders

@@ -72,6 +72,16 @@ class FolderStore {
  public:
   explicit FolderStore(server::Database& db) : db_(db) {}
 
+  /// The allowed_vfolder_hosts settings that apply to a caller: its domain's, its projects'
+  /// and its keypair policy's (JSON text each; AllowedHosts merges them).
+  StatusOr<std::vector<std::string>> HostSettingsOf(std::string const& domain,
+                                                    std::string const& user_id,
+                                                    std::string const& access_key);
+  /// An owner's live folders (not in the trash or gone) and its resource policy's
+  /// max_vfolder_count (0: none); `project`: the owner is a project (group id), else a user.
+  StatusOr<std::pair<std::int64_t, std::int64_t>> CountAndLimit(bool project,
+                                                                std::string const& owner_id);
+
   /// Adds a folder unless its owner (the user, or the project) already has a live one (not in
   /// the trash or gone) of that name: kAlreadyExists then.
   Status Insert(FolderRecord const& folder);
