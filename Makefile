@@ -61,6 +61,7 @@ format-check:
 bench: build
 	bash bench/run.sh build
 	bash bench/manager_bench.sh build 4 5
+	build/bench/bai_db_pool_bench --queries 100000 --rounds 5
 	bash bench/session_cli_bench.sh build 40
 	bash bench/log_latency.sh build 100
 	bash bench/log_throughput.sh build 80 3

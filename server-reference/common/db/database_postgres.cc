@@ -2,6 +2,7 @@
 // The PostgreSQL backend (libpq): a pool of connections, `?` numbered `$n`, parameters sent as
 // text with their types left to the statement, lock scopes as transaction-level advisory locks,
 // and a lost connection dropped from the pool and reported as retryable (kUnavailable).
+#include "server-reference/common/db/connection_pool.h"
 #include "server-reference/common/db/database.h"
 #include "server-reference/common/db/postgres_dialect.h"
 
@@ -145,7 +146,11 @@ class PostgresDatabase : public Database {
   using Database::Transaction;
 
   PostgresDatabase(std::string url, PostgresOptions const& options)
-      : url_(std::move(url)), max_connections_(std::max(1, options.max_connections)) {}
+      : url_(std::move(url)),
+        // Every connection busy for 10 s (each stuck on a database that does not answer): the
+        // request fails, retryably, instead of queueing behind them without end.
+        pool_([this] { return Open(); }, std::max(1, options.max_connections),
+              std::chrono::seconds(10)) {}
 
   StatusOr<std::unique_ptr<Connection>> Open() {
     // A database cut off (a partition, a host gone without a reset) must fail a request in
@@ -175,25 +180,21 @@ class PostgresDatabase : public Database {
   }
 
   StatusOr<std::int64_t> Exec(std::string const& sql, std::vector<SqlValue> params) override {
-    auto lease = Acquire();
+    auto lease = pool_.Acquire();
     if (!lease.ok()) return std::move(lease).status();
-    auto r = (*lease)->Exec(sql, std::move(params));
-    Release(std::move(*lease));
-    return r;
+    return (*lease)->Exec(sql, std::move(params));
   }
 
   StatusOr<std::vector<SqlRow>> Query(std::string const& sql,
                                       std::vector<SqlValue> params) override {
-    auto lease = Acquire();
+    auto lease = pool_.Acquire();
     if (!lease.ok()) return std::move(lease).status();
-    auto r = (*lease)->Query(sql, std::move(params));
-    Release(std::move(*lease));
-    return r;
+    return (*lease)->Query(sql, std::move(params));
   }
 
   Status Transaction(LockScopes const& scopes,
                      std::function<Status(SqlExecutor&)> const& body) override {
-    auto lease = Acquire();
+    auto lease = pool_.Acquire();
     if (!lease.ok()) return std::move(lease).status();
     auto& conn = **lease;
     LockScopes sorted = scopes;  // one order everywhere: no deadlock between two scopes
@@ -215,57 +216,14 @@ class PostgresDatabase : public Database {
       auto end = conn.Exec(status.ok() ? "COMMIT" : "ROLLBACK", {});
       if (status.ok() && !end.ok()) status = end.status();
     }
-    Release(std::move(*lease));
     return status;
   }
 
   std::string Backend() const override { return "postgresql"; }
 
  private:
-  StatusOr<std::unique_ptr<Connection>> Acquire() {
-    std::unique_lock<std::mutex> lock(mu_);
-    // Every connection busy for this long (each stuck on a database that does not answer):
-    // the request fails, retryably, instead of queueing behind them without end.
-    if (!cv_.wait_for(lock, std::chrono::seconds(10),
-                      [this] { return !idle_.empty() || open_ < max_connections_; })) {
-      return Status(StatusCode::kUnavailable, "the database did not answer: all " +
-                                                  std::to_string(max_connections_) +
-                                                  " connections have been busy for 10 s");
-    }
-    while (!idle_.empty()) {
-      auto c = std::move(idle_.back());
-      idle_.pop_back();
-      if (c->healthy()) return c;
-      --open_;  // lost while idle (a server restart): another one
-    }
-    ++open_;
-    lock.unlock();
-    auto c = Open();
-    if (!c.ok()) {
-      std::lock_guard<std::mutex> relock(mu_);
-      --open_;
-      cv_.notify_one();
-    }
-    return c;
-  }
-
-  void Release(std::unique_ptr<Connection> c) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (c->healthy() && !c->in_transaction()) {
-      idle_.push_back(std::move(c));
-    } else {
-      --open_;  // a broken connection is closed, not reused
-      c.reset();
-    }
-    cv_.notify_one();
-  }
-
   std::string url_;
-  int max_connections_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::unique_ptr<Connection>> idle_;
-  int open_ = 0;
+  ConnectionPool<Connection> pool_;
 };
 
 }  // namespace

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "server-reference/common/db/connection_pool.h"
 #include "server-reference/common/db/database.h"
 
 #include <fcntl.h>
@@ -272,8 +273,8 @@ class SqliteDatabase : public Database {
 
   SqliteDatabase(std::string path, SqliteOptions const& options)
       : path_(std::move(path)),
-        max_connections_(std::max(1, options.max_connections)),
-        isolation_(options.isolation) {}
+        isolation_(options.isolation),
+        pool_([this] { return Open(); }, std::max(1, options.max_connections)) {}
 
   StatusOr<std::unique_ptr<Connection>> Open() {
     sqlite3* db = nullptr;
@@ -311,21 +312,17 @@ class SqliteDatabase : public Database {
   ~SqliteDatabase() override { anchor_.reset(); }  // before the pool's connections close
 
   StatusOr<std::int64_t> Exec(std::string const& sql, std::vector<SqlValue> params) override {
-    auto lease = Acquire();
+    auto lease = pool_.Acquire();
     if (!lease.ok()) return std::move(lease).status();
-    auto r = (*lease)->Exec(sql, std::move(params));
-    Release(std::move(*lease));
-    return r;
+    return (*lease)->Exec(sql, std::move(params));
   }
 
   StatusOr<std::vector<SqlRow>> Query(std::string const& sql,
                                       std::vector<SqlValue> params) override {
     if (anchor_) anchor_->RenewIfOld();
-    auto lease = Acquire();
+    auto lease = pool_.Acquire();
     if (!lease.ok()) return std::move(lease).status();
-    auto r = (*lease)->Query(sql, std::move(params));
-    Release(std::move(*lease));
-    return r;
+    return (*lease)->Query(sql, std::move(params));
   }
 
   Status Transaction(LockScopes const& scopes,
@@ -333,7 +330,7 @@ class SqliteDatabase : public Database {
     if (isolation_ == SqliteOptions::Isolation::kReadCommittedForTests) {
       return UnisolatedTransaction(scopes, body);
     }
-    auto lease = Acquire();
+    auto lease = pool_.Acquire();
     if (!lease.ok()) return std::move(lease).status();
     auto& conn = **lease;
     // IMMEDIATE takes the write lock up front, so two writers never deadlock on an upgrade;
@@ -347,7 +344,6 @@ class SqliteDatabase : public Database {
         (void)conn.Exec("ROLLBACK", {});
       }
     }
-    Release(std::move(*lease));
     return status;
   }
 
@@ -366,38 +362,9 @@ class SqliteDatabase : public Database {
         return Status(StatusCode::kUnavailable, "cannot take lock scope " + scope);
       }
     }
-    auto lease = Acquire();
+    auto lease = pool_.Acquire();
     if (!lease.ok()) return std::move(lease).status();
-    Status status = body(**lease);  // autocommit: each statement commits on its own
-    Release(std::move(*lease));
-    return status;
-  }
-
-  StatusOr<std::unique_ptr<Connection>> Acquire() {
-    std::unique_lock<std::mutex> lock(mu_);
-    ++waiting_;
-    cv_.wait(lock, [this] { return !idle_.empty() || open_ < max_connections_; });
-    --waiting_;
-    if (!idle_.empty()) {
-      auto c = std::move(idle_.back());
-      idle_.pop_back();
-      return c;
-    }
-    ++open_;
-    lock.unlock();
-    auto c = Open();
-    if (!c.ok()) {
-      std::lock_guard<std::mutex> relock(mu_);
-      --open_;
-      cv_.notify_one();
-    }
-    return c;
-  }
-
-  void Release(std::unique_ptr<Connection> c) {
-    std::lock_guard<std::mutex> lock(mu_);
-    idle_.push_back(std::move(c));
-    if (waiting_ > 0) cv_.notify_one();  // no futex wake-up when nobody waits
+    return body(**lease);  // autocommit: each statement commits on its own
   }
 
   // After each commit that wrote WAL frames, on the committing thread.
@@ -419,14 +386,9 @@ class SqliteDatabase : public Database {
   }
 
   std::string path_;
-  int max_connections_;
   SqliteOptions::Isolation isolation_;
+  ConnectionPool<Connection> pool_;
   std::unique_ptr<ReadLockAnchor> anchor_;  ///< set once, before the pool is shared
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::unique_ptr<Connection>> idle_;
-  int open_ = 0;
-  int waiting_ = 0;
 };
 
 }  // namespace
