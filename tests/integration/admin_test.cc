@@ -7,6 +7,7 @@
 
 #include "server-reference/manager/manager.h"
 #include "server-reference/manager/state/schema.h"
+#include "tests/testing_util/manager_fixture.h"
 #include "tests/testing_util/postgres.h"
 #include "tests/testing_util/subprocess.h"
 
@@ -25,46 +26,15 @@ using nlohmann::json;
 using ::testing::HasSubstr;
 using testing_util::TempDir;
 
-class AdminTest : public ::testing::Test {
+class AdminTest : public testing_util::ManagerFixture {
  protected:
   void SetUp() override {
-    config_.data_dir = dir_.path() + "/data";
-    config_.database = testing_util::TestDatabase();
-    config_.listen_port = 0;
-    auto m = Manager::Start(config_);
-    ASSERT_TRUE(m.ok()) << m.status().message();
-    manager_ = std::move(*m);
-    auto creds = testing_util::ReadEnvFile(manager_->bootstrap().credentials_file);
-    root_ = ClientFor(creds["BACKEND_ACCESS_KEY"], creds["BACKEND_SECRET_KEY"]);
-    auto& db = manager_->store().db();
-    ASSERT_TRUE(
-        db.Exec("INSERT INTO domains (name, created_at) VALUES ('other', '2026-01-01')").ok());
+    ManagerFixture::SetUp();
+    AddDomain("other");
     alice_ = SignUp("default", "alice");
     dave_ = SignUp("default", "dave", "admin");
     mona_ = SignUp("default", "mona", "monitor");
     carol_ = SignUp("other", "carol", "admin");
-  }
-
-  std::unique_ptr<Client> SignUp(std::string const& domain, std::string const& name,
-                                 std::string const& role = "user") {
-    std::string email = name + "@example.com";
-    auto keys = manager_->store().SignUp(domain, email, name, "x", name);
-    EXPECT_TRUE(keys.ok()) << keys.status().message();
-    if (!keys.ok()) return nullptr;
-    EXPECT_TRUE(manager_->store()
-                    .db()
-                    .Exec("UPDATE users SET role = ? WHERE email = ?", {role, email})
-                    .ok());
-    return ClientFor(keys->first, keys->second);
-  }
-
-  std::unique_ptr<Client> ClientFor(std::string const& ak, std::string const& sk) {
-    Options o;
-    o.endpoints = {"http://127.0.0.1:" + std::to_string(manager_->port())};
-    o.access_key = ak;
-    o.secret_key = sk;
-    o.retry.max_attempts = 1;
-    return std::make_unique<Client>(*Client::Create(o));
   }
 
   // The response of /admin/gql (always 200).
@@ -100,10 +70,7 @@ class AdminTest : public ::testing::Test {
     return r.ok() ? r->status : -1;
   }
 
-  TempDir dir_;
-  ManagerConfig config_;
-  std::unique_ptr<Manager> manager_;
-  std::unique_ptr<Client> root_, alice_, dave_, mona_, carol_;
+  std::unique_ptr<Client> alice_, dave_, mona_, carol_;
 };
 
 constexpr char kCreateUser[] = R"(

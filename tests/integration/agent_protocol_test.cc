@@ -9,6 +9,7 @@
 #include "server-reference/common/http/http_server.h"
 #include "server-reference/common/wire/agent_messages.h"
 #include "server-reference/manager/manager.h"
+#include "tests/testing_util/manager_fixture.h"
 #include "tests/testing_util/postgres.h"
 #include "tests/testing_util/raw_http.h"
 #include "tests/testing_util/subprocess.h"
@@ -107,25 +108,12 @@ struct FakeLink {
   server::WebSocketHandlers handlers;
 };
 
-class AgentProtocolTest : public ::testing::Test {
+class AgentProtocolTest : public testing_util::ManagerFixture {
  protected:
-  void SetUp() override {
-    config_.data_dir = dir_.path() + "/data";
-    config_.database = testing_util::TestDatabase();
-    config_.listen_port = 0;
-    auto m = Manager::Start(config_);
-    ASSERT_TRUE(m.ok()) << m.status().message();
-    manager_ = std::move(*m);
-  }
-
   bool ManagerAnswers() {
     return testing_util::RawHttp(manager_->port(), "GET / HTTP/1.1\r\nHost: x\r\n\r\n").status ==
            200;
   }
-
-  TempDir dir_;
-  ManagerConfig config_;
-  std::unique_ptr<Manager> manager_;
 };
 
 TEST_F(AgentProtocolTest, ManagerRefusesMalformedRegistrationsAndStaysUp) {

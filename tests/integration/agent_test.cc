@@ -10,8 +10,10 @@
 #include "server-reference/common/wire/agent_protocol.h"
 #include "server-reference/manager/manager.h"
 #include "server-reference/manager/state/bootstrap.h"
+#include "tests/testing_util/manager_fixture.h"
 #include "tests/testing_util/postgres.h"
 #include "tests/testing_util/raw_http.h"
+#include "tests/testing_util/roles_fixture.h"
 #include "tests/testing_util/subprocess.h"
 
 #include <gmock/gmock.h>
@@ -28,32 +30,13 @@ using nlohmann::json;
 using ::testing::HasSubstr;
 using testing_util::TempDir;
 
-class AgentTest : public ::testing::Test {
+class AgentTest : public testing_util::ManagerFixture {
  protected:
   void SetUp() override {
-    config_.data_dir = dir_.path() + "/data";
-    config_.database = testing_util::TestDatabase();
-    config_.listen_port = 0;
     config_.agent_heartbeat_timeout = 1;
     config_.agent_lost_grace = 2;
-    StartManager();
+    ManagerFixture::SetUp();
   }
-
-  void StartManager() {
-    auto m = Manager::Start(config_);
-    ASSERT_TRUE(m.ok()) << m.status().message();
-    manager_ = std::move(*m);
-    config_.listen_port = manager_->port();  // a restart comes back on the same port
-    auto creds = testing_util::ReadEnvFile(manager_->bootstrap().credentials_file);
-    Options o;
-    o.access_key = creds["BACKEND_ACCESS_KEY"];
-    o.secret_key = creds["BACKEND_SECRET_KEY"];
-    o.endpoints = {Url()};
-    o.retry.max_attempts = 1;
-    client_ = std::make_unique<Client>(*Client::Create(o));
-  }
-
-  std::string Url() const { return "http://127.0.0.1:" + std::to_string(manager_->port()); }
 
   std::unique_ptr<agent::Agent> StartAgent(std::string const& id, std::string const& slots) {
     agent::AgentOptions o;
@@ -75,7 +58,7 @@ class AgentTest : public ::testing::Test {
   ApiResponse Call(std::string method, std::string path, json body = nullptr) {
     ApiRequest r{std::move(method), std::move(path)};
     if (!body.is_null()) r.body = body.dump();
-    auto response = client_->Send(r);
+    auto response = root_->Send(r);
     EXPECT_TRUE(response.ok()) << response.status().message();
     return response.ok() ? *response : ApiResponse{};
   }
@@ -98,11 +81,6 @@ class AgentTest : public ::testing::Test {
     }
     return false;
   }
-
-  TempDir dir_;
-  ManagerConfig config_;
-  std::unique_ptr<Manager> manager_;
-  std::unique_ptr<Client> client_;
 };
 
 TEST_F(AgentTest, UnknownImagesAre404OnceAgentsReportTheirImages) {
@@ -177,11 +155,11 @@ TEST_F(AgentTest, CommitRunsAsABackgroundTaskFollowedToItsEnd) {
 
   // Followed live: it ends with bgtask_done and server_close, and the stream closes.
   std::string stream;
-  auto follow = client_->SendStreaming({"GET", "/events/background-task?taskId=" + task},
-                                       [&](std::string_view d) {
-                                         stream += d;
-                                         return true;
-                                       });
+  auto follow = root_->SendStreaming({"GET", "/events/background-task?taskId=" + task},
+                                     [&](std::string_view d) {
+                                       stream += d;
+                                       return true;
+                                     });
   ASSERT_TRUE(follow.ok()) << follow.status().message();
   EXPECT_THAT(stream, HasSubstr("event: bgtask_done\r\ndata: "));
   EXPECT_THAT(stream, HasSubstr("\"status\":\"done\""));
@@ -195,7 +173,7 @@ TEST_F(AgentTest, CommitRunsAsABackgroundTaskFollowedToItsEnd) {
 
   // Followed after it finished: the final event at once, then server_close.
   std::string again;
-  ASSERT_TRUE(client_
+  ASSERT_TRUE(root_
                   ->SendStreaming({"GET", "/events/background-task?task_id=" + task},
                                   [&](std::string_view d) {
                                     again += d;
@@ -302,56 +280,17 @@ TEST_F(AgentTest, OwnerAccessKeyIsScopedByRoleOnEverySessionEndpoint) {
   auto group = manager_->store().db().Query(
       "SELECT id FROM groups WHERE name = 'default' AND domain_name = 'default'");
   ASSERT_TRUE(group.ok() && group->size() == 1u);
-  std::string fixture = R"({
-    "domains": [{"name": "other"}],
-    "users": [
-      {"uuid": "00000000-0000-4000-8000-0000000000a1", "username": "alice", "role": "user",
-       "email": "alice@example.com", "password": "alice-password", "domain_name": "default"},
-      {"uuid": "00000000-0000-4000-8000-0000000000b1", "username": "bob", "role": "user",
-       "email": "bob@example.com", "password": "bob-password", "domain_name": "default"},
-      {"uuid": "00000000-0000-4000-8000-0000000000c1", "username": "dadmin", "role": "admin",
-       "email": "dadmin@example.com", "password": "dadmin-password", "domain_name": "default"},
-      {"uuid": "00000000-0000-4000-8000-0000000000d1", "username": "oadmin", "role": "admin",
-       "email": "oadmin@example.com", "password": "oadmin-password", "domain_name": "other"},
-      {"uuid": "00000000-0000-4000-8000-0000000000e1", "username": "radmin", "role": "admin",
-       "email": "radmin@example.com", "password": "radmin-password", "domain_name": "default"}],
-    "association_groups_users": [
-      {"group_id": ")" + group->front().Text(0) +
-                        R"(",
-       "user_id": "00000000-0000-4000-8000-0000000000a1"}],
-    "keypairs": [
-      {"access_key": "AKIAALICE00000000000", "secret_key": "alice-secret-0000000000000000000000000000",
-       "user_id": "00000000-0000-4000-8000-0000000000a1", "resource_policy": "default"},
-      {"access_key": "AKIABOB0000000000000", "secret_key": "bob-secret-000000000000000000000000000000",
-       "user_id": "00000000-0000-4000-8000-0000000000b1", "resource_policy": "default"},
-      {"access_key": "AKIADADMIN0000000000", "secret_key": "dadmin-secret-00000000000000000000000000",
-       "user_id": "00000000-0000-4000-8000-0000000000c1", "resource_policy": "default",
-       "is_admin": true},
-      {"access_key": "AKIAOADMIN0000000000", "secret_key": "oadmin-secret-00000000000000000000000000",
-       "user_id": "00000000-0000-4000-8000-0000000000d1", "resource_policy": "default",
-       "is_admin": true},
-      {"access_key": "AKIARADMIN0000000000", "secret_key": "radmin-secret-00000000000000000000000000",
-       "user_id": "00000000-0000-4000-8000-0000000000e1", "resource_policy": "default"}]
-  })";
+  std::string fixture = testing_util::RolesFixture(group->front().Text(0), "", '1');
   auto loaded = LoadFixture(manager_->store(), fixture);
   ASSERT_TRUE(loaded.ok()) << loaded.status().message();
   // The agent only now: loading five password hashes (Argon2) on a busy machine once held the
   // database past the 1 s heartbeat timeout, and the agent was taken for lost mid-test.
   auto agent = StartAgent("agent-1", "cpu=4,mem=8g");
   auto client_for = [&](std::string const& name) {
-    Options o;
-    o.access_key = "AKIA" + name;
-    o.access_key.resize(20, '0');
-    o.secret_key = name == "ALICE"    ? "alice-secret-0000000000000000000000000000"
-                   : name == "BOB"    ? "bob-secret-000000000000000000000000000000"
-                   : name == "DADMIN" ? "dadmin-secret-00000000000000000000000000"
-                   : name == "RADMIN" ? "radmin-secret-00000000000000000000000000"
-                                      : "oadmin-secret-00000000000000000000000000";
-    o.endpoints = {Url()};
-    o.retry.max_attempts = 1;
-    return *Client::Create(o);
+    auto [access, secret] = testing_util::RoleKeys("", name);
+    return *ClientFor(access, secret);
   };
-  auto alice = client_for("ALICE");
+  auto alice = client_for("alice");
   ApiRequest create{"POST", "/session"};
   create.body = R"({"name": "alices", "image": "python"})";
   auto created = alice.Send(create);
@@ -374,11 +313,11 @@ TEST_F(AgentTest, OwnerAccessKeyIsScopedByRoleOnEverySessionEndpoint) {
     int expected;
   };
   std::vector<Caller> callers = {
-      {"user of the same domain", client_for("BOB"), 403},
-      {"admin of another domain", client_for("OADMIN"), 404},
-      {"admin of the same domain", client_for("DADMIN"), 0},
-      {"admin by role, without the keypair flag", client_for("RADMIN"), 0},
-      {"superadmin", *client_, 0}};
+      {"user of the same domain", client_for("bob"), 403},
+      {"admin of another domain", client_for("oadmin"), 404},
+      {"admin of the same domain", client_for("dadmin"), 0},
+      {"admin by role, without the keypair flag", client_for("radmin"), 0},
+      {"superadmin", *root_, 0}};
   for (auto const& c : callers) {
     for (auto const& [method, path] : endpoints) {
       auto r = c.client.Send({method, path});
@@ -400,31 +339,31 @@ TEST_F(AgentTest, OwnerAccessKeyIsScopedByRoleOnEverySessionEndpoint) {
                              [](std::string_view) { return false; });
     return r.ok() ? r->status : -1;
   };
-  EXPECT_EQ(watch(client_for("BOB")), 403);
-  EXPECT_EQ(watch(client_for("OADMIN")), 404);
-  EXPECT_EQ(watch(client_for("RADMIN")), 200);
-  EXPECT_EQ(watch(client_for("DADMIN")), 200);
-  EXPECT_EQ(watch(*client_), 200);
+  EXPECT_EQ(watch(client_for("bob")), 403);
+  EXPECT_EQ(watch(client_for("oadmin")), 404);
+  EXPECT_EQ(watch(client_for("radmin")), 200);
+  EXPECT_EQ(watch(client_for("dadmin")), 200);
+  EXPECT_EQ(watch(*root_), 200);
   // Another domain's admin cannot end it, and cannot tell it from a session that never was.
-  auto oadmin = client_for("OADMIN");
+  auto oadmin = client_for("oadmin");
   auto denied = oadmin.Send({"DELETE", "/session/alices?" + owner});
   auto missing = oadmin.Send({"DELETE", "/session/no-such-session?" + owner});
   ASSERT_TRUE(denied.ok() && missing.ok());
   EXPECT_EQ(denied->status, 404);
   EXPECT_EQ(denied->body, missing->body);
   EXPECT_EQ(Row(id).status, protocol::SessionStatus::kRunning);
-  auto bob = client_for("BOB");
+  auto bob = client_for("bob");
   EXPECT_EQ(bob.Send({"DELETE", "/session/alices?" + owner})->status, 403);
   EXPECT_EQ(bob.Send({"DELETE", "/session/alices"})->status, 404);  // not bob's
   EXPECT_EQ(Row(id).status, protocol::SessionStatus::kRunning);
   // Its own domain's admin can.
-  EXPECT_EQ(client_for("DADMIN").Send({"DELETE", "/session/alices?" + owner})->status, 200);
+  EXPECT_EQ(client_for("dadmin").Send({"DELETE", "/session/alices?" + owner})->status, 200);
   ASSERT_TRUE(Eventually([&] { return Row(id).status == protocol::SessionStatus::kTerminated; }));
 }
 
 // Regression: with no agent registered, a blocking create waited forever.
 TEST_F(AgentTest, BlockingCreateWithNoAgentAnswersPendingAndStartsOnceOneComes) {
-  Options o = client_->options();
+  Options o = root_->options();
   o.read_timeout = std::chrono::seconds(30);  // a hang fails the test instead of blocking it
   auto client = *Client::Create(o);
   ApiRequest create{"POST", "/session"};
@@ -650,16 +589,11 @@ TEST_F(AgentTest, AgentsNeedTheClusterSecret) {
 }
 
 // bai-agent as a process against an in-process manager.
-class AgentProcessTest : public ::testing::Test {
+class AgentProcessTest : public testing_util::ManagerFixture {
  protected:
   void SetUp() override {
-    config_.data_dir = dir_.path() + "/data";
-    config_.database = testing_util::TestDatabase();
-    config_.listen_port = 0;
-    auto m = Manager::Start(config_);
-    ASSERT_TRUE(m.ok()) << m.status().message();
-    manager_ = std::move(*m);
-    url_ = "http://127.0.0.1:" + std::to_string(manager_->port());
+    ManagerFixture::SetUp();
+    url_ = Url();
   }
 
   // The agent process says it connects, registers as `id`, and stops cleanly on SIGTERM.
@@ -672,9 +606,6 @@ class AgentProcessTest : public ::testing::Test {
     EXPECT_EQ(agent.Stop(SIGTERM), 0);
   }
 
-  TempDir dir_;
-  ManagerConfig config_;
-  std::unique_ptr<Manager> manager_;
   std::string url_;
 };
 

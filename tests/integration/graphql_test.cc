@@ -7,6 +7,7 @@
 #include "bai/protocol/graphql_wire.h"
 
 #include "server-reference/manager/manager.h"
+#include "tests/testing_util/manager_fixture.h"
 #include "tests/testing_util/postgres.h"
 #include "tests/testing_util/subprocess.h"
 
@@ -21,41 +22,18 @@ using nlohmann::json;
 using ::testing::HasSubstr;
 using testing_util::TempDir;
 
-class GraphqlTest : public ::testing::Test {
+class GraphqlTest : public testing_util::ManagerFixture {
  protected:
   void SetUp() override {
-    config_.data_dir = dir_.path() + "/data";
-    config_.database = testing_util::TestDatabase();
-    config_.listen_port = 0;
-    auto m = Manager::Start(config_);
-    ASSERT_TRUE(m.ok()) << m.status().message();
-    manager_ = std::move(*m);
-    auto creds = testing_util::ReadEnvFile(manager_->bootstrap().credentials_file);
-    root_key_ = creds["BACKEND_ACCESS_KEY"];
-    root_ = ClientFor(creds["BACKEND_ACCESS_KEY"], creds["BACKEND_SECRET_KEY"]);
-    auto alice = manager_->store().SignUp("default", "alice@example.com", "alice", "x", "Alice A");
-    auto bob = manager_->store().SignUp("default", "bob@example.com", "bob", "x", "Bob B");
-    ASSERT_TRUE(alice.ok() && bob.ok());
-    alice_key_ = alice->first;
-    alice_ = ClientFor(alice->first, alice->second);
-    bob_ = ClientFor(bob->first, bob->second);
+    ManagerFixture::SetUp();
+    root_key_ = access_key_;
+    auto alice = AddUser("default", "alice", "user", "Alice A");
+    alice_key_ = alice.first;
+    alice_ = ClientFor(alice.first, alice.second);
+    bob_ = SignUp("default", "bob", "user", "Bob B");
     // An admin of another domain.
-    auto& db = manager_->store().db();
-    ASSERT_TRUE(
-        db.Exec("INSERT INTO domains (name, created_at) VALUES ('other', '2026-01-01')").ok());
-    auto carol = manager_->store().SignUp("other", "carol@example.com", "carol", "x", "Carol C");
-    ASSERT_TRUE(carol.ok());
-    ASSERT_TRUE(db.Exec("UPDATE users SET role = 'admin' WHERE email = 'carol@example.com'").ok());
-    carol_ = ClientFor(carol->first, carol->second);
-  }
-
-  std::unique_ptr<Client> ClientFor(std::string const& ak, std::string const& sk) {
-    Options o;
-    o.endpoints = {"http://127.0.0.1:" + std::to_string(manager_->port())};
-    o.access_key = ak;
-    o.secret_key = sk;
-    o.retry.max_attempts = 1;
-    return std::make_unique<Client>(*Client::Create(o));
+    AddDomain("other");
+    carol_ = SignUp("other", "carol", "admin", "Carol C");
   }
 
   // A session for `who`, queued (no agent), with a name and a tag.
@@ -95,10 +73,7 @@ class GraphqlTest : public ::testing::Test {
     return out;
   }
 
-  TempDir dir_;
-  ManagerConfig config_;
-  std::unique_ptr<Manager> manager_;
-  std::unique_ptr<Client> root_, alice_, bob_, carol_;
+  std::unique_ptr<Client> alice_, bob_, carol_;
   std::string alice_key_, root_key_;
 };
 

@@ -8,6 +8,7 @@
 #include "bai/protocol/signing.h"
 
 #include "server-reference/manager/metrics.h"
+#include "tests/testing_util/manager_fixture.h"
 #include "tests/testing_util/postgres.h"
 #include "tests/testing_util/raw_http.h"
 #include "tests/testing_util/subprocess.h"
@@ -39,23 +40,8 @@ std::string Probs(char const* suffix) {
   return std::string("https://api.backend.ai/probs/") + suffix;
 }
 
-class ManagerTest : public ::testing::Test {
+class ManagerTest : public testing_util::ManagerFixture {
  protected:
-  void SetUp() override {
-    config_.data_dir = dir_.path() + "/data";
-    config_.database = testing_util::TestDatabase();
-    config_.listen_port = 0;
-    auto m = Manager::Start(config_);
-    ASSERT_TRUE(m.ok()) << m.status().message();
-    manager_ = std::move(*m);
-    auto creds = ReadEnvFile(manager_->bootstrap().credentials_file);
-    access_key_ = creds["BACKEND_ACCESS_KEY"];
-    secret_key_ = creds["BACKEND_SECRET_KEY"];
-    password_ = creds["BAI_ADMIN_PASSWORD"];
-  }
-
-  std::string Url() const { return "http://127.0.0.1:" + std::to_string(manager_->port()); }
-
   Client MakeClient(std::string access, std::string secret) {
     Options o;
     o.endpoints = {Url()};
@@ -99,11 +85,6 @@ class ManagerTest : public ::testing::Test {
                       "\r\nConnection: close\r\n" + r.extra_headers + "\r\n" + r.body;
     return RawHttp(manager_->port(), req);
   }
-
-  TempDir dir_;
-  ManagerConfig config_;
-  std::unique_ptr<Manager> manager_;
-  std::string access_key_, secret_key_, password_;
 };
 
 TEST_F(ManagerTest, BootstrapWritesCredentialsOnceWithMode0600) {

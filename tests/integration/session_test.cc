@@ -6,6 +6,7 @@
 #include "bai/protocol/signing.h"
 
 #include "server-reference/manager/manager.h"
+#include "tests/testing_util/manager_fixture.h"
 #include "tests/testing_util/postgres.h"
 #include "tests/testing_util/raw_http.h"
 #include "tests/testing_util/subprocess.h"
@@ -23,34 +24,12 @@ using nlohmann::json;
 using ::testing::HasSubstr;
 using testing_util::TempDir;
 
-class SessionTest : public ::testing::Test {
+class SessionTest : public testing_util::ManagerFixture {
  protected:
-  void SetUp() override {
-    config_.data_dir = dir_.path() + "/data";
-    config_.database = testing_util::TestDatabase();
-    config_.listen_port = 0;
-    StartManager();
-  }
-
-  void StartManager() {
-    auto m = Manager::Start(config_);
-    ASSERT_TRUE(m.ok()) << m.status().message();
-    manager_ = std::move(*m);
-    auto creds = testing_util::ReadEnvFile(manager_->bootstrap().credentials_file);
-    access_key_ = creds["BACKEND_ACCESS_KEY"];
-    secret_key_ = creds["BACKEND_SECRET_KEY"];
-    Options o;
-    o.endpoints = {"http://127.0.0.1:" + std::to_string(manager_->port())};
-    o.access_key = access_key_;
-    o.secret_key = secret_key_;
-    o.retry.max_attempts = 1;
-    client_ = std::make_unique<Client>(*Client::Create(o));
-  }
-
   ApiResponse Call(std::string method, std::string path, json body = nullptr) {
     ApiRequest r{std::move(method), std::move(path)};
     if (!body.is_null()) r.body = body.dump();
-    auto response = client_->Send(r);
+    auto response = root_->Send(r);
     EXPECT_TRUE(response.ok()) << response.status().message();
     return response.ok() ? *response : ApiResponse{};
   }
@@ -91,12 +70,6 @@ class SessionTest : public ::testing::Test {
     }
     ASSERT_EQ(manager_->events().StreamCount(), n);
   }
-
-  TempDir dir_;
-  ManagerConfig config_;
-  std::unique_ptr<Manager> manager_;
-  std::unique_ptr<Client> client_;
-  std::string access_key_, secret_key_;
 };
 
 TEST_F(SessionTest, EnqueueGetMatchAndHistory) {

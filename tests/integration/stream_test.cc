@@ -9,6 +9,7 @@
 #include "server-reference/manager/state/bootstrap.h"
 #include "tests/testing_util/local_cluster.h"
 #include "tests/testing_util/raw_http.h"
+#include "tests/testing_util/roles_fixture.h"
 
 #include <arpa/inet.h>
 #include <gmock/gmock.h>
@@ -281,36 +282,11 @@ TEST_F(StreamTest, AdminsReachAUsersTerminalUnderTheUsualScoping) {
   auto group = manager_->store().db().Query(
       "SELECT id FROM groups WHERE name = 'default' AND domain_name = 'default'");
   ASSERT_TRUE(group.ok() && group->size() == 1u);
-  std::string fixture = R"({
-    "domains": [{"name": "other"}],
-    "users": [
-      {"uuid": "00000000-0000-4000-8000-0000000000a2", "username": "salice", "role": "user",
-       "email": "salice@example.com", "password": "alice-password", "domain_name": "default"},
-      {"uuid": "00000000-0000-4000-8000-0000000000b2", "username": "sbob", "role": "user",
-       "email": "sbob@example.com", "password": "bob-password", "domain_name": "default"},
-      {"uuid": "00000000-0000-4000-8000-0000000000c2", "username": "sdadmin", "role": "admin",
-       "email": "sdadmin@example.com", "password": "dadmin-password", "domain_name": "default"},
-      {"uuid": "00000000-0000-4000-8000-0000000000d2", "username": "soadmin", "role": "admin",
-       "email": "soadmin@example.com", "password": "oadmin-password", "domain_name": "other"}],
-    "association_groups_users": [
-      {"group_id": ")" + group->front().Text(0) +
-                        R"(",
-       "user_id": "00000000-0000-4000-8000-0000000000a2"}],
-    "keypairs": [
-      {"access_key": "AKIASALICE0000000000", "secret_key": "alice-secret-0000000000000000000000000000",
-       "user_id": "00000000-0000-4000-8000-0000000000a2", "resource_policy": "default"},
-      {"access_key": "AKIASBOB000000000000", "secret_key": "bob-secret-000000000000000000000000000000",
-       "user_id": "00000000-0000-4000-8000-0000000000b2", "resource_policy": "default"},
-      {"access_key": "AKIASDADMIN000000000", "secret_key": "dadmin-secret-00000000000000000000000000",
-       "user_id": "00000000-0000-4000-8000-0000000000c2", "resource_policy": "default",
-       "is_admin": true},
-      {"access_key": "AKIASOADMIN000000000", "secret_key": "oadmin-secret-00000000000000000000000000",
-       "user_id": "00000000-0000-4000-8000-0000000000d2", "resource_policy": "default",
-       "is_admin": true}]
-  })";
+  std::string fixture = testing_util::RolesFixture(group->front().Text(0), "s", '2');
   auto loaded = LoadFixture(manager_->store(), fixture);
   ASSERT_TRUE(loaded.ok()) << loaded.status().message();
-  auto alice = ClientFor("AKIASALICE0000000000", "alice-secret-0000000000000000000000000000");
+  auto alice = ClientFor(testing_util::RoleKeys("s", "alice").first,
+                         testing_util::RoleKeys("s", "alice").second);
   SessionClient theirs(*alice);
   SessionCreateRequest req;
   req.image = "python";
@@ -321,7 +297,8 @@ TEST_F(StreamTest, AdminsReachAUsersTerminalUnderTheUsualScoping) {
     if (info.ok() && info->status.text == "RUNNING") break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  std::string path = "/stream/session/scoped-pty/pty?owner_access_key=AKIASALICE0000000000";
+  std::string path = "/stream/session/scoped-pty/pty?owner_access_key=" +
+                     testing_util::RoleKeys("s", "alice").first;
   auto reaches = [&](Client& who, std::string const& p) -> StatusOr<bool> {
     auto ws = who.OpenWebSocket(ApiRequest("GET", p));
     if (!ws.ok()) return ws.status();
@@ -332,21 +309,24 @@ TEST_F(StreamTest, AdminsReachAUsersTerminalUnderTheUsualScoping) {
   auto own = reaches(*alice, "/stream/session/scoped-pty/pty");
   ASSERT_TRUE(own.ok()) << own.status().message();
   EXPECT_TRUE(*own);
-  auto dadmin = ClientFor("AKIASDADMIN000000000", "dadmin-secret-00000000000000000000000000");
+  auto dadmin = ClientFor(testing_util::RoleKeys("s", "dadmin").first,
+                          testing_util::RoleKeys("s", "dadmin").second);
   auto by_admin = reaches(*dadmin, path);
   ASSERT_TRUE(by_admin.ok()) << by_admin.status().message();
   EXPECT_TRUE(*by_admin);
   auto by_root = reaches(*root_, path);
   ASSERT_TRUE(by_root.ok()) << by_root.status().message();
   EXPECT_TRUE(*by_root);
-  auto bob = ClientFor("AKIASBOB000000000000", "bob-secret-000000000000000000000000000000");
+  auto bob = ClientFor(testing_util::RoleKeys("s", "bob").first,
+                       testing_util::RoleKeys("s", "bob").second);
   auto by_bob = reaches(*bob, path);
   ASSERT_FALSE(by_bob.ok());
   EXPECT_EQ(by_bob.status().error_info().http_status, 403) << by_bob.status().message();
   auto bob_plain = reaches(*bob, "/stream/session/scoped-pty/pty");
   ASSERT_FALSE(bob_plain.ok());
   EXPECT_EQ(bob_plain.status().error_info().http_status, 404);
-  auto oadmin = ClientFor("AKIASOADMIN000000000", "oadmin-secret-00000000000000000000000000");
+  auto oadmin = ClientFor(testing_util::RoleKeys("s", "oadmin").first,
+                          testing_util::RoleKeys("s", "oadmin").second);
   auto by_other = reaches(*oadmin, path);
   ASSERT_FALSE(by_other.ok());
   EXPECT_EQ(by_other.status().error_info().http_status, 404) << by_other.status().message();

@@ -7,6 +7,7 @@
 #include "bai/client.h"
 
 #include "server-reference/manager/manager.h"
+#include "tests/testing_util/manager_fixture.h"
 #include "tests/testing_util/postgres.h"
 #include "tests/testing_util/subprocess.h"
 
@@ -47,36 +48,19 @@ inline std::string Base64Sha256(std::string const& data) {
   return out;
 }
 
-class VFolderTest : public ::testing::Test {
+class VFolderTest : public testing_util::ManagerFixture {
  protected:
   void SetUp() override {
-    config_.data_dir = dir_.path() + "/data";
-    config_.database = testing_util::TestDatabase();
-    config_.listen_port = 0;
-    Start();
-    auto creds = testing_util::ReadEnvFile(manager_->bootstrap().credentials_file);
-    root_ = ClientFor(creds["BACKEND_ACCESS_KEY"], creds["BACKEND_SECRET_KEY"]);
-    auto alice = manager_->store().SignUp("default", "alice@example.com", "alice", "x", "Alice");
-    auto bob = manager_->store().SignUp("default", "bob@example.com", "bob", "x", "Bob");
-    ASSERT_TRUE(alice.ok() && bob.ok());
-    alice_keys_ = *alice;
-    alice_ = ClientFor(alice->first, alice->second);
-    bob_ = ClientFor(bob->first, bob->second);
+    ManagerFixture::SetUp();
+    alice_keys_ = AddUser("default", "alice", "user", "Alice");
+    alice_ = ClientFor(alice_keys_.first, alice_keys_.second);
+    bob_ = SignUp("default", "bob", "user", "Bob");
   }
 
+  /// The manager again, on a port of its own (and its storage proxy's).
   void Start() {
-    auto m = Manager::Start(config_);
-    ASSERT_TRUE(m.ok()) << m.status().message();
-    manager_ = std::move(*m);
-  }
-
-  std::unique_ptr<Client> ClientFor(std::string const& ak, std::string const& sk) {
-    Options o;
-    o.endpoints = {"http://127.0.0.1:" + std::to_string(manager_->port())};
-    o.access_key = ak;
-    o.secret_key = sk;
-    o.retry.max_attempts = 1;
-    return std::make_unique<Client>(*Client::Create(o));
+    config_.listen_port = 0;
+    StartManager();
   }
 
   ApiResponse Call(Client& who, std::string const& method, std::string const& path,
@@ -190,10 +174,7 @@ class VFolderTest : public ::testing::Test {
     return uid;
   }
 
-  TempDir dir_;
-  ManagerConfig config_;
-  std::unique_ptr<Manager> manager_;
-  std::unique_ptr<Client> root_, alice_, bob_;
+  std::unique_ptr<Client> alice_, bob_;
   std::pair<std::string, std::string> alice_keys_;
 };
 
