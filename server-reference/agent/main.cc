@@ -11,6 +11,7 @@
 #include "server-reference/agent/dummy_backend.h"
 #include "server-reference/agent/images.h"
 #include "server-reference/agent/runc_backend.h"
+#include "server-reference/common/daemon/daemon.h"
 #include "server-reference/common/log/log_options.h"
 
 #include <CLI/CLI.hpp>
@@ -155,18 +156,13 @@ int main(int argc, char** argv) {
   agent::AgentFlags flags;
   agent::AddAgentFlags(app, flags, SelfDir());
   CLI11_PARSE(app, argc, argv);
-  if (auto s = bai::server::log::Init("bai-agent", flags.log); !s.ok()) {
-    return Fail(bai::Status(bai::StatusCode::kInvalidArgument, s.message()));
-  }
+  bai::server::Daemon process("bai-agent");
+  if (!process.InitLog(flags.log).ok()) return 2;
   auto config = agent::LoadAgentConfig(flags);
   if (!config.ok()) return Fail(config.status());
   for (auto const& note : config->notes) std::cout << "bai-agent: " << note << std::endl;
   for (auto const& warning : config->warnings) std::cerr << "bai-agent: " << warning << "\n";
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  process.BlockStopSignals();
   std::unique_ptr<agent::ImageStore> images;
   auto kernels = MakeBackend(*config, images);
   if (!kernels.ok())
@@ -190,11 +186,9 @@ int main(int argc, char** argv) {
     running.Stop();
     return Fail(bai::Status(bai::StatusCode::kInvalidArgument, metrics_server.status().message()));
   }
-  int sig = 0;
-  sigwait(&signals, &sig);
+  process.WaitForStop();
   if (config->stop_kernels) StopKernels(*backend, mps);
   if (*metrics_server) (*metrics_server)->Stop();
-  bai::server::log::Info("shutting down", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
   running.Stop();
   return 0;
 }

@@ -4,6 +4,7 @@
 //               [--storage-listen HOST:PORT]
 //   bai-manager fixture load FILE.json [--config FILE] [--data-dir DIR]
 #include "server-reference/common/auth/login_throttle.h"
+#include "server-reference/common/daemon/daemon.h"
 #include "server-reference/common/log/log_options.h"
 #include "server-reference/manager/manager.h"
 #include "server-reference/manager/state/copy_database.h"
@@ -19,13 +20,9 @@
 
 namespace {
 
-bool log_to_file = false;
+bai::server::Daemon process("bai-manager");
 
-int Fail(bai::Status const& s) {
-  bai::server::log::Error(s.message());
-  if (log_to_file) std::cerr << "bai-manager: " << s.message() << "\n";  // for whoever started it
-  return 1;
-}
+int Fail(bai::Status const& s) { return process.Fail(s.message()); }
 
 }  // namespace
 
@@ -96,11 +93,7 @@ int main(int argc, char** argv) {
     config.trusted_proxies.push_back(address);
   }
   bai::server::log::ApplyGiven(app, log_flags, config.logging);
-  if (auto s = bai::server::log::Init("bai-manager", config.logging); !s.ok()) {
-    std::cerr << "bai-manager: " << s.message() << "\n";
-    return 2;
-  }
-  log_to_file = !config.logging.file.empty();
+  if (!process.InitLog(config.logging).ok()) return 2;
 
   if (migrate->parsed()) {
     auto open =
@@ -139,11 +132,7 @@ int main(int argc, char** argv) {
   }
 
   // Signals are taken synchronously by this thread; the server threads never see them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  process.BlockStopSignals();
 
   auto manager = bai::manager::Manager::Start(config);
   if (!manager.ok()) return Fail(manager.status());
@@ -163,9 +152,7 @@ int main(int argc, char** argv) {
                           {"port", static_cast<int>((*manager)->port())},
                           {"database", config.UsesPostgres() ? "postgresql" : "sqlite"},
                           {"version", bai::manager::ManagerVersion()}});
-  int sig = 0;
-  sigwait(&signals, &sig);
-  bai::server::log::Info("shutting down", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+  process.WaitForStop();
   (*manager)->Stop();
   return 0;
 }

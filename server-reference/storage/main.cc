@@ -4,6 +4,7 @@
 //               [--manager-listen HOST:PORT] [--public-url URL] --secret-file FILE
 // The secret file is made (mode 0600, 256 random bits) when it does not exist; give the manager
 // the same file (`[[storage.proxies]] secret_file`).
+#include "server-reference/common/daemon/daemon.h"
 #include "server-reference/common/log/log_options.h"
 #include "server-reference/common/wire/agent_protocol.h"
 #include "server-reference/storage/proxy.h"
@@ -19,13 +20,9 @@
 
 namespace {
 
-bool log_to_file = false;
+bai::server::Daemon process("bai-storage");
 
-int Fail(std::string const& message) {
-  bai::server::log::Error(message);
-  if (log_to_file) std::cerr << "bai-storage: " << message << "\n";  // for whoever started it
-  return 1;
-}
+int Fail(std::string const& message) { return process.Fail(message); }
 
 bool SplitHostPort(std::string const& text, std::string& host, std::uint16_t& port) {
   auto colon = text.rfind(':');
@@ -72,11 +69,7 @@ int main(int argc, char** argv) {
   bai::server::log::Options log;
   bai::server::log::AddOptions(app, log);
   CLI11_PARSE(app, argc, argv);
-  if (auto s = bai::server::log::Init("bai-storage", log); !s.ok()) {
-    std::cerr << "bai-storage: " << s.message() << "\n";
-    return 2;
-  }
-  log_to_file = !log.file.empty();
+  if (!process.InitLog(log).ok()) return 2;
 
   bai::storage::StorageOptions options;
   options.name = name;
@@ -120,11 +113,7 @@ int main(int argc, char** argv) {
   listen.manager_port = manager_port;
   listen.public_url = public_url;
 
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  process.BlockStopSignals();
   auto proxy = bai::storage::StorageProxy::Start(options, listen);
   if (!proxy.ok()) return Fail(proxy.status().message());
   std::cout << "bai-storage " << name << ": clients on " << listen.address << ":"
@@ -135,9 +124,7 @@ int main(int argc, char** argv) {
                                        {"client_port", static_cast<int>((*proxy)->client_port())},
                                        {"manager_port", static_cast<int>((*proxy)->manager_port())},
                                        {"volumes", static_cast<int>(options.volumes.size())}});
-  int sig = 0;
-  sigwait(&signals, &sig);
-  bai::server::log::Info("shutting down", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+  process.WaitForStop();
   (*proxy)->Stop();
   return 0;
 }

@@ -4,6 +4,7 @@
 //                 [--static-dir DIR] [--domain NAME] [--secure-cookies] [--log-…]
 // The database is the managers' own (SQLite file or PostgreSQL URL): logins live there, so
 // every webserver on it serves the same users. Start it after a manager has migrated it.
+#include "server-reference/common/daemon/daemon.h"
 #include "server-reference/common/db/database.h"
 #include "server-reference/common/http/listen_address.h"
 #include "server-reference/common/log/log_options.h"
@@ -19,13 +20,9 @@
 
 namespace {
 
-bool log_to_file = false;
+bai::server::Daemon process("bai-webserver");
 
-int Fail(std::string const& message) {
-  bai::server::log::Error(message);
-  if (log_to_file) std::cerr << "bai-webserver: " << message << "\n";
-  return 1;
-}
+int Fail(std::string const& message) { return process.Fail(message); }
 
 std::vector<std::string> SplitList(std::string const& text) {
   std::vector<std::string> out;
@@ -85,11 +82,7 @@ int main(int argc, char** argv) {
   bai::server::log::Options log;
   bai::server::log::AddOptions(app, log);
   CLI11_PARSE(app, argc, argv);
-  if (auto s = bai::server::log::Init("bai-webserver", log); !s.ok()) {
-    std::cerr << "bai-webserver: " << s.message() << "\n";
-    return 2;
-  }
-  log_to_file = !log.file.empty();
+  if (!process.InitLog(log).ok()) return 2;
 
   auto where = bai::server::ParseListenAddress(listen);
   if (!where.ok()) return Fail(where.status().message());
@@ -126,11 +119,7 @@ int main(int argc, char** argv) {
         probe.status().message() + ")");
   }
 
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  process.BlockStopSignals();
   auto server = bai::webserver::WebServer::Start(options, **db);
   if (!server.ok()) return Fail(server.status().message());
   std::cout << "bai-webserver: the console at http://" << options.address << ":"
@@ -139,9 +128,7 @@ int main(int argc, char** argv) {
                                        {"port", static_cast<int>((*server)->port())},
                                        {"managers", managers},
                                        {"database", postgres ? "postgresql" : "sqlite"}});
-  int sig = 0;
-  sigwait(&signals, &sig);
-  bai::server::log::Info("shutting down", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+  process.WaitForStop();
   (*server)->Stop();
   return 0;
 }
