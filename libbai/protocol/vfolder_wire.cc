@@ -459,14 +459,16 @@ StatusOr<std::vector<VFolderFile>> DecodeVFolderListing(std::string_view body) {
 }
 
 std::string EncodeTransferTicket(TransferTicket const& ticket) {
-  return json{{"token", ticket.token}, {"url", ticket.url}}.dump();
+  json j{{"token", ticket.token}, {"url", ticket.url}};
+  if (ticket.console_url) j["console_url"] = *ticket.console_url;
+  return j.dump();
 }
 
 StatusOr<TransferTicket> DecodeTransferTicket(std::string_view json_object) {
   auto j = internal::ObjectOf(json_object, "ticket");
   if (!j.ok()) return j.status();
   internal::FieldReader r(*j);
-  TransferTicket t{r.Required("token"), r.Required("url")};
+  TransferTicket t{r.Required("token"), r.Required("url"), r.OptString("console_url")};
   if (!r.ok()) return internal::FieldProblem(r);
   return t;
 }

@@ -294,9 +294,18 @@ TEST(VFolderWireTest, InvitationsAndTicketsRoundTrip) {
   auto back = DecodeVFolderInvitations(text);
   ASSERT_TRUE(back.ok());
   EXPECT_EQ((*back)[0].modified_at, "t2");
-  auto ticket = DecodeTransferTicket(EncodeTransferTicket({"tok", "http://s/upload"}));
+  auto ticket =
+      DecodeTransferTicket(EncodeTransferTicket({"tok", "http://s/upload", std::nullopt}));
   ASSERT_TRUE(ticket.ok());
   EXPECT_EQ(ticket->Target(), "http://s/upload?token=tok");
+  EXPECT_FALSE(ticket->console_url) << "only the webserver adds a relay path";
+  EXPECT_EQ(nlohmann::json::parse(EncodeTransferTicket(*ticket)).count("console_url"), 0u);
+  // As bai-webserver passes it on to the console, and the console reads it back.
+  ticket->console_url = "/storage/abc";
+  auto relayed = DecodeTransferTicket(EncodeTransferTicket(*ticket));
+  ASSERT_TRUE(relayed.ok());
+  EXPECT_EQ(relayed->console_url, "/storage/abc");
+  EXPECT_EQ(relayed->url, "http://s/upload");
 }
 
 }  // namespace

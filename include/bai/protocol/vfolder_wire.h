@@ -178,6 +178,9 @@ BAI_EXPORT StatusOr<std::vector<VFolderInvitation>> DecodeVFolderInvitations(std
 struct TransferTicket {
   std::string token;
   std::string url;
+  /// bai-webserver's path that relays the transfer to `url` for the console (a page may talk
+  /// to its own origin only); set by the webserver as the ticket passes, absent elsewhere.
+  std::optional<std::string> console_url;
   /// The URL with the token as its query parameter.
   std::string Target() const { return url + "?token=" + token; }
 };

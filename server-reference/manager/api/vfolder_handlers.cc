@@ -255,7 +255,7 @@ HttpResponse FolderResponse(p::VFolderInfo const& f, p::VFolderAnswer answer, in
 // The proxy's {token, url} for a transfer, passed on as request-upload/download answer it.
 template <class Ticket>
 HttpResponse TicketResponse(Ticket const& t) {
-  return HttpResponse::Json(200, p::EncodeTransferTicket({t.token, t.url}));
+  return HttpResponse::Json(200, p::EncodeTransferTicket({t.token, t.url, std::nullopt}));
 }
 
 // ---- handlers ---------------------------------------------------------------------------------
