@@ -175,36 +175,42 @@ class AnswerFields {
   nlohmann::json const& j_;
 };
 
-// Reads request fields under any of their spellings, with the leniency of request parameters
-// (booleans and integers may come as strings); an error names the field's first spelling.
+// Reads request fields under any of their spellings (the first present, not null, wins), with
+// the leniency of request parameters (booleans and integers may come as strings); an error names
+// the spelling the client sent. The one reader of lenient requests: the SDK's and server's
+// request codecs, and the manager's handler parameters (manager/api/params.h) over it.
 class Lenient {
  public:
   Lenient(nlohmann::json const& object, FieldReader& r) : object_(object), r_(r) {}
 
-  nlohmann::json const* Find(std::initializer_list<char const*> names) const {
-    return FirstPresent(object_, names);
+  nlohmann::json const* Find(std::initializer_list<char const*> names,
+                             char const** found = nullptr) const {
+    return FirstPresent(object_, names, found);
   }
   std::optional<std::string> Str(std::initializer_list<char const*> names) {
-    auto const* v = Find(names);
+    char const* found = nullptr;
+    auto const* v = Find(names, &found);
     if (v == nullptr) return std::nullopt;
-    if (!v->is_string()) return r_.Fail(*names.begin(), "a string"), std::nullopt;
+    if (!v->is_string()) return r_.Fail(found, "a string"), std::nullopt;
     return v->get<std::string>();
   }
   std::optional<bool> Bool(std::initializer_list<char const*> names) {
-    auto const* v = Find(names);
+    char const* found = nullptr;
+    auto const* v = Find(names, &found);
     if (v == nullptr) return std::nullopt;
     auto b = LenientBool(*v);
-    if (!b) r_.Fail(*names.begin(), "a boolean");
+    if (!b) r_.Fail(found, "a boolean");
     return b;
   }
   std::optional<std::int64_t> Int(std::initializer_list<char const*> names, std::int64_t min,
                                   std::int64_t max) {
-    auto const* v = Find(names);
+    char const* found = nullptr;
+    auto const* v = Find(names, &found);
     if (v == nullptr) return std::nullopt;
     auto n = LenientInt(*v);
-    if (!n) return r_.Fail(*names.begin(), "an integer"), std::nullopt;
+    if (!n) return r_.Fail(found, "an integer"), std::nullopt;
     if (*n < min || *n > max) {
-      r_.Fail(*names.begin(), "between " + std::to_string(min) + " and " + std::to_string(max));
+      r_.Fail(found, "between " + std::to_string(min) + " and " + std::to_string(max));
       return std::nullopt;
     }
     return n;

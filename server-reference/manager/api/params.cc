@@ -55,66 +55,16 @@ StatusOr<Params> Params::From(server::HttpRequest const& request, ParamSource so
   return Params(std::move(values));
 }
 
-json const* Params::Find(std::initializer_list<char const*> names, char const** found) {
-  for (char const* n : names) {
-    auto it = values_.find(n);
-    if (it != values_.end()) {
-      *found = n;
-      return &*it;
-    }
-  }
-  return nullptr;
-}
-
-json const* Params::Raw(std::initializer_list<char const*> names) {
-  char const* found = nullptr;
-  return Find(names, &found);
-}
-
 std::optional<std::string> Params::String(std::initializer_list<char const*> names, bool required) {
-  char const* found = nullptr;
-  auto const* v = Find(names, &found);
-  if (!v || v->is_null()) {
-    if (required) Fail(*names.begin(), "required");
-    return std::nullopt;
-  }
-  if (!v->is_string()) {
-    Fail(found, "must be a string");
-    return std::nullopt;
-  }
-  return v->get<std::string>();
-}
-
-std::optional<bool> Params::Bool(std::initializer_list<char const*> names) {
-  char const* found = nullptr;
-  auto const* v = Find(names, &found);
-  if (!v || v->is_null()) return std::nullopt;
-  auto value = internal::LenientBool(*v);
-  if (!value) Fail(found, "must be a boolean");
-  return value;
-}
-
-std::optional<std::int64_t> Params::Int(std::initializer_list<char const*> names, std::int64_t min,
-                                        std::int64_t max) {
-  char const* found = nullptr;
-  auto const* v = Find(names, &found);
-  if (!v || v->is_null()) return std::nullopt;
-  auto value = internal::LenientInt(*v);
-  if (!value) {
-    Fail(found, "must be an integer");
-    return std::nullopt;
-  }
-  if (*value < min || *value > max) {
-    Fail(found, "must be between " + std::to_string(min) + " and " + std::to_string(max));
-    return std::nullopt;
-  }
-  return value;
+  auto v = Reader().Str(names);
+  if (!v && required && Raw(names) == nullptr) Fail(*names.begin(), "required");
+  return v;
 }
 
 Status Params::Check() const {
-  if (errors_.empty()) return {};
+  if (reader_.ok()) return {};
   json data = json::object();
-  for (auto const& [k, v] : errors_) data[k] = v;
+  for (auto const& [k, v] : reader_.field_errors()) data[k] = v;
   return protocol::MakeProblemStatus(protocol::ProblemType::kInvalidApiParams,
                                      "Input validation error", data.dump());
 }
