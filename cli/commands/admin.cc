@@ -11,6 +11,7 @@
 #include "cli/commands/session_util.h"
 #include "cli/commands/vfolder.h"
 #include "cli/exit_codes.h"
+#include "cli/output.h"
 #include "libbai/protocol/wire_json.h"
 #include "libbai/util/json_parse.h"
 
@@ -39,11 +40,6 @@ int WithAdmin(Context& ctx, std::function<Status(AdminClient&)> const& body) {
   Status s = body(admin);
   if (!s.ok()) return ReportError(ctx, s);
   return 0;
-}
-
-void PrintJson(Context& ctx, json doc) {
-  doc["exit_code"] = 0;
-  ctx.out() << doc.dump() << "\n";
 }
 
 json SlotsObject(std::string const& text) {

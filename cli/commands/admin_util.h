@@ -17,8 +17,6 @@ namespace bai::cli {
 
 /// Runs `body` with an AdminClient for the configured endpoint; its error reported (exit code).
 int WithAdmin(Context& ctx, std::function<Status(AdminClient&)> const& body);
-/// `doc` with exit_code 0, one line.
-void PrintJson(Context& ctx, nlohmann::json doc);
 /// A slot map's JSON text in words ("cpu=4 mem=8g"; "-" for none).
 std::string SlotsWords(std::string const& text);
 /// A JSON object flag ("{\"cpu\": 4}"), or "cpu=4,mem=8g": the object's text.

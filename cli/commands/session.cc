@@ -9,6 +9,7 @@
 #include "cli/commands/session_util.h"
 #include "cli/commands/vfolder.h"
 #include "cli/exit_codes.h"
+#include "cli/output.h"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>

@@ -219,38 +219,4 @@ FollowedJob FollowToEnd(SessionClient const& sessions, std::string const& id,
   return out;
 }
 
-// Left-aligned columns, two spaces apart.
-void PrintTable(Context& ctx, std::vector<std::vector<std::string>> const& rows) {
-  if (rows.empty()) return;
-  if (ctx.csv()) {
-    for (auto const& r : rows) {
-      std::string line;
-      for (std::size_t i = 0; i < r.size(); ++i) {
-        if (i > 0) line += ',';
-        if (r[i].find_first_of(",\"\r\n") == std::string::npos) {
-          line += r[i];
-          continue;
-        }
-        line += '"';
-        for (char c : r[i]) line += c == '"' ? std::string("\"\"") : std::string(1, c);
-        line += '"';
-      }
-      ctx.out() << line << "\n";
-    }
-    return;
-  }
-  std::vector<std::size_t> width(rows[0].size(), 0);
-  for (auto const& r : rows) {
-    for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
-  }
-  for (auto const& r : rows) {
-    std::string line;
-    for (std::size_t i = 0; i < r.size(); ++i) {
-      line += r[i];
-      if (i + 1 < r.size()) line += std::string(width[i] - r[i].size() + 2, ' ');
-    }
-    ctx.out() << line << "\n";
-  }
-}
-
 }  // namespace bai::cli

@@ -27,9 +27,6 @@ struct Place {
 };
 Place ParsePlace(std::string const& arg);
 
-/// Left-aligned columns, two spaces apart (the first row is the header).
-void PrintTable(Context& ctx, std::vector<std::vector<std::string>> const& rows);
-
 /// From now on Ctrl-C and SIGTERM set a flag (Interrupted()) instead of killing the process, so
 /// the command can clean up and exit 130.
 void CatchInterrupts();

@@ -8,6 +8,7 @@
 
 #include "cli/commands/session_util.h"
 #include "cli/exit_codes.h"
+#include "cli/output.h"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -241,26 +242,6 @@ int WithFolders(Context& ctx, std::function<Status(VFolderClient&)> const& body)
   Status s = body(folders);
   if (!s.ok()) return ReportError(ctx, s);
   return 0;
-}
-
-std::string HumanBytes(double bytes) {
-  static char const* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int unit = 0;
-  while (bytes >= 1024 && unit < 4) {
-    bytes /= 1024;
-    ++unit;
-  }
-  char out[32];
-  std::snprintf(out, sizeof out, unit == 0 ? "%.0f %s" : "%.1f %s", bytes, kUnits[unit]);
-  return out;
-}
-
-void PrintDone(Context& ctx, std::string const& words) {
-  if (ctx.json()) {
-    ctx.out() << json{{"exit_code", 0}}.dump() << "\n";
-  } else if (ctx.stdout_tty()) {
-    ctx.out() << words << "\n";
-  }
 }
 
 namespace {

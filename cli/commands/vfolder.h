@@ -39,9 +39,5 @@ void AddVFolderSharingCommands(CommandSet& set, CLI::App* noun);
 
 /// Runs `body` with a VFolderClient, reporting its error as every command does (exit code).
 int WithFolders(Context& ctx, std::function<Status(VFolderClient&)> const& body);
-/// Prints `{"exit_code": 0}` under -o json, else `words` when stdout is a terminal.
-void PrintDone(Context& ctx, std::string const& words);
-/// "1.5 MiB": a byte count as people read it.
-std::string HumanBytes(double bytes);
 
 }  // namespace bai::cli
