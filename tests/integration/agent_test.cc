@@ -55,14 +55,6 @@ class AgentTest : public testing_util::ManagerFixture {
     return a;
   }
 
-  ApiResponse Call(std::string method, std::string path, json body = nullptr) {
-    ApiRequest r{std::move(method), std::move(path)};
-    if (!body.is_null()) r.body = body.dump();
-    auto response = root_->Send(r);
-    EXPECT_TRUE(response.ok()) << response.status().message();
-    return response.ok() ? *response : ApiResponse{};
-  }
-
   json Info(std::string const& ref) { return json::parse(Call("GET", "/session/" + ref).body); }
 
   // The stored row (also for sessions that ended).

@@ -26,14 +26,6 @@ using testing_util::TempDir;
 
 class SessionTest : public testing_util::ManagerFixture {
  protected:
-  ApiResponse Call(std::string method, std::string path, json body = nullptr) {
-    ApiRequest r{std::move(method), std::move(path)};
-    if (!body.is_null()) r.body = body.dump();
-    auto response = root_->Send(r);
-    EXPECT_TRUE(response.ok()) << response.status().message();
-    return response.ok() ? *response : ApiResponse{};
-  }
-
   json Create(json body) {
     body["enqueueOnly"] = body.value("enqueueOnly", true);
     auto r = Call("POST", "/session", body);

@@ -13,6 +13,7 @@
 #include "tests/testing_util/subprocess.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <map>
 #include <memory>
@@ -83,6 +84,15 @@ class ManagerFixture : public ::testing::Test {
                                  std::string const& full_name = "") {
     auto keys = AddUser(domain, name, role, full_name);
     return ClientFor(keys.first, keys.second);
+  }
+
+  /// A request of the superadmin's (a JSON body when given); its answer, whatever the status.
+  ApiResponse Call(std::string method, std::string path, nlohmann::json body = nullptr) {
+    ApiRequest r{std::move(method), std::move(path)};
+    if (!body.is_null()) r.body = body.dump();
+    auto response = root_->Send(r);
+    EXPECT_TRUE(response.ok()) << response.status().message();
+    return response.ok() ? *response : ApiResponse{};
   }
 
   /// Another domain beside `default`.

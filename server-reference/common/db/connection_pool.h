@@ -85,6 +85,15 @@ class ConnectionPool {
     return Lease(this, *std::move(c));
   }
 
+  /// Runs `f` on a leased connection; the pool's refusal when none comes (`f` returns a
+  /// StatusOr or a Status).
+  template <class F>
+  auto With(F&& f) -> decltype(f(std::declval<C&>())) {
+    auto lease = Acquire();
+    if (!lease.ok()) return std::move(lease).status();
+    return f(**lease);
+  }
+
   /// Opens one connection outside the pool (it does not count against the limit).
   StatusOr<std::unique_ptr<C>> OpenExtra() { return open_(); }
 

@@ -180,16 +180,12 @@ class PostgresDatabase : public Database {
   }
 
   StatusOr<std::int64_t> Exec(std::string const& sql, std::vector<SqlValue> params) override {
-    auto lease = pool_.Acquire();
-    if (!lease.ok()) return std::move(lease).status();
-    return (*lease)->Exec(sql, std::move(params));
+    return pool_.With([&](Connection& c) { return c.Exec(sql, std::move(params)); });
   }
 
   StatusOr<std::vector<SqlRow>> Query(std::string const& sql,
                                       std::vector<SqlValue> params) override {
-    auto lease = pool_.Acquire();
-    if (!lease.ok()) return std::move(lease).status();
-    return (*lease)->Query(sql, std::move(params));
+    return pool_.With([&](Connection& c) { return c.Query(sql, std::move(params)); });
   }
 
   Status Transaction(LockScopes const& scopes,

@@ -312,17 +312,13 @@ class SqliteDatabase : public Database {
   ~SqliteDatabase() override { anchor_.reset(); }  // before the pool's connections close
 
   StatusOr<std::int64_t> Exec(std::string const& sql, std::vector<SqlValue> params) override {
-    auto lease = pool_.Acquire();
-    if (!lease.ok()) return std::move(lease).status();
-    return (*lease)->Exec(sql, std::move(params));
+    return pool_.With([&](Connection& c) { return c.Exec(sql, std::move(params)); });
   }
 
   StatusOr<std::vector<SqlRow>> Query(std::string const& sql,
                                       std::vector<SqlValue> params) override {
     if (anchor_) anchor_->RenewIfOld();
-    auto lease = pool_.Acquire();
-    if (!lease.ok()) return std::move(lease).status();
-    return (*lease)->Query(sql, std::move(params));
+    return pool_.With([&](Connection& c) { return c.Query(sql, std::move(params)); });
   }
 
   Status Transaction(LockScopes const& scopes,
