@@ -146,74 +146,79 @@ std::string RandomPassword() {
 
 // ---- domains -------------------------------------------------------------------------------
 
+struct DomainCreateOptions {
+  protocol::Domain d;
+  std::string slots;
+};
+
+struct DomainRemoveOptions {
+  std::string name;
+  bool purge = false;
+};
+
+// bai admin domain ls
+Status RunDomainList(Context& ctx, AdminClient& a) {
+  auto all = a.Domains();
+  if (!all.ok()) return all.status();
+  if (ctx.json()) {
+    json items = json::array();
+    for (auto const& d : *all) items.push_back(DomainJson(d));
+    PrintJson(ctx, {{"domains", items}});
+    return Status();
+  }
+  std::vector<std::vector<std::string>> rows{
+      {"NAME", "ACTIVE", "TOTAL SLOTS", "RESOURCE GROUPS", "DESCRIPTION"}};
+  for (auto const& d : *all) {
+    std::string groups;
+    for (auto const& g : d.scaling_groups) groups += (groups.empty() ? "" : ",") + g;
+    rows.push_back({d.name, YesNo(d.is_active), SlotsWords(d.total_resource_slots),
+                    groups.empty() ? "-" : groups, d.description});
+  }
+  PrintTable(ctx, rows);
+  return Status();
+}
+
+// bai admin domain create
+Status RunDomainCreate(DomainCreateOptions& c, Context& ctx, AdminClient& a) {
+  auto slots = SlotsFlag("--slots", c.slots);
+  if (!slots.ok()) return slots.status();
+  c.d.total_resource_slots = *slots;
+  auto made = a.CreateDomain(c.d);
+  if (!made.ok()) return made.status();
+  if (ctx.json()) {
+    PrintJson(ctx, {{"domain", DomainJson(*made)}});
+  } else {
+    ctx.out() << "created domain " << made->name << "\n";
+  }
+  return Status();
+}
+
+// bai admin domain rm
+Status RunDomainRemove(DomainRemoveOptions& r, Context& ctx, AdminClient& a) {
+  auto s = a.DeleteDomain(r.name, r.purge);
+  if (s.ok()) PrintDone(ctx, (r.purge ? "purged domain " : "deactivated domain ") + r.name);
+  return s;
+}
+
 void AddDomains(CommandSet& set, CLI::App& admin) {
   auto& ctx = set.ctx();
   auto* noun = admin.add_subcommand("domain", "Domains (superadmins)");
   noun->require_subcommand(1);
   auto* ls = noun->add_subcommand("ls", "List domains");
   ls->alias("list");
-  set.OnRun(ls, [&ctx] {
-    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
-      auto all = a.Domains();
-      if (!all.ok()) return all.status();
-      if (ctx.json()) {
-        json items = json::array();
-        for (auto const& d : *all) items.push_back(DomainJson(d));
-        PrintJson(ctx, {{"domains", items}});
-        return Status();
-      }
-      std::vector<std::vector<std::string>> rows{
-          {"NAME", "ACTIVE", "TOTAL SLOTS", "RESOURCE GROUPS", "DESCRIPTION"}};
-      for (auto const& d : *all) {
-        std::string groups;
-        for (auto const& g : d.scaling_groups) groups += (groups.empty() ? "" : ",") + g;
-        rows.push_back({d.name, YesNo(d.is_active), SlotsWords(d.total_resource_slots),
-                        groups.empty() ? "-" : groups, d.description});
-      }
-      PrintTable(ctx, rows);
-      return Status();
-    });
-  });
-  struct Create {
-    protocol::Domain d;
-    std::string slots;
-  };
-  auto& c = set.Keep<Create>();
+  OnAdminRun(set, ls, [&ctx](AdminClient& a) { return RunDomainList(ctx, a); });
+  auto& c = set.Keep<DomainCreateOptions>();
   auto* create = noun->add_subcommand("create", "Create a domain");
   create->alias("add");
   create->add_option("NAME", c.d.name, "Domain name")->required();
   create->add_option("-d,--description", c.d.description, "Description");
   create->add_option("--slots", c.slots, "Total resource slots: cpu=8,mem=32g or JSON");
-  set.OnRun(create, [&ctx, &c] {
-    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
-      auto slots = SlotsFlag("--slots", c.slots);
-      if (!slots.ok()) return slots.status();
-      c.d.total_resource_slots = *slots;
-      auto made = a.CreateDomain(c.d);
-      if (!made.ok()) return made.status();
-      if (ctx.json()) {
-        PrintJson(ctx, {{"domain", DomainJson(*made)}});
-      } else {
-        ctx.out() << "created domain " << made->name << "\n";
-      }
-      return Status();
-    });
-  });
-  struct Remove {
-    std::string name;
-    bool purge = false;
-  };
-  auto& r = set.Keep<Remove>();
+  OnAdminRun(set, create, [&c, &ctx](AdminClient& a) { return RunDomainCreate(c, ctx, a); });
+  auto& r = set.Keep<DomainRemoveOptions>();
   auto* rm = noun->add_subcommand("rm", "Deactivate a domain (--purge: delete it, when empty)");
   rm->add_option("NAME", r.name, "Domain name")->required();
   rm->add_flag("--purge", r.purge, "Delete it for good");
-  set.OnRun(rm, [&ctx, &r] {
-    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
-      auto s = a.DeleteDomain(r.name, r.purge);
-      if (s.ok()) PrintDone(ctx, (r.purge ? "purged domain " : "deactivated domain ") + r.name);
-      return s;
-    });
-  });
+  OnAdminRun(set, rm, [&r, &ctx](AdminClient& a) { return RunDomainRemove(r, ctx, a); });
 }
 
 // ---- projects ------------------------------------------------------------------------------
@@ -234,6 +239,61 @@ StatusOr<protocol::Group> FindProject(AdminClient& a, std::string const& ref,
                 "several domains have a project " + ref + ": give --domain or its id");
 }
 
+struct ProjectCreateOptions {
+  protocol::Group g;
+  std::string slots;
+};
+
+struct ProjectRemoveOptions {
+  std::string ref, domain;
+  bool purge = false;
+};
+
+// bai admin project ls
+Status RunProjectList(std::string& domain, Context& ctx, AdminClient& a) {
+  auto all = a.Projects(domain);
+  if (!all.ok()) return all.status();
+  if (ctx.json()) {
+    json items = json::array();
+    for (auto const& g : *all) items.push_back(ProjectJson(g));
+    PrintJson(ctx, {{"projects", items}});
+    return Status();
+  }
+  std::vector<std::vector<std::string>> rows{
+      {"NAME", "DOMAIN", "ACTIVE", "TOTAL SLOTS", "ID", "DESCRIPTION"}};
+  for (auto const& g : *all) {
+    rows.push_back({g.name, g.domain_name, YesNo(g.is_active), SlotsWords(g.total_resource_slots),
+                    g.id, g.description});
+  }
+  PrintTable(ctx, rows);
+  return Status();
+}
+
+// bai admin project create
+Status RunProjectCreate(ProjectCreateOptions& c, Context& ctx, AdminClient& a) {
+  auto slots = SlotsFlag("--slots", c.slots);
+  if (!slots.ok()) return slots.status();
+  c.g.total_resource_slots = *slots;
+  auto made = a.CreateProject(c.g);
+  if (!made.ok()) return made.status();
+  if (ctx.json()) {
+    PrintJson(ctx, {{"project", ProjectJson(*made)}});
+  } else {
+    ctx.out() << "created project " << made->name << " (" << made->id << ") in "
+              << made->domain_name << "\n";
+  }
+  return Status();
+}
+
+// bai admin project rm
+Status RunProjectRemove(ProjectRemoveOptions& r, Context& ctx, AdminClient& a) {
+  auto p = FindProject(a, r.ref, r.domain);
+  if (!p.ok()) return p.status();
+  auto s = a.DeleteProject(p->id, r.purge);
+  if (s.ok()) PrintDone(ctx, (r.purge ? "purged project " : "deactivated project ") + r.ref);
+  return s;
+}
+
 void AddProjects(CommandSet& set, CLI::App& admin) {
   auto& ctx = set.ctx();
   auto* noun = admin.add_subcommand("project", "Projects (groups) and their members");
@@ -243,71 +303,21 @@ void AddProjects(CommandSet& set, CLI::App& admin) {
   auto* ls = noun->add_subcommand("ls", "List projects");
   ls->alias("list");
   ls->add_option("--domain", domain, "Only this domain's");
-  set.OnRun(ls, [&ctx, &domain] {
-    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
-      auto all = a.Projects(domain);
-      if (!all.ok()) return all.status();
-      if (ctx.json()) {
-        json items = json::array();
-        for (auto const& g : *all) items.push_back(ProjectJson(g));
-        PrintJson(ctx, {{"projects", items}});
-        return Status();
-      }
-      std::vector<std::vector<std::string>> rows{
-          {"NAME", "DOMAIN", "ACTIVE", "TOTAL SLOTS", "ID", "DESCRIPTION"}};
-      for (auto const& g : *all) {
-        rows.push_back({g.name, g.domain_name, YesNo(g.is_active),
-                        SlotsWords(g.total_resource_slots), g.id, g.description});
-      }
-      PrintTable(ctx, rows);
-      return Status();
-    });
-  });
-  struct Create {
-    protocol::Group g;
-    std::string slots;
-  };
-  auto& c = set.Keep<Create>();
+  OnAdminRun(set, ls, [&domain, &ctx](AdminClient& a) { return RunProjectList(domain, ctx, a); });
+  auto& c = set.Keep<ProjectCreateOptions>();
   auto* create = noun->add_subcommand("create", "Create a project");
   create->alias("add");
   create->add_option("NAME", c.g.name, "Project name")->required();
   create->add_option("--domain", c.g.domain_name, "Its domain")->default_val("default");
   create->add_option("-d,--description", c.g.description, "Description");
   create->add_option("--slots", c.slots, "Total resource slots: cpu=8,mem=32g or JSON");
-  set.OnRun(create, [&ctx, &c] {
-    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
-      auto slots = SlotsFlag("--slots", c.slots);
-      if (!slots.ok()) return slots.status();
-      c.g.total_resource_slots = *slots;
-      auto made = a.CreateProject(c.g);
-      if (!made.ok()) return made.status();
-      if (ctx.json()) {
-        PrintJson(ctx, {{"project", ProjectJson(*made)}});
-      } else {
-        ctx.out() << "created project " << made->name << " (" << made->id << ") in "
-                  << made->domain_name << "\n";
-      }
-      return Status();
-    });
-  });
-  struct Remove {
-    std::string ref, domain;
-    bool purge = false;
-  };
-  auto& r = set.Keep<Remove>();
+  OnAdminRun(set, create, [&c, &ctx](AdminClient& a) { return RunProjectCreate(c, ctx, a); });
+  auto& r = set.Keep<ProjectRemoveOptions>();
   auto* rm = noun->add_subcommand("rm", "Deactivate a project (--purge: delete it, when empty)");
   rm->add_option("PROJECT", r.ref, "Name or id")->required();
   rm->add_option("--domain", r.domain, "Its domain (when the name is in several)");
   rm->add_flag("--purge", r.purge, "Delete it for good");
-  set.OnRun(rm, [&ctx, &r] {
-    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
-      auto p = FindProject(a, r.ref, r.domain);
-      if (!p.ok()) return p.status();
-      auto s = a.DeleteProject(p->id, r.purge);
-      if (s.ok()) PrintDone(ctx, (r.purge ? "purged project " : "deactivated project ") + r.ref);
-      return s;
-    });
-  });
+  OnAdminRun(set, rm, [&r, &ctx](AdminClient& a) { return RunProjectRemove(r, ctx, a); });
 }
 
 // ---- users ---------------------------------------------------------------------------------
@@ -352,6 +362,140 @@ StatusOr<std::string> ReadPasswordStdin(Context& ctx) {
   return line;
 }
 
+struct UserCreateOptions {
+  NewUserRequest r;
+  std::string password;
+  bool password_stdin = false;
+  std::vector<std::string> projects;
+};
+
+struct UserUpdateOptions {
+  std::string email;
+  UserUpdate u;
+  std::string role, status, name, policy, domain;
+  bool password_stdin = false;
+  std::vector<std::string> projects;
+};
+
+struct UserRemoveOptions {
+  std::string email;
+  bool purge = false;
+};
+
+// bai admin user ls
+Status RunUserList(UserFilter& filter, Context& ctx, AdminClient& a) {
+  if (ctx.json()) {
+    // The server's objects as they came (10,000 users are 5 MB): the document PrintJson
+    // would write.
+    auto users = a.UsersJson(filter);
+    if (!users.ok()) return users.status();
+    ctx.out() << "{\"exit_code\":0,\"users\":" << *users << "}\n";
+    return Status();
+  }
+  auto all = a.Users(filter);
+  if (!all.ok()) return all.status();
+  std::vector<std::vector<std::string>> rows{
+      {"EMAIL", "USERNAME", "ROLE", "STATUS", "DOMAIN", "POLICY", "CREATED"}};
+  for (auto const& u : *all) {
+    rows.push_back({u.email, u.username, u.role, u.status, u.domain_name, u.resource_policy,
+                    u.created_at.substr(0, 19)});
+  }
+  PrintTable(ctx, rows);
+  return Status();
+}
+
+// bai admin user info
+Status RunUserInfo(std::string& email, Context& ctx, AdminClient& a) {
+  auto u = a.User(email);
+  if (!u.ok()) return u.status();
+  if (!*u) return Status(StatusCode::kNotFound, "no user " + email);
+  if (ctx.json()) {
+    PrintJson(ctx, {{"user", UserJson(**u)}});
+  } else {
+    PrintUser(ctx, **u);
+  }
+  return Status();
+}
+
+// bai admin user create
+Status RunUserCreate(UserCreateOptions& c, Context& ctx, AdminClient& a) {
+  bool made_password = false;
+  if (!c.password.empty()) {
+    return UsageError(
+        "--password takes no value on the command line (other users of this "
+        "machine can read it there): pipe it to --password-stdin, or leave both "
+        "out to have one made and printed once");
+  }
+  if (c.password_stdin) {
+    auto p = ReadPasswordStdin(ctx);
+    if (!p.ok()) return p.status();
+    c.r.password = *p;
+  } else {
+    c.r.password = RandomPassword();
+    made_password = true;
+  }
+  auto ids = ProjectIds(a, c.projects, c.r.domain_name);
+  if (!ids.ok()) return ids.status();
+  c.r.project_ids = *ids;
+  auto made = a.CreateUser(c.r);
+  if (!made.ok()) return made.status();
+  // The main keypair's secret, read once now (superadmins read secrets).
+  std::string secret;
+  auto keys = a.Keypairs(made->email);
+  if (keys.ok()) {
+    for (auto const& k : *keys) {
+      if (k.access_key == made->main_access_key) secret = k.secret_key;
+    }
+  }
+  if (ctx.json()) {
+    json doc = {
+        {"user", UserJson(*made)}, {"access_key", made->main_access_key}, {"secret_key", secret}};
+    if (made_password) doc["password"] = c.r.password;
+    PrintJson(ctx, doc);
+    return Status();
+  }
+  ctx.out() << "created user " << made->email << " in " << made->domain_name << "\n"
+            << "access key: " << made->main_access_key << "\n"
+            << "secret key: " << secret << "\n";
+  if (made_password) ctx.out() << "password:   " << c.r.password << "\n";
+  ctx.out() << "(shown once: keep them now)\n";
+  return Status();
+}
+
+// bai admin user update
+Status RunUserUpdate(UserUpdateOptions& up, Context& ctx, AdminClient& a) {
+  if (!up.role.empty()) up.u.role = up.role;
+  if (!up.status.empty()) up.u.status = up.status;
+  if (!up.name.empty()) up.u.full_name = up.name;
+  if (!up.policy.empty()) up.u.resource_policy = up.policy;
+  if (!up.domain.empty()) up.u.domain_name = up.domain;
+  if (up.password_stdin) {
+    auto p = ReadPasswordStdin(ctx);
+    if (!p.ok()) return p.status();
+    up.u.password = *p;
+  }
+  if (!up.projects.empty()) {
+    auto ids = ProjectIds(a, up.projects, up.domain);
+    if (!ids.ok()) return ids.status();
+    up.u.project_ids = *ids;
+  }
+  auto changed = a.ModifyUser(up.email, up.u);
+  if (!changed.ok()) return changed.status();
+  if (ctx.json()) {
+    PrintJson(ctx, {{"user", UserJson(*changed)}});
+  } else {
+    ctx.out() << "updated user " << changed->email << "\n";
+  }
+  return Status();
+}
+
+// bai admin user rm
+Status RunUserRemove(UserRemoveOptions& r, Context& ctx, AdminClient& a) {
+  auto s = a.DeleteUser(r.email, r.purge);
+  if (s.ok()) PrintDone(ctx, (r.purge ? "purged user " : "deleted user ") + r.email);
+  return s;
+}
+
 void AddUsers(CommandSet& set, CLI::App& admin) {
   auto& ctx = set.ctx();
   auto* noun = admin.add_subcommand("user", "Users and their main keypairs");
@@ -362,51 +506,12 @@ void AddUsers(CommandSet& set, CLI::App& admin) {
   ls->add_option("--domain", filter.domain_name, "Only this domain's");
   ls->add_option("--project", filter.project_id, "Only this project's members (its id)");
   ls->add_option("--status", filter.status, "active, inactive, deleted");
-  set.OnRun(ls, [&ctx, &filter] {
-    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
-      if (ctx.json()) {
-        // The server's objects as they came (10,000 users are 5 MB): the document PrintJson
-        // would write.
-        auto users = a.UsersJson(filter);
-        if (!users.ok()) return users.status();
-        ctx.out() << "{\"exit_code\":0,\"users\":" << *users << "}\n";
-        return Status();
-      }
-      auto all = a.Users(filter);
-      if (!all.ok()) return all.status();
-      std::vector<std::vector<std::string>> rows{
-          {"EMAIL", "USERNAME", "ROLE", "STATUS", "DOMAIN", "POLICY", "CREATED"}};
-      for (auto const& u : *all) {
-        rows.push_back({u.email, u.username, u.role, u.status, u.domain_name, u.resource_policy,
-                        u.created_at.substr(0, 19)});
-      }
-      PrintTable(ctx, rows);
-      return Status();
-    });
-  });
+  OnAdminRun(set, ls, [&filter, &ctx](AdminClient& a) { return RunUserList(filter, ctx, a); });
   auto& email = set.Keep<std::string>();
   auto* info = noun->add_subcommand("info", "A user's details");
   info->add_option("EMAIL", email, "The user's email")->required();
-  set.OnRun(info, [&ctx, &email] {
-    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
-      auto u = a.User(email);
-      if (!u.ok()) return u.status();
-      if (!*u) return Status(StatusCode::kNotFound, "no user " + email);
-      if (ctx.json()) {
-        PrintJson(ctx, {{"user", UserJson(**u)}});
-      } else {
-        PrintUser(ctx, **u);
-      }
-      return Status();
-    });
-  });
-  struct Create {
-    NewUserRequest r;
-    std::string password;
-    bool password_stdin = false;
-    std::vector<std::string> projects;
-  };
-  auto& c = set.Keep<Create>();
+  OnAdminRun(set, info, [&email, &ctx](AdminClient& a) { return RunUserInfo(email, ctx, a); });
+  auto& c = set.Keep<UserCreateOptions>();
   auto* create = noun->add_subcommand(
       "create", "Create a user and its main keypair; prints the secret key once");
   create->alias("add");
@@ -425,60 +530,8 @@ void AddUsers(CommandSet& set, CLI::App& admin) {
       ->default_val("default");
   create->add_flag("--need-password-change", c.r.need_password_change,
                    "Ask for a new password at the first login");
-  set.OnRun(create, [&ctx, &c] {
-    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
-      bool made_password = false;
-      if (!c.password.empty()) {
-        return UsageError(
-            "--password takes no value on the command line (other users of this "
-            "machine can read it there): pipe it to --password-stdin, or leave both "
-            "out to have one made and printed once");
-      }
-      if (c.password_stdin) {
-        auto p = ReadPasswordStdin(ctx);
-        if (!p.ok()) return p.status();
-        c.r.password = *p;
-      } else {
-        c.r.password = RandomPassword();
-        made_password = true;
-      }
-      auto ids = ProjectIds(a, c.projects, c.r.domain_name);
-      if (!ids.ok()) return ids.status();
-      c.r.project_ids = *ids;
-      auto made = a.CreateUser(c.r);
-      if (!made.ok()) return made.status();
-      // The main keypair's secret, read once now (superadmins read secrets).
-      std::string secret;
-      auto keys = a.Keypairs(made->email);
-      if (keys.ok()) {
-        for (auto const& k : *keys) {
-          if (k.access_key == made->main_access_key) secret = k.secret_key;
-        }
-      }
-      if (ctx.json()) {
-        json doc = {{"user", UserJson(*made)},
-                    {"access_key", made->main_access_key},
-                    {"secret_key", secret}};
-        if (made_password) doc["password"] = c.r.password;
-        PrintJson(ctx, doc);
-        return Status();
-      }
-      ctx.out() << "created user " << made->email << " in " << made->domain_name << "\n"
-                << "access key: " << made->main_access_key << "\n"
-                << "secret key: " << secret << "\n";
-      if (made_password) ctx.out() << "password:   " << c.r.password << "\n";
-      ctx.out() << "(shown once: keep them now)\n";
-      return Status();
-    });
-  });
-  struct Update {
-    std::string email;
-    UserUpdate u;
-    std::string role, status, name, policy, domain;
-    bool password_stdin = false;
-    std::vector<std::string> projects;
-  };
-  auto& up = set.Keep<Update>();
+  OnAdminRun(set, create, [&c, &ctx](AdminClient& a) { return RunUserCreate(c, ctx, a); });
+  auto& up = set.Keep<UserUpdateOptions>();
   auto* update = noun->add_subcommand("update", "Change a user (only the flags given)");
   update->add_option("EMAIL", up.email, "The user's email")->required();
   update->add_option("--role", up.role, "user, admin, superadmin, monitor");
@@ -488,49 +541,13 @@ void AddUsers(CommandSet& set, CLI::App& admin) {
   update->add_option("--domain", up.domain, "Move to this domain");
   update->add_option("--project", up.projects, "Its projects, replacing the current ones");
   update->add_flag("--password-stdin", up.password_stdin, "A new password, read from stdin");
-  set.OnRun(update, [&ctx, &up] {
-    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
-      if (!up.role.empty()) up.u.role = up.role;
-      if (!up.status.empty()) up.u.status = up.status;
-      if (!up.name.empty()) up.u.full_name = up.name;
-      if (!up.policy.empty()) up.u.resource_policy = up.policy;
-      if (!up.domain.empty()) up.u.domain_name = up.domain;
-      if (up.password_stdin) {
-        auto p = ReadPasswordStdin(ctx);
-        if (!p.ok()) return p.status();
-        up.u.password = *p;
-      }
-      if (!up.projects.empty()) {
-        auto ids = ProjectIds(a, up.projects, up.domain);
-        if (!ids.ok()) return ids.status();
-        up.u.project_ids = *ids;
-      }
-      auto changed = a.ModifyUser(up.email, up.u);
-      if (!changed.ok()) return changed.status();
-      if (ctx.json()) {
-        PrintJson(ctx, {{"user", UserJson(*changed)}});
-      } else {
-        ctx.out() << "updated user " << changed->email << "\n";
-      }
-      return Status();
-    });
-  });
-  struct Remove {
-    std::string email;
-    bool purge = false;
-  };
-  auto& r = set.Keep<Remove>();
+  OnAdminRun(set, update, [&up, &ctx](AdminClient& a) { return RunUserUpdate(up, ctx, a); });
+  auto& r = set.Keep<UserRemoveOptions>();
   auto* rm = noun->add_subcommand(
       "rm", "Mark a user deleted and deactivate its keypairs (--purge: remove it for good)");
   rm->add_option("EMAIL", r.email, "The user's email")->required();
   rm->add_flag("--purge", r.purge, "Remove the user, its keypairs and ended sessions");
-  set.OnRun(rm, [&ctx, &r] {
-    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
-      auto s = a.DeleteUser(r.email, r.purge);
-      if (s.ok()) PrintDone(ctx, (r.purge ? "purged user " : "deleted user ") + r.email);
-      return s;
-    });
-  });
+  OnAdminRun(set, rm, [&r, &ctx](AdminClient& a) { return RunUserRemove(r, ctx, a); });
 }
 
 // ---- keypairs ------------------------------------------------------------------------------
@@ -569,6 +586,39 @@ void PrintKeypairs(Context& ctx, std::vector<protocol::KeyPair> const& keys) {
   PrintTable(ctx, rows);
 }
 
+struct KeypairCreateOptions {
+  std::string email, policy = "default";
+  std::int64_t rate_limit = 10000;
+  bool admin = false;
+};
+
+struct KeypairUpdateOptions {
+  std::string key, policy;
+};
+
+// bai admin keypair ls
+Status RunKeypairList(std::string& user, Context& ctx, AdminClient& a) {
+  auto keys = a.Keypairs(user);
+  if (!keys.ok()) return keys.status();
+  PrintKeypairs(ctx, *keys);
+  return Status();
+}
+
+// bai admin keypair create
+Status RunKeypairCreate(KeypairCreateOptions& c, Context& ctx, AdminClient& a) {
+  auto k = a.CreateKeypair(c.email, c.policy, c.rate_limit, c.admin);
+  if (!k.ok()) return k.status();
+  PrintNewKeypair(ctx, *k);
+  return Status();
+}
+
+// bai admin keypair update
+Status RunKeypairUpdate(KeypairUpdateOptions& u, Context& ctx, AdminClient& a) {
+  auto s = a.SetKeypairPolicy(u.key, u.policy);
+  if (s.ok()) PrintDone(ctx, u.key + " now under " + u.policy);
+  return s;
+}
+
 void AddKeypairs(CommandSet& set, CLI::App& admin) {
   auto& ctx = set.ctx();
   auto* noun = admin.add_subcommand("keypair", "Keypairs of any user");
@@ -577,34 +627,15 @@ void AddKeypairs(CommandSet& set, CLI::App& admin) {
   auto* ls = noun->add_subcommand("ls", "List keypairs (secrets are never listed)");
   ls->alias("list");
   ls->add_option("--user", user, "Only this user's (email)");
-  set.OnRun(ls, [&ctx, &user] {
-    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
-      auto keys = a.Keypairs(user);
-      if (!keys.ok()) return keys.status();
-      PrintKeypairs(ctx, *keys);
-      return Status();
-    });
-  });
-  struct Create {
-    std::string email, policy = "default";
-    std::int64_t rate_limit = 10000;
-    bool admin = false;
-  };
-  auto& c = set.Keep<Create>();
+  OnAdminRun(set, ls, [&user, &ctx](AdminClient& a) { return RunKeypairList(user, ctx, a); });
+  auto& c = set.Keep<KeypairCreateOptions>();
   auto* create = noun->add_subcommand("create", "A new keypair for a user; prints its secret once");
   create->alias("add");
   create->add_option("EMAIL", c.email, "The user's email")->required();
   create->add_option("--policy", c.policy, "Keypair resource policy")->default_val("default");
   create->add_option("--rate-limit", c.rate_limit, "Requests per 15 minutes")->default_val(10000);
   create->add_flag("--admin", c.admin, "An admin keypair");
-  set.OnRun(create, [&ctx, &c] {
-    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
-      auto k = a.CreateKeypair(c.email, c.policy, c.rate_limit, c.admin);
-      if (!k.ok()) return k.status();
-      PrintNewKeypair(ctx, *k);
-      return Status();
-    });
-  });
+  OnAdminRun(set, create, [&c, &ctx](AdminClient& a) { return RunKeypairCreate(c, ctx, a); });
   auto& key = set.Keep<std::string>();
   for (auto [verb, help, active] :
        {std::tuple{"activate", "Let a keypair sign requests again", true},
@@ -619,20 +650,11 @@ void AddKeypairs(CommandSet& set, CLI::App& admin) {
       });
     });
   }
-  struct Update {
-    std::string key, policy;
-  };
-  auto& u = set.Keep<Update>();
+  auto& u = set.Keep<KeypairUpdateOptions>();
   auto* update = noun->add_subcommand("update", "Change a keypair's resource policy");
   update->add_option("ACCESS_KEY", u.key, "The access key")->required();
   update->add_option("--policy", u.policy, "Keypair resource policy")->required();
-  set.OnRun(update, [&ctx, &u] {
-    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
-      auto s = a.SetKeypairPolicy(u.key, u.policy);
-      if (s.ok()) PrintDone(ctx, u.key + " now under " + u.policy);
-      return s;
-    });
-  });
+  OnAdminRun(set, update, [&u, &ctx](AdminClient& a) { return RunKeypairUpdate(u, ctx, a); });
   AddRemoveCommand(set, *noun, "Delete a keypair (not a user's main one)", "ACCESS_KEY",
                    "The access key", "deleted",
                    [](AdminClient& a, std::string const& k) { return a.DeleteKeypair(k); });

@@ -12,11 +12,17 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 
 namespace bai::cli {
 
 /// Runs `body` with an AdminClient for the configured endpoint; its error reported (exit code).
 int WithAdmin(Context& ctx, std::function<Status(AdminClient&)> const& body);
+/// A verb's action: `run` (a Run<Noun><Verb> over the verb's options) with an AdminClient, its
+/// error reported as every command's.
+inline void OnAdminRun(CommandSet& set, CLI::App* verb, std::function<Status(AdminClient&)> run) {
+  set.OnRun(verb, [&ctx = set.ctx(), run = std::move(run)] { return WithAdmin(ctx, run); });
+}
 /// A slot map's JSON text in words ("cpu=4 mem=8g"; "-" for none).
 std::string SlotsWords(std::string const& text);
 /// A JSON object flag ("{\"cpu\": 4}"), or "cpu=4,mem=8g": the object's text.
