@@ -741,53 +741,55 @@ void PrintPolicies(Context& ctx, std::vector<protocol::KeypairResourcePolicy> co
   PrintTable(ctx, rows);
 }
 
+// bai admin policy ls
+Status RunPolicyList(Context& ctx, AdminClient& a) {
+  auto all = a.KeypairPolicies();
+  if (!all.ok()) return all.status();
+  PrintPolicies(ctx, *all);
+  return Status();
+}
+
+// bai admin policy create
+Status RunPolicyCreate(PolicyFlags& c, Context& ctx, AdminClient& a) {
+  protocol::KeypairResourcePolicy p;
+  p.name = c.name;
+  p.max_concurrent_sessions = 30;  // 24.09's CLI default
+  if (auto s = ApplyPolicyFlags(c, p); !s.ok()) return s;
+  auto made = a.CreateKeypairPolicy(p);
+  if (!made.ok()) return made.status();
+  PrintPolicies(ctx, {*made});
+  return Status();
+}
+
+// bai admin policy update
+Status RunPolicyUpdate(PolicyFlags& u, Context& ctx, AdminClient& a) {
+  auto all = a.KeypairPolicies();
+  if (!all.ok()) return all.status();
+  auto it = std::find_if(all->begin(), all->end(), [&](auto const& p) { return p.name == u.name; });
+  if (it == all->end()) return Status(StatusCode::kNotFound, "no policy " + u.name);
+  protocol::KeypairResourcePolicy p = *it;
+  if (auto s = ApplyPolicyFlags(u, p); !s.ok()) return s;
+  if (auto s = a.ModifyKeypairPolicy(p); !s.ok()) return s;
+  PrintPolicies(ctx, {p});
+  return Status();
+}
+
 void AddPolicies(CommandSet& set, CLI::App& admin) {
   auto& ctx = set.ctx();
   auto* noun = admin.add_subcommand("policy", "Keypair resource policies (what a key may use)");
   noun->require_subcommand(1);
   auto* ls = noun->add_subcommand("ls", "List keypair resource policies");
   ls->alias("list");
-  set.OnRun(ls, [&ctx] {
-    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
-      auto all = a.KeypairPolicies();
-      if (!all.ok()) return all.status();
-      PrintPolicies(ctx, *all);
-      return Status();
-    });
-  });
+  OnAdminRun(set, ls, [&ctx](AdminClient& a) { return RunPolicyList(ctx, a); });
   auto& c = set.Keep<PolicyFlags>();
   auto* create = noun->add_subcommand("create", "Create a keypair resource policy");
   create->alias("add");
   AddPolicyFlags(create, c);
-  set.OnRun(create, [&ctx, &c] {
-    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
-      protocol::KeypairResourcePolicy p;
-      p.name = c.name;
-      p.max_concurrent_sessions = 30;  // 24.09's CLI default
-      if (auto s = ApplyPolicyFlags(c, p); !s.ok()) return s;
-      auto made = a.CreateKeypairPolicy(p);
-      if (!made.ok()) return made.status();
-      PrintPolicies(ctx, {*made});
-      return Status();
-    });
-  });
+  OnAdminRun(set, create, [&c, &ctx](AdminClient& a) { return RunPolicyCreate(c, ctx, a); });
   auto& u = set.Keep<PolicyFlags>();
   auto* update = noun->add_subcommand("update", "Change a policy (only the flags given)");
   AddPolicyFlags(update, u);
-  set.OnRun(update, [&ctx, &u] {
-    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
-      auto all = a.KeypairPolicies();
-      if (!all.ok()) return all.status();
-      auto it =
-          std::find_if(all->begin(), all->end(), [&](auto const& p) { return p.name == u.name; });
-      if (it == all->end()) return Status(StatusCode::kNotFound, "no policy " + u.name);
-      protocol::KeypairResourcePolicy p = *it;
-      if (auto s = ApplyPolicyFlags(u, p); !s.ok()) return s;
-      if (auto s = a.ModifyKeypairPolicy(p); !s.ok()) return s;
-      PrintPolicies(ctx, {p});
-      return Status();
-    });
-  });
+  OnAdminRun(set, update, [&u, &ctx](AdminClient& a) { return RunPolicyUpdate(u, ctx, a); });
   AddRemoveCommand(
       set, *noun, "Delete a policy no keypair uses", "NAME", "Policy name", "deleted policy",
       [](AdminClient& a, std::string const& name) { return a.DeleteKeypairPolicy(name); });
@@ -897,16 +899,17 @@ void AddScopePolicies(CommandSet& set, CLI::App& admin, bool user) {
 
 // ---- resource groups -----------------------------------------------------------------------
 
+struct ResourceGroupAssocOptions {
+  std::string group, domain, project, keypair;
+};
+
 void AddResourceGroups(CommandSet& set, CLI::App& admin) {
   auto& ctx = set.ctx();
   auto* noun = admin.add_subcommand("resource-group", "Who may use which resource group");
   noun->alias("sgroup");
   noun->require_subcommand(1);
-  struct Assoc {
-    std::string group, domain, project, keypair;
-  };
   for (bool on : {true, false}) {
-    auto& a = set.Keep<Assoc>();
+    auto& a = set.Keep<ResourceGroupAssocOptions>();
     auto* cmd =
         noun->add_subcommand(on ? "associate" : "dissociate",
                              on ? "Let a domain, project or keypair use a resource group"
@@ -981,72 +984,74 @@ std::string Number(double v, int decimals) {
   return buf;
 }
 
+struct UsageOptions {
+  std::string period, project;
+};
+
+// bai admin usage (the report of a period)
+Status RunUsage(UsageOptions& f, Context& ctx, AdminClient& a) {
+  auto period = PeriodFlag(f.period);
+  if (!period.ok()) return period.status();
+  std::string project_id;
+  if (!f.project.empty()) {
+    auto found = FindProject(a, f.project, "");
+    if (!found.ok()) return found.status();
+    project_id = found->id;
+  }
+  auto usage = a.Usage(period->first, period->second, project_id);
+  if (!usage.ok()) return usage.status();
+  if (ctx.json()) {
+    PrintJson(ctx, {{"period", {{"start", period->first}, {"end", period->second}}},
+                    {"projects", json::parse(protocol::EncodeProjectUsages(*usage))}});
+    return Status();
+  }
+  // CSV keeps raw units (bytes, CPU milliseconds) for spreadsheets; the table reads easily.
+  bool raw = ctx.csv();
+  auto bytes = [raw](std::int64_t b) {
+    return raw ? std::to_string(b) : HumanBytes(static_cast<double>(b));
+  };
+  auto cpu = [raw](double ms) { return raw ? Number(ms, 0) : Number(ms / 1000, 1) + "s"; };
+  std::vector<std::vector<std::string>> rows{
+      {"PROJECT", "SESSION", "USER", "STARTED", "DURATION", "STATUS", raw ? "CPU_ALLOCATED" : "CPU",
+       raw ? "CPU_TIME_MS" : "CPU TIME", raw ? "MEM_ALLOCATED" : "MEM",
+       raw ? "MEM_PEAK" : "MEM PEAK", raw ? "IO_READ" : "READ", raw ? "IO_WRITE" : "WRITTEN",
+       "GPU"}};
+  for (auto const& p : *usage) {
+    for (auto const& s : p.sessions) {
+      auto const& u = s.total_usage;
+      rows.push_back({p.project_name, s.session_name, s.user_email,
+                      raw ? s.created_at : s.created_at.substr(0, 16), ShortDuration(s.used_time),
+                      s.status, Number(u.cpu_allocated, 1), cpu(u.cpu_used), bytes(u.mem_allocated),
+                      bytes(u.mem_used), bytes(u.io_read), bytes(u.io_write),
+                      Number(u.gpu_allocated, 2)});
+    }
+    if (!raw) {
+      auto const& t = p.total_usage;
+      rows.push_back({p.project_name,
+                      "(" + std::to_string(p.sessions.size()) +
+                          (p.sessions.size() == 1 ? " session)" : " sessions)"),
+                      "", "", "", "total", Number(t.cpu_allocated, 1), cpu(t.cpu_used),
+                      bytes(t.mem_allocated), bytes(t.mem_used), bytes(t.io_read),
+                      bytes(t.io_write), Number(t.gpu_allocated, 2)});
+    }
+  }
+  if (usage->empty() && !raw) {
+    ctx.out() << "no sessions from " << period->first << " to " << period->second << "\n";
+    return Status();
+  }
+  PrintTable(ctx, rows);
+  return Status();
+}
+
 void AddUsage(CommandSet& set, CLI::App& admin) {
   auto& ctx = set.ctx();
-  struct Flags {
-    std::string period, project;
-  };
-  auto& f = set.Keep<Flags>();
+  auto& f = set.Keep<UsageOptions>();
   auto* cmd = admin.add_subcommand(
       "usage", "What sessions used over a period: CPU time, memory peak, I/O, per project");
   cmd->add_option("--period", f.period, "START..END (2026-11-01..2026-11-30) or a month (2026-11)")
       ->required();
   cmd->add_option("--project", f.project, "Only this project (name or id)");
-  set.OnRun(cmd, [&ctx, &f] {
-    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
-      auto period = PeriodFlag(f.period);
-      if (!period.ok()) return period.status();
-      std::string project_id;
-      if (!f.project.empty()) {
-        auto found = FindProject(a, f.project, "");
-        if (!found.ok()) return found.status();
-        project_id = found->id;
-      }
-      auto usage = a.Usage(period->first, period->second, project_id);
-      if (!usage.ok()) return usage.status();
-      if (ctx.json()) {
-        PrintJson(ctx, {{"period", {{"start", period->first}, {"end", period->second}}},
-                        {"projects", json::parse(protocol::EncodeProjectUsages(*usage))}});
-        return Status();
-      }
-      // CSV keeps raw units (bytes, CPU milliseconds) for spreadsheets; the table reads easily.
-      bool raw = ctx.csv();
-      auto bytes = [raw](std::int64_t b) {
-        return raw ? std::to_string(b) : HumanBytes(static_cast<double>(b));
-      };
-      auto cpu = [raw](double ms) { return raw ? Number(ms, 0) : Number(ms / 1000, 1) + "s"; };
-      std::vector<std::vector<std::string>> rows{
-          {"PROJECT", "SESSION", "USER", "STARTED", "DURATION", "STATUS",
-           raw ? "CPU_ALLOCATED" : "CPU", raw ? "CPU_TIME_MS" : "CPU TIME",
-           raw ? "MEM_ALLOCATED" : "MEM", raw ? "MEM_PEAK" : "MEM PEAK", raw ? "IO_READ" : "READ",
-           raw ? "IO_WRITE" : "WRITTEN", "GPU"}};
-      for (auto const& p : *usage) {
-        for (auto const& s : p.sessions) {
-          auto const& u = s.total_usage;
-          rows.push_back({p.project_name, s.session_name, s.user_email,
-                          raw ? s.created_at : s.created_at.substr(0, 16),
-                          ShortDuration(s.used_time), s.status, Number(u.cpu_allocated, 1),
-                          cpu(u.cpu_used), bytes(u.mem_allocated), bytes(u.mem_used),
-                          bytes(u.io_read), bytes(u.io_write), Number(u.gpu_allocated, 2)});
-        }
-        if (!raw) {
-          auto const& t = p.total_usage;
-          rows.push_back({p.project_name,
-                          "(" + std::to_string(p.sessions.size()) +
-                              (p.sessions.size() == 1 ? " session)" : " sessions)"),
-                          "", "", "", "total", Number(t.cpu_allocated, 1), cpu(t.cpu_used),
-                          bytes(t.mem_allocated), bytes(t.mem_used), bytes(t.io_read),
-                          bytes(t.io_write), Number(t.gpu_allocated, 2)});
-        }
-      }
-      if (usage->empty() && !raw) {
-        ctx.out() << "no sessions from " << period->first << " to " << period->second << "\n";
-        return Status();
-      }
-      PrintTable(ctx, rows);
-      return Status();
-    });
-  });
+  OnAdminRun(set, cmd, [&f, &ctx](AdminClient& a) { return RunUsage(f, ctx, a); });
 }
 
 }  // namespace
@@ -1070,6 +1075,39 @@ void AddAdminCommands(CommandSet& set) {
   AddUsage(set, *admin);
 }
 
+// bai user me
+Status RunUserMe(Context& ctx, AdminClient& a) {
+  auto u = a.User();
+  if (!u.ok()) return u.status();
+  if (!*u) return Status(StatusCode::kNotFound, "the server does not know this keypair's user");
+  if (ctx.json()) {
+    PrintJson(ctx, {{"user", UserJson(**u)}});
+  } else {
+    PrintUser(ctx, **u);
+  }
+  return Status();
+}
+
+// bai keypair ls (one's own)
+Status RunOwnKeypairList(Context& ctx, AdminClient& a) {
+  auto all = a.Keypairs();
+  if (!all.ok()) return all.status();
+  PrintKeypairs(ctx, *all);
+  return Status();
+}
+
+// bai keypair create (one's own)
+Status RunOwnKeypairCreate(Context& ctx, AdminClient& a) {
+  auto self = a.User();
+  if (!self.ok()) return self.status();
+  if (!*self) return Status(StatusCode::kNotFound, "the server does not know this keypair's user");
+  // The server gives the new key this one's policy and rate limit, whatever is asked.
+  auto k = a.CreateKeypair((*self)->email);
+  if (!k.ok()) return k.status();
+  PrintNewKeypair(ctx, *k);
+  return Status();
+}
+
 void AddUserCommands(CommandSet& set) {
   auto& ctx = set.ctx();
   static constexpr char kKeypairHelp[] = "Your own keypairs";
@@ -1080,49 +1118,18 @@ void AddUserCommands(CommandSet& set) {
   }
   noun->require_subcommand(1);
   auto* me = noun->add_subcommand("me", "Who you are: your user, role, domain and projects");
-  set.OnRun(me, [&ctx] {
-    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
-      auto u = a.User();
-      if (!u.ok()) return u.status();
-      if (!*u) return Status(StatusCode::kNotFound, "the server does not know this keypair's user");
-      if (ctx.json()) {
-        PrintJson(ctx, {{"user", UserJson(**u)}});
-      } else {
-        PrintUser(ctx, **u);
-      }
-      return Status();
-    });
-  });
+  OnAdminRun(set, me, [&ctx](AdminClient& a) { return RunUserMe(ctx, a); });
 
   // One's own keypairs (bai's self-service; `bai admin keypair` is the superadmin's).
   auto* keys = set.root().add_subcommand("keypair", kKeypairHelp);
   keys->require_subcommand(1);
   auto* ls = keys->add_subcommand("ls", "List your keypairs (secrets are never listed)");
   ls->alias("list");
-  set.OnRun(ls, [&ctx] {
-    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
-      auto all = a.Keypairs();
-      if (!all.ok()) return all.status();
-      PrintKeypairs(ctx, *all);
-      return Status();
-    });
-  });
+  OnAdminRun(set, ls, [&ctx](AdminClient& a) { return RunOwnKeypairList(ctx, a); });
   auto* create = keys->add_subcommand(
       "create", "A new keypair of yours, with this one's policy; prints its secret once");
   create->alias("add");
-  set.OnRun(create, [&ctx] {
-    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
-      auto self = a.User();
-      if (!self.ok()) return self.status();
-      if (!*self)
-        return Status(StatusCode::kNotFound, "the server does not know this keypair's user");
-      // The server gives the new key this one's policy and rate limit, whatever is asked.
-      auto k = a.CreateKeypair((*self)->email);
-      if (!k.ok()) return k.status();
-      PrintNewKeypair(ctx, *k);
-      return Status();
-    });
-  });
+  OnAdminRun(set, create, [&ctx](AdminClient& a) { return RunOwnKeypairCreate(ctx, a); });
   AddRemoveCommand(set, *keys, "Delete one of your keypairs (not your main one)", "ACCESS_KEY",
                    "The access key", "deleted",
                    [](AdminClient& a, std::string const& k) { return a.DeleteKeypair(k); });
@@ -1262,18 +1269,83 @@ StatusOr<std::string> TemplateId(AdminClient& a, std::string const& ref) {
                 "several templates are named " + ref + " (" + ids + "): give the id");
 }
 
+struct TemplateOptions {
+  std::string id, file, project, format = "yaml", name, command;
+  bool all = false;
+};
+
+// bai template ls
+Status RunTemplateList(TemplateOptions& l, Context& ctx, AdminClient& a) {
+  auto all = a.Templates(l.all);
+  if (!all.ok()) return all.status();
+  if (ctx.json()) {
+    PrintJson(ctx, {{"templates", json::parse(protocol::EncodeSessionTemplates(*all))}});
+    return Status();
+  }
+  std::vector<std::vector<std::string>> rows{{"ID", "NAME", "IMAGE", "TYPE", "PROJECT", "OWNER"}};
+  for (auto const& t : *all) {
+    auto body = internal::ParseJson(t.template_json);
+    std::string image = "-", type = "-";
+    if (body && body->contains("spec") && (*body)["spec"].is_object()) {
+      auto const& spec = (*body)["spec"];
+      type = spec.value("session_type", "-");
+      if (spec.contains("kernel") && spec["kernel"].is_object()) {
+        image = spec["kernel"].value("image", "-");
+      }
+    }
+    rows.push_back({t.id, t.name, image, type, t.group_name.empty() ? "-" : t.group_name,
+                    t.user_email.empty() ? t.user : t.user_email});
+  }
+  PrintTable(ctx, rows);
+  return Status();
+}
+
+// bai template get
+Status RunTemplateGet(TemplateOptions& g, Context& ctx, AdminClient& a) {
+  auto id = TemplateId(a, g.id);
+  if (!id.ok()) return id.status();
+  auto text = a.TemplateText(*id, ctx.json() ? "json" : "yaml");
+  if (!text.ok()) return text.status();
+  ctx.out() << *text;
+  if (text->empty() || text->back() != '\n') ctx.out() << "\n";
+  return Status();
+}
+
+// bai template rm
+Status RunTemplateRemove(TemplateOptions& r, Context& ctx, AdminClient& a) {
+  auto id = TemplateId(a, r.id);
+  if (!id.ok()) return id.status();
+  auto done = a.DeleteTemplate(*id);
+  if (done.ok()) PrintDone(ctx, "template " + r.id + " deleted");
+  return done;
+}
+
+// bai template run (create a session from it)
+Status RunTemplateRun(TemplateOptions& s, Context& ctx, AdminClient& a) {
+  std::map<std::string, std::string> overrides;
+  if (!s.name.empty()) overrides["name"] = s.name;
+  if (!s.command.empty()) overrides["startupCommand"] = s.command;
+  auto id = TemplateId(a, s.id);
+  if (!id.ok()) return id.status();
+  auto made = a.CreateFromTemplate(*id, overrides);
+  if (!made.ok()) return made.status();
+  if (ctx.json()) {
+    PrintJson(ctx,
+              {{"session", {{"id", made->id}, {"name", made->name}, {"status", made->status}}}});
+  } else {
+    ctx.out() << made->name << "\n";
+  }
+  return Status();
+}
+
 void AddTemplateCommands(CommandSet& set) {
   auto& ctx = set.ctx();
   auto* noun = set.root().add_subcommand(
       "template", "Session templates: a session's image, command, resources and folders, stored");
   if (set.names_only()) return;
   noun->require_subcommand(1);
-  struct Flags {
-    std::string id, file, project, format = "yaml", name, command;
-    bool all = false;
-  };
   // A payload from -f FILE or standard input.
-  auto read_payload = [&ctx](Flags const& f) -> StatusOr<std::string> {
+  auto read_payload = [&ctx](TemplateOptions const& f) -> StatusOr<std::string> {
     std::string text;
     if (!f.file.empty()) {
       std::ifstream in(f.file, std::ios::binary);
@@ -1289,54 +1361,18 @@ void AddTemplateCommands(CommandSet& set) {
     return text;
   };
 
-  auto& l = set.Keep<Flags>();
+  auto& l = set.Keep<TemplateOptions>();
   auto* ls = noun->add_subcommand("ls", "List your templates");
   ls->alias("list");
   ls->add_flag("-a,--all", l.all, "Every template you may manage (admins: the domain's)");
-  set.OnRun(ls, [&ctx, &l] {
-    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
-      auto all = a.Templates(l.all);
-      if (!all.ok()) return all.status();
-      if (ctx.json()) {
-        PrintJson(ctx, {{"templates", json::parse(protocol::EncodeSessionTemplates(*all))}});
-        return Status();
-      }
-      std::vector<std::vector<std::string>> rows{
-          {"ID", "NAME", "IMAGE", "TYPE", "PROJECT", "OWNER"}};
-      for (auto const& t : *all) {
-        auto body = internal::ParseJson(t.template_json);
-        std::string image = "-", type = "-";
-        if (body && body->contains("spec") && (*body)["spec"].is_object()) {
-          auto const& spec = (*body)["spec"];
-          type = spec.value("session_type", "-");
-          if (spec.contains("kernel") && spec["kernel"].is_object()) {
-            image = spec["kernel"].value("image", "-");
-          }
-        }
-        rows.push_back({t.id, t.name, image, type, t.group_name.empty() ? "-" : t.group_name,
-                        t.user_email.empty() ? t.user : t.user_email});
-      }
-      PrintTable(ctx, rows);
-      return Status();
-    });
-  });
+  OnAdminRun(set, ls, [&l, &ctx](AdminClient& a) { return RunTemplateList(l, ctx, a); });
 
-  auto& g = set.Keep<Flags>();
+  auto& g = set.Keep<TemplateOptions>();
   auto* get = noun->add_subcommand("get", "Print a template (YAML; -o json: JSON)");
   get->add_option("TEMPLATE", g.id, "The template's id or name")->required();
-  set.OnRun(get, [&ctx, &g] {
-    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
-      auto id = TemplateId(a, g.id);
-      if (!id.ok()) return id.status();
-      auto text = a.TemplateText(*id, ctx.json() ? "json" : "yaml");
-      if (!text.ok()) return text.status();
-      ctx.out() << *text;
-      if (text->empty() || text->back() != '\n') ctx.out() << "\n";
-      return Status();
-    });
-  });
+  OnAdminRun(set, get, [&g, &ctx](AdminClient& a) { return RunTemplateGet(g, ctx, a); });
 
-  auto& c = set.Keep<Flags>();
+  auto& c = set.Keep<TemplateOptions>();
   auto* create = noun->add_subcommand(
       "create", "Store a template (YAML or JSON) from -f FILE or standard input; prints its id");
   create->add_option("-f,--file", c.file, "The template file");
@@ -1356,7 +1392,7 @@ void AddTemplateCommands(CommandSet& set) {
     });
   });
 
-  auto& u = set.Keep<Flags>();
+  auto& u = set.Keep<TemplateOptions>();
   auto* update =
       noun->add_subcommand("update", "Replace a template from -f FILE or standard input");
   update->add_option("TEMPLATE", u.id, "The template's id or name")->required();
@@ -1373,43 +1409,18 @@ void AddTemplateCommands(CommandSet& set) {
     });
   });
 
-  auto& r = set.Keep<Flags>();
+  auto& r = set.Keep<TemplateOptions>();
   auto* rm = noun->add_subcommand("rm", "Delete a template");
   rm->add_option("TEMPLATE", r.id, "The template's id or name")->required();
-  set.OnRun(rm, [&ctx, &r] {
-    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
-      auto id = TemplateId(a, r.id);
-      if (!id.ok()) return id.status();
-      auto done = a.DeleteTemplate(*id);
-      if (done.ok()) PrintDone(ctx, "template " + r.id + " deleted");
-      return done;
-    });
-  });
+  OnAdminRun(set, rm, [&r, &ctx](AdminClient& a) { return RunTemplateRemove(r, ctx, a); });
 
-  auto& s = set.Keep<Flags>();
+  auto& s = set.Keep<TemplateOptions>();
   auto* run = noun->add_subcommand(
       "run", "Queue a session from a template; prints its name (follow it with bai logs -f)");
   run->add_option("TEMPLATE", s.id, "The template's id or name")->required();
   run->add_option("-n,--name", s.name, "The session's name");
   run->add_option("-c,--command", s.command, "A command instead of the template's");
-  set.OnRun(run, [&ctx, &s] {
-    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
-      std::map<std::string, std::string> overrides;
-      if (!s.name.empty()) overrides["name"] = s.name;
-      if (!s.command.empty()) overrides["startupCommand"] = s.command;
-      auto id = TemplateId(a, s.id);
-      if (!id.ok()) return id.status();
-      auto made = a.CreateFromTemplate(*id, overrides);
-      if (!made.ok()) return made.status();
-      if (ctx.json()) {
-        PrintJson(
-            ctx, {{"session", {{"id", made->id}, {"name", made->name}, {"status", made->status}}}});
-      } else {
-        ctx.out() << made->name << "\n";
-      }
-      return Status();
-    });
-  });
+  OnAdminRun(set, run, [&s, &ctx](AdminClient& a) { return RunTemplateRun(s, ctx, a); });
 }
 
 }  // namespace bai::cli
