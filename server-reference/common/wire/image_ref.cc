@@ -16,4 +16,12 @@ bool ImageServes(std::string const& offered, std::string const& reference) {
   return dash != std::string::npos && dash > 0 && offered == bare + ":" + tag.substr(0, dash);
 }
 
+bool OffersImage(std::vector<std::string> const& offered, std::string const& reference) {
+  if (offered.empty() || reference.empty()) return true;
+  for (auto const& name : offered) {
+    if (ImageServes(name, reference)) return true;
+  }
+  return false;
+}
+
 }  // namespace bai::server

@@ -4,6 +4,7 @@
 // (which agent may take a session) and the agent (which image it runs). A pure function.
 
 #include <string>
+#include <vector>
 
 namespace bai::server {
 
@@ -14,5 +15,9 @@ namespace bai::server {
 /// ("3.11-ubuntu22.04" is served by "python:3.11"). So "python:3.9" is not served by an image
 /// that offers only "python" and "python:3.11".
 bool ImageServes(std::string const& offered, std::string const& reference);
+
+/// Whether an agent offering `offered` (names and aliases) can run `reference` (ImageServes
+/// for any of them). An agent that reported no images, or an empty reference, is not ruled out.
+bool OffersImage(std::vector<std::string> const& offered, std::string const& reference);
 
 }  // namespace bai::server

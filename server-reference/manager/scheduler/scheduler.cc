@@ -36,14 +36,6 @@ ResourceSlots FreeOf(Agent const& a) {
 
 }  // namespace
 
-bool OffersImage(std::vector<std::string> const& offered, std::string const& reference) {
-  if (offered.empty() || reference.empty()) return true;
-  for (auto const& name : offered) {
-    if (server::ImageServes(name, reference)) return true;
-  }
-  return false;
-}
-
 namespace {
 
 bool Listed(Agent const& a, Session const& s) {

@@ -3,6 +3,7 @@
 
 #include "bai/protocol/resource.h"
 
+#include "server-reference/common/wire/image_ref.h"
 #include "server-reference/manager/scheduler/devices.h"
 
 #include <chrono>
@@ -75,10 +76,8 @@ struct Session {
 
 using protocol::AddInto;
 
-/// Whether an agent offering `offered` (names and aliases) can run `reference`
-/// (server::ImageServes, the rule the agent resolves by). An agent that reported no images is
-/// not ruled out.
-bool OffersImage(std::vector<std::string> const& offered, std::string const& reference);
+/// Whether an agent offering `offered` can run `reference` (the one rule, common/wire).
+using server::OffersImage;
 
 /// Why `requested` can never start in a resource group whose agents (ALIVE, schedulable) have
 /// `capacities`, or "" when it could: a slot none of them offers (allowed when `unoffered_ok`:

@@ -40,10 +40,7 @@ Status ImageStore::CheckKnown(std::string const& reference) {
     auto names = ImageNames(row.Text(0));
     if (names.empty()) continue;
     any = true;
-    if (reference.empty()) return Status();
-    for (auto const& name : names) {
-      if (server::ImageServes(name, reference)) return Status();
-    }
+    if (server::OffersImage(names, reference)) return Status();
   }
   if (!any) return Status();
   return protocol::MakeProblemStatus(protocol::ProblemType::kObjectNotFound,
