@@ -8,6 +8,7 @@
 #include "libbai/protocol/wire_json.h"
 #include "server-reference/common/http/problem.h"
 #include "server-reference/manager/agents/agents.h"
+#include "server-reference/manager/api/agent_relay.h"
 #include "server-reference/manager/api/dialect.h"
 #include "server-reference/manager/api/handler_util.h"
 #include "server-reference/manager/api/params.h"
@@ -271,10 +272,8 @@ std::optional<HttpResponse> Execute(KernelEnv& env, RequestContext& ctx,
   server::agent_protocol::Execute message;
   static_cast<protocol::ExecuteStep&>(message) = *std::move(step);
   message.session_id = s->id;
-  env.agents.Request(*s->agent_id, std::move(message), std::chrono::seconds(30),
-                     [exchange, headers = ctx.response_headers](StatusOr<std::string> result) {
-                       RespondLate(*exchange, headers, Executed(result));
-                     });
+  AnswerFromAgent(env.agents, *s->agent_id, std::move(message), std::chrono::seconds(30), ctx,
+                  exchange, Executed);
   return std::nullopt;
 }
 
@@ -293,23 +292,20 @@ std::optional<HttpResponse> Restart(KernelEnv& env, RequestContext& ctx,
         MakeProblemStatus(ProblemType::kInvalidApiParams, "The session changed status meanwhile."));
   }
   std::string id = s->id;
-  env.agents.Request(
-      *s->agent_id, server::agent_protocol::RestartKernel{"", id}, std::chrono::seconds(60),
-      [&sessions = env.sessions, exchange, headers = ctx.response_headers,
-       id](StatusOr<std::string> result) {
+  AnswerFromAgent(
+      env.agents, *s->agent_id, server::agent_protocol::RestartKernel{"", id},
+      std::chrono::seconds(60), ctx, exchange,
+      [&sessions = env.sessions, id](StatusOr<std::string> const& result) -> HttpResponse {
         auto reply = result.ok() ? server::agent_protocol::DecodeRestartReply(*result)
                                  : StatusOr<server::agent_protocol::RestartReply>(result.status());
         // Back to RUNNING either way: a kernel that did not come back is reported TERMINATED by
         // its agent, which ends the session.
         (void)sessions.Transition(id, SessionStatus::kRestarting, SessionStatus::kRunning,
                                   TransitionDetails{});
-        if (reply.ok() && reply->ok) {
-          return RespondLate(*exchange, headers, HttpResponse::NoContent());
-        }
-        RespondLate(*exchange, headers,
-                    ProblemResponse(MakeProblemStatus(
-                        ProblemType::kKernelRestartFailed,
-                        "Restarting the kernel failed: " + AgentFailure(result, reply, "failed"))));
+        if (reply.ok() && reply->ok) return HttpResponse::NoContent();
+        return ProblemResponse(MakeProblemStatus(
+            ProblemType::kKernelRestartFailed,
+            "Restarting the kernel failed: " + AgentFailure(result, reply, "failed")));
       });
   return std::nullopt;
 }
@@ -330,12 +326,11 @@ std::optional<HttpResponse> Interrupt(KernelEnv& env, RequestContext& ctx,
   message.session_id = s->id;
   message.mode = "interrupt";
   message.run_id = run_id.value_or("");
-  env.agents.Request(
-      *s->agent_id, std::move(message), std::chrono::seconds(10),
-      [exchange, headers = ctx.response_headers](StatusOr<std::string> result) {
-        RespondLate(*exchange, headers,
-                    result.ok() ? HttpResponse::NoContent() : ProblemResponse(result.status()));
-      });
+  AnswerFromAgent(env.agents, *s->agent_id, std::move(message), std::chrono::seconds(10), ctx,
+                  exchange, [](StatusOr<std::string> const& result) {
+                    return result.ok() ? HttpResponse::NoContent()
+                                       : ProblemResponse(result.status());
+                  });
   return std::nullopt;
 }
 

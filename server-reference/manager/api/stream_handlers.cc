@@ -8,6 +8,7 @@
 #include "server-reference/common/http/problem.h"
 #include "server-reference/common/wire/agent_protocol.h"
 #include "server-reference/manager/agents/agents.h"
+#include "server-reference/manager/api/agent_relay.h"
 #include "server-reference/manager/api/handler_util.h"
 #include "server-reference/manager/api/params.h"
 #include "server-reference/manager/api/routes.h"
@@ -641,10 +642,8 @@ std::optional<HttpResponse> ShutdownService(StreamEnv& env, RequestContext& ctx,
   m.stop = true;
   m.name = it->name;
   m.port = it->container_ports.front();
-  env.agents.Request(*s->agent_id, std::move(m), std::chrono::seconds(30),
-                     [exchange, headers = ctx.response_headers](StatusOr<std::string> result) {
-                       RespondLate(*exchange, headers, ServiceStopped(result));
-                     });
+  AnswerFromAgent(env.agents, *s->agent_id, std::move(m), std::chrono::seconds(30), ctx, exchange,
+                  ServiceStopped);
   return std::nullopt;
 }
 

@@ -7,6 +7,7 @@
 #include "libbai/util/json_parse.h"
 #include "server-reference/common/http/problem.h"
 #include "server-reference/manager/agents/agents.h"
+#include "server-reference/manager/api/agent_relay.h"
 #include "server-reference/manager/api/handler_util.h"
 #include "server-reference/manager/api/params.h"
 #include "server-reference/manager/api/routes.h"
@@ -155,12 +156,12 @@ std::optional<HttpResponse> Commit(TaskEnv& env, RequestContext& ctx,
       "", s->id, task->id, filename.value_or(DefaultCommitFilename(s->name, task->id)),
       t->directory};
   std::string shown = t->shown_prefix.empty() ? "" : t->shown_prefix + message.filename;
-  env.agents.Request(
-      *s->agent_id, std::move(message), std::chrono::seconds(30),
-      [&tasks = env.tasks, exchange, headers = ctx.response_headers, task_id = task->id,
-       kernel_id = t->kernel, shown](StatusOr<std::string> result) {
-        RespondLate(*exchange, headers, CommitAnswered(tasks, task_id, kernel_id, shown, result));
-      });
+  AnswerFromAgent(env.agents, *s->agent_id, std::move(message), std::chrono::seconds(30), ctx,
+                  exchange,
+                  [&tasks = env.tasks, task_id = task->id, kernel_id = t->kernel,
+                   shown](StatusOr<std::string> const& result) {
+                    return CommitAnswered(tasks, task_id, kernel_id, shown, result);
+                  });
   return std::nullopt;
 }
 
