@@ -168,6 +168,9 @@ class RelayStream : public std::enable_shared_from_this<RelayStream> {
         open_(std::move(open)) {}
 
   std::string owner;  ///< the keypair that opened it (the per-user stream cap)
+  /// For a terminal or command: where to learn that its session is ending, so that a shell
+  /// killed with its kernel reads as the session's end (1001), not as the shell's own exit.
+  SessionStore* sessions = nullptr;
 
   server::WebSocketHandlers ClientHandlers() {
     server::WebSocketHandlers h;
@@ -302,12 +305,28 @@ class RelayStream : public std::enable_shared_from_this<RelayStream> {
     h.on_message = [relay](auto const& ws, std::string&& t) { relay(ws, std::move(t), false); };
     h.on_binary = [relay](auto const& ws, std::string&& b) { relay(ws, std::move(b), true); };
     h.on_close = [self](int code) {
+      // A shell's side closed because its session is being ended: it may come before the
+      // session's ending event reaches the registry (later on PostgreSQL), and is the same end.
+      if (code == 1000 && self->SessionEnding()) {
+        return self->CloseBoth(1001, "the session has ended");
+      }
       // The kernel's side ended (1000 a shell's exit, 1001 a service's close, 1013 refused…):
       // the client hears the same; a dropped agent link is an internal error to it.
       self->CloseBoth(code == 1006 || code == 1005 ? 1011 : code,
                       code == 1006 ? "the agent's stream was lost" : "");
     };
     return h;
+  }
+
+  bool SessionEnding() {
+    if (!sessions) return false;
+    auto s = sessions->Get(open_.session_id);
+    if (!s.ok() || !*s) return false;
+    auto status = (*s)->status;
+    return status == protocol::SessionStatus::kTerminating ||
+           status == protocol::SessionStatus::kTerminated ||
+           status == protocol::SessionStatus::kError ||
+           status == protocol::SessionStatus::kCancelled;
   }
 
   void CloseBoth(int code, std::string const& why) {
@@ -512,6 +531,7 @@ std::optional<HttpResponse> OpenCommandStream(std::string const& kind, StreamEnv
   auto relay = std::make_shared<RelayStream>(env.agents, env.registry, env.broker, *s->agent_id,
                                              std::move(open));
   relay->owner = ctx.identity->access_key;
+  relay->sessions = &env.sessions;
   exchange->AcceptWebSocket(relay->ClientHandlers());
   return std::nullopt;
 }
