@@ -39,6 +39,14 @@ async function step(name, body) {
   await page.screenshot({ path: join(shots, `${name}.png`) }).catch(() => {});
 }
 function expect(cond, what) { if (!cond) throw new Error(what); }
+// Replaces what a controlled field holds the way a user does (select, delete, type), so every
+// change is an input event: setting .value from script leaves the component's state behind, and
+// any re-render (a session event, a reload) puts the old value back under the typing.
+async function retype(selector, value) {
+  await page.$eval(selector, (e) => { e.focus(); e.select(); });
+  await page.keyboard.press('Backspace');
+  await page.type(selector, value);
+}
 const text = () => page.evaluate(() => document.body.innerText);
 
 await step('signin-refused', async () => {
@@ -75,8 +83,7 @@ async function startSession(name, { ports, command, mem, shares } = {}) {
   await page.waitForFunction(() => document.querySelector('[data-fit]')?.textContent);
   await page.type('#sname', name);
   if (mem) {
-    await page.$eval('#mem', (e) => { e.value = ''; });
-    await page.type('#mem', mem);
+    await retype('#mem', mem);
   }
   if (shares) await page.type('#shares', shares);
   if (ports || command) {
@@ -102,19 +109,15 @@ await step('session-running', async () => {
 // with the start's own rules (an image nobody offers, more than any agent holds).
 await step('fit-check-is-the-start-rule', async () => {
   const fit = () => page.$eval('[data-fit]', (e) => e.textContent);
-  await page.$eval('#mem', (e) => { e.value = ''; });
-  await page.type('#mem', '100t');
+  await retype('#mem', '100t');
   await page.waitForFunction(() => document.querySelector('[data-fit]').textContent.startsWith('Would not start'), { timeout: 10000 });
   expect((await fit()).includes('mem'), `the refusal names memory: ${await fit()}`);
-  await page.$eval('#mem', (e) => { e.value = ''; });
-  await page.type('#mem', '1g');
+  await retype('#mem', '1g');
   await page.waitForFunction(() => document.querySelector('[data-fit]').textContent.includes('Fits now'), { timeout: 10000 });
-  await page.$eval('#image', (e) => { e.value = ''; });
-  await page.type('#image', 'no-such-image');
+  await retype('#image', 'no-such-image');
   await page.waitForFunction(() => document.querySelector('[data-fit]').textContent.startsWith('Would not start'), { timeout: 10000 });
   expect((await fit()).includes('no-such-image'), `the refusal names the image: ${await fit()}`);
-  await page.$eval('#image', (e) => { e.value = ''; });
-  await page.type('#image', 'python');
+  await retype('#image', 'python');
   await page.waitForFunction(() => document.querySelector('[data-fit]').textContent.includes('Fits now'), { timeout: 10000 });
 });
 
