@@ -5,6 +5,7 @@
 
 #include "libbai/internal/server_request.h"
 #include "libbai/protocol/server_dialect.h"
+#include "libbai/protocol/wire_json.h"
 #include "libbai/util/json_parse.h"
 #include "libbai/util/url.h"
 
@@ -30,23 +31,26 @@ StatusOr<ApiResponse> CallWith(Client const& client, std::string method, std::st
   return response;
 }
 
-StatusOr<ApiResponse> Call(Client const& client, std::string method, std::string path,
-                           json const& body = nullptr) {
-  ApiRequest r(std::move(method), std::move(path));
-  if (!body.is_null()) r.body = body.dump();
-  auto response = client.Send(r);
-  if (!response.ok()) return response.status();
-  if (auto s = CheckResponse(*response); !s.ok()) return s;
-  return response;
+// A request without a body.
+StatusOr<ApiResponse> Call(Client const& client, std::string method, std::string path) {
+  return CallWith(client, std::move(method), std::move(path), {});
+}
+
+// A request with one of the folder request types as its body.
+template <class Request>
+StatusOr<ApiResponse> Post(Client const& client, std::string path, Request const& request) {
+  return CallWith(client, "POST", std::move(path), protocol::EncodeVFolderRequest(request));
 }
 
 Status Done(StatusOr<ApiResponse> const& r) { return r.ok() ? Status() : r.status(); }
 
 // A call Backend.AI first routed as a DELETE with a JSON body, sent as this server reads it
 // (server_request.h).
-StatusOr<ApiResponse> CallDeleteWith(Client const& client, std::string path, json const& params,
+template <class Request>
+StatusOr<ApiResponse> CallDeleteWith(Client const& client, std::string path, Request const& request,
                                      std::string_view what) {
-  auto r = internal::RequestWithParams(client, "DELETE", std::move(path), params, what);
+  auto r = internal::RequestWithParams(client, "DELETE", std::move(path),
+                                       internal::VFolderRequestToJson(request), what);
   if (!r.ok()) return r.status();
   auto response = client.Send(*r);
   if (!response.ok()) return response.status();
@@ -114,7 +118,7 @@ Status VFolderClient::Restore(std::string const& folder) const {
   for (auto const& f : *all) {
     if (f.name == folder && f.status == "delete-pending") id = f.id;
   }
-  return Done(Call(client_, "POST", "/folders/restore-from-trash-bin", {{"vfolder_id", id}}));
+  return Done(Post(client_, "/folders/restore-from-trash-bin", protocol::VFolderByIdRequest{id}));
 }
 
 Status VFolderClient::Purge(std::string const& folder) const {
@@ -125,12 +129,12 @@ Status VFolderClient::Purge(std::string const& folder) const {
   for (auto const& f : *all) {
     if (f.name == folder && f.status == "delete-pending") id = f.id;
   }
-  return Done(Call(client_, "POST", "/folders/delete-from-trash-bin", {{"vfolder_id", id}}));
+  return Done(Post(client_, "/folders/delete-from-trash-bin", protocol::VFolderByIdRequest{id}));
 }
 
 Status VFolderClient::Rename(std::string const& folder, std::string const& new_name) const {
   if (auto s = protocol::CheckVFolderName(new_name); !s.ok()) return s;
-  return Done(Call(client_, "POST", Path(folder, "/rename"), {{"new_name", new_name}}));
+  return Done(Post(client_, Path(folder, "/rename"), protocol::VFolderRenameRequest{new_name}));
 }
 
 Status VFolderClient::SetQuota(std::string const& folder, std::int64_t max_bytes,
@@ -141,10 +145,8 @@ Status VFolderClient::SetQuota(std::string const& folder, std::int64_t max_bytes
   // The call names the folder by host and id (23.09's shape).
   auto info = Info(folder);
   if (!info.ok()) return info.status();
-  return Done(Call(client_, "POST", "/folders/_/quota",
-                   {{"folder_host", info->host},
-                    {"id", info->id},
-                    {"input", {{"size_bytes", max_bytes}, {"max_files", max_files}}}}));
+  return Done(Post(client_, "/folders/_/quota",
+                   protocol::VFolderQuotaRequest{info->host, info->id, max_bytes, max_files}));
 }
 
 StatusOr<VFolderHosts> VFolderClient::Hosts() const {
@@ -169,8 +171,8 @@ StatusOr<std::vector<VFolderFile>> VFolderClient::Files(std::string const& folde
 
 Status VFolderClient::Mkdir(std::string const& folder, std::string const& path, bool parents,
                             bool exist_ok) const {
-  auto s = Done(Call(client_, "POST", Path(folder, "/mkdir"),
-                     {{"path", path}, {"parents", parents}, {"exist_ok", exist_ok}}));
+  auto s = Done(Post(client_, Path(folder, "/mkdir"),
+                     protocol::VFolderMkdirRequest{{path}, parents, exist_ok}));
   if (s.ok()) return s;
   // A directory that is there already is a conflict (bai exits 6), not a failure.
   auto data = internal::ParseJson(s.error_info().data_json);
@@ -188,19 +190,21 @@ Status VFolderClient::Mkdir(std::string const& folder, std::string const& path, 
 
 Status VFolderClient::Move(std::string const& folder, std::string const& src,
                            std::string const& dst) const {
-  return Done(Call(client_, "POST", Path(folder, "/move-file"), {{"src", src}, {"dst", dst}}));
+  return Done(
+      Post(client_, Path(folder, "/move-file"), protocol::VFolderMoveFileRequest{src, dst}));
 }
 
 Status VFolderClient::RenameFile(std::string const& folder, std::string const& path,
                                  std::string const& new_name) const {
-  return Done(Call(client_, "POST", Path(folder, "/rename-file"),
-                   {{"target_path", path}, {"new_name", new_name}}));
+  return Done(Post(client_, Path(folder, "/rename-file"),
+                   protocol::VFolderRenameFileRequest{path, new_name}));
 }
 
 Status VFolderClient::DeleteFiles(std::string const& folder, std::vector<std::string> const& paths,
                                   bool recursive) const {
   return Done(CallDeleteWith(client_, Path(folder, "/delete-files"),
-                             {{"files", paths}, {"recursive", recursive}}, "delete files"));
+                             protocol::VFolderDeleteFilesRequest{paths, recursive},
+                             "delete files"));
 }
 
 namespace {
@@ -231,7 +235,7 @@ StatusOr<std::vector<std::string>> VFolderClient::Invite(std::string const& fold
                                                          std::string const& permission) const {
   if (auto s = CheckPermission(permission); !s.ok()) return s;
   return Strings(
-      Call(client_, "POST", Path(folder, "/invite"), {{"perm", permission}, {"emails", emails}}),
+      Post(client_, Path(folder, "/invite"), protocol::VFolderInviteRequest{emails, permission}),
       "invited_ids");
 }
 
@@ -243,42 +247,41 @@ StatusOr<std::vector<VFolderInvitation>> VFolderClient::Invitations(bool sent) c
 }
 
 Status VFolderClient::AcceptInvitation(std::string const& invitation_id) const {
-  return Done(Call(client_, "POST", "/folders/invitations/accept", {{"inv_id", invitation_id}}));
+  return Done(Post(client_, "/folders/invitations/accept",
+                   protocol::VFolderInvitationRequest{invitation_id}));
 }
 
 Status VFolderClient::DeleteInvitation(std::string const& invitation_id) const {
-  return Done(CallDeleteWith(client_, "/folders/invitations/delete", {{"inv_id", invitation_id}},
+  return Done(CallDeleteWith(client_, "/folders/invitations/delete",
+                             protocol::VFolderInvitationRequest{invitation_id},
                              "delete invitations"));
 }
 
 Status VFolderClient::UpdateInvitation(std::string const& invitation_id,
                                        std::string const& permission) const {
   if (auto s = CheckPermission(permission); !s.ok()) return s;
-  return Done(Call(client_, "POST",
-                   "/folders/invitations/update/" + internal::EncodeSegment(invitation_id),
-                   {{"perm", permission}}));
+  return Done(Post(client_, "/folders/invitations/update/" + internal::EncodeSegment(invitation_id),
+                   protocol::VFolderInvitationUpdateRequest{permission}));
 }
 
 Status VFolderClient::Leave(std::string const& folder, std::string const& user_id) const {
-  json body = json::object();
-  if (!user_id.empty()) body["shared_user_uuid"] = user_id;
-  return Done(Call(client_, "POST", Path(folder, "/leave"), body));
+  return Done(Post(client_, Path(folder, "/leave"), protocol::VFolderLeaveRequest{user_id}));
 }
 
 StatusOr<std::vector<std::string>> VFolderClient::Share(std::string const& folder,
                                                         std::vector<std::string> const& emails,
                                                         std::string const& permission) const {
   if (auto s = CheckPermission(permission); !s.ok()) return s;
-  return Strings(Call(client_, "POST", Path(folder, "/share"),
-                      {{"permission", permission}, {"emails", emails}}),
-                 "shared_emails");
+  return Strings(
+      Post(client_, Path(folder, "/share"), protocol::VFolderShareRequest{emails, permission}),
+      "shared_emails");
 }
 
 StatusOr<std::vector<std::string>> VFolderClient::Unshare(
     std::string const& folder, std::vector<std::string> const& emails) const {
-  return Strings(
-      CallDeleteWith(client_, Path(folder, "/unshare"), {{"emails", emails}}, "unshare folders"),
-      "unshared_emails");
+  return Strings(CallDeleteWith(client_, Path(folder, "/unshare"),
+                                protocol::VFolderUnshareRequest{emails}, "unshare folders"),
+                 "unshared_emails");
 }
 
 StatusOr<VFolderCloneResult> VFolderClient::Clone(std::string const& folder,

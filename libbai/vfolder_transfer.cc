@@ -63,10 +63,11 @@ std::string Hex(std::string const& raw) {
 
 bool Cancelled(TransferOptions const& o) { return o.cancel && o.cancel->load(); }
 
+template <class Request>
 StatusOr<protocol::TransferTicket> Ticket(Client const& client, std::string const& folder,
-                                          std::string const& op, json const& body) {
+                                          std::string const& op, Request const& request) {
   ApiRequest r("POST", "/folders/" + internal::EncodeSegment(folder) + "/" + op);
-  r.body = body.dump();
+  r.body = protocol::EncodeVFolderRequest(request);
   auto response = client.Send(r);
   if (!response.ok()) return response.status();
   if (auto s = CheckResponse(*response); !s.ok()) return s;
@@ -207,14 +208,14 @@ class Uploader {
       fs::create_directories(fs::path(journal).parent_path(), ec);
       std::ofstream(journal) << Identity(item).dump();
     }
-    json ask = {{"path", item.remote}, {"size", size}};
+    protocol::VFolderUploadRequest ask{item.remote, size, std::nullopt};
     // bai's storage proxy keeps an upload across requests and starts it again when asked, and
     // makes an empty file at once; Backend.AI's refuses the key (every request-upload is a new
     // upload there) and makes a file only on a PATCH.
     auto caps = client_.server();
     bool bai_proxy = caps.ok() && caps->has("bai-extensions");
-    if (bai_proxy) ask["restart"] = !same_file;
-    auto ticket = Ticket(client_, folder_, "request-upload", std::move(ask));
+    if (bai_proxy) ask.restart = !same_file;
+    auto ticket = Ticket(client_, folder_, "request-upload", ask);
     if (!ticket.ok()) return ticket.status();
     std::string target = ticket->Target();
     if (size == 0 && !bai_proxy) {
@@ -570,7 +571,8 @@ StatusOr<TransferReport> VFolderClient::DownloadPlaced(std::string const& folder
         return Status(StatusCode::kUnavailable, "gave up downloading " + item.remote);
       }
       if (attempt > 0) client_.WaitToRetry(attempt);
-      auto ticket = Ticket(client_, folder, "request-download", {{"path", item.remote}});
+      auto ticket = Ticket(client_, folder, "request-download",
+                           protocol::VFolderDownloadRequest{item.remote});
       if (!ticket.ok()) return ticket.status();
       std::string target = ticket->Target();
       // What we have: a part file and the ETag it was made from.

@@ -194,6 +194,12 @@ class Lenient {
     if (!v->is_string()) return r_.Fail(found, "a string"), std::nullopt;
     return v->get<std::string>();
   }
+  /// A string that must be there: "required" under the first name when absent.
+  std::string Required(std::initializer_list<char const*> names) {
+    auto v = Str(names);
+    if (!v && Find(names) == nullptr) r_.Refuse(*names.begin(), "required");
+    return v.value_or(std::string());
+  }
   std::optional<bool> Bool(std::initializer_list<char const*> names) {
     char const* found = nullptr;
     auto const* v = Find(names, &found);

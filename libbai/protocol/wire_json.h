@@ -43,6 +43,13 @@ protocol::SessionListItem SessionListItemFromJson(nlohmann::json const& object);
 StatusOr<protocol::VFolderCreateRequest> VFolderCreateRequestFromJson(nlohmann::json const& object);
 StatusOr<protocol::VFolderCloneRequest> VFolderCloneRequestFromJson(nlohmann::json const& object);
 
+/// EncodeVFolderRequest / DecodeVFolderRequest on JSON already parsed (the SDK sends some of
+/// them as a DELETE's parameters; the manager decodes its merged parameters).
+template <class Request>
+nlohmann::json VFolderRequestToJson(Request const& request);
+template <class Request>
+StatusOr<Request> VFolderRequestFromJson(nlohmann::json const& object);
+
 /// The administration objects as JSON (Encode* in bai/protocol/admin_wire.h dumps these): the
 /// manager builds GraphQL answers from them without a text round trip per row.
 nlohmann::json UserToJson(protocol::User const& user);

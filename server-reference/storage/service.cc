@@ -579,12 +579,40 @@ StatusOr<json> StorageService::DeleteFiles(Call const& c) const {
   });
 }
 
+// An unfinished upload of the same path and size goes on (the usage counts it already); a new
+// one must fit op.quota, counted now: the folder's tree with its unfinished uploads at their
+// full size, the scope's usage with what the manager holds there.
+StatusOr<UploadSession> StorageService::StartWithinQuota(Call const& c,
+                                                         api::StartUpload const& op) const {
+  Volume const& v = *c.volume;
+  if (!op.quota || v.FindUpload(c.folder, op.path, op.size).ok()) {
+    return v.StartUpload(c.folder, op.path, op.size, true);
+  }
+  Held folder, scope;
+  if (op.quota->FolderLimited()) {
+    auto tree = v.Tree(c.folder, "");
+    if (!tree.ok()) return tree.status();
+    auto used = tree->Usage();
+    if (!used.ok()) return used.status();
+    auto pending = v.PendingUploads(c.folder);
+    folder = {used->bytes + pending.bytes, used->files + pending.files};
+  }
+  if (op.quota->ScopeLimited()) {
+    auto used = v.ScopeUsage(c.folder.scope);
+    if (!used.ok()) return used.status();
+    scope = {used->bytes, used->files};
+  }
+  auto why = WhyOverLimits(*op.quota, folder, scope, {op.size, 1});
+  if (!why.empty()) return Status(StatusCode::kResourceExhausted, why);
+  return v.StartUpload(c.folder, op.path, op.size, true);
+}
+
 StatusOr<json> StorageService::StartUpload(Call const& c) const {
   return Typed<api::StartUpload>(
       c.args, [&](api::StartUpload const& op) -> StatusOr<api::UploadTicket> {
         Volume const& v = *c.volume;
-        auto session = op.resume_only ? v.FindUpload(c.folder, op.path, op.size)
-                                      : v.StartUpload(c.folder, op.path, op.size, true);
+        auto session =
+            op.resume_only ? v.FindUpload(c.folder, op.path, op.size) : StartWithinQuota(c, op);
         if (!session.ok()) return session.status();
         if (session->size == 0) {
           // Nothing to send: the empty file appears now.

@@ -146,6 +146,7 @@ class StorageService {
   StatusOr<nlohmann::json> MoveFile(Call const& c) const;
   StatusOr<nlohmann::json> DeleteFiles(Call const& c) const;
   StatusOr<nlohmann::json> StartUpload(Call const& c) const;
+  StatusOr<UploadSession> StartWithinQuota(Call const& c, api::StartUpload const& op) const;
   StatusOr<nlohmann::json> CancelUpload(Call const& c) const;
   StatusOr<nlohmann::json> StartDownload(Call const& c) const;
 

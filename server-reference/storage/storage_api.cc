@@ -258,10 +258,38 @@ StatusOr<DeleteFiles> FromJson<DeleteFiles>(json const& object) {
   });
 }
 
+namespace {
+
+json QuotaJson(QuotaLimits const& q) {
+  return {{"folder", q.folder},
+          {"folder_max_bytes", q.folder_max_bytes},
+          {"folder_max_files", q.folder_max_files},
+          {"scope", q.scope},
+          {"scope_max_bytes", q.scope_max_bytes},
+          {"reserved_bytes", q.reserved.bytes},
+          {"reserved_files", q.reserved.files}};
+}
+
+QuotaLimits QuotaOf(json const& object, internal::FieldReader& outer) {
+  internal::FieldReader r(object);
+  QuotaLimits q;
+  q.folder = r.String("folder");
+  q.folder_max_bytes = r.Int("folder_max_bytes", 0);
+  q.folder_max_files = r.Int("folder_max_files", 0);
+  q.scope = r.String("scope");
+  q.scope_max_bytes = r.Int("scope_max_bytes", 0);
+  q.reserved = {r.Int("reserved_bytes", 0), r.Int("reserved_files", 0)};
+  for (auto const& [field, why] : r.field_errors()) outer.Refuse("quota." + field, why);
+  return q;
+}
+
+}  // namespace
+
 json ToJson(StartUpload const& op) {
   json out = {{"path", op.path}, {"size", op.size}};
   if (op.resume_only) out["resume_only"] = true;
   if (!op.user.empty()) out["user"] = op.user;
+  if (op.quota) out["quota"] = QuotaJson(*op.quota);
   return out;
 }
 template <>
@@ -273,6 +301,7 @@ StatusOr<StartUpload> FromJson<StartUpload>(json const& object) {
     op.size = size.value_or(0);
     op.resume_only = r.Bool("resume_only", false);
     op.user = r.String("user");
+    if (auto const* quota = r.Object("quota")) op.quota = QuotaOf(*quota, r);
   });
 }
 

@@ -13,6 +13,8 @@
 #include "bai/protocol/vfolder_wire.h"
 #include "bai/status.h"
 
+#include "server-reference/storage/quota.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -145,6 +147,9 @@ struct DeleteFiles {
 };
 /// An upload session (an unfinished one for the same path and size is resumed; with
 /// `resume_only` only that, else 404). `user` names whom the token is for (RevokeTokens).
+/// With `quota`, a new upload must fit it (refused 507 / kResourceExhausted saying which quota):
+/// the proxy decides with the usage it holds, in this one request; a resumed one holds its room
+/// already.
 struct StartUpload {
   static constexpr char kOp[] = "folder/file/upload";
   using Answer = UploadTicket;
@@ -152,6 +157,7 @@ struct StartUpload {
   std::int64_t size = 0;
   bool resume_only = false;
   std::string user;
+  std::optional<QuotaLimits> quota;
 };
 /// Forgets the unfinished upload of that path and size (404 when none).
 struct CancelUpload {

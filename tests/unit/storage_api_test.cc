@@ -29,11 +29,19 @@ T RoundTrip(T const& value) {
 }
 
 TEST(StorageApiTest, OperationsAndAnswersReadBackWhatTheyWrite) {
-  auto up = RoundTrip(api::StartUpload{"a/b.bin", 42, true, "u1"});
+  auto up = RoundTrip(api::StartUpload{"a/b.bin", 42, true, "u1", std::nullopt});
   EXPECT_EQ(up.path, "a/b.bin");
   EXPECT_EQ(up.size, 42);
   EXPECT_TRUE(up.resume_only);
   EXPECT_EQ(up.user, "u1");
+  EXPECT_FALSE(up.quota);
+  QuotaLimits limits{"the folder f", 10, 2, "the user's folders", 100, {5, 1}};
+  auto limited = RoundTrip(api::StartUpload{"a", 1, false, "u1", limits});
+  ASSERT_TRUE(limited.quota);
+  EXPECT_EQ(limited.quota->folder, "the folder f");
+  EXPECT_EQ(limited.quota->folder_max_files, 2);
+  EXPECT_EQ(limited.quota->scope_max_bytes, 100);
+  EXPECT_EQ(limited.quota->reserved.bytes, 5);
   auto del = RoundTrip(api::DeleteFiles{{"x", "y/z"}, true});
   EXPECT_EQ(del.paths, (std::vector<std::string>{"x", "y/z"}));
   EXPECT_TRUE(del.recursive);
@@ -105,7 +113,7 @@ TEST(StorageApiTest, TheProxyServesTheContract) {
   ASSERT_TRUE(call(api::MakeDirectory{"docs", true, false}).ok());
   auto again = call(api::MakeDirectory{"docs", true, false});
   EXPECT_EQ(again.status().code(), StatusCode::kAlreadyExists);
-  auto up = call(api::StartUpload{"docs/empty.txt", 0, false, "u1"});
+  auto up = call(api::StartUpload{"docs/empty.txt", 0, false, "u1", std::nullopt});
   ASSERT_TRUE(up.ok()) << up.status().message();
   EXPECT_EQ(up->url, "http://127.0.0.1:1/upload");
   auto list = call(api::ListFiles{"docs"});
@@ -134,6 +142,49 @@ TEST(StorageApiTest, TheProxyServesTheContract) {
   json no_id = {{"volume", "volume1"}, {"scope", where.scope}};
   EXPECT_EQ(svc.Manage(api::GetFolderUsage::kOp, no_id).status().code(),
             StatusCode::kInvalidArgument);
+}
+
+// Issue 45: an upload's quotas are decided by the proxy in the request that starts it (with the
+// usage it holds), not by the manager asking for the usage first.
+TEST(StorageApiTest, AnUploadIsDecidedAgainstItsQuotasWhereTheUsageIs) {
+  testing_util::TempDir dir;
+  std::filesystem::create_directories(dir.path() + "/v1");
+  StorageOptions o;
+  o.volumes = {{"volume1", dir.path() + "/v1"}};
+  o.secret = "a-secret-of-32-characters-at-most";
+  o.client_url = "http://127.0.0.1:1";
+  auto service = StorageService::Open(o);
+  ASSERT_TRUE(service.ok()) << service.status().message();
+  api::FolderAddress where{"volume1", "user-" + std::string(32, 'a'), std::string(32, 'b')};
+  auto call = [&](auto const& op) -> StatusOr<typename std::decay_t<decltype(op)>::Answer> {
+    using Op = std::decay_t<decltype(op)>;
+    json args = api::ToJson(op);
+    json const address = api::ToJson(where);
+    for (auto const& [k, val] : address.items()) args[k] = val;
+    auto r = (*service)->Manage(Op::kOp, args);
+    if (!r.ok()) return r.status();
+    return api::FromJson<typename Op::Answer>(*r);
+  };
+  ASSERT_TRUE(call(api::CreateFolder{}).ok());
+  QuotaLimits folder{"the folder f", 1000, 0, "the user's folders", 0, {}};
+  // 600 bytes fit; the unfinished upload counts at its full size, so 600 more do not.
+  ASSERT_TRUE(call(api::StartUpload{"a.bin", 600, false, "u1", folder}).ok());
+  auto over = call(api::StartUpload{"b.bin", 600, false, "u1", folder});
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(over.status().message(),
+            "Over the quota of the folder f: 600 of 1000 bytes used, 600 more asked for.");
+  // The unfinished upload itself goes on: its room is counted already.
+  auto resumed = call(api::StartUpload{"a.bin", 600, false, "u1", folder});
+  ASSERT_TRUE(resumed.ok()) << resumed.status().message();
+  // The scope counts what the manager reserved beside what the proxy holds.
+  QuotaLimits scope{"the folder f", 0, 0, "the user's folders", 1000, {300, 1}};
+  EXPECT_EQ(call(api::StartUpload{"c.bin", 200, false, "u1", scope}).status().code(),
+            StatusCode::kResourceExhausted);
+  scope.reserved = {};
+  EXPECT_TRUE(call(api::StartUpload{"c.bin", 200, false, "u1", scope}).ok());
+  // Without quotas nothing is counted or refused.
+  EXPECT_TRUE(call(api::StartUpload{"d.bin", 1 << 20, false, "u1", std::nullopt}).ok());
 }
 
 // Hardening (hostile 6, the rest): a folder's usage is a walk of its tree; it is kept for a
@@ -171,7 +222,7 @@ TEST(StorageApiTest, FolderUsageIsKeptAndDroppedByChangesThroughTheProxy) {
     EXPECT_EQ(files(), ttl > 0 ? 0 : 1) << "a kernel's write shows once the figures expire";
     ASSERT_TRUE(run(api::MakeDirectory{"d", true, false}).ok());
     EXPECT_EQ(files(), 1) << "a change through the proxy drops the kept figures";
-    ASSERT_TRUE(run(api::StartUpload{"d/empty", 0, false, ""}).ok());
+    ASSERT_TRUE(run(api::StartUpload{"d/empty", 0, false, "", std::nullopt}).ok());
     EXPECT_EQ(files(), 2) << "an upload that completes is a change";
     ASSERT_TRUE(run(api::DeleteFiles{{"by-kernel.txt"}, false}).ok());
     EXPECT_EQ(files(), 1);

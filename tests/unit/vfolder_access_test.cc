@@ -82,12 +82,6 @@ TEST(VFolderHostPolicyTest, CountLimit) {
   EXPECT_EQ(WhyCountRefused(1, 2, false), "");
   EXPECT_NE(WhyCountRefused(2, 2, false).find("max_vfolder_count"), std::string::npos);
   EXPECT_NE(WhyCountRefused(3, 2, true).find("project"), std::string::npos);
-  // Quotas: bytes first, then files; 0 is no limit.
-  EXPECT_EQ(WhyOverQuota("f", 100, 1, 0, 0, 1 << 30, 9), "");
-  EXPECT_EQ(WhyOverQuota("f", 100, 1, 200, 2, 100, 1), "");
-  EXPECT_EQ(WhyOverQuota("f", 100, 1, 200, 0, 101, 1),
-            "Over the quota of f: 100 of 200 bytes used, 101 more asked for.");
-  EXPECT_EQ(WhyOverQuota("f", 100, 2, 0, 2, 0, 1), "Over the quota of f: 2 of 2 files used.");
 }
 
 }  // namespace

@@ -308,5 +308,119 @@ TEST(VFolderWireTest, InvitationsAndTicketsRoundTrip) {
   EXPECT_EQ(relayed->url, "http://s/upload");
 }
 
+// The body each request is sent as: what 23.09 and 24.09 read (their key names).
+template <class R>
+nlohmann::json Sent(R const& request) {
+  return nlohmann::json::parse(EncodeVFolderRequest(request));
+}
+// The fields a refusal names (its problem's data).
+template <class R>
+std::string Refused(std::string_view body) {
+  auto r = DecodeVFolderRequest<R>(body);
+  EXPECT_FALSE(r.ok()) << body;
+  return r.ok() ? std::string() : r.status().error_info().data_json;
+}
+
+TEST(VFolderWireTest, FolderRequestsAreSentAsBackendAiReadsThemAndReadBack) {
+  EXPECT_EQ(Sent(VFolderRenameRequest{"b"}), nlohmann::json({{"new_name", "b"}}));
+  EXPECT_EQ(Sent(VFolderMoveFileRequest{"a", "b"}), nlohmann::json({{"src", "a"}, {"dst", "b"}}));
+  EXPECT_EQ(Sent(VFolderRenameFileRequest{"d/a", "b"}),
+            nlohmann::json({{"target_path", "d/a"}, {"new_name", "b"}}));
+  EXPECT_EQ(Sent(VFolderQuotaRequest{"local:v", "f1", 1024, 7}),
+            nlohmann::json::parse(
+                R"({"folder_host": "local:v", "id": "f1",
+                    "input": {"size_bytes": 1024, "max_files": 7}})"));
+  EXPECT_EQ(Sent(VFolderInviteRequest{{"a@x"}, "ro"}),
+            nlohmann::json({{"perm", "ro"}, {"emails", {"a@x"}}}))
+      << "invite says perm";
+  EXPECT_EQ(Sent(VFolderShareRequest{{"a@x"}, "ro"}),
+            nlohmann::json({{"permission", "ro"}, {"emails", {"a@x"}}}))
+      << "share says permission";
+  EXPECT_EQ(Sent(VFolderInvitationRequest{"i1"}), nlohmann::json({{"inv_id", "i1"}}));
+  EXPECT_EQ(Sent(VFolderInvitationUpdateRequest{"wd"}), nlohmann::json({{"perm", "wd"}}));
+  EXPECT_EQ(Sent(VFolderByIdRequest{"f1"}), nlohmann::json({{"vfolder_id", "f1"}}));
+  EXPECT_EQ(Sent(VFolderLeaveRequest{}), nlohmann::json::object()) << "the caller leaves";
+  EXPECT_EQ(Sent(VFolderLeaveRequest{"u1"}), nlohmann::json({{"shared_user_uuid", "u1"}}));
+  // One directory as a string (every release), several as a list (23.09 on).
+  EXPECT_EQ(Sent(VFolderMkdirRequest{{"a"}, true, false})["path"], "a");
+  EXPECT_EQ(Sent(VFolderMkdirRequest{{"a", "b"}, false, true})["path"], nlohmann::json({"a", "b"}));
+  // restart is bai's: absent unless asked (other servers refuse the key).
+  EXPECT_FALSE(Sent(VFolderUploadRequest{"f", 10, std::nullopt}).contains("restart"));
+  EXPECT_EQ(Sent(VFolderUploadRequest{"f", 10, true})["restart"], true);
+
+  auto mkdir = DecodeVFolderRequest<VFolderMkdirRequest>(
+      EncodeVFolderRequest(VFolderMkdirRequest{{"a", "b"}, false, true}));
+  ASSERT_TRUE(mkdir.ok()) << mkdir.status().message();
+  EXPECT_EQ(mkdir->paths, (std::vector<std::string>{"a", "b"}));
+  EXPECT_FALSE(mkdir->parents);
+  EXPECT_TRUE(mkdir->exist_ok);
+  auto del = DecodeVFolderRequest<VFolderDeleteFilesRequest>(
+      EncodeVFolderRequest(VFolderDeleteFilesRequest{{"x", "y"}, true}));
+  ASSERT_TRUE(del.ok());
+  EXPECT_EQ(del->files.size(), 2u);
+  EXPECT_TRUE(del->recursive);
+  auto quota = DecodeVFolderRequest<VFolderQuotaRequest>(
+      EncodeVFolderRequest(VFolderQuotaRequest{"local:v", "f1", 1024, 7}));
+  ASSERT_TRUE(quota.ok());
+  EXPECT_EQ(quota->size_bytes, 1024);
+  EXPECT_EQ(quota->max_files, 7);
+  auto upload = DecodeVFolderRequest<VFolderUploadRequest>(
+      EncodeVFolderRequest(VFolderUploadRequest{"d/f", 1 << 20, false}));
+  ASSERT_TRUE(upload.ok());
+  EXPECT_EQ(upload->size, 1 << 20);
+  EXPECT_EQ(upload->restart, false);
+}
+
+TEST(VFolderWireTest, FolderRequestsTakeTheOtherSpellingsAndNameWhatIsWrong) {
+  // The spellings other clients send; booleans and integers as strings (query parameters).
+  EXPECT_EQ(DecodeVFolderRequest<VFolderRenameRequest>(R"({"newName": "b"})")->new_name, "b");
+  EXPECT_EQ(DecodeVFolderRequest<VFolderDownloadRequest>(R"({"file": "a"})")->path, "a");
+  EXPECT_EQ(DecodeVFolderRequest<VFolderByIdRequest>(R"({"vfolderId": "f"})")->vfolder_id, "f");
+  EXPECT_EQ(DecodeVFolderRequest<VFolderByIdRequest>(R"({"id": "f"})")->vfolder_id, "f");
+  EXPECT_EQ(
+      DecodeVFolderRequest<VFolderInvitationRequest>(R"({"invitation_id": "i"})")->invitation_id,
+      "i");
+  EXPECT_EQ(DecodeVFolderRequest<VFolderLeaveRequest>(R"({"sharedUserUuid": "u"})")->shared_user_id,
+            "u");
+  auto invite = DecodeVFolderRequest<VFolderInviteRequest>(
+      R"({"permission": "ro", "user_ids": ["a@x", "b@x", "a@x"]})");
+  ASSERT_TRUE(invite.ok()) << invite.status().message();
+  EXPECT_EQ(invite->permission, "ro");
+  EXPECT_EQ(invite->emails, (std::vector<std::string>{"a@x", "b@x"})) << "a repeat dropped";
+  EXPECT_EQ(DecodeVFolderRequest<VFolderInviteRequest>(R"({"emails": ["a@x"]})")->permission, "rw");
+  auto upload =
+      DecodeVFolderRequest<VFolderUploadRequest>(R"({"path": "f", "size": "30", "restart": "t"})");
+  ASSERT_TRUE(upload.ok()) << upload.status().message();
+  EXPECT_EQ(upload->size, 30);
+  EXPECT_EQ(upload->restart, true);
+  auto mkdir = DecodeVFolderRequest<VFolderMkdirRequest>(R"({"path": "a", "parents": "false"})");
+  ASSERT_TRUE(mkdir.ok());
+  EXPECT_FALSE(mkdir->parents);
+  auto none = DecodeVFolderRequest<VFolderQuotaRequest>(
+      R"({"folder_host": "h", "id": "f", "input": {"size_bytes": null}})");
+  ASSERT_TRUE(none.ok()) << "a null is no quota";
+  EXPECT_EQ(none->size_bytes, 0);
+
+  EXPECT_THAT(Refused<VFolderRenameRequest>("{}"), HasSubstr("new_name"));
+  EXPECT_THAT(Refused<VFolderMoveFileRequest>(R"({"src": "a"})"), HasSubstr("dst"));
+  EXPECT_THAT(Refused<VFolderMkdirRequest>(R"({"path": [1]})"), HasSubstr("path"));
+  EXPECT_THAT(Refused<VFolderMkdirRequest>(R"({"path": []})"), HasSubstr("path"));
+  EXPECT_THAT(Refused<VFolderDeleteFilesRequest>(R"({"files": "a"})"), HasSubstr("files"));
+  EXPECT_THAT(Refused<VFolderUploadRequest>(R"({"path": "f"})"), HasSubstr("size"));
+  EXPECT_THAT(Refused<VFolderUploadRequest>(R"({"path": "f", "size": -1})"), HasSubstr("size"));
+  EXPECT_THAT(Refused<VFolderQuotaRequest>(R"({"folder_host": "h", "id": "f"})"),
+              HasSubstr("input"));
+  EXPECT_THAT(Refused<VFolderQuotaRequest>(
+                  R"({"folder_host": "h", "id": "f", "input": {"max_files": -2}})"),
+              HasSubstr("input.max_files"));
+  EXPECT_THAT(Refused<VFolderInviteRequest>(R"({"perm": "all", "emails": ["a@x"]})"),
+              HasSubstr("perm"));
+  EXPECT_THAT(Refused<VFolderInviteRequest>(R"({"emails": []})"), HasSubstr("emails"));
+  EXPECT_THAT(Refused<VFolderShareRequest>(R"({"emails": ["a@x", ""]})"), HasSubstr("emails"));
+  EXPECT_THAT(Refused<VFolderByIdRequest>("{}"), HasSubstr("vfolder_id"));
+  auto not_json = DecodeVFolderRequest<VFolderRenameRequest>("[1]");
+  EXPECT_FALSE(not_json.ok());
+}
+
 }  // namespace
 }  // namespace bai::protocol

@@ -91,6 +91,94 @@ struct VFolderCloneRequest {
 BAI_EXPORT std::string EncodeVFolderCloneRequest(VFolderCloneRequest const& request);
 BAI_EXPORT StatusOr<VFolderCloneRequest> DecodeVFolderCloneRequest(std::string_view json_object);
 
+// ---- The other requests on folders, their files and their sharing ----------------------------
+// One type per body: the SDK encodes it as 23.09 and 24.09 read it (EncodeVFolderRequest), the
+// manager decodes it as they do (DecodeVFolderRequest): the spellings they take, booleans and
+// integers also as strings, a null as absent; errors name the field (invalid-api-params).
+
+/// `POST /folders/{name}/rename` (`newName` too).
+struct VFolderRenameRequest {
+  std::string new_name;
+};
+/// `POST /folders/{name}/mkdir`: one directory or up to 50 (`path`: a string or a list).
+struct VFolderMkdirRequest {
+  std::vector<std::string> paths;
+  bool parents = true;    ///< make missing parents
+  bool exist_ok = false;  ///< a directory there already is no failure
+};
+/// `POST /folders/{name}/move-file`.
+struct VFolderMoveFileRequest {
+  std::string src, dst;
+};
+/// `POST /folders/{name}/rename-file`: the file at `target_path` gets `new_name`.
+struct VFolderRenameFileRequest {
+  std::string target_path, new_name;
+};
+/// `DELETE /folders/{name}/delete-files` (Backend.AI since 24.03 also as POST).
+struct VFolderDeleteFilesRequest {
+  std::vector<std::string> files;
+  bool recursive = false;
+};
+/// `POST /folders/{name}/request-upload`: a tus upload of `size` bytes to `path`.
+struct VFolderUploadRequest {
+  std::string path;
+  std::int64_t size = 0;
+  /// bai's addition (other servers refuse the key: sent only to bai): start again instead of
+  /// resuming an unfinished upload of the same path and size.
+  std::optional<bool> restart;
+};
+/// `POST /folders/{name}/request-download` (`file` for `path`).
+struct VFolderDownloadRequest {
+  std::string path;
+};
+/// `POST /folders/_/quota`: a folder's own quota, the folder by host and id (23.09's shape:
+/// `input` holds `size_bytes` and `max_files`; 0 or absent = none).
+struct VFolderQuotaRequest {
+  std::string folder_host, id;
+  std::int64_t size_bytes = 0, max_files = 0;
+};
+/// `POST /folders/{name}/invite`: a user folder to other users (`perm`, also `permission`;
+/// `emails`, also `user_ids` and `userIDs`): 1 to 100 emails, repeats dropped.
+struct VFolderInviteRequest {
+  std::vector<std::string> emails;
+  std::string permission = "rw";
+};
+/// `POST /folders/{name}/share`: a project folder to members of its project.
+struct VFolderShareRequest {
+  std::vector<std::string> emails;
+  std::string permission = "rw";
+};
+/// `DELETE /folders/{name}/unshare`.
+struct VFolderUnshareRequest {
+  std::vector<std::string> emails;
+};
+/// `POST /folders/{name}/leave`: the caller leaves a folder shared with them, or its owner
+/// removes the user `shared_user_uuid` ("" = the caller).
+struct VFolderLeaveRequest {
+  std::string shared_user_id;
+};
+/// `POST /folders/invitations/accept` and `DELETE /folders/invitations/delete` (`inv_id`).
+struct VFolderInvitationRequest {
+  std::string invitation_id;
+};
+/// `POST /folders/invitations/update/{inv_id}` (`perm`).
+struct VFolderInvitationUpdateRequest {
+  std::string permission = "rw";
+};
+/// The trash-bin calls (`restore-from-trash-bin`, `delete-from-trash-bin`, `purge`,
+/// `DELETE /folders`): a folder by id (`vfolder_id`, also `vfolderId` and `id`).
+struct VFolderByIdRequest {
+  std::string vfolder_id;
+};
+
+/// Any request above as its JSON body.
+template <class Request>
+BAI_EXPORT std::string EncodeVFolderRequest(Request const& request);
+/// The request in `json_object`; 400 invalid-api-params naming each field that is missing or
+/// wrong (a permission other than ro, rw, wd; an empty list of emails; a negative quota).
+template <class Request>
+BAI_EXPORT StatusOr<Request> DecodeVFolderRequest(std::string_view json_object);
+
 /// A folder as the answers of `/folders` give it (PROTOCOL.md §7). One struct for the four
 /// answers; each answer carries the fields 24.09 puts in it (VFolderAnswer).
 struct VFolderInfo {

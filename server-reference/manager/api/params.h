@@ -70,4 +70,15 @@ class Params {
   internal::FieldReader reader_;
 };
 
+/// A request type read from a handler's parameters by its codec (`from`: one of the *FromJson of
+/// libbai/protocol/wire_json.h), the one reading of its fields.
+template <class Request>
+StatusOr<Request> ReadRequest(server::HttpRequest const& request,
+                              StatusOr<Request> (*from)(nlohmann::json const&),
+                              ParamSource source = ParamSource::kStandard) {
+  auto params = Params::From(request, source);
+  if (!params.ok()) return params.status();
+  return from(params->values());
+}
+
 }  // namespace bai::manager

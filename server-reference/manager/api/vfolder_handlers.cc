@@ -14,6 +14,7 @@
 #include "server-reference/manager/vfolders/access.h"
 #include "server-reference/manager/vfolders/storage_links.h"
 #include "server-reference/manager/vfolders/store.h"
+#include "server-reference/storage/quota.h"
 #include "server-reference/storage/storage_api.h"
 
 #include <algorithm>
@@ -27,6 +28,12 @@
 
 namespace bai::manager {
 namespace {
+
+// A folder request (bai/protocol/vfolder_wire.h) from the handler's parameters.
+template <class R>
+StatusOr<R> Read(RequestContext& ctx, ParamSource source = ParamSource::kStandard) {
+  return ReadRequest(ctx.request, internal::VFolderRequestFromJson<R>, source);
+}
 
 namespace p = protocol;
 namespace api = storage::api;
@@ -77,10 +84,7 @@ class Workers {
 // manager's: managers sharing a database do not share it yet.
 class QuotaGate {
  public:
-  struct Held {
-    std::int64_t bytes = 0;
-    std::int64_t files = 0;
-  };
+  using Held = storage::Held;
   // The scope's lock, held while the caller checks and takes room.
   std::unique_lock<std::mutex> Lock(std::string const& scope) {
     std::mutex* m;
@@ -281,9 +285,7 @@ Status CheckFolderPolicies(RequestContext& ctx, FolderRecord const& f) {
 
 StatusOr<HttpResponse> Create(Env& env, RequestContext& ctx) {
   if (auto frozen = ctx.store.RefuseWhileFrozen(); !frozen.ok()) return frozen;
-  auto params = Params::From(ctx.request);
-  if (!params.ok()) return params.status();
-  auto request = internal::VFolderCreateRequestFromJson(params->values());
+  auto request = ReadRequest(ctx.request, internal::VFolderCreateRequestFromJson);
   if (!request.ok()) return request.status();
   std::optional<std::string> group;
   if (!request->group.empty()) group = request->group;
@@ -403,12 +405,10 @@ StatusOr<HttpResponse> IdOf(Env& env, RequestContext& ctx) {
 
 // The folder a trash-bin call names by id in its body.
 StatusOr<Found> ById(Env& env, RequestContext& ctx) {
-  auto params = Params::From(ctx.request, ParamSource::kBoth);
-  if (!params.ok()) return params.status();
-  auto id = params->String({"vfolder_id", "vfolderId", "id"}, true);
-  if (auto s = params->Check(); !s.ok()) return s;
-  auto hex = vfolders::FolderIdHex(*id);
-  if (hex.size() != 32) return NotFound(*id);
+  auto request = Read<p::VFolderByIdRequest>(ctx, ParamSource::kBoth);
+  if (!request.ok()) return request.status();
+  auto hex = vfolders::FolderIdHex(request->vfolder_id);
+  if (hex.size() != 32) return NotFound(request->vfolder_id);
   return Resolve(env, *ctx.identity, hex, true);
 }
 
@@ -472,16 +472,15 @@ StatusOr<HttpResponse> Restore(Env& env, Found const& f) {
 StatusOr<HttpResponse> Rename(Env& env, RequestContext& ctx) {
   auto f = ResolveFor(env, ctx);
   if (!f.ok()) return f.status();
-  auto params = Params::From(ctx.request);
-  if (!params.ok()) return params.status();
-  auto name = params->String({"new_name", "newName"}, true);
-  if (auto s = params->Check(); !s.ok()) return s;
+  auto request = Read<p::VFolderRenameRequest>(ctx);
+  if (!request.ok()) return request.status();
+  std::string const& name = request->new_name;
   if (!f->access.manages()) return Denied("renaming by you (only its owner or an admin)");
   if (auto s = CheckLive(*f); !s.ok()) return s;
-  if (auto s = p::CheckVFolderName(*name, f->folder.ownership_type == "group"); !s.ok()) {
+  if (auto s = p::CheckVFolderName(name, f->folder.ownership_type == "group"); !s.ok()) {
     return MakeProblemStatus(ProblemType::kInvalidApiParams, s.message());
   }
-  if (auto s = env.folders.Rename(f->folder.id, *name); !s.ok()) {
+  if (auto s = env.folders.Rename(f->folder.id, name); !s.ok()) {
     if (s.code() == StatusCode::kAlreadyExists) {
       return MakeProblemStatus(ProblemType::kVfolderAlreadyExists, s.message());
     }
@@ -537,34 +536,14 @@ StatusOr<HttpResponse> Files(Env& env, RequestContext& ctx) {
 StatusOr<HttpResponse> Mkdir(Env& env, RequestContext& ctx) {
   auto f = ForWork(env, ctx, true);
   if (!f.ok()) return f.status();
-  auto params = Params::From(ctx.request);
-  if (!params.ok()) return params.status();
-  std::vector<std::string> paths;
-  if (auto const* raw = params->Raw({"path"})) {
-    if (raw->is_string()) {
-      paths.push_back(raw->get<std::string>());
-    } else if (raw->is_array() && raw->size() <= 50) {
-      for (auto const& v : *raw) {
-        if (v.is_string())
-          paths.push_back(v.get<std::string>());
-        else
-          params->Fail("path", "a path or a list of paths");
-      }
-    } else {
-      params->Fail("path", "a path or a list of up to 50 paths");
-    }
-  } else {
-    params->Fail("path", "required");
-  }
-  auto parents = params->Bool({"parents"});
-  auto exist_ok = params->Bool({"exist_ok"});
-  if (auto s = params->Check(); !s.ok()) return s;
+  auto request = Read<p::VFolderMkdirRequest>(ctx);
+  if (!request.ok()) return request.status();
   json ok = json::array(), failed = json::array();
-  for (auto const& path : paths) {
+  for (auto const& path : request->paths) {
     // The proxy's own status (Storage() would fold "exists" into operation-failed).
-    auto r = env.links.Ask(
-        f->folder.host, api::MakeDirectory{path, parents.value_or(true), exist_ok.value_or(false)},
-        vfolders::ScopeDirectory(f->folder.quota_scope_id), f->folder.id);
+    auto r =
+        env.links.Ask(f->folder.host, api::MakeDirectory{path, request->parents, request->exist_ok},
+                      vfolders::ScopeDirectory(f->folder.quota_scope_id), f->folder.id);
     if (r.ok()) {
       ok.push_back({{"item", path}, {"msg", nullptr}});
     } else {
@@ -584,75 +563,60 @@ StatusOr<HttpResponse> Mkdir(Env& env, RequestContext& ctx) {
   return JsonResponse(results, failed.empty() ? 200 : 207);
 }
 
-// A file operation whose arguments are strings named differently on the two sides
-// ({wire name, the proxy's}).
-template <class Op>
-StatusOr<HttpResponse> FileOp(Env& env, RequestContext& ctx,
-                              std::initializer_list<std::pair<char const*, char const*>> fields) {
+// A file operation: the request `R` as the proxy's operation (`op`).
+template <class R, class Op>
+StatusOr<HttpResponse> FileOp(Env& env, RequestContext& ctx, Op (*op)(R const&)) {
   auto f = ForWork(env, ctx, true);
   if (!f.ok()) return f.status();
-  auto params = Params::From(ctx.request);
-  if (!params.ok()) return params.status();
-  json args = json::object();
-  for (auto const& [wire, ours] : fields) {
-    auto v = params->String({wire}, true);
-    if (v) args[ours] = *v;
-  }
-  if (auto s = params->Check(); !s.ok()) return s;
-  auto op = api::FromJson<Op>(args);
-  if (!op.ok()) return MakeProblemStatus(ProblemType::kInvalidApiParams, op.status().message());
-  auto r = Storage(env, f->folder, *op);
+  auto request = Read<R>(ctx);
+  if (!request.ok()) return request.status();
+  auto r = Storage(env, f->folder, op(*request));
   if (!r.ok()) return r.status();
   return JsonResponse(json::object());
 }
-
-StatusOr<HttpResponse> DeleteFiles(Env& env, RequestContext& ctx) {
-  auto f = ForWork(env, ctx, true);
-  if (!f.ok()) return f.status();
-  auto params = Params::From(ctx.request);
-  if (!params.ok()) return params.status();
-  std::vector<std::string> paths;
-  if (auto const* raw = params->Raw({"files"}); raw && raw->is_array()) {
-    for (auto const& v : *raw) {
-      if (v.is_string())
-        paths.push_back(v.get<std::string>());
-      else
-        params->Fail("files", "a list of paths");
-    }
-  } else {
-    params->Fail("files", "a list of paths");
-  }
-  auto recursive = params->Bool({"recursive"});
-  if (auto s = params->Check(); !s.ok()) return s;
-  auto r = Storage(env, f->folder, api::DeleteFiles{paths, recursive.value_or(false)});
-  if (!r.ok()) return r.status();
-  return JsonResponse(json::object());
+api::MoveFile MoveOp(p::VFolderMoveFileRequest const& r) { return {r.src, r.dst}; }
+api::RenameFile RenameOp(p::VFolderRenameFileRequest const& r) {
+  return {r.target_path, r.new_name};
 }
+api::DeleteFiles DeleteOp(p::VFolderDeleteFilesRequest const& r) { return {r.files, r.recursive}; }
 
-// Refuses `size` more bytes in `new_files` files that would pass the folder's own quota or its
-// owner's scope quota (the owner's resource policy's max_quota_scope_size). Called under the
-// scope's lock (QuotaGate), which covers the folder's check too.
-Status CheckQuota(Env& env, FolderRecord const& f, std::int64_t size, std::int64_t new_files = 1) {
-  if (f.max_size > 0 || f.max_files > 0) {
-    // Walked now, with the folder's unfinished uploads at their full size.
-    auto used = Storage(env, f, api::GetFolderUsage{true});
-    if (!used.ok()) return used.status();
-    auto why = vfolders::WhyOverQuota("the folder " + f.name, used->used_bytes, used->file_count,
-                                      f.max_size, f.max_files, size, new_files);
-    if (!why.empty()) return MakeProblemStatus(ProblemType::kQuotaExceeded, why);
-  }
+// The quotas a write into `f` must fit: its own, and its owner's scope's (the resource policy's
+// max_quota_scope_size) with the room this manager holds there (clones under way). Read under
+// the scope's lock (QuotaGate), before the proxy counts the usage: a clone that finishes in
+// between (and gives its reservation back) is then counted twice for a moment, never zero times.
+StatusOr<storage::QuotaLimits> LimitsOf(Env& env, FolderRecord const& f) {
+  storage::QuotaLimits q;
+  q.folder = "the folder " + f.name;
+  q.folder_max_bytes = f.max_size;
+  q.folder_max_files = f.max_files;
   auto max_bytes = env.folders.ScopeQuota(f.quota_scope_id);
   if (!max_bytes.ok()) return max_bytes.status();
-  if (*max_bytes <= 0) return Status();
-  // The reservations before the usage: a clone that finishes in between (and gives its
-  // reservation back) is then counted twice for a moment, never zero times.
-  auto held = env.quota.Reserved(f.quota_scope_id);
-  auto used = env.links.Ask(f.host, api::GetScopeUsage{vfolders::ScopeDirectory(f.quota_scope_id)});
-  if (!used.ok()) return StorageProblem(used.status());
-  auto why = vfolders::WhyOverQuota(
-      (f.ownership_type == "group" ? "the project's folders (" : "the user's folders (") +
-          f.quota_scope_id + ", max_quota_scope_size of its resource policy)",
-      used->used_bytes + held.bytes, used->file_count + held.files, *max_bytes, 0, size, new_files);
+  q.scope = (f.ownership_type == "group" ? "the project's folders (" : "the user's folders (") +
+            f.quota_scope_id + ", max_quota_scope_size of its resource policy)";
+  q.scope_max_bytes = *max_bytes;
+  q.reserved = env.quota.Reserved(f.quota_scope_id);
+  return q;
+}
+
+// Refuses `more` that would pass the quotas of `f` (LimitsOf), counted now (the folder walked
+// with its unfinished uploads at their full size). An upload does not come here: the proxy
+// decides it in the request that starts it.
+Status CheckQuota(Env& env, FolderRecord const& f, storage::Held more) {
+  auto limits = LimitsOf(env, f);
+  if (!limits.ok()) return limits.status();
+  storage::Held folder, scope;
+  if (limits->FolderLimited()) {
+    auto used = Storage(env, f, api::GetFolderUsage{true});
+    if (!used.ok()) return used.status();
+    folder = {used->used_bytes, used->file_count};
+  }
+  if (limits->ScopeLimited()) {
+    auto used =
+        env.links.Ask(f.host, api::GetScopeUsage{vfolders::ScopeDirectory(f.quota_scope_id)});
+    if (!used.ok()) return StorageProblem(used.status());
+    scope = {used->used_bytes, used->file_count};
+  }
+  auto why = storage::WhyOverLimits(*limits, folder, scope, more);
   if (!why.empty()) return MakeProblemStatus(ProblemType::kQuotaExceeded, why);
   return Status();
 }
@@ -660,29 +624,25 @@ Status CheckQuota(Env& env, FolderRecord const& f, std::int64_t size, std::int64
 StatusOr<HttpResponse> RequestUpload(Env& env, RequestContext& ctx) {
   auto f = ForWork(env, ctx, true);
   if (!f.ok()) return f.status();
-  auto params = Params::From(ctx.request);
-  if (!params.ok()) return params.status();
-  auto path = params->String({"path"}, true);
-  auto size = params->Int({"size"}, 0, std::int64_t{1} << 50);
-  if (!size) params->Fail("size", "required: the file's size in bytes");
-  // A bai addition other servers ignore: start again instead of resuming an unfinished upload
-  // of the same path and size (the client's file changed since).
-  auto restart = params->Bool({"restart"});
-  if (auto s = params->Check(); !s.ok()) return s;
-  if (restart.value_or(false)) {
-    auto gone = Storage(env, f->folder, api::CancelUpload{*path, *size});
+  auto request = Read<p::VFolderUploadRequest>(ctx);
+  if (!request.ok()) return request.status();
+  std::string const& path = request->path;
+  std::int64_t size = request->size;
+  // Start again instead of resuming an unfinished upload of the same path and size (the
+  // client's file changed since).
+  if (request->restart.value_or(false)) {
+    auto gone = Storage(env, f->folder, api::CancelUpload{path, size});
     if (!gone.ok() && gone.status().code() != StatusCode::kNotFound) return gone.status();
   }
-  // Checked and taken under the scope's lock: the upload session counts in the usage at once.
+  // Under the scope's lock: the upload session counts in the usage at once. The proxy decides
+  // the quotas in the one request that starts the upload.
   auto scope_lock = env.quota.Lock(f->folder.quota_scope_id);
-  if (auto s = CheckQuota(env, f->folder, *size); !s.ok()) {
-    // An unfinished upload of this path and size holds its room already: it may go on.
-    auto again =
-        Storage(env, f->folder, api::StartUpload{*path, *size, true, ctx.identity->user_id});
-    if (!again.ok()) return s;
-    return TicketResponse(*again);
-  }
-  auto r = Storage(env, f->folder, api::StartUpload{*path, *size, false, ctx.identity->user_id});
+  auto limits = LimitsOf(env, f->folder);
+  if (!limits.ok()) return limits.status();
+  std::optional<storage::QuotaLimits> quota;
+  if (limits->FolderLimited() || limits->ScopeLimited()) quota = *limits;
+  auto r =
+      Storage(env, f->folder, api::StartUpload{path, size, false, ctx.identity->user_id, quota});
   if (!r.ok()) return r.status();
   return TicketResponse(*r);
 }
@@ -690,11 +650,9 @@ StatusOr<HttpResponse> RequestUpload(Env& env, RequestContext& ctx) {
 StatusOr<HttpResponse> RequestDownload(Env& env, RequestContext& ctx) {
   auto f = ForWork(env, ctx, false);
   if (!f.ok()) return f.status();
-  auto params = Params::From(ctx.request);
-  if (!params.ok()) return params.status();
-  auto path = params->String({"path", "file"}, true);
-  if (auto s = params->Check(); !s.ok()) return s;
-  auto r = Storage(env, f->folder, api::StartDownload{*path, ctx.identity->user_id});
+  auto request = Read<p::VFolderDownloadRequest>(ctx);
+  if (!request.ok()) return request.status();
+  auto r = Storage(env, f->folder, api::StartDownload{request->path, ctx.identity->user_id});
   if (!r.ok()) return r.status();
   return TicketResponse(*r);
 }
@@ -762,61 +720,28 @@ StatusOr<HttpResponse> GetQuota(Env& env, RequestContext& ctx) {
 }
 
 StatusOr<HttpResponse> SetQuota(Env& env, RequestContext& ctx) {
-  auto params = Params::From(ctx.request);
-  if (!params.ok()) return params.status();
-  auto host = params->String({"folder_host"}, true);
-  auto id = params->String({"id"}, true);
-  auto const* input = params->Raw({"input"});
-  if (!input || !input->is_object()) params->Fail("input", "an object with size_bytes");
-  if (auto s = params->Check(); !s.ok()) return s;
-  auto f = Resolve(env, *ctx.identity, *id, false);
+  auto request = Read<p::VFolderQuotaRequest>(ctx);
+  if (!request.ok()) return request.status();
+  auto f = Resolve(env, *ctx.identity, request->id, false);
   if (!f.ok()) return f.status();
-  if (f->folder.host != *host) return NotFound(*id);
+  if (f->folder.host != request->folder_host) return NotFound(request->id);
   // The folder's owner (a project folder's: an admin), as 23.09 lets whoever may change it.
   bool owner = f->folder.ownership_type == "user" && f->folder.user_id == ctx.identity->user_id;
   if (!owner && !ctx.identity->IsAdmin()) {
     return MakeProblemStatus(ProblemType::kInsufficientPrivilege,
                              "Only the folder's owner or an admin sets its quota.");
   }
-  auto number = [&](char const* key) -> std::optional<std::int64_t> {
-    auto it = input->find(key);
-    if (it == input->end() || it->is_null()) return std::int64_t{0};
-    if (!it->is_number_integer() || it->get<std::int64_t>() < 0) return std::nullopt;
-    return it->get<std::int64_t>();
-  };
-  auto bytes = number("size_bytes"), files = number("max_files");
-  if (!bytes || !files) {
-    return MakeProblemStatus(ProblemType::kInvalidApiParams,
-                             "input.size_bytes and input.max_files are whole numbers, 0 or more "
-                             "(0: no quota)");
-  }
   FolderRecord updated = f->folder;
-  updated.max_size = *bytes;
-  updated.max_files = *files;
+  updated.max_size = request->size_bytes;
+  updated.max_files = request->max_files;
   if (auto s = CheckFolderQuota(env, updated); !s.ok()) return s;
-  if (auto s = env.folders.SetQuota(f->folder.id, *bytes, *files); !s.ok()) return s;
-  return JsonResponse({{"size_bytes", *bytes}, {"max_files", *files}});
+  if (auto s = env.folders.SetQuota(f->folder.id, updated.max_size, updated.max_files); !s.ok()) {
+    return s;
+  }
+  return JsonResponse({{"size_bytes", updated.max_size}, {"max_files", updated.max_files}});
 }
 
 // ---- sharing ----------------------------------------------------------------------------------
-
-// A list of emails under one of `names` (strings only, at least one, at most 100).
-std::vector<std::string> Emails(Params& params, std::initializer_list<char const*> names) {
-  std::vector<std::string> out;
-  auto const* raw = params.Raw(names);
-  if (!raw || !raw->is_array() || raw->empty() || raw->size() > 100) {
-    params.Fail(*names.begin(), "a list of 1 to 100 emails");
-    return out;
-  }
-  for (auto const& v : *raw) {
-    if (!v.is_string() || v.get<std::string>().empty()) {
-      params.Fail(*names.begin(), "a list of emails");
-      return {};
-    }
-    if (std::find(out.begin(), out.end(), v.get<std::string>()) == out.end()) out.push_back(v);
-  }
-  return out;
-}
 
 // The users of `emails`, all of them, or 404 naming those unknown.
 StatusOr<std::vector<vfolders::UserRef>> AllUsers(Env& env,
@@ -833,22 +758,13 @@ StatusOr<std::vector<vfolders::UserRef>> AllUsers(Env& env,
   return MakeProblemStatus(ProblemType::kObjectNotFound, "No such user: " + missing);
 }
 
-std::string PermissionParam(Params& params, std::initializer_list<char const*> names) {
-  auto perm = params.String(names);
-  if (perm && !p::ParseVFolderPermission(*perm)) params.Fail(*names.begin(), "ro, rw or wd");
-  return perm.value_or("rw");
-}
-
 // Invitations go to other users for one's own user folder; project folders are shared with
 // members instead, and dot-folders (mounted in every session) stay private.
 StatusOr<HttpResponse> Invite(Env& env, RequestContext& ctx) {
   auto f = ResolveFor(env, ctx);
   if (!f.ok()) return f.status();
-  auto params = Params::From(ctx.request);
-  if (!params.ok()) return params.status();
-  std::string perm = PermissionParam(*params, {"perm", "permission"});
-  auto emails = Emails(*params, {"emails", "user_ids", "userIDs"});
-  if (auto s = params->Check(); !s.ok()) return s;
+  auto request = Read<p::VFolderInviteRequest>(ctx);
+  if (!request.ok()) return request.status();
   Identity const& who = *ctx.identity;
   if (f->access.relation != vfolders::Relation::kOwner) {
     return Denied("invitations by you (only its owner invites)");
@@ -862,7 +778,7 @@ StatusOr<HttpResponse> Invite(Env& env, RequestContext& ctx) {
     return MakeProblemStatus(ProblemType::kGenericForbidden,
                              "Dot-folders are private and cannot be shared.");
   }
-  auto users = AllUsers(env, emails);
+  auto users = AllUsers(env, request->emails);
   if (!users.ok()) return users.status();
   auto grants = env.folders.Grants(f->folder.id);
   if (!grants.ok()) return grants.status();
@@ -883,7 +799,7 @@ StatusOr<HttpResponse> Invite(Env& env, RequestContext& ctx) {
     inv.vfolder_id = f->folder.id;
     inv.inviter = who.email;
     inv.invitee = u.email;
-    inv.permission = perm;
+    inv.permission = request->permission;
     if (auto s = env.folders.AddInvitation(inv); !s.ok()) return s;
     invited.push_back(inv.id);
   }
@@ -913,11 +829,9 @@ StatusOr<vfolders::InvitationRecord> PendingInvitation(Env& env, RequestContext&
 }
 
 StatusOr<std::string> InvitationId(RequestContext& ctx) {
-  auto params = Params::From(ctx.request, ParamSource::kBoth);
-  if (!params.ok()) return params.status();
-  auto id = params->String({"inv_id", "invitation_id"}, true);
-  if (auto s = params->Check(); !s.ok()) return s;
-  return *id;
+  auto request = Read<p::VFolderInvitationRequest>(ctx, ParamSource::kBoth);
+  if (!request.ok()) return request.status();
+  return request->invitation_id;
 }
 
 StatusOr<HttpResponse> Accept(Env& env, RequestContext& ctx) {
@@ -963,16 +877,14 @@ StatusOr<HttpResponse> DeleteInvitation(Env& env, RequestContext& ctx) {
 
 StatusOr<HttpResponse> UpdateInvitation(Env& env, RequestContext& ctx) {
   std::string id = ctx.params.at("inv_id");
-  auto params = Params::From(ctx.request);
-  if (!params.ok()) return params.status();
-  std::string perm = PermissionParam(*params, {"perm", "permission"});
-  if (auto s = params->Check(); !s.ok()) return s;
+  auto request = Read<p::VFolderInvitationUpdateRequest>(ctx);
+  if (!request.ok()) return request.status();
   auto inv = PendingInvitation(env, ctx, id);
   if (!inv.ok()) return inv.status();
   if (inv->inviter != ctx.identity->email) {
     return Denied("changing this invitation by you (only its inviter may)");
   }
-  auto ok = env.folders.SetInvitation(id, "pending", perm);
+  auto ok = env.folders.SetInvitation(id, "pending", request->permission);
   if (!ok.ok()) return ok.status();
   return JsonResponse({{"msg", "vfolder invitation updated: " + id}});
 }
@@ -982,18 +894,17 @@ StatusOr<HttpResponse> UpdateInvitation(Env& env, RequestContext& ctx) {
 StatusOr<HttpResponse> Leave(Env& env, RequestContext& ctx) {
   auto f = ResolveFor(env, ctx);
   if (!f.ok()) return f.status();
-  auto params = Params::From(ctx.request);
-  if (!params.ok()) return params.status();
-  auto other = params->String({"shared_user_uuid", "sharedUserUuid"});
-  if (auto s = params->Check(); !s.ok()) return s;
+  auto request = Read<p::VFolderLeaveRequest>(ctx);
+  if (!request.ok()) return request.status();
+  std::string const& other = request->shared_user_id;
   if (f->folder.ownership_type == "group") {
     return MakeProblemStatus(ProblemType::kInvalidApiParams,
                              "A project folder cannot be left; ask an admin to unshare it.");
   }
   std::string user = ctx.identity->user_id;
-  if (other && *other != user) {
+  if (!other.empty() && other != user) {
     if (!f->access.manages()) return Denied("removing others by you");
-    user = *other;
+    user = other;
   } else if (f->access.relation != vfolders::Relation::kInvited) {
     return MakeProblemStatus(ProblemType::kInvalidApiParams,
                              "Only a user the folder was shared with can leave it.");
@@ -1006,14 +917,20 @@ StatusOr<HttpResponse> Leave(Env& env, RequestContext& ctx) {
 }
 
 // Project folders: admins give members a permission of their own (or take it back).
+// What share or unshare asks (an unshare as a share without a permission).
+StatusOr<p::VFolderShareRequest> SharingOf(RequestContext& ctx, bool share) {
+  if (share) return Read<p::VFolderShareRequest>(ctx);
+  auto request = Read<p::VFolderUnshareRequest>(ctx);
+  if (!request.ok()) return request.status();
+  return p::VFolderShareRequest{request->emails, ""};
+}
+
 StatusOr<HttpResponse> Share(Env& env, RequestContext& ctx, bool share) {
   auto f = ResolveFor(env, ctx);
   if (!f.ok()) return f.status();
-  auto params = Params::From(ctx.request);
-  if (!params.ok()) return params.status();
-  std::string perm = share ? PermissionParam(*params, {"permission", "perm"}) : "";
-  auto emails = Emails(*params, {"emails"});
-  if (auto s = params->Check(); !s.ok()) return s;
+  auto request = SharingOf(ctx, share);
+  if (!request.ok()) return request.status();
+  auto const& [emails, perm] = *request;
   if (f->folder.ownership_type != "group") {
     return MakeProblemStatus(ProblemType::kInvalidApiParams,
                              "Only project folders are shared this way; invite users to a user "
@@ -1139,11 +1056,11 @@ StatusOr<HttpResponse> Clone(Env& env, RequestContext& ctx) {
   FolderRecord const& f = *target;
   auto usage = Storage(env, src->folder, api::GetFolderUsage{});
   if (!usage.ok()) return usage.status();
-  QuotaGate::Held copy{usage->used_bytes, usage->file_count};
+  storage::Held copy{usage->used_bytes, usage->file_count};
   {
     // The copy's room is reserved until the copy itself is counted (or has failed).
     auto scope_lock = env.quota.Lock(f.quota_scope_id);
-    if (auto s = CheckQuota(env, f, copy.bytes, copy.files); !s.ok()) return s;
+    if (auto s = CheckQuota(env, f, copy); !s.ok()) return s;
     env.quota.Reserve(f.quota_scope_id, copy, +1);
   }
   auto unreserve = [&env, scope = f.quota_scope_id, copy] { env.quota.Reserve(scope, copy, -1); };
@@ -1193,12 +1110,9 @@ StatusOr<HttpResponse> AllowedTypes(Env&, RequestContext&) {
 }
 StatusOr<HttpResponse> UsageOf(Env& e, RequestContext& c) { return Usage(e, c, false); }
 StatusOr<HttpResponse> UsedBytes(Env& e, RequestContext& c) { return Usage(e, c, true); }
-StatusOr<HttpResponse> RenameFile(Env& e, RequestContext& c) {
-  return FileOp<api::RenameFile>(e, c, {{"target_path", "path"}, {"new_name", "new_name"}});
-}
-StatusOr<HttpResponse> MoveFile(Env& e, RequestContext& c) {
-  return FileOp<api::MoveFile>(e, c, {{"src", "src"}, {"dst", "dst"}});
-}
+StatusOr<HttpResponse> RenameFile(Env& e, RequestContext& c) { return FileOp(e, c, RenameOp); }
+StatusOr<HttpResponse> MoveFile(Env& e, RequestContext& c) { return FileOp(e, c, MoveOp); }
+StatusOr<HttpResponse> DeleteFiles(Env& e, RequestContext& c) { return FileOp(e, c, DeleteOp); }
 StatusOr<HttpResponse> ShareWith(Env& e, RequestContext& c) { return Share(e, c, true); }
 StatusOr<HttpResponse> Unshare(Env& e, RequestContext& c) { return Share(e, c, false); }
 StatusOr<HttpResponse> Received(Env& e, RequestContext& c) { return Invitations(e, c, false); }

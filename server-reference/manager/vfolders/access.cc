@@ -90,19 +90,4 @@ std::string WhyCountRefused(std::int64_t existing, std::int64_t max_count, bool 
          "max_vfolder_count; " + std::to_string(existing) + " exist).";
 }
 
-std::string WhyOverQuota(std::string const& what, std::int64_t used_bytes, std::int64_t used_files,
-                         std::int64_t max_bytes, std::int64_t max_files, std::int64_t more_bytes,
-                         std::int64_t more_files) {
-  if (max_bytes > 0 && used_bytes + more_bytes > max_bytes) {
-    return "Over the quota of " + what + ": " + std::to_string(used_bytes) + " of " +
-           std::to_string(max_bytes) + " bytes used, " + std::to_string(more_bytes) +
-           " more asked for.";
-  }
-  if (max_files > 0 && used_files + more_files > max_files) {
-    return "Over the quota of " + what + ": " + std::to_string(used_files) + " of " +
-           std::to_string(max_files) + " files used.";
-  }
-  return "";
-}
-
 }  // namespace bai::manager::vfolders

@@ -74,10 +74,4 @@ std::string WhyHostRefused(std::optional<HostPermissions> const& allowed, std::s
 /// (0: none), or "".
 std::string WhyCountRefused(std::int64_t existing, std::int64_t max_count, bool project);
 
-/// Why `more_bytes` in `more_files` files do not fit in `what` (a folder or a quota scope) that
-/// holds `used_bytes` in `used_files` with limits `max_bytes` and `max_files` (0: none), or "".
-std::string WhyOverQuota(std::string const& what, std::int64_t used_bytes, std::int64_t used_files,
-                         std::int64_t max_bytes, std::int64_t max_files, std::int64_t more_bytes,
-                         std::int64_t more_files);
-
 }  // namespace bai::manager::vfolders
