@@ -53,6 +53,8 @@ void PrintDone(Context& ctx, std::string const& words) {
   }
 }
 
+std::string YesNo(bool b) { return b ? "yes" : "no"; }
+
 std::string HumanBytes(double bytes) {
   static char const* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int unit = 0;

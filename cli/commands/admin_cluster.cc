@@ -29,90 +29,135 @@ std::string Joined(std::vector<std::string> const& words) {
   return out.empty() ? "-" : out;
 }
 
+struct ImageAliasOptions {
+  std::string alias, target, arch = "x86_64";
+};
+
+// bai admin image ls
+Status RunImageList(Context& ctx, AdminClient& a) {
+  auto all = a.Images();
+  if (!all.ok()) return all.status();
+  if (ctx.json()) {
+    json items = json::array();
+    for (auto const& i : *all) items.push_back(json::parse(protocol::EncodeImage(i)));
+    PrintJson(ctx, {{"images", items}});
+    return Status();
+  }
+  std::vector<std::vector<std::string>> rows{
+      {"NAME", "TAG", "ARCH", "REGISTRY", "SIZE", "ALIASES", "AGENTS"}};
+  for (auto const& i : *all) {
+    rows.push_back({i.name, i.tag, i.architecture, i.registry,
+                    i.size_bytes > 0 ? HumanBytes(static_cast<double>(i.size_bytes)) : "-",
+                    Joined(i.aliases), std::to_string(i.installed_agents.size())});
+  }
+  PrintTable(ctx, rows);
+  return Status();
+}
+
+// bai admin image alias
+Status RunImageAlias(ImageAliasOptions& al, Context& ctx, AdminClient& a) {
+  auto s = a.AliasImage(al.alias, al.target, al.arch);
+  if (s.ok()) PrintDone(ctx, "alias " + al.alias + " -> " + al.target);
+  return s;
+}
+
+// bai admin image dealias
+Status RunImageDealias(ImageAliasOptions& de, Context& ctx, AdminClient& a) {
+  auto s = a.DealiasImage(de.alias, de.arch);
+  if (s.ok()) PrintDone(ctx, "removed alias " + de.alias);
+  return s;
+}
+
+// bai admin image rescan: follows the task; its exit code is the rescan's outcome.
+int RunImageRescan(Context& ctx) {
+  auto client = ctx.MakeClient();
+  if (!client.ok()) return ReportError(ctx, client.status());
+  auto task = AdminClient(*client).RescanImages();
+  if (!task.ok()) return ReportError(ctx, task.status());
+  // Progress on stderr (one line per agent), the outcome on stdout.
+  auto last = SessionClient(*client).FollowTask(*task, [&](TaskProgress const& p) {
+    if (!p.Finished() && !p.message.empty()) {
+      ctx.err() << "[" << p.current_progress << "/" << p.total_progress << "] " << p.message
+                << "\n";
+    }
+  });
+  if (!last.ok()) return ReportError(ctx, last.status());
+  int code = last->Succeeded() ? kExitOk : kExitError;
+  if (ctx.json()) {
+    ctx.out() << json{{"task_id", *task},
+                      {"status", last->event},
+                      {"message", last->message},
+                      {"exit_code", code}}
+                     .dump()
+              << "\n";
+  } else if (last->Succeeded()) {
+    ctx.out() << last->message << "\n";
+  } else {
+    ctx.err() << "error: the rescan failed" << (last->message.empty() ? "" : ": ") << last->message
+              << "\n";
+  }
+  return code;
+}
+
 void AddImages(CommandSet& set, CLI::App& admin) {
   auto& ctx = set.ctx();
   auto* noun = admin.add_subcommand("image", "Images the agents offer, their aliases, rescans");
   noun->require_subcommand(1);
   auto* ls = noun->add_subcommand("ls", "List images (one per name and architecture)");
   ls->alias("list");
-  set.OnRun(ls, [&ctx] {
-    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
-      auto all = a.Images();
-      if (!all.ok()) return all.status();
-      if (ctx.json()) {
-        json items = json::array();
-        for (auto const& i : *all) items.push_back(json::parse(protocol::EncodeImage(i)));
-        PrintJson(ctx, {{"images", items}});
-        return Status();
-      }
-      std::vector<std::vector<std::string>> rows{
-          {"NAME", "TAG", "ARCH", "REGISTRY", "SIZE", "ALIASES", "AGENTS"}};
-      for (auto const& i : *all) {
-        rows.push_back({i.name, i.tag, i.architecture, i.registry,
-                        i.size_bytes > 0 ? HumanBytes(static_cast<double>(i.size_bytes)) : "-",
-                        Joined(i.aliases), std::to_string(i.installed_agents.size())});
-      }
-      PrintTable(ctx, rows);
-      return Status();
-    });
-  });
+  OnAdminRun(set, ls, [&ctx](AdminClient& a) { return RunImageList(ctx, a); });
   auto* rescan = noun->add_subcommand(
       "rescan", "Make the agents read their image stores again (after bai-agent image import)");
-  set.OnRun(rescan, [&ctx] {
-    auto client = ctx.MakeClient();
-    if (!client.ok()) return ReportError(ctx, client.status());
-    auto task = AdminClient(*client).RescanImages();
-    if (!task.ok()) return ReportError(ctx, task.status());
-    // Progress on stderr (one line per agent), the outcome on stdout.
-    auto last = SessionClient(*client).FollowTask(*task, [&](TaskProgress const& p) {
-      if (!p.Finished() && !p.message.empty()) {
-        ctx.err() << "[" << p.current_progress << "/" << p.total_progress << "] " << p.message
-                  << "\n";
-      }
-    });
-    if (!last.ok()) return ReportError(ctx, last.status());
-    int code = last->Succeeded() ? kExitOk : kExitError;
-    if (ctx.json()) {
-      ctx.out() << json{{"task_id", *task},
-                        {"status", last->event},
-                        {"message", last->message},
-                        {"exit_code", code}}
-                       .dump()
-                << "\n";
-    } else if (last->Succeeded()) {
-      ctx.out() << last->message << "\n";
-    } else {
-      ctx.err() << "error: the rescan failed" << (last->message.empty() ? "" : ": ")
-                << last->message << "\n";
-    }
-    return code;
-  });
-  struct Alias {
-    std::string alias, target, arch = "x86_64";
-  };
-  auto& al = set.Keep<Alias>();
+  set.OnRun(rescan, [&ctx] { return RunImageRescan(ctx); });
+  auto& al = set.Keep<ImageAliasOptions>();
   auto* alias = noun->add_subcommand("alias", "Give an image another name");
   alias->add_option("ALIAS", al.alias, "The new name")->required();
   alias->add_option("TARGET", al.target, "The image it stands for")->required();
   alias->add_option("--arch", al.arch, "The image's architecture (default x86_64)");
-  set.OnRun(alias, [&ctx, &al] {
-    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
-      auto s = a.AliasImage(al.alias, al.target, al.arch);
-      if (s.ok()) PrintDone(ctx, "alias " + al.alias + " -> " + al.target);
-      return s;
-    });
-  });
-  auto& de = set.Keep<Alias>();
+  OnAdminRun(set, alias, [&al, &ctx](AdminClient& a) { return RunImageAlias(al, ctx, a); });
+  auto& de = set.Keep<ImageAliasOptions>();
   auto* dealias = noun->add_subcommand("dealias", "Remove an alias");
   dealias->add_option("ALIAS", de.alias, "The alias")->required();
   dealias->add_option("--arch", de.arch, "The image's architecture (default x86_64)");
-  set.OnRun(dealias, [&ctx, &de] {
-    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
-      auto s = a.DealiasImage(de.alias, de.arch);
-      if (s.ok()) PrintDone(ctx, "removed alias " + de.alias);
-      return s;
-    });
-  });
+  OnAdminRun(set, dealias, [&de, &ctx](AdminClient& a) { return RunImageDealias(de, ctx, a); });
+}
+
+// bai admin agent ls
+Status RunAgentList(Context& ctx, AdminClient& a) {
+  auto all = a.Agents();
+  if (!all.ok()) return all.status();
+  if (ctx.json()) {
+    json items = json::array();
+    for (auto const& g : *all) {
+      items.push_back({{"id", g.id},
+                       {"status", g.status},
+                       {"scaling_group", g.scaling_group},
+                       {"architecture", g.architecture},
+                       {"version", g.version},
+                       {"schedulable", g.schedulable},
+                       {"available_slots", SlotsObject(g.available_slots)},
+                       {"occupied_slots", SlotsObject(g.occupied_slots)},
+                       {"first_contact", g.first_contact},
+                       {"lost_at", g.lost_at.empty() ? json(nullptr) : json(g.lost_at)}});
+    }
+    PrintJson(ctx, {{"agents", items}});
+    return Status();
+  }
+  std::vector<std::vector<std::string>> rows{
+      {"ID", "STATUS", "RESOURCE GROUP", "SCHEDULABLE", "AVAILABLE", "OCCUPIED"}};
+  for (auto const& g : *all) {
+    rows.push_back({g.id, g.status, g.scaling_group, g.schedulable ? "yes" : "no",
+                    SlotsWords(g.available_slots), SlotsWords(g.occupied_slots)});
+  }
+  PrintTable(ctx, rows);
+  return Status();
+}
+
+// bai admin agent enable|disable (`on`: enable)
+Status RunAgentEnable(std::string const& id, bool on, Context& ctx, AdminClient& a) {
+  auto s = a.SetAgentSchedulable(id, on);
+  if (s.ok()) PrintDone(ctx, std::string(on ? "enabled " : "disabled ") + id);
+  return s;
 }
 
 void AddAgents(CommandSet& set, CLI::App& admin) {
@@ -121,37 +166,7 @@ void AddAgents(CommandSet& set, CLI::App& admin) {
   noun->require_subcommand(1);
   auto* ls = noun->add_subcommand("ls", "List agents (ALIVE and LOST)");
   ls->alias("list");
-  set.OnRun(ls, [&ctx] {
-    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
-      auto all = a.Agents();
-      if (!all.ok()) return all.status();
-      if (ctx.json()) {
-        json items = json::array();
-        for (auto const& g : *all) {
-          items.push_back({{"id", g.id},
-                           {"status", g.status},
-                           {"scaling_group", g.scaling_group},
-                           {"architecture", g.architecture},
-                           {"version", g.version},
-                           {"schedulable", g.schedulable},
-                           {"available_slots", SlotsObject(g.available_slots)},
-                           {"occupied_slots", SlotsObject(g.occupied_slots)},
-                           {"first_contact", g.first_contact},
-                           {"lost_at", g.lost_at.empty() ? json(nullptr) : json(g.lost_at)}});
-        }
-        PrintJson(ctx, {{"agents", items}});
-        return Status();
-      }
-      std::vector<std::vector<std::string>> rows{
-          {"ID", "STATUS", "RESOURCE GROUP", "SCHEDULABLE", "AVAILABLE", "OCCUPIED"}};
-      for (auto const& g : *all) {
-        rows.push_back({g.id, g.status, g.scaling_group, g.schedulable ? "yes" : "no",
-                        SlotsWords(g.available_slots), SlotsWords(g.occupied_slots)});
-      }
-      PrintTable(ctx, rows);
-      return Status();
-    });
-  });
+  OnAdminRun(set, ls, [&ctx](AdminClient& a) { return RunAgentList(ctx, a); });
   for (bool on : {true, false}) {
     auto& id = set.Keep<std::string>();
     auto* cmd = noun->add_subcommand(
@@ -160,13 +175,8 @@ void AddAgents(CommandSet& set, CLI::App& admin) {
            : "Place no new sessions on the agent (its running ones stay; e.g. to drain it)");
     cmd->alias(on ? "undrain" : "drain");
     cmd->add_option("ID", id, "Agent id")->required();
-    set.OnRun(cmd, [&ctx, &id, on] {
-      return WithAdmin(ctx, [&](AdminClient& a) -> Status {
-        auto s = a.SetAgentSchedulable(id, on);
-        if (s.ok()) PrintDone(ctx, std::string(on ? "enabled " : "disabled ") + id);
-        return s;
-      });
-    });
+    OnAdminRun(set, cmd,
+               [&id, &ctx, on](AdminClient& a) { return RunAgentEnable(id, on, ctx, a); });
   }
 }
 
@@ -176,114 +186,117 @@ json PresetJson(protocol::ResourcePreset const& p) {
           {"shared_memory", p.shared_memory ? json(*p.shared_memory) : json()}};
 }
 
+struct PresetCreateOptions {
+  std::string name, slots, shmem;
+};
+
+// bai admin preset ls
+Status RunPresetList(Context& ctx, AdminClient& a) {
+  auto all = a.Presets();
+  if (!all.ok()) return all.status();
+  if (ctx.json()) {
+    json items = json::array();
+    for (auto const& p : *all) items.push_back(PresetJson(p));
+    PrintJson(ctx, {{"presets", items}});
+    return Status();
+  }
+  std::vector<std::vector<std::string>> rows{{"NAME", "SLOTS", "SHARED MEMORY"}};
+  for (auto const& p : *all) {
+    rows.push_back({p.name, SlotsWords(p.resource_slots),
+                    p.shared_memory ? std::to_string(*p.shared_memory) : "-"});
+  }
+  PrintTable(ctx, rows);
+  return Status();
+}
+
+// bai admin preset create
+Status RunPresetCreate(PresetCreateOptions& c, Context& ctx, AdminClient& a) {
+  auto slots = SlotsFlag("--slots", c.slots);
+  if (!slots.ok()) return slots.status();
+  auto s = a.CreatePreset(c.name, *slots, c.shmem);
+  if (!s.ok() || !ctx.json()) {
+    if (s.ok()) PrintDone(ctx, "created preset " + c.name);
+    return s;
+  }
+  // -o json answers the preset as made (its sizes as the server read them), as other
+  // creates do.
+  auto all = a.Presets();
+  if (!all.ok()) return all.status();
+  for (auto const& p : *all) {
+    if (p.name != c.name) continue;
+    PrintJson(ctx, {{"preset", PresetJson(p)}});
+    return Status();
+  }
+  return Status(StatusCode::kInternal, "the preset was made but the server does not list it");
+}
+
 void AddPresets(CommandSet& set, CLI::App& admin) {
   auto& ctx = set.ctx();
   auto* noun = admin.add_subcommand("preset", "Resource presets (named sizes for sessions)");
   noun->require_subcommand(1);
   auto* ls = noun->add_subcommand("ls", "List resource presets");
   ls->alias("list");
-  set.OnRun(ls, [&ctx] {
-    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
-      auto all = a.Presets();
-      if (!all.ok()) return all.status();
-      if (ctx.json()) {
-        json items = json::array();
-        for (auto const& p : *all) items.push_back(PresetJson(p));
-        PrintJson(ctx, {{"presets", items}});
-        return Status();
-      }
-      std::vector<std::vector<std::string>> rows{{"NAME", "SLOTS", "SHARED MEMORY"}};
-      for (auto const& p : *all) {
-        rows.push_back({p.name, SlotsWords(p.resource_slots),
-                        p.shared_memory ? std::to_string(*p.shared_memory) : "-"});
-      }
-      PrintTable(ctx, rows);
-      return Status();
-    });
-  });
-  struct Create {
-    std::string name, slots, shmem;
-  };
-  auto& c = set.Keep<Create>();
+  OnAdminRun(set, ls, [&ctx](AdminClient& a) { return RunPresetList(ctx, a); });
+  auto& c = set.Keep<PresetCreateOptions>();
   auto* create = noun->add_subcommand("create", "Create a preset");
   create->alias("add");
   create->add_option("NAME", c.name, "Preset name")->required();
   create->add_option("--slots", c.slots, "cpu=2,mem=4g or a JSON object")->required();
   create->add_option("--shared-memory", c.shmem, "e.g. 64m, 1g");
-  set.OnRun(create, [&ctx, &c] {
-    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
-      auto slots = SlotsFlag("--slots", c.slots);
-      if (!slots.ok()) return slots.status();
-      auto s = a.CreatePreset(c.name, *slots, c.shmem);
-      if (!s.ok() || !ctx.json()) {
-        if (s.ok()) PrintDone(ctx, "created preset " + c.name);
-        return s;
-      }
-      // -o json answers the preset as made (its sizes as the server read them), as other
-      // creates do.
-      auto all = a.Presets();
-      if (!all.ok()) return all.status();
-      for (auto const& p : *all) {
-        if (p.name != c.name) continue;
-        PrintJson(ctx, {{"preset", PresetJson(p)}});
-        return Status();
-      }
-      return Status(StatusCode::kInternal, "the preset was made but the server does not list it");
-    });
-  });
+  OnAdminRun(set, create, [&c, &ctx](AdminClient& a) { return RunPresetCreate(c, ctx, a); });
   AddRemoveCommand(set, *noun, "Delete a preset", "NAME", "Preset name", "deleted preset",
                    [](AdminClient& a, std::string const& name) { return a.DeletePreset(name); });
 }
 
-}  // namespace
+// bai admin status: the cluster at a glance, from GET /manager/status.
+Status RunStatus(Context& ctx, AdminClient& a) {
+  auto st = a.ManagerStatus();
+  if (!st.ok()) return st.status();
+  if (ctx.json()) {
+    PrintJson(ctx, json::parse(protocol::EncodeManagerStatus(*st)));
+    return Status();
+  }
+  auto counts = [](std::map<std::string, std::int64_t> const& by) {
+    std::string out;
+    for (auto const& [name, n] : by) {
+      out += (out.empty() ? "" : ", ") + std::to_string(n) + " " + name;
+    }
+    return out.empty() ? std::string("none") : out;
+  };
+  std::vector<std::vector<std::string>> rows{{"MANAGER", "VERSION", "STATUS", "SINCE"}};
+  for (auto const& n : st->nodes) {
+    rows.push_back({n.service_addr.empty() ? n.id : n.service_addr, n.version, n.status,
+                    n.started_at.empty() ? "-" : n.started_at});
+  }
+  PrintTable(ctx, rows);
+  std::string out = "\n";
+  if (st->has_cluster) {
+    out += "database  " + st->database + " (schema " + std::to_string(st->schema_version) +
+           ")\nagents    " + counts(st->agents) + "\nsessions  " + counts(st->sessions) +
+           "\nqueue     ";
+    if (st->queue.empty()) out += "empty";
+    for (std::size_t i = 0; i < st->queue.size(); ++i) {
+      auto const& q = st->queue[i];
+      out += (i ? ", " : "") + std::to_string(q.count) + " in " + q.scaling_group + " (" +
+             q.reason + ")";
+    }
+    out += "\n";
+  } else {
+    out += "active sessions " + std::to_string(st->active_sessions) +
+           " (the rest is for superadmins)\n";
+  }
+  ctx.out() << out;
+  return Status();
+}
 
-// `bai admin status`: the cluster at a glance, from GET /manager/status.
 void AddStatus(CommandSet& set, CLI::App& admin) {
   auto& ctx = set.ctx();
   auto* cmd = admin.add_subcommand(
       "status", "The cluster at a glance: managers, database, agents, sessions, queue");
-  set.OnRun(cmd, [&ctx] {
-    return WithAdmin(ctx, [&](AdminClient& a) -> Status {
-      auto st = a.ManagerStatus();
-      if (!st.ok()) return st.status();
-      if (ctx.json()) {
-        PrintJson(ctx, json::parse(protocol::EncodeManagerStatus(*st)));
-        return Status();
-      }
-      auto counts = [](std::map<std::string, std::int64_t> const& by) {
-        std::string out;
-        for (auto const& [name, n] : by) {
-          out += (out.empty() ? "" : ", ") + std::to_string(n) + " " + name;
-        }
-        return out.empty() ? std::string("none") : out;
-      };
-      std::vector<std::vector<std::string>> rows{{"MANAGER", "VERSION", "STATUS", "SINCE"}};
-      for (auto const& n : st->nodes) {
-        rows.push_back({n.service_addr.empty() ? n.id : n.service_addr, n.version, n.status,
-                        n.started_at.empty() ? "-" : n.started_at});
-      }
-      PrintTable(ctx, rows);
-      std::string out = "\n";
-      if (st->has_cluster) {
-        out += "database  " + st->database + " (schema " + std::to_string(st->schema_version) +
-               ")\nagents    " + counts(st->agents) + "\nsessions  " + counts(st->sessions) +
-               "\nqueue     ";
-        if (st->queue.empty()) out += "empty";
-        for (std::size_t i = 0; i < st->queue.size(); ++i) {
-          auto const& q = st->queue[i];
-          out += (i ? ", " : "") + std::to_string(q.count) + " in " + q.scaling_group + " (" +
-                 q.reason + ")";
-        }
-        out += "\n";
-      } else {
-        out += "active sessions " + std::to_string(st->active_sessions) +
-               " (the rest is for superadmins)\n";
-      }
-      ctx.out() << out;
-      return Status();
-    });
-  });
+  OnAdminRun(set, cmd, [&ctx](AdminClient& a) { return RunStatus(ctx, a); });
 }
+
+}  // namespace
 
 void AddClusterAdminCommands(CommandSet& set, CLI::App& admin) {
   AddStatus(set, admin);

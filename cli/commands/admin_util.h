@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// What the admin commands share (admin.cc, admin_cluster.cc).
+// What the admin commands share (admin*.cc, dotfile.cc, template.cc).
 
 #include "bai/admin_client.h"
 #include "bai/status.h"
@@ -41,7 +41,18 @@ void AddRemoveCommand(CommandSet& set, CLI::App& noun, std::string const& help,
                       std::string const& arg, std::string const& arg_help, std::string const& done,
                       std::function<Status(AdminClient&, std::string const&)> remove);
 
-/// `bai admin image|agent|preset` (admin_cluster.cc).
+/// A project by id or name (within `domain`, "" = the caller's view).
+StatusOr<protocol::Group> FindProject(AdminClient& a, std::string const& ref,
+                                      std::string const& domain);
+
+/// The nouns of `bai admin`, one file each:
+/// `domain|project` (admin_org.cc);
+void AddOrganizationAdminCommands(CommandSet& set, CLI::App& admin);
+/// `user|keypair` (admin_users.cc);
+void AddUserAdminCommands(CommandSet& set, CLI::App& admin);
+/// `policy|user-policy|project-policy|resource-group` (admin_policies.cc);
+void AddPolicyAdminCommands(CommandSet& set, CLI::App& admin);
+/// `image|agent|preset` (admin_cluster.cc).
 void AddClusterAdminCommands(CommandSet& set, CLI::App& admin);
 
 }  // namespace bai::cli

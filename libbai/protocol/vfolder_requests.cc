@@ -118,7 +118,8 @@ struct Codec<VFolderUploadRequest> {
   static void Read(Lenient& l, FieldReader& r, VFolderUploadRequest& q) {
     q.path = l.Required({"path"});
     auto size = l.Int({"size"}, 0, std::int64_t{1} << 50);
-    if (!size && l.Find({"size"}) == nullptr) r.Refuse("size", "required: the file's size in bytes");
+    if (!size && l.Find({"size"}) == nullptr)
+      r.Refuse("size", "required: the file's size in bytes");
     q.size = size.value_or(0);
     q.restart = l.Bool({"restart"});
   }
@@ -258,15 +259,15 @@ StatusOr<R> DecodeVFolderRequest(std::string_view json_object) {
 }  // namespace bai::protocol
 
 // Each request's four codec functions, instantiated here (their definitions are in this file).
-#define BAI_VFOLDER_REQUEST(R)                                                            \
-  template nlohmann::json bai::internal::VFolderRequestToJson<bai::protocol::R>(          \
-      bai::protocol::R const&);                                                           \
-  template bai::StatusOr<bai::protocol::R>                                                \
-  bai::internal::VFolderRequestFromJson<bai::protocol::R>(nlohmann::json const&);         \
-  template BAI_EXPORT std::string bai::protocol::EncodeVFolderRequest<bai::protocol::R>(  \
-      bai::protocol::R const&);                                                           \
-  template BAI_EXPORT bai::StatusOr<bai::protocol::R>                                     \
-  bai::protocol::DecodeVFolderRequest<bai::protocol::R>(std::string_view);
+#define BAI_VFOLDER_REQUEST(R)                                                           \
+  template nlohmann::json bai::internal::VFolderRequestToJson<bai::protocol::R>(         \
+      bai::protocol::R const&);                                                          \
+  template bai::StatusOr<bai::protocol::R>                                               \
+  bai::internal::VFolderRequestFromJson<bai::protocol::R>(nlohmann::json const&);        \
+  template BAI_EXPORT std::string bai::protocol::EncodeVFolderRequest<bai::protocol::R>( \
+      bai::protocol::R const&);                                                          \
+  template BAI_EXPORT bai::StatusOr<bai::protocol::R>                                    \
+      bai::protocol::DecodeVFolderRequest<bai::protocol::R>(std::string_view);
 
 BAI_VFOLDER_REQUEST(VFolderRenameRequest)
 BAI_VFOLDER_REQUEST(VFolderMkdirRequest)

@@ -19,8 +19,8 @@ std::string WhyOverQuota(std::string const& what, Held used, std::int64_t max_by
 
 std::string WhyOverLimits(QuotaLimits const& limits, Held folder, Held scope, Held more) {
   if (limits.FolderLimited()) {
-    auto why = WhyOverQuota(limits.folder, folder, limits.folder_max_bytes,
-                            limits.folder_max_files, more);
+    auto why =
+        WhyOverQuota(limits.folder, folder, limits.folder_max_bytes, limits.folder_max_files, more);
     if (!why.empty()) return why;
   }
   if (!limits.ScopeLimited()) return "";

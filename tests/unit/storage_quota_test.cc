@@ -40,8 +40,7 @@ TEST(StorageQuotaTest, AnUploadMustFitTheFolderAndItsScopeWithWhatIsReserved) {
             "Over the quota of the user's folders: 501 of 1000 bytes used, 500 more asked for.");
   // The folder's quota is named before its scope's when both are passed.
   q.folder_max_bytes = 10;
-  EXPECT_NE(WhyOverLimits(q, {10, 1}, {999, 1}, {1, 1}).find("the folder data"),
-            std::string::npos);
+  EXPECT_NE(WhyOverLimits(q, {10, 1}, {999, 1}, {1, 1}).find("the folder data"), std::string::npos);
 }
 
 }  // namespace
