@@ -66,6 +66,15 @@ struct AuthEnv {
                                      std::vector<std::pair<std::string, std::string>> headers,
                                      std::function<HttpResponse()> work);
 
+  /// A password check of `account` (the three password routes): admitted by the throttle
+  /// (else its 429 now, "Too many `what` attempts"), then `check` on the pool. A mismatch it
+  /// reports counts as a failed attempt; an answer of `success_status` (0: none) clears the
+  /// account's failures.
+  using PasswordCheck = std::function<StatusOr<HttpResponse>(bool& mismatch)>;
+  std::optional<HttpResponse> CheckPassword(RequestContext& ctx, LateExchange const& exchange,
+                                            std::string const& account, char const* what,
+                                            int success_status, PasswordCheck check);
+
   std::string manager_version;  ///< "bai-manager 0.1.0"
   Store& store;
   std::function<std::chrono::system_clock::time_point()> clock;
@@ -133,6 +142,26 @@ std::optional<HttpResponse> AuthEnv::OnPool(
                       "Too many password checks in progress; retry shortly.");
 }
 
+std::optional<HttpResponse> AuthEnv::CheckPassword(RequestContext& ctx,
+                                                   LateExchange const& exchange,
+                                                   std::string const& account, char const* what,
+                                                   int success_status, PasswordCheck check) {
+  std::string address = Address(ctx.request);
+  if (auto refused = Admit(address, account, what)) return refused;
+  return OnPool(exchange, ctx.response_headers,
+                [this, account, address, success_status, check = std::move(check)] {
+                  bool mismatch = false;
+                  auto response = Guard([&] { return check(mismatch); });
+                  std::lock_guard<std::mutex> lock(mu);
+                  if (mismatch) {
+                    throttle.Failed(address, account, clock());
+                  } else if (success_status != 0 && response.status == success_status) {
+                    throttle.Succeeded(address, account);
+                  }
+                  return response;
+                });
+}
+
 // Stores a user's new password: its hash, need_password_change cleared; the time of the change.
 StatusOr<std::string> StorePassword(Store& store, std::string const& user_id,
                                     std::string const& new_password) {
@@ -157,29 +186,16 @@ std::optional<HttpResponse> UpdatePasswordNoAuth(AuthEnv& gate, RequestContext& 
     p->Fail("new_password", "the same as the current password");
   }
   if (auto s = p->Check(); !s.ok()) return ProblemResponse(s);
-  std::string account = *domain + "\n" + *username;
-  std::string address = gate.Address(ctx.request);
-  if (auto refused = gate.Admit(address, account, "password")) return refused;
-  return gate.OnPool(ex, ctx.response_headers,
-                     [gate = &gate, account, domain = *domain, username = *username,
-                      current = *current, next = *next, address] {
-                       bool mismatch = false;
-                       auto response = Guard([&]() -> StatusOr<HttpResponse> {
-                         auto login =
-                             CheckCredential(gate->store, domain, username, current, mismatch);
-                         if (!login.ok()) return std::move(login).status();
-                         auto changed = StorePassword(gate->store, login->user_id, next);
-                         if (!changed.ok()) return std::move(changed).status();
-                         return JsonResponse({{"password_changed_at", *changed}}, 201);
-                       });
-                       std::lock_guard<std::mutex> lock(gate->mu);
-                       if (mismatch) {
-                         gate->throttle.Failed(address, account, gate->clock());
-                       } else if (response.status == 201) {
-                         gate->throttle.Succeeded(address, account);
-                       }
-                       return response;
-                     });
+  return gate.CheckPassword(
+      ctx, ex, *domain + "\n" + *username, "password", 201,
+      [gate = &gate, domain = *domain, username = *username, current = *current,
+       next = *next](bool& mismatch) -> StatusOr<HttpResponse> {
+        auto login = CheckCredential(gate->store, domain, username, current, mismatch);
+        if (!login.ok()) return std::move(login).status();
+        auto changed = StorePassword(gate->store, login->user_id, next);
+        if (!changed.ok()) return std::move(changed).status();
+        return JsonResponse({{"password_changed_at", *changed}}, 201);
+      });
 }
 
 // POST /auth/authorize: password login. Throttled per client address and per account before
@@ -197,24 +213,11 @@ std::optional<HttpResponse> Authorize(AuthEnv& gate, RequestContext& ctx,
     return ProblemResponse(
         MakeProblemStatus(ProblemType::kInvalidApiParams, "Unsupported authorization type"));
   }
-  std::string account = *domain + "\n" + *username;
-  std::string address = gate.Address(ctx.request);
-  if (auto refused = gate.Admit(address, account, "login")) return refused;
-  return gate.OnPool(exchange, ctx.response_headers,
-                     [gate = &gate, account, domain = *domain, username = *username,
-                      password = *password, address] {
-                       bool mismatch = false;
-                       auto response = Guard([&] {
-                         return Login(gate->store, domain, username, password, mismatch);
-                       });
-                       std::lock_guard<std::mutex> lock(gate->mu);
-                       if (mismatch) {
-                         gate->throttle.Failed(address, account, gate->clock());
-                       } else if (response.status == 200) {
-                         gate->throttle.Succeeded(address, account);
-                       }
-                       return response;
-                     });
+  return gate.CheckPassword(
+      ctx, exchange, *domain + "\n" + *username, "login", 200,
+      [gate = &gate, domain = *domain, username = *username, password = *password](bool& mismatch) {
+        return Login(gate->store, domain, username, password, mismatch);
+      });
 }
 
 // POST /auth/update-password: the caller's own password, the old one checked (throttled as
@@ -233,30 +236,22 @@ std::optional<HttpResponse> UpdatePassword(AuthEnv& gate, RequestContext& ctx,
   if (new_password && new_password->size() < 8) p->Fail("new_password", "at least 8 characters");
   if (auto s = p->Check(); !s.ok()) return ProblemResponse(s);
   Identity const who = *ctx.identity;
-  std::string account = who.domain + "\n" + who.email;
-  std::string address = gate.Address(ctx.request);
-  if (auto refused = gate.Admit(address, account, "password")) return refused;
-  return gate.OnPool(exchange, ctx.response_headers,
-                     [gate = &gate, who, account, old_password = *old_password,
-                      new_password = *new_password, address] {
-                       bool mismatch = false;
-                       auto response = Guard([&]() -> StatusOr<HttpResponse> {
-                         auto login = gate->store.FindLogin(who.domain, who.email);
-                         if (!login.ok()) return std::move(login).status();
-                         if (!*login || (*login)->user_id != who.user_id ||
-                             !VerifyPassword((*login)->password_hash, old_password)) {
-                           mismatch = true;
-                           return MakeProblemStatus(ProblemType::kAuthFailed,
-                                                    "Old password mismatch");
-                         }
-                         auto changed = StorePassword(gate->store, who.user_id, new_password);
-                         if (!changed.ok()) return std::move(changed).status();
-                         return JsonResponse(nlohmann::json::object());
-                       });
-                       std::lock_guard<std::mutex> lock(gate->mu);
-                       if (mismatch) gate->throttle.Failed(address, account, gate->clock());
-                       return response;
-                     });
+  // A success does not clear the account's failures (a login does).
+  return gate.CheckPassword(
+      ctx, exchange, who.domain + "\n" + who.email, "password", 0,
+      [gate = &gate, who, old_password = *old_password,
+       new_password = *new_password](bool& mismatch) -> StatusOr<HttpResponse> {
+        auto login = gate->store.FindLogin(who.domain, who.email);
+        if (!login.ok()) return std::move(login).status();
+        if (!*login || (*login)->user_id != who.user_id ||
+            !VerifyPassword((*login)->password_hash, old_password)) {
+          mismatch = true;
+          return MakeProblemStatus(ProblemType::kAuthFailed, "Old password mismatch");
+        }
+        auto changed = StorePassword(gate->store, who.user_id, new_password);
+        if (!changed.ok()) return std::move(changed).status();
+        return JsonResponse(nlohmann::json::object());
+      });
 }
 
 // The caller's SSH keypair (the keypair's columns): read the public half (GET), make a new
