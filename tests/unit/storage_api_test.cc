@@ -87,28 +87,50 @@ TEST(StorageApiTest, MissingOrMistypedArgumentsAreRefusedByName) {
   EXPECT_FALSE(api::FromJson<api::CloneFolder>(json::array()).ok()) << "not an object";
 }
 
+// A proxy over one volume in a temporary directory, and one folder there that Call addresses.
+class OneFolderProxy {
+ public:
+  explicit OneFolderProxy(std::int64_t usage_cache_seconds = StorageOptions{}.usage_cache_seconds) {
+    std::filesystem::create_directories(dir_.path() + "/v1");
+    StorageOptions o;
+    o.volumes = {{"volume1", dir_.path() + "/v1"}};
+    o.secret = "a-secret-of-32-characters-at-most";
+    o.client_url = "http://127.0.0.1:1";
+    o.usage_cache_seconds = usage_cache_seconds;
+    auto service = StorageService::Open(o);
+    if (service.ok()) service_ = *std::move(service);
+    opened_ = service.status();
+  }
+  Status const& opened() const { return opened_; }
+  StorageService& service() { return *service_; }
+  api::FolderAddress const& where() const { return where_; }
+
+  /// Operation `op` on the folder, its answer typed.
+  template <class Op>
+  StatusOr<typename Op::Answer> Call(Op const& op) {
+    json args = api::ToJson(op);
+    json const address = api::ToJson(where_);
+    for (auto const& [k, val] : address.items()) args[k] = val;
+    auto r = service_->Manage(Op::kOp, args);
+    if (!r.ok()) return r.status();
+    return api::FromJson<typename Op::Answer>(*r);
+  }
+
+ private:
+  testing_util::TempDir dir_;
+  std::unique_ptr<StorageService> service_;
+  Status opened_;
+  api::FolderAddress where_{"volume1", "user-" + std::string(32, 'a'), std::string(32, 'b')};
+};
+
 // The proxy serves each operation through the contract: a typed call in, a typed answer out,
 // and the same refusals when the manager (or anyone holding the secret) sends bad arguments.
 TEST(StorageApiTest, TheProxyServesTheContract) {
-  testing_util::TempDir dir;
-  std::filesystem::create_directories(dir.path() + "/v1");
-  StorageOptions o;
-  o.volumes = {{"volume1", dir.path() + "/v1"}};
-  o.secret = "a-secret-of-32-characters-at-most";
-  o.client_url = "http://127.0.0.1:1";
-  auto service = StorageService::Open(o);
-  ASSERT_TRUE(service.ok()) << service.status().message();
-  auto& svc = **service;
-  api::FolderAddress where{"volume1", "user-" + std::string(32, 'a'), std::string(32, 'b')};
-  auto call = [&](auto const& op) -> StatusOr<typename std::decay_t<decltype(op)>::Answer> {
-    using Op = std::decay_t<decltype(op)>;
-    json args = api::ToJson(op);
-    json const address = api::ToJson(where);
-    for (auto const& [k, val] : address.items()) args[k] = val;
-    auto r = svc.Manage(Op::kOp, args);
-    if (!r.ok()) return r.status();
-    return api::FromJson<typename Op::Answer>(*r);
-  };
+  OneFolderProxy proxy;
+  ASSERT_TRUE(proxy.opened().ok()) << proxy.opened().message();
+  auto& svc = proxy.service();
+  auto const& where = proxy.where();
+  auto call = [&](auto const& op) { return proxy.Call(op); };
   ASSERT_TRUE(call(api::CreateFolder{}).ok());
   ASSERT_TRUE(call(api::MakeDirectory{"docs", true, false}).ok());
   auto again = call(api::MakeDirectory{"docs", true, false});
@@ -147,24 +169,9 @@ TEST(StorageApiTest, TheProxyServesTheContract) {
 // Issue 45: an upload's quotas are decided by the proxy in the request that starts it (with the
 // usage it holds), not by the manager asking for the usage first.
 TEST(StorageApiTest, AnUploadIsDecidedAgainstItsQuotasWhereTheUsageIs) {
-  testing_util::TempDir dir;
-  std::filesystem::create_directories(dir.path() + "/v1");
-  StorageOptions o;
-  o.volumes = {{"volume1", dir.path() + "/v1"}};
-  o.secret = "a-secret-of-32-characters-at-most";
-  o.client_url = "http://127.0.0.1:1";
-  auto service = StorageService::Open(o);
-  ASSERT_TRUE(service.ok()) << service.status().message();
-  api::FolderAddress where{"volume1", "user-" + std::string(32, 'a'), std::string(32, 'b')};
-  auto call = [&](auto const& op) -> StatusOr<typename std::decay_t<decltype(op)>::Answer> {
-    using Op = std::decay_t<decltype(op)>;
-    json args = api::ToJson(op);
-    json const address = api::ToJson(where);
-    for (auto const& [k, val] : address.items()) args[k] = val;
-    auto r = (*service)->Manage(Op::kOp, args);
-    if (!r.ok()) return r.status();
-    return api::FromJson<typename Op::Answer>(*r);
-  };
+  OneFolderProxy proxy;
+  ASSERT_TRUE(proxy.opened().ok()) << proxy.opened().message();
+  auto call = [&](auto const& op) { return proxy.Call(op); };
   ASSERT_TRUE(call(api::CreateFolder{}).ok());
   QuotaLimits folder{"the folder f", 1000, 0, "the user's folders", 0, {}};
   // 600 bytes fit; the unfinished upload counts at its full size, so 600 more do not.
@@ -192,26 +199,12 @@ TEST(StorageApiTest, AnUploadIsDecidedAgainstItsQuotasWhereTheUsageIs) {
 // proxy. A kernel's own writes show when the figures expire.
 TEST(StorageApiTest, FolderUsageIsKeptAndDroppedByChangesThroughTheProxy) {
   for (std::int64_t ttl : {3600, 0}) {
-    testing_util::TempDir dir;
-    std::filesystem::create_directories(dir.path() + "/v1");
-    StorageOptions o;
-    o.volumes = {{"volume1", dir.path() + "/v1"}};
-    o.secret = "a-secret-of-32-characters-at-most";
-    o.client_url = "http://127.0.0.1:1";
-    o.usage_cache_seconds = ttl;
-    auto service = StorageService::Open(o);
-    ASSERT_TRUE(service.ok()) << service.status().message();
-    auto& svc = **service;
-    api::FolderAddress where{"volume1", "user-" + std::string(32, 'a'), std::string(32, 'c')};
+    OneFolderProxy proxy(ttl);
+    ASSERT_TRUE(proxy.opened().ok()) << proxy.opened().message();
     auto run = [&](auto const& op) {
-      using Op = std::decay_t<decltype(op)>;
-      json args = api::ToJson(op);
-      json const address = api::ToJson(where);
-      for (auto const& [k, val] : address.items()) args[k] = val;
-      auto r = svc.Manage(Op::kOp, args);
-      EXPECT_TRUE(r.ok()) << Op::kOp << ": " << r.status().message();
-      return r.ok() ? api::FromJson<typename Op::Answer>(*r)
-                    : StatusOr<typename Op::Answer>(r.status());
+      auto r = proxy.Call(op);
+      EXPECT_TRUE(r.ok()) << r.status().message();
+      return r;
     };
     ASSERT_TRUE(run(api::CreateFolder{}).ok());
     auto path = run(api::MountPath{});
