@@ -96,15 +96,21 @@ void WriteOciLayout(std::string const& dir, std::string const& tag,
   std::filesystem::create_directories(dir + "/blobs/sha256");
   WriteFileBytes(dir + "/oci-layout", R"({"imageLayoutVersion":"1.0.0"})");
   nlohmann::json layer_descs = nlohmann::json::array();
+  nlohmann::json diff_ids = nlohmann::json::array();
   for (std::size_t i = 0; i < layers.size(); ++i) {
     std::string tmp = dir + "/layer" + std::to_string(i) + ".tar.gz";
     WriteLayer(tmp, layers[i]);
     layer_descs.push_back(
         Blob(dir, "application/vnd.oci.image.layer.v1.tar+gzip", ReadFileBytes(tmp)));
+    // The config names each layer by the digest of its uncompressed tar.
+    auto tar = RunProcess({"/bin/gzip", "-dc", tmp});
+    diff_ids.push_back("sha256:" + Sha256Hex(tar.out));
     std::filesystem::remove(tmp);
   }
-  nlohmann::json config = {
-      {"architecture", "amd64"}, {"os", "linux"}, {"config", nlohmann::json::object()}};
+  nlohmann::json config = {{"architecture", "amd64"},
+                           {"os", "linux"},
+                           {"config", nlohmann::json::object()},
+                           {"rootfs", {{"type", "layers"}, {"diff_ids", diff_ids}}}};
   nlohmann::json manifest = {
       {"schemaVersion", 2},
       {"mediaType", "application/vnd.oci.image.manifest.v1+json"},

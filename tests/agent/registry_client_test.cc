@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: Apache-2.0
+// The registry client (server-reference/common/oci/registry_client.h) against a real registry:
+// Debian's docker-registry on 127.0.0.1 (LocalRegistry), images pushed with skopeo. Manifests by
+// tag and by digest, configs, layers checked against their digests, a download that broke off
+// resumed with Range, a corrupted blob refused naming its digest, an index of two platforms,
+// Basic auth, and listings paged by Link.
+#include "server-reference/common/oci/registry_client.h"
+
+#include "tests/testing_util/layer_tar.h"
+#include "tests/testing_util/local_registry.h"
+#include "tests/testing_util/subprocess.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace bai::server::oci {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using testing_util::LayerFile;
+using testing_util::LocalRegistry;
+
+// An image of two layers (a base of 300 KiB of incompressible bytes, then one file) pushed as
+// `repository_tag`.
+std::string PushImage(LocalRegistry& registry, testing_util::TempDir& dir,
+                      std::string const& repository_tag, std::string const& marker) {
+  std::string noise;
+  std::uint32_t x = 12345;
+  for (int i = 0; i < 300 * 1024; ++i) {
+    x = x * 1103515245 + 12345;
+    noise += static_cast<char>(x >> 24);
+  }
+  std::string layout = dir.path() + "/layout-" + marker;
+  testing_util::WriteOciLayout(
+      layout, "t",
+      {{LayerFile("base.bin", noise)}, {LayerFile("etc/os-release", "NAME=\"" + marker + "\"\n")}});
+  return registry.Push(layout, "t", repository_tag);
+}
+
+class RegistryClientTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(registry_.error(), "");
+    ASSERT_EQ(PushImage(registry_, dir_, "lab/app:1", "one"), "");
+  }
+  RegistryClient Client() { return RegistryClient({registry_.url(), "", "", true}); }
+
+  LocalRegistry registry_;
+  testing_util::TempDir dir_;
+};
+
+TEST_F(RegistryClientTest, AnImageIsReadByTagAndByDigestWithItsConfigAndLayers) {
+  auto client = Client();
+  ASSERT_TRUE(client.Ping().ok());
+  auto m = client.GetManifest("lab/app", "1");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  ASSERT_TRUE(m->document.manifest);
+  auto const& manifest = *m->document.manifest;
+  ASSERT_EQ(manifest.layers.size(), 2u);
+  EXPECT_EQ(m->digest, Sha256Digest(m->body));
+  // By digest: the same bytes; pinned, so the bytes must have that digest.
+  auto pinned = client.GetManifest("lab/app", m->digest);
+  ASSERT_TRUE(pinned.ok()) << pinned.status().message();
+  EXPECT_EQ(pinned->body, m->body);
+  auto config = client.GetBlob("lab/app", manifest.config);
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  auto parsed = ParseImageConfig(*config);
+  ASSERT_TRUE(parsed.ok());
+  ASSERT_EQ(parsed->diff_ids.size(), 2u);
+  // Each layer into a file, its digest checked while it streams; progress reaches the size.
+  for (auto const& layer : manifest.layers) {
+    std::string path = dir_.path() + "/" + layer.digest.substr(7);
+    std::int64_t seen = 0;
+    auto s = client.DownloadBlob("lab/app", layer, path, [&](std::int64_t n) { seen = n; });
+    ASSERT_TRUE(s.ok()) << s.message();
+    EXPECT_EQ(static_cast<std::int64_t>(fs::file_size(path)), layer.size);
+    EXPECT_EQ(Sha256Digest(testing_util::ReadFileBytes(path)), layer.digest);
+    EXPECT_EQ(seen, layer.size);
+  }
+  // What is not there is NotFound in the registry's words.
+  auto missing = client.GetManifest("lab/app", "2");
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_THAT(missing.status().message(), HasSubstr("MANIFEST_UNKNOWN"));
+  EXPECT_EQ(client.GetManifest("lab/nothing", "1").status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(RegistryClientTest, ADownloadThatBrokeOffResumesAndACorruptBlobIsRefused) {
+  auto client = Client();
+  auto m = client.GetManifest("lab/app", "1");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  Descriptor base = m->document.manifest->layers[0];
+  std::string whole = dir_.path() + "/whole";
+  ASSERT_TRUE(client.DownloadBlob("lab/app", base, whole).ok());
+  std::string bytes = testing_util::ReadFileBytes(whole);
+  // Half of it left by an earlier attempt: only the rest is fetched, and the whole checks out.
+  std::string part = dir_.path() + "/part";
+  testing_util::WriteFileBytes(part, bytes.substr(0, bytes.size() / 2));
+  std::int64_t first_progress = -1;
+  auto s = client.DownloadBlob("lab/app", base, part, [&](std::int64_t n) {
+    if (first_progress < 0) first_progress = n;
+  });
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(testing_util::ReadFileBytes(part), bytes);
+  EXPECT_GT(first_progress, static_cast<std::int64_t>(bytes.size() / 2))
+      << "the download went on from the half it had";
+  // A partial file with wrong bytes fails the digest: refused and removed, not kept.
+  std::string wrong = bytes.substr(0, bytes.size() / 2);
+  wrong[0] = static_cast<char>(wrong[0] ^ 1);
+  testing_util::WriteFileBytes(part, wrong);
+  auto bad = client.DownloadBlob("lab/app", base, part);
+  EXPECT_EQ(bad.code(), StatusCode::kDataLoss);
+  EXPECT_THAT(bad.message(), HasSubstr(base.digest));
+  EXPECT_FALSE(fs::exists(part));
+  // A blob corrupted in the registry's store: refused naming the digest, nothing left behind.
+  std::string stored = registry_.BlobFile(base.digest);
+  ASSERT_TRUE(fs::exists(stored)) << stored;
+  std::string corrupt = testing_util::ReadFileBytes(stored);
+  corrupt[corrupt.size() / 3] = static_cast<char>(corrupt[corrupt.size() / 3] ^ 0x40);
+  testing_util::WriteFileBytes(stored, corrupt);
+  std::string again = dir_.path() + "/again";
+  auto refused = client.DownloadBlob("lab/app", base, again);
+  EXPECT_EQ(refused.code(), StatusCode::kDataLoss) << refused.message();
+  EXPECT_THAT(refused.message(), HasSubstr(base.digest));
+  EXPECT_FALSE(fs::exists(again));
+}
+
+TEST_F(RegistryClientTest, AnIndexOfTwoPlatformsGivesTheHostsOne) {
+  ASSERT_EQ(PushImage(registry_, dir_, "lab/app:arm", "arm"), "");
+  auto client = Client();
+  auto amd = client.GetManifest("lab/app", "1");
+  auto arm = client.GetManifest("lab/app", "arm");
+  ASSERT_TRUE(amd.ok() && arm.ok());
+  std::string index =
+      R"({"schemaVersion": 2, "mediaType": ")" + std::string(media::kOciIndex) +
+      R"(", "manifests": [{"mediaType": ")" + media::kOciManifest + R"(", "digest": ")" +
+      arm->digest + R"(", "size": )" + std::to_string(arm->body.size()) +
+      R"(, "platform": {"os": "linux", "architecture": "arm64"}}, {"mediaType": ")" +
+      media::kOciManifest + R"(", "digest": ")" + amd->digest + R"(", "size": )" +
+      std::to_string(amd->body.size()) +
+      R"(, "platform": {"os": "linux", "architecture": "amd64"}}]})";
+  testing_util::WriteFileBytes(dir_.path() + "/index.json", index);
+  auto put = testing_util::RunProcess({"/usr/bin/curl", "-sf", "-X", "PUT", "-H",
+                                       std::string("Content-Type: ") + media::kOciIndex,
+                                       "--data-binary", "@" + dir_.path() + "/index.json",
+                                       registry_.url() + "/v2/lab/app/manifests/multi"});
+  ASSERT_EQ(put.exit_code, 0) << put.err << put.out;
+  auto got = client.GetManifest("lab/app", "multi");
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  ASSERT_TRUE(got->document.index);
+  auto chosen = ChoosePlatform(*got->document.index, OciArchitecture("x86_64"));
+  ASSERT_TRUE(chosen.ok());
+  EXPECT_EQ(chosen->digest, amd->digest);
+  EXPECT_EQ(ChoosePlatform(*got->document.index, "s390x").status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(RegistryClientTest, TagsAndRepositoriesArePagedByLink) {
+  ASSERT_EQ(PushImage(registry_, dir_, "lab/app:2", "two"), "");
+  ASSERT_EQ(PushImage(registry_, dir_, "lab/tool:1", "tool"), "");
+  ASSERT_EQ(PushImage(registry_, dir_, "other/x:1", "x"), "");
+  RegistryEndpoint e{registry_.url(), "", "", true};
+  e.page_size = 1;
+  RegistryClient client(e);
+  auto tags = client.Tags("lab/app");
+  ASSERT_TRUE(tags.ok()) << tags.status().message();
+  EXPECT_THAT(*tags, ::testing::UnorderedElementsAre("1", "2"));
+  auto before = client.requests();
+  auto repos = client.Repositories();
+  ASSERT_TRUE(repos.ok()) << repos.status().message();
+  EXPECT_THAT(*repos, ::testing::UnorderedElementsAre("lab/app", "lab/tool", "other/x"));
+  // docker-registry 2.8 pages the catalog (its tags/list answers all at once).
+  EXPECT_GE(client.requests() - before, 3) << "one page per repository";
+}
+
+TEST(RegistryAuthTest, BasicAuthAsTheRegistryAsksForIt) {
+  LocalRegistry registry({"alice", "s3cret-pass"});
+  ASSERT_EQ(registry.error(), "");
+  testing_util::TempDir dir;
+  ASSERT_EQ(PushImage(registry, dir, "lab/app:1", "one"), "");
+  RegistryClient anonymous({registry.url(), "", "", true});
+  auto refused = anonymous.GetManifest("lab/app", "1");
+  EXPECT_EQ(refused.status().code(), StatusCode::kUnauthenticated);
+  EXPECT_THAT(refused.status().message(), HasSubstr("username and password"));
+  RegistryClient wrong({registry.url(), "alice", "not-it", true});
+  EXPECT_EQ(wrong.GetManifest("lab/app", "1").status().code(), StatusCode::kUnauthenticated);
+  RegistryClient alice({registry.url(), "alice", "s3cret-pass", true});
+  auto m = alice.GetManifest("lab/app", "1");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  auto before = alice.requests();
+  ASSERT_TRUE(alice.GetBlob("lab/app", m->document.manifest->config).ok());
+  EXPECT_EQ(alice.requests(), before + 1) << "the credentials go with every request once asked";
+}
+
+TEST(RegistryAuthTest, AnUnreachableRegistryIsSaidInWords) {
+  RegistryEndpoint e{"http://127.0.0.1:1", "", "", true};
+  e.stall_timeout = std::chrono::seconds(5);
+  RegistryClient client(e);
+  auto s = client.Ping();
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable);
+  EXPECT_THAT(s.message(), HasSubstr("cannot reach the registry at http://127.0.0.1:1"));
+}
+
+}  // namespace
+}  // namespace bai::server::oci

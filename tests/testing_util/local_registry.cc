@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "tests/testing_util/local_registry.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+namespace bai::testing_util {
+namespace {
+
+int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+bool Accepts(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  ::close(fd);
+  return ok;
+}
+
+}  // namespace
+
+LocalRegistry::LocalRegistry(Options options) : options_(std::move(options)) {
+  for (char const* tool : {"/usr/bin/docker-registry", "/usr/bin/skopeo"}) {
+    if (::access(tool, X_OK) != 0) {
+      error_ = std::string(tool) + " is missing (scripts/install-deps.sh installs it)";
+      return;
+    }
+  }
+  int port = FreePort();
+  if (port == 0) {
+    error_ = "no free port";
+    return;
+  }
+  host_ = "127.0.0.1:" + std::to_string(port);
+  url_ = "http://" + host_;
+  std::string config =
+      "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n"
+      "    rootdirectory: " +
+      dir_.path() + "/data\n  delete:\n    enabled: true\nhttp:\n  addr: " + host_ + "\n";
+  if (!options_.username.empty()) {
+    auto hash = RunProcess({"/usr/bin/htpasswd", "-Bbn", options_.username, options_.password});
+    if (hash.exit_code != 0) {
+      error_ = "htpasswd: " + hash.err;
+      return;
+    }
+    WriteFileBytes(dir_.path() + "/htpasswd", hash.out);
+    config += "auth:\n  htpasswd:\n    realm: bai-test\n    path: " + dir_.path() + "/htpasswd\n";
+  }
+  WriteFileBytes(dir_.path() + "/config.yml", config);
+  process_ = std::make_unique<BackgroundProcess>(
+      std::vector<std::string>{"/bin/sh", "-c", "exec /usr/bin/docker-registry serve \"$0\" 2>&1",
+                               dir_.path() + "/config.yml"});
+  for (int i = 0; i < 200 && !Accepts(port); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  if (!Accepts(port)) error_ = "docker-registry did not start: " + process_->Transcript();
+}
+
+LocalRegistry::~LocalRegistry() {
+  if (process_) process_->Stop(15, 5000);
+}
+
+std::string LocalRegistry::Push(std::string const& layout, std::string const& tag,
+                                std::string const& repository_tag) {
+  std::vector<std::string> argv = {"/usr/bin/skopeo", "copy", "--quiet", "--dest-tls-verify=false"};
+  if (!options_.username.empty()) {
+    argv.push_back("--dest-creds=" + options_.username + ":" + options_.password);
+  }
+  argv.push_back("oci:" + layout + ":" + tag);
+  argv.push_back("docker://" + host_ + "/" + repository_tag);
+  // skopeo keeps nothing of ours: its policy and auth files come from this temporary home.
+  auto r = RunProcess(argv, {{"HOME", dir_.path()}, {"XDG_RUNTIME_DIR", dir_.path()}});
+  return r.exit_code == 0 ? "" : "skopeo: " + r.err + r.out;
+}
+
+std::string LocalRegistry::BlobFile(std::string const& digest) const {
+  std::string hex = digest.substr(digest.find(':') + 1);
+  return dir_.path() + "/data/docker/registry/v2/blobs/sha256/" + hex.substr(0, 2) + "/" + hex +
+         "/data";
+}
+
+}  // namespace bai::testing_util
