@@ -9,12 +9,21 @@
 #include "tests/testing_util/layer_tar.h"
 #include "tests/testing_util/local_registry.h"
 #include "tests/testing_util/subprocess.h"
+#include "tests/testing_util/test_http_server.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
 
+#include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <thread>
 
 namespace bai::server::oci {
 namespace {
@@ -176,7 +185,7 @@ TEST_F(RegistryClientTest, TagsAndRepositoriesArePagedByLink) {
 }
 
 TEST(RegistryAuthTest, BasicAuthAsTheRegistryAsksForIt) {
-  LocalRegistry registry({"alice", "s3cret-pass"});
+  LocalRegistry registry({"alice", "s3cret-pass", "", ""});
   ASSERT_EQ(registry.error(), "");
   testing_util::TempDir dir;
   ASSERT_EQ(PushImage(registry, dir, "lab/app:1", "one"), "");
@@ -192,6 +201,140 @@ TEST(RegistryAuthTest, BasicAuthAsTheRegistryAsksForIt) {
   auto before = alice.requests();
   ASSERT_TRUE(alice.GetBlob("lab/app", m->document.manifest->config).ok());
   EXPECT_EQ(alice.requests(), before + 1) << "the credentials go with every request once asked";
+}
+
+// A token server of the test's own, as Docker's token auth has it: Basic credentials in, a JWT
+// (RS256, the signing certificate in `x5c`) granting what the scope asks for out, living
+// `lifetime` seconds.
+class TokenServer {
+ public:
+  TokenServer(std::string const& dir, std::int64_t lifetime)
+      : dir_(dir),
+        lifetime_(lifetime),
+        server_([this](testing_util::TestRequest const& r) { return Answer(r); }) {
+    auto made =
+        testing_util::RunProcess({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048",
+                                  "-nodes", "-keyout", dir + "/token.key", "-out",
+                                  dir + "/token.pem", "-days", "1", "-subj", "/CN=bai-test-token"});
+    error_ = made.exit_code == 0 ? "" : "openssl: " + made.err;
+  }
+  std::string const& error() const { return error_; }
+  std::string realm() const { return server_.url() + "/token"; }
+  std::string cert() const { return dir_ + "/token.pem"; }
+  int issued() const { return issued_.load(); }
+
+ private:
+  static std::string B64Url(std::string const& bytes, bool url = true) {
+    std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
+    int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                            reinterpret_cast<unsigned char const*>(bytes.data()),
+                            static_cast<int>(bytes.size()));
+    out.resize(static_cast<std::size_t>(n));
+    if (!url) return out;
+    while (!out.empty() && out.back() == '=') out.pop_back();
+    for (char& c : out) c = c == '+' ? '-' : c == '/' ? '_' : c;
+    return out;
+  }
+  std::string Sign(std::string const& input) const {
+    std::FILE* f = std::fopen((dir_ + "/token.key").c_str(), "r");
+    EVP_PKEY* key = f ? PEM_read_PrivateKey(f, nullptr, nullptr, nullptr) : nullptr;
+    if (f) std::fclose(f);
+    std::string sig(512, '\0');
+    std::size_t len = sig.size();
+    EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+    EVP_DigestSignInit(ctx, nullptr, EVP_sha256(), nullptr, key);
+    EVP_DigestSign(ctx, reinterpret_cast<unsigned char*>(sig.data()), &len,
+                   reinterpret_cast<unsigned char const*>(input.data()), input.size());
+    EVP_MD_CTX_free(ctx);
+    EVP_PKEY_free(key);
+    sig.resize(len);
+    return sig;
+  }
+  std::string CertDerBase64() const {
+    std::string pem = testing_util::ReadFileBytes(dir_ + "/token.pem");
+    std::string body;
+    std::istringstream lines(pem);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind("-----", 0) != 0) body += line;
+    }
+    return body;  // PEM's body is the DER in base64
+  }
+  testing_util::TestResponse Answer(testing_util::TestRequest const& r) {
+    auto const* auth = r.Header("authorization");
+    if (auth == nullptr || *auth != "Basic " + B64Url("alice:s3cret-pass", false)) {
+      return {401, "application/json", R"({"details": "wrong credentials"})", {}};
+    }
+    std::string scope;
+    if (auto at = r.target.find("scope="); at != std::string::npos) {
+      scope = r.target.substr(at + 6);
+      scope = scope.substr(0, scope.find('&'));
+      for (std::string from : {"%3A", "%2F", "%2C"}) {
+        std::string to = from == "%3A" ? ":" : from == "%2F" ? "/" : ",";
+        for (auto p = scope.find(from); p != std::string::npos; p = scope.find(from)) {
+          scope.replace(p, 3, to);
+        }
+      }
+    }
+    nlohmann::json access = nlohmann::json::array();
+    if (!scope.empty()) {
+      auto first = scope.find(':'), last = scope.rfind(':');
+      nlohmann::json actions = nlohmann::json::array();
+      std::string list = scope.substr(last + 1);
+      for (std::size_t b = 0, e; b <= list.size(); b = e + 1) {
+        e = list.find(',', b);
+        if (e == std::string::npos) e = list.size();
+        actions.push_back(list.substr(b, e - b));
+      }
+      access.push_back({{"type", scope.substr(0, first)},
+                        {"name", scope.substr(first + 1, last - first - 1)},
+                        {"actions", actions}});
+    }
+    auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+                   .count();
+    nlohmann::json header = {{"typ", "JWT"}, {"alg", "RS256"}, {"x5c", {CertDerBase64()}}};
+    nlohmann::json claims = {
+        {"iss", "bai-test-issuer"},         {"sub", "alice"},  {"aud", "bai-test"},
+        {"exp", now + lifetime_},           {"nbf", now - 10}, {"iat", now},
+        {"jti", std::to_string(++issued_)}, {"access", access}};
+    std::string input = B64Url(header.dump()) + "." + B64Url(claims.dump());
+    std::string jwt = input + "." + B64Url(Sign(input));
+    return {200,
+            "application/json",
+            nlohmann::json({{"token", jwt}, {"expires_in", lifetime_}}).dump(),
+            {}};
+  }
+
+  std::string dir_;
+  std::int64_t lifetime_;
+  std::string error_;
+  std::atomic<int> issued_{0};
+  testing_util::TestHttpServer server_;
+};
+
+TEST(RegistryAuthTest, BearerTokensFromTheTokenServerAreKeptAndRenewedWhenTheyExpire) {
+  testing_util::TempDir dir;
+  // Tokens live 7 s; the client renews 5 s early, so one is fetched again 2 s on.
+  TokenServer tokens(dir.path(), 7);
+  ASSERT_EQ(tokens.error(), "");
+  LocalRegistry registry({"alice", "s3cret-pass", tokens.realm(), tokens.cert()});
+  ASSERT_EQ(registry.error(), "");
+  ASSERT_EQ(PushImage(registry, dir, "lab/app:1", "one"), "");
+  RegistryClient anonymous({registry.url(), "", "", true});
+  auto refused = anonymous.GetManifest("lab/app", "1");
+  EXPECT_EQ(refused.status().code(), StatusCode::kUnauthenticated);
+  EXPECT_THAT(refused.status().message(), HasSubstr("token server refused an anonymous pull"));
+  RegistryClient alice({registry.url(), "alice", "s3cret-pass", true});
+  auto m = alice.GetManifest("lab/app", "1");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  ASSERT_TRUE(alice.GetBlob("lab/app", m->document.manifest->config).ok());
+  auto const& layer = m->document.manifest->layers[0];
+  ASSERT_TRUE(alice.DownloadBlob("lab/app", layer, dir.path() + "/l0").ok());
+  EXPECT_EQ(alice.tokens_fetched(), 1) << "one token for the repository while it lives";
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  ASSERT_TRUE(
+      alice.DownloadBlob("lab/app", m->document.manifest->layers[1], dir.path() + "/l1").ok());
+  EXPECT_EQ(alice.tokens_fetched(), 2) << "an expired token is renewed, the pull goes on";
 }
 
 TEST(RegistryAuthTest, AnUnreachableRegistryIsSaidInWords) {

@@ -58,7 +58,11 @@ LocalRegistry::LocalRegistry(Options options) : options_(std::move(options)) {
       "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n"
       "    rootdirectory: " +
       dir_.path() + "/data\n  delete:\n    enabled: true\nhttp:\n  addr: " + host_ + "\n";
-  if (!options_.username.empty()) {
+  if (!options_.token_realm.empty()) {
+    config += "auth:\n  token:\n    realm: " + options_.token_realm +
+              "\n    service: bai-test\n    issuer: bai-test-issuer\n    rootcertbundle: " +
+              options_.token_cert + "\n";
+  } else if (!options_.username.empty()) {
     auto hash = RunProcess({"/usr/bin/htpasswd", "-Bbn", options_.username, options_.password});
     if (hash.exit_code != 0) {
       error_ = "htpasswd: " + hash.err;

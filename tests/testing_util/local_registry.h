@@ -15,6 +15,10 @@ class LocalRegistry {
  public:
   struct Options {
     std::string username, password;  ///< set: the registry wants them (htpasswd, bcrypt)
+    /// Set: Bearer tokens instead, from this realm (a token server of the test's own), signed
+    /// by the key of the certificate `token_cert` (PEM); service "bai-test", issuer
+    /// "bai-test-issuer".
+    std::string token_realm, token_cert;
   };
   LocalRegistry() : LocalRegistry(Options{}) {}
   explicit LocalRegistry(Options options);
