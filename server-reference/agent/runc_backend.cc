@@ -95,6 +95,13 @@ std::vector<std::string> RuncBackend::Runc(std::vector<std::string> args) const 
 }
 
 Status RuncBackend::Init() {
+  if (auto s = PrepareHost(); !s.ok()) return s;
+  auto adopted = ReadoptKernels();
+  DeleteStrayContainers();
+  return Resume(adopted);
+}
+
+Status RuncBackend::PrepareHost() {
   if (!options_.images) return Status(StatusCode::kInvalidArgument, "no image store");
   if (geteuid() != 0) {
     return Status(
@@ -127,30 +134,39 @@ Status RuncBackend::Init() {
                       fs::perms::others_read | fs::perms::others_exec,
                   ec);
   fs::rename(staged, runner, ec);
+  return Status();
+}
 
-  // Re-adopt or clean up what an earlier run of this agent left.
+std::shared_ptr<RuncBackend::Kernel> RuncBackend::KernelFromRecord(fs::path const& dir) const {
+  auto k = std::make_shared<Kernel>();
+  k->dir = dir.string();
+  auto record = KernelRecord::FromJson(ReadWholeFile(dir / "kernel.json"),
+                                       options_.agent_id + "." + dir.filename().string());
+  k->container_id = record.container_id;
+  k->spec.session_id = record.session_id;
+  k->spec.session_name = record.session_name;
+  k->spec.session_type = record.session_type;
+  k->spec.image = record.image;
+  k->cgroups_path = record.cgroups_path;
+  k->cpus = record.cpus;
+  if (record.network) k->net = *record.network;
+  k->gpu_quanta = record.gpu_quanta;
+  // A batch job's end still has to be heard: the runner keeps its `finished` for us.
+  if (k->spec.session_type == "batch") k->runs[kBatchRunId] = {};
+  k->state = {k->spec.session_id, protocol::KernelStatus::kRunning, std::nullopt, "", "", {}};
+  return k;
+}
+
+// A kernel whose container runs and whose runner answers is adopted (its GPU quanta held
+// again); any other is deleted, and said TERMINATED (agent-restarted) when it had a session.
+std::vector<std::shared_ptr<RuncBackend::Kernel>> RuncBackend::ReadoptKernels() {
   std::vector<std::shared_ptr<Kernel>> adopt;
+  std::error_code ec;
   for (auto const& entry : fs::directory_iterator(fs::path(options_.state_dir) / "kernels", ec)) {
-    auto k = std::make_shared<Kernel>();
-    k->dir = entry.path().string();
-    auto record =
-        KernelRecord::FromJson(ReadWholeFile(entry.path() / "kernel.json"),
-                               options_.agent_id + "." + entry.path().filename().string());
-    k->container_id = record.container_id;
-    k->spec.session_id = record.session_id;
-    k->spec.session_name = record.session_name;
-    k->spec.session_type = record.session_type;
-    k->spec.image = record.image;
-    k->cgroups_path = record.cgroups_path;
-    k->cpus = record.cpus;
-    if (record.network) k->net = *record.network;
-    k->gpu_quanta = record.gpu_quanta;
-    // A batch job's end still has to be heard: the runner keeps its `finished` for us.
-    if (k->spec.session_type == "batch") k->runs[kBatchRunId] = {};
+    auto k = KernelFromRecord(entry.path());
     auto state = server::RunProcess(Runc({"state", k->container_id}), server::StdoutOnly());
     auto sj = internal::ParseJson(state.output);
     bool running = state.exit_code == 0 && sj && sj->value("status", "") == "running";
-    k->state = {k->spec.session_id, protocol::KernelStatus::kRunning, std::nullopt, "", "", {}};
     if (running && !k->spec.session_id.empty() && ConnectRunner(*k, std::chrono::seconds(2))) {
       for (auto const& [uuid, q] : k->gpu_quanta) {
         quanta_.Hold(uuid, q);
@@ -174,7 +190,12 @@ Status RuncBackend::Init() {
       kernels_[k->spec.session_id] = k;
     }
   }
-  // Containers under our runc root without a kernel directory are leftovers.
+  return adopt;
+}
+
+// Containers under our runc root without a kernel directory are leftovers.
+void RuncBackend::DeleteStrayContainers() const {
+  std::error_code ec;
   auto list = server::RunProcess(Runc({"list", "-q"}), server::StdoutOnly());
   std::istringstream ids(list.output);
   std::string prefix = options_.agent_id + ".";
@@ -184,8 +205,11 @@ Status RuncBackend::Init() {
       server::RunProcess(Runc({"delete", "--force", id}));
     }
   }
+}
+
+Status RuncBackend::Resume(std::vector<std::shared_ptr<Kernel>> const& adopted) {
   bool bridged = false;
-  for (auto& k : adopt) {
+  for (auto const& k : adopted) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       kernels_[k->spec.session_id] = k;

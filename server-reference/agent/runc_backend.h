@@ -17,6 +17,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -68,6 +69,17 @@ class RuncBackend : public KernelBackend {
 
  private:
   struct Kernel;
+  /// Init's parts: root, runc and the state directories, the runner copied in (PrepareHost);
+  /// the kernels an earlier run left, running ones re-adopted and the rest cleaned up
+  /// (ReadoptKernels), containers without a kernel directory deleted (DeleteStrayContainers);
+  /// the adopted ones read again, their bridge rules loaded, the GPU reconciler started
+  /// (Resume).
+  Status PrepareHost();
+  std::vector<std::shared_ptr<Kernel>> ReadoptKernels();
+  /// The kernel an earlier run left in `dir`, as its kernel.json says.
+  std::shared_ptr<Kernel> KernelFromRecord(std::filesystem::path const& dir) const;
+  void DeleteStrayContainers() const;
+  Status Resume(std::vector<std::shared_ptr<Kernel>> const& adopted);
   /// The session's kernel when it is RUNNING and not being torn down; else NotFound.
   StatusOr<std::shared_ptr<Kernel>> Running(std::string const& session_id) const;
   void Start(std::shared_ptr<Kernel> k);
