@@ -12,12 +12,10 @@
 #include "server-reference/agent/dummy_backend.h"
 #include "server-reference/manager/manager.h"
 #include "tests/testing_util/postgres.h"
+#include "tests/testing_util/raw_http.h"
 #include "tests/testing_util/subprocess.h"
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -216,22 +214,6 @@ TEST_F(MultiManagerTest, WhenAManagerGoesTheAgentAndTheClientGoOnThroughTheOther
 namespace bai::manager {
 namespace {
 
-// A port nothing listens on now (bound, read, released).
-int UnusedPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
-  }
-  ::close(fd);
-  return port;
-}
-
 // A manager that stops answering without closing anything (SIGSTOP: as a host that vanished or
 // a cut network looks): the agent hears nothing on its primary link for link_timeout, closes
 // it, makes its other link primary, and a session created at the other manager runs.
@@ -241,8 +223,8 @@ TEST(MultiManagerFaultTest, AManagerThatGoesSilentIsLeftAndTheOtherTakesTheAgent
   ASSERT_TRUE(pg.CreateDatabase("silent")) << pg.error();
   testing_util::TempDir dir;
   std::string data = dir.path() + "/data";
-  int port_a = UnusedPort();
-  int port_b = UnusedPort();
+  int port_a = testing_util::UnusedLoopbackPort();
+  int port_b = testing_util::UnusedLoopbackPort();
   std::string url_a = "http://127.0.0.1:" + std::to_string(port_a);
   std::string url_b = "http://127.0.0.1:" + std::to_string(port_b);
   // A: a process, so that it can be stopped; it bootstraps the database.

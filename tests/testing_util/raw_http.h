@@ -39,6 +39,9 @@ class LoopbackServer {
 /// A connected TCP socket to 127.0.0.1:`port` (receive timeout 10 s), or -1.
 int RawConnect(int port);
 
+/// A loopback port nothing listens on now (bound, read, released), or 0.
+int UnusedLoopbackPort();
+
 /// Sends `request` and returns every byte that arrives within `read_ms` (for streams that do
 /// not end, such as Server-Sent Events).
 std::string RawHttpStream(int port, std::string const& request, int read_ms);
