@@ -360,10 +360,30 @@ Status ImageStore::Import(std::string const& source, std::string const& name,
         if (v.is_string()) manifest["labels"][k] = v;
       }
       manifest["env"] = cfg.value("Env", json::array());
-      for (auto const& layer : man->value("layers", json::array())) {
-        fs::path blob = BlobPath(src, layer.value("digest", ""));
+      auto layers = man->value("layers", json::array());
+      json diff_ids = json::array();
+      if (auto rootfs = config->find("rootfs"); rootfs != config->end() && rootfs->is_object()) {
+        if (auto d = rootfs->find("diff_ids"); d != rootfs->end()) diff_ids = *d;
+      }
+      if (!diff_ids.is_array() || !layers.is_array() || diff_ids.size() != layers.size()) {
+        return Status(StatusCode::kInvalidArgument, "the image config names " +
+                                                        std::to_string(diff_ids.size()) +
+                                                        " layers (rootfs.diff_ids), its manifest " +
+                                                        std::to_string(layers.size()));
+      }
+      for (std::size_t i = 0; i < layers.size(); ++i) {
+        fs::path blob = BlobPath(src, layers[i].value("digest", ""));
         if (blob.empty() || !fs::exists(blob, ec))
           return Status(StatusCode::kNotFound, "missing layer blob " + blob.string());
+        // What the layer holds must be what the config says it holds (image-spec config.md).
+        auto diff_id = server::LayerDiffId(blob.string());
+        if (!diff_id.ok()) return diff_id.status();
+        if (!diff_ids[i].is_string() || *diff_id != diff_ids[i].get<std::string>()) {
+          return Status(StatusCode::kDataLoss,
+                        "layer " + std::to_string(i + 1) + " (" + layers[i].value("digest", "") +
+                            ") uncompresses to " + *diff_id + ", not the config's diff_id " +
+                            diff_ids[i].dump() + ": refused");
+        }
         if (auto a = server::ApplyImageLayer(blob.string(), (tmp / "rootfs").string()); !a.ok())
           return a;
       }

@@ -360,6 +360,47 @@ TEST(ImageStoreTest, ImportsAnOciLayoutMadeByUmociWithLabelsAndWhiteouts) {
   EXPECT_EQ(store.Import(layout, "other", "no-such-tag").code(), StatusCode::kNotFound);
 }
 
+// Issue 46, item 4: a layer must hold what the image's config says it holds (its DiffID, the
+// digest of the uncompressed tar); a layer swapped for another is refused naming it, and
+// nothing is installed.
+TEST(ImageStoreTest, ALayerThatIsNotWhatTheConfigSaysIsRefused) {
+  namespace fs = std::filesystem;
+  testing_util::TempDir dir;
+  using testing_util::LayerFile;
+  std::string layout = dir.path() + "/layout";
+  testing_util::WriteOciLayout(layout, "v1", {{LayerFile("a", "1")}, {LayerFile("b", "2")}});
+  auto blob = [&](std::string const& digest) {
+    return layout + "/blobs/sha256/" + digest.substr(digest.find(':') + 1);
+  };
+  auto index = json::parse(testing_util::ReadFileBytes(layout + "/index.json"));
+  auto manifest = json::parse(
+      testing_util::ReadFileBytes(blob(index["manifests"][0]["digest"].get<std::string>())));
+  std::string config_path = blob(manifest["config"]["digest"].get<std::string>());
+  auto config = json::parse(testing_util::ReadFileBytes(config_path));
+  ASSERT_EQ(config["rootfs"]["diff_ids"].size(), 2u);
+  // The layers' own DiffIDs are what the config names: the layout imports.
+  ImageStore store(dir.path() + "/images");
+  ASSERT_TRUE(store.Import(layout, "good", "v1").ok());
+  // The second layer said to be the first's: refused, naming the layer and both digests.
+  auto wrong = config;
+  wrong["rootfs"]["diff_ids"][1] = config["rootfs"]["diff_ids"][0];
+  testing_util::WriteFileBytes(config_path, wrong.dump());
+  auto s = store.Import(layout, "swapped", "v1");
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss) << s.message();
+  EXPECT_THAT(s.message(), HasSubstr("layer 2"));
+  EXPECT_THAT(s.message(), HasSubstr(config["rootfs"]["diff_ids"][1].get<std::string>()));
+  EXPECT_FALSE(store.Find("swapped").ok());
+  EXPECT_FALSE(fs::exists(dir.path() + "/images/swapped"));
+  // A config that names fewer layers than the manifest: refused before any is applied.
+  auto short_config = config;
+  short_config["rootfs"]["diff_ids"].erase(1);
+  testing_util::WriteFileBytes(config_path, short_config.dump());
+  s = store.Import(layout, "short", "v1");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.message();
+  EXPECT_THAT(s.message(), HasSubstr("names 1 layers"));
+  EXPECT_FALSE(store.Find("short").ok());
+}
+
 // Issue 43: a layer's link, then a file through it, made GNU tar write outside the store as
 // root; an image's `opt` or `tmp` linked outside made the import create or chmod host paths.
 TEST(ImageStoreTest, AHostileLayoutWritesNothingOutside) {

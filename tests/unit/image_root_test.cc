@@ -5,6 +5,7 @@
 // directories, replaced entries) come out as the OCI image spec says.
 #include "server-reference/common/fs/image_root.h"
 
+#include "server-reference/common/oci/manifest.h"
 #include "tests/testing_util/layer_tar.h"
 #include "tests/testing_util/subprocess.h"
 
@@ -168,6 +169,23 @@ TEST_F(ImageRootTest, OrdinaryLayersComeOutAsTheSpecSays) {
   s = ApplyImageLayer(Tar("bad", {LayerFile("etc/conf/x", "x")}), root_);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("etc/conf/x"));
+}
+
+// A layer's DiffID is the digest of its tar uncompressed, whatever the compression.
+TEST_F(ImageRootTest, ALayersDiffIdIsTheDigestOfItsUncompressedTar) {
+  std::string gz = Tar("layer", {LayerFile("a", "1"), LayerDir("d")});
+  auto tar = testing_util::RunProcess({"/bin/gzip", "-dc", gz});
+  ASSERT_EQ(tar.exit_code, 0);
+  std::string plain = dir_.path() + "/layer.tar";
+  testing_util::WriteFileBytes(plain, tar.out);
+  auto from_gz = LayerDiffId(gz);
+  ASSERT_TRUE(from_gz.ok()) << from_gz.status().message();
+  EXPECT_EQ(*from_gz, oci::Sha256Digest(tar.out));
+  auto from_plain = LayerDiffId(plain);
+  ASSERT_TRUE(from_plain.ok()) << from_plain.status().message();
+  EXPECT_EQ(*from_plain, *from_gz) << "an uncompressed layer is its own tar";
+  EXPECT_NE(*from_gz, oci::Sha256Digest(testing_util::ReadFileBytes(gz)));
+  EXPECT_EQ(LayerDiffId(dir_.path() + "/missing").status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST_F(ImageRootTest, NotATarAndAMissingRootAreClearErrors) {

@@ -3,6 +3,7 @@
 
 #include "server-reference/common/fs/confined_tree.h"
 #include "server-reference/common/fs/unique_fd.h"
+#include "server-reference/common/oci/manifest.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -347,6 +348,30 @@ Status ApplyImageLayer(std::string const& archive, std::string const& root) {
   LayerWriter files(fd->fd, archive);
   return ForEachEntry(archive,
                       [&](struct archive* a, archive_entry* e) { return files.Entry(a, e); });
+}
+
+StatusOr<std::string> LayerDiffId(std::string const& path) {
+  ArchivePtr a(archive_read_new());
+  archive_read_support_filter_all(a.get());
+  archive_read_support_format_raw(a.get());
+  archive_entry* e = nullptr;
+  if (archive_read_open_filename(a.get(), path.c_str(), 1 << 20) != ARCHIVE_OK ||
+      archive_read_next_header(a.get(), &e) != ARCHIVE_OK) {
+    return Status(StatusCode::kInvalidArgument,
+                  "cannot read the layer " + path + ": " + archive_error_string(a.get()));
+  }
+  oci::DigestWriter digest;
+  std::vector<char> buffer(1 << 16);
+  for (;;) {
+    auto n = archive_read_data(a.get(), buffer.data(), buffer.size());
+    if (n == 0) break;
+    if (n < 0) {
+      return Status(StatusCode::kInvalidArgument,
+                    "cannot read the layer " + path + ": " + archive_error_string(a.get()));
+    }
+    digest.Update(std::string_view(buffer.data(), static_cast<std::size_t>(n)));
+  }
+  return digest.Finish();
 }
 
 Status MakeDirectoryInRoot(std::string const& root, std::string const& path, unsigned mode) {

@@ -23,6 +23,11 @@ namespace bai::server {
 /// nodes and sockets are skipped (runc makes /dev).
 Status ApplyImageLayer(std::string const& archive, std::string const& root);
 
+/// A layer's DiffID: "sha256:…" of its uncompressed tar (the archive decompressed by whatever
+/// filter it has: gzip, zstd, none), what an image config's `rootfs.diff_ids` names it by.
+/// kInvalidArgument when it cannot be read.
+StatusOr<std::string> LayerDiffId(std::string const& archive);
+
 /// Makes the directory `path` (and its parents) inside the image root, mode `mode` for those
 /// it makes; an existing one is kept as it is.
 Status MakeDirectoryInRoot(std::string const& root, std::string const& path, unsigned mode);
