@@ -38,6 +38,13 @@ std::vector<std::string> Emails(Lenient& l, FieldReader& r,
   return List(l, r, names, 1, 100, "a list of 1 to 100 emails");
 }
 
+// A string under `names` that must be there and not be empty (a path).
+std::string NonEmpty(Lenient& l, FieldReader& r, std::initializer_list<char const*> names) {
+  auto v = l.Required(names);
+  if (v.empty() && l.Find(names) != nullptr) r.Fail(*names.begin(), "a non-empty string");
+  return v;
+}
+
 // A permission under `names` (rw when absent).
 std::string Permission(Lenient& l, FieldReader& r, std::initializer_list<char const*> names) {
   auto perm = l.Str(names);
@@ -80,9 +87,9 @@ struct Codec<VFolderMkdirRequest> {
 template <>
 struct Codec<VFolderMoveFileRequest> {
   static json ToJson(VFolderMoveFileRequest const& q) { return {{"src", q.src}, {"dst", q.dst}}; }
-  static void Read(Lenient& l, FieldReader&, VFolderMoveFileRequest& q) {
-    q.src = l.Required({"src"});
-    q.dst = l.Required({"dst"});
+  static void Read(Lenient& l, FieldReader& r, VFolderMoveFileRequest& q) {
+    q.src = NonEmpty(l, r, {"src"});
+    q.dst = NonEmpty(l, r, {"dst"});
   }
 };
 
@@ -91,9 +98,9 @@ struct Codec<VFolderRenameFileRequest> {
   static json ToJson(VFolderRenameFileRequest const& q) {
     return {{"target_path", q.target_path}, {"new_name", q.new_name}};
   }
-  static void Read(Lenient& l, FieldReader&, VFolderRenameFileRequest& q) {
-    q.target_path = l.Required({"target_path"});
-    q.new_name = l.Required({"new_name"});
+  static void Read(Lenient& l, FieldReader& r, VFolderRenameFileRequest& q) {
+    q.target_path = NonEmpty(l, r, {"target_path"});
+    q.new_name = NonEmpty(l, r, {"new_name"});
   }
 };
 

@@ -403,6 +403,8 @@ TEST(VFolderWireTest, FolderRequestsTakeTheOtherSpellingsAndNameWhatIsWrong) {
 
   EXPECT_THAT(Refused<VFolderRenameRequest>("{}"), HasSubstr("new_name"));
   EXPECT_THAT(Refused<VFolderMoveFileRequest>(R"({"src": "a"})"), HasSubstr("dst"));
+  EXPECT_THAT(Refused<VFolderRenameFileRequest>(R"({"target_path": "", "new_name": "b"})"),
+              HasSubstr("target_path"));
   EXPECT_THAT(Refused<VFolderMkdirRequest>(R"({"path": [1]})"), HasSubstr("path"));
   EXPECT_THAT(Refused<VFolderMkdirRequest>(R"({"path": []})"), HasSubstr("path"));
   EXPECT_THAT(Refused<VFolderDeleteFilesRequest>(R"({"files": "a"})"), HasSubstr("files"));
