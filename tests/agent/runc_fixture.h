@@ -14,6 +14,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <sys/mount.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -73,6 +74,16 @@ class RuncTest : public ::testing::Test {
     for (std::string id; std::getline(ids, id);) {
       if (!id.empty()) {
         testing_util::RunProcess({"/usr/sbin/runc", "--root", RuncRoot(), "delete", "--force", id});
+      }
+    }
+    // Their scratch disks: the agent keeps kernels (and their mounts) when it is killed, so a
+    // restart can adopt them; nothing restarts it now. Left mounted, each held a loop device
+    // (677 had piled up on the build machine).
+    std::error_code listed;
+    for (auto const& k :
+         fs::directory_iterator(state_dir_ + "/" + agent_id_ + "/kernels", listed)) {
+      std::string scratch = (k.path() / "scratch").string();
+      while (::umount2(scratch.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW) == 0) {
       }
     }
     for (char const* c : {"cpu", "cpuacct", "cpuset", "memory", "devices", "freezer", "blkio",
