@@ -3,10 +3,14 @@
 
 #include "libbai/util/json_parse.h"
 #include "server-reference/common/fs/image_root.h"
+#include "server-reference/common/oci/manifest.h"
+#include "server-reference/common/oci/reference.h"
+#include "server-reference/common/oci/registry_client.h"
 #include "server-reference/common/wire/image_ref.h"
 
 #include <nlohmann/json.hpp>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -85,6 +89,44 @@ fs::path BlobPath(fs::path const& layout, std::string const& digest) {
     return {};
   }
   return layout / "blobs" / digest.substr(0, colon) / digest.substr(colon + 1);
+}
+
+// The end of an import or a pull whose layers are in `tmp`/rootfs (when `applied` is ok): the
+// directories a kernel needs made inside the root, the manifest written, `tmp` renamed to
+// `dir`; on any failure `tmp` is removed and nothing is installed.
+Status InstallImage(Status applied, fs::path const& tmp, fs::path const& dir, json& manifest) {
+  Status s = std::move(applied);
+  std::error_code ec;
+  if (s.ok()) {
+    // Inside the image's root: a layer's `tmp -> /etc` must not make the host's /etc 1777.
+    std::string rootfs = (tmp / "rootfs").string();
+    for (char const* d : {"proc", "dev", "sys", "tmp", "home/work", "opt/bai/bin", "opt/bai/run"}) {
+      if (s = server::MakeDirectoryInRoot(rootfs, d, 0755); !s.ok()) break;
+    }
+    if (s.ok()) s = server::ChmodInRoot(rootfs, "tmp", 01777);
+    manifest["size"] = TreeBytes(tmp / "rootfs");
+    if (s.ok()) s = WriteFile(tmp / "manifest.json", manifest.dump(2) + "\n");
+  }
+  if (s.ok()) {
+    fs::rename(tmp, dir, ec);
+    if (ec)
+      s = Status(StatusCode::kInternal, "cannot install " + dir.string() + ": " + ec.message());
+  }
+  if (!s.ok()) fs::remove_all(tmp, ec);
+  return s;
+}
+
+// A layer `blob` (its file), checked against the config's `diff_id`, applied to `rootfs`.
+Status ApplyCheckedLayer(std::string const& blob, std::string const& digest,
+                         std::string const& diff_id, std::size_t index, std::string const& rootfs) {
+  auto held = server::LayerDiffId(blob);
+  if (!held.ok()) return held.status();
+  if (*held != diff_id) {
+    return Status(StatusCode::kDataLoss, "layer " + std::to_string(index + 1) + " (" + digest +
+                                             ") uncompresses to " + *held +
+                                             ", not the config's diff_id " + diff_id + ": refused");
+  }
+  return server::ApplyImageLayer(blob, rootfs);
 }
 
 }  // namespace
@@ -376,16 +418,12 @@ Status ImageStore::Import(std::string const& source, std::string const& name,
         if (blob.empty() || !fs::exists(blob, ec))
           return Status(StatusCode::kNotFound, "missing layer blob " + blob.string());
         // What the layer holds must be what the config says it holds (image-spec config.md).
-        auto diff_id = server::LayerDiffId(blob.string());
-        if (!diff_id.ok()) return diff_id.status();
-        if (!diff_ids[i].is_string() || *diff_id != diff_ids[i].get<std::string>()) {
-          return Status(StatusCode::kDataLoss,
-                        "layer " + std::to_string(i + 1) + " (" + layers[i].value("digest", "") +
-                            ") uncompresses to " + *diff_id + ", not the config's diff_id " +
-                            diff_ids[i].dump() + ": refused");
-        }
-        if (auto a = server::ApplyImageLayer(blob.string(), (tmp / "rootfs").string()); !a.ok())
+        std::string diff_id = diff_ids[i].is_string() ? diff_ids[i].get<std::string>() : "";
+        if (auto a = ApplyCheckedLayer(blob.string(), layers[i].value("digest", ""), diff_id, i,
+                                       (tmp / "rootfs").string());
+            !a.ok()) {
           return a;
+        }
       }
       if (!tag.empty()) manifest["aliases"].push_back(name + ":" + tag);
       return Status();
@@ -395,23 +433,96 @@ Status ImageStore::Import(std::string const& source, std::string const& name,
   } else {
     s = Status(StatusCode::kNotFound, source + " is neither an OCI image layout nor a tarball");
   }
-  if (s.ok()) {
-    // Inside the image's root: a layer's `tmp -> /etc` must not make the host's /etc 1777.
-    std::string rootfs = (tmp / "rootfs").string();
-    for (char const* d : {"proc", "dev", "sys", "tmp", "home/work", "opt/bai/bin", "opt/bai/run"}) {
-      if (s = server::MakeDirectoryInRoot(rootfs, d, 0755); !s.ok()) break;
+  return InstallImage(s, tmp, dir, manifest);
+}
+
+namespace {
+
+std::string MachineArchitecture() {
+  utsname u{};
+  return ::uname(&u) == 0 ? server::oci::OciArchitecture(u.machine) : "amd64";
+}
+
+}  // namespace
+
+Status ImageStore::Pull(server::oci::RegistryClient& registry,
+                        server::oci::ImageReference const& ref, std::string const& name,
+                        std::function<void(std::string const&)> const& progress) {
+  namespace oci = server::oci;
+  if (!ValidImageName(name)) {
+    return Status(
+        StatusCode::kInvalidArgument,
+        "image name must be 1-64 of a-z, 0-9, '.', '_', '-', starting with a letter or digit");
+  }
+  std::error_code ec;
+  fs::path dir = fs::path(root_) / name;
+  if (fs::exists(dir, ec)) {
+    return Status(StatusCode::kAlreadyExists, "image " + name + " exists already");
+  }
+  fs::path tmp = fs::path(root_) / ("." + name + ".pull");
+  fs::remove_all(tmp, ec);
+  fs::create_directories(tmp / "rootfs", ec);
+  fs::create_directories(tmp / "blobs", ec);
+  if (ec) {
+    return Status(StatusCode::kInternal, "cannot create " + tmp.string() + ": " + ec.message());
+  }
+  auto say = [&](std::string const& words) {
+    if (progress) progress(words);
+  };
+  json manifest = {{"name", name},
+                   {"aliases", json::array({ref.Canonical()})},
+                   {"labels", json::object()},
+                   {"env", json::array()},
+                   {"source", ref.Canonical()}};
+  std::string arch = MachineArchitecture();
+  Status s = [&]() -> Status {
+    auto got = registry.GetManifest(ref.repository, ref.ManifestReference());
+    if (!got.ok()) return got.status();
+    if (got->document.index) {
+      auto chosen = oci::ChoosePlatform(*got->document.index, arch);
+      if (!chosen.ok()) return chosen.status();
+      got = registry.GetManifest(ref.repository, chosen->digest);
+      if (!got.ok()) return got.status();
     }
-    if (s.ok()) s = server::ChmodInRoot(rootfs, "tmp", 01777);
-    manifest["size"] = TreeBytes(tmp / "rootfs");
-    if (s.ok()) s = WriteFile(tmp / "manifest.json", manifest.dump(2) + "\n");
-  }
-  if (s.ok()) {
-    fs::rename(tmp, dir, ec);
-    if (ec)
-      s = Status(StatusCode::kInternal, "cannot install " + dir.string() + ": " + ec.message());
-  }
-  if (!s.ok()) fs::remove_all(tmp, ec);
-  return s;
+    if (!got->document.manifest) {
+      return Status(StatusCode::kInvalidArgument, "an index inside an index is not an image");
+    }
+    auto const& m = *got->document.manifest;
+    auto config_text = registry.GetBlob(ref.repository, m.config);
+    if (!config_text.ok()) return config_text.status();
+    auto config = oci::ParseImageConfig(*config_text);
+    if (!config.ok()) return config.status();
+    if (!config->architecture.empty() && config->architecture != arch) {
+      return Status(StatusCode::kFailedPrecondition, ref.Canonical() + " is an image for " +
+                                                         config->os + "/" + config->architecture +
+                                                         "; this machine is linux/" + arch);
+    }
+    if (config->diff_ids.size() != m.layers.size()) {
+      return Status(StatusCode::kInvalidArgument, "the image config names " +
+                                                      std::to_string(config->diff_ids.size()) +
+                                                      " layers (rootfs.diff_ids), its manifest " +
+                                                      std::to_string(m.layers.size()));
+    }
+    for (auto const& [k, v] : config->labels) manifest["labels"][k] = v;
+    manifest["env"] = config->env;
+    manifest["digest"] = got->digest;
+    for (std::size_t i = 0; i < m.layers.size(); ++i) {
+      auto const& layer = m.layers[i];
+      say("layer " + std::to_string(i + 1) + "/" + std::to_string(m.layers.size()) + " " +
+          layer.digest + " (" + std::to_string(layer.size) + " bytes)");
+      std::string blob = (tmp / "blobs" / layer.digest.substr(7)).string();
+      if (auto d = registry.DownloadBlob(ref.repository, layer, blob); !d.ok()) return d;
+      if (auto a = ApplyCheckedLayer(blob, layer.digest, config->diff_ids[i], i,
+                                     (tmp / "rootfs").string());
+          !a.ok()) {
+        return a;
+      }
+      fs::remove(blob, ec);
+    }
+    return Status();
+  }();
+  fs::remove_all(tmp / "blobs", ec);
+  return InstallImage(s, tmp, dir, manifest);
 }
 
 }  // namespace bai::agent

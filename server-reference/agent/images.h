@@ -5,9 +5,15 @@
 
 #include "server-reference/common/wire/agent_messages.h"
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
+
+namespace bai::server::oci {
+class RegistryClient;
+struct ImageReference;
+}  // namespace bai::server::oci
 
 namespace bai::agent {
 
@@ -61,6 +67,15 @@ class ImageStore : public RootfsProvider {
   /// Imports an OCI image layout directory (`index.json`, first or `tag`-named manifest) or a
   /// rootfs tarball (.tar, .tar.gz) under `name`. Labels come from the OCI config.
   Status Import(std::string const& source, std::string const& name, std::string const& tag = "");
+  /// Pulls `reference` from `registry` under `name`, as a flat copy (issue 46: the layer store
+  /// and overlay roots come next): an index gives this machine's linux platform, an image for
+  /// another architecture is refused before any layer is fetched, each layer is checked against
+  /// its digest while it downloads and against the config's diff_ids before it is applied.
+  /// The canonical name (`REGISTRY/REPOSITORY:TAG`) becomes an alias. `progress` hears each
+  /// step in words. Nothing is installed unless all of it holds.
+  Status Pull(server::oci::RegistryClient& registry, server::oci::ImageReference const& reference,
+              std::string const& name,
+              std::function<void(std::string const&)> const& progress = {});
 
   std::string const& root() const { return root_; }
 

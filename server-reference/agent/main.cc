@@ -3,6 +3,7 @@
 //   bai-agent --manager http://127.0.0.1:8081 --id agent-1 --cluster-secret-file FILE
 //             [--backend runc|dummy] [--state-dir DIR] [--slots cpu=4,mem=8g]
 //   bai-agent image import SOURCE --name NAME [--tag TAG] [--state-dir DIR]
+//   bai-agent image pull REFERENCE --name NAME [--username U --password-stdin] [--state-dir DIR]
 //   bai-agent image list [--state-dir DIR]
 //   bai-agent hook loopback-up|network-up ARGS   (run by runc as OCI createRuntime hooks)
 #include "server-reference/agent/agent.h"
@@ -13,6 +14,8 @@
 #include "server-reference/agent/runc_backend.h"
 #include "server-reference/common/daemon/daemon.h"
 #include "server-reference/common/log/log_options.h"
+#include "server-reference/common/oci/reference.h"
+#include "server-reference/common/oci/registry_client.h"
 
 #include <CLI/CLI.hpp>
 #include <signal.h>
@@ -44,6 +47,50 @@ int HookCommand(int argc, char** argv) {
   return 0;
 }
 
+struct PullFlags {
+  std::string reference, name, username;
+  bool password_stdin = false, no_ssl_verify = false, plain_http = false;
+};
+
+CLI::App* AddPullCommand(CLI::App& app, PullFlags& f) {
+  auto* pull = app.add_subcommand("pull", "Pull an image from a registry into the store");
+  pull->add_option("reference", f.reference, "REGISTRY/PROJECT/NAME:TAG (or @sha256:…)")
+      ->required();
+  pull->add_option("--name", f.name, "Image name in the store")->required();
+  pull->add_option("--username", f.username, "The registry's user (anonymous without)");
+  pull->add_flag("--password-stdin", f.password_stdin, "Read the password from standard input");
+  pull->add_flag("--no-ssl-verify", f.no_ssl_verify, "Do not verify the registry's certificate");
+  pull->add_flag("--plain-http", f.plain_http,
+                 "The registry speaks plain HTTP (loopback registries always do)");
+  return pull;
+}
+
+// bai-agent image pull: progress on stderr, "pulled NAME" on stdout; 2 for a bad reference.
+int RunPull(bai::agent::ImageStore& store, PullFlags const& f) {
+  namespace oci = bai::server::oci;
+  auto ref = oci::ParseImageReference(f.reference);
+  if (!ref.ok()) {
+    std::cerr << "bai-agent: image pull: " << ref.status().message() << "\n";
+    return 2;
+  }
+  std::string password;
+  if (f.password_stdin) std::getline(std::cin, password);
+  oci::RegistryEndpoint e;
+  e.url = oci::RegistryUrl(ref->registry, f.plain_http);
+  e.username = f.username;
+  e.password = password;
+  e.ssl_verify = !f.no_ssl_verify;
+  oci::RegistryClient registry(e);
+  auto s = store.Pull(registry, *ref, f.name,
+                      [](std::string const& words) { std::cerr << "pulling " << words << "\n"; });
+  if (!s.ok()) {
+    std::cerr << "bai-agent: image pull: " << s.message() << "\n";
+    return s.code() == bai::StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  std::cout << "pulled " << f.name << " (" << ref->Canonical() << ")\n";
+  return 0;
+}
+
 int ImageCommand(int argc, char** argv) {
   CLI::App app{"bai-agent image: the agent's local image store", "bai-agent image"};
   std::string state_dir = "/var/lib/bai-agent";
@@ -55,11 +102,15 @@ int ImageCommand(int argc, char** argv) {
   import->add_option("--name", name, "Image name")->required();
   import->add_option("--tag", tag, "Tag in the layout (default: its first image)");
   auto* list = app.add_subcommand("list", "List images and aliases");
+  PullFlags pf;
+  auto* pull = AddPullCommand(app, pf);
   // --state-dir before or after the subcommand, as the README writes it.
   import->fallthrough();
   list->fallthrough();
+  pull->fallthrough();
   CLI11_PARSE(app, argc, argv);
   bai::agent::ImageStore store(state_dir + "/images");
+  if (*pull) return RunPull(store, pf);
   if (*import) {
     if (auto s = store.Import(source, name, tag); !s.ok()) {
       std::cerr << "bai-agent: image import: " << s.message() << "\n";

@@ -6,6 +6,8 @@
 // Basic auth, and listings paged by Link.
 #include "server-reference/common/oci/registry_client.h"
 
+#include "server-reference/agent/images.h"
+#include "server-reference/common/oci/reference.h"
 #include "tests/testing_util/layer_tar.h"
 #include "tests/testing_util/local_registry.h"
 #include "tests/testing_util/subprocess.h"
@@ -164,6 +166,58 @@ TEST_F(RegistryClientTest, AnIndexOfTwoPlatformsGivesTheHostsOne) {
   ASSERT_TRUE(chosen.ok());
   EXPECT_EQ(chosen->digest, amd->digest);
   EXPECT_EQ(ChoosePlatform(*got->document.index, "s390x").status().code(), StatusCode::kNotFound);
+}
+
+// The agent pulls a registry image into its store (a flat copy for now): both layers applied,
+// the canonical name an alias; a corrupted layer is refused
+// naming its digest and nothing is installed. Through `bai-agent image pull` too.
+TEST_F(RegistryClientTest, TheAgentPullsAnImageAndRefusesACorruptLayer) {
+  auto ref = ParseImageReference(registry_.host() + "/lab/app:1");
+  ASSERT_TRUE(ref.ok()) << ref.status().message();
+  agent::ImageStore store(dir_.path() + "/images");
+  auto client = Client();
+  std::vector<std::string> said;
+  auto s = store.Pull(client, *ref, "app", [&](std::string const& w) { said.push_back(w); });
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(said.size(), 2u) << "one line per layer";
+  auto img = store.Find(registry_.host() + "/lab/app:1");
+  ASSERT_TRUE(img.ok()) << img.status().message();
+  EXPECT_EQ(img->name, "app");
+  EXPECT_EQ(testing_util::ReadFileBytes(img->rootfs + "/etc/os-release"), "NAME=\"one\"\n");
+  EXPECT_EQ(fs::file_size(img->rootfs + "/base.bin"), 300u * 1024) << "the base layer too";
+  EXPECT_TRUE(fs::is_directory(img->rootfs + "/home/work"));
+  EXPECT_FALSE(fs::exists(dir_.path() + "/images/.app.pull")) << "nothing left half-done";
+  EXPECT_EQ(store.Pull(client, *ref, "app").code(), StatusCode::kAlreadyExists);
+
+  // bai-agent image pull: another image of the registry (the same base), by its reference.
+  ASSERT_EQ(PushImage(registry_, dir_, "lab/tool:2", "tool"), "");
+  auto cli = testing_util::RunProcess({testing_util::BinPath("bai-agent"), "image", "pull",
+                                       registry_.host() + "/lab/tool:2", "--name", "tool",
+                                       "--state-dir", dir_.path()});
+  ASSERT_EQ(cli.exit_code, 0) << cli.err << cli.out;
+  EXPECT_THAT(cli.out, HasSubstr("pulled tool (" + registry_.host() + "/lab/tool:2)"));
+  EXPECT_THAT(cli.err, HasSubstr("pulling layer 1/2"));
+  EXPECT_TRUE(store.Find("tool").ok());
+  auto bad =
+      testing_util::RunProcess({testing_util::BinPath("bai-agent"), "image", "pull",
+                                "127.0.0.1:1/Lab/x", "--name", "x", "--state-dir", dir_.path()});
+  EXPECT_EQ(bad.exit_code, 2) << "a malformed reference is a usage error";
+  EXPECT_THAT(bad.err, HasSubstr("Lab"));
+
+  // The same image's base corrupted in the registry: refused naming the layer's digest.
+  auto m = client.GetManifest("lab/app", "1");
+  ASSERT_TRUE(m.ok());
+  std::string base = m->document.manifest->layers[0].digest;
+  std::string stored = registry_.BlobFile(base);
+  std::string bytes = testing_util::ReadFileBytes(stored);
+  bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 0x10);
+  testing_util::WriteFileBytes(stored, bytes);
+  auto refused = store.Pull(client, *ref, "broken");
+  EXPECT_EQ(refused.code(), StatusCode::kDataLoss) << refused.message();
+  EXPECT_THAT(refused.message(), HasSubstr(base));
+  EXPECT_FALSE(store.Find("broken").ok());
+  EXPECT_FALSE(fs::exists(dir_.path() + "/images/broken"));
+  EXPECT_FALSE(fs::exists(dir_.path() + "/images/.broken.pull"));
 }
 
 TEST_F(RegistryClientTest, TagsAndRepositoriesArePagedByLink) {

@@ -49,6 +49,19 @@ TEST(OciReferenceTest, RegistriesProjectsTagsAndDigests) {
   EXPECT_TRUE(ParseImageReference("h.io/a__b/c-d--e.f:T_1.x-y").ok());
 }
 
+TEST(OciReferenceTest, WhereARegistryAnswers) {
+  EXPECT_EQ(RegistryUrl("index.docker.io"), "https://registry-1.docker.io");
+  EXPECT_EQ(RegistryUrl("cr.backend.ai"), "https://cr.backend.ai");
+  EXPECT_EQ(RegistryUrl("harbor.lab:8443"), "https://harbor.lab:8443");
+  EXPECT_EQ(RegistryUrl("127.0.0.1:5000"), "http://127.0.0.1:5000") << "loopback: plain http";
+  EXPECT_EQ(RegistryUrl("localhost:5000"), "http://localhost:5000");
+  EXPECT_EQ(RegistryUrl("[::1]:5000"), "http://[::1]:5000");
+  EXPECT_EQ(RegistryUrl("[::1]"), "http://[::1]");
+  EXPECT_EQ(RegistryUrl("registry.lan:5000", true), "http://registry.lan:5000");
+  EXPECT_EQ(RegistryUrl("127.example.com"), "https://127.example.com")
+      << "a name that starts with 127. is not loopback";
+}
+
 TEST(OciReferenceTest, WhatIsNotAReferenceIsRefusedSayingWhichPart) {
   for (auto const* bad :
        {"", "h.io/", "h.io/Upper/x", "h.io/a//b", "h.io/-a", "h.io/a-:1", "h.io/a___b", "h.io/a.:1",

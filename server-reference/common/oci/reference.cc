@@ -58,6 +58,17 @@ bool ValidDigest(std::string_view digest) {
   return true;
 }
 
+std::string RegistryUrl(std::string const& registry, bool plain_http) {
+  if (registry == kDefaultRegistry) return "https://registry-1.docker.io";
+  std::string host = registry.substr(
+      0, registry.rfind(':') == std::string::npos || registry.back() == ']' ? registry.size()
+                                                                            : registry.rfind(':'));
+  bool ipv4_loopback =
+      host.rfind("127.", 0) == 0 && host.find_first_not_of("0123456789.") == std::string::npos;
+  bool loopback = host == "localhost" || ipv4_loopback || host == "[::1]";
+  return (plain_http || loopback ? "http://" : "https://") + registry;
+}
+
 std::string ImageReference::Canonical() const {
   std::string out = registry + "/" + repository;
   if (!tag.empty()) out += ":" + tag;

@@ -34,6 +34,11 @@ struct ImageReference {
 /// is not sha256 with 64 lower-case hex digits.
 StatusOr<ImageReference> ParseImageReference(std::string_view text);
 
+/// Where the registry `registry` (a reference's first part) answers: https, or http for
+/// loopback (localhost, 127.x, [::1]) and when `plain_http` says so; Docker Hub's
+/// index.docker.io is served at registry-1.docker.io.
+std::string RegistryUrl(std::string const& registry, bool plain_http = false);
+
 /// Whether `digest` is "sha256:" and 64 lower-case hex digits (the only algorithm bai takes).
 bool ValidDigest(std::string_view digest);
 
