@@ -91,6 +91,27 @@ fs::path BlobPath(fs::path const& layout, std::string const& digest) {
   return layout / "blobs" / digest.substr(0, colon) / digest.substr(colon + 1);
 }
 
+// Where a new image `name` is assembled (`.NAME.KIND` with an empty rootfs/) before
+// InstallImage moves it in; refused for a bad name or one the store has already.
+StatusOr<fs::path> StagingDir(std::string const& root, std::string const& name, char const* kind) {
+  if (!ValidImageName(name)) {
+    return Status(
+        StatusCode::kInvalidArgument,
+        "image name must be 1-64 of a-z, 0-9, '.', '_', '-', starting with a letter or digit");
+  }
+  std::error_code ec;
+  if (fs::exists(fs::path(root) / name, ec)) {
+    return Status(StatusCode::kAlreadyExists, "image " + name + " exists already");
+  }
+  fs::path tmp = fs::path(root) / ("." + name + "." + kind);
+  fs::remove_all(tmp, ec);
+  fs::create_directories(tmp / "rootfs", ec);
+  if (ec) {
+    return Status(StatusCode::kInternal, "cannot create " + tmp.string() + ": " + ec.message());
+  }
+  return tmp;
+}
+
 // The end of an import or a pull whose layers are in `tmp`/rootfs (when `applied` is ok): the
 // directories a kernel needs made inside the root, the manifest written, `tmp` renamed to
 // `dir`; on any failure `tmp` is removed and nothing is installed.
@@ -348,20 +369,10 @@ std::vector<std::string> ImageStore::Names() const {
 
 Status ImageStore::Import(std::string const& source, std::string const& name,
                           std::string const& tag) {
-  if (!ValidImageName(name)) {
-    return Status(
-        StatusCode::kInvalidArgument,
-        "image name must be 1-64 of a-z, 0-9, '.', '_', '-', starting with a letter or digit");
-  }
+  auto staged = StagingDir(root_, name, "import");
+  if (!staged.ok()) return staged.status();
   std::error_code ec;
-  fs::path dir = fs::path(root_) / name;
-  if (fs::exists(dir, ec))
-    return Status(StatusCode::kAlreadyExists, "image " + name + " exists already");
-  fs::path tmp = fs::path(root_) / ("." + name + ".import");
-  fs::remove_all(tmp, ec);
-  fs::create_directories(tmp / "rootfs", ec);
-  if (ec)
-    return Status(StatusCode::kInternal, "cannot create " + tmp.string() + ": " + ec.message());
+  fs::path dir = fs::path(root_) / name, tmp = *staged;
   json manifest = {{"name", name},
                    {"aliases", json::array()},
                    {"labels", json::object()},
@@ -449,23 +460,12 @@ Status ImageStore::Pull(server::oci::RegistryClient& registry,
                         server::oci::ImageReference const& ref, std::string const& name,
                         std::function<void(std::string const&)> const& progress) {
   namespace oci = server::oci;
-  if (!ValidImageName(name)) {
-    return Status(
-        StatusCode::kInvalidArgument,
-        "image name must be 1-64 of a-z, 0-9, '.', '_', '-', starting with a letter or digit");
-  }
+  auto staged = StagingDir(root_, name, "pull");
+  if (!staged.ok()) return staged.status();
   std::error_code ec;
-  fs::path dir = fs::path(root_) / name;
-  if (fs::exists(dir, ec)) {
-    return Status(StatusCode::kAlreadyExists, "image " + name + " exists already");
-  }
-  fs::path tmp = fs::path(root_) / ("." + name + ".pull");
-  fs::remove_all(tmp, ec);
-  fs::create_directories(tmp / "rootfs", ec);
+  fs::path dir = fs::path(root_) / name, tmp = *staged;
   fs::create_directories(tmp / "blobs", ec);
-  if (ec) {
-    return Status(StatusCode::kInternal, "cannot create " + tmp.string() + ": " + ec.message());
-  }
+  if (ec) return Status(StatusCode::kInternal, "cannot create " + tmp.string() + "/blobs");
   auto say = [&](std::string const& words) {
     if (progress) progress(words);
   };
