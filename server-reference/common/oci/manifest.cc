@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/common/oci/manifest.h"
 
+#include "libbai/protocol/json_fields.h"
 #include "server-reference/common/oci/reference.h"
 
 #include <nlohmann/json.hpp>
@@ -13,19 +14,11 @@ using nlohmann::json;
 
 Status Bad(std::string const& why) { return Status(StatusCode::kInvalidArgument, why); }
 
+// A string field, "" when absent or of another type (AnswerFields::Str would give a number's
+// text: not wanted for a path or a digest).
 std::string Str(json const& j, char const* key) {
   auto it = j.find(key);
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-std::vector<std::string> Strings(json const& j, char const* key) {
-  std::vector<std::string> out;
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_array()) return out;
-  for (auto const& v : *it) {
-    if (v.is_string()) out.push_back(v.get<std::string>());
-  }
-  return out;
 }
 
 StatusOr<Descriptor> DescriptorOf(json const& j, std::string const& what) {
@@ -181,11 +174,11 @@ StatusOr<ImageConfig> ParseImageConfig(std::string_view body) {
   c.architecture = Str(j, "architecture");
   c.os = Str(j, "os");
   if (auto cfg = j.find("config"); cfg != j.end() && cfg->is_object()) {
-    c.env = Strings(*cfg, "Env");
+    c.env = internal::AnswerFields(*cfg).Strings("Env");
     c.working_dir = Str(*cfg, "WorkingDir");
     c.user = Str(*cfg, "User");
-    c.entrypoint = Strings(*cfg, "Entrypoint");
-    c.cmd = Strings(*cfg, "Cmd");
+    c.entrypoint = internal::AnswerFields(*cfg).Strings("Entrypoint");
+    c.cmd = internal::AnswerFields(*cfg).Strings("Cmd");
     if (auto labels = cfg->find("Labels"); labels != cfg->end() && labels->is_object()) {
       for (auto const& [k, v] : labels->items()) {
         if (v.is_string()) c.labels[k] = v.get<std::string>();
@@ -193,7 +186,7 @@ StatusOr<ImageConfig> ParseImageConfig(std::string_view body) {
     }
   }
   if (auto rootfs = j.find("rootfs"); rootfs != j.end() && rootfs->is_object()) {
-    c.diff_ids = Strings(*rootfs, "diff_ids");
+    c.diff_ids = internal::AnswerFields(*rootfs).Strings("diff_ids");
   }
   for (auto const& d : c.diff_ids) {
     if (!ValidDigest(d)) return Bad("the image config's diff_id '" + d + "' is not sha256");
