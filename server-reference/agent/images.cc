@@ -13,11 +13,14 @@
 #include <sys/utsname.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 namespace bai::agent {
 namespace fs = std::filesystem;
@@ -36,7 +39,8 @@ constexpr char const* kCopiedEtc[] = {
 
 bool ValidImageName(std::string const& name) {
   static std::regex const kName("[a-z0-9][a-z0-9._-]{0,63}");
-  return std::regex_match(name, kName);
+  // The store's own directories beside its images.
+  return std::regex_match(name, kName) && name != "layers" && name != "blobs";
 }
 
 Status WriteFile(fs::path const& path, std::string const& text) {
@@ -53,23 +57,6 @@ StatusOr<std::string> ReadFile(fs::path const& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-// The bytes of the regular files under `root`, each hard-linked file once; symbolic links are
-// not followed (what `du -sb --apparent-size` says of an unpacked image).
-std::int64_t TreeBytes(fs::path const& root) {
-  std::int64_t total = 0;
-  std::set<std::pair<dev_t, ino_t>> linked;
-  std::error_code ec;
-  for (fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec),
-       end;
-       !ec && it != end; it.increment(ec)) {
-    struct stat st {};
-    if (lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-    if (st.st_nlink > 1 && !linked.insert({st.st_dev, st.st_ino}).second) continue;
-    total += st.st_size;
-  }
-  return total;
 }
 
 StatusOr<json> ReadJson(fs::path const& path) {
@@ -91,7 +78,7 @@ fs::path BlobPath(fs::path const& layout, std::string const& digest) {
   return layout / "blobs" / digest.substr(0, colon) / digest.substr(colon + 1);
 }
 
-// Where a new image `name` is assembled (`.NAME.KIND` with an empty rootfs/) before
+// Where a new image `name` is assembled (`.NAME.KIND`, empty) before
 // InstallImage moves it in; refused for a bad name or one the store has already.
 StatusOr<fs::path> StagingDir(std::string const& root, std::string const& name, char const* kind) {
   if (!ValidImageName(name)) {
@@ -105,27 +92,31 @@ StatusOr<fs::path> StagingDir(std::string const& root, std::string const& name, 
   }
   fs::path tmp = fs::path(root) / ("." + name + "." + kind);
   fs::remove_all(tmp, ec);
-  fs::create_directories(tmp / "rootfs", ec);
+  fs::create_directories(tmp, ec);
   if (ec) {
     return Status(StatusCode::kInternal, "cannot create " + tmp.string() + ": " + ec.message());
   }
   return tmp;
 }
 
-// The end of an import or a pull whose layers are in `tmp`/rootfs (when `applied` is ok): the
-// directories a kernel needs made inside the root, the manifest written, `tmp` renamed to
-// `dir`; on any failure `tmp` is removed and nothing is installed.
+// The end of an import or a pull whose layers are in `tmp`/rootfs, or in the layer store
+// with `tmp`/top above them (when `applied` is ok): the directories a kernel needs made inside
+// the root, the manifest written, `tmp` renamed to `dir`; on any failure `tmp` is removed and
+// nothing is installed.
 Status InstallImage(Status applied, fs::path const& tmp, fs::path const& dir, json& manifest) {
   Status s = std::move(applied);
   std::error_code ec;
   if (s.ok()) {
+    bool layered = manifest.contains("layers");
+    fs::path root = tmp / (layered ? "top" : "rootfs");
+    fs::create_directories(root, ec);
+    ::chmod(root.c_str(), 0755);
     // Inside the image's root: a layer's `tmp -> /etc` must not make the host's /etc 1777.
-    std::string rootfs = (tmp / "rootfs").string();
     for (char const* d : {"proc", "dev", "sys", "tmp", "home/work", "opt/bai/bin", "opt/bai/run"}) {
-      if (s = server::MakeDirectoryInRoot(rootfs, d, 0755); !s.ok()) break;
+      if (s = server::MakeDirectoryInRoot(root.string(), d, 0755); !s.ok()) break;
     }
-    if (s.ok()) s = server::ChmodInRoot(rootfs, "tmp", 01777);
-    manifest["size"] = TreeBytes(tmp / "rootfs");
+    if (s.ok()) s = server::ChmodInRoot(root.string(), "tmp", 01777);
+    if (!layered) manifest["size"] = TreeBytes(root.string());
     if (s.ok()) s = WriteFile(tmp / "manifest.json", manifest.dump(2) + "\n");
   }
   if (s.ok()) {
@@ -137,7 +128,8 @@ Status InstallImage(Status applied, fs::path const& tmp, fs::path const& dir, js
   return s;
 }
 
-// A layer `blob` (its file), checked against the config's `diff_id`, applied to `rootfs`.
+// A layer `blob` (its file), checked against the config's `diff_id`, applied to `rootfs` (a
+// flat image).
 Status ApplyCheckedLayer(std::string const& blob, std::string const& digest,
                          std::string const& diff_id, std::size_t index, std::string const& rootfs) {
   auto held = server::LayerDiffId(blob);
@@ -180,7 +172,35 @@ std::string SynthesisedEtcFile(std::string const& name, int uid, int gid) {
   return "";
 }
 
-ImageStore::ImageStore(std::string root) : root_(std::move(root)) {}
+ImageStore::ImageStore(std::string root)
+    : root_(std::move(root)), layers_((fs::path(root_) / "layers").string()) {}
+
+Status ImageStore::DetectLayered() {
+  std::error_code ec;
+  fs::create_directories(root_, ec);
+  auto s = ProbeOverlay(root_);
+  layered_ = s.ok();
+  return s;
+}
+
+int ImageStore::SweepUnfinished() {
+  int swept = layers_.SweepHalfMade();
+  std::error_code ec;
+  std::vector<fs::path> gone;
+  for (auto const& e : fs::directory_iterator(root_, ec)) {
+    std::string n = e.path().filename().string();
+    // `.NAME.import`, `.NAME.pull`, `.NAME.new`: StagingDir's and EnsureBuiltins' work dirs.
+    if (n.size() > 1 && n.front() == '.' && n != ".overlay-probe") gone.push_back(e.path());
+  }
+  for (auto const& e : fs::directory_iterator(fs::path(root_) / "blobs", ec)) {
+    gone.push_back(e.path());
+  }
+  for (auto const& p : gone) {
+    fs::remove_all(p, ec);
+    ++swept;
+  }
+  return swept;
+}
 
 Status ImageStore::EnsureBuiltins() {
   std::error_code ec;
@@ -285,7 +305,7 @@ Status ImageStore::EnsureBuiltins() {
                        {"ai.backend.service-ports", service_ports},
                        {"ai.backend.resource.min.cpu", "0.1"},
                        {"ai.backend.resource.min.mem", "64m"}}},
-                     {"size", TreeBytes(rootfs)}};
+                     {"size", TreeBytes(rootfs.string())}};
     if (auto s = WriteFile(tmp / "manifest.json", manifest.dump(2) + "\n"); !s.ok()) return s;
     fs::remove_all(dir, ec);
     fs::rename(tmp, dir, ec);
@@ -303,7 +323,19 @@ StatusOr<Image> ImageStore::Find(std::string const& reference) const {
     if (!m.ok()) return m.status();
     Image img;
     img.name = m->value("name", name);
-    img.rootfs = (dir / "rootfs").string();
+    if (auto layers = m->find("layers"); layers != m->end() && layers->is_array()) {
+      img.layers.push_back((dir / "top").string());
+      for (auto it = layers->rbegin(); it != layers->rend(); ++it) {
+        auto layer = layers_.Find(it->is_string() ? it->get<std::string>() : "");
+        if (!layer.ok()) {
+          return Status(StatusCode::kFailedPrecondition,
+                        "image " + name + " lacks its layer " + it->dump() + ": pull it again");
+        }
+        img.layers.push_back(layer->dir);
+      }
+    } else {
+      img.rootfs = (dir / "rootfs").string();
+    }
     for (auto const& a : m->value("aliases", json::array())) {
       if (a.is_string()) img.aliases.push_back(a.get<std::string>());
     }
@@ -351,7 +383,7 @@ std::vector<server::agent_protocol::ImageInfo> ImageStore::List() const {
     auto size = m->find("size");
     std::int64_t bytes = size != m->end() && size->is_number_integer()
                              ? size->get<std::int64_t>()
-                             : TreeBytes(entry.path() / "rootfs");
+                             : TreeBytes((entry.path() / "rootfs").string());
     out.push_back({name, {}, bytes});
     for (auto const& a : m->value("aliases", json::array())) {
       if (a.is_string()) out.push_back({a.get<std::string>(), {}, bytes});
@@ -367,8 +399,171 @@ std::vector<std::string> ImageStore::Names() const {
   return out;
 }
 
+struct ImageStore::LayerBlob {
+  server::oci::Descriptor descriptor;  ///< the compressed blob: digest, size
+  std::string diff_id;                 ///< what the config says it uncompresses to
+  /// The blob as a file: `local` when it is one already (an image layout's), else fetched by
+  /// `download` into the path given (kept only until its layer is stored).
+  std::string local;
+  std::function<Status(std::string const& path, std::function<void(std::int64_t)> const&)> download;
+};
+
+namespace {
+
+std::string MachineArchitecture() {
+  utsname u{};
+  return ::uname(&u) == 0 ? server::oci::OciArchitecture(u.machine) : "amd64";
+}
+
+// What the store keeps of an image's config: labels, Env, and the rest a kernel uses later.
+void AdoptConfig(server::oci::ImageConfig const& config, json& manifest) {
+  for (auto const& [k, v] : config.labels) manifest["labels"][k] = v;
+  manifest["env"] = config.env;
+  manifest["working_dir"] = config.working_dir;
+  manifest["user"] = config.user;
+  manifest["entrypoint"] = config.entrypoint;
+  manifest["cmd"] = config.cmd;
+  manifest["architecture"] = config.architecture;
+}
+
+Status LayerCountsAgree(server::oci::ImageConfig const& config,
+                        server::oci::Manifest const& manifest) {
+  if (config.diff_ids.size() == manifest.layers.size()) return Status();
+  return Status(StatusCode::kInvalidArgument, "the image config names " +
+                                                  std::to_string(config.diff_ids.size()) +
+                                                  " layers (rootfs.diff_ids), its manifest " +
+                                                  std::to_string(manifest.layers.size()));
+}
+
+// Reports a pull's progress: every step, and the bytes of downloads at most five times a
+// second. Called from the layer workers.
+class ProgressReporter {
+ public:
+  ProgressReporter(std::vector<std::int64_t> sizes,
+                   std::function<void(PullProgress const&)> const& sink)
+      : sizes_(std::move(sizes)), held_(sizes_.size(), 0), sink_(sink) {
+    p_.layers = static_cast<int>(sizes_.size());
+    for (auto b : sizes_) p_.total += b;
+  }
+  void Bytes(std::size_t i, std::int64_t held) {
+    std::lock_guard<std::mutex> lock(mu_);
+    held_[i] = held;
+    auto now = std::chrono::steady_clock::now();
+    if (now - last_ < std::chrono::milliseconds(200)) return;
+    last_ = now;
+    SendLocked("");
+  }
+  void Step(std::string const& words, std::optional<std::size_t> done = std::nullopt) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (done) {
+      held_[*done] = sizes_[*done];
+      ++p_.layers_done;
+    }
+    SendLocked(words);
+  }
+
+ private:
+  void SendLocked(std::string const& words) {
+    if (!sink_) return;
+    p_.done = 0;
+    for (auto b : held_) p_.done += b;
+    p_.words = words;
+    sink_(p_);
+  }
+  std::mutex mu_;
+  std::vector<std::int64_t> sizes_, held_;
+  std::function<void(PullProgress const&)> const& sink_;
+  PullProgress p_;
+  std::chrono::steady_clock::time_point last_{};
+};
+
+}  // namespace
+
+Status ImageStore::StoreLayers(std::vector<LayerBlob> const& blobs, std::string const& tmp,
+                               json& manifest,
+                               std::function<void(PullProgress const&)> const& progress) {
+  std::vector<std::int64_t> sizes;
+  for (auto const& b : blobs) sizes.push_back(b.descriptor.size);
+  ProgressReporter report(sizes, progress);
+  std::size_t n = blobs.size();
+  std::error_code ec;
+  fs::create_directories(fs::path(root_) / "blobs", ec);
+  auto name = [&](std::size_t i) {
+    return "layer " + std::to_string(i + 1) + "/" + std::to_string(n) + " " +
+           blobs[i].descriptor.digest;
+  };
+  // The blob of layer i as a file, and whether it is ours to delete after.
+  auto fetch = [&](std::size_t i) -> StatusOr<std::pair<std::string, bool>> {
+    if (!blobs[i].download) return std::pair{blobs[i].local, false};
+    std::string path =
+        (fs::path(root_) / "blobs" / blobs[i].descriptor.digest.substr(7)).string() + ".part";
+    auto s = blobs[i].download(path, [&, i](std::int64_t held) { report.Bytes(i, held); });
+    if (!s.ok()) return s;
+    return std::pair{path, true};
+  };
+  if (!layered_) {
+    fs::create_directories(fs::path(tmp) / "rootfs", ec);
+    for (std::size_t i = 0; i < n; ++i) {
+      auto blob = fetch(i);
+      if (!blob.ok()) return blob.status();
+      auto s = ApplyCheckedLayer(blob->first, blobs[i].descriptor.digest, blobs[i].diff_id, i,
+                                 (fs::path(tmp) / "rootfs").string());
+      if (blob->second) fs::remove(blob->first, ec);
+      if (!s.ok()) return s;
+      report.Step(name(i) + " applied", i);
+    }
+    return Status();
+  }
+  std::vector<std::string> diff_ids;
+  for (auto const& b : blobs) diff_ids.push_back(b.diff_id);
+  auto chain = server::oci::ChainIds(diff_ids);
+  // At most three layers at a time; each is a directory of its own, so they unpack in any
+  // order. The first failure stops the rest.
+  std::mutex mu;
+  Status failure;
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::vector<std::int64_t> bytes(n, 0);
+  auto work = [&] {
+    for (std::size_t i = next++; i < n && !failed; i = next++) {
+      Status s = [&]() -> Status {
+        if (auto have = layers_.Find(chain[i]); have.ok()) {
+          bytes[i] = have->bytes;
+          report.Step(name(i) + " present already", i);
+          return Status();
+        }
+        auto blob = fetch(i);
+        if (!blob.ok()) return blob.status();
+        auto layer =
+            layers_.Put(chain[i], blobs[i].diff_id, blobs[i].descriptor.digest, blob->first);
+        std::error_code ignored;
+        if (blob->second) fs::remove(blob->first, ignored);
+        if (!layer.ok()) return layer.status();
+        bytes[i] = layer->bytes;
+        report.Step(name(i) + " stored", i);
+        return Status();
+      }();
+      if (!s.ok()) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (failure.ok()) failure = Status(s.code(), name(i) + ": " + s.message());
+        failed = true;
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (std::size_t w = 0; w < std::min<std::size_t>(3, n); ++w) pool.emplace_back(work);
+  for (auto& t : pool) t.join();
+  if (!failure.ok()) return failure;
+  manifest["layers"] = chain;
+  std::int64_t total = 0;
+  for (auto b : bytes) total += b;
+  manifest["size"] = total;
+  return Status();
+}
+
 Status ImageStore::Import(std::string const& source, std::string const& name,
                           std::string const& tag) {
+  namespace oci = server::oci;
   auto staged = StagingDir(root_, name, "import");
   if (!staged.ok()) return staged.status();
   std::error_code ec;
@@ -397,49 +592,43 @@ Status ImageStore::Import(std::string const& source, std::string const& name,
         return Status(StatusCode::kNotFound,
                       tag.empty() ? "the layout has no image" : "no image tagged " + tag);
       }
-      auto man = ReadJson(BlobPath(src, chosen.value("digest", "")));
-      if (!man.ok()) return man.status();
-      if (man->value("mediaType", "") == "application/vnd.oci.image.index.v1+json") {
-        return Status(StatusCode::kInvalidArgument,
-                      "multi-platform indexes are not supported; pick one platform");
+      auto read_blob = [&](std::string const& digest) -> StatusOr<std::string> {
+        fs::path path = BlobPath(src, digest);
+        if (path.empty()) return Status(StatusCode::kInvalidArgument, "bad digest " + digest);
+        return ReadFile(path);
+      };
+      auto body = read_blob(chosen.value("digest", ""));
+      if (!body.ok()) return body.status();
+      auto doc = oci::ParseManifest(*body, chosen.value("mediaType", ""));
+      if (!doc.ok()) return doc.status();
+      if (doc->index) {
+        auto entry = oci::ChoosePlatform(*doc->index, MachineArchitecture());
+        if (!entry.ok()) return entry.status();
+        body = read_blob(entry->digest);
+        if (!body.ok()) return body.status();
+        doc = oci::ParseManifest(*body, entry->media_type);
+        if (!doc.ok()) return doc.status();
+        if (!doc->manifest) return Status(StatusCode::kInvalidArgument, "an index in an index");
       }
-      auto config =
-          ReadJson(BlobPath(src, man->value("config", json::object()).value("digest", "")));
+      auto const& m = *doc->manifest;
+      auto config_text = read_blob(m.config.digest);
+      if (!config_text.ok()) return config_text.status();
+      auto config = oci::ParseImageConfig(*config_text);
       if (!config.ok()) return config.status();
-      json cfg = config->value("config", json::object());
-      json labels = cfg.value("Labels", json::object());
-      if (!labels.is_object()) labels = json::object();
-      for (auto const& [k, v] : labels.items()) {
-        if (v.is_string()) manifest["labels"][k] = v;
-      }
-      manifest["env"] = cfg.value("Env", json::array());
-      auto layers = man->value("layers", json::array());
-      json diff_ids = json::array();
-      if (auto rootfs = config->find("rootfs"); rootfs != config->end() && rootfs->is_object()) {
-        if (auto d = rootfs->find("diff_ids"); d != rootfs->end()) diff_ids = *d;
-      }
-      if (!diff_ids.is_array() || !layers.is_array() || diff_ids.size() != layers.size()) {
-        return Status(StatusCode::kInvalidArgument, "the image config names " +
-                                                        std::to_string(diff_ids.size()) +
-                                                        " layers (rootfs.diff_ids), its manifest " +
-                                                        std::to_string(layers.size()));
-      }
-      for (std::size_t i = 0; i < layers.size(); ++i) {
-        fs::path blob = BlobPath(src, layers[i].value("digest", ""));
+      if (auto c = LayerCountsAgree(*config, m); !c.ok()) return c;
+      AdoptConfig(*config, manifest);
+      std::vector<LayerBlob> blobs;
+      for (std::size_t i = 0; i < m.layers.size(); ++i) {
+        fs::path blob = BlobPath(src, m.layers[i].digest);
         if (blob.empty() || !fs::exists(blob, ec))
           return Status(StatusCode::kNotFound, "missing layer blob " + blob.string());
-        // What the layer holds must be what the config says it holds (image-spec config.md).
-        std::string diff_id = diff_ids[i].is_string() ? diff_ids[i].get<std::string>() : "";
-        if (auto a = ApplyCheckedLayer(blob.string(), layers[i].value("digest", ""), diff_id, i,
-                                       (tmp / "rootfs").string());
-            !a.ok()) {
-          return a;
-        }
+        blobs.push_back({m.layers[i], config->diff_ids[i], blob.string(), {}});
       }
       if (!tag.empty()) manifest["aliases"].push_back(name + ":" + tag);
-      return Status();
+      return StoreLayers(blobs, tmp.string(), manifest, {});
     }();
   } else if (fs::is_regular_file(src, ec)) {
+    fs::create_directories(tmp / "rootfs", ec);
     s = server::ApplyImageLayer(src.string(), (tmp / "rootfs").string());
   } else {
     s = Status(StatusCode::kNotFound, source + " is neither an OCI image layout nor a tarball");
@@ -447,28 +636,13 @@ Status ImageStore::Import(std::string const& source, std::string const& name,
   return InstallImage(s, tmp, dir, manifest);
 }
 
-namespace {
-
-std::string MachineArchitecture() {
-  utsname u{};
-  return ::uname(&u) == 0 ? server::oci::OciArchitecture(u.machine) : "amd64";
-}
-
-}  // namespace
-
 Status ImageStore::Pull(server::oci::RegistryClient& registry,
                         server::oci::ImageReference const& ref, std::string const& name,
-                        std::function<void(std::string const&)> const& progress) {
+                        std::function<void(PullProgress const&)> const& progress) {
   namespace oci = server::oci;
   auto staged = StagingDir(root_, name, "pull");
   if (!staged.ok()) return staged.status();
-  std::error_code ec;
   fs::path dir = fs::path(root_) / name, tmp = *staged;
-  fs::create_directories(tmp / "blobs", ec);
-  if (ec) return Status(StatusCode::kInternal, "cannot create " + tmp.string() + "/blobs");
-  auto say = [&](std::string const& words) {
-    if (progress) progress(words);
-  };
   json manifest = {{"name", name},
                    {"aliases", json::array({ref.Canonical()})},
                    {"labels", json::object()},
@@ -497,31 +671,19 @@ Status ImageStore::Pull(server::oci::RegistryClient& registry,
                                                          config->os + "/" + config->architecture +
                                                          "; this machine is linux/" + arch);
     }
-    if (config->diff_ids.size() != m.layers.size()) {
-      return Status(StatusCode::kInvalidArgument, "the image config names " +
-                                                      std::to_string(config->diff_ids.size()) +
-                                                      " layers (rootfs.diff_ids), its manifest " +
-                                                      std::to_string(m.layers.size()));
-    }
-    for (auto const& [k, v] : config->labels) manifest["labels"][k] = v;
-    manifest["env"] = config->env;
+    if (auto c = LayerCountsAgree(*config, m); !c.ok()) return c;
+    AdoptConfig(*config, manifest);
     manifest["digest"] = got->digest;
+    std::vector<LayerBlob> blobs;
     for (std::size_t i = 0; i < m.layers.size(); ++i) {
-      auto const& layer = m.layers[i];
-      say("layer " + std::to_string(i + 1) + "/" + std::to_string(m.layers.size()) + " " +
-          layer.digest + " (" + std::to_string(layer.size) + " bytes)");
-      std::string blob = (tmp / "blobs" / layer.digest.substr(7)).string();
-      if (auto d = registry.DownloadBlob(ref.repository, layer, blob); !d.ok()) return d;
-      if (auto a = ApplyCheckedLayer(blob, layer.digest, config->diff_ids[i], i,
-                                     (tmp / "rootfs").string());
-          !a.ok()) {
-        return a;
-      }
-      fs::remove(blob, ec);
+      auto download = [&registry, &ref, layer = m.layers[i]](
+                          std::string const& path, std::function<void(std::int64_t)> const& held) {
+        return registry.DownloadBlob(ref.repository, layer, path, held);
+      };
+      blobs.push_back({m.layers[i], config->diff_ids[i], "", download});
     }
-    return Status();
+    return StoreLayers(blobs, tmp.string(), manifest, progress);
   }();
-  fs::remove_all(tmp / "blobs", ec);
   return InstallImage(s, tmp, dir, manifest);
 }
 

@@ -3,7 +3,10 @@
 
 #include "bai/status.h"
 
+#include "server-reference/agent/layer_store.h"
 #include "server-reference/common/wire/agent_messages.h"
+
+#include <nlohmann/json_fwd.hpp>
 
 #include <functional>
 #include <map>
@@ -22,7 +25,12 @@ namespace bai::agent {
 struct Image {
   std::string name;
   std::vector<std::string> aliases;
-  std::string rootfs;                         ///< absolute path of the root filesystem
+  /// Absolute path of the root filesystem of a flat image (built-ins, images of an agent that
+  /// cannot mount overlays); empty for a layered one.
+  std::string rootfs;
+  /// A layered image's directories, top first as overlayfs stacks them: the image's own `top`
+  /// (the directories a kernel mounts over), then its layers from the store (issue 46).
+  std::vector<std::string> layers;
   std::map<std::string, std::string> labels;  ///< ai.backend.* labels
   std::vector<std::string> host_mounts;       ///< host directories mounted read-only (built-ins)
   std::vector<std::string> env;               ///< KEY=VALUE from the image config
@@ -34,9 +42,8 @@ struct Image {
 };
 
 /// Where a kernel's root filesystem comes from: the runc backend's one seam for images (issue
-/// 45). Today the store of built-in and imported images (ImageStore); a registry's images go
-/// behind the same two calls next (Find may then take a pull's time: it is called on a kernel's
-/// start thread).
+/// 45): the store of built-in, imported and pulled images (ImageStore). Find is called on a
+/// kernel's start thread (a pull on demand may take its time there).
 class RootfsProvider {
  public:
   virtual ~RootfsProvider() = default;
@@ -47,11 +54,31 @@ class RootfsProvider {
   virtual std::vector<server::agent_protocol::ImageInfo> List() const = 0;
 };
 
+/// Where a pull stands: bytes of the image's layers held so far and in all, layers done.
+struct PullProgress {
+  std::int64_t done = 0, total = 0;
+  int layers_done = 0, layers = 0;
+  std::string words;  ///< the step, in words ("layer 2/8 sha256:… stored")
+};
+
 /// The agent's image store. Built-in images `python` and `shell` are made from the host's
 /// read-only /usr with a synthesised minimal /etc (docs: server-reference/README.md, "Images").
 class ImageStore : public RootfsProvider {
  public:
   explicit ImageStore(std::string root);
+
+  /// Pulls and imports keep each layer once in `layers/` and a kernel's root is an overlay of
+  /// them (when the agent's host mounts overlays: ProbeOverlay); otherwise (the default) each
+  /// image is a flat copy of its own.
+  void set_layered(bool layered) { layered_ = layered; }
+  /// Layered when this host mounts overlays over the store (ProbeOverlay), else flat; says why
+  /// not when it cannot.
+  Status DetectLayered();
+  /// At the agent's start (nothing pulls yet): removes what a pull or import that did not
+  /// finish left (staging directories, partial downloads, half-made layers); their count.
+  int SweepUnfinished();
+  bool layered() const { return layered_; }
+  LayerStore& layer_store() { return layers_; }
 
   /// Creates (or refreshes) the built-in images; needs write access to the store.
   Status EnsureBuiltins();
@@ -75,12 +102,20 @@ class ImageStore : public RootfsProvider {
   /// step in words. Nothing is installed unless all of it holds.
   Status Pull(server::oci::RegistryClient& registry, server::oci::ImageReference const& reference,
               std::string const& name,
-              std::function<void(std::string const&)> const& progress = {});
+              std::function<void(PullProgress const&)> const& progress = {});
 
   std::string const& root() const { return root_; }
 
+  struct LayerBlob;
+
  private:
+  Status StoreLayers(std::vector<LayerBlob> const& blobs, std::string const& tmp,
+                     nlohmann::json& manifest,
+                     std::function<void(PullProgress const&)> const& progress);
+
   std::string root_;
+  LayerStore layers_;
+  bool layered_ = false;
 };
 
 /// The text of a synthesised /etc file for a built-in image (passwd, group, hosts, nsswitch.conf,

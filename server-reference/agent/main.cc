@@ -81,8 +81,9 @@ int RunPull(bai::agent::ImageStore& store, PullFlags const& f) {
   e.password = password;
   e.ssl_verify = !f.no_ssl_verify;
   oci::RegistryClient registry(e);
-  auto s = store.Pull(registry, *ref, f.name,
-                      [](std::string const& words) { std::cerr << "pulling " << words << "\n"; });
+  auto s = store.Pull(registry, *ref, f.name, [](bai::agent::PullProgress const& p) {
+    if (!p.words.empty()) std::cerr << "pulling " << p.words << "\n";
+  });
   if (!s.ok()) {
     std::cerr << "bai-agent: image pull: " << s.message() << "\n";
     return s.code() == bai::StatusCode::kInvalidArgument ? 2 : 1;
@@ -110,6 +111,7 @@ int ImageCommand(int argc, char** argv) {
   pull->fallthrough();
   CLI11_PARSE(app, argc, argv);
   bai::agent::ImageStore store(state_dir + "/images");
+  if (*pull || *import) store.DetectLayered();
   if (*pull) return RunPull(store, pf);
   if (*import) {
     if (auto s = store.Import(source, name, tag); !s.ok()) {
@@ -131,6 +133,10 @@ bai::StatusOr<std::unique_ptr<agent::KernelBackend>> MakeBackend(
     return std::unique_ptr<agent::KernelBackend>(std::make_unique<agent::DummyBackend>(c.dummy));
   }
   images = std::make_unique<agent::ImageStore>(c.state_dir + "/images");
+  if (auto s = images->DetectLayered(); !s.ok()) {
+    std::cerr << "bai-agent: images are flat copies: " << s.message() << "\n";
+  }
+  images->SweepUnfinished();
   if (auto s = images->EnsureBuiltins(); !s.ok()) {
     return bai::Status(s.code(), "images: " + s.message());
   }

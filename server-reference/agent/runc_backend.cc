@@ -177,7 +177,7 @@ std::vector<std::shared_ptr<RuncBackend::Kernel>> RuncBackend::ReadoptKernels() 
       continue;
     }
     server::RunProcess(Runc({"delete", "--force", k->container_id}));
-    ReleaseScratch(entry.path().string());
+    ReleaseKernelMounts(entry.path().string());
     fs::remove_all(entry.path(), ec);
     if (!k->spec.session_id.empty()) {
       k->state = {k->spec.session_id,
@@ -332,7 +332,7 @@ bool RuncBackend::DestroyedMeanwhile(Kernel& k) {
   }
   server::RunProcess(Runc({"delete", "--force", k.container_id}));
   std::error_code ignored;
-  ReleaseScratch(k.dir);
+  ReleaseKernelMounts(k.dir);
   fs::remove_all(k.dir, ignored);
   KernelNetwork net;
   {
@@ -357,14 +357,25 @@ std::string RuncBackend::PlaceCpus(Kernel& k) {
   return CpuList(k.cpus);
 }
 
-StatusOr<std::string> RuncBackend::Assemble(Kernel& k, Image const& image) {
+StatusOr<std::string> RuncBackend::Assemble(Kernel& k, Image image) {
+  if (auto s = PrepareRunDir(k.dir, options_); !s.ok()) return s;
+  if (!image.layers.empty()) {
+    // A layered image: the kernel's own overlay of its layers (gone with the kernel:
+    // ReleaseKernelMounts), read-only to the kernel like a flat image's root; the upper
+    // directory holds what runc makes (mount points).
+    image.rootfs = k.dir + "/rootfs";
+    if (auto s =
+            MountOverlay(image.layers, k.dir + "/root.upper", k.dir + "/root.work", image.rootfs);
+        !s.ok()) {
+      return s;
+    }
+  }
   auto apps = KernelApps(image.labels, k.spec.preopen_ports, image.rootfs);
   if (!apps.ok()) return apps.status();
   {
     std::lock_guard<std::mutex> lock(mu_);
     k.state.service_ports = *apps;
   }
-  if (auto s = PrepareRunDir(k.dir, options_); !s.ok()) return s;
   if (options_.scratch == kScratchDisk) {
     auto s = PrepareDiskScratch(k.dir, {options_.scratch, options_.home_size, options_.tmp_size},
                                 options_.uid, options_.gid);
@@ -548,7 +559,7 @@ void RuncBackend::Teardown(std::shared_ptr<Kernel> k, std::string reason,
       shutdown(k->sock, SHUT_RDWR);
     }
   }
-  ReleaseScratch(k->dir);
+  ReleaseKernelMounts(k->dir);
   fs::remove_all(k->dir, ec);
   KernelNetwork net;
   {

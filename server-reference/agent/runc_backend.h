@@ -85,7 +85,7 @@ class RuncBackend : public KernelBackend {
   void Start(std::shared_ptr<Kernel> k);
   /// Everything before `runc run` (kernel_bundle.h): apps, run directory, scratch, GPU shim,
   /// CPUs, network, kernel.json and config.json. The kernel's network mode.
-  StatusOr<std::string> Assemble(Kernel& k, Image const& image);
+  StatusOr<std::string> Assemble(Kernel& k, Image image);
   /// Its cpuset, the least loaded CPUs by the kernels already here (PickCpus); "0-1".
   std::string PlaceCpus(Kernel& k);
   /// A start that failed: torn down, ERROR with the reason (unless destroyed meanwhile).

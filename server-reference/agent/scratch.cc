@@ -3,6 +3,7 @@
 
 #include "bai/protocol/resource.h"
 
+#include "server-reference/agent/layer_store.h"
 #include "server-reference/common/exec/process.h"
 
 #include <fcntl.h>
@@ -85,7 +86,7 @@ Status PrepareDiskScratch(std::string const& kernel_dir, ScratchConfig const& co
   if (mkdir(home_dir.c_str(), 0755) != 0 || chown(home_dir.c_str(), uid, gid) != 0 ||
       mkdir(tmp_dir.c_str(), 0777) != 0 || chmod(tmp_dir.c_str(), 01777) != 0) {
     int err = errno;
-    ReleaseScratch(kernel_dir);
+    ReleaseKernelMounts(kernel_dir);
     return Status(StatusCode::kInternal, "cannot make the scratch directories in " + mount_point +
                                              ": " + std::strerror(err));
   }
@@ -94,7 +95,8 @@ Status PrepareDiskScratch(std::string const& kernel_dir, ScratchConfig const& co
   return Status();
 }
 
-void ReleaseScratch(std::string const& kernel_dir) {
+void ReleaseKernelMounts(std::string const& kernel_dir) {
+  Unmount(kernel_dir + "/rootfs");
   std::string mount_point = kernel_dir + "/scratch";
   // The loop device was set up with autoclear by mount(8): it goes with the last unmount.
   while (umount2(mount_point.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW) == 0) {

@@ -34,8 +34,9 @@ StatusOr<std::string> ResolveScratchBacking(std::string const& asked);
 Status PrepareDiskScratch(std::string const& kernel_dir, ScratchConfig const& config, int uid,
                           int gid);
 
-/// Unmounts KERNEL_DIR/scratch if it is mounted (before the kernel's directory is removed:
-/// removing a mounted scratch would empty it, not free it). Idempotent.
-void ReleaseScratch(std::string const& kernel_dir);
+/// Unmounts what a kernel's directory holds mounted, before the directory is removed
+/// (removing a mounted scratch would empty it, not free it): KERNEL_DIR/rootfs, a layered
+/// image's overlay (runc_backend.cc), and KERNEL_DIR/scratch. Idempotent.
+void ReleaseKernelMounts(std::string const& kernel_dir);
 
 }  // namespace bai::agent

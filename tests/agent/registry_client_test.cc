@@ -177,7 +177,9 @@ TEST_F(RegistryClientTest, TheAgentPullsAnImageAndRefusesACorruptLayer) {
   agent::ImageStore store(dir_.path() + "/images");
   auto client = Client();
   std::vector<std::string> said;
-  auto s = store.Pull(client, *ref, "app", [&](std::string const& w) { said.push_back(w); });
+  auto s = store.Pull(client, *ref, "app", [&](agent::PullProgress const& p) {
+    if (!p.words.empty()) said.push_back(p.words);
+  });
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_EQ(said.size(), 2u) << "one line per layer";
   auto img = store.Find(registry_.host() + "/lab/app:1");

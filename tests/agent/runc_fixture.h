@@ -82,8 +82,10 @@ class RuncTest : public ::testing::Test {
     std::error_code listed;
     for (auto const& k :
          fs::directory_iterator(state_dir_ + "/" + agent_id_ + "/kernels", listed)) {
-      std::string scratch = (k.path() / "scratch").string();
-      while (::umount2(scratch.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW) == 0) {
+      for (char const* m : {"rootfs", "scratch"}) {  // a layered image's overlay, scratch
+        std::string mounted = (k.path() / m).string();
+        while (::umount2(mounted.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW) == 0) {
+        }
       }
     }
     for (char const* c : {"cpu", "cpuacct", "cpuset", "memory", "devices", "freezer", "blkio",

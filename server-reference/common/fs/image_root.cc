@@ -10,6 +10,8 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -86,7 +88,10 @@ StatusOr<ArchivePtr> OpenArchive(std::string const& path) {
 /// Applies entries beneath one root, remembering the last parent directory it resolved.
 class LayerWriter {
  public:
-  LayerWriter(int root, std::string layer) : root_(root), layer_(std::move(layer)) {}
+  /// `overlay`: whiteouts are written as overlayfs reads them (a 0/0 character device, the
+  /// opaque xattr on a directory) instead of being applied to what is below.
+  LayerWriter(int root, std::string layer, bool overlay = false)
+      : root_(root), layer_(std::move(layer)), overlay_(overlay) {}
 
   // The parent of `parts`, resolved in the root; made (0755) when `make` and missing.
   StatusOr<int> Parent(std::vector<std::string> const& parts, bool make, std::string const& name) {
@@ -155,6 +160,7 @@ class LayerWriter {
     auto parts = Components(raw);
     if (!parts) return Refuse(layer_, raw, "a \"..\" component leads out of the image");
     if (parts->empty() || parts->back().rfind(".wh.", 0) != 0) return Status();
+    if (overlay_) return OverlayWhiteout(*parts, raw);
     auto dir = Parent(*parts, false, raw);
     if (dir.status().code() == StatusCode::kNotFound) return Status();  // nothing below to hide
     if (!dir.ok()) return dir.status();
@@ -254,6 +260,29 @@ class LayerWriter {
   }
 
  private:
+  // The whiteout `parts` (its last component `.wh.NAME` or `.wh..wh..opq`) as overlayfs marks
+  // it in a layer's own directory, its parent directories made.
+  Status OverlayWhiteout(std::vector<std::string> const& parts, char const* raw) {
+    std::string const& leaf = parts.back();
+    auto dir = Parent(parts, true, raw);
+    if (!dir.ok()) return dir.status();
+    if (leaf == ".wh..wh..opq") {
+      UniqueFd d(OpenInRoot(root_, Join(parts, parts.size() - 1), O_RDONLY | O_DIRECTORY));
+      if (d.fd < 0) return Failed(layer_, raw, "opening", errno);
+      if (::fsetxattr(d.fd, "trusted.overlay.opaque", "y", 1, 0) != 0) {
+        return Failed(layer_, raw, "marking opaque", errno);
+      }
+      return Status();
+    }
+    std::string hidden = leaf.substr(4);
+    if (hidden.empty() || hidden == "." || hidden == ".." || hidden.rfind(".wh.", 0) == 0)
+      return Refuse(layer_, raw, "a bad whiteout");
+    if (::mknodat(*dir, hidden.c_str(), S_IFCHR | 0600, makedev(0, 0)) != 0 && errno != EEXIST) {
+      return Failed(layer_, raw, "making the whiteout", errno);
+    }
+    return Status();
+  }
+
   Status CopyData(archive* a, int fd, char const* name) {
     void const* buf = nullptr;
     std::size_t size = 0;
@@ -304,6 +333,7 @@ class LayerWriter {
 
   int root_;
   std::string layer_;
+  bool overlay_ = false;
   UniqueFd parent_;
   std::string parent_rel_;
 };
@@ -336,18 +366,30 @@ StatusOr<UniqueFd> OpenRoot(std::string const& root) {
 
 }  // namespace
 
-Status ApplyImageLayer(std::string const& archive, std::string const& root) {
+namespace {
+
+Status WriteLayer(std::string const& archive, std::string const& root, bool overlay) {
   auto fd = OpenRoot(root);
   if (!fd.ok()) return fd.status();
   {
-    LayerWriter whiteouts(fd->fd, archive);
+    LayerWriter whiteouts(fd->fd, archive, overlay);
     auto s = ForEachEntry(archive,
                           [&](struct archive*, archive_entry* e) { return whiteouts.Whiteout(e); });
     if (!s.ok()) return s;
   }
-  LayerWriter files(fd->fd, archive);
+  LayerWriter files(fd->fd, archive, overlay);
   return ForEachEntry(archive,
                       [&](struct archive* a, archive_entry* e) { return files.Entry(a, e); });
+}
+
+}  // namespace
+
+Status ApplyImageLayer(std::string const& archive, std::string const& root) {
+  return WriteLayer(archive, root, /*overlay=*/false);
+}
+
+Status ExtractOverlayLayer(std::string const& archive, std::string const& dir) {
+  return WriteLayer(archive, dir, /*overlay=*/true);
 }
 
 StatusOr<std::string> LayerDiffId(std::string const& path) {

@@ -23,6 +23,12 @@ namespace bai::server {
 /// nodes and sockets are skipped (runc makes /dev).
 Status ApplyImageLayer(std::string const& archive, std::string const& root);
 
+/// Extracts one image layer into the empty directory `dir` of its own, as overlayfs stacks
+/// layers: the same confinement and refusals as ApplyImageLayer, but a whiteout `.wh.NAME` is
+/// written as NAME, a 0/0 character device, and `.wh..wh..opq` as the xattr
+/// `trusted.overlay.opaque=y` on its directory (needs root), hiding what the layers below hold.
+Status ExtractOverlayLayer(std::string const& archive, std::string const& dir);
+
 /// A layer's DiffID: "sha256:…" of its uncompressed tar (the archive decompressed by whatever
 /// filter it has: gzip, zstd, none), what an image config's `rootfs.diff_ids` names it by.
 /// kInvalidArgument when it cannot be read.

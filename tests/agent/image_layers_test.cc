@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: Apache-2.0
+// The agent's layer store and overlay roots (issue 46), as root: images pulled from a registry
+// of the test's own (Debian's docker-registry on 127.0.0.1) keep each layer once, whiteouts and
+// opaque directories read through overlayfs as the flat copy reads them, a hostile layer writes
+// nothing outside its own directory, what a pull left half done is swept, and a kernel runs on
+// a pulled busybox image whose overlay goes with it. Label `root`.
+#include "server-reference/agent/images.h"
+#include "server-reference/agent/layer_store.h"
+#include "server-reference/common/oci/reference.h"
+#include "server-reference/common/oci/registry_client.h"
+#include "tests/agent/runc_fixture.h"
+#include "tests/testing_util/layer_tar.h"
+#include "tests/testing_util/local_registry.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+namespace bai {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing_util::LayerDir;
+using testing_util::LayerFile;
+using testing_util::LayerLink;
+using testing_util::LayerMember;
+
+// A base layer of busybox (its shell and a few applets) and 300 KiB of incompressible bytes.
+std::vector<LayerMember> BusyboxBase() {
+  std::string noise;
+  std::uint32_t x = 777;
+  for (int i = 0; i < 300 * 1024; ++i) {
+    x = x * 1103515245 + 12345;
+    noise += static_cast<char>(x >> 24);
+  }
+  std::vector<LayerMember> base{
+      LayerDir("bin"), LayerFile("bin/busybox", runc_testing::ReadFile("/bin/busybox"), 0755),
+      LayerFile("opt/base.bin", noise)};
+  for (char const* applet : {"sh", "cat", "ls", "echo", "id", "mount"}) {
+    base.push_back(LayerLink(std::string("bin/") + applet, "busybox"));
+  }
+  return base;
+}
+
+// Pushes an image of `layers` as `repository_tag`; "" or skopeo's words.
+std::string Push(testing_util::LocalRegistry& registry, testing_util::TempDir& dir,
+                 std::string const& repository_tag,
+                 std::vector<std::vector<LayerMember>> const& layers) {
+  std::string layout =
+      dir.path() + "/layout-" + std::to_string(std::hash<std::string>()(repository_tag));
+  testing_util::WriteOciLayout(layout, "t", layers);
+  return registry.Push(layout, "t", repository_tag);
+}
+
+std::vector<std::vector<LayerMember>> App(std::string const& version) {
+  return {BusyboxBase(), {LayerFile("etc/os-release", "NAME=\"bai-test app " + version + "\"\n")}};
+}
+
+// The merged view of a layered image, mounted read-only-ish for a test and unmounted after.
+class Merged {
+ public:
+  Merged(agent::Image const& image, std::string const& dir) : target_(dir + "/merged") {
+    status_ = agent::MountOverlay(image.layers, dir + "/upper", dir + "/work", target_);
+  }
+  ~Merged() { agent::Unmount(target_); }
+  Status const& status() const { return status_; }
+  std::string operator/(std::string const& path) const { return target_ + "/" + path; }
+
+ private:
+  std::string target_;
+  Status status_;
+};
+
+class LayerStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (label 'root'; CI runs it as root)";
+    ASSERT_EQ(registry_.error(), "");
+    store_ = std::make_unique<agent::ImageStore>(dir_.path() + "/images");
+    ASSERT_TRUE(store_->DetectLayered().ok());
+    ASSERT_TRUE(store_->layered());
+  }
+
+  Status Pull(std::string const& repository_tag, std::string const& name) {
+    auto ref = server::oci::ParseImageReference(registry_.host() + "/" + repository_tag);
+    if (!ref.ok()) return ref.status();
+    server::oci::RegistryClient client({registry_.url(), "", "", true});
+    return store_->Pull(client, *ref, name);
+  }
+
+  testing_util::LocalRegistry registry_;
+  testing_util::TempDir dir_;
+  std::unique_ptr<agent::ImageStore> store_;
+};
+
+TEST_F(LayerStoreTest, TwoImagesSharingABaseStoreItOnce) {
+  ASSERT_EQ(Push(registry_, dir_, "lab/app:1", App("1")), "");
+  ASSERT_EQ(Push(registry_, dir_, "lab/app:2", App("2")), "");
+  ASSERT_TRUE(Pull("lab/app:1", "app1").ok());
+  std::int64_t after_one = agent::TreeBytes(dir_.path() + "/images");
+  std::vector<agent::PullProgress> seen;
+  auto ref = server::oci::ParseImageReference(registry_.host() + "/lab/app:2");
+  server::oci::RegistryClient client({registry_.url(), "", "", true});
+  ASSERT_TRUE(store_->Pull(client, *ref, "app2", [&](auto const& p) { seen.push_back(p); }).ok());
+  std::int64_t growth = agent::TreeBytes(dir_.path() + "/images") - after_one;
+  std::int64_t base = static_cast<std::int64_t>(fs::file_size("/bin/busybox")) + 300 * 1024;
+  EXPECT_LT(growth, base / 20) << "app:2 stores only its own layer";
+  EXPECT_EQ(store_->layer_store().List().size(), 3u) << "one base, two tops";
+  // The base was there: said so, and the progress ends at the whole.
+  ASSERT_FALSE(seen.empty());
+  EXPECT_THAT(seen.front().words, HasSubstr("present already"));
+  EXPECT_EQ(seen.back().layers_done, 2);
+  EXPECT_EQ(seen.back().done, seen.back().total);
+
+  for (auto const& [name, version] : {std::pair{"app1", "1"}, std::pair{"app2", "2"}}) {
+    auto img = store_->Find(name);
+    ASSERT_TRUE(img.ok()) << img.status().message();
+    EXPECT_TRUE(img->rootfs.empty());
+    ASSERT_EQ(img->layers.size(), 3u) << "its top, then its two layers";
+    Merged m(*img, dir_.path() + "/m-" + name);
+    ASSERT_TRUE(m.status().ok()) << m.status().message();
+    EXPECT_EQ(runc_testing::ReadFile(m / "etc/os-release"),
+              std::string("NAME=\"bai-test app ") + version + "\"\n");
+    EXPECT_TRUE(fs::is_directory(m / "home/work"));
+    EXPECT_TRUE(fs::is_directory(m / "opt/bai/bin"));
+  }
+  // The registry reference is an alias, and both say their size (their layers').
+  EXPECT_TRUE(store_->Find(registry_.host() + "/lab/app:2").ok());
+  for (auto const& info : store_->List()) {
+    if (info.name == "app1") {
+      EXPECT_GT(info.size, base);
+    }
+  }
+}
+
+TEST_F(LayerStoreTest, WhiteoutsAndOpaqueDirectoriesReadAsTheFlatCopyDoes) {
+  std::vector<std::vector<LayerMember>> layers{
+      {LayerDir("d"), LayerFile("d/a", "a"), LayerFile("d/b", "b"), LayerFile("x", "x"),
+       LayerDir("keep"), LayerFile("keep/old", "old")},
+      {LayerFile(".wh.x", ""), LayerDir("d"), LayerFile("d/.wh..wh..opq", ""),
+       LayerFile("d/c", "c"), LayerFile("keep/new", "new")}};
+  ASSERT_EQ(Push(registry_, dir_, "lab/wh:1", layers), "");
+  ASSERT_TRUE(Pull("lab/wh:1", "layered").ok());
+  store_->set_layered(false);
+  ASSERT_TRUE(Pull("lab/wh:1", "flat").ok());
+  auto flat = store_->Find("flat");
+  auto layered = store_->Find("layered");
+  ASSERT_TRUE(flat.ok() && layered.ok());
+  ASSERT_FALSE(flat->rootfs.empty());
+  Merged m(*layered, dir_.path() + "/m");
+  ASSERT_TRUE(m.status().ok()) << m.status().message();
+  for (std::string root : {flat->rootfs, m / ""}) {
+    EXPECT_FALSE(fs::exists(root + "/x")) << root;
+    EXPECT_FALSE(fs::exists(root + "/d/a")) << root;
+    EXPECT_FALSE(fs::exists(root + "/d/b")) << root;
+    EXPECT_EQ(runc_testing::ReadFile(root + "/d/c"), "c") << root;
+    EXPECT_EQ(runc_testing::ReadFile(root + "/keep/old"), "old") << root;
+    EXPECT_EQ(runc_testing::ReadFile(root + "/keep/new"), "new") << root;
+  }
+}
+
+// A layer's symbolic link to a host directory, then a file beneath it in the next layer: each
+// layer unpacks into a directory of its own, so the file lands there, never on the host.
+TEST_F(LayerStoreTest, AHostileLinkLayerWritesNothingOutside) {
+  std::string outside = dir_.path() + "/outside";
+  fs::create_directories(outside);
+  ASSERT_EQ(Push(registry_, dir_, "lab/evil:1",
+                 {{LayerLink("evil", outside), LayerLink("up", "../../../../../../..")},
+                  {LayerFile("evil/pwned", "owned"), LayerFile("up" + outside + "/pwned2", "x")}}),
+            "");
+  auto s = Pull("lab/evil:1", "evil");
+  EXPECT_TRUE(fs::is_empty(outside)) << "nothing written outside the layer";
+  if (s.ok()) {
+    auto img = store_->Find("evil");
+    ASSERT_TRUE(img.ok());
+    for (auto const& layer : img->layers) EXPECT_FALSE(fs::exists(layer + outside + "/pwned"));
+  }
+}
+
+// What an agent that died mid-pull left: staging directories, a partial download, a layer
+// directory without its record. The next start sweeps them; whole layers stay.
+TEST_F(LayerStoreTest, WhatAnUnfinishedPullLeftIsSweptAtStart) {
+  ASSERT_EQ(Push(registry_, dir_, "lab/app:1", App("1")), "");
+  ASSERT_TRUE(Pull("lab/app:1", "app1").ok());
+  std::string images = dir_.path() + "/images";
+  fs::create_directories(images + "/.half.pull/top");
+  fs::create_directories(images + "/blobs");
+  testing_util::WriteFileBytes(images + "/blobs/abc.part", "partial");
+  fs::create_directories(images + "/layers/0123456789abcdef01234567/etc");
+  fs::create_directories(images + "/layers/.0123456789abcdef01234567.99.1");
+  EXPECT_EQ(store_->SweepUnfinished(), 4);
+  EXPECT_FALSE(fs::exists(images + "/.half.pull"));
+  EXPECT_FALSE(fs::exists(images + "/blobs/abc.part"));
+  EXPECT_FALSE(fs::exists(images + "/layers/0123456789abcdef01234567"));
+  EXPECT_EQ(store_->layer_store().List().size(), 2u);
+  EXPECT_TRUE(store_->Find("app1").ok());
+}
+
+// A kernel on a pulled image: its root is the image's (busybox, its own os-release), an
+// overlay mounted for the kernel, kept when the agent restarts, and gone with the session.
+class LayeredKernelTest : public runc_testing::RuncTest {
+ protected:
+  void SetUp() override {
+    RuncTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    ASSERT_EQ(registry_.error(), "");
+  }
+  testing_util::LocalRegistry registry_;
+};
+
+TEST_F(LayeredKernelTest, AKernelRunsOnAPulledImageAndItsOverlayGoesWithIt) {
+  ASSERT_EQ(Push(registry_, dir_, "lab/app:1", App("1")), "");
+  auto pull = testing_util::RunProcess({testing_util::BinPath("bai-agent"), "image", "pull",
+                                        registry_.host() + "/lab/app:1", "--name", "app1",
+                                        "--state-dir", state_dir_});
+  ASSERT_EQ(pull.exit_code, 0) << pull.err;
+  ASSERT_EQ(Bai({"admin", "image", "rescan"}).exit_code, 0);
+  auto job = Bai({"run", registry_.host() + "/lab/app:1", "--", "cat", "/etc/os-release"});
+  EXPECT_EQ(job.exit_code, 0) << job.err;
+  EXPECT_EQ(job.out, "NAME=\"bai-test app 1\"\n");
+
+  // A session that stays (query mode: the image's shell runs the code).
+  auto a = Bai({"run", "app1", "--name", "keep", "-c", "ls /bin/busybox"});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out, "/bin/busybox\n");
+  std::string mounts = runc_testing::ReadFile("/proc/self/mountinfo");
+  EXPECT_THAT(mounts, HasSubstr("/rootfs ")) << "the kernel's overlay";
+  EXPECT_EQ(agent_->Stop(SIGKILL), 128 + SIGKILL);
+  agent_.reset();
+  StartAgent();
+  auto b = Bai({"run", "app1", "--name", "keep", "-c", "cat /etc/os-release"});
+  EXPECT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(b.out, "NAME=\"bai-test app 1\"\n") << "re-adopted on its overlay";
+  EXPECT_EQ(Bai({"rm", "keep"}).exit_code, 0);
+  for (int i = 0; i < 200; ++i) {
+    if (runc_testing::ReadFile("/proc/self/mountinfo").find(agent_id_ + "/kernels/") ==
+        std::string::npos)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_THAT(runc_testing::ReadFile("/proc/self/mountinfo"),
+              Not(HasSubstr(agent_id_ + "/kernels/")));
+}
+
+}  // namespace
+}  // namespace bai
