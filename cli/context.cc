@@ -6,6 +6,8 @@
 #include "libbai/util/json_parse.h"
 
 #include <nlohmann/json.hpp>
+#include <termios.h>
+#include <unistd.h>
 
 #include <iostream>
 
@@ -118,6 +120,28 @@ int ReportError(Context& ctx, Status const& given, bool explain_routes) {
     ctx.err() << "hint: is the manager running? check the endpoint with `bai config list`\n";
   }
   return code;
+}
+
+std::optional<std::string> ReadSecret(Context& ctx, std::string const& prompt) {
+  std::string line;
+  if (ctx.stdin_tty()) {
+    ctx.err() << prompt << std::flush;
+    termios old{};
+    bool restore = ::tcgetattr(STDIN_FILENO, &old) == 0;
+    if (restore) {
+      termios quiet = old;
+      quiet.c_lflag &= ~static_cast<tcflag_t>(ECHO);
+      ::tcsetattr(STDIN_FILENO, TCSANOW, &quiet);
+    }
+    bool ok = static_cast<bool>(std::getline(ctx.in(), line));
+    if (restore) ::tcsetattr(STDIN_FILENO, TCSANOW, &old);
+    ctx.err() << "\n";
+    if (!ok) return std::nullopt;
+  } else if (!std::getline(ctx.in(), line)) {
+    return std::nullopt;
+  }
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+  return line;
 }
 
 }  // namespace bai::cli

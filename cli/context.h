@@ -70,4 +70,8 @@ nlohmann::json ErrorJson(Status const& status);
 /// passes false.
 int ReportError(Context& ctx, Status const& status, bool explain_routes = true);
 
+/// One line read from the terminal without echo after `prompt` (on stderr), or from piped
+/// stdin without one; trailing CR and spaces dropped; nullopt at the end of input.
+std::optional<std::string> ReadSecret(Context& ctx, std::string const& prompt);
+
 }  // namespace bai::cli

@@ -463,13 +463,68 @@ StatusOr<std::vector<protocol::ImageEntry>> AdminClient::Images() const {
   return DecodeAll<protocol::ImageEntry>((*data)["images"], protocol::DecodeImage);
 }
 
-StatusOr<std::string> AdminClient::RescanImages() const {
-  auto m =
-      Mutate(client_, "rescan_images", "mutation { rescan_images { ok msg task_id } }", nullptr);
+StatusOr<std::string> AdminClient::RescanImages(std::string const& registry) const {
+  auto m = registry.empty()
+               ? Mutate(client_, "rescan_images", "mutation { rescan_images { ok msg task_id } }",
+                        nullptr)
+               : Mutate(client_, "rescan_images",
+                        "mutation($r: String) { rescan_images(registry: $r) { ok msg task_id } }",
+                        {{"r", registry}});
   if (!m.ok()) return m.status();
   auto const& task = (*m)["task_id"];
   if (!task.is_string()) return Status(StatusCode::kInternal, "rescan_images: no task id");
   return task.get<std::string>();
+}
+
+namespace {
+
+constexpr char kRegistryFields[] =
+    "{ id hostname config { url type project username password ssl_verify is_global } }";
+
+json RegistryPropsJson(AdminClient::RegistryProps const& p) {
+  json props = json::object();
+  if (p.url) props["url"] = *p.url;
+  if (p.type) props["type"] = *p.type;
+  if (p.project) props["project"] = p.project->empty() ? json::array() : json::array({*p.project});
+  if (p.username) props["username"] = *p.username;
+  if (p.password) props["password"] = *p.password;
+  if (p.ssl_verify) props["ssl_verify"] = *p.ssl_verify;
+  return props;
+}
+
+}  // namespace
+
+StatusOr<std::vector<protocol::ContainerRegistryEntry>> AdminClient::Registries() const {
+  auto data = Run(client_, std::string("{ container_registries ") + kRegistryFields + " }");
+  if (!data.ok()) return data.status();
+  return DecodeAll<protocol::ContainerRegistryEntry>((*data)["container_registries"],
+                                                     protocol::DecodeContainerRegistry);
+}
+
+Status AdminClient::CreateRegistry(std::string const& hostname, RegistryProps const& props) const {
+  return Run(client_,
+             "mutation($h: String!, $p: CreateContainerRegistryInput!) { "
+             "create_container_registry(hostname: $h, props: $p) { container_registry " +
+                 std::string(kRegistryFields) + " } }",
+             {{"h", hostname}, {"p", RegistryPropsJson(props)}})
+      .status();
+}
+
+Status AdminClient::ModifyRegistry(std::string const& hostname, RegistryProps const& props) const {
+  return Run(client_,
+             "mutation($h: String!, $p: ModifyContainerRegistryInput!) { "
+             "modify_container_registry(hostname: $h, props: $p) { container_registry " +
+                 std::string(kRegistryFields) + " } }",
+             {{"h", hostname}, {"p", RegistryPropsJson(props)}})
+      .status();
+}
+
+Status AdminClient::DeleteRegistry(std::string const& hostname) const {
+  return Run(client_,
+             "mutation($h: String!) { delete_container_registry(hostname: $h) { "
+             "container_registry { hostname } } }",
+             {{"h", hostname}})
+      .status();
 }
 
 Status AdminClient::AliasImage(std::string const& alias, std::string const& target,

@@ -226,13 +226,14 @@ void AddAdminCommands(CommandSet& set) {
   auto* admin = set.root().add_subcommand("admin",
                                           "Administration: domains, projects, users, "
                                           "keypairs, policies, resource groups, images, "
-                                          "agents, presets, usage");
+                                          "registries, agents, presets, usage");
   if (set.names_only()) return;
   admin->require_subcommand(1);
   AddOrganizationAdminCommands(set, *admin);
   AddUserAdminCommands(set, *admin);
   AddPolicyAdminCommands(set, *admin);
   AddClusterAdminCommands(set, *admin);
+  AddRegistryAdminCommands(set, *admin);
   AddUsage(set, *admin);
 }
 

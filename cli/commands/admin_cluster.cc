@@ -68,11 +68,11 @@ Status RunImageDealias(ImageAliasOptions& de, Context& ctx, AdminClient& a) {
   return s;
 }
 
-// bai admin image rescan: follows the task; its exit code is the rescan's outcome.
-int RunImageRescan(Context& ctx) {
+// bai admin image rescan [REGISTRY]: follows the task; its exit code is the rescan's outcome.
+int RunImageRescan(Context& ctx, std::string const& registry) {
   auto client = ctx.MakeClient();
   if (!client.ok()) return ReportError(ctx, client.status());
-  auto task = AdminClient(*client).RescanImages();
+  auto task = AdminClient(*client).RescanImages(registry);
   if (!task.ok()) return ReportError(ctx, task.status());
   // Progress on stderr (one line per agent), the outcome on stdout.
   auto last = SessionClient(*client).FollowTask(*task, [&](TaskProgress const& p) {
@@ -101,14 +101,21 @@ int RunImageRescan(Context& ctx) {
 
 void AddImages(CommandSet& set, CLI::App& admin) {
   auto& ctx = set.ctx();
-  auto* noun = admin.add_subcommand("image", "Images the agents offer, their aliases, rescans");
+  auto* noun =
+      admin.add_subcommand("image", "Images of the registries and the agents, aliases, rescans");
   noun->require_subcommand(1);
   auto* ls = noun->add_subcommand("ls", "List images (one per name and architecture)");
   ls->alias("list");
   OnAdminRun(set, ls, [&ctx](AdminClient& a) { return RunImageList(ctx, a); });
+  auto& registry = set.Keep<std::string>();
   auto* rescan = noun->add_subcommand(
-      "rescan", "Make the agents read their image stores again (after bai-agent image import)");
-  set.OnRun(rescan, [&ctx] { return RunImageRescan(ctx); });
+      "rescan",
+      "Find the registries' images and make the agents read their stores again (after "
+      "bai-agent image import); REGISTRY: only that registry's images");
+  rescan->add_option("REGISTRY", registry,
+                     "A registry's hostname (bai admin registry ls), or one image's reference "
+                     "(REGISTRY/REPOSITORY:TAG, for registries without a catalog)");
+  set.OnRun(rescan, [&ctx, &registry] { return RunImageRescan(ctx, registry); });
   auto& al = set.Keep<ImageAliasOptions>();
   auto* alias = noun->add_subcommand("alias", "Give an image another name");
   alias->add_option("ALIAS", al.alias, "The new name")->required();

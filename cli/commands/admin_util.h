@@ -52,7 +52,9 @@ void AddOrganizationAdminCommands(CommandSet& set, CLI::App& admin);
 void AddUserAdminCommands(CommandSet& set, CLI::App& admin);
 /// `policy|user-policy|project-policy|resource-group` (admin_policies.cc);
 void AddPolicyAdminCommands(CommandSet& set, CLI::App& admin);
-/// `image|agent|preset` (admin_cluster.cc).
+/// `image|agent|preset` (admin_cluster.cc);
 void AddClusterAdminCommands(CommandSet& set, CLI::App& admin);
+/// `registry` (admin_registry.cc).
+void AddRegistryAdminCommands(CommandSet& set, CLI::App& admin);
 
 }  // namespace bai::cli

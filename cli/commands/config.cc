@@ -5,8 +5,6 @@
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
-#include <termios.h>
-#include <unistd.h>
 
 #include <iostream>
 
@@ -15,29 +13,6 @@ namespace {
 
 std::string Shown(std::string const& key, std::string const& value, bool reveal = false) {
   return IsSecretConfigKey(key) && !reveal ? MaskSecret(value) : value;
-}
-
-// Reads one line from the terminal without echo, or from piped stdin.
-std::optional<std::string> ReadSecret(Context& ctx, std::string const& prompt) {
-  std::string line;
-  if (ctx.stdin_tty()) {
-    ctx.err() << prompt << std::flush;
-    termios old{};
-    bool restore = ::tcgetattr(STDIN_FILENO, &old) == 0;
-    if (restore) {
-      termios quiet = old;
-      quiet.c_lflag &= ~static_cast<tcflag_t>(ECHO);
-      ::tcsetattr(STDIN_FILENO, TCSANOW, &quiet);
-    }
-    bool ok = static_cast<bool>(std::getline(ctx.in(), line));
-    if (restore) ::tcsetattr(STDIN_FILENO, TCSANOW, &old);
-    ctx.err() << "\n";
-    if (!ok) return std::nullopt;
-  } else if (!std::getline(ctx.in(), line)) {
-    return std::nullopt;
-  }
-  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
-  return line;
 }
 
 }  // namespace

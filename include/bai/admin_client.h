@@ -152,9 +152,21 @@ class BAI_EXPORT AdminClient {
 
   /// The images the ALIVE agents offer, one per name and architecture, with their aliases.
   StatusOr<std::vector<protocol::ImageEntry>> Images() const;
-  /// Makes the agents read their image stores again: the background task's id (follow it with
-  /// SessionClient::FollowTask: one step per agent). bai has no registries to name.
-  StatusOr<std::string> RescanImages() const;
+  /// Rescans images: every container registry's and every agent's store, or only the registry
+  /// `registry` names; the background task's id (follow it with SessionClient::FollowTask: one
+  /// step per registry and per agent).
+  StatusOr<std::string> RescanImages(std::string const& registry = "") const;
+
+  /// Container registries (24.09's legacy GraphQL by hostname, which 23.09 serves too).
+  StatusOr<std::vector<protocol::ContainerRegistryEntry>> Registries() const;
+  /// What a registry add or update sets; unset fields are kept (update).
+  struct RegistryProps {
+    std::optional<std::string> url, type, project, username, password;
+    std::optional<bool> ssl_verify;
+  };
+  Status CreateRegistry(std::string const& hostname, RegistryProps const& props) const;
+  Status ModifyRegistry(std::string const& hostname, RegistryProps const& props) const;
+  Status DeleteRegistry(std::string const& hostname) const;
   Status AliasImage(std::string const& alias, std::string const& target,
                     std::string const& architecture = "x86_64") const;
   Status DealiasImage(std::string const& alias, std::string const& architecture = "x86_64") const;

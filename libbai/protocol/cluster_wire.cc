@@ -59,6 +59,44 @@ StatusOr<ImageEntry> DecodeImage(std::string_view text) {
   return i;
 }
 
+std::string EncodeContainerRegistry(ContainerRegistryEntry const& r) {
+  return json{{"id", r.id},
+              {"hostname", r.hostname},
+              {"config",
+               {{"url", r.url},
+                {"type", r.type},
+                {"project", r.project},
+                {"username", r.username ? json(*r.username) : json(nullptr)},
+                {"password", r.has_password ? json("*****") : json(nullptr)},
+                {"ssl_verify", r.ssl_verify},
+                {"is_global", r.is_global}}}}
+      .dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+StatusOr<ContainerRegistryEntry> DecodeContainerRegistry(std::string_view text) {
+  auto j = Object(text, "a container registry");
+  if (!j.ok()) return j.status();
+  Fields f(*j);
+  ContainerRegistryEntry r;
+  r.id = f.Str("id");
+  r.hostname = f.Str("hostname");
+  if (r.hostname.empty()) {
+    return Status(StatusCode::kInvalidArgument, "a container registry without a hostname");
+  }
+  auto config = j->find("config");
+  if (config != j->end() && config->is_object()) {
+    Fields c(*config);
+    r.url = c.Str("url");
+    r.type = c.Str("type");
+    r.project = c.Strings("project");
+    r.username = c.OptStr("username");
+    r.has_password = c.OptStr("password").has_value();
+    r.ssl_verify = c.Bool("ssl_verify", true);
+    r.is_global = c.Bool("is_global", true);
+  }
+  return r;
+}
+
 StatusOr<AgentEntry> DecodeAgent(std::string_view text) {
   auto j = Object(text, "an agent");
   if (!j.ok()) return j.status();

@@ -164,4 +164,36 @@ SessionStatus ToSessionStatus(KernelStatus status) {
   return S::kUnknown;
 }
 
+std::string EncodePullInfo(PullInfo const& pull) {
+  return "pulling " + pull.image + " (" + std::to_string(pull.done) + "/" +
+         std::to_string(pull.total) + " bytes)";
+}
+
+std::optional<PullInfo> DecodePullInfo(std::string_view text) {
+  constexpr std::string_view kHead = "pulling ", kTail = " bytes)";
+  if (text.substr(0, kHead.size()) != kHead || text.size() < kHead.size() + kTail.size() ||
+      text.substr(text.size() - kTail.size()) != kTail) {
+    return std::nullopt;
+  }
+  std::string_view body = text.substr(kHead.size(), text.size() - kHead.size() - kTail.size());
+  auto open = body.rfind(" (");
+  if (open == std::string_view::npos) return std::nullopt;
+  std::string_view figures = body.substr(open + 2);
+  auto slash = figures.find('/');
+  if (slash == std::string_view::npos) return std::nullopt;
+  auto number = [](std::string_view digits) -> std::optional<std::int64_t> {
+    if (digits.empty() || digits.size() > 18) return std::nullopt;
+    std::int64_t n = 0;
+    for (char c : digits) {
+      if (c < '0' || c > '9') return std::nullopt;
+      n = n * 10 + (c - '0');
+    }
+    return n;
+  };
+  auto done = number(figures.substr(0, slash));
+  auto total = number(figures.substr(slash + 1));
+  if (!done || !total || open == 0) return std::nullopt;
+  return PullInfo{std::string(body.substr(0, open)), *done, *total};
+}
+
 }  // namespace bai::protocol

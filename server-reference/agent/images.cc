@@ -14,9 +14,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -349,6 +351,7 @@ StatusOr<Image> ImageStore::Find(std::string const& reference) const {
     for (auto const& e : m->value("env", json::array())) {
       if (e.is_string()) img.env.push_back(e.get<std::string>());
     }
+    img.digest = m->value("digest", "");
     return img;
   };
   std::vector<Image> all;
@@ -636,31 +639,80 @@ Status ImageStore::Import(std::string const& source, std::string const& name,
   return InstallImage(s, tmp, dir, manifest);
 }
 
+namespace {
+
+// Takes `alias` from every image of the store but `keep` (a newer pull of the same tag has it).
+void DropAliasElsewhere(std::string const& root, std::string const& alias,
+                        std::string const& keep) {
+  std::error_code ec;
+  for (auto const& entry : fs::directory_iterator(root, ec)) {
+    std::string name = entry.path().filename().string();
+    if (name == keep || !ValidImageName(name)) continue;
+    auto m = ReadJson(entry.path() / "manifest.json");
+    if (!m.ok() || !m->contains("aliases") || !(*m)["aliases"].is_array()) continue;
+    json& aliases = (*m)["aliases"];
+    auto before = aliases.size();
+    aliases.erase(std::remove(aliases.begin(), aliases.end(), json(alias)), aliases.end());
+    if (aliases.size() == before) continue;
+    // Written aside and renamed: a reader never sees half a manifest.
+    fs::path tmp = entry.path() / "manifest.json.new";
+    if (WriteFile(tmp, m->dump(2) + "\n").ok()) fs::rename(tmp, entry.path() / "manifest.json", ec);
+  }
+}
+
+// `NAME-DIGEST12`: a pulled image's name in the store when none is given.
+std::string PulledName(server::oci::ImageReference const& ref, std::string const& digest) {
+  std::string last = ref.repository.substr(ref.repository.rfind('/') + 1);
+  std::string name;
+  for (char c : last)
+    name +=
+        (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-') ? c : '-';
+  return name.substr(0, 40) + "-" + digest.substr(7, 12);
+}
+
+}  // namespace
+
 Status ImageStore::Pull(server::oci::RegistryClient& registry,
                         server::oci::ImageReference const& ref, std::string const& name,
                         std::function<void(PullProgress const&)> const& progress) {
   namespace oci = server::oci;
-  auto staged = StagingDir(root_, name, "pull");
-  if (!staged.ok()) return staged.status();
-  fs::path dir = fs::path(root_) / name, tmp = *staged;
-  json manifest = {{"name", name},
-                   {"aliases", json::array({ref.Canonical()})},
-                   {"labels", json::object()},
-                   {"env", json::array()},
-                   {"source", ref.Canonical()}};
   std::string arch = MachineArchitecture();
-  Status s = [&]() -> Status {
-    auto got = registry.GetManifest(ref.repository, ref.ManifestReference());
+  auto got = registry.GetManifest(ref.repository, ref.ManifestReference());
+  if (!got.ok()) return got.status();
+  if (got->document.index) {
+    auto chosen = oci::ChoosePlatform(*got->document.index, arch);
+    if (!chosen.ok()) return chosen.status();
+    got = registry.GetManifest(ref.repository, chosen->digest);
     if (!got.ok()) return got.status();
-    if (got->document.index) {
-      auto chosen = oci::ChoosePlatform(*got->document.index, arch);
-      if (!chosen.ok()) return chosen.status();
-      got = registry.GetManifest(ref.repository, chosen->digest);
-      if (!got.ok()) return got.status();
+  }
+  if (!got->document.manifest) {
+    return Status(StatusCode::kInvalidArgument, "an index inside an index is not an image");
+  }
+  std::string chosen_name = name.empty() ? PulledName(ref, got->digest) : name;
+  std::error_code ec;
+  if (name.empty() && fs::exists(fs::path(root_) / chosen_name / "manifest.json", ec)) {
+    // These very bytes are here already (pulled under another tag): the alias is enough.
+    auto m = ReadJson(fs::path(root_) / chosen_name / "manifest.json");
+    if (m.ok()) {
+      json& aliases = (*m)["aliases"];
+      if (!aliases.is_array()) aliases = json::array();
+      if (std::find(aliases.begin(), aliases.end(), json(ref.Canonical())) == aliases.end()) {
+        aliases.push_back(ref.Canonical());
+      }
+      fs::path tmp = fs::path(root_) / chosen_name / "manifest.json.new";
+      if (auto w = WriteFile(tmp, m->dump(2) + "\n"); !w.ok()) return w;
+      fs::rename(tmp, fs::path(root_) / chosen_name / "manifest.json", ec);
+      DropAliasElsewhere(root_, ref.Canonical(), chosen_name);
+      return Status();
     }
-    if (!got->document.manifest) {
-      return Status(StatusCode::kInvalidArgument, "an index inside an index is not an image");
-    }
+  }
+  auto staged = StagingDir(root_, chosen_name, "pull");
+  if (!staged.ok()) return staged.status();
+  fs::path dir = fs::path(root_) / chosen_name, tmp = *staged;
+  json manifest = {{"name", chosen_name},       {"aliases", json::array({ref.Canonical()})},
+                   {"labels", json::object()},  {"env", json::array()},
+                   {"source", ref.Canonical()}, {"digest", got->digest}};
+  Status s = [&]() -> Status {
     auto const& m = *got->document.manifest;
     auto config_text = registry.GetBlob(ref.repository, m.config);
     if (!config_text.ok()) return config_text.status();
@@ -673,7 +725,6 @@ Status ImageStore::Pull(server::oci::RegistryClient& registry,
     }
     if (auto c = LayerCountsAgree(*config, m); !c.ok()) return c;
     AdoptConfig(*config, manifest);
-    manifest["digest"] = got->digest;
     std::vector<LayerBlob> blobs;
     for (std::size_t i = 0; i < m.layers.size(); ++i) {
       auto download = [&registry, &ref, layer = m.layers[i]](
@@ -684,7 +735,72 @@ Status ImageStore::Pull(server::oci::RegistryClient& registry,
     }
     return StoreLayers(blobs, tmp.string(), manifest, progress);
   }();
-  return InstallImage(s, tmp, dir, manifest);
+  s = InstallImage(s, tmp, dir, manifest);
+  if (s.ok()) DropAliasElsewhere(root_, ref.Canonical(), chosen_name);
+  return s;
+}
+
+struct ImageStore::InFlight {
+  std::mutex mu;
+  std::vector<std::function<void(PullProgress const&)>> listeners;
+  std::shared_future<Status> done;
+};
+
+StatusOr<Image> ImageStore::Provide(server::agent_protocol::CreateKernel const& spec,
+                                    std::function<void(PullProgress const&)> const& progress) {
+  namespace oci = server::oci;
+  auto have = Find(spec.image);
+  if (!spec.registry) return have;
+  auto const& reg = *spec.registry;
+  bool absent = !have.ok();
+  bool stale =
+      !absent && reg.auto_pull == "digest" && !reg.digest.empty() && have->digest != reg.digest;
+  if (!absent && !stale) return have;
+  if (absent && reg.auto_pull == "none") {
+    return Status(StatusCode::kNotFound,
+                  "image " + spec.image + " is not on this agent and auto_pull is none");
+  }
+  auto ref = oci::ParseImageReference(spec.image);
+  if (!ref.ok()) return ref.status();
+  std::string key = ref->Canonical();
+  std::shared_ptr<InFlight> flight;
+  std::promise<Status> promise;
+  bool mine = false;
+  {
+    std::lock_guard<std::mutex> lock(pulls_mu_);
+    auto& slot = pulls_[key];
+    if (!slot) {
+      slot = std::make_shared<InFlight>();
+      slot->done = promise.get_future().share();
+      mine = true;
+    }
+    flight = slot;
+  }
+  if (progress) {
+    std::lock_guard<std::mutex> lock(flight->mu);
+    flight->listeners.push_back(progress);
+  }
+  if (mine) {
+    oci::RegistryEndpoint e;
+    e.url = reg.url;
+    e.username = reg.username;
+    e.password = reg.password;
+    e.ssl_verify = reg.ssl_verify;
+    e.stall_timeout = stall_timeout_;
+    oci::RegistryClient client(e);
+    Status s = Pull(client, *ref, "", [flight](PullProgress const& p) {
+      std::lock_guard<std::mutex> lock(flight->mu);
+      for (auto const& listen : flight->listeners) listen(p);
+    });
+    {
+      std::lock_guard<std::mutex> lock(pulls_mu_);
+      pulls_.erase(key);
+    }
+    promise.set_value(s);
+  }
+  Status pulled = flight->done.get();
+  if (!pulled.ok()) return Status(pulled.code(), "pulling " + key + ": " + pulled.message());
+  return Find(spec.image);
 }
 
 }  // namespace bai::agent

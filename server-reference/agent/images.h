@@ -8,8 +8,11 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -34,6 +37,7 @@ struct Image {
   std::map<std::string, std::string> labels;  ///< ai.backend.* labels
   std::vector<std::string> host_mounts;       ///< host directories mounted read-only (built-ins)
   std::vector<std::string> env;               ///< KEY=VALUE from the image config
+  std::string digest;                         ///< a pulled image's manifest digest ("" for others)
 
   /// `ai.backend.runtime-type` (python | shell; default shell).
   std::string RuntimeType() const;
@@ -41,24 +45,31 @@ struct Image {
   std::string RuntimePath() const;
 };
 
-/// Where a kernel's root filesystem comes from: the runc backend's one seam for images (issue
-/// 45): the store of built-in, imported and pulled images (ImageStore). Find is called on a
-/// kernel's start thread (a pull on demand may take its time there).
-class RootfsProvider {
- public:
-  virtual ~RootfsProvider() = default;
-  /// The image a session names (a name, an alias, or a registry reference), its root
-  /// filesystem ready.
-  virtual StatusOr<Image> Find(std::string const& reference) const = 0;
-  /// Every name and alias offered, with sizes (the agent's registration and rescans).
-  virtual std::vector<server::agent_protocol::ImageInfo> List() const = 0;
-};
-
 /// Where a pull stands: bytes of the image's layers held so far and in all, layers done.
 struct PullProgress {
   std::int64_t done = 0, total = 0;
   int layers_done = 0, layers = 0;
   std::string words;  ///< the step, in words ("layer 2/8 sha256:… stored")
+};
+
+/// Where a kernel's root filesystem comes from: the runc backend's one seam for images (issue
+/// 45): the store of built-in, imported and pulled images (ImageStore). Provide is called on a
+/// kernel's start thread (a pull on demand takes its time there).
+class RootfsProvider {
+ public:
+  virtual ~RootfsProvider() = default;
+  /// The image a kernel names, pulled first where its registry (the manager's word) and the
+  /// pull policy say so; `progress` hears the pull. The base: Find.
+  virtual StatusOr<Image> Provide(server::agent_protocol::CreateKernel const& spec,
+                                  std::function<void(PullProgress const&)> const& progress) {
+    (void)progress;
+    return Find(spec.image);
+  }
+  /// The image a session names (a name, an alias, or a registry reference), its root
+  /// filesystem ready.
+  virtual StatusOr<Image> Find(std::string const& reference) const = 0;
+  /// Every name and alias offered, with sizes (the agent's registration and rescans).
+  virtual std::vector<server::agent_protocol::ImageInfo> List() const = 0;
 };
 
 /// The agent's image store. Built-in images `python` and `shell` are made from the host's
@@ -82,8 +93,8 @@ class ImageStore : public RootfsProvider {
 
   /// Creates (or refreshes) the built-in images; needs write access to the store.
   Status EnsureBuiltins();
-  /// By name, alias, or a registry reference whose last component matches
-  /// (`cr.backend.ai/stable/python:3.11` → `python`).
+  /// By name or alias (server::ImageServes: a registry reference only as a pulled image's
+  /// canonical name, never a host image of the same last component).
   StatusOr<Image> Find(std::string const& reference) const override;
   /// Names and aliases, for the agent's registration.
   std::vector<std::string> Names() const;
@@ -100,9 +111,19 @@ class ImageStore : public RootfsProvider {
   /// its digest while it downloads and against the config's diff_ids before it is applied.
   /// The canonical name (`REGISTRY/REPOSITORY:TAG`) becomes an alias. `progress` hears each
   /// step in words. Nothing is installed unless all of it holds.
+  /// `name` "": `NAME-DIGEST12` (the repository's last part and the manifest digest's first
+  /// twelve hex digits); an image of that name already held is only given the alias. The
+  /// canonical name moves: an older image that had it loses it.
   Status Pull(server::oci::RegistryClient& registry, server::oci::ImageReference const& reference,
               std::string const& name,
               std::function<void(PullProgress const&)> const& progress = {});
+  /// Find, or a pull first (one per image, whatever the number of kernels waiting for it: the
+  /// others hear its progress and take its outcome): when the image is absent and auto_pull is
+  /// not `none`, or when auto_pull is `digest` and the manager's digest is not the one held.
+  StatusOr<Image> Provide(server::agent_protocol::CreateKernel const& spec,
+                          std::function<void(PullProgress const&)> const& progress) override;
+  /// A pull that moves no byte for this long fails (default 5 minutes).
+  void set_stall_timeout(std::chrono::seconds timeout) { stall_timeout_ = timeout; }
 
   std::string const& root() const { return root_; }
 
@@ -113,9 +134,15 @@ class ImageStore : public RootfsProvider {
                      nlohmann::json& manifest,
                      std::function<void(PullProgress const&)> const& progress);
 
+  /// An image's pull under way, for the kernels that join it.
+  struct InFlight;
+
   std::string root_;
   LayerStore layers_;
   bool layered_ = false;
+  std::chrono::seconds stall_timeout_{300};
+  std::mutex pulls_mu_;
+  std::map<std::string, std::shared_ptr<InFlight>> pulls_;  ///< by canonical name
 };
 
 /// The text of a synthesised /etc file for a built-in image (passwd, group, hosts, nsswitch.conf,

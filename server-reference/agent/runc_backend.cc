@@ -449,7 +449,23 @@ void RuncBackend::MarkRunning(std::shared_ptr<Kernel> const& k, std::string cons
 }
 
 void RuncBackend::Start(std::shared_ptr<Kernel> k) {
-  auto image = options_.images->Find(k->spec.image);
+  // A registry image this agent lacks is pulled first: PREPARING reports say how far, at most
+  // one a second (and the last).
+  auto last = std::make_shared<std::chrono::steady_clock::time_point>();
+  auto image = options_.images->Provide(k->spec, [this, k, last](PullProgress const& p) {
+    auto now = std::chrono::steady_clock::now();
+    if (now - *last < std::chrono::seconds(1) && p.done < p.total) return;
+    *last = now;
+    KernelReport pulling;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (k->tearing_down) return;
+      pulling = k->state;
+    }
+    pulling.status = protocol::KernelStatus::kPreparing;
+    pulling.pull = server::agent_protocol::PullState{k->spec.image, p.done, p.total};
+    Emit(pulling);
+  });
   if (!image.ok()) return FailStart(k, image.status().message());
   auto mode = Assemble(*k, *image);
   if (!mode.ok()) return FailStart(k, mode.status().message());

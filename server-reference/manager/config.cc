@@ -71,6 +71,11 @@ Status LoadManagerConfig(std::string const& path, ManagerConfig& config) {
                      : key == "agents.lost_grace"      ? config.agent_lost_grace
                                                        : config.agent_lost_forget;
         field = static_cast<int>(*n);
+      } else if (key == "images.auto_pull") {
+        auto s = v.value<std::string>();
+        if (!s || (*s != "digest" && *s != "tag" && *s != "none"))
+          return bad(key, "digest, tag or none");
+        config.image_auto_pull = *s;
       } else if (key == "auth.allow_signup") {
         auto b = v.value<bool>();
         if (!b) return bad(key, "true or false");

@@ -26,6 +26,9 @@ namespace bai::manager {
 /// [agents]
 /// heartbeat_timeout = 15      # seconds of silence before an agent is LOST
 /// lost_grace = 300            # seconds a LOST agent's sessions wait before they end as ERROR
+/// [images]
+/// auto_pull = "digest"        # registry images: digest (pull when the rescan's digest is not
+///                             # the one held), tag (only when absent) or none (never)
 /// [scheduler]
 /// head_wait = 600             # seconds a session that could fit waits before an agent is held
 ///                             # for it (nothing else starts there; the others keep backfilling)
@@ -65,6 +68,7 @@ struct ManagerConfig {
   std::string database;
   int agent_heartbeat_timeout = 15;
   int agent_lost_grace = 300;
+  std::string image_auto_pull = "digest";
   int agent_lost_forget = 3600;   ///< LOST agents holding nothing are removed this long after grace
   int scheduler_head_wait = 600;  ///< seconds; scheduler::Input::max_head_wait
   bool allow_signup = false;

@@ -85,6 +85,7 @@ StatusOr<std::unique_ptr<Manager>> Manager::Start(ManagerConfig const& config) {
   AgentOptions agent_options;
   agent_options.heartbeat_timeout = std::chrono::seconds(config.agent_heartbeat_timeout);
   agent_options.lost_grace = std::chrono::seconds(config.agent_lost_grace);
+  agent_options.auto_pull = config.image_auto_pull;
   agent_options.lost_forget = std::chrono::seconds(config.agent_lost_forget);
   m->agents_ = std::make_unique<AgentRegistry>(
       *m->state_.db, *m->sessions_, *m->tasks_, agent_options,

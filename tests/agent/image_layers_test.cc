@@ -4,6 +4,8 @@
 // opaque directories read through overlayfs as the flat copy reads them, a hostile layer writes
 // nothing outside its own directory, what a pull left half done is swept, and a kernel runs on
 // a pulled busybox image whose overlay goes with it. Label `root`.
+#include "bai/protocol/session_status.h"
+
 #include "server-reference/agent/images.h"
 #include "server-reference/agent/layer_store.h"
 #include "server-reference/common/oci/reference.h"
@@ -243,6 +245,95 @@ TEST_F(LayeredKernelTest, AKernelRunsOnAPulledImageAndItsOverlayGoesWithIt) {
   }
   EXPECT_THAT(runc_testing::ReadFile("/proc/self/mountinfo"),
               Not(HasSubstr(agent_id_ + "/kernels/")));
+}
+
+// Issue 46's acceptance: a registry of the test's own with htpasswd auth holds three images
+// sharing a base; `bai admin registry add … --password-stdin` and `bai admin image rescan`
+// list them; a session on one pulls it (progress as PREPARING's status_info) and runs the
+// image's own /etc/os-release; the next image grows the store by far less than the base; a
+// corrupted layer ends its session in ERROR naming the digest, its slots freed.
+class RegistrySessionTest : public runc_testing::RuncTest {
+ protected:
+  void SetUp() override {
+    RuncTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    ASSERT_EQ(registry_.error(), "");
+  }
+  testing_util::LocalRegistry registry_{{"lab", "s3cret pass", "", ""}};
+};
+
+TEST_F(RegistrySessionTest, ARegistryImageIsPulledOnDemandAndRuns) {
+  for (char const* v : {"1", "2", "3"}) {
+    ASSERT_EQ(Push(registry_, dir_, std::string("lab/app:") + v, App(v)), "");
+  }
+  std::string host = registry_.host();
+  auto add = Bai({"admin", "registry", "add", host, "--url", registry_.url(), "--username", "lab",
+                  "--password-stdin"},
+                 "s3cret pass\n");
+  ASSERT_EQ(add.exit_code, 0) << add.err;
+  auto argv_secret = Bai({"admin", "registry", "add", "other.example", "--url",
+                          "https://other.example", "--username", "u"});
+  EXPECT_EQ(argv_secret.exit_code, 2) << "a username without --password-stdin is refused";
+  auto ls = Bai({"-o", "json", "admin", "registry", "ls"});
+  ASSERT_EQ(ls.exit_code, 0) << ls.err;
+  EXPECT_THAT(ls.out, HasSubstr("\"*****\"")) << "the password is only said to be set";
+  EXPECT_THAT(ls.out, Not(HasSubstr("s3cret")));
+  auto rescan = Bai({"admin", "image", "rescan", host});
+  ASSERT_EQ(rescan.exit_code, 0) << rescan.err;
+  EXPECT_THAT(rescan.out, HasSubstr("3 images in 1 registry"));
+  // One image by its reference (what a registry without a catalog allows).
+  auto one = Bai({"admin", "image", "rescan", host + "/lab/app:2"});
+  EXPECT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_THAT(one.out, HasSubstr("1 image in 1 registry")) << one.err;
+  EXPECT_NE(Bai({"admin", "image", "rescan", "nowhere.example/lab/app:2"}).exit_code, 0);
+  auto images = Bai({"admin", "image", "ls"});
+  for (char const* v : {"1", "2", "3"}) EXPECT_THAT(images.out, HasSubstr("lab/app")) << v;
+
+  std::int64_t before = agent::TreeBytes(state_dir_ + "/images");
+  auto job = Bai({"run", host + "/lab/app:1", "--", "cat", "/etc/os-release"});
+  EXPECT_EQ(job.exit_code, 0) << job.err;
+  EXPECT_EQ(job.out, "NAME=\"bai-test app 1\"\n");
+  std::int64_t after_one = agent::TreeBytes(state_dir_ + "/images");
+  std::int64_t base = static_cast<std::int64_t>(fs::file_size("/bin/busybox")) + 300 * 1024;
+  EXPECT_GT(after_one - before, base) << "the base came with the first image";
+  auto two = Bai({"run", host + "/lab/app:2", "--", "cat", "/etc/os-release"});
+  EXPECT_EQ(two.out, "NAME=\"bai-test app 2\"\n") << two.err;
+  EXPECT_LT(agent::TreeBytes(state_dir_ + "/images") - after_one, base / 20)
+      << "app:2 brought only its own layer";
+  // The pull was said: kernel_pulling events with the bytes, done at the end.
+  auto events = manager_->store().db().Query(
+      "SELECT reason FROM events WHERE name = 'kernel_pulling' ORDER BY seq DESC LIMIT 1");
+  ASSERT_TRUE(events.ok() && !events->empty());
+  auto pull = protocol::DecodePullInfo(events->front().Text(0));
+  ASSERT_TRUE(pull) << events->front().Text(0);
+  EXPECT_EQ(pull->image, host + "/lab/app:2");
+  EXPECT_EQ(pull->done, pull->total);
+  // Installed where it was pulled.
+  auto listed = Bai({"-o", "json", "admin", "image", "ls"});
+  EXPECT_THAT(listed.out, HasSubstr(agent_id_));
+
+  // app:3's base is the same, so its own layer is corrupted: the session fails at once.
+  auto manifest = testing_util::RunProcess({"/usr/bin/curl", "-sf", "-u", "lab:s3cret pass", "-H",
+                                            "Accept: application/vnd.oci.image.manifest.v1+json",
+                                            registry_.url() + "/v2/lab/app/manifests/3"});
+  ASSERT_EQ(manifest.exit_code, 0) << manifest.err;
+  auto m = nlohmann::json::parse(manifest.out);
+  std::string top = m["layers"][1]["digest"];
+  std::string stored = registry_.BlobFile(top);
+  std::string bytes = runc_testing::ReadFile(stored);
+  bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 0x10);
+  testing_util::WriteFileBytes(stored, bytes);
+  auto bad = Bai({"run", host + "/lab/app:3", "--", "cat", "/etc/os-release"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_THAT(bad.out + bad.err, HasSubstr(top));
+  auto sessions = manager_->store().db().Query(
+      "SELECT status, status_history, status_info FROM sessions WHERE image = ? ORDER BY "
+      "created_at DESC LIMIT 1",
+      {host + "/lab/app:3"});
+  ASSERT_TRUE(sessions.ok() && !sessions->empty());
+  // ERROR (then TERMINATED: `bai run` removes what it started), at once, with the reason.
+  EXPECT_THAT(sessions->front().Text(1), HasSubstr("\"ERROR\"")) << sessions->front().Text(1);
+  EXPECT_THAT(sessions->front().Text(2), HasSubstr("kernel-creation-failed: pulling"));
 }
 
 }  // namespace

@@ -764,5 +764,86 @@ TEST_F(AdminTest, AFrozenManagerChangesNothing) {
   EXPECT_EQ(Mutate(*root_, R"(create_domain(name: "icy", props: {}) { ok msg })")["ok"], true);
 }
 
+// Container registries (issue 46), 24.09's two GraphQL forms: the legacy one by hostname
+// (what bai's CLI and 23.09 speak) and the node by id. Only a superadmin sees or changes them; a
+// password is taken and kept but only ever answered as "*****"; bad input is named.
+TEST_F(AdminTest, ContainerRegistriesAreTheSuperadminsAndKeepTheirPasswords) {
+  constexpr char kCreate[] = R"(
+    mutation($h: String!, $p: CreateContainerRegistryInput!) {
+      create_container_registry(hostname: $h, props: $p) {
+        container_registry { id hostname config { url type project username password
+                                                 ssl_verify } } } })";
+  json props = {{"url", "http://127.0.0.1:5000"},
+                {"type", "docker"},
+                {"project", {"lab"}},
+                {"username", "bot"},
+                {"password", "hunter2"}};
+  auto made = Gql(*root_, kCreate, {{"h", "127.0.0.1:5000"}, {"p", props}});
+  auto reg = made["data"]["create_container_registry"]["container_registry"];
+  ASSERT_TRUE(reg.is_object()) << made.dump();
+  EXPECT_EQ(reg["hostname"], "127.0.0.1:5000");
+  EXPECT_EQ(reg["config"]["project"], json::array({"lab"}));
+  EXPECT_EQ(reg["config"]["password"], "*****");
+  EXPECT_EQ(made.dump().find("hunter2"), std::string::npos);
+  // Kept for the agents' pulls, never answered.
+  auto kept = manager_->store().db().Query("SELECT password FROM container_registries");
+  ASSERT_TRUE(kept.ok() && kept->size() == 1u);
+  EXPECT_EQ(kept->front().Text(0), "hunter2");
+  auto again = Gql(*root_, kCreate, {{"h", "127.0.0.1:5000"}, {"p", props}});
+  EXPECT_THAT(again.dump(), HasSubstr("exists")) << "the same name and project twice";
+  json bad = props;
+  bad["url"] = "ftp://x";
+  EXPECT_THAT(Gql(*root_, kCreate, {{"h", "x.example"}, {"p", bad}}).dump(), HasSubstr("url"));
+  bad = props;
+  bad["type"] = "gitlab";
+  EXPECT_THAT(Gql(*root_, kCreate, {{"h", "x.example"}, {"p", bad}}).dump(), HasSubstr("type"));
+  EXPECT_THAT(Gql(*root_, kCreate, {{"h", "Bad Name"}, {"p", props}}).dump(),
+              HasSubstr("registry_name"));
+
+  // Others: not even the list.
+  for (Client* who : {alice_.get(), dave_.get(), mona_.get()}) {
+    auto seen = Gql(*who, "{ container_registries { hostname } }");
+    EXPECT_TRUE(seen.contains("errors")) << seen.dump();
+    auto denied = Gql(*who, R"(mutation { delete_container_registry(hostname: "127.0.0.1:5000") {
+                                  container_registry { hostname } } })");
+    EXPECT_THAT(denied.dump(), HasSubstr("no permission")) << denied.dump();
+  }
+
+  // The node form and the REST listing see the same row.
+  auto nodes = Gql(*root_,
+                   "{ container_registry_nodes { count edges { node { row_id url "
+                   "registry_name project password } } } }");
+  auto node = nodes["data"]["container_registry_nodes"]["edges"][0]["node"];
+  EXPECT_EQ(node["registry_name"], "127.0.0.1:5000") << nodes.dump();
+  EXPECT_EQ(node["password"], "*****");
+  ApiRequest rest("GET", "/resource/container-registries");
+  auto listed = root_->Send(rest);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(json::parse(listed->body), json({{"lab/127.0.0.1:5000", "http://127.0.0.1:5000"}}));
+
+  // Modified (the password kept when not given, cleared when given empty), then deleted.
+  auto modified = Gql(*root_, R"(mutation { modify_container_registry(hostname: "127.0.0.1:5000",
+      props: {ssl_verify: false, url: "https://127.0.0.1:5000"}) {
+      container_registry { config { url ssl_verify password } } } })");
+  auto cfg = modified["data"]["modify_container_registry"]["container_registry"]["config"];
+  EXPECT_EQ(cfg["url"], "https://127.0.0.1:5000") << modified.dump();
+  EXPECT_EQ(cfg["ssl_verify"], false);
+  EXPECT_EQ(cfg["password"], "*****");
+  std::string id = node["row_id"];
+  auto cleared = Gql(*root_, R"(mutation($id: String!) { modify_container_registry_node(id: $id,
+      password: "") { container_registry { password } } })",
+                     {{"id", id}});
+  EXPECT_TRUE(
+      cleared["data"]["modify_container_registry_node"]["container_registry"]["password"].is_null())
+      << cleared.dump();
+  auto gone = Gql(*root_, R"(mutation { delete_container_registry(hostname: "127.0.0.1:5000") {
+      container_registry { hostname } } })");
+  EXPECT_EQ(gone["data"]["delete_container_registry"]["container_registry"]["hostname"],
+            "127.0.0.1:5000")
+      << gone.dump();
+  EXPECT_EQ(Gql(*root_, "{ container_registries { hostname } }")["data"]["container_registries"],
+            json::array());
+}
+
 }  // namespace
 }  // namespace bai::manager

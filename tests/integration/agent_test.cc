@@ -86,19 +86,21 @@ TEST_F(AgentTest, UnknownImagesAre404OnceAgentsReportTheirImages) {
   EXPECT_EQ(r.status, 404) << r.body;
   EXPECT_EQ(json::parse(r.body)["type"], "https://api.backend.ai/probs/object-not-found");
   EXPECT_THAT(std::string(json::parse(r.body)["msg"]), ::testing::HasSubstr("tensorflow"));
-  // A registry reference resolves by its last component, as on the agent; its tag must be
-  // offered (3.11 with a platform suffix is; 3.9 is not).
+  // A local name's tag must be offered (3.11 with a platform suffix is; 3.9 is not); a
+  // registry reference is never the host's image of the same last component (issue 46).
   auto ref = Call("POST", "/session",
-                  {{"name", "byref"},
-                   {"image", "cr.backend.ai/stable/python:3.11-ubuntu22.04"},
-                   {"enqueueOnly", true}});
+                  {{"name", "byref"}, {"image", "python:3.11-ubuntu22.04"}, {"enqueueOnly", true}});
   EXPECT_EQ(ref.status, 201) << ref.body;
-  auto other = Call("POST", "/session",
-                    {{"name", "oldpy"},
-                     {"image", "cr.backend.ai/stable/python:3.9-ubuntu20.04"},
-                     {"enqueueOnly", true}});
+  auto other =
+      Call("POST", "/session",
+           {{"name", "oldpy"}, {"image", "python:3.9-ubuntu20.04"}, {"enqueueOnly", true}});
   EXPECT_EQ(other.status, 404) << other.body;
   EXPECT_THAT(std::string(json::parse(other.body)["msg"]), ::testing::HasSubstr("python:3.9"));
+  auto registry = Call("POST", "/session",
+                       {{"name", "from-cr"},
+                        {"image", "cr.backend.ai/stable/python:3.11-ubuntu22.04"},
+                        {"enqueueOnly", true}});
+  EXPECT_EQ(registry.status, 404) << registry.body;
   // Hardening (new user): GPUs on a cluster without them waited for ever, also enqueued.
   for (bool enqueue : {false, true}) {
     auto gpu = Call("POST", "/session",

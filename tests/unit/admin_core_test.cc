@@ -6,8 +6,10 @@
 
 #include "server-reference/manager/admin/roles.h"
 #include "server-reference/manager/agents/image_rescan.h"
+#include "server-reference/manager/agents/registry_scan.h"
 #include "server-reference/manager/state/policies.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -56,6 +58,73 @@ TEST(ImageRescanCore, OutcomeCountsAndNamesFailures) {
   auto [only_elsewhere, msg] = RescanOutcome({}, {"i-z"});
   EXPECT_EQ(only_elsewhere, TaskStatus::kFailed);
   EXPECT_EQ(msg, "0 images on 0 agents; i-z: not connected to this manager");
+  // Registries (issue 46): their images counted apart; one that answered with tags it could
+  // not read is done, naming them; one named alone says nothing of agents.
+  auto [reg_status, reg] = RescanOutcome(
+      {{"registry r1", 3, "r1/lab/x:2: unauthorized", true}, {"i-a", 2, "", false}}, {});
+  EXPECT_EQ(reg_status, TaskStatus::kDone);
+  EXPECT_EQ(reg,
+            "3 images in 1 registry, 2 images on 1 agent; registry r1: r1/lab/x:2: "
+            "unauthorized");
+  auto [alone_status, alone] = RescanOutcome({{"registry r1", 4, "", true}}, {});
+  EXPECT_EQ(alone_status, TaskStatus::kDone);
+  EXPECT_EQ(alone, "4 images in 1 registry");
+  auto [down_status, down] = RescanOutcome({{"registry r1", std::nullopt, "refused", true}}, {});
+  EXPECT_EQ(down_status, TaskStatus::kFailed);
+  EXPECT_EQ(down, "0 images on 0 agents; registry r1: refused");
+}
+
+// What a registry's rescan keeps of an image (pure), and what a registry may be.
+TEST(RegistryScanCore, ImagesAreNamedAsTheirCanonicalAndSizedAs2409Does) {
+  ContainerRegistry reg;
+  reg.registry_name = "127.0.0.1:5000";
+  reg.url = "http://127.0.0.1:5000";
+  reg.project = "lab";
+  server::oci::Manifest m;
+  m.config = {"application/vnd.oci.image.config.v1+json",
+              "sha256:" + std::string(64, 'c'),
+              100,
+              std::nullopt,
+              {}};
+  m.layers = {{"", "sha256:" + std::string(64, 'a'), 1000, std::nullopt, {}},
+              {"", "sha256:" + std::string(64, 'b'), 24, std::nullopt, {}}};
+  server::oci::ImageConfig c;
+  c.architecture = "arm64";
+  c.labels = {{"ai.backend.resource.min.mem", "256m"}};
+  auto i = ScannedImage(reg, "lab/tools/py", "3.11", "sha256:" + std::string(64, 'd'), m, c);
+  EXPECT_EQ(i.canonical, "127.0.0.1:5000/lab/tools/py:3.11");
+  EXPECT_EQ(i.project, "lab");
+  EXPECT_EQ(i.name, "tools/py");
+  EXPECT_EQ(i.architecture, "aarch64");
+  EXPECT_EQ(i.size_bytes, 1124);
+  EXPECT_EQ(i.config_digest, m.config.digest);
+  EXPECT_EQ(i.labels.at("ai.backend.resource.min.mem"), "256m");
+  EXPECT_EQ(BackendAiArchitecture("amd64"), "x86_64");
+  EXPECT_EQ(BackendAiArchitecture("riscv64"), "riscv64");
+  EXPECT_TRUE(InProject("lab/app", "lab"));
+  EXPECT_FALSE(InProject("laboratory/app", "lab"));
+  EXPECT_TRUE(InProject("anything/at/all", ""));
+
+  EXPECT_TRUE(ValidateRegistry(reg).ok());
+  for (auto [field, value] :
+       std::vector<std::pair<std::string, std::string>>{{"url", "ftp://x"},
+                                                        {"url", "http://"},
+                                                        {"registry_name", "Upper.Case"},
+                                                        {"type", "ecr"},
+                                                        {"project", "a//b"}}) {
+    ContainerRegistry bad = reg;
+    if (field == "url") bad.url = value;
+    if (field == "registry_name") bad.registry_name = value;
+    if (field == "type") bad.type = value;
+    if (field == "project") bad.project = value;
+    auto s = ValidateRegistry(bad);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << field << "=" << value;
+    EXPECT_THAT(s.message(), ::testing::HasSubstr(field)) << s.message();
+  }
+  ContainerRegistry harbor = reg;
+  harbor.type = "harbor2";
+  harbor.project = "";
+  EXPECT_FALSE(ValidateRegistry(harbor).ok()) << "a Harbor registry is scanned by project";
 }
 
 std::string Text(PolicyValues const& v, std::string const& column) {

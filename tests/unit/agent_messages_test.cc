@@ -123,6 +123,20 @@ TEST(AgentMessagesTest, EveryOtherMessageRoundTrips) {
   EXPECT_EQ(task.status, protocol::TaskStatus::kDone);
   EXPECT_EQ(task.total_progress, 1);
 
+  // A pull's progress while PREPARING (issue 46).
+  ap::KernelStatus pulling{"00000000-0000-4000-8000-00000000000a",
+                           protocol::KernelStatus::kPreparing,
+                           std::nullopt,
+                           "",
+                           std::nullopt,
+                           {}};
+  pulling.pull = ap::PullState{"127.0.0.1:5000/lab/app:1", 512, 2048};
+  auto pull = Only<ap::KernelStatus>(ap::DecodeToManager(ap::Encode(ap::ToManager(pulling))))
+                  .pull.value_or(ap::PullState{});
+  EXPECT_EQ(pull.image, "127.0.0.1:5000/lab/app:1");
+  EXPECT_EQ(pull.done, 512);
+  EXPECT_EQ(pull.total, 2048);
+
   ap::CreateKernel create;
   create.session_id = "00000000-0000-4000-8000-00000000000a";
   create.image = "python";
@@ -142,6 +156,27 @@ TEST(AgentMessagesTest, EveryOtherMessageRoundTrips) {
   EXPECT_FALSE(c.bootstrap_script);
   EXPECT_EQ(c.batch_timeout, 60);
   EXPECT_EQ(c.devices, create.devices);
+  EXPECT_FALSE(c.registry);
+  // A registry image's source (issue 46), its credentials with it; a bad policy refused.
+  create.registry = ap::ImageRegistry{"127.0.0.1:5000",
+                                      "http://127.0.0.1:5000",
+                                      "bot",
+                                      "pw",
+                                      false,
+                                      "tag",
+                                      "sha256:" + std::string(64, 'e')};
+  auto r = Only<ap::CreateKernel>(ap::DecodeToAgent(ap::Encode(ap::ToAgent(create))))
+               .registry.value_or(ap::ImageRegistry{});
+  EXPECT_EQ(r.url, "http://127.0.0.1:5000");
+  EXPECT_EQ(r.password, "pw");
+  EXPECT_FALSE(r.ssl_verify);
+  EXPECT_EQ(r.auto_pull, "tag");
+  EXPECT_EQ(r.digest, create.registry->digest);
+  auto wire = json::parse(ap::Encode(ap::ToAgent(create)));
+  wire["registry"]["auto_pull"] = "always";
+  auto refused = ap::DecodeToAgent(wire.dump());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), ::testing::HasSubstr("registry.auto_pull"));
 
   auto destroy = Only<ap::DestroyKernel>(ap::DecodeToAgent(ap::Encode(
       ap::ToAgent(ap::DestroyKernel{"00000000-0000-4000-8000-00000000000a", "user-requested"}))));

@@ -86,12 +86,12 @@ TEST(SchedulerTest, SessionsGoOnlyToAgentsOfferingTheirImage) {
   Agent plain = MakeAgent("a1", "cpu=8,mem=8g");
   plain.images = {"python", "python:latest", "python:3.11", "shell"};
   Agent custom = MakeAgent("a2", "cpu=8,mem=8g");
-  custom.images = {"myimage", "myimage:v1"};
+  custom.images = {"myimage", "myimage:v1", "registry.example.com/team/myimage:v1"};
   in.agents = {plain, custom};
   Session mine = MakeSession("mine", "cpu=1", 1);
   mine.image = "registry.example.com/team/myimage:v1";
   Session py = MakeSession("py", "cpu=1", 2);
-  py.image = "cr.backend.ai/stable/python:3.11";
+  py.image = "python:3.11";
   Session none = MakeSession("none", "cpu=1", 3);
   none.image = "tensorflow";
   in.pending = {mine, py, none};
@@ -107,10 +107,17 @@ TEST(SchedulerTest, SessionsGoOnlyToAgentsOfferingTheirImage) {
   // A tag must be offered: exactly, as latest, or as a version with a platform suffix.
   EXPECT_TRUE(OffersImage({"python", "python:3.11"}, "python"));
   EXPECT_TRUE(OffersImage({"python"}, "python:latest"));
-  EXPECT_TRUE(
-      OffersImage({"python", "python:3.11"}, "cr.backend.ai/stable/python:3.11-ubuntu22.04"));
+  EXPECT_TRUE(OffersImage({"python", "python:3.11"}, "python:3.11-ubuntu22.04"));
+  EXPECT_FALSE(OffersImage({"python", "python:3.11"}, "python:3.9-ubuntu20.04"));
+  // A registry reference is never a local image of the same last component (issue 46); the
+  // image pulled from there is, however the reference is spelled.
   EXPECT_FALSE(
-      OffersImage({"python", "python:3.11"}, "cr.backend.ai/stable/python:3.9-ubuntu20.04"));
+      OffersImage({"python", "python:3.11"}, "cr.backend.ai/stable/python:3.11-ubuntu22.04"));
+  EXPECT_FALSE(OffersImage({"myimage:v1"}, "registry.example.com/team/myimage:v1"));
+  EXPECT_TRUE(OffersImage({"app", "index.docker.io/lab/app:latest"}, "lab/app"));
+  EXPECT_TRUE(OffersImage({"app", "index.docker.io/lab/app:latest"}, "docker.io/lab/app:latest"));
+  EXPECT_FALSE(OffersImage({"app", "index.docker.io/lab/app:latest"}, "lab/app:2"));
+  EXPECT_TRUE(OffersImage({"127.0.0.1:5000/lab/app:1"}, "127.0.0.1:5000/lab/app:1"));
   EXPECT_FALSE(OffersImage({"python", "python:3.11"}, "python:3.9"));
   EXPECT_FALSE(OffersImage({"python", "python:3.11"}, "python:-x"));
 }

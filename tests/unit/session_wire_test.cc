@@ -4,6 +4,7 @@
 #include "bai/protocol/session_wire.h"
 
 #include "bai/protocol/errors.h"
+#include "bai/protocol/session_status.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -428,4 +429,20 @@ TEST(SessionWireTest, OutputFromAnOffsetSkipsWhatWasSeen) {
 }
 
 }  // namespace
+// A pull's progress as PREPARING's status_info says it (issue 46): one text both ways.
+TEST(PullInfoTest, StatusInfoOfAPullReadsBack) {
+  protocol::PullInfo p{"127.0.0.1:5000/lab/app:1", 1024, 4096};
+  std::string text = protocol::EncodePullInfo(p);
+  EXPECT_EQ(text, "pulling 127.0.0.1:5000/lab/app:1 (1024/4096 bytes)");
+  auto back = protocol::DecodePullInfo(text);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->image, p.image);
+  EXPECT_EQ(back->done, 1024);
+  EXPECT_EQ(back->total, 4096);
+  for (char const* other : {"", "pulling", "pulling x (1/2 bytes", "pulling  (1/2 bytes)",
+                            "pulling x (a/2 bytes)", "scheduled", "pulling x (1-2 bytes)"}) {
+    EXPECT_FALSE(protocol::DecodePullInfo(other)) << other;
+  }
+}
+
 }  // namespace bai::protocol

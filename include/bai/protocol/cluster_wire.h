@@ -31,6 +31,23 @@ struct ImageEntry {
 BAI_EXPORT std::string EncodeImage(ImageEntry const& image);
 BAI_EXPORT StatusOr<ImageEntry> DecodeImage(std::string_view json);
 
+/// A container registry as 24.09's legacy GraphQL type answers it (`container_registries`):
+/// {id, hostname, config {url, type, project [..], username, password, ssl_verify,
+/// is_global}}. A set password is answered "*****", never itself (issue 46).
+struct ContainerRegistryEntry {
+  std::string id;
+  std::string hostname;  ///< the canonical names' first part ("127.0.0.1:5000")
+  std::string url;
+  std::string type = "docker";
+  std::vector<std::string> project;
+  std::optional<std::string> username;
+  bool has_password = false;
+  bool ssl_verify = true;
+  bool is_global = true;
+};
+BAI_EXPORT std::string EncodeContainerRegistry(ContainerRegistryEntry const& r);
+BAI_EXPORT StatusOr<ContainerRegistryEntry> DecodeContainerRegistry(std::string_view json);
+
 /// An agent (`agent_list.items`): slots as the JSON objects the server keeps.
 struct AgentEntry {
   std::string id;

@@ -3,6 +3,8 @@
 
 #include "bai/export.h"
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -85,5 +87,16 @@ BAI_EXPORT bool IsEmittedStatus(SessionStatus status);
 /// The session status a kernel status stands for (BUILDING→PREPARING, RESIZING→RUNNING,
 /// SUSPENDED→ERROR, others one to one).
 BAI_EXPORT SessionStatus ToSessionStatus(KernelStatus status);
+
+/// A session's image being pulled onto its agent (issue 46): what its `status_info` says while
+/// it is PREPARING, "pulling IMAGE (DONE/TOTAL bytes)", and its `kernel_pulling` events'
+/// reason. One definition: the manager writes it, the SDK reads it back.
+struct PullInfo {
+  std::string image;
+  std::int64_t done = 0, total = 0;
+};
+BAI_EXPORT std::string EncodePullInfo(PullInfo const& pull);
+/// nullopt for any other text.
+BAI_EXPORT std::optional<PullInfo> DecodePullInfo(std::string_view status_info);
 
 }  // namespace bai::protocol

@@ -86,11 +86,6 @@ std::string_view Bare(std::string_view type) {
   return type;
 }
 
-bool IsAttestation(Descriptor const& d) {
-  if (d.annotations.count("vnd.docker.reference.type")) return true;
-  return d.platform && d.platform->os == "unknown" && d.platform->architecture == "unknown";
-}
-
 std::string Hex(unsigned char const* bytes, unsigned n) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
@@ -152,6 +147,11 @@ std::string OciArchitecture(std::string_view machine) {
   if (machine == "x86_64") return "amd64";
   if (machine == "aarch64") return "arm64";
   return std::string(machine);
+}
+
+bool IsAttestation(Descriptor const& d) {
+  if (d.annotations.count("vnd.docker.reference.type")) return true;
+  return d.platform && d.platform->os == "unknown" && d.platform->architecture == "unknown";
 }
 
 StatusOr<Descriptor> ChoosePlatform(Index const& index, std::string_view architecture) {

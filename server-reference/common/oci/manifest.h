@@ -69,6 +69,10 @@ StatusOr<ManifestDocument> ParseManifest(std::string_view body, std::string_view
 /// as given.
 std::string OciArchitecture(std::string_view machine);
 
+/// Whether an index entry is an attestation (a build's provenance, not an image): annotated
+/// with `vnd.docker.reference.type`, or of platform unknown/unknown.
+bool IsAttestation(Descriptor const& d);
+
 /// The entry of `index` for linux/`architecture` (OCI's names): the first match, as the
 /// image-spec says; entries of another OS or architecture and attestations (unknown/unknown,
 /// or carrying `vnd.docker.reference.type`) are passed over; kNotFound listing the platforms

@@ -89,6 +89,10 @@ StatusOr<ImageReference> ParseImageReference(std::string_view text) {
   std::size_t slash = rest.find('/');
   if (slash != std::string_view::npos && LooksLikeRegistry(rest.substr(0, slash))) {
     ref.registry = std::string(rest.substr(0, slash));
+    // Docker Hub by its other names is the one Backend.AI names index.docker.io.
+    if (ref.registry == "docker.io" || ref.registry == "registry-1.docker.io") {
+      ref.registry = kDefaultRegistry;
+    }
     rest = rest.substr(slash + 1);
   } else {
     ref.registry = kDefaultRegistry;

@@ -27,7 +27,8 @@ struct ImageReference {
 };
 
 /// The reference in `text`. The first component is the registry when it has a '.' or a ':' or
-/// is "localhost" (as Docker decides); otherwise the registry is kDefaultRegistry and a name
+/// is "localhost" (as Docker decides; docker.io and registry-1.docker.io are kDefaultRegistry);
+/// otherwise the registry is kDefaultRegistry and a name
 /// without a '/' is under `lablup/` (24.09's rule, not Docker's `library/`). Refused with
 /// kInvalidArgument saying which part is wrong: an empty or upper-case repository component,
 /// separators out of place, a tag over 128 characters or with other characters, a digest that

@@ -419,8 +419,15 @@ StatusOr<std::vector<std::string>> RegistryClient::Paged(std::string const& path
     if (!r.ok()) return r.status();
     if (r->status != 200) return HttpProblem(r->status, path, r->body);
     auto j = nlohmann::json::parse(r->body, nullptr, false);
-    if (!j.is_object()) return Status(StatusCode::kFailedPrecondition, path + ": not JSON");
-    if (auto it = j.find(key); it != j.end() && it->is_array()) {
+    if (key == nullptr && j.is_array()) {
+      // Harbor's API: an array of objects, each with its "name".
+      for (auto const& v : j) {
+        if (v.is_object() && v.contains("name") && v["name"].is_string())
+          out.push_back(v["name"].get<std::string>());
+      }
+    } else if (!j.is_object()) {
+      return Status(StatusCode::kFailedPrecondition, path + ": not JSON");
+    } else if (auto it = j.find(key); it != j.end() && it->is_array()) {
       for (auto const& v : *it) {
         if (v.is_string()) out.push_back(v.get<std::string>());
       }
@@ -435,6 +442,17 @@ StatusOr<std::vector<std::string>> RegistryClient::Paged(std::string const& path
 StatusOr<std::vector<std::string>> RegistryClient::Tags(std::string const& repository) {
   return Paged("/v2/" + repository + "/tags/list?n=" + std::to_string(endpoint_.page_size),
                PullScope(repository), "tags");
+}
+
+StatusOr<std::vector<std::string>> RegistryClient::HarborRepositories(std::string const& project) {
+  {
+    // Harbor's API takes the account's Basic credentials (its registry still asks for tokens).
+    std::lock_guard<std::mutex> lock(mu_);
+    basic_ = true;
+  }
+  return Paged("/api/v2.0/projects/" + project +
+                   "/repositories?page_size=" + std::to_string(endpoint_.page_size),
+               "", nullptr);
 }
 
 StatusOr<std::vector<std::string>> RegistryClient::Repositories() {

@@ -69,6 +69,9 @@ class RegistryClient {
   StatusOr<std::vector<std::string>> Tags(std::string const& repository);
   /// Every repository (_catalog, following Link pages; not every registry has it).
   StatusOr<std::vector<std::string>> Repositories();
+  /// The repositories of a Harbor 2 project ("PROJECT/NAME"; its API's
+  /// /api/v2.0/projects/PROJECT/repositories, following Link pages, with Basic credentials).
+  StatusOr<std::vector<std::string>> HarborRepositories(std::string const& project);
 
   /// Requests made, and tokens fetched (tests: a token is reused until it expires).
   std::int64_t requests() const;
@@ -83,6 +86,7 @@ class RegistryClient {
   StatusOr<Response> Perform(Request const& request, std::string const& authorization);
   Status Authorize(std::string const& scope, std::string const& challenge);
   std::string AuthorizationFor(std::string const& scope);
+  /// `key`: the answer's array of names; nullptr: the answer is an array of {name} objects.
   StatusOr<std::vector<std::string>> Paged(std::string const& path, std::string const& scope,
                                            char const* key);
 

@@ -171,6 +171,9 @@ json KernelStatusJson(KernelStatus const& k) {
     j["service_ports"] = json::parse(protocol::EncodeApps(k.service_ports));
   if (k.usage) j["usage"] = KernelUsageJson(*k.usage);
   if (k.setup) j["setup"] = KernelSetupJson(*k.setup);
+  if (k.pull) {
+    j["pull"] = {{"image", k.pull->image}, {"done", k.pull->done}, {"total", k.pull->total}};
+  }
   return j;
 }
 
@@ -266,6 +269,11 @@ KernelStatus ReadKernelStatus(FieldReader& r) {
   }
   if (auto const* usage = r.Object("usage")) k.usage = ReadUsage(*usage, "usage", r);
   if (auto const* setup = r.Object("setup")) k.setup = ReadSetup(*setup, r);
+  if (auto const* pull = r.Object("pull")) {
+    FieldReader p(*pull);
+    k.pull = PullState{p.String("image"), p.Int("done", 0), p.Int("total", 0)};
+    if (!p.ok()) r.Fail("pull", "{image, done, total}");
+  }
   return k;
 }
 
@@ -486,7 +494,15 @@ json ToJson(CreateKernel const& m) {
           {"devices", DeviceAllocationsToJson(m.devices)},
           {"preopen_ports", m.preopen_ports},
           {"network", m.network},
-          {"dotfiles", json::parse(protocol::EncodeDotfiles(m.dotfiles))}};
+          {"dotfiles", json::parse(protocol::EncodeDotfiles(m.dotfiles))},
+          {"registry", m.registry ? json{{"name", m.registry->name},
+                                         {"url", m.registry->url},
+                                         {"username", m.registry->username},
+                                         {"password", m.registry->password},
+                                         {"ssl_verify", m.registry->ssl_verify},
+                                         {"auto_pull", m.registry->auto_pull},
+                                         {"digest", m.registry->digest}}
+                                  : json(nullptr)}};
 }
 
 json ToJson(DestroyKernel const& m) {
@@ -748,6 +764,20 @@ CreateKernel ReadCreateKernel(FieldReader& r) {
         break;
       }
       m.preopen_ports.push_back(p.get<int>());
+    }
+  }
+  if (auto const* registry = r.Object("registry")) {
+    FieldReader g(*registry);
+    ImageRegistry reg{g.Required("name"),         g.Required("url"),
+                      g.String("username"),       g.String("password"),
+                      g.Bool("ssl_verify", true), g.String("auto_pull", "digest"),
+                      g.String("digest")};
+    if (reg.auto_pull != "digest" && reg.auto_pull != "tag" && reg.auto_pull != "none") {
+      r.Fail("registry.auto_pull", "digest, tag or none");
+    } else if (!g.ok()) {
+      r.Fail("registry", "{name, url, username, password, ssl_verify, auto_pull, digest}");
+    } else {
+      m.registry = std::move(reg);
     }
   }
   if (auto const* dotfiles = r.Array("dotfiles")) {

@@ -67,6 +67,13 @@ using protocol::KernelSetup;
 nlohmann::json KernelSetupJson(KernelSetup const& setup);
 
 /// A kernel's state: the `kernel_status` message, and an entry of `register.kernels`.
+/// Where a kernel's image is pulled from while it prepares (issue 46).
+struct PullState {
+  std::string image;       ///< the reference being pulled
+  std::int64_t done = 0;   ///< bytes of its layers held
+  std::int64_t total = 0;  ///< bytes of its layers in all
+};
+
 struct KernelStatus {
   std::string session_id;
   /// PREPARING, RUNNING, TERMINATED or ERROR on the wire; other values are refused.
@@ -80,6 +87,8 @@ struct KernelStatus {
   std::optional<KernelUsage> usage = std::nullopt;
   /// RUNNING: its network and scratch (runc kernels).
   std::optional<KernelSetup> setup = std::nullopt;
+  /// PREPARING: the image being pulled for it, and how far.
+  std::optional<PullState> pull = std::nullopt;
 
   /// TERMINATED or ERROR: the kernel is gone.
   bool Ended() const {
@@ -189,6 +198,19 @@ struct Mount {
   std::string permission = "ro";  ///< ro, rw, wd
 };
 
+/// A registry image's source (24.09's ImageConfig.registry and auto_pull): where the agent
+/// pulls it from when its store lacks it, with the registry's credentials.
+struct ImageRegistry {
+  std::string name;  ///< "127.0.0.1:5000": the canonical names' first part
+  std::string url;   ///< "http://127.0.0.1:5000"
+  std::string username, password;
+  bool ssl_verify = true;
+  /// digest: pull when absent or when the rescan's manifest digest differs from the one held;
+  /// tag: only when absent; none: never (an absent image fails the kernel).
+  std::string auto_pull = "digest";
+  std::string digest;  ///< the manifest digest the last rescan found ("" unknown)
+};
+
 struct CreateKernel {
   std::string session_id;
   std::string session_name;
@@ -209,6 +231,8 @@ struct CreateKernel {
   /// Written into /home/work before the kernel is RUNNING, in order (the domain's, the
   /// project's, the user's): each checked again with CheckDotfile by the agent.
   std::vector<protocol::Dotfile> dotfiles;
+  /// Set for an image of a registry the manager knows: the agent may pull it.
+  std::optional<ImageRegistry> registry;
 };
 
 struct DestroyKernel {

@@ -1,13 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/common/wire/image_ref.h"
 
+#include "server-reference/common/oci/reference.h"
+
 namespace bai::server {
 
 bool ImageServes(std::string const& offered, std::string const& reference) {
   if (offered.empty() || reference.empty()) return false;
-  auto slash = reference.rfind('/');
-  std::string last = slash == std::string::npos ? reference : reference.substr(slash + 1);
-  if (offered == reference || offered == last) return true;
+  if (offered == reference) return true;
+  if (reference.find('/') != std::string::npos) {
+    // A registry's image: served only by that image (pulled, its canonical name an alias),
+    // whatever the spelling ("lab/app" is "index.docker.io/lab/app:latest"); never by a local
+    // image of the same last component (issue 46: it silently ran the host's Python).
+    if (offered.find('/') == std::string::npos) return false;
+    auto want = oci::ParseImageReference(reference);
+    auto have = oci::ParseImageReference(offered);
+    return want.ok() && have.ok() && want->Canonical() == have->Canonical();
+  }
+  std::string const& last = reference;
   auto colon = last.find(':');
   std::string bare = last.substr(0, colon);
   std::string tag = colon == std::string::npos ? "" : last.substr(colon + 1);

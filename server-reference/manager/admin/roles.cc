@@ -64,6 +64,12 @@ constexpr std::array kRules{
     Rule{"alias_image", false},
     Rule{"dealias_image", false},
     Rule{"rescan_images", false},
+    Rule{"create_container_registry", false},
+    Rule{"modify_container_registry", false},
+    Rule{"delete_container_registry", false},
+    Rule{"create_container_registry_node", false},
+    Rule{"modify_container_registry_node", false},
+    Rule{"delete_container_registry_node", false},
 };
 
 }  // namespace

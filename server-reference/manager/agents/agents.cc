@@ -11,6 +11,7 @@
 #include "server-reference/manager/scheduler/scheduling.h"
 #include "server-reference/manager/state/agent_store.h"
 #include "server-reference/manager/state/dotfiles.h"
+#include "server-reference/manager/state/registries.h"
 #include "server-reference/manager/state/store.h"
 #include "server-reference/manager/usage/usage.h"
 
@@ -27,6 +28,27 @@ namespace ap = server::agent_protocol;
 namespace {
 
 constexpr std::size_t kMaxLogBytes = 1 << 20;
+
+// Where the agent pulls a registry image from (the registry the manager knows for it, with
+// its credentials and the digest the last rescan found); none for another image.
+std::optional<ap::ImageRegistry> ImageSource(server::Database& db, SessionRecord const& r,
+                                             std::string const& auto_pull) {
+  RegistryStore registries(db);
+  auto source = registries.SourceOf(r.image);
+  if (!source.ok() || !*source) return std::nullopt;
+  auto const& reg = **source;
+  ap::ImageRegistry out{reg.registry_name,
+                        reg.url,
+                        reg.username.value_or(""),
+                        reg.password.value_or(""),
+                        reg.ssl_verify,
+                        auto_pull,
+                        ""};
+  if (auto found = registries.FindImage(r.image, r.architecture); found.ok() && *found) {
+    out.digest = (*found)->manifest_digest;
+  }
+  return out;
+}
 
 // What the agent needs to start the session's kernel, its folders' host paths included.
 ap::CreateKernel CreateMessage(SessionRecord const& r) {
@@ -348,8 +370,17 @@ void AgentRegistry::Handle(Connection const& c, ap::KernelStatus const& m) {
   std::optional<std::int64_t> exit_code = m.exit_code;
   std::string const& reason = m.reason;
   TransitionDetails d;
-  if (status == protocol::KernelStatus::kPreparing && current == SessionStatus::kScheduled) {
-    (void)sessions_.Transition(session_id, current, SessionStatus::kPreparing, d);
+  if (status == protocol::KernelStatus::kPreparing) {
+    if (current == SessionStatus::kScheduled) {
+      (void)sessions_.Transition(session_id, current, SessionStatus::kPreparing, d);
+      current = SessionStatus::kPreparing;
+    }
+    if (m.pull && current == SessionStatus::kPreparing) {
+      // Its image is being pulled: said in status_info and as a kernel_pulling event.
+      std::string info = protocol::EncodePullInfo({m.pull->image, m.pull->done, m.pull->total});
+      (void)sessions_.SetStatusInfo(session_id, info);
+      (void)sessions_.RecordEvent(session_id, "kernel_pulling", info);
+    }
   } else if (status == protocol::KernelStatus::kRunning) {
     if (!m.service_ports.empty()) (void)sessions_.SetServicePorts(session_id, m.service_ports);
     if (m.setup) (void)sessions_.SetKernelSetup(session_id, *m.setup);
@@ -505,6 +536,7 @@ void AgentRegistry::Dispatch() {
       auto s = sessions_.Get(id);
       if (!s.ok() || !*s) continue;
       auto message = CreateMessage(**s);
+      message.registry = ImageSource(db_, **s, options_.auto_pull);
       auto dotfiles =
           DotfileStore(db_).ForKernel((*s)->domain_name, (*s)->group_id, (*s)->access_key);
       if (dotfiles.ok()) message.dotfiles = std::move(*dotfiles);

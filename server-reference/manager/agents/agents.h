@@ -25,6 +25,8 @@ struct AgentOptions {
   std::chrono::seconds lost_grace{300};        ///< LOST this long → its sessions end as ERROR
   /// LOST this long past the grace, holding no session → the agent's row is removed.
   std::chrono::seconds lost_forget{3600};
+  /// Registry images: when agents pull them (digest, tag, none; 24.09's auto_pull).
+  std::string auto_pull = "digest";
 };
 
 /// The manager's side of docs/agent-protocol.md: agents connected to this manager, their

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server-reference/manager/agents/image_rescan.h"
 
+#include "server-reference/common/oci/reference.h"
 #include "server-reference/common/wire/agent_messages.h"
+#include "server-reference/manager/agents/registry_scan.h"
 #include "server-reference/manager/state/agent_store.h"
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 
@@ -13,60 +16,134 @@ namespace ap = server::agent_protocol;
 
 std::pair<protocol::TaskStatus, std::string> RescanOutcome(
     std::vector<AgentRescan> const& results, std::vector<std::string> const& elsewhere) {
-  std::size_t answered = 0;
-  std::size_t images = 0;
+  std::size_t answered = 0, agents = 0, registries = 0, agent_images = 0, registry_images = 0;
   std::string problems;
   for (auto const& r : results) {
     if (r.images) {
       ++answered;
-      images += *r.images;
-    } else {
-      problems += "; " + r.agent_id + ": " + r.error;
+      (r.registry ? registries : agents) += 1;
+      (r.registry ? registry_images : agent_images) += *r.images;
     }
+    if (!r.error.empty()) problems += "; " + r.agent_id + ": " + r.error;
   }
   for (auto const& id : elsewhere) problems += "; " + id + ": not connected to this manager";
-  auto plural = [](std::size_t n, char const* what) {
-    return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
+  auto plural = [](std::size_t n, char const* what, char const* many) {
+    return std::to_string(n) + " " + (n == 1 ? what : many);
   };
-  std::string message = results.empty() && elsewhere.empty()
-                            ? "No agent to rescan."
-                            : plural(images, "image") + " on " + plural(answered, "agent");
+  std::string message;
+  if (results.empty() && elsewhere.empty()) {
+    message = "No agent to rescan.";
+  } else {
+    if (registries > 0) {
+      message = plural(registry_images, "image", "images") + " in " +
+                plural(registries, "registry", "registries");
+    }
+    bool any_agent = std::any_of(results.begin(), results.end(),
+                                 [](AgentRescan const& r) { return !r.registry; });
+    if (registries == 0 || any_agent || !elsewhere.empty()) {
+      message += (message.empty() ? "" : ", ") + plural(agent_images, "image", "images") + " on " +
+                 plural(agents, "agent", "agents");
+    }
+  }
   bool failed = answered == 0 && (!results.empty() || !elsewhere.empty());
   return {failed ? protocol::TaskStatus::kFailed : protocol::TaskStatus::kDone, message + problems};
 }
 
-StatusOr<std::string> ImageRescan::Start(std::string const& access_key,
+namespace {
+
+// A rescan's units (registries, agents) as they end; the last one ends the task.
+struct Progress {
+  std::mutex mu;
+  std::vector<AgentRescan> results;
+  std::size_t total = 0;
+  std::vector<std::string> elsewhere;
+};
+
+void UnitDone(BackgroundTaskStore& tasks, std::string const& task_id,
+              std::shared_ptr<Progress> const& progress, AgentRescan const& r) {
+  std::vector<AgentRescan> so_far;
+  {
+    std::lock_guard<std::mutex> lock(progress->mu);
+    progress->results.push_back(r);
+    so_far = progress->results;
+  }
+  std::string step = r.images ? r.agent_id + ": " + std::to_string(*r.images) + " images"
+                              : r.agent_id + ": " + r.error;
+  (void)tasks.Update(task_id, static_cast<std::int64_t>(so_far.size()),
+                     static_cast<std::int64_t>(progress->total), step);
+  if (so_far.size() == progress->total) {
+    auto [status, message] = RescanOutcome(so_far, progress->elsewhere);
+    (void)tasks.Finish(task_id, status, message);
+  }
+}
+
+}  // namespace
+
+StatusOr<std::string> ImageRescan::Start(std::string const& access_key, std::string const& registry,
                                          std::chrono::milliseconds timeout) {
+  auto registries = RegistryStore(db_).List();
+  if (!registries.ok()) return registries.status();
+  std::vector<ContainerRegistry> scanned;
+  // An image reference (REGISTRY/REPOSITORY:TAG): that image alone, from its registry.
+  std::optional<server::oci::ImageReference> one;
+  if (registry.find('/') != std::string::npos) {
+    auto ref = server::oci::ParseImageReference(registry);
+    if (!ref.ok()) return Status(StatusCode::kNotFound, "No such image: " + registry);
+    auto source = RegistryStore(db_).SourceOf(ref->registry + "/" + ref->repository);
+    if (!source.ok()) return source.status();
+    if (!*source) return Status(StatusCode::kNotFound, "No such registry: " + ref->registry);
+    scanned.push_back(**source);
+    one = *ref;
+  } else {
+    for (auto const& r : *registries) {
+      if (registry.empty() || r.registry_name == registry) scanned.push_back(r);
+    }
+  }
+  if (!registry.empty() && scanned.empty()) {
+    return Status(StatusCode::kNotFound, "No such registry: " + registry);
+  }
   auto all = AgentStore(db_).List();
   if (!all.ok()) return all.status();
   auto connected = agents_.Connected();
   std::vector<std::string> targets;
-  std::vector<std::string> elsewhere;
-  for (auto const& a : *all) {
-    if (a.status != "ALIVE") continue;
-    (connected.count(a.row.id) != 0 ? targets : elsewhere).push_back(a.row.id);
-  }
-  auto task =
-      tasks_.Create("rescan-images", access_key, "", static_cast<std::int64_t>(targets.size()));
-  if (!task.ok()) return task.status();
-  struct Progress {
-    std::mutex mu;
-    std::vector<AgentRescan> results;
-  };
   auto progress = std::make_shared<Progress>();
-  std::size_t total = targets.size();
-  if (total == 0) {
-    auto [status, message] = RescanOutcome({}, elsewhere);
+  for (auto const& a : *all) {
+    if (!registry.empty() || a.status != "ALIVE") continue;
+    (connected.count(a.row.id) != 0 ? targets : progress->elsewhere).push_back(a.row.id);
+  }
+  progress->total = scanned.size() + targets.size();
+  auto task =
+      tasks_.Create("rescan-images", access_key, "", static_cast<std::int64_t>(progress->total));
+  if (!task.ok()) return task.status();
+  if (progress->total == 0) {
+    auto [status, message] = RescanOutcome({}, progress->elsewhere);
     (void)tasks_.Finish(task->id, status, message);
     return task->id;
+  }
+  for (auto const& reg : scanned) {
+    scans_.Run([&db = db_, &tasks = tasks_, progress, reg, one, task_id = task->id] {
+      RegistryStore store(db);
+      std::string name =
+          "registry " + reg.registry_name + (reg.project.empty() ? "" : " (" + reg.project + ")");
+      AgentRescan r{name, std::nullopt, "", true};
+      auto scan = one ? ScanImage(reg, one->repository, one->ManifestReference(), store)
+                      : ScanRegistry(reg, store);
+      if (scan.ok()) {
+        r.images = scan->images;
+        for (auto const& p : scan->problems) r.error += (r.error.empty() ? "" : "; ") + p;
+      } else {
+        r.error = scan.status().message();
+      }
+      UnitDone(tasks, task_id, progress, r);
+    });
   }
   for (auto const& id : targets) {
     agents_.Request(
         id, ap::RescanImages{}, timeout,
         // The stores, not this object: the registry may call back while the manager closes.
-        [&db = db_, &tasks = tasks_, progress, elsewhere, total, id,
+        [&db = db_, &tasks = tasks_, progress, id,
          task_id = task->id](StatusOr<std::string> result) {
-          AgentRescan r{id, std::nullopt, ""};
+          AgentRescan r{id, std::nullopt, "", false};
           auto reply = result.ok() ? ap::DecodeImagesReply(*result)
                                    : StatusOr<ap::ImagesReply>(result.status());
           if (reply.ok()) {
@@ -78,20 +155,7 @@ StatusOr<std::string> ImageRescan::Start(std::string const& access_key,
           } else {
             r.error = reply.status().message();
           }
-          std::vector<AgentRescan> so_far;
-          {
-            std::lock_guard<std::mutex> lock(progress->mu);
-            progress->results.push_back(r);
-            so_far = progress->results;
-          }
-          std::string step =
-              r.images ? id + ": " + std::to_string(*r.images) + " images" : id + ": " + r.error;
-          (void)tasks.Update(task_id, static_cast<std::int64_t>(so_far.size()),
-                             static_cast<std::int64_t>(total), step);
-          if (so_far.size() == total) {
-            auto [status, message] = RescanOutcome(so_far, elsewhere);
-            (void)tasks.Finish(task_id, status, message);
-          }
+          UnitDone(tasks, task_id, progress, r);
         });
   }
   return task->id;

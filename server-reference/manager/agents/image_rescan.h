@@ -4,6 +4,7 @@
 #include "bai/protocol/session_status.h"
 #include "bai/status.h"
 
+#include "server-reference/common/daemon/workers.h"
 #include "server-reference/common/db/database.h"
 #include "server-reference/manager/agents/agents.h"
 #include "server-reference/manager/state/bgtasks.h"
@@ -16,37 +17,44 @@
 
 namespace bai::manager {
 
-/// One agent's part of a rescan: the images it offers now, or why it did not answer.
+/// One agent's part of a rescan: the images it offers now, or why it did not answer; or one
+/// registry's (`registry`): the images found in it, or why it could not be listed.
 struct AgentRescan {
-  std::string agent_id;
+  std::string agent_id;               ///< or the registry's name
   std::optional<std::size_t> images;  ///< nullopt: it failed (`error` says why)
-  std::string error;
+  std::string error;                  ///< also a registry's tags that could not be read
+  bool registry = false;
 };
 
-/// How a rescan ends (pure): done when some agent answered or there is no agent at all,
-/// failed when none could be rescanned (each failed, or each is another manager's); the message
-/// counts the images and agents and names each agent that failed or that another manager holds
-/// (`elsewhere`: not asked from here).
+/// How a rescan ends (pure): done when some agent or registry answered or there is nothing to
+/// rescan, failed when none could be (each failed, or each agent is another manager's); the
+/// message counts the images in registries and on agents and names each that failed or that
+/// another manager holds (`elsewhere`: not asked from here).
 std::pair<protocol::TaskStatus, std::string> RescanOutcome(
     std::vector<AgentRescan> const& results, std::vector<std::string> const& elsewhere);
 
-/// `rescan_images` (24.09's mutation; bai's images live in each agent's store, not in a
-/// registry): a background task that asks every ALIVE agent connected to this manager to read
-/// its store again (rescan_images in docs/agent-protocol.md), keeps each answer as the agent's
-/// images, and reports one step of progress per agent (GET /events/background-task).
+/// `rescan_images` (24.09's mutation): a background task that scans the container registries
+/// (registry_scan.h: their images into registry_images) and asks every ALIVE agent connected
+/// to this manager to read its store again (rescan_images in docs/agent-protocol.md), keeping
+/// each answer as the agent's images; one step of progress per registry and per agent
+/// (GET /events/background-task).
 class ImageRescan {
  public:
   ImageRescan(server::Database& db, AgentRegistry& agents, BackgroundTaskStore& tasks)
       : db_(db), agents_(agents), tasks_(tasks) {}
 
-  /// Starts a rescan for `access_key`; the task's id. Answers come within `timeout` each.
-  StatusOr<std::string> Start(std::string const& access_key,
+  /// Starts a rescan for `access_key`: of every registry and agent, of the registry named
+  /// `registry` alone, or of one image when `registry` is a reference (REGISTRY/REPO:TAG; for
+  /// registries without a catalog); kNotFound when there is no such registry; the task's id.
+  /// Agents answer within `timeout` each.
+  StatusOr<std::string> Start(std::string const& access_key, std::string const& registry = "",
                               std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
  private:
   server::Database& db_;
   AgentRegistry& agents_;
   BackgroundTaskStore& tasks_;
+  server::Workers scans_;  ///< registry scans; last, so joined before the rest goes
 };
 
 }  // namespace bai::manager

@@ -73,5 +73,7 @@ bool IsOwnKeypairChange(Context const& ctx, graphql::PlannedField const& f);
 StatusOr<nlohmann::json> ChangeOwnKeypair(Context const& ctx, graphql::PlannedField const& f);
 FieldResult ResolvePolicyField(Context const& ctx, graphql::PlannedField const& f);
 FieldResult ResolveResourceField(Context const& ctx, graphql::PlannedField const& f);
+/// Container registries (admin_registries.cc), the superadmin's.
+FieldResult ResolveRegistryField(Context const& ctx, graphql::PlannedField const& f);
 
 }  // namespace bai::manager::admin

@@ -7,6 +7,7 @@
 #include "libbai/util/json_parse.h"
 #include "server-reference/manager/admin/roles.h"
 #include "server-reference/manager/api/admin_fields.h"
+#include "server-reference/manager/api/graphql_util.h"
 #include "server-reference/manager/state/domains.h"
 #include "server-reference/manager/state/groups.h"
 #include "server-reference/manager/state/policies.h"
@@ -376,12 +377,17 @@ std::optional<StatusOr<json>> ResolveAdminField(Identity const& who, server::Dat
     if (auto frozen = Store(db).RefuseWhileFrozen(); !frozen.ok()) return frozen;
     if (!admin::MayRun(ctx.role, f.name)) {
       if (admin::IsOwnKeypairChange(ctx, f)) return admin::ChangeOwnKeypair(ctx, f);
+      // The registry mutations answer no {ok, msg}: their refusal is an error.
+      if (f.name.find("container_registry") != std::string::npos) {
+        return StatusOr<json>(gql::Forbidden("no permission to execute " + f.key));
+      }
       return admin::Denied(f);
     }
   }
   if (auto v = AdminResolver(who, db).Resolve(f)) return v;
   if (auto v = admin::ResolveUserField(ctx, f)) return v;
   if (auto v = admin::ResolveResourceField(ctx, f)) return v;
+  if (auto v = admin::ResolveRegistryField(ctx, f)) return v;
   return admin::ResolvePolicyField(ctx, f);
 }
 

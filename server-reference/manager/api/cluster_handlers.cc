@@ -13,6 +13,7 @@
 #include "server-reference/manager/metrics.h"
 #include "server-reference/manager/scheduler/scheduling.h"
 #include "server-reference/manager/state/managers.h"
+#include "server-reference/manager/state/registries.h"
 #include "server-reference/manager/state/resource_groups.h"
 
 #include <nlohmann/json.hpp>
@@ -40,10 +41,16 @@ StatusOr<HttpResponse> GetConfigVFolderTypes(RequestContext&) {
   return JsonResponse(json::array({"user", "group"}));
 }
 
-// GET /config/docker-registries (24.09: an alias of /resource/container-registries):
-// "PROJECT/REGISTRY" → URL. Agents here import images locally; no registry is configured.
-StatusOr<HttpResponse> GetContainerRegistries(RequestContext&) {
-  return JsonResponse(json::object());
+// GET /resource/container-registries and its older name /config/docker-registries:
+// "PROJECT/REGISTRY" → URL ("REGISTRY" for a registry without a project), as 24.09 answers.
+StatusOr<HttpResponse> GetContainerRegistries(RequestContext& ctx) {
+  auto all = RegistryStore(ctx.store.db()).List();
+  if (!all.ok()) return std::move(all).status();
+  json out = json::object();
+  for (auto const& r : *all) {
+    out[r.project.empty() ? r.registry_name : r.project + "/" + r.registry_name] = r.url;
+  }
+  return JsonResponse(out);
 }
 
 // GET /resource/presets

@@ -23,6 +23,7 @@
 #include "server-reference/manager/state/agent_store.h"
 #include "server-reference/manager/state/columns.h"
 #include "server-reference/manager/state/images.h"
+#include "server-reference/manager/state/registries.h"
 #include "server-reference/manager/state/resource_groups.h"
 #include "server-reference/manager/vfolders/storage_links.h"
 #include "server-reference/manager/vfolders/store.h"
@@ -30,6 +31,7 @@
 
 #include <algorithm>
 #include <set>
+#include <sstream>
 
 namespace bai::manager {
 namespace {
@@ -502,6 +504,17 @@ class Resolver {
         entry.size_bytes = std::max(entry.size_bytes, offered.size);
       }
     }
+    // Registry images a rescan found (issue 46): installed on the agents that offer their
+    // canonical name (an agent reports a pulled image's canonical name as an alias).
+    auto scanned = RegistryStore(store_.db()).Images();
+    if (!scanned.ok()) return scanned.status();
+    std::map<std::string, RegistryImage const*> found;
+    for (auto const& r : *scanned) {
+      protocol::ImageEntry e = ImageOf(r.canonical, {}, r.architecture);
+      auto& entry = images.try_emplace(e.id, e).first->second;
+      if (entry.size_bytes == 0) entry.size_bytes = r.size_bytes;
+      found[e.id] = &r;
+    }
     // A superadmin's aliases (alias_image) join the agents' own.
     auto defined = ImageStore(store_.db()).Aliases();
     if (!defined.ok()) return defined.status();
@@ -509,9 +522,13 @@ class Resolver {
       auto it = images.find(ImageOf(a.target, {}, a.architecture).id);
       if (it != images.end()) it->second.aliases.push_back(a.alias);
     }
+    auto object = [&](protocol::ImageEntry const& img) {
+      auto it = found.find(img.id);
+      return ImageObject(img, it == found.end() ? nullptr : it->second);
+    };
     if (f.name == "images") {
       json out = json::array();
-      for (auto const& [key, img] : images) out.push_back(ImageObject(img));
+      for (auto const& [key, img] : images) out.push_back(object(img));
       return out;
     }
     std::string ref = ArgString(f, "reference");
@@ -522,7 +539,7 @@ class Resolver {
       std::string full = key.substr(0, key.find('@'));  // [REGISTRY/]NAME:TAG
       bool match = img.id == ref || full == ref || (img.tag == "latest" && full == ref + ":latest");
       for (auto const& a : img.aliases) match = match || a == ref;
-      if (match) return ImageObject(img);
+      if (match) return object(img);
     }
     return json(nullptr);
   }
@@ -554,16 +571,40 @@ class Resolver {
     return i;
   }
 
-  // The shared codec's fields, and the rest of 24.09's Image with what bai knows of them.
-  static json ImageObject(protocol::ImageEntry const& i) {
+  // The shared codec's fields, and the rest of 24.09's Image with what bai knows of them:
+  // a registry image's digest, labels, minimum resources (ai.backend.resource.min.*) and
+  // accelerators from its rescan.
+  static json ImageObject(protocol::ImageEntry const& i, RegistryImage const* scanned) {
     json j = json::parse(protocol::EncodeImage(i));
-    j.update({{"project", nullptr},
+    json labels = json::array(), limits = json::array(), accelerators = json::array();
+    if (scanned != nullptr) {
+      for (auto const& [k, v] : scanned->labels) {
+        labels.push_back({{"key", k}, {"value", v}});
+        if (k.rfind("ai.backend.resource.min.", 0) == 0) {
+          limits.push_back({{"key", k.substr(24)}, {"min", v}, {"max", nullptr}});
+        }
+      }
+      // 24.09: a label-less image takes any accelerator ("*").
+      auto acc = scanned->labels.find("ai.backend.accelerators");
+      if (acc == scanned->labels.end()) {
+        accelerators.push_back("*");
+      } else {
+        std::stringstream list(acc->second);
+        for (std::string a; std::getline(list, a, ',');) {
+          if (!a.empty()) accelerators.push_back(a);
+        }
+      }
+    }
+    std::string project;
+    if (auto slash = i.name.find('/'); slash != std::string::npos)
+      project = i.name.substr(0, slash);
+    j.update({{"project", project.empty() ? json(nullptr) : json(project)},
               {"humanized_name", i.registry == "local" ? i.name : i.registry + "/" + i.name},
               {"is_local", i.registry == "local"},
-              {"digest", nullptr},
-              {"labels", json::array()},
-              {"resource_limits", json::array()},
-              {"supported_accelerators", json::array()},
+              {"digest", scanned ? json(scanned->config_digest) : json(nullptr)},
+              {"labels", labels},
+              {"resource_limits", limits},
+              {"supported_accelerators", accelerators},
               {"hash", nullptr}});
     return j;
   }
@@ -898,17 +939,16 @@ class Resolver {
     return o;
   }
 
-  // rescan_images(registry): bai's images live in the agents' stores; no registry is named.
+  // rescan_images(registry): that registry's images, or every registry's and every agent's.
   StatusOr<json> RescanImages(PlannedField const& f) {
-    if (auto r = f.args.find("registry");
-        r != f.args.end() && r->is_string() && !r->get_ref<std::string const&>().empty()) {
-      return json{{"ok", false},
-                  {"msg", "No such registry: " + r->get<std::string>() +
-                              " (bai's agents keep their images in local stores: rescan without "
-                              "a registry)"},
-                  {"task_id", nullptr}};
+    std::string registry;
+    if (auto r = f.args.find("registry"); r != f.args.end() && r->is_string()) {
+      registry = r->get<std::string>();
     }
-    auto task = rescan_.Start(who_.access_key);
+    auto task = rescan_.Start(who_.access_key, registry);
+    if (task.status().code() == StatusCode::kNotFound) {
+      return json{{"ok", false}, {"msg", task.status().message()}, {"task_id", nullptr}};
+    }
     if (!task.ok()) return task.status();
     return json{{"ok", true}, {"msg", ""}, {"task_id", *task}};
   }

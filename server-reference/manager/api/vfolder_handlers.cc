@@ -6,6 +6,7 @@
 #include "bai/protocol/vfolder_wire.h"
 
 #include "libbai/protocol/wire_json.h"
+#include "server-reference/common/daemon/workers.h"
 #include "server-reference/common/http/problem.h"
 #include "server-reference/manager/api/handler_util.h"
 #include "server-reference/manager/api/routes.h"
@@ -44,38 +45,7 @@ using server::HttpResponse;
 using vfolders::FolderRecord;
 
 // Clones run on their own threads, joined when the routes go (before the stores they use).
-class Workers {
- public:
-  ~Workers() {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto& w : workers_) w.thread.join();
-  }
-  void Run(std::function<void()> job) {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto it = workers_.begin(); it != workers_.end();) {
-      if (it->done->load()) {
-        it->thread.join();
-        it = workers_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    auto done = std::make_shared<std::atomic<bool>>(false);
-    workers_.push_back({std::thread([job = std::move(job), done] {
-                          job();
-                          done->store(true);
-                        }),
-                        done});
-  }
-
- private:
-  struct Worker {
-    std::thread thread;
-    std::shared_ptr<std::atomic<bool>> done;
-  };
-  std::mutex mu_;
-  std::list<Worker> workers_;
-};
+using server::Workers;
 
 // Quota admission, one scope at a time: the check and what makes the room taken (an upload
 // session, which the proxy counts in the scope's usage; a clone's bytes, reserved here until

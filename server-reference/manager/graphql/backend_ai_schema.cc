@@ -79,6 +79,58 @@ void AddResources(Schema& s) {
   s.Extend("Mutations", mutations);
 }
 
+// Container registries (24.09's container_registry.py: the legacy ContainerRegistry by
+// hostname, "deprecated since 24.09.0", and ContainerRegistryNode by id).
+void AddRegistries(Schema& s) {
+  std::vector<std::string> config = {"url: String",       "type: String",     "project: [String]",
+                                     "username: String",  "password: String", "ssl_verify: Boolean",
+                                     "is_global: Boolean"};
+  s.Object("ContainerRegistryConfig", config);
+  s.Object("ContainerRegistry", {"id: ID", "hostname: String", "config: ContainerRegistryConfig"});
+  s.Object("ContainerRegistryNode",
+           {"id: ID", "row_id: UUID", "name: String", "url: String", "type: String",
+            "registry_name: String", "is_global: Boolean", "project: String", "username: String",
+            "password: String", "ssl_verify: Boolean", "extra: JSONString"});
+  s.Object("ContainerRegistryNodeEdge", {"node: ContainerRegistryNode", "cursor: String"});
+  s.Object("PageInfo", {"hasNextPage: Boolean", "hasPreviousPage: Boolean", "startCursor: String",
+                        "endCursor: String"});
+  s.Object("ContainerRegistryConnection",
+           {"count: Int", "edges: [ContainerRegistryNodeEdge]", "pageInfo: PageInfo"});
+  s.Input("CreateContainerRegistryInput",
+          {"url: String!", "type: String!", "project: [String]", "username: String",
+           "password: String", "ssl_verify: Boolean", "is_global: Boolean"});
+  s.Input("ModifyContainerRegistryInput",
+          {"url: String", "type: String", "project: [String]", "username: String",
+           "password: String", "ssl_verify: Boolean", "is_global: Boolean"});
+  s.Object("CreateContainerRegistry", {"container_registry: ContainerRegistry"});
+  s.Object("ModifyContainerRegistry", {"container_registry: ContainerRegistry"});
+  s.Object("DeleteContainerRegistry", {"container_registry: ContainerRegistry"});
+  s.Object("CreateContainerRegistryNode", {"container_registry: ContainerRegistryNode"});
+  s.Object("ModifyContainerRegistryNode", {"container_registry: ContainerRegistryNode"});
+  s.Object("DeleteContainerRegistryNode", {"container_registry: ContainerRegistryNode"});
+  std::string node_args =
+      "is_global: Boolean, project: String, username: String, password: String, "
+      "ssl_verify: Boolean, extra: JSONString";
+  s.Extend("Mutations",
+           {"create_container_registry(hostname: String!, props: CreateContainerRegistryInput!): "
+            "CreateContainerRegistry",
+            "modify_container_registry(hostname: String!, props: ModifyContainerRegistryInput!): "
+            "ModifyContainerRegistry",
+            "delete_container_registry(hostname: String!): DeleteContainerRegistry",
+            "create_container_registry_node(url: String!, type: String!, registry_name: String!, " +
+                node_args + "): CreateContainerRegistryNode",
+            "modify_container_registry_node(id: String!, url: String, type: String, "
+            "registry_name: String, " +
+                node_args + "): ModifyContainerRegistryNode",
+            "delete_container_registry_node(id: String!): DeleteContainerRegistryNode"});
+  s.Extend("Query",
+           {"container_registry(hostname: String!): ContainerRegistry",
+            "container_registries: [ContainerRegistry]",
+            "container_registry_node(id: String!): ContainerRegistryNode",
+            "container_registry_nodes(filter: String, order: String, offset: Int, before: String, "
+            "after: String, first: Int, last: Int): ContainerRegistryConnection"});
+}
+
 // Users, keypairs and the three kinds of resource policies (24.09's models/user.py,
 // keypair.py, resource_policy.py), with their inputs and payloads.
 void AddPrincipals(Schema& s) {
@@ -342,6 +394,7 @@ Schema Build() {
                         });
   AddPrincipals(s);
   AddResources(s);
+  AddRegistries(s);
   s.Object("Domain", {
                          "name: String",
                          "description: String",

@@ -46,7 +46,7 @@ bool Listed(Agent const& a, Session const& s) {
 // Whether `a` may run `s` at all, room aside.
 bool Eligible(Agent const& a, Session const& s) {
   return a.schedulable && a.architecture == s.architecture && Listed(a, s) &&
-         OffersImage(a.images, s.image);
+         (s.pullable || OffersImage(a.images, s.image));
 }
 
 // How much of the session's request is free on the agent: per slot asked for, the share free

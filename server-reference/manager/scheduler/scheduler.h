@@ -72,6 +72,9 @@ struct Session {
   std::string not_ready_reason;
   /// Non-empty: only these agents may take it (a superadmin's config.agent_list).
   std::vector<std::string> agent_list;
+  /// Its image is a registry's that the manager knows (a rescan found it): any agent may take
+  /// it and pull the image, whatever images it offers now.
+  bool pullable = false;
 };
 
 using protocol::AddInto;

@@ -94,6 +94,13 @@ Status ReadQueue(SqlExecutor& tx, std::string const& scaling_group,
     s.architecture = r.Text(2);
     s.requested = SlotsFromColumn(r.Text(3));
     s.image = r.Text(9);
+    if (s.image.find('/') != std::string::npos) {
+      auto known =
+          tx.Query("SELECT 1 FROM registry_images WHERE canonical = ? AND architecture = ?",
+                   {s.image, s.architecture});
+      if (!known.ok()) return known.status();
+      s.pullable = !known->empty();
+    }
     s.agent_list = ListFromColumn(r.Text(10));
     s.domain_name = r.Text(11);
     s.group_id = r.Text(12);

@@ -33,6 +33,10 @@ StatusOr<std::string> ImageStore::Resolve(std::string const& reference) {
 }
 
 Status ImageStore::CheckKnown(std::string const& reference) {
+  // A registry's image a rescan found: agents pull it (issue 46).
+  auto scanned = db_.Query("SELECT 1 FROM registry_images WHERE canonical = ?", {reference});
+  if (!scanned.ok()) return scanned.status();
+  if (!scanned->empty()) return Status();
   auto rows = db_.Query("SELECT images FROM agents");
   if (!rows.ok()) return rows.status();
   bool any = false;

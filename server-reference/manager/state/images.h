@@ -29,8 +29,8 @@ class ImageStore {
   /// The image an alias names, or `reference` itself.
   StatusOr<std::string> Resolve(std::string const& reference);
   /// 404 `object-not-found` ("No such environment image") when agents have registered images
-  /// and none offers `reference` (server::ImageServes). With no images known yet, any is
-  /// accepted.
+  /// and none offers `reference` (server::ImageServes) and no rescan found it in a registry.
+  /// With no images known yet, any is accepted.
   Status CheckKnown(std::string const& reference);
 
   /// Defines `alias` (replacing what it named before).

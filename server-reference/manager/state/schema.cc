@@ -389,6 +389,25 @@ server::Migration FolderQuotas() {
           }};
 }
 
+server::Migration ContainerRegistries() {
+  return {24,
+          "container registries (24.09's container_registries: one row per registry and "
+          "project) and the images a rescan found in them, one row per canonical name and "
+          "architecture (issue 46)",
+          {
+              "CREATE TABLE container_registries (id TEXT PRIMARY KEY, url TEXT NOT NULL, "
+              "registry_name TEXT NOT NULL, type TEXT NOT NULL DEFAULT 'docker', project TEXT, "
+              "username TEXT, password TEXT, ssl_verify INTEGER NOT NULL DEFAULT 1, "
+              "is_global INTEGER NOT NULL DEFAULT 1, extra TEXT, created_at TEXT NOT NULL, "
+              "UNIQUE (registry_name, project))",
+              "CREATE TABLE registry_images (canonical TEXT NOT NULL, architecture TEXT NOT NULL, "
+              "registry TEXT NOT NULL, project TEXT NOT NULL DEFAULT '', name TEXT NOT NULL, "
+              "tag TEXT NOT NULL, manifest_digest TEXT NOT NULL, config_digest TEXT NOT NULL, "
+              "size_bytes INTEGER NOT NULL DEFAULT 0, labels TEXT NOT NULL DEFAULT '{}', "
+              "scanned_at TEXT NOT NULL, PRIMARY KEY (canonical, architecture))",
+          }};
+}
+
 }  // namespace
 
 std::vector<server::Migration> const& Migrations() {
@@ -398,7 +417,7 @@ std::vector<server::Migration> const& Migrations() {
       AgentLoad(),    ServicePorts(), Networks(),        DomainFields(),
       GroupFields(),  UserFields(),   SessionActivity(), ResourceGroupFields(),
       ImageAliases(), SessionStats(), UserConfig(),      Managers(),
-      WebSessions(),  KernelSetups(), FolderQuotas()};
+      WebSessions(),  KernelSetups(), FolderQuotas(),    ContainerRegistries()};
   return *kMigrations;
 }
 

@@ -568,6 +568,14 @@ Status SessionStore::SetStatusInfo(std::string const& id, std::string const& sta
   return r.ok() ? Status() : r.status();
 }
 
+Status SessionStore::RecordEvent(std::string const& id, std::string const& name,
+                                 std::string const& reason) {
+  auto s = Get(id);
+  if (!s.ok()) return s.status();
+  if (!*s) return Status(StatusCode::kNotFound, "no session " + id);
+  return InsertEvent(db_, **s, name, reason, std::nullopt, NowIso());
+}
+
 Status SessionStore::Rename(std::string const& id, std::string const& name) {
   auto r = db_.Exec("UPDATE sessions SET name = ? WHERE id = ?", {name, id});
   return r.ok() ? Status() : r.status();
