@@ -1085,8 +1085,8 @@ def case_image_alias(r: Runner):
 
 
 def case_image_rescan(r: Runner):
-    # bai has no registries: the agents read their image stores again, as a background task the
-    # client follows over /events/background-task.
+    # The agents read their image stores again and every registry is scanned, as a background
+    # task the client follows over /events/background-task.
     res = r.bai("admin", "image", "rescan")
     clean(res)
     expect("Started updating the image metadata" in res.text(), f"rescan: {res.text()}")
@@ -1094,6 +1094,113 @@ def case_image_rescan(r: Runner):
     bad = r.bai("admin", "image", "rescan", "-r", "cr.backend.ai")
     expect(bad.rc != 0 and "No such registry" in bad.text(),
            f"a registry: {bad.rc} {bad.text()}")
+    _rescan_registry(r)
+
+
+def _free_port() -> int:
+    import socket
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _oci_layout(path: str, files: dict[str, bytes]) -> None:
+    """An OCI image layout of one gzip'd layer holding `files`, tagged "t"."""
+    import gzip
+    import io
+    import tarfile
+    os.makedirs(os.path.join(path, "blobs", "sha256"), exist_ok=True)
+
+    def blob(data: bytes) -> tuple[str, int]:
+        digest = hashlib.sha256(data).hexdigest()
+        with open(os.path.join(path, "blobs", "sha256", digest), "wb") as f:
+            f.write(data)
+        return "sha256:" + digest, len(data)
+
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    diff_id = "sha256:" + hashlib.sha256(raw.getvalue()).hexdigest()
+    layer, layer_size = blob(gzip.compress(raw.getvalue(), mtime=0))
+    config, config_size = blob(json.dumps({
+        "architecture": "amd64", "os": "linux",
+        "config": {"Labels": {"ai.backend.kernelspec": "1", "ai.backend.resource.min.mem": "64m"}},
+        "rootfs": {"type": "layers", "diff_ids": [diff_id]}}).encode())
+    manifest, manifest_size = blob(json.dumps({
+        "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": config,
+                   "size": config_size},
+        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": layer,
+                    "size": layer_size}]}).encode())
+    with open(os.path.join(path, "index.json"), "w") as f:
+        json.dump({"schemaVersion": 2, "manifests": [{
+            "mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": manifest,
+            "size": manifest_size,
+            "annotations": {"org.opencontainers.image.ref.name": "t"}}]}, f)
+    with open(os.path.join(path, "oci-layout"), "w") as f:
+        json.dump({"imageLayoutVersion": "1.0.0"}, f)
+
+
+def _registry(r: Runner) -> str:
+    """A registry of the run's own (Debian's docker-registry) holding lab/app:1, registered with
+    bai's CLI; its host:port. Started once."""
+    if getattr(r.stack, "registry_host", None):
+        return r.stack.registry_host
+    for tool in ("/usr/bin/docker-registry", "/usr/bin/skopeo"):
+        expect(os.path.exists(tool), f"{tool} is missing (scripts/install-deps.sh installs it)")
+    port = _free_port()
+    root = os.path.join(r.stack.dir, "registry")
+    os.makedirs(root, exist_ok=True)
+    with open(os.path.join(root, "config.yml"), "w") as f:
+        f.write(f"version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {root}/data\n"
+                f"http:\n  addr: 127.0.0.1:{port}\n")
+    log = open(os.path.join(root, "registry.log"), "w")
+    r.stack.procs.append(subprocess.Popen(["/usr/bin/docker-registry", "serve",
+                                           os.path.join(root, "config.yml")],
+                                          stdout=log, stderr=log))
+    host = f"127.0.0.1:{port}"
+    _oci_layout(os.path.join(root, "layout"), {"etc/os-release": b'NAME="conformance"\n'})
+    deadline = time.time() + 30
+    while True:
+        p = subprocess.run(["/usr/bin/skopeo", "copy", "--dest-tls-verify=false",
+                            f"oci:{root}/layout:t", f"docker://{host}/lab/app:1"],
+                           capture_output=True, text=True, timeout=60)
+        if p.returncode == 0:
+            break
+        expect(time.time() < deadline, f"skopeo copy: {p.stderr}")
+        time.sleep(0.3)
+    add = subprocess.run([f"{r.stack.bin}/bai", "admin", "registry", "add", host, "--url",
+                          f"http://{host}"], env=r.stack.env(), capture_output=True, text=True,
+                         timeout=60)
+    expect(add.returncode == 0, f"bai admin registry add: {add.stderr}")
+    r.stack.registry_host = host
+    return host
+
+
+def _rescan_registry(r: Runner):
+    """A registry's images (issue 46): rescanned by the registry's name, listed, aliased."""
+    host = _registry(r)
+    res = r.bai("admin", "image", "rescan", "-r", host)
+    clean(res)
+    expect("Finished registry scanning" in res.text(), f"rescan: {res.text()}")
+    found = r.stack.gql("{ images { name registry tag digest labels { key value } "
+                        "resource_limits { key min } } }")["images"]
+    app = [i for i in found if i.get("registry") == host and i.get("name") == "lab/app"]
+    expect(len(app) == 1, f"the registry's image: {found}")
+    expect(app[0]["tag"] == "1" and (app[0].get("digest") or "").startswith("sha256:"),
+           f"image: {app[0]}")
+    expect({"key": "mem", "min": "64m"} in app[0]["resource_limits"], f"limits: {app[0]}")
+    listed = r.bai("admin", "image", "list")
+    clean(listed)
+    expect("lab/app" in listed.out, f"image list: {listed.out}")
+    alias = r.bai("admin", "image", "alias", "conformance-app", f"{host}/lab/app:1")
+    clean(alias)
+    expect("conformance-app" in image_aliases(r), f"no alias: {image_aliases(r)}")
+    gone = r.bai("admin", "image", "dealias", "conformance-app")
+    clean(gone)
 
 
 def case_image_dealias(r: Runner):
@@ -1109,8 +1216,11 @@ def case_query_slots(r: Runner):
 
 
 def case_docker_registries(r: Runner):
+    host = _registry(r)
     res = r.bai("admin", "resource", "docker-registries")
     clean(res)
+    # 22.03 prints the names (GET /config/docker-registries' keys).
+    expect(host in res.out, f"registries: {res.out}")
 
 
 # --- dotfiles -------------------------------------------------------------------------------
