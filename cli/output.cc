@@ -55,6 +55,19 @@ void PrintDone(Context& ctx, std::string const& words) {
 
 std::string YesNo(bool b) { return b ? "yes" : "no"; }
 
+std::string HumanSeconds(double seconds) {
+  auto s = static_cast<long long>(seconds + 0.5);
+  char out[32];
+  if (s >= 3600) {
+    std::snprintf(out, sizeof out, "%lldh%02lldm", s / 3600, s % 3600 / 60);
+  } else if (s >= 60) {
+    std::snprintf(out, sizeof out, "%lldm%02llds", s / 60, s % 60);
+  } else {
+    std::snprintf(out, sizeof out, "%llds", s);
+  }
+  return out;
+}
+
 std::string HumanBytes(double bytes) {
   static char const* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int unit = 0;

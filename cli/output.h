@@ -27,5 +27,7 @@ std::string YesNo(bool b);
 
 /// "1.5 MiB": a byte count as people read it.
 std::string HumanBytes(double bytes);
+/// "1h02m", "3m05s", "42s": a time left.
+std::string HumanSeconds(double seconds);
 
 }  // namespace bai::cli

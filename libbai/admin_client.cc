@@ -478,8 +478,9 @@ StatusOr<std::string> AdminClient::RescanImages(std::string const& registry) con
 
 namespace {
 
+// Not is_global: 24.09 added it, 23.09 refuses the query that names it.
 constexpr char kRegistryFields[] =
-    "{ id hostname config { url type project username password ssl_verify is_global } }";
+    "{ id hostname config { url type project username password ssl_verify } }";
 
 json RegistryPropsJson(AdminClient::RegistryProps const& p) {
   json props = json::object();

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // The session commands that start or follow work: run, create, exec, wait.
+#include "bai/protocol/session_status.h"
 #include "bai/session_client.h"
 
 #include "cli/commands/session.h"
 #include "cli/commands/session_util.h"
 #include "cli/exit_codes.h"
+#include "cli/output.h"
 
 #include <nlohmann/json.hpp>
 #include <poll.h>
@@ -135,11 +137,53 @@ Created CreateAndSay(Context& ctx, SessionCreateRequest const& req, char const* 
   return out;
 }
 
-// Says on stderr why a session waits: once, and again each time the reason changes.
+// Says on stderr why a session waits: once, and again each time the reason changes; while its
+// image is pulled, how far (a bar redrawn on a terminal, a line per change when piped) with the
+// rate and the time left.
 struct WaitReporter {
   Context& ctx;
   std::string last;
+  std::optional<protocol::PullInfo> first_pull;
+  std::chrono::steady_clock::time_point pull_start;
+  bool drawn = false;
+
+  void Pull(protocol::PullInfo const& p) {
+    auto now = std::chrono::steady_clock::now();
+    if (!first_pull || first_pull->image != p.image) {
+      first_pull = p;
+      pull_start = now;
+    }
+    double elapsed = std::chrono::duration<double>(now - pull_start).count();
+    double rate = elapsed > 0.5 ? static_cast<double>(p.done - first_pull->done) / elapsed : 0;
+    double pct =
+        p.total > 0 ? 100.0 * static_cast<double>(p.done) / static_cast<double>(p.total) : 100.0;
+    std::string tail = rate > 0 ? "  " + HumanBytes(rate) + "/s" : "";
+    if (rate > 0 && p.total > p.done) {
+      tail += "  ETA " + HumanSeconds(static_cast<double>(p.total - p.done) / rate);
+    }
+    char line[512];
+    std::snprintf(line, sizeof line, "pulling %s %5.1f%%  %s / %s%s", p.image.c_str(), pct,
+                  HumanBytes(static_cast<double>(p.done)).c_str(),
+                  HumanBytes(static_cast<double>(p.total)).c_str(), tail.c_str());
+    if (::isatty(STDERR_FILENO)) {
+      ctx.err() << "\r" << line << "\x1b[K" << (p.done >= p.total ? "\n" : "") << std::flush;
+      drawn = p.done < p.total;
+    } else {
+      ctx.err() << line << "\n";
+    }
+  }
+
   void operator()(SessionInfo const& info) {
+    bool changed = info.status_info != last;
+    if (info.status.status == protocol::SessionStatus::kPreparing && changed) {
+      last = info.status_info;
+      if (auto pull = protocol::DecodePullInfo(info.status_info)) Pull(*pull);
+      return;
+    }
+    if (drawn && info.status.status != protocol::SessionStatus::kPreparing) {
+      ctx.err() << "\n";
+      drawn = false;
+    }
     if (info.status.status != protocol::SessionStatus::kPending) return;
     if (info.status_info.empty() || info.status_info == last) return;
     last = info.status_info;
@@ -160,7 +204,7 @@ struct StartWait {
 StartWait WaitToStart(SessionClient const& sessions, std::string const& id, std::int64_t max_wait,
                       Context& ctx) {
   StartWait out;
-  WaitReporter report{ctx, ""};
+  WaitReporter report{ctx, "", std::nullopt, {}, false};
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(max_wait);
   WaitOptions wait;
   wait.until_running = true;

@@ -52,20 +52,6 @@ StatusOr<std::int64_t> QuotaBytes(std::string const& text) {
   return static_cast<std::int64_t>(size->units() / protocol::Decimal::kUnitsPerOne);
 }
 
-// "1h02m", "3m05s", "42s": what is left, at the rate so far.
-std::string HumanSeconds(double seconds) {
-  auto s = static_cast<long long>(seconds + 0.5);
-  char out[32];
-  if (s >= 3600) {
-    std::snprintf(out, sizeof out, "%lldh%02lldm", s / 3600, s % 3600 / 60);
-  } else if (s >= 60) {
-    std::snprintf(out, sizeof out, "%lldm%02llds", s / 60, s % 60);
-  } else {
-    std::snprintf(out, sizeof out, "%llds", s);
-  }
-  return out;
-}
-
 // Progress on stderr: NDJSON lines, or one bar line redrawn on a terminal (at most 5 times a
 // second, and when a file finishes) with the size as people read it, the rate and the time left
 // for the whole transfer.

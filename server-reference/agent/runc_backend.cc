@@ -53,12 +53,7 @@ RuncBackend::~RuncBackend() {
       if (k->sock >= 0) shutdown(k->sock, SHUT_RDWR);
     }
   }
-  std::vector<Worker> threads;
-  {
-    std::lock_guard<std::mutex> lock(threads_mu_);
-    threads.swap(threads_);
-  }
-  for (auto& w : threads) w.thread.join();
+  workers_.JoinAll();
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [id, k] : kernels_) {
     if (k->sock >= 0) close(k->sock);
@@ -66,27 +61,7 @@ RuncBackend::~RuncBackend() {
   }
 }
 
-void RuncBackend::Spawn(std::function<void()> fn) {
-  std::vector<std::thread> finished;
-  {
-    std::lock_guard<std::mutex> lock(threads_mu_);
-    for (auto it = threads_.begin(); it != threads_.end();) {
-      if (it->done->load()) {
-        finished.push_back(std::move(it->thread));
-        it = threads_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    auto done = std::make_shared<std::atomic<bool>>(false);
-    threads_.push_back({std::thread([fn = std::move(fn), done] {
-                          fn();
-                          done->store(true);
-                        }),
-                        done});
-  }
-  for (auto& t : finished) t.join();  // returned already, or about to
-}
+void RuncBackend::Spawn(std::function<void()> fn) { workers_.Run(std::move(fn)); }
 
 std::vector<std::string> RuncBackend::Runc(std::vector<std::string> args) const {
   std::vector<std::string> argv = {options_.runc, "--root", options_.state_dir + "/runc"};

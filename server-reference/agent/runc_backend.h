@@ -9,6 +9,7 @@
 #include "server-reference/agent/oci_config.h"
 #include "server-reference/agent/oci_hooks.h"
 #include "server-reference/agent/scratch.h"
+#include "server-reference/common/daemon/workers.h"
 #include "server-reference/common/wire/runner_messages.h"
 
 #include <nlohmann/json.hpp>
@@ -127,12 +128,7 @@ class RuncBackend : public KernelBackend {
   std::map<std::string, std::shared_ptr<Kernel>> kernels_;
   // Start, teardown and reader threads; finished ones are joined on the next Spawn, so a
   // long-running agent does not accumulate them.
-  struct Worker {
-    std::thread thread;
-    std::shared_ptr<std::atomic<bool>> done;
-  };
-  std::mutex threads_mu_;
-  std::vector<Worker> threads_;
+  server::Workers workers_;
   bool stopping_ = false;
   QuantaMap quanta_;  ///< GPU time quanta held by this agent's kernels
   std::mutex bridge_mu_;

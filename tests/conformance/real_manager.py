@@ -159,6 +159,42 @@ def folders(build, api, suffix):
           out + err)
 
 
+def registries(build, suffix):
+    """bai admin registry against the server's container registries (23.09: etcd), read back
+    from its own GraphQL; the password goes in on stdin and never comes out."""
+    host = "reg-%s.example:5000" % suffix
+
+    def theirs():
+        found = gql(build, "{ container_registries { hostname config { url type project "
+                           "username password ssl_verify } } }")
+        return {r["hostname"]: r["config"] for r in found.get("container_registries") or []}
+
+    env_in = dict(os.environ, BACKEND_ENDPOINT=ENDPOINT, BACKEND_ACCESS_KEY=ACCESS,
+                  BACKEND_SECRET_KEY=SECRET, BAI_CONFIG_DIR=CONFIG_DIR)
+    p = subprocess.run([os.path.join(build, "bin", "bai"), "admin", "registry", "add", host,
+                        "--url", "https://" + host, "--project", "lab", "--username", "ci",
+                        "--password-stdin"], env=env_in, input="s3cret\n", capture_output=True,
+                       text=True, timeout=60)
+    made = theirs().get(host) or {}
+    check("admin registry add: the server has it, project and account, password set",
+          p.returncode == 0 and made.get("project") == ["lab"] and made.get("username") == "ci"
+          and made.get("password") not in (None, "s3cret"), (p.stdout + p.stderr + str(made))[:300])
+    rc, doc, out, err = bai(build, "admin", "registry", "ls")
+    mine = [r for r in (doc or {}).get("registries", []) if r.get("hostname") == host]
+    check("admin registry ls: listed, the password only said to be set",
+          rc == 0 and mine and mine[0]["config"]["password"] == "*****" and "s3cret" not in out,
+          (out + err)[:300])
+    rc, _, out, err = bai(build, "admin", "registry", "update", host, "--no-ssl-verify",
+                          check_json=False)
+    check("admin registry update --no-ssl-verify: the server has it",
+          rc == 0 and (theirs().get(host) or {}).get("ssl_verify") is False, out + err)
+    rc, _, out, err = bai(build, "admin", "image", "rescan", "nowhere.example", check_json=False)
+    check("admin image rescan of an unknown registry: the server's refusal, exit 1",
+          rc == 1 and "registry" in err.lower(), out + err)
+    rc, _, out, err = bai(build, "admin", "registry", "rm", host, check_json=False)
+    check("admin registry rm: gone from the server", rc == 0 and host not in theirs(), out + err)
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__)
@@ -320,6 +356,7 @@ def main():
                   rc == 0 and all(v != "missing" for v in values), values)
     # Admin verbs, each effect read back from the server's own GraphQL.
     suffix = "%05d" % (os.getpid() % 100000)
+    registries(build, suffix)
     rc, doc, out, err = bai(build, "admin", "policy", "create", "pol-" + suffix, "--slots", "cpu=4",
                             "--max-sessions", "3")
     pols = gql(build, "{ keypair_resource_policies { name max_concurrent_sessions total_resource_slots } }")
