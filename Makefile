@@ -70,6 +70,7 @@ bench: build
 	bash bench/app_bench.sh build 1024 3
 	bash bench/console_bench.sh build 1000 5
 	bash bench/console_upload.sh build 1024 3
+	bash bench/image_pull.sh build 1024 3
 	build/bench/bai_stream_bench build/bin -n 200 --streams 1000
 	@if [ "$$(id -u)" = 0 ]; then build/bench/bai_kernel_start -n 20; \
 	else echo "kernel start bench skipped: needs root (runc)"; fi

@@ -232,6 +232,8 @@ void AddAgentFlags(CLI::App& app, AgentFlags& f, std::string const& self_dir) {
   app.add_option("--slots", f.slots, "Capacity, e.g. cpu=4,mem=8g (default: this machine)");
   app.add_option("--scaling-group", f.agent.scaling_group, "Resource group to join");
   app.add_option("--images", f.agent.images, "Images this agent offers")->delimiter(',');
+  app.add_option("--pull-stall-timeout", f.pull_stall_timeout,
+                 "Seconds an image pull may receive no byte before it fails the kernel (300)");
   app.add_option("--max-log-size", f.max_log,
                  "Output kept per kernel (e.g. 64m): the first half and the last quarter to half "
                  "of it, a notice between");
@@ -271,6 +273,10 @@ StatusOr<AgentConfig> LoadAgentConfig(AgentFlags const& f) {
   auto max_log = Bytes(f.max_log);
   if (!max_log.ok() || *max_log == 0) return Usage("--max-log-size: expected a size such as 64m");
   c.agent.max_log_bytes = *max_log;
+  if (f.pull_stall_timeout < 1 || f.pull_stall_timeout > 86400) {
+    return Usage("--pull-stall-timeout: seconds from 1 to 86400");
+  }
+  c.pull_stall_timeout = std::chrono::seconds(f.pull_stall_timeout);
   auto budget = Bytes(f.log_budget);
   if (!budget.ok()) return Usage("--log-budget: expected a size such as 2g (0: no bound)");
   c.agent.log_budget_bytes = *budget;

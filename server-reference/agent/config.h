@@ -11,6 +11,7 @@
 #include "server-reference/agent/runc_options.h"
 #include "server-reference/common/log/log_options.h"
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,7 @@ struct AgentFlags {
   bool stop_kernels = false;
   std::string mem_reserve = "1g";
   std::string max_log = "64m";
+  int pull_stall_timeout = 300;  ///< seconds a pull may move no byte before it fails
   std::string log_budget = "2g";
   int dummy_prepare_ms = 100;
   int dummy_run_ms = 200;
@@ -62,6 +64,7 @@ struct AgentConfig {
   DummyOptions dummy;
   std::string backend;
   std::string state_dir;
+  std::chrono::seconds pull_stall_timeout{300};
   bool stop_kernels = false;
   std::string metrics_listen;
   std::string metrics_token;

@@ -137,6 +137,7 @@ bai::StatusOr<std::unique_ptr<agent::KernelBackend>> MakeBackend(
     std::cerr << "bai-agent: images are flat copies: " << s.message() << "\n";
   }
   images->SweepUnfinished();
+  images->set_stall_timeout(c.pull_stall_timeout);
   if (auto s = images->EnsureBuiltins(); !s.ok()) {
     return bai::Status(s.code(), "images: " + s.message());
   }
