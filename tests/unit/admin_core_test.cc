@@ -104,6 +104,12 @@ TEST(RegistryScanCore, ImagesAreNamedAsTheirCanonicalAndSizedAs2409Does) {
   EXPECT_TRUE(InProject("lab/app", "lab"));
   EXPECT_FALSE(InProject("laboratory/app", "lab"));
   EXPECT_TRUE(InProject("anything/at/all", ""));
+  // How rows name a reference, whatever its spelling; a local name stays as it is.
+  EXPECT_EQ(CanonicalImage("lab/app"), "index.docker.io/lab/app:latest");
+  EXPECT_EQ(CanonicalImage("docker.io/lab/app:2"), "index.docker.io/lab/app:2");
+  EXPECT_EQ(CanonicalImage("127.0.0.1:5000/lab/app:1"), "127.0.0.1:5000/lab/app:1");
+  EXPECT_EQ(CanonicalImage("python:3.11"), "python:3.11");
+  EXPECT_EQ(CanonicalImage("Not/A/Reference"), "Not/A/Reference");
 
   EXPECT_TRUE(ValidateRegistry(reg).ok());
   for (auto [field, value] :

@@ -9,6 +9,7 @@
 #include "server-reference/manager/scheduler/scheduler.h"
 #include "server-reference/manager/state/columns.h"
 #include "server-reference/manager/state/images.h"
+#include "server-reference/manager/state/registries.h"
 #include "server-reference/manager/state/sessions.h"
 
 #include <nlohmann/json.hpp>
@@ -97,7 +98,7 @@ Status ReadQueue(SqlExecutor& tx, std::string const& scaling_group,
     if (s.image.find('/') != std::string::npos) {
       auto known =
           tx.Query("SELECT 1 FROM registry_images WHERE canonical = ? AND architecture = ?",
-                   {s.image, s.architecture});
+                   {CanonicalImage(s.image), s.architecture});
       if (!known.ok()) return known.status();
       s.pullable = !known->empty();
     }

@@ -5,6 +5,7 @@
 
 #include "libbai/util/json_parse.h"
 #include "server-reference/common/wire/image_ref.h"
+#include "server-reference/manager/state/registries.h"
 #include "server-reference/manager/state/store.h"
 
 #include <nlohmann/json.hpp>
@@ -34,7 +35,8 @@ StatusOr<std::string> ImageStore::Resolve(std::string const& reference) {
 
 Status ImageStore::CheckKnown(std::string const& reference) {
   // A registry's image a rescan found: agents pull it (issue 46).
-  auto scanned = db_.Query("SELECT 1 FROM registry_images WHERE canonical = ?", {reference});
+  auto scanned =
+      db_.Query("SELECT 1 FROM registry_images WHERE canonical = ?", {CanonicalImage(reference)});
   if (!scanned.ok()) return scanned.status();
   if (!scanned->empty()) return Status();
   auto rows = db_.Query("SELECT images FROM agents");

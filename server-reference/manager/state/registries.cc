@@ -4,6 +4,7 @@
 #include "bai/protocol/cluster_wire.h"
 
 #include "libbai/util/json_parse.h"
+#include "server-reference/common/oci/reference.h"
 #include "server-reference/manager/state/bootstrap.h"
 #include "server-reference/manager/state/store.h"
 
@@ -65,6 +66,12 @@ constexpr char kImageColumns[] =
     "size_bytes, labels";
 
 }  // namespace
+
+std::string CanonicalImage(std::string const& reference) {
+  if (reference.find('/') == std::string::npos) return reference;
+  auto ref = server::oci::ParseImageReference(reference);
+  return ref.ok() ? ref->Canonical() : reference;
+}
 
 Status ValidateRegistry(ContainerRegistry const& r) {
   static std::regex const kUrl(
@@ -254,14 +261,15 @@ StatusOr<std::optional<RegistryImage>> RegistryStore::FindImage(std::string cons
                                                                 std::string const& architecture) {
   auto rows = db_.Query(std::string("SELECT ") + kImageColumns +
                             " FROM registry_images WHERE canonical = ? AND architecture = ?",
-                        {canonical, architecture});
+                        {CanonicalImage(canonical), architecture});
   if (!rows.ok()) return rows.status();
   if (rows->empty()) return std::optional<RegistryImage>();
   return std::optional<RegistryImage>(ImageFromRow(rows->front()));
 }
 
-StatusOr<std::optional<ContainerRegistry>> RegistryStore::SourceOf(std::string const& reference) {
+StatusOr<std::optional<ContainerRegistry>> RegistryStore::SourceOf(std::string const& image) {
   std::optional<ContainerRegistry> none;
+  std::string reference = CanonicalImage(image);
   auto slash = reference.find('/');
   if (slash == std::string::npos) return none;
   auto rows = ByName(reference.substr(0, slash));

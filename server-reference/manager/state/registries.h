@@ -48,6 +48,10 @@ struct RegistryImage {
   std::map<std::string, std::string> labels;
 };
 
+/// A registry reference as rows name it (`REGISTRY/REPOSITORY:TAG`: "lab/app" is
+/// "index.docker.io/lab/app:latest"); a local name, or text that is no reference, as given.
+std::string CanonicalImage(std::string const& reference);
+
 /// Refused (kInvalidArgument naming the field): a URL that is not http(s)://HOST[:PORT], an
 /// unknown type, a name or project with characters a canonical name cannot hold.
 Status ValidateRegistry(ContainerRegistry const& r);
