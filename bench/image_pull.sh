@@ -6,7 +6,9 @@
 #    checks only: it unpacks nothing), in alternating rounds (arg 3, default 3); medians and
 #    the ratio bai/skopeo in time (target ≤ 1.0);
 #  - disk: two images sharing a base of half that size pulled into one store against one
-#    (target ≤ 1.05×).
+#    (target ≤ 1.05×);
+#  - `bai session create` of that image to RUNNING on a cold agent (the pull included, its
+#    progress lines counted) and on a warm one (the image held).
 # Needs root (a layered store: overlay whiteouts are device nodes) and docker-registry, skopeo.
 # Usage: bench/image_pull.sh BUILD_DIR [MIB] [ROUNDS]
 set -euo pipefail
@@ -19,7 +21,8 @@ for tool in /usr/bin/docker-registry /usr/bin/skopeo; do
   [ -x "$tool" ] || { echo "image_pull: skipped ($tool missing: scripts/install-deps.sh)"; exit 0; }
 done
 work=$(mktemp -d)
-trap 'kill $rpid 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
+mpid=; apid=
+trap 'kill $rpid $apid $mpid 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 cat >"$work/registry.yml" <<EOF
 version: 0.1
@@ -73,6 +76,8 @@ per=$((mib / 8))
 for i in $(seq 8); do
   mkdir -p "$work/l$i"; head -c $((per << 20)) /dev/urandom >"$work/l$i/data$i.bin"
 done
+# A shell for the kernels (busybox-static), in the first layer.
+mkdir -p "$work/l1/bin"; cp /bin/busybox "$work/l1/bin/busybox"; ln -s busybox "$work/l1/bin/sh"
 layout "$work/big" "$work"/l{1..8}
 push "$work/big" bench/big:1
 mkdir -p "$work/top1" "$work/top2" "$work/base"
@@ -103,3 +108,20 @@ one=$(du -sb "$work/state/images" | cut -f1)
 two=$(du -sb "$work/state/images" | cut -f1)
 printf 'two images on one %d MiB base: %d bytes against one image'"'"'s %d; %.3f× (target <= 1.05)\n' \
   "$((mib / 2))" "$two" "$one" "$(echo "$two / $one" | bc -l)"
+
+# Session create → RUNNING through the whole stack: cold (the agent pulls), then warm.
+. "$(dirname "$0")/lib/stack.sh"
+mkdir -p "$work/s"
+bench_stack "$build" "$work/s" bench-pull
+"$bin/bai" admin registry add "$host" --url "http://$host" >/dev/null
+"$bin/bai" admin image rescan "$host" >/dev/null
+for kind in cold warm; do
+  t0=$(now)
+  "$bin/bai" session create --name "$kind" "$host/bench/big:1" >/dev/null 2>"$work/$kind.err"
+  t1=$(now)
+  echo "$t1 - $t0" | bc >"$work/t_$kind"
+done
+"$bin/bai" rm cold warm >/dev/null 2>&1 || true
+printf 'session create -> RUNNING, %d MiB image: cold agent %.2f s (%d pull progress lines), warm %.2f s\n' \
+  "$mib" "$(cat "$work/t_cold")" "$(grep -c '^pulling' "$work/cold.err" || true)" "$(cat "$work/t_warm")"
+grep '^pulling' "$work/cold.err" | tail -2 || true
