@@ -6,6 +6,7 @@
 #include "bai/client.h"
 
 #include "server-reference/manager/manager.h"
+#include "server-reference/manager/state/registries.h"
 #include "server-reference/manager/state/schema.h"
 #include "tests/testing_util/manager_fixture.h"
 #include "tests/testing_util/postgres.h"
@@ -836,6 +837,16 @@ TEST_F(AdminTest, ContainerRegistriesAreTheSuperadminsAndKeepTheirPasswords) {
   EXPECT_TRUE(
       cleared["data"]["modify_container_registry_node"]["container_registry"]["password"].is_null())
       << cleared.dump();
+  // Its images go with it.
+  RegistryStore registries(manager_->store().db());
+  RegistryImage found;
+  found.canonical = "127.0.0.1:5000/lab/app:1";
+  found.architecture = "x86_64";
+  found.registry = "127.0.0.1:5000";
+  found.project = "lab";
+  found.name = "app";
+  found.tag = "1";
+  ASSERT_TRUE(registries.PutImage(found).ok());
   auto gone = Gql(*root_, R"(mutation { delete_container_registry(hostname: "127.0.0.1:5000") {
       container_registry { hostname } } })");
   EXPECT_EQ(gone["data"]["delete_container_registry"]["container_registry"]["hostname"],
@@ -843,6 +854,9 @@ TEST_F(AdminTest, ContainerRegistriesAreTheSuperadminsAndKeepTheirPasswords) {
       << gone.dump();
   EXPECT_EQ(Gql(*root_, "{ container_registries { hostname } }")["data"]["container_registries"],
             json::array());
+  auto left = registries.Images();
+  ASSERT_TRUE(left.ok());
+  EXPECT_TRUE(left->empty());
 }
 
 }  // namespace

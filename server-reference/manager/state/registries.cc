@@ -219,9 +219,10 @@ StatusOr<bool> RegistryStore::Delete(std::string const& id) {
   Status s = db_.Transaction([&](server::SqlExecutor& tx) -> Status {
     if (auto n = tx.Exec("DELETE FROM container_registries WHERE id = ?", {id}); !n.ok())
       return n.status();
+    // A registry without a project found images in every project of it.
     return tx
-        .Exec("DELETE FROM registry_images WHERE registry = ? AND project = ?",
-              {r.registry_name, r.project})
+        .Exec("DELETE FROM registry_images WHERE registry = ? AND (? = '' OR project = ?)",
+              {r.registry_name, r.project, r.project})
         .status();
   });
   if (!s.ok()) return s;
