@@ -690,25 +690,30 @@ Status ImageStore::Pull(server::oci::RegistryClient& registry,
   }
   std::string chosen_name = name.empty() ? PulledName(ref, got->digest) : name;
   std::error_code ec;
-  if (name.empty() && fs::exists(fs::path(root_) / chosen_name / "manifest.json", ec)) {
-    // These very bytes are here already (pulled under another tag): the alias is enough.
-    auto m = ReadJson(fs::path(root_) / chosen_name / "manifest.json");
-    if (m.ok()) {
-      json& aliases = (*m)["aliases"];
-      if (!aliases.is_array()) aliases = json::array();
-      if (std::find(aliases.begin(), aliases.end(), json(ref.Canonical())) == aliases.end()) {
-        aliases.push_back(ref.Canonical());
-      }
-      fs::path tmp = fs::path(root_) / chosen_name / "manifest.json.new";
-      if (auto w = WriteFile(tmp, m->dump(2) + "\n"); !w.ok()) return w;
-      fs::rename(tmp, fs::path(root_) / chosen_name / "manifest.json", ec);
-      DropAliasElsewhere(root_, ref.Canonical(), chosen_name);
-      return Status();
+  fs::path dir = fs::path(root_) / chosen_name;
+  // These very bytes are here already (pulled under another tag, or by a pull of another tag
+  // that finished first): the alias is enough.
+  auto adopt_existing = [&]() -> std::optional<Status> {
+    if (!name.empty() || !fs::exists(dir / "manifest.json", ec)) return std::nullopt;
+    auto m = ReadJson(dir / "manifest.json");
+    if (!m.ok()) return std::nullopt;
+    json& aliases = (*m)["aliases"];
+    if (!aliases.is_array()) aliases = json::array();
+    if (std::find(aliases.begin(), aliases.end(), json(ref.Canonical())) == aliases.end()) {
+      aliases.push_back(ref.Canonical());
     }
-  }
-  auto staged = StagingDir(root_, chosen_name, "pull");
+    if (auto w = WriteFile(dir / "manifest.json.new", m->dump(2) + "\n"); !w.ok()) return w;
+    fs::rename(dir / "manifest.json.new", dir / "manifest.json", ec);
+    DropAliasElsewhere(root_, ref.Canonical(), chosen_name);
+    return Status();
+  };
+  if (auto adopted = adopt_existing()) return *adopted;
+  // A staging directory of this pull's own: another may stage the same bytes meanwhile.
+  static std::atomic<int> serial{0};
+  std::string kind = "pull" + std::to_string(serial++);
+  auto staged = StagingDir(root_, chosen_name, kind.c_str());
   if (!staged.ok()) return staged.status();
-  fs::path dir = fs::path(root_) / chosen_name, tmp = *staged;
+  fs::path tmp = *staged;
   json manifest = {{"name", chosen_name},       {"aliases", json::array({ref.Canonical()})},
                    {"labels", json::object()},  {"env", json::array()},
                    {"source", ref.Canonical()}, {"digest", got->digest}};
@@ -736,7 +741,11 @@ Status ImageStore::Pull(server::oci::RegistryClient& registry,
     return StoreLayers(blobs, tmp.string(), manifest, progress);
   }();
   s = InstallImage(s, tmp, dir, manifest);
-  if (s.ok()) DropAliasElsewhere(root_, ref.Canonical(), chosen_name);
+  if (!s.ok()) {
+    if (auto adopted = adopt_existing()) return *adopted;  // the other pull installed it
+    return s;
+  }
+  DropAliasElsewhere(root_, ref.Canonical(), chosen_name);
   return s;
 }
 
