@@ -24,6 +24,12 @@ bool IsUniqueViolation(Status const& status);
 /// A boolean as SQL stores it (an integer 0/1).
 inline SqlValue SqlBool(bool b) { return std::int64_t{b ? 1 : 0}; }
 
+/// An optional value: NULL when absent.
+template <typename T>
+SqlValue SqlOptional(std::optional<T> const& v) {
+  return v ? SqlValue(*v) : SqlValue(nullptr);
+}
+
 /// One result row; columns in SELECT order.
 class SqlRow {
  public:

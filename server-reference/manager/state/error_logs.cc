@@ -6,11 +6,10 @@
 
 namespace bai::manager {
 
+using server::SqlOptional;
 using server::SqlValue;
 
 namespace {
-
-SqlValue Opt(std::optional<std::string> const& v) { return v ? SqlValue(*v) : SqlValue(nullptr); }
 
 // The WHERE clause of a scope (after "WHERE "), with its parameters.
 // `cleared_too`: a user's own cleared logs are out of their list but may be cleared again.
@@ -38,9 +37,9 @@ Status InsertErrorLog(server::SqlExecutor& db, ErrorLogEntry e) {
       "INSERT INTO error_logs (id, created_at, severity, source, user_uuid, is_read, is_cleared, "
       "message, context_lang, context_env, request_url, request_status, traceback) "
       "VALUES (?, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?, ?, ?)",
-      {e.id, e.created_at, e.severity, e.source, Opt(e.user_uuid), e.message, e.context_lang,
-       e.context_env, Opt(e.request_url),
-       e.request_status ? SqlValue(*e.request_status) : SqlValue(nullptr), Opt(e.traceback)});
+      {e.id, e.created_at, e.severity, e.source, SqlOptional(e.user_uuid), e.message,
+       e.context_lang, e.context_env, SqlOptional(e.request_url), SqlOptional(e.request_status),
+       SqlOptional(e.traceback)});
   return w.status();
 }
 

@@ -36,10 +36,6 @@ ContainerRegistry FromRow(server::SqlRow& r) {
   return c;
 }
 
-server::SqlValue Opt(std::optional<std::string> const& v) {
-  return v ? server::SqlValue(*v) : server::SqlValue(nullptr);
-}
-
 json OptJson(std::optional<std::string> const& v) { return v ? json(*v) : json(nullptr); }
 
 RegistryImage ImageFromRow(server::SqlRow& r) {
@@ -187,8 +183,9 @@ StatusOr<ContainerRegistry> RegistryStore::Create(RegistryChange const& change) 
       "INSERT INTO container_registries (id, url, registry_name, type, project, username, "
       "password, ssl_verify, is_global, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
       {r.id, r.url, r.registry_name, r.type,
-       r.project.empty() ? server::SqlValue(nullptr) : r.project, Opt(r.username), Opt(r.password),
-       server::SqlBool(r.ssl_verify), server::SqlBool(r.is_global), NowIso()});
+       r.project.empty() ? server::SqlValue(nullptr) : r.project, server::SqlOptional(r.username),
+       server::SqlOptional(r.password), server::SqlBool(r.ssl_verify), server::SqlBool(r.is_global),
+       NowIso()});
   if (!n.ok()) return n.status();
   return r;
 }
@@ -205,8 +202,8 @@ StatusOr<ContainerRegistry> RegistryStore::Modify(std::string const& id,
       "UPDATE container_registries SET url = ?, registry_name = ?, type = ?, project = ?, "
       "username = ?, password = ?, ssl_verify = ?, is_global = ? WHERE id = ?",
       {r.url, r.registry_name, r.type, r.project.empty() ? server::SqlValue(nullptr) : r.project,
-       Opt(r.username), Opt(r.password), server::SqlBool(r.ssl_verify),
-       server::SqlBool(r.is_global), id});
+       server::SqlOptional(r.username), server::SqlOptional(r.password),
+       server::SqlBool(r.ssl_verify), server::SqlBool(r.is_global), id});
   if (!n.ok()) return n.status();
   return r;
 }

@@ -18,6 +18,7 @@ using nlohmann::json;
 using protocol::MakeProblemStatus;
 using protocol::ProblemType;
 using server::SqlExecutor;
+using server::SqlOptional;
 using server::SqlRow;
 using server::SqlValue;
 
@@ -40,8 +41,6 @@ std::string const& ReadColumns() {
 constexpr char kQueueScope[] = "session-queue";
 
 constexpr char kActive[] = "status NOT IN ('TERMINATED', 'CANCELLED')";
-
-SqlValue Opt(std::optional<std::string> const& v) { return v ? SqlValue(*v) : SqlValue(nullptr); }
 
 std::string MountsColumn(std::vector<SessionMount> const& mounts) {
   nlohmann::json out = nlohmann::json::array();
@@ -66,7 +65,6 @@ std::vector<SessionMount> MountsFromColumn(std::string_view text) {
   }
   return out;
 }
-SqlValue Opt(std::optional<std::int64_t> const& v) { return v ? SqlValue(*v) : SqlValue(nullptr); }
 
 }  // namespace
 
@@ -140,8 +138,8 @@ Status InsertEvent(SqlExecutor& tx, SessionRecord const& s, std::string const& n
   auto r = tx.Exec(
       "INSERT INTO events (name, session_id, session_name, access_key, domain_name, group_id, "
       "reason, exit_code, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-      {name, s.id, s.name, s.access_key, s.domain_name, s.group_id, Opt(reason), Opt(exit_code),
-       now});
+      {name, s.id, s.name, s.access_key, s.domain_name, s.group_id, SqlOptional(reason),
+       SqlOptional(exit_code), now});
   return r.ok() ? Status() : r.status();
 }
 
@@ -388,23 +386,23 @@ Status SessionStore::Create(SessionRecord& s,
          s.status_info,
          MapColumn(s.status_history),
          SlotsColumn(s.requested),
-         Opt(s.agent_id),
+         SqlOptional(s.agent_id),
          MapColumn(s.environ),
          ListColumn(s.mounts),
          MapColumn(s.mount_map),
          MapColumn(s.resource_opts),
-         Opt(s.startup_command),
-         Opt(s.bootstrap_script),
-         Opt(s.tag),
+         SqlOptional(s.startup_command),
+         SqlOptional(s.bootstrap_script),
+         SqlOptional(s.tag),
          static_cast<std::int64_t>(s.priority),
-         Opt(s.starts_at),
-         Opt(s.batch_timeout),
+         SqlOptional(s.starts_at),
+         SqlOptional(s.batch_timeout),
          ListColumn(s.dependencies),
-         Opt(s.callback_url),
+         SqlOptional(s.callback_url),
          s.result,
-         Opt(s.exit_code),
+         SqlOptional(s.exit_code),
          s.created_at,
-         Opt(s.terminated_at),
+         SqlOptional(s.terminated_at),
          ListColumn(s.agent_list),
          MountsColumn(s.vfolder_mounts),
          protocol::EncodeApps(s.service_ports),
@@ -516,15 +514,15 @@ StatusOr<bool> TransitionIn(SqlExecutor& tx, std::string const& id, protocol::Se
       "agent_id = COALESCE(?, agent_id), result = COALESCE(?, result), "
       "exit_code = COALESCE(?, exit_code), terminated_at = COALESCE(?, terminated_at) "
       "WHERE id = ? AND status = ?",
-      {to_text, details.status_info, MapColumn(history), Opt(details.agent_id), Opt(details.result),
-       Opt(details.exit_code), terminal ? SqlValue(now) : SqlValue(nullptr), id,
-       std::string(protocol::ToString(from))});
+      {to_text, details.status_info, MapColumn(history), SqlOptional(details.agent_id),
+       SqlOptional(details.result), SqlOptional(details.exit_code),
+       terminal ? SqlValue(now) : SqlValue(nullptr), id, std::string(protocol::ToString(from))});
   if (!r.ok()) return std::move(r).status();
   if (*r == 0) return false;
   auto k = tx.Exec(
       "UPDATE kernels SET status = ?, status_info = ?, agent_id = COALESCE(?, agent_id), "
       "terminated_at = COALESCE(?, terminated_at) WHERE session_id = ?",
-      {to_text, details.status_info, Opt(details.agent_id),
+      {to_text, details.status_info, SqlOptional(details.agent_id),
        terminal ? SqlValue(now) : SqlValue(nullptr), id});
   if (!k.ok()) return std::move(k).status();
   if (!details.event.empty()) {
@@ -568,12 +566,9 @@ Status SessionStore::SetStatusInfo(std::string const& id, std::string const& sta
   return r.ok() ? Status() : r.status();
 }
 
-Status SessionStore::RecordEvent(std::string const& id, std::string const& name,
+Status SessionStore::RecordEvent(SessionRecord const& session, std::string const& name,
                                  std::string const& reason) {
-  auto s = Get(id);
-  if (!s.ok()) return s.status();
-  if (!*s) return Status(StatusCode::kNotFound, "no session " + id);
-  return InsertEvent(db_, **s, name, reason, std::nullopt, NowIso());
+  return InsertEvent(db_, session, name, reason, std::nullopt, NowIso());
 }
 
 Status SessionStore::Rename(std::string const& id, std::string const& name) {
