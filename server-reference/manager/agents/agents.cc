@@ -379,7 +379,7 @@ void AgentRegistry::Handle(Connection const& c, ap::KernelStatus const& m) {
       // Its image is being pulled: said in status_info and as a kernel_pulling event.
       std::string info = protocol::EncodePullInfo({m.pull->image, m.pull->done, m.pull->total});
       (void)sessions_.SetStatusInfo(session_id, info);
-      (void)sessions_.RecordEvent(session_id, "kernel_pulling", info);
+      (void)sessions_.RecordEvent(**s, "kernel_pulling", info);
     }
   } else if (status == protocol::KernelStatus::kRunning) {
     if (!m.service_ports.empty()) (void)sessions_.SetServicePorts(session_id, m.service_ports);

@@ -88,6 +88,8 @@ Status ReadQueue(SqlExecutor& tx, std::string const& scaling_group,
       "status = 'PENDING' ORDER BY seq",
       {scaling_group});
   if (!pending.ok()) return pending.status();
+  // Registry images a rescan found, read once in the pass when a session names one.
+  std::optional<std::set<std::pair<std::string, std::string>>> scanned;
   for (auto const& r : *pending) {
     scheduler::Session s;
     s.id = r.Text(0);
@@ -96,11 +98,13 @@ Status ReadQueue(SqlExecutor& tx, std::string const& scaling_group,
     s.requested = SlotsFromColumn(r.Text(3));
     s.image = r.Text(9);
     if (s.image.find('/') != std::string::npos) {
-      auto known =
-          tx.Query("SELECT 1 FROM registry_images WHERE canonical = ? AND architecture = ?",
-                   {CanonicalImage(s.image), s.architecture});
-      if (!known.ok()) return known.status();
-      s.pullable = !known->empty();
+      if (!scanned) {
+        auto rows = tx.Query("SELECT canonical, architecture FROM registry_images");
+        if (!rows.ok()) return rows.status();
+        scanned.emplace();
+        for (auto const& row : *rows) scanned->emplace(row.Text(0), row.Text(1));
+      }
+      s.pullable = scanned->count({CanonicalImage(s.image), s.architecture}) != 0;
     }
     s.agent_list = ListFromColumn(r.Text(10));
     s.domain_name = r.Text(11);

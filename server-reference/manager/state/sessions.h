@@ -198,7 +198,8 @@ class SessionStore {
                             protocol::SessionStatus to, TransitionDetails const& details);
   Status SetStatusInfo(std::string const& id, std::string const& status_info);
   /// An event of the session that is no status change (kernel_pulling), with its reason.
-  Status RecordEvent(std::string const& id, std::string const& name, std::string const& reason);
+  Status RecordEvent(SessionRecord const& session, std::string const& name,
+                     std::string const& reason);
   Status Rename(std::string const& id, std::string const& name);
   StatusOr<std::string> MainKernelLogs(std::string const& session_id);
   /// The id of the session's main kernel; 404 object-not-found when it has none.
