@@ -12,6 +12,8 @@ namespace {
 struct Rule {
   std::string_view mutation;
   bool admin;  ///< admins may too (else superadmins only)
+  /// Its payload has no {ok, msg}: a refusal is a GraphQL error (the registry mutations).
+  bool refused_as_error = false;
 };
 
 // 24.09.14 models/*.py, each mutation class's allowed_roles.
@@ -64,12 +66,12 @@ constexpr std::array kRules{
     Rule{"alias_image", false},
     Rule{"dealias_image", false},
     Rule{"rescan_images", false},
-    Rule{"create_container_registry", false},
-    Rule{"modify_container_registry", false},
-    Rule{"delete_container_registry", false},
-    Rule{"create_container_registry_node", false},
-    Rule{"modify_container_registry_node", false},
-    Rule{"delete_container_registry_node", false},
+    Rule{"create_container_registry", false, true},
+    Rule{"modify_container_registry", false, true},
+    Rule{"delete_container_registry", false, true},
+    Rule{"create_container_registry_node", false, true},
+    Rule{"modify_container_registry_node", false, true},
+    Rule{"delete_container_registry_node", false, true},
 };
 
 }  // namespace
@@ -84,6 +86,13 @@ Role RoleOf(Identity const& who) {
 bool IsMutation(std::string_view field) {
   for (auto const& r : kRules) {
     if (r.mutation == field) return true;
+  }
+  return false;
+}
+
+bool RefusedAsError(std::string_view mutation) {
+  for (auto const& r : kRules) {
+    if (r.mutation == mutation) return r.refused_as_error;
   }
   return false;
 }

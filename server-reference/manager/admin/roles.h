@@ -19,6 +19,9 @@ Role RoleOf(Identity const& who);
 /// Whether the table names `field` (a mutation of administration).
 bool IsMutation(std::string_view field);
 
+/// Whether a refusal of `mutation` is a GraphQL error, its payload having no {ok, msg}.
+bool RefusedAsError(std::string_view mutation);
+
 /// Whether `role` may run `mutation` (a field of the Mutations type); unknown mutations: nobody.
 bool MayRun(Role role, std::string_view mutation);
 

@@ -377,8 +377,7 @@ std::optional<StatusOr<json>> ResolveAdminField(Identity const& who, server::Dat
     if (auto frozen = Store(db).RefuseWhileFrozen(); !frozen.ok()) return frozen;
     if (!admin::MayRun(ctx.role, f.name)) {
       if (admin::IsOwnKeypairChange(ctx, f)) return admin::ChangeOwnKeypair(ctx, f);
-      // The registry mutations answer no {ok, msg}: their refusal is an error.
-      if (f.name.find("container_registry") != std::string::npos) {
+      if (admin::RefusedAsError(f.name)) {
         return StatusOr<json>(gql::Forbidden("no permission to execute " + f.key));
       }
       return admin::Denied(f);
