@@ -82,7 +82,8 @@ class VFolderTest : public testing_util::ManagerFixture {
     o.api_version = "v8.20240915";
     o.retry.max_attempts = 1;
     auto c = Client::Create(o);
-    EXPECT_TRUE(c.ok());
+    EXPECT_TRUE(c.ok()) << url.substr(0, 200);
+    if (!c.ok()) return ApiResponse{};  // not a URL (an error's text): nothing to send
     ApiRequest r(method, url.substr(path_at));
     r.sign = false;
     r.body = std::move(body);
@@ -149,6 +150,7 @@ class VFolderTest : public testing_util::ManagerFixture {
   std::string Download(Client& who, std::string const& folder, std::string const& path) {
     auto [status, url] = Ticket(who, folder, "request-download", {{"path", path}});
     EXPECT_EQ(status, 200) << url;
+    if (status != 200) return {};
     auto r = Raw(url, "GET");
     EXPECT_EQ(r.status, 200) << r.body;
     return r.body;

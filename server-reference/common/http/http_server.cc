@@ -917,17 +917,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (sink_buffer_.size() < kSinkPiece) sink_buffer_.resize(kSinkPiece);
     std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(sink_left_, kSinkPiece));
     WakeAfter(want);
-    if (!ExpireForPiece()) {
-      if (sink_) sink_->Finish(false, [](HttpResponse) {});
-      return Close();
-    }
+    if (!ExpireForPiece()) return AbandonSink();
     stream_.async_read_some(net::buffer(sink_buffer_.data(), want),
                             [self = shared_from_this()](beast::error_code ec, std::size_t n) {
-                              if (ec) {
-                                // Gone, or silent past the read timeout: what came is kept.
-                                if (self->sink_) self->sink_->Finish(false, [](HttpResponse) {});
-                                return self->Close();
-                              }
+                              // Gone, or silent past the read timeout: what came is kept.
+                              if (ec) return self->AbandonSink();
                               self->sink_left_ -= n;
                               self->body_read_ += n;
                               if (!self->sink_->Write({self->sink_buffer_.data(), n})) {
@@ -935,6 +929,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
                               }
                               self->NextSinkPiece();
                             });
+  }
+
+  // The client is gone mid-body: the sink keeps what came and is let go (with whatever it holds,
+  // such as an upload's write lock) before the socket closes, so that a client that sees the
+  // close and sends the rest again is not refused by the sink it left behind.
+  void AbandonSink() {
+    if (sink_) sink_->Finish(false, [](HttpResponse) {});
+    sink_.reset();
+    sink_request_ = {};
+    Close();
   }
 
   // The sink's answer; a body not read to its end is drained before the connection closes.
