@@ -460,7 +460,8 @@ void AddRun(CommandSet& set, CLI::App& parent, std::string const& description) {
   auto* run = parent.add_subcommand("run", description);
   if (set.names_only()) return;
   AddSpecFlags(run, o);
-  run->add_option("COMMAND", o.command, "The job's command, after --");
+  run->add_option("COMMAND", o.command,
+                  "The job's command, after -- (none: the image's own Entrypoint and Cmd)");
   run->add_option("-c,--code", o.code,
                   "Run CODE in the image's interpreter instead (query mode; '-' reads stdin)");
   run->add_flag("--detach", o.detach, "Queue the job, print its session id, return");

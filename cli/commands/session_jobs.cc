@@ -321,11 +321,6 @@ int RunRun(RunOptions const& options, Context& ctx) {
     return kExitUsage;
   }
   if (options.code) return RunQuery(options, ctx);
-  if (options.command.empty()) {
-    ctx.err() << "error: nothing to run: give the command after --, e.g. bai run python -- "
-                 "python3 train.py\n";
-    return kExitUsage;
-  }
   if (StdinHasData(ctx)) {
     ctx.err() << "error: bai run does not pass stdin to a batch job; put the input in a file the "
                  "job reads (a vfolder), or use `bai run -c -` to send code on stdin\n";
@@ -335,7 +330,9 @@ int RunRun(RunOptions const& options, Context& ctx) {
   std::int64_t max_wait = 0;
   if (int usage = ApplySpec(options, req, ctx, &max_wait)) return usage;
   req.type = "batch";
-  req.startup_command = ShellJoin(options.command);
+  // Without a command the image's own runs (its Entrypoint and Cmd; refused by the agent, in
+  // words, when it names none).
+  if (!options.command.empty()) req.startup_command = ShellJoin(options.command);
   if (req.name.empty()) req.name = "run-" + RandomSuffix();
   req.enqueue_only = true;
   req.reuse_if_exists = false;

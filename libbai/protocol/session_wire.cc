@@ -655,9 +655,8 @@ StatusOr<protocol::SessionCreateRequest> SessionCreateRequestFromJson(
   if (auto p = l.Int({"priority"}, 0, 100)) out.priority = static_cast<int>(*p);
   out.owner_access_key = l.Str({"owner_access_key", "ownerAccessKey"});
   protocol::ReadCreateTiming(l, r, out);
-  if (out.type == "batch" && (!out.startup_command || out.startup_command->empty())) {
-    r.Refuse("startupCommand", "required for batch sessions");
-  }
+  // A batch session without a command runs its image's Entrypoint and Cmd (issue 46); the agent
+  // refuses one whose image names neither, in words.
   // Stored and listed with every session: bounded, so a list of sessions stays small (64
   // aliases over sessions with 1 MB commands made one 4 KB query answer 640 MB).
   if (out.startup_command && out.startup_command->size() > protocol::kMaxStartupCommandBytes) {

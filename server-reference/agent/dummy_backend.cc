@@ -277,6 +277,17 @@ void DummyBackend::Loop() {
         wake = std::min(wake, k.next);
         continue;
       }
+      if (k.state.status == protocol::KernelStatus::kPreparing && k.spec.session_type == "batch" &&
+          (!k.spec.startup_command || k.spec.startup_command->empty())) {
+        // As the runc backend says it: the dummy's images name no Entrypoint or Cmd.
+        k.state.status = protocol::KernelStatus::kError;
+        k.state.reason =
+            "kernel-creation-failed: a batch session needs a command: none was "
+            "given and the image " +
+            k.spec.image + " names no Entrypoint or Cmd";
+        reports.push_back(k.state);
+        continue;
+      }
       if (k.state.status == protocol::KernelStatus::kPreparing) {
         WriteDotfiles(id, k);
         if (k.spec.bootstrap_script && !k.spec.bootstrap_script->empty()) {

@@ -352,6 +352,23 @@ StatusOr<Image> ImageStore::Find(std::string const& reference) const {
       if (e.is_string()) img.env.push_back(e.get<std::string>());
     }
     img.digest = m->value("digest", "");
+    auto text = [&](char const* key) {
+      auto it = m->find(key);
+      return it != m->end() && it->is_string() ? it->get<std::string>() : std::string();
+    };
+    auto words = [&](char const* key) {
+      std::vector<std::string> out;
+      if (auto it = m->find(key); it != m->end() && it->is_array()) {
+        for (auto const& w : *it) {
+          if (w.is_string()) out.push_back(w.get<std::string>());
+        }
+      }
+      return out;
+    };
+    img.working_dir = text("working_dir");
+    img.user = text("user");
+    img.entrypoint = words("entrypoint");
+    img.cmd = words("cmd");
     return img;
   };
   std::vector<Image> all;

@@ -38,6 +38,10 @@ struct Image {
   std::vector<std::string> host_mounts;       ///< host directories mounted read-only (built-ins)
   std::vector<std::string> env;               ///< KEY=VALUE from the image config
   std::string digest;                         ///< a pulled image's manifest digest ("" for others)
+  /// The image config's WorkingDir, User, Entrypoint and Cmd (image_process.h says what they
+  /// mean for a kernel).
+  std::string working_dir, user;
+  std::vector<std::string> entrypoint, cmd;
 
   /// `ai.backend.runtime-type` (python | shell; default shell).
   std::string RuntimeType() const;

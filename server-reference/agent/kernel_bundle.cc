@@ -147,6 +147,17 @@ Status WriteResolvConf(std::string const& dir) {
   return Status();
 }
 
+StatusOr<std::string> WriteKernelEtc(std::string const& dir, std::string const& passwd,
+                                     std::string const& group) {
+  fs::path etc = fs::path(dir) / "etc";
+  std::error_code ec;
+  fs::create_directories(etc, ec);
+  if (ec || !WriteText(etc / "passwd", passwd) || !WriteText(etc / "group", group)) {
+    return Status(StatusCode::kInternal, "cannot write " + etc.string() + "/passwd and group");
+  }
+  return etc.string();
+}
+
 Status WriteBundle(std::string const& dir, KernelRecord const& record,
                    std::string const& oci_config) {
   if (!WriteText(fs::path(dir) / "kernel.json", record.ToJson()) ||

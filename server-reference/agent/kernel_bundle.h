@@ -48,6 +48,9 @@ StatusOr<std::vector<std::string>> PrepareGpuShim(std::string const& dir,
 
 /// Bridge mode's /etc/resolv.conf for the kernel (from the host's).
 Status WriteResolvConf(std::string const& dir);
+/// `dir`/etc/passwd and `dir`/etc/group, the kernel's own (image_process.h); the directory.
+StatusOr<std::string> WriteKernelEtc(std::string const& dir, std::string const& passwd,
+                                     std::string const& group);
 
 /// kernel.json and config.json: the bundle `runc run` starts.
 Status WriteBundle(std::string const& dir, KernelRecord const& record,

@@ -56,7 +56,9 @@ CLI::App* AddPullCommand(CLI::App& app, PullFlags& f) {
   auto* pull = app.add_subcommand("pull", "Pull an image from a registry into the store");
   pull->add_option("reference", f.reference, "REGISTRY/PROJECT/NAME:TAG (or @sha256:…)")
       ->required();
-  pull->add_option("--name", f.name, "Image name in the store")->required();
+  pull->add_option("--name", f.name,
+                   "Image name in the store (default: NAME-DIGEST12, the repository's last part "
+                   "and the manifest digest's first twelve hex digits)");
   pull->add_option("--username", f.username, "The registry's user (anonymous without)");
   pull->add_flag("--password-stdin", f.password_stdin, "Read the password from standard input");
   pull->add_flag("--no-ssl-verify", f.no_ssl_verify, "Do not verify the registry's certificate");
@@ -88,7 +90,8 @@ int RunPull(bai::agent::ImageStore& store, PullFlags const& f) {
     std::cerr << "bai-agent: image pull: " << s.message() << "\n";
     return s.code() == bai::StatusCode::kInvalidArgument ? 2 : 1;
   }
-  std::cout << "pulled " << f.name << " (" << ref->Canonical() << ")\n";
+  auto held = store.Find(ref->Canonical());
+  std::cout << "pulled " << (held.ok() ? held->name : f.name) << " (" << ref->Canonical() << ")\n";
   return 0;
 }
 

@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -60,6 +61,9 @@ std::vector<ExceptionSyscalls> const& ExceptionTable() {
         "fsopen", "fsconfig", "fsmount", "fspick"}},
       {"io_uring", {"io_uring_setup", "io_uring_enter", "io_uring_register"}},
       {"perf", {"perf_event_open"}},
+      // image-user: the image config's User instead of the work user (image_process.h); no
+      // system call of its own.
+      {"image-user", {}},
   };
   return *table;
 }
@@ -106,9 +110,11 @@ std::set<std::string> SandboxExceptionsFor(
   auto add = [&](std::string const& ref) {
     auto it = policy.find(ref);
     if (it != policy.end()) out.insert(it->second.begin(), it->second.end());
-    // "python" names every tag of it; "python:3.11" one.
-    auto colon = ref.find(':');
-    if (colon != std::string::npos) {
+    // "python" names every tag of it; "python:3.11" one ("HOST:PORT/lab/app" every tag of a
+    // registry's image: the tag's colon is the one after the last slash).
+    auto colon = ref.rfind(':');
+    auto slash = ref.rfind('/');
+    if (colon != std::string::npos && (slash == std::string::npos || colon > slash)) {
       it = policy.find(ref.substr(0, colon));
       if (it != policy.end()) out.insert(it->second.begin(), it->second.end());
     }
@@ -189,6 +195,26 @@ std::string CpuList(std::vector<int> cpus) {
     i = j + 1;
   }
   return out;
+}
+
+std::size_t CpuCount(std::string_view list) {
+  std::size_t n = 0;
+  while (!list.empty()) {
+    auto comma = list.find(',');
+    std::string_view range = list.substr(0, comma);
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    auto dash = range.find('-');
+    int lo = 0, hi = 0;
+    auto first = range.substr(0, dash);
+    if (std::from_chars(first.data(), first.data() + first.size(), lo).ec != std::errc()) continue;
+    hi = lo;
+    if (dash != std::string_view::npos) {
+      auto last = range.substr(dash + 1);
+      if (std::from_chars(last.data(), last.data() + last.size(), hi).ec != std::errc()) continue;
+    }
+    if (hi >= lo) n += static_cast<std::size_t>(hi - lo + 1);
+  }
+  return n;
 }
 
 std::vector<int> AllowedCpus() {
@@ -273,7 +299,8 @@ std::string ActivityBoardDir(RuncOptions const& o, std::string const& uuid) {
 std::string OciConfig(KernelSpec const& spec, Image const& image, RuncOptions const& o,
                       BundleLayout const& layout) {
   CgroupLimits limits = LimitsFromResources(spec.resources, o.pids_limit);
-  std::string uid = std::to_string(o.uid), gid = std::to_string(o.gid);
+  KernelUser const user = layout.user != nullptr ? *layout.user : KernelUser{o.uid, o.gid, "work"};
+  std::string uid = std::to_string(user.uid), gid = std::to_string(user.gid);
 
   // Environment: the image's, then defaults, then the user's; BACKENDAI_* cannot be overridden.
   std::vector<std::string> env = image.env;
@@ -284,12 +311,20 @@ std::string OciConfig(KernelSpec const& spec, Image const& image, RuncOptions co
         env.end());
     env.push_back(kv);
   };
-  set("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+  // An image's own PATH stays (a framework image's python is in /opt/conda/bin or the like).
+  if (std::none_of(env.begin(), env.end(), [](auto const& e) { return EnvKey(e) == "PATH"; })) {
+    set("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+  }
   set("HOME=/home/work");
-  set("USER=work");
-  set("LOGNAME=work");
+  set("USER=" + user.name);
+  set("LOGNAME=" + user.name);
   set("SHELL=/bin/sh");
   set("TERM=xterm");
+  // ai.backend.envs.corecount: the kernel's CPU count, unless the user sets the variable.
+  if (auto names = CoreCountVariables(image.labels); !names.empty()) {
+    std::size_t cores = CpuCount(layout.cpus.empty() ? CpuList(AllowedCpus()) : layout.cpus);
+    for (auto const& n : names) set(n + "=" + std::to_string(std::max<std::size_t>(1, cores)));
+  }
   for (auto const& [k, v] : spec.environ) {
     if (k.empty() || k.find('=') != std::string::npos || k.rfind("BACKENDAI_", 0) == 0) continue;
     set(k + "=" + v);
@@ -357,6 +392,12 @@ std::string OciConfig(KernelSpec const& spec, Image const& image, RuncOptions co
   if (layout.network != nullptr) {
     add("/etc/resolv.conf", "bind", layout.kernel_dir + "/resolv.conf",
         {"bind", "ro", "nosuid", "nodev", "noexec"});
+  }
+  if (!layout.etc_dir.empty()) {
+    for (char const* f : {"passwd", "group"}) {
+      add(std::string("/etc/") + f, "bind", layout.etc_dir + "/" + f,
+          {"bind", "ro", "nosuid", "nodev", "noexec"});
+    }
   }
   add("/opt/bai/bin", "bind", layout.runner_dir, {"bind", "ro", "nosuid", "nodev"});
   add("/opt/bai/run", "bind", layout.kernel_dir + "/run",
@@ -431,7 +472,7 @@ std::string OciConfig(KernelSpec const& spec, Image const& image, RuncOptions co
   json config = {{"ociVersion", "1.0.2"},
                  {"process",
                   {{"terminal", false},
-                   {"user", {{"uid", o.uid}, {"gid", o.gid}, {"additionalGids", {o.gid}}}},
+                   {"user", {{"uid", user.uid}, {"gid", user.gid}, {"additionalGids", {user.gid}}}},
                    {"args",
                     {"/opt/bai/bin/bai-kernel-runner", "--socket", "/opt/bai/run/runner.sock",
                      "--runtime", image.RuntimeType() == "python" ? "python" : "shell", "--python",

@@ -6,6 +6,7 @@
 #include "bai/status.h"
 
 #include "server-reference/agent/backend.h"
+#include "server-reference/agent/image_process.h"
 #include "server-reference/agent/runc_options.h"
 
 #include <nlohmann/json.hpp>
@@ -77,6 +78,8 @@ std::vector<int> PickCpus(std::vector<int> const& allowed, std::map<int, int> co
                           protocol::Decimal const& cpu);
 /// "0-2,5": the cpuset list syntax.
 std::string CpuList(std::vector<int> cpus);
+/// The number of CPUs a cpuset list names ("0-2,5": 4). Pure.
+std::size_t CpuCount(std::string_view list);
 /// The CPUs this process may run on (sched_getaffinity).
 std::vector<int> AllowedCpus();
 
@@ -91,6 +94,11 @@ struct BundleLayout {
   /// Its place on the bridge (bridge mode); nullptr: loopback only. Bridge mode mounts
   /// `kernel_dir`/resolv.conf as /etc/resolv.conf.
   KernelNetwork const* network = nullptr;
+  /// Who the kernel's processes run as (image_process.h); nullptr: the agent's work user.
+  KernelUser const* user = nullptr;
+  /// A directory holding `passwd` and `group` for the kernel (PasswdWithUser), mounted
+  /// read-only over the image's; empty: the image's own (the built-ins already have the user).
+  std::string etc_dir = {};
 };
 std::string OciConfig(KernelSpec const& spec, Image const& image, RuncOptions const& options,
                       BundleLayout const& layout);

@@ -11,6 +11,7 @@
 #include "server-reference/agent/node_stats.h"
 #include "server-reference/agent/runc_kernel.h"
 #include "server-reference/common/exec/process.h"
+#include "server-reference/common/fs/image_root.h"
 #include "server-reference/common/log/log.h"
 #include "server-reference/common/wire/runner_messages.h"
 
@@ -351,9 +352,47 @@ StatusOr<std::string> RuncBackend::Assemble(Kernel& k, Image image) {
     std::lock_guard<std::mutex> lock(mu_);
     k.state.service_ports = *apps;
   }
+  // Who the kernel runs as, and (for an image of its own, not a built-in) its /etc/passwd and
+  // /etc/group with that user in them.
+  KernelUser user{options_.uid, options_.gid, "work"};
+  std::string etc_dir;
+  if (image.host_mounts.empty()) {
+    auto read = [&](char const* rel) {
+      auto text = server::ReadFileInRoot(image.rootfs, rel, 4 << 20);
+      return text.ok() ? *text : std::string();
+    };
+    std::string passwd = read("etc/passwd"), group = read("etc/group");
+    if (!image.user.empty() &&
+        SandboxExceptionsFor(options_.sandbox_exceptions, image).count("image-user")) {
+      auto resolved = ResolveImageUser(image.user, passwd, group);
+      if (!resolved.ok()) return resolved.status();
+      user = *resolved;
+    }
+    auto etc = WriteKernelEtc(k.dir, PasswdWithUser(passwd, user), GroupWithUser(group, user));
+    if (!etc.ok()) return etc.status();
+    etc_dir = *etc;
+  }
+  // What the kernel's user writes (its runner's socket, its GPU ledger) is that user's.
+  RuncOptions as_user = options_;
+  as_user.uid = user.uid;
+  as_user.gid = user.gid;
+  if (user.uid != options_.uid || user.gid != options_.gid) {
+    if (auto s = PrepareRunDir(k.dir, as_user); !s.ok()) return s;
+  }
+  std::string image_command = ImageCommandLine(image);
+  if (k.spec.session_type == "batch" &&
+      (!k.spec.startup_command || k.spec.startup_command->empty()) && image_command.empty()) {
+    return Status(StatusCode::kInvalidArgument,
+                  "a batch session needs a command: none was given and the image " + image.name +
+                      " names no Entrypoint or Cmd");
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    k.image_command = std::move(image_command);
+  }
   if (options_.scratch == kScratchDisk) {
     auto s = PrepareDiskScratch(k.dir, {options_.scratch, options_.home_size, options_.tmp_size},
-                                options_.uid, options_.gid);
+                                user.uid, user.gid);
     if (!s.ok()) return Status(s.code(), "scratch: " + s.message());
   }
   GpuPlan gpus;
@@ -366,7 +405,7 @@ StatusOr<std::string> RuncBackend::Assemble(Kernel& k, Image image) {
       std::lock_guard<std::mutex> lock(mu_);
       k.gpu_quanta = gpus.quanta;  // given back by Teardown, also when the start fails
     }
-    auto stamps = PrepareGpuShim(k.dir, k.spec.session_id, gpus, options_);
+    auto stamps = PrepareGpuShim(k.dir, k.spec.session_id, gpus, as_user);
     if (!stamps.ok()) return stamps.status();
     std::lock_guard<std::mutex> lock(mu_);
     k.gpu_stamps = *stamps;
@@ -392,7 +431,8 @@ StatusOr<std::string> RuncBackend::Assemble(Kernel& k, Image image) {
                       std::nullopt};
   if (net.address != 0) record.network = net;
   BundleLayout layout{k.dir, runner_dir_, k.cgroups_path,
-                      &gpus, cpu_list,    net.address != 0 ? &net : nullptr};
+                      &gpus, cpu_list,    net.address != 0 ? &net : nullptr,
+                      &user, etc_dir};
   if (auto s = WriteBundle(k.dir, record, OciConfig(k.spec, image, options_, layout)); !s.ok()) {
     return s;
   }
@@ -402,6 +442,7 @@ StatusOr<std::string> RuncBackend::Assemble(Kernel& k, Image image) {
 void RuncBackend::MarkRunning(std::shared_ptr<Kernel> const& k, std::string const& mode) {
   KernelReport running;
   bool batch = false;
+  std::string command;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (k->tearing_down) return;
@@ -415,11 +456,17 @@ void RuncBackend::MarkRunning(std::shared_ptr<Kernel> const& k, std::string cons
         mode, options_.scratch, bytes(options_.home_size), bytes(options_.tmp_size)};
     running = k->state;
     cv_.notify_all();
-    batch = k->spec.session_type == "batch" && k->spec.startup_command;
+    // A batch session without a command runs its image's (Entrypoint, Cmd, WorkingDir).
+    if (k->spec.session_type == "batch") {
+      command = k->spec.startup_command && !k->spec.startup_command->empty()
+                    ? *k->spec.startup_command
+                    : k->image_command;
+    }
+    batch = !command.empty();
     if (batch) k->runs[kBatchRunId] = {};
   }
   Emit(running);
-  if (batch) SendToRunner(*k, rp::Batch{kBatchRunId, "", "", *k->spec.startup_command});
+  if (batch) SendToRunner(*k, rp::Batch{kBatchRunId, "", "", command});
   ReadLoop(k);
 }
 

@@ -33,6 +33,7 @@ struct RuncBackend::Kernel {
   std::vector<std::string> gpu_stamps;       // its activity stamp files (soft mode)
   std::vector<int> cpus;                     // its cpuset (PickCpus)
   KernelNetwork net;                         // bridge mode: its veth and address; else 0
+  std::string image_command;                 // its image's Entrypoint/Cmd (ImageCommandLine)
 
   std::map<std::string, RunState> runs;
   /// File requests sent to the runner, by request id; the result once it came.

@@ -47,13 +47,15 @@ std::vector<LayerMember> BusyboxBase() {
   return base;
 }
 
-// Pushes an image of `layers` as `repository_tag`; "" or skopeo's words.
+// Pushes an image of `layers` (and the image config's `config`) as `repository_tag`; "" or
+// skopeo's words.
 std::string Push(testing_util::LocalRegistry& registry, testing_util::TempDir& dir,
                  std::string const& repository_tag,
-                 std::vector<std::vector<LayerMember>> const& layers) {
+                 std::vector<std::vector<LayerMember>> const& layers,
+                 std::string const& config = "{}") {
   std::string layout =
       dir.path() + "/layout-" + std::to_string(std::hash<std::string>()(repository_tag));
-  testing_util::WriteOciLayout(layout, "t", layers);
+  testing_util::WriteOciLayout(layout, "t", layers, config);
   return registry.Push(layout, "t", repository_tag);
 }
 
@@ -334,6 +336,52 @@ TEST_F(RegistrySessionTest, ARegistryImageIsPulledOnDemandAndRuns) {
   // ERROR (then TERMINATED: `bai run` removes what it started), at once, with the reason.
   EXPECT_THAT(sessions->front().Text(1), HasSubstr("\"ERROR\"")) << sessions->front().Text(1);
   EXPECT_THAT(sessions->front().Text(2), HasSubstr("kernel-creation-failed: pulling"));
+}
+
+// Issue 46, item 5: an image's config shapes its kernel. A batch session without a command runs
+// the image's Entrypoint and Cmd in its WorkingDir, with its Env (its own PATH) and the CPU count
+// in the variables `ai.backend.envs.corecount` names; `id -un` finds the work user in the
+// image's own /etc/passwd; the image's User is honoured only where the operator grants it
+// (--sandbox-exception IMAGE=image-user); an image naming no command is refused in words.
+TEST_F(LayeredKernelTest, AnImagesConfigShapesItsKernel) {
+  auto layers = App("cfg");
+  layers.push_back({LayerDir("srv"), LayerDir("srv/app"), LayerFile("srv/app/run.txt", "x\n"),
+                    LayerDir("etc"),
+                    LayerFile("etc/passwd",
+                              "root:x:0:0:root:/root:/bin/sh\napp:x:1234:1234::/srv/app:/bin/sh\n"),
+                    LayerFile("etc/group", "root:x:0:\napp:x:1234:\n")});
+  std::string config = R"({
+    "Env": ["PATH=/opt/none:/bin", "GREETING=hello"],
+    "WorkingDir": "/srv/app",
+    "User": "app",
+    "Entrypoint": ["/bin/sh", "-c"],
+    "Cmd": ["echo \"$GREETING from $(pwd) as $(id -un) ($(id -u)) on $NPROC cpus; PATH=$PATH\""],
+    "Labels": {"ai.backend.envs.corecount": "NPROC"}})";
+  ASSERT_EQ(Push(registry_, dir_, "lab/cfg:1", layers, config), "");
+  ASSERT_EQ(Push(registry_, dir_, "lab/app:1", App("1")), "");
+  std::string cfg = registry_.host() + "/lab/cfg:1";
+  for (auto const& ref : {cfg, registry_.host() + "/lab/app:1"}) {
+    auto pull = testing_util::RunProcess(
+        {testing_util::BinPath("bai-agent"), "image", "pull", ref, "--state-dir", state_dir_});
+    ASSERT_EQ(pull.exit_code, 0) << pull.err;
+  }
+  ASSERT_EQ(Bai({"admin", "image", "rescan"}).exit_code, 0);
+  auto job = Bai({"run", "-r", "cpu=1", cfg});
+  EXPECT_EQ(job.exit_code, 0) << job.err;
+  EXPECT_EQ(job.out, "hello from /srv/app as work (1000) on 1 cpus; PATH=/opt/none:/bin\n");
+  // A command given runs in /home/work as ever, with the image's passwd (the work user in it).
+  auto given = Bai({"run", cfg, "--", "sh", "-c", "pwd; grep -c '^app:' /etc/passwd; id -un"});
+  EXPECT_EQ(given.out, "/home/work\n1\nwork\n") << given.err;
+  auto none = Bai({"run", registry_.host() + "/lab/app:1"});
+  EXPECT_NE(none.exit_code, 0);
+  EXPECT_THAT(none.err, HasSubstr("names no Entrypoint or Cmd"));
+  // Granted: the image's own user.
+  EXPECT_EQ(agent_->Stop(SIGTERM), 0);
+  agent_.reset();
+  StartAgent({"--sandbox-exception", registry_.host() + "/lab/cfg=image-user"});
+  auto as_app = Bai({"run", "-r", "cpu=1", cfg});
+  EXPECT_EQ(as_app.exit_code, 0) << as_app.err;
+  EXPECT_EQ(as_app.out, "hello from /srv/app as app (1234) on 1 cpus; PATH=/opt/none:/bin\n");
 }
 
 }  // namespace

@@ -190,6 +190,55 @@ TEST_F(OciConfigTest, EnvironmentHasSessionVariablesThatUsersCannotSpoof) {
             1);
 }
 
+// Issue 46, item 5: an image of its own keeps its PATH, gets its corecount variables (unless the
+// user sets them), and runs as the user the backend resolved, with its own passwd and group.
+TEST_F(OciConfigTest, AnImagesOwnConfigShapesTheProcess) {
+  image_.host_mounts.clear();
+  image_.env = {"PATH=/opt/conda/bin:/usr/bin:/bin", "CONDA_DIR=/opt/conda"};
+  image_.labels["ai.backend.envs.corecount"] = "OMP_NUM_THREADS,NPROC,FOO";
+  layout_.cpus = "0-1,4";
+  KernelUser jovyan{1000, 100, "jovyan"};
+  layout_.user = &jovyan;
+  layout_.etc_dir = "/state/kernels/k/etc";
+  json c = Config();
+  std::vector<std::string> env = c["process"]["env"];
+  EXPECT_THAT(env, Contains("PATH=/opt/conda/bin:/usr/bin:/bin"));
+  EXPECT_THAT(env, Contains("CONDA_DIR=/opt/conda"));
+  EXPECT_THAT(env, Contains("OMP_NUM_THREADS=3"));
+  EXPECT_THAT(env, Contains("NPROC=3"));
+  EXPECT_THAT(env, Contains("FOO=bar")) << "the user's value wins over the label's";
+  EXPECT_THAT(env, Contains("USER=jovyan"));
+  EXPECT_EQ(c["process"]["user"]["uid"], 1000);
+  EXPECT_EQ(c["process"]["user"]["gid"], 100);
+  EXPECT_THAT(MountAt(c, "/home/work")["options"], Contains("gid=100"));
+  EXPECT_EQ(MountAt(c, "/etc/passwd")["source"], "/state/kernels/k/etc/passwd");
+  EXPECT_THAT(MountAt(c, "/etc/group")["options"], Contains("ro"));
+  // Without a PATH of its own an image gets the usual one; a built-in keeps its synthesised /etc.
+  image_.env.clear();
+  layout_.etc_dir.clear();
+  layout_.user = nullptr;
+  c = Config();
+  env = c["process"]["env"].get<std::vector<std::string>>();
+  EXPECT_THAT(env, Contains("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"));
+  EXPECT_THAT(env, Contains("USER=work"));
+  EXPECT_TRUE(MountAt(c, "/etc/passwd").is_null());
+  EXPECT_EQ(c["process"]["user"]["uid"], 1000);
+}
+
+TEST(SandboxExceptionTest, TheImagesUserIsAnExceptionTheOperatorGrants) {
+  auto granted = ParseSandboxException("127.0.0.1:5000/lab/app=image-user");
+  ASSERT_TRUE(granted.ok()) << granted.status().message();
+  Image image;
+  image.name = "app-0123456789ab";
+  image.aliases = {"127.0.0.1:5000/lab/app:1"};
+  EXPECT_EQ(SandboxExceptionsFor({granted.value()}, image).count("image-user"), 1u)
+      << "every tag of a registry's image (the port's colon is not a tag's)";
+  image.aliases = {"127.0.0.1:5000/lab/other:1"};
+  EXPECT_TRUE(SandboxExceptionsFor({granted.value()}, image).empty());
+  // Granting it lets no system call back in.
+  EXPECT_EQ(SeccompProfile({"image-user"}), SeccompProfile({}));
+}
+
 TEST(CgroupMapping, VersionOneAndTwo) {
   CgroupLimits l = LimitsFromResources(Slots(R"({"cpu": "1.5", "mem": "64m"})"), 128);
   EXPECT_EQ(l.memory_bytes, 67108864);

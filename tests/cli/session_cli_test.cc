@@ -171,7 +171,11 @@ TEST_F(SessionCliTest, RunFailuresAroundTheJobExit125) {
   auto bad_group = Bai({"run", "--group", "nope", "python", "--", "true"});
   EXPECT_EQ(bad_group.exit_code, 125);
   EXPECT_THAT(bad_group.err, HasSubstr("No such user group"));
-  EXPECT_EQ(Bai({"run", "python"}).exit_code, 2) << "no command is a usage error";
+  // No command: the image's Entrypoint/Cmd would run; the dummy's images name none, which the
+  // agent says in words; the job ended without an exit code (126).
+  auto no_command = Bai({"run", "python"});
+  EXPECT_EQ(no_command.exit_code, 126) << no_command.err;
+  EXPECT_THAT(no_command.err, HasSubstr("names no Entrypoint or Cmd"));
   EXPECT_EQ(Bai({"run", "-r", "cpu=lots", "python", "--", "true"}).exit_code, 2);
   auto unreachable = testing_util::RunProcess(
       {testing_util::BinPath("bai"), "run", "python", "--", "true"},

@@ -451,7 +451,10 @@ TEST_F(SessionHandlerTest, TheSdksCreateRequestIsStoredWholeAndItsInfoReadsBack)
 
 TEST_F(SessionHandlerTest, BadCreatesNameTheirFieldsAndUnsignedCallsAreRefused) {
   auto bad = Call("POST", "/session",
-                  {{"name", "x"}, {"type", "batch"}, {"config", {{"resources", {{"cpu", "-1"}}}}}});
+                  {{"name", "x"},
+                   {"type", "batch"},
+                   {"startupCommand", {"ls"}},
+                   {"config", {{"resources", {{"cpu", "-1"}}}}}});
   ASSERT_EQ(bad.status, 400) << bad.body;
   auto data = json::parse(bad.body)["data"];
   EXPECT_TRUE(data.contains("name")) << data;

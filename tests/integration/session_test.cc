@@ -149,7 +149,6 @@ TEST_F(SessionTest, ValidationErrorsNameTheField) {
       {{{"name", std::string(65, 'x')}, {"image", "python"}}, "name"},
       {{{"name", "from-template"}, {"image", "python"}}, "name"},
       {{{"name", "no-image"}}, "image"},
-      {{{"name", "batchy"}, {"image", "python"}, {"type", "batch"}}, "startupCommand"},
       {{{"name", "typed"}, {"image", "python"}, {"type", "weird"}}, "type"},
       {{{"name", "later"}, {"image", "python"}, {"starts_at", "1h"}}, "starts_at"},
       {{{"name", "slots"}, {"image", "python"}, {"config", {{"resources", {{"gpu", 1}}}}}},

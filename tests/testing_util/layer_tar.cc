@@ -92,7 +92,8 @@ nlohmann::json Blob(std::string const& dir, std::string const& media_type,
 }  // namespace
 
 void WriteOciLayout(std::string const& dir, std::string const& tag,
-                    std::vector<std::vector<LayerMember>> const& layers) {
+                    std::vector<std::vector<LayerMember>> const& layers,
+                    std::string const& image_config) {
   std::filesystem::create_directories(dir + "/blobs/sha256");
   WriteFileBytes(dir + "/oci-layout", R"({"imageLayoutVersion":"1.0.0"})");
   nlohmann::json layer_descs = nlohmann::json::array();
@@ -109,7 +110,7 @@ void WriteOciLayout(std::string const& dir, std::string const& tag,
   }
   nlohmann::json config = {{"architecture", "amd64"},
                            {"os", "linux"},
-                           {"config", nlohmann::json::object()},
+                           {"config", nlohmann::json::parse(image_config)},
                            {"rootfs", {{"type", "layers"}, {"diff_ids", diff_ids}}}};
   nlohmann::json manifest = {
       {"schemaVersion", 2},

@@ -25,8 +25,10 @@ LayerMember LayerHardLink(std::string name, std::string target);
 std::string WriteLayer(std::string const& path, std::vector<LayerMember> const& members);
 
 /// Writes an OCI image layout at `dir` (index.json tagged `tag`, blobs by their sha256) of
-/// these layers, bottom first, with an empty config.
+/// these layers, bottom first; `config` is the image config's `config` object (Env, Cmd,
+/// Labels, …) as JSON text.
 void WriteOciLayout(std::string const& dir, std::string const& tag,
-                    std::vector<std::vector<LayerMember>> const& layers);
+                    std::vector<std::vector<LayerMember>> const& layers,
+                    std::string const& config = "{}");
 
 }  // namespace bai::testing_util

@@ -228,7 +228,7 @@ TEST(SessionWireTest, CreateRequestReadsOtherClientsSpellingsAndLenientScalars) 
 
 TEST(SessionWireTest, CreateRequestNamesEveryBadField) {
   auto bad = DecodeSessionCreateRequest(R"({
-      "name": "x", "type": "batch", "priority": 101, "maxWaitSeconds": -1,
+      "name": "x", "type": "batch", "startupCommand": ["ls"], "priority": 101, "maxWaitSeconds": -1,
       "enqueueOnly": "perhaps", "starts_at": "tomorrow-ish", "batch_timeout": 0,
       "cluster_mode": "ring", "dependencies": [1],
       "config": {"environ": {"A": 1}, "mounts": "data", "resources": {"gpu": 1},
