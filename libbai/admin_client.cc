@@ -458,7 +458,8 @@ StatusOr<std::vector<std::string>> AdminClient::ResourceGroupsOfDomain(
 StatusOr<std::vector<protocol::ImageEntry>> AdminClient::Images() const {
   auto data =
       Run(client_,
-          "{ images { id name tag registry architecture aliases installed_agents size_bytes } }");
+          "{ images { id name tag registry architecture aliases installed_agents size_bytes "
+          "labels { key value } } }");
   if (!data.ok()) return data.status();
   return DecodeAll<protocol::ImageEntry>((*data)["images"], protocol::DecodeImage);
 }

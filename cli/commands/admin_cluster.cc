@@ -43,14 +43,22 @@ Status RunImageList(Context& ctx, AdminClient& a) {
     PrintJson(ctx, {{"images", items}});
     return Status();
   }
+  // REGISTRY says where an image comes from: a registry, "host" (a built-in whose /usr is the
+  // agent host's own: no registry's image), or "local" (imported into an agent's store).
   std::vector<std::vector<std::string>> rows{
       {"NAME", "TAG", "ARCH", "REGISTRY", "SIZE", "ALIASES", "AGENTS"}};
+  bool host = false;
   for (auto const& i : *all) {
-    rows.push_back({i.name, i.tag, i.architecture, i.registry,
+    bool is_host = i.Kind() == "host";
+    host = host || is_host;
+    rows.push_back({i.name, i.tag, i.architecture, is_host ? "host" : i.registry,
                     i.size_bytes > 0 ? HumanBytes(static_cast<double>(i.size_bytes)) : "-",
                     Joined(i.aliases), std::to_string(i.installed_agents.size())});
   }
   PrintTable(ctx, rows);
+  if (host && ctx.stdout_tty()) {
+    ctx.err() << "host: a built-in image made of the agent host's own /usr (not a registry's)\n";
+  }
   return Status();
 }
 

@@ -30,7 +30,14 @@ std::string SlotsText(json const& j, char const* key) {
 
 }  // namespace
 
+std::string ImageEntry::Kind() const {
+  auto it = labels.find(kImageKindLabel);
+  return it == labels.end() ? std::string() : it->second;
+}
+
 std::string EncodeImage(ImageEntry const& i) {
+  json labels = json::array();
+  for (auto const& [k, v] : i.labels) labels.push_back({{"key", k}, {"value", v}});
   return json{{"id", i.id},
               {"name", i.name},
               {"tag", i.tag},
@@ -39,7 +46,8 @@ std::string EncodeImage(ImageEntry const& i) {
               {"aliases", i.aliases},
               {"installed_agents", i.installed_agents},
               {"installed", !i.installed_agents.empty()},
-              {"size_bytes", i.size_bytes}}
+              {"size_bytes", i.size_bytes},
+              {"labels", labels}}
       .dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -55,6 +63,15 @@ StatusOr<ImageEntry> DecodeImage(std::string_view text) {
                f.Strings("aliases"),
                f.Strings("installed_agents"),
                f.Int("size_bytes")};
+  // 24.09's [{key, value}]; a manager that answers none (or null) gives none.
+  if (auto it = j->find("labels"); it != j->end() && it->is_array()) {
+    for (auto const& kv : *it) {
+      if (kv.is_object() && kv.value("key", json()).is_string() &&
+          kv.value("value", json()).is_string()) {
+        i.labels[kv["key"].get<std::string>()] = kv["value"].get<std::string>();
+      }
+    }
+  }
   if (i.name.empty()) return Status(StatusCode::kInvalidArgument, "an image without a name");
   return i;
 }

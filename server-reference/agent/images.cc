@@ -404,9 +404,13 @@ std::vector<server::agent_protocol::ImageInfo> ImageStore::List() const {
     std::int64_t bytes = size != m->end() && size->is_number_integer()
                              ? size->get<std::int64_t>()
                              : TreeBytes((entry.path() / "rootfs").string());
-    out.push_back({name, {}, bytes});
+    namespace ap = server::agent_protocol;
+    std::string kind = !m->value("host_mounts", json::array()).empty() ? ap::kImageKindHost
+                       : !m->value("digest", "").empty()               ? ap::kImageKindPulled
+                                                                       : ap::kImageKindImported;
+    out.push_back({name, {}, bytes, kind});
     for (auto const& a : m->value("aliases", json::array())) {
-      if (a.is_string()) out.push_back({a.get<std::string>(), {}, bytes});
+      if (a.is_string()) out.push_back({a.get<std::string>(), {}, bytes, kind});
     }
   }
   std::sort(out.begin(), out.end(), [](auto const& a, auto const& b) { return a.name < b.name; });

@@ -266,7 +266,10 @@ class RegistrySessionTest : public runc_testing::RuncTest {
 
 TEST_F(RegistrySessionTest, ARegistryImageIsPulledOnDemandAndRuns) {
   for (char const* v : {"1", "2", "3"}) {
-    ASSERT_EQ(Push(registry_, dir_, std::string("lab/app:") + v, App(v)), "");
+    // app:2 needs at least 300 MiB (24.09's ai.backend.resource.min.* labels).
+    std::string config =
+        *v == '2' ? R"({"Labels": {"ai.backend.resource.min.mem": "300m"}})" : "{}";
+    ASSERT_EQ(Push(registry_, dir_, std::string("lab/app:") + v, App(v), config), "");
   }
   std::string host = registry_.host();
   auto add = Bai({"admin", "registry", "add", host, "--url", registry_.url(), "--username", "lab",
@@ -298,6 +301,9 @@ TEST_F(RegistrySessionTest, ARegistryImageIsPulledOnDemandAndRuns) {
   std::int64_t after_one = agent::TreeBytes(state_dir_ + "/images");
   std::int64_t base = static_cast<std::int64_t>(fs::file_size("/bin/busybox")) + 300 * 1024;
   EXPECT_GT(after_one - before, base) << "the base came with the first image";
+  auto small = Bai({"run", "-r", "mem=256m", host + "/lab/app:2", "--", "true"});
+  EXPECT_NE(small.exit_code, 0);
+  EXPECT_THAT(small.err, HasSubstr("smaller than the minimum required by the image. (mem=300m)"));
   auto two = Bai({"run", host + "/lab/app:2", "--", "cat", "/etc/os-release"});
   EXPECT_EQ(two.out, "NAME=\"bai-test app 2\"\n") << two.err;
   EXPECT_LT(agent::TreeBytes(state_dir_ + "/images") - after_one, base / 20)
@@ -366,6 +372,22 @@ TEST_F(LayeredKernelTest, AnImagesConfigShapesItsKernel) {
     ASSERT_EQ(pull.exit_code, 0) << pull.err;
   }
   ASSERT_EQ(Bai({"admin", "image", "rescan"}).exit_code, 0);
+  // Each image says what it is: the built-ins are the host's, these were pulled.
+  auto listed = Bai({"-o", "json", "admin", "image", "ls"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  std::map<std::string, std::string> kinds;
+  auto parsed = nlohmann::json::parse(listed.out);
+  for (auto const& i : parsed["images"]) {
+    for (auto const& kv : i["labels"]) {
+      if (kv["key"] == "bai.image-kind") {
+        kinds[i["name"].get<std::string>()] = kv["value"].get<std::string>();
+      }
+    }
+  }
+  EXPECT_EQ(kinds["python"], "host");
+  EXPECT_EQ(kinds["lab/cfg"], "pulled") << listed.out;
+  auto table = Bai({"admin", "image", "ls"});
+  EXPECT_THAT(table.out, ::testing::ContainsRegex("python +latest +[a-z0-9_]+ +host "));
   auto job = Bai({"run", "-r", "cpu=1", cfg});
   EXPECT_EQ(job.exit_code, 0) << job.err;
   EXPECT_EQ(job.out, "hello from /srv/app as work (1000) on 1 cpus; PATH=/opt/none:/bin\n");

@@ -3,11 +3,13 @@
 // resource-policy inputs (slots normalised, bad values named, 22.03's host lists accepted), and
 // the admin wire types' round trips.
 #include "bai/protocol/admin_wire.h"
+#include "bai/protocol/cluster_wire.h"
 
 #include "server-reference/manager/admin/roles.h"
 #include "server-reference/manager/agents/image_rescan.h"
 #include "server-reference/manager/agents/registry_scan.h"
 #include "server-reference/manager/state/policies.h"
+#include "server-reference/manager/state/registries.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -140,6 +142,56 @@ std::string Text(PolicyValues const& v, std::string const& column) {
     }
   }
   return "<absent>";
+}
+
+// 24.09's image minimum: cpu and mem left out are raised to it; what is asked below it, or a
+// slot it needs that is not asked for, refuses the session naming the image's minimum.
+TEST(RegistryScanCore, AnImagesMinimumResourcesAreMetOrRefused) {
+  using protocol::Decimal;
+  std::map<std::string, std::string> labels = {{"ai.backend.resource.min.cpu", "2"},
+                                               {"ai.backend.resource.min.mem", "8g"},
+                                               {"ai.backend.resource.min.bogus", "lots"},
+                                               {"ai.backend.kernelspec", "1"}};
+  auto defaults = protocol::DefaultSessionSlots();
+  auto requested = defaults;
+  ASSERT_TRUE(ApplyImageMinimum(labels, {}, requested).ok());
+  EXPECT_EQ(requested.at("cpu"), Decimal::FromInteger(2)) << "left out: the image's minimum";
+  EXPECT_EQ(requested.at("mem"), Decimal::FromInteger(8LL << 30));
+  // Asked for, below the minimum: refused, naming it.
+  protocol::ResourceSlots given = {{"mem", Decimal::FromInteger(1LL << 30)}};
+  requested = defaults;
+  requested["mem"] = given.at("mem");
+  auto refused = ApplyImageMinimum(labels, given, requested);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.message(),
+              ::testing::HasSubstr("smaller than the minimum required by the image. (mem=8g)"));
+  // A slot that is not intrinsic is never filled in: it must be asked for.
+  labels = {{"ai.backend.resource.min.cuda.shares", "0.5"}};
+  requested = defaults;
+  EXPECT_FALSE(ApplyImageMinimum(labels, {}, requested).ok());
+  requested["cuda.shares"] = Decimal::FromInteger(1);
+  EXPECT_TRUE(
+      ApplyImageMinimum(labels, {{"cuda.shares", Decimal::FromInteger(1)}}, requested).ok());
+  // No minimum: nothing changes.
+  requested = defaults;
+  EXPECT_TRUE(ApplyImageMinimum({}, {}, requested).ok());
+  EXPECT_EQ(requested, defaults);
+}
+
+// An image's labels travel as 24.09's [{key, value}]; bai's kind label says what an agent holds.
+TEST(AdminWire, ImageLabelsRoundTripAndSayTheKind) {
+  protocol::ImageEntry host{
+      "python:latest@x86_64", "python", "latest", "local", "x86_64", {}, {"a1"}, 360000};
+  host.labels = {{protocol::kImageKindLabel, "host"}, {"ai.backend.runtime-type", "python"}};
+  auto back = protocol::DecodeImage(protocol::EncodeImage(host));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->labels, host.labels);
+  EXPECT_EQ(back->Kind(), "host");
+  // A manager that answers null labels, or none (an older one): no kind, no failure.
+  auto plain = protocol::DecodeImage(R"({"name": "lab/app", "tag": "1", "labels": null})");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->Kind(), "");
+  EXPECT_TRUE(protocol::DecodeImage(R"({"name": "x", "labels": [{"key": 1}, "junk"]})").ok());
 }
 
 TEST(PolicyInput, SlotsAreNormalisedAndBadValuesNamed) {

@@ -231,10 +231,12 @@ TEST(AgentMessagesTest, EveryOtherMessageRoundTrips) {
   // rescan_images and its answer.
   auto rescan = ap::DecodeToAgent(ap::Encode(ap::WithRequestId(ap::RescanImages{}, "r-9")));
   EXPECT_EQ(Only<ap::RescanImages>(rescan).request_id, "r-9");
-  auto images = ap::DecodeImagesReply(
-      ap::EncodeReply(ap::ImagesReply{{{"python", {"python:3.11"}, 5000000000}, {"tool", {}}}}));
+  auto images = ap::DecodeImagesReply(ap::EncodeReply(ap::ImagesReply{
+      {{"python", {"python:3.11"}, 5000000000, ap::kImageKindHost}, {"tool", {}}}}));
   ASSERT_TRUE(images.ok()) << images.status().message();
   ASSERT_EQ(images->images.size(), 2u);
+  EXPECT_EQ(images->images[0].kind, "host");
+  EXPECT_EQ(images->images[1].kind, "") << "not said: an older agent's";
   EXPECT_EQ(images->images[0].aliases, std::vector<std::string>{"python:3.11"});
   EXPECT_EQ(images->images[0].size, 5000000000);  // past 32 bits
   EXPECT_EQ(images->images[1].name, "tool");

@@ -25,7 +25,16 @@ struct ImageEntry {
   std::vector<std::string> aliases;
   std::vector<std::string> installed_agents;
   std::int64_t size_bytes = 0;  ///< as its agents' stores hold it; 0: unknown
+  /// 24.09's labels (a list of {key, value} on the wire): a registry image's own, and bai's
+  /// `kImageKindLabel` for what an agent holds.
+  std::map<std::string, std::string> labels = {};
+
+  /// "host" (a built-in on the agent host's /usr), "imported", "pulled", or "" (a registry
+  /// image no agent holds, or a manager that does not say).
+  std::string Kind() const;
 };
+/// The label a bai manager puts on an image an agent holds: what it is (host, imported, pulled).
+inline constexpr char kImageKindLabel[] = "bai.image-kind";
 
 /// The 24.09 fields above as one JSON object (the manager adds the rest of the schema's).
 BAI_EXPORT std::string EncodeImage(ImageEntry const& image);

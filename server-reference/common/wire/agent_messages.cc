@@ -284,6 +284,7 @@ json ImagesJson(std::vector<ImageInfo> const& list) {
   for (auto const& i : list) {
     json image = {{"name", i.name}, {"aliases", i.aliases}};
     if (i.size > 0) image["size"] = i.size;
+    if (!i.kind.empty()) image["kind"] = i.kind;
     images.push_back(std::move(image));
   }
   return images;
@@ -291,7 +292,8 @@ json ImagesJson(std::vector<ImageInfo> const& list) {
 
 std::vector<ImageInfo> ReadImages(FieldReader& r) {
   return ReadList<ImageInfo>(r, "images", [](FieldReader& item) {
-    return ImageInfo{item.Required("name"), ReadStringList(item, "aliases"), item.Int("size", 0)};
+    return ImageInfo{item.Required("name"), ReadStringList(item, "aliases"), item.Int("size", 0),
+                     item.String("kind")};
   });
 }
 

@@ -32,7 +32,15 @@ struct ImageInfo {
   std::string name;
   std::vector<std::string> aliases;
   std::int64_t size = 0;  ///< bytes; 0: unknown (a simulated agent's, an older agent's)
+  /// What it is (ImageKind* below); "": not said (a simulated or older agent).
+  std::string kind = {};
 };
+/// A built-in image whose /usr is the agent host's own (not from any registry).
+inline constexpr char kImageKindHost[] = "host";
+/// Imported by `bai-agent image import` (an OCI layout or a tarball).
+inline constexpr char kImageKindImported[] = "imported";
+/// Pulled from a registry.
+inline constexpr char kImageKindPulled[] = "pulled";
 
 /// An accelerator the agent found (NVML).
 struct DeviceInfo {

@@ -502,6 +502,8 @@ class Resolver {
         }
         // Agents that imported the same name apart may hold different bytes: the largest.
         entry.size_bytes = std::max(entry.size_bytes, offered.size);
+        // What it is (a host image, imported, pulled), as the agent says.
+        if (!offered.kind.empty()) entry.labels[protocol::kImageKindLabel] = offered.kind;
       }
     }
     // Registry images a rescan found (issue 46): installed on the agents that offer their
@@ -576,7 +578,7 @@ class Resolver {
   // accelerators from its rescan.
   static json ImageObject(protocol::ImageEntry const& i, RegistryImage const* scanned) {
     json j = json::parse(protocol::EncodeImage(i));
-    json labels = json::array(), limits = json::array(), accelerators = json::array();
+    json labels = j["labels"], limits = json::array(), accelerators = json::array();
     if (scanned != nullptr) {
       for (auto const& [k, v] : scanned->labels) {
         labels.push_back({{"key", k}, {"value", v}});

@@ -18,6 +18,7 @@
 #include "server-reference/manager/scheduler/scheduling.h"
 #include "server-reference/manager/state/bootstrap.h"
 #include "server-reference/manager/state/images.h"
+#include "server-reference/manager/state/registries.h"
 #include "server-reference/manager/state/sessions.h"
 #include "server-reference/manager/vfolders/mounts.h"
 #include "server-reference/manager/vfolders/storage_links.h"
@@ -462,6 +463,14 @@ struct SessionRoutes {
       return CreatedResponse(old, std::string(protocol::ToString(old.status)), false);
     }
     if (auto st = images.CheckKnown(s.image); !st.ok()) return ProblemResponse(st);
+    // A registry image's minimum resources (ai.backend.resource.min.*), as 24.09.
+    if (auto scanned = RegistryStore(ctx.store.db()).FindImage(s.image, s.architecture);
+        scanned.ok() && *scanned) {
+      if (auto st = ApplyImageMinimum((*scanned)->labels, in.request.resources, s.requested);
+          !st.ok()) {
+        return ProblemResponse(st);
+      }
+    }
     if (auto st = ResolveMounts(ctx, links, in); !st.ok()) return ProblemResponse(st);
     // Fail fast: what can never start is refused now, not queued in silence.
     // Also with enqueueOnly: a slot no agent of the group offers (cuda.shares on a cluster

@@ -57,7 +57,7 @@ ImageList ImagesFromColumn(std::string_view text) {
   auto j = internal::ParseJson(text);
   if (!j || !j->is_array()) return out;
   for (auto const& img : *j) {
-    if (img.is_string()) out.push_back({img.get<std::string>(), {}, 0});
+    if (img.is_string()) out.push_back({img.get<std::string>(), {}, 0, ""});
     if (!img.is_object()) continue;
     server::agent_protocol::ImageInfo info;
     auto name = img.find("name");
@@ -71,6 +71,9 @@ ImageList ImagesFromColumn(std::string_view text) {
     if (auto size = img.find("size"); size != img.end() && size->is_number_integer()) {
       info.size = size->get<std::int64_t>();
     }
+    if (auto kind = img.find("kind"); kind != img.end() && kind->is_string()) {
+      info.kind = kind->get<std::string>();
+    }
     out.push_back(std::move(info));
   }
   return out;
@@ -81,6 +84,7 @@ std::string ImagesColumn(ImageList const& images) {
   for (auto const& i : images) {
     json image = {{"name", i.name}, {"aliases", i.aliases}};
     if (i.size > 0) image["size"] = i.size;
+    if (!i.kind.empty()) image["kind"] = i.kind;
     out.push_back(std::move(image));
   }
   return out.dump();

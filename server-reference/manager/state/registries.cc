@@ -2,6 +2,7 @@
 #include "server-reference/manager/state/registries.h"
 
 #include "bai/protocol/cluster_wire.h"
+#include "bai/protocol/errors.h"
 
 #include "libbai/util/json_parse.h"
 #include "server-reference/common/oci/reference.h"
@@ -253,6 +254,37 @@ StatusOr<std::vector<RegistryImage>> RegistryStore::Images(std::string const& re
   std::vector<RegistryImage> out;
   for (auto& r : *rows) out.push_back(ImageFromRow(r));
   return out;
+}
+
+Status ApplyImageMinimum(std::map<std::string, std::string> const& labels,
+                         protocol::ResourceSlots const& given, protocol::ResourceSlots& requested) {
+  constexpr std::string_view kPrefix = "ai.backend.resource.min.";
+  std::vector<std::pair<std::string, std::string>> short_of;  // slot, the label's text
+  std::map<std::string, protocol::Decimal> minimum;
+  for (auto const& [key, text] : labels) {
+    if (key.rfind(kPrefix, 0) != 0 || key.size() == kPrefix.size()) continue;
+    std::string slot = key.substr(kPrefix.size());
+    protocol::ResourceSlots one;
+    if (!protocol::ParseSlotAssignment(slot + "=" + text, one).ok() || !one.count(slot)) continue;
+    minimum[slot] = one.at(slot);
+  }
+  for (auto const& [slot, least] : minimum) {
+    bool intrinsic = slot == "cpu" || slot == "mem";
+    auto it = requested.find(slot);
+    if (intrinsic && !given.count(slot) && (it == requested.end() || it->second < least)) {
+      requested[slot] = least;
+      continue;
+    }
+    if (it == requested.end() || it->second < least) {
+      short_of.emplace_back(slot, labels.at(std::string(kPrefix) + slot));
+    }
+  }
+  if (short_of.empty()) return Status();
+  std::string list;
+  for (auto const& [slot, text] : short_of) list += (list.empty() ? "" : " ") + slot + "=" + text;
+  return protocol::MakeProblemStatus(
+      protocol::ProblemType::kInvalidApiParams,
+      "Your resource request is smaller than the minimum required by the image. (" + list + ")");
 }
 
 StatusOr<std::optional<RegistryImage>> RegistryStore::FindImage(std::string const& canonical,

@@ -4,6 +4,7 @@
 // container_registries and images tables): a registry is one row per (registry name, project),
 // its password kept for the manager and the agents it sends pulls to, never answered by an API.
 
+#include "bai/protocol/resource.h"
 #include "bai/status.h"
 
 #include "server-reference/common/db/database.h"
@@ -47,6 +48,14 @@ struct RegistryImage {
   std::int64_t size_bytes = 0;
   std::map<std::string, std::string> labels;
 };
+
+/// 24.09's rule for an image's `ai.backend.resource.min.SLOT` labels (registry.py): cpu or mem
+/// the request leaves out (`given`) is raised to the image's minimum where `requested` (the
+/// defaults) is below it; then any slot below the image's minimum refuses the session
+/// (kInvalidApiParams, "Your resource request is smaller than the minimum required by the
+/// image. (cpu=2 mem=8g)"). Labels that are no amount are skipped. Pure.
+Status ApplyImageMinimum(std::map<std::string, std::string> const& labels,
+                         protocol::ResourceSlots const& given, protocol::ResourceSlots& requested);
 
 /// A registry reference as rows name it (`REGISTRY/REPOSITORY:TAG`: "lab/app" is
 /// "index.docker.io/lab/app:latest"); a local name, or text that is no reference, as given.
