@@ -3,13 +3,14 @@
 //   bai-agent --manager http://127.0.0.1:8081 --id agent-1 --cluster-secret-file FILE
 //             [--backend runc|dummy] [--state-dir DIR] [--slots cpu=4,mem=8g]
 //   bai-agent image import SOURCE --name NAME [--tag TAG] [--state-dir DIR]
-//   bai-agent image pull REFERENCE --name NAME [--username U --password-stdin] [--state-dir DIR]
-//   bai-agent image list [--state-dir DIR]
+//   bai-agent image pull REFERENCE [--name NAME] [--username U --password-stdin] [--state-dir DIR]
+//   bai-agent image ls [--names] | rm NAME… | prune [--all]   [--state-dir DIR]
 //   bai-agent hook loopback-up|network-up ARGS   (run by runc as OCI createRuntime hooks)
 #include "server-reference/agent/agent.h"
 #include "server-reference/agent/agent_metrics.h"
 #include "server-reference/agent/config.h"
 #include "server-reference/agent/dummy_backend.h"
+#include "server-reference/agent/image_gc.h"
 #include "server-reference/agent/images.h"
 #include "server-reference/agent/runc_backend.h"
 #include "server-reference/common/daemon/daemon.h"
@@ -21,10 +22,13 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <map>
+#include <set>
 #include <thread>
 
 namespace {
@@ -95,6 +99,64 @@ int RunPull(bai::agent::ImageStore& store, PullFlags const& f) {
   return 0;
 }
 
+std::string Bytes(std::int64_t b) {
+  char const* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(b);
+  int u = 0;
+  while (v >= 1024 && u < 4) v /= 1024, ++u;
+  char out[32];
+  std::snprintf(out, sizeof out, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+  return out;
+}
+
+// bai-agent image ls | rm | prune (image_gc.h): 1 when refused (in use, a pull under way).
+int RunStoreCommand(bai::agent::ImageStore& store, std::string const& state_dir,
+                    std::string const& what, std::vector<std::string> const& names,
+                    bool all_pulled) {
+  namespace a = bai::agent;
+  auto in_use = a::ImagesInUse(store, state_dir);
+  if (!in_use.ok()) {
+    if (what != "ls") {
+      std::cerr << "bai-agent: image " << what << ": " << in_use.status().message() << "\n";
+      return 1;
+    }
+    in_use = std::set<std::string>();
+  }
+  auto images = a::StoredImages(store);
+  std::map<std::string, std::int64_t> layer_bytes;
+  std::vector<std::string> layers;
+  for (auto const& l : store.layer_store().List()) {
+    layer_bytes[l.chain_id] = l.bytes;
+    layers.push_back(l.chain_id);
+  }
+  if (what == "ls") {
+    std::printf("%-32s %-9s %10s %10s %-6s %s\n", "NAME", "KIND", "SIZE", "OWN", "IN USE",
+                "ALIASES");
+    for (auto const& u : a::DiskUse(images, layer_bytes, *in_use)) {
+      std::string aliases;
+      for (auto const& al : u.aliases) aliases += (aliases.empty() ? "" : ",") + al;
+      std::printf("%-32s %-9s %10s %10s %-6s %s\n", u.name.c_str(), u.kind.c_str(),
+                  Bytes(u.bytes).c_str(), Bytes(u.own_bytes).c_str(), u.in_use ? "yes" : "no",
+                  aliases.c_str());
+    }
+    return 0;
+  }
+  auto plan = a::PlanRemoval(images, layers, names, *in_use, all_pulled);
+  if (!plan.ok()) {
+    std::cerr << "bai-agent: image " << what << ": " << plan.status().message() << "\n";
+    return 1;
+  }
+  auto freed = a::CarryOut(store, *plan);
+  if (!freed.ok()) {
+    std::cerr << "bai-agent: image " << what << ": " << freed.status().message() << "\n";
+    return 1;
+  }
+  for (auto const& n : plan->images) std::cout << "removed " << n << "\n";
+  std::cout << plan->images.size() << " images, " << plan->layers.size() << " layers, "
+            << Bytes(*freed) << " freed\n";
+  return 0;
+}
+
 int ImageCommand(int argc, char** argv) {
   CLI::App app{"bai-agent image: the agent's local image store", "bai-agent image"};
   std::string state_dir = "/var/lib/bai-agent";
@@ -105,17 +167,36 @@ int ImageCommand(int argc, char** argv) {
   import->add_option("source", source, "OCI layout directory or .tar/.tar.gz")->required();
   import->add_option("--name", name, "Image name")->required();
   import->add_option("--tag", tag, "Tag in the layout (default: its first image)");
-  auto* list = app.add_subcommand("list", "List images and aliases");
+  auto* list = app.add_subcommand(
+      "ls", "List images: kind, disk use (all it stands on; only its own), in use, aliases");
+  list->alias("list");
+  bool names_only = false;
+  list->add_flag("--names", names_only, "Only the names and aliases, one a line");
+  std::vector<std::string> doomed;
+  auto* rm = app.add_subcommand(
+      "rm", "Remove images and the layers nothing else needs (never one a kernel uses)");
+  rm->add_option("NAME", doomed, "Image names")->required();
+  bool all_pulled = false;
+  auto* prune = app.add_subcommand(
+      "prune", "Remove layers no image needs (what removals and failed pulls left)");
+  prune->add_flag("--all", all_pulled,
+                  "Also every pulled image no kernel uses (a registry has it; imported and host "
+                  "images stay)");
   PullFlags pf;
   auto* pull = AddPullCommand(app, pf);
   // --state-dir before or after the subcommand, as the README writes it.
-  import->fallthrough();
-  list->fallthrough();
-  pull->fallthrough();
+  for (auto* sub : {import, list, rm, prune, pull}) sub->fallthrough();
   CLI11_PARSE(app, argc, argv);
   bai::agent::ImageStore store(state_dir + "/images");
   if (*pull || *import) store.DetectLayered();
   if (*pull) return RunPull(store, pf);
+  if (*rm || *prune || (*list && !names_only)) {
+    return RunStoreCommand(store, state_dir,
+                           *list ? "ls"
+                           : *rm ? "rm"
+                                 : "prune",
+                           doomed, all_pulled);
+  }
   if (*import) {
     if (auto s = store.Import(source, name, tag); !s.ok()) {
       std::cerr << "bai-agent: image import: " << s.message() << "\n";

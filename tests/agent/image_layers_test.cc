@@ -406,5 +406,61 @@ TEST_F(LayeredKernelTest, AnImagesConfigShapesItsKernel) {
   EXPECT_EQ(as_app.out, "hello from /srv/app as app (1234) on 1 cpus; PATH=/opt/none:/bin\n");
 }
 
+// Issue 46, item 6: the store lets go of what nothing needs, never what a kernel uses:
+// `bai-agent image rm` refuses an image in use and takes another (its own layer only: the base
+// stays for the running kernel); `prune` takes nothing in use; once the session ends
+// `prune --all` empties the store of pulled images and their layers.
+TEST_F(LayeredKernelTest, NoRemovalTakesWhatAKernelUses) {
+  ASSERT_EQ(Push(registry_, dir_, "lab/app:1", App("1")), "");
+  ASSERT_EQ(Push(registry_, dir_, "lab/app:2", App("2")), "");
+  auto agent_image = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {testing_util::BinPath("bai-agent"), "image"});
+    args.insert(args.end(), {"--state-dir", state_dir_});
+    return testing_util::RunProcess(args);
+  };
+  for (char const* v : {"1", "2"}) {
+    auto pull =
+        agent_image({"pull", registry_.host() + "/lab/app:" + v, "--name", std::string("app") + v});
+    ASSERT_EQ(pull.exit_code, 0) << pull.err;
+  }
+  agent::LayerStore layers(state_dir_ + "/images/layers");
+  ASSERT_EQ(layers.List().size(), 3u) << "one base, two tops";
+  ASSERT_EQ(Bai({"admin", "image", "rescan"}).exit_code, 0);
+  auto keep = Bai({"run", "app1", "--name", "keep", "-c", "true"});
+  ASSERT_EQ(keep.exit_code, 0) << keep.err;
+
+  auto refused = agent_image({"rm", "app1"});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_THAT(refused.err, HasSubstr("in use by a kernel"));
+  auto listed = agent_image({"ls"});
+  EXPECT_THAT(listed.out, ::testing::ContainsRegex("app1 +pulled .* yes"));
+  EXPECT_THAT(listed.out, ::testing::ContainsRegex("python +host "));
+  auto removed = agent_image({"rm", "app2"});
+  EXPECT_EQ(removed.exit_code, 0) << removed.err;
+  EXPECT_THAT(removed.out, HasSubstr("1 images, 1 layers"));
+  EXPECT_EQ(layers.List().size(), 2u) << "app1's base and top stay";
+  auto pruned = agent_image({"prune", "--all"});
+  EXPECT_EQ(pruned.exit_code, 0) << pruned.err;
+  EXPECT_THAT(pruned.out, HasSubstr("0 images, 0 layers"));
+  auto still = Bai({"run", "app1", "--name", "keep", "-c", "cat /etc/os-release"});
+  EXPECT_EQ(still.out, "NAME=\"bai-test app 1\"\n") << still.err;
+
+  EXPECT_EQ(Bai({"rm", "keep"}).exit_code, 0);
+  auto kernels_left = [&] {
+    std::error_code ec;
+    return fs::directory_iterator(state_dir_ + "/" + agent_id_ + "/kernels", ec) !=
+           fs::directory_iterator();
+  };
+  for (int i = 0; i < 200 && kernels_left(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  pruned = agent_image({"prune", "--all"});
+  EXPECT_EQ(pruned.exit_code, 0) << pruned.err;
+  EXPECT_THAT(pruned.out, HasSubstr("1 images, 2 layers"));
+  EXPECT_TRUE(layers.List().empty());
+  EXPECT_FALSE(fs::exists(state_dir_ + "/images/app1"));
+  EXPECT_TRUE(fs::exists(state_dir_ + "/images/python")) << "host images stay";
+}
+
 }  // namespace
 }  // namespace bai
