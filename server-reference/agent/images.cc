@@ -3,6 +3,7 @@
 
 #include "libbai/util/json_parse.h"
 #include "server-reference/common/fs/image_root.h"
+#include "server-reference/common/fs/layer_tar.h"
 #include "server-reference/common/oci/manifest.h"
 #include "server-reference/common/oci/reference.h"
 #include "server-reference/common/oci/registry_client.h"
@@ -585,6 +586,76 @@ Status ImageStore::StoreLayers(std::vector<LayerBlob> const& blobs, std::string 
   return Status();
 }
 
+// `docker save`'s format: manifest.json [{Config, RepoTags, Layers}], each layer an
+// uncompressed tar named by the entry (kept inside the unpacked directory).
+Status ImageStore::ImportDockerSave(std::filesystem::path const& src, std::string const& tag,
+                                    std::string const& name, std::string const& tmp,
+                                    nlohmann::json& manifest) {
+  namespace oci = server::oci;
+  auto listing = ReadFile(src / "manifest.json");
+  if (!listing.ok()) return listing.status();
+  auto list = internal::ParseJson(*listing);
+  if (!list || !list->is_array() || list->empty()) {
+    return Status(StatusCode::kInvalidArgument, "docker save: manifest.json lists no image");
+  }
+  json chosen;
+  for (auto const& entry : *list) {
+    if (tag.empty()) {
+      chosen = entry;
+      break;
+    }
+    for (auto const& t : entry.value("RepoTags", json::array())) {
+      std::string text = t.is_string() ? t.get<std::string>() : "";
+      if (text == tag ||
+          (text.size() > tag.size() + 1 &&
+           text.compare(text.size() - tag.size() - 1, std::string::npos, ":" + tag) == 0)) {
+        chosen = entry;
+      }
+    }
+    if (!chosen.is_null()) break;
+  }
+  if (chosen.is_null() || !chosen.is_object()) {
+    return Status(StatusCode::kNotFound, "docker save: no image tagged " + tag);
+  }
+  // Member names stay inside the unpacked directory.
+  auto inside = [&](json const& v) -> StatusOr<fs::path> {
+    std::string rel = v.is_string() ? v.get<std::string>() : "";
+    if (rel.empty() || rel.front() == '/' || rel.find("..") != std::string::npos) {
+      return Status(StatusCode::kInvalidArgument, "docker save: bad member name " + v.dump());
+    }
+    return src / rel;
+  };
+  auto config_path = inside(chosen.value("Config", json()));
+  if (!config_path.ok()) return config_path.status();
+  auto config_text = ReadFile(*config_path);
+  if (!config_text.ok()) return config_text.status();
+  auto config = oci::ParseImageConfig(*config_text);
+  if (!config.ok()) return config.status();
+  json layers = chosen.value("Layers", json::array());
+  if (!layers.is_array() || layers.size() != config->diff_ids.size()) {
+    return Status(StatusCode::kInvalidArgument,
+                  "docker save: the config names " + std::to_string(config->diff_ids.size()) +
+                      " layers, the manifest " + std::to_string(layers.size()));
+  }
+  AdoptConfig(*config, manifest);
+  std::vector<LayerBlob> blobs;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    auto path = inside(layers[i]);
+    if (!path.ok()) return path.status();
+    std::error_code ec;
+    auto size = fs::file_size(*path, ec);
+    if (ec) return Status(StatusCode::kNotFound, "docker save: missing layer " + path->string());
+    // An uncompressed layer is its own DiffID; Put checks the bytes against it.
+    oci::Descriptor d;
+    d.media_type = "application/vnd.docker.image.rootfs.diff.tar";
+    d.digest = config->diff_ids[i];
+    d.size = static_cast<std::int64_t>(size);
+    blobs.push_back({d, config->diff_ids[i], path->string(), {}});
+  }
+  if (!tag.empty()) manifest["aliases"].push_back(name + ":" + tag);
+  return StoreLayers(blobs, tmp, manifest, {});
+}
+
 Status ImageStore::Import(std::string const& source, std::string const& name,
                           std::string const& tag) {
   namespace oci = server::oci;
@@ -599,7 +670,33 @@ Status ImageStore::Import(std::string const& source, std::string const& name,
                    {"source", source}};
   fs::path src(source);
   Status s;
-  if (fs::is_directory(src / "blobs", ec) && fs::exists(src / "index.json", ec)) {
+  // An OCI archive (a layout in a tar) or a `docker save` tarball: unpacked beside the store
+  // first (confined as any layer is), then read as the directory it holds.
+  fs::path unpacked;
+  if (fs::is_regular_file(src, ec)) {
+    auto names = server::ArchiveMemberNames(source, 100000);
+    auto has = [&](std::string const& n) {
+      return names.ok() && std::find(names->begin(), names->end(), n) != names->end();
+    };
+    bool docker =
+        has("manifest.json") && std::any_of(names->begin(), names->end(), [](std::string const& n) {
+          return n.size() > 4 && (n.substr(n.size() - 4) == ".tar" || n.rfind("blobs/", 0) == 0);
+        });
+    if ((has("index.json") && has("oci-layout")) || docker) {
+      auto stage = StagingDir(root_, name, "archive");
+      if (!stage.ok()) {
+        fs::remove_all(tmp, ec);
+        return stage.status();
+      }
+      unpacked = *stage;
+      fs::create_directories(unpacked, ec);
+      s = server::ApplyImageLayer(source, unpacked.string());
+      src = unpacked;
+    }
+  }
+  if (!s.ok()) {
+    // the archive did not unpack: said below
+  } else if (fs::is_directory(src / "blobs", ec) && fs::exists(src / "index.json", ec)) {
     s = [&]() -> Status {
       auto index = ReadJson(src / "index.json");
       if (!index.ok()) return index.status();
@@ -651,12 +748,18 @@ Status ImageStore::Import(std::string const& source, std::string const& name,
       if (!tag.empty()) manifest["aliases"].push_back(name + ":" + tag);
       return StoreLayers(blobs, tmp.string(), manifest, {});
     }();
+  } else if (fs::is_regular_file(src / "manifest.json", ec)) {
+    s = ImportDockerSave(src, tag, name, tmp, manifest);
   } else if (fs::is_regular_file(src, ec)) {
     fs::create_directories(tmp / "rootfs", ec);
     s = server::ApplyImageLayer(src.string(), (tmp / "rootfs").string());
   } else {
-    s = Status(StatusCode::kNotFound, source + " is neither an OCI image layout nor a tarball");
+    s = Status(StatusCode::kNotFound,
+               source +
+                   " is neither an OCI image layout (or archive), a docker save tarball nor "
+                   "a root filesystem tarball");
   }
+  if (!unpacked.empty()) fs::remove_all(unpacked, ec);
   return InstallImage(s, tmp, dir, manifest);
 }
 

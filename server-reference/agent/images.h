@@ -9,6 +9,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <chrono>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -106,9 +107,17 @@ class ImageStore : public RootfsProvider {
   /// image's size: the bytes of its files in the store (a built-in's read-only host mounts are
   /// the host's, not counted).
   std::vector<server::agent_protocol::ImageInfo> List() const override;
-  /// Imports an OCI image layout directory (`index.json`, first or `tag`-named manifest) or a
-  /// rootfs tarball (.tar, .tar.gz) under `name`. Labels come from the OCI config.
+  /// Imports under `name` an OCI image layout directory (`index.json`, first or `tag`-named
+  /// manifest), an OCI archive (such a layout in a tar), a `docker save` tarball (first or
+  /// `tag`-named of its RepoTags), or a root filesystem tarball (.tar, .tar.gz). The image
+  /// config (labels, Env, Cmd…) comes along; each layer is checked against its diff_id.
   Status Import(std::string const& source, std::string const& name, std::string const& tag = "");
+  /// Writes the image `reference` (a name or alias) as an OCI image layout at `out`, or, when
+  /// `out` ends in ".tar", an OCI archive: its layers re-made from the store as uncompressed
+  /// tars (whiteouts and opaque directories as the OCI spec writes them), its config (Env,
+  /// Cmd, labels…) kept, so digests differ from a registry's while the files are the same.
+  /// Host images are refused (the host's /usr). The manifest's digest.
+  StatusOr<std::string> Export(std::string const& reference, std::string const& out) const;
   /// Pulls `reference` from `registry` under `name`, as a flat copy (issue 46: the layer store
   /// and overlay roots come next): an index gives this machine's linux platform, an image for
   /// another architecture is refused before any layer is fetched, each layer is checked against
@@ -137,6 +146,9 @@ class ImageStore : public RootfsProvider {
   Status StoreLayers(std::vector<LayerBlob> const& blobs, std::string const& tmp,
                      nlohmann::json& manifest,
                      std::function<void(PullProgress const&)> const& progress);
+  Status ImportDockerSave(std::filesystem::path const& src, std::string const& tag,
+                          std::string const& name, std::string const& tmp,
+                          nlohmann::json& manifest);
 
   /// An image's pull under way, for the kernels that join it.
   struct InFlight;

@@ -4,7 +4,7 @@
 //             [--backend runc|dummy] [--state-dir DIR] [--slots cpu=4,mem=8g]
 //   bai-agent image import SOURCE --name NAME [--tag TAG] [--state-dir DIR]
 //   bai-agent image pull REFERENCE [--name NAME] [--username U --password-stdin] [--state-dir DIR]
-//   bai-agent image ls [--names] | rm NAME… | prune [--all]   [--state-dir DIR]
+//   bai-agent image ls [--names] | rm NAME… | prune [--all] | export NAME PATH  [--state-dir DIR]
 //   bai-agent hook loopback-up|network-up ARGS   (run by runc as OCI createRuntime hooks)
 #include "server-reference/agent/agent.h"
 #include "server-reference/agent/agent_metrics.h"
@@ -164,9 +164,14 @@ int ImageCommand(int argc, char** argv) {
   app.require_subcommand(1);
   std::string source, name, tag;
   auto* import = app.add_subcommand("import", "Import an OCI image layout or a rootfs tarball");
-  import->add_option("source", source, "OCI layout directory or .tar/.tar.gz")->required();
+  import
+      ->add_option("source", source,
+                   "An OCI image layout (directory), OCI archive, docker save tarball, or root "
+                   "filesystem tarball (.tar, .tar.gz)")
+      ->required();
   import->add_option("--name", name, "Image name")->required();
-  import->add_option("--tag", tag, "Tag in the layout (default: its first image)");
+  import->add_option("--tag", tag,
+                     "Tag in the layout or docker save tarball (default: its first image)");
   auto* list = app.add_subcommand(
       "ls", "List images: kind, disk use (all it stands on; only its own), in use, aliases");
   list->alias("list");
@@ -182,14 +187,28 @@ int ImageCommand(int argc, char** argv) {
   prune->add_flag("--all", all_pulled,
                   "Also every pulled image no kernel uses (a registry has it; imported and host "
                   "images stay)");
+  std::string out;
+  auto* exp = app.add_subcommand(
+      "export", "Write an image as an OCI image layout (a directory) or OCI archive (PATH.tar)");
+  exp->add_option("NAME", name, "Image name or alias")->required();
+  exp->add_option("PATH", out, "A new directory, or a file ending in .tar")->required();
   PullFlags pf;
   auto* pull = AddPullCommand(app, pf);
   // --state-dir before or after the subcommand, as the README writes it.
-  for (auto* sub : {import, list, rm, prune, pull}) sub->fallthrough();
+  for (auto* sub : {import, list, rm, prune, exp, pull}) sub->fallthrough();
   CLI11_PARSE(app, argc, argv);
   bai::agent::ImageStore store(state_dir + "/images");
   if (*pull || *import) store.DetectLayered();
   if (*pull) return RunPull(store, pf);
+  if (*exp) {
+    auto digest = store.Export(name, out);
+    if (!digest.ok()) {
+      std::cerr << "bai-agent: image export: " << digest.status().message() << "\n";
+      return 1;
+    }
+    std::cout << "exported " << name << " to " << out << " (" << *digest << ")\n";
+    return 0;
+  }
   if (*rm || *prune || (*list && !names_only)) {
     return RunStoreCommand(store, state_dir,
                            *list ? "ls"

@@ -156,7 +156,20 @@ TEST_F(LayerStoreTest, WhiteoutsAndOpaqueDirectoriesReadAsTheFlatCopyDoes) {
   ASSERT_FALSE(flat->rootfs.empty());
   Merged m(*layered, dir_.path() + "/m");
   ASSERT_TRUE(m.status().ok()) << m.status().message();
-  for (std::string root : {flat->rootfs, m / ""}) {
+  // Exported from the layer store (overlayfs's whiteouts and opaque directories written back
+  // as the OCI spec's) and imported into another agent's store: the same view (issue 46,
+  // item 6).
+  ASSERT_TRUE(store_->Export("layered", dir_.path() + "/wh.tar").ok());
+  agent::ImageStore other(dir_.path() + "/other");
+  ASSERT_TRUE(other.DetectLayered().ok());
+  auto imported = other.Import(dir_.path() + "/wh.tar", "back");
+  ASSERT_TRUE(imported.ok()) << imported.message();
+  auto back = other.Find("back");
+  ASSERT_TRUE(back.ok());
+  ASSERT_TRUE(back->rootfs.empty()) << "layered";
+  Merged m2(*back, dir_.path() + "/m2");
+  ASSERT_TRUE(m2.status().ok()) << m2.status().message();
+  for (std::string root : {flat->rootfs, m / "", m2 / ""}) {
     EXPECT_FALSE(fs::exists(root + "/x")) << root;
     EXPECT_FALSE(fs::exists(root + "/d/a")) << root;
     EXPECT_FALSE(fs::exists(root + "/d/b")) << root;

@@ -410,6 +410,98 @@ TEST(ImageStoreTest, ImportsAnOciLayoutMadeByUmociWithLabelsAndWhiteouts) {
   EXPECT_EQ(store.Import(layout, "other", "no-such-tag").code(), StatusCode::kNotFound);
 }
 
+// Issue 46, item 6 (air gap): a `docker save` tarball imports with its config and whiteouts; an
+// image exports as an OCI layout or archive that imports again to the same files and config;
+// a tarball naming members outside itself is refused; a host image is not exported.
+TEST(ImageStoreTest, DockerSaveTarballsAndExportsImportIntoTheSameImage) {
+  namespace fs = std::filesystem;
+  using testing_util::LayerDir;
+  using testing_util::LayerFile;
+  testing_util::TempDir dir;
+  std::string layout = dir.path() + "/layout";
+  testing_util::WriteOciLayout(
+      layout, "t",
+      {{LayerDir("app"), LayerFile("app/keep", "keep"), LayerFile("app/gone", "gone"),
+        LayerFile("x", "x")},
+       {LayerFile(".wh.x", ""), LayerFile("app/.wh.gone", ""), LayerFile("app/new", "new")}},
+      R"({"Env": ["APP=1"], "Cmd": ["/bin/sh", "-c", "echo hi"], "WorkingDir": "/app",
+          "Labels": {"ai.backend.runtime-type": "shell"}})");
+  // docker save's shape of the same image: manifest.json, the config, uncompressed layers.
+  auto blob = [&](std::string const& digest) {
+    return layout + "/blobs/sha256/" + digest.substr(7);
+  };
+  auto index = nlohmann::json::parse(testing_util::ReadFileBytes(layout + "/index.json"));
+  auto manifest = nlohmann::json::parse(
+      testing_util::ReadFileBytes(blob(index["manifests"][0]["digest"].get<std::string>())));
+  std::string save = dir.path() + "/save";
+  fs::create_directories(save);
+  fs::copy_file(blob(manifest["config"]["digest"].get<std::string>()), save + "/config.json");
+  nlohmann::json layer_names = nlohmann::json::array();
+  for (std::size_t i = 0; i < manifest["layers"].size(); ++i) {
+    std::string name = std::to_string(i) + "/layer.tar";
+    fs::create_directories(save + "/" + std::to_string(i));
+    auto tar = testing_util::RunProcess(
+        {"/bin/gzip", "-dc", blob(manifest["layers"][i]["digest"].get<std::string>())});
+    testing_util::WriteFileBytes(save + "/" + name, tar.out);
+    layer_names.push_back(name);
+  }
+  testing_util::WriteFileBytes(
+      save + "/manifest.json",
+      nlohmann::json::array(
+          {{{"Config", "config.json"}, {"RepoTags", {"lab/app:1"}}, {"Layers", layer_names}}})
+          .dump());
+  auto tar =
+      testing_util::RunProcess({"/usr/bin/tar", "-cf", dir.path() + "/save.tar", "-C", save, "."});
+  ASSERT_EQ(tar.exit_code, 0) << tar.err;
+
+  ImageStore store(dir.path() + "/images");
+  auto check = [&](std::string const& name) {
+    auto img = store.Find(name);
+    ASSERT_TRUE(img.ok()) << name << ": " << img.status().message();
+    EXPECT_EQ(testing_util::ReadFileBytes(img->rootfs + "/app/keep"), "keep") << name;
+    EXPECT_EQ(testing_util::ReadFileBytes(img->rootfs + "/app/new"), "new") << name;
+    EXPECT_FALSE(fs::exists(img->rootfs + "/app/gone")) << name;
+    EXPECT_FALSE(fs::exists(img->rootfs + "/x")) << name;
+    EXPECT_THAT(img->env, Contains("APP=1")) << name;
+    EXPECT_EQ(img->cmd, (std::vector<std::string>{"/bin/sh", "-c", "echo hi"})) << name;
+    EXPECT_EQ(img->working_dir, "/app") << name;
+    EXPECT_EQ(img->RuntimeType(), "shell") << name;
+  };
+  auto saved = store.Import(dir.path() + "/save.tar", "saved", "1");
+  ASSERT_TRUE(saved.ok()) << saved.message();
+  check("saved:1");
+  EXPECT_EQ(store.Import(dir.path() + "/save.tar", "other", "2").code(), StatusCode::kNotFound);
+  // Exported as an archive and as a layout, each imports to the same image.
+  auto archived = store.Export("saved", dir.path() + "/out.tar");
+  ASSERT_TRUE(archived.ok()) << archived.status().message();
+  EXPECT_THAT(*archived, ::testing::StartsWith("sha256:"));
+  ASSERT_TRUE(store.Import(dir.path() + "/out.tar", "again").ok());
+  check("again");
+  ASSERT_TRUE(store.Export("again", dir.path() + "/out-layout").ok());
+  ASSERT_TRUE(store.Import(dir.path() + "/out-layout", "third").ok());
+  check("third");
+  EXPECT_EQ(store.Export("again", dir.path() + "/out-layout").status().code(),
+            StatusCode::kAlreadyExists)
+      << "never over an earlier export";
+  ASSERT_TRUE(store.EnsureBuiltins().ok());
+  EXPECT_EQ(store.Export("python", dir.path() + "/py.tar").status().code(),
+            StatusCode::kFailedPrecondition);
+  // A tarball whose manifest names a member outside it: refused, nothing installed.
+  testing_util::WriteFileBytes(
+      save + "/manifest.json",
+      nlohmann::json::array(
+          {{{"Config", "config.json"}, {"Layers", {"../../../../etc/passwd", "1/layer.tar"}}}})
+          .dump());
+  tar =
+      testing_util::RunProcess({"/usr/bin/tar", "-cf", dir.path() + "/evil.tar", "-C", save, "."});
+  ASSERT_EQ(tar.exit_code, 0);
+  EXPECT_EQ(store.Import(dir.path() + "/evil.tar", "evil").code(), StatusCode::kInvalidArgument);
+  EXPECT_FALSE(store.Find("evil").ok());
+  for (auto const& e : fs::directory_iterator(dir.path() + "/images")) {
+    EXPECT_NE(e.path().filename().string().front(), '.') << "left behind: " << e.path();
+  }
+}
+
 // Issue 46, item 4: a layer must hold what the image's config says it holds (its DiffID, the
 // digest of the uncompressed tar); a layer swapped for another is refused naming it, and
 // nothing is installed.
