@@ -477,6 +477,22 @@ StatusOr<std::string> AdminClient::RescanImages(std::string const& registry) con
   return task.get<std::string>();
 }
 
+StatusOr<std::string> AdminClient::PurgeImages(std::string const& agent_id,
+                                               std::vector<std::string> const& images,
+                                               bool prune) const {
+  json refs = json::array();
+  for (auto const& i : images) refs.push_back({{"name", i}});
+  auto data = Run(client_,
+                  "mutation($k: [PurgeImagesKey]!, $o: PurgeImagesOptions) { "
+                  "purge_images(keys: $k, options: $o) { task_id } }",
+                  {{"k", json::array({{{"agent_id", agent_id}, {"images", refs}}})},
+                   {"o", {{"force", false}, {"noprune", !prune}}}});
+  if (!data.ok()) return data.status();
+  auto const& task = (*data)["purge_images"]["task_id"];
+  if (!task.is_string()) return Status(StatusCode::kInternal, "purge_images: no task id");
+  return task.get<std::string>();
+}
+
 namespace {
 
 // Not is_global: 24.09 added it, 23.09 refuses the query that names it.

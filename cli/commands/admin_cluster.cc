@@ -76,14 +76,12 @@ Status RunImageDealias(ImageAliasOptions& de, Context& ctx, AdminClient& a) {
   return s;
 }
 
-// bai admin image rescan [REGISTRY]: follows the task; its exit code is the rescan's outcome.
-int RunImageRescan(Context& ctx, std::string const& registry) {
-  auto client = ctx.MakeClient();
-  if (!client.ok()) return ReportError(ctx, client.status());
-  auto task = AdminClient(*client).RescanImages(registry);
+// Follows an image task (rescan, purge) to its end: progress on stderr (one line per unit), the
+// outcome on stdout; the exit code is the task's.
+int FollowImageTask(Context& ctx, Client const& client, StatusOr<std::string> const& task,
+                    char const* what) {
   if (!task.ok()) return ReportError(ctx, task.status());
-  // Progress on stderr (one line per agent), the outcome on stdout.
-  auto last = SessionClient(*client).FollowTask(*task, [&](TaskProgress const& p) {
+  auto last = SessionClient(client).FollowTask(*task, [&](TaskProgress const& p) {
     if (!p.Finished() && !p.message.empty()) {
       ctx.err() << "[" << p.current_progress << "/" << p.total_progress << "] " << p.message
                 << "\n";
@@ -101,10 +99,31 @@ int RunImageRescan(Context& ctx, std::string const& registry) {
   } else if (last->Succeeded()) {
     ctx.out() << last->message << "\n";
   } else {
-    ctx.err() << "error: the rescan failed" << (last->message.empty() ? "" : ": ") << last->message
-              << "\n";
+    ctx.err() << "error: the " << what << " failed" << (last->message.empty() ? "" : ": ")
+              << last->message << "\n";
   }
   return code;
+}
+
+// bai admin image rescan [REGISTRY]
+int RunImageRescan(Context& ctx, std::string const& registry) {
+  auto client = ctx.MakeClient();
+  if (!client.ok()) return ReportError(ctx, client.status());
+  return FollowImageTask(ctx, *client, AdminClient(*client).RescanImages(registry), "rescan");
+}
+
+struct ImagePurgeOptions {
+  std::string agent;
+  std::vector<std::string> images;
+  bool keep_layers = false;
+};
+
+// bai admin image purge AGENT IMAGE…
+int RunImagePurge(Context& ctx, ImagePurgeOptions const& o) {
+  auto client = ctx.MakeClient();
+  if (!client.ok()) return ReportError(ctx, client.status());
+  return FollowImageTask(
+      ctx, *client, AdminClient(*client).PurgeImages(o.agent, o.images, !o.keep_layers), "purge");
 }
 
 void AddImages(CommandSet& set, CLI::App& admin) {
@@ -124,6 +143,15 @@ void AddImages(CommandSet& set, CLI::App& admin) {
                      "A registry's hostname (bai admin registry ls), or one image's reference "
                      "(REGISTRY/REPOSITORY:TAG, for registries without a catalog)");
   set.OnRun(rescan, [&ctx, &registry] { return RunImageRescan(ctx, registry); });
+  auto& po = set.Keep<ImagePurgeOptions>();
+  auto* purge = noun->add_subcommand(
+      "purge",
+      "Remove images from an agent's store (never one a kernel uses) and the layers no image "
+      "needs any more (bai-manager, and Backend.AI 25.4 or later)");
+  purge->add_option("AGENT", po.agent, "The agent's id (bai admin agent ls)")->required();
+  purge->add_option("IMAGE", po.images, "Image names, aliases or registry references")->required();
+  purge->add_flag("--keep-layers", po.keep_layers, "Keep layers no image needs (noprune)");
+  set.OnRun(purge, [&ctx, &po] { return RunImagePurge(ctx, po); });
   auto& al = set.Keep<ImageAliasOptions>();
   auto* alias = noun->add_subcommand("alias", "Give an image another name");
   alias->add_option("ALIAS", al.alias, "The new name")->required();

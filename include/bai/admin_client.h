@@ -156,6 +156,12 @@ class BAI_EXPORT AdminClient {
   /// `registry` names; the background task's id (follow it with SessionClient::FollowTask: one
   /// step per registry and per agent).
   StatusOr<std::string> RescanImages(std::string const& registry = "") const;
+  /// purge_images (25.4's): removes `images` (names, aliases or registry references) from the
+  /// store of agent `agent_id` where no kernel uses them, and with `prune` the layers no image
+  /// needs; a background task's id (follow it as a rescan's). Managers before 25.4 lack it.
+  StatusOr<std::string> PurgeImages(std::string const& agent_id,
+                                    std::vector<std::string> const& images,
+                                    bool prune = true) const;
 
   /// Container registries (24.09's legacy GraphQL by hostname, which 23.09 serves too).
   StatusOr<std::vector<protocol::ContainerRegistryEntry>> Registries() const;

@@ -357,6 +357,23 @@ struct Agent::Impl {
     });
   }
 
+  void On(Link& link, ap::PurgeImages const& m) {
+    AnswerLater(link, m.request_id, [this, m] {
+      ap::PurgeReply reply;
+      if (options.purge_images) {
+        reply = options.purge_images(m);
+      } else {
+        for (auto const& i : m.images) reply.errors.push_back(i + ": this agent keeps no images");
+      }
+      reply.images = ReadImages();
+      {
+        std::lock_guard<std::mutex> lock(images_mu);
+        offered = reply.images;
+      }
+      return ap::EncodeReply(reply);
+    });
+  }
+
   void On(Link& link, ap::ReadLogs const& m) {
     AnswerLater(link, m.request_id, [this, m] {
       auto r = logs->Read(m.session_id, m.offset, m.limit);

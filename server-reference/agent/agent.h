@@ -31,6 +31,10 @@ struct AgentOptions {
   /// it, rescan_images reads it again for the later ones. Unset: `images` as given, sizes
   /// unknown (a simulated agent has no store).
   std::function<std::vector<server::agent_protocol::ImageInfo>()> list_images;
+  /// purge_images: removes what it can of the images named (image_gc.h); unset (the simulated
+  /// agent): every image is refused in words.
+  std::function<server::agent_protocol::PurgeReply(server::agent_protocol::PurgeImages const&)>
+      purge_images;
   std::vector<server::agent_protocol::DeviceInfo> devices;  ///< accelerators found
   std::string device_policy = "evenly";  ///< how fractions are placed on them (evenly, fill)
   /// A link on which nothing is heard for this long (pings go at half of it) is closed and

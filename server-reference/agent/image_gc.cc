@@ -147,6 +147,50 @@ StatusOr<RemovalPlan> PlanRemoval(std::vector<StoredImage> const& images,
   return plan;
 }
 
+PurgeOutcome Purge(ImageStore& store, std::string const& state_dir,
+                   std::vector<std::string> const& references, bool prune) {
+  PurgeOutcome out;
+  auto in_use = ImagesInUse(store, state_dir);
+  if (!in_use.ok()) {
+    for (auto const& r : references) out.errors.push_back(r + ": " + in_use.status().message());
+    return out;
+  }
+  auto layer_ids = [&] {
+    std::vector<std::string> ids;
+    for (auto const& l : store.layer_store().List()) ids.push_back(l.chain_id);
+    return ids;
+  };
+  for (auto const& ref : references) {
+    auto img = store.Find(ref);
+    if (!img.ok()) {
+      out.errors.push_back(ref + ": not on this agent");
+      continue;
+    }
+    // Its own layers go with it unless a pull is under way; stray ones only when asked.
+    auto plan = PlanRemoval(StoredImages(store), {}, {img->name}, *in_use, false);
+    if (!plan.ok()) {
+      out.errors.push_back(ref + ": " + plan.status().message());
+      continue;
+    }
+    auto all = PlanRemoval(StoredImages(store), layer_ids(), {img->name}, *in_use, false);
+    auto freed = CarryOut(store, *all);
+    if (!freed.ok()) freed = CarryOut(store, *plan);  // a pull under way: the image alone
+    if (!freed.ok()) {
+      out.errors.push_back(ref + ": " + freed.status().message());
+      continue;
+    }
+    out.removed.push_back(ref);
+    out.freed += *freed;
+  }
+  if (prune) {
+    auto plan = PlanRemoval(StoredImages(store), layer_ids(), {}, *in_use, false);
+    if (plan.ok()) {
+      if (auto freed = CarryOut(store, *plan); freed.ok()) out.freed += *freed;
+    }
+  }
+  return out;
+}
+
 StatusOr<std::int64_t> CarryOut(ImageStore& store, RemovalPlan const& plan) {
   std::error_code ec;
   if (!plan.layers.empty()) {

@@ -64,6 +64,16 @@ StatusOr<RemovalPlan> PlanRemoval(std::vector<StoredImage> const& images,
                                   std::vector<std::string> const& remove,
                                   std::set<std::string> const& in_use, bool unused_pulled);
 
+/// What purge_images asks of a store on `state_dir`: each image (name, alias or reference) that
+/// is here and unused removed, one by one (one refused does not stop the others), then, with
+/// `prune`, layers no image needs. Names removed, "IMAGE: why" for the rest, bytes freed.
+struct PurgeOutcome {
+  std::vector<std::string> removed, errors;
+  std::int64_t freed = 0;
+};
+PurgeOutcome Purge(ImageStore& store, std::string const& state_dir,
+                   std::vector<std::string> const& references, bool prune);
+
 /// Carries a plan out: each image's directory, then the layers; the bytes freed. A pull or
 /// import under way (a staging directory in the store) keeps every layer: kUnavailable, nothing
 /// removed.

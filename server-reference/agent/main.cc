@@ -34,6 +34,7 @@
 namespace {
 
 namespace agent = bai::agent;
+namespace ap = bai::server::agent_protocol;
 
 std::string SelfDir() {
   std::error_code ec;
@@ -248,6 +249,14 @@ bai::StatusOr<std::unique_ptr<agent::KernelBackend>> MakeBackend(
   auto r = std::make_unique<agent::RuncBackend>(c.runc);
   if (auto s = r->Init(); !s.ok()) return s;
   c.agent.list_images = [store = images.get()] { return store->List(); };
+  c.agent.purge_images = [store = images.get(), dir = c.state_dir](ap::PurgeImages const& m) {
+    auto done = agent::Purge(*store, dir, m.images, m.prune);
+    ap::PurgeReply reply;
+    reply.removed = done.removed;
+    reply.errors = done.errors;
+    reply.freed = done.freed;
+    return reply;
+  };
   return std::unique_ptr<agent::KernelBackend>(std::move(r));
 }
 

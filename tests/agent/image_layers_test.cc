@@ -448,10 +448,16 @@ TEST_F(LayeredKernelTest, NoRemovalTakesWhatAKernelUses) {
   auto listed = agent_image({"ls"});
   EXPECT_THAT(listed.out, ::testing::ContainsRegex("app1 +pulled .* yes"));
   EXPECT_THAT(listed.out, ::testing::ContainsRegex("python +host "));
-  auto removed = agent_image({"rm", "app2"});
-  EXPECT_EQ(removed.exit_code, 0) << removed.err;
-  EXPECT_THAT(removed.out, HasSubstr("1 images, 1 layers"));
+  // Through the manager (purge_images, 25.4's): app2 goes, app1 is refused in words.
+  auto purged = Bai({"admin", "image", "purge", agent_id_, "app2", "app1"});
+  EXPECT_EQ(purged.exit_code, 0) << purged.err;
+  EXPECT_THAT(purged.out, HasSubstr("1 image purged from 1 agent"));
+  EXPECT_THAT(purged.out, HasSubstr("app1: app1 is in use by a kernel"));
   EXPECT_EQ(layers.List().size(), 2u) << "app1's base and top stay";
+  EXPECT_FALSE(fs::exists(state_dir_ + "/images/app2"));
+  auto unknown = Bai({"admin", "image", "purge", "no-such-agent", "app1"});
+  EXPECT_NE(unknown.exit_code, 0);
+  EXPECT_THAT(unknown.err, HasSubstr("no-such-agent"));
   auto pruned = agent_image({"prune", "--all"});
   EXPECT_EQ(pruned.exit_code, 0) << pruned.err;
   EXPECT_THAT(pruned.out, HasSubstr("0 images, 0 layers"));

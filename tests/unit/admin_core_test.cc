@@ -194,6 +194,20 @@ TEST(AdminWire, ImageLabelsRoundTripAndSayTheKind) {
   EXPECT_TRUE(protocol::DecodeImage(R"({"name": "x", "labels": [{"key": 1}, "junk"]})").ok());
 }
 
+TEST(ImageRescanCore, APurgeCountsWhatWentAndNamesWhatDidNot) {
+  auto [done, message] =
+      PurgeTaskOutcome({{"a1", true, "", {"app2"}, {"app1: app1 is in use by a kernel"}, 3 << 20},
+                        {"a2", true, "", {"x", "y"}, {}, 1 << 20}});
+  EXPECT_EQ(done, protocol::TaskStatus::kDone);
+  EXPECT_EQ(message,
+            "3 images purged from 2 agents, 4.0 MiB freed; a1: app1: app1 is in use by a kernel");
+  auto [refused, why] = PurgeTaskOutcome({{"a1", true, "", {}, {"app1: not on this agent"}, 0}});
+  EXPECT_EQ(refused, protocol::TaskStatus::kFailed) << why;
+  auto [silent, gone] = PurgeTaskOutcome({{"a1", false, "timed out", {}, {}, 0}});
+  EXPECT_EQ(silent, protocol::TaskStatus::kFailed);
+  EXPECT_THAT(gone, ::testing::HasSubstr("a1: timed out"));
+}
+
 TEST(PolicyInput, SlotsAreNormalisedAndBadValuesNamed) {
   auto v = PolicyValuesFromInput(PolicyKind::kKeypair,
                                  {{"total_resource_slots", R"({"cpu": 2, "mem": "1g"})"},

@@ -243,6 +243,21 @@ TEST(AgentMessagesTest, EveryOtherMessageRoundTrips) {
   EXPECT_EQ(images->images[1].size, 0);  // unknown: not sent, read as 0
   EXPECT_EQ(ap::EncodeReply(ap::ImagesReply{{{"tool", {}}}}).find("size"), std::string::npos);
   EXPECT_FALSE(ap::DecodeImagesReply(R"({"images":[{"aliases":[]}]})").ok());  // no name
+
+  // purge_images and its answer.
+  auto purge = ap::DecodeToAgent(
+      ap::Encode(ap::WithRequestId(ap::PurgeImages{"", {"app1", "reg/lab/app:2"}, false}, "p-1")));
+  ASSERT_TRUE(purge.ok()) << purge.status().message();
+  EXPECT_EQ(Only<ap::PurgeImages>(purge).images,
+            (std::vector<std::string>{"app1", "reg/lab/app:2"}));
+  EXPECT_FALSE(Only<ap::PurgeImages>(purge).prune);
+  auto purged = ap::DecodePurgeReply(ap::EncodeReply(
+      ap::PurgeReply{{"app1"}, {"reg/lab/app:2: in use"}, 5000000000, {{"python", {}, 1}}}));
+  ASSERT_TRUE(purged.ok());
+  EXPECT_EQ(purged->removed, std::vector<std::string>{"app1"});
+  EXPECT_EQ(purged->errors, std::vector<std::string>{"reg/lab/app:2: in use"});
+  EXPECT_EQ(purged->freed, 5000000000);
+  EXPECT_EQ(purged->images.size(), 1u);
 }
 
 TEST(AgentMessagesTest, UnknownFieldsAreIgnored) {

@@ -73,6 +73,7 @@ constexpr char kCommitKernel[] = "commit_kernel";
 constexpr char kKernelOutput[] = "kernel_output";
 constexpr char kReadLogs[] = "read_logs";
 constexpr char kRescanImages[] = "rescan_images";
+constexpr char kPurgeImages[] = "purge_images";
 constexpr char kKernelFiles[] = "kernel_files";
 constexpr char kOpenStream[] = "open_stream";
 constexpr char kStartService[] = "start_service";
@@ -421,6 +422,13 @@ json ToJson(KernelOutput const& m) {
           {"chunks", ChunksJson(m.chunks)}};
 }
 
+json ToJson(PurgeImages const& m) {
+  return {{"type", kPurgeImages},
+          {"request_id", m.request_id},
+          {"images", m.images},
+          {"prune", m.prune}};
+}
+
 json ToJson(RescanImages const& m) {
   return {{"type", kRescanImages}, {"request_id", m.request_id}};
 }
@@ -657,6 +665,10 @@ KernelOutput ReadKernelOutput(FieldReader& r) {
 }
 
 RescanImages ReadRescanImages(FieldReader& r) { return RescanImages{r.Required("request_id")}; }
+
+PurgeImages ReadPurgeImages(FieldReader& r) {
+  return PurgeImages{r.Required("request_id"), ReadStringList(r, "images"), r.Bool("prune", true)};
+}
 
 ReadLogs ReadReadLogs(FieldReader& r) {
   ReadLogs m;
@@ -940,6 +952,7 @@ StatusOr<ToAgent> DecodeToAgent(std::string_view text) {
       {kOpenStream, As<ToAgent, OpenStream, ReadOpenStream>},
       {kStartService, As<ToAgent, StartService, ReadStartService>},
       {kRescanImages, As<ToAgent, RescanImages, ReadRescanImages>},
+      {kPurgeImages, As<ToAgent, PurgeImages, ReadPurgeImages>},
       {kError, As<ToAgent, ErrorReport, ReadError>},
   }};
   return kDecode(text);
@@ -952,6 +965,23 @@ ToAgent WithRequestId(AgentRequest request, std::string request_id) {
         return m;
       },
       std::move(request));
+}
+
+std::string EncodeReply(PurgeReply const& reply) {
+  return Dump({{"removed", reply.removed},
+               {"errors", reply.errors},
+               {"freed", reply.freed},
+               {"images", ImagesJson(reply.images)}});
+}
+
+StatusOr<PurgeReply> DecodePurgeReply(std::string_view result_json) {
+  auto j = internal::ParseJson(result_json);
+  if (!j || !j->is_object()) return Malformed(kPurgeImages, "reply is not a JSON object");
+  FieldReader r(*j);
+  PurgeReply reply{ReadStringList(r, "removed"), ReadStringList(r, "errors"), r.Int("freed", 0),
+                   ReadImages(r)};
+  if (!r.ok()) return Malformed(kPurgeImages, "reply " + r.error());
+  return reply;
 }
 
 std::string EncodeReply(ImagesReply const& reply) {

@@ -330,14 +330,23 @@ struct RescanImages {
   std::string request_id;
 };
 
+/// Removes images from the agent's store (purge_images, 25.4's mutation): each one `images`
+/// names (a name, alias or registry reference) that no kernel uses, with the layers nothing
+/// else needs; with `prune`, layers no image needs as well. Answered with a PurgeReply.
+struct PurgeImages {
+  std::string request_id;
+  std::vector<std::string> images;
+  bool prune = true;
+};
+
 using ToManager = std::variant<Register, Heartbeat, KernelStatus, Response, TaskReport,
                                KernelOutput, ErrorReport>;
 using ToAgent = std::variant<Challenge, Registered, CreateKernel, DestroyKernel, Execute,
                              RestartKernel, CommitKernel, ReadLogs, KernelFiles, OpenStream,
-                             StartService, RescanImages, ErrorReport>;
+                             StartService, RescanImages, PurgeImages, ErrorReport>;
 /// The manager's requests that the agent answers with a Response.
 using AgentRequest = std::variant<Execute, RestartKernel, CommitKernel, ReadLogs, KernelFiles,
-                                  StartService, RescanImages>;
+                                  StartService, RescanImages, PurgeImages>;
 
 /// JSON text of one message, with its `type`. Except KernelOutput, which is framed (its bytes
 /// raw, not escaped into JSON strings; sent as a binary WebSocket frame): the JSON header with
@@ -381,6 +390,17 @@ struct ImagesReply {
   std::vector<ImageInfo> images;
 };
 
+/// What purge_images answers: what went, what did not and why, the bytes freed, and the images
+/// the agent offers now.
+struct PurgeReply {
+  std::vector<std::string> removed;
+  std::vector<std::string> errors;  ///< "IMAGE: why" (in use, not here, a host image…)
+  std::int64_t freed = 0;
+  std::vector<ImageInfo> images;
+};
+
+std::string EncodeReply(PurgeReply const& reply);
+StatusOr<PurgeReply> DecodePurgeReply(std::string_view result_json);
 std::string EncodeReply(ImagesReply const& reply);
 StatusOr<ImagesReply> DecodeImagesReply(std::string_view result_json);
 std::string EncodeReply(RestartReply const& reply);

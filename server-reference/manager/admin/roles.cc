@@ -66,6 +66,7 @@ constexpr std::array kRules{
     Rule{"alias_image", false},
     Rule{"dealias_image", false},
     Rule{"rescan_images", false},
+    Rule{"purge_images", false, true},
     Rule{"create_container_registry", false, true},
     Rule{"modify_container_registry", false, true},
     Rule{"delete_container_registry", false, true},

@@ -7,6 +7,7 @@
 #include "server-reference/manager/state/agent_store.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <memory>
 #include <mutex>
 
@@ -46,6 +47,31 @@ std::pair<protocol::TaskStatus, std::string> RescanOutcome(
     }
   }
   bool failed = answered == 0 && (!results.empty() || !elsewhere.empty());
+  return {failed ? protocol::TaskStatus::kFailed : protocol::TaskStatus::kDone, message + problems};
+}
+
+std::pair<protocol::TaskStatus, std::string> PurgeTaskOutcome(
+    std::vector<AgentPurge> const& results) {
+  std::size_t removed = 0, refused = 0, answered = 0;
+  std::int64_t freed = 0;
+  std::string problems;
+  for (auto const& r : results) {
+    if (!r.answered) {
+      problems += "; " + r.agent_id + ": " + r.error;
+      continue;
+    }
+    ++answered;
+    removed += r.removed.size();
+    refused += r.refused.size();
+    freed += r.freed;
+    for (auto const& why : r.refused) problems += "; " + r.agent_id + ": " + why;
+  }
+  char size[32];
+  std::snprintf(size, sizeof size, "%.1f MiB", static_cast<double>(freed) / (1 << 20));
+  std::string message = std::to_string(removed) + (removed == 1 ? " image" : " images") +
+                        " purged from " + std::to_string(answered) +
+                        (answered == 1 ? " agent, " : " agents, ") + size + " freed";
+  bool failed = answered < results.size() || (removed == 0 && refused > 0);
   return {failed ? protocol::TaskStatus::kFailed : protocol::TaskStatus::kDone, message + problems};
 }
 
@@ -157,6 +183,63 @@ StatusOr<std::string> ImageRescan::Start(std::string const& access_key, std::str
           }
           UnitDone(tasks, task_id, progress, r);
         });
+  }
+  return task->id;
+}
+
+StatusOr<std::string> ImageRescan::StartPurge(std::string const& access_key,
+                                              std::vector<PurgeKey> const& keys, bool prune,
+                                              std::chrono::milliseconds timeout) {
+  auto connected = agents_.Connected();
+  for (auto const& k : keys) {
+    if (!connected.count(k.agent_id)) {
+      return Status(StatusCode::kNotFound,
+                    "No such agent connected to this manager: " + k.agent_id);
+    }
+  }
+  auto task = tasks_.Create("purge-images", access_key, "", static_cast<std::int64_t>(keys.size()));
+  if (!task.ok()) return task.status();
+  if (keys.empty()) {
+    (void)tasks_.Finish(task->id, protocol::TaskStatus::kDone, "Nothing to purge.");
+    return task->id;
+  }
+  struct Units {
+    std::mutex mu;
+    std::vector<AgentPurge> results;
+    std::size_t total = 0;
+  };
+  auto units = std::make_shared<Units>();
+  units->total = keys.size();
+  for (auto const& k : keys) {
+    agents_.Request(k.agent_id, ap::PurgeImages{"", k.images, prune}, timeout,
+                    [&db = db_, &tasks = tasks_, units, id = k.agent_id,
+                     task_id = task->id](StatusOr<std::string> result) {
+                      AgentPurge r{id, false, "", {}, {}, 0};
+                      auto reply = result.ok() ? ap::DecodePurgeReply(*result)
+                                               : StatusOr<ap::PurgeReply>(result.status());
+                      if (reply.ok()) {
+                        r.answered = true;
+                        r.removed = reply->removed;
+                        r.refused = reply->errors;
+                        r.freed = reply->freed;
+                        (void)AgentStore(db).SetImages(id, reply->images);
+                      } else {
+                        r.error = reply.status().message();
+                      }
+                      std::vector<AgentPurge> so_far;
+                      {
+                        std::lock_guard<std::mutex> lock(units->mu);
+                        units->results.push_back(r);
+                        so_far = units->results;
+                      }
+                      (void)tasks.Update(task_id, static_cast<std::int64_t>(so_far.size()),
+                                         static_cast<std::int64_t>(units->total),
+                                         id + ": " + std::to_string(r.removed.size()) + " purged");
+                      if (so_far.size() == units->total) {
+                        auto [status, message] = PurgeTaskOutcome(so_far);
+                        (void)tasks.Finish(task_id, status, message);
+                      }
+                    });
   }
   return task->id;
 }

@@ -33,6 +33,24 @@ struct AgentRescan {
 std::pair<protocol::TaskStatus, std::string> RescanOutcome(
     std::vector<AgentRescan> const& results, std::vector<std::string> const& elsewhere);
 
+/// purge_images (25.4's mutation): the images to remove from one agent's store.
+struct PurgeKey {
+  std::string agent_id;
+  std::vector<std::string> images;  ///< names, aliases or registry references
+};
+/// One agent's answer to purge_images, or why there was none (`answered` false).
+struct AgentPurge {
+  std::string agent_id;
+  bool answered = false;
+  std::string error;
+  std::vector<std::string> removed, refused;  ///< refused: "IMAGE: why"
+  std::int64_t freed = 0;
+};
+/// How a purge ends (pure): failed when no agent answered, or none removed anything while some
+/// image was refused; the message counts what went and the bytes freed and names each refusal.
+std::pair<protocol::TaskStatus, std::string> PurgeTaskOutcome(
+    std::vector<AgentPurge> const& results);
+
 /// `rescan_images` (24.09's mutation): a background task that scans the container registries
 /// (registry_scan.h: their images into registry_images) and asks every ALIVE agent connected
 /// to this manager to read its store again (rescan_images in docs/agent-protocol.md), keeping
@@ -49,6 +67,12 @@ class ImageRescan {
   /// Agents answer within `timeout` each.
   StatusOr<std::string> Start(std::string const& access_key, std::string const& registry = "",
                               std::chrono::milliseconds timeout = std::chrono::seconds(60));
+  /// Starts purge_images: each key's agent (ALIVE, connected here: kNotFound naming it
+  /// otherwise) removes those of its images no kernel uses, and with `prune` the layers no
+  /// image needs; each answer becomes the agent's images. The task's id.
+  StatusOr<std::string> StartPurge(std::string const& access_key, std::vector<PurgeKey> const& keys,
+                                   bool prune,
+                                   std::chrono::milliseconds timeout = std::chrono::seconds(120));
 
  private:
   server::Database& db_;

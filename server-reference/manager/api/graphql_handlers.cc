@@ -224,6 +224,7 @@ class Resolver {
   StatusOr<json> ResolveField(PlannedField const& f) {
     if (auto admin = ResolveAdminField(who_, store_.db(), f)) return *std::move(admin);
     if (f.name == "rescan_images") return RescanImages(f);
+    if (f.name == "purge_images") return PurgeImages(f);
     if (f.name == "compute_session") return ComputeSession(f);
     if (f.name == "compute_session_list") return ComputeSessionList(f);
     if (f.name == "compute_container") return ComputeContainer(f);
@@ -953,6 +954,38 @@ class Resolver {
     }
     if (!task.ok()) return task.status();
     return json{{"ok", true}, {"msg", ""}, {"task_id", *task}};
+  }
+
+  // purge_images(keys, options): a background task per call, one unit per agent. Images in use
+  // are never removed, whatever `force` says (bai keeps no stopped containers); `noprune`
+  // keeps the layers no image needs.
+  StatusOr<json> PurgeImages(PlannedField const& f) {
+    std::vector<PurgeKey> keys;
+    auto k = f.args.find("keys");
+    if (k != f.args.end() && k->is_array()) {
+      for (auto const& key : *k) {
+        if (!key.is_object()) continue;
+        PurgeKey p{key.value("agent_id", ""), {}};
+        for (auto const& img : key.value("images", json::array())) {
+          if (!img.is_object()) continue;
+          std::string name = img.value("name", json("")).is_string() ? img.value("name", "") : "";
+          std::string registry =
+              img.value("registry", json("")).is_string() ? img.value("registry", "") : "";
+          if (!registry.empty() && registry != "local" && name.rfind(registry + "/", 0) != 0) {
+            name = registry + "/" + name;
+          }
+          if (!name.empty()) p.images.push_back(name);
+        }
+        keys.push_back(std::move(p));
+      }
+    }
+    bool prune = true;
+    if (auto o = f.args.find("options"); o != f.args.end() && o->is_object()) {
+      if (auto n = o->find("noprune"); n != o->end() && n->is_boolean()) prune = !n->get<bool>();
+    }
+    auto task = rescan_.StartPurge(who_.access_key, keys, prune);
+    if (!task.ok()) return task.status();
+    return json{{"task_id", *task}};
   }
 
   Identity const& who_;

@@ -73,9 +73,15 @@ void AddResources(Schema& s) {
       "OkMsg",
       "dealias_image(alias: String!, architecture: String = \"x86_64\"): OkMsg",
       "rescan_images(registry: String): RescanImages",
+      // 25.4's (keys and options as 25.6 has them).
+      "purge_images(keys: [PurgeImagesKey]!, options: PurgeImagesOptions): PurgeImagesPayload",
   };
   s.Object("OkMsg", {"ok: Boolean", "msg: String"});
   s.Object("RescanImages", {"ok: Boolean", "msg: String", "task_id: UUID"});
+  s.Input("ImageRefType", {"name: String!", "registry: String", "architecture: String"});
+  s.Input("PurgeImagesKey", {"agent_id: String!", "images: [ImageRefType]!"});
+  s.Input("PurgeImagesOptions", {"force: Boolean", "noprune: Boolean"});
+  s.Object("PurgeImagesPayload", {"task_id: String"});
   s.Extend("Mutations", mutations);
 }
 
