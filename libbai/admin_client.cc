@@ -487,6 +487,11 @@ StatusOr<std::string> AdminClient::PurgeImages(std::string const& agent_id,
                   "purge_images(keys: $k, options: $o) { task_id } }",
                   {{"k", json::array({{{"agent_id", agent_id}, {"images", refs}}})},
                    {"o", {{"force", false}, {"noprune", !prune}}}});
+  if (!data.ok() && data.status().message().find("'purge_images'") != std::string::npos) {
+    return Status(StatusCode::kUnimplemented,
+                  "this manager has no purge_images (Backend.AI added it in 25.4); on the agent's "
+                  "host, bai-agent image rm does the same");
+  }
   if (!data.ok()) return data.status();
   auto const& task = (*data)["purge_images"]["task_id"];
   if (!task.is_string()) return Status(StatusCode::kInternal, "purge_images: no task id");

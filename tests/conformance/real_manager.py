@@ -454,6 +454,15 @@ def main():
         rc, _, out, err = bai(build, "admin", "image", "dealias", "al-" + suffix)
         aliases = [a for i in gql(build, "{ images { aliases } }").get("images") or [] for a in i.get("aliases") or []]
         check("admin image dealias: gone", rc == 0 and "al-" + suffix not in aliases, out + err)
+    # Issue 46: the image list with 24.09's labels (the SDK asks for them), and purge_images,
+    # 25.4's, refused by 23.09 in words naming the release.
+    rc, doc, out, err = bai(build, "admin", "image", "ls")
+    theirs = gql(build, "{ images { name } }").get("images") or []
+    check("admin image ls (with labels): the server's images",
+          rc == 0 and doc is not None and len(doc.get("images") or []) == len(theirs), out + err)
+    rc, _, out, err = bai(build, "admin", "image", "purge", "no-agent", "python", check_json=False)
+    check("admin image purge on 23.09.11: names the release that has purge_images, exit 1",
+          rc == 1 and "25.4" in err, out + err)
     rc, _, out, err = bai(build, "admin", "user", "rm", "--purge", email)
     gone = gql(build, '{ user(email: "%s") { email } }' % email).get("user")
     check("admin user rm --purge: gone from the server", rc == 0 and not gone, out + err)
