@@ -1,7 +1,7 @@
 // Administration (admins and superadmins): users, keypairs, resource policies, projects,
 // domains, resource groups, agents with what each session holds, images.
 import { useState } from 'preact/hooks';
-import { ApiError, explain, gql } from './api.js';
+import { ApiError, explain, gql, withToken } from './api.js';
 import { ErrorText, Link, bytes, parseSize, slots, slotsJson, slotsWords, useLoad, useSubmit } from './ui.jsx';
 
 const TABS = [['users', 'Users'], ['keypairs', 'Keypairs'], ['policies', 'Policies'], ['agents', 'Agents'],
@@ -18,7 +18,7 @@ export function Admin({ tab, who }) {
       {current === 'keypairs' && <Keypairs />}
       {current === 'policies' && <><Policies /><ScopePolicies kind="user" /><ScopePolicies kind="project" /></>}
       {current === 'agents' && <Agents superadmin={who.role === 'superadmin'} />}
-      {current === 'images' && <Images />}
+      {current === 'images' && <><Registries superadmin={who.role === 'superadmin'} /><Images /></>}
       {current === 'organization' && <Organization />}
     </section>
   );
@@ -422,16 +422,126 @@ function DeviceMap({ agent, names }) {
   );
 }
 
+// A background task (rescan_images) followed to its end over /events/background-task: its
+// progress as it goes, then its outcome; `onEnd(ok, message)`.
+function followTask(taskId, onProgress, onEnd) {
+  const events = new EventSource(withToken(`/func/events/background-task?task_id=${encodeURIComponent(taskId)}`));
+  const data = (e) => { try { return JSON.parse(e.data); } catch { return {}; } };
+  events.addEventListener('bgtask_updated', (e) => onProgress(data(e)));
+  for (const [name, ok] of [['bgtask_done', true], ['bgtask_failed', false], ['bgtask_cancelled', false]]) {
+    events.addEventListener(name, (e) => { events.close(); onEnd(ok, data(e).message || ''); });
+  }
+  events.onerror = () => { if (events.readyState === EventSource.CLOSED) onEnd(false, 'The task\'s event stream ended; reload to see the images.'); };
+}
+
+// Container registries (superadmins): add one (its password sent once, never shown again),
+// rescan one with its progress, remove one.
+function Registries({ superadmin }) {
+  const list = useLoad(() => gql('{container_registries{id hostname config{url type project username password ssl_verify}}}'));
+  const [scan, setScan] = useState({});  // hostname → {busy, text, ok}
+  const add = useSubmit(async (form, element) => {
+    const props = { url: form.get('registry-url'), type: form.get('registry-type'), ssl_verify: !form.get('registry-insecure') };
+    if (form.get('registry-project')) props.project = [form.get('registry-project')];
+    if (form.get('registry-username')) {
+      props.username = form.get('registry-username');
+      props.password = form.get('registry-password');
+    }
+    await mutate('mutation($h:String!,$p:CreateContainerRegistryInput!){create_container_registry(hostname:$h,props:$p){container_registry{hostname}}}',
+      { h: form.get('registry-host'), p: props }, 'create_container_registry');
+    element.reset();
+    list.reload();
+  });
+  async function remove(hostname) {
+    try {
+      await gql('mutation($h:String!){delete_container_registry(hostname:$h){container_registry{hostname}}}', { h: hostname });
+      list.reload();
+    } catch (err) {
+      setScan((s) => ({ ...s, [hostname]: { text: explain(err), ok: false } }));
+    }
+  }
+  async function rescan(hostname) {
+    setScan((s) => ({ ...s, [hostname]: { busy: true, text: 'Rescanning…' } }));
+    try {
+      const r = await mutate('mutation($r:String){rescan_images(registry:$r){ok msg task_id}}', { r: hostname }, 'rescan_images');
+      followTask(r.task_id,
+        (p) => setScan((s) => ({ ...s, [hostname]: { busy: true, text: `${p.current_progress}/${p.total_progress} ${p.message || ''}` } })),
+        (ok, message) => setScan((s) => ({ ...s, [hostname]: { busy: false, ok, text: message || (ok ? 'Done.' : 'Failed.') } })));
+    } catch (err) {
+      setScan((s) => ({ ...s, [hostname]: { busy: false, ok: false, text: explain(err) } }));
+    }
+  }
+  if (!superadmin) return null;
+  const registries = list.data?.container_registries || [];
+  return (
+    <div class="card">
+      <h2>Registries</h2>
+      <p class="muted">Where agents pull images from. A rescan finds a registry's images (a registry without a catalogue, such as Docker Hub or NGC: rescan one image with <code>bai admin image rescan REGISTRY/REPOSITORY:TAG</code>).</p>
+      <ErrorText error={list.error} />
+      {registries.length === 0 && !list.loading && <p class="muted">No registry yet: agents offer only their own images.</p>}
+      {registries.length > 0 && (
+        <table>
+          <thead><tr><th>Registry</th><th>URL</th><th>Type</th><th>Project</th><th>Account</th><th></th></tr></thead>
+          <tbody>{registries.map((r) => (
+            <tr key={r.id} data-registry={r.hostname}>
+              <td>{r.hostname}</td><td>{r.config.url}{r.config.ssl_verify === false ? ' (not verified)' : ''}</td><td>{r.config.type}</td>
+              <td>{(r.config.project || []).join(', ')}</td>
+              <td>{r.config.username ? `${r.config.username}${r.config.password ? ' (password set)' : ''}` : 'anonymous'}</td>
+              <td>
+                <button type="button" disabled={scan[r.hostname]?.busy} onClick={() => rescan(r.hostname)}>Rescan</button>{' '}
+                <button type="button" class="danger" onClick={() => remove(r.hostname)}>Remove</button>
+                {scan[r.hostname] && <div class={scan[r.hostname].ok === false ? 'error' : 'muted'} role="status">{scan[r.hostname].text}</div>}
+              </td>
+            </tr>))}</tbody>
+        </table>
+      )}
+      <form class="inline" onSubmit={add.submit} aria-label="Add a registry">
+        <input name="registry-host" placeholder="registry.lab:5000" aria-label="Registry name (host:port)" required />
+        <input name="registry-url" placeholder="https://registry.lab:5000" aria-label="URL" required />
+        <select name="registry-type" aria-label="Type"><option value="docker">docker</option><option value="harbor2">harbor2</option></select>
+        <input name="registry-project" placeholder="project (optional)" aria-label="Project" />
+        <input name="registry-username" placeholder="user (optional)" aria-label="User" autocomplete="off" />
+        <input name="registry-password" type="password" placeholder="password" aria-label="Password" autocomplete="new-password" />
+        <label><input type="checkbox" name="registry-insecure" /> skip TLS verification</label>
+        <button disabled={add.busy}>Add registry</button>
+      </form>
+      <ErrorText error={add.error} />
+    </div>
+  );
+}
+
+// Images: registries' and the agents' own (host images are the agent host's /usr), sizes,
+// where each is installed, aliases.
 function Images() {
-  const list = useLoad(() => gql('{images{name tag architecture registry installed}}'));
+  const list = useLoad(() => gql('{images{name tag architecture registry installed installed_agents size_bytes aliases labels{key value}}}'));
+  const alias = useSubmit(async (form, element) => {
+    await mutate('mutation($a:String!,$t:String!){alias_image(alias:$a,target:$t){ok msg}}', { a: form.get('alias'), t: form.get('alias-target') }, 'alias_image');
+    element.reset();
+    list.reload();
+  });
+  const kind = (i) => (i.labels || []).find((l) => l.key === 'bai.image-kind')?.value;
+  const ref = (i) => (i.registry === 'local' ? `${i.name}:${i.tag}` : `${i.registry}/${i.name}:${i.tag}`);
   return (
     <div class="card">
       <h2>Images</h2>
       <ErrorText error={list.error} />
       <table>
-        <thead><tr><th>Image</th><th>Architecture</th><th>Installed</th></tr></thead>
-        <tbody>{(list.data?.images || []).map((i) => <tr key={`${i.name}:${i.tag}`}><td>{i.name}:{i.tag}</td><td>{i.architecture}</td><td>{i.installed ? 'yes' : 'no'}</td></tr>)}</tbody>
+        <thead><tr><th>Image</th><th>From</th><th>Architecture</th><th>Size</th><th>Installed on</th><th>Aliases</th></tr></thead>
+        <tbody>{(list.data?.images || []).map((i) => (
+          <tr key={`${ref(i)}@${i.architecture}`} data-image={ref(i)}>
+            <td>{ref(i)}</td>
+            <td>{kind(i) === 'host' ? 'host (the agent\'s /usr)' : i.registry === 'local' ? 'agent store' : i.registry}</td>
+            <td>{i.architecture}</td><td>{i.size_bytes ? bytes(i.size_bytes) : '—'}</td>
+            <td>{(i.installed_agents || []).length ? i.installed_agents.join(', ') : 'not pulled yet'}</td>
+            <td>{(i.aliases || []).join(', ')}</td>
+          </tr>))}</tbody>
       </table>
+      <form class="inline" onSubmit={alias.submit} aria-label="Alias an image">
+        <input name="alias" placeholder="alias, e.g. pytorch" aria-label="Alias" required />
+        <input name="alias-target" placeholder="registry.lab:5000/lab/pytorch:2.3" aria-label="Image it names" required list="image-refs" />
+        <datalist id="image-refs">{(list.data?.images || []).map((i) => <option key={ref(i)} value={ref(i)} />)}</datalist>
+        <button disabled={alias.busy}>Add alias</button>
+      </form>
+      <ErrorText error={alias.error} />
     </div>
   );
 }

@@ -8,7 +8,26 @@ import '@xterm/xterm/css/xterm.css';
 
 const SESSION_FIELDS = 'id name status status_info image created_at occupying_slots requested_slots type';
 const SESSION_EVENTS = ['session_enqueued', 'session_scheduled', 'session_preparing', 'session_started',
-  'session_terminating', 'session_terminated', 'session_cancelled', 'session_success', 'session_failure'];
+  'session_terminating', 'session_terminated', 'session_cancelled', 'session_success', 'session_failure',
+  'kernel_pulling'];
+
+// status_info while the agent pulls the image ("pulling IMAGE (DONE/TOTAL bytes)", the one
+// codec of protocol::EncodePullInfo); null otherwise.
+function pullOf(info) {
+  const m = /^pulling (.+) \((\d+)\/(\d+) bytes\)$/.exec(info || '');
+  return m ? { image: m[1], done: Number(m[2]), total: Number(m[3]) } : null;
+}
+
+function PullProgress({ info }) {
+  const p = pullOf(info);
+  if (!p) return null;
+  return (
+    <div class="muted pull" role="status">
+      <progress value={p.done} max={p.total || 1} aria-label={`pulling ${p.image}`} />{' '}
+      pulling {bytes(p.done)} of {bytes(p.total)}
+    </div>
+  );
+}
 
 // The manager's session events, one SSE connection; `onEvent(name, data)`.
 function useSessionEvents(query, onEvent) {
@@ -63,7 +82,7 @@ export function Sessions() {
               {sessions.map((s) => (
                 <tr key={s.id} data-session={s.name}>
                   <td><Link href={`/sessions/${s.id}`}>{s.name}</Link></td>
-                  <td><span class={`status ${s.status}`}>{s.status}</span>{s.status === 'PENDING' && s.status_info ? <div class="muted">{s.status_info}</div> : null}</td>
+                  <td><span class={`status ${s.status}`}>{s.status}</span>{s.status === 'PENDING' && s.status_info ? <div class="muted">{s.status_info}</div> : null}{s.status === 'PREPARING' ? <PullProgress info={s.status_info} /> : null}</td>
                   <td class="hide-narrow">{s.image}</td>
                   <td class="hide-narrow">{slots(s.status === 'PENDING' ? s.requested_slots : s.occupying_slots)}</td>
                   <td>{age(s.created_at)}</td>
@@ -106,7 +125,7 @@ function parseEnv(text) {
 export function StartSession() {
   const presets = useLoad(() => func('POST', '/resource/check-presets', {}));
   const folders = useLoad(() => func('GET', '/folders'));
-  const images = useLoad(() => gql('{images{name tag}}').catch(() => ({ images: [] })));
+  const images = useLoad(() => gql('{images{name tag registry}}').catch(() => ({ images: [] })));
   const mine = useLoad(() => gql('{user{groups{id name}}}').catch(() => ({ user: { groups: [] } })));
   const projects = mine.data?.user?.groups || [];
   const [image, setImage] = useState('python');
@@ -190,7 +209,11 @@ export function StartSession() {
         <div>
           <label for="image">Image</label>
           <input id="image" name="image" value={image} onInput={(e) => setImage(e.target.value)} required list="images" />
-          <datalist id="images">{(images.data?.images || []).map((i) => <option key={`${i.name}:${i.tag}`} value={`${i.name}:${i.tag}`} />)}</datalist>
+          {/* A registry's image by its whole reference (REGISTRY/PROJECT/NAME:TAG): "lab/app:1" alone would be Docker Hub's. */}
+          <datalist id="images">{(images.data?.images || []).map((i) => {
+            const ref = !i.registry || i.registry === 'local' ? `${i.name}:${i.tag}` : `${i.registry}/${i.name}:${i.tag}`;
+            return <option key={ref} value={ref} />;
+          })}</datalist>
         </div>
         {projects.length > 1 && (
           <div>
@@ -289,6 +312,7 @@ export function SessionDetail({ id }) {
       <div class="card">
         <h2 data-session-name>{s.name} <span class={`status ${s.status}`}>{s.status}</span></h2>
         {s.status_info && <p class="muted">{s.status === 'PENDING' ? 'Waiting: ' : ''}{s.status_info}</p>}
+        {s.status === 'PREPARING' && <PullProgress info={s.status_info} />}
         <dl class="facts">
           <dt>Image</dt><dd>{s.image}</dd>
           <dt>Kind</dt><dd>{s.type}</dd>

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 const require = createRequire(new URL('../../console/package.json', import.meta.url));
 const puppeteer = require('puppeteer-core');
 
-const [url, email, password, shots, evil, appPort, work] = process.argv.slice(2);
+const [url, email, password, shots, evil, appPort, work, registry] = process.argv.slice(2);
 mkdirSync(shots, { recursive: true });
 const browser = await puppeteer.launch({
   executablePath: process.env.BAI_CHROMIUM || '/usr/bin/chromium',
@@ -431,6 +431,38 @@ await step('admin-organization-and-sharing', async () => {
   await page.click('form[aria-label="Invite"] button');
   await page.waitForFunction(() => document.querySelector('#emails').value === '');
   expect(!(await page.$('form[aria-label="Invite"] + [role=alert]')), 'the invitation was refused');
+});
+
+// Issue 46, item 7: a registry added from the console (the password never shown back), rescanned
+// with its progress to its outcome, its image listed with where it comes from, and offered by
+// its whole reference in the start form; host images say they are the host's.
+await step('admin-registries-and-images', async () => {
+  expect(registry, 'run.py started no registry (docker-registry and skopeo are needed)');
+  await page.goto(url + 'admin/images', { waitUntil: 'networkidle0' });
+  await page.waitForSelector('form[aria-label="Add a registry"]');
+  await page.type('input[name="registry-host"]', registry);
+  await page.type('input[name="registry-url"]', `http://${registry}`);
+  await page.type('input[name="registry-username"]', 'lab');
+  await page.type('input[name="registry-password"]', 'not-shown-again');
+  await page.click('form[aria-label="Add a registry"] button');
+  await page.waitForSelector(`tr[data-registry="${registry}"]`);
+  let t = await text();
+  expect(t.includes('lab (password set)'), 'the account is not listed as having a password');
+  expect(!t.includes('not-shown-again'), 'the password is shown back');
+  // docker-registry without auth takes any credentials: the rescan goes through.
+  await page.click(`tr[data-registry="${registry}"] button`);
+  await page.waitForFunction((r) => /1 image in 1 registry/.test(
+    document.querySelector(`tr[data-registry="${r}"] [role=status]`)?.innerText || ''), { timeout: 30000 }, registry);
+  await page.goto(url + 'admin/images', { waitUntil: 'domcontentloaded' });
+  await page.waitForSelector(`tr[data-image="${registry}/lab/app:1"]`);
+  t = await page.$eval(`tr[data-image="${registry}/lab/app:1"]`, (e) => e.innerText);
+  expect(t.includes('not pulled yet'), `the registry image's row: ${t}`);
+  await page.screenshot({ path: join(shots, 'admin-registries.png') });
+  // The start form offers it by its whole reference (lab/app:1 alone would be Docker Hub's).
+  await page.goto(url + 'sessions', { waitUntil: 'domcontentloaded' });
+  await page.waitForSelector(`#images option[value="${registry}/lab/app:1"]`);
+  const offered = await page.$$eval('#images option', (o) => o.map((x) => x.value));
+  expect(offered.includes(`${registry}/lab/app:1`), `the start form offers ${offered.join(' ')}`);
 });
 
 await step('admin-agents', async () => {

@@ -28,6 +28,39 @@ here = os.path.dirname(os.path.abspath(__file__))
 repo = os.path.dirname(os.path.dirname(here))
 
 
+def start_registry(work: str, procs: list) -> str:
+    """A registry of the test's own (Debian's docker-registry) holding lab/app:1, for the
+    console's Registries card; its host:port, or "" (said) when the tools are missing."""
+    for tool in ("/usr/bin/docker-registry", "/usr/bin/skopeo"):
+        if not os.path.exists(tool):
+            print(f"no {tool}: the registry step fails (scripts/install-deps.sh installs it)")
+            return ""
+    sys.path.insert(0, os.path.join(repo, "tests", "conformance"))
+    from conformance import _free_port, _oci_layout  # one layout writer for both harnesses
+    port = _free_port()
+    root = os.path.join(work, "registry")
+    os.makedirs(root, exist_ok=True)
+    with open(os.path.join(root, "config.yml"), "w") as f:
+        f.write(f"version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {root}/data\n"
+                f"http:\n  addr: 127.0.0.1:{port}\n")
+    log = open(os.path.join(root, "registry.log"), "w")
+    procs.append(subprocess.Popen(["/usr/bin/docker-registry", "serve",
+                                   os.path.join(root, "config.yml")], stdout=log, stderr=log))
+    host = f"127.0.0.1:{port}"
+    _oci_layout(os.path.join(root, "layout"), {"etc/os-release": b'NAME="browser"\n'})
+    deadline = time.time() + 30
+    while True:
+        p = subprocess.run(["/usr/bin/skopeo", "copy", "--dest-tls-verify=false",
+                            f"oci:{root}/layout:t", f"docker://{host}/lab/app:1"],
+                           capture_output=True, text=True, timeout=60)
+        if p.returncode == 0:
+            return host
+        if time.time() > deadline:
+            print(f"skopeo copy: {p.stderr}")
+            return ""
+        time.sleep(0.3)
+
+
 def main() -> int:
     build = os.path.abspath(sys.argv[1])
     binp = os.path.join(build, "bin")
@@ -151,13 +184,14 @@ def main() -> int:
 
         app = http.server.ThreadingHTTPServer(("127.0.0.1", 0), App)
         threading.Thread(target=app.serve_forever, daemon=True).start()
+        registry = start_registry(work, procs)
         # The agent registers within a few seconds; the first session waits for it anyway.
         time.sleep(1)
         shots = os.path.join(build, "browser-shots")
         r = subprocess.run(["node", os.path.join(here, "console.mjs"), url,
                             creds["BAI_ADMIN_EMAIL"], creds["BAI_ADMIN_PASSWORD"], shots,
                             f"http://127.0.0.1:{evil.server_address[1]}/",
-                            str(app.server_address[1]), work], timeout=400)
+                            str(app.server_address[1]), work, registry], timeout=400)
         evil.shutdown()
         app.shutdown()
         print(f"screenshots: {shots}")
