@@ -29,36 +29,15 @@ repo = os.path.dirname(os.path.dirname(here))
 
 
 def start_registry(work: str, procs: list) -> str:
-    """A registry of the test's own (Debian's docker-registry) holding lab/app:1, for the
-    console's Registries card; its host:port, or "" (said) when the tools are missing."""
-    for tool in ("/usr/bin/docker-registry", "/usr/bin/skopeo"):
-        if not os.path.exists(tool):
-            print(f"no {tool}: the registry step fails (scripts/install-deps.sh installs it)")
-            return ""
+    """A registry of the test's own holding lab/app:1 (the conformance harness's
+    start_local_registry), for the console's Registries card; its host:port, or "" (said)."""
     sys.path.insert(0, os.path.join(repo, "tests", "conformance"))
-    from conformance import _free_port, _oci_layout  # one layout writer for both harnesses
-    port = _free_port()
-    root = os.path.join(work, "registry")
-    os.makedirs(root, exist_ok=True)
-    with open(os.path.join(root, "config.yml"), "w") as f:
-        f.write(f"version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {root}/data\n"
-                f"http:\n  addr: 127.0.0.1:{port}\n")
-    log = open(os.path.join(root, "registry.log"), "w")
-    procs.append(subprocess.Popen(["/usr/bin/docker-registry", "serve",
-                                   os.path.join(root, "config.yml")], stdout=log, stderr=log))
-    host = f"127.0.0.1:{port}"
-    _oci_layout(os.path.join(root, "layout"), {"etc/os-release": b'NAME="browser"\n'})
-    deadline = time.time() + 30
-    while True:
-        p = subprocess.run(["/usr/bin/skopeo", "copy", "--dest-tls-verify=false",
-                            f"oci:{root}/layout:t", f"docker://{host}/lab/app:1"],
-                           capture_output=True, text=True, timeout=60)
-        if p.returncode == 0:
-            return host
-        if time.time() > deadline:
-            print(f"skopeo copy: {p.stderr}")
-            return ""
-        time.sleep(0.3)
+    from conformance import start_local_registry
+    try:
+        return start_local_registry(os.path.join(work, "registry"), procs, "browser")
+    except RuntimeError as e:
+        print(f"no registry: {e}")
+        return ""
 
 
 def main() -> int:

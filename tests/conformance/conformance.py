@@ -1144,34 +1144,45 @@ def _oci_layout(path: str, files: dict[str, bytes]) -> None:
         json.dump({"imageLayoutVersion": "1.0.0"}, f)
 
 
-def _registry(r: Runner) -> str:
-    """A registry of the run's own (Debian's docker-registry) holding lab/app:1, registered with
-    bai's CLI; its host:port. Started once."""
-    if getattr(r.stack, "registry_host", None):
-        return r.stack.registry_host
+def start_local_registry(root: str, procs: list, name: str) -> str:
+    """Debian's docker-registry on a free loopback port, its data under `root`, holding lab/app:1
+    (one layer: /etc/os-release naming `name`), pushed with skopeo; its host:port. Raises
+    RuntimeError (the tool's words) when it cannot. Also used by tests/browser/run.py."""
     for tool in ("/usr/bin/docker-registry", "/usr/bin/skopeo"):
-        expect(os.path.exists(tool), f"{tool} is missing (scripts/install-deps.sh installs it)")
+        if not os.path.exists(tool):
+            raise RuntimeError(f"{tool} is missing (scripts/install-deps.sh installs it)")
     port = _free_port()
-    root = os.path.join(r.stack.dir, "registry")
     os.makedirs(root, exist_ok=True)
     with open(os.path.join(root, "config.yml"), "w") as f:
         f.write(f"version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {root}/data\n"
                 f"http:\n  addr: 127.0.0.1:{port}\n")
     log = open(os.path.join(root, "registry.log"), "w")
-    r.stack.procs.append(subprocess.Popen(["/usr/bin/docker-registry", "serve",
-                                           os.path.join(root, "config.yml")],
-                                          stdout=log, stderr=log))
+    procs.append(subprocess.Popen(["/usr/bin/docker-registry", "serve",
+                                   os.path.join(root, "config.yml")], stdout=log, stderr=log))
     host = f"127.0.0.1:{port}"
-    _oci_layout(os.path.join(root, "layout"), {"etc/os-release": b'NAME="conformance"\n'})
+    _oci_layout(os.path.join(root, "layout"), {"etc/os-release": f'NAME="{name}"\n'.encode()})
     deadline = time.time() + 30
     while True:
         p = subprocess.run(["/usr/bin/skopeo", "copy", "--dest-tls-verify=false",
                             f"oci:{root}/layout:t", f"docker://{host}/lab/app:1"],
                            capture_output=True, text=True, timeout=60)
         if p.returncode == 0:
-            break
-        expect(time.time() < deadline, f"skopeo copy: {p.stderr}")
+            return host
+        if time.time() > deadline:
+            raise RuntimeError(f"skopeo copy: {p.stderr}")
         time.sleep(0.3)
+
+
+def _registry(r: Runner) -> str:
+    """A registry of the run's own (start_local_registry) holding lab/app:1, registered with
+    bai's CLI; its host:port. Started once."""
+    if getattr(r.stack, "registry_host", None):
+        return r.stack.registry_host
+    try:
+        host = start_local_registry(os.path.join(r.stack.dir, "registry"), r.stack.procs,
+                                    "conformance")
+    except RuntimeError as e:
+        expect(False, str(e))
     add = subprocess.run([f"{r.stack.bin}/bai", "admin", "registry", "add", host, "--url",
                           f"http://{host}"], env=r.stack.env(), capture_output=True, text=True,
                          timeout=60)
