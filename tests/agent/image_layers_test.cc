@@ -481,5 +481,44 @@ TEST_F(LayeredKernelTest, NoRemovalTakesWhatAKernelUses) {
   EXPECT_TRUE(fs::exists(state_dir_ + "/images/python")) << "host images stay";
 }
 
+// Issue 46, item 3: sessions started together on an image the agent does not have yet share
+// one pull: each layer is fetched from the registry once (its access log says so), and both run.
+TEST_F(LayeredKernelTest, SessionsStartedTogetherShareOnePull) {
+  auto layers = App("1");
+  std::string noise;
+  std::uint32_t x = 4242;
+  for (int i = 0; i < 8 << 20; ++i) {  // 8 MiB more: a pull that takes a moment
+    x = x * 1103515245 + 12345;
+    noise += static_cast<char>(x >> 24);
+  }
+  layers.push_back({LayerFile("opt/big.bin", noise)});
+  ASSERT_EQ(Push(registry_, dir_, "lab/app:1", layers), "");
+  std::string host = registry_.host();
+  ASSERT_EQ(Bai({"admin", "registry", "add", host, "--url", registry_.url()}).exit_code, 0);
+  ASSERT_EQ(Bai({"admin", "image", "rescan", host}).exit_code, 0);
+  testing_util::ProcessResult runs[2];
+  std::thread second([&] {
+    runs[1] = Bai({"run", host + "/lab/app:1", "--", "cat", "/etc/os-release"});
+  });
+  runs[0] = Bai({"run", host + "/lab/app:1", "--", "cat", "/etc/os-release"});
+  second.join();
+  for (auto const& r : runs) {
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, "NAME=\"bai-test app 1\"\n");
+  }
+  auto manifest = testing_util::RunProcess({"/usr/bin/curl", "-sf", "-H",
+                                            "Accept: application/vnd.oci.image.manifest.v1+json",
+                                            registry_.url() + "/v2/lab/app/manifests/1"});
+  ASSERT_EQ(manifest.exit_code, 0) << manifest.err;
+  auto m = nlohmann::json::parse(manifest.out);
+  ASSERT_EQ(m["layers"].size(), 3u);
+  for (auto const& l : m["layers"]) {
+    std::string digest = l["digest"];
+    EXPECT_EQ(registry_.Requests("GET", "/v2/lab/app/blobs/" + digest), 1)
+        << digest << "\n"
+        << registry_.Log().substr(0, 4000);
+  }
+}
+
 }  // namespace
 }  // namespace bai

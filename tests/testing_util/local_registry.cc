@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 namespace bai::testing_util {
@@ -51,13 +53,15 @@ LocalRegistry::LocalRegistry(Options options) : options_(std::move(options)) {
     config += "auth:\n  htpasswd:\n    realm: bai-test\n    path: " + dir_.path() + "/htpasswd\n";
   }
   WriteFileBytes(dir_.path() + "/config.yml", config);
-  process_ = std::make_unique<BackgroundProcess>(
-      std::vector<std::string>{"/bin/sh", "-c", "exec /usr/bin/docker-registry serve \"$0\" 2>&1",
-                               dir_.path() + "/config.yml"});
+  // Its output (an access log line per request) goes to a file: a pipe nobody reads would stop
+  // the registry once 64 KiB of log were waiting.
+  process_ = std::make_unique<BackgroundProcess>(std::vector<std::string>{
+      "/bin/sh", "-c", "exec /usr/bin/docker-registry serve \"$0\" >\"$1\" 2>&1",
+      dir_.path() + "/config.yml", dir_.path() + "/registry.log"});
   for (int i = 0; i < 200 && !Accepts(port); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
   }
-  if (!Accepts(port)) error_ = "docker-registry did not start: " + process_->Transcript();
+  if (!Accepts(port)) error_ = "docker-registry did not start: " + Log();
 }
 
 LocalRegistry::~LocalRegistry() {
@@ -75,6 +79,20 @@ std::string LocalRegistry::Push(std::string const& layout, std::string const& ta
   // skopeo keeps nothing of ours: its policy and auth files come from this temporary home.
   auto r = RunProcess(argv, {{"HOME", dir_.path()}, {"XDG_RUNTIME_DIR", dir_.path()}});
   return r.exit_code == 0 ? "" : "skopeo: " + r.err + r.out;
+}
+
+std::string LocalRegistry::Log() const {
+  std::ifstream in(dir_.path() + "/registry.log", std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+int LocalRegistry::Requests(std::string const& method, std::string const& path) const {
+  std::string log = Log(), needle = "\"" + method + " " + path + " HTTP/";
+  int n = 0;
+  for (auto at = log.find(needle); at != std::string::npos; at = log.find(needle, at + 1)) ++n;
+  return n;
 }
 
 std::string LocalRegistry::BlobFile(std::string const& digest) const {

@@ -32,6 +32,11 @@ class LocalRegistry {
   /// "" or skopeo's words.
   std::string Push(std::string const& layout, std::string const& tag,
                    std::string const& repository_tag);
+  /// The registry's output so far (its access log: a line per request).
+  std::string Log() const;
+  /// How many `method` requests for `path` ("/v2/lab/app/blobs/sha256:…") it has answered, from
+  /// its access log.
+  int Requests(std::string const& method, std::string const& path) const;
   /// Where the registry keeps the blob `digest` ("sha256:…") on disk (tests corrupt it).
   std::string BlobFile(std::string const& digest) const;
 
