@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -79,6 +80,10 @@ StatusOr<std::set<std::string>> ImagesInUse(ImageStore const& store, std::string
   for (auto const& dir : kernels) {
     fs::directory_entry e(dir);
     if (!fs::exists(e.path() / "kernel.json", ec)) {
+      // Being started (its record comes once its root is mounted), unless it was left long ago
+      // by an agent that is gone (an agent sweeps its own at start).
+      auto made = fs::last_write_time(e.path(), ec);
+      if (!ec && fs::file_time_type::clock::now() - made > std::chrono::minutes(10)) continue;
       return Status(StatusCode::kUnavailable, "a kernel is being started (" + e.path().string() +
                                                   "): its image cannot be told yet; try again");
     }

@@ -33,7 +33,8 @@ std::vector<StoredImage> StoredImages(ImageStore const& store);
 /// The names of the images the kernels of every agent on `state_dir` use (the store is
 /// STATE_DIR/images, shared; each agent's kernels are STATE_DIR/AGENT_ID/kernels/*), by the
 /// references their records name; kUnavailable when a kernel there has no record yet (being
-/// started: its image cannot be told).
+/// started: its image cannot be told), unless that directory is over 10 minutes old (left by an
+/// agent that is gone).
 StatusOr<std::set<std::string>> ImagesInUse(ImageStore const& store, std::string const& state_dir);
 
 /// Disk use of one image: all the bytes it stands on, and those only it needs.
