@@ -47,9 +47,7 @@ std::vector<StoredImage> StoredImages(ImageStore const& store) {
     for (auto const& a : m->value("aliases", json::array())) {
       if (a.is_string()) img.aliases.push_back(a.get<std::string>());
     }
-    img.kind = !m->value("host_mounts", json::array()).empty() ? ap::kImageKindHost
-               : !m->value("digest", "").empty()               ? ap::kImageKindPulled
-                                                               : ap::kImageKindImported;
+    img.kind = StoredImageKind(*m);
     for (auto const& l : m->value("layers", json::array())) {
       if (l.is_string()) img.layers.push_back(l.get<std::string>());
     }

@@ -161,6 +161,10 @@ class ImageStore : public RootfsProvider {
   std::map<std::string, std::shared_ptr<InFlight>> pulls_;  ///< by canonical name
 };
 
+/// What a stored image is by its manifest (agent_messages.h's kinds): host (a built-in on the
+/// host's /usr), pulled (it has a registry digest) or imported.
+std::string StoredImageKind(nlohmann::json const& manifest);
+
 /// The text of a synthesised /etc file for a built-in image (passwd, group, hosts, nsswitch.conf,
 /// resolv.conf); exposed for tests.
 std::string SynthesisedEtcFile(std::string const& name, int uid, int gid);
