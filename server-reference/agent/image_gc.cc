@@ -4,6 +4,7 @@
 #include "libbai/util/json_parse.h"
 #include "server-reference/agent/images.h"
 #include "server-reference/agent/kernel_bundle.h"
+#include "server-reference/agent/node_stats.h"
 #include "server-reference/common/wire/agent_messages.h"
 
 #include <nlohmann/json.hpp>
@@ -21,13 +22,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string ReadText(fs::path const& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 bool IsImageDir(fs::path const& p) {
   std::string n = p.filename().string();
   return !n.empty() && n.front() != '.' && n != "layers" && n != "blobs";
@@ -40,7 +34,7 @@ std::vector<StoredImage> StoredImages(ImageStore const& store) {
   std::error_code ec;
   for (auto const& e : fs::directory_iterator(store.root(), ec)) {
     if (!IsImageDir(e.path()) || !e.is_directory(ec)) continue;
-    auto m = internal::ParseJson(ReadText(e.path() / "manifest.json"));
+    auto m = internal::ParseJson(ReadWholeFile((e.path() / "manifest.json").string()));
     if (!m || !m->is_object()) continue;
     StoredImage img;
     img.name = e.path().filename().string();
@@ -85,7 +79,7 @@ StatusOr<std::set<std::string>> ImagesInUse(ImageStore const& store, std::string
       return Status(StatusCode::kUnavailable, "a kernel is being started (" + e.path().string() +
                                                   "): its image cannot be told yet; try again");
     }
-    auto record = KernelRecord::FromJson(ReadText(e.path() / "kernel.json"), "");
+    auto record = KernelRecord::FromJson(ReadWholeFile((e.path() / "kernel.json").string()), "");
     if (record.image.empty()) continue;
     if (auto img = store.Find(record.image); img.ok()) out.insert(img->name);
   }
