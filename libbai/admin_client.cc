@@ -137,6 +137,23 @@ StatusOr<protocol::Domain> AdminClient::CreateDomain(protocol::Domain const& d) 
   return protocol::DecodeDomain((*r)["domain"].dump());
 }
 
+StatusOr<protocol::Domain> AdminClient::ModifyDomain(std::string const& name,
+                                                     DomainUpdate const& u) const {
+  json props = json::object();
+  if (u.description) props["description"] = *u.description;
+  if (u.is_active) props["is_active"] = *u.is_active;
+  if (u.total_resource_slots) props["total_resource_slots"] = *u.total_resource_slots;
+  if (u.allowed_docker_registries)
+    props["allowed_docker_registries"] = *u.allowed_docker_registries;
+  auto r = Mutate(client_, "modify_domain",
+                  "mutation($name: String!, $props: ModifyDomainInput!) { modify_domain(name: "
+                  "$name, props: $props) { ok msg domain" +
+                      Fields(kDomainFields) + " } }",
+                  {{"name", name}, {"props", props}});
+  if (!r.ok()) return r.status();
+  return protocol::DecodeDomain((*r)["domain"].dump());
+}
+
 Status AdminClient::DeleteDomain(std::string const& name, bool purge) const {
   std::string field = purge ? "purge_domain" : "delete_domain";
   return Mutate(client_, field,
@@ -564,6 +581,21 @@ Status AdminClient::DealiasImage(std::string const& alias, std::string const& ar
                 "mutation($a: String!, $arch: String) { dealias_image(alias: $a, "
                 "architecture: $arch) { ok msg } }",
                 {{"a", alias}, {"arch", architecture}})
+      .status();
+}
+
+Status AdminClient::ForgetImage(std::string const& reference,
+                                std::string const& architecture) const {
+  return Mutate(client_, "forget_image",
+                "mutation($r: String!, $arch: String) { forget_image(reference: $r, "
+                "architecture: $arch) { ok msg } }",
+                {{"r", reference}, {"arch", architecture}})
+      .status();
+}
+
+Status AdminClient::ClearImages(std::string const& registry) const {
+  return Mutate(client_, "clear_images",
+                "mutation($r: String) { clear_images(registry: $r) { ok msg } }", {{"r", registry}})
       .status();
 }
 

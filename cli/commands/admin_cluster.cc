@@ -76,6 +76,20 @@ Status RunImageDealias(ImageAliasOptions& de, Context& ctx, AdminClient& a) {
   return s;
 }
 
+// bai admin image forget REFERENCE
+Status RunImageForget(ImageAliasOptions& fo, Context& ctx, AdminClient& a) {
+  auto s = a.ForgetImage(fo.target, fo.arch);
+  if (s.ok()) PrintDone(ctx, "forgot " + fo.target + " (" + fo.arch + ")");
+  return s;
+}
+
+// bai admin image clear REGISTRY
+Status RunImageClear(std::string const& registry, Context& ctx, AdminClient& a) {
+  auto s = a.ClearImages(registry);
+  if (s.ok()) PrintDone(ctx, "forgot the images of " + registry);
+  return s;
+}
+
 // Follows an image task (rescan, purge) to its end: progress on stderr (one line per unit), the
 // outcome on stdout; the exit code is the task's.
 int FollowImageTask(Context& ctx, Client const& client, StatusOr<std::string> const& task,
@@ -163,6 +177,21 @@ void AddImages(CommandSet& set, CLI::App& admin) {
   dealias->add_option("ALIAS", de.alias, "The alias")->required();
   dealias->add_option("--arch", de.arch, "The image's architecture (default x86_64)");
   OnAdminRun(set, dealias, [&de, &ctx](AdminClient& a) { return RunImageDealias(de, ctx, a); });
+  auto& fo = set.Keep<ImageAliasOptions>();
+  auto* forget = noun->add_subcommand(
+      "forget",
+      "Forget a registry image a rescan found (and its aliases); agents keep what they pulled "
+      "(bai admin image purge removes that)");
+  forget->add_option("IMAGE", fo.target, "Its reference or alias")->required();
+  forget->add_option("--arch", fo.arch, "The image's architecture (default x86_64)");
+  OnAdminRun(set, forget, [&fo, &ctx](AdminClient& a) { return RunImageForget(fo, ctx, a); });
+  auto& cleared = set.Keep<std::string>();
+  auto* clear = noun->add_subcommand(
+      "clear", "Forget every image a rescan found in a registry (a rescan finds them again)");
+  clear->add_option("REGISTRY", cleared, "The registry's hostname (bai admin registry ls)")
+      ->required();
+  OnAdminRun(set, clear,
+             [&cleared, &ctx](AdminClient& a) { return RunImageClear(cleared, ctx, a); });
 }
 
 // bai admin agent ls

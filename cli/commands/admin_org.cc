@@ -61,6 +61,11 @@ struct DomainCreateOptions {
   std::string slots;
 };
 
+struct DomainUpdateOptions {
+  std::string name, description, slots, registries, status;
+  CLI::Option *description_given = nullptr, *registries_given = nullptr;
+};
+
 struct DomainRemoveOptions {
   std::string name;
   bool purge = false;
@@ -103,6 +108,42 @@ Status RunDomainCreate(DomainCreateOptions& c, Context& ctx, AdminClient& a) {
   return Status();
 }
 
+// A comma-separated list of registry names ("" for none).
+std::vector<std::string> RegistryList(std::string const& text) {
+  std::vector<std::string> out;
+  std::string item;
+  for (std::size_t i = 0; i <= text.size(); ++i) {
+    if (i == text.size() || text[i] == ',') {
+      if (!item.empty()) out.push_back(item);
+      item.clear();
+    } else if (text[i] != ' ') {
+      item += text[i];
+    }
+  }
+  return out;
+}
+
+// bai admin domain update
+Status RunDomainUpdate(DomainUpdateOptions& up, Context& ctx, AdminClient& a) {
+  DomainUpdate u;
+  if (up.description_given->count() > 0) u.description = up.description;
+  if (!up.slots.empty()) {
+    auto slots = SlotsFlag("--slots", up.slots);
+    if (!slots.ok()) return slots.status();
+    u.total_resource_slots = *slots;
+  }
+  if (!up.status.empty()) u.is_active = up.status == "active";
+  if (up.registries_given->count() > 0) u.allowed_docker_registries = RegistryList(up.registries);
+  auto changed = a.ModifyDomain(up.name, u);
+  if (!changed.ok()) return changed.status();
+  if (ctx.json()) {
+    PrintJson(ctx, {{"domain", DomainJson(*changed)}});
+  } else {
+    ctx.out() << "updated domain " << changed->name << "\n";
+  }
+  return Status();
+}
+
 // bai admin domain rm
 Status RunDomainRemove(DomainRemoveOptions& r, Context& ctx, AdminClient& a) {
   auto s = a.DeleteDomain(r.name, r.purge);
@@ -123,7 +164,25 @@ void AddDomains(CommandSet& set, CLI::App& admin) {
   create->add_option("NAME", c.d.name, "Domain name")->required();
   create->add_option("-d,--description", c.d.description, "Description");
   create->add_option("--slots", c.slots, "Total resource slots: cpu=8,mem=32g or JSON");
-  OnAdminRun(set, create, [&c, &ctx](AdminClient& a) { return RunDomainCreate(c, ctx, a); });
+  auto& registries = set.Keep<std::string>();
+  create->add_option("--allowed-docker-registries", registries,
+                     "Registries its sessions' images may come from (comma-separated; default: "
+                     "any)");
+  OnAdminRun(set, create, [&c, &ctx, &registries](AdminClient& a) {
+    c.d.allowed_docker_registries = RegistryList(registries);
+    return RunDomainCreate(c, ctx, a);
+  });
+  auto& up = set.Keep<DomainUpdateOptions>();
+  auto* update = noun->add_subcommand("update", "Change a domain (only the flags given)");
+  update->add_option("NAME", up.name, "Domain name")->required();
+  up.description_given = update->add_option("-d,--description", up.description, "Description");
+  update->add_option("--slots", up.slots, "Total resource slots: cpu=8,mem=32g or JSON");
+  update->add_option("--status", up.status, "active, inactive")
+      ->check(CLI::IsMember({"active", "inactive"}));
+  up.registries_given = update->add_option(
+      "--allowed-docker-registries", up.registries,
+      "Registries its sessions' images may come from, comma-separated (\"\": any)");
+  OnAdminRun(set, update, [&up, &ctx](AdminClient& a) { return RunDomainUpdate(up, ctx, a); });
   auto& r = set.Keep<DomainRemoveOptions>();
   auto* rm = noun->add_subcommand("rm", "Deactivate a domain (--purge: delete it, when empty)");
   rm->add_option("NAME", r.name, "Domain name")->required();

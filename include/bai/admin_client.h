@@ -48,6 +48,15 @@ struct UserUpdate {
   std::optional<std::vector<std::string>> project_ids;  ///< replaces the memberships
 };
 
+/// modify_domain's props: each field given changes.
+struct DomainUpdate {
+  std::optional<std::string> description;
+  std::optional<bool> is_active;
+  std::optional<std::string> total_resource_slots;  ///< JSON object text
+  /// The registries its sessions' images may come from (empty: any; see docs/conformance.md).
+  std::optional<std::vector<std::string>> allowed_docker_registries;
+};
+
 /// Which users to list (each narrows; empty: any).
 struct UserFilter {
   std::string domain_name;
@@ -61,6 +70,8 @@ class BAI_EXPORT AdminClient {
 
   StatusOr<std::vector<protocol::Domain>> Domains() const;
   StatusOr<protocol::Domain> CreateDomain(protocol::Domain const& domain) const;
+  StatusOr<protocol::Domain> ModifyDomain(std::string const& name,
+                                          DomainUpdate const& update) const;
   /// Soft (inactive) unless `purge` (which the server refuses while the domain has users,
   /// projects or sessions).
   Status DeleteDomain(std::string const& name, bool purge) const;
@@ -176,6 +187,13 @@ class BAI_EXPORT AdminClient {
   Status AliasImage(std::string const& alias, std::string const& target,
                     std::string const& architecture = "x86_64") const;
   Status DealiasImage(std::string const& alias, std::string const& architecture = "x86_64") const;
+  /// forget_image: the manager forgets a registry image a rescan found (a reference or an
+  /// alias), with the aliases of it; what agents pulled stays. kNotFound when no rescan found
+  /// it; an agent's own image (host, imported) is refused in words.
+  Status ForgetImage(std::string const& reference,
+                     std::string const& architecture = "x86_64") const;
+  /// clear_images: the manager forgets every image a rescan found in registry `registry`.
+  Status ClearImages(std::string const& registry) const;
   /// `GET /manager/status`: the managers on the database and, for a superadmin, the cluster
   /// at a glance (database, sessions and agents by status, the queue by reason).
   StatusOr<protocol::ManagerStatus> ManagerStatus() const;

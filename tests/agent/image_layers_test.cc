@@ -13,6 +13,7 @@
 #include "tests/agent/runc_fixture.h"
 #include "tests/testing_util/layer_tar.h"
 #include "tests/testing_util/local_registry.h"
+#include "tests/testing_util/tcp_relay.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -518,6 +519,51 @@ TEST_F(LayeredKernelTest, SessionsStartedTogetherShareOnePull) {
         << digest << "\n"
         << registry_.Log().substr(0, 4000);
   }
+}
+
+// A registry that dies in the middle of a layer and comes back: the agent waits for it (pauses
+// of 1, 2, 4 s…) and the download goes on from the bytes it had (Range), not from nothing. The
+// registry is reached through a link of the test's own that slows its bytes to 4 MiB/s, is cut
+// (connections broken, the port refusing) 6 MiB into the 16 MiB layer, and healed 2.5 s on.
+TEST_F(LayeredKernelTest, ARegistryThatDiesMidLayerIsWaitedForAndThePullResumes) {
+  auto layers = App("1");
+  std::string noise;
+  std::uint32_t x = 99;
+  for (int i = 0; i < 16 << 20; ++i) {
+    x = x * 1103515245 + 12345;
+    noise += static_cast<char>(x >> 24);
+  }
+  layers.push_back({LayerFile("opt/big.bin", noise)});
+  ASSERT_EQ(Push(registry_, dir_, "lab/app:1", layers), "");
+  int registry_port = std::stoi(registry_.host().substr(registry_.host().rfind(':') + 1));
+  testing_util::TcpRelay link(registry_port, 4 << 20);
+  ASSERT_NE(link.port(), 0);
+  std::string host = "127.0.0.1:" + std::to_string(link.port());
+  ASSERT_EQ(Bai({"admin", "registry", "add", host, "--url", "http://" + host}).exit_code, 0);
+  auto rescan = Bai({"admin", "image", "rescan", host});
+  ASSERT_EQ(rescan.exit_code, 0) << rescan.err;
+  std::int64_t before = link.bytes_down();
+  testing_util::ProcessResult run;
+  std::thread job([&] { run = Bai({"run", host + "/lab/app:1", "--", "cat", "/etc/os-release"}); });
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (link.bytes_down() - before < (6 << 20) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::int64_t at_cut = link.bytes_down() - before;
+  link.Cut();
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  link.Heal();
+  job.join();
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "NAME=\"bai-test app 1\"\n");
+  EXPECT_GE(at_cut, 6 << 20) << "the cut came in the middle of the layer";
+  EXPECT_LT(at_cut, static_cast<std::int64_t>(noise.size())) << "the cut came before its end";
+  // Every byte of the image came once (plus headers): the layer went on from where it broke.
+  std::int64_t image_bytes = static_cast<std::int64_t>(noise.size()) +
+                             static_cast<std::int64_t>(fs::file_size("/bin/busybox")) + 300 * 1024;
+  EXPECT_LT(link.bytes_down() - before, image_bytes + (1 << 20))
+      << "fetched again from nothing after the break";
+  EXPECT_GE(link.bytes_down() - before, static_cast<std::int64_t>(noise.size()));
 }
 
 }  // namespace

@@ -236,6 +236,25 @@ TEST_F(AdminCliTest, ImagesAgentsAndPresets) {
   EXPECT_THAT(aliased, HasSubstr("\"py3\""));
   Json({"admin", "image", "dealias", "py3"});
   EXPECT_THAT(Json({"admin", "image", "ls"}).dump(), ::testing::Not(HasSubstr("\"py3\"")));
+  // forget: an agent's own image is no registry row (said where it goes); unknown: named.
+  auto own = Json({"admin", "image", "forget", "python"}, 1);
+  EXPECT_THAT(own.dump(), HasSubstr("bai-agent image rm")) << own.dump();
+  auto unknown_image = testing_util::RunProcess(
+      {testing_util::BinPath("bai"), "admin", "image", "forget", "nowhere.example/x:1"}, env_);
+  EXPECT_NE(unknown_image.exit_code, 0);
+  EXPECT_THAT(unknown_image.err, HasSubstr("Unknown image reference: nowhere.example/x:1"));
+  Json({"admin", "image", "clear", "nowhere.example"});
+  // A domain's registries: set, shown, cleared ("" is any).
+  auto bounded = Json({"admin", "domain", "update", "default", "--allowed-docker-registries",
+                       "registry.lab:5000, cr.example.com"});
+  EXPECT_EQ(bounded["domain"]["allowed_docker_registries"],
+            json::array({"registry.lab:5000", "cr.example.com"}))
+      << bounded.dump();
+  auto described = Json({"admin", "domain", "update", "default", "-d", "the lab"});
+  EXPECT_EQ(described["domain"]["description"], "the lab");
+  EXPECT_EQ(described["domain"]["allowed_docker_registries"].size(), 2u) << "kept when not given";
+  auto any = Json({"admin", "domain", "update", "default", "--allowed-docker-registries", ""});
+  EXPECT_EQ(any["domain"]["allowed_docker_registries"], json::array());
   // A rescan: a background task, one step per agent, done.
   auto rescan = Json({"admin", "image", "rescan"});
   EXPECT_EQ(rescan["status"], "bgtask_done") << rescan.dump();

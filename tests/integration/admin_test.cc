@@ -859,5 +859,119 @@ TEST_F(AdminTest, ContainerRegistriesAreTheSuperadminsAndKeepTheirPasswords) {
   EXPECT_TRUE(left->empty());
 }
 
+// forget_image, forget_image_by_id and clear_images (24.09's): a registry image a rescan found
+// leaves the manager's list with the superadmin's aliases of it; unknown references are errors;
+// only superadmins may (bai has no users' customized images).
+TEST_F(AdminTest, RegistryImagesAreForgottenOneByOneOrByRegistry) {
+  RegistryStore registries(manager_->store().db());
+  for (char const* tag : {"1", "2"}) {
+    RegistryImage found;
+    found.canonical = std::string("127.0.0.1:5000/lab/app:") + tag;
+    found.architecture = "x86_64";
+    found.registry = "127.0.0.1:5000";
+    found.project = "lab";
+    found.name = "app";
+    found.tag = tag;
+    ASSERT_TRUE(registries.PutImage(found).ok());
+  }
+  RegistryImage other;
+  other.canonical = "cr.example.com/lab/tool:9";
+  other.architecture = "x86_64";
+  other.registry = "cr.example.com";
+  other.name = "tool";
+  other.tag = "9";
+  ASSERT_TRUE(registries.PutImage(other).ok());
+  EXPECT_EQ(
+      Mutate(*root_,
+             R"(alias_image(alias: "app", target: "127.0.0.1:5000/lab/app:1") { ok msg })")["ok"],
+      true);
+  auto names = [&] {
+    std::vector<std::string> out;
+    auto all = Gql(*root_, "{ images { id } }")["data"]["images"];
+    for (auto const& i : all) out.push_back(i["id"]);
+    return out;
+  };
+  EXPECT_THAT(names(), ::testing::Contains("127.0.0.1:5000/lab/app:1@x86_64"));
+
+  // Not for users or admins.
+  for (Client* who : {alice_.get(), dave_.get()}) {
+    auto denied = Mutate(*who, R"(forget_image(reference: "app") { ok msg })");
+    EXPECT_EQ(denied["ok"], false) << denied.dump();
+  }
+  // By alias: the image and the alias go; what the agents hold is not touched.
+  auto forgot = Mutate(*root_, R"(forget_image(reference: "app") { ok msg image { name tag } })");
+  EXPECT_EQ(forgot["ok"], true) << forgot.dump();
+  EXPECT_EQ(forgot["image"]["tag"], "1");
+  EXPECT_THAT(names(), ::testing::Not(::testing::Contains("127.0.0.1:5000/lab/app:1@x86_64")));
+  auto aliases = manager_->store().db().Query("SELECT alias FROM image_aliases");
+  ASSERT_TRUE(aliases.ok());
+  EXPECT_TRUE(aliases->empty()) << "the alias went with its image";
+  // Unknown: an error naming it.
+  auto unknown = Gql(*root_, R"(mutation { forget_image(reference: "nowhere.example/x:1") {
+      ok msg } })");
+  EXPECT_THAT(unknown.dump(), HasSubstr("Unknown image reference: nowhere.example/x:1"));
+  // By id, as images answers it.
+  auto by_id = Mutate(
+      *root_, R"(forget_image_by_id(image_id: "127.0.0.1:5000/lab/app:2@x86_64") { ok msg })");
+  EXPECT_EQ(by_id["ok"], true) << by_id.dump();
+  EXPECT_THAT(
+      Gql(*root_, R"(mutation { forget_image_by_id(image_id: "no-at-sign") { ok } })").dump(),
+      HasSubstr("No such image"));
+  // A registry at once: only its own.
+  ASSERT_TRUE(registries.PutImage(other).ok());
+  RegistryImage again = other;
+  again.canonical = "127.0.0.1:5000/lab/app:3";
+  again.registry = "127.0.0.1:5000";
+  ASSERT_TRUE(registries.PutImage(again).ok());
+  EXPECT_EQ(Mutate(*root_, R"(clear_images(registry: "127.0.0.1:5000") { ok msg })")["ok"], true);
+  auto left = registries.Images();
+  ASSERT_TRUE(left.ok());
+  ASSERT_EQ(left->size(), 1u);
+  EXPECT_EQ(left->front().canonical, "cr.example.com/lab/tool:9");
+  EXPECT_EQ(Mutate(*dave_, R"(clear_images(registry: "cr.example.com") { ok msg })")["ok"], false);
+}
+
+// A domain's allowed_docker_registries (24.09's check at session creation): a registry image
+// from a registry the list leaves out is refused as "unknown alias or disallowed registry";
+// host and imported images always pass; an empty list (bai's default) allows any registry.
+TEST_F(AdminTest, ADomainsAllowedRegistriesBoundItsSessionsImages) {
+  RegistryStore registries(manager_->store().db());
+  for (char const* canonical : {"127.0.0.1:5000/lab/app:1", "cr.example.com/lab/tool:9"}) {
+    RegistryImage found;
+    found.canonical = canonical;
+    found.architecture = "x86_64";
+    found.registry = std::string(canonical).substr(0, std::string(canonical).find('/'));
+    found.name = "x";
+    found.tag = "1";
+    ASSERT_TRUE(registries.PutImage(found).ok());
+  }
+  struct Answer {
+    int status = 0;
+    std::string body;
+  };
+  auto create = [&](std::string const& name, std::string const& image) {
+    ApiRequest session("POST", "/session");
+    session.body = json{{"name", name}, {"image", image}, {"enqueueOnly", true}}.dump();
+    auto r = alice_->Send(session);
+    EXPECT_TRUE(r.ok());
+    return r.ok() ? Answer{r->status, r->body} : Answer{};
+  };
+  // Empty: any registry.
+  EXPECT_EQ(create("any-registry", "cr.example.com/lab/tool:9").status / 100, 2);
+  EXPECT_EQ(Mutate(*root_, R"(modify_domain(name: "default",
+                props: {allowed_docker_registries: ["cr.example.com"]}) { ok msg })")["ok"],
+            true);
+  auto refused = create("local-reg", "127.0.0.1:5000/lab/app:1");
+  EXPECT_EQ(refused.status, 404) << refused.body;
+  EXPECT_THAT(refused.body, HasSubstr("unknown alias or disallowed registry"));
+  EXPECT_THAT(refused.body, HasSubstr("not from 127.0.0.1:5000"));
+  EXPECT_EQ(create("allowed", "cr.example.com/lab/tool:9").status / 100, 2);
+  EXPECT_EQ(create("host", "python").status / 100, 2) << "a host image is no registry's";
+  // The pure rule, with Docker Hub's short names.
+  EXPECT_FALSE(CheckRegistryAllowed("lab/app", {"cr.example.com"}, "d").ok());
+  EXPECT_TRUE(CheckRegistryAllowed("lab/app", {"index.docker.io"}, "d").ok());
+  EXPECT_TRUE(CheckRegistryAllowed("lab-app:1", {"cr.example.com"}, "d").ok());
+}
+
 }  // namespace
 }  // namespace bai::manager

@@ -8,10 +8,13 @@
 #include <nlohmann/json.hpp>
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 namespace bai::server::oci {
 
@@ -338,7 +341,21 @@ Status RegistryClient::DownloadBlob(std::string const& repository, Descriptor co
                                     std::function<void(std::int64_t)> const& progress) {
   namespace fs = std::filesystem;
   Status last;
-  for (int attempt = 0; attempt < std::max(1, endpoint_.blob_attempts); ++attempt) {
+  // Attempts that brought no byte, in a row: a registry that restarts (or a link that drops)
+  // is waited for with growing pauses (1, 2, 4, 8 s…, never past the stall timeout since the
+  // last byte); an attempt that brought bytes starts the count again.
+  int fruitless = 0;
+  auto last_byte = std::chrono::steady_clock::now();
+  std::int64_t best = -1;
+  for (;;) {
+    if (best >= 0) {
+      if (++fruitless >= std::max(1, endpoint_.blob_attempts)) return last;
+      auto pause = std::chrono::seconds(std::min(16, 1 << std::min(fruitless - 1, 4)));
+      if (std::chrono::steady_clock::now() + pause - last_byte > endpoint_.stall_timeout) {
+        return last;
+      }
+      std::this_thread::sleep_for(pause);
+    }
     // What an earlier attempt (or an earlier pull) left is kept and hashed; the rest is asked
     // for with Range.
     std::error_code ec;
@@ -370,6 +387,11 @@ Status RegistryClient::DownloadBlob(std::string const& repository, Descriptor co
                       have};
       auto r = Get(request);
       bool flushed = std::fclose(out) == 0;
+      if (held > best) {
+        if (best >= 0) fruitless = 0;
+        best = held;
+        last_byte = std::chrono::steady_clock::now();
+      }
       if (held > blob.size) {
         fs::remove(path, ec);
         return Status(StatusCode::kDataLoss, "blob " + blob.digest + " is larger than the " +
@@ -383,7 +405,9 @@ Status RegistryClient::DownloadBlob(std::string const& repository, Descriptor co
         continue;
       }
       if (r.ok() && r->status != 200 && r->status != 206) {
-        return HttpProblem(r->status, "blob " + blob.digest, r->body);
+        last = HttpProblem(r->status, "blob " + blob.digest, r->body);
+        if (r->status >= 500) continue;  // a registry starting again: waited for as a break
+        return last;
       }
       if (!r.ok()) {
         last = r.status();

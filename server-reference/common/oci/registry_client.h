@@ -30,8 +30,11 @@ struct RegistryEndpoint {
   bool ssl_verify = true;
   /// A transfer that moves no byte for this long fails (and a blob download resumes).
   std::chrono::seconds stall_timeout{300};
-  /// Attempts of one blob download that keeps breaking off (each resumes where it stopped).
-  int blob_attempts = 5;
+  /// Attempts in a row that bring no byte before a blob download gives up; each resumes where
+  /// the last stopped, after a pause of 1, 2, 4, 8, 16 s (a registry restarting is waited for
+  /// about half a minute, never past stall_timeout since the last byte). An attempt that
+  /// brings bytes starts the count again.
+  int blob_attempts = 6;
   /// Entries asked for per page of a listing (`n`).
   int page_size = 100;
 };

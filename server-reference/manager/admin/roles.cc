@@ -66,6 +66,10 @@ constexpr std::array kRules{
     Rule{"alias_image", false},
     Rule{"dealias_image", false},
     Rule{"rescan_images", false},
+    // 24.09 lets users forget their own customized images; bai has none, so superadmins only.
+    Rule{"forget_image", false},
+    Rule{"forget_image_by_id", false},
+    Rule{"clear_images", false},
     Rule{"purge_images", false, true},
     Rule{"create_container_registry", false, true},
     Rule{"modify_container_registry", false, true},

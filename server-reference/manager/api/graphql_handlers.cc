@@ -225,6 +225,8 @@ class Resolver {
     if (auto admin = ResolveAdminField(who_, store_.db(), f)) return *std::move(admin);
     if (f.name == "rescan_images") return RescanImages(f);
     if (f.name == "purge_images") return PurgeImages(f);
+    if (f.name == "forget_image" || f.name == "forget_image_by_id") return ForgetImage(f);
+    if (f.name == "clear_images") return ClearImages(f);
     if (f.name == "compute_session") return ComputeSession(f);
     if (f.name == "compute_session_list") return ComputeSessionList(f);
     if (f.name == "compute_container") return ComputeContainer(f);
@@ -954,6 +956,54 @@ class Resolver {
     }
     if (!task.ok()) return task.status();
     return json{{"ok", true}, {"msg", ""}, {"task_id", *task}};
+  }
+
+  // forget_image(reference, architecture), forget_image_by_id(image_id): a registry image a
+  // rescan found leaves the manager's list (and the superadmin's aliases of it); what agents
+  // hold stays. An image id is bai's "[REGISTRY/]NAME:TAG@ARCHITECTURE". An agent's own image
+  // (host, imported) is no row to forget: the answer says where it goes.
+  StatusOr<json> ForgetImage(PlannedField const& f) {
+    std::string reference, arch = ArgString(f, "architecture");
+    if (f.name == "forget_image_by_id") {
+      std::string id = ArgString(f, "image_id");
+      auto at = id.rfind('@');
+      if (at == std::string::npos || at == 0) {
+        return Status(StatusCode::kNotFound, "No such image: " + id);
+      }
+      reference = id.substr(0, at);
+      arch = id.substr(at + 1);
+    } else {
+      reference = ArgString(f, "reference");
+    }
+    if (arch.empty()) arch = "x86_64";
+    auto target = ImageStore(store_.db()).Resolve(reference);
+    if (!target.ok()) return target.status();
+    RegistryStore registries(store_.db());
+    auto row = registries.FindImage(*target, arch);
+    if (!row.ok()) return row.status();
+    if (!*row) {
+      if (ImageStore(store_.db()).CheckKnown(*target).ok() &&
+          CanonicalImage(*target).find('/') == std::string::npos) {
+        return json{
+            {"ok", false},
+            {"msg", reference + " is an agent's own image (host or imported), not a registry's: "
+                                "remove it on its agents (bai-agent image rm, or purge_images)"},
+            {"image", nullptr}};
+      }
+      return Status(StatusCode::kNotFound,
+                    "Unknown image reference: " + reference + " (" + arch + ")");
+    }
+    json image = ImageObject(ImageOf((*row)->canonical, {}, arch), &**row);
+    auto gone = registries.ForgetImage((*row)->canonical, arch);
+    if (!gone.ok()) return gone.status();
+    return json{{"ok", true}, {"msg", ""}, {"image", image}};
+  }
+
+  // clear_images(registry): every image a rescan found in that registry.
+  StatusOr<json> ClearImages(PlannedField const& f) {
+    auto n = RegistryStore(store_.db()).ClearImages(ArgString(f, "registry"));
+    if (!n.ok()) return n.status();
+    return json{{"ok", true}, {"msg", ""}};
   }
 
   // purge_images(keys, options): a background task per call, one unit per agent. Images in use

@@ -17,6 +17,7 @@
 #include "server-reference/manager/scheduler/devices.h"
 #include "server-reference/manager/scheduler/scheduling.h"
 #include "server-reference/manager/state/bootstrap.h"
+#include "server-reference/manager/state/domains.h"
 #include "server-reference/manager/state/images.h"
 #include "server-reference/manager/state/registries.h"
 #include "server-reference/manager/state/sessions.h"
@@ -463,6 +464,16 @@ struct SessionRoutes {
       return CreatedResponse(old, std::string(protocol::ToString(old.status)), false);
     }
     if (auto st = images.CheckKnown(s.image); !st.ok()) return ProblemResponse(st);
+    // The domain's allowed_docker_registries (24.09's check; an empty list allows any).
+    auto domain = DomainStore(ctx.store.db()).Get(s.domain_name);
+    if (!domain.ok()) return ProblemResponse(domain.status());
+    if (*domain) {
+      if (auto st =
+              CheckRegistryAllowed(s.image, (*domain)->allowed_docker_registries, s.domain_name);
+          !st.ok()) {
+        return ProblemResponse(st);
+      }
+    }
     // A registry image's minimum resources (ai.backend.resource.min.*), as 24.09.
     if (auto scanned = RegistryStore(ctx.store.db()).FindImage(s.image, s.architecture);
         scanned.ok() && *scanned) {

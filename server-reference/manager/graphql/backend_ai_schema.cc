@@ -73,11 +73,16 @@ void AddResources(Schema& s) {
       "OkMsg",
       "dealias_image(alias: String!, architecture: String = \"x86_64\"): OkMsg",
       "rescan_images(registry: String): RescanImages",
+      "forget_image(reference: String!, architecture: String = \"x86_64\"): ForgetImage",
+      "forget_image_by_id(image_id: String!): ForgetImage",
+      "clear_images(registry: String): OkMsg",
       // 25.4's (keys and options as 25.6 has them).
       "purge_images(keys: [PurgeImagesKey]!, options: PurgeImagesOptions): PurgeImagesPayload",
   };
   s.Object("OkMsg", {"ok: Boolean", "msg: String"});
   s.Object("RescanImages", {"ok: Boolean", "msg: String", "task_id: UUID"});
+  // 24.09's `image` is an ImageNode; bai answers its Image.
+  s.Object("ForgetImage", {"ok: Boolean", "msg: String", "image: Image"});
   s.Input("ImageRefType", {"name: String!", "registry: String", "architecture: String"});
   s.Input("PurgeImagesKey", {"agent_id: String!", "images: [ImageRefType]!"});
   s.Input("PurgeImagesOptions", {"force: Boolean", "noprune: Boolean"});

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <regex>
+#include <set>
 
 namespace bai::manager {
 
@@ -68,6 +69,19 @@ std::string CanonicalImage(std::string const& reference) {
   if (reference.find('/') == std::string::npos) return reference;
   auto ref = server::oci::ParseImageReference(reference);
   return ref.ok() ? ref->Canonical() : reference;
+}
+
+Status CheckRegistryAllowed(std::string const& reference, std::vector<std::string> const& allowed,
+                            std::string const& domain) {
+  std::string canonical = CanonicalImage(reference);
+  auto slash = canonical.find('/');
+  if (slash == std::string::npos || allowed.empty()) return Status();
+  std::string registry = canonical.substr(0, slash);
+  if (std::find(allowed.begin(), allowed.end(), registry) != allowed.end()) return Status();
+  return protocol::MakeProblemStatus(protocol::ProblemType::kObjectNotFound,
+                                     "unknown alias or disallowed registry: domain " + domain +
+                                         " allows images from " + nlohmann::json(allowed).dump() +
+                                         ", not from " + registry);
 }
 
 Status ValidateRegistry(ContainerRegistry const& r) {
@@ -314,12 +328,40 @@ StatusOr<std::optional<ContainerRegistry>> RegistryStore::SourceOf(std::string c
   return std::optional<ContainerRegistry>(rows->front());
 }
 
+// The superadmin's aliases of images `gone` (canonical name, architecture) go with them; an
+// alias may name its target in any form (CanonicalImage says which image that is).
+Status RegistryStore::DropAliasesOf(std::set<std::pair<std::string, std::string>> const& gone) {
+  auto rows = db_.Query("SELECT alias, target, architecture FROM image_aliases");
+  if (!rows.ok()) return rows.status();
+  for (auto const& r : *rows) {
+    if (!gone.count({CanonicalImage(r.Text(1)), r.Text(2)})) continue;
+    if (auto n = db_.Exec("DELETE FROM image_aliases WHERE alias = ?", {r.Text(0)}); !n.ok()) {
+      return n.status();
+    }
+  }
+  return Status();
+}
+
 StatusOr<bool> RegistryStore::ForgetImage(std::string const& canonical,
                                           std::string const& architecture) {
   auto n = db_.Exec("DELETE FROM registry_images WHERE canonical = ? AND architecture = ?",
                     {canonical, architecture});
   if (!n.ok()) return n.status();
-  return *n > 0;
+  if (*n == 0) return false;
+  if (auto st = DropAliasesOf({{canonical, architecture}}); !st.ok()) return st;
+  return true;
+}
+
+StatusOr<std::int64_t> RegistryStore::ClearImages(std::string const& registry) {
+  auto rows = db_.Query("SELECT canonical, architecture FROM registry_images WHERE registry = ?",
+                        {registry});
+  if (!rows.ok()) return rows.status();
+  std::set<std::pair<std::string, std::string>> gone;
+  for (auto const& r : *rows) gone.insert({r.Text(0), r.Text(1)});
+  auto n = db_.Exec("DELETE FROM registry_images WHERE registry = ?", {registry});
+  if (!n.ok()) return n.status();
+  if (auto st = DropAliasesOf(gone); !st.ok()) return st;
+  return *n;
 }
 
 }  // namespace bai::manager

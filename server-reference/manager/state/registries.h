@@ -14,7 +14,9 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace bai::manager {
@@ -61,6 +63,15 @@ Status ApplyImageMinimum(std::map<std::string, std::string> const& labels,
 /// "index.docker.io/lab/app:latest"); a local name, or text that is no reference, as given.
 std::string CanonicalImage(std::string const& reference);
 
+/// A domain's `allowed_docker_registries` (24.09's rule in registry.py, with bai's reading of an
+/// empty list): a reference naming a registry (`REGISTRY/…`, after CanonicalImage) must be
+/// from one the list names; a local name (a host or imported image) always passes, and so does
+/// any registry while the list is empty (24.09 allows none then; bai has no install step that
+/// seeds the list, see docs/conformance.md). Refused as 24.09: kObjectNotFound, "unknown alias
+/// or disallowed registry", naming the registry and the domain. Pure.
+Status CheckRegistryAllowed(std::string const& reference, std::vector<std::string> const& allowed,
+                            std::string const& domain);
+
 /// Refused (kInvalidArgument naming the field): a URL that is not http(s)://HOST[:PORT], an
 /// unknown type, a name or project with characters a canonical name cannot hold.
 Status ValidateRegistry(ContainerRegistry const& r);
@@ -98,10 +109,15 @@ class RegistryStore {
   /// holds the repository, else the first), when the manager knows one: what a kernel's
   /// creation carries to the agent, with the digest the last rescan found.
   StatusOr<std::optional<ContainerRegistry>> SourceOf(std::string const& reference);
-  /// forget_image: whether there was such a row.
+  /// forget_image: whether there was such a row; the superadmin's aliases of it go with it.
   StatusOr<bool> ForgetImage(std::string const& canonical, std::string const& architecture);
+  /// clear_images: every image a rescan found in `registry` (a registry name), and the aliases
+  /// of them; how many there were.
+  StatusOr<std::int64_t> ClearImages(std::string const& registry);
 
  private:
+  Status DropAliasesOf(std::set<std::pair<std::string, std::string>> const& gone);
+
   server::Database& db_;
 };
 
