@@ -9,7 +9,7 @@ export CCACHE_BASEDIR ?= $(CURDIR)
 export CCACHE_NOHASHDIR ?= true
 export CCACHE_MAXSIZE ?= 12G
 
-.PHONY: all deps build test check-asan check-tsan format format-check bench tidy fuzz up up-cluster bench-scale clean
+.PHONY: all deps build deb install test check-asan check-tsan format format-check bench tidy fuzz up up-cluster bench-scale clean
 
 all: build
 
@@ -21,6 +21,15 @@ build/build.ninja:
 
 build: deps build/build.ninja
 	cmake --build build -j $(JOBS)
+
+# Everything under a prefix (docs/operations.md): daemons, runner, shim, console, units, configs.
+PREFIX ?= /usr/local
+install: build
+	cmake --install build --prefix $(PREFIX)
+
+# Debian packages of the tree (cmake/BaiDeb.cmake: CPack's DEB generator): build/deb/*.deb.
+deb: build
+	cd build && rm -rf deb && cpack -G DEB
 
 # A test that hangs fails after CTEST_TIMEOUT seconds, named, instead of eating CI's 90 minutes.
 CTEST_TIMEOUT ?= 600

@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
@@ -152,10 +153,17 @@ Status DecideRunc(AgentFlags const& f, AgentConfig& c) {
 
 }  // namespace
 
+#ifndef BAI_BIN_TO_LIBDIR
+#define BAI_BIN_TO_LIBDIR "../lib"
+#endif
+
 void AddAgentFlags(CLI::App& app, AgentFlags& f, std::string const& self_dir) {
   f.runc.runner_path = self_dir + "/bai-kernel-runner";
   f.runc.hook_path = self_dir + "/bai-agent";
-  f.shim_path = self_dir + "/../lib/libbai-gpushim.so";
+  // Installed: LIBDIR/bai beside BINDIR (cmake/BaiInstall.cmake); in a build tree: build/lib.
+  f.shim_path = self_dir + "/" BAI_BIN_TO_LIBDIR "/bai/libbai-gpushim.so";
+  if (::access(f.shim_path.c_str(), R_OK) != 0)
+    f.shim_path = self_dir + "/../lib/libbai-gpushim.so";
   // /etc/bai/agent.toml (docs/operations.md): the options by their long names; flags win.
   app.set_config("--config", "", "TOML file of these options by their long names");
   app.allow_config_extras(false);  // a misspelt key is an error, not ignored
@@ -163,7 +171,13 @@ void AddAgentFlags(CLI::App& app, AgentFlags& f, std::string const& self_dir) {
                  "Manager URL (http://HOST:PORT), or several separated by commas: the agent "
                  "links to each and goes on through the others when one dies")
       ->envname("BAI_MANAGER");
-  app.add_option("--id", f.agent.agent_id, "Agent id (unique in the cluster)")->required();
+  // Backend.AI's default: "i-" and the host's name.
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) == 0 && host[0] != '\0') {
+    f.agent.agent_id = std::string("i-") + host;
+  }
+  app.add_option("--id", f.agent.agent_id,
+                 "Agent id, unique in the cluster (default: i-HOSTNAME, as Backend.AI's)");
   app.add_option("--cluster-secret-file", f.secret_file, "The manager's cluster-secret file")
       ->required()
       ->check(CLI::ExistingFile);
@@ -198,7 +212,9 @@ void AddAgentFlags(CLI::App& app, AgentFlags& f, std::string const& self_dir) {
                  "Charged to a container's GPU memory per CUDA context (e.g. 512m)");
   app.add_option("--gpu-period", f.runc.gpu_sharing.period_ms,
                  "timeslice: the period of time quanta, ms");
-  app.add_option("--gpu-shim", f.shim_path, "libbai-gpushim.so (default: ../lib beside bai-agent)");
+  app.add_option(
+      "--gpu-shim", f.shim_path,
+      "libbai-gpushim.so (default: LIBDIR/bai where installed, else ../lib beside bai-agent)");
   app.add_option("--gpu-reconcile", f.reconcile,
                  "Compare GPU ledgers with NVML's per-process usage: enforce (memory the shim "
                  "did not see counts against the cap), report (gpu-usage.json and the log "

@@ -15,8 +15,13 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <iostream>
 #include <sstream>
+
+#ifndef BAI_BIN_TO_DATADIR
+#define BAI_BIN_TO_DATADIR "../share"
+#endif
 
 namespace {
 
@@ -32,6 +37,19 @@ std::vector<std::string> SplitList(std::string const& text) {
     if (!item.empty()) out.push_back(item);
   }
   return out;
+}
+
+// The console beside the binary: DATADIR/bai/console where installed (cmake/BaiInstall.cmake),
+// build/console in a build tree; "" when neither holds one (the webserver says how to build it).
+std::string DefaultStaticDir() {
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  std::string self = exe.parent_path().string();
+  for (std::string dir : {self + "/" BAI_BIN_TO_DATADIR "/bai/console", self + "/../console"}) {
+    if (::access((dir + "/index.html").c_str(), R_OK) == 0) return dir;
+  }
+  return "";
 }
 
 }  // namespace
@@ -51,7 +69,9 @@ int main(int argc, char** argv) {
   app.add_option("--database", database,
                  "postgresql://USER@HOST:PORT/DB or a SQLite file: the managers' database")
       ->envname("BAI_DATABASE");
-  app.add_option("--static-dir", static_dir, "The built console (build/console)");
+  app.add_option("--static-dir", static_dir,
+                 "The built console (default: DATADIR/bai/console where installed, else "
+                 "build/console beside build/bin)");
   app.add_option("--domain", options.domain, "The domain users sign in to (default 'default')");
   app.add_option("--login-days", login_days, "Days a login lasts (default 7)")
       ->check(CLI::Range(1, 365));
@@ -89,6 +109,7 @@ int main(int argc, char** argv) {
   options.address = where->host;
   options.port = where->port;
   options.managers = SplitList(managers);
+  if (static_dir.empty()) static_dir = DefaultStaticDir();
   options.static_dir = static_dir;
   options.storage_urls = SplitList(storage_urls);
   if (app_ports == "0") {

@@ -463,6 +463,26 @@ def main():
     rc, _, out, err = bai(build, "admin", "image", "purge", "no-agent", "python", check_json=False)
     check("admin image purge on 23.09.11: names the release that has purge_images, exit 1",
           rc == 1 and "25.4" in err, out + err)
+    # forget_image and clear_images (an unknown image: the server's error; an unknown
+    # registry: nothing to clear), and a domain's allowed_docker_registries set and reset.
+    rc, _, out, err = bai(build, "admin", "image", "forget", "nowhere.example/x:1", check_json=False)
+    check("admin image forget of an unknown image: the server's error, exit 1",
+          rc == 1 and "nowhere.example/x:1" in err, out + err)
+    rc, _, out, err = bai(build, "admin", "image", "clear", "nowhere.example", check_json=False)
+    check("admin image clear of a registry without images: done",
+          rc == 0 and len(gql(build, "{ images { name } }").get("images") or []) == len(theirs),
+          out + err)
+    rc, _, out, err = bai(build, "admin", "domain", "update", "default",
+                          "--allowed-docker-registries", "cr.backend.ai,registry.lab:5000")
+    now = gql(build, '{ domain(name: "default") { allowed_docker_registries } }').get("domain") or {}
+    check("admin domain update --allowed-docker-registries: the server has them",
+          rc == 0 and now.get("allowed_docker_registries") == ["cr.backend.ai", "registry.lab:5000"],
+          out + err + str(now))
+    rc, _, out, err = bai(build, "admin", "domain", "update", "default",
+                          "--allowed-docker-registries", "cr.backend.ai")
+    now = gql(build, '{ domain(name: "default") { allowed_docker_registries } }').get("domain") or {}
+    check("admin domain update: set back", rc == 0 and now.get("allowed_docker_registries") == ["cr.backend.ai"],
+          out + err + str(now))
     rc, _, out, err = bai(build, "admin", "user", "rm", "--purge", email)
     gone = gql(build, '{ user(email: "%s") { email } }' % email).get("user")
     check("admin user rm --purge: gone from the server", rc == 0 and not gone, out + err)
