@@ -80,4 +80,31 @@ std::string HumanBytes(double bytes) {
   return out;
 }
 
+std::string HumanSlotAmount(std::string const& slot, protocol::Decimal const& amount) {
+  if (amount.is_unlimited() || protocol::KnownSlotType(slot) != protocol::SlotType::kBytes) {
+    return amount.ToString();
+  }
+  static char const kUnits[] = {'K', 'M', 'G', 'T', 'P'};
+  double value = amount.ToDouble();
+  int unit = -1;
+  while (value >= 1024 && unit < 4) {
+    value /= 1024;
+    ++unit;
+  }
+  if (unit < 0) return amount.ToString();
+  char out[32];
+  std::snprintf(out, sizeof out, "%.2f", value);
+  std::string text = out;
+  while (text.back() == '0') text.pop_back();
+  if (text.back() == '.') text.pop_back();
+  return text + kUnits[unit];
+}
+
+std::string HumanSlots(protocol::ResourceSlots const& slots) {
+  std::string out;
+  for (auto const& [k, v] : slots)
+    out += (out.empty() ? "" : " ") + k + "=" + HumanSlotAmount(k, v);
+  return out.empty() ? "-" : out;
+}
+
 }  // namespace bai::cli

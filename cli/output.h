@@ -3,6 +3,8 @@
 // How every command prints: tables (or CSV under -o csv), JSON documents with their exit code,
 // the quiet "done" of a command that changed something, and numbers as people read them.
 
+#include "bai/protocol/resource.h"
+
 #include "cli/context.h"
 
 #include <nlohmann/json.hpp>
@@ -27,6 +29,13 @@ std::string YesNo(bool b);
 
 /// "1.5 MiB": a byte count as people read it.
 std::string HumanBytes(double bytes);
+
+/// A slot amount as people read it: a bytes slot (mem, cuda.mem, … by KnownSlotType) in the
+/// binary units `-r` takes ("1G", "1.5G", "512M", "100"; at most two decimals, so not always
+/// exact: `-o json` has the exact numbers), any other as it is ("2", "0.5").
+std::string HumanSlotAmount(std::string const& slot, protocol::Decimal const& amount);
+/// "cpu=2 mem=1G cuda.shares=0.5"; "-" when empty.
+std::string HumanSlots(protocol::ResourceSlots const& slots);
 /// "1h02m", "3m05s", "42s": a time left.
 std::string HumanSeconds(double seconds);
 

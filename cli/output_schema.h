@@ -54,6 +54,9 @@ inline constexpr Field kSessionDetail[] = {
     // tmp_bytes}.
     {"network", "string?"},
     {"scratch", "object?"},
+    // What it uses now while RUNNING (null otherwise, or when nothing was reported): {cpu_pct,
+    // mem_bytes, mem_limit_bytes, gpu_mem_bytes}; `ps --usage` items carry the same.
+    {"use", "object?"},
 };
 
 /// A `session events` line (NDJSON): the event, the session named as everywhere, why and its

@@ -73,7 +73,9 @@ StatusOr<std::vector<SessionListItem>> SessionPages::Next() {
                       "$order: String, $ak: String) { compute_session_list(limit: $limit, "
                       "offset: $offset, status: $status, filter: $filter, order: $order, "
                       "access_key: $ak) { total_count items { ") +
-                  protocol::kSessionListItemFields + " } } }";
+                  protocol::kSessionListItemFields +
+                  (options_.with_usage ? std::string(" ") + protocol::kSessionUseFields : "") +
+                  " } } }";
   request.variables_json = vars.dump();
   auto data = RunGraphql(client_, request);
   if (!data.ok()) return std::move(data).status();

@@ -76,7 +76,9 @@ std::string SlotsWords(std::string const& text) {
   if (!j || !j->is_object() || j->empty()) return "-";
   std::string out;
   for (auto const& [k, v] : j->items()) {
-    out += (out.empty() ? "" : " ") + k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
+    std::string raw = v.is_string() ? v.get<std::string>() : v.dump();
+    auto amount = protocol::Decimal::Parse(raw);
+    out += (out.empty() ? "" : " ") + k + "=" + (amount.ok() ? HumanSlotAmount(k, *amount) : raw);
   }
   return out;
 }

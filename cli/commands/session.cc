@@ -23,12 +23,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string SlotText(protocol::ResourceSlots const& slots) {
-  std::string out;
-  for (auto const& [k, v] : slots) out += (out.empty() ? "" : " ") + k + "=" + v.ToString();
-  return out;
-}
-
 // A minilang string literal.
 std::string Quoted(std::string const& s) {
   std::string out = "\"";
@@ -86,6 +80,7 @@ int RunList(ListOptions const& options, Context& ctx) {
   list.page_size = 1000;  // the server's largest page: one request for most lists
   if (options.limit) list.limit = *options.limit;
   if (!options.access_key.empty()) list.access_key = options.access_key;
+  list.with_usage = options.usage;
   auto client = ctx.MakeClient();
   if (!client.ok()) return ReportError(ctx, client.status());
   auto pages = SessionClient(*client).List(list);
@@ -97,7 +92,11 @@ int RunList(ListOptions const& options, Context& ctx) {
   }
   if (ctx.json()) {
     json out = json::array();
-    for (auto const& s : items) out.push_back(ItemJson(s));
+    for (auto const& s : items) {
+      json item = ItemJson(s);
+      if (options.usage) item["use"] = UseJson(s.use);
+      out.push_back(std::move(item));
+    }
     ctx.out() << json{{"items", std::move(out)},
                       {"total_count", pages.total_count()},
                       {"exit_code", 0}}
@@ -107,12 +106,14 @@ int RunList(ListOptions const& options, Context& ctx) {
   }
   std::vector<std::vector<std::string>> rows{
       {"NAME", "ID", "STATUS", "TYPE", "IMAGE", "CREATED", "RESOURCES", "INFO"}};
+  if (options.usage) rows[0].insert(rows[0].begin() + 7, "USE");
   for (auto const& s : items) {
     std::string type = s.type;
     std::transform(type.begin(), type.end(), type.begin(), ::tolower);
     rows.push_back({s.name, s.id.substr(0, 8), s.status.text, type, s.image,
-                    s.created_at.substr(0, 19), SlotText(s.requested.value_or(s.occupied)),
+                    s.created_at.substr(0, 19), HumanSlots(s.requested.value_or(s.occupied)),
                     s.exit_code ? "exit " + std::to_string(*s.exit_code) : s.status_info});
+    if (options.usage) rows.back().insert(rows.back().begin() + 7, UseText(s.use));
   }
   if (items.empty()) {
     if (ctx.stdout_tty()) ctx.err() << "no sessions\n";
@@ -291,13 +292,29 @@ int RunRm(std::vector<std::string> const& sessions, bool forced, Context& ctx) {
   return code;
 }
 
+// What a running session uses now: its list row with its kernels' live_stat (nothing when the
+// manager has none, or is one whose list cannot say).
+std::optional<protocol::SessionUse> CurrentUse(Client const& client, SessionInfo const& info) {
+  if (info.status.text != "RUNNING") return std::nullopt;
+  SessionListOptions list;
+  list.filter = "id == " + Quoted(info.id);
+  list.limit = 1;
+  list.with_usage = true;
+  SessionPages pages(client, list);
+  auto page = pages.Next();
+  if (!page.ok() || page->empty()) return std::nullopt;
+  return page->front().use;
+}
+
 int RunSessionInfo(std::string const& session, Context& ctx) {
   auto client = ctx.MakeClient();
   if (!client.ok()) return ReportError(ctx, client.status());
   auto info = SessionClient(*client).Info(session);
   if (!info.ok()) return ReportError(ctx, info.status());
+  auto use = CurrentUse(*client, *info);
   if (ctx.json()) {
     json j = InfoJson(*info);
+    j["use"] = UseJson(use);
     j["exit_code"] = 0;
     ctx.out() << j.dump() << "\n";
     return 0;
@@ -311,12 +328,13 @@ int RunSessionInfo(std::string const& session, Context& ctx) {
   row("status info", info->status_info);
   row("type", info->type);
   row("image", info->image);
-  row("resources", SlotText(info->requested));
+  row("resources", HumanSlots(info->requested));
+  if (info->status.text == "RUNNING") row("use", UseText(use));
   row("agent", info->agent_id.value_or(""));
   std::string devices;
   for (auto const& d : info->attached_devices) {
-    devices +=
-        (devices.empty() ? "" : ", ") + d.device_id + " " + d.slot + "=" + d.amount.ToString();
+    devices += (devices.empty() ? "" : ", ") + d.device_id + " " + d.slot + "=" +
+               HumanSlotAmount(d.slot, d.amount);
   }
   row("devices", devices);
   if (info->kernel_setup) {
@@ -545,6 +563,9 @@ void AddList(CommandSet& set, CLI::App& parent, std::string const& name,
   ls->add_option("--order", o.order, "Order: -created_at, +name, … (default: newest first)");
   ls->add_option("--limit", o.limit, "At most this many")->check(CLI::PositiveNumber);
   ls->add_option("--access-key", o.access_key, "Admins: another keypair's sessions");
+  ls->add_flag("-u,--usage", o.usage,
+               "What each uses now (CPU over the last interval, memory of its limit, GPU "
+               "memory) beside what it asked for");
   set.OnRun(ls, [&o, &ctx = set.ctx()] { return RunList(o, ctx); });
 }
 

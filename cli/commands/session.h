@@ -106,6 +106,7 @@ struct ListOptions {
   std::string order;
   std::optional<long long> limit;
   std::string access_key;  ///< admins: another keypair's sessions
+  bool usage = false;      ///< what each uses now beside what it asked for
 };
 /// `bai session ls` (alias `bai ps`): a table, or every page as JSON.
 int RunList(ListOptions const& options, Context& ctx);

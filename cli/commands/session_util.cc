@@ -4,6 +4,7 @@
 #include "bai/protocol/session_wire.h"
 
 #include "cli/exit_codes.h"
+#include "cli/output.h"
 
 #include <nlohmann/json.hpp>
 #include <signal.h>
@@ -217,6 +218,35 @@ FollowedJob FollowToEnd(SessionClient const& sessions, std::string const& id,
   if (logs.ok()) PrintOutputFrom(*logs, offset, print);
   out.end = *end;
   return out;
+}
+
+std::string UseText(std::optional<protocol::SessionUse> const& use) {
+  if (!use) return "-";
+  std::string out;
+  auto add = [&](std::string const& part) { out += (out.empty() ? "" : " ") + part; };
+  if (use->cpu_pct) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f%%", *use->cpu_pct);
+    add(std::string("cpu=") + buf);
+  }
+  auto bytes = [](std::int64_t n) {
+    return HumanSlotAmount("mem", protocol::Decimal::FromInteger(n));
+  };
+  if (use->mem_bytes) {
+    add("mem=" + bytes(*use->mem_bytes) +
+        (use->mem_limit_bytes ? "/" + bytes(*use->mem_limit_bytes) : ""));
+  }
+  if (use->gpu_mem_bytes) add("cuda.mem=" + bytes(*use->gpu_mem_bytes));
+  return out.empty() ? "-" : out;
+}
+
+nlohmann::json UseJson(std::optional<protocol::SessionUse> const& use) {
+  if (!use) return nullptr;
+  auto opt = [](auto const& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  return {{"cpu_pct", opt(use->cpu_pct)},
+          {"mem_bytes", opt(use->mem_bytes)},
+          {"mem_limit_bytes", opt(use->mem_limit_bytes)},
+          {"gpu_mem_bytes", opt(use->gpu_mem_bytes)}};
 }
 
 }  // namespace bai::cli

@@ -72,4 +72,9 @@ FollowedJob FollowToEnd(SessionClient const& sessions, std::string const& id,
                         std::function<void(std::string const&, std::string const&)> const& print,
                         std::int64_t offset = 0);
 
+/// What a session uses now as people read it: "cpu=37.5% mem=1.2G/4G cuda.mem=2G" ("-" when
+/// nothing was reported); and as -o json has it (exact numbers; null when nothing was).
+std::string UseText(std::optional<protocol::SessionUse> const& use);
+nlohmann::json UseJson(std::optional<protocol::SessionUse> const& use);
+
 }  // namespace bai::cli

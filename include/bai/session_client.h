@@ -108,6 +108,7 @@ struct SessionListOptions {
   std::optional<std::string> access_key;  ///< admins: another keypair's sessions
   int page_size = 100;                    ///< 1–1000
   std::optional<std::int64_t> limit;      ///< at most this many in all
+  bool with_usage = false;                ///< fill each item's `use` from its kernels' live_stat
 };
 
 /// The pages of a session list, each fetched when it is asked for (one GraphQL request).

@@ -430,6 +430,41 @@ char const kSessionListItemFields[] =
     "id name status status_info type image access_key scaling_group tag result exit_code "
     "created_at status_changed terminated_at requested_slots occupied_slots agent_ids";
 
+char const kSessionUseFields[] = "containers { live_stat }";
+
+void AddLiveStat(std::string_view text, SessionUse& use) {
+  auto j = internal::ParseJson(text);
+  if (!j || !j->is_object()) return;
+  // A figure is a decimal string (24.09) or a number.
+  auto figure = [&](char const* metric) -> std::optional<double> {
+    auto m = j->find(metric);
+    if (m == j->end() || !m->is_object()) return std::nullopt;
+    auto c = m->find("current");
+    if (c == m->end()) return std::nullopt;
+    if (c->is_number()) return c->get<double>();
+    if (!c->is_string()) return std::nullopt;
+    char* end = nullptr;
+    std::string t = c->get<std::string>();
+    double v = std::strtod(t.c_str(), &end);
+    return end != t.c_str() && *end == '\0' ? std::optional<double>(v) : std::nullopt;
+  };
+  auto add_bytes = [](std::optional<std::int64_t>& into, std::optional<double> v) {
+    if (v) into = into.value_or(0) + static_cast<std::int64_t>(*v);
+  };
+  if (auto cpu = figure("cpu_util")) use.cpu_pct = use.cpu_pct.value_or(0) + *cpu;
+  add_bytes(use.mem_bytes, figure("mem"));
+  add_bytes(use.gpu_mem_bytes, figure("cuda_mem"));
+  if (auto m = j->find("mem"); m != j->end() && m->is_object()) {
+    auto cap = m->find("capacity");
+    if (cap != m->end() && (cap->is_string() || cap->is_number())) {
+      double v = cap->is_number() ? cap->get<double>()
+                                  : std::strtod(cap->get<std::string>().c_str(), nullptr);
+      if (v > 0)
+        use.mem_limit_bytes = use.mem_limit_bytes.value_or(0) + static_cast<std::int64_t>(v);
+    }
+  }
+}
+
 StatusOr<SessionListItem> DecodeSessionListItem(std::string_view text) {
   auto j = ObjectOf(text, "session list item");
   if (!j.ok()) return std::move(j).status();
@@ -460,6 +495,18 @@ protocol::SessionListItem SessionListItemFromJson(nlohmann::json const& object) 
   if (object.contains("requested_slots")) out.requested = r.Slots("requested_slots");
   out.occupied = r.Slots("occupied_slots");
   out.agent_ids = r.List("agent_ids");
+  if (auto c = object.find("containers"); c != object.end() && c->is_array()) {
+    protocol::SessionUse use;
+    bool any = false;
+    for (auto const& k : *c) {
+      if (!k.is_object()) continue;
+      auto stat = k.find("live_stat");
+      if (stat == k.end() || stat->is_null()) continue;
+      protocol::AddLiveStat(stat->is_string() ? stat->get<std::string>() : stat->dump(), use);
+      any = true;
+    }
+    if (any) out.use = use;
+  }
   return out;
 }
 

@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The real `bai` binary, run as a process against the verifying test server.
+#include "bai/protocol/session_wire.h"
+
+#include "cli/commands/session_util.h"
+#include "cli/output.h"
 #include "tests/testing_util/subprocess.h"
 #include "tests/testing_util/test_http_server.h"
 
@@ -48,6 +52,35 @@ class CliTest : public ::testing::Test {
   }
   TempDir config_;
 };
+
+// Issue 47, 6: slot amounts as people read them (bytes slots in the units -r takes), and what
+// a session uses from its kernels' live_stat (24.09's shape, strings or numbers).
+TEST(CliHumanUnits, SlotsAndUseReadAsPeopleWriteThem) {
+  using protocol::Decimal;
+  EXPECT_EQ(cli::HumanSlotAmount("mem", Decimal::FromInteger(std::int64_t{1} << 30)), "1G");
+  EXPECT_EQ(cli::HumanSlotAmount("mem", Decimal::FromInteger(3 << 29)), "1.5G");
+  EXPECT_EQ(cli::HumanSlotAmount("mem", Decimal::FromInteger(512 << 20)), "512M");
+  EXPECT_EQ(cli::HumanSlotAmount("cuda.mem", Decimal::FromInteger(std::int64_t{80} << 30)), "80G");
+  EXPECT_EQ(cli::HumanSlotAmount("mem", Decimal::FromInteger(100)), "100");
+  EXPECT_EQ(cli::HumanSlotAmount("cpu", Decimal::FromInteger(2)), "2");
+  EXPECT_EQ(cli::HumanSlotAmount("cuda.shares", *Decimal::Parse("0.5")), "0.5");
+  EXPECT_EQ(cli::HumanSlots({{"cpu", Decimal::FromInteger(2)},
+                             {"mem", Decimal::FromInteger(std::int64_t{4} << 30)}}),
+            "cpu=2 mem=4G");
+  EXPECT_EQ(cli::HumanSlots({}), "-");
+  protocol::SessionUse use;
+  protocol::AddLiveStat(R"({"cpu_util": {"current": "37.5"}, "mem": {"current": "1610612736",
+      "capacity": "4294967296"}, "cuda_mem": {"current": 2147483648}})",
+                        use);
+  EXPECT_EQ(cli::UseText(use), "cpu=37.5% mem=1.5G/4G cuda.mem=2G");
+  protocol::AddLiveStat(R"({"mem": {"current": "536870912"}})", use);  // a second kernel
+  EXPECT_EQ(*use.mem_bytes, (std::int64_t{3} << 29) + (512 << 20));
+  protocol::SessionUse none;
+  protocol::AddLiveStat("not json", none);
+  EXPECT_FALSE(none.mem_bytes);
+  EXPECT_EQ(cli::UseText(std::nullopt), "-");
+  EXPECT_TRUE(cli::UseJson(std::nullopt).is_null());
+}
 
 TEST_F(CliTest, VersionAndJsonOutput) {
   auto r = Bai({"version"});

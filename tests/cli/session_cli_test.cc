@@ -311,6 +311,43 @@ TEST_F(SessionCliTest, InfoLogsAndRm) {
   EXPECT_EQ(Bai({"session", "info", "no-such-session"}).exit_code, 5);
 }
 
+// Issue 47, 6: `bai ps --usage` and `session info` show what a running session uses beside what
+// it asked for, in human units, and -o json the exact numbers. The dummy agent reports 32 MiB
+// and CPU time equal to wall time (one core busy); cpu_util needs two of its heartbeats.
+TEST_F(SessionCliTest, PsAndInfoShowWhatASessionUses) {
+  ASSERT_EQ(
+      Bai({"session", "create", "--name", "busy-one", "-r", "cpu=1,mem=1g", "python"}).exit_code,
+      0);
+  json use;
+  for (int i = 0; i < 300; ++i) {
+    auto listed = Bai({"-o", "json", "ps", "--usage", "--name", "busy-one"});
+    ASSERT_EQ(listed.exit_code, 0) << listed.err;
+    auto items = json::parse(listed.out)["items"];
+    ASSERT_EQ(items.size(), 1u) << listed.out;
+    use = items[0]["use"];
+    if (use.is_object() && use["cpu_pct"].is_number()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(use.is_object() && use["cpu_pct"].is_number()) << use.dump();
+  EXPECT_EQ(use["mem_bytes"], 32 << 20);
+  EXPECT_GT(use["cpu_pct"].get<double>(), 50.0) << "one core busy";
+  EXPECT_LT(use["cpu_pct"].get<double>(), 150.0);
+  auto table = Bai({"ps", "--usage", "--name", "busy-one"});
+  EXPECT_THAT(table.out, HasSubstr("USE"));
+  EXPECT_THAT(table.out, HasSubstr("cpu=1 mem=1G")) << "what it asked for, in human units";
+  EXPECT_THAT(table.out, HasSubstr("mem=32M")) << table.out;
+  EXPECT_THAT(table.out, ::testing::ContainsRegex("cpu=[0-9]+\\.[0-9]%"));
+  auto plain = Bai({"ps", "--name", "busy-one"});
+  EXPECT_THAT(plain.out, Not(HasSubstr("USE"))) << "only when asked";
+  auto info = Bai({"session", "info", "busy-one"});
+  EXPECT_THAT(info.out, ::testing::ContainsRegex("use +cpu=[0-9.]+% mem=32M")) << info.out;
+  EXPECT_THAT(info.out, HasSubstr("mem=1G"));
+  auto info_json = json::parse(Bai({"-o", "json", "session", "info", "busy-one"}).out);
+  EXPECT_EQ(info_json["use"]["mem_bytes"], 32 << 20);
+  EXPECT_EQ(info_json["requested_slots"]["mem"], std::int64_t{1} << 30) << "exact in JSON";
+  Bai({"rm", "busy-one"});
+}
+
 TEST_F(SessionCliTest, SessionVerbsAndTheirTopLevelAliasesAgree) {
   auto run = Bai({"session", "run", "--name", "noun-job", "python", "--", "sh", "-c", "exit 4"});
   EXPECT_EQ(run.exit_code, 4) << run.err;

@@ -218,6 +218,11 @@ def main():
     # destroyed.
     rc, doc, out, err = bai(build, "ps")
     check("bai ps", rc == 0, err)
+    # Issue 47, 6: the kernels' live_stat asked for beside the list (23.09's ComputeContainer has
+    # it); without an agent nothing runs, so each item's use is null.
+    rc, doc, out, err = bai(build, "ps", "--usage", "-a")
+    check("bai ps --usage: the server answers the kernels' live_stat",
+          rc == 0 and doc is not None and all("use" in i for i in doc.get("items") or []), out + err)
     env = dict(os.environ, BACKEND_ENDPOINT=ENDPOINT, BACKEND_ACCESS_KEY=ACCESS,
                BACKEND_SECRET_KEY=SECRET, BAI_CONFIG_DIR=CONFIG_DIR)
     events = subprocess.Popen([os.path.join(build, "bin", "bai"), "-o", "json", "session", "events"],

@@ -39,6 +39,18 @@ UsageRecord Record(std::string const& id, std::string const& project, std::strin
   return r;
 }
 
+// cpu_util: CPU time over wall time between two samples, in percent of one core.
+TEST(UsageCoreTest, CpuUtilIsCpuTimeOverWallTime) {
+  EXPECT_DOUBLE_EQ(*CpuUtilPercent(1000, 2500, 1000), 150.0);
+  EXPECT_DOUBLE_EQ(*CpuUtilPercent(1000, 1000, 5000), 0.0);
+  EXPECT_FALSE(CpuUtilPercent(1000, 900, 1000)) << "CPU time going back says nothing";
+  EXPECT_FALSE(CpuUtilPercent(1000, 2000, 0));
+  auto j = StatJson({1, 2, 2, 0, 0, 0, std::nullopt}, 37.25);
+  EXPECT_EQ(j["cpu_util"]["current"], "37.2");
+  EXPECT_EQ(j["cpu_util"]["unit_hint"], "percent");
+  EXPECT_FALSE(StatJson({1, 2, 2, 0, 0, 0, std::nullopt}).contains("cpu_util"));
+}
+
 TEST(UsageCoreTest, StatIn2409ShapeAndBack) {
   ap::KernelUsage u{1500, 100, 400, 1000, 7, 9, 4096};
   auto j = StatJson(u);

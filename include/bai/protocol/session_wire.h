@@ -157,6 +157,18 @@ BAI_EXPORT StatusOr<SessionInfo> DecodeSessionInfo(std::string_view json);
 /// One `ComputeSession` of the GraphQL `compute_session_list` (PROTOCOL.md §8.2), as bai reads
 /// it. The manager's schema names the fields; kSessionListItemFields is the selection that fills
 /// this struct, and the decoder reads the answer (slot maps arrive as JSON strings).
+/// What a session uses now, from its kernels' live_stat (24.09's shape; `bai ps --usage`): the
+/// figures its manager reported, summed over kernels; unset where none was.
+struct SessionUse {
+  std::optional<double> cpu_pct;  ///< percent of one core over the agent's last interval
+  std::optional<std::int64_t> mem_bytes;
+  std::optional<std::int64_t> mem_limit_bytes;
+  std::optional<std::int64_t> gpu_mem_bytes;
+};
+/// Adds one kernel's live_stat (JSON text, or its object as text) into `use`; text that is no
+/// stat adds nothing.
+BAI_EXPORT void AddLiveStat(std::string_view live_stat, SessionUse& use);
+
 struct SessionListItem {
   std::string id;
   std::string name;
@@ -175,8 +187,12 @@ struct SessionListItem {
   std::optional<ResourceSlots> requested;  ///< absent from 23.09 (its ComputeSession has none)
   ResourceSlots occupied;
   std::vector<std::string> agent_ids;
+  /// Set when the list asked for it (SessionListOptions::with_usage) and some kernel reported.
+  std::optional<SessionUse> use;
 };
 BAI_EXPORT extern char const kSessionListItemFields[];
+/// What a list asks for beside kSessionListItemFields to fill SessionListItem::use.
+BAI_EXPORT extern char const kSessionUseFields[];
 /// One item object of the list; lenient as DecodeSessionInfo.
 BAI_EXPORT StatusOr<SessionListItem> DecodeSessionListItem(std::string_view json);
 

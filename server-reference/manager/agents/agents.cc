@@ -294,8 +294,23 @@ void AgentRegistry::Handle(Connection const& c, ap::Heartbeat const& m) {
   std::optional<std::string> load;
   if (m.stats) load = ap::NodeStatsJson(*m.stats).dump();
   if (!m.usage.empty()) {
+    // cpu_util from this heartbeat's CPU time and the last one's (each manager its own).
     std::map<std::string, std::string> stats;
-    for (auto const& [id, u] : m.usage) stats[id] = usage::StatJson(u).dump();
+    auto now = std::chrono::steady_clock::now();
+    std::lock_guard<std::mutex> lock(cpu_mu_);
+    for (auto const& [id, u] : m.usage) {
+      std::optional<double> util;
+      if (auto last = cpu_samples_.find(id); last != cpu_samples_.end()) {
+        auto wall = std::chrono::duration_cast<std::chrono::milliseconds>(now - last->second.at);
+        util = usage::CpuUtilPercent(last->second.cpu_ms, u.cpu_used_ms, wall.count());
+      }
+      cpu_samples_[id] = {u.cpu_used_ms, now};
+      stats[id] = usage::StatJson(u, util).dump();
+    }
+    // Sessions no agent reports any more are forgotten after a while.
+    for (auto it = cpu_samples_.begin(); it != cpu_samples_.end();) {
+      it = now - it->second.at > std::chrono::minutes(10) ? cpu_samples_.erase(it) : std::next(it);
+    }
     (void)sessions_.SetLiveStats(c.agent_id, stats);
   }
   auto same = store_.Beat(c.agent_id, m.slots, load);

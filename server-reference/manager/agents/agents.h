@@ -122,6 +122,13 @@ class AgentRegistry {
   OutputHub output_;
   std::mutex activity_mu_;
   std::map<std::string, std::chrono::system_clock::time_point> activity_;  ///< since last Tick
+  /// Each running session's last CPU sample (CPU ms, when it came), for cpu_util.
+  struct CpuSample {
+    std::int64_t cpu_ms = 0;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::mutex cpu_mu_;
+  std::map<std::string, CpuSample> cpu_samples_;
 };
 
 }  // namespace bai::manager

@@ -177,8 +177,9 @@ json ContainerObject(KernelRecord const& k, SessionRecord const& s) {
       {"container_id", Opt(k.container_id)},
       {"resource_opts", MapColumn(s.resource_opts)},
       {"occupied_slots", k.agent_id ? SlotsColumn(s.requested) : "{}"},
-      {"live_stat", nullptr},
-      {"last_stat", nullptr},
+      // Its session's stat (bai keeps one per session): live while it runs, the last at its end.
+      {"live_stat", k.terminated_at ? json(nullptr) : Opt(k.live_stat)},
+      {"last_stat", Opt(k.last_stat ? k.last_stat : k.live_stat)},
       {"preopen_ports", PreopenPorts(s)},
       // bai's addition: the GPUs the scheduler gave the session, device by device.
       {"attached_devices", server::DeviceAllocationsToJson(s.devices).dump()},

@@ -183,7 +183,9 @@ constexpr char kListFrom[] =
 
 constexpr char kKernelColumns[] =
     "k.id, k.session_id, k.agent_id, k.cluster_role, k.cluster_idx, k.status, k.status_info, "
-    "k.container_id, k.exit_code, k.created_at, k.terminated_at";
+    "k.container_id, k.exit_code, k.created_at, k.terminated_at, "
+    "(SELECT st.live_stat FROM sessions st WHERE st.id = k.session_id), "
+    "(SELECT st.last_stat FROM sessions st WHERE st.id = k.session_id)";
 
 KernelRecord KernelFromRow(SqlRow& r) {
   KernelRecord k;
@@ -198,6 +200,8 @@ KernelRecord KernelFromRow(SqlRow& r) {
   if (!r.IsNull(8)) k.exit_code = r.Int(8);
   k.created_at = r.TakeText(9);
   k.terminated_at = r.TakeOptText(10);
+  k.live_stat = r.TakeOptText(11);
+  k.last_stat = r.TakeOptText(12);
   return k;
 }
 

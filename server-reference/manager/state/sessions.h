@@ -92,6 +92,8 @@ struct KernelRecord {
   std::optional<std::int64_t> exit_code;
   std::string created_at;
   std::optional<std::string> terminated_at;
+  /// Its session's stat (24.09's live_stat shape) while it runs, and its final one.
+  std::optional<std::string> live_stat, last_stat;
 };
 
 /// A session as lists show it: the record, and what the users, groups and kernels tables add.

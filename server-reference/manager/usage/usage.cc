@@ -144,13 +144,28 @@ protocol::SessionUsage SessionOf(UsageRecord const& r) {
 
 }  // namespace
 
-json StatJson(KernelUsage const& u) {
+json StatJson(KernelUsage const& u, std::optional<double> cpu_util) {
   json j = {{"cpu_used", Metric(u.cpu_used_ms, 0, u.cpu_used_ms, "msec")},
             {"mem", Metric(u.mem_current, u.mem_limit, u.mem_peak, "bytes")},
             {"io_read", Metric(u.io_read, 0, u.io_read, "bytes")},
             {"io_write", Metric(u.io_write, 0, u.io_write, "bytes")}};
   if (u.gpu_mem) j["cuda_mem"] = Metric(*u.gpu_mem, 0, *u.gpu_mem, "bytes");
+  if (cpu_util) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f", *cpu_util);
+    j["cpu_util"] = {{"current", buf},
+                     {"capacity", nullptr},
+                     {"pct", buf},
+                     {"unit_hint", "percent"},
+                     {"stats.max", buf}};
+  }
   return j;
+}
+
+std::optional<double> CpuUtilPercent(std::int64_t cpu_before_ms, std::int64_t cpu_now_ms,
+                                     std::int64_t wall_ms) {
+  if (wall_ms <= 0 || cpu_now_ms < cpu_before_ms) return std::nullopt;
+  return 100.0 * static_cast<double>(cpu_now_ms - cpu_before_ms) / static_cast<double>(wall_ms);
 }
 
 KernelUsage FromStat(std::string_view text) {

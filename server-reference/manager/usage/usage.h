@@ -14,15 +14,23 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace bai::manager::usage {
 
-/// 24.09's stat: {cpu_used, mem, io_read, io_write[, cuda_mem]}, each {current, capacity, pct,
-/// unit_hint, stats.max} with numbers as decimal strings.
-nlohmann::json StatJson(server::agent_protocol::KernelUsage const& usage);
+/// 24.09's stat: {cpu_used, mem, io_read, io_write[, cuda_mem][, cpu_util]}, each {current,
+/// capacity, pct, unit_hint, stats.max} with numbers as decimal strings; `cpu_util` (percent of
+/// one core, "150.0" for one and a half) when the caller knows it (CpuUtilPercent).
+nlohmann::json StatJson(server::agent_protocol::KernelUsage const& usage,
+                        std::optional<double> cpu_util = std::nullopt);
+/// The CPU a kernel used between two of its samples: CPU milliseconds over wall milliseconds, in
+/// percent of one core; nullopt when the samples say nothing (no wall time between them, or the
+/// CPU time went back: another kernel under the same session id).
+std::optional<double> CpuUtilPercent(std::int64_t cpu_before_ms, std::int64_t cpu_now_ms,
+                                     std::int64_t wall_ms);
 /// The figures of a stat (StatJson's or 24.09's); missing parts read as zero.
 server::agent_protocol::KernelUsage FromStat(std::string_view stat_json);
 
