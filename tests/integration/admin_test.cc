@@ -910,6 +910,8 @@ TEST_F(AdminTest, RegistryImagesAreForgottenOneByOneOrByRegistry) {
   auto unknown = Gql(*root_, R"(mutation { forget_image(reference: "nowhere.example/x:1") {
       ok msg } })");
   EXPECT_THAT(unknown.dump(), HasSubstr("Unknown image reference: nowhere.example/x:1"));
+  auto local = Gql(*root_, R"(mutation { forget_image(reference: "nonesuch") { ok msg } })");
+  EXPECT_THAT(local.dump(), HasSubstr("Unknown image reference: nonesuch")) << "no agent has it";
   // By id, as images answers it.
   auto by_id = Mutate(
       *root_, R"(forget_image_by_id(image_id: "127.0.0.1:5000/lab/app:2@x86_64") { ok msg })");

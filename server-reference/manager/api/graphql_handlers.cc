@@ -983,8 +983,9 @@ class Resolver {
     auto row = registries.FindImage(*target, arch);
     if (!row.ok()) return row.status();
     if (!*row) {
-      if (ImageStore(store_.db()).CheckKnown(*target).ok() &&
-          CanonicalImage(*target).find('/') == std::string::npos) {
+      auto offered = ImageStore(store_.db()).OfferedByAnAgent(*target);
+      if (!offered.ok()) return offered.status();
+      if (*offered) {
         return json{
             {"ok", false},
             {"msg", reference + " is an agent's own image (host or imported), not a registry's: "

@@ -53,6 +53,15 @@ Status ImageStore::CheckKnown(std::string const& reference) {
                                      "No such environment image: " + reference);
 }
 
+StatusOr<bool> ImageStore::OfferedByAnAgent(std::string const& reference) {
+  auto rows = db_.Query("SELECT images FROM agents");
+  if (!rows.ok()) return rows.status();
+  for (auto const& row : *rows) {
+    if (server::OffersImage(ImageNames(row.Text(0)), reference)) return true;
+  }
+  return false;
+}
+
 Status ImageStore::SetAlias(ImageAlias const& a) {
   return db_
       .Exec(

@@ -32,6 +32,8 @@ class ImageStore {
   /// and none offers `reference` (server::ImageServes) and no rescan found it in a registry.
   /// With no images known yet, any is accepted.
   Status CheckKnown(std::string const& reference);
+  /// Whether some agent's image list offers `reference` (server::OffersImage).
+  StatusOr<bool> OfferedByAnAgent(std::string const& reference);
 
   /// Defines `alias` (replacing what it named before).
   Status SetAlias(ImageAlias const& alias);
