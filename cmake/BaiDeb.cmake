@@ -20,7 +20,6 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_STRIP_FILES TRUE)  # the packages without the build's debug info
 set(CPACK_DEBIAN_ENABLE_COMPONENT_DEPENDS ON)
 set(CPACK_DEBIAN_PACKAGE_SECTION net)
-set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://github.com/lablup/backend.ai")
 set(CPACK_DEBIAN_PACKAGE_RELEASE 1)
 # The SDK's runtime package is named by its soname (Debian policy 8.1: libbai.so.0.1).
 set(bai_soname "${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR}")
