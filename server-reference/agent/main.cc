@@ -23,7 +23,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -35,12 +34,6 @@ namespace {
 
 namespace agent = bai::agent;
 namespace ap = bai::server::agent_protocol;
-
-std::string SelfDir() {
-  std::error_code ec;
-  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string(".") : exe.parent_path().string();
-}
 
 int HookCommand(int argc, char** argv) {
   std::string state(std::istreambuf_iterator<char>(std::cin), {});
@@ -324,7 +317,7 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "image") return ImageCommand(argc - 1, argv + 1);
   CLI::App app{"bai-agent: runs kernels for a bai-manager", "bai-agent"};
   agent::AgentFlags flags;
-  agent::AddAgentFlags(app, flags, SelfDir());
+  agent::AddAgentFlags(app, flags, bai::server::ExecutableDir());
   CLI11_PARSE(app, argc, argv);
   bai::server::Daemon process("bai-agent");
   if (!process.InitLog(flags.log).ok()) return 2;

@@ -15,7 +15,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <filesystem>
 #include <iostream>
 #include <sstream>
 
@@ -42,10 +41,7 @@ std::vector<std::string> SplitList(std::string const& text) {
 // The console beside the binary: DATADIR/bai/console where installed (cmake/BaiInstall.cmake),
 // build/console in a build tree; "" when neither holds one (the webserver says how to build it).
 std::string DefaultStaticDir() {
-  std::error_code ec;
-  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return "";
-  std::string self = exe.parent_path().string();
+  std::string self = bai::server::ExecutableDir();
   for (std::string dir : {self + "/" BAI_BIN_TO_DATADIR "/bai/console", self + "/../console"}) {
     if (::access((dir + "/index.html").c_str(), R_OK) == 0) return dir;
   }

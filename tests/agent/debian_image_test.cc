@@ -5,8 +5,7 @@
 // then pulled by a session that runs the image's own Python, and an image without any Backend.AI
 // label runs as a plain shell image. Skipped, with the reason, when debootstrap is missing or
 // the mirror cannot be reached.
-#include "tests/agent/runc_fixture.h"
-#include "tests/testing_util/local_registry.h"
+#include "tests/agent/registry_kernel_fixture.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -18,15 +17,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-class DebianImageTest : public runc_testing::RuncTest {
- protected:
-  void SetUp() override {
-    RuncTest::SetUp();
-    if (IsSkipped() || HasFatalFailure()) return;
-    ASSERT_EQ(registry_.error(), "");
-  }
-  testing_util::LocalRegistry registry_;
-};
+using DebianImageTest = runc_testing::RegistryKernelTest;
 
 TEST_F(DebianImageTest, ADebianImageWithPythonIsPulledAndRunsItsPython) {
   if (::access("/usr/sbin/debootstrap", X_OK) != 0) {

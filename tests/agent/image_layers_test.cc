@@ -10,7 +10,7 @@
 #include "server-reference/agent/layer_store.h"
 #include "server-reference/common/oci/reference.h"
 #include "server-reference/common/oci/registry_client.h"
-#include "tests/agent/runc_fixture.h"
+#include "tests/agent/registry_kernel_fixture.h"
 #include "tests/testing_util/layer_tar.h"
 #include "tests/testing_util/local_registry.h"
 #include "tests/testing_util/tcp_relay.h"
@@ -219,15 +219,7 @@ TEST_F(LayerStoreTest, WhatAnUnfinishedPullLeftIsSweptAtStart) {
 
 // A kernel on a pulled image: its root is the image's (busybox, its own os-release), an
 // overlay mounted for the kernel, kept when the agent restarts, and gone with the session.
-class LayeredKernelTest : public runc_testing::RuncTest {
- protected:
-  void SetUp() override {
-    RuncTest::SetUp();
-    if (IsSkipped() || HasFatalFailure()) return;
-    ASSERT_EQ(registry_.error(), "");
-  }
-  testing_util::LocalRegistry registry_;
-};
+using LayeredKernelTest = runc_testing::RegistryKernelTest;
 
 TEST_F(LayeredKernelTest, AKernelRunsOnAPulledImageAndItsOverlayGoesWithIt) {
   ASSERT_EQ(Push(registry_, dir_, "lab/app:1", App("1")), "");
@@ -268,14 +260,9 @@ TEST_F(LayeredKernelTest, AKernelRunsOnAPulledImageAndItsOverlayGoesWithIt) {
 // list them; a session on one pulls it (progress as PREPARING's status_info) and runs the
 // image's own /etc/os-release; the next image grows the store by far less than the base; a
 // corrupted layer ends its session in ERROR naming the digest, its slots freed.
-class RegistrySessionTest : public runc_testing::RuncTest {
+class RegistrySessionTest : public runc_testing::RegistryKernelTest {
  protected:
-  void SetUp() override {
-    RuncTest::SetUp();
-    if (IsSkipped() || HasFatalFailure()) return;
-    ASSERT_EQ(registry_.error(), "");
-  }
-  testing_util::LocalRegistry registry_{{"lab", "s3cret pass", "", ""}};
+  RegistrySessionTest() : RegistryKernelTest({"lab", "s3cret pass", "", ""}) {}
 };
 
 TEST_F(RegistrySessionTest, ARegistryImageIsPulledOnDemandAndRuns) {

@@ -5,6 +5,7 @@
 // superadmin), and reads scoped as 24.09 scopes them.
 #include "bai/client.h"
 
+#include "server-reference/manager/agents/registry_scan.h"
 #include "server-reference/manager/manager.h"
 #include "server-reference/manager/state/registries.h"
 #include "server-reference/manager/state/schema.h"
@@ -26,6 +27,14 @@ namespace {
 using nlohmann::json;
 using ::testing::HasSubstr;
 using testing_util::TempDir;
+
+// REGISTRY's REPOSITORY:TAG kept as a rescan keeps it (registry_scan.h's ScannedImage).
+Status PutScanned(RegistryStore& store, std::string const& registry, std::string const& repository,
+                  std::string const& tag) {
+  ContainerRegistry r;
+  r.registry_name = registry;
+  return store.PutImage(ScannedImage(r, repository, tag, "sha256:0", {}, {}));
+}
 
 class AdminTest : public testing_util::ManagerFixture {
  protected:
@@ -839,14 +848,7 @@ TEST_F(AdminTest, ContainerRegistriesAreTheSuperadminsAndKeepTheirPasswords) {
       << cleared.dump();
   // Its images go with it.
   RegistryStore registries(manager_->store().db());
-  RegistryImage found;
-  found.canonical = "127.0.0.1:5000/lab/app:1";
-  found.architecture = "x86_64";
-  found.registry = "127.0.0.1:5000";
-  found.project = "lab";
-  found.name = "app";
-  found.tag = "1";
-  ASSERT_TRUE(registries.PutImage(found).ok());
+  ASSERT_TRUE(PutScanned(registries, "127.0.0.1:5000", "lab/app", "1").ok());
   auto gone = Gql(*root_, R"(mutation { delete_container_registry(hostname: "127.0.0.1:5000") {
       container_registry { hostname } } })");
   EXPECT_EQ(gone["data"]["delete_container_registry"]["container_registry"]["hostname"],
@@ -865,22 +867,9 @@ TEST_F(AdminTest, ContainerRegistriesAreTheSuperadminsAndKeepTheirPasswords) {
 TEST_F(AdminTest, RegistryImagesAreForgottenOneByOneOrByRegistry) {
   RegistryStore registries(manager_->store().db());
   for (char const* tag : {"1", "2"}) {
-    RegistryImage found;
-    found.canonical = std::string("127.0.0.1:5000/lab/app:") + tag;
-    found.architecture = "x86_64";
-    found.registry = "127.0.0.1:5000";
-    found.project = "lab";
-    found.name = "app";
-    found.tag = tag;
-    ASSERT_TRUE(registries.PutImage(found).ok());
+    ASSERT_TRUE(PutScanned(registries, "127.0.0.1:5000", "lab/app", tag).ok());
   }
-  RegistryImage other;
-  other.canonical = "cr.example.com/lab/tool:9";
-  other.architecture = "x86_64";
-  other.registry = "cr.example.com";
-  other.name = "tool";
-  other.tag = "9";
-  ASSERT_TRUE(registries.PutImage(other).ok());
+  ASSERT_TRUE(PutScanned(registries, "cr.example.com", "lab/tool", "9").ok());
   EXPECT_EQ(
       Mutate(*root_,
              R"(alias_image(alias: "app", target: "127.0.0.1:5000/lab/app:1") { ok msg })")["ok"],
@@ -920,11 +909,8 @@ TEST_F(AdminTest, RegistryImagesAreForgottenOneByOneOrByRegistry) {
       Gql(*root_, R"(mutation { forget_image_by_id(image_id: "no-at-sign") { ok } })").dump(),
       HasSubstr("No such image"));
   // A registry at once: only its own.
-  ASSERT_TRUE(registries.PutImage(other).ok());
-  RegistryImage again = other;
-  again.canonical = "127.0.0.1:5000/lab/app:3";
-  again.registry = "127.0.0.1:5000";
-  ASSERT_TRUE(registries.PutImage(again).ok());
+  ASSERT_TRUE(PutScanned(registries, "cr.example.com", "lab/tool", "9").ok());
+  ASSERT_TRUE(PutScanned(registries, "127.0.0.1:5000", "lab/app", "3").ok());
   EXPECT_EQ(Mutate(*root_, R"(clear_images(registry: "127.0.0.1:5000") { ok msg })")["ok"], true);
   auto left = registries.Images();
   ASSERT_TRUE(left.ok());
@@ -938,15 +924,8 @@ TEST_F(AdminTest, RegistryImagesAreForgottenOneByOneOrByRegistry) {
 // host and imported images always pass; an empty list (bai's default) allows any registry.
 TEST_F(AdminTest, ADomainsAllowedRegistriesBoundItsSessionsImages) {
   RegistryStore registries(manager_->store().db());
-  for (char const* canonical : {"127.0.0.1:5000/lab/app:1", "cr.example.com/lab/tool:9"}) {
-    RegistryImage found;
-    found.canonical = canonical;
-    found.architecture = "x86_64";
-    found.registry = std::string(canonical).substr(0, std::string(canonical).find('/'));
-    found.name = "x";
-    found.tag = "1";
-    ASSERT_TRUE(registries.PutImage(found).ok());
-  }
+  ASSERT_TRUE(PutScanned(registries, "127.0.0.1:5000", "lab/app", "1").ok());
+  ASSERT_TRUE(PutScanned(registries, "cr.example.com", "lab/tool", "9").ok());
   struct Answer {
     int status = 0;
     std::string body;

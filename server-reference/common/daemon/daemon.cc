@@ -3,10 +3,17 @@
 
 #include <pthread.h>
 
+#include <filesystem>
 #include <iostream>
 #include <utility>
 
 namespace bai::server {
+
+std::string ExecutableDir() {
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string(".") : exe.parent_path().string();
+}
 
 Daemon::Daemon(std::string name) : name_(std::move(name)) {
   sigemptyset(&signals_);

@@ -14,6 +14,11 @@
 
 namespace bai::server {
 
+/// The directory of the running program's binary (/proc/self/exe), "." when it cannot be
+/// read: where a daemon finds its companions (the agent its runner and shim, the webserver its
+/// console), installed or in a build tree.
+std::string ExecutableDir();
+
 class Daemon {
  public:
   /// `name`: the program's ("bai-storage"), the prefix of what it writes to stderr.
