@@ -28,8 +28,9 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev hyperfine wrk umoci curl bc
   # registry images (issue 46): a registry of the tests' own, skopeo to push into it, htpasswd
   docker-registry skopeo apache2-utils busybox-static
-  # a Debian image for the slow registry test (tests/agent/debian_image_test.cc)
-  debootstrap
+  # a Debian image for the slow registry test (tests/agent/debian_image_test.cc); the packages'
+  # slow test boots a Debian tree with systemd-nspawn (tests/install/deb_nspawn.sh)
+  debootstrap systemd-container dpkg-dev
   # terminal tests drive bai shell through tmux and script(1)
   tmux bsdutils
   # the web console: built with npm from its lockfile; its tests drive Chromium headless
